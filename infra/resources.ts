@@ -1,0 +1,47 @@
+// The tables and queues, described once: the CDK stack and the local runtime both build from
+// these, so local tables cannot drift from the deployed ones.
+
+export interface TableSpec {
+  /** logical id in the stack, and the local table name */
+  id: "Hosts" | "Instances" | "Catalog";
+  localName: string;
+  partitionKey: string;
+  /** environment variable that carries the table name to the handlers */
+  env: string;
+  gsis: { indexName: string; partitionKey: string; sortKey?: string }[];
+}
+
+export const TABLES: TableSpec[] = [
+  { id: "Hosts", localName: "novaless-hosts", partitionKey: "host", env: "NOVALESS_HOSTS_TABLE", gsis: [] },
+  {
+    id: "Instances",
+    localName: "novaless-instances",
+    partitionKey: "id",
+    env: "NOVALESS_INSTANCES_TABLE",
+    gsis: [{ indexName: "by-project", partitionKey: "project_id", sortKey: "created_at" }],
+  },
+  { id: "Catalog", localName: "novaless-catalog", partitionKey: "pk", env: "NOVALESS_CATALOG_TABLE", gsis: [] },
+];
+
+export const INSTANCES_BY_PROJECT_INDEX = "by-project";
+
+export interface QueueSpec {
+  localName: string;
+  /** seconds; longer than the consumer's longest handling of one message */
+  visibilityTimeout: number;
+  /** receives before SQS moves a message to the DLQ */
+  maxReceiveCount: number;
+}
+
+export const BUILD_REQUESTS_QUEUE: QueueSpec = {
+  localName: "novaless-build-requests",
+  visibilityTimeout: 60,
+  maxReceiveCount: 5,
+};
+
+/** Every compute host's own queue is made from this (named `${prefix}<host>`, DLQ `…-dlq`). */
+export const COMPUTE_QUEUE: QueueSpec = { localName: "novaless-compute-", visibilityTimeout: 120, maxReceiveCount: 5 };
+
+export const DLQ_SUFFIX = "-dlq";
+/** 14 days, SQS's maximum: a dead letter waits for an operator. */
+export const DLQ_RETENTION_SECONDS = 1209600;

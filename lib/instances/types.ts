@@ -1,0 +1,67 @@
+import type { FlavorSpec, ImageSpec } from "../scheduler/types.js";
+
+export type VmState = "building" | "active" | "error" | "deleted";
+export type TaskState = "scheduling" | "spawning" | "deleting" | null;
+
+export interface Fault {
+  code: number;
+  message: string;
+  /** operator detail (host, filter, attempt); shown to admins only */
+  details: string;
+  created: string;
+}
+
+/** One of Nova's os-instance-actions events. */
+export interface ActionEvent {
+  event: string;
+  attempt: number;
+  start_time: string;
+  finish_time: string | null;
+  result: "Success" | "Error" | null;
+  host: string | null;
+  details: string | null;
+}
+
+export interface InstanceAction {
+  action: "create" | "delete";
+  request_id: string;
+  user_id: string;
+  project_id: string;
+  start_time: string;
+  message: string | null;
+  /** keyed `${event}#${attempt}` so a repeated write of the same event is idempotent */
+  events: Record<string, ActionEvent>;
+}
+
+export interface InstanceRecord {
+  id: string;
+  name: string;
+  project_id: string;
+  user_id: string;
+  reservation_id: string;
+  /** the create action's request id */
+  request_id: string;
+  flavor: FlavorSpec;
+  image: ImageSpec;
+  /** what the user asked for, if anything */
+  requested_availability_zone: string | null;
+  /** where it landed */
+  availability_zone: string | null;
+  metadata: Record<string, string>;
+  vm_state: VmState;
+  task_state: TaskState;
+  host: string | null;
+  node: string | null;
+  /** the fencing token: bumped by the conductor for every build it sends */
+  attempt: number;
+  /** hosts already tried, oldest first */
+  retry_hosts: string[];
+  fault: Fault | null;
+  created_at: string;
+  updated_at: string;
+  launched_at: string | null;
+  deleted: boolean;
+  deleted_at: string | null;
+  /** keyed by request id */
+  actions: Record<string, InstanceAction>;
+}
