@@ -54,6 +54,8 @@ export interface InstanceRecord {
   node: string | null;
   /** the fencing token: bumped by the conductor for every build it sends */
   attempt: number;
+  /** the attempt compute last took up (spawned); a duplicate build message finds it equal */
+  spawn_attempt: number;
   /** hosts already tried, oldest first */
   retry_hosts: string[];
   fault: Fault | null;

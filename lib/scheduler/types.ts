@@ -79,7 +79,18 @@ export interface Selection {
   resources: ResourceAmounts;
 }
 
-export type FilterResult = { pass: true } | { pass: false; reason: string };
+export type FilterResult =
+  | { pass: true }
+  | {
+      pass: false;
+      /** about this host, for the explanation: "host is in availability zone az1, not az2" */
+      reason: string;
+      /**
+       * the same for every host it rejects, in the plural, for NoValidHost's summary:
+       * "are not in availability zone az2". Rejections are counted by it.
+       */
+      summary?: string;
+    };
 
 export interface FilterContext {
   /** 0 for the first instance of a multi-create, 1 for the next, … */
@@ -97,6 +108,70 @@ export interface HostFilter {
 export interface Weigher {
   name: string;
   multiplier(config: import("../config.js").SchedulerConfig): number;
-  /** raw value; normalized by the pipeline (value ÷ max over the candidates, floor 0) */
+  /**
+   * raw value; normalized by the pipeline as Nova's nova/weights.py normalize():
+   * (v − min) ÷ (max − min), where min/max are `minval`/`maxval` when set, else observed.
+   * With minval 0 (RAM, disk, CPU weighers) that is value ÷ max over the candidates.
+   */
   weigh(host: HostState, spec: RequestSpec): number;
+  /** Nova's BaseWeigher.minval: raw values are clamped to it and it is the normalization floor. */
+  minval?: number;
+  /** Nova's BaseWeigher.maxval: raw values are clamped to it and it is the normalization ceiling. */
+  maxval?: number;
+}
+
+export interface WeighedHost {
+  host: HostState;
+  /** Σ multiplier × normalized over the weighers; 0 when there was a single candidate. */
+  weight: number;
+}
+
+// ── The explanation of one decision: plain data, stored with the instance and logged. ──
+
+/** Why Placement's resource check rejected a host, kept as data for "largest free" summaries. */
+export interface ResourceFitFailure {
+  resource_class: string;
+  violation: "missing" | "capacity" | "min_unit" | "max_unit" | "step_size";
+  requested: number;
+  /** whole units left: floor(capacity − used), never below 0 */
+  free: number;
+  /** the violated bound: min_unit, max_unit or step_size */
+  limit?: number;
+}
+
+export interface HostRejection {
+  host: string;
+  nodename: string;
+  reason: string;
+  /** host-independent phrase rejections are grouped by (see FilterResult.summary) */
+  summary: string;
+  fit?: ResourceFitFailure;
+}
+
+export interface StageExplanation {
+  /** "requested_destination", "ignore_hosts", "force_hosts", "force_nodes", "exclude_hosts",
+   * "resource_fit", or a filter's Nova name */
+  stage: string;
+  hosts_in: number;
+  hosts_passed: number;
+  rejected: HostRejection[];
+  /** set when a filter did not run: "run_filter_once_per_request" or "forced host" */
+  skipped?: string;
+}
+
+export interface WeigherExplanation {
+  weigher: string;
+  hosts: { host: string; nodename: string; raw: number; normalized: number; multiplier: number }[];
+}
+
+export interface DecisionExplanation {
+  /** the instance's index in a multi-create */
+  index: number;
+  /** what a claim must allocate (resourcesFromFlavor) */
+  requested: ResourceAmounts;
+  stages: StageExplanation[];
+  /** empty when at most one host survived: Nova does not weigh a single candidate */
+  weighers: WeigherExplanation[];
+  /** hosts in final weighed order */
+  order: { host: string; nodename: string; weight: number }[];
 }

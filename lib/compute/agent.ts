@@ -1,0 +1,296 @@
+// The compute agent (Nova's nova-compute, reduced to building): registers its host, heartbeats,
+// long-polls its own queue and builds what the conductor casts to it. Every instance write is
+// fenced on (host, attempt), so a zombie agent or a duplicated message changes nothing.
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  type Message,
+  ReceiveMessageCommand,
+} from "@aws-sdk/client-sqs";
+import { COMPUTE_QUEUE } from "../../infra/resources.js";
+import { sqsClient } from "../aws/clients.js";
+import { ensureQueueWithDlq } from "../aws/queues.js";
+import { sendBuildRequest, sendToDeadLetter } from "../conductor/queues.js";
+import { resources } from "../config.js";
+import { EVENT_BUILD, event, markActive, recordBuildFailure, startSpawn } from "../instances/repo.js";
+import { type Logger, logger } from "../log.js";
+import { parseJsonMessage } from "../messages/build-request.js";
+import { type BuildAndRunInstance, type ComputeMessage, computeMessage } from "../messages/compute.js";
+import { release } from "../placement/claims.js";
+import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
+import type { Inventory, ResourceClass } from "../placement/types.js";
+import type { Driver } from "./drivers/driver.js";
+
+export interface AgentOptions {
+  host: string;
+  availability_zone: string;
+  inventories: Partial<Record<ResourceClass, Inventory>>;
+  host_ip: string;
+  driver: Driver;
+  /** builds at once */
+  concurrency?: number;
+  /** long-poll wait; short locally so stop() is quick */
+  waitTimeSeconds?: number;
+  heartbeatSeconds?: number;
+}
+
+export class ComputeAgent {
+  private queueUrl = "";
+  private dlqUrl = "";
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private beat: NodeJS.Timeout | undefined;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** instances this process is spawning right now */
+  private readonly building = new Set<string>();
+  private readonly log: Logger;
+  private readonly abort = new AbortController();
+
+  constructor(private readonly opts: AgentOptions) {
+    this.log = logger({ host: opts.host });
+  }
+
+  get host(): string {
+    return this.opts.host;
+  }
+
+  /** Create the host's queue, register the host with its inventory, start heartbeats and polling. */
+  async start(): Promise<void> {
+    const q = await ensureQueueWithDlq(`${resources().computeQueuePrefix}${this.opts.host}`, COMPUTE_QUEUE);
+    this.queueUrl = q.queueUrl;
+    this.dlqUrl = q.dlqUrl;
+    const d = this.opts.driver;
+    await registerHost({
+      host: this.opts.host,
+      availability_zone: this.opts.availability_zone,
+      inventories: this.opts.inventories,
+      hypervisor_type: d.hypervisorType,
+      hypervisor_version: d.hypervisorVersion,
+      host_ip: this.opts.host_ip,
+      supported_instances: [["x86_64", d.hypervisorType, "hvm"]],
+      queue_url: this.queueUrl,
+    });
+    this.running = true;
+    const every = (this.opts.heartbeatSeconds ?? 10) * 1000;
+    this.beat = setInterval(() => {
+      heartbeat(this.opts.host).catch((e) => this.log.warn("compute.heartbeat_failed", { error: e }));
+    }, every);
+    this.beat.unref();
+    this.loop = this.poll();
+    this.log.info("compute.started", { queue_url: this.queueUrl });
+  }
+
+  /** Stop polling and let in-flight builds finish (a graceful stop hands nothing back half-done). */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.beat) clearInterval(this.beat);
+    this.abort.abort();
+    await this.loop;
+    await Promise.allSettled(this.inFlight.values());
+    this.log.info("compute.stopped", {});
+  }
+
+  private async poll(): Promise<void> {
+    const max = this.opts.concurrency ?? 8;
+    while (this.running) {
+      const room = max - this.inFlight.size;
+      if (room <= 0) {
+        await Promise.race(this.inFlight.values());
+        continue;
+      }
+      let messages: Message[] = [];
+      try {
+        const r = await sqsClient().send(
+          new ReceiveMessageCommand({
+            QueueUrl: this.queueUrl,
+            MaxNumberOfMessages: Math.min(10, room),
+            WaitTimeSeconds: this.opts.waitTimeSeconds ?? 20,
+          }),
+          { abortSignal: this.abort.signal },
+        );
+        messages = r.Messages ?? [];
+      } catch (e) {
+        if (!this.running) break;
+        this.log.warn("compute.receive_failed", { error: e });
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
+      for (const m of messages) {
+        const key = m.MessageId ?? String(Math.random());
+        const p = this.handle(m)
+          .catch((e) => this.log.error("compute.message_failed", { error: e, message_id: m.MessageId }))
+          .finally(() => this.inFlight.delete(key));
+        this.inFlight.set(key, p);
+      }
+    }
+  }
+
+  private async handle(m: Message): Promise<void> {
+    const parsed = parseJsonMessage(computeMessage, m.Body ?? "");
+    if (!parsed.ok) {
+      await sendToDeadLetter(this.dlqUrl, m.Body ?? "", parsed.reason, this.queueUrl);
+      this.log.warn("compute.message_dead_lettered", { reason: parsed.reason, message_id: m.MessageId });
+      await this.ack(m);
+      return;
+    }
+    const msg: ComputeMessage = parsed.value;
+    if (msg.host !== this.opts.host) {
+      await sendToDeadLetter(
+        this.dlqUrl,
+        m.Body ?? "",
+        `message for host ${msg.host} on ${this.opts.host}`,
+        this.queueUrl,
+      );
+      await this.ack(m);
+      return;
+    }
+    if (msg.kind === "terminate_instance") {
+      await this.opts.driver.destroy(msg.instance_uuid);
+      this.log.info("compute.terminated", { request_id: msg.request_id, instance_uuid: msg.instance_uuid });
+    } else {
+      // A long build must not reappear on the queue while it runs.
+      await sqsClient()
+        .send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: this.queueUrl,
+            ReceiptHandle: m.ReceiptHandle,
+            VisibilityTimeout: COMPUTE_QUEUE.visibilityTimeout,
+          }),
+        )
+        .catch(() => undefined);
+      await this.buildAndRun(msg);
+    }
+    await this.ack(m);
+  }
+
+  private async ack(m: Message): Promise<void> {
+    await sqsClient().send(
+      new DeleteMessageCommand({ QueueUrl: this.queueUrl, ReceiptHandle: m.ReceiptHandle }),
+    );
+  }
+
+  /** Nova's build_and_run_instance, with the reschedule on failure. */
+  async buildAndRun(msg: BuildAndRunInstance): Promise<void> {
+    const { instance_uuid: id, attempt: n } = msg;
+    const host = this.opts.host;
+    const rec = { id, request_id: msg.request_id };
+    const log = this.log.child({ request_id: msg.request_id, instance_uuid: id, attempt: n });
+    const started = new Date();
+    const taken = await startSpawn(rec, host, n, event(EVENT_BUILD, n, null, host, null, started, null));
+    switch (taken.outcome) {
+      case "fenced":
+        // Deleted, or moved to a newer attempt: undo anything this host holds for it.
+        await this.cleanUp(id, n);
+        log.info("compute.build_fenced", {
+          current_host: taken.record?.host,
+          current_attempt: taken.record?.attempt,
+        });
+        return;
+      case "failure-recorded":
+        // This attempt failed before and the reschedule may not have gone out: finish it.
+        await this.reschedule(
+          msg,
+          taken.record?.actions[msg.request_id]?.events[`${EVENT_BUILD}#${n}`]?.details ?? "build failed",
+        );
+        return;
+      case "in-progress":
+        if (this.building.has(id)) {
+          log.info("compute.duplicate_build_ignored", {});
+          return;
+        }
+        if (this.opts.driver.has(id)) {
+          await this.finish(msg, started);
+          return;
+        }
+        log.warn("compute.resuming_interrupted_build", {});
+        break;
+      case "started":
+        break;
+    }
+    this.building.add(id);
+    try {
+      await this.opts.driver.spawn({
+        instance_uuid: id,
+        flavor: msg.request_spec.flavor,
+        image: msg.request_spec.image,
+      });
+    } catch (e) {
+      this.building.delete(id);
+      const reason = e instanceof Error ? e.message : String(e);
+      log.warn("compute.build_failed", { reason });
+      const failed = await recordBuildFailure(
+        rec,
+        host,
+        n,
+        event(EVENT_BUILD, n, "Error", host, reason, started),
+      );
+      if (!failed) {
+        await this.cleanUp(id, n);
+        return;
+      }
+      await recordBuildResult(host, false);
+      await this.reschedule(msg, reason);
+      return;
+    }
+    this.building.delete(id);
+    await this.finish(msg, started);
+  }
+
+  private async finish(msg: BuildAndRunInstance, started: Date): Promise<void> {
+    const { instance_uuid: id, attempt: n } = msg;
+    const active = await markActive(
+      { id, request_id: msg.request_id },
+      this.opts.host,
+      n,
+      event(EVENT_BUILD, n, "Success", this.opts.host, null, started),
+    );
+    if (!active) {
+      // Deleted (or moved) while spawning: destroy what we built and give the claim back.
+      await this.cleanUp(id, n);
+      this.log.info("compute.built_but_fenced", {
+        request_id: msg.request_id,
+        instance_uuid: id,
+        attempt: n,
+      });
+      return;
+    }
+    await recordBuildResult(this.opts.host, true);
+    this.log.info("compute.build_succeeded", { request_id: msg.request_id, instance_uuid: id, attempt: n });
+  }
+
+  private async cleanUp(id: string, attempt: number): Promise<void> {
+    await this.opts.driver.destroy(id);
+    await release(this.opts.host, id, attempt);
+  }
+
+  /**
+   * The failure path (Nova's reschedule): give the claim back, then send the same build request
+   * to the conductor again with the retry count, the hosts tried and the remaining alternates.
+   */
+  private async reschedule(msg: BuildAndRunInstance, reason: string): Promise<void> {
+    const host = this.opts.host;
+    await release(host, msg.instance_uuid, msg.attempt);
+    await sendBuildRequest({
+      version: 1,
+      request_id: msg.request_id,
+      reservation_id: msg.reservation_id,
+      project_id: msg.project_id,
+      user_id: msg.user_id,
+      instance_uuids: [msg.instance_uuid],
+      request_spec: { ...msg.request_spec, num_instances: 1 },
+      retry: {
+        num_attempts: msg.attempt + 1,
+        hosts: [...msg.retry.hosts.filter((h) => h !== host), host],
+        last_fault: `${host}: ${reason}`,
+      },
+      alternates: msg.alternates.filter((a) => a.host !== host),
+    });
+    this.log.info("compute.rescheduled", {
+      request_id: msg.request_id,
+      instance_uuid: msg.instance_uuid,
+      attempt: msg.attempt,
+      next_attempt: msg.attempt + 1,
+      alternates: msg.alternates.map((a) => a.host),
+    });
+  }
+}

@@ -1,0 +1,43 @@
+// Sending to the queues of the flow. Bodies are validated before they leave, so a bug here shows
+// up at the sender and not as a dead letter downstream.
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { sqsClient } from "../aws/clients.js";
+import { resources } from "../config.js";
+import { type BuildRequest, buildRequestV1 } from "../messages/build-request.js";
+import { type ComputeMessage, computeMessage } from "../messages/compute.js";
+
+export async function sendBuildRequest(msg: BuildRequest): Promise<void> {
+  const body = JSON.stringify(buildRequestV1.parse(msg));
+  await sqsClient().send(
+    new SendMessageCommand({ QueueUrl: resources().buildRequestsQueueUrl, MessageBody: body }),
+  );
+}
+
+export function computeMessageBody(msg: ComputeMessage): string {
+  return JSON.stringify(computeMessage.parse(msg));
+}
+
+export async function castToCompute(queueUrl: string, msg: ComputeMessage): Promise<void> {
+  await sqsClient().send(
+    new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: computeMessageBody(msg) }),
+  );
+}
+
+/** A malformed message goes to the dead-letter queue with its reason, never silently dropped. */
+export async function sendToDeadLetter(
+  dlqUrl: string,
+  body: string,
+  reason: string,
+  source: string,
+): Promise<void> {
+  await sqsClient().send(
+    new SendMessageCommand({
+      QueueUrl: dlqUrl,
+      MessageBody: body.length ? body : "(empty body)",
+      MessageAttributes: {
+        "novaless.dead_letter_reason": { DataType: "String", StringValue: reason.slice(0, 1000) },
+        "novaless.source_queue": { DataType: "String", StringValue: source },
+      },
+    }),
+  );
+}

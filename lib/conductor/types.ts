@@ -1,0 +1,41 @@
+import type { BuildRequest } from "../messages/build-request.js";
+import type { Selection } from "../scheduler/types.js";
+
+/** The conductor execution's input: a build request plus the options the intake adds. */
+export type ConductorInput = BuildRequest & { config: { max_attempts: number }; scheduled?: Scheduled };
+
+/** One instance's destination: the claimed host and its unclaimed alternates. */
+export interface InstanceSelection {
+  instance_uuid: string;
+  selected: Selection;
+  alternates: Selection[];
+}
+
+/** What SelectDestinations and ClaimAlternate hand to BuildInstances. */
+export interface Scheduled {
+  selections: InstanceSelection[];
+}
+
+export interface Cast {
+  queue_url: string;
+  message_body: string;
+}
+
+/** A Step Functions error as Catch's ResultPath records it. */
+export interface StatesError {
+  Error: string;
+  Cause?: string;
+}
+
+/** Nova's user-facing NoValidHost text. */
+export const NO_VALID_HOST_MESSAGE = "No valid host was found. There are not enough hosts available.";
+
+/** Thrown by ClaimAlternate when no alternate could be claimed; the state machine then reschedules. */
+export class AlternatesExhausted extends Error {
+  override name = "AlternatesExhausted";
+}
+
+/** A failure worth retrying (throttling, a dropped connection): the state machine retries it. */
+export class Transient extends Error {
+  override name = "Transient";
+}

@@ -1,0 +1,357 @@
+// Instance records and their guarded transitions. Every transition is ONE conditional UpdateItem
+// that also writes its os-instance-actions event, so a transition and its event never disagree
+// and a repeated transition (a duplicated message, a re-run step) changes nothing.
+import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { INSTANCES_BY_PROJECT_INDEX } from "../../infra/resources.js";
+import { dynamo } from "../aws/clients.js";
+import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { resources } from "../config.js";
+import type { ActionEvent, Fault, InstanceRecord } from "./types.js";
+
+export const EVENT_SCHEDULE = "conductor_schedule_and_build_instances";
+export const EVENT_BUILD = "compute_build_and_run_instance";
+
+function table(): string {
+  return resources().instancesTable;
+}
+
+export async function createInstances(records: InstanceRecord[]): Promise<void> {
+  await Promise.all(
+    records.map((item) =>
+      dynamo().send(
+        new PutCommand({ TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(id)" }),
+      ),
+    ),
+  );
+}
+
+export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
+  const r = await dynamo().send(new GetCommand({ TableName: table(), Key: { id }, ConsistentRead: true }));
+  return r.Item as InstanceRecord | undefined;
+}
+
+/** Live (not deleted) instances of one project, or of every project when none is given. */
+export async function listInstances(projectId?: string): Promise<InstanceRecord[]> {
+  const out: InstanceRecord[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = projectId
+      ? await dynamo().send(
+          new QueryCommand({
+            TableName: table(),
+            IndexName: INSTANCES_BY_PROJECT_INDEX,
+            KeyConditionExpression: "project_id = :p",
+            FilterExpression: "deleted = :f",
+            ExpressionAttributeValues: { ":p": projectId, ":f": false },
+            ExclusiveStartKey: start,
+          }),
+        )
+      : await dynamo().send(
+          new ScanCommand({
+            TableName: table(),
+            FilterExpression: "deleted = :f",
+            ExpressionAttributeValues: { ":f": false },
+            ExclusiveStartKey: start,
+          }),
+        );
+    out.push(...((r.Items ?? []) as InstanceRecord[]));
+    start = r.LastEvaluatedKey;
+  } while (start);
+  return out.sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+}
+
+interface Update {
+  set: string[];
+  remove?: string[];
+  condition: string;
+  names?: Record<string, string>;
+  values: Record<string, unknown>;
+}
+
+/** Apply one guarded transition; false when its condition did not hold. */
+async function transition(id: string, u: Update): Promise<InstanceRecord | undefined> {
+  try {
+    const r = await dynamo().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: { id },
+        UpdateExpression: `SET ${u.set.join(", ")}${u.remove?.length ? ` REMOVE ${u.remove.join(", ")}` : ""}`,
+        ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
+        ExpressionAttributeNames: u.names && Object.keys(u.names).length ? u.names : undefined,
+        ExpressionAttributeValues: u.values,
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return r.Attributes as InstanceRecord;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return undefined;
+    throw e;
+  }
+}
+
+/** The SET clause and names/values that record `event` under the instance's create action. */
+function eventClause(rec: { request_id: string }, ev: ActionEvent, tag = "ev"): Update {
+  return {
+    set: [`actions.#rid.events.#${tag} = :${tag}`],
+    condition: "attribute_exists(actions.#rid)",
+    names: { "#rid": rec.request_id, [`#${tag}`]: `${ev.event}#${ev.attempt}` },
+    values: { [`:${tag}`]: ev },
+  };
+}
+
+function merge(...parts: Update[]): Update {
+  return {
+    set: parts.flatMap((p) => p.set),
+    remove: parts.flatMap((p) => p.remove ?? []),
+    condition: parts.map((p) => `(${p.condition})`).join(" AND "),
+    names: Object.assign({}, ...parts.map((p) => p.names ?? {})),
+    values: Object.assign({}, ...parts.map((p) => p.values)),
+  };
+}
+
+export function event(
+  name: string,
+  attempt: number,
+  result: ActionEvent["result"],
+  host: string | null,
+  details: string | null,
+  start: Date,
+  finish: Date | null = new Date(),
+): ActionEvent {
+  return {
+    event: name,
+    attempt,
+    start_time: start.toISOString(),
+    finish_time: finish ? finish.toISOString() : null,
+    result,
+    host,
+    details,
+  };
+}
+
+export type PlaceOutcome =
+  | { kind: "placed"; record: InstanceRecord }
+  | { kind: "already-placed"; record: InstanceRecord }
+  | { kind: "gone"; record: InstanceRecord | undefined };
+
+/**
+ * Conductor: point the instance at its host for attempt `attempt` (the fencing token every later
+ * compute write is conditioned on). Succeeds only from the previous attempt; a re-run for the
+ * same attempt and host is `already-placed`; anything else (deleted, a newer attempt, placed on
+ * another host by a concurrent run) is `gone`.
+ */
+export async function placeInstance(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  attempt: number,
+  host: string,
+  node: string,
+  availabilityZone: string,
+  ev: ActionEvent,
+): Promise<PlaceOutcome> {
+  const now = new Date().toISOString();
+  const placed = await transition(
+    rec.id,
+    merge(
+      {
+        set: ["attempt = :n", "host = :h", "node = :node", "availability_zone = :az", "updated_at = :now"],
+        condition: "deleted = :false AND vm_state = :building AND attempt = :prev",
+        values: {
+          ":n": attempt,
+          ":prev": attempt - 1,
+          ":h": host,
+          ":node": node,
+          ":az": availabilityZone,
+          ":now": now,
+          ":false": false,
+          ":building": "building",
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+  if (placed) return { kind: "placed", record: placed };
+  const current = await getInstance(rec.id);
+  if (current && !current.deleted && current.attempt === attempt && current.host === host) {
+    return { kind: "already-placed", record: current };
+  }
+  return { kind: "gone", record: current };
+}
+
+export type SpawnOutcome = "started" | "in-progress" | "failure-recorded" | "fenced";
+
+/**
+ * Compute: take the build for `attempt` on `host`. `in-progress` means this attempt was already
+ * taken (a duplicate delivery or an agent restarted mid-build); `failure-recorded` means it
+ * already failed and only the reschedule may be unfinished.
+ */
+export async function startSpawn(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<{ outcome: SpawnOutcome; record: InstanceRecord | undefined }> {
+  const started = await transition(
+    rec.id,
+    merge(
+      {
+        set: ["task_state = :spawning", "spawn_attempt = :n", "updated_at = :now"],
+        condition:
+          "deleted = :false AND vm_state = :building AND host = :h AND attempt = :n AND " +
+          "spawn_attempt < :n",
+        values: {
+          ":spawning": "spawning",
+          ":n": attempt,
+          ":h": host,
+          ":now": new Date().toISOString(),
+          ":false": false,
+          ":building": "building",
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+  if (started) return { outcome: "started", record: started };
+  const current = await getInstance(rec.id);
+  const mine =
+    current &&
+    !current.deleted &&
+    current.vm_state === "building" &&
+    current.host === host &&
+    current.attempt === attempt &&
+    current.spawn_attempt === attempt;
+  if (!mine) return { outcome: "fenced", record: current };
+  return { outcome: current.task_state === "spawning" ? "in-progress" : "failure-recorded", record: current };
+}
+
+const FENCE = "deleted = :false AND vm_state = :building AND host = :h AND attempt = :n";
+
+/** Compute: the build succeeded. False when fenced (deleted or moved meanwhile). */
+export async function markActive(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  const now = new Date().toISOString();
+  return transition(
+    rec.id,
+    merge(
+      {
+        set: [
+          "vm_state = :active",
+          "task_state = :null",
+          "launched_at = :now",
+          "updated_at = :now",
+          "fault = :null",
+        ],
+        condition: `${FENCE} AND task_state = :spawning`,
+        values: {
+          ":active": "active",
+          ":null": null,
+          ":now": now,
+          ":spawning": "spawning",
+          ":false": false,
+          ":building": "building",
+          ":h": host,
+          ":n": attempt,
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+}
+
+/**
+ * Compute: the build failed on `host`; record it and hand the instance back to scheduling (Nova's
+ * reschedule sets task_state back to scheduling). Keeps host and attempt, so the failure path is
+ * resumable if the agent dies before it re-enqueues.
+ */
+export async function recordBuildFailure(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transition(
+    rec.id,
+    merge(
+      {
+        set: [
+          "task_state = :scheduling",
+          "retry_hosts = list_append(if_not_exists(retry_hosts, :empty), :host)",
+          "updated_at = :now",
+        ],
+        condition: `${FENCE} AND task_state = :spawning`,
+        values: {
+          ":scheduling": "scheduling",
+          ":spawning": "spawning",
+          ":empty": [],
+          ":host": [host],
+          ":now": new Date().toISOString(),
+          ":false": false,
+          ":building": "building",
+          ":h": host,
+          ":n": attempt,
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+}
+
+/**
+ * Conductor: the build ends in ERROR (NoValidHost, MaxRetriesExceeded, an unexpected failure).
+ * Only from `attempt` (the last one made), so a stale message cannot fail a newer build.
+ */
+export async function setError(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  attempt: number,
+  fault: Fault,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transition(
+    rec.id,
+    merge(
+      {
+        set: ["vm_state = :error", "task_state = :null", "fault = :fault", "updated_at = :now"],
+        condition: "deleted = :false AND vm_state = :building AND attempt = :n",
+        values: {
+          ":error": "error",
+          ":null": null,
+          ":fault": fault,
+          ":now": new Date().toISOString(),
+          ":false": false,
+          ":building": "building",
+          ":n": attempt,
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+}
+
+/**
+ * API: soft-delete (the item stays so late messages find it deleted; `expires_at` lets DynamoDB's
+ * TTL remove it later). Returns the record as it was deleted, or undefined if it already was.
+ */
+export async function markDeleted(id: string, now = new Date()): Promise<InstanceRecord | undefined> {
+  return transition(id, {
+    set: [
+      "deleted = :true",
+      "vm_state = :deleted",
+      "task_state = :null",
+      "deleted_at = :now",
+      "updated_at = :now",
+      "expires_at = :ttl",
+    ],
+    condition: "deleted = :false",
+    values: {
+      ":true": true,
+      ":false": false,
+      ":deleted": "deleted",
+      ":null": null,
+      ":now": now.toISOString(),
+      ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
+    },
+  });
+}

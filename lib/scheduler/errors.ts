@@ -1,0 +1,37 @@
+// Scheduler errors. `name` is what the conductor state machine catches on (Lambda errorType).
+
+/** Nova's user-facing NoValidHost message; the per-filter detail is for operators only. */
+export const NO_VALID_HOST_MESSAGE = "No valid host was found. There are not enough hosts available.";
+
+export class NoValidHost extends Error {
+  override name = "NoValidHost";
+  /** the operator summary (summarizeNoValidHost); never shown to a non-admin user */
+  readonly details: string;
+
+  constructor(details: string) {
+    super(NO_VALID_HOST_MESSAGE);
+    this.details = details;
+  }
+}
+
+/** A name in [filter_scheduler] enabled_filters that no filter answers to: a configuration error. */
+export class SchedulerHostFilterNotFound extends Error {
+  override name = "SchedulerHostFilterNotFound";
+  readonly filters: string[];
+
+  constructor(filters: string[]) {
+    super(`Scheduler Host Filter ${filters.join(", ")} could not be found.`);
+    this.filters = filters;
+  }
+}
+
+/** A name in [filter_scheduler] weight_classes that no weigher answers to: a configuration error. */
+export class SchedulerWeigherNotFound extends Error {
+  override name = "SchedulerWeigherNotFound";
+  readonly weighers: string[];
+
+  constructor(weighers: string[]) {
+    super(`Scheduler weigher ${weighers.join(", ")} could not be found.`);
+    this.weighers = weighers;
+  }
+}
