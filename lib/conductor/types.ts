@@ -28,7 +28,7 @@ export interface StatesError {
 }
 
 /** Nova's user-facing NoValidHost text. */
-export const NO_VALID_HOST_MESSAGE = "No valid host was found. There are not enough hosts available.";
+export { NO_VALID_HOST_MESSAGE } from "../scheduler/errors.js";
 
 /** Thrown by ClaimAlternate when no alternate could be claimed; the state machine then reschedules. */
 export class AlternatesExhausted extends Error {

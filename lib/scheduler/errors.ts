@@ -9,7 +9,9 @@ export class NoValidHost extends Error {
   readonly details: string;
 
   constructor(details: string) {
-    super(NO_VALID_HOST_MESSAGE);
+    // The message carries the operator detail because a Lambda error reaches the state machine
+    // as errorType + errorMessage only; the conductor stores NO_VALID_HOST_MESSAGE for users.
+    super(details);
     this.details = details;
   }
 }

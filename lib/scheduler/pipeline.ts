@@ -78,7 +78,13 @@ function runStage(stage: Stage, hosts: readonly HostState[], out: StageExplanati
   // Nova's filter handler stops once no host is left: there is nothing more to explain.
   if (hosts.length === 0) return hosts;
   if (stage.skipped) {
-    out.push({ stage: stage.name, hosts_in: hosts.length, hosts_passed: hosts.length, rejected: [], skipped: stage.skipped });
+    out.push({
+      stage: stage.name,
+      hosts_in: hosts.length,
+      hosts_passed: hosts.length,
+      rejected: [],
+      skipped: stage.skipped,
+    });
     return hosts;
   }
   const passed: HostState[] = [];
@@ -120,21 +126,24 @@ function hostListStages(spec: RequestSpec, exclude: Set<string> | undefined): St
   if (ignore.size > 0) {
     stages.push({
       name: "ignore_hosts",
-      check: (h) => (ignore.has(h.host.toLowerCase()) ? reject("in ignore_hosts", "are in ignore_hosts") : pass),
+      check: (h) =>
+        ignore.has(h.host.toLowerCase()) ? reject("in ignore_hosts", "are in ignore_hosts") : pass,
     });
   }
   const force = lowered(spec.force_hosts);
   if (force.size > 0) {
     stages.push({
       name: "force_hosts",
-      check: (h) => (force.has(h.host.toLowerCase()) ? pass : reject("not in force_hosts", "are not in force_hosts")),
+      check: (h) =>
+        force.has(h.host.toLowerCase()) ? pass : reject("not in force_hosts", "are not in force_hosts"),
     });
   }
   const forceNodes = new Set(spec.force_nodes ?? []);
   if (forceNodes.size > 0) {
     stages.push({
       name: "force_nodes",
-      check: (h) => (forceNodes.has(h.nodename) ? pass : reject("not in force_nodes", "are not in force_nodes")),
+      check: (h) =>
+        forceNodes.has(h.nodename) ? pass : reject("not in force_nodes", "are not in force_nodes"),
     });
   }
   if (exclude && exclude.size > 0) {
