@@ -20,7 +20,13 @@ export const TABLES: TableSpec[] = [
     env: "NOVALESS_INSTANCES_TABLE",
     gsis: [{ indexName: "by-project", partitionKey: "project_id", sortKey: "created_at" }],
   },
-  { id: "Catalog", localName: "novaless-catalog", partitionKey: "pk", env: "NOVALESS_CATALOG_TABLE", gsis: [] },
+  {
+    id: "Catalog",
+    localName: "novaless-catalog",
+    partitionKey: "pk",
+    env: "NOVALESS_CATALOG_TABLE",
+    gsis: [],
+  },
 ];
 
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
@@ -40,7 +46,11 @@ export const BUILD_REQUESTS_QUEUE: QueueSpec = {
 };
 
 /** Every compute host's own queue is made from this (named `${prefix}<host>`, DLQ `…-dlq`). */
-export const COMPUTE_QUEUE: QueueSpec = { localName: "novaless-compute-", visibilityTimeout: 120, maxReceiveCount: 5 };
+export const COMPUTE_QUEUE: QueueSpec = {
+  localName: "novaless-compute-",
+  visibilityTimeout: 120,
+  maxReceiveCount: 5,
+};
 
 export const DLQ_SUFFIX = "-dlq";
 /** 14 days, SQS's maximum: a dead letter waits for an operator. */

@@ -65,7 +65,11 @@ export function conductorDefinition(arns: ConductorArns) {
         ],
         Default: T.selectDestinations,
       },
-      [T.maxRetriesExceeded]: { ...conductorTask(arns, "max_retries_exceeded", {}), Catch: [failed], End: true },
+      [T.maxRetriesExceeded]: {
+        ...conductorTask(arns, "max_retries_exceeded", {}),
+        Catch: [failed],
+        End: true,
+      },
       // Alternates are claimed without running the filters again (Nova's conductor does the same).
       [T.claimAlternate]: {
         ...conductorTask(arns, "claim_alternate", {}),

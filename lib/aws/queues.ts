@@ -1,39 +1,53 @@
 // Queues with their dead-letter queues, created idempotently: by the local runtime for the
 // flow's queues and by each compute agent for its own host queue (in AWS too).
-import { CreateQueueCommand, GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { DLQ_RETENTION_SECONDS, DLQ_SUFFIX, type QueueSpec } from "../../infra/resources.js";
 import { sqsClient } from "./clients.js";
 
-export interface QueuePair {
+export interface QueueWithDlq {
   queueUrl: string;
+  queueArn: string;
   dlqUrl: string;
+  dlqArn: string;
 }
 
+/**
+ * `name` and its dead-letter queue `name + DLQ_SUFFIX` (kept 14 days), the first redriving to the
+ * second after `spec.maxReceiveCount` receives. The caller names the queue (compute host queues
+ * are `${prefix}<host>`). Calling it again with the same spec returns the same queues; with a
+ * different one SQS answers QueueNameExists.
+ */
 export async function ensureQueueWithDlq(
   name: string,
   spec: Omit<QueueSpec, "localName">,
-): Promise<QueuePair> {
-  const sqs = sqsClient();
-  const dlq = await sqs.send(
+  client: SQSClient = sqsClient(),
+): Promise<QueueWithDlq> {
+  const dlq = await client.send(
     new CreateQueueCommand({
       QueueName: `${name}${DLQ_SUFFIX}`,
       Attributes: { MessageRetentionPeriod: String(DLQ_RETENTION_SECONDS) },
     }),
   );
-  const dlqAttrs = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ["QueueArn"] }),
-  );
-  const q = await sqs.send(
+  const dlqUrl = dlq.QueueUrl!;
+  const dlqArn = await queueArn(client, dlqUrl);
+  const queue = await client.send(
     new CreateQueueCommand({
       QueueName: name,
       Attributes: {
         VisibilityTimeout: String(spec.visibilityTimeout),
-        RedrivePolicy: JSON.stringify({
-          deadLetterTargetArn: dlqAttrs.Attributes?.QueueArn,
-          maxReceiveCount: spec.maxReceiveCount,
-        }),
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: spec.maxReceiveCount }),
       },
     }),
   );
-  return { queueUrl: q.QueueUrl!, dlqUrl: dlq.QueueUrl! };
+  const queueUrl = queue.QueueUrl!;
+  return { queueUrl, queueArn: await queueArn(client, queueUrl), dlqUrl, dlqArn };
+}
+
+export async function queueArn(client: SQSClient, queueUrl: string): Promise<string> {
+  const out = await client.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["QueueArn"] }),
+  );
+  const arn = out.Attributes?.QueueArn;
+  if (!arn) throw new Error(`SQS returned no QueueArn for ${queueUrl}`);
+  return arn;
 }

@@ -54,6 +54,11 @@ export class ComputeAgent {
     return this.opts.host;
   }
 
+  /** the guests this host's driver is running */
+  guests(): string[] {
+    return this.opts.driver.list();
+  }
+
   /** Create the host's queue, register the host with its inventory, start heartbeats and polling. */
   async start(): Promise<void> {
     const q = await ensureQueueWithDlq(`${resources().computeQueuePrefix}${this.opts.host}`, COMPUTE_QUEUE);

@@ -1,0 +1,159 @@
+// The embedded AWS: dynalite (DynamoDB) and fauxqs (SQS) in this process, and optionally the
+// local Step Functions endpoint, all on 127.0.0.1. The handlers reach them through the standard
+// AWS_ENDPOINT_URL_* variables (see lib/aws/clients.ts), exactly as they reach AWS.
+import { existsSync } from "node:fs";
+import type { Server } from "node:http";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { buildApp } from "fauxqs";
+import { type SfnServer, type SfnServerOptions, startSfnServer } from "./sfn-server.js";
+
+const HOST = "127.0.0.1";
+
+export interface EmulatorOptions {
+  /** 0 (the default) lets the OS pick a free port */
+  dynamodbPort?: number;
+  sqsPort?: number;
+  sfnPort?: number;
+  /** start the local Step Functions endpoint too, serving Task states with these handlers */
+  sfn?: Omit<SfnServerOptions, "port">;
+}
+
+export interface EmulatorEndpoints {
+  dynamodb: string;
+  sqs: string;
+  sfn?: string;
+}
+
+export interface Emulators {
+  endpoints: EmulatorEndpoints;
+  /** AWS_ENDPOINT_URL_*, region and dummy credentials: what an SDK client needs to reach them */
+  env: Record<string, string>;
+  /** present when `sfn` was given */
+  sfn?: SfnServer;
+  /** stops everything that was started; safe to call twice */
+  stop(): Promise<void>;
+}
+
+interface DynaliteOptions {
+  createTableMs?: number;
+  deleteTableMs?: number;
+  updateTableMs?: number;
+}
+type Dynalite = (options: DynaliteOptions) => Server;
+
+/** Sets the variables on process.env; returns a function that puts the previous values back. */
+export function applyEnv(env: Record<string, string>): () => void {
+  const previous = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  return () => {
+    for (const [k, v] of Object.entries(previous)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+}
+
+export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulators> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    // Reverse order of start; each stopper is consumed so a second stop() is a no-op.
+    const errors: unknown[] = [];
+    for (let stop = stops.pop(); stop; stop = stops.pop()) {
+      await stop().catch((e: unknown) => errors.push(e));
+    }
+    if (errors.length > 0) throw new AggregateError(errors, "stopping the emulators failed");
+  };
+  try {
+    const dynamodb = await startDynalite(opts.dynamodbPort ?? 0);
+    stops.push(dynamodb.stop);
+    const sqs = await startSqs(opts.sqsPort ?? 0);
+    stops.push(sqs.stop);
+    let sfn: SfnServer | undefined;
+    if (opts.sfn) {
+      sfn = await startSfnServer({ ...opts.sfn, port: opts.sfnPort ?? 0 });
+      stops.push(() => sfn!.stop());
+    }
+    const env: Record<string, string> = {
+      AWS_ENDPOINT_URL_DYNAMODB: dynamodb.endpoint,
+      AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: "novaless-local",
+      AWS_SECRET_ACCESS_KEY: "novaless-local",
+    };
+    if (sfn) env.AWS_ENDPOINT_URL_SFN = sfn.endpoint;
+    return {
+      endpoints: { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, ...(sfn ? { sfn: sfn.endpoint } : {}) },
+      env,
+      ...(sfn ? { sfn } : {}),
+      stop: stopAll,
+    };
+  } catch (e) {
+    await stopAll().catch(() => {});
+    throw e;
+  }
+}
+
+async function startDynalite(port: number): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+  // dynalite is CommonJS without types.
+  const dynalite = createRequire(import.meta.url)("dynalite") as Dynalite;
+  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, HOST, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port: actual } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://${HOST}:${actual}`,
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err?: Error) => (err ? reject(err) : resolve()));
+        // SDK clients keep connections alive; close() alone would wait for them.
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * fauxqs, bound to 127.0.0.1 (its startFauxqs() listens on 0.0.0.0, so the app is built and
+ * listened here). Queue URLs: by default fauxqs names them `http://sqs.<region>.localhost:<port>/…`,
+ * a host that does not resolve everywhere, and the SQS client sends each call to its QueueUrl's
+ * host (useQueueUrlAsEndpoint) unless the client's `endpoint` is set in code, which ours is not.
+ * With an empty store host, fauxqs builds the URL from the request's Host header instead, so
+ * queue URLs are `http://127.0.0.1:<port>/000000000000/<name>`: the endpoint itself.
+ */
+async function startSqs(port: number): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+  const { SqsStore } = await importFauxqsInternal<{ SqsStore: new () => { host: string } }>(
+    "sqs/sqsStore.js",
+  );
+  const { SnsStore } = await importFauxqsInternal<{ SnsStore: new () => object }>("sns/snsStore.js");
+  const { S3Store } = await importFauxqsInternal<{ S3Store: new () => object }>("s3/s3Store.js");
+  const sqsStore = new SqsStore();
+  sqsStore.host = "";
+  const stores = { sqsStore, snsStore: new SnsStore(), s3Store: new S3Store() };
+  const app = buildApp({
+    logger: false,
+    stores: stores as NonNullable<Parameters<typeof buildApp>[0]>["stores"],
+  });
+  await app.listen({ port, host: HOST });
+  const { port: actual } = app.server.address() as AddressInfo;
+  return { endpoint: `http://${HOST}:${actual}`, stop: () => app.close() };
+}
+
+/** A module of fauxqs that its package `exports` does not list, found where Node finds fauxqs. */
+async function importFauxqsInternal<T>(relative: string): Promise<T> {
+  const dirs = createRequire(import.meta.url).resolve.paths("fauxqs") ?? [];
+  const root = dirs.map((d) => join(d, "fauxqs")).find((d) => existsSync(join(d, "package.json")));
+  if (!root) throw new Error("fauxqs is not installed");
+  const file = join(root, "dist", relative);
+  try {
+    return (await import(pathToFileURL(file).href)) as T;
+  } catch (e) {
+    throw new Error(`cannot load ${file}: fauxqs 1.9.x is expected`, { cause: e });
+  }
+}

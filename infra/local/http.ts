@@ -1,0 +1,65 @@
+// The local HTTP front: what API Gateway does in AWS, on 127.0.0.1, calling the same API code.
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { handleHttp } from "../../lib/api/http.js";
+import { MAX_REQUEST_BODY_BYTES } from "../../lib/config.js";
+import { log } from "../../lib/log.js";
+
+export interface HttpFront {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Reads the body, but never more than one byte past the limit: the API answers 413 for that. */
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_REQUEST_BODY_BYTES + 1) {
+      chunks.push(chunk.subarray(0, MAX_REQUEST_BODY_BYTES + 1 - (size - chunk.length)));
+      req.resume();
+      break;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export async function startHttpFront(port: number): Promise<HttpFront> {
+  const server: Server = createServer(async (req, res) => {
+    try {
+      const body = await readBody(req);
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers))
+        if (v !== undefined) headers[k.toLowerCase()] = String(v);
+      const out = await handleHttp({
+        method: req.method ?? "GET",
+        path: req.url ?? "/",
+        headers,
+        body: body.length ? body : undefined,
+        requestId: `req-${randomUUID()}`,
+      });
+      res.writeHead(out.status, out.headers);
+      res.end(out.body);
+    } catch (e) {
+      log.error("http.unhandled", { error: e });
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ computeFault: { code: 500, message: "Unexpected API Error." } }));
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve());
+  });
+  const actual = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${actual}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,52 @@
+// `npm start`: the whole of novaless on this machine. Ctrl-C stops everything.
+import { parseArgs } from "node:util";
+import { startRuntime } from "./runtime.js";
+
+const { values } = parseArgs({
+  options: {
+    port: { type: "string", default: "8774" },
+    hosts: { type: "string", default: "8" },
+    "fail-hosts": { type: "string", default: "" },
+    "build-ms": { type: "string", default: "1000" },
+    help: { type: "boolean", default: false },
+  },
+});
+
+if (values.help) {
+  process.stdout.write(
+    "usage: npm start -- [--port 8774] [--hosts 8] [--fail-hosts host-1,host-2] [--build-ms 1000]\n",
+  );
+  process.exit(0);
+}
+
+function int(name: string, raw: string, min: number): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) {
+    process.stderr.write(`--${name} must be an integer >= ${min}, got ${raw}\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const runtime = await startRuntime({
+  port: int("port", values.port, 0),
+  hosts: int("hosts", values.hosts, 1),
+  failHosts: values["fail-hosts"].split(",").filter(Boolean),
+  buildMs: int("build-ms", values["build-ms"], 0),
+});
+
+process.stdout.write(
+  `\nnovaless is up: ${runtime.url}  (${runtime.agents.length} hosts; tokens admin-token, demo-token)\n` +
+    `try: curl -s ${runtime.url}/v2.1/flavors/detail -H 'X-Auth-Token: demo-token'\n\n`,
+);
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  process.stdout.write("stopping…\n");
+  await runtime.stop();
+  process.exit(0);
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);

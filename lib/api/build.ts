@@ -1,0 +1,145 @@
+// The create, planned without I/O: the instance records and the build request the API writes.
+import { randomInt, randomUUID } from "node:crypto";
+import type { Flavor, Image } from "../catalog/types.js";
+import type { InstanceRecord } from "../instances/types.js";
+import type { BuildRequest } from "../messages/build-request.js";
+import type { FlavorSpec, ImageSpec } from "../scheduler/types.js";
+import type { AuthContext } from "./auth.js";
+import { badRequest } from "./errors.js";
+import { type CreateServerRequest, instanceNames } from "./validation/servers.js";
+
+export function flavorSpec(f: Flavor): FlavorSpec {
+  return {
+    id: f.id,
+    name: f.name,
+    vcpus: f.vcpus,
+    memory_mb: f.memory_mb,
+    root_gb: f.root_gb,
+    ephemeral_gb: f.ephemeral_gb,
+    swap: f.swap,
+    extra_specs: { ...f.extra_specs },
+  };
+}
+
+export function imageSpec(i: Image): ImageSpec {
+  return { id: i.id, name: i.name, properties: { ...i.properties } };
+}
+
+const LOWER_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789";
+/** Nova's generate_password alphabet: no look-alikes (0/O, 1/l/I). */
+const PASSWORD_SYMBOLS = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+
+function randomString(alphabet: string, length: number): string {
+  let s = "";
+  for (let i = 0; i < length; i++) s += alphabet[randomInt(alphabet.length)];
+  return s;
+}
+
+/** Nova's reservation id: `r-` and 8 lowercase letters or digits. */
+export function newReservationId(): string {
+  return `r-${randomString(LOWER_ALNUM, 8)}`;
+}
+
+/** Nova's generated admin password (password_length = 12). */
+export function newAdminPass(): string {
+  return randomString(PASSWORD_SYMBOLS, 12);
+}
+
+/** Nova's checks of an image against the flavor it is booted with. */
+export function checkFlavorFitsImage(flavor: Flavor, image: Image): void {
+  if (flavor.memory_mb < image.min_ram) throw badRequest("Flavor's memory is too small for requested image.");
+  // a root disk of 0 means "the image's size" in Nova, so min_disk cannot be violated
+  if (flavor.root_gb > 0 && flavor.root_gb < image.min_disk) {
+    throw badRequest("Flavor's disk is too small for requested image.");
+  }
+}
+
+export interface CreatePlanInput {
+  req: CreateServerRequest;
+  flavor: Flavor;
+  image: Image;
+  auth: AuthContext;
+  requestId: string;
+  now: Date;
+  nameTemplate?: string;
+  /** injectable for tests */
+  ids?: string[];
+  reservationId?: string;
+}
+
+export interface CreatePlan {
+  reservationId: string;
+  records: InstanceRecord[];
+  buildRequest: BuildRequest;
+}
+
+/** One record per instance (max_count of them), and the one build request for all of them. */
+export function planCreate(input: CreatePlanInput): CreatePlan {
+  const { req, auth, requestId } = input;
+  const n = req.maxCount;
+  const ids = input.ids ?? Array.from({ length: n }, () => randomUUID());
+  if (ids.length !== n) throw new Error(`planCreate: ${ids.length} ids for ${n} instances`);
+  const reservationId = input.reservationId ?? newReservationId();
+  const names = instanceNames(req.name, ids, input.nameTemplate);
+  const flavor = flavorSpec(input.flavor);
+  const image = imageSpec(input.image);
+  const now = input.now.toISOString();
+
+  const records: InstanceRecord[] = ids.map((id, i) => ({
+    id,
+    name: names[i]!,
+    project_id: auth.project_id,
+    user_id: auth.user_id,
+    reservation_id: reservationId,
+    request_id: requestId,
+    flavor: { ...flavor, extra_specs: { ...flavor.extra_specs } },
+    image: { ...image, properties: { ...image.properties } },
+    requested_availability_zone: req.availabilityZone,
+    availability_zone: null,
+    metadata: { ...req.metadata },
+    vm_state: "building",
+    task_state: "scheduling",
+    host: null,
+    node: null,
+    attempt: 0,
+    spawn_attempt: 0,
+    retry_hosts: [],
+    fault: null,
+    created_at: now,
+    updated_at: now,
+    launched_at: null,
+    deleted: false,
+    deleted_at: null,
+    actions: {
+      [requestId]: {
+        action: "create",
+        request_id: requestId,
+        user_id: auth.user_id,
+        project_id: auth.project_id,
+        start_time: now,
+        message: null,
+        events: {},
+      },
+    },
+  }));
+
+  const buildRequest: BuildRequest = {
+    version: 1,
+    request_id: requestId,
+    reservation_id: reservationId,
+    project_id: auth.project_id,
+    user_id: auth.user_id,
+    instance_uuids: ids,
+    request_spec: {
+      project_id: auth.project_id,
+      user_id: auth.user_id,
+      flavor,
+      image,
+      ...(req.availabilityZone !== null ? { availability_zone: req.availabilityZone } : {}),
+      scheduler_hints: { ...req.schedulerHints },
+      num_instances: n,
+    },
+    retry: { num_attempts: 1, hosts: [] },
+  };
+  return { reservationId, records, buildRequest };
+}

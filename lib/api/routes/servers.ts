@@ -1,0 +1,151 @@
+// /servers: create, list, show, delete. Validation and views are pure (validation/, views/);
+// this file is the I/O around them.
+import type { InstanceRecord } from "../../instances/types.js";
+import { log } from "../../log.js";
+import type { AuthContext } from "../auth.js";
+import { checkFlavorFitsImage, newAdminPass, planCreate } from "../build.js";
+import type { ApiDeps } from "../deps.js";
+import { ApiError, badRequest, instanceNotFound } from "../errors.js";
+import type { ApiResult, RouteCall } from "../request.js";
+import { apiSettings } from "../settings.js";
+import { parseJsonBody, UUID_RE } from "../validation/common.js";
+import { canSeeFlavor } from "../validation/flavors.js";
+import { filterServers, parseCreateServer, parseServerListQuery } from "../validation/servers.js";
+import { resourceLinks } from "../views/format.js";
+import { serverSummaryView, serverView } from "../views/servers.js";
+
+/** Can this caller see this (live) server? Another project's server is "not found", as Nova. */
+export function canSeeServer(rec: InstanceRecord, auth: AuthContext): boolean {
+  return auth.isAdmin || rec.project_id === auth.project_id;
+}
+
+/** The live server behind a path id, or 404 (bad uuid, missing, deleted, another project's). */
+export async function findServer(deps: ApiDeps, id: string, auth: AuthContext): Promise<InstanceRecord> {
+  if (!UUID_RE.test(id)) throw instanceNotFound(id);
+  const rec = await deps.getInstance(id);
+  if (!rec || rec.deleted || !canSeeServer(rec, auth)) throw instanceNotFound(id);
+  return rec;
+}
+
+/** Nova refuses a zone no enabled compute service is in (unless a host is forced). */
+async function checkZoneAvailable(deps: ApiDeps, zone: string): Promise<void> {
+  const hosts = await deps.listHosts();
+  const zones = new Set(hosts.filter((h) => !h.service.disabled).map((h) => h.availability_zone));
+  if (!zones.has(zone)) throw badRequest("The requested availability zone is not available");
+}
+
+export async function createServer({ ctx, deps, body }: RouteCall): Promise<ApiResult> {
+  const { auth } = ctx;
+  const settings = apiSettings();
+  const req = parseCreateServer(parseJsonBody(body), auth, {
+    maxCount: settings.maxCount,
+    maxMetadataItems: settings.maxMetadataItems,
+  });
+
+  const flavor = await deps.getFlavor(req.flavorRef);
+  if (!flavor || !canSeeFlavor(flavor, auth)) throw badRequest(`Flavor ${req.flavorRef} could not be found.`);
+  if (flavor.disabled)
+    throw badRequest(`Flavor ${req.flavorRef} is disabled and cannot be used to create servers.`);
+  const image = await deps.getImage(req.imageRef);
+  if (!image) throw badRequest(`Image ${req.imageRef} could not be found.`);
+  checkFlavorFitsImage(flavor, image);
+  if (req.az?.zone && !req.az.host) await checkZoneAvailable(deps, req.az.zone);
+
+  const plan = planCreate({
+    req,
+    flavor,
+    image,
+    auth,
+    requestId: ctx.requestId,
+    now: deps.now(),
+    nameTemplate: settings.multiInstanceNameTemplate,
+  });
+  const ids = plan.records.map((r) => r.id);
+  ctx.logFields.instance_uuid = ids[0];
+  ctx.logFields.reservation_id = plan.reservationId;
+  if (ids.length > 1) ctx.logFields.instance_uuids = ids;
+
+  // Records first, then the message: the conductor must find every instance it is told about.
+  // If either step fails, the create did not happen from the caller's point of view (500, no id
+  // returned), so the records written are soft-deleted rather than left in BUILD forever or
+  // surfacing as ERROR servers the caller never learnt the ids of. A message that did reach the
+  // queue despite an error finds them deleted and builds nothing.
+  try {
+    await deps.createInstances(plan.records);
+    await deps.sendBuildRequest(plan.buildRequest);
+  } catch (e) {
+    ctx.logFields.error = e;
+    const cleanup = await Promise.allSettled(ids.map((id) => deps.markDeleted(id)));
+    const stuck = ids.filter((_, i) => cleanup[i]!.status === "rejected");
+    if (stuck.length) {
+      log.error("api.create.cleanup_failed", {
+        request_id: ctx.requestId,
+        instance_uuids: stuck,
+        error: (cleanup.find((c) => c.status === "rejected") as PromiseRejectedResult).reason,
+      });
+    }
+    throw new ApiError(
+      "computeFault",
+      "The server could not be created: its build request could not be queued. Please try again.",
+    );
+  }
+
+  if (req.returnReservationId) return { status: 202, body: { reservation_id: plan.reservationId } };
+  const first = ids[0]!;
+  const server = {
+    id: first,
+    links: resourceLinks(ctx.baseUrl, "servers", first),
+    "OS-DCF:diskConfig": "MANUAL",
+    security_groups: [{ name: "default" }],
+    adminPass: req.adminPass ?? newAdminPass(),
+  };
+  return {
+    status: 202,
+    headers: { location: `${ctx.baseUrl}/v2.1/servers/${first}` },
+    body: ids.length > 1 ? { server, reservation_id: plan.reservationId } : { server },
+  };
+}
+
+export async function listServers({ ctx, deps, query }: RouteCall, detail: boolean): Promise<ApiResult> {
+  const { auth } = ctx;
+  const filters = parseServerListQuery(query, auth, detail);
+  const all = await deps.listInstances(filters.allTenants ? undefined : auth.project_id);
+  const { servers, more } = filterServers(all, filters);
+  ctx.logFields.count = servers.length;
+  const body: Record<string, unknown> = {
+    servers: servers.map((r) =>
+      detail
+        ? serverView(r, { baseUrl: ctx.baseUrl, isAdmin: auth.isAdmin })
+        : serverSummaryView(r, ctx.baseUrl),
+    ),
+  };
+  if (more && servers.length) {
+    const next = new URLSearchParams();
+    for (const [k, vs] of Object.entries(query)) if (k !== "marker") for (const v of vs) next.append(k, v);
+    next.set("marker", servers[servers.length - 1]!.id);
+    body.servers_links = [
+      { rel: "next", href: `${ctx.baseUrl}/v2.1/servers${detail ? "/detail" : ""}?${next.toString()}` },
+    ];
+  }
+  return { status: 200, body };
+}
+
+export async function showServer({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
+  const id = params.id!;
+  ctx.logFields.instance_uuid = id;
+  const rec = await findServer(deps, id, ctx.auth);
+  return {
+    status: 200,
+    body: { server: serverView(rec, { baseUrl: ctx.baseUrl, isAdmin: ctx.auth.isAdmin }) },
+  };
+}
+
+export async function deleteServerRoute({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
+  const id = params.id!;
+  ctx.logFields.instance_uuid = id;
+  await findServer(deps, id, ctx.auth);
+  const deleted = await deps.deleteServer(id, ctx.requestId);
+  // deleted meanwhile by someone else: Nova answers 404 for the loser of that race
+  if (!deleted) throw instanceNotFound(id);
+  return { status: 204 };
+}

@@ -1,0 +1,313 @@
+// What a server request may say, checked without I/O: the create body, the availability-zone
+// forms, multi-create names, and the list filters.
+import { z } from "zod";
+import type { InstanceRecord, VmState } from "../../instances/types.js";
+import type { AuthContext } from "../auth.js";
+import { RULES } from "../auth.js";
+import { badRequest, forbidden, policyForbidden } from "../errors.js";
+import { type Query, queryOne } from "../request.js";
+import {
+  boolFromString,
+  idFromHref,
+  novaBoolean,
+  novaName,
+  positiveInt,
+  repr,
+  UUID_RE,
+  validate,
+} from "./common.js";
+
+const uuid = z.string().regex(UUID_RE, { message: "is not a 'uuid'" });
+
+/** Nova's scheduler-hints schema: the known hints are typed, anything else passes through. */
+export const schedulerHintsSchema = z.looseObject({
+  group: uuid.optional(),
+  different_host: z.union([uuid, z.array(uuid)]).optional(),
+  same_host: z.union([uuid, z.array(uuid)]).optional(),
+  query: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  target_cell: novaName.optional(),
+  different_cell: z.union([z.string(), z.array(z.string())]).optional(),
+  build_near_host_ip: z.string().optional(),
+  cidr: z
+    .string()
+    .regex(/^\/[0-9a-f.:]+$/)
+    .optional(),
+});
+
+/** parameter_types.metadata: keys of [a-zA-Z0-9-_:. ]{1,255}, string values of ≤ 255. */
+export const metadataSchema = z.record(z.string().regex(/^[a-zA-Z0-9-_:. ]{1,255}$/), z.string().max(255));
+
+const serverSchema = z.strictObject({
+  name: novaName,
+  // an image id, or (a novaless convenience) an image name, or a link ending in the id
+  imageRef: z.string().optional(),
+  // Nova's flavor_ref: a non-empty string or an integer, or a link ending in the id
+  flavorRef: z.union([z.string().min(1), z.int()]),
+  min_count: positiveInt().optional(),
+  max_count: positiveInt().optional(),
+  // "az", "az:host", "az::node" or "az:host:node"; the host forms are admin-only
+  availability_zone: novaName.optional(),
+  metadata: metadataSchema.optional(),
+  return_reservation_id: novaBoolean.optional(),
+  // ── accepted, type-checked loosely, and IGNORED: novaless has no networks, key pairs,
+  // security groups, user data, config drive, volumes, descriptions, disk config or access IPs.
+  // `adminPass` is not applied to anything either; it is only echoed in the create answer.
+  networks: z.union([z.enum(["auto", "none"]), z.array(z.record(z.string(), z.unknown()))]).optional(),
+  key_name: z.string().min(1).max(255).optional(),
+  security_groups: z.array(z.looseObject({ name: z.string() })).optional(),
+  user_data: z.string().max(65535).nullable().optional(),
+  config_drive: z.union([novaBoolean, z.literal(""), z.null()]).optional(),
+  block_device_mapping_v2: z.array(z.record(z.string(), z.unknown())).optional(),
+  description: z.string().max(255).nullable().optional(),
+  adminPass: z.string().optional(),
+  accessIPv4: z.string().optional(),
+  accessIPv6: z.string().optional(),
+  "OS-DCF:diskConfig": z.enum(["AUTO", "MANUAL"]).optional(),
+});
+
+export const createServerSchema = z.strictObject({
+  server: serverSchema,
+  "os:scheduler_hints": schedulerHintsSchema.optional(),
+  "OS-SCH-HNT:scheduler_hints": schedulerHintsSchema.optional(),
+});
+
+/** Nova's parse_availability_zone: the zone, and a forced host and/or node. */
+export interface RequestedAz {
+  /** null when only a host or node was given (then any zone) */
+  zone: string | null;
+  host: string | null;
+  node: string | null;
+}
+
+export function parseAvailabilityZone(requested: string): RequestedAz {
+  const parts = requested.split(":");
+  let zone: string;
+  let host = "";
+  let node = "";
+  if (parts.length === 1) zone = requested;
+  else if (parts.length === 2) [zone, host] = parts as [string, string];
+  else if (parts.length === 3) [zone, host, node] = parts as [string, string, string];
+  else throw badRequest("Invalid input received: Unable to parse availability_zone");
+  return { zone: zone || null, host: host || null, node: node || null };
+}
+
+export interface CreateServerRequest {
+  name: string;
+  flavorRef: string;
+  imageRef: string;
+  minCount: number;
+  maxCount: number;
+  /** exactly what was asked for (passed to the scheduler as is), or null */
+  availabilityZone: string | null;
+  az: RequestedAz | null;
+  metadata: Record<string, string>;
+  schedulerHints: Record<string, unknown>;
+  returnReservationId: boolean;
+  /** the caller's adminPass, echoed back; else one is generated */
+  adminPass: string | null;
+}
+
+export interface CreateLimits {
+  maxCount: number;
+  maxMetadataItems: number;
+}
+
+/**
+ * The create body, validated and normalized, with Nova's checks that need no lookup: counts,
+ * metadata quota, availability-zone forms and the forced-host policy.
+ */
+export function parseCreateServer(
+  raw: unknown,
+  auth: AuthContext,
+  limits: CreateLimits,
+): CreateServerRequest {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw badRequest(`${repr(raw)} is not of type 'object': the body must be {"server": {...}}`);
+  }
+  const body = validate(createServerSchema, raw);
+  const s = body.server;
+
+  const imageRef = s.imageRef ? idFromHref(s.imageRef) : "";
+  if (!imageRef) throw badRequest("Missing imageRef attribute");
+  const flavorRef = idFromHref(String(s.flavorRef));
+
+  const minCount = s.min_count ?? 1;
+  const maxCount = s.max_count ?? minCount;
+  if (minCount > maxCount) throw badRequest("min_count must be <= max_count");
+  if (maxCount > limits.maxCount) {
+    throw badRequest(
+      `max_count ${maxCount} is more than the ${limits.maxCount} instances one request may create.`,
+    );
+  }
+
+  const metadata = s.metadata ?? {};
+  if (Object.keys(metadata).length > limits.maxMetadataItems) {
+    throw forbidden(`Maximum number of metadata items exceeds ${limits.maxMetadataItems}`);
+  }
+
+  let az: RequestedAz | null = null;
+  if (s.availability_zone !== undefined) {
+    az = parseAvailabilityZone(s.availability_zone);
+    if ((az.host || az.node) && !auth.isAdmin) throw policyForbidden(RULES.forcedHost);
+  }
+
+  return {
+    name: s.name,
+    flavorRef,
+    imageRef,
+    minCount,
+    maxCount,
+    availabilityZone: s.availability_zone ?? null,
+    az,
+    metadata,
+    schedulerHints: { ...(body["OS-SCH-HNT:scheduler_hints"] ?? {}), ...(body["os:scheduler_hints"] ?? {}) },
+    returnReservationId: s.return_reservation_id ?? false,
+    adminPass: s.adminPass ?? null,
+  };
+}
+
+/**
+ * Display names for a multi-create, from Nova's multi_instance_display_name_template
+ * (`%(name)s-%(count)d` by default; `%(uuid)s` also works). One instance keeps its name.
+ */
+export function instanceNames(name: string, ids: string[], template = "%(name)s-%(count)d"): string[] {
+  if (ids.length === 1) return [name];
+  return ids.map((id, i) =>
+    template
+      .replaceAll("%(name)s", name)
+      .replaceAll("%(count)d", String(i + 1))
+      .replaceAll("%(uuid)s", id),
+  );
+}
+
+// ── GET /servers and /servers/detail ──
+
+/** Nova's status → vm_state for the states novaless has; the rest of Nova's are valid but empty. */
+const STATUS_TO_VM_STATE: Record<string, VmState | null> = {
+  ACTIVE: "active",
+  BUILD: "building",
+  ERROR: "error",
+  DELETED: "deleted",
+};
+const OTHER_NOVA_STATUSES = [
+  "HARD_REBOOT",
+  "MIGRATING",
+  "PASSWORD",
+  "PAUSED",
+  "REBOOT",
+  "REBUILD",
+  "RESCUE",
+  "RESIZE",
+  "REVERT_RESIZE",
+  "SHELVED",
+  "SHELVED_OFFLOADED",
+  "SHUTOFF",
+  "SOFT_DELETED",
+  "SUSPENDED",
+  "UNKNOWN",
+  "VERIFY_RESIZE",
+];
+
+export interface ServerListFilters {
+  /** list every project's servers (admin with all_tenants) */
+  allTenants: boolean;
+  /** admin with all_tenants: only this project */
+  projectId?: string;
+  /** undefined: any; empty: nothing can match */
+  vmStates?: VmState[];
+  name?: { test(s: string): boolean };
+  reservationId?: string;
+  host?: string;
+  node?: string;
+  limit?: number;
+  marker?: string;
+}
+
+/** Nova's osapi_max_limit. */
+export const MAX_LIMIT = 1000;
+
+function parseAllTenants(query: Query): boolean {
+  if (!("all_tenants" in query)) return false;
+  const v = queryOne(query, "all_tenants") ?? "";
+  if (v === "") return true; // Nova: the bare parameter enables it
+  const b = boolFromString(v);
+  if (b === undefined) throw badRequest(`Invalid input received: Unrecognized value '${v}' for all_tenants`);
+  return b;
+}
+
+/** A name filter: a regular expression searched anywhere in the name, as Nova; literal if invalid. */
+export function nameMatcher(pattern: string): { test(s: string): boolean } {
+  try {
+    const re = new RegExp(pattern);
+    return { test: (s) => re.test(s) };
+  } catch {
+    return { test: (s) => s.includes(pattern) };
+  }
+}
+
+export function parseServerListQuery(query: Query, auth: AuthContext, detail: boolean): ServerListFilters {
+  const allTenants = parseAllTenants(query);
+  if (allTenants && !auth.isAdmin) {
+    throw policyForbidden(detail ? RULES.detailAllTenants : RULES.indexAllTenants);
+  }
+  const f: ServerListFilters = { allTenants };
+
+  const statuses = query.status;
+  if (statuses?.length) {
+    const states: VmState[] = [];
+    for (const raw of statuses) {
+      const s = raw.toUpperCase();
+      const vm = STATUS_TO_VM_STATE[s];
+      if (vm) states.push(vm);
+      else if (!OTHER_NOVA_STATUSES.includes(s) && allTenants) throw badRequest("Invalid status value");
+    }
+    f.vmStates = states;
+  }
+
+  const name = queryOne(query, "name");
+  if (name !== undefined && name !== "") f.name = nameMatcher(name);
+  const rid = queryOne(query, "reservation_id");
+  if (rid) f.reservationId = rid;
+
+  // admin-only filters are ignored for others, as Nova removes them
+  if (auth.isAdmin) {
+    const host = queryOne(query, "host");
+    if (host) f.host = host;
+    const node = queryOne(query, "node");
+    if (node) f.node = node;
+    const project = queryOne(query, "project_id") ?? queryOne(query, "tenant_id");
+    if (project && allTenants) f.projectId = project;
+  }
+
+  const limit = queryOne(query, "limit");
+  if (limit !== undefined) {
+    if (!/^[0-9]+$/.test(limit)) throw badRequest("limit param must be an integer");
+    f.limit = Math.min(Number(limit), MAX_LIMIT);
+  }
+  const marker = queryOne(query, "marker");
+  if (marker) f.marker = marker;
+  return f;
+}
+
+/** Apply the filters and the page to servers already sorted newest first. */
+export function filterServers(
+  servers: InstanceRecord[],
+  f: ServerListFilters,
+): { servers: InstanceRecord[]; more: boolean } {
+  let out = servers.filter(
+    (r) =>
+      (!f.projectId || r.project_id === f.projectId) &&
+      (!f.vmStates || f.vmStates.includes(r.vm_state)) &&
+      (!f.name || f.name.test(r.name)) &&
+      (!f.reservationId || r.reservation_id === f.reservationId) &&
+      (!f.host || r.host === f.host) &&
+      (!f.node || r.node === f.node),
+  );
+  if (f.marker) {
+    const i = out.findIndex((r) => r.id === f.marker);
+    if (i === -1) throw badRequest(`marker [${f.marker}] not found`);
+    out = out.slice(i + 1);
+  }
+  const limit = f.limit ?? MAX_LIMIT;
+  return { servers: out.slice(0, limit), more: f.limit !== undefined && out.length > limit };
+}

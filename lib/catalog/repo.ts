@@ -1,0 +1,188 @@
+// The Catalog table: flavors (pk `flavor#<id>`) and images (pk `image#<id>`). Lists are cached
+// per process for a few seconds; every write in this process drops the cache, so what this
+// process creates it sees at once (other containers see it within the TTL).
+import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.js";
+import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { resources } from "../config.js";
+import { SEED_FLAVORS, SEED_IMAGES } from "./seed.js";
+import type { Flavor, Image } from "./types.js";
+
+const FLAVOR = "flavor#";
+const IMAGE = "image#";
+const LIST_TTL_MS = 5_000;
+
+function table(): string {
+  return resources().catalogTable;
+}
+
+type Stored<T> = T & { pk: string; kind: "flavor" | "image" };
+
+function strip<T>(item: Record<string, unknown>): T {
+  const { pk: _pk, kind: _kind, ...rest } = item;
+  return rest as T;
+}
+
+const cache: { flavors?: { at: number; items: Flavor[] }; images?: { at: number; items: Image[] } } = {};
+
+/** Forget cached lists (tests and the local runtime switch tables between runs). */
+export function resetCatalogCache(): void {
+  cache.flavors = undefined;
+  cache.images = undefined;
+}
+
+async function scanPrefix<T>(prefix: string): Promise<T[]> {
+  const out: T[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await dynamo().send(
+      new ScanCommand({
+        TableName: table(),
+        FilterExpression: "begins_with(pk, :p)",
+        ExpressionAttributeValues: { ":p": prefix },
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    for (const item of r.Items ?? []) out.push(strip<T>(item));
+    start = r.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+async function getItem<T>(pk: string): Promise<T | undefined> {
+  const r = await dynamo().send(new GetCommand({ TableName: table(), Key: { pk }, ConsistentRead: true }));
+  return r.Item ? strip<T>(r.Item) : undefined;
+}
+
+// ── flavors ──
+
+export async function getFlavor(id: string): Promise<Flavor | undefined> {
+  return getItem<Flavor>(`${FLAVOR}${id}`);
+}
+
+/** Every flavor, disabled and private ones included, sorted by id. `fresh` bypasses the cache. */
+export async function listFlavors(opts: { fresh?: boolean } = {}): Promise<Flavor[]> {
+  const now = Date.now();
+  if (!opts.fresh && cache.flavors && now - cache.flavors.at < LIST_TTL_MS) return [...cache.flavors.items];
+  const items = (await scanPrefix<Flavor>(FLAVOR)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  cache.flavors = { at: now, items };
+  return [...items];
+}
+
+export type CreateFlavorResult =
+  | { ok: true; flavor: Flavor }
+  | { ok: false; reason: "id-exists" | "name-exists" };
+
+/**
+ * Create a flavor. The id is unique by a conditional put; the name by a fresh scan first (two
+ * concurrent creates of one name with different ids could both pass: acceptable for an admin API).
+ */
+export async function createFlavor(flavor: Flavor): Promise<CreateFlavorResult> {
+  const existing = await listFlavors({ fresh: true });
+  if (existing.some((f) => f.id === flavor.id)) return { ok: false, reason: "id-exists" };
+  if (existing.some((f) => f.name === flavor.name)) return { ok: false, reason: "name-exists" };
+  const item: Stored<Flavor> = { ...flavor, pk: `${FLAVOR}${flavor.id}`, kind: "flavor" };
+  try {
+    await dynamo().send(
+      new PutCommand({ TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" }),
+    );
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return { ok: false, reason: "id-exists" };
+    throw e;
+  } finally {
+    cache.flavors = undefined;
+  }
+  return { ok: true, flavor };
+}
+
+/** Merge extra specs into a flavor (Nova's os-extra-specs create). Undefined if no such flavor. */
+export async function setFlavorExtraSpecs(
+  id: string,
+  specs: Record<string, string>,
+): Promise<Flavor | undefined> {
+  const keys = Object.keys(specs);
+  if (keys.length === 0) return getFlavor(id);
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const sets = keys.map((k, i) => {
+    names[`#k${i}`] = k;
+    values[`:v${i}`] = specs[k];
+    return `extra_specs.#k${i} = :v${i}`;
+  });
+  try {
+    const r = await dynamo().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: { pk: `${FLAVOR}${id}` },
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        ConditionExpression: "attribute_exists(pk)",
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return r.Attributes ? strip<Flavor>(r.Attributes) : undefined;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return undefined;
+    throw e;
+  } finally {
+    cache.flavors = undefined;
+  }
+}
+
+// ── images ──
+
+/** Every image, sorted by name then id. */
+export async function listImages(opts: { fresh?: boolean } = {}): Promise<Image[]> {
+  const now = Date.now();
+  if (!opts.fresh && cache.images && now - cache.images.at < LIST_TTL_MS) return [...cache.images.items];
+  const items = (await scanPrefix<Image>(IMAGE)).sort(
+    (a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id),
+  );
+  cache.images = { at: now, items };
+  return [...items];
+}
+
+/**
+ * An image by id or, failing that, by name (a convenience for `imageRef`). When several images
+ * share the name, the first by id is returned.
+ */
+export async function getImage(idOrName: string): Promise<Image | undefined> {
+  const byId = await getItem<Image>(`${IMAGE}${idOrName}`);
+  if (byId) return byId;
+  const named = (await listImages()).filter((i) => i.name === idOrName);
+  return named.sort((a, b) => a.id.localeCompare(b.id))[0];
+}
+
+// ── seeding ──
+
+async function putIfAbsent(item: Record<string, unknown>): Promise<boolean> {
+  try {
+    await dynamo().send(
+      new PutCommand({ TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  }
+}
+
+/**
+ * Write the seed flavors and images that are not there yet (idempotent; never overwrites an
+ * operator's change). Returns how many of each were written.
+ */
+export async function seedCatalog(): Promise<{ flavors: number; images: number }> {
+  const flavorsWritten = await Promise.all(
+    SEED_FLAVORS.map((f) => putIfAbsent({ ...f, pk: `${FLAVOR}${f.id}`, kind: "flavor" })),
+  );
+  const imagesWritten = await Promise.all(
+    SEED_IMAGES.map((i) => putIfAbsent({ ...i, pk: `${IMAGE}${i.id}`, kind: "image" })),
+  );
+  resetCatalogCache();
+  return {
+    flavors: flavorsWritten.filter(Boolean).length,
+    images: imagesWritten.filter(Boolean).length,
+  };
+}

@@ -1,0 +1,128 @@
+// A running local novaless for a test file, and a small OpenStack client for it.
+
+import { setTimeout as sleep } from "node:timers/promises";
+import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
+import { type Runtime, type RuntimeOptions, startRuntime } from "../../infra/local/runtime.js";
+import { sfnClient } from "../../lib/aws/clients.js";
+import { listHosts } from "../../lib/placement/hosts.js";
+import type { HostRecord } from "../../lib/placement/types.js";
+
+export const ADMIN = "admin-token";
+export const DEMO = "demo-token";
+
+// biome-ignore lint/suspicious/noExplicitAny: API bodies are arbitrary JSON; the assertions check their shape
+type Json = any;
+
+export interface Reply<T = Record<string, Json>> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export class Client {
+  constructor(
+    readonly url: string,
+    readonly token: string | undefined = DEMO,
+  ) {}
+
+  async call<T = Record<string, Json>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    raw?: string,
+  ): Promise<Reply<T>> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (this.token) headers["x-auth-token"] = this.token;
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers,
+      body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : {}) as T, headers: res.headers };
+  }
+
+  get<T = Record<string, Json>>(path: string) {
+    return this.call<T>("GET", path);
+  }
+
+  post<T = Record<string, Json>>(path: string, body: unknown) {
+    return this.call<T>("POST", path, body);
+  }
+
+  delete(path: string) {
+    return this.call("DELETE", path);
+  }
+
+  as(token: string | undefined): Client {
+    return new Client(this.url, token);
+  }
+
+  async createServer(server: Record<string, unknown>, hints?: Record<string, unknown>): Promise<string> {
+    const r = await this.post("/v2.1/servers", {
+      server: { name: "vm", flavorRef: "1", imageRef: "cirros", ...server },
+      ...(hints ? { "os:scheduler_hints": hints } : {}),
+    });
+    if (r.status !== 202) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body.server.id as string;
+  }
+
+  /** Polls until the server leaves BUILD (or disappears, for `gone`). */
+  async waitForStatus(id: string, want: string[], timeoutMs = 45_000): Promise<Record<string, Json>> {
+    const deadline = Date.now() + timeoutMs;
+    let last: Reply | undefined;
+    while (Date.now() < deadline) {
+      last = await this.as(ADMIN).get(`/v2.1/servers/${id}`);
+      if (last.status === 404 && want.includes("GONE")) return {};
+      if (last.status === 200 && want.includes(last.body.server.status)) return last.body.server;
+      await sleep(100);
+    }
+    throw new Error(`server ${id} did not reach ${want.join("/")}: last ${JSON.stringify(last?.body)}`);
+  }
+}
+
+export async function startTestRuntime(
+  opts: RuntimeOptions = {},
+): Promise<{ runtime: Runtime; client: Client }> {
+  const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, ...opts });
+  return { runtime, client: new Client(runtime.url) };
+}
+
+/** Every host's allocations and usage, read straight from the table. */
+export async function hostsByName(): Promise<Map<string, HostRecord>> {
+  return new Map((await listHosts()).map((h) => [h.host, h]));
+}
+
+/** No host holds any allocation and every usage is back to zero. */
+export async function leakedClaims(): Promise<string[]> {
+  const leaks: string[] = [];
+  for (const h of (await hostsByName()).values()) {
+    for (const [consumer, a] of Object.entries(h.allocations))
+      leaks.push(`${h.host}: ${consumer} (attempt ${a.attempt})`);
+    for (const [rc, used] of Object.entries(h.usage))
+      if (used !== 0) leaks.push(`${h.host}: ${rc} usage ${used}`);
+  }
+  return leaks;
+}
+
+/** Waits until no conductor execution is running (the flow between queue and host is quiet). */
+export async function conductorExecutions(): Promise<number> {
+  const r = await sfnClient().send(
+    new ListExecutionsCommand({ stateMachineArn: process.env.NOVALESS_CONDUCTOR_ARN! }),
+  );
+  return r.executions?.length ?? 0;
+}
+
+export async function eventually<T>(
+  fn: () => Promise<T>,
+  ok: (v: T) => boolean,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let v = await fn();
+  while (!ok(v) && Date.now() < deadline) {
+    await sleep(100);
+    v = await fn();
+  }
+  return v;
+}

@@ -1,0 +1,400 @@
+// The CDK stack, synthesized offline. The default (Express) variant bundles the four Lambdas
+// with the local esbuild; the Standard variant skips bundling, so the suite stays quick.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { App, type CfnElement, RemovalPolicy } from "aws-cdk-lib";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import { beforeAll, describe, expect, it } from "vitest";
+import { CONDUCTOR_TASKS, conductorDefinition } from "../../infra/conductor/definition.js";
+import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../infra/resources.js";
+import {
+  DEFAULT_SCHEDULER_OPTIONS,
+  NovalessStack,
+  type NovalessStackProps,
+  schedulerEnvironment,
+} from "../../infra/stacks/novaless-stack.js";
+import { schedulerConfig } from "../../lib/config.js";
+
+type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
+
+const cdkJson = JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")) as {
+  app: string;
+  context: Record<string, unknown>;
+};
+
+interface Synth {
+  stack: NovalessStack;
+  template: Template;
+  assemblyDir: string;
+}
+
+function synth(props: NovalessStackProps, bundle: boolean): Synth {
+  const context = { ...cdkJson.context, ...(bundle ? {} : { "aws:cdk:bundling-stacks": [] }) };
+  const app = new App({ context });
+  const stack = new NovalessStack(app, "NovalessStack", props);
+  const template = Template.fromStack(stack);
+  return { stack, template, assemblyDir: app.synth().directory };
+}
+
+function logicalId(stack: NovalessStack, construct: { node: { defaultChild?: unknown } }): string {
+  return stack.getLogicalId(construct.node.defaultChild as CfnElement);
+}
+
+function only(template: Template, type: string): Resource {
+  const found = Object.values(template.findResources(type)) as Resource[];
+  expect(found).toHaveLength(1);
+  return found[0]!;
+}
+
+/** The Fn::Join CloudFormation makes of the ASL, with each function's ARN replaced by a name. */
+function definitionOf(synth: Synth): unknown {
+  const machine = only(synth.template, "AWS::StepFunctions::StateMachine");
+  const names = new Map([
+    [logicalId(synth.stack, synth.stack.conductorFunction), "CONDUCTOR_ARN"],
+    [logicalId(synth.stack, synth.stack.schedulerFunction), "SCHEDULER_ARN"],
+  ]);
+  const join = (machine.Properties.DefinitionString as { "Fn::Join": [string, unknown[]] })["Fn::Join"];
+  const text = join[1]
+    .map((part) => {
+      if (typeof part === "string") return part;
+      const [id, attribute] = (part as { "Fn::GetAtt": [string, string] })["Fn::GetAtt"];
+      expect(attribute).toBe("Arn");
+      const name = names.get(id);
+      if (!name) throw new Error(`unexpected reference in the definition: ${id}`);
+      return name;
+    })
+    .join(join[0]);
+  return JSON.parse(text);
+}
+
+function environmentOf(synth: Synth, fn: NovalessStack["apiFunction"]): Record<string, unknown> {
+  const resource = synth.template.toJSON().Resources[logicalId(synth.stack, fn)] as Resource;
+  return (resource.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+}
+
+function statementsOf(synth: Synth, fn: NovalessStack["apiFunction"]): Record<string, unknown>[] {
+  const roleId = logicalId(synth.stack, fn.role as unknown as { node: { defaultChild?: unknown } });
+  const policies = Object.values(synth.template.findResources("AWS::IAM::Policy")) as Resource[];
+  return policies
+    .filter((p) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
+    .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement);
+}
+
+const actions = (statements: Record<string, unknown>[]): string[] =>
+  statements.flatMap((s) => [s.Action].flat() as string[]);
+
+describe("NovalessStack (defaults: Express conductor, bundled functions)", () => {
+  let s: Synth;
+  beforeAll(() => {
+    s = synth({}, true);
+  });
+
+  it("creates the three tables from infra/resources.ts", () => {
+    s.template.resourceCountIs("AWS::DynamoDB::Table", TABLES.length);
+    for (const spec of TABLES) {
+      const table = s.template.toJSON().Resources[logicalId(s.stack, s.stack.tables[spec.id])] as Resource;
+      expect(table.DeletionPolicy).toBe("Retain");
+      expect(table.Properties).toMatchObject({
+        BillingMode: "PAY_PER_REQUEST",
+        KeySchema: [{ AttributeName: spec.partitionKey, KeyType: "HASH" }],
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      });
+      const gsis = (table.Properties.GlobalSecondaryIndexes ?? []) as Record<string, unknown>[];
+      expect(gsis.map((g) => g.IndexName)).toEqual(spec.gsis.map((g) => g.indexName));
+      for (const gsi of gsis) expect(gsi.Projection).toEqual({ ProjectionType: "ALL" });
+    }
+    s.template.hasResourceProperties("AWS::DynamoDB::Table", {
+      KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
+      TimeToLiveSpecification: { AttributeName: "expires_at", Enabled: true },
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: "by-project",
+          KeySchema: [
+            { AttributeName: "project_id", KeyType: "HASH" },
+            { AttributeName: "created_at", KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "ALL" },
+        },
+      ],
+    });
+  });
+
+  it("creates build-requests with its DLQ, encrypted", () => {
+    s.template.resourceCountIs("AWS::SQS::Queue", 2);
+    s.template.hasResourceProperties("AWS::SQS::Queue", {
+      VisibilityTimeout: BUILD_REQUESTS_QUEUE.visibilityTimeout,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: {
+        maxReceiveCount: BUILD_REQUESTS_QUEUE.maxReceiveCount,
+        deadLetterTargetArn: { "Fn::GetAtt": [logicalId(s.stack, s.stack.buildRequestsDlq), "Arn"] },
+      },
+    });
+    s.template.hasResourceProperties("AWS::SQS::Queue", {
+      MessageRetentionPeriod: DLQ_RETENTION_SECONDS,
+      SqsManagedSseEnabled: true,
+    });
+  });
+
+  it("bundles four ESM functions for nodejs22.x on arm64", () => {
+    s.template.resourceCountIs("AWS::Lambda::Function", 4);
+    s.template.allResourcesProperties("AWS::Lambda::Function", {
+      Runtime: "nodejs22.x",
+      Architectures: ["arm64"],
+      Handler: "index.handler",
+    });
+    const functions = Object.values(s.template.findResources("AWS::Lambda::Function")) as Resource[];
+    for (const fn of functions) {
+      const key = (fn.Properties.Code as { S3Key: string }).S3Key;
+      const bundle = join(s.assemblyDir, `asset.${key.replace(/\.zip$/, "")}`, "index.mjs");
+      expect(readFileSync(bundle, "utf8").startsWith("import { createRequire }")).toBe(true);
+      expect(existsSync(`${bundle}.map`)).toBe(true);
+    }
+  });
+
+  it("gives every function the resource names and the scheduler options", () => {
+    for (const fn of [
+      s.stack.apiFunction,
+      s.stack.buildIntakeFunction,
+      s.stack.schedulerFunction,
+      s.stack.conductorFunction,
+    ]) {
+      const env = environmentOf(s, fn);
+      for (const spec of TABLES) {
+        expect(env[spec.env]).toEqual({ Ref: logicalId(s.stack, s.stack.tables[spec.id]) });
+      }
+      expect(env).toMatchObject({
+        NOVALESS_BUILD_REQUESTS_QUEUE_URL: { Ref: logicalId(s.stack, s.stack.buildRequestsQueue) },
+        NOVALESS_BUILD_REQUESTS_DLQ_URL: { Ref: logicalId(s.stack, s.stack.buildRequestsDlq) },
+        NOVALESS_COMPUTE_QUEUE_PREFIX: "novalessstack-compute-",
+        NOVALESS_MAX_ATTEMPTS: "3",
+        NODE_OPTIONS: "--enable-source-maps",
+      });
+    }
+    expect(environmentOf(s, s.stack.buildIntakeFunction).NOVALESS_CONDUCTOR_ARN).toEqual({
+      Ref: logicalId(s.stack, s.stack.conductor),
+    });
+    expect(environmentOf(s, s.stack.schedulerFunction).NOVALESS_CONDUCTOR_ARN).toBeUndefined();
+  });
+
+  it("warns that the API accepts the demo tokens unless apiAuthTokens is set", () => {
+    const warnings = Annotations.fromStack(s.stack).findWarning("*", Match.stringLikeRegexp("apiAuthTokens"));
+    expect(warnings).toHaveLength(1);
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_AUTH_TOKENS).toBeUndefined();
+  });
+
+  it("feeds build-intake from build-requests with partial batch failures", () => {
+    s.template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      EventSourceArn: { "Fn::GetAtt": [logicalId(s.stack, s.stack.buildRequestsQueue), "Arn"] },
+      FunctionName: { Ref: logicalId(s.stack, s.stack.buildIntakeFunction) },
+      BatchSize: 10,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+    });
+  });
+
+  it("deploys the conductor definition the local runtime runs, as an Express workflow", () => {
+    const definition = definitionOf(s);
+    expect(definition).toEqual(
+      conductorDefinition({ conductorFunctionArn: "CONDUCTOR_ARN", schedulerFunctionArn: "SCHEDULER_ARN" }),
+    );
+    const states = (definition as { States: Record<string, Record<string, unknown>> }).States;
+    expect(states[CONDUCTOR_TASKS.selectDestinations]!.Resource).toBe("SCHEDULER_ARN");
+    expect(states[CONDUCTOR_TASKS.castToCompute]!.Type).toBe("Map");
+    expect(JSON.stringify(states[CONDUCTOR_TASKS.castToCompute])).toContain(
+      "arn:aws:states:::sqs:sendMessage",
+    );
+
+    const machine = only(s.template, "AWS::StepFunctions::StateMachine");
+    expect(machine.Properties.StateMachineType).toBe("EXPRESS");
+    expect(machine.Properties.LoggingConfiguration).toMatchObject({
+      Level: "ERROR",
+      IncludeExecutionData: false,
+    });
+  });
+
+  it("lets the conductor invoke its two functions and cast to compute queues only", () => {
+    const roleRef = (machine: Resource) =>
+      (machine.Properties.RoleArn as { "Fn::GetAtt": [string, string] })["Fn::GetAtt"][0];
+    const roleId = roleRef(only(s.template, "AWS::StepFunctions::StateMachine"));
+    const policies = Object.values(s.template.findResources("AWS::IAM::Policy")) as Resource[];
+    const statements = policies
+      .filter((p) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
+      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement);
+    const invoke = statements.filter((st) => [st.Action].flat().includes("lambda:InvokeFunction"));
+    const invoked = JSON.stringify(invoke.map((st) => st.Resource));
+    expect(invoked).toContain(logicalId(s.stack, s.stack.schedulerFunction));
+    expect(invoked).toContain(logicalId(s.stack, s.stack.conductorFunction));
+    expect(invoked).not.toContain(logicalId(s.stack, s.stack.apiFunction));
+    const send = statements.find((st) => st.Action === "sqs:SendMessage");
+    expect(JSON.stringify(send?.Resource)).toContain(":novalessstack-compute-*");
+  });
+
+  it("grants each function only what it needs", () => {
+    const apiStatements = statementsOf(s, s.stack.apiFunction);
+    const api = actions(apiStatements);
+    expect(api).toEqual(expect.arrayContaining(["dynamodb:PutItem", "dynamodb:Query", "sqs:SendMessage"]));
+    expect(api).not.toContain("states:StartExecution");
+    const hostsArn = { "Fn::GetAtt": [logicalId(s.stack, s.stack.tables.Hosts), "Arn"] };
+    const onHosts = actions(
+      apiStatements.filter((st) => JSON.stringify(st.Resource).includes(JSON.stringify(hostsArn))),
+    );
+    expect(onHosts).toContain("dynamodb:UpdateItem");
+    expect(onHosts).not.toContain("dynamodb:PutItem");
+    expect(onHosts).not.toContain("dynamodb:DeleteItem");
+
+    const intake = actions(statementsOf(s, s.stack.buildIntakeFunction));
+    expect(intake).toEqual(
+      expect.arrayContaining(["states:StartExecution", "sqs:SendMessage", "sqs:ReceiveMessage"]),
+    );
+    expect(intake.some((a) => a.startsWith("dynamodb:"))).toBe(false);
+
+    const scheduler = actions(statementsOf(s, s.stack.schedulerFunction));
+    expect(scheduler).toEqual(expect.arrayContaining(["dynamodb:UpdateItem", "dynamodb:GetItem"]));
+    expect(scheduler.some((a) => a.startsWith("sqs:") || a.startsWith("states:"))).toBe(false);
+
+    const conductor = actions(statementsOf(s, s.stack.conductorFunction));
+    expect(conductor).toEqual(expect.arrayContaining(["dynamodb:UpdateItem", "sqs:SendMessage"]));
+    expect(conductor.some((a) => a.startsWith("states:"))).toBe(false);
+  });
+
+  it("serves the API through an HTTP API $default route with payload 2.0", () => {
+    s.template.resourceCountIs("AWS::ApiGatewayV2::Api", 1);
+    s.template.hasResourceProperties("AWS::ApiGatewayV2::Api", { ProtocolType: "HTTP" });
+    s.template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: "$default" });
+    s.template.hasResourceProperties("AWS::ApiGatewayV2::Integration", {
+      IntegrationType: "AWS_PROXY",
+      PayloadFormatVersion: "2.0",
+    });
+    s.template.hasResourceProperties("AWS::ApiGatewayV2::Stage", { StageName: "$default", AutoDeploy: true });
+  });
+
+  it("publishes the compute agent's managed policy", () => {
+    s.template.hasResourceProperties("AWS::IAM::ManagedPolicy", {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Sid: "OwnComputeQueue",
+            Action: Match.arrayWith(["sqs:CreateQueue", "sqs:DeleteMessage", "sqs:ReceiveMessage"]),
+          }),
+          Match.objectLike({
+            Sid: "Reschedule",
+            Action: "sqs:SendMessage",
+            Resource: { "Fn::GetAtt": [logicalId(s.stack, s.stack.buildRequestsQueue), "Arn"] },
+          }),
+          Match.objectLike({ Sid: "HostsAndInstances", Action: Match.arrayWith(["dynamodb:UpdateItem"]) }),
+        ]),
+      },
+    });
+  });
+
+  it("alarms on a non-empty DLQ and on failed conductor executions", () => {
+    s.template.resourceCountIs("AWS::CloudWatch::Alarm", 2);
+    s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "ApproximateNumberOfMessagesVisible",
+      Namespace: "AWS/SQS",
+      Threshold: 0,
+      ComparisonOperator: "GreaterThanThreshold",
+    });
+    s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "ExecutionsFailed",
+      Namespace: "AWS/States",
+      Threshold: 0,
+      ComparisonOperator: "GreaterThanThreshold",
+    });
+  });
+
+  it("outputs what an operator and a compute host need", () => {
+    const outputs = Object.keys(s.template.toJSON().Outputs);
+    expect(outputs).toEqual(
+      expect.arrayContaining([
+        "ApiUrl",
+        "HostsTableName",
+        "InstancesTableName",
+        "CatalogTableName",
+        "BuildRequestsQueueUrl",
+        "BuildRequestsDlqUrl",
+        "ConductorStateMachineArn",
+        "ComputeAgentPolicyArn",
+      ]),
+    );
+  });
+});
+
+const TOKENS = JSON.stringify({ s3cret: { user_id: "ops", project_id: "ops", roles: ["admin"] } });
+
+describe("NovalessStack (Standard conductor, options set)", () => {
+  let s: Synth;
+  beforeAll(() => {
+    s = synth(
+      {
+        conductorType: "STANDARD",
+        removalPolicy: RemovalPolicy.DESTROY,
+        computeQueuePrefix: "novaless-test-compute-",
+        scheduler: { max_attempts: 5, enabled_filters: ["ComputeFilter"] },
+        apiAuthTokens: TOKENS,
+      },
+      false,
+    );
+  });
+
+  it("deploys the same definition as a Standard workflow", () => {
+    expect(definitionOf(s)).toEqual(
+      conductorDefinition({ conductorFunctionArn: "CONDUCTOR_ARN", schedulerFunctionArn: "SCHEDULER_ARN" }),
+    );
+    const machine = only(s.template, "AWS::StepFunctions::StateMachine");
+    expect(machine.Properties.StateMachineType).toBe("STANDARD");
+    expect(machine.Properties.LoggingConfiguration).toBeUndefined();
+  });
+
+  it("applies the removal policy, queue prefix and scheduler options", () => {
+    for (const table of Object.values(s.template.findResources("AWS::DynamoDB::Table"))) {
+      expect(table.DeletionPolicy).toBe("Delete");
+    }
+    expect(environmentOf(s, s.stack.schedulerFunction)).toMatchObject({
+      NOVALESS_COMPUTE_QUEUE_PREFIX: "novaless-test-compute-",
+      NOVALESS_MAX_ATTEMPTS: "5",
+      NOVALESS_ENABLED_FILTERS: "ComputeFilter",
+      NOVALESS_HOST_SUBSET_SIZE: "1",
+    });
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_AUTH_TOKENS).toBe(TOKENS);
+    expect(environmentOf(s, s.stack.schedulerFunction).NOVALESS_AUTH_TOKENS).toBeUndefined();
+    expect(
+      Annotations.fromStack(s.stack).findWarning("*", Match.stringLikeRegexp("apiAuthTokens")),
+    ).toHaveLength(0);
+    expect(JSON.stringify(s.template.findResources("AWS::IAM::ManagedPolicy"))).toContain(
+      ":novaless-test-compute-*",
+    );
+  });
+});
+
+describe("scheduler options", () => {
+  it("default to lib/config.ts's defaults and round-trip through the environment", () => {
+    const names = Object.keys(schedulerEnvironment(DEFAULT_SCHEDULER_OPTIONS));
+    const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
+    try {
+      for (const n of names) delete process.env[n];
+      expect(schedulerConfig()).toEqual(DEFAULT_SCHEDULER_OPTIONS);
+      const custom = {
+        max_attempts: 7,
+        host_subset_size: 2,
+        enabled_filters: ["ComputeFilter", "ImagePropertiesFilter"],
+        weight_classes: ["RAMWeigher", "CPUWeigher"],
+        ram_weight_multiplier: -1.5,
+        service_down_time: 120,
+        default_availability_zone: "az-1",
+      };
+      Object.assign(process.env, schedulerEnvironment(custom));
+      expect(schedulerConfig()).toEqual(custom);
+    } finally {
+      for (const n of names) {
+        if (saved[n] === undefined) delete process.env[n];
+        else process.env[n] = saved[n];
+      }
+    }
+  });
+
+  it("rejects a compute queue prefix SQS would not accept", () => {
+    expect(() => new NovalessStack(new App(), "Bad", { computeQueuePrefix: "compute.queues." })).toThrow(
+      /computeQueuePrefix/,
+    );
+  });
+});
