@@ -67,9 +67,10 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
     if (errors.length > 0) throw new AggregateError(errors, "stopping the emulators failed");
   };
   try {
-    const dynamodb = await startDynalite(opts.dynamodbPort ?? 0);
+    const external = externalEndpoints();
+    const dynamodb = external?.dynamodb ?? (await startDynalite(opts.dynamodbPort ?? 0));
     stops.push(dynamodb.stop);
-    const sqs = await startSqs(opts.sqsPort ?? 0);
+    const sqs = external?.sqs ?? (await startSqs(opts.sqsPort ?? 0));
     stops.push(sqs.stop);
     let sfn: SfnServer | undefined;
     if (opts.sfn) {
@@ -94,6 +95,28 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
     await stopAll().catch(() => {});
     throw e;
   }
+}
+
+/**
+ * NOVALESS_EXTERNAL_AWS=1: use the DynamoDB and SQS the AWS_ENDPOINT_URL_* variables already
+ * point at (LocalStack on http://localhost:4566, say) instead of starting the embedded ones.
+ * Step Functions stays embedded: its Task states run this process's handlers.
+ */
+function externalEndpoints(): { dynamodb: Started; sqs: Started } | undefined {
+  if (process.env.NOVALESS_EXTERNAL_AWS !== "1") return undefined;
+  const shared = process.env.AWS_ENDPOINT_URL;
+  const dynamodb = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? shared;
+  const sqs = process.env.AWS_ENDPOINT_URL_SQS ?? shared;
+  if (!dynamodb || !sqs) {
+    throw new Error("NOVALESS_EXTERNAL_AWS=1 needs AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_DYNAMODB and _SQS)");
+  }
+  const nothing = async () => {};
+  return { dynamodb: { endpoint: dynamodb, stop: nothing }, sqs: { endpoint: sqs, stop: nothing } };
+}
+
+interface Started {
+  endpoint: string;
+  stop: () => Promise<void>;
 }
 
 async function startDynalite(port: number): Promise<{ endpoint: string; stop: () => Promise<void> }> {

@@ -11,18 +11,19 @@ export interface HttpFront {
   stop(): Promise<void>;
 }
 
-/** Reads the body, but never more than one byte past the limit: the API answers 413 for that. */
+/**
+ * Keeps at most one byte past the limit (the API answers 413 for that) but reads the rest:
+ * leaving the loop early would destroy the socket under a keep-alive client's next request.
+ */
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
-  let size = 0;
+  let kept = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_REQUEST_BODY_BYTES + 1) {
-      chunks.push(chunk.subarray(0, MAX_REQUEST_BODY_BYTES + 1 - (size - chunk.length)));
-      req.resume();
-      break;
-    }
-    chunks.push(chunk);
+    const room = MAX_REQUEST_BODY_BYTES + 1 - kept;
+    if (room <= 0) continue;
+    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    chunks.push(part);
+    kept += part.length;
   }
   return Buffer.concat(chunks).toString("utf8");
 }

@@ -16,12 +16,12 @@ import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { log } from "../../lib/log.js";
 import { conductorDefinition } from "../conductor/definition.js";
-import { BUILD_REQUESTS_QUEUE, TABLES } from "../resources.js";
+import { BUILD_REQUESTS_QUEUE } from "../resources.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, startEventSource } from "./event-source.js";
 import { type HttpFront, startHttpFront } from "./http.js";
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
-import { createTables } from "./tables.js";
+import { createTables, localTables, runSuffix } from "./tables.js";
 
 export const CONDUCTOR_NAME = "novaless-conductor";
 const LOCAL_ARNS = {
@@ -84,17 +84,23 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       await s().catch((e) => log.warn("runtime.stop_failed", { error: e }));
   };
   try {
+    const suffix = runSuffix();
+    const tables = localTables(suffix);
     const restoreEnv = applyEnv({
       ...emulators.env,
-      ...Object.fromEntries(TABLES.map((t) => [t.env, t.localName])),
+      ...Object.fromEntries(tables.map((t) => [t.env, t.localName])),
+      NOVALESS_COMPUTE_QUEUE_PREFIX: `novaless${suffix}-compute-`,
       ...opts.env,
     });
     stops.unshift(async () => restoreEnv());
     resetClients();
     stops.push(async () => resetClients());
 
-    await createTables(new DynamoDBClient({}));
-    const build = await ensureQueueWithDlq(BUILD_REQUESTS_QUEUE.localName, BUILD_REQUESTS_QUEUE);
+    await createTables(new DynamoDBClient({}), tables);
+    const build = await ensureQueueWithDlq(
+      `${BUILD_REQUESTS_QUEUE.localName}${suffix}`,
+      BUILD_REQUESTS_QUEUE,
+    );
     const sm = await sfnClient().send(
       new CreateStateMachineCommand({
         name: CONDUCTOR_NAME,

@@ -64,3 +64,15 @@ export async function createQueues(
   const { queueUrl, dlqUrl } = await ensureQueueWithDlq(spec.localName, spec, client);
   return { buildRequestsQueueUrl: queueUrl, buildRequestsDlqUrl: dlqUrl };
 }
+
+/**
+ * Table specs under names unique to this run when the AWS is shared (NOVALESS_EXTERNAL_AWS=1,
+ * e.g. LocalStack), so parallel test files and earlier runs never see each other's items.
+ */
+export function localTables(suffix = runSuffix()): TableSpec[] {
+  return TABLES.map((t) => ({ ...t, localName: `${t.localName}${suffix}` }));
+}
+
+export function runSuffix(): string {
+  return process.env.NOVALESS_EXTERNAL_AWS === "1" ? `-${Math.random().toString(36).slice(2, 8)}` : "";
+}

@@ -101,7 +101,7 @@ describe("create → ACTIVE → delete", () => {
     });
     expect(r.status).toBe(202);
     expect(r.body.reservation_id).toMatch(/^r-/);
-    const list = await admin.get(`/v2.1/servers/detail?reservation_id=${r.body.reservation_id}`);
+    const list = await client.get(`/v2.1/servers/detail?reservation_id=${r.body.reservation_id}`);
     expect(list.body.servers).toHaveLength(3);
     for (const s of list.body.servers) {
       const done = await client.waitForStatus(s.id, ["ACTIVE", "ERROR"]);
@@ -146,9 +146,10 @@ describe("builds that end in ERROR leave no claim behind", () => {
     const server = await client.waitForStatus(id, ["ACTIVE", "ERROR"]);
     expect(server.status).toBe("ERROR");
     expect(server.fault.message).toBe("No valid host was found. There are not enough hosts available.");
-    expect(server.fault.details).toBeUndefined();
-    const asAdmin = await admin.get(`/v2.1/servers/${id}`);
-    expect(asAdmin.body.server.fault.details).toMatch(/MEMORY_MB/);
+    expect(server.fault.details).toMatch(/0\/4 hosts are available: 4 lacked MEMORY_MB/);
+    const asMember = await client.get(`/v2.1/servers/${id}`);
+    expect(asMember.body.server.fault.message).toBe(server.fault.message);
+    expect(asMember.body.server.fault.details).toBeUndefined();
     expect(await leakedClaims()).toEqual([]);
   });
 });

@@ -22,7 +22,7 @@ export interface Reply<T = Record<string, Json>> {
 export class Client {
   constructor(
     readonly url: string,
-    readonly token: string | undefined = DEMO,
+    readonly token: string | undefined,
   ) {}
 
   async call<T = Record<string, Json>>(
@@ -85,7 +85,7 @@ export async function startTestRuntime(
   opts: RuntimeOptions = {},
 ): Promise<{ runtime: Runtime; client: Client }> {
   const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, ...opts });
-  return { runtime, client: new Client(runtime.url) };
+  return { runtime, client: new Client(runtime.url, DEMO) };
 }
 
 /** Every host's allocations and usage, read straight from the table. */

@@ -3,8 +3,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { createTables } from "../../infra/local/tables.js";
-import { TABLES } from "../../infra/resources.js";
+import { createTables, localTables } from "../../infra/local/tables.js";
 import { resetClients } from "../../lib/aws/clients.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { claim, release } from "../../lib/placement/claims.js";
@@ -16,9 +15,10 @@ let restore: () => void;
 
 beforeAll(async () => {
   emulators = await startEmulators();
-  restore = applyEnv({ ...emulators.env, ...Object.fromEntries(TABLES.map((t) => [t.env, t.localName])) });
+  const tables = localTables();
+  restore = applyEnv({ ...emulators.env, ...Object.fromEntries(tables.map((t) => [t.env, t.localName])) });
   resetClients();
-  await createTables(new DynamoDBClient({}));
+  await createTables(new DynamoDBClient({}), tables);
 });
 afterAll(async () => {
   resetClients();

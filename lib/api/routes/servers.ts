@@ -34,6 +34,19 @@ async function checkZoneAvailable(deps: ApiDeps, zone: string): Promise<void> {
   if (!zones.has(zone)) throw badRequest("The requested availability zone is not available");
 }
 
+/** Best effort: a record that cannot be deleted either is logged, for an operator to clean up. */
+async function softDelete(deps: ApiDeps, ids: string[], requestId: string): Promise<void> {
+  const cleanup = await Promise.allSettled(ids.map((id) => deps.markDeleted(id)));
+  const stuck = ids.filter((_, i) => cleanup[i]!.status === "rejected");
+  if (stuck.length) {
+    log.error("api.create.cleanup_failed", {
+      request_id: requestId,
+      instance_uuids: stuck,
+      error: (cleanup.find((c) => c.status === "rejected") as PromiseRejectedResult).reason,
+    });
+  }
+}
+
 export async function createServer({ ctx, deps, body }: RouteCall): Promise<ApiResult> {
   const { auth } = ctx;
   const settings = apiSettings();
@@ -69,24 +82,21 @@ export async function createServer({ ctx, deps, body }: RouteCall): Promise<ApiR
   // If either step fails, the create did not happen from the caller's point of view (500, no id
   // returned), so the records written are soft-deleted rather than left in BUILD forever or
   // surfacing as ERROR servers the caller never learnt the ids of. A message that did reach the
-  // queue despite an error finds them deleted and builds nothing.
+  // queue despite an error finds them deleted and builds nothing. Each record is written on its
+  // own and all writes are awaited, so no write can land after the clean-up.
+  const written = await Promise.allSettled(plan.records.map((r) => deps.createInstances([r])));
+  const writeFailure = written.find((w): w is PromiseRejectedResult => w.status === "rejected");
   try {
-    await deps.createInstances(plan.records);
+    if (writeFailure) throw writeFailure.reason;
     await deps.sendBuildRequest(plan.buildRequest);
   } catch (e) {
     ctx.logFields.error = e;
-    const cleanup = await Promise.allSettled(ids.map((id) => deps.markDeleted(id)));
-    const stuck = ids.filter((_, i) => cleanup[i]!.status === "rejected");
-    if (stuck.length) {
-      log.error("api.create.cleanup_failed", {
-        request_id: ctx.requestId,
-        instance_uuids: stuck,
-        error: (cleanup.find((c) => c.status === "rejected") as PromiseRejectedResult).reason,
-      });
-    }
+    await softDelete(deps, ids, ctx.requestId);
     throw new ApiError(
       "computeFault",
-      "The server could not be created: its build request could not be queued. Please try again.",
+      writeFailure
+        ? "The server could not be created: its record could not be written. Please try again."
+        : "The server could not be created: its build request could not be queued. Please try again.",
     );
   }
 

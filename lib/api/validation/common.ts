@@ -235,10 +235,12 @@ export const novaName = z
   .max(255)
   .refine((s) => !CONTROL.test(s) && s.trim() === s, { message: INVALID_NAME, params: WHOLE });
 
-/** An id or a link to one (`http://…/flavors/1` → `1`), as Nova's get_id_from_href. */
+/**
+ * An id, or a link to one (`http://…/flavors/1` → `1`), as Nova's get_id_from_href. Only URLs
+ * and absolute paths are links: an image name such as "ubuntu/24.04" stays whole.
+ */
 export function idFromHref(ref: string): string {
-  const noQuery = ref.split("?")[0]!;
-  if (!noQuery.includes("/")) return noQuery;
-  const parts = noQuery.split("/").filter(Boolean);
-  return parts[parts.length - 1] ?? noQuery;
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(ref) && !ref.startsWith("/")) return ref;
+  const parts = ref.split("?")[0]!.split("/").filter(Boolean);
+  return parts[parts.length - 1] ?? ref;
 }

@@ -17,7 +17,7 @@ import {
   validate,
 } from "./common.js";
 
-const uuid = z.string().regex(UUID_RE, { message: "is not a 'uuid'" });
+const uuid = z.string().refine((s) => UUID_RE.test(s), { message: "is not a 'uuid'" });
 
 /** Nova's scheduler-hints schema: the known hints are typed, anything else passes through. */
 export const schedulerHintsSchema = z.looseObject({

@@ -1,0 +1,133 @@
+// In-memory stand-ins for the API's I/O, so the router can be tested without DynamoDB or SQS.
+import type { ApiDeps } from "../../../lib/api/deps.js";
+import { SEED_FLAVORS, SEED_IMAGES } from "../../../lib/catalog/seed.js";
+import type { Flavor, Image } from "../../../lib/catalog/types.js";
+import type { InstanceRecord } from "../../../lib/instances/types.js";
+import type { BuildRequest } from "../../../lib/messages/build-request.js";
+import type { HostRecord } from "../../../lib/placement/types.js";
+
+export interface FakeWorld {
+  deps: ApiDeps;
+  flavors: Map<string, Flavor>;
+  images: Map<string, Image>;
+  instances: Map<string, InstanceRecord>;
+  hosts: Map<string, HostRecord>;
+  sent: BuildRequest[];
+  deleted: { id: string; requestId: string }[];
+  failEnqueue: boolean;
+  /** createInstances fails for the record with this name */
+  failWriteOf: string | undefined;
+  now: Date;
+}
+
+export const NOW = new Date("2026-03-01T12:00:00.123Z");
+
+export function host(name: string, overrides: Partial<HostRecord> = {}): HostRecord {
+  const inv = (total: number, reserved = 0, ratio = 1) => ({
+    total,
+    reserved,
+    allocation_ratio: ratio,
+    min_unit: 1,
+    max_unit: total,
+    step_size: 1,
+  });
+  return {
+    host: name,
+    node: name,
+    availability_zone: "nova",
+    aggregates: [],
+    traits: [],
+    inventories: { VCPU: inv(8, 0, 16), MEMORY_MB: inv(16384, 512, 1.5), DISK_GB: inv(200) },
+    usage: { VCPU: 2, MEMORY_MB: 4096, DISK_GB: 40 },
+    free: {},
+    allocations: {
+      a: { resources: {}, attempt: 1, claimed_at: NOW.toISOString() },
+      b: { resources: {}, attempt: 1, claimed_at: NOW.toISOString() },
+    },
+    generation: 3,
+    hypervisor_type: "fake",
+    hypervisor_version: 1000,
+    host_ip: "10.0.0.1",
+    supported_instances: [["x86_64", "fake", "hvm"]],
+    stats: { failed_builds: 0 },
+    service: {
+      disabled: false,
+      disabled_reason: null,
+      forced_down: false,
+      last_heartbeat: NOW.toISOString(),
+    },
+    queue_url: `http://queue/${name}`,
+    ...overrides,
+  };
+}
+
+export function fakeWorld(): FakeWorld {
+  const w: FakeWorld = {
+    flavors: new Map(SEED_FLAVORS.map((f) => [f.id, structuredClone(f)])),
+    images: new Map(SEED_IMAGES.map((i) => [i.id, structuredClone(i)])),
+    instances: new Map(),
+    hosts: new Map([
+      ["host-1", host("host-1")],
+      ["host-2", host("host-2", { availability_zone: "az2" })],
+    ]),
+    sent: [],
+    deleted: [],
+    failEnqueue: false,
+    failWriteOf: undefined,
+    now: NOW,
+    deps: undefined as unknown as ApiDeps,
+  };
+  w.deps = {
+    getFlavor: async (id) => structuredClone(w.flavors.get(id)),
+    listFlavors: async () => [...w.flavors.values()].map((f) => structuredClone(f)),
+    createFlavor: async (f) => {
+      if (w.flavors.has(f.id)) return { ok: false, reason: "id-exists" };
+      if ([...w.flavors.values()].some((x) => x.name === f.name)) return { ok: false, reason: "name-exists" };
+      w.flavors.set(f.id, structuredClone(f));
+      return { ok: true, flavor: f };
+    },
+    setFlavorExtraSpecs: async (id, specs) => {
+      const f = w.flavors.get(id);
+      if (!f) return undefined;
+      Object.assign(f.extra_specs, specs);
+      return structuredClone(f);
+    },
+    getImage: async (ref) =>
+      structuredClone(w.images.get(ref) ?? [...w.images.values()].find((i) => i.name === ref)),
+    listImages: async () => [...w.images.values()].map((i) => structuredClone(i)),
+    createInstances: async (records) => {
+      if (records.some((r) => r.name === w.failWriteOf)) throw new Error("write failed");
+      for (const r of records) w.instances.set(r.id, structuredClone(r));
+    },
+    getInstance: async (id) => structuredClone(w.instances.get(id)),
+    listInstances: async (projectId) =>
+      [...w.instances.values()]
+        .filter((r) => !r.deleted && (!projectId || r.project_id === projectId))
+        .sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id))
+        .map((r) => structuredClone(r)),
+    markDeleted: async (id) => {
+      const r = w.instances.get(id);
+      if (!r || r.deleted) return undefined;
+      Object.assign(r, {
+        deleted: true,
+        vm_state: "deleted",
+        task_state: null,
+        deleted_at: w.now.toISOString(),
+      });
+      return structuredClone(r);
+    },
+    deleteServer: async (id, requestId) => {
+      const r = await w.deps.markDeleted(id);
+      if (r) w.deleted.push({ id, requestId });
+      return r;
+    },
+    sendBuildRequest: async (msg) => {
+      if (w.failEnqueue) throw new Error("queue unavailable");
+      w.sent.push(structuredClone(msg));
+    },
+    listHosts: async () => [...w.hosts.values()].map((h) => structuredClone(h)),
+    getHost: async (name) => structuredClone(w.hosts.get(name)),
+    now: () => w.now,
+  };
+  return w;
+}
