@@ -146,7 +146,7 @@ describe("builds that end in ERROR leave no claim behind", () => {
     const server = await client.waitForStatus(id, ["ACTIVE", "ERROR"]);
     expect(server.status).toBe("ERROR");
     expect(server.fault.message).toBe("No valid host was found. There are not enough hosts available.");
-    expect(server.fault.details).toMatch(/0\/4 hosts are available: 4 lacked MEMORY_MB/);
+    expect(server.fault.details).toMatch(/^0\/4 hosts are available: 4 .*MEMORY_MB/);
     const asMember = await client.get(`/v2.1/servers/${id}`);
     expect(asMember.body.server.fault.message).toBe(server.fault.message);
     expect(asMember.body.server.fault.details).toBeUndefined();

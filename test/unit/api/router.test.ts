@@ -147,7 +147,9 @@ describe("plumbing", () => {
   });
 
   it("logs one line per request with method, path, status, request id, duration and instance", async () => {
+    vi.stubEnv("NOVALESS_LOG_LEVEL", "info");
     const r = await call("POST", "/v2.1/servers", { body: server() });
+    vi.unstubAllEnvs();
     const lines = logLines.filter((l) => l.event === "api.request");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
