@@ -47,7 +47,8 @@ export interface NovalessStackProps extends StackProps {
   scheduler?: Partial<SchedulerConfig>;
   /**
    * NOVALESS_AUTH_TOKENS of the API function (JSON: token → {user_id, project_id, roles}). Unset,
-   * the API accepts lib/api's well-known demo tokens, admin included: synth warns.
+   * the deployed API accepts no token at all (every call 401), never the local demo tokens, and
+   * synth warns.
    */
   apiAuthTokens?: string;
   /** NOVALESS_LOG_LEVEL of every function. Default "info". */
@@ -222,12 +223,13 @@ export class NovalessStack extends Stack {
     this.apiFunction = handler("Api", "api", {
       memorySize: 512,
       timeout: Duration.seconds(29),
-      environment: props.apiAuthTokens ? { NOVALESS_AUTH_TOKENS: props.apiAuthTokens } : {},
+      // "{}" rather than unset: an unset table means the local demo tokens, never on a public URL.
+      environment: { NOVALESS_AUTH_TOKENS: props.apiAuthTokens ?? "{}" },
     });
     if (!props.apiAuthTokens) {
       Annotations.of(this.apiFunction).addWarningV2(
         "novaless:apiAuthTokens",
-        "apiAuthTokens is unset: the deployed API accepts the well-known demo tokens, admin-token included",
+        "apiAuthTokens is unset: the deployed API accepts no token; set NOVALESS_AUTH_TOKENS when you deploy",
       );
     }
     this.schedulerFunction = handler("Scheduler", "scheduler", {

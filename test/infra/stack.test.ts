@@ -176,10 +176,10 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(environmentOf(s, s.stack.schedulerFunction).NOVALESS_CONDUCTOR_ARN).toBeUndefined();
   });
 
-  it("warns that the API accepts the demo tokens unless apiAuthTokens is set", () => {
+  it("never deploys the demo tokens: without apiAuthTokens the API accepts none, and synth warns", () => {
     const warnings = Annotations.fromStack(s.stack).findWarning("*", Match.stringLikeRegexp("apiAuthTokens"));
     expect(warnings).toHaveLength(1);
-    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_AUTH_TOKENS).toBeUndefined();
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_AUTH_TOKENS).toBe("{}");
   });
 
   it("feeds build-intake from build-requests with partial batch failures", () => {

@@ -1,0 +1,60 @@
+// `novaless-compute`: run one compute agent (fake driver) against whatever AWS the environment
+// points at: the deployed stack's tables and queues (see the stack outputs) or LocalStack.
+import { parseArgs } from "node:util";
+import { ComputeAgent } from "../lib/compute/agent.js";
+import { FakeDriver } from "../lib/compute/drivers/fake.js";
+import { inventoriesFor } from "../lib/compute/inventory.js";
+
+const { values } = parseArgs({
+  options: {
+    host: { type: "string" },
+    "availability-zone": { type: "string", default: "nova" },
+    "host-ip": { type: "string", default: "127.0.0.1" },
+    vcpus: { type: "string", default: "16" },
+    "memory-mb": { type: "string", default: "65536" },
+    "local-gb": { type: "string", default: "1000" },
+    "build-ms": { type: "string", default: "1000" },
+    "fail-builds": { type: "boolean", default: false },
+  },
+});
+
+const required = ["NOVALESS_HOSTS_TABLE", "NOVALESS_INSTANCES_TABLE", "NOVALESS_BUILD_REQUESTS_QUEUE_URL"];
+const missing = required.filter((k) => !process.env[k]);
+if (!values.host || missing.length) {
+  process.stderr.write(
+    "usage: novaless-compute --host NAME [--availability-zone AZ] [--vcpus N] [--memory-mb N] [--local-gb N]\n" +
+      "                        [--build-ms N] [--fail-builds]\n" +
+      `environment needed: ${required.join(", ")}, NOVALESS_COMPUTE_QUEUE_PREFIX (stack outputs)\n` +
+      (missing.length ? `missing: ${missing.join(", ")}\n` : ""),
+  );
+  process.exit(2);
+}
+
+const int = (v: string, name: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
+  return n;
+};
+const host = values.host;
+const agent = new ComputeAgent({
+  host,
+  availability_zone: values["availability-zone"],
+  host_ip: values["host-ip"],
+  inventories: inventoriesFor({
+    vcpus: int(values.vcpus, "vcpus"),
+    memory_mb: int(values["memory-mb"], "memory-mb"),
+    local_gb: int(values["local-gb"], "local-gb"),
+  }),
+  driver: new FakeDriver({
+    host,
+    buildMs: int(values["build-ms"], "build-ms"),
+    failAll: values["fail-builds"],
+  }),
+});
+await agent.start();
+const stop = async () => {
+  await agent.stop();
+  process.exit(0);
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);
