@@ -9,9 +9,9 @@ function num(name: string, fallback: number): number {
   return n;
 }
 
-function list(name: string, fallback: string[]): string[] {
+function list(name: string, fallback: readonly string[]): string[] {
   const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
+  if (raw === undefined || raw === "") return [...fallback];
   return raw
     .split(",")
     .map((s) => s.trim())
@@ -35,15 +35,40 @@ export interface SchedulerConfig {
   default_availability_zone: string;
 }
 
+/** Nova's defaults for every scheduler option. */
+export const SCHEDULER_DEFAULTS: Readonly<SchedulerConfig> = Object.freeze({
+  max_attempts: 3,
+  host_subset_size: 1,
+  enabled_filters: ["AvailabilityZoneFilter", "ComputeFilter"],
+  weight_classes: ["RAMWeigher"],
+  ram_weight_multiplier: 1.0,
+  service_down_time: 60,
+  default_availability_zone: "nova",
+});
+
 export function schedulerConfig(): SchedulerConfig {
+  const d = SCHEDULER_DEFAULTS;
   return {
-    max_attempts: num("NOVALESS_MAX_ATTEMPTS", 3),
-    host_subset_size: num("NOVALESS_HOST_SUBSET_SIZE", 1),
-    enabled_filters: list("NOVALESS_ENABLED_FILTERS", ["AvailabilityZoneFilter", "ComputeFilter"]),
-    weight_classes: list("NOVALESS_WEIGHT_CLASSES", ["RAMWeigher"]),
-    ram_weight_multiplier: num("NOVALESS_RAM_WEIGHT_MULTIPLIER", 1.0),
-    service_down_time: num("NOVALESS_SERVICE_DOWN_TIME", 60),
-    default_availability_zone: process.env.NOVALESS_DEFAULT_AVAILABILITY_ZONE || "nova",
+    max_attempts: num("NOVALESS_MAX_ATTEMPTS", d.max_attempts),
+    host_subset_size: num("NOVALESS_HOST_SUBSET_SIZE", d.host_subset_size),
+    enabled_filters: list("NOVALESS_ENABLED_FILTERS", d.enabled_filters),
+    weight_classes: list("NOVALESS_WEIGHT_CLASSES", d.weight_classes),
+    ram_weight_multiplier: num("NOVALESS_RAM_WEIGHT_MULTIPLIER", d.ram_weight_multiplier),
+    service_down_time: num("NOVALESS_SERVICE_DOWN_TIME", d.service_down_time),
+    default_availability_zone: process.env.NOVALESS_DEFAULT_AVAILABILITY_ZONE || d.default_availability_zone,
+  };
+}
+
+/** The environment that schedulerConfig() reads back as `options` (the stack sets it on functions). */
+export function schedulerEnvironment(options: SchedulerConfig): Record<string, string> {
+  return {
+    NOVALESS_MAX_ATTEMPTS: String(options.max_attempts),
+    NOVALESS_HOST_SUBSET_SIZE: String(options.host_subset_size),
+    NOVALESS_ENABLED_FILTERS: options.enabled_filters.join(","),
+    NOVALESS_WEIGHT_CLASSES: options.weight_classes.join(","),
+    NOVALESS_RAM_WEIGHT_MULTIPLIER: String(options.ram_weight_multiplier),
+    NOVALESS_SERVICE_DOWN_TIME: String(options.service_down_time),
+    NOVALESS_DEFAULT_AVAILABILITY_ZONE: options.default_availability_zone,
   };
 }
 

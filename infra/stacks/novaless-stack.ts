@@ -24,7 +24,7 @@ import * as logs from "aws-cdk-lib/aws-logs";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
-import type { SchedulerConfig } from "../../lib/config.js";
+import { SCHEDULER_DEFAULTS, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
 import { conductorDefinition } from "../conductor/definition.js";
 import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES, type TableSpec } from "../resources.js";
 
@@ -43,7 +43,7 @@ export interface NovalessStackProps extends StackProps {
    * scoped to it. Default `${stackName}-compute-`, lowercased.
    */
   computeQueuePrefix?: string;
-  /** Scheduler options (Nova's names); unset ones keep Nova's defaults, see DEFAULT_SCHEDULER_OPTIONS. */
+  /** Scheduler options (Nova's names); unset ones keep Nova's defaults, see SCHEDULER_DEFAULTS in lib/config.ts. */
   scheduler?: Partial<SchedulerConfig>;
   /**
    * NOVALESS_AUTH_TOKENS of the API function (JSON: token → {user_id, project_id, roles}). Unset,
@@ -57,30 +57,6 @@ export interface NovalessStackProps extends StackProps {
   logRetention?: logs.RetentionDays;
   /** Where the alarms go (an SNS topic action, say). Default: nowhere, the alarms only show. */
   alarmActions?: cloudwatch.IAlarmAction[];
-}
-
-/** The defaults of lib/config.ts's schedulerConfig(), which are Nova's (a test keeps them equal). */
-export const DEFAULT_SCHEDULER_OPTIONS: SchedulerConfig = {
-  max_attempts: 3,
-  host_subset_size: 1,
-  enabled_filters: ["AvailabilityZoneFilter", "ComputeFilter"],
-  weight_classes: ["RAMWeigher"],
-  ram_weight_multiplier: 1.0,
-  service_down_time: 60,
-  default_availability_zone: "nova",
-};
-
-/** The environment lib/config.ts's schedulerConfig() reads back as `options`. */
-export function schedulerEnvironment(options: SchedulerConfig): Record<string, string> {
-  return {
-    NOVALESS_MAX_ATTEMPTS: String(options.max_attempts),
-    NOVALESS_HOST_SUBSET_SIZE: String(options.host_subset_size),
-    NOVALESS_ENABLED_FILTERS: options.enabled_filters.join(","),
-    NOVALESS_WEIGHT_CLASSES: options.weight_classes.join(","),
-    NOVALESS_RAM_WEIGHT_MULTIPLIER: String(options.ram_weight_multiplier),
-    NOVALESS_SERVICE_DOWN_TIME: String(options.service_down_time),
-    NOVALESS_DEFAULT_AVAILABILITY_ZONE: options.default_availability_zone,
-  };
 }
 
 /** Lambda's Node.js runtimes have no `require` in ESM; bundled CommonJS dependencies need one. */
@@ -129,7 +105,7 @@ export class NovalessStack extends Stack {
 
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
-    const scheduler: SchedulerConfig = { ...DEFAULT_SCHEDULER_OPTIONS, ...props.scheduler };
+    const scheduler: SchedulerConfig = { ...SCHEDULER_DEFAULTS, ...props.scheduler };
     this.computeQueuePrefix = props.computeQueuePrefix ?? `${this.stackName}-compute-`.toLowerCase();
     if (!Token.isUnresolved(this.computeQueuePrefix) && !QUEUE_NAME_PREFIX.test(this.computeQueuePrefix)) {
       throw new Error(

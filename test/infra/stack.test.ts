@@ -7,13 +7,8 @@ import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CONDUCTOR_TASKS, conductorDefinition } from "../../infra/conductor/definition.js";
 import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../infra/resources.js";
-import {
-  DEFAULT_SCHEDULER_OPTIONS,
-  NovalessStack,
-  type NovalessStackProps,
-  schedulerEnvironment,
-} from "../../infra/stacks/novaless-stack.js";
-import { schedulerConfig } from "../../lib/config.js";
+import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
+import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
 
@@ -367,12 +362,12 @@ describe("NovalessStack (Standard conductor, options set)", () => {
 });
 
 describe("scheduler options", () => {
-  it("default to lib/config.ts's defaults and round-trip through the environment", () => {
-    const names = Object.keys(schedulerEnvironment(DEFAULT_SCHEDULER_OPTIONS));
+  it("default to Nova's defaults and round-trip through the environment", () => {
+    const names = Object.keys(schedulerEnvironment(SCHEDULER_DEFAULTS));
     const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
     try {
       for (const n of names) delete process.env[n];
-      expect(schedulerConfig()).toEqual(DEFAULT_SCHEDULER_OPTIONS);
+      expect(schedulerConfig()).toEqual(SCHEDULER_DEFAULTS);
       const custom = {
         max_attempts: 7,
         host_subset_size: 2,

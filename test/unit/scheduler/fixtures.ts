@@ -1,5 +1,5 @@
 // Builders for scheduler tests: a realistic default host and request, overridable per case.
-import type { SchedulerConfig } from "../../../lib/config.js";
+import { SCHEDULER_DEFAULTS, type SchedulerConfig } from "../../../lib/config.js";
 import type { FlavorSpec, HostResource, HostState, RequestSpec } from "../../../lib/scheduler/types.js";
 
 /** Placement's capacity, computed here the way the host-state builder does: (total − reserved) × ratio. */
@@ -74,14 +74,11 @@ export function spec(overrides: Partial<RequestSpec> = {}): RequestSpec {
 }
 
 export function config(overrides: Partial<SchedulerConfig> = {}): SchedulerConfig {
+  const d = SCHEDULER_DEFAULTS;
   return {
-    max_attempts: 3,
-    host_subset_size: 1,
-    enabled_filters: ["AvailabilityZoneFilter", "ComputeFilter"],
-    weight_classes: ["RAMWeigher"],
-    ram_weight_multiplier: 1.0,
-    service_down_time: 60,
-    default_availability_zone: "nova",
+    ...d,
+    enabled_filters: [...d.enabled_filters],
+    weight_classes: [...d.weight_classes],
     ...overrides,
   };
 }
