@@ -135,7 +135,11 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
       user_id: auth.user_id,
       flavor,
       image,
-      ...(req.availabilityZone !== null ? { availability_zone: req.availabilityZone } : {}),
+      // Nova's _handle_availability_zone: "az:host:node" asks for the zone and forces the host
+      // and/or node (admin only, checked in validation); forcing skips the filters.
+      ...(req.az?.zone ? { availability_zone: req.az.zone } : {}),
+      ...(req.az?.host ? { force_hosts: [req.az.host] } : {}),
+      ...(req.az?.node ? { force_nodes: [req.az.node] } : {}),
       scheduler_hints: { ...req.schedulerHints },
       num_instances: n,
     },

@@ -113,6 +113,16 @@ describe("create → ACTIVE → delete", () => {
   });
 });
 
+describe("forced hosts", () => {
+  it("an admin's az:host lands on that host, whatever the weighers prefer", async () => {
+    const id = await admin.createServer({ name: "pinned", availability_zone: "az1:host-3" });
+    const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"]);
+    expect(s.status).toBe("ACTIVE");
+    expect(s["OS-EXT-SRV-ATTR:host"]).toBe("host-3");
+    await admin.delete(`/v2.1/servers/${id}`);
+  });
+});
+
 describe("builds that end in ERROR leave no claim behind", () => {
   it("image `broken`: ERROR after 3 attempts on 3 different hosts", async () => {
     const id = await client.createServer({ name: "doomed", imageRef: "broken" });

@@ -325,7 +325,17 @@ describe("POST /v2.1/servers", () => {
       body: server({ availability_zone: "nowhere:host-1" }),
     });
     expect(r.status).toBe(202);
-    expect(w.sent[0]!.request_spec.availability_zone).toBe("nowhere:host-1");
+    // Nova's split: the zone stays a zone, the host becomes a forced host (which skips filters).
+    expect(w.sent[0]!.request_spec.availability_zone).toBe("nowhere");
+    expect(w.sent[0]!.request_spec.force_hosts).toEqual(["host-1"]);
+    expect(w.sent[0]!.request_spec.force_nodes).toBeUndefined();
+    const node = await call("POST", "/v2.1/servers", {
+      token: ADMIN,
+      body: server({ availability_zone: "nova::node-7" }),
+    });
+    expect(node.status).toBe(202);
+    expect(w.sent[1]!.request_spec).toMatchObject({ availability_zone: "nova", force_nodes: ["node-7"] });
+    expect(w.sent[1]!.request_spec.force_hosts).toBeUndefined();
     expect(
       (await call("POST", "/v2.1/servers", { body: server({ availability_zone: "nova:host-1" }) })).status,
     ).toBe(403);
