@@ -25,3 +25,30 @@ export interface Image {
   properties: Record<string, string>;
   created_at: string;
 }
+
+/** Nova's host aggregate: membership lives here (as Nova's aggregate_hosts), not on the host. */
+export interface Aggregate {
+  id: string;
+  name: string;
+  /** metadata `availability_zone`, surfaced as Nova does */
+  availability_zone: string | null;
+  hosts: string[];
+  metadata: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+}
+
+export type ServerGroupPolicy = "affinity" | "anti-affinity" | "soft-affinity" | "soft-anti-affinity";
+
+/** Nova's server group (os-server-groups, microversion 2.64 shape: one policy plus rules). */
+export interface ServerGroup {
+  id: string;
+  name: string;
+  policy: ServerGroupPolicy;
+  rules: { max_server_per_host?: number };
+  /** instance uuids, added when a server is created into the group */
+  members: string[];
+  project_id: string;
+  user_id: string;
+  created_at: string;
+}

@@ -6,7 +6,7 @@ import { INSTANCES_BY_PROJECT_INDEX } from "../../infra/resources.js";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
-import type { ActionEvent, Fault, InstanceRecord } from "./types.js";
+import type { ActionEvent, Fault, InstanceRecord, SchedulingRecord } from "./types.js";
 
 export const EVENT_SCHEDULE = "conductor_schedule_and_build_instances";
 export const EVENT_BUILD = "compute_build_and_run_instance";
@@ -354,4 +354,17 @@ export async function markDeleted(id: string, now = new Date()): Promise<Instanc
       ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
     },
   });
+}
+
+/**
+ * Scheduler: keep the explanation of its decision for `attempt` on the instance. Only for the
+ * attempt being scheduled or a later one, so a stale re-run cannot overwrite a newer decision.
+ */
+export async function recordSchedulingDecision(id: string, decision: SchedulingRecord): Promise<boolean> {
+  const done = await transition(id, {
+    set: ["scheduling = :d"],
+    condition: "attempt >= :prev AND (attribute_not_exists(scheduling) OR scheduling.attempt <= :n)",
+    values: { ":d": decision, ":n": decision.attempt, ":prev": decision.attempt - 1 },
+  });
+  return Boolean(done);
 }

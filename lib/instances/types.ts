@@ -66,4 +66,20 @@ export interface InstanceRecord {
   deleted_at: string | null;
   /** keyed by request id */
   actions: Record<string, InstanceAction>;
+  /** the explanation of the last scheduling decision for it (admins: os-scheduling) */
+  scheduling?: SchedulingRecord;
+}
+
+/**
+ * A scheduling decision as stored on the instance. `explanation` is the scheduler's
+ * DecisionExplanation, compacted by the scheduler so the item stays far below DynamoDB's 400 KB.
+ */
+export interface SchedulingRecord {
+  attempt: number;
+  decided_at: string;
+  /** the chosen host, or null for NoValidHost */
+  host: string | null;
+  /** the human summary (the NoValidHost summary, or why this host) */
+  summary: string;
+  explanation: unknown;
 }
