@@ -33,4 +33,6 @@ export const RULES = {
   hypervisorsList: "os_compute_api:os-hypervisors:list",
   hypervisorsDetail: "os_compute_api:os-hypervisors:list-detail",
   hypervisorsShow: "os_compute_api:os-hypervisors:show",
+  servicesList: "os_compute_api:os-services:list",
+  servicesUpdate: "os_compute_api:os-services:update",
 } as const;

@@ -11,6 +11,7 @@ import { sendBuildRequest } from "../conductor/queues.js";
 import { deleteServer } from "../instances/delete.js";
 import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
 import { getHost, listHosts } from "../placement/hosts.js";
+import { setServiceStatus } from "../placement/services.js";
 
 export interface ApiDeps {
   getFlavor: typeof getFlavor;
@@ -27,6 +28,7 @@ export interface ApiDeps {
   sendBuildRequest: typeof sendBuildRequest;
   listHosts: typeof listHosts;
   getHost: typeof getHost;
+  setServiceStatus: typeof setServiceStatus;
   now: () => Date;
 }
 
@@ -45,5 +47,6 @@ export const defaultDeps: ApiDeps = {
   sendBuildRequest,
   listHosts,
   getHost,
+  setServiceStatus,
   now: () => new Date(),
 };

@@ -37,6 +37,7 @@ import {
 import { listHypervisors, showHypervisor } from "./routes/hypervisors.js";
 import { listImagesRoute, showImage } from "./routes/images.js";
 import { createServer, deleteServerRoute, listServers, showServer } from "./routes/servers.js";
+import { listServices, updateService } from "./routes/services.js";
 import { apiSettings, authTokens } from "./settings.js";
 import { versionsView, versionView } from "./views/versions.js";
 
@@ -68,6 +69,8 @@ export const ROUTES: Route[] = [
   { method: "GET", pattern: "/os-hypervisors", handler: (c) => listHypervisors(c, false) },
   { method: "GET", pattern: "/os-hypervisors/detail", handler: (c) => listHypervisors(c, true) },
   { method: "GET", pattern: "/os-hypervisors/:id", handler: showHypervisor },
+  { method: "GET", pattern: "/os-services", handler: listServices },
+  { method: "PUT", pattern: "/os-services/:id", handler: updateService },
 ];
 
 const COLLECTIONS = new Set(ROUTES.map((r) => r.pattern.split("/")[1]));

@@ -127,6 +127,16 @@ export function fakeWorld(): FakeWorld {
     },
     listHosts: async () => [...w.hosts.values()].map((h) => structuredClone(h)),
     getHost: async (name) => structuredClone(w.hosts.get(name)),
+    setServiceStatus: async (name, u) => {
+      const h = w.hosts.get(name);
+      if (!h) return undefined;
+      if (u.disabled !== undefined) {
+        h.service.disabled = u.disabled;
+        h.service.disabled_reason = u.disabled ? (u.disabled_reason ?? null) : null;
+      }
+      if (u.forced_down !== undefined) h.service.forced_down = u.forced_down;
+      return structuredClone(h);
+    },
     now: () => w.now,
   };
   return w;
