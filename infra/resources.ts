@@ -18,7 +18,11 @@ export const TABLES: TableSpec[] = [
     localName: "novaless-instances",
     partitionKey: "id",
     env: "NOVALESS_INSTANCES_TABLE",
-    gsis: [{ indexName: "by-project", partitionKey: "project_id", sortKey: "created_at" }],
+    gsis: [
+      { indexName: "by-project", partitionKey: "project_id", sortKey: "created_at" },
+      // Sparse: only instances in BUILD carry build_watch, so the watchdog reads just those.
+      { indexName: "building-by-deadline", partitionKey: "build_watch", sortKey: "build_deadline" },
+    ],
   },
   {
     id: "Catalog",
@@ -30,6 +34,7 @@ export const TABLES: TableSpec[] = [
 ];
 
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
+export const INSTANCES_BUILDING_INDEX = "building-by-deadline";
 
 export interface QueueSpec {
   localName: string;

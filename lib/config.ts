@@ -95,5 +95,14 @@ export function resources(): Resources {
   };
 }
 
+/**
+ * [DEFAULT] instance_build_timeout: seconds an attempt may take from its placement before the
+ * watchdog fences it and reschedules (Nova's default 0 disables it and errors out instead; a
+ * serverless build path has no long-running compute to notice a lost build, so it is on here).
+ */
+export function instanceBuildTimeout(): number {
+  return num("NOVALESS_INSTANCE_BUILD_TIMEOUT", 600);
+}
+
 /** Largest API request body accepted, in bytes (Nova's osapi_max_request_body_size is 112 KiB). */
 export const MAX_REQUEST_BODY_BYTES = num("NOVALESS_MAX_REQUEST_BODY_BYTES", 114688);

@@ -14,6 +14,8 @@ import { seedCatalog } from "../../lib/catalog/repo.js";
 import { ComputeAgent } from "../../lib/compute/agent.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
+import { Transient } from "../../lib/conductor/types.js";
+import { runWatchdog, type WatchdogAction } from "../../lib/conductor/watchdog.js";
 import { log } from "../../lib/log.js";
 import { conductorDefinition } from "../conductor/definition.js";
 import { BUILD_REQUESTS_QUEUE } from "../resources.js";
@@ -29,6 +31,19 @@ const LOCAL_ARNS = {
   schedulerFunctionArn: "arn:aws:lambda:us-east-1:000000000000:function:novaless-scheduler",
 };
 
+/** Faults the soak (and tests) inject into the local runtime; every choice from `random`. */
+export interface FaultOptions {
+  random: () => number;
+  /** probability that a SelectDestinations invocation fails (as a throttled Lambda would) */
+  schedulerFailureRate?: number;
+  /** probability that a cast to a host queue is delivered twice */
+  duplicateHostMessageRate?: number;
+  /** casts to host queues are delayed by up to this long (SQS DelaySeconds) */
+  maxHostMessageDelaySeconds?: number;
+  /** the scheduler answers this much later, after it has claimed (a slow Lambda response) */
+  schedulerDelayMs?: number;
+}
+
 export interface RuntimeOptions {
   /** HTTP API port on 127.0.0.1; 0 picks a free one */
   port?: number;
@@ -39,22 +54,65 @@ export interface RuntimeOptions {
   availabilityZones?: string[];
   /** extra environment (Nova options such as NOVALESS_MAX_ATTEMPTS) */
   env?: Record<string, string>;
+  heartbeatSeconds?: number;
+  /** how often the build watchdog runs (a scheduled Lambda in AWS); 0 disables it */
+  watchdogIntervalMs?: number;
+  faults?: FaultOptions;
+}
+
+/** A simulated compute host: its driver outlives agent restarts, as a hypervisor would. */
+export interface HostHandle {
+  name: string;
+  driver: FakeDriver;
+  agent: ComputeAgent;
 }
 
 export interface Runtime {
   url: string;
   emulators: Emulators;
-  agents: ComputeAgent[];
+  /** the current agent of every host */
+  readonly agents: ComputeAgent[];
+  hosts: Map<string, HostHandle>;
+  /** the host dies: no heartbeat, builds abandoned (the watchdog must recover them) */
+  killHost(name: string): Promise<void>;
+  /** start a fresh agent for the host (after a kill or a stop), same driver and inventory */
+  restartHost(name: string): Promise<void>;
+  /** run the watchdog now (besides its timer) */
+  runWatchdog(): Promise<WatchdogAction[]>;
   stop(): Promise<void>;
 }
 
 /** Serve each Task state by its Resource, exactly as the deployed stack wires it. */
-function taskHandlersFor(definition: ReturnType<typeof conductorDefinition>): TaskHandlers {
+function taskHandlersFor(
+  definition: ReturnType<typeof conductorDefinition>,
+  faults?: FaultOptions,
+): TaskHandlers {
+  const chance = (p: number | undefined) => Boolean(faults && p && faults.random() < p);
+  const sendToHost = async (input: { QueueUrl: string; MessageBody: string }) => {
+    const delay = faults?.maxHostMessageDelaySeconds
+      ? Math.floor(faults.random() * (faults.maxHostMessageDelaySeconds + 1))
+      : 0;
+    const send = () =>
+      sqsClient().send(
+        new SendMessageCommand({
+          QueueUrl: input.QueueUrl,
+          MessageBody: input.MessageBody,
+          DelaySeconds: delay,
+        }),
+      );
+    const out = await send();
+    if (chance(faults?.duplicateHostMessageRate)) await send();
+    return out;
+  };
   const byResource: Record<string, TaskHandler> = {
     [LOCAL_ARNS.conductorFunctionArn]: (input) => conductorHandler(input),
-    [LOCAL_ARNS.schedulerFunctionArn]: (input) => schedulerHandler(input),
-    "arn:aws:states:::sqs:sendMessage": (input: { QueueUrl: string; MessageBody: string }) =>
-      sqsClient().send(new SendMessageCommand({ QueueUrl: input.QueueUrl, MessageBody: input.MessageBody })),
+    [LOCAL_ARNS.schedulerFunctionArn]: async (input) => {
+      if (chance(faults?.schedulerFailureRate)) throw new Transient("injected: scheduler invocation failed");
+      const out = await schedulerHandler(input);
+      if (faults?.schedulerDelayMs) await new Promise((r) => setTimeout(r, faults.schedulerDelayMs));
+      return out;
+    },
+    "arn:aws:states:::sqs:sendMessage": sendToHost,
   };
   const handlers: TaskHandlers = {};
   const walk = (
@@ -116,8 +174,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     });
     await seedCatalog();
 
-    const agents = await startHosts(opts);
-    stops.push(async () => Promise.all(agents.map((a) => a.stop())));
+    const hosts = await startHosts(opts);
+    stops.push(async () => Promise.all([...hosts.values()].map((h) => h.agent.stop())));
 
     const arn = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
@@ -129,32 +187,76 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     });
     stops.push(() => intake.stop());
 
+    const watchdogEvery = opts.watchdogIntervalMs ?? 10_000;
+    if (watchdogEvery > 0) {
+      let busy = false;
+      const timer = setInterval(() => {
+        if (busy) return;
+        busy = true;
+        runWatchdog()
+          .catch((e) => log.error("watchdog.failed", { error: e }))
+          .finally(() => {
+            busy = false;
+          });
+      }, watchdogEvery);
+      stops.push(async () => clearInterval(timer));
+    }
+
     const front: HttpFront = await startHttpFront(opts.port ?? 8774);
     stops.push(() => front.stop());
-    log.info("runtime.ready", { url: front.url, hosts: agents.length, endpoints: emulators.endpoints });
-    return { url: front.url, emulators, agents, stop: stopAll };
+    log.info("runtime.ready", { url: front.url, hosts: hosts.size, endpoints: emulators.endpoints });
+    return {
+      url: front.url,
+      emulators,
+      get agents() {
+        return [...hosts.values()].map((h) => h.agent);
+      },
+      hosts,
+      async killHost(name) {
+        await handle(hosts, name).agent.kill();
+      },
+      async restartHost(name) {
+        const h = handle(hosts, name);
+        await h.agent.stop();
+        h.agent = newAgent(opts, h.name, h.driver, [...hosts.keys()].indexOf(name));
+        await h.agent.start();
+      },
+      runWatchdog: () => runWatchdog(),
+      stop: stopAll,
+    };
   } catch (e) {
     await stopAll();
     throw e;
   }
 }
 
-async function startHosts(opts: RuntimeOptions): Promise<ComputeAgent[]> {
-  const count = opts.hosts ?? 8;
+function handle(hosts: Map<string, HostHandle>, name: string): HostHandle {
+  const h = hosts.get(name);
+  if (!h) throw new Error(`no host ${name} in this runtime`);
+  return h;
+}
+
+function newAgent(opts: RuntimeOptions, host: string, driver: FakeDriver, i: number): ComputeAgent {
   const azs = opts.availabilityZones ?? ["az1", "az2"];
-  const failing = new Set(opts.failHosts ?? []);
-  const agents = Array.from({ length: count }, (_, i) => {
-    const host = `host-${i + 1}`;
-    return new ComputeAgent({
-      host,
-      availability_zone: azs[i % azs.length]!,
-      inventories: inventoriesFor({ vcpus: 16, memory_mb: 65536, local_gb: 1000 }),
-      host_ip: `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`,
-      driver: new FakeDriver({ host, buildMs: opts.buildMs ?? 1000, failAll: failing.has(host) }),
-      waitTimeSeconds: 1,
-      heartbeatSeconds: 10,
-    });
+  return new ComputeAgent({
+    host,
+    availability_zone: azs[i % azs.length]!,
+    inventories: inventoriesFor({ vcpus: 16, memory_mb: 65536, local_gb: 1000 }),
+    host_ip: `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`,
+    driver,
+    waitTimeSeconds: 1,
+    heartbeatSeconds: opts.heartbeatSeconds ?? 10,
   });
-  await Promise.all(agents.map((a) => a.start()));
-  return agents;
+}
+
+async function startHosts(opts: RuntimeOptions): Promise<Map<string, HostHandle>> {
+  const failing = new Set(opts.failHosts ?? []);
+  const hosts = new Map<string, HostHandle>();
+  for (let i = 0; i < (opts.hosts ?? 8); i++) {
+    const name = `host-${i + 1}`;
+    const driver = new FakeDriver({ host: name, buildMs: opts.buildMs ?? 1000, failAll: failing.has(name) });
+    hosts.set(name, { name, driver, agent: newAgent(opts, name, driver, i) });
+  }
+  await Promise.all([...hosts.values()].map((h) => h.agent.start()));
+  return hosts;
 }

@@ -145,5 +145,7 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     },
     retry: { num_attempts: 1, hosts: [] },
   };
+  // Nova keeps the RequestSpec with the instance: a stuck build can be sent again from it.
+  for (const r of records) r.request_spec = { ...buildRequest.request_spec, num_instances: 1 };
   return { reservationId, records, buildRequest };
 }

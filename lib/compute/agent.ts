@@ -45,6 +45,9 @@ export class ComputeAgent {
   private readonly building = new Set<string>();
   private readonly log: Logger;
   private readonly abort = new AbortController();
+  /** aborts in-flight spawns (hand-back, kill) */
+  private readonly spawnAbort = new AbortController();
+  private killed = false;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = logger({ host: opts.host });
@@ -85,14 +88,33 @@ export class ComputeAgent {
     this.log.info("compute.started", { queue_url: this.queueUrl });
   }
 
-  /** Stop polling and let in-flight builds finish (a graceful stop hands nothing back half-done). */
-  async stop(): Promise<void> {
+  /**
+   * A graceful stop: take no more messages, then either let in-flight builds finish (default) or
+   * interrupt them and hand each back through the failure path, so another host builds it.
+   */
+  async stop(opts: { handBack?: boolean } = {}): Promise<void> {
     this.running = false;
     if (this.beat) clearInterval(this.beat);
     this.abort.abort();
+    if (opts.handBack) this.spawnAbort.abort();
     await this.loop;
     await Promise.allSettled(this.inFlight.values());
-    this.log.info("compute.stopped", {});
+    this.log.info("compute.stopped", { handed_back: Boolean(opts.handBack) });
+  }
+
+  /**
+   * Simulates the host dying (tests, soak): no more heartbeats, no more writes, in-flight builds
+   * abandoned mid-way and their messages left undeleted. The watchdog has to clean up.
+   */
+  async kill(): Promise<void> {
+    this.killed = true;
+    this.running = false;
+    if (this.beat) clearInterval(this.beat);
+    this.abort.abort();
+    this.spawnAbort.abort();
+    await this.loop;
+    await Promise.allSettled(this.inFlight.values());
+    this.log.warn("compute.killed", {});
   }
 
   private async poll(): Promise<void> {
@@ -238,6 +260,7 @@ export class ComputeAgent {
       return;
     }
     this.building.delete(id);
+    if (this.killed) throw new Error(`host ${host} died before recording ${id}`);
     await this.finish(msg, started);
   }
 

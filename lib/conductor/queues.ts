@@ -2,6 +2,7 @@
 // up at the sender and not as a dead letter downstream.
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
+import { REASON_ATTRIBUTE, SOURCE_ATTRIBUTE } from "../aws/dead-letters.js";
 import { resources } from "../config.js";
 import { type BuildRequest, buildRequestV1 } from "../messages/build-request.js";
 import { type ComputeMessage, computeMessage } from "../messages/compute.js";
@@ -35,8 +36,8 @@ export async function sendToDeadLetter(
       QueueUrl: dlqUrl,
       MessageBody: body.length ? body : "(empty body)",
       MessageAttributes: {
-        "novaless.dead_letter_reason": { DataType: "String", StringValue: reason.slice(0, 1000) },
-        "novaless.source_queue": { DataType: "String", StringValue: source },
+        [REASON_ATTRIBUTE]: { DataType: "String", StringValue: reason.slice(0, 1000) },
+        [SOURCE_ATTRIBUTE]: { DataType: "String", StringValue: source },
       },
     }),
   );

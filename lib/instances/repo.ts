@@ -2,10 +2,10 @@
 // that also writes its os-instance-actions event, so a transition and its event never disagree
 // and a repeated transition (a duplicated message, a re-run step) changes nothing.
 import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { INSTANCES_BY_PROJECT_INDEX } from "../../infra/resources.js";
+import { INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../../infra/resources.js";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
-import { resources } from "../config.js";
+import { instanceBuildTimeout, resources } from "../config.js";
 import type { ActionEvent, Fault, InstanceRecord, SchedulingRecord } from "./types.js";
 
 export const EVENT_SCHEDULE = "conductor_schedule_and_build_instances";
@@ -15,14 +15,47 @@ function table(): string {
   return resources().instancesTable;
 }
 
+/** When an attempt started now must be done (the watchdog's deadline). */
+export function buildDeadline(now = new Date()): string {
+  return new Date(now.getTime() + instanceBuildTimeout() * 1000).toISOString();
+}
+
+const BUILDING = "building";
+
 export async function createInstances(records: InstanceRecord[]): Promise<void> {
+  const deadline = buildDeadline();
   await Promise.all(
-    records.map((item) =>
+    records.map((r) =>
       dynamo().send(
-        new PutCommand({ TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(id)" }),
+        new PutCommand({
+          TableName: table(),
+          // Watched from the start: a build request lost before the conductor is found too.
+          Item: { ...r, build_watch: BUILDING, build_deadline: deadline },
+          ConditionExpression: "attribute_not_exists(id)",
+        }),
       ),
     ),
   );
+}
+
+/** Every instance still in BUILD (the sparse index holds nothing else), oldest deadline first. */
+export async function listBuilding(): Promise<InstanceRecord[]> {
+  const out: InstanceRecord[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await dynamo().send(
+      new QueryCommand({
+        TableName: table(),
+        IndexName: INSTANCES_BUILDING_INDEX,
+        KeyConditionExpression: "build_watch = :b",
+        ExpressionAttributeValues: { ":b": BUILDING },
+        ExclusiveStartKey: start,
+      }),
+    );
+    out.push(...((r.Items ?? []) as InstanceRecord[]));
+    start = r.LastEvaluatedKey;
+  } while (start);
+  return out;
 }
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
@@ -153,9 +186,17 @@ export async function placeInstance(
     rec.id,
     merge(
       {
-        set: ["attempt = :n", "host = :h", "node = :node", "availability_zone = :az", "updated_at = :now"],
+        set: [
+          "attempt = :n",
+          "host = :h",
+          "node = :node",
+          "availability_zone = :az",
+          "updated_at = :now",
+          "build_deadline = :deadline",
+        ],
         condition: "deleted = :false AND vm_state = :building AND attempt = :prev",
         values: {
+          ":deadline": buildDeadline(),
           ":n": attempt,
           ":prev": attempt - 1,
           ":h": host,
@@ -244,6 +285,7 @@ export async function markActive(
           "updated_at = :now",
           "fault = :null",
         ],
+        remove: ["build_watch", "build_deadline"],
         condition: `${FENCE} AND task_state = :spawning`,
         values: {
           ":active": "active",
@@ -280,9 +322,11 @@ export async function recordBuildFailure(
           "task_state = :scheduling",
           "retry_hosts = list_append(if_not_exists(retry_hosts, :empty), :host)",
           "updated_at = :now",
+          "build_deadline = :deadline",
         ],
         condition: `${FENCE} AND task_state = :spawning`,
         values: {
+          ":deadline": buildDeadline(),
           ":scheduling": "scheduling",
           ":spawning": "spawning",
           ":empty": [],
@@ -314,6 +358,7 @@ export async function setError(
     merge(
       {
         set: ["vm_state = :error", "task_state = :null", "fault = :fault", "updated_at = :now"],
+        remove: ["build_watch", "build_deadline"],
         condition: "deleted = :false AND vm_state = :building AND attempt = :n",
         values: {
           ":error": "error",
@@ -344,6 +389,7 @@ export async function markDeleted(id: string, now = new Date()): Promise<Instanc
       "updated_at = :now",
       "expires_at = :ttl",
     ],
+    remove: ["build_watch", "build_deadline"],
     condition: "deleted = :false",
     values: {
       ":true": true,
@@ -365,6 +411,67 @@ export async function recordSchedulingDecision(id: string, decision: SchedulingR
     set: ["scheduling = :d"],
     condition: "attempt >= :prev AND (attribute_not_exists(scheduling) OR scheduling.attempt <= :n)",
     values: { ":d": decision, ":n": decision.attempt, ":prev": decision.attempt - 1 },
+  });
+  return Boolean(done);
+}
+
+/**
+ * Watchdog: attempt `attempt` on `host` is dead (its host stopped heartbeating, or it passed its
+ * deadline). Record the failure on the host's behalf, exactly as compute would: afterwards
+ * neither a late start nor a late finish of that attempt can succeed (spawn_attempt = n and
+ * task_state = scheduling fence both), and the attempt counts.
+ */
+export async function fenceAttempt(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transition(
+    rec.id,
+    merge(
+      {
+        set: [
+          "task_state = :scheduling",
+          "spawn_attempt = :n",
+          "retry_hosts = list_append(if_not_exists(retry_hosts, :empty), :host)",
+          "updated_at = :now",
+          "build_deadline = :deadline",
+        ],
+        condition: `${FENCE} AND (task_state = :spawning OR spawn_attempt < :n)`,
+        values: {
+          ":scheduling": "scheduling",
+          ":spawning": "spawning",
+          ":empty": [],
+          ":host": [host],
+          ":now": new Date().toISOString(),
+          ":deadline": buildDeadline(),
+          ":false": false,
+          ":building": "building",
+          ":h": host,
+          ":n": attempt,
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+}
+
+/**
+ * Watchdog: give a build that is only waiting (queued, or rescheduling) a new deadline before
+ * sending its request again; conditioned on nothing having moved since it was read.
+ */
+export async function extendDeadline(rec: InstanceRecord): Promise<boolean> {
+  const done = await transition(rec.id, {
+    set: ["build_deadline = :deadline"],
+    condition: "deleted = :false AND vm_state = :building AND attempt = :n AND build_deadline = :was",
+    values: {
+      ":deadline": buildDeadline(),
+      ":false": false,
+      ":building": "building",
+      ":n": rec.attempt,
+      ":was": rec.build_deadline ?? "",
+    },
   });
   return Boolean(done);
 }

@@ -1,4 +1,4 @@
-import type { FlavorSpec, ImageSpec } from "../scheduler/types.js";
+import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
 
 export type VmState = "building" | "active" | "error" | "deleted";
 export type TaskState = "scheduling" | "spawning" | "deleting" | null;
@@ -66,6 +66,12 @@ export interface InstanceRecord {
   deleted_at: string | null;
   /** keyed by request id */
   actions: Record<string, InstanceAction>;
+  /** what the user asked for, for one instance: a stuck build is sent again from it */
+  request_spec?: RequestSpec;
+  /** "building" while in BUILD: the sparse watchdog index's key (removed when the build ends) */
+  build_watch?: string;
+  /** when the current attempt must have finished (instance_build_timeout from its placement) */
+  build_deadline?: string;
   /** the explanation of the last scheduling decision for it (admins: os-scheduling) */
   scheduling?: SchedulingRecord;
 }

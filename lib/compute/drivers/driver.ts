@@ -10,8 +10,11 @@ export interface GuestSpec {
 export interface Driver {
   readonly hypervisorType: string;
   readonly hypervisorVersion: number;
-  /** Resolves when the guest runs; rejects with BuildFailure when it cannot be built. */
-  spawn(guest: GuestSpec): Promise<void>;
+  /**
+   * Resolves when the guest runs; rejects with BuildFailure when it cannot be built. An aborted
+   * `signal` stops the spawn and leaves no guest behind.
+   */
+  spawn(guest: GuestSpec, signal?: AbortSignal): Promise<void>;
   /** Idempotent: destroying what is not there is a no-op. */
   destroy(instanceUuid: string): Promise<void>;
   has(instanceUuid: string): boolean;

@@ -17,11 +17,20 @@ export class FakeDriver implements Driver {
   readonly hypervisorType = "fake";
   readonly hypervisorVersion = 1000;
   private readonly guests = new Map<string, GuestSpec>();
+  /** spawns started per instance: tests use it to prove nothing was built twice */
+  readonly spawns = new Map<string, number>();
 
   constructor(private readonly opts: FakeDriverOptions) {}
 
-  async spawn(guest: GuestSpec): Promise<void> {
-    if (this.opts.buildMs > 0) await sleep(this.opts.buildMs);
+  async spawn(guest: GuestSpec, signal?: AbortSignal): Promise<void> {
+    this.spawns.set(guest.instance_uuid, (this.spawns.get(guest.instance_uuid) ?? 0) + 1);
+    if (this.opts.buildMs > 0) {
+      try {
+        await sleep(this.opts.buildMs, undefined, { signal });
+      } catch {
+        throw new BuildFailure(`spawn on ${this.opts.host} interrupted: the host is stopping`);
+      }
+    }
     if (this.opts.failAll) {
       throw new BuildFailure(`fake driver on ${this.opts.host} is set to fail every build`);
     }

@@ -1,0 +1,108 @@
+// The build watchdog (a scheduled Lambda; a timer locally): nothing stays in BUILD because a
+// host died, a message was lost or a build hung. It reads only instances in BUILD (a sparse
+// index), fences dead attempts exactly as a failing compute would, and sends the build request
+// down the failure path again, so the attempt counts and max_attempts still bounds it.
+import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../config.js";
+import { EVENT_BUILD, event, extendDeadline, fenceAttempt, listBuilding } from "../instances/repo.js";
+import type { InstanceRecord } from "../instances/types.js";
+import { log } from "../log.js";
+import { release } from "../placement/claims.js";
+import { isServiceUp, listHosts } from "../placement/hosts.js";
+import type { RequestSpec } from "../scheduler/types.js";
+import { sendBuildRequest } from "./queues.js";
+
+export interface WatchdogAction {
+  instance_uuid: string;
+  attempt: number;
+  host: string | null;
+  action: "fenced" | "resent";
+  reason: string;
+}
+
+export async function runWatchdog(
+  now = new Date(),
+  config: SchedulerConfig = schedulerConfig(),
+): Promise<WatchdogAction[]> {
+  const building = await listBuilding();
+  if (!building.length) return [];
+  const up = new Map(
+    (await listHosts()).map((h) => [h.host, isServiceUp(h, config.service_down_time, now.getTime())]),
+  );
+  const actions: WatchdogAction[] = [];
+  for (const rec of building) {
+    if (rec.deleted || rec.vm_state !== "building") continue;
+    const action = await watch(rec, up, now, config);
+    if (action) {
+      actions.push(action);
+      log.warn(`watchdog.${action.action}`, { request_id: rec.request_id, ...action });
+    }
+  }
+  return actions;
+}
+
+async function watch(
+  rec: InstanceRecord,
+  up: Map<string, boolean>,
+  now: Date,
+  config: SchedulerConfig,
+): Promise<WatchdogAction | undefined> {
+  const n = rec.attempt;
+  const overdue = Boolean(rec.build_deadline && rec.build_deadline < now.toISOString());
+  const base = { instance_uuid: rec.id, attempt: n, host: rec.host };
+  // The current attempt is live on its host: taken (spawning) or cast but not yet taken.
+  const live = rec.host !== null && (rec.task_state === "spawning" || rec.spawn_attempt < n);
+  if (live && rec.host) {
+    const hostUp = up.get(rec.host) ?? false;
+    if (hostUp && !overdue) return undefined;
+    const reason = hostUp
+      ? `attempt ${n} on ${rec.host} passed its build deadline (instance_build_timeout ${instanceBuildTimeout()}s)`
+      : `host ${rec.host} is down (no heartbeat within service_down_time ${config.service_down_time}s, or forced down)`;
+    const fenced = await fenceAttempt(
+      rec,
+      rec.host,
+      n,
+      event(EVENT_BUILD, n, "Error", rec.host, reason, now),
+    );
+    if (!fenced) return undefined; // it moved on meanwhile: nothing to do
+    await release(rec.host, rec.id, n);
+    await resend(fenced, n + 1, reason);
+    return { ...base, action: "fenced", reason };
+  }
+  if (!overdue) return undefined;
+  // Waiting for the conductor (never placed, or rescheduling) for longer than a whole build may
+  // take: its build request was lost or parked. Sending it again is safe, the conductor dedupes
+  // by attempt.
+  if (!(await extendDeadline(rec))) return undefined;
+  const reason = rec.host
+    ? `reschedule of attempt ${n} from ${rec.host} did not reach the conductor in time`
+    : "build request did not reach the conductor in time";
+  await resend(rec, n + 1, reason);
+  return { ...base, action: "resent", reason };
+}
+
+function requestSpecOf(rec: InstanceRecord): RequestSpec {
+  return (
+    rec.request_spec ?? {
+      project_id: rec.project_id,
+      user_id: rec.user_id,
+      flavor: rec.flavor,
+      image: rec.image,
+      ...(rec.requested_availability_zone ? { availability_zone: rec.requested_availability_zone } : {}),
+      scheduler_hints: {},
+      num_instances: 1,
+    }
+  );
+}
+
+async function resend(rec: InstanceRecord, numAttempts: number, reason: string): Promise<void> {
+  await sendBuildRequest({
+    version: 1,
+    request_id: rec.request_id,
+    reservation_id: rec.reservation_id,
+    project_id: rec.project_id,
+    user_id: rec.user_id,
+    instance_uuids: [rec.id],
+    request_spec: { ...requestSpecOf(rec), num_instances: 1 },
+    retry: { num_attempts: numAttempts, hosts: [...new Set(rec.retry_hosts)], last_fault: reason },
+  });
+}
