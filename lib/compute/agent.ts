@@ -236,13 +236,13 @@ export class ComputeAgent {
     }
     this.building.add(id);
     try {
-      await this.opts.driver.spawn({
-        instance_uuid: id,
-        flavor: msg.request_spec.flavor,
-        image: msg.request_spec.image,
-      });
+      await this.opts.driver.spawn(
+        { instance_uuid: id, flavor: msg.request_spec.flavor, image: msg.request_spec.image },
+        this.spawnAbort.signal,
+      );
     } catch (e) {
       this.building.delete(id);
+      if (this.killed) throw new Error(`host ${host} died while spawning ${id}`);
       const reason = e instanceof Error ? e.message : String(e);
       log.warn("compute.build_failed", { reason });
       const failed = await recordBuildFailure(

@@ -1,0 +1,138 @@
+// Hosts come and go: a host that dies mid-build, one that stops gracefully, one an operator
+// disables or forces down. Nothing stays in BUILD and no claim leaks.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Runtime } from "../../infra/local/runtime.js";
+import { getInstance } from "../../lib/instances/repo.js";
+import { getHost } from "../../lib/placement/hosts.js";
+import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
+
+let runtime: Runtime;
+let client: Client;
+let admin: Client;
+
+beforeAll(async () => {
+  ({ runtime, client } = await startTestRuntime({
+    hosts: 3,
+    buildMs: 1500,
+    heartbeatSeconds: 1,
+    watchdogIntervalMs: 0, // the tests run it when they mean to
+    env: { NOVALESS_SERVICE_DOWN_TIME: "3" },
+  }));
+  admin = client.as(ADMIN);
+});
+afterAll(async () => runtime?.stop());
+
+async function buildEvents(id: string): Promise<{ result: string; host: string; details: string | null }[]> {
+  const actions = await admin.get(`/v2.1/servers/${id}/os-instance-actions`);
+  const rid = actions.body.instanceActions[0].request_id;
+  const detail = await admin.get(`/v2.1/servers/${id}/os-instance-actions/${rid}`);
+  return detail.body.instanceAction.events.filter(
+    (e: { event: string }) => e.event === "compute_build_and_run_instance",
+  );
+}
+
+async function spawningOn(id: string): Promise<string> {
+  const rec = await eventually(
+    () => getInstance(id),
+    (r) => r?.task_state === "spawning",
+  );
+  expect(rec?.task_state).toBe("spawning");
+  return rec!.host!;
+}
+
+describe("a host dies mid-build", () => {
+  it("the watchdog fences the attempt, releases its claim and the build lands elsewhere", async () => {
+    const id = await client.createServer({ name: "orphan" });
+    const dead = await spawningOn(id);
+    await runtime.killHost(dead);
+
+    // Before service_down_time passes the host still counts as up: nothing is done.
+    expect(await runtime.runWatchdog()).toEqual([]);
+    await new Promise((r) => setTimeout(r, 3500));
+    const hv = await admin.get("/v2.1/os-hypervisors/detail");
+    expect(
+      hv.body.hypervisors.find((h: { hypervisor_hostname: string }) => h.hypervisor_hostname === dead).state,
+    ).toBe("down");
+    const actions = await runtime.runWatchdog();
+    expect(actions).toEqual([
+      expect.objectContaining({ instance_uuid: id, host: dead, action: "fenced", attempt: 1 }),
+    ]);
+    expect((await getHost(dead))!.allocations[id]).toBeUndefined();
+
+    const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"]);
+    expect(s.status).toBe("ACTIVE");
+    expect(s["OS-EXT-SRV-ATTR:host"]).not.toBe(dead);
+    const events = await buildEvents(id);
+    expect(events[0]).toMatchObject({ result: "Error", host: dead });
+    expect(events[0]!.details).toMatch(/is down/);
+    expect(events.at(-1)).toMatchObject({ result: "Success" });
+    // A second run finds nothing more to do.
+    expect(await runtime.runWatchdog()).toEqual([]);
+
+    // The host comes back: its abandoned message is fenced, nothing is built twice.
+    await runtime.restartHost(dead);
+    await client.delete(`/v2.1/servers/${id}`);
+    expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
+  });
+});
+
+describe("a graceful stop", () => {
+  it("hands in-flight builds back through the failure path", async () => {
+    const id = await client.createServer({ name: "handed-back" });
+    const leaving = await spawningOn(id);
+    await runtime.hosts.get(leaving)!.agent.stop({ handBack: true });
+    const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"]);
+    expect(s.status).toBe("ACTIVE");
+    expect(s["OS-EXT-SRV-ATTR:host"]).not.toBe(leaving);
+    const [first] = await buildEvents(id);
+    expect(first).toMatchObject({ result: "Error", host: leaving });
+    expect(first!.details).toMatch(/interrupted/);
+    await runtime.restartHost(leaving);
+    await client.delete(`/v2.1/servers/${id}`);
+    expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
+  });
+});
+
+describe("operators take hosts out", () => {
+  it("disabled and forced-down hosts get no builds; os-hypervisors shows it", async () => {
+    const r1 = await admin.call("PUT", "/v2.1/os-services/host-1", {
+      status: "disabled",
+      disabled_reason: "maintenance",
+    });
+    expect(r1.status).toBe(200);
+    const r2 = await admin.call("PUT", "/v2.1/os-services/host-2", { forced_down: true });
+    expect(r2.body.service.state).toBe("down");
+    const hv = await admin.get("/v2.1/os-hypervisors/detail");
+    const byName = new Map(
+      hv.body.hypervisors.map((h: { hypervisor_hostname: string }) => [h.hypervisor_hostname, h]),
+    );
+    expect(byName.get("host-1")).toMatchObject({ status: "disabled" });
+    expect(byName.get("host-2")).toMatchObject({ state: "down" });
+
+    const ids = [await client.createServer({ name: "a" }), await client.createServer({ name: "b" })];
+    for (const id of ids) {
+      const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"]);
+      expect(s["OS-EXT-SRV-ATTR:host"]).toBe("host-3");
+      await client.delete(`/v2.1/servers/${id}`);
+    }
+    await admin.call("PUT", "/v2.1/os-services/host-1", { status: "enabled" });
+    await admin.call("PUT", "/v2.1/os-services/host-2", { forced_down: false });
+  });
+});
+
+describe("failed_builds", () => {
+  it("rises with each failed build on a host and resets on a success", async () => {
+    const id = await client.createServer({ name: "bad", imageRef: "broken" });
+    expect((await admin.waitForStatus(id, ["ACTIVE", "ERROR"])).status).toBe("ERROR");
+    const hosts = (await buildEvents(id)).map((e) => e.host);
+    expect(hosts).toHaveLength(3);
+    for (const h of hosts) expect((await getHost(h))!.stats.failed_builds).toBeGreaterThanOrEqual(1);
+    // A success on the same host (forced there, admin only) resets its count.
+    const ok = await admin.createServer({ name: "good", availability_zone: `az1:${hosts[0]}` });
+    expect((await admin.waitForStatus(ok, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
+    expect((await getHost(hosts[0]!))!.stats.failed_builds).toBe(0);
+    await client.delete(`/v2.1/servers/${id}`);
+    await admin.delete(`/v2.1/servers/${ok}`);
+    expect(await leakedClaims()).toEqual([]);
+  });
+});
