@@ -1,0 +1,181 @@
+// Host aggregates in the Catalog table (pk `aggregate#<id>`). Membership lives only here, as in
+// Nova's aggregate_hosts: a host's aggregates (and so its availability zone) are found by joining
+// the hosts with this list. Every change is a read-modify-write of the one item, conditioned on
+// the `revision` it was read at, so concurrent actions on one aggregate cannot lose each other.
+// The list is cached per process for a few seconds; this process's writes drop the cache.
+import { DeleteCommand, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.js";
+import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { resources } from "../config.js";
+import type { Aggregate } from "./types.js";
+
+const PREFIX = "aggregate#";
+const LIST_TTL_MS = 5_000;
+
+/** Nova's metadata key that puts an aggregate's hosts in an availability zone. */
+export const AZ_METADATA_KEY = "availability_zone";
+
+/** An aggregate as read for an update: write it back with this revision or not at all. */
+export interface AggregateRevision {
+  aggregate: Aggregate;
+  revision: number;
+}
+
+type Stored = Aggregate & { pk: string; kind: "aggregate"; revision: number };
+
+function table(): string {
+  return resources().catalogTable;
+}
+
+function fromItem(item: Record<string, unknown>): AggregateRevision {
+  const { pk: _pk, kind: _kind, revision, ...rest } = item as unknown as Stored;
+  const aggregate = rest as Aggregate;
+  return {
+    aggregate: { ...aggregate, hosts: [...(aggregate.hosts ?? [])], metadata: { ...aggregate.metadata } },
+    revision,
+  };
+}
+
+function toItem(a: Aggregate, revision: number): Stored {
+  return { ...a, pk: `${PREFIX}${a.id}`, kind: "aggregate", revision };
+}
+
+let cache: { at: number; items: Aggregate[] } | undefined;
+
+/** Forget the cached list (tests and the local runtime switch tables between runs). */
+export function resetAggregateCache(): void {
+  cache = undefined;
+}
+
+/** Every aggregate, sorted by name then id. `fresh` bypasses the cache. */
+export async function listAggregates(opts: { fresh?: boolean } = {}): Promise<Aggregate[]> {
+  const now = Date.now();
+  if (!opts.fresh && cache && now - cache.at < LIST_TTL_MS) return cache.items.map(clone);
+  const items: Aggregate[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await dynamo().send(
+      new ScanCommand({
+        TableName: table(),
+        FilterExpression: "begins_with(pk, :p)",
+        ExpressionAttributeValues: { ":p": PREFIX },
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    for (const item of r.Items ?? []) items.push(fromItem(item).aggregate);
+    start = r.LastEvaluatedKey;
+  } while (start);
+  items.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  cache = { at: now, items };
+  return items.map(clone);
+}
+
+function clone(a: Aggregate): Aggregate {
+  return { ...a, hosts: [...a.hosts], metadata: { ...a.metadata } };
+}
+
+export async function getAggregateRevision(id: string): Promise<AggregateRevision | undefined> {
+  const r = await dynamo().send(
+    new GetCommand({ TableName: table(), Key: { pk: `${PREFIX}${id}` }, ConsistentRead: true }),
+  );
+  return r.Item ? fromItem(r.Item) : undefined;
+}
+
+export async function getAggregate(id: string): Promise<Aggregate | undefined> {
+  return (await getAggregateRevision(id))?.aggregate;
+}
+
+export type CreateAggregateResult = { ok: true; aggregate: Aggregate } | { ok: false; reason: "name-exists" };
+
+/**
+ * Create an aggregate. Names are unique by a fresh scan first (two concurrent creates of one
+ * name could both pass: acceptable for an admin API, as for flavors).
+ */
+export async function createAggregate(a: Aggregate): Promise<CreateAggregateResult> {
+  if ((await listAggregates({ fresh: true })).some((x) => x.name === a.name)) {
+    return { ok: false, reason: "name-exists" };
+  }
+  try {
+    await dynamo().send(
+      new PutCommand({
+        TableName: table(),
+        Item: toItem(a, 1),
+        ConditionExpression: "attribute_not_exists(pk)",
+      }),
+    );
+  } finally {
+    cache = undefined;
+  }
+  return { ok: true, aggregate: clone(a) };
+}
+
+/** Write an aggregate read at `revision`. False when it changed (or went) meanwhile. */
+export async function saveAggregate(a: Aggregate, revision: number): Promise<boolean> {
+  try {
+    await dynamo().send(
+      new PutCommand({
+        TableName: table(),
+        Item: toItem(a, revision + 1),
+        ConditionExpression: "revision = :r",
+        ExpressionAttributeValues: { ":r": revision },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  } finally {
+    cache = undefined;
+  }
+}
+
+/** Delete an aggregate read at `revision`. False when it changed (or went) meanwhile. */
+export async function deleteAggregate(id: string, revision: number): Promise<boolean> {
+  try {
+    await dynamo().send(
+      new DeleteCommand({
+        TableName: table(),
+        Key: { pk: `${PREFIX}${id}` },
+        ConditionExpression: "revision = :r",
+        ExpressionAttributeValues: { ":r": revision },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  } finally {
+    cache = undefined;
+  }
+}
+
+// ── the join, pure ──
+
+/** host → the availability zone its AZ aggregate gives it (Nova allows one zone per host). */
+export function aggregateZoneByHost(aggregates: readonly Aggregate[]): Map<string, string> {
+  const zones = new Map<string, string>();
+  for (const a of aggregates) {
+    const zone = a.metadata[AZ_METADATA_KEY];
+    if (!zone) continue;
+    for (const h of a.hosts) if (!zones.has(h)) zones.set(h, zone);
+  }
+  return zones;
+}
+
+/**
+ * A host's availability zone: its AZ aggregate's, else the zone it registered with, else
+ * [DEFAULT] default_availability_zone (Nova's: the aggregate's, else the default).
+ */
+export function hostAvailabilityZone(
+  host: { host: string; availability_zone: string },
+  zoneByHost: ReadonlyMap<string, string>,
+  defaultZone: string,
+): string {
+  return zoneByHost.get(host.host) || host.availability_zone || defaultZone;
+}
+
+/** Aggregates holding `host`, in list order. */
+export function aggregatesOfHost(aggregates: readonly Aggregate[], host: string): Aggregate[] {
+  return aggregates.filter((a) => a.hosts.includes(host));
+}
