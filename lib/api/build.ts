@@ -3,7 +3,7 @@ import { randomInt, randomUUID } from "node:crypto";
 import type { Flavor, Image } from "../catalog/types.js";
 import type { InstanceRecord } from "../instances/types.js";
 import type { BuildRequest } from "../messages/build-request.js";
-import type { FlavorSpec, ImageSpec } from "../scheduler/types.js";
+import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
 import type { AuthContext } from "./auth.js";
 import { badRequest } from "./errors.js";
 import { type CreateServerRequest, instanceNames } from "./validation/servers.js";
@@ -52,6 +52,28 @@ export function checkFlavorFitsImage(flavor: Flavor, image: Image): void {
   if (flavor.root_gb > 0 && flavor.root_gb < image.min_disk) {
     throw badRequest("Flavor's disk is too small for requested image.");
   }
+}
+
+/** The RequestSpec of a create: what the scheduler decides from (and what a dry run plans). */
+export function requestSpecFor(
+  req: CreateServerRequest,
+  flavor: FlavorSpec,
+  image: ImageSpec,
+  auth: AuthContext,
+): RequestSpec {
+  return {
+    project_id: auth.project_id,
+    user_id: auth.user_id,
+    flavor,
+    image,
+    // Nova's _handle_availability_zone: "az:host:node" asks for the zone and forces the host
+    // and/or node (admin only, checked in validation); forcing skips the filters.
+    ...(req.az?.zone ? { availability_zone: req.az.zone } : {}),
+    ...(req.az?.host ? { force_hosts: [req.az.host] } : {}),
+    ...(req.az?.node ? { force_nodes: [req.az.node] } : {}),
+    scheduler_hints: { ...req.schedulerHints },
+    num_instances: req.maxCount,
+  };
 }
 
 export interface CreatePlanInput {
@@ -130,19 +152,7 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     project_id: auth.project_id,
     user_id: auth.user_id,
     instance_uuids: ids,
-    request_spec: {
-      project_id: auth.project_id,
-      user_id: auth.user_id,
-      flavor,
-      image,
-      // Nova's _handle_availability_zone: "az:host:node" asks for the zone and forces the host
-      // and/or node (admin only, checked in validation); forcing skips the filters.
-      ...(req.az?.zone ? { availability_zone: req.az.zone } : {}),
-      ...(req.az?.host ? { force_hosts: [req.az.host] } : {}),
-      ...(req.az?.node ? { force_nodes: [req.az.node] } : {}),
-      scheduler_hints: { ...req.schedulerHints },
-      num_instances: n,
-    },
+    request_spec: requestSpecFor(req, flavor, image, auth),
     retry: { num_attempts: 1, hosts: [] },
   };
   // Nova keeps the RequestSpec with the instance: a stuck build can be sent again from it.

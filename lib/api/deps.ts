@@ -1,5 +1,12 @@
 // The I/O the routes do, in one object: the real repositories by default, fakes in unit tests.
 import {
+  createAggregate,
+  deleteAggregate,
+  getAggregateRevision,
+  listAggregates,
+  saveAggregate,
+} from "../catalog/aggregates.js";
+import {
   createFlavor,
   getFlavor,
   getImage,
@@ -7,11 +14,21 @@ import {
   listImages,
   setFlavorExtraSpecs,
 } from "../catalog/repo.js";
+import {
+  addServerGroupMembers,
+  createServerGroup,
+  deleteServerGroup,
+  forgetServerGroupMember,
+  getServerGroup,
+  listServerGroups,
+  removeServerGroupMembers,
+} from "../catalog/server-groups.js";
 import { sendBuildRequest } from "../conductor/queues.js";
 import { deleteServer } from "../instances/delete.js";
 import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
 import { getHost, listHosts } from "../placement/hosts.js";
 import { setServiceStatus } from "../placement/services.js";
+import { type PlanDestinations, planDestinations } from "./routes/scheduling.js";
 
 export interface ApiDeps {
   getFlavor: typeof getFlavor;
@@ -29,6 +46,19 @@ export interface ApiDeps {
   listHosts: typeof listHosts;
   getHost: typeof getHost;
   setServiceStatus: typeof setServiceStatus;
+  listAggregates: typeof listAggregates;
+  getAggregateRevision: typeof getAggregateRevision;
+  createAggregate: typeof createAggregate;
+  saveAggregate: typeof saveAggregate;
+  deleteAggregate: typeof deleteAggregate;
+  getServerGroup: typeof getServerGroup;
+  listServerGroups: typeof listServerGroups;
+  createServerGroup: typeof createServerGroup;
+  deleteServerGroup: typeof deleteServerGroup;
+  addServerGroupMembers: typeof addServerGroupMembers;
+  removeServerGroupMembers: typeof removeServerGroupMembers;
+  forgetServerGroupMember: typeof forgetServerGroupMember;
+  planDestinations: PlanDestinations;
   now: () => Date;
 }
 
@@ -48,5 +78,18 @@ export const defaultDeps: ApiDeps = {
   listHosts,
   getHost,
   setServiceStatus,
+  listAggregates,
+  getAggregateRevision,
+  createAggregate,
+  saveAggregate,
+  deleteAggregate,
+  getServerGroup,
+  listServerGroups,
+  createServerGroup,
+  deleteServerGroup,
+  addServerGroupMembers,
+  removeServerGroupMembers,
+  forgetServerGroupMember,
+  planDestinations,
   now: () => new Date(),
 };

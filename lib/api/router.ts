@@ -28,6 +28,16 @@ import {
 } from "./request.js";
 import { listActions, showAction } from "./routes/actions.js";
 import {
+  aggregateActionRoute,
+  createAggregateRoute,
+  deleteAggregateRoute,
+  listAggregatesRoute,
+  listAvailabilityZones,
+  listAvailabilityZonesDetail,
+  showAggregateRoute,
+  updateAggregateRoute,
+} from "./routes/aggregates.js";
+import {
   createFlavorRoute,
   listFlavorsRoute,
   setExtraSpecs,
@@ -36,6 +46,13 @@ import {
 } from "./routes/flavors.js";
 import { listHypervisors, showHypervisor } from "./routes/hypervisors.js";
 import { listImagesRoute, showImage } from "./routes/images.js";
+import { planRoute, showScheduling } from "./routes/scheduling.js";
+import {
+  createServerGroupRoute,
+  deleteServerGroupRoute,
+  listServerGroupsRoute,
+  showServerGroupRoute,
+} from "./routes/server-groups.js";
 import { createServer, deleteServerRoute, listServers, showServer } from "./routes/servers.js";
 import { listServices, updateService } from "./routes/services.js";
 import { apiSettings, authTokens } from "./settings.js";
@@ -57,6 +74,7 @@ export const ROUTES: Route[] = [
   { method: "DELETE", pattern: "/servers/:id", handler: deleteServerRoute },
   { method: "GET", pattern: "/servers/:id/os-instance-actions", handler: listActions },
   { method: "GET", pattern: "/servers/:id/os-instance-actions/:request_id", handler: showAction },
+  { method: "GET", pattern: "/servers/:id/os-scheduling", handler: showScheduling },
   { method: "GET", pattern: "/flavors", handler: (c) => listFlavorsRoute(c, false) },
   { method: "POST", pattern: "/flavors", handler: createFlavorRoute },
   { method: "GET", pattern: "/flavors/detail", handler: (c) => listFlavorsRoute(c, true) },
@@ -71,6 +89,19 @@ export const ROUTES: Route[] = [
   { method: "GET", pattern: "/os-hypervisors/:id", handler: showHypervisor },
   { method: "GET", pattern: "/os-services", handler: listServices },
   { method: "PUT", pattern: "/os-services/:id", handler: updateService },
+  { method: "GET", pattern: "/os-aggregates", handler: listAggregatesRoute },
+  { method: "POST", pattern: "/os-aggregates", handler: createAggregateRoute },
+  { method: "GET", pattern: "/os-aggregates/:id", handler: showAggregateRoute },
+  { method: "PUT", pattern: "/os-aggregates/:id", handler: updateAggregateRoute },
+  { method: "DELETE", pattern: "/os-aggregates/:id", handler: deleteAggregateRoute },
+  { method: "POST", pattern: "/os-aggregates/:id/action", handler: aggregateActionRoute },
+  { method: "GET", pattern: "/os-availability-zone", handler: listAvailabilityZones },
+  { method: "GET", pattern: "/os-availability-zone/detail", handler: listAvailabilityZonesDetail },
+  { method: "GET", pattern: "/os-server-groups", handler: listServerGroupsRoute },
+  { method: "POST", pattern: "/os-server-groups", handler: createServerGroupRoute },
+  { method: "GET", pattern: "/os-server-groups/:id", handler: showServerGroupRoute },
+  { method: "DELETE", pattern: "/os-server-groups/:id", handler: deleteServerGroupRoute },
+  { method: "POST", pattern: "/os-scheduler/plan", handler: planRoute },
 ];
 
 const COLLECTIONS = new Set(ROUTES.map((r) => r.pattern.split("/")[1]));

@@ -1,5 +1,6 @@
 // /servers: create, list, show, delete. Validation and views are pure (validation/, views/);
 // this file is the I/O around them.
+import type { Flavor, Image, ServerGroup } from "../../catalog/types.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import type { AuthContext } from "../auth.js";
@@ -10,9 +11,17 @@ import type { ApiResult, RouteCall } from "../request.js";
 import { apiSettings } from "../settings.js";
 import { parseJsonBody, UUID_RE } from "../validation/common.js";
 import { canSeeFlavor } from "../validation/flavors.js";
-import { filterServers, parseCreateServer, parseServerListQuery } from "../validation/servers.js";
+import { canSeeServerGroup, groupNotFoundMessage } from "../validation/server-groups.js";
+import {
+  type CreateServerRequest,
+  filterServers,
+  parseCreateServer,
+  parseServerListQuery,
+} from "../validation/servers.js";
 import { resourceLinks } from "../views/format.js";
 import { serverSummaryView, serverView } from "../views/servers.js";
+import { availableZoneNames } from "../zones.js";
+import { joinServerGroup, leaveServerGroup } from "./server-groups.js";
 
 /** Can this caller see this (live) server? Another project's server is "not found", as Nova. */
 export function canSeeServer(rec: InstanceRecord, auth: AuthContext): boolean {
@@ -27,27 +36,37 @@ export async function findServer(deps: ApiDeps, id: string, auth: AuthContext): 
   return rec;
 }
 
-/** Nova refuses a zone no enabled compute service is in (unless a host is forced). */
+/**
+ * Nova refuses a zone no enabled compute service is in (unless a host is forced). Zones come from
+ * AZ aggregates and the hosts' own zones, cached for a few seconds (lib/api/zones.ts).
+ */
 async function checkZoneAvailable(deps: ApiDeps, zone: string): Promise<void> {
-  const hosts = await deps.listHosts();
-  const zones = new Set(hosts.filter((h) => !h.service.disabled).map((h) => h.availability_zone));
-  if (!zones.has(zone)) throw badRequest("The requested availability zone is not available");
-}
-
-/** Best effort: a record that cannot be deleted either is logged, for an operator to clean up. */
-async function softDelete(deps: ApiDeps, ids: string[], requestId: string): Promise<void> {
-  const cleanup = await Promise.allSettled(ids.map((id) => deps.markDeleted(id)));
-  const stuck = ids.filter((_, i) => cleanup[i]!.status === "rejected");
-  if (stuck.length) {
-    log.error("api.create.cleanup_failed", {
-      request_id: requestId,
-      instance_uuids: stuck,
-      error: (cleanup.find((c) => c.status === "rejected") as PromiseRejectedResult).reason,
-    });
+  if (!(await availableZoneNames(deps)).has(zone)) {
+    throw badRequest("The requested availability zone is not available");
   }
 }
 
-export async function createServer({ ctx, deps, body }: RouteCall): Promise<ApiResult> {
+/** The `group` hint's group: it must exist and be the caller's (Nova: 400, group not found). */
+async function findHintedGroup(deps: ApiDeps, hints: Record<string, unknown>, auth: AuthContext) {
+  const id = hints.group;
+  if (typeof id !== "string") return undefined;
+  const group = await deps.getServerGroup(id);
+  if (!group || !canSeeServerGroup(group, auth)) throw badRequest(groupNotFoundMessage(id));
+  return group;
+}
+
+export interface ResolvedCreate {
+  req: CreateServerRequest;
+  flavor: Flavor;
+  image: Image;
+  group: ServerGroup | undefined;
+}
+
+/**
+ * Everything a create checks before it writes anything: the body, the flavor and image, the
+ * zone, the server group. Shared with the scheduler's dry run (os-scheduler/plan).
+ */
+export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<ResolvedCreate> {
   const { auth } = ctx;
   const settings = apiSettings();
   const req = parseCreateServer(parseJsonBody(body), auth, {
@@ -63,6 +82,28 @@ export async function createServer({ ctx, deps, body }: RouteCall): Promise<ApiR
   if (!image) throw badRequest(`Image ${req.imageRef} could not be found.`);
   checkFlavorFitsImage(flavor, image);
   if (req.az?.zone && !req.az.host) await checkZoneAvailable(deps, req.az.zone);
+  const group = await findHintedGroup(deps, req.schedulerHints, auth);
+  return { req, flavor, image, group };
+}
+
+/** Best effort: a record that cannot be deleted either is logged, for an operator to clean up. */
+async function softDelete(deps: ApiDeps, ids: string[], requestId: string): Promise<void> {
+  const cleanup = await Promise.allSettled(ids.map((id) => deps.markDeleted(id)));
+  const stuck = ids.filter((_, i) => cleanup[i]!.status === "rejected");
+  if (stuck.length) {
+    log.error("api.create.cleanup_failed", {
+      request_id: requestId,
+      instance_uuids: stuck,
+      error: (cleanup.find((c) => c.status === "rejected") as PromiseRejectedResult).reason,
+    });
+  }
+}
+
+export async function createServer(call: RouteCall): Promise<ApiResult> {
+  const { ctx, deps } = call;
+  const { auth } = ctx;
+  const settings = apiSettings();
+  const { req, flavor, image, group } = await resolveCreate(call);
 
   const plan = planCreate({
     req,
@@ -84,6 +125,9 @@ export async function createServer({ ctx, deps, body }: RouteCall): Promise<ApiR
   // surfacing as ERROR servers the caller never learnt the ids of. A message that did reach the
   // queue despite an error finds them deleted and builds nothing. Each record is written on its
   // own and all writes are awaited, so no write can land after the clean-up.
+  // Nova adds the members (under the group-members quota) before the instances exist; a create
+  // that fails afterwards takes them out again.
+  if (group) await joinServerGroup(deps, group.id, ids);
   const written = await Promise.allSettled(plan.records.map((r) => deps.createInstances([r])));
   const writeFailure = written.find((w): w is PromiseRejectedResult => w.status === "rejected");
   try {
@@ -92,6 +136,7 @@ export async function createServer({ ctx, deps, body }: RouteCall): Promise<ApiR
   } catch (e) {
     ctx.logFields.error = e;
     await softDelete(deps, ids, ctx.requestId);
+    if (group) await leaveServerGroup(deps, group.id, ids, ctx.requestId);
     throw new ApiError(
       "computeFault",
       writeFailure
@@ -157,5 +202,13 @@ export async function deleteServerRoute({ ctx, deps, params }: RouteCall): Promi
   const deleted = await deps.deleteServer(id, ctx.requestId);
   // deleted meanwhile by someone else: Nova answers 404 for the loser of that race
   if (!deleted) throw instanceNotFound(id);
+  // Nova removes a deleted server from its group; best effort (lists show live members only).
+  await deps.forgetServerGroupMember(id).catch((error: unknown) =>
+    log.warn("api.delete.group_member_not_removed", {
+      request_id: ctx.requestId,
+      instance_uuid: id,
+      error,
+    }),
+  );
   return { status: 204 };
 }

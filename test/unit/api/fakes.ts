@@ -5,6 +5,7 @@ import type { Flavor, Image } from "../../../lib/catalog/types.js";
 import type { InstanceRecord } from "../../../lib/instances/types.js";
 import type { BuildRequest } from "../../../lib/messages/build-request.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
+import { type CatalogFakes, catalogFakes } from "./catalog-fakes.js";
 
 export interface FakeWorld {
   deps: ApiDeps;
@@ -18,6 +19,8 @@ export interface FakeWorld {
   /** createInstances fails for the record with this name */
   failWriteOf: string | undefined;
   now: Date;
+  /** aggregates, server groups and scheduler dry runs (catalog-fakes.ts) */
+  catalog: CatalogFakes;
 }
 
 export const NOW = new Date("2026-03-01T12:00:00.123Z");
@@ -62,6 +65,7 @@ export function host(name: string, overrides: Partial<HostRecord> = {}): HostRec
 }
 
 export function fakeWorld(): FakeWorld {
+  const catalog = catalogFakes();
   const w: FakeWorld = {
     flavors: new Map(SEED_FLAVORS.map((f) => [f.id, structuredClone(f)])),
     images: new Map(SEED_IMAGES.map((i) => [i.id, structuredClone(i)])),
@@ -75,6 +79,7 @@ export function fakeWorld(): FakeWorld {
     failEnqueue: false,
     failWriteOf: undefined,
     now: NOW,
+    catalog: catalog.state,
     deps: undefined as unknown as ApiDeps,
   };
   w.deps = {
@@ -137,6 +142,7 @@ export function fakeWorld(): FakeWorld {
       if (u.forced_down !== undefined) h.service.forced_down = u.forced_down;
       return structuredClone(h);
     },
+    ...catalog.deps,
     now: () => w.now,
   };
   return w;

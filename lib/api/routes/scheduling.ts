@@ -1,0 +1,54 @@
+// The scheduler's decisions, explained, for admins: GET /servers/{id}/os-scheduling (the last
+// decision kept on the instance) and POST /os-scheduler/plan (a dry run of a create: the same
+// body, the same checks, a plan; nothing claimed, nothing written). A member gets 403 from both:
+// the detail names hosts and capacities, which Nova never shows to users.
+import type { RequestSpec } from "../../scheduler/types.js";
+import { requireAdmin } from "../auth.js";
+import { flavorSpec, imageSpec, requestSpecFor } from "../build.js";
+import { instanceNotFound } from "../errors.js";
+import type { ApiResult, RouteCall } from "../request.js";
+import { UUID_RE } from "../validation/common.js";
+import { type PlanResult, planView, schedulingView } from "../views/scheduling.js";
+import { resolveCreate } from "./servers.js";
+
+export const SCHEDULING_RULES = {
+  show: "os_compute_api:os-scheduling:show",
+  plan: "os_compute_api:os-scheduler:plan",
+} as const;
+
+export type PlanDestinations = (spec: RequestSpec, opts?: { now?: number }) => Promise<PlanResult>;
+
+/**
+ * lib/conductor/select-destinations.ts's planDestinations, reached through a dynamic import
+ * until that export exists (the scheduler side lands it); a clear error until then.
+ */
+export const planDestinations: PlanDestinations = async (spec, opts) => {
+  const mod = (await import("../../conductor/select-destinations.js")) as unknown as {
+    planDestinations?: PlanDestinations;
+  };
+  if (typeof mod.planDestinations !== "function") {
+    throw new Error("planDestinations is not exported by lib/conductor/select-destinations.ts yet");
+  }
+  return mod.planDestinations(spec, opts);
+};
+
+export async function showScheduling({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
+  requireAdmin(ctx.auth, SCHEDULING_RULES.show);
+  const id = params.id!;
+  ctx.logFields.instance_uuid = id;
+  if (!UUID_RE.test(id)) throw instanceNotFound(id);
+  // As os-instance-actions: an admin may read a deleted server's decision.
+  const rec = await deps.getInstance(id);
+  if (!rec) throw instanceNotFound(id);
+  return { status: 200, body: schedulingView(rec.scheduling) };
+}
+
+export async function planRoute(call: RouteCall): Promise<ApiResult> {
+  const { ctx, deps } = call;
+  requireAdmin(ctx.auth, SCHEDULING_RULES.plan);
+  const { req, flavor, image } = await resolveCreate(call);
+  const spec = requestSpecFor(req, flavorSpec(flavor), imageSpec(image), ctx.auth);
+  const plan = await deps.planDestinations(spec, { now: deps.now().getTime() });
+  ctx.logFields.no_valid_host = plan.no_valid_host;
+  return { status: 200, body: planView(plan) };
+}
