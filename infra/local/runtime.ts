@@ -134,7 +134,7 @@ function taskHandlersFor(
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
   const definition = conductorDefinition(LOCAL_ARNS);
   const emulators = await startEmulators({
-    sfn: { taskHandlers: { [CONDUCTOR_NAME]: taskHandlersFor(definition) } },
+    sfn: { taskHandlers: { [CONDUCTOR_NAME]: taskHandlersFor(definition, opts.faults) } },
   });
   const stops: (() => Promise<unknown>)[] = [() => emulators.stop()];
   const stopAll = async () => {
