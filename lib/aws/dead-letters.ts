@@ -116,10 +116,13 @@ export async function peekDeadLetters(url: string, max = 100): Promise<DeadLette
  * Move up to `max` messages back to the source queue: send first, then delete, so a crash in
  * between duplicates a message (every consumer is idempotent) and never loses one.
  */
-export async function redrive(dlq: DeadLetterQueue, max = Number.POSITIVE_INFINITY): Promise<number> {
+export async function redrive(dlq: DeadLetterQueue, max?: number): Promise<number> {
+  // Only what is there now: a message that is still poison comes straight back, and draining
+  // "until empty" would move it round forever.
+  const limit = Math.min(max ?? Number.POSITIVE_INFINITY, (await peekDeadLetters(dlq.url, 10_000)).length);
   let moved = 0;
-  while (moved < max) {
-    const batch = await receive(dlq.url, Math.min(10, max - moved), 60);
+  while (moved < limit) {
+    const batch = await receive(dlq.url, Math.min(10, limit - moved), 60);
     if (!batch.length) break;
     for (const m of batch) {
       await sqsClient().send(new SendMessageCommand({ QueueUrl: dlq.sourceUrl, MessageBody: m.Body ?? "" }));

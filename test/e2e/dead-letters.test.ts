@@ -1,0 +1,96 @@
+// Dead letters are listed with their reason and can be redriven once the cause is fixed.
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { promisify } from "node:util";
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Runtime } from "../../infra/local/runtime.js";
+import { sqsClient } from "../../lib/aws/clients.js";
+import { listDeadLetterQueues, peekDeadLetters, redrive } from "../../lib/aws/dead-letters.js";
+import { createInstances, getInstance } from "../../lib/instances/repo.js";
+import { type Client, eventually, startTestRuntime } from "./harness.js";
+
+let runtime: Runtime;
+let client: Client;
+
+beforeAll(async () => {
+  ({ runtime, client } = await startTestRuntime({ hosts: 2, buildMs: 50 }));
+});
+afterAll(async () => runtime?.stop());
+
+it("lists every DLQ (build-requests and each host's) with the reason, via the CLI too", async () => {
+  await sqsClient().send(
+    new SendMessageCommand({
+      QueueUrl: process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL!,
+      MessageBody: "{oops",
+    }),
+  );
+  const dlqs = await eventually(listDeadLetterQueues, (qs) => qs.some((q) => q.approximateMessages > 0));
+  expect(dlqs.map((q) => q.name)).toEqual([
+    "novaless-build-requests-dlq",
+    "novaless-compute-host-1-dlq",
+    "novaless-compute-host-2-dlq",
+  ]);
+  const [letter] = await peekDeadLetters(dlqs[0]!.url);
+  expect(letter).toMatchObject({ body: "{oops", reason: expect.stringMatching(/not JSON/) });
+  // Peeking took nothing away.
+  expect(await peekDeadLetters(dlqs[0]!.url)).toHaveLength(1);
+
+  // Asynchronously: the emulators the CLI talks to run in this very process.
+  const cli = await promisify(execFile)("npx", ["tsx", "bin/novaless-dlq.ts", "list", "--json"], {
+    env: process.env,
+  });
+  const report = JSON.parse(cli.stdout);
+  expect(report[0]).toMatchObject({ queue: "novaless-build-requests-dlq", messages: 1 });
+  expect(report[0].letters[0].reason).toMatch(/not JSON/);
+});
+
+it("a build request parked before the conductor saw it is built once redriven", async () => {
+  // An instance whose request SQS parked (the conductor unreachable for 5 receives, say): the
+  // records exist, the request sits in the DLQ.
+  const template = await client.createServer({ name: "template" });
+  await client.waitForStatus(template, ["ACTIVE", "ERROR"]);
+  const t = (await getInstance(template))!;
+  const id = randomUUID();
+  const requestId = `req-${randomUUID()}`;
+  await createInstances([
+    {
+      ...t,
+      id,
+      name: "parked",
+      request_id: requestId,
+      vm_state: "building",
+      task_state: "scheduling",
+      host: null,
+      node: null,
+      attempt: 0,
+      spawn_attempt: 0,
+      availability_zone: null,
+      launched_at: null,
+      actions: { [requestId]: { ...Object.values(t.actions)[0]!, request_id: requestId, events: {} } },
+    },
+  ]);
+  const dlq = (await listDeadLetterQueues()).find((q) => q.name === "novaless-build-requests-dlq")!;
+  const body = JSON.stringify({
+    version: 1,
+    request_id: requestId,
+    reservation_id: t.reservation_id,
+    project_id: t.project_id,
+    user_id: t.user_id,
+    instance_uuids: [id],
+    request_spec: t.request_spec,
+    retry: { num_attempts: 1, hosts: [] },
+  });
+  await sqsClient().send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: body }));
+  expect((await getInstance(id))!.vm_state).toBe("building");
+
+  // The poison from the first test goes back too, and the intake parks it again with its reason.
+  expect(await redrive(dlq)).toBe(2);
+  expect((await client.waitForStatus(id, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
+  const again = await eventually(
+    () => peekDeadLetters(dlq.url),
+    (l) => l.length === 1,
+  );
+  expect(again[0]!.body).toBe("{oops");
+  expect(runtime.agents.flatMap((a) => a.guests()).filter((g) => g === id)).toHaveLength(1);
+});
