@@ -16,6 +16,8 @@ import * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as events from "aws-cdk-lib/aws-events";
+import * as targets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
@@ -51,6 +53,8 @@ export interface NovalessStackProps extends StackProps {
    * synth warns.
    */
   apiAuthTokens?: string;
+  /** [DEFAULT] instance_build_timeout: seconds an attempt may take before the watchdog moves it. Default 600. */
+  instanceBuildTimeout?: number;
   /** NOVALESS_LOG_LEVEL of every function. Default "info". */
   logLevel?: "debug" | "info" | "warn" | "error";
   /** Retention of the functions' and the conductor's logs. Default one month. */
@@ -95,6 +99,7 @@ export class NovalessStack extends Stack {
   readonly buildIntakeFunction: NodejsFunction;
   readonly schedulerFunction: NodejsFunction;
   readonly conductorFunction: NodejsFunction;
+  readonly buildWatchdogFunction: NodejsFunction;
   readonly conductor: sfn.StateMachine;
   readonly httpApi: apigwv2.HttpApi;
   readonly computeAgentPolicy: iam.ManagedPolicy;
@@ -165,6 +170,7 @@ export class NovalessStack extends Stack {
       NOVALESS_BUILD_REQUESTS_DLQ_URL: this.buildRequestsDlq.queueUrl,
       NOVALESS_COMPUTE_QUEUE_PREFIX: this.computeQueuePrefix,
       NOVALESS_LOG_LEVEL: props.logLevel ?? "info",
+      NOVALESS_INSTANCE_BUILD_TIMEOUT: String(props.instanceBuildTimeout ?? 600),
       ...schedulerEnvironment(scheduler),
       NODE_OPTIONS: "--enable-source-maps",
     };
@@ -258,6 +264,17 @@ export class NovalessStack extends Stack {
       new SqsEventSource(this.buildRequestsQueue, { batchSize: 10, reportBatchItemFailures: true }),
     );
 
+    // The build watchdog: every minute, fence and reschedule builds whose host died or hung.
+    this.buildWatchdogFunction = handler("BuildWatchdog", "build-watchdog", {
+      memorySize: 512,
+      timeout: Duration.seconds(55),
+    });
+    new events.Rule(this, "BuildWatchdogSchedule", {
+      description: "novaless: run the build watchdog",
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new targets.LambdaFunction(this.buildWatchdogFunction, { retryAttempts: 0 })],
+    });
+
     // --- Least-privilege grants -------------------------------------------------------------
     instances.grantReadWriteData(this.apiFunction);
     // The admin API creates flavors and images and sets extra specs.
@@ -279,6 +296,10 @@ export class NovalessStack extends Stack {
     hosts.grantReadWriteData(this.conductorFunction);
     instances.grantReadWriteData(this.conductorFunction);
     this.buildRequestsQueue.grantSendMessages(this.conductorFunction);
+
+    hosts.grantReadWriteData(this.buildWatchdogFunction);
+    instances.grantReadWriteData(this.buildWatchdogFunction);
+    this.buildRequestsQueue.grantSendMessages(this.buildWatchdogFunction);
 
     // --- HTTP API ---------------------------------------------------------------------------
     this.httpApi = new apigwv2.HttpApi(this, "HttpApi", {

@@ -101,7 +101,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     s.template.hasResourceProperties("AWS::DynamoDB::Table", {
       KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
       TimeToLiveSpecification: { AttributeName: "expires_at", Enabled: true },
-      GlobalSecondaryIndexes: [
+      GlobalSecondaryIndexes: Match.arrayWith([
         {
           IndexName: "by-project",
           KeySchema: [
@@ -110,7 +110,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
           ],
           Projection: { ProjectionType: "ALL" },
         },
-      ],
+      ]),
     });
   });
 
@@ -130,8 +130,8 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("bundles four ESM functions for nodejs22.x on arm64", () => {
-    s.template.resourceCountIs("AWS::Lambda::Function", 4);
+  it("bundles five ESM functions for nodejs22.x on arm64", () => {
+    s.template.resourceCountIs("AWS::Lambda::Function", 5);
     s.template.allResourcesProperties("AWS::Lambda::Function", {
       Runtime: "nodejs22.x",
       Architectures: ["arm64"],
@@ -175,6 +175,37 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     const warnings = Annotations.fromStack(s.stack).findWarning("*", Match.stringLikeRegexp("apiAuthTokens"));
     expect(warnings).toHaveLength(1);
     expect(environmentOf(s, s.stack.apiFunction).NOVALESS_AUTH_TOKENS).toBe("{}");
+  });
+
+  it("runs the build watchdog every minute, with what it needs to fence and reschedule", () => {
+    s.template.hasResourceProperties("AWS::Events::Rule", {
+      ScheduleExpression: "rate(1 minute)",
+      Targets: [
+        Match.objectLike({
+          Arn: {
+            "Fn::GetAtt": [
+              s.stack.getLogicalId(s.stack.buildWatchdogFunction.node.defaultChild as CfnElement),
+              "Arn",
+            ],
+          },
+        }),
+      ],
+    });
+    const env = environmentOf(s, s.stack.buildWatchdogFunction);
+    expect(env.NOVALESS_INSTANCE_BUILD_TIMEOUT).toBe("600");
+    expect(env.NOVALESS_BUILD_REQUESTS_QUEUE_URL).toBeDefined();
+    // The sparse index it reads: only instances in BUILD carry its key.
+    s.template.hasResourceProperties("AWS::DynamoDB::Table", {
+      GlobalSecondaryIndexes: Match.arrayWith([
+        Match.objectLike({
+          IndexName: "building-by-deadline",
+          KeySchema: [
+            { AttributeName: "build_watch", KeyType: "HASH" },
+            { AttributeName: "build_deadline", KeyType: "RANGE" },
+          ],
+        }),
+      ]),
+    });
   });
 
   it("feeds build-intake from build-requests with partial batch failures", () => {
@@ -369,6 +400,7 @@ describe("scheduler options", () => {
       for (const n of names) delete process.env[n];
       expect(schedulerConfig()).toEqual(SCHEDULER_DEFAULTS);
       const custom = {
+        ...SCHEDULER_DEFAULTS,
         max_attempts: 7,
         host_subset_size: 2,
         enabled_filters: ["ComputeFilter", "ImagePropertiesFilter"],

@@ -1,0 +1,275 @@
+// The soak: the local runtime under random load and random faults, then a check that nothing
+// is stuck, overcommitted or leaked. `npm run soak -- --minutes M --seed S`; exits non-zero when
+// a must-be-zero figure is not zero. A 2-minute run with a fixed seed is part of `npm test`.
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import { type Runtime, startRuntime } from "../../infra/local/runtime.js";
+import { listDeadLetterQueues, peekDeadLetters } from "../../lib/aws/dead-letters.js";
+import { listBuilding, listInstances } from "../../lib/instances/repo.js";
+import { auditPlacement } from "../../lib/placement/audit.js";
+import { listHosts } from "../../lib/placement/hosts.js";
+import { capacity, type Inventory } from "../../lib/placement/types.js";
+
+export interface SoakOptions {
+  minutes: number;
+  seed: number;
+  hosts?: number;
+  /** seconds to wait for quiescence after the load stops */
+  settleSeconds?: number;
+  log?: (line: string) => void;
+}
+
+export interface SoakReport {
+  seed: number;
+  requests: number;
+  instances: number;
+  active: number;
+  error_by_reason: Record<string, number>;
+  deleted: number;
+  host_kills: number;
+  stuck_in_build: number;
+  overcommitted_hosts: number;
+  leaked_claims: number;
+  missing_claims: number;
+  dead_letters: { queue: string; reason: string }[];
+  problems: string[];
+}
+
+/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const ADMIN = { "x-auth-token": "admin-token", "content-type": "application/json" };
+const DEMO = { "x-auth-token": "demo-token", "content-type": "application/json" };
+
+export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
+  const random = prng(opts.seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const say = opts.log ?? (() => {});
+  const hostCount = opts.hosts ?? 12;
+  const runtime: Runtime = await startRuntime({
+    port: 0,
+    hosts: hostCount,
+    buildMs: 300,
+    failHosts: [`host-${hostCount}`], // a "black hole" host that fails every build
+    heartbeatSeconds: 1,
+    watchdogIntervalMs: 1000,
+    env: {
+      NOVALESS_SERVICE_DOWN_TIME: "4",
+      NOVALESS_INSTANCE_BUILD_TIMEOUT: "15",
+      NOVALESS_LOG_LEVEL: process.env.NOVALESS_LOG_LEVEL ?? "error",
+    },
+    faults: {
+      random,
+      schedulerFailureRate: 0.05,
+      duplicateHostMessageRate: 0.1,
+      maxHostMessageDelaySeconds: 2,
+    },
+  });
+  const api = async (method: string, path: string, body?: unknown, headers = DEMO) => {
+    const r = await fetch(`${runtime.url}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, body: text ? JSON.parse(text) : {} };
+  };
+
+  const report: SoakReport = {
+    seed: opts.seed,
+    requests: 0,
+    instances: 0,
+    active: 0,
+    error_by_reason: {},
+    deleted: 0,
+    host_kills: 0,
+    stuck_in_build: 0,
+    overcommitted_hosts: 0,
+    leaked_claims: 0,
+    missing_claims: 0,
+    dead_letters: [],
+    problems: [],
+  };
+  try {
+    const groups: string[] = [];
+    for (const policy of ["anti-affinity", "soft-anti-affinity", "soft-affinity", "affinity"]) {
+      const g = await api("POST", "/v2.1/os-server-groups", {
+        server_group: { name: `soak-${policy}`, policy },
+      });
+      if (g.status === 200) groups.push(g.body.server_group.id);
+      else
+        report.problems.push(
+          `could not create a ${policy} server group: ${g.status} ${JSON.stringify(g.body)}`,
+        );
+    }
+    const live: string[] = [];
+    const dead = new Map<string, number>(); // host → when to restart it
+    const until = Date.now() + opts.minutes * 60_000;
+    while (Date.now() < until) {
+      const roll = random();
+      if (roll < 0.55) {
+        const multi = random() < 0.15;
+        const count = multi ? 2 + Math.floor(random() * 2) : 1;
+        const hints: Record<string, unknown> = {};
+        if (groups.length && random() < 0.2) hints.group = pick(groups);
+        const server = {
+          name: `soak-${report.requests}`,
+          flavorRef: pick(["1", "1", "2", "2", "3", "4"]),
+          imageRef: random() < 0.05 ? "broken" : pick(["cirros", "ubuntu"]),
+          min_count: count,
+          max_count: count,
+          ...(random() < 0.4 ? { availability_zone: pick(["az1", "az2"]) } : {}),
+        };
+        const r = await api("POST", "/v2.1/servers", { server, "os:scheduler_hints": hints });
+        report.requests++;
+        if (r.status === 202) {
+          const list = await api("GET", `/v2.1/servers?reservation_id=${r.body.reservation_id ?? ""}`);
+          const ids: string[] = r.body.reservation_id
+            ? list.body.servers.map((s: { id: string }) => s.id)
+            : [r.body.server.id];
+          live.push(...ids);
+          report.instances += ids.length;
+        } else if (r.status >= 500) {
+          report.problems.push(`create answered ${r.status}: ${JSON.stringify(r.body)}`);
+        }
+      } else if (roll < 0.8 && live.length) {
+        const id = live.splice(Math.floor(random() * live.length), 1)[0]!;
+        const r = await api("DELETE", `/v2.1/servers/${id}`);
+        if (r.status === 204) report.deleted++;
+        else if (r.status !== 404) report.problems.push(`delete ${id} answered ${r.status}`);
+      } else if (roll < 0.84 && dead.size < hostCount / 4) {
+        const victim = pick([...runtime.hosts.keys()].filter((h) => !dead.has(h)));
+        await runtime.killHost(victim);
+        dead.set(victim, Date.now() + 3000 + random() * 8000);
+        report.host_kills++;
+        say(`killed ${victim}`);
+      }
+      for (const [host, at] of dead) {
+        if (Date.now() >= at) {
+          await runtime.restartHost(host);
+          dead.delete(host);
+          say(`restarted ${host}`);
+        }
+      }
+      await sleep(50 + random() * 150);
+    }
+    for (const host of dead.keys()) await runtime.restartHost(host);
+    say(`load stopped after ${report.requests} requests; waiting for quiescence`);
+
+    // Quiescence: nothing left in BUILD (the watchdog and the failure loop finish the rest).
+    const settleBy = Date.now() + (opts.settleSeconds ?? 120) * 1000;
+    let building = await listBuilding();
+    while (building.length && Date.now() < settleBy) {
+      await sleep(500);
+      building = await listBuilding();
+    }
+    await runtime.emulators.sfn?.waitForIdle();
+    report.stuck_in_build = building.length;
+    for (const b of building)
+      report.problems.push(`stuck in BUILD: ${b.id} attempt ${b.attempt} on ${b.host}`);
+
+    const instances = await listInstances();
+    for (const r of instances) {
+      if (r.vm_state === "active") report.active++;
+      if (r.vm_state === "error") {
+        const reason = (r.fault?.message ?? "unknown").split(".")[0]!;
+        report.error_by_reason[reason] = (report.error_by_reason[reason] ?? 0) + 1;
+      }
+    }
+    const hosts = await listHosts();
+    for (const h of hosts) {
+      const over = Object.entries(h.inventories).filter(
+        ([rc, inv]) => (h.usage[rc as keyof typeof h.usage] ?? 0) > capacity(inv as Inventory),
+      );
+      if (over.length) {
+        report.overcommitted_hosts++;
+        report.problems.push(`overcommitted ${h.host}: ${over.map(([rc]) => rc).join(", ")}`);
+      }
+    }
+    const audit = await auditPlacement({ graceSeconds: 0 });
+    report.leaked_claims = audit.findings.length + audit.pending.length;
+    for (const f of [...audit.findings, ...audit.pending])
+      report.problems.push(`audit: ${f.kind} ${f.host} ${f.detail}`);
+    // Missing: a running (or spawning) instance whose host holds no claim for it.
+    const byHost = new Map(hosts.map((h) => [h.host, h]));
+    for (const r of instances) {
+      const running = r.vm_state === "active" || (r.vm_state === "building" && r.task_state === "spawning");
+      if (!running || !r.host) continue;
+      const a = byHost.get(r.host)?.allocations[r.id];
+      if (!a || a.attempt !== r.attempt) {
+        report.missing_claims++;
+        report.problems.push(`missing claim: ${r.id} (${r.vm_state}) on ${r.host} attempt ${r.attempt}`);
+      }
+    }
+    for (const q of await listDeadLetterQueues()) {
+      for (const l of await peekDeadLetters(q.url))
+        report.dead_letters.push({ queue: q.name, reason: l.reason });
+    }
+    // Not drawn from the must-be-zero list, but worth knowing: the whole API answered.
+    const check = await api("GET", "/v2.1/servers/detail?all_tenants=1", undefined, ADMIN);
+    if (check.status !== 200) report.problems.push(`final listing answered ${check.status}`);
+  } finally {
+    await runtime.stop();
+  }
+  return report;
+}
+
+export function mustBeZero(r: SoakReport): string[] {
+  const bad: string[] = [];
+  if (r.stuck_in_build) bad.push(`stuck in BUILD: ${r.stuck_in_build}`);
+  if (r.overcommitted_hosts) bad.push(`overcommitted hosts: ${r.overcommitted_hosts}`);
+  if (r.leaked_claims) bad.push(`leaked claims: ${r.leaked_claims}`);
+  if (r.missing_claims) bad.push(`missing claims: ${r.missing_claims}`);
+  return bad;
+}
+
+export function printReport(r: SoakReport): string {
+  const lines = [
+    `soak (seed ${r.seed})`,
+    `  requests made          ${r.requests} (${r.instances} instances)`,
+    `  ACTIVE                 ${r.active}`,
+    `  ERROR                  ${Object.values(r.error_by_reason).reduce((a, b) => a + b, 0)}`,
+    ...Object.entries(r.error_by_reason).map(([reason, n]) => `    ${n} × ${reason}`),
+    `  deleted                ${r.deleted}`,
+    `  host kills             ${r.host_kills}`,
+    `  stuck in BUILD         ${r.stuck_in_build}   (must be 0)`,
+    `  overcommitted hosts    ${r.overcommitted_hosts}   (must be 0)`,
+    `  leaked claims (audit)  ${r.leaked_claims}   (must be 0)`,
+    `  missing claims         ${r.missing_claims}   (must be 0)`,
+    `  dead letters           ${r.dead_letters.length}`,
+    ...r.dead_letters.map((d) => `    ${d.queue}: ${d.reason}`),
+    ...(r.problems.length ? ["  problems:", ...r.problems.slice(0, 30).map((p) => `    ${p}`)] : []),
+  ];
+  return lines.join("\n");
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      minutes: { type: "string", default: "2" },
+      seed: { type: "string", default: "42" },
+      hosts: { type: "string", default: "12" },
+    },
+  });
+  const report = await runSoak({
+    minutes: Number(values.minutes),
+    seed: Number(values.seed),
+    hosts: Number(values.hosts),
+    log: (l) => process.stderr.write(`${l}\n`),
+  });
+  process.stdout.write(`${printReport(report)}\n`);
+  const bad = mustBeZero(report);
+  if (bad.length) process.stdout.write(`FAILED: ${bad.join("; ")}\n`);
+  process.exit(bad.length ? 1 : 0);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
