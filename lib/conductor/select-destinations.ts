@@ -1,27 +1,34 @@
-// The scheduler Lambda: Nova's select_destinations. The pure pipeline (lib/scheduler) decides;
-// this module feeds it host states from Placement and runs the claim loop, because claims are
-// I/O. A multi-create is all-or-nothing: its claims are released before NoValidHost.
+// The scheduler Lambda: Nova's select_destinations. The pure scheduler (lib/scheduler) decides;
+// this module feeds it the fleet (Placement's host records, the catalog's aggregates, the
+// instances building, the request's server group) and answers its claims with Placement's
+// conditional writes. A multi-create is all-or-nothing: its claims are released before
+// NoValidHost. Every decision is explained on its instance (os-scheduling).
+import { randomUUID } from "node:crypto";
+import { listAggregates } from "../catalog/aggregates.js";
+import { getServerGroup } from "../catalog/server-groups.js";
 import { type SchedulerConfig, schedulerConfig } from "../config.js";
-import { getInstance } from "../instances/repo.js";
+import { getInstance, listBuilding, recordSchedulingDecision } from "../instances/repo.js";
+import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
 import { claim, release } from "../placement/claims.js";
 import { listHosts } from "../placement/hosts.js";
+import type { HostRecord } from "../placement/types.js";
 import { NoValidHost } from "../scheduler/errors.js";
-import { summarizeNoValidHost } from "../scheduler/explain.js";
-import { filterAndWeigh } from "../scheduler/pipeline.js";
+import { summarizeNoValidHost, summarizeSelection } from "../scheduler/explain.js";
+import type { Fleet } from "../scheduler/fleet.js";
+import { schedulerHint } from "../scheduler/hints.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
-import { consume, orderForClaims, pickAlternates, toSelection } from "../scheduler/select.js";
-import type { HostState, RequestSpec, Selection, WeighedHost } from "../scheduler/types.js";
-import { toHostState } from "./host-states.js";
+import {
+  type ClaimAnswer,
+  runSchedule,
+  runScheduleAsync,
+  type ScheduleResult,
+  schedule,
+  selectionOf,
+} from "../scheduler/select.js";
+import type { DecisionExplanation, InstanceGroup, RequestSpec, Selection } from "../scheduler/types.js";
+import { buildFleet } from "./host-states.js";
 import type { ConductorInput, InstanceSelection, Scheduled } from "./types.js";
-
-interface Chosen {
-  instance_uuid: string;
-  selected: Selection;
-  weighed: readonly WeighedHost[];
-  /** claimed by this invocation (and so released by it if the request cannot be placed) */
-  claimedHere: boolean;
-}
 
 export async function selectDestinations(
   req: ConductorInput,
@@ -30,92 +37,205 @@ export async function selectDestinations(
 ): Promise<Scheduled> {
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
-  const spec: RequestSpec = req.request_spec;
-  const requested = resourcesFromFlavor(spec.flavor);
-  const [records, hostRecords] = await Promise.all([
+  const [records, { fleet, hostRecords, spec }] = await Promise.all([
     Promise.all(req.instance_uuids.map((id) => getInstance(id))),
-    listHosts(),
+    readFleet(req.request_spec, req.instance_uuids, config),
   ]);
-  const now = Date.now();
-  let candidates: HostState[] = hostRecords.map((h) => toHostState(h, config, now));
-  const byName = new Map(candidates.map((h) => [h.host, h]));
-  const exclude = new Set(req.retry.hosts);
-  const chosen: Chosen[] = [];
+  const requested = resourcesFromFlavor(spec.flavor);
 
+  // A re-run of this step (the state machine retries it) keeps what an earlier run placed: the
+  // placement it recorded, or a claim it made for this attempt whose answer was lost.
+  const kept = new Map<string, Selection>();
+  const toPlace: string[] = [];
   for (const [i, id] of req.instance_uuids.entries()) {
     const rec = records[i];
     if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) continue;
-    if (rec.attempt === n && rec.host) {
-      // A re-run of this step after the placement was recorded: keep it, claim nothing new.
-      const h = byName.get(rec.host);
-      if (h) consume(h, requested);
-      const selected: Selection = h
-        ? toSelection(h, requested)
-        : {
-            host: rec.host,
-            nodename: rec.node ?? rec.host,
-            availability_zone: rec.availability_zone ?? "",
-            resources: requested,
-          };
-      chosen.push({ instance_uuid: id, selected, weighed: [], claimedHere: false });
-      continue;
-    }
-    const { weighed, explanation } = filterAndWeigh(candidates, spec, {
-      index: i,
-      config,
-      excludeHosts: exclude,
-    });
-    const conflicts: string[] = [];
-    let picked: HostState | undefined;
-    for (const w of orderForClaims(weighed, config.host_subset_size, random)) {
-      const r = await claim(w.host.host, id, requested, n);
-      if (r.claimed) {
-        picked = w.host;
-        break;
-      }
-      // Nova's claim loop: a lost race is not an error, try the next best host.
-      conflicts.push(r.reason);
-    }
-    if (!picked) {
-      await releaseAll(chosen, n, log);
-      const summary = summarizeNoValidHost(explanation, hostRecords.length);
-      const details = conflicts.length
-        ? `${summary} Claims lost to races: ${conflicts.join("; ")}.`
-        : summary;
-      log.warn("scheduler.no_valid_host", {
-        instance_uuid: id,
-        index: i,
-        details,
-        stages: explanation.stages,
-      });
-      throw new NoValidHost(details);
-    }
-    consume(picked, requested);
-    chosen.push({ instance_uuid: id, selected: toSelection(picked, requested), weighed, claimedHere: true });
-    log.info("scheduler.selected", {
-      instance_uuid: id,
-      index: i,
-      host: picked.host,
-      candidates: weighed.length,
-      order: explanation.order.slice(0, 5),
-    });
-    // Nova hands the next instance the hosts that passed for this one.
-    candidates = weighed.map((w) => w.host);
+    const held = heldClaim(hostRecords, id, n) ?? (rec.attempt === n ? rec.host : null);
+    if (held) kept.set(id, keptSelection(fleet, held, rec, requested));
+    else toPlace.push(id);
   }
 
-  const selectedHosts = new Set([...exclude, ...chosen.map((c) => c.selected.host)]);
-  const selections: InstanceSelection[] = chosen.map((c) => ({
-    instance_uuid: c.instance_uuid,
-    selected: c.selected,
-    alternates: pickAlternates(c.weighed, c.selected, config.max_attempts - 1, selectedHosts),
-  }));
+  const claimed: { instance_uuid: string; host: string }[] = [];
+  const result = await runScheduleAsync(
+    schedule({ fleet, spec, instanceUuids: toPlace, config, random, excludeHosts: req.retry.hosts }),
+    async (c): Promise<ClaimAnswer> => {
+      const r = await claim(c.host.host, c.instance_uuid, c.resources, n).catch(async (e: unknown) => {
+        // Placement unreachable: give back what this run claimed, so the retried step starts clean.
+        await releaseAll(claimed, n, log);
+        throw e;
+      });
+      if (!r.claimed) return { claimed: false, reason: r.reason };
+      claimed.push({ instance_uuid: c.instance_uuid, host: c.host.host });
+      return { claimed: true };
+    },
+  );
+
+  if (!result.ok) {
+    await releaseAll(claimed, n, log);
+    const details = noValidHostDetails(result, toPlace.length);
+    const explanation = result.decision.compact();
+    log.warn("scheduler.no_valid_host", { instance_uuid: result.instance_uuid, details, explanation });
+    await recordDecisions(
+      log,
+      req.instance_uuids.map((id) => ({ id, attempt: n, host: null, summary: details, explanation })),
+    );
+    throw new NoValidHost(details);
+  }
+
+  const placed = new Map(
+    result.placements.map((p, k) => [p.instance_uuid, { p, alternates: result.alternates[k]! }]),
+  );
+  const selections: InstanceSelection[] = [];
+  const decisions: DecisionRecord[] = [];
+  for (const id of req.instance_uuids) {
+    const keptSel = kept.get(id);
+    if (keptSel) selections.push({ instance_uuid: id, selected: keptSel, alternates: [] });
+    const got = placed.get(id);
+    if (!got) continue;
+    selections.push({ instance_uuid: id, selected: got.p.selected, alternates: got.alternates });
+    const explanation = got.p.decision.compact({ chosen: got.p.selected });
+    const summary = summarizeSelection(explanation);
+    decisions.push({ id, attempt: n, host: got.p.selected.host, summary, explanation });
+    log.info("scheduler.selected", { instance_uuid: id, host: got.p.selected.host, summary });
+  }
+  await recordDecisions(log, decisions);
   return { selections };
 }
 
-async function releaseAll(chosen: Chosen[], attempt: number, log: Logger): Promise<void> {
-  for (const c of chosen) {
-    if (!c.claimedHere) continue;
-    await release(c.selected.host, c.instance_uuid, attempt);
-    log.info("scheduler.claim_released", { instance_uuid: c.instance_uuid, host: c.selected.host });
+/** PlanResult: what the dry run (POST /os-scheduler/plan) answers. */
+export interface PlanResult {
+  selections: { host: string; nodename: string; alternates: { host: string; nodename: string }[] }[];
+  /** one per decision made, the failing one last */
+  explanations: DecisionExplanation[];
+  summary: string;
+  no_valid_host: boolean;
+}
+
+/**
+ * The dry run: the same reads and the same decisions as selectDestinations for a create of
+ * `spec.num_instances` instances, as if every claim succeeded. Claims nothing, writes nothing.
+ */
+export async function planDestinations(spec: RequestSpec, opts: { now?: number } = {}): Promise<PlanResult> {
+  const config = schedulerConfig();
+  const uuids = Array.from({ length: Math.max(1, spec.num_instances) }, () => randomUUID());
+  const read = await readFleet(spec, uuids, config, opts.now);
+  const result = runSchedule(schedule({ fleet: read.fleet, spec: read.spec, instanceUuids: uuids, config }));
+  const explanations = result.placements.map((p) => p.decision.compact({ chosen: p.selected }));
+  if (!result.ok) {
+    explanations.push(result.decision.compact());
+    return {
+      selections: [],
+      explanations,
+      summary: noValidHostDetails(result, uuids.length),
+      no_valid_host: true,
+    };
   }
+  return {
+    selections: result.placements.map((p, k) => ({
+      host: p.selected.host,
+      nodename: p.selected.nodename,
+      alternates: result.alternates[k]!.map((a) => ({ host: a.host, nodename: a.nodename })),
+    })),
+    explanations,
+    summary: explanations.map((e) => summarizeSelection(e)).join(" "),
+    no_valid_host: false,
+  };
+}
+
+/** Hosts, aggregates, building instances and the server group, read together. */
+async function readFleet(
+  request: RequestSpec,
+  scheduling: readonly string[],
+  config: SchedulerConfig,
+  now = Date.now(),
+): Promise<{ fleet: Fleet; hostRecords: HostRecord[]; spec: RequestSpec }> {
+  const [hostRecords, aggregates, building, group] = await Promise.all([
+    listHosts(),
+    listAggregates(),
+    listBuilding(),
+    instanceGroup(request, scheduling),
+  ]);
+  const fleet = buildFleet({ hosts: hostRecords, aggregates, building, scheduling }, config, now);
+  return { fleet, hostRecords, spec: group ? { ...request, instance_group: group } : request };
+}
+
+/**
+ * Nova's setup_instance_group: scheduler hint `group` names the server group; its hosts are
+ * those of its members already placed (not deleted, not the instances being scheduled now).
+ */
+async function instanceGroup(
+  spec: RequestSpec,
+  scheduling: readonly string[],
+): Promise<InstanceGroup | undefined> {
+  const id = schedulerHint(spec, "group");
+  if (typeof id !== "string" || !id) return undefined;
+  const group = await getServerGroup(id);
+  if (!group) return undefined;
+  const now = new Set(scheduling);
+  const members = await Promise.all(group.members.filter((m) => !now.has(m)).map((m) => getInstance(m)));
+  const hosts = new Set<string>();
+  for (const m of members) if (m && !m.deleted && m.host) hosts.add(m.host);
+  return {
+    uuid: group.id,
+    policy: group.policy,
+    rules: { ...group.rules },
+    members: [...group.members],
+    hosts: [...hosts],
+  };
+}
+
+/** The NoValidHost detail, for the operator: why no host took the instance, which one it was. */
+function noValidHostDetails(result: Extract<ScheduleResult, { ok: false }>, count: number): string {
+  const which = count > 1 ? `for instance ${result.placements.length + 1} of ${count}` : undefined;
+  const summary = summarizeNoValidHost(result.decision.compact(), which);
+  return result.conflicts.length
+    ? `${summary} Claims lost to races: ${result.conflicts.join("; ")}.`
+    : summary;
+}
+
+/** This attempt's claim for `consumer`, made by an earlier run of this step. */
+function heldClaim(hosts: readonly HostRecord[], consumer: string, attempt: number): string | undefined {
+  return hosts.find((h) => h.allocations[consumer]?.attempt === attempt)?.host;
+}
+
+function keptSelection(
+  fleet: Fleet,
+  host: string,
+  rec: InstanceRecord,
+  resources: Selection["resources"],
+): Selection {
+  const h = fleet.hosts.find((s) => s.host === host);
+  if (h) return selectionOf(h, resources);
+  return { host, nodename: rec.node ?? host, availability_zone: rec.availability_zone ?? "", resources };
+}
+
+async function releaseAll(
+  claimed: { instance_uuid: string; host: string }[],
+  attempt: number,
+  log: Logger,
+): Promise<void> {
+  for (const c of claimed.splice(0)) {
+    await release(c.host, c.instance_uuid, attempt);
+    log.info("scheduler.claim_released", { instance_uuid: c.instance_uuid, host: c.host });
+  }
+}
+
+interface DecisionRecord {
+  id: string;
+  attempt: number;
+  host: string | null;
+  summary: string;
+  explanation: DecisionExplanation;
+}
+
+/** Keep each decision on its instance; an explanation that cannot be written fails no build. */
+async function recordDecisions(log: Logger, decisions: DecisionRecord[]): Promise<void> {
+  const decided_at = new Date().toISOString();
+  await Promise.all(
+    decisions.map(({ id, attempt, host, summary, explanation }) =>
+      recordSchedulingDecision(id, { attempt, decided_at, host, summary, explanation }).catch((e: unknown) =>
+        log.warn("scheduler.explanation_not_recorded", { instance_uuid: id, error: e }),
+      ),
+    ),
+  );
 }

@@ -1,36 +1,43 @@
-// Placement's job in Nova, done in memory: does this host's inventory fit the request?
-// The claim (a conditional write) remains the authority; this only narrows the candidates.
-import type { HostState, ResourceAmounts, ResourceFitFailure } from "./types.js";
-
-export type FitResult = { fit: true } | { fit: false; failure: ResourceFitFailure; reason: string };
+// Placement's resource rule for one host: does its inventory fit the request?
+import type { HostState, ResourceFitFailure } from "./types.js";
 
 /**
  * A host fits when, for every requested class, it has inventory of that class and the amount
  * respects min_unit, max_unit, step_size and used + requested ≤ capacity. The first failing
- * class (in request order) is reported, so each host counts once in a summary.
+ * class (in request order) is returned, so each host counts once in a summary; undefined fits.
  */
-export function resourceFit(host: HostState, requested: ResourceAmounts): FitResult {
-  for (const [rc, amount] of Object.entries(requested)) {
-    const failure = classFailure(host, rc, amount);
-    if (failure) return { fit: false, failure, reason: describeFitFailure(failure) };
+export function resourceFit(
+  host: HostState,
+  requested: readonly (readonly [string, number])[],
+): ResourceFitFailure | undefined {
+  for (let k = 0; k < requested.length; k++) {
+    const rc = requested[k]![0];
+    const amount = requested[k]![1];
+    const inv = host.resources[rc];
+    if (inv === undefined) return { resource_class: rc, violation: "missing", requested: amount, free: 0 };
+    // Placement checks the unit constraints before capacity.
+    if (amount < inv.min_unit) return failure(rc, "min_unit", amount, inv.capacity, inv.used, inv.min_unit);
+    if (amount > inv.max_unit) return failure(rc, "max_unit", amount, inv.capacity, inv.used, inv.max_unit);
+    if (inv.step_size > 1 && amount % inv.step_size !== 0) {
+      return failure(rc, "step_size", amount, inv.capacity, inv.used, inv.step_size);
+    }
+    if (inv.used + amount > inv.capacity) return failure(rc, "capacity", amount, inv.capacity, inv.used);
   }
-  return { fit: true };
+  return undefined;
 }
 
-function classFailure(host: HostState, rc: string, requested: number): ResourceFitFailure | undefined {
-  const inv = host.resources[rc];
-  if (!inv) return { resource_class: rc, violation: "missing", requested, free: 0 };
-  const free = freeUnits(inv.capacity, inv.used);
-  const failure = (violation: ResourceFitFailure["violation"], limit?: number): ResourceFitFailure =>
-    limit === undefined
-      ? { resource_class: rc, violation, requested, free }
-      : { resource_class: rc, violation, requested, free, limit };
-  // Placement checks the unit constraints before capacity.
-  if (requested < inv.min_unit) return failure("min_unit", inv.min_unit);
-  if (requested > inv.max_unit) return failure("max_unit", inv.max_unit);
-  if (inv.step_size > 0 && requested % inv.step_size !== 0) return failure("step_size", inv.step_size);
-  if (inv.used + requested > inv.capacity) return failure("capacity");
-  return undefined;
+export function failure(
+  rc: string,
+  violation: ResourceFitFailure["violation"],
+  requested: number,
+  capacity: number,
+  used: number,
+  limit?: number,
+): ResourceFitFailure {
+  const free = freeUnits(capacity, used);
+  return limit === undefined
+    ? { resource_class: rc, violation, requested, free }
+    : { resource_class: rc, violation, requested, free, limit };
 }
 
 /** Whole units still allocatable; capacity may be fractional with a ratio, amounts never are. */

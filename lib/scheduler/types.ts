@@ -1,4 +1,6 @@
 // The scheduler's own view of the world: pure data, no AWS and no Placement types.
+import type { SchedulerConfig } from "../config.js";
+
 export type ResourceAmounts = Record<string, number>;
 
 export interface HostResource {
@@ -10,25 +12,57 @@ export interface HostResource {
   step_size: number;
 }
 
-/** Nova's HostState: what the filters and weighers read about one compute node. */
+/** A host aggregate as the scheduler sees it (Nova's Aggregate: id is its uuid). */
+export interface HostAggregate {
+  id: string;
+  name: string;
+  metadata: Readonly<Record<string, string>>;
+}
+
+/**
+ * Nova's HostState: what the filters and weighers read about one compute node. Field names are
+ * Nova's, so JsonFilter queries (`$free_ram_mb`) and ComputeCapabilitiesFilter keys read the same.
+ */
 export interface HostState {
   host: string;
   nodename: string;
+  /** the host's zone: its AZ aggregate's, else the zone it registered with, else the default */
   availability_zone: string;
-  aggregates: string[];
-  traits: string[];
+  /** every aggregate listing this host (a registered zone counts as an aggregate of that zone) */
+  aggregates: readonly HostAggregate[];
+  /** Placement traits of the host's resource provider */
+  traits: readonly string[];
   resources: Record<string, HostResource>;
-  /** Nova reports free_ram_mb = capacity-free without the ratio; we weigh by usable free. */
+  /** total − reserved − used MEMORY_MB, physical (Nova's free_ram_mb; may be negative) */
   free_ram_mb: number;
+  /** (total − reserved − used DISK_GB) × 1024 */
   free_disk_mb: number;
+  /** MEMORY_MB total */
+  total_usable_ram_mb: number;
+  /** DISK_GB total */
+  total_usable_disk_gb: number;
+  /** (reserved + used DISK_GB) × 1024 */
+  disk_mb_used: number;
   vcpus_total: number;
   vcpus_used: number;
+  cpu_allocation_ratio: number;
+  ram_allocation_ratio: number;
+  disk_allocation_ratio: number;
+  /** uuids of the instances on the host (Nova's HostState.instances keys) */
+  instances: string[];
   num_instances: number;
+  /** instances building on the host (Nova's io_workload) */
+  num_io_ops: number;
   failed_builds: number;
   hypervisor_type: string;
   hypervisor_version: number;
   host_ip: string;
-  supported_instances: [string, string, string][];
+  /** [architecture, hypervisor_type, vm_mode] triples */
+  supported_instances: readonly (readonly [string, string, string])[];
+  /** compute monitor metrics by name (Nova's MonitorMetricList, as a map) */
+  metrics: Readonly<Record<string, number>>;
+  /** the compute node's stats dict (num_instances, io_workload, failed_builds, …), values as text */
+  stats: Readonly<Record<string, string>>;
   service: {
     disabled: boolean;
     disabled_reason: string | null;
@@ -55,20 +89,37 @@ export interface ImageSpec {
   properties: Record<string, string>;
 }
 
+export type ServerGroupPolicy = "affinity" | "anti-affinity" | "soft-affinity" | "soft-anti-affinity";
+
+/** Nova's RequestSpec.instance_group, resolved by the caller from scheduler_hints.group. */
+export interface InstanceGroup {
+  uuid?: string;
+  policy: ServerGroupPolicy;
+  rules: { max_server_per_host?: number };
+  /** uuids of every member, the instances being scheduled included */
+  members: string[];
+  /** hosts of the members already placed (the scheduler adds each host it picks) */
+  hosts: string[];
+}
+
 /** Nova's RequestSpec, as much of it as the scheduler reads. */
 export interface RequestSpec {
   project_id: string;
   user_id?: string;
   flavor: FlavorSpec;
   image: ImageSpec;
-  /** requested AZ, possibly in az, az:host, az::node or az:host:node form */
+  /** requested AZ (the API splits az:host:node into this and force_hosts/force_nodes) */
   availability_zone?: string;
+  /** Nova's scheduler hints: each value a string or a list of strings */
   scheduler_hints: Record<string, unknown>;
   num_instances: number;
   ignore_hosts?: string[];
   force_hosts?: string[];
   force_nodes?: string[];
   requested_destination?: { host?: string; node?: string };
+  instance_group?: InstanceGroup;
+  /** the instance being placed now (set by the scheduler for each instance of a multi-create) */
+  instance_uuid?: string;
 }
 
 export interface Selection {
@@ -79,45 +130,97 @@ export interface Selection {
   resources: ResourceAmounts;
 }
 
-export type FilterResult =
-  | { pass: true }
-  | {
-      pass: false;
-      /** about this host, for the explanation: "host is in availability zone az1, not az2" */
-      reason: string;
-      /**
-       * the same for every host it rejects, in the plural, for NoValidHost's summary:
-       * "are not in availability zone az2". Rejections are counted by it.
-       */
-      summary?: string;
-    };
+/** Why a stage turned a host away. Host-independent `summary`s are what rejections are counted by. */
+export interface Rejection {
+  /** plural and host-independent, for the summary: "are not in availability zone az2" */
+  summary: string;
+  /** about this host, when it says more than the summary: "host is in az1, not az2" */
+  reason?: string;
+  /** Placement's resource shortfall, for "largest free" */
+  fit?: ResourceFitFailure;
+}
 
 export interface FilterContext {
   /** 0 for the first instance of a multi-create, 1 for the next, … */
   index: number;
-  config: import("../config.js").SchedulerConfig;
+  config: SchedulerConfig;
+  /**
+   * The fleet's indexes, when the caller has them: a filter may answer from them (by the host's
+   * position `i` in the fleet) instead of scanning each host. Both answers must agree.
+   */
+  fleet?: FleetIndex;
 }
 
+/**
+ * Static parts of a host a verdict may depend on alone: its aggregates; its traits; its
+ * hypervisor (supported_instances, hypervisor_type and _version); the names of its metrics; its
+ * compute service's state.
+ */
+export type HostFacet = "aggregates" | "traits" | "hypervisor" | "metrics" | "service";
+
+/** A host's check for one request: null when the host passes. `i` is its position in the fleet. */
+export type HostCheck = (host: HostState, i: number) => Rejection | null;
+
 export interface HostFilter {
+  /** Nova's class name, as enabled_filters names it */
   name: string;
   /** Nova's run_filter_once_per_request: skipped for the 2nd+ instance of a multi-create. */
   runOncePerRequest: boolean;
-  hostPasses(host: HostState, spec: RequestSpec, ctx: FilterContext): FilterResult;
+  /**
+   * The one static part of the host the verdict depends on, when there is one: the verdict is then
+   * computed once per distinct value of it (hosts sharing their aggregates, traits, …) and reused.
+   */
+  reads?: HostFacet;
+  /** The check for this request, or null when the request asks nothing of this filter (all pass). */
+  prepare(spec: RequestSpec, ctx: FilterContext): HostCheck | null;
+}
+
+export interface WeigherContext {
+  config: SchedulerConfig;
+  fleet?: FleetIndex;
 }
 
 export interface Weigher {
+  /** Nova's class name */
   name: string;
-  multiplier(config: import("../config.js").SchedulerConfig): number;
-  /**
-   * raw value; normalized by the pipeline as Nova's nova/weights.py normalize():
-   * (v − min) ÷ (max − min), where min/max are `minval`/`maxval` when set, else observed.
-   * With minval 0 (RAM, disk, CPU weighers) that is value ÷ max over the candidates.
-   */
-  weigh(host: HostState, spec: RequestSpec): number;
+  /** the multiplier's option, also the aggregate metadata key overriding it (Nova's get_weight_multiplier) */
+  multiplierOption: keyof SchedulerConfig & `${string}weight_multiplier`;
+  /** BuildFailureWeigher: the multiplier is applied negated */
+  negated?: boolean;
   /** Nova's BaseWeigher.minval: raw values are clamped to it and it is the normalization floor. */
   minval?: number;
   /** Nova's BaseWeigher.maxval: raw values are clamped to it and it is the normalization ceiling. */
   maxval?: number;
+  /** The raw value for this request, or null when every host weighs 0 for it. */
+  prepare(spec: RequestSpec, ctx: WeigherContext): ((host: HostState, i: number) => number) | null;
+}
+
+/** What the fleet knows beyond each host: lookups filters and weighers may use by host position. */
+/** Numeric host fields the fleet keeps as arrays by position (read thousands of times per decision). */
+export type HostNumber =
+  | "free_ram_mb"
+  | "free_disk_mb"
+  | "vcpus_total"
+  | "vcpus_used"
+  | "cpu_allocation_ratio"
+  | "num_instances"
+  | "num_io_ops"
+  | "failed_builds";
+
+export interface FleetIndex {
+  /** the field's value by position, always equal to the host state's */
+  column(field: HostNumber): Float64Array;
+  /** a metric's value by position, and whether the host reports it */
+  metric(name: string): { value: Float64Array; has: Uint8Array };
+  /** a mask by position of the hosts with these names */
+  named(names: Iterable<string>, caseInsensitive?: boolean): Uint8Array;
+  /** position → id of its aggregate list (hosts sharing their aggregates share an id) */
+  readonly aggregateSetOf: Int32Array;
+  readonly aggregateSetCount: number;
+  /** positions of the hosts holding any of these instances */
+  hostsWith(instanceUuids: readonly string[]): Set<number>;
+  /** per host position, how many of these instances it holds (hosts holding none are absent) */
+  countsOf(instanceUuids: readonly string[]): Map<number, number>;
 }
 
 export interface WeighedHost {
@@ -143,14 +246,15 @@ export interface HostRejection {
   host: string;
   nodename: string;
   reason: string;
-  /** host-independent phrase rejections are grouped by (see FilterResult.summary) */
+  /** host-independent phrase rejections are grouped by (see Rejection.summary) */
   summary: string;
   fit?: ResourceFitFailure;
 }
 
-export interface StageExplanation {
-  /** "requested_destination", "ignore_hosts", "force_hosts", "force_nodes", "exclude_hosts",
-   * "resource_fit", or a filter's Nova name */
+/** One stage with every rejected host and its reason. */
+export interface DetailedStage {
+  /** "previous_instance", "requested_destination", "ignore_hosts", "force_hosts", "force_nodes",
+   * "exclude_hosts", "placement", or a filter's Nova name */
   stage: string;
   hosts_in: number;
   hosts_passed: number;
@@ -159,19 +263,81 @@ export interface StageExplanation {
   skipped?: string;
 }
 
-export interface WeigherExplanation {
-  weigher: string;
-  hosts: { host: string; nodename: string; raw: number; normalized: number; multiplier: number }[];
+export interface WeigherValues {
+  host: string;
+  nodename: string;
+  raw: number;
+  normalized: number;
+  multiplier: number;
 }
 
-export interface DecisionExplanation {
+export interface DetailedWeigher {
+  weigher: string;
+  hosts: WeigherValues[];
+}
+
+export interface RankedHost {
+  host: string;
+  nodename: string;
+  weight: number;
+}
+
+/** Everything about one decision, host by host (the plan CLI prints it; it grows with the fleet). */
+export interface DetailedExplanation {
   /** the instance's index in a multi-create */
   index: number;
   /** what a claim must allocate (resourcesFromFlavor) */
   requested: ResourceAmounts;
-  stages: StageExplanation[];
+  /** hosts the decision started from (the fleet) */
+  hosts: number;
+  stages: DetailedStage[];
   /** empty when at most one host survived: Nova does not weigh a single candidate */
-  weighers: WeigherExplanation[];
+  weighers: DetailedWeigher[];
   /** hosts in final weighed order */
-  order: { host: string; nodename: string; weight: number }[];
+  order: RankedHost[];
+}
+
+/** Rejections of one stage sharing a summary. */
+export interface RejectionGroup {
+  summary: string;
+  count: number;
+  /** the first few hosts, in fleet order */
+  sample: string[];
+  /** "lacked" groups: the request and the most any of these hosts had free */
+  capacity?: { resource_class: string; requested: number; largest_free: number };
+}
+
+export interface CompactStage {
+  stage: string;
+  hosts_in: number;
+  hosts_passed: number;
+  rejected: RejectionGroup[];
+  skipped?: string;
+}
+
+/**
+ * One decision, bounded whatever the fleet's size (compactExplanation): counts per stage,
+ * rejections grouped with a capped sample, weigher values and the order for the top hosts only.
+ * This is what is stored on the instance and what the dry run returns.
+ */
+export interface DecisionExplanation {
+  index: number;
+  requested: ResourceAmounts;
+  hosts: number;
+  stages: CompactStage[];
+  /** hosts that passed every stage */
+  candidates: number;
+  /** per weigher, the values of the top hosts (in `order`) */
+  weighers: DetailedWeigher[];
+  /** the top hosts in weighed order */
+  order: RankedHost[];
+  /** the host this instance went to, when it got one */
+  chosen?: ChosenHost;
+}
+
+/** The chosen host's place in the order and its weighers' values: why it won. */
+export interface ChosenHost extends RankedHost {
+  /** 0 for the best weighed; more when host_subset_size, a shuffle or a lost claim moved past it */
+  rank: number;
+  weighers: { weigher: string; raw: number; normalized: number; multiplier: number }[];
 }

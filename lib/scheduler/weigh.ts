@@ -1,6 +1,10 @@
-// Nova's BaseWeightHandler.get_weighed_objects and nova/weights.py normalize(), in TypeScript.
+// Nova's BaseWeightHandler.get_weighed_objects and nova/weights.py normalize(): each weigher's
+// raw values, clamped to its minval/maxval, normalized over the candidates, times the host's
+// multiplier, summed in weigher order. Values live in arrays aligned with the candidates.
 import type { SchedulerConfig } from "../config.js";
-import type { HostState, RequestSpec, WeighedHost, Weigher, WeigherExplanation } from "./types.js";
+import { weightMultiplier } from "./aggregates.js";
+import type { Fleet, MultiplierTable } from "./fleet.js";
+import type { HostState, RequestSpec, Weigher } from "./types.js";
 
 /**
  * Nova's normalize(weight_list, minval, maxval): maps values onto 0..1 as (v − min) ÷ (max − min),
@@ -8,61 +12,127 @@ import type { HostState, RequestSpec, WeighedHost, Weigher, WeigherExplanation }
  * value normalizes to 0. So with observed bounds equal values all weigh 0; with minval = 0 (the
  * RAM weigher) it is v ÷ max, and equal non-zero values all weigh 1 — either way ties stay ties.
  */
-export function normalize(values: readonly number[], minval?: number, maxval?: number): number[] {
-  if (values.length === 0) return [];
-  // reduce, not Math.max(...values): a large fleet would overflow the argument list.
-  const max = maxval ?? values.reduce((a, b) => Math.max(a, b));
-  const min = minval ?? values.reduce((a, b) => Math.min(a, b));
-  if (min === max) return values.map(() => 0);
+export function normalize(values: ArrayLike<number>, minval?: number, maxval?: number): number[] {
+  const n = values.length;
+  if (n === 0) return [];
+  const { min, max } = bounds(values, minval, maxval);
+  if (min === max) return Array.from({ length: n }, () => 0);
   const range = max - min;
-  return values.map((v) => (v - min) / range);
+  return Array.from(values, (v) => (v - min) / range);
 }
 
-/**
- * Weight = Σ over weighers of multiplier × normalized raw value; sorted by weight descending,
- * ties by host then node name so the order is deterministic. A single candidate is returned
- * unweighed (weight 0), as Nova does.
- */
-export function weighHosts(
-  hosts: readonly HostState[],
-  spec: RequestSpec,
-  weighers: readonly Weigher[],
-  config: SchedulerConfig,
-): { weighed: WeighedHost[]; explanations: WeigherExplanation[] } {
-  const weighed: WeighedHost[] = hosts.map((host) => ({ host, weight: 0 }));
-  const explanations: WeigherExplanation[] = [];
-  if (weighed.length <= 1) return { weighed, explanations };
-
-  for (const weigher of weighers) {
-    const raw = hosts.map((h) => weigher.weigh(h, spec));
-    // BaseWeigher.weigh_objects: don't let a weight go beyond the weigher's bounds.
-    const bounded = raw.map((v) => clamp(v, weigher.minval, weigher.maxval));
-    const normalized = normalize(bounded, weigher.minval, weigher.maxval);
-    const multiplier = weigher.multiplier(config);
-    const entries: WeigherExplanation["hosts"] = [];
-    weighed.forEach((w, i) => {
-      const n = normalized[i]!;
-      w.weight += multiplier * n;
-      entries.push({ host: w.host.host, nodename: w.host.nodename, raw: raw[i]!, normalized: n, multiplier });
-    });
-    explanations.push({ weigher: weigher.name, hosts: entries });
+function bounds(values: ArrayLike<number>, minval?: number, maxval?: number): { min: number; max: number } {
+  let min = minval ?? values[0]!;
+  let max = maxval ?? values[0]!;
+  // A loop, not Math.max(...values): a large fleet would overflow the argument list.
+  for (let j = 0; j < values.length; j++) {
+    const v = values[j]!;
+    if (maxval === undefined && v > max) max = v;
+    if (minval === undefined && v < min) min = v;
   }
-  weighed.sort(byWeightThenName);
-  return { weighed, explanations };
+  return { min, max };
 }
 
-function clamp(v: number, min?: number, max?: number): number {
+/** BaseWeigher.weigh_objects: a raw value never goes beyond the weigher's bounds. */
+export function clamp(v: number, min?: number, max?: number): number {
   if (min !== undefined && v < min) return min;
   if (max !== undefined && v > max) return max;
   return v;
 }
 
-function byWeightThenName(a: WeighedHost, b: WeighedHost): number {
-  if (a.weight !== b.weight) return b.weight - a.weight;
-  return compare(a.host.host, b.host.host) || compare(a.host.nodename, b.host.nodename);
+/** One weigher's contribution over the candidates. */
+export interface WeigherRun {
+  weigher: Weigher;
+  /** raw values (before clamping), aligned with the candidates */
+  raw: Float64Array;
+  /** normalization bounds actually used; equal means every value normalized to 0 */
+  min: number;
+  max: number;
+  /** the multiplier of each host: overrides applied, sign included */
+  multipliers: MultiplierTable;
 }
 
-// Code-point order, not locale order: the same on every Lambda.
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+export interface Weighing {
+  /** candidate positions in the fleet, in fleet order */
+  candidates: Int32Array;
+  /** final weight per candidate */
+  weights: Float64Array;
+  /** empty when at most one candidate: Nova does not weigh a single host */
+  runs: WeigherRun[];
+}
+
+export function normalizedValue(run: WeigherRun, j: number): number {
+  if (run.min === run.max) return 0;
+  return (clamp(run.raw[j]!, run.weigher.minval, run.weigher.maxval) - run.min) / (run.max - run.min);
+}
+
+export function multiplierAt(fleet: Fleet, run: WeigherRun, position: number): number {
+  return run.multipliers.at(fleet.hosts[position]!, fleet.aggregateSetOf[position]!);
+}
+
+/** Weigh the candidates: Σ multiplier × normalized, in weigher order, exactly as Nova sums them. */
+export function weighCandidates(
+  fleet: Fleet,
+  candidates: Int32Array,
+  spec: RequestSpec,
+  weighers: readonly Weigher[],
+  config: SchedulerConfig,
+): Weighing {
+  const n = candidates.length;
+  const weights = new Float64Array(n);
+  const runs: WeigherRun[] = [];
+  if (n <= 1) return { candidates, weights, runs };
+  const hosts = fleet.hosts;
+  const classOf = fleet.aggregateSetOf;
+  const ctx = { config, fleet };
+  for (const weigher of weighers) {
+    const raw = new Float64Array(n);
+    const { minval, maxval } = weigher;
+    const clamped = minval !== undefined || maxval !== undefined;
+    const bounded = clamped ? new Float64Array(n) : raw;
+    const value = weigher.prepare(spec, ctx);
+    if (value) {
+      for (let j = 0; j < n; j++) {
+        const i = candidates[j]!;
+        const v = value(hosts[i]!, i);
+        raw[j] = v;
+        if (clamped) bounded[j] = clamp(v, minval, maxval);
+      }
+    } else if (clamped) {
+      bounded.fill(clamp(0, minval, maxval));
+    }
+    const { min, max } = bounds(bounded, minval, maxval);
+    const table = fleet.multipliers(
+      weigher.multiplierOption,
+      config[weigher.multiplierOption],
+      weigher.negated,
+    );
+    runs.push({ weigher, raw, min, max, multipliers: table });
+    if (min === max) {
+      // Every normalized value is 0: adding (finite × 0) changes no weight; only a non-finite
+      // multiplier (aggregate metadata "inf") would, as it does in Nova.
+      if (table.uniform !== undefined && Number.isFinite(table.uniform)) continue;
+      for (let j = 0; j < n; j++) {
+        const i = candidates[j]!;
+        weights[j] = weights[j]! + table.at(hosts[i]!, classOf[i]!) * 0;
+      }
+      continue;
+    }
+    const range = max - min;
+    if (table.uniform !== undefined) {
+      const m = table.uniform;
+      for (let j = 0; j < n; j++) weights[j] = weights[j]! + m * ((bounded[j]! - min) / range);
+    } else {
+      for (let j = 0; j < n; j++) {
+        const i = candidates[j]!;
+        weights[j] = weights[j]! + table.at(hosts[i]!, classOf[i]!) * ((bounded[j]! - min) / range);
+      }
+    }
+  }
+  return { candidates, weights, runs };
+}
+
+/** Nova's weigher.weight_multiplier(host_state), unsigned. */
+export function hostMultiplier(host: HostState, weigher: Weigher, configured: number): number {
+  return weightMultiplier(host.aggregates, weigher.multiplierOption, configured);
 }

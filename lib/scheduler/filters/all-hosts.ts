@@ -5,5 +5,5 @@ export const AllHostsFilter: HostFilter = {
   name: "AllHostsFilter",
   // The list of hosts does not change within a request.
   runOncePerRequest: true,
-  hostPasses: () => ({ pass: true }),
+  prepare: () => null,
 };

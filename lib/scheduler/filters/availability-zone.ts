@@ -1,4 +1,6 @@
-// Nova's AvailabilityZoneFilter: only hosts in the requested availability zone.
+// Nova's AvailabilityZoneFilter: only hosts in the requested availability zone. A host's zones are
+// its aggregates' `availability_zone` metadata, else [DEFAULT] default_availability_zone.
+import { aggregateMetadataByHost } from "../aggregates.js";
 import type { HostFilter } from "../types.js";
 
 export interface ParsedAvailabilityZone {
@@ -27,17 +29,20 @@ export const AvailabilityZoneFilter: HostFilter = {
   name: "AvailabilityZoneFilter",
   // Availability zones do not change within a request.
   runOncePerRequest: true,
-  hostPasses(host, spec, ctx) {
+  reads: "aggregates",
+  prepare(spec, ctx) {
     // Only the az part is compared; a forced host/node is the force_* stages' business.
-    const requested = spec.availability_zone?.split(":")[0];
-    if (!requested) return { pass: true };
-    // A host in no AZ aggregate is in [DEFAULT] default_availability_zone.
-    const hostZone = host.availability_zone || ctx.config.default_availability_zone;
-    if (hostZone === requested) return { pass: true };
-    return {
-      pass: false,
-      reason: `host is in availability zone ${hostZone}, not ${requested}`,
-      summary: `are not in availability zone ${requested}`,
+    const requested = spec.availability_zone
+      ? parseAvailabilityZone(spec.availability_zone)?.zone
+      : undefined;
+    if (!requested) return null;
+    const summary = `are not in availability zone ${requested}`;
+    const fallback = ctx.config.default_availability_zone;
+    return (host) => {
+      const zones = aggregateMetadataByHost(host.aggregates).get("availability_zone");
+      if (zones ? zones.has(requested) : requested === fallback) return null;
+      const actual = zones ? [...zones].join(", ") : fallback;
+      return { summary, reason: `host is in availability zone ${actual}, not ${requested}` };
     };
   },
 };

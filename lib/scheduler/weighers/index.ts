@@ -1,9 +1,30 @@
 // [filter_scheduler] weight_classes names → weighers. One file per weigher; add new ones here.
 import { SchedulerWeigherNotFound } from "../errors.js";
 import type { Weigher } from "../types.js";
+import { BuildFailureWeigher } from "./build-failure.js";
+import { CPUWeigher } from "./cpu.js";
+import { DiskWeigher } from "./disk.js";
+import { IoOpsWeigher } from "./io-ops.js";
+import { MetricsWeigher } from "./metrics.js";
+import { NumInstancesWeigher } from "./num-instances.js";
 import { RAMWeigher } from "./ram.js";
+import { ServerGroupSoftAffinityWeigher } from "./server-group-soft-affinity.js";
+import { ServerGroupSoftAntiAffinityWeigher } from "./server-group-soft-anti-affinity.js";
 
-export const WEIGHERS: ReadonlyMap<string, Weigher> = new Map([RAMWeigher].map((w) => [w.name, w]));
+/** In Nova's module order (nova/scheduler/weights/*.py), the order all_weighers gives them in. */
+export const WEIGHERS: ReadonlyMap<string, Weigher> = new Map(
+  [
+    ServerGroupSoftAffinityWeigher,
+    ServerGroupSoftAntiAffinityWeigher,
+    BuildFailureWeigher,
+    CPUWeigher,
+    DiskWeigher,
+    IoOpsWeigher,
+    MetricsWeigher,
+    NumInstancesWeigher,
+    RAMWeigher,
+  ].map((w) => [w.name, w]),
+);
 
 /** Nova's default weight_classes value: every available weigher. */
 const ALL_WEIGHERS = "all_weighers";

@@ -1,6 +1,14 @@
 // Builders for scheduler tests: a realistic default host and request, overridable per case.
 import { SCHEDULER_DEFAULTS, type SchedulerConfig } from "../../../lib/config.js";
-import type { FlavorSpec, HostResource, HostState, RequestSpec } from "../../../lib/scheduler/types.js";
+import { Fleet } from "../../../lib/scheduler/fleet.js";
+import type {
+  FilterContext,
+  FlavorSpec,
+  HostAggregate,
+  HostResource,
+  HostState,
+  RequestSpec,
+} from "../../../lib/scheduler/types.js";
 
 /** Placement's capacity, computed here the way the host-state builder does: (total − reserved) × ratio. */
 export function inventory(
@@ -33,19 +41,33 @@ export function host(name: string, overrides: HostOverrides = {}): HostState {
       MEMORY_MB: inventory(65536, { reserved: 512, ratio: 1.5 }),
       DISK_GB: inventory(1000),
     },
-    free_ram_mb: 97536,
+    free_ram_mb: 65024,
     free_disk_mb: 1000 * 1024,
+    total_usable_ram_mb: 65536,
+    total_usable_disk_gb: 1000,
+    disk_mb_used: 0,
     vcpus_total: 16,
     vcpus_used: 0,
+    cpu_allocation_ratio: 16,
+    ram_allocation_ratio: 1.5,
+    disk_allocation_ratio: 1,
+    instances: [],
     num_instances: 0,
+    num_io_ops: 0,
     failed_builds: 0,
     hypervisor_type: "fake",
     hypervisor_version: 1,
     host_ip: "10.0.0.1",
     supported_instances: [["x86_64", "fake", "hvm"]],
+    metrics: {},
+    stats: {},
     ...rest,
     service: { disabled: false, disabled_reason: null, forced_down: false, up: true, ...service },
   };
+}
+
+export function aggregate(id: string, metadata: Record<string, string> = {}, name = id): HostAggregate {
+  return { id, name, metadata };
 }
 
 export function flavor(overrides: Partial<FlavorSpec> = {}): FlavorSpec {
@@ -79,6 +101,19 @@ export function config(overrides: Partial<SchedulerConfig> = {}): SchedulerConfi
     ...d,
     enabled_filters: [...d.enabled_filters],
     weight_classes: [...d.weight_classes],
+    isolated_hosts: [...d.isolated_hosts],
+    isolated_images: [...d.isolated_images],
+    metrics_weight_setting: [...d.metrics_weight_setting],
     ...overrides,
   };
+}
+
+/** A fleet of these hosts; aggregates default to those the hosts are in. */
+export function fleet(hosts: HostState[], aggregates?: HostAggregate[]): Fleet {
+  const all = aggregates ?? [...new Map(hosts.flatMap((h) => h.aggregates).map((a) => [a.id, a])).values()];
+  return new Fleet(hosts, all);
+}
+
+export function filterContext(overrides: Partial<SchedulerConfig> = {}, index = 0): FilterContext {
+  return { index, config: config(overrides) };
 }

@@ -1,0 +1,52 @@
+// Nova's ComputeCapabilitiesFilter: flavor extra specs scoped `capabilities:` (a path into the
+// host: an attribute, its stats, then nested keys) must match the host, with extra_specs_ops'
+// operators. An unscoped key is checked only when the host has such an attribute or stat;
+// keys in any other scope are not this filter's.
+import { matchExtraSpec } from "../extra-specs-ops.js";
+import { hasHostAttribute, hostCapability, isFloatAttribute } from "../host-view.js";
+import { pyStr } from "../python.js";
+import type { HostFilter, Rejection } from "../types.js";
+
+interface Requirement {
+  key: string;
+  scope: string[];
+  req: string;
+  /** unscoped: only checked where the host has the attribute or stat */
+  unscoped: boolean;
+  rejection: Rejection;
+}
+
+export const ComputeCapabilitiesFilter: HostFilter = {
+  name: "ComputeCapabilitiesFilter",
+  // Instance type and host capabilities do not change within a request.
+  runOncePerRequest: true,
+  prepare(spec) {
+    const requirements: Requirement[] = [];
+    for (const [key, req] of Object.entries(spec.flavor.extra_specs)) {
+      const scope = key.split(":");
+      const unscoped = scope.length === 1;
+      if (!unscoped && scope.shift() !== "capabilities") continue;
+      requirements.push({
+        key,
+        scope,
+        req,
+        unscoped,
+        rejection: { summary: `do not match extra spec ${key}=${req}` },
+      });
+    }
+    if (requirements.length === 0) return null;
+    return (host) => {
+      for (const r of requirements) {
+        if (r.unscoped && !hasHostAttribute(r.key) && !(r.key in host.stats)) continue;
+        const cap = hostCapability(host, r.scope);
+        if (cap === undefined)
+          return { ...r.rejection, reason: `host has no capability ${r.scope.join(":")}` };
+        const value = pyStr(cap, r.scope.length === 1 && isFloatAttribute(r.scope[0]!));
+        if (!matchExtraSpec(value, r.req)) {
+          return { ...r.rejection, reason: `capability ${r.scope.join(":")} is ${value}, not ${r.req}` };
+        }
+      }
+      return null;
+    };
+  },
+};

@@ -1,0 +1,38 @@
+// Nova's IsolatedHostsFilter: [filter_scheduler] isolated_images run only on isolated_hosts and,
+// with restrict_isolated_hosts_to_isolated_images (the default), isolated hosts run nothing else.
+import type { HostFilter, HostState } from "../types.js";
+
+export const IsolatedHostsFilter: HostFilter = {
+  name: "IsolatedHostsFilter",
+  // The configuration does not change within a request.
+  runOncePerRequest: true,
+  prepare(spec, ctx) {
+    const {
+      isolated_hosts,
+      isolated_images,
+      restrict_isolated_hosts_to_isolated_images: restrict,
+    } = ctx.config;
+    const hosts = new Set(isolated_hosts);
+    const mask = ctx.fleet?.named(isolated_hosts);
+    const isIsolated = mask
+      ? (_h: HostState, i: number) => mask[i] === 1
+      : (h: HostState) => hosts.has(h.host);
+    if (isolated_images.length === 0) {
+      // No images to match: isolated hosts are out when restricted, else everyone passes.
+      if (!restrict || hosts.size === 0) return null;
+      const isolated = { summary: "are isolated hosts", reason: "host is isolated and no image is" };
+      return (host, i) => (isIsolated(host, i) ? isolated : null);
+    }
+    const imageIsolated = isolated_images.includes(spec.image.id);
+    if (imageIsolated) {
+      const notIsolated = { summary: "are not isolated hosts", reason: `image ${spec.image.id} is isolated` };
+      return (host, i) => (isIsolated(host, i) ? null : notIsolated);
+    }
+    if (!restrict) return null;
+    const isolated = {
+      summary: "are isolated hosts",
+      reason: `host is isolated, image ${spec.image.id} is not`,
+    };
+    return (host, i) => (isIsolated(host, i) ? isolated : null);
+  },
+};

@@ -1,0 +1,98 @@
+// Nova's JsonFilter: scheduler hint `query`, a JSON expression over the host's attributes:
+//   ["and", [">=", "$free_ram_mb", 1024], ["in", "$host", "host-1", "host-2"]]
+// Operators = < > in <= >= (the first argument against every other), not (negates each argument,
+// giving a list), or, and. "$name" reads a host attribute, "$name.key" a key of a dict attribute.
+// Python's semantics throughout: a list result passes if any element is true, a missing
+// attribute is dropped from the arguments, and a comparison needs at least two arguments.
+import { schedulerHint } from "../hints.js";
+import { hostAttribute } from "../host-view.js";
+import { pyCompare, pyEquals, truthy } from "../python.js";
+import type { HostFilter, HostState, Rejection } from "../types.js";
+
+class InvalidQuery extends Error {}
+
+type Command = (args: unknown[]) => unknown;
+
+/** _op_compare: the first argument against all the others; Python's TypeError makes the query invalid. */
+const compare =
+  (ok: (d: number) => boolean): Command =>
+  (args) => {
+    if (args.length < 2) return false;
+    return args.slice(1).every((arg) => {
+      const d = pyCompare(args[0], arg);
+      if (d === undefined)
+        throw new InvalidQuery(`cannot order ${JSON.stringify(args[0])} and ${JSON.stringify(arg)}`);
+      return ok(d);
+    });
+  };
+
+const COMMANDS: Readonly<Record<string, Command>> = {
+  "=": (args) => args.length >= 2 && args.slice(1).every((arg) => pyEquals(args[0], arg)),
+  "<": compare((d) => d < 0),
+  ">": compare((d) => d > 0),
+  in: (args) => args.length >= 2 && args.slice(1).some((arg) => pyEquals(args[0], arg)),
+  "<=": compare((d) => d <= 0),
+  ">=": compare((d) => d >= 0),
+  not: (args) => args.map((arg) => !truthy(arg)),
+  or: (args) => args.some(truthy),
+  and: (args) => args.every(truthy),
+};
+
+export const JsonFilter: HostFilter = {
+  name: "JsonFilter",
+  runOncePerRequest: false,
+  prepare(spec) {
+    const hint = schedulerHint(spec, "query");
+    if (!truthy(hint)) return null;
+    let query: unknown = hint;
+    if (typeof hint === "string") {
+      try {
+        query = JSON.parse(hint);
+      } catch {
+        const invalid = { summary: "cannot be matched: the query hint is not JSON" };
+        return () => invalid;
+      }
+    }
+    const summary = `do not match the query ${typeof hint === "string" ? hint : JSON.stringify(hint)}`;
+    const rejection: Rejection = { summary };
+    return (host) => {
+      let result: unknown;
+      try {
+        result = evaluate(query, host);
+      } catch (e) {
+        if (!(e instanceof InvalidQuery)) throw e;
+        return { summary, reason: `the query is invalid for this host: ${e.message}` };
+      }
+      const passes = Array.isArray(result) ? result.some(truthy) : truthy(result);
+      return passes ? null : rejection;
+    };
+  },
+};
+
+function evaluate(query: unknown, host: HostState): unknown {
+  if (!truthy(query)) return true;
+  if (!Array.isArray(query)) throw new InvalidQuery("a query is a list");
+  const command =
+    typeof query[0] === "string" && Object.hasOwn(COMMANDS, query[0]) ? COMMANDS[query[0]] : undefined;
+  if (!command) throw new InvalidQuery(`unknown operator ${JSON.stringify(query[0])}`);
+  const args: unknown[] = [];
+  for (let arg of query.slice(1)) {
+    if (Array.isArray(arg)) arg = evaluate(arg, host);
+    else if (typeof arg === "string") arg = lookup(arg, host);
+    if (arg !== undefined && arg !== null) args.push(arg);
+  }
+  return command(args);
+}
+
+/** _parse_string: "$attr.key…" reads the host; other text is itself; "" is None. */
+function lookup(text: string, host: HostState): unknown {
+  if (!text) return undefined;
+  if (!text.startsWith("$")) return text;
+  const [name, ...path] = text.slice(1).split(".");
+  let obj = hostAttribute(host, name!);
+  for (const key of path) {
+    if (obj === undefined || obj === null || typeof obj !== "object" || Array.isArray(obj)) return undefined;
+    obj = (obj as Record<string, unknown>)[key];
+  }
+  return obj ?? undefined;
+}

@@ -1,0 +1,131 @@
+// Placement's allocation candidates, decided in memory host by host: the prefilters' aggregates,
+// then required and forbidden traits, then the resources (capacity, min_unit, max_unit,
+// step_size). The claim (a conditional write) remains the authority; this only narrows.
+
+import type { Fleet } from "./fleet.js";
+import type { StageCheck } from "./pipeline.js";
+import { COMPUTE_STATUS_DISABLED, type PlacementRequest } from "./prefilters.js";
+import { failure, fitSummary, resourceFit } from "./resource-fit.js";
+import type { HostCheck, HostState, Rejection, ResourceFitFailure } from "./types.js";
+
+/**
+ * Placement's checks for `req`, in order; the aggregate one reads only aggregates. With the fleet,
+ * resources are read from its columns.
+ */
+export function placementChecks(req: PlacementRequest, fleet?: Fleet): StageCheck[] {
+  if (req.failure) {
+    const refused: Rejection = { summary: `are refused by a request filter: ${req.failure}` };
+    return [{ check: () => refused }];
+  }
+  const checks: StageCheck[] = [];
+  const memberOf = req.member_of.map((m) => ({
+    ids: new Set(m.aggregates),
+    rejection: { summary: m.summary },
+  }));
+  const forbidden = req.forbidden_aggregates.map((m) => ({
+    ids: new Set(m.aggregates),
+    rejection: { summary: m.summary },
+  }));
+  if (memberOf.length > 0 || forbidden.length > 0) {
+    checks.push({
+      reads: "aggregates",
+      check: (host) => {
+        for (const m of memberOf) if (!inAny(host, m.ids)) return m.rejection;
+        for (const m of forbidden) if (inAny(host, m.ids)) return m.rejection;
+        return null;
+      },
+    });
+  }
+  const required = req.required_traits;
+  const unwanted = req.forbidden_traits;
+  if (required.length > 0 || unwanted.length > 0) {
+    const lacking = required.map((t) => ({ summary: `lack trait ${t}` }));
+    const having = unwanted.map((t) => ({
+      summary: t === COMPUTE_STATUS_DISABLED ? "are disabled" : `have forbidden trait ${t}`,
+    }));
+    checks.push({
+      reads: "traits",
+      check: (host) => {
+        for (let k = 0; k < required.length; k++) if (!host.traits.includes(required[k]!)) return lacking[k]!;
+        for (let k = 0; k < unwanted.length; k++) if (host.traits.includes(unwanted[k]!)) return having[k]!;
+        return null;
+      },
+    });
+  }
+  checks.push({ check: fleet ? resourceCheckOnColumns(req, fleet) : resourceCheck(req) });
+  return checks;
+}
+
+/** Placement's resource rule (resourceFit), the rejection's summary made once per class and violation. */
+function resourceCheck(req: PlacementRequest): HostCheck {
+  const resources = Object.entries(req.resources);
+  const summaries = summaryCache();
+  return (host) => {
+    const fit = resourceFit(host, resources);
+    return fit ? { summary: summaries(fit), fit } : null;
+  };
+}
+
+/** resourceCheck over the fleet's resource columns: the same rule, the same answers, no lookups by name. */
+function resourceCheckOnColumns(req: PlacementRequest, fleet: Fleet): HostCheck {
+  const classes = Object.keys(req.resources);
+  const amounts = classes.map((rc) => req.resources[rc]!);
+  const columns = classes.map((rc) => fleet.resourceColumn(rc));
+  const summaries = summaryCache();
+  const reject = (fit: ResourceFitFailure): Rejection => ({ summary: summaries(fit), fit });
+  // Hosts short of a class mostly share their shortfall: one rejection per amount left.
+  const short = classes.map(() => new Map<number, Rejection>());
+  const lacking = (k: number, capacity: number, used: number): Rejection => {
+    const fit = failure(classes[k]!, "capacity", amounts[k]!, capacity, used);
+    let r = short[k]!.get(fit.free);
+    if (!r) {
+      r = reject(fit);
+      short[k]!.set(fit.free, r);
+    }
+    return r;
+  };
+  return (_host, i) => {
+    for (let k = 0; k < classes.length; k++) {
+      const rc = classes[k]!;
+      const amount = amounts[k]!;
+      const col = columns[k];
+      if (col === undefined || col.has[i] === 0) {
+        return reject({ resource_class: rc, violation: "missing", requested: amount, free: 0 });
+      }
+      const capacity = col.capacity[i]!;
+      const used = col.used[i]!;
+      if (amount < col.min_unit[i]!)
+        return reject(failure(rc, "min_unit", amount, capacity, used, col.min_unit[i]));
+      if (amount > col.max_unit[i]!)
+        return reject(failure(rc, "max_unit", amount, capacity, used, col.max_unit[i]));
+      const step = col.step_size[i]!;
+      // (integer modulo only where it can matter: a double one costs more than the rest)
+      if (step > 1 && amount % step !== 0)
+        return reject(failure(rc, "step_size", amount, capacity, used, step));
+      if (used + amount > capacity) return lacking(k, capacity, used);
+    }
+    return null;
+  };
+}
+
+function summaryCache(): (fit: ResourceFitFailure) => string {
+  const known = new Map<string, Map<string, string>>();
+  return (fit) => {
+    let byViolation = known.get(fit.resource_class);
+    if (!byViolation) {
+      byViolation = new Map();
+      known.set(fit.resource_class, byViolation);
+    }
+    let summary = byViolation.get(fit.violation);
+    if (summary === undefined) {
+      summary = fitSummary(fit);
+      byViolation.set(fit.violation, summary);
+    }
+    return summary;
+  };
+}
+
+function inAny(host: HostState, ids: ReadonlySet<string>): boolean {
+  for (const a of host.aggregates) if (ids.has(a.id)) return true;
+  return false;
+}

@@ -1,0 +1,10 @@
+// Nova's DiskWeigher: more free disk weighs more (spreading); a negative multiplier stacks.
+import type { Weigher } from "../types.js";
+import { fromColumn } from "./columns.js";
+
+export const DiskWeigher: Weigher = {
+  name: "DiskWeigher",
+  multiplierOption: "disk_weight_multiplier",
+  minval: 0,
+  prepare: (_spec, ctx) => fromColumn(ctx, "free_disk_mb"),
+};

@@ -1,0 +1,132 @@
+// npm run bench:scheduler [-- --sizes 1000,10000,50000 --requests 3000 --seed 7]
+//
+// Scheduling decisions over synthetic fleets, every filter and every weigher enabled, with a
+// realistic request mix (60% with an availability zone, 10% different_host, server groups,
+// aggregate extra specs, image properties, multi-creates). Each request is filtered, weighed,
+// "claimed" (always granted) and consumed, and its compact explanation and summary are built, as
+// the scheduler Lambda does. Prints decisions/s and p50/p99 latency per request, and memory.
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { summarizeNoValidHost, summarizeSelection } from "../../lib/scheduler/explain.js";
+import { Fleet } from "../../lib/scheduler/fleet.js";
+import { runSchedule, schedule } from "../../lib/scheduler/select.js";
+import {
+  busyConfig,
+  REALISTIC_MIX,
+  Rng,
+  type SyntheticRequest,
+  seeded,
+  syntheticFleet,
+  syntheticRequest,
+} from "../unit/scheduler/synthetic.js";
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: "string", default: "1000,10000,50000" },
+    requests: { type: "string", default: "3000" },
+    warmup: { type: "string", default: "300" },
+    seed: { type: "string", default: "7" },
+  },
+});
+const sizes = values.sizes.split(",").map(Number);
+const requests = Number(values.requests);
+const warmup = Number(values.warmup);
+const seed = Number(values.seed);
+
+interface Row {
+  hosts: number;
+  requests: number;
+  decisions: number;
+  no_valid_host: number;
+  "decisions/s": number;
+  "p50 ms": number;
+  "p99 ms": number;
+  "max ms": number;
+  "fleet build ms": number;
+  "heap MB": number;
+  "peak rss MB": number;
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+}
+
+const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+
+function bench(size: number): Row {
+  const synthetic = syntheticFleet(size, seed);
+  const rng = new Rng(seeded(seed + size));
+  const pending: SyntheticRequest[] = Array.from({ length: warmup + requests }, () =>
+    syntheticRequest(rng, synthetic, REALISTIC_MIX),
+  );
+  const config = busyConfig();
+  const random = seeded(seed);
+  globalThis.gc?.();
+  const built = performance.now();
+  const fleet = new Fleet(synthetic.hosts, synthetic.aggregates);
+  const buildMs = performance.now() - built;
+
+  const latencies = new Float64Array(requests);
+  let decisions = 0;
+  let failures = 0;
+  let peakRss = process.memoryUsage().rss;
+  let total = 0;
+  for (const [n, req] of pending.entries()) {
+    const start = performance.now();
+    const result = runSchedule(
+      schedule({
+        fleet,
+        spec: req.spec,
+        instanceUuids: req.uuids,
+        config,
+        random,
+        excludeHosts: req.exclude,
+      }),
+    );
+    // What the Lambda keeps for each instance: the compact explanation and its summary.
+    if (result.ok) {
+      for (const p of result.placements) {
+        summarizeSelection(p.decision.compact({ chosen: p.selected }));
+      }
+    } else {
+      summarizeNoValidHost(result.decision.compact());
+    }
+    const elapsed = performance.now() - start;
+    if (n < warmup) continue;
+    latencies[n - warmup] = elapsed;
+    total += elapsed;
+    decisions += result.ok ? result.placements.length : result.placements.length + 1;
+    if (!result.ok) failures++;
+    if (n % 100 === 0) peakRss = Math.max(peakRss, process.memoryUsage().rss);
+  }
+  latencies.sort();
+  return {
+    hosts: size,
+    requests,
+    decisions,
+    no_valid_host: failures,
+    "decisions/s": Math.round(decisions / (total / 1000)),
+    "p50 ms": round(percentile(latencies, 0.5)),
+    "p99 ms": round(percentile(latencies, 0.99)),
+    "max ms": round(latencies[latencies.length - 1]!),
+    "fleet build ms": round(buildMs, 1),
+    "heap MB": round(process.memoryUsage().heapUsed / 2 ** 20, 1),
+    "peak rss MB": round(Math.max(peakRss, process.memoryUsage().rss) / 2 ** 20, 1),
+  };
+}
+
+console.log(
+  `novaless scheduler benchmark: ${requests} requests per fleet after ${warmup} warm-up, seed ${seed}, ` +
+    `node ${process.version}, one thread; every filter and weigher enabled`,
+);
+console.log(
+  `mix: ${Object.entries(REALISTIC_MIX)
+    .map(([k, v]) => `${k} ${Math.round(v * 100)}%`)
+    .join(", ")}`,
+);
+const rows: Row[] = [];
+for (const size of sizes) {
+  rows.push(bench(size));
+  console.table([rows.at(-1)]);
+}
+if (rows.length > 1) console.table(rows);
