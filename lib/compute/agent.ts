@@ -145,7 +145,12 @@ export class ComputeAgent {
       for (const m of messages) {
         const key = m.MessageId ?? String(Math.random());
         const p = this.handle(m)
-          .catch((e) => this.log.error("compute.message_failed", { error: e, message_id: m.MessageId }))
+          .catch((e) =>
+            // A killed host abandons its builds on purpose: the watchdog owns them now.
+            this.killed
+              ? this.log.warn("compute.build_abandoned", { error: e, message_id: m.MessageId })
+              : this.log.error("compute.message_failed", { error: e, message_id: m.MessageId }),
+          )
           .finally(() => this.inFlight.delete(key));
         this.inFlight.set(key, p);
       }
