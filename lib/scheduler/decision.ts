@@ -285,9 +285,14 @@ export class Decision {
       const { resource_class, requested, free } = r.fit;
       g.capacity = { resource_class, requested, largest_free: Math.max(free, g.capacity?.largest_free ?? 0) };
     };
+    let last: Rejection | undefined;
+    let lastEntry: ReturnType<typeof entry> | undefined;
     for (let k = 0; k < s.rejected.length; k++) {
       const r = s.rejections[k]!;
-      const e = entry(r, s.rejected[k]!);
+      // Neighbours often share a rejection: skip the lookup then.
+      const e = r === last ? lastEntry! : entry(r, s.rejected[k]!);
+      last = r;
+      lastEntry = e;
       e.group.count++;
       if (e.positions.length < sample) e.positions.push(s.rejected[k]!);
       capacity(e.group, r);
@@ -310,12 +315,8 @@ export class Decision {
   }
 
   private findSlot(host: string, nodename: string): number {
-    const c = this.weighing.candidates;
-    for (let j = 0; j < c.length; j++) {
-      const h = this.fleet.hosts[c[j]!]!;
-      if (h.host === host && h.nodename === nodename) return j;
-    }
-    return -1;
+    const position = this.fleet.positionOf(host, nodename);
+    return position === undefined ? -1 : this.slotOf(position);
   }
 }
 

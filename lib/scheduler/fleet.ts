@@ -86,6 +86,9 @@ export class Fleet implements FleetIndex {
           this.columns.set(rc, col);
         }
         col.has[i] = 1;
+        col.highestMin = Math.max(col.highestMin, inv.min_unit);
+        col.lowestMax = Math.min(col.lowestMax, inv.max_unit);
+        if (inv.step_size > 1) col.anyStep = true;
         col.capacity[i] = inv.capacity;
         col.used[i] = inv.used;
         col.min_unit[i] = inv.min_unit;
@@ -93,6 +96,7 @@ export class Fleet implements FleetIndex {
         col.step_size[i] = inv.step_size;
       }
     }
+    for (const col of this.columns.values()) col.everywhere = col.has.every((v) => v === 1);
   }
 
   column(field: HostNumber): Float64Array {
@@ -141,14 +145,16 @@ export class Fleet implements FleetIndex {
    * smallest value of `option` in the host's aggregates), worked out once per aggregate class.
    */
   multipliers(option: string, configured: number, negated = false): MultiplierTable {
-    const key = `${option}\u0000${configured}\u0000${negated}`;
+    const key = negated ? `-${option}` : option;
     let table = this.multiplierTables.get(key);
+    if (table && table.configured !== configured) table = undefined;
     if (!table) {
       const sign = negated ? -1 : 1;
       const overridden = this.aggregateLists.some((list) => list.some((a) => option in a.metadata));
       const values = new Float64Array(this.aggregateSetCount);
       const known = new Uint8Array(this.aggregateSetCount);
       table = {
+        configured,
         uniform: overridden ? undefined : sign * configured,
         at(host, c) {
           if (!known[c]) {
@@ -161,6 +167,11 @@ export class Fleet implements FleetIndex {
       this.multiplierTables.set(key, table);
     }
     return table;
+  }
+
+  /** The position of the host and node, if in the fleet. */
+  positionOf(host: string, nodename: string): number | undefined {
+    return this.byName.get(host)?.find((i) => this.hosts[i]!.nodename === nodename);
   }
 
   /** A mask by position of the hosts named (case-insensitively if asked, as Nova's ignore/force_hosts). */
@@ -230,6 +241,8 @@ const CONSUMED: readonly HostNumber[] = [
 ];
 
 export interface MultiplierTable {
+  /** the option's value the table is for */
+  configured: number;
   /** the multiplier of every host, when no aggregate overrides the option */
   uniform: number | undefined;
   /** the multiplier of `host`, of aggregate class `c` */
@@ -238,6 +251,12 @@ export interface MultiplierTable {
 
 /** One resource class across the fleet; `has` is 0 where a host has no inventory of it. */
 export interface ResourceColumn {
+  /** every host has this class */
+  everywhere: boolean;
+  /** the largest min_unit and smallest max_unit of any host, and whether any step_size exceeds 1 */
+  highestMin: number;
+  lowestMax: number;
+  anyStep: boolean;
   has: Uint8Array;
   capacity: Float64Array;
   used: Float64Array;
@@ -249,6 +268,10 @@ export interface ResourceColumn {
 
 function resourceColumn(n: number): ResourceColumn {
   return {
+    everywhere: false,
+    highestMin: Number.NEGATIVE_INFINITY,
+    lowestMax: Number.POSITIVE_INFINITY,
+    anyStep: false,
     has: new Uint8Array(n),
     capacity: new Float64Array(n),
     used: new Float64Array(n),

@@ -51,6 +51,11 @@ export interface StageCheck {
   check: HostCheck;
   /** the verdict reads only this facet of the host: computed once per class of hosts sharing it */
   reads?: HostFacet;
+  /**
+   * `check` over many positions at once (in order): passing ones to `next`, the others to
+   * `out` with their rejections in `why`; returns how many passed. Must answer as `check` does.
+   */
+  pass?: (live: Int32Array, count: number, next: Int32Array, out: number[], why: Rejection[]) => number;
 }
 
 interface Stage {
@@ -63,122 +68,170 @@ interface Stage {
 
 /**
  * Every host through the stages in order; a host is rejected by the first check that rejects it,
- * exactly as if each stage filtered the list the previous one left. Checks reading only
- * aggregates are answered once per aggregate class, before any host is visited: a class failing
- * one before any per-host check could reject its hosts is rejected whole, as a block, without
- * visiting them (a requested zone turns most of the fleet away that way). Other hosts run the
- * per-host checks that come before their class's rejection, if any. Stages no host reaches are
- * not traced (Nova stops at an empty list).
+ * exactly as if each stage filtered the list the previous one left — which is how it runs: check
+ * after check over the surviving positions, each pass a tight loop. Checks reading only
+ * aggregates are answered once per aggregate class before any pass: a class failing one before
+ * any per-host check could reject its hosts is rejected whole, as a block, without visiting them
+ * (a requested zone turns most of the fleet away so); otherwise its hosts leave at that check's
+ * place in the order. Stages no host reaches are not traced (Nova stops at an empty list).
  */
 function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32Array; trace: StageTrace[] } {
-  const setOps: { at: number; stage: number; check: HostCheck }[] = [];
-  const hostOps: { at: number; stage: number; check: HostCheck }[] = [];
+  const ops: { stage: number; check: StageCheck }[] = [];
   for (const [k, stage] of stages.entries()) {
-    if (stage.skipped) continue;
-    for (const c of stage.checks) {
-      const at = setOps.length + hostOps.length;
-      if (c.reads === "aggregates") setOps.push({ at, stage: k, check: c.check });
-      else hostOps.push({ at, stage: k, check: c.reads ? memoized(fleet, c.reads, c.check) : c.check });
-    }
+    if (!stage.skipped) for (const check of stage.checks) ops.push({ stage: k, check });
   }
-  const hostChecks = hostOps.map((op) => op.check);
-  const hostStage = Int32Array.from(hostOps, (op) => op.stage);
   const rejected: number[][] = stages.map(() => []);
   const rejections: Rejection[][] = stages.map(() => []);
   const blocks: RejectedBlock[][] = stages.map(() => []);
 
-  // Per aggregate class: how many host checks come before its first rejection (all, if none),
-  // and that rejection with its stage (-1: none). A class rejected before any host check is a block.
+  // Per aggregate class: the first aggregate check (by its place in `ops`) rejecting it, if any.
   const classes = fleet.aggregateSetCount;
   const members = fleet.aggregateMembers;
-  const limit = new Int32Array(classes);
-  const failStage = new Int32Array(classes).fill(-1);
+  const failAt = new Int32Array(classes).fill(ops.length);
   const failure: (Rejection | undefined)[] = new Array(classes);
+  const firstHostOp = ops.findIndex((op) => op.check.reads !== "aggregates");
+  const aggregateOps: number[] = [];
+  for (let at = 0; at < ops.length; at++) if (ops[at]!.check.reads === "aggregates") aggregateOps.push(at);
   const bulk = new Uint8Array(classes);
   for (let c = 0; c < classes; c++) {
     const first = members[c]![0]!;
-    let failAt = setOps.length + hostOps.length;
-    for (const op of setOps) {
-      const r = op.check(fleet.hosts[first]!, first);
+    const host = fleet.hosts[first]!;
+    for (let k = 0; k < aggregateOps.length; k++) {
+      const at = aggregateOps[k]!;
+      const r = ops[at]!.check.check(host, first);
       if (r) {
-        failAt = op.at;
-        failStage[c] = op.stage;
+        failAt[c] = at;
         failure[c] = r;
         break;
       }
     }
-    let n = 0;
-    while (n < hostOps.length && hostOps[n]!.at < failAt) n++;
-    limit[c] = n;
-    if (n === 0 && failure[c]) {
+    if (failure[c] && (firstHostOp < 0 || failAt[c]! < firstHostOp)) {
       bulk[c] = 1;
-      blocks[failStage[c]!]!.push({ positions: members[c]!, rejection: failure[c]! });
+      blocks[ops[failAt[c]!]!.stage]!.push({ positions: members[c]!, rejection: failure[c]! });
     }
   }
 
   const n = fleet.size;
-  const kept = new Int32Array(n);
-  let k = 0;
-  const hosts = fleet.hosts;
   const classOf = fleet.aggregateSetOf;
-  for (let i = 0; i < n; i++) {
-    const c = classOf[i]!;
-    if (bulk[c] === 1) continue;
-    const host = hosts[i]!;
-    const until = limit[c]!;
-    let stage = -1;
-    let r: Rejection | null = null;
-    for (let h = 0; h < until; h++) {
-      r = hostChecks[h]!(host, i);
-      if (r !== null) {
-        stage = hostStage[h]!;
-        break;
+  let live = new Int32Array(n);
+  let next = new Int32Array(n);
+  let count = 0;
+  for (let i = 0; i < n; i++) if (bulk[classOf[i]!] === 0) live[count++] = i;
+
+  // Where each check's rejections start in its stage's lists: runs to merge back into fleet order.
+  const runs: number[][] = stages.map(() => []);
+  for (let at = 0; at < ops.length; at++) {
+    if (count === 0) break;
+    const op = ops[at]!;
+    const out = rejected[op.stage]!;
+    const why = rejections[op.stage]!;
+    runs[op.stage]!.push(out.length);
+    let kept = 0;
+    if (op.check.reads === "aggregates") {
+      // This check's place in the order: the hosts of the classes it rejects leave here.
+      for (let j = 0; j < count; j++) {
+        const i = live[j]!;
+        const c = classOf[i]!;
+        if (failAt[c] === at) {
+          out.push(i);
+          why.push(failure[c]!);
+        } else next[kept++] = i;
       }
+    } else {
+      kept = runCheck(fleet, op.check, live, count, next, out, why);
     }
-    if (r === null && failStage[c]! >= 0) {
-      stage = failStage[c]!;
-      r = failure[c]!;
-    }
-    if (r === null) kept[k++] = i;
-    else {
-      rejected[stage]!.push(i);
-      rejections[stage]!.push(r);
-    }
+    [live, next] = [next, live];
+    count = kept;
   }
 
+  for (const [s, starts] of runs.entries()) {
+    if (starts.length > 1) [rejected[s], rejections[s]] = mergeRuns(rejected[s]!, rejections[s]!, starts);
+  }
   const trace: StageTrace[] = [];
   let reaching = n;
   for (const [s, stage] of stages.entries()) {
     if (reaching === 0) break;
-    let out = rejected[s]!.length;
-    for (const b of blocks[s]!) out += b.positions.length;
+    let gone = rejected[s]!.length;
+    for (const b of blocks[s]!) gone += b.positions.length;
     trace.push({
       stage: stage.name,
       hosts_in: reaching,
-      hosts_passed: reaching - out,
+      hosts_passed: reaching - gone,
       rejected: rejected[s]!,
       rejections: rejections[s]!,
       blocks: blocks[s]!,
       skipped: stage.skipped,
     });
-    reaching -= out;
+    reaching -= gone;
   }
-  return { candidates: kept.subarray(0, k), trace };
+  return { candidates: live.slice(0, count), trace };
 }
 
-/** A check reading one facet, answered once per class of hosts sharing it. */
-function memoized(fleet: Fleet, facet: HostFacet, check: HostCheck): HostCheck {
-  const classOf = fleet.classOf[facet];
-  const verdicts: (Rejection | null | undefined)[] = new Array(fleet.classCount[facet]);
-  return (host, i) => {
-    const c = classOf[i]!;
-    let v = verdicts[c];
-    if (v === undefined) {
-      v = check(host, i);
-      verdicts[c] = v;
+/** A stage's rejections, made by several checks (each run in order), merged into fleet order. */
+function mergeRuns(positions: number[], why: Rejection[], starts: number[]): [number[], Rejection[]] {
+  const ends = [...starts.slice(1), positions.length];
+  const at = [...starts];
+  const outPositions: number[] = [];
+  const outWhy: Rejection[] = [];
+  for (;;) {
+    let best = -1;
+    for (let r = 0; r < at.length; r++) {
+      if (at[r]! < ends[r]! && (best < 0 || positions[at[r]!]! < positions[at[best]!]!)) best = r;
     }
-    return v;
-  };
+    if (best < 0) return [outPositions, outWhy];
+    outPositions.push(positions[at[best]!]!);
+    outWhy.push(why[at[best]!]!);
+    at[best]!++;
+  }
+}
+
+/**
+ * One check over the live positions: those passing go to `next` (in order), the others to
+ * `out`/`why`. A check reading one facet is answered once per class of hosts sharing it; a check
+ * with a pass of its own over positions runs that.
+ */
+function runCheck(
+  fleet: Fleet,
+  check: StageCheck,
+  live: Int32Array,
+  count: number,
+  next: Int32Array,
+  out: number[],
+  why: Rejection[],
+): number {
+  let kept = 0;
+  if (check.pass) return check.pass(live, count, next, out, why);
+  const hosts = fleet.hosts;
+  const fn = check.check;
+  if (check.reads) {
+    const classOf = fleet.classOf[check.reads];
+    const verdicts: (Rejection | null | undefined)[] = new Array(fleet.classCount[check.reads]);
+    for (let j = 0; j < count; j++) {
+      const i = live[j]!;
+      const c = classOf[i]!;
+      let r = verdicts[c];
+      if (r === undefined) {
+        r = fn(hosts[i]!, i);
+        verdicts[c] = r;
+      }
+      if (r === null) next[kept++] = i;
+      else {
+        out.push(i);
+        why.push(r);
+      }
+    }
+    return kept;
+  }
+  for (let j = 0; j < count; j++) {
+    const i = live[j]!;
+    const r = fn(hosts[i]!, i);
+    if (r === null) next[kept++] = i;
+    else {
+      out.push(i);
+      why.push(r);
+    }
+  }
+  return kept;
 }
 
 const PREVIOUS: Rejection = { summary: "were rejected for an earlier instance of this request" };

@@ -5,7 +5,7 @@
 import type { Fleet } from "./fleet.js";
 import type { StageCheck } from "./pipeline.js";
 import { COMPUTE_STATUS_DISABLED, type PlacementRequest } from "./prefilters.js";
-import { failure, fitSummary, resourceFit } from "./resource-fit.js";
+import { failure, fitSummary, freeUnits, resourceFit } from "./resource-fit.js";
 import type { HostCheck, HostState, Rejection, ResourceFitFailure } from "./types.js";
 
 /**
@@ -52,7 +52,10 @@ export function placementChecks(req: PlacementRequest, fleet?: Fleet): StageChec
       },
     });
   }
-  checks.push({ check: fleet ? resourceCheckOnColumns(req, fleet) : resourceCheck(req) });
+  if (fleet) {
+    const check = resourceCheckOnColumns(req, fleet);
+    checks.push({ check, pass: resourcePass(req, fleet, check) });
+  } else checks.push({ check: resourceCheck(req) });
   return checks;
 }
 
@@ -66,45 +69,93 @@ function resourceCheck(req: PlacementRequest): HostCheck {
   };
 }
 
-/** resourceCheck over the fleet's resource columns: the same rule, the same answers, no lookups by name. */
+/**
+ * resourceCheck over the fleet's resource columns: the same rule, the same answers, no lookups by
+ * name; the unit bounds are only read where some host's could refuse the amount.
+ */
 function resourceCheckOnColumns(req: PlacementRequest, fleet: Fleet): HostCheck {
   const classes = Object.keys(req.resources);
   const amounts = classes.map((rc) => req.resources[rc]!);
   const columns = classes.map((rc) => fleet.resourceColumn(rc));
   const summaries = summaryCache();
   const reject = (fit: ResourceFitFailure): Rejection => ({ summary: summaries(fit), fit });
+  // Whether a class needs its per-host presence or unit bounds read at all.
+  const sparse = columns.map((col) => !col?.everywhere);
+  const bounded = columns.map(
+    (col, k) => !col || col.anyStep || amounts[k]! < col.highestMin || amounts[k]! > col.lowestMax,
+  );
   // Hosts short of a class mostly share their shortfall: one rejection per amount left.
   const short = classes.map(() => new Map<number, Rejection>());
   const lacking = (k: number, capacity: number, used: number): Rejection => {
-    const fit = failure(classes[k]!, "capacity", amounts[k]!, capacity, used);
-    let r = short[k]!.get(fit.free);
+    const free = freeUnits(capacity, used);
+    let r = short[k]!.get(free);
     if (!r) {
-      r = reject(fit);
-      short[k]!.set(fit.free, r);
+      r = reject(failure(classes[k]!, "capacity", amounts[k]!, capacity, used));
+      short[k]!.set(free, r);
     }
     return r;
   };
   return (_host, i) => {
     for (let k = 0; k < classes.length; k++) {
-      const rc = classes[k]!;
-      const amount = amounts[k]!;
       const col = columns[k];
-      if (col === undefined || col.has[i] === 0) {
-        return reject({ resource_class: rc, violation: "missing", requested: amount, free: 0 });
+      const amount = amounts[k]!;
+      if (sparse[k] && (col === undefined || col.has[i] === 0)) {
+        return reject({ resource_class: classes[k]!, violation: "missing", requested: amount, free: 0 });
       }
-      const capacity = col.capacity[i]!;
-      const used = col.used[i]!;
-      if (amount < col.min_unit[i]!)
-        return reject(failure(rc, "min_unit", amount, capacity, used, col.min_unit[i]));
-      if (amount > col.max_unit[i]!)
-        return reject(failure(rc, "max_unit", amount, capacity, used, col.max_unit[i]));
-      const step = col.step_size[i]!;
-      // (integer modulo only where it can matter: a double one costs more than the rest)
-      if (step > 1 && amount % step !== 0)
-        return reject(failure(rc, "step_size", amount, capacity, used, step));
+      const capacity = col!.capacity[i]!;
+      const used = col!.used[i]!;
+      if (bounded[k]) {
+        const rc = classes[k]!;
+        const c = col!;
+        if (amount < c.min_unit[i]!)
+          return reject(failure(rc, "min_unit", amount, capacity, used, c.min_unit[i]));
+        if (amount > c.max_unit[i]!)
+          return reject(failure(rc, "max_unit", amount, capacity, used, c.max_unit[i]));
+        const step = c.step_size[i]!;
+        if (step > 1 && amount % step !== 0)
+          return reject(failure(rc, "step_size", amount, capacity, used, step));
+      }
       if (used + amount > capacity) return lacking(k, capacity, used);
     }
     return null;
+  };
+}
+
+/**
+ * The resource check as one pass over positions: the common case (every host has the classes,
+ * no unit bound can refuse the amounts) is a loop over the used and capacity columns; anything
+ * else falls back to the host-by-host check.
+ */
+function resourcePass(req: PlacementRequest, fleet: Fleet, check: HostCheck): StageCheck["pass"] {
+  const classes = Object.keys(req.resources);
+  const amounts = classes.map((rc) => req.resources[rc]!);
+  const columns = classes.map((rc) => fleet.resourceColumn(rc));
+  const simple = columns.every(
+    (col, k) =>
+      col?.everywhere && !col.anyStep && amounts[k]! >= col.highestMin && amounts[k]! <= col.lowestMax,
+  );
+  if (!simple || classes.length === 0) return undefined;
+  const used = columns.map((col) => col!.used);
+  const capacity = columns.map((col) => col!.capacity);
+  const hosts = fleet.hosts;
+  return (live, count, next, out, why) => {
+    let kept = 0;
+    for (let j = 0; j < count; j++) {
+      const i = live[j]!;
+      let fits = true;
+      for (let k = 0; k < amounts.length; k++) {
+        if (used[k]![i]! + amounts[k]! > capacity[k]![i]!) {
+          fits = false;
+          break;
+        }
+      }
+      if (fits) next[kept++] = i;
+      else {
+        out.push(i);
+        why.push(check(hosts[i]!, i)!);
+      }
+    }
+    return kept;
   };
 }
 

@@ -88,18 +88,24 @@ export function weighCandidates(
   for (const weigher of weighers) {
     const raw = new Float64Array(n);
     const { minval, maxval } = weigher;
-    const clamped = minval !== undefined || maxval !== undefined;
-    const bounded = clamped ? new Float64Array(n) : raw;
     const value = weigher.prepare(spec, ctx);
     if (value) {
       for (let j = 0; j < n; j++) {
         const i = candidates[j]!;
-        const v = value(hosts[i]!, i);
-        raw[j] = v;
-        if (clamped) bounded[j] = clamp(v, minval, maxval);
+        raw[j] = value(hosts[i]!, i);
       }
-    } else if (clamped) {
-      bounded.fill(clamp(0, minval, maxval));
+    }
+    // Normalization reads the clamped values (BaseWeigher.weigh_objects); `raw` keeps what the
+    // weigher said, for the explanation. Clamping rarely changes anything: copy only if it does.
+    let bounded = raw;
+    if (minval !== undefined || maxval !== undefined) {
+      for (let j = 0; j < n; j++) {
+        const v = raw[j]!;
+        if (clamp(v, minval, maxval) !== v) {
+          bounded = raw.map((x) => clamp(x, minval, maxval));
+          break;
+        }
+      }
     }
     const { min, max } = bounds(bounded, minval, maxval);
     const table = fleet.multipliers(
@@ -123,13 +129,29 @@ export function weighCandidates(
       const m = table.uniform;
       for (let j = 0; j < n; j++) weights[j] = weights[j]! + m * ((bounded[j]! - min) / range);
     } else {
+      const byClass = classMultipliers(table, fleet, candidates);
       for (let j = 0; j < n; j++) {
-        const i = candidates[j]!;
-        weights[j] = weights[j]! + table.at(hosts[i]!, classOf[i]!) * ((bounded[j]! - min) / range);
+        weights[j] = weights[j]! + byClass[classOf[candidates[j]!]!]! * ((bounded[j]! - min) / range);
       }
     }
   }
   return { candidates, weights, runs };
+}
+
+/** The table's multiplier for every aggregate class among the candidates, by class. */
+function classMultipliers(table: MultiplierTable, fleet: Fleet, candidates: Int32Array): Float64Array {
+  const byClass = new Float64Array(fleet.aggregateSetCount);
+  const seen = new Uint8Array(fleet.aggregateSetCount);
+  const classOf = fleet.aggregateSetOf;
+  for (let j = 0; j < candidates.length; j++) {
+    const i = candidates[j]!;
+    const c = classOf[i]!;
+    if (seen[c] === 0) {
+      byClass[c] = table.at(fleet.hosts[i]!, c);
+      seen[c] = 1;
+    }
+  }
+  return byClass;
 }
 
 /** Nova's weigher.weight_multiplier(host_state), unsigned. */

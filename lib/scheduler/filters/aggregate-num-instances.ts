@@ -2,17 +2,25 @@
 // `max_instances_per_host` metadata (the smallest), else the option.
 import { aggregateValuesFromKey, minAggregateValue } from "../aggregates.js";
 import type { FleetIndex, HostAggregate, HostFilter, HostState } from "../types.js";
-import { tooManyInstances } from "./num-instances.js";
+import { tooMany } from "./num-instances.js";
 
 export const AggregateNumInstancesFilter: HostFilter = {
   name: "AggregateNumInstancesFilter",
   runOncePerRequest: false,
   prepare(_spec, ctx) {
     const limit = perAggregateLimit("max_instances_per_host", ctx.config.max_instances_per_host, ctx.fleet);
+    const reject = tooMany("instances", "max_instances_per_host");
     const count = ctx.fleet?.column("num_instances");
-    if (count)
-      return (host, i) => (count[i]! < limit(host, i) ? null : tooManyInstances(host, limit(host, i)));
-    return (host, i) => tooManyInstances(host, limit(host, i));
+    if (count) {
+      return (host, i) => {
+        const max = limit(host, i);
+        return count[i]! < max ? null : reject(count[i]!, max);
+      };
+    }
+    return (host, i) => {
+      const max = limit(host, i);
+      return host.num_instances < max ? null : reject(host.num_instances, max);
+    };
   },
 };
 

@@ -49,11 +49,18 @@ export const FILTERS: ReadonlyMap<string, HostFilter> = new Map(
   ].map((f) => [f.name, f]),
 );
 
+const resolved = new WeakMap<readonly string[], HostFilter[]>();
+
 /** The enabled filters, in configured order; every unknown name is reported at once, as Nova does. */
 export function enabledFilters(names: readonly string[]): HostFilter[] {
-  const unknown = names.filter((n) => !FILTERS.has(n));
-  if (unknown.length > 0) throw new SchedulerHostFilterNotFound(unknown);
-  return names.map((n) => FILTERS.get(n)!);
+  let filters = resolved.get(names);
+  if (!filters) {
+    const unknown = names.filter((n) => !FILTERS.has(n));
+    if (unknown.length > 0) throw new SchedulerHostFilterNotFound(unknown);
+    filters = names.map((n) => FILTERS.get(n)!);
+    resolved.set(names, filters);
+  }
+  return filters;
 }
 
 /** Nova's host_passes(host_state, spec_obj) for one host: null when it passes. */

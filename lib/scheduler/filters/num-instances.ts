@@ -1,6 +1,6 @@
 // Nova's NumInstancesFilter: hosts with [filter_scheduler] max_instances_per_host instances or
 // more are out.
-import type { HostFilter, HostState, Rejection } from "../types.js";
+import type { HostFilter, Rejection } from "../types.js";
 
 export const NumInstancesFilter: HostFilter = {
   name: "NumInstancesFilter",
@@ -9,15 +9,25 @@ export const NumInstancesFilter: HostFilter = {
   prepare(_spec, ctx) {
     const max = ctx.config.max_instances_per_host;
     const count = ctx.fleet?.column("num_instances");
-    if (count) return (host, i) => (count[i]! < max ? null : tooManyInstances(host, max));
-    return (host) => tooManyInstances(host, max);
+    const reject = tooMany("instances", "max_instances_per_host");
+    if (count) return (_host, i) => (count[i]! < max ? null : reject(count[i]!, max));
+    return (host) => (host.num_instances < max ? null : reject(host.num_instances, max));
   },
 };
 
-export function tooManyInstances(host: HostState, max: number): Rejection | null {
-  if (host.num_instances < max) return null;
-  return {
-    summary: `have reached max_instances_per_host ${max}`,
-    reason: `host has ${host.num_instances} instances (max_instances_per_host ${max})`,
+/**
+ * The rejection of a host with `n` of `what` against `max`, made once per (n, max): a full
+ * fleet rejects many hosts for the same count.
+ */
+export function tooMany(what: string, option: string): (n: number, max: number) => Rejection {
+  const made = new Map<string, Rejection>();
+  return (n, max) => {
+    const key = `${n}/${max}`;
+    let r = made.get(key);
+    if (!r) {
+      r = { summary: `have reached ${option} ${max}`, reason: `host has ${n} ${what} (${option} ${max})` };
+      made.set(key, r);
+    }
+    return r;
   };
 }

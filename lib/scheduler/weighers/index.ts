@@ -34,6 +34,17 @@ const ALL_WEIGHERS = "all_weighers";
  * ("nova.scheduler.weights.ram.RAMWeigher", "nova.scheduler.weights.all_weighers").
  */
 export function enabledWeighers(names: readonly string[]): Weigher[] {
+  let weighers = resolved.get(names);
+  if (!weighers) {
+    weighers = resolve(names);
+    resolved.set(names, weighers);
+  }
+  return weighers;
+}
+
+const resolved = new WeakMap<readonly string[], Weigher[]>();
+
+function resolve(names: readonly string[]): Weigher[] {
   const out: Weigher[] = [];
   const unknown: string[] = [];
   for (const name of names) {

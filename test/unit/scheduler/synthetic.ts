@@ -50,6 +50,8 @@ export interface SyntheticFleet {
   aggregates: HostAggregate[];
   /** instance uuids running somewhere, for hints and groups */
   instances: string[];
+  /** where each of them runs */
+  hostOf: Map<string, string>;
 }
 
 /** Every filter Nova has that this scheduler implements, cheap ones first. */
@@ -197,7 +199,8 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
     });
   }
   const aggregates = [...zoneAggs, ...feature];
-  return { hosts, aggregates, instances };
+  const hostOf = new Map(hosts.flatMap((h) => h.instances.map((u) => [u, h.host] as const)));
+  return { hosts, aggregates, instances, hostOf };
 }
 
 const FLAVORS: FlavorSpec[] = [
@@ -349,8 +352,9 @@ export function syntheticRequest(
       members: [...existing, ...uuids],
       hosts: [],
     };
-    const byUuid = new Map(fleet.hosts.flatMap((h) => h.instances.map((u) => [u, h.host] as const)));
-    instance_group.hosts = [...new Set(existing.map((u) => byUuid.get(u)).filter((h): h is string => !!h))];
+    instance_group.hosts = [
+      ...new Set(existing.map((u) => fleet.hostOf.get(u)).filter((h): h is string => !!h)),
+    ];
   }
   const spec: RequestSpec = {
     project_id: rng.chance(0.1) ? "p-special" : "p-1",
@@ -358,7 +362,8 @@ export function syntheticRequest(
     image,
     scheduler_hints: hints,
     num_instances: count,
-    ...(rng.chance(m.zone) ? { availability_zone: rng.pick([...ZONES, "nova"]) } : {}),
+    // Users name zones that exist; now and then the default one (no aggregate carries it).
+    ...(rng.chance(m.zone) ? { availability_zone: rng.chance(0.05) ? "nova" : rng.pick(ZONES) } : {}),
     ...(instance_group ? { instance_group } : {}),
   };
   if (rng.chance(m.force) && fleet.hosts.length)
