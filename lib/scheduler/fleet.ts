@@ -169,6 +169,24 @@ export class Fleet implements FleetIndex {
     return table;
   }
 
+  /** consume() undone (an all-or-nothing request that failed part-way). */
+  unconsume(i: number, resources: ResourceAmounts, instanceUuid?: string): void {
+    const host = this.hosts[i]!;
+    unconsumeHost(host, resources, instanceUuid);
+    this.syncColumns(i, resources);
+    if (instanceUuid && this.instanceHost.get(instanceUuid) === i) this.instanceHost.delete(instanceUuid);
+  }
+
+  private syncColumns(i: number, resources: ResourceAmounts): void {
+    const host = this.hosts[i]!;
+    for (const rc of Object.keys(resources)) {
+      const col = this.columns.get(rc);
+      const inv = host.resources[rc];
+      if (col && inv) col.used[i] = inv.used;
+    }
+    for (const f of CONSUMED) this.numbers[f][i] = host[f];
+  }
+
   /** The position of the host and node, if in the fleet. */
   positionOf(host: string, nodename: string): number | undefined {
     return this.byName.get(host)?.find((i) => this.hosts[i]!.nodename === nodename);
@@ -208,14 +226,8 @@ export class Fleet implements FleetIndex {
    * DISK_GB × 1024, so swap counts (Nova's consume omits swap; Placement counts it).
    */
   consume(i: number, resources: ResourceAmounts, instanceUuid?: string): void {
-    const host = this.hosts[i]!;
-    consumeHost(host, resources, instanceUuid);
-    for (const rc of Object.keys(resources)) {
-      const col = this.columns.get(rc);
-      const inv = host.resources[rc];
-      if (col && inv) col.used[i] = inv.used;
-    }
-    for (const f of CONSUMED) this.numbers[f][i] = host[f];
+    consumeHost(this.hosts[i]!, resources, instanceUuid);
+    this.syncColumns(i, resources);
     if (instanceUuid) this.instanceHost.set(instanceUuid, i);
   }
 }
@@ -247,6 +259,20 @@ export interface MultiplierTable {
   uniform: number | undefined;
   /** the multiplier of `host`, of aggregate class `c` */
   at(host: HostState, c: number): number;
+}
+
+/** consume() undone: a request that could not be placed whole gives back what it took. */
+export function unconsumeHost(host: HostState, resources: ResourceAmounts, instanceUuid?: string): void {
+  for (const [rc, amount] of Object.entries(resources)) {
+    const inv = host.resources[rc];
+    if (inv) inv.used -= amount;
+  }
+  host.free_ram_mb += resources.MEMORY_MB ?? 0;
+  host.free_disk_mb += (resources.DISK_GB ?? 0) * 1024;
+  host.vcpus_used -= resources.VCPU ?? 0;
+  host.num_instances -= 1;
+  host.num_io_ops -= 1;
+  if (instanceUuid) host.instances = host.instances.filter((u) => u !== instanceUuid);
 }
 
 /** One resource class across the fleet; `has` is 0 where a host has no inventory of it. */

@@ -1,0 +1,534 @@
+// novaless-plan's scenarios: a fleet and requests in Nova's vocabulary (nova.conf groups and
+// option names, HostState's fields, RequestSpec's), validated, converted to the scheduler's
+// types, and run in order — each request consuming what it placed, as the scheduler does.
+// Pure: no I/O, and randomness (host_subset_size, shuffle) from a seed.
+import { z } from "zod";
+import {
+  parseSchedulerOption,
+  SCHEDULER_DEFAULTS,
+  SCHEDULER_OPTIONS,
+  type SchedulerConfig,
+} from "../config.js";
+import type { Decision } from "./decision.js";
+import { summarizeNoValidHost, summarizeSelection } from "./explain.js";
+import { parseAvailabilityZone } from "./filters/availability-zone.js";
+import { Fleet } from "./fleet.js";
+import { COMPUTE_STATUS_DISABLED } from "./prefilters.js";
+import { runSchedule, schedule } from "./select.js";
+import type {
+  DecisionExplanation,
+  DetailedStage,
+  DetailedWeigher,
+  HostAggregate,
+  HostResource,
+  HostState,
+  InstanceGroup,
+  RankedHost,
+  RequestSpec,
+} from "./types.js";
+
+const str = z.string();
+const num = z.number().finite();
+const count = z.number().int().min(0);
+const optionValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.string()), z.null()]);
+
+const inventory = z.object({
+  total: count,
+  reserved: count.optional(),
+  allocation_ratio: num.positive().optional(),
+  used: count.optional(),
+  min_unit: count.optional(),
+  max_unit: count.optional(),
+  step_size: count.optional(),
+});
+
+const hostSchema = z.object({
+  host: str.min(1),
+  nodename: str.optional(),
+  availability_zone: str.optional(),
+  /** aggregate names, besides the aggregates listing the host */
+  aggregates: z.array(str).optional(),
+  vcpus: count,
+  vcpus_used: count.optional(),
+  memory_mb: count,
+  memory_mb_used: count.optional(),
+  local_gb: count,
+  local_gb_used: count.optional(),
+  cpu_allocation_ratio: num.positive().optional(),
+  ram_allocation_ratio: num.positive().optional(),
+  disk_allocation_ratio: num.positive().optional(),
+  reserved_host_memory_mb: count.optional(),
+  reserved_host_disk_mb: count.optional(),
+  reserved_host_cpus: count.optional(),
+  /** further resource classes, e.g. CUSTOM_GPU */
+  inventories: z.record(str, inventory).optional(),
+  num_instances: count.optional(),
+  num_io_ops: count.optional(),
+  failed_builds: count.optional(),
+  instances: z.array(str).optional(),
+  hypervisor_type: str.optional(),
+  hypervisor_version: count.optional(),
+  supported_instances: z.array(z.tuple([str, str, str])).optional(),
+  host_ip: str.optional(),
+  metrics: z.union([z.record(str, num), z.array(z.object({ name: str, value: num }))]).optional(),
+  traits: z.array(str).optional(),
+  stats: z.record(str, z.union([str, num, z.boolean()])).optional(),
+  service: z
+    .object({
+      disabled: z.boolean().optional(),
+      disabled_reason: str.nullable().optional(),
+      forced_down: z.boolean().optional(),
+      up: z.boolean().optional(),
+    })
+    .optional(),
+});
+
+const aggregateSchema = z.object({
+  id: str.optional(),
+  name: str.min(1),
+  availability_zone: str.nullable().optional(),
+  hosts: z.array(str).optional(),
+  metadata: z.record(str, str).optional(),
+});
+
+const requestSchema = z.object({
+  flavor: z.object({
+    id: str.optional(),
+    name: str.min(1),
+    vcpus: count,
+    memory_mb: count,
+    root_gb: count.optional(),
+    ephemeral_gb: count.optional(),
+    swap: count.optional(),
+    extra_specs: z.record(str, str).optional(),
+  }),
+  image: z
+    .object({ id: str.optional(), name: str.optional(), properties: z.record(str, str).optional() })
+    .optional(),
+  availability_zone: str.optional(),
+  scheduler_hints: z.record(str, z.unknown()).optional(),
+  ignore_hosts: z.array(str).optional(),
+  force_hosts: z.array(str).optional(),
+  force_nodes: z.array(str).optional(),
+  requested_destination: z.object({ host: str.optional(), node: str.optional() }).optional(),
+  retry: z
+    .object({
+      num_attempts: count.optional(),
+      /** hosts tried: names, or Nova's [host, node] pairs */
+      hosts: z.array(z.union([str, z.array(str)])).optional(),
+    })
+    .optional(),
+  instance_group: z
+    .object({
+      uuid: str.optional(),
+      policy: z.enum(["affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"]),
+      rules: z.object({ max_server_per_host: z.number().int().min(1).optional() }).optional(),
+      members: z.array(str).optional(),
+      hosts: z.array(str).optional(),
+    })
+    .optional(),
+  project_id: str.optional(),
+  user_id: str.optional(),
+  num_instances: z.number().int().min(1).optional(),
+  instance_uuids: z.array(str).min(1).optional(),
+});
+
+const scenarioSchema = z
+  .object({
+    /** seeds host_subset_size's and shuffle_best_same_weighed_hosts' random choices */
+    seed: z.number().int().optional(),
+    config: z.record(str, z.record(str, optionValue)).optional(),
+    aggregates: z.array(aggregateSchema).optional(),
+    hosts: z.array(hostSchema),
+    request: requestSchema.optional(),
+    requests: z.array(requestSchema).optional(),
+  })
+  .refine((s) => s.request || s.requests?.length, { message: "a scenario needs `request` or `requests`" });
+
+export type Scenario = z.infer<typeof scenarioSchema>;
+type ScenarioHost = z.infer<typeof hostSchema>;
+type ScenarioRequest = z.infer<typeof requestSchema>;
+
+/** A scenario ready to run: the scheduler's own types. */
+export interface PreparedScenario {
+  config: SchedulerConfig;
+  hosts: HostState[];
+  aggregates: HostAggregate[];
+  requests: { spec: RequestSpec; instance_uuids: string[]; exclude_hosts: string[] }[];
+  seed: number;
+  /** what was not understood and left out */
+  warnings: string[];
+}
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: string[] };
+
+/** Validate and convert. Unknown keys are ignored; errors name the JSON path. */
+export function prepareScenario(input: unknown): Parsed<PreparedScenario> {
+  const r = scenarioSchema.safeParse(input);
+  if (!r.success) {
+    return {
+      ok: false,
+      errors: r.error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(scenario)"}: ${i.message}`),
+    };
+  }
+  const s = r.data;
+  const warnings: string[] = [];
+  const errors: string[] = [];
+  const config = scenarioConfig(s.config ?? {}, warnings, errors);
+  const names = new Set(s.hosts.map((h) => h.host));
+  const aggregates = (s.aggregates ?? []).map((a) => ({
+    id: a.id ?? a.name,
+    name: a.name,
+    metadata: {
+      ...(a.availability_zone ? { availability_zone: a.availability_zone } : {}),
+      ...(a.metadata ?? {}),
+    },
+    hosts: new Set(a.hosts ?? []),
+  }));
+  const byName = new Map(aggregates.map((a) => [a.name, a]));
+  for (const [i, h] of s.hosts.entries()) {
+    for (const name of h.aggregates ?? []) {
+      const a = byName.get(name);
+      if (a) a.hosts.add(h.host);
+      else errors.push(`hosts.${i}.aggregates: no aggregate named ${name}`);
+    }
+  }
+  for (const [k, a] of aggregates.entries()) {
+    for (const h of a.hosts) if (!names.has(h)) errors.push(`aggregates.${k}.hosts: no host named ${h}`);
+  }
+  if (errors.length > 0) return { ok: false, errors };
+
+  const hostAggregates: HostAggregate[] = aggregates.map(({ id, name, metadata }) => ({
+    id,
+    name,
+    metadata,
+  }));
+  const zones = new Map<string, HostAggregate>();
+  const hosts = s.hosts.map((h) => {
+    const mine = hostAggregates.filter((_, k) => aggregates[k]!.hosts.has(h.host));
+    let list: HostAggregate[] = mine;
+    // A zone a host registers with counts as an aggregate of that zone, as in the scheduler Lambda.
+    if (h.availability_zone && !mine.some((a) => a.metadata.availability_zone)) {
+      let zone = zones.get(h.availability_zone);
+      if (!zone) {
+        zone = {
+          id: `zone:${h.availability_zone}`,
+          name: h.availability_zone,
+          metadata: { availability_zone: h.availability_zone },
+        };
+        zones.set(h.availability_zone, zone);
+      }
+      list = [...mine, zone];
+    }
+    return scenarioHost(h, list, config);
+  });
+  const requests = [...(s.request ? [s.request] : []), ...(s.requests ?? [])].map((q, k) =>
+    scenarioRequest(q, k),
+  );
+  return {
+    ok: true,
+    value: {
+      config,
+      hosts,
+      aggregates: [...hostAggregates, ...zones.values()],
+      requests,
+      seed: s.seed ?? 0,
+      warnings,
+    },
+  };
+}
+
+/** nova.conf groups → options; values as JSON or as nova.conf text. */
+function scenarioConfig(
+  groups: Record<string, Record<string, unknown>>,
+  warnings: string[],
+  errors: string[],
+): SchedulerConfig {
+  const config = structuredClone(SCHEDULER_DEFAULTS) as SchedulerConfig;
+  const out = config as unknown as Record<string, unknown>;
+  for (const [group, options] of Object.entries(groups)) {
+    for (const [name, value] of Object.entries(options)) {
+      const o = SCHEDULER_OPTIONS.find((x) => x.group === group && x.name === name);
+      if (!o) {
+        warnings.push(`config.${group}.${name}: not an option this scheduler reads; ignored`);
+        continue;
+      }
+      const text = Array.isArray(value) ? value.join(",") : value === null ? "" : String(value);
+      try {
+        out[o.key] = parseSchedulerOption(o, text);
+      } catch (e) {
+        errors.push(`config.${group}.${name}: ${(e as Error).message.replace(/^configuration \S+ /, "")}`);
+      }
+    }
+  }
+  return config;
+}
+
+function resource(total: number, reserved: number, ratio: number, used: number): HostResource {
+  // Placement's capacity: (total − reserved) × allocation_ratio, whole units.
+  return {
+    capacity: Math.floor((total - reserved) * ratio),
+    used,
+    min_unit: 1,
+    max_unit: total,
+    step_size: 1,
+  };
+}
+
+function scenarioHost(
+  h: ScenarioHost,
+  aggregates: readonly HostAggregate[],
+  config: SchedulerConfig,
+): HostState {
+  const cpuRatio =
+    h.cpu_allocation_ratio ?? config.cpu_allocation_ratio ?? config.initial_cpu_allocation_ratio;
+  const ramRatio =
+    h.ram_allocation_ratio ?? config.ram_allocation_ratio ?? config.initial_ram_allocation_ratio;
+  const diskRatio =
+    h.disk_allocation_ratio ?? config.disk_allocation_ratio ?? config.initial_disk_allocation_ratio;
+  const reservedMem = h.reserved_host_memory_mb ?? config.reserved_host_memory_mb;
+  const reservedDiskGb = Math.ceil((h.reserved_host_disk_mb ?? config.reserved_host_disk_mb) / 1024);
+  const reservedCpus = h.reserved_host_cpus ?? config.reserved_host_cpus;
+  const vcpusUsed = h.vcpus_used ?? 0;
+  const memUsed = h.memory_mb_used ?? 0;
+  const diskUsed = h.local_gb_used ?? 0;
+  const resources: Record<string, HostResource> = {
+    VCPU: resource(h.vcpus, reservedCpus, cpuRatio, vcpusUsed),
+    MEMORY_MB: resource(h.memory_mb, reservedMem, ramRatio, memUsed),
+    DISK_GB: resource(h.local_gb, reservedDiskGb, diskRatio, diskUsed),
+  };
+  for (const [rc, inv] of Object.entries(h.inventories ?? {})) {
+    resources[rc] = {
+      capacity: Math.floor((inv.total - (inv.reserved ?? 0)) * (inv.allocation_ratio ?? 1)),
+      used: inv.used ?? 0,
+      min_unit: inv.min_unit ?? 1,
+      max_unit: inv.max_unit ?? inv.total,
+      step_size: inv.step_size ?? 1,
+    };
+  }
+  const instances = [...(h.instances ?? [])];
+  const service = {
+    disabled: h.service?.disabled ?? false,
+    disabled_reason: h.service?.disabled_reason ?? null,
+    forced_down: h.service?.forced_down ?? false,
+    up: h.service?.up ?? true,
+  };
+  const metrics = Array.isArray(h.metrics)
+    ? Object.fromEntries(h.metrics.map((m) => [m.name, m.value]))
+    : { ...(h.metrics ?? {}) };
+  const numInstances = h.num_instances ?? instances.length;
+  const stats: Record<string, string> = {
+    num_instances: String(numInstances),
+    io_workload: String(h.num_io_ops ?? 0),
+    failed_builds: String(h.failed_builds ?? 0),
+  };
+  for (const [k, v] of Object.entries(h.stats ?? {})) stats[k] = String(v);
+  const zone = aggregates.find((a) => a.metadata.availability_zone)?.metadata.availability_zone;
+  return {
+    host: h.host,
+    nodename: h.nodename ?? h.host,
+    availability_zone: zone ?? config.default_availability_zone,
+    aggregates,
+    traits: service.disabled ? [...(h.traits ?? []), COMPUTE_STATUS_DISABLED] : [...(h.traits ?? [])],
+    resources,
+    free_ram_mb: h.memory_mb - reservedMem - memUsed,
+    free_disk_mb: (h.local_gb - reservedDiskGb - diskUsed) * 1024,
+    total_usable_ram_mb: h.memory_mb,
+    total_usable_disk_gb: h.local_gb,
+    disk_mb_used: (reservedDiskGb + diskUsed) * 1024,
+    vcpus_total: h.vcpus,
+    vcpus_used: vcpusUsed,
+    cpu_allocation_ratio: cpuRatio,
+    ram_allocation_ratio: ramRatio,
+    disk_allocation_ratio: diskRatio,
+    instances,
+    num_instances: numInstances,
+    num_io_ops: h.num_io_ops ?? 0,
+    failed_builds: h.failed_builds ?? 0,
+    hypervisor_type: h.hypervisor_type ?? "QEMU",
+    hypervisor_version: h.hypervisor_version ?? 0,
+    host_ip: h.host_ip ?? "",
+    supported_instances: h.supported_instances ?? [["x86_64", "qemu", "hvm"]],
+    metrics,
+    stats,
+    service,
+  };
+}
+
+function scenarioRequest(
+  q: ScenarioRequest,
+  k: number,
+): { spec: RequestSpec; instance_uuids: string[]; exclude_hosts: string[] } {
+  const n = q.instance_uuids?.length ?? q.num_instances ?? 1;
+  const uuids = q.instance_uuids ?? Array.from({ length: n }, (_, i) => planUuid(k, i));
+  // The API's split of az:host:node into a zone and forced hosts/nodes.
+  const az = q.availability_zone ? parseAvailabilityZone(q.availability_zone) : undefined;
+  const forceHosts = [...(q.force_hosts ?? []), ...(az?.host ? [az.host] : [])];
+  const forceNodes = [...(q.force_nodes ?? []), ...(az?.node ? [az.node] : [])];
+  let group: InstanceGroup | undefined;
+  if (q.instance_group) {
+    const members = [...(q.instance_group.members ?? [])];
+    // Nova's API adds the instances being created to their group before scheduling.
+    for (const u of uuids) if (!members.includes(u)) members.push(u);
+    group = {
+      ...(q.instance_group.uuid ? { uuid: q.instance_group.uuid } : {}),
+      policy: q.instance_group.policy,
+      rules: { ...(q.instance_group.rules ?? {}) },
+      members,
+      hosts: [...(q.instance_group.hosts ?? [])],
+    };
+  }
+  const spec: RequestSpec = {
+    project_id: q.project_id ?? "project",
+    ...(q.user_id ? { user_id: q.user_id } : {}),
+    flavor: {
+      id: q.flavor.id ?? q.flavor.name,
+      name: q.flavor.name,
+      vcpus: q.flavor.vcpus,
+      memory_mb: q.flavor.memory_mb,
+      root_gb: q.flavor.root_gb ?? 0,
+      ephemeral_gb: q.flavor.ephemeral_gb ?? 0,
+      swap: q.flavor.swap ?? 0,
+      extra_specs: { ...(q.flavor.extra_specs ?? {}) },
+    },
+    image: {
+      id: q.image?.id ?? q.image?.name ?? "image",
+      name: q.image?.name ?? q.image?.id ?? "image",
+      properties: { ...(q.image?.properties ?? {}) },
+    },
+    ...(az?.zone ? { availability_zone: az.zone } : {}),
+    scheduler_hints: { ...(q.scheduler_hints ?? {}) },
+    num_instances: uuids.length,
+    ...(q.ignore_hosts ? { ignore_hosts: [...q.ignore_hosts] } : {}),
+    ...(forceHosts.length ? { force_hosts: forceHosts } : {}),
+    ...(forceNodes.length ? { force_nodes: forceNodes } : {}),
+    ...(q.requested_destination ? { requested_destination: { ...q.requested_destination } } : {}),
+    ...(group ? { instance_group: group } : {}),
+  };
+  const exclude = (q.retry?.hosts ?? []).map((h) => (Array.isArray(h) ? h[0]! : h));
+  return { spec, instance_uuids: uuids, exclude_hosts: exclude };
+}
+
+/** Readable, stable instance uuids for requests that name none. */
+function planUuid(request: number, instance: number): string {
+  const hex = (n: number, width: number) => n.toString(16).padStart(width, "0");
+  return `00000000-0000-4000-8000-${hex(request, 6)}${hex(instance, 6)}`;
+}
+
+/** One instance's decision, as novaless-plan prints it. */
+export interface PlannedDecision {
+  instance_uuid: string;
+  summary: string;
+  /** every stage: hosts in and out, each rejected host with its reason */
+  filter_trace: DetailedStage[];
+  /** hosts that passed every stage */
+  filtered_hosts: string[];
+  /** per weigher, each candidate's raw and normalized value and multiplier */
+  weighers: DetailedWeigher[];
+  /** candidates by final weight, best first */
+  weighed_hosts: RankedHost[];
+  chosen: { host: string; nodename: string } | null;
+}
+
+/** One instance's decision in compact form: what the scheduler Lambda keeps on the instance. */
+export interface CompactDecision {
+  instance_uuid: string;
+  summary: string;
+  explanation: DecisionExplanation;
+}
+
+export interface PlannedRequest {
+  request: number;
+  instance_uuids: string[];
+  /** per instance: the chosen host, then its alternates */
+  selections?: { host: string; nodename: string }[][];
+  /** the NoValidHost summary, when the request could not be placed */
+  no_valid_host?: string;
+  decisions: (PlannedDecision | CompactDecision)[];
+}
+
+export interface PlanOutput {
+  warnings: string[];
+  requests: PlannedRequest[];
+}
+
+/**
+ * Run the requests in order on one fleet; each placed instance consumes its host (a request that
+ * cannot be placed whole consumes nothing). Decisions are detailed (every host) unless `compact`.
+ */
+export function runScenario(prepared: PreparedScenario, opts: { compact?: boolean } = {}): PlanOutput {
+  const explain = (
+    uuid: string,
+    d: Decision,
+    summary: string,
+    chosen: { host: string; nodename: string } | null,
+  ) =>
+    opts.compact
+      ? { instance_uuid: uuid, summary, explanation: d.compact(chosen ? { chosen } : {}) }
+      : planned(uuid, d, summary, chosen);
+  const fleet = new Fleet(prepared.hosts, prepared.aggregates);
+  const random = seededRandom(prepared.seed);
+  const requests = prepared.requests.map((q, k): PlannedRequest => {
+    const result = runSchedule(
+      schedule({
+        fleet,
+        spec: q.spec,
+        instanceUuids: q.instance_uuids,
+        config: prepared.config,
+        random,
+        excludeHosts: q.exclude_hosts,
+      }),
+    );
+    const decisions = result.placements.map((p) => {
+      const chosen = { host: p.selected.host, nodename: p.selected.nodename };
+      return explain(p.instance_uuid, p.decision, summarizeSelection(p.decision.compact({ chosen })), chosen);
+    });
+    if (!result.ok) {
+      const which =
+        q.instance_uuids.length > 1
+          ? `for instance ${decisions.length + 1} of ${q.instance_uuids.length}`
+          : undefined;
+      const summary = summarizeNoValidHost(result.decision.compact(), which);
+      decisions.push(explain(result.instance_uuid, result.decision, summary, null));
+      // All or nothing: what this request consumed is given back for the next one.
+      for (const p of result.placements) fleet.unconsume(p.position, p.decision.requested, p.instance_uuid);
+      return { request: k, instance_uuids: q.instance_uuids, no_valid_host: summary, decisions };
+    }
+    const selections = result.placements.map((p, i) => [
+      { host: p.selected.host, nodename: p.selected.nodename },
+      ...result.alternates[i]!.map((a) => ({ host: a.host, nodename: a.nodename })),
+    ]);
+    return { request: k, instance_uuids: q.instance_uuids, selections, decisions };
+  });
+  return { warnings: prepared.warnings, requests };
+}
+
+function planned(
+  instance_uuid: string,
+  decision: Decision,
+  summary: string,
+  chosen: { host: string; nodename: string } | null,
+): PlannedDecision {
+  const d = decision.detailed();
+  return {
+    instance_uuid,
+    summary,
+    filter_trace: d.stages,
+    filtered_hosts: d.order.map((o) => o.host),
+    weighers: d.weighers,
+    weighed_hosts: d.order,
+    chosen,
+  };
+}
+
+/** mulberry32: a small seeded generator, so a plan is reproducible. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
