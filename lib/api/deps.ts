@@ -24,11 +24,11 @@ import {
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
 import { sendBuildRequest } from "../conductor/queues.js";
+import { planDestinations } from "../conductor/select-destinations.js";
 import { deleteServer } from "../instances/delete.js";
 import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
 import { getHost, listHosts } from "../placement/hosts.js";
 import { setServiceStatus } from "../placement/services.js";
-import { type PlanDestinations, planDestinations } from "./routes/scheduling.js";
 
 export interface ApiDeps {
   getFlavor: typeof getFlavor;
@@ -58,7 +58,7 @@ export interface ApiDeps {
   addServerGroupMembers: typeof addServerGroupMembers;
   removeServerGroupMembers: typeof removeServerGroupMembers;
   forgetServerGroupMember: typeof forgetServerGroupMember;
-  planDestinations: PlanDestinations;
+  planDestinations: typeof planDestinations;
   now: () => Date;
 }
 

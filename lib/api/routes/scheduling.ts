@@ -2,35 +2,18 @@
 // decision kept on the instance) and POST /os-scheduler/plan (a dry run of a create: the same
 // body, the same checks, a plan; nothing claimed, nothing written). A member gets 403 from both:
 // the detail names hosts and capacities, which Nova never shows to users.
-import type { RequestSpec } from "../../scheduler/types.js";
 import { requireAdmin } from "../auth.js";
 import { flavorSpec, imageSpec, requestSpecFor } from "../build.js";
 import { instanceNotFound } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { UUID_RE } from "../validation/common.js";
-import { type PlanResult, planView, schedulingView } from "../views/scheduling.js";
+import { planView, schedulingView } from "../views/scheduling.js";
 import { resolveCreate } from "./servers.js";
 
 export const SCHEDULING_RULES = {
   show: "os_compute_api:os-scheduling:show",
   plan: "os_compute_api:os-scheduler:plan",
 } as const;
-
-export type PlanDestinations = (spec: RequestSpec, opts?: { now?: number }) => Promise<PlanResult>;
-
-/**
- * lib/conductor/select-destinations.ts's planDestinations, reached through a dynamic import
- * until that export exists (the scheduler side lands it); a clear error until then.
- */
-export const planDestinations: PlanDestinations = async (spec, opts) => {
-  const mod = (await import("../../conductor/select-destinations.js")) as unknown as {
-    planDestinations?: PlanDestinations;
-  };
-  if (typeof mod.planDestinations !== "function") {
-    throw new Error("planDestinations is not exported by lib/conductor/select-destinations.ts yet");
-  }
-  return mod.planDestinations(spec, opts);
-};
 
 export async function showScheduling({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, SCHEDULING_RULES.show);

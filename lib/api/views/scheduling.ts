@@ -1,7 +1,7 @@
 // The scheduler's account of its decisions, for admins: the last decision kept on an instance
 // (os-scheduling) and a dry run (os-scheduler/plan).
+import type { PlanResult } from "../../conductor/select-destinations.js";
 import type { SchedulingRecord } from "../../instances/types.js";
-import type { DecisionExplanation } from "../../scheduler/types.js";
 
 export function schedulingView(rec: SchedulingRecord | undefined | null): { scheduling: unknown } {
   // an item may hold an empty map where no decision was written yet
@@ -15,20 +15,6 @@ export function schedulingView(rec: SchedulingRecord | undefined | null): { sche
       explanation: rec.explanation ?? null,
     },
   };
-}
-
-export interface PlannedSelection {
-  host: string;
-  nodename: string;
-  alternates: { host: string; nodename: string }[];
-}
-
-/** planDestinations' answer (lib/conductor/select-destinations.ts). */
-export interface PlanResult {
-  selections: PlannedSelection[];
-  explanations: DecisionExplanation[];
-  summary: string;
-  no_valid_host: boolean;
 }
 
 export function planView(p: PlanResult): { plan: Record<string, unknown> } {

@@ -1,8 +1,8 @@
 // In-memory aggregates, server groups and scheduler dry runs for the API's unit tests: the deps
 // entries behind /os-aggregates, /os-availability-zone, /os-server-groups and os-scheduler/plan.
 import type { ApiDeps } from "../../../lib/api/deps.js";
-import type { PlanResult } from "../../../lib/api/views/scheduling.js";
 import type { Aggregate, ServerGroup } from "../../../lib/catalog/types.js";
+import type { PlanResult } from "../../../lib/conductor/select-destinations.js";
 import type { RequestSpec } from "../../../lib/scheduler/types.js";
 
 export interface CatalogFakes {
