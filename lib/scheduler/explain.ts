@@ -143,7 +143,7 @@ export function summarizeSelection(e: DecisionExplanation): string {
   const why =
     e.candidates === 1
       ? "the only host left"
-      : `${c.rank === 0 ? "highest weight" : `weight ranked #${c.rank + 1}`} ${fmt(c.weight)}${weigherTerms(c)}`;
+      : `${c.rank === 0 ? `highest weight ${fmt(c.weight)}` : `weight ${fmt(c.weight)}, ranked #${c.rank + 1}`}${weigherTerms(c)}`;
   const head = `${c.host} chosen among ${e.candidates} of ${e.hosts} hosts: ${why}`;
   return rejected > 0 ? `${head}; ${rejected} rejected: ${describeGroups(groups)}.` : `${head}.`;
 }

@@ -195,6 +195,7 @@ function decide(
     }
   }
 
+  const position = new Map(all.map((h, i) => [h, i]));
   const explained: DetailedStage[] = [];
   let hosts = all;
   for (const stage of stages) {
@@ -202,7 +203,7 @@ function decide(
     const passed: HostState[] = [];
     const rejected: DetailedStage["rejected"] = [];
     for (const h of hosts) {
-      const r = stage.skipped || !stage.check ? null : stage.check(h, all.indexOf(h));
+      const r = stage.skipped || !stage.check ? null : stage.check(h, position.get(h)!);
       if (!r) passed.push(h);
       else {
         const reason = r.reason ?? (r.fit ? describeFitFailure(r.fit) : reasonFromSummary(r.summary));
@@ -230,7 +231,7 @@ function decide(
   if (weighed.length > 1) {
     for (const weigher of weighers) {
       const value = weigher.prepare(spec, { config });
-      const raw = hosts.map((h) => (value ? value(h, all.indexOf(h)) : 0));
+      const raw = hosts.map((h) => (value ? value(h, position.get(h)!) : 0));
       const normalized = normalize(
         raw.map((v) => clamp(v, weigher.minval, weigher.maxval)),
         weigher.minval,
