@@ -53,3 +53,19 @@ export function matchExtraSpec(value: string | undefined, req: string): boolean 
   if (op === "<all-in>") return words.every((w) => value.includes(w));
   return method!(value, words[0]!);
 }
+
+/**
+ * matchExtraSpec for one requirement, parsed once and remembering its answer per value: a filter
+ * asks it of thousands of hosts that mostly share a few values.
+ */
+export function extraSpecMatcher(req: string): (value: string | undefined) => boolean {
+  const known = new Map<string | undefined, boolean>();
+  return (value) => {
+    let ok = known.get(value);
+    if (ok === undefined) {
+      ok = matchExtraSpec(value, req);
+      if (known.size < 1024) known.set(value, ok);
+    }
+    return ok;
+  };
+}

@@ -2,7 +2,7 @@
 // `aggregate_instance_extra_specs:`, and unscoped ones (Nova's backward compatibility), must match
 // the metadata of one of the host's aggregates (values split on commas; extra_specs_ops operators).
 import { aggregateMetadataByHost } from "../aggregates.js";
-import { matchExtraSpec } from "../extra-specs-ops.js";
+import { extraSpecMatcher } from "../extra-specs-ops.js";
 import type { HostFilter, Rejection } from "../types.js";
 
 const SCOPE = "aggregate_instance_extra_specs";
@@ -13,21 +13,26 @@ export const AggregateInstanceExtraSpecsFilter: HostFilter = {
   runOncePerRequest: true,
   reads: "aggregates",
   prepare(spec) {
-    const wanted: { key: string; req: string; rejection: Rejection }[] = [];
+    const wanted: { key: string; req: string; matches: (v: string) => boolean; rejection: Rejection }[] = [];
     for (const [specKey, req] of Object.entries(spec.flavor.extra_specs)) {
       const colon = specKey.indexOf(":");
       if (colon >= 0 && specKey.slice(0, colon) !== SCOPE) continue;
       const key = colon >= 0 ? specKey.slice(colon + 1) : specKey;
-      wanted.push({ key, req, rejection: { summary: `are in no aggregate matching ${specKey}=${req}` } });
+      wanted.push({
+        key,
+        req,
+        matches: extraSpecMatcher(req),
+        rejection: { summary: `are in no aggregate matching ${specKey}=${req}` },
+      });
     }
     if (wanted.length === 0) return null;
     return (host) => {
       const metadata = aggregateMetadataByHost(host.aggregates);
-      for (const { key, req, rejection } of wanted) {
+      for (const { key, req, matches, rejection } of wanted) {
         const values = metadata.get(key);
         if (!values || values.size === 0)
           return { ...rejection, reason: `no aggregate of the host has ${key}` };
-        if (![...values].some((v) => matchExtraSpec(v, req))) {
+        if (![...values].some(matches)) {
           return {
             ...rejection,
             reason: `the host's aggregates have ${key}=${[...values].join(",")}, not ${req}`,

@@ -2,7 +2,7 @@
 // host: an attribute, its stats, then nested keys) must match the host, with extra_specs_ops'
 // operators. An unscoped key is checked only when the host has such an attribute or stat;
 // keys in any other scope are not this filter's.
-import { matchExtraSpec } from "../extra-specs-ops.js";
+import { extraSpecMatcher } from "../extra-specs-ops.js";
 import { hasHostAttribute, hostCapability, isFloatAttribute } from "../host-view.js";
 import { pyStr } from "../python.js";
 import type { HostFilter, Rejection } from "../types.js";
@@ -11,6 +11,9 @@ interface Requirement {
   key: string;
   scope: string[];
   req: string;
+  matches: (value: string) => boolean;
+  /** the value is str() of a float attribute */
+  float: boolean;
   /** unscoped: only checked where the host has the attribute or stat */
   unscoped: boolean;
   rejection: Rejection;
@@ -30,6 +33,8 @@ export const ComputeCapabilitiesFilter: HostFilter = {
         key,
         scope,
         req,
+        matches: extraSpecMatcher(req),
+        float: scope.length === 1 && isFloatAttribute(scope[0]!),
         unscoped,
         rejection: { summary: `do not match extra spec ${key}=${req}` },
       });
@@ -41,8 +46,8 @@ export const ComputeCapabilitiesFilter: HostFilter = {
         const cap = hostCapability(host, r.scope);
         if (cap === undefined)
           return { ...r.rejection, reason: `host has no capability ${r.scope.join(":")}` };
-        const value = pyStr(cap, r.scope.length === 1 && isFloatAttribute(r.scope[0]!));
-        if (!matchExtraSpec(value, r.req)) {
+        const value = pyStr(cap, r.float);
+        if (!r.matches(value)) {
           return { ...r.rejection, reason: `capability ${r.scope.join(":")} is ${value}, not ${r.req}` };
         }
       }
