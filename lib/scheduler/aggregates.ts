@@ -11,13 +11,20 @@ interface Memo {
   multipliers: Map<string, number>;
 }
 
-const memos = new WeakMap<readonly HostAggregate[], Memo>();
+/** Where a list keeps what was worked out about it: a property of the list, quicker than a WeakMap. */
+const MEMO = Symbol("aggregate-list memo");
+type Memoized = readonly HostAggregate[] & { [MEMO]?: Memo };
+
+/** For lists that cannot take a property (frozen ones). */
+const frozen = new WeakMap<readonly HostAggregate[], Memo>();
 
 function memo(aggregates: readonly HostAggregate[]): Memo {
-  let m = memos.get(aggregates);
+  const list = aggregates as Memoized;
+  let m = list[MEMO] ?? frozen.get(list);
   if (!m) {
     m = { values: new Map(), multipliers: new Map() };
-    memos.set(aggregates, m);
+    if (Object.isExtensible(list)) Object.defineProperty(list, MEMO, { value: m, enumerable: false });
+    else frozen.set(list, m);
   }
   return m;
 }

@@ -8,6 +8,7 @@ import type {
   HostFacet,
   HostNumber,
   HostState,
+  Rejection,
   ResourceAmounts,
 } from "./types.js";
 
@@ -32,6 +33,7 @@ export class Fleet implements FleetIndex {
   private readonly byLowerName = new Map<string, number[]>();
   private readonly columns = new Map<string, ResourceColumn>();
   private readonly multiplierTables = new Map<string, MultiplierTable>();
+  private readonly verdictCache = new Map<string, (Rejection | null | undefined)[]>();
   private readonly numbers: Record<HostNumber, Float64Array>;
   private readonly metrics = new Map<string, { value: Float64Array; has: Uint8Array }>();
 
@@ -97,6 +99,24 @@ export class Fleet implements FleetIndex {
       }
     }
     for (const col of this.columns.values()) col.everywhere = col.has.every((v) => v === 1);
+  }
+
+  /**
+   * Verdicts by facet class of a check whose `key` says all they depend on besides the facet:
+   * kept for the fleet's life (facets do not change), so later requests reuse them.
+   */
+  verdicts(facet: HostFacet, key: string): (Rejection | null | undefined)[] {
+    const k = `${facet}\u0000${key}`;
+    let v = this.verdictCache.get(k);
+    if (!v) {
+      v = new Array(this.classCount[facet]);
+      this.verdictCache.set(k, v);
+    }
+    return v;
+  }
+
+  hostAt(i: number): HostState {
+    return this.hosts[i]!;
   }
 
   column(field: HostNumber): Float64Array {

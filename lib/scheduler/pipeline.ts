@@ -2,12 +2,21 @@
 // get_weighed_hosts, with Placement's query (prefilters, traits, resources) in between.
 // Pure and synchronous.
 import type { SchedulerConfig } from "../config.js";
+import { maskCheck } from "./checks.js";
 import { Decision, type RejectedBlock, type StageTrace } from "./decision.js";
 import { enabledFilters } from "./filters/index.js";
 import type { Fleet } from "./fleet.js";
 import { placementChecks } from "./placement.js";
 import { placementRequest } from "./prefilters.js";
-import type { FilterContext, HostCheck, HostFacet, HostFilter, Rejection, RequestSpec } from "./types.js";
+import type {
+  FilterContext,
+  HostCheck,
+  HostFacet,
+  HostFilter,
+  PositionsPass,
+  Rejection,
+  RequestSpec,
+} from "./types.js";
 import { weighCandidates } from "./weigh.js";
 import { enabledWeighers } from "./weighers/index.js";
 
@@ -51,11 +60,8 @@ export interface StageCheck {
   check: HostCheck;
   /** the verdict reads only this facet of the host: computed once per class of hosts sharing it */
   reads?: HostFacet;
-  /**
-   * `check` over many positions at once (in order): passing ones to `next`, the others to
-   * `out` with their rejections in `why`; returns how many passed. Must answer as `check` does.
-   */
-  pass?: (live: Int32Array, count: number, next: Int32Array, out: number[], why: Rejection[]) => number;
+  /** `check` over many positions at once (HostCheck.pass), when it has one of its own */
+  pass?: PositionsPass | undefined;
 }
 
 interface Stage {
@@ -93,12 +99,25 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   const aggregateOps: number[] = [];
   for (let at = 0; at < ops.length; at++) if (ops[at]!.check.reads === "aggregates") aggregateOps.push(at);
   const bulk = new Uint8Array(classes);
+  // Per aggregate check, how many classes not rejected whole it turns away: none, no pass needed.
+  const failing = new Int32Array(ops.length);
+  const cached = aggregateOps.map((at) => {
+    const key = ops[at]!.check.check.key;
+    return key === undefined
+      ? undefined
+      : fleet.verdicts("aggregates", `${stages[ops[at]!.stage]!.name}\u0000${key}`);
+  });
   for (let c = 0; c < classes; c++) {
     const first = members[c]![0]!;
     const host = fleet.hosts[first]!;
     for (let k = 0; k < aggregateOps.length; k++) {
       const at = aggregateOps[k]!;
-      const r = ops[at]!.check.check(host, first);
+      const known = cached[k];
+      let r = known?.[c];
+      if (r === undefined) {
+        r = ops[at]!.check.check(host, first);
+        if (known) known[c] = r;
+      }
       if (r) {
         failAt[c] = at;
         failure[c] = r;
@@ -108,7 +127,7 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     if (failure[c] && (firstHostOp < 0 || failAt[c]! < firstHostOp)) {
       bulk[c] = 1;
       blocks[ops[failAt[c]!]!.stage]!.push({ positions: members[c]!, rejection: failure[c]! });
-    }
+    } else if (failure[c]) failing[failAt[c]!]!++;
   }
 
   const n = fleet.size;
@@ -128,6 +147,8 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     runs[op.stage]!.push(out.length);
     let kept = 0;
     if (op.check.reads === "aggregates") {
+      // No class left to turn away here: nothing to pass over.
+      if (failing[at] === 0) continue;
       // This check's place in the order: the hosts of the classes it rejects leave here.
       for (let j = 0; j < count; j++) {
         const i = live[j]!;
@@ -138,7 +159,12 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
         } else next[kept++] = i;
       }
     } else {
-      kept = runCheck(fleet, op.check, live, count, next, out, why);
+      const key = op.check.check.key;
+      const memo =
+        op.check.reads && key !== undefined
+          ? fleet.verdicts(op.check.reads, `${stages[op.stage]!.name}\u0000${key}`)
+          : undefined;
+      kept = runCheck(fleet, op.check, live, count, next, out, why, memo);
     }
     [live, next] = [next, live];
     count = kept;
@@ -198,14 +224,17 @@ function runCheck(
   next: Int32Array,
   out: number[],
   why: Rejection[],
+  /** verdicts kept with the fleet for this check, if it has a key */
+  memo?: (Rejection | null | undefined)[],
 ): number {
   let kept = 0;
-  if (check.pass) return check.pass(live, count, next, out, why);
+  const pass = check.pass ?? check.check.pass;
+  if (pass) return pass(live, count, next, out, why);
   const hosts = fleet.hosts;
   const fn = check.check;
   if (check.reads) {
     const classOf = fleet.classOf[check.reads];
-    const verdicts: (Rejection | null | undefined)[] = new Array(fleet.classCount[check.reads]);
+    const verdicts = memo ?? new Array<Rejection | null | undefined>(fleet.classCount[check.reads]);
     for (let j = 0; j < count; j++) {
       const i = live[j]!;
       const c = classOf[i]!;
@@ -241,7 +270,7 @@ function previousInstanceStage(fleet: Fleet, previous: Int32Array | undefined): 
   if (!previous) return [];
   const passed = new Uint8Array(fleet.size);
   for (const i of previous) passed[i] = 1;
-  return [{ name: "previous_instance", checks: [{ check: (_h, i) => (passed[i] ? null : PREVIOUS) }] }];
+  return [{ name: "previous_instance", checks: [{ check: maskCheck(passed, 1, PREVIOUS) }] }];
 }
 
 /**

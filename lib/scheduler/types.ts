@@ -158,8 +158,31 @@ export interface FilterContext {
  */
 export type HostFacet = "aggregates" | "traits" | "hypervisor" | "metrics" | "service";
 
-/** A host's check for one request: null when the host passes. `i` is its position in the fleet. */
-export type HostCheck = (host: HostState, i: number) => Rejection | null;
+/**
+ * A host's check for one request: null when the host passes. `i` is its position in the fleet.
+ * It may also carry `pass`, the same check over many positions at once, for the fleet's loops.
+ */
+export interface HostCheck {
+  (host: HostState, i: number): Rejection | null;
+  pass?: PositionsPass;
+  /**
+   * For a check reading one facet (HostFilter.reads): everything else its verdicts depend on,
+   * as text. Verdicts may then be kept with the fleet and reused by later requests.
+   */
+  key?: string;
+}
+
+/**
+ * A check over `count` live positions (in order): those passing go to `next` (in order), the
+ * others to `out` with their rejections in `why`; returns how many passed. Answers as the check.
+ */
+export type PositionsPass = (
+  live: Int32Array,
+  count: number,
+  next: Int32Array,
+  out: number[],
+  why: Rejection[],
+) => number;
 
 export interface HostFilter {
   /** Nova's class name, as enabled_filters names it */
@@ -193,6 +216,8 @@ export interface Weigher {
   maxval?: number;
   /** The raw value for this request, or null when every host weighs 0 for it. */
   prepare(spec: RequestSpec, ctx: WeigherContext): ((host: HostState, i: number) => number) | null;
+  /** the raw value is this one host field, whatever the request: the fleet may read its column directly */
+  column?: HostNumber;
 }
 
 /** What the fleet knows beyond each host: lookups filters and weighers may use by host position. */
@@ -208,6 +233,8 @@ export type HostNumber =
   | "failed_builds";
 
 export interface FleetIndex {
+  /** the host at a position */
+  hostAt(i: number): HostState;
   /** the field's value by position, always equal to the host state's */
   column(field: HostNumber): Float64Array;
   /** a metric's value by position, and whether the host reports it */

@@ -88,26 +88,34 @@ export function weighCandidates(
   for (const weigher of weighers) {
     const raw = new Float64Array(n);
     const { minval, maxval } = weigher;
-    const value = weigher.prepare(spec, ctx);
-    if (value) {
-      for (let j = 0; j < n; j++) {
-        const i = candidates[j]!;
-        raw[j] = value(hosts[i]!, i);
+    if (weigher.column) {
+      // A plain field: gathered from the fleet's column (what prepare() would read, host by host).
+      const column = fleet.column(weigher.column);
+      for (let j = 0; j < n; j++) raw[j] = column[candidates[j]!]!;
+    } else {
+      const value = weigher.prepare(spec, ctx);
+      if (value) {
+        for (let j = 0; j < n; j++) {
+          const i = candidates[j]!;
+          raw[j] = value(hosts[i]!, i);
+        }
       }
     }
     // Normalization reads the clamped values (BaseWeigher.weigh_objects); `raw` keeps what the
     // weigher said, for the explanation. Clamping rarely changes anything: copy only if it does.
+    // One pass finds whether it does and the bounds of the clamped values (normalize()'s).
     let bounded = raw;
-    if (minval !== undefined || maxval !== undefined) {
-      for (let j = 0; j < n; j++) {
-        const v = raw[j]!;
-        if (clamp(v, minval, maxval) !== v) {
-          bounded = raw.map((x) => clamp(x, minval, maxval));
-          break;
-        }
-      }
+    let min = minval ?? clamp(raw[0]!, minval, maxval);
+    let max = maxval ?? clamp(raw[0]!, minval, maxval);
+    let clamps = false;
+    for (let j = 0; j < n; j++) {
+      const v = raw[j]!;
+      const c = minval !== undefined && v < minval ? minval : maxval !== undefined && v > maxval ? maxval : v;
+      if (c !== v) clamps = true;
+      if (maxval === undefined && c > max) max = c;
+      if (minval === undefined && c < min) min = c;
     }
-    const { min, max } = bounds(bounded, minval, maxval);
+    if (clamps) bounded = raw.map((x) => clamp(x, minval, maxval));
     const table = fleet.multipliers(
       weigher.multiplierOption,
       config[weigher.multiplierOption],
@@ -125,6 +133,8 @@ export function weighCandidates(
       continue;
     }
     const range = max - min;
+    // A multiplier of 0 everywhere (NumInstancesWeigher's default) adds ±0 to finite weights.
+    if (table.uniform === 0 && Number.isFinite(range)) continue;
     if (table.uniform !== undefined) {
       const m = table.uniform;
       for (let j = 0; j < n; j++) weights[j] = weights[j]! + m * ((bounded[j]! - min) / range);

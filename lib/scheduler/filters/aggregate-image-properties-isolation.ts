@@ -2,7 +2,9 @@
 // a standard image property (optionally only keys in aggregate_image_properties_isolation_namespace),
 // an image setting that property must have one of the aggregates' values. Hosts in no such
 // aggregate take any image.
+
 import { aggregateMetadataByHost } from "../aggregates.js";
+import { keyed } from "../checks.js";
 import { imageMetaProps, isImageMetaProp } from "../image-props.js";
 import type { HostFilter } from "../types.js";
 
@@ -16,20 +18,23 @@ export const AggregateImagePropertiesIsolation: HostFilter = {
     if (props.size === 0) return null;
     const ns = ctx.config.aggregate_image_properties_isolation_namespace;
     const prefix = ns ? `${ns}${ctx.config.aggregate_image_properties_isolation_separator}` : "";
-    return (host) => {
-      for (const [key, options] of aggregateMetadataByHost(host.aggregates)) {
-        if (prefix && !key.startsWith(prefix)) continue;
-        // Nova reads the key as an ImageMetaProps field: others are not image properties.
-        if (!isImageMetaProp(key)) continue;
-        const prop = props.get(key);
-        if (prop && !options.has(prop)) {
-          return {
-            summary: `are in an aggregate isolating image property ${key}`,
-            reason: `the host's aggregates take ${key} in ${[...options].join(",")}, the image has ${prop}`,
-          };
+    return keyed(
+      (host) => {
+        for (const [key, options] of aggregateMetadataByHost(host.aggregates)) {
+          if (prefix && !key.startsWith(prefix)) continue;
+          // Nova reads the key as an ImageMetaProps field: others are not image properties.
+          if (!isImageMetaProp(key)) continue;
+          const prop = props.get(key);
+          if (prop && !options.has(prop)) {
+            return {
+              summary: `are in an aggregate isolating image property ${key}`,
+              reason: `the host's aggregates take ${key} in ${[...options].join(",")}, the image has ${prop}`,
+            };
+          }
         }
-      }
-      return null;
-    };
+        return null;
+      },
+      JSON.stringify([[...props], prefix]),
+    );
   },
 };

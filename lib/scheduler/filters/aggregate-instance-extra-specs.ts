@@ -1,7 +1,9 @@
 // Nova's AggregateInstanceExtraSpecsFilter: flavor extra specs scoped
 // `aggregate_instance_extra_specs:`, and unscoped ones (Nova's backward compatibility), must match
 // the metadata of one of the host's aggregates (values split on commas; extra_specs_ops operators).
+
 import { aggregateMetadataByHost } from "../aggregates.js";
+import { keyed } from "../checks.js";
 import { extraSpecMatcher } from "../extra-specs-ops.js";
 import type { HostFilter, Rejection } from "../types.js";
 
@@ -26,7 +28,8 @@ export const AggregateInstanceExtraSpecsFilter: HostFilter = {
       });
     }
     if (wanted.length === 0) return null;
-    return (host) => {
+    const key = JSON.stringify(wanted.map((w) => [w.rejection.summary, w.key, w.req]));
+    return keyed((host) => {
       const metadata = aggregateMetadataByHost(host.aggregates);
       for (const { key, req, matches, rejection } of wanted) {
         const values = metadata.get(key);
@@ -40,6 +43,6 @@ export const AggregateInstanceExtraSpecsFilter: HostFilter = {
         }
       }
       return null;
-    };
+    }, key);
   },
 };

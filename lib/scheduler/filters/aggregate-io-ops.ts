@@ -1,5 +1,7 @@
 // Nova's AggregateIoOpsFilter: IoOpsFilter with the limit from the host's aggregates'
 // `max_io_ops_per_host` metadata (the smallest), else the option.
+
+import { belowLimit } from "../checks.js";
 import type { HostFilter } from "../types.js";
 import { perAggregateLimit } from "./aggregate-num-instances.js";
 import { tooMany } from "./num-instances.js";
@@ -12,10 +14,8 @@ export const AggregateIoOpsFilter: HostFilter = {
     const reject = tooMany("I/O operations in progress", "max_io_ops_per_host");
     const count = ctx.fleet?.column("num_io_ops");
     if (count) {
-      return (host, i) => {
-        const max = limit(host, i);
-        return count[i]! < max ? null : reject(count[i]!, max);
-      };
+      const hosts = ctx.fleet!;
+      return belowLimit(count, (i) => limit(hosts.hostAt(i), i), reject);
     }
     return (host, i) => {
       const max = limit(host, i);

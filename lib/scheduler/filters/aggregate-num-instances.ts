@@ -1,6 +1,7 @@
 // Nova's AggregateNumInstancesFilter: NumInstancesFilter with the limit from the host's aggregates'
 // `max_instances_per_host` metadata (the smallest), else the option.
 import { aggregateValuesFromKey, minAggregateValue } from "../aggregates.js";
+import { belowLimit } from "../checks.js";
 import type { FleetIndex, HostAggregate, HostFilter, HostState } from "../types.js";
 import { tooMany } from "./num-instances.js";
 
@@ -12,10 +13,8 @@ export const AggregateNumInstancesFilter: HostFilter = {
     const reject = tooMany("instances", "max_instances_per_host");
     const count = ctx.fleet?.column("num_instances");
     if (count) {
-      return (host, i) => {
-        const max = limit(host, i);
-        return count[i]! < max ? null : reject(count[i]!, max);
-      };
+      const hosts = ctx.fleet!;
+      return belowLimit(count, (i) => limit(hosts.hostAt(i), i), reject);
     }
     return (host, i) => {
       const max = limit(host, i);

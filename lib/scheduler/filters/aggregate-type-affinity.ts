@@ -1,6 +1,8 @@
 // Nova's AggregateTypeAffinityFilter: a host whose aggregates set `instance_type` (flavor names,
 // comma-separated) takes only those flavors.
+
 import { aggregateValuesFromKey } from "../aggregates.js";
+import { keyed } from "../checks.js";
 import type { HostFilter } from "../types.js";
 
 export const AggregateTypeAffinityFilter: HostFilter = {
@@ -11,11 +13,11 @@ export const AggregateTypeAffinityFilter: HostFilter = {
   prepare(spec) {
     const flavor = spec.flavor.name;
     const summary = `are reserved for other flavors than ${flavor}`;
-    return (host) => {
+    return keyed((host) => {
       const values = aggregateValuesFromKey(host.aggregates, "instance_type");
       if (values.length === 0) return null;
       if (values.some((v) => v.split(",").some((name) => name.trim() === flavor))) return null;
       return { summary, reason: `the host's aggregates take flavors ${values.join(", ")}` };
-    };
+    }, flavor);
   },
 };

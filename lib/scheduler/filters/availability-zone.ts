@@ -1,6 +1,8 @@
 // Nova's AvailabilityZoneFilter: only hosts in the requested availability zone. A host's zones are
 // its aggregates' `availability_zone` metadata, else [DEFAULT] default_availability_zone.
+
 import { aggregateMetadataByHost } from "../aggregates.js";
+import { keyed } from "../checks.js";
 import type { HostFilter } from "../types.js";
 
 export interface ParsedAvailabilityZone {
@@ -38,11 +40,11 @@ export const AvailabilityZoneFilter: HostFilter = {
     if (!requested) return null;
     const summary = `are not in availability zone ${requested}`;
     const fallback = ctx.config.default_availability_zone;
-    return (host) => {
+    return keyed((host) => {
       const zones = aggregateMetadataByHost(host.aggregates).get("availability_zone");
       if (zones ? zones.has(requested) : requested === fallback) return null;
       const actual = zones ? [...zones].join(", ") : fallback;
       return { summary, reason: `host is in availability zone ${actual}, not ${requested}` };
-    };
+    }, `${requested}\u0000${fallback}`);
   },
 };

@@ -1,4 +1,5 @@
 // Nova's ComputeFilter: only enabled compute services that are up.
+import { keyed } from "../checks.js";
 import type { HostFilter, Rejection } from "../types.js";
 
 const FORCED_DOWN: Rejection = { summary: "are down", reason: "compute service is forced down" };
@@ -13,7 +14,7 @@ export const ComputeFilter: HostFilter = {
       summary: "are down",
       reason: `compute service has not been heard from in ${ctx.config.service_down_time}s`,
     };
-    return ({ service }) => {
+    return keyed(({ service }) => {
       // Nova checks disabled first, so a disabled host that is also down reports "disabled".
       if (service.disabled) {
         const why = service.disabled_reason ? ` (${service.disabled_reason})` : "";
@@ -23,6 +24,6 @@ export const ComputeFilter: HostFilter = {
       if (service.forced_down) return FORCED_DOWN;
       if (!service.up) return notHeard;
       return null;
-    };
+    }, String(ctx.config.service_down_time));
   },
 };

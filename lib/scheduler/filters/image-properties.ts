@@ -1,6 +1,7 @@
 // Nova's ImagePropertiesFilter: the image's architecture, hypervisor type and VM mode must be
 // one of the host's supported_instances triples, and its hypervisor version must satisfy the
 // image's img_hv_requested_version (e.g. ">=2.6, <3.0").
+import { keyed } from "../checks.js";
 import {
   canonicalArchitecture,
   canonicalHypervisorType,
@@ -27,21 +28,24 @@ export const ImagePropertiesFilter: HostFilter = {
     const required = props.get("img_hv_requested_version");
     const predicate = required ? parseVersionPredicate(required) : undefined;
     const rejection: Rejection = { summary: `do not support image properties ${described}` };
-    return (host) => {
-      if (host.supported_instances.length === 0) {
-        return { ...rejection, reason: "host advertises no supported instances" };
-      }
-      for (const triple of host.supported_instances) {
-        if (!wanted.every((p) => !p || triple.includes(p))) continue;
-        // Nova skips the version check when either side is missing (hypervisor_version 0).
-        if (!required || !host.hypervisor_version) return null;
-        if (predicate?.(versionToString(host.hypervisor_version))) return null;
-      }
-      return {
-        ...rejection,
-        reason: `host supports ${host.supported_instances.map((t) => t.join("/")).join(", ")} at hypervisor version ${versionToString(host.hypervisor_version)}, the image needs ${described}${required ? ` at ${required}` : ""}`,
-      };
-    };
+    return keyed(
+      (host) => {
+        if (host.supported_instances.length === 0) {
+          return { ...rejection, reason: "host advertises no supported instances" };
+        }
+        for (const triple of host.supported_instances) {
+          if (!wanted.every((p) => !p || triple.includes(p))) continue;
+          // Nova skips the version check when either side is missing (hypervisor_version 0).
+          if (!required || !host.hypervisor_version) return null;
+          if (predicate?.(versionToString(host.hypervisor_version))) return null;
+        }
+        return {
+          ...rejection,
+          reason: `host supports ${host.supported_instances.map((t) => t.join("/")).join(", ")} at hypervisor version ${versionToString(host.hypervisor_version)}, the image needs ${described}${required ? ` at ${required}` : ""}`,
+        };
+      },
+      JSON.stringify([wanted, required ?? null]),
+    );
   },
 };
 

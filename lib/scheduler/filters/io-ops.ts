@@ -1,5 +1,7 @@
 // Nova's IoOpsFilter: hosts with [filter_scheduler] max_io_ops_per_host instances building (or
 // in another I/O-heavy task) are out.
+
+import { belowLimit } from "../checks.js";
 import type { HostFilter } from "../types.js";
 import { tooMany } from "./num-instances.js";
 
@@ -11,7 +13,7 @@ export const IoOpsFilter: HostFilter = {
     const max = ctx.config.max_io_ops_per_host;
     const count = ctx.fleet?.column("num_io_ops");
     const reject = tooMany("I/O operations in progress", "max_io_ops_per_host");
-    if (count) return (_host, i) => (count[i]! < max ? null : reject(count[i]!, max));
+    if (count) return belowLimit(count, () => max, reject);
     return (host) => (host.num_io_ops < max ? null : reject(host.num_io_ops, max));
   },
 };

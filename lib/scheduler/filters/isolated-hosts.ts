@@ -1,6 +1,7 @@
 // Nova's IsolatedHostsFilter: [filter_scheduler] isolated_images run only on isolated_hosts and,
 // with restrict_isolated_hosts_to_isolated_images (the default), isolated hosts run nothing else.
-import type { HostFilter, HostState } from "../types.js";
+import { maskCheck } from "../checks.js";
+import type { HostCheck, HostFilter, HostState, Rejection } from "../types.js";
 
 export const IsolatedHostsFilter: HostFilter = {
   name: "IsolatedHostsFilter",
@@ -14,19 +15,20 @@ export const IsolatedHostsFilter: HostFilter = {
     } = ctx.config;
     const hosts = new Set(isolated_hosts);
     const mask = ctx.fleet?.named(isolated_hosts);
-    const isIsolated = mask
-      ? (_h: HostState, i: number) => mask[i] === 1
-      : (h: HostState) => hosts.has(h.host);
+    const isIsolated = (h: HostState, i: number) => (mask ? mask[i] === 1 : hosts.has(h.host));
+    /** passes when the host's isolation is `isolated` */
+    const only = (isolated: boolean, rejection: Rejection): HostCheck =>
+      mask
+        ? maskCheck(mask, isolated ? 1 : 0, rejection)
+        : (h, i) => (isIsolated(h, i) === isolated ? null : rejection);
     if (isolated_images.length === 0) {
       // No images to match: isolated hosts are out when restricted, else everyone passes.
       if (!restrict || hosts.size === 0) return null;
-      const isolated = { summary: "are isolated hosts", reason: "host is isolated and no image is" };
-      return (host, i) => (isIsolated(host, i) ? isolated : null);
+      return only(false, { summary: "are isolated hosts", reason: "host is isolated and no image is" });
     }
     const imageIsolated = isolated_images.includes(spec.image.id);
     if (imageIsolated) {
-      const notIsolated = { summary: "are not isolated hosts", reason: `image ${spec.image.id} is isolated` };
-      return (host, i) => (isIsolated(host, i) ? null : notIsolated);
+      return only(true, { summary: "are not isolated hosts", reason: `image ${spec.image.id} is isolated` });
     }
     if (!restrict) return null;
     const isolated = {

@@ -1,5 +1,6 @@
 // Nova's NumInstancesFilter: hosts with [filter_scheduler] max_instances_per_host instances or
 // more are out.
+import { belowLimit } from "../checks.js";
 import type { HostFilter, Rejection } from "../types.js";
 
 export const NumInstancesFilter: HostFilter = {
@@ -10,7 +11,7 @@ export const NumInstancesFilter: HostFilter = {
     const max = ctx.config.max_instances_per_host;
     const count = ctx.fleet?.column("num_instances");
     const reject = tooMany("instances", "max_instances_per_host");
-    if (count) return (_host, i) => (count[i]! < max ? null : reject(count[i]!, max));
+    if (count) return belowLimit(count, () => max, reject);
     return (host) => (host.num_instances < max ? null : reject(host.num_instances, max));
   },
 };

@@ -7,5 +7,6 @@ export const BuildFailureWeigher: Weigher = {
   name: "BuildFailureWeigher",
   multiplierOption: "build_failure_weight_multiplier",
   negated: true,
+  column: "failed_builds",
   prepare: (_spec, ctx) => fromColumn(ctx, "failed_builds"),
 };

@@ -6,5 +6,6 @@ export const DiskWeigher: Weigher = {
   name: "DiskWeigher",
   multiplierOption: "disk_weight_multiplier",
   minval: 0,
+  column: "free_disk_mb",
   prepare: (_spec, ctx) => fromColumn(ctx, "free_disk_mb"),
 };

@@ -7,5 +7,6 @@ export const IoOpsWeigher: Weigher = {
   name: "IoOpsWeigher",
   multiplierOption: "io_ops_weight_multiplier",
   minval: 0,
+  column: "num_io_ops",
   prepare: (_spec, ctx) => fromColumn(ctx, "num_io_ops"),
 };

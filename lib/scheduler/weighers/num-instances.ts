@@ -6,5 +6,6 @@ import { fromColumn } from "./columns.js";
 export const NumInstancesWeigher: Weigher = {
   name: "NumInstancesWeigher",
   multiplierOption: "num_instances_weight_multiplier",
+  column: "num_instances",
   prepare: (_spec, ctx) => fromColumn(ctx, "num_instances"),
 };

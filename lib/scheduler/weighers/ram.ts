@@ -8,5 +8,6 @@ export const RAMWeigher: Weigher = {
   multiplierOption: "ram_weight_multiplier",
   // Normalized from 0, not from the smallest candidate: weight = free_ram_mb ÷ max free_ram_mb.
   minval: 0,
+  column: "free_ram_mb",
   prepare: (_spec, ctx) => fromColumn(ctx, "free_ram_mb"),
 };
