@@ -139,6 +139,7 @@ export class Decision {
   rankOf(position: number): number {
     const slot = this.slotOf(position);
     if (slot < 0) return -1;
+    if (this.slotAt(0) === slot) return 0;
     let rank = 0;
     for (let j = 0; j < this.size; j++) if (j !== slot && this.compare(j, slot) < 0) rank++;
     return rank;
@@ -264,18 +265,13 @@ export class Decision {
    * of each), without building a record per host nor visiting the hosts of blocks.
    */
   private groups(s: StageTrace, sample: number): RejectionGroup[] {
-    const bySummary = new Map<string, { group: RejectionGroup; first: number; positions: number[] }>();
-    // Many hosts share one rejection object (a class's verdict): look those up once.
-    const byRejection = new Map<Rejection, { group: RejectionGroup; first: number; positions: number[] }>();
-    const entry = (r: Rejection, position: number) => {
-      let e = byRejection.get(r);
+    type Entry = { group: RejectionGroup; first: number; positions: number[] };
+    const bySummary = new Map<string, Entry>();
+    const entry = (r: Rejection, position: number): Entry => {
+      let e = bySummary.get(r.summary);
       if (!e) {
-        e = bySummary.get(r.summary);
-        if (!e) {
-          e = { group: { summary: r.summary, count: 0, sample: [] }, first: position, positions: [] };
-          bySummary.set(r.summary, e);
-        }
-        byRejection.set(r, e);
+        e = { group: { summary: r.summary, count: 0, sample: [] }, first: position, positions: [] };
+        bySummary.set(r.summary, e);
       }
       if (position < e.first) e.first = position;
       return e;
@@ -286,7 +282,7 @@ export class Decision {
       g.capacity = { resource_class, requested, largest_free: Math.max(free, g.capacity?.largest_free ?? 0) };
     };
     let last: Rejection | undefined;
-    let lastEntry: ReturnType<typeof entry> | undefined;
+    let lastEntry: Entry | undefined;
     for (let k = 0; k < s.rejected.length; k++) {
       const r = s.rejections[k]!;
       // Neighbours often share a rejection: skip the lookup then.

@@ -34,6 +34,8 @@ export class Fleet implements FleetIndex {
   private readonly columns = new Map<string, ResourceColumn>();
   private readonly multiplierTables = new Map<string, MultiplierTable>();
   private readonly verdictCache = new Map<string, (Rejection | null | undefined)[]>();
+  private readonly masks = new Map<string, Uint8Array>();
+  private readonly numbersByClass = new Map<string, Float64Array>();
   private readonly numbers: Record<HostNumber, Float64Array>;
   private readonly metrics = new Map<string, { value: Float64Array; has: Uint8Array }>();
 
@@ -111,6 +113,15 @@ export class Fleet implements FleetIndex {
     if (!v) {
       v = new Array(this.classCount[facet]);
       this.verdictCache.set(k, v);
+    }
+    return v;
+  }
+
+  classNumbers(key: string): Float64Array {
+    let v = this.numbersByClass.get(key);
+    if (!v) {
+      v = new Float64Array(this.aggregateSetCount).fill(Number.NaN);
+      this.numbersByClass.set(key, v);
     }
     return v;
   }
@@ -212,8 +223,23 @@ export class Fleet implements FleetIndex {
     return this.byName.get(host)?.find((i) => this.hosts[i]!.nodename === nodename);
   }
 
-  /** A mask by position of the hosts named (case-insensitively if asked, as Nova's ignore/force_hosts). */
+  /**
+   * A mask by position of the hosts named (case-insensitively if asked, as Nova's ignore/force_hosts).
+   * Shared for the same names: callers must not modify it.
+   */
   named(names: Iterable<string>, caseInsensitive = false): Uint8Array {
+    const list = [...names];
+    const key = `${caseInsensitive}\u0000${list.join("\u0000")}`;
+    let mask = this.masks.get(key);
+    if (!mask) {
+      mask = this.maskOf(list, caseInsensitive);
+      if (this.masks.size > 64) this.masks.clear();
+      this.masks.set(key, mask);
+    }
+    return mask;
+  }
+
+  private maskOf(names: readonly string[], caseInsensitive: boolean): Uint8Array {
     const mask = new Uint8Array(this.hosts.length);
     for (const name of names) {
       const found = caseInsensitive ? this.byLowerName.get(name.toLowerCase()) : this.byName.get(name);

@@ -241,6 +241,8 @@ export interface FleetIndex {
   metric(name: string): { value: Float64Array; has: Uint8Array };
   /** a mask by position of the hosts with these names */
   named(names: Iterable<string>, caseInsensitive?: boolean): Uint8Array;
+  /** numbers by aggregate class (NaN: not worked out yet), kept with the fleet under `key` */
+  classNumbers(key: string): Float64Array;
   /** position → id of its aggregate list (hosts sharing their aggregates share an id) */
   readonly aggregateSetOf: Int32Array;
   readonly aggregateSetCount: number;

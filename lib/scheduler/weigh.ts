@@ -33,6 +33,12 @@ function bounds(values: ArrayLike<number>, minval?: number, maxval?: number): { 
   return { min, max };
 }
 
+function clampAll(raw: Float64Array, min?: number, max?: number): Float64Array {
+  const out = new Float64Array(raw.length);
+  for (let j = 0; j < raw.length; j++) out[j] = clamp(raw[j]!, min, max);
+  return out;
+}
+
 /** BaseWeigher.weigh_objects: a raw value never goes beyond the weigher's bounds. */
 export function clamp(v: number, min?: number, max?: number): number {
   if (min !== undefined && v < min) return min;
@@ -87,6 +93,7 @@ export function weighCandidates(
   const ctx = { config, fleet };
   for (const weigher of weighers) {
     const raw = new Float64Array(n);
+    let prepared = true;
     const { minval, maxval } = weigher;
     if (weigher.column) {
       // A plain field: gathered from the fleet's column (what prepare() would read, host by host).
@@ -94,6 +101,7 @@ export function weighCandidates(
       for (let j = 0; j < n; j++) raw[j] = column[candidates[j]!]!;
     } else {
       const value = weigher.prepare(spec, ctx);
+      prepared = value !== null;
       if (value) {
         for (let j = 0; j < n; j++) {
           const i = candidates[j]!;
@@ -104,18 +112,20 @@ export function weighCandidates(
     // Normalization reads the clamped values (BaseWeigher.weigh_objects); `raw` keeps what the
     // weigher said, for the explanation. Clamping rarely changes anything: copy only if it does.
     // One pass finds whether it does and the bounds of the clamped values (normalize()'s).
-    let bounded = raw;
+    let bounded: Float64Array = raw;
     let min = minval ?? clamp(raw[0]!, minval, maxval);
     let max = maxval ?? clamp(raw[0]!, minval, maxval);
     let clamps = false;
-    for (let j = 0; j < n; j++) {
+    // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0.
+    const allZero = !weigher.column && !prepared;
+    for (let j = 0; j < n && !allZero; j++) {
       const v = raw[j]!;
       const c = minval !== undefined && v < minval ? minval : maxval !== undefined && v > maxval ? maxval : v;
       if (c !== v) clamps = true;
       if (maxval === undefined && c > max) max = c;
       if (minval === undefined && c < min) min = c;
     }
-    if (clamps) bounded = raw.map((x) => clamp(x, minval, maxval));
+    if (clamps || (allZero && clamp(0, minval, maxval) !== 0)) bounded = clampAll(raw, minval, maxval);
     const table = fleet.multipliers(
       weigher.multiplierOption,
       config[weigher.multiplierOption],

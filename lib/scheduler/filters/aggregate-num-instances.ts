@@ -25,7 +25,7 @@ export const AggregateNumInstancesFilter: HostFilter = {
 
 /**
  * The aggregates' value of `key` (the smallest; an unparsable one means the option), worked out
- * once per aggregate list (per aggregate class of the fleet, when there is one).
+ * once per aggregate list — per aggregate class of the fleet when there is one, kept with it.
  */
 export function perAggregateLimit(
   key: string,
@@ -35,7 +35,7 @@ export function perAggregateLimit(
   const compute = (aggs: readonly HostAggregate[]) =>
     minAggregateValue(aggregateValuesFromKey(aggs, key), configured, "int");
   if (fleet) {
-    const byClass = new Float64Array(fleet.aggregateSetCount).fill(Number.NaN);
+    const byClass = fleet.classNumbers(`${key}\u0000${configured}`);
     const classOf = fleet.aggregateSetOf;
     return (host, i) => {
       const c = classOf[i]!;

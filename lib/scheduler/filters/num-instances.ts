@@ -21,9 +21,10 @@ export const NumInstancesFilter: HostFilter = {
  * fleet rejects many hosts for the same count.
  */
 export function tooMany(what: string, option: string): (n: number, max: number) => Rejection {
-  const made = new Map<string, Rejection>();
+  const made = new Map<number, Rejection>();
   return (n, max) => {
-    const key = `${n}/${max}`;
+    // (counts and limits are whole numbers well below 2^26)
+    const key = n * 67108864 + max;
     let r = made.get(key);
     if (!r) {
       r = { summary: `have reached ${option} ${max}`, reason: `host has ${n} ${what} (${option} ${max})` };
