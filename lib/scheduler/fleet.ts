@@ -28,7 +28,8 @@ export class Fleet implements FleetIndex {
   readonly aggregateLists: (readonly HostAggregate[])[];
   /** per aggregate class, its hosts' positions in order */
   readonly aggregateMembers: Int32Array[];
-  private readonly instanceHost = new Map<string, number>();
+  /** instance uuid → position; built when first asked (only hints and server groups need it) */
+  private instanceIndex: Map<string, number> | undefined;
   private readonly byName = new Map<string, number[]>();
   private readonly byLowerName = new Map<string, number[]>();
   private readonly columns = new Map<string, ResourceColumn>();
@@ -80,7 +81,6 @@ export class Fleet implements FleetIndex {
       const c = facets.aggregates.of[i]!;
       this.aggregateLists[c] ??= h.aggregates;
       h.aggregates = this.aggregateLists[c]!;
-      for (const uuid of h.instances) this.instanceHost.set(uuid, i);
       add(this.byName, h.host, i);
       add(this.byLowerName, h.host.toLowerCase(), i);
       for (const [rc, inv] of Object.entries(h.resources)) {
@@ -205,7 +205,7 @@ export class Fleet implements FleetIndex {
     const host = this.hosts[i]!;
     unconsumeHost(host, resources, instanceUuid);
     this.syncColumns(i, resources);
-    if (instanceUuid && this.instanceHost.get(instanceUuid) === i) this.instanceHost.delete(instanceUuid);
+    if (instanceUuid && this.instanceIndex?.get(instanceUuid) === i) this.instanceIndex.delete(instanceUuid);
   }
 
   private syncColumns(i: number, resources: ResourceAmounts): void {
@@ -248,6 +248,15 @@ export class Fleet implements FleetIndex {
     return mask;
   }
 
+  private get instanceHost(): Map<string, number> {
+    if (!this.instanceIndex) {
+      this.instanceIndex = new Map();
+      for (const [i, h] of this.hosts.entries())
+        for (const uuid of h.instances) this.instanceIndex.set(uuid, i);
+    }
+    return this.instanceIndex;
+  }
+
   hostsWith(instanceUuids: readonly string[]): Set<number> {
     const out = new Set<number>();
     for (const uuid of instanceUuids) {
@@ -274,7 +283,7 @@ export class Fleet implements FleetIndex {
   consume(i: number, resources: ResourceAmounts, instanceUuid?: string): void {
     consumeHost(this.hosts[i]!, resources, instanceUuid);
     this.syncColumns(i, resources);
-    if (instanceUuid) this.instanceHost.set(instanceUuid, i);
+    if (instanceUuid) this.instanceIndex?.set(instanceUuid, i);
   }
 }
 
