@@ -3,7 +3,8 @@ import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
-import { capacity, type HostRecord, type Inventory, type ResourceClass, type Resources } from "./types.js";
+import { planInventory, withOverrides } from "./capacity.js";
+import type { HostRecord, Inventory, ResourceClass } from "./types.js";
 
 export interface HostRegistration {
   host: string;
@@ -25,12 +26,17 @@ export async function getHost(host: string): Promise<HostRecord | undefined> {
   return r.Item as HostRecord | undefined;
 }
 
-export async function listHosts(): Promise<HostRecord[]> {
+/** Every host; `consistent` for readers that must see every write already acknowledged (audit). */
+export async function listHosts(opts: { consistent?: boolean } = {}): Promise<HostRecord[]> {
   const out: HostRecord[] = [];
   let start: Record<string, unknown> | undefined;
   do {
     const r = await dynamo().send(
-      new ScanCommand({ TableName: resources().hostsTable, ExclusiveStartKey: start }),
+      new ScanCommand({
+        TableName: resources().hostsTable,
+        ExclusiveStartKey: start,
+        ...(opts.consistent ? { ConsistentRead: true } : {}),
+      }),
     );
     out.push(...((r.Items ?? []) as HostRecord[]));
     start = r.LastEvaluatedKey;
@@ -38,34 +44,27 @@ export async function listHosts(): Promise<HostRecord[]> {
   return out;
 }
 
-function freeFor(inventories: HostRecord["inventories"], usage: Resources): Resources {
-  const free: Resources = {};
-  for (const [rc, inv] of Object.entries(inventories) as [ResourceClass, Inventory][]) {
-    free[rc] = capacity(inv) - (usage[rc] ?? 0);
-  }
-  return free;
-}
-
 /**
  * The compute agent's registration: create the host, or update its inventory and facts while
- * keeping its allocations, usage and the operator's service settings. Conditioned on
- * `generation`, so it cannot lose a concurrent claim's usage.
+ * keeping its allocations, usage, the operator's service settings and the reserved and
+ * allocation_ratio an admin set. One UpdateItem conditioned on `generation`, so it can lose
+ * neither a concurrent claim nor a concurrent inventory change; it writes only what the agent
+ * owns, so a concurrent os-services change (which does not bump the generation) is kept too.
+ * Throws PlacementConflict (Placement's InventoryInUse) when the reported inventory would no
+ * longer hold what is allocated on the host, and InvalidInventory for an impossible one.
  */
 export async function registerHost(reg: HostRegistration, now = new Date()): Promise<HostRecord> {
   const table = resources().hostsTable;
   for (;;) {
     const current = await getHost(reg.host);
     if (!current) {
-      const usage: Resources = Object.fromEntries(Object.keys(reg.inventories).map((rc) => [rc, 0]));
       const item: HostRecord = {
         host: reg.host,
         node: reg.host,
         availability_zone: reg.availability_zone,
         aggregates: reg.aggregates ?? [],
         traits: reg.traits ?? [],
-        inventories: reg.inventories,
-        usage,
-        free: freeFor(reg.inventories, usage),
+        ...planInventory({ host: reg.host, usage: {}, allocations: {} }, reg.inventories),
         allocations: {},
         generation: 1,
         hypervisor_type: reg.hypervisor_type,
@@ -91,34 +90,48 @@ export async function registerHost(reg: HostRegistration, now = new Date()): Pro
         throw e;
       }
     }
-    const usage: Resources = { ...current.usage };
-    for (const rc of Object.keys(reg.inventories) as ResourceClass[]) usage[rc] ??= 0;
-    const updated: HostRecord = {
-      ...current,
+    const planned = planInventory(current, withOverrides(reg.inventories, current.inventory_overrides));
+    const facts: Record<string, unknown> = {
       availability_zone: reg.availability_zone,
       aggregates: reg.aggregates ?? current.aggregates,
       traits: reg.traits ?? current.traits,
-      inventories: reg.inventories,
-      usage,
-      free: freeFor(reg.inventories, usage),
-      generation: current.generation + 1,
+      ...planned,
       hypervisor_type: reg.hypervisor_type,
       hypervisor_version: reg.hypervisor_version,
       host_ip: reg.host_ip,
       supported_instances: reg.supported_instances,
-      service: { ...current.service, forced_down: false, last_heartbeat: now.toISOString() },
       queue_url: reg.queue_url,
     };
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = {
+      ":g": current.generation,
+      ":one": 1,
+      ":false": false,
+      ":now": now.toISOString(),
+    };
+    const sets = Object.entries(facts).map(([k, v], i) => {
+      names[`#f${i}`] = k;
+      values[`:f${i}`] = v;
+      return `#f${i} = :f${i}`;
+    });
+    sets.push(
+      "generation = generation + :one",
+      "service.forced_down = :false",
+      "service.last_heartbeat = :now",
+    );
     try {
-      await dynamo().send(
-        new PutCommand({
+      const r = await dynamo().send(
+        new UpdateCommand({
           TableName: table,
-          Item: updated,
+          Key: { host: reg.host },
+          UpdateExpression: `SET ${sets.join(", ")}`,
           ConditionExpression: "generation = :g",
-          ExpressionAttributeValues: { ":g": current.generation },
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: "ALL_NEW",
         }),
       );
-      return updated;
+      return r.Attributes as HostRecord;
     } catch (e) {
       if (isConditionalCheckFailed(e)) continue;
       throw e;

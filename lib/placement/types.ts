@@ -3,6 +3,9 @@ export const STANDARD_RESOURCE_CLASSES = ["VCPU", "MEMORY_MB", "DISK_GB"] as con
 export type ResourceClass = (typeof STANDARD_RESOURCE_CLASSES)[number] | `CUSTOM_${string}`;
 export type Resources = Partial<Record<ResourceClass, number>>;
 
+/** Placement's (and MySQL's) largest integer: the bound of every inventory field. */
+export const MAX_INT = 2147483647;
+
 export interface Inventory {
   total: number;
   reserved: number;
@@ -11,6 +14,8 @@ export interface Inventory {
   max_unit: number;
   step_size: number;
 }
+
+export type InventoryOverride = Partial<Pick<Inventory, "reserved" | "allocation_ratio">>;
 
 export interface Allocation {
   resources: Resources;
@@ -34,11 +39,27 @@ export interface HostRecord {
   availability_zone: string;
   aggregates: string[];
   traits: string[];
+  /** per class, standard or CUSTOM_*; capacity = (total − reserved) × allocation_ratio */
   inventories: Partial<Record<ResourceClass, Inventory>>;
+  /**
+   * `reserved` and `allocation_ratio` an admin set through the inventory API: the agent's next
+   * registration keeps them (as Nova keeps Placement's ratios when its *_allocation_ratio options
+   * are unset) instead of resetting them to its configuration.
+   */
+  inventory_overrides?: Partial<Record<ResourceClass, InventoryOverride>>;
+  /**
+   * Per class, the largest amount one claim may take without reading the inventory: max_unit
+   * when min_unit and step_size are 1 (Nova's standard classes), absent otherwise. Written with
+   * the inventories, so a claim's condition checks every unit rule with one comparison (a
+   * condition expression has no modulo for step_size); a class without it is claimed after a read.
+   */
+  claim_limit?: Partial<Record<ResourceClass, number>>;
+  /** Σ allocations per class, kept in step by every claim and release */
   usage: Resources;
   /** capacity − usage per class, kept so a claim's condition needs no arithmetic. */
   free: Resources;
   allocations: Record<string, Allocation>;
+  /** Placement's resource provider generation: bumped by every inventory or allocation change */
   generation: number;
   hypervisor_type: string;
   hypervisor_version: number;

@@ -1,0 +1,359 @@
+// Placement audit (Nova's `nova-manage placement audit`): every allocation is checked against its
+// consumer's instance record, every usage against the sum of the allocations, every free against
+// capacity − usage. Repair drops the leaked allocations and recomputes usage and free, one
+// conditional write per host (on its generation), after checking each leak again against a fresh
+// read; run it twice and the second run finds and changes nothing.
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  GetCommand,
+  UpdateCommand,
+} from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.js";
+import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { resources } from "../config.js";
+import { claimLimits, freeFor, sumAllocations } from "./capacity.js";
+import { getHost, listHosts } from "./hosts.js";
+import type { Allocation, HostRecord, ResourceClass, Resources } from "./types.js";
+
+/** Claims younger than this, of instances still in BUILD, may be mid-placement. */
+export const DEFAULT_AUDIT_GRACE_SECONDS = 300;
+
+export function auditGraceSeconds(): number {
+  const raw = process.env.NOVALESS_PLACEMENT_AUDIT_GRACE_SECONDS;
+  const n = raw === undefined || raw === "" ? DEFAULT_AUDIT_GRACE_SECONDS : Number(raw);
+  if (!Number.isFinite(n) || n < 0) {
+    throw new Error(`configuration NOVALESS_PLACEMENT_AUDIT_GRACE_SECONDS=${raw} is not a number of seconds`);
+  }
+  return n;
+}
+
+export type AuditKind =
+  /** no instance record with the consumer's id */
+  | "consumer_missing"
+  | "consumer_deleted"
+  | "consumer_error"
+  /** the instance record names another host, or this host at another attempt */
+  | "consumer_elsewhere"
+  /** not (yet) a leak: an instance in BUILD whose claim is younger than the grace period */
+  | "pending"
+  | "usage_mismatch"
+  | "free_mismatch"
+  /** `claim_limit` does not match the inventories (claims would skip a unit check, or read) */
+  | "units_mismatch";
+
+export interface AuditFinding {
+  kind: AuditKind;
+  host: string;
+  consumer?: string;
+  attempt?: number;
+  resource_class?: string;
+  detail: string;
+  /** what the repair changed; absent when not repaired */
+  repaired?: string;
+}
+
+export interface AuditReport {
+  hosts_checked: number;
+  allocations_checked: number;
+  grace_seconds: number;
+  /** leaks and mismatches */
+  findings: AuditFinding[];
+  /** claims that may be mid-placement; reported, never repaired */
+  pending: AuditFinding[];
+  repair: boolean;
+}
+
+export interface AuditOptions {
+  repair?: boolean;
+  /** default NOVALESS_PLACEMENT_AUDIT_GRACE_SECONDS, else 300 */
+  graceSeconds?: number;
+  /** only these hosts */
+  hosts?: string[];
+  now?: Date;
+}
+
+/** The instance fields the audit reads. */
+export interface ConsumerRecord {
+  id: string;
+  deleted: boolean;
+  vm_state: string;
+  host: string | null;
+  attempt: number;
+}
+
+/**
+ * One allocation against its consumer's record: undefined when it is where the record says,
+ * else what is wrong with it (or `pending`).
+ */
+export function classifyAllocation(
+  host: string,
+  consumer: string,
+  alloc: Allocation,
+  rec: ConsumerRecord | undefined,
+  now: Date,
+  graceSeconds: number,
+): AuditFinding | undefined {
+  const base = { host, consumer, attempt: alloc.attempt };
+  if (!rec) return { ...base, kind: "consumer_missing", detail: `instance ${consumer} does not exist` };
+  if (rec.deleted) return { ...base, kind: "consumer_deleted", detail: `instance ${consumer} is deleted` };
+  if (rec.vm_state === "error") {
+    return { ...base, kind: "consumer_error", detail: `instance ${consumer} is in ERROR` };
+  }
+  if (rec.host === host && rec.attempt === alloc.attempt) return undefined;
+  const where = rec.host ? `on ${rec.host} at attempt ${rec.attempt}` : `unplaced at attempt ${rec.attempt}`;
+  const detail = `claimed for attempt ${alloc.attempt}; instance ${consumer} is ${rec.vm_state} ${where}`;
+  const ageSeconds = (now.getTime() - Date.parse(alloc.claimed_at)) / 1000;
+  // The scheduler claims before the conductor records the host: a young claim of an instance
+  // still building may be exactly that.
+  if (rec.vm_state === "building" && ageSeconds < graceSeconds) {
+    return {
+      ...base,
+      kind: "pending",
+      detail: `${detail}; claimed ${Math.max(0, Math.round(ageSeconds))}s ago, within the grace period of ${graceSeconds}s`,
+    };
+  }
+  return { ...base, kind: "consumer_elsewhere", detail };
+}
+
+function classesOf(h: HostRecord, sum: Resources): ResourceClass[] {
+  return [
+    ...new Set([...Object.keys(h.inventories), ...Object.keys(h.usage), ...Object.keys(sum)]),
+  ].sort() as ResourceClass[];
+}
+
+/** Usage against Σ allocations, and free against capacity − usage, per class. */
+export function countingFindings(h: HostRecord): AuditFinding[] {
+  const out: AuditFinding[] = [];
+  const sum = sumAllocations(h.allocations);
+  for (const rc of classesOf(h, sum)) {
+    const used = h.usage[rc] ?? 0;
+    const summed = sum[rc] ?? 0;
+    if (used !== summed) {
+      out.push({
+        kind: "usage_mismatch",
+        host: h.host,
+        resource_class: rc,
+        detail: `${rc} usage ${used} differs from the sum of allocations ${summed}`,
+      });
+    }
+  }
+  const expected = freeFor(h.inventories, h.usage);
+  for (const rc of Object.keys(expected) as ResourceClass[]) {
+    if (h.free[rc] !== expected[rc]) {
+      out.push({
+        kind: "free_mismatch",
+        host: h.host,
+        resource_class: rc,
+        detail: `${rc} free ${h.free[rc] ?? "missing"} differs from capacity − usage ${expected[rc]}`,
+      });
+    }
+  }
+  const limits = claimLimits(h.inventories);
+  if (!sameMap(limits, h.claim_limit ?? {})) {
+    out.push({
+      kind: "units_mismatch",
+      host: h.host,
+      detail: `claim_limit ${JSON.stringify(h.claim_limit ?? {})} differs from the inventories' ${JSON.stringify(limits)}`,
+    });
+  }
+  return out;
+}
+
+function sameMap(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...keys].every((k) => a[k] === b[k]);
+}
+
+async function readConsumers(ids: string[]): Promise<Map<string, ConsumerRecord>> {
+  const out = new Map<string, ConsumerRecord>();
+  const table = resources().instancesTable;
+  for (let i = 0; i < ids.length; i += 100) {
+    let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + 100).map((id) => ({ id }));
+    while (keys?.length) {
+      const r: BatchGetCommandOutput = await dynamo().send(
+        new BatchGetCommand({
+          RequestItems: {
+            [table]: {
+              Keys: keys,
+              ConsistentRead: true,
+              ProjectionExpression: "id, deleted, vm_state, host, attempt",
+            },
+          },
+        }),
+      );
+      for (const item of r.Responses?.[table] ?? []) out.set(item.id as string, item as ConsumerRecord);
+      keys = r.UnprocessedKeys?.[table]?.Keys;
+    }
+  }
+  return out;
+}
+
+async function readConsumer(id: string): Promise<ConsumerRecord | undefined> {
+  const r = await dynamo().send(
+    new GetCommand({ TableName: resources().instancesTable, Key: { id }, ConsistentRead: true }),
+  );
+  return r.Item as ConsumerRecord | undefined;
+}
+
+export async function auditPlacement(opts: AuditOptions = {}): Promise<AuditReport> {
+  const now = opts.now ?? new Date();
+  const grace = opts.graceSeconds ?? auditGraceSeconds();
+  // Hosts first, then instances: an instance record read after its claim is never older than it.
+  const hosts = opts.hosts
+    ? (await Promise.all(opts.hosts.map((h) => getHost(h)))).filter((h): h is HostRecord => Boolean(h))
+    : await listHosts({ consistent: true });
+  const consumers = await readConsumers([...new Set(hosts.flatMap((h) => Object.keys(h.allocations)))]);
+  const report: AuditReport = {
+    hosts_checked: hosts.length,
+    allocations_checked: 0,
+    grace_seconds: grace,
+    findings: [],
+    pending: [],
+    repair: Boolean(opts.repair),
+  };
+  for (const h of hosts.sort((a, b) => a.host.localeCompare(b.host))) {
+    const leaks: AuditFinding[] = [];
+    for (const [consumer, alloc] of Object.entries(h.allocations).sort(([a], [b]) => a.localeCompare(b))) {
+      report.allocations_checked++;
+      const f = classifyAllocation(h.host, consumer, alloc, consumers.get(consumer), now, grace);
+      if (f?.kind === "pending") report.pending.push(f);
+      else if (f) leaks.push(f);
+    }
+    const counting = countingFindings(h);
+    if (opts.repair && (leaks.length || counting.length))
+      await repairHost(h.host, leaks, counting, now, grace);
+    report.findings.push(...leaks, ...counting);
+  }
+  return report;
+}
+
+/**
+ * Drop the leaks that are still leaks on a fresh read, and set usage to Σ of the allocations
+ * left and free to capacity − usage, in one write conditioned on the generation read. Marks each
+ * finding with what changed.
+ */
+async function repairHost(
+  host: string,
+  leaks: AuditFinding[],
+  counting: AuditFinding[],
+  now: Date,
+  grace: number,
+): Promise<void> {
+  for (;;) {
+    const h = await getHost(host);
+    if (!h) return;
+    const drop: AuditFinding[] = [];
+    for (const f of leaks) {
+      const alloc = h.allocations[f.consumer!];
+      if (!alloc || alloc.attempt !== f.attempt) {
+        f.repaired = "already gone";
+        continue;
+      }
+      const again = classifyAllocation(host, f.consumer!, alloc, await readConsumer(f.consumer!), now, grace);
+      if (again && again.kind !== "pending") drop.push(f);
+      else f.repaired = undefined;
+    }
+    const dropped = new Set(drop.map((f) => f.consumer!));
+    const remaining = Object.fromEntries(Object.entries(h.allocations).filter(([c]) => !dropped.has(c)));
+    const sum = sumAllocations(remaining);
+    const usage: Resources = {};
+    for (const rc of classesOf(h, sum)) {
+      if (h.inventories[rc] || sum[rc]) usage[rc] = sum[rc] ?? 0;
+    }
+    const free = freeFor(h.inventories, usage);
+    const limits = claimLimits(h.inventories);
+    const changes: string[] = [];
+    if (!sameMap(limits, h.claim_limit ?? {})) changes.push(`claim_limit ${JSON.stringify(limits)}`);
+    for (const rc of classesOf(h, usage)) {
+      if ((h.usage[rc] ?? 0) !== (usage[rc] ?? 0))
+        changes.push(`${rc} usage ${h.usage[rc] ?? 0} → ${usage[rc] ?? 0}`);
+      if (h.free[rc] !== free[rc])
+        changes.push(`${rc} free ${h.free[rc] ?? "missing"} → ${free[rc] ?? "removed"}`);
+    }
+    if (!drop.length && !changes.length) {
+      for (const f of counting) f.repaired ??= "already consistent";
+      return;
+    }
+    const names: Record<string, string> = { "#usage": "usage", "#free": "free" };
+    const removes = drop.map((f, i) => {
+      names[`#c${i}`] = f.consumer!;
+      return `allocations.#c${i}`;
+    });
+    try {
+      await dynamo().send(
+        new UpdateCommand({
+          TableName: resources().hostsTable,
+          Key: { host },
+          UpdateExpression:
+            `SET #usage = :usage, #free = :free, claim_limit = :limits, generation = generation + :one` +
+            (removes.length ? ` REMOVE ${removes.join(", ")}` : ""),
+          ConditionExpression: "generation = :g",
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: {
+            ":usage": usage,
+            ":free": free,
+            ":limits": limits,
+            ":one": 1,
+            ":g": h.generation,
+          },
+        }),
+      );
+    } catch (e) {
+      if (isConditionalCheckFailed(e)) continue; // a claim or release landed: look again
+      throw e;
+    }
+    for (const f of drop) f.repaired = `released ${describe(h.allocations[f.consumer!]!.resources)}`;
+    const summary = changes.join(", ") || "consistent";
+    for (const f of counting) f.repaired = summary;
+    return;
+  }
+}
+
+function describe(res: Resources): string {
+  return (
+    Object.entries(res)
+      .filter(([, n]) => n)
+      .map(([rc, n]) => `${rc}=${n}`)
+      .join(" ") || "nothing"
+  );
+}
+
+const LABEL: Record<AuditKind, string> = {
+  consumer_missing: "leak",
+  consumer_deleted: "leak",
+  consumer_error: "leak",
+  consumer_elsewhere: "leak",
+  pending: "pending",
+  usage_mismatch: "mismatch",
+  free_mismatch: "mismatch",
+  units_mismatch: "mismatch",
+};
+
+/** The report as the command prints it: one line per finding, what was changed after an arrow. */
+export function formatAuditReport(r: AuditReport): string {
+  const lines = [
+    `${r.allocations_checked} allocation(s) on ${r.hosts_checked} host(s) checked (grace ${r.grace_seconds}s)`,
+  ];
+  for (const f of [...r.findings, ...r.pending]) {
+    const what = f.consumer ? `consumer ${f.consumer}` : (f.resource_class ?? "inventories");
+    const done = f.repaired ? `  → ${f.repaired}` : "";
+    lines.push(`${LABEL[f.kind].padEnd(8)} ${f.host}  ${what}: ${f.detail}${done}`);
+  }
+  const repaired = r.findings.filter((f) => f.repaired).length;
+  lines.push(
+    r.findings.length === 0
+      ? `no leaks or mismatches found${r.pending.length ? `; ${r.pending.length} pending` : ""}`
+      : `${r.findings.length} leak(s)/mismatch(es) found${r.repair ? `, ${repaired} repaired` : "; run with --repair to fix them"}`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * nova-manage placement audit's return codes: 0 nothing found, 3 found (not all repaired),
+ * 4 everything found was repaired.
+ */
+export function auditExitCode(r: AuditReport): number {
+  if (r.findings.length === 0) return 0;
+  return r.repair && r.findings.every((f) => f.repaired) ? 4 : 3;
+}
