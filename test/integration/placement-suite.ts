@@ -1,0 +1,543 @@
+// Placement against a real DynamoDB implementation, through the real SDK: the same suite runs on
+// dynalite (placement-dynalite.test.ts) and on Amazon's DynamoDB Local
+// (placement-dynamodb-local.test.ts), so a difference between them shows up here.
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyEnv } from "../../infra/local/emulators.js";
+import { createTables, localTables } from "../../infra/local/tables.js";
+import { dynamo, resetClients } from "../../lib/aws/clients.js";
+import { resources } from "../../lib/config.js";
+import { auditPlacement } from "../../lib/placement/audit.js";
+import { INVENTORY_DEFAULTS, PlacementConflict, sumAllocations } from "../../lib/placement/capacity.js";
+import { type ClaimResult, claim, release } from "../../lib/placement/claims.js";
+import { getHost, registerHost } from "../../lib/placement/hosts.js";
+import { deleteInventory, setInventory } from "../../lib/placement/inventory.js";
+import {
+  capacity,
+  type HostRecord,
+  type Inventory,
+  MAX_INT,
+  type Resources,
+} from "../../lib/placement/types.js";
+
+export interface DynamoBackend {
+  name: string;
+  start(): Promise<{ env: Record<string, string>; stop(): Promise<void> }>;
+}
+
+type Inventories = HostRecord["inventories"];
+
+function inv(total: number, more: Partial<Inventory> = {}): Inventory {
+  return { total, ...INVENTORY_DEFAULTS, ...more };
+}
+
+/** A seeded generator, so a failing race can be replayed. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function host(name: string, inventories: Inventories): Promise<HostRecord> {
+  return registerHost({
+    host: name,
+    availability_zone: "az1",
+    inventories,
+    hypervisor_type: "fake",
+    hypervisor_version: 1,
+    host_ip: "10.0.0.1",
+    supported_instances: [],
+    queue_url: "http://unused",
+  });
+}
+
+/** Read the item back and check every counting invariant; returns it. */
+async function consistent(name: string): Promise<HostRecord> {
+  const h = (await getHost(name))!;
+  const sum = sumAllocations(h.allocations) as Record<string, number>;
+  for (const [rc, i] of Object.entries(h.inventories) as [keyof Resources, Inventory][]) {
+    const used = h.usage[rc] ?? 0;
+    expect(used, `${name} ${rc}: usage equals the sum of allocations`).toBe(sum[rc] ?? 0);
+    expect(used, `${name} ${rc}: usage within capacity`).toBeLessThanOrEqual(capacity(i));
+    expect(h.free[rc], `${name} ${rc}: free is capacity − usage`).toBe(capacity(i) - used);
+  }
+  for (const rc of Object.keys(sum))
+    expect(h.inventories, `${name}: allocated ${rc} has inventory`).toHaveProperty(rc);
+  return h;
+}
+
+function fits(h: HostRecord, res: Resources): boolean {
+  return Object.entries(res).every(([rc, amount]) => {
+    if (!amount) return true;
+    const i = h.inventories[rc as keyof Resources];
+    return Boolean(
+      i &&
+        amount >= i.min_unit &&
+        amount <= i.max_unit &&
+        amount % i.step_size === 0 &&
+        amount <= (h.free[rc as keyof Resources] ?? 0),
+    );
+  });
+}
+
+async function putInstance(id: string, fields: Record<string, unknown>): Promise<void> {
+  await dynamo().send(
+    new PutCommand({
+      TableName: resources().instancesTable,
+      Item: { id, deleted: false, vm_state: "building", host: null, attempt: 0, ...fields },
+    }),
+  );
+}
+
+/** Write an allocation straight into the item (what a bug or a crash would leave). */
+async function plantAllocation(
+  hostName: string,
+  consumer: string,
+  res: Resources,
+  attempt: number,
+  claimedAt: Date,
+  countIt = true,
+): Promise<void> {
+  const h = (await getHost(hostName))!;
+  const usage = { ...h.usage } as Record<string, number>;
+  const free = { ...h.free } as Record<string, number>;
+  if (countIt) {
+    for (const [rc, n] of Object.entries(res)) {
+      usage[rc] = (usage[rc] ?? 0) + (n ?? 0);
+      free[rc] = (free[rc] ?? 0) - (n ?? 0);
+    }
+  }
+  await dynamo().send(
+    new UpdateCommand({
+      TableName: resources().hostsTable,
+      Key: { host: hostName },
+      UpdateExpression: "SET allocations.#c = :a, #usage = :u, #free = :f",
+      ExpressionAttributeNames: { "#c": consumer, "#usage": "usage", "#free": "free" },
+      ExpressionAttributeValues: {
+        ":a": { resources: res, attempt, claimed_at: claimedAt.toISOString() },
+        ":u": usage,
+        ":f": free,
+      },
+    }),
+  );
+}
+
+const AUDITED = ["audit-a", "audit-b"];
+
+const CONFLICT = /insufficient|concurrent update|below min_unit|exceeds max_unit|step_size|no .* inventory/;
+
+export function placementSuite(backend: DynamoBackend): void {
+  let stopBackend: (() => Promise<void>) | undefined;
+  let restore: (() => void) | undefined;
+
+  beforeAll(async () => {
+    const started = await backend.start();
+    stopBackend = started.stop;
+    const tables = localTables();
+    restore = applyEnv({ ...started.env, ...Object.fromEntries(tables.map((t) => [t.env, t.localName])) });
+    resetClients();
+    await createTables(new DynamoDBClient({}), tables);
+  });
+  afterAll(async () => {
+    resetClients();
+    restore?.();
+    await stopBackend?.();
+  });
+
+  describe("racing claimers", () => {
+    it("64 claimers of one unit for 5 free slots: exactly 5 win, the rest are conflicts", async () => {
+      await host("race-1", { VCPU: inv(5), MEMORY_MB: inv(1_000_000) });
+      const results = await Promise.all(
+        Array.from({ length: 64 }, (_, i) => claim("race-1", `consumer-${i}`, { VCPU: 1, MEMORY_MB: 64 }, 1)),
+      );
+      expect(results.filter((r) => r.claimed)).toHaveLength(5);
+      for (const r of results) if (!r.claimed) expect(r.reason).toMatch(/insufficient VCPU/);
+      const h = await consistent("race-1");
+      expect(Object.keys(h.allocations)).toHaveLength(5);
+      expect(h.free.VCPU).toBe(0);
+    });
+
+    it("64 claimers of random sizes over 4 hosts: usage never above capacity, and no failed claim would still fit", async () => {
+      const random = rng(4);
+      const hosts = ["fill-a", "fill-b", "fill-c", "fill-d"];
+      // Different shapes: ratios, reserved, a step size, a min_unit and a custom class.
+      await host("fill-a", {
+        VCPU: inv(8, { allocation_ratio: 2 }),
+        MEMORY_MB: inv(16384, { reserved: 512 }),
+      });
+      await host("fill-b", { VCPU: inv(12), MEMORY_MB: inv(8192, { step_size: 256 }) });
+      await host("fill-c", { VCPU: inv(6, { min_unit: 2 }), MEMORY_MB: inv(32768), CUSTOM_GPU: inv(2) });
+      await host("fill-d", { VCPU: inv(4, { allocation_ratio: 4, max_unit: 4 }), MEMORY_MB: inv(12000) });
+      const requests: Resources[] = Array.from({ length: 64 }, () => {
+        const r: Resources = {
+          VCPU: 1 + Math.floor(random() * 4),
+          MEMORY_MB: 256 * (1 + Math.floor(random() * 16)),
+        };
+        if (random() < 0.15) r.CUSTOM_GPU = 1;
+        return r;
+      });
+      const outcomes: (ClaimResult & { tried: number })[] = await Promise.all(
+        requests.map(async (res, i) => {
+          // Nova's claim loop: try the hosts in some order, move on after a conflict.
+          const order = [...hosts].sort(() => random() - 0.5);
+          let last: ClaimResult | undefined;
+          for (const h of order) {
+            last = await claim(h, `vm-${i}`, res, 1);
+            if (last.claimed) return { ...last, tried: order.indexOf(h) + 1 };
+            expect(last.reason).toMatch(CONFLICT);
+          }
+          return { ...last!, tried: order.length };
+        }),
+      );
+      const final = await Promise.all(hosts.map((h) => consistent(h)));
+      // Every claim that succeeded is counted exactly once, where it says.
+      const won = outcomes.flatMap((o, i) =>
+        o.claimed ? [{ host: o.host, consumer: `vm-${i}`, res: requests[i]! }] : [],
+      );
+      expect(won.length).toBeGreaterThan(0);
+      for (const w of won)
+        expect(final.find((h) => h.host === w.host)!.allocations[w.consumer]?.resources).toEqual(w.res);
+      expect(final.reduce((n, h) => n + Object.keys(h.allocations).length, 0)).toBe(won.length);
+      // "Exactly fills what fits": free only shrank during the race, so a claim that lost
+      // everywhere must not fit anywhere now either.
+      const lost = outcomes.flatMap((o, i) => (o.claimed ? [] : [requests[i]!]));
+      for (const res of lost)
+        for (const h of final) expect(fits(h, res), `${JSON.stringify(res)} on ${h.host}`).toBe(false);
+    });
+
+    it("claims and releases racing: usage always equals the sum of allocations", async () => {
+      await host("race-2", { VCPU: inv(8) });
+      for (let i = 0; i < 8; i++)
+        expect((await claim("race-2", `held-${i}`, { VCPU: 1 }, 1)).claimed).toBe(true);
+      const ops = [
+        ...Array.from({ length: 4 }, (_, i) => release("race-2", `held-${i}`, 1)),
+        ...Array.from({ length: 32 }, (_, i) => claim("race-2", `new-${i}`, { VCPU: 1 }, 1)),
+      ];
+      await Promise.all(ops);
+      const h = await consistent("race-2");
+      expect(Object.keys(h.allocations).filter((c) => c.startsWith("held-"))).toHaveLength(4);
+    });
+
+    it("random claims and releases of random sizes, many rounds: the item always re-sums", async () => {
+      const random = rng(7);
+      await host("churn", { VCPU: inv(16), MEMORY_MB: inv(16384, { step_size: 512 }) });
+      const held = new Set<string>();
+      for (let round = 0; round < 4; round++) {
+        const ops: Promise<unknown>[] = [];
+        for (let i = 0; i < 32; i++) {
+          const id = `churn-${round}-${i}`;
+          ops.push(
+            claim(
+              "churn",
+              id,
+              { VCPU: 1 + Math.floor(random() * 3), MEMORY_MB: 512 * (1 + Math.floor(random() * 4)) },
+              1,
+            ).then((r) => r.claimed && held.add(id)),
+          );
+        }
+        for (const id of [...held].filter(() => random() < 0.5)) {
+          ops.push(release("churn", id, 1).then(() => held.delete(id)));
+          ops.push(release("churn", id, 1)); // a duplicated release
+        }
+        await Promise.all(ops);
+        const h = await consistent("churn");
+        expect(new Set(Object.keys(h.allocations))).toEqual(held);
+      }
+    });
+  });
+
+  describe("idempotency by consumer", () => {
+    it("a repeated claim succeeds without counting twice; a repeated release is a no-op", async () => {
+      await host("idem", { VCPU: inv(4) });
+      expect(await claim("idem", "vm-a", { VCPU: 2 }, 1)).toMatchObject({ claimed: true, duplicate: false });
+      expect(await claim("idem", "vm-a", { VCPU: 2 }, 1)).toMatchObject({ claimed: true, duplicate: true });
+      expect((await getHost("idem"))!.usage.VCPU).toBe(2);
+      expect(await release("idem", "vm-a", 1)).toBe(true);
+      expect(await release("idem", "vm-a", 1)).toBe(false);
+      expect((await consistent("idem")).usage.VCPU).toBe(0);
+    });
+
+    it("16 copies of one claim at once count once; 16 copies of its release remove it once", async () => {
+      await host("dup", { VCPU: inv(64) });
+      const claims = await Promise.all(
+        Array.from({ length: 16 }, () => claim("dup", "vm-d", { VCPU: 3 }, 2)),
+      );
+      expect(claims.every((r) => r.claimed)).toBe(true);
+      expect(claims.filter((r) => r.claimed && !r.duplicate)).toHaveLength(1);
+      expect((await consistent("dup")).usage.VCPU).toBe(3);
+      const releases = await Promise.all(Array.from({ length: 16 }, () => release("dup", "vm-d", 2)));
+      expect(releases.filter(Boolean)).toHaveLength(1);
+      expect((await consistent("dup")).usage.VCPU).toBe(0);
+    });
+
+    it("a release for another attempt leaves the newer claim alone (fencing)", async () => {
+      await host("fence", { VCPU: inv(4) });
+      expect((await claim("fence", "vm-b", { VCPU: 1 }, 2)).claimed).toBe(true);
+      expect(await release("fence", "vm-b", 1)).toBe(false);
+      expect((await getHost("fence"))!.allocations["vm-b"]?.attempt).toBe(2);
+      const other = await claim("fence", "vm-b", { VCPU: 1 }, 3);
+      expect(other).toMatchObject({
+        claimed: false,
+        reason: expect.stringMatching(/already holds .* attempt 2/),
+      });
+    });
+  });
+
+  describe("what a claim checks", () => {
+    it("capacity, max_unit, min_unit, step_size, missing classes and unknown hosts are conflicts with a reason", async () => {
+      await host("units", {
+        VCPU: inv(8, { min_unit: 2, max_unit: 4 }),
+        MEMORY_MB: inv(4096, { step_size: 512 }),
+        CUSTOM_FPGA: inv(1),
+      });
+      const reason = async (res: Resources) => {
+        const r = await claim("units", `vm-${Math.random()}`, res, 1);
+        expect(r.claimed).toBe(false);
+        return r.claimed ? "" : r.reason;
+      };
+      expect(await reason({ VCPU: 5 })).toMatch(/VCPU request 5 exceeds max_unit 4/);
+      expect(await reason({ VCPU: 1 })).toMatch(/VCPU request 1 is below min_unit 2/);
+      expect(await reason({ VCPU: 2, MEMORY_MB: 768 })).toMatch(
+        /MEMORY_MB request 768 is not a multiple of step_size 512/,
+      );
+      expect(await reason({ VCPU: 2, MEMORY_MB: 8192 })).toMatch(
+        /insufficient MEMORY_MB .* needs 8192, free 4096/,
+      );
+      expect(await reason({ VCPU: 2, CUSTOM_GPU: 1 })).toMatch(/no CUSTOM_GPU inventory/);
+      expect(await reason({ VCPU: 2.5 })).toMatch(/not a positive integer/);
+      expect((await claim("nowhere", "vm-x", { VCPU: 1 }, 1)).claimed).toBe(false);
+      // max_unit of a class without other unit rules, below what is free (ratio 4)
+      await host("max-unit", { VCPU: inv(8, { allocation_ratio: 4, max_unit: 4 }) });
+      expect(await claim("max-unit", "vm-big", { VCPU: 5 }, 1)).toMatchObject({
+        claimed: false,
+        reason: expect.stringMatching(/VCPU request 5 exceeds max_unit 4/),
+      });
+      expect((await claim("max-unit", "vm-fits", { VCPU: 4 }, 1)).claimed).toBe(true);
+      expect((await claim("units", "vm-ok", { VCPU: 2, MEMORY_MB: 1024, CUSTOM_FPGA: 1 }, 1)).claimed).toBe(
+        true,
+      );
+      expect(await reason({ VCPU: 2, CUSTOM_FPGA: 1 })).toMatch(/insufficient CUSTOM_FPGA/);
+      const h = await consistent("units");
+      expect(Object.keys(h.allocations)).toEqual(["vm-ok"]);
+    });
+
+    it("a class with unit rules is claimed through a read, conditioned on the rules it checked", async () => {
+      await host("stepped", { MEMORY_MB: inv(1_000_000, { step_size: 7 }), VCPU: inv(4) });
+      expect((await getHost("stepped"))!.claim_limit).toEqual({ VCPU: MAX_INT });
+      expect(await claim("stepped", "vm-1", { MEMORY_MB: 700, VCPU: 1 }, 1)).toMatchObject({ claimed: true });
+      expect(await claim("stepped", "vm-2", { MEMORY_MB: 701 }, 1)).toMatchObject({
+        claimed: false,
+        reason: expect.stringMatching(/not a multiple of step_size 7/),
+      });
+      await setInventory("stepped", "MEMORY_MB", inv(1_000_000, { step_size: 100 }));
+      expect(await claim("stepped", "vm-3", { MEMORY_MB: 700 }, 1)).toMatchObject({ claimed: true });
+      expect(await claim("stepped", "vm-4", { MEMORY_MB: 770 }, 1)).toMatchObject({
+        claimed: false,
+        reason: expect.stringMatching(/not a multiple of step_size 100/),
+      });
+      await setInventory("stepped", "MEMORY_MB", inv(1_000_000));
+      expect((await getHost("stepped"))!.claim_limit).toEqual({ VCPU: MAX_INT, MEMORY_MB: MAX_INT });
+      expect(await claim("stepped", "vm-5", { MEMORY_MB: 770 }, 1)).toMatchObject({ claimed: true });
+      await consistent("stepped");
+    });
+
+    it("64 claimers of a stepped class for 10 slots: exactly 10 win", async () => {
+      await host("stepped-race", { CUSTOM_SLOT: inv(20, { step_size: 2, min_unit: 2 }) });
+      const results = await Promise.all(
+        Array.from({ length: 64 }, (_, i) => claim("stepped-race", `vm-${i}`, { CUSTOM_SLOT: 2 }, 1)),
+      );
+      expect(results.filter((r) => r.claimed)).toHaveLength(10);
+      for (const r of results)
+        if (!r.claimed) expect(r.reason).toMatch(/insufficient CUSTOM_SLOT|concurrent update/);
+      expect((await consistent("stepped-race")).free.CUSTOM_SLOT).toBe(0);
+    });
+
+    it("every claim bumps the generation, and so does every release", async () => {
+      const g0 = (await host("gen", { VCPU: inv(4) })).generation;
+      await claim("gen", "vm-g", { VCPU: 1 }, 1);
+      expect((await getHost("gen"))!.generation).toBe(g0 + 1);
+      await release("gen", "vm-g", 1);
+      expect((await getHost("gen"))!.generation).toBe(g0 + 2);
+    });
+  });
+
+  describe("inventory updates", () => {
+    it("an update that still holds what is allocated applies and recomputes free; one that does not is a 409 naming class, usage and capacity", async () => {
+      await host("inv-1", { VCPU: inv(8), MEMORY_MB: inv(8192) });
+      await claim("inv-1", "vm-1", { VCPU: 6, MEMORY_MB: 4096 }, 1);
+      const g = (await getHost("inv-1"))!.generation;
+      const after = (await setInventory("inv-1", "VCPU", inv(8, { allocation_ratio: 2, reserved: 1 }), g))!;
+      expect(after.generation).toBe(g + 1);
+      expect(after.free.VCPU).toBe(14 - 6);
+      expect(after.inventories.VCPU).toMatchObject({ allocation_ratio: 2, reserved: 1 });
+      const refused = setInventory("inv-1", "VCPU", inv(8, { reserved: 4 }), g + 1);
+      await expect(refused).rejects.toThrow(PlacementConflict);
+      await expect(refused).rejects.toThrow(
+        "Inventory for 'VCPU' on resource provider 'inv-1' in use: VCPU usage 6 exceeds the new capacity 4.",
+      );
+      await expect(deleteInventory("inv-1", "MEMORY_MB", g + 1)).rejects.toThrow(
+        /MEMORY_MB has 4096 allocated and would be removed/,
+      );
+      await expect(setInventory("inv-1", "VCPU", inv(16), g)).rejects.toThrow(
+        "resource provider generation conflict",
+      );
+      await release("inv-1", "vm-1", 1);
+      expect((await deleteInventory("inv-1", "MEMORY_MB"))!.inventories).not.toHaveProperty("MEMORY_MB");
+      await consistent("inv-1");
+    });
+
+    it("two admins updating at the same generation: exactly one wins, the other gets a generation conflict", async () => {
+      const g = (await host("inv-2", { VCPU: inv(8) })).generation;
+      const results = await Promise.allSettled([
+        setInventory("inv-2", "VCPU", inv(8, { allocation_ratio: 2 }), g),
+        setInventory("inv-2", "VCPU", inv(8, { allocation_ratio: 3 }), g),
+      ]);
+      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+      const rejected = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+      expect(rejected.reason).toBeInstanceOf(PlacementConflict);
+      expect((rejected.reason as PlacementConflict).code).toBe("placement.concurrent_update");
+      expect((await getHost("inv-2"))!.generation).toBe(g + 1);
+    });
+
+    it("inventory updates racing claims and releases: never over capacity, usage always the sum of allocations", async () => {
+      const random = rng(11);
+      await host("inv-3", { VCPU: inv(16), MEMORY_MB: inv(32768) });
+      const outcomes: string[] = [];
+      const ops: Promise<unknown>[] = [];
+      for (let i = 0; i < 48; i++) {
+        ops.push(claim("inv-3", `vm-${i}`, { VCPU: 1 + Math.floor(random() * 2), MEMORY_MB: 1024 }, 1));
+        if (i % 6 === 0) {
+          const ratio = [1, 1.5, 2, 0.5][Math.floor(random() * 4)]!;
+          ops.push(
+            setInventory("inv-3", "VCPU", inv(16, { allocation_ratio: ratio })).then(
+              () => outcomes.push(`ratio ${ratio}`),
+              (e: unknown) => {
+                expect(e).toBeInstanceOf(PlacementConflict);
+                outcomes.push("in use");
+              },
+            ),
+          );
+        }
+        if (i % 5 === 4) ops.push(release("inv-3", `vm-${i - 4}`, 1));
+      }
+      await Promise.all(ops);
+      expect(outcomes).toHaveLength(8);
+      await consistent("inv-3");
+    });
+
+    it("the agent's re-registration keeps an admin's reserved and allocation_ratio, and is refused when usage would not fit", async () => {
+      await host("inv-4", { VCPU: inv(8), MEMORY_MB: inv(8192) });
+      await setInventory("inv-4", "VCPU", inv(8, { allocation_ratio: 4, reserved: 2 }));
+      const again = await host("inv-4", { VCPU: inv(10), MEMORY_MB: inv(8192) });
+      expect(again.inventories.VCPU).toMatchObject({ total: 10, allocation_ratio: 4, reserved: 2 });
+      expect(again.free.VCPU).toBe(32);
+      await claim("inv-4", "vm-1", { MEMORY_MB: 6000 }, 1);
+      await expect(host("inv-4", { VCPU: inv(10), MEMORY_MB: inv(4096) })).rejects.toThrow(
+        /MEMORY_MB usage 6000 exceeds the new capacity 4096/,
+      );
+      expect((await consistent("inv-4")).inventories.MEMORY_MB?.total).toBe(8192);
+    });
+  });
+
+  describe("audit", () => {
+    it("finds each kind of leak, repairs it once, and a second run finds nothing", async () => {
+      const now = new Date();
+      const old = new Date(now.getTime() - 3600_000);
+      await host("audit-a", { VCPU: inv(16), MEMORY_MB: inv(16384) });
+      await host("audit-b", { VCPU: inv(16), MEMORY_MB: inv(16384) });
+      const res = { VCPU: 1, MEMORY_MB: 512 };
+      // Healthy: active on a, building on a.
+      await putInstance("ok-active", { vm_state: "active", host: "audit-a", attempt: 1 });
+      await claim("audit-a", "ok-active", res, 1);
+      await putInstance("ok-building", { host: "audit-a", attempt: 2 });
+      await claim("audit-a", "ok-building", res, 2);
+      // Mid-placement: claimed for attempt 1 a second ago, not yet recorded.
+      await putInstance("mid-placement", { attempt: 0 });
+      await claim("audit-b", "mid-placement", res, 1);
+      // Leaks.
+      await plantAllocation("audit-a", "no-such-instance", res, 1, old);
+      await putInstance("deleted-one", { deleted: true, vm_state: "deleted", host: "audit-a", attempt: 1 });
+      await plantAllocation("audit-a", "deleted-one", res, 1, old);
+      await putInstance("errored", { vm_state: "error", host: null, attempt: 1 });
+      await plantAllocation("audit-b", "errored", res, 1, old);
+      await putInstance("moved", { vm_state: "active", host: "audit-a", attempt: 2 });
+      await claim("audit-a", "moved", res, 2);
+      await plantAllocation("audit-b", "moved", res, 1, old);
+      await putInstance("stale-build", { host: "audit-a", attempt: 1 });
+      await claim("audit-a", "stale-build", res, 1);
+      await plantAllocation("audit-b", "stale-build", res, 1, old);
+      // Counting drift: usage and free edited behind placement's back.
+      await dynamo().send(
+        new UpdateCommand({
+          TableName: resources().hostsTable,
+          Key: { host: "audit-b" },
+          UpdateExpression: "SET #usage.VCPU = #usage.VCPU + :three, #free.MEMORY_MB = :bogus",
+          ExpressionAttributeNames: { "#usage": "usage", "#free": "free" },
+          ExpressionAttributeValues: { ":three": 3, ":bogus": 7 },
+        }),
+      );
+
+      const report = await auditPlacement({ hosts: AUDITED, now, graceSeconds: 300 });
+      const kinds = report.findings
+        .map((f) => `${f.kind} ${f.host} ${f.consumer ?? f.resource_class}`)
+        .sort();
+      expect(kinds).toEqual(
+        [
+          "consumer_deleted audit-a deleted-one",
+          "consumer_elsewhere audit-b moved",
+          "consumer_elsewhere audit-b stale-build",
+          "consumer_error audit-b errored",
+          "consumer_missing audit-a no-such-instance",
+          "free_mismatch audit-b MEMORY_MB",
+          "free_mismatch audit-b VCPU",
+          "usage_mismatch audit-b VCPU",
+        ].sort(),
+      );
+      expect(report.pending.map((f) => f.consumer)).toEqual(["mid-placement"]);
+      expect(report.findings.every((f) => f.repaired === undefined)).toBe(true);
+
+      const repaired = await auditPlacement({ hosts: AUDITED, now, graceSeconds: 300, repair: true });
+      expect(repaired.findings).toHaveLength(8);
+      for (const f of repaired.findings) expect(f.repaired, `${f.kind} ${f.consumer}`).toBeTruthy();
+      const a = await consistent("audit-a");
+      const b = await consistent("audit-b");
+      expect(Object.keys(a.allocations).sort()).toEqual(["moved", "ok-active", "ok-building", "stale-build"]);
+      expect(Object.keys(b.allocations)).toEqual(["mid-placement"]);
+
+      const clean = await auditPlacement({ hosts: AUDITED, now, graceSeconds: 300, repair: true });
+      expect(clean.findings).toEqual([]);
+      expect(clean.pending).toHaveLength(1);
+      // Past the grace period the mid-placement claim that was never recorded is a leak too.
+      const later = await auditPlacement({
+        hosts: AUDITED,
+        now: new Date(now.getTime() + 301_000),
+        graceSeconds: 300,
+      });
+      expect(later.findings.map((f) => `${f.kind} ${f.consumer}`)).toEqual([
+        "consumer_elsewhere mid-placement",
+      ]);
+    });
+
+    it("repair racing claims and releases loses none of them", async () => {
+      await host("audit-c", { VCPU: inv(64) });
+      for (let i = 0; i < 8; i++) await plantAllocation("audit-c", `leak-${i}`, { VCPU: 1 }, 1, new Date(0));
+      const claims = Array.from({ length: 24 }, (_, i) =>
+        putInstance(`live-${i}`, { vm_state: "active", host: "audit-c", attempt: 1 }).then(() =>
+          claim("audit-c", `live-${i}`, { VCPU: 1 }, 1),
+        ),
+      );
+      const audit = auditPlacement({ hosts: ["audit-c"], repair: true, graceSeconds: 0 });
+      await Promise.all([...claims, audit]);
+      await auditPlacement({ hosts: ["audit-c"], repair: true, graceSeconds: 0 });
+      const h = await consistent("audit-c");
+      expect(Object.keys(h.allocations).filter((c) => c.startsWith("live-"))).toHaveLength(24);
+      expect(Object.keys(h.allocations).filter((c) => c.startsWith("leak-"))).toHaveLength(0);
+    });
+  });
+}
