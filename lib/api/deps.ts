@@ -27,7 +27,9 @@ import { sendBuildRequest } from "../conductor/queues.js";
 import { planDestinations } from "../conductor/select-destinations.js";
 import { deleteServer } from "../instances/delete.js";
 import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
+import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts } from "../placement/hosts.js";
+import { deleteInventory, setInventory } from "../placement/inventory.js";
 import { setServiceStatus } from "../placement/services.js";
 
 export interface ApiDeps {
@@ -46,6 +48,10 @@ export interface ApiDeps {
   listHosts: typeof listHosts;
   getHost: typeof getHost;
   setServiceStatus: typeof setServiceStatus;
+  /** Placement admin; optional, so fakes that do not exercise them need not provide them */
+  setInventory?: typeof setInventory;
+  deleteInventory?: typeof deleteInventory;
+  auditPlacement?: typeof auditPlacement;
   listAggregates: typeof listAggregates;
   getAggregateRevision: typeof getAggregateRevision;
   createAggregate: typeof createAggregate;
@@ -78,6 +84,9 @@ export const defaultDeps: ApiDeps = {
   listHosts,
   getHost,
   setServiceStatus,
+  setInventory,
+  deleteInventory,
+  auditPlacement,
   listAggregates,
   getAggregateRevision,
   createAggregate,

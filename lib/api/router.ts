@@ -44,8 +44,15 @@ import {
   showExtraSpecs,
   showFlavor,
 } from "./routes/flavors.js";
-import { listHypervisors, showHypervisor } from "./routes/hypervisors.js";
+import {
+  deleteInventoryRoute,
+  listHypervisors,
+  listInventories,
+  showHypervisor,
+  updateInventory,
+} from "./routes/hypervisors.js";
 import { listImagesRoute, showImage } from "./routes/images.js";
+import { repairPlacementAudit, showPlacementAudit } from "./routes/placement-audit.js";
 import { planRoute, showScheduling } from "./routes/scheduling.js";
 import {
   createServerGroupRoute,
@@ -87,6 +94,15 @@ export const ROUTES: Route[] = [
   { method: "GET", pattern: "/os-hypervisors", handler: (c) => listHypervisors(c, false) },
   { method: "GET", pattern: "/os-hypervisors/detail", handler: (c) => listHypervisors(c, true) },
   { method: "GET", pattern: "/os-hypervisors/:id", handler: showHypervisor },
+  { method: "GET", pattern: "/os-hypervisors/:id/inventories", handler: listInventories },
+  { method: "PUT", pattern: "/os-hypervisors/:id/inventories/:resource_class", handler: updateInventory },
+  {
+    method: "DELETE",
+    pattern: "/os-hypervisors/:id/inventories/:resource_class",
+    handler: deleteInventoryRoute,
+  },
+  { method: "GET", pattern: "/os-placement-audit", handler: showPlacementAudit },
+  { method: "POST", pattern: "/os-placement-audit", handler: repairPlacementAudit },
   { method: "GET", pattern: "/os-services", handler: listServices },
   { method: "PUT", pattern: "/os-services/:id", handler: updateService },
   { method: "GET", pattern: "/os-aggregates", handler: listAggregatesRoute },

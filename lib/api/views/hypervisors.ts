@@ -1,5 +1,5 @@
 // Nova's os-hypervisors views, from the host records (one node per host; the id is the host name).
-import type { HostRecord, Inventory, ResourceClass } from "../../placement/types.js";
+import { capacity, type HostRecord, type Inventory, type ResourceClass } from "../../placement/types.js";
 
 function inv(h: HostRecord, rc: ResourceClass): Inventory | undefined {
   return h.inventories[rc];
@@ -48,5 +48,45 @@ export function hypervisorDetailView(h: HostRecord, up: boolean): Record<string,
     host_ip: h.host_ip,
     cpu_info: "{}",
     service: { host: h.host, id: h.host, disabled_reason: h.service.disabled_reason },
+  };
+}
+
+/**
+ * What Placement knows about the host (admins): the provider generation, each inventory (with its
+ * capacity), usage per class and every allocation by consumer.
+ */
+export function hypervisorPlacementView(h: HostRecord): Record<string, unknown> {
+  const inventories: Record<string, unknown> = {};
+  for (const [rc, i] of Object.entries(h.inventories).sort(([a], [b]) => a.localeCompare(b)) as [
+    ResourceClass,
+    Inventory,
+  ][]) {
+    inventories[rc] = { ...inventoryView(i), capacity: capacity(i) };
+  }
+  const allocations: Record<string, unknown> = {};
+  for (const [consumer, a] of Object.entries(h.allocations ?? {}).sort(([x], [y]) => x.localeCompare(y))) {
+    allocations[consumer] = { resources: a.resources, attempt: a.attempt, claimed_at: a.claimed_at };
+  }
+  return {
+    resource_provider_generation: h.generation,
+    inventories,
+    usages: Object.fromEntries(
+      Object.keys(h.inventories)
+        .sort()
+        .map((rc) => [rc, used(h, rc as ResourceClass)]),
+    ),
+    allocations,
+  };
+}
+
+/** One inventory record in Placement's field order. */
+export function inventoryView(i: Inventory): Record<string, number> {
+  return {
+    total: i.total,
+    reserved: i.reserved,
+    min_unit: i.min_unit,
+    max_unit: i.max_unit,
+    step_size: i.step_size,
+    allocation_ratio: i.allocation_ratio,
   };
 }
