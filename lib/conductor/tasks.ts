@@ -3,7 +3,7 @@
 import { EVENT_SCHEDULE, event, getInstance, placeInstance, setError } from "../instances/repo.js";
 import type { Fault } from "../instances/types.js";
 import { log } from "../log.js";
-import { claim, release } from "../placement/claims.js";
+import { claim, findClaim, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { computeMessageBody } from "./queues.js";
 import {
@@ -101,7 +101,15 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
         selections: [{ instance_uuid: id, selected: alternates[i]!, alternates: alternates.slice(i + 1) }],
       };
   }
-  for (let i = 0; i < alternates.length; i++) {
+  // A re-run after an alternate was claimed but before the answer reached the state machine:
+  // keep that claim (an earlier alternate may fit by now, and claiming it would count twice).
+  const held = await findClaim(
+    alternates.map((a) => a.host),
+    id,
+    n,
+  );
+  const start = held === undefined ? 0 : alternates.findIndex((a) => a.host === held);
+  for (let i = start; i < alternates.length; i++) {
     const alt = alternates[i]!;
     if (req.retry.hosts.includes(alt.host)) continue;
     const r = await claim(alt.host, id, alt.resources, n);

@@ -1,0 +1,134 @@
+// Moving a consumer (Nova's reschedule onto an alternate): an instance is never counted on two
+// hosts longer than the move, and a step that runs twice leaves no claim behind. On dynalite,
+// through the conductor's own steps.
+import { randomUUID } from "node:crypto";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { PutCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
+import { createTables, localTables } from "../../infra/local/tables.js";
+import { dynamo, resetClients } from "../../lib/aws/clients.js";
+import { inventoriesFor } from "../../lib/compute/inventory.js";
+import { claimAlternate } from "../../lib/conductor/tasks.js";
+import type { ConductorInput } from "../../lib/conductor/types.js";
+import { resources } from "../../lib/config.js";
+import { claim, release } from "../../lib/placement/claims.js";
+import { listHosts, registerHost } from "../../lib/placement/hosts.js";
+
+let emulators: Emulators;
+let restore: () => void;
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+  const tables = localTables();
+  restore = applyEnv({ ...emulators.env, ...Object.fromEntries(tables.map((t) => [t.env, t.localName])) });
+  resetClients();
+  await createTables(new DynamoDBClient({}), tables);
+});
+afterAll(async () => {
+  resetClients();
+  restore?.();
+  await emulators?.stop();
+});
+
+const FLAVOR = {
+  id: "1",
+  name: "m1.small",
+  vcpus: 1,
+  memory_mb: 2048,
+  root_gb: 1,
+  ephemeral_gb: 0,
+  swap: 0,
+  extra_specs: {},
+};
+const REQUESTED = { VCPU: 1, MEMORY_MB: 2048, DISK_GB: 1 };
+
+async function host(name: string, memoryMb: number): Promise<void> {
+  await registerHost({
+    host: name,
+    availability_zone: "nova",
+    inventories: inventoriesFor({ vcpus: 4, memory_mb: memoryMb, local_gb: 100 }),
+    hypervisor_type: "fake",
+    hypervisor_version: 1,
+    host_ip: "10.0.0.1",
+    supported_instances: [["x86_64", "fake", "hvm"]],
+    queue_url: "http://unused",
+  });
+}
+
+async function instance(attempt = 0, hostName: string | null = null): Promise<string> {
+  const id = randomUUID();
+  await dynamo().send(
+    new PutCommand({
+      TableName: resources().instancesTable,
+      Item: { id, deleted: false, vm_state: "building", task_state: "scheduling", host: hostName, attempt },
+    }),
+  );
+  return id;
+}
+
+function request(ids: string[], attempt: number, tried: string[], alternates?: string[]): ConductorInput {
+  return {
+    version: 1,
+    request_id: `req-${randomUUID()}`,
+    reservation_id: "r-1",
+    project_id: "p",
+    user_id: "u",
+    instance_uuids: ids,
+    request_spec: {
+      project_id: "p",
+      flavor: FLAVOR,
+      image: { id: "cirros", name: "cirros", properties: {} },
+      scheduler_hints: {},
+      num_instances: ids.length,
+    },
+    retry: { num_attempts: attempt, hosts: tried },
+    ...(alternates
+      ? {
+          alternates: alternates.map((h) => ({
+            host: h,
+            nodename: h,
+            availability_zone: "nova",
+            resources: REQUESTED,
+          })),
+        }
+      : {}),
+    config: { max_attempts: 3 },
+  };
+}
+
+/** Every host holding a claim of `consumer`. */
+async function holders(consumer: string): Promise<string[]> {
+  return (await listHosts({ consistent: true })).filter((h) => h.allocations[consumer]).map((h) => h.host);
+}
+
+describe("moving a consumer", () => {
+  it("the reschedule path releases the failed host before claiming an alternate: never on two hosts", async () => {
+    await host("mv-a", 8192);
+    await host("mv-b", 8192);
+    await host("mv-c", 8192);
+    const id = await instance(1, "mv-a");
+    expect((await claim("mv-a", id, REQUESTED, 1)).claimed).toBe(true);
+    // The compute agent's failure path: release attempt 1's claim, then the conductor claims
+    // an alternate for attempt 2. The build failed, so nothing runs in between.
+    expect(await release("mv-a", id, 1)).toBe(true);
+    expect(await holders(id)).toEqual([]);
+    const s = await claimAlternate(request([id], 2, ["mv-a"], ["mv-b", "mv-c"]));
+    expect(s.selections[0]?.selected.host).toBe("mv-b");
+    expect(await holders(id)).toEqual(["mv-b"]);
+  });
+
+  it("ClaimAlternate run twice keeps the claim of the first run, even if an earlier alternate fits by now", async () => {
+    await host("alt-full", 2048);
+    await host("alt-free", 8192);
+    const id = await instance(1, "mv-a");
+    const blocker = await instance();
+    expect((await claim("alt-full", blocker, REQUESTED, 1)).claimed).toBe(true);
+    const req = request([id], 2, ["mv-a"], ["alt-full", "alt-free"]);
+    expect((await claimAlternate(req)).selections[0]?.selected.host).toBe("alt-free");
+    await release("alt-full", blocker, 1);
+    // The first run's answer was lost; the state machine runs the step again.
+    expect((await claimAlternate(req)).selections[0]?.selected.host).toBe("alt-free");
+    expect(await holders(id)).toEqual(["alt-free"]);
+  });
+});
