@@ -118,12 +118,17 @@ export function weighCandidates(
     let clamps = false;
     // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0.
     const allZero = !weigher.column && !prepared;
+    // (bounds as plain numbers, so the loop compares numbers only: ±Infinity clamp nothing)
+    const lo = minval ?? Number.NEGATIVE_INFINITY;
+    const hi = maxval ?? Number.POSITIVE_INFINITY;
+    const trackMin = minval === undefined;
+    const trackMax = maxval === undefined;
     for (let j = 0; j < n && !allZero; j++) {
       const v = raw[j]!;
-      const c = minval !== undefined && v < minval ? minval : maxval !== undefined && v > maxval ? maxval : v;
+      const c = v < lo ? lo : v > hi ? hi : v;
       if (c !== v) clamps = true;
-      if (maxval === undefined && c > max) max = c;
-      if (minval === undefined && c < min) min = c;
+      if (trackMax && c > max) max = c;
+      if (trackMin && c < min) min = c;
     }
     if (clamps || (allZero && clamp(0, minval, maxval) !== 0)) bounded = clampAll(raw, minval, maxval);
     const table = fleet.multipliers(
