@@ -24,6 +24,8 @@ export class Fleet implements FleetIndex {
   readonly classCount: Readonly<Record<HostFacet, number>>;
   /** every position, in order */
   readonly all: Int32Array;
+  /** two arrays of the fleet's size for the scheduler's passes (one decision at a time) */
+  readonly scratch: readonly [Int32Array, Int32Array];
   /** per aggregate class, the aggregate list its hosts share */
   readonly aggregateLists: (readonly HostAggregate[])[];
   /** per aggregate class, its hosts' positions in order */
@@ -44,6 +46,7 @@ export class Fleet implements FleetIndex {
     this.hosts = hosts;
     this.aggregates = aggregates;
     this.all = Int32Array.from(hosts.keys());
+    this.scratch = [new Int32Array(hosts.length), new Int32Array(hosts.length)];
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
     ) as Record<HostNumber, Float64Array>;

@@ -132,8 +132,8 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
 
   const n = fleet.size;
   const classOf = fleet.aggregateSetOf;
-  let live = new Int32Array(n);
-  let next = new Int32Array(n);
+  // The fleet's two scratch arrays: runStages is not re-entrant, and its result is a copy.
+  let [live, next] = fleet.scratch;
   let count = 0;
   for (let i = 0; i < n; i++) if (bulk[classOf[i]!] === 0) live[count++] = i;
 
