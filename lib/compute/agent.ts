@@ -16,6 +16,7 @@ import { EVENT_BUILD, event, markActive, recordBuildFailure, startSpawn } from "
 import { type Logger, logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import { type BuildAndRunInstance, type ComputeMessage, computeMessage } from "../messages/compute.js";
+import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
 import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
@@ -68,16 +69,24 @@ export class ComputeAgent {
     this.queueUrl = q.queueUrl;
     this.dlqUrl = q.dlqUrl;
     const d = this.opts.driver;
-    await registerHost({
-      host: this.opts.host,
-      availability_zone: this.opts.availability_zone,
-      inventories: this.opts.inventories,
-      hypervisor_type: d.hypervisorType,
-      hypervisor_version: d.hypervisorVersion,
-      host_ip: this.opts.host_ip,
-      supported_instances: [["x86_64", d.hypervisorType, "hvm"]],
-      queue_url: this.queueUrl,
-    });
+    try {
+      await registerHost({
+        host: this.opts.host,
+        availability_zone: this.opts.availability_zone,
+        inventories: this.opts.inventories,
+        hypervisor_type: d.hypervisorType,
+        hypervisor_version: d.hypervisorVersion,
+        host_ip: this.opts.host_ip,
+        supported_instances: [["x86_64", d.hypervisorType, "hvm"]],
+        queue_url: this.queueUrl,
+      });
+    } catch (e) {
+      // Less than is allocated (Placement's InventoryInUse): as Nova's resource tracker, say so
+      // and keep serving on the inventory Placement has, rather than refuse to start.
+      if (!(e instanceof PlacementConflict)) throw e;
+      this.log.error("compute.inventory_conflict", { error: e, inventories: this.opts.inventories });
+      await heartbeat(this.opts.host);
+    }
     this.running = true;
     const every = (this.opts.heartbeatSeconds ?? 10) * 1000;
     this.beat = setInterval(() => {

@@ -106,7 +106,6 @@ export async function registerHost(reg: HostRegistration, now = new Date()): Pro
     const values: Record<string, unknown> = {
       ":g": current.generation,
       ":one": 1,
-      ":false": false,
       ":now": now.toISOString(),
     };
     const sets = Object.entries(facts).map(([k, v], i) => {
@@ -114,11 +113,9 @@ export async function registerHost(reg: HostRegistration, now = new Date()): Pro
       values[`:f${i}`] = v;
       return `#f${i} = :f${i}`;
     });
-    sets.push(
-      "generation = generation + :one",
-      "service.forced_down = :false",
-      "service.last_heartbeat = :now",
-    );
+    // forced_down is the operator's (Nova: only `service-force-down` unsets it): a restarted agent
+    // must not bring a host an operator fenced back into scheduling.
+    sets.push("generation = generation + :one", "service.last_heartbeat = :now");
     try {
       const r = await dynamo().send(
         new UpdateCommand({
