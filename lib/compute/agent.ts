@@ -104,7 +104,9 @@ export class ComputeAgent {
   async stop(opts: { handBack?: boolean } = {}): Promise<void> {
     this.running = false;
     if (this.beat) clearInterval(this.beat);
-    this.abort.abort();
+    // The current long poll is let finish, not aborted: SQS may already be handing it messages,
+    // which an aborted request would hide for the whole visibility timeout. What it brings back
+    // is returned to the queue at once.
     if (opts.handBack) this.spawnAbort.abort();
     await this.loop;
     await Promise.allSettled(this.inFlight.values());
@@ -145,6 +147,10 @@ export class ComputeAgent {
           { abortSignal: this.abort.signal },
         );
         messages = r.Messages ?? [];
+        if (!this.running && !this.killed) {
+          await this.giveBack(messages);
+          break;
+        }
       } catch (e) {
         if (!this.running) break;
         this.log.warn("compute.receive_failed", { error: e });
@@ -186,7 +192,9 @@ export class ComputeAgent {
       return;
     }
     if (msg.kind === "terminate_instance") {
+      // Destroy first, then give the claim back (Nova's order): the space is free only now.
       await this.opts.driver.destroy(msg.instance_uuid);
+      if (msg.attempt !== undefined) await release(this.opts.host, msg.instance_uuid, msg.attempt);
       this.log.info("compute.terminated", { request_id: msg.request_id, instance_uuid: msg.instance_uuid });
     } else {
       // A long build must not reappear on the queue while it runs.
@@ -202,6 +210,21 @@ export class ComputeAgent {
       await this.buildAndRun(msg);
     }
     await this.ack(m);
+  }
+
+  /** Make messages this stopping agent received visible again right away, for its successor. */
+  private async giveBack(messages: Message[]): Promise<void> {
+    for (const m of messages) {
+      await sqsClient()
+        .send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: this.queueUrl,
+            ReceiptHandle: m.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        )
+        .catch((e) => this.log.warn("compute.give_back_failed", { error: e, message_id: m.MessageId }));
+    }
   }
 
   private async ack(m: Message): Promise<void> {

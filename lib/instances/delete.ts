@@ -1,23 +1,37 @@
 // Deleting a server wherever it is in the flow: mark it deleted (every later fenced write then
-// fails), release its claim, and tell its host to tear down whatever it built.
+// fails), tell its host to tear down whatever it built, and give its claim back.
+
 import { castToCompute } from "../conductor/queues.js";
+import { schedulerConfig } from "../config.js";
 import { log } from "../log.js";
 import { release } from "../placement/claims.js";
-import { getHost } from "../placement/hosts.js";
-import { markDeleted } from "./repo.js";
+import { getHost, isServiceUp } from "../placement/hosts.js";
+import { getInstance, markDeleted } from "./repo.js";
 import type { InstanceRecord } from "./types.js";
 
 /**
  * Returns the deleted record, or undefined if it was already deleted (idempotent). A conductor
  * that claims after this point finds the instance deleted and releases its own claim.
+ *
+ * Who releases, as Nova: a guest that may be running on a live host keeps its claim until that
+ * host has destroyed it (releasing first would let the scheduler fill space the guest still
+ * uses); otherwise (nothing running yet, ERROR, or the host is down) the claim goes at once.
+ * A host that never gets to it leaves a `consumer_deleted` claim the placement audit repairs.
  */
 export async function deleteServer(id: string, requestId: string): Promise<InstanceRecord | undefined> {
+  const before = await getInstance(id);
   const rec = await markDeleted(id);
   if (!rec) return undefined;
+  let releasedBy: "api" | "host" | null = null;
   if (rec.host) {
-    // Every attempt's claim: only the current one should exist, but a release is cheap and exact.
-    await release(rec.host, id, rec.attempt);
     const host = await getHost(rec.host);
+    const mayRun =
+      before?.host === rec.host &&
+      before.attempt === rec.attempt &&
+      (before.vm_state === "active" || before.task_state === "spawning");
+    const hostUp = host !== undefined && isServiceUp(host, schedulerConfig().service_down_time);
+    releasedBy = mayRun && hostUp ? "host" : "api";
+    if (releasedBy === "api") await release(rec.host, id, rec.attempt);
     if (host?.queue_url) {
       await castToCompute(host.queue_url, {
         version: 1,
@@ -25,6 +39,7 @@ export async function deleteServer(id: string, requestId: string): Promise<Insta
         request_id: requestId,
         instance_uuid: id,
         host: rec.host,
+        attempt: rec.attempt,
       });
     }
   }
@@ -33,6 +48,7 @@ export async function deleteServer(id: string, requestId: string): Promise<Insta
     instance_uuid: id,
     host: rec.host,
     attempt: rec.attempt,
+    claim_released_by: releasedBy,
   });
   return rec;
 }

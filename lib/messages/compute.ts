@@ -27,6 +27,8 @@ export const terminateInstanceV1 = z.object({
   request_id: z.string().min(1),
   instance_uuid: uuid,
   host: z.string().min(1),
+  /** the attempt whose claim the host releases once the guest is destroyed */
+  attempt: z.number().int().min(0).optional(),
 });
 
 export const computeMessage = z.discriminatedUnion("kind", [buildAndRunInstanceV1, terminateInstanceV1]);

@@ -67,7 +67,7 @@ describe("create → ACTIVE → delete", () => {
       (g) => !g.includes(id),
     );
     expect(runtime.agents.find((a) => a.host === host)!.guests()).not.toContain(id);
-    expect(await leakedClaims()).toEqual([]);
+    expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
   });
 
   it("records the create action with one scheduling and one build event naming the host", async () => {
@@ -160,7 +160,7 @@ describe("builds that end in ERROR leave no claim behind", () => {
     const asMember = await client.get(`/v2.1/servers/${id}`);
     expect(asMember.body.server.fault.message).toBe(server.fault.message);
     expect(asMember.body.server.fault.details).toBeUndefined();
-    expect(await leakedClaims()).toEqual([]);
+    expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
   });
 });
 

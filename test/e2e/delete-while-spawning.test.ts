@@ -26,7 +26,7 @@ it("delete during spawn: gone, guest destroyed, capacity back", async () => {
   // The spawn completes after the delete; the fenced agent must destroy the guest.
   await new Promise((r) => setTimeout(r, 2000));
   for (const a of runtime.agents) expect(a.guests()).not.toContain(id);
-  expect(await leakedClaims()).toEqual([]);
+  expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
 });
 
 it("delete after ACTIVE: the host tears the guest down", async () => {
@@ -41,5 +41,5 @@ it("delete after ACTIVE: the host tears the guest down", async () => {
     (g) => !g.includes(id),
   );
   expect(agent!.guests()).not.toContain(id);
-  expect(await leakedClaims()).toEqual([]);
+  expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
 });

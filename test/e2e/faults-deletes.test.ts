@@ -86,3 +86,30 @@ it("deleting twice is a 404 the second time, and changes nothing", async () => {
   expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(404);
   await expectGone(id);
 });
+
+it("when ACTIVE on a live host: the claim stays until that host has destroyed the guest (Nova's order)", async () => {
+  const id = await client.createServer({ name: "del-order" });
+  const s = await client.as(ADMIN).waitForStatus(id, ["ACTIVE", "ERROR"]);
+  const host: string = s["OS-EXT-SRV-ATTR:host"];
+  await runtime.hosts.get(host)!.agent.stop(); // alive by its heartbeat, but not reading its queue
+  expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+  expect((await hostsByName()).get(host)!.allocations[id]).toBeDefined();
+  expect(runtime.hosts.get(host)!.driver.has(id)).toBe(true);
+  await runtime.restartHost(host);
+  await expectGone(id);
+  expect(runtime.hosts.get(host)!.driver.has(id)).toBe(false);
+});
+
+it("when ACTIVE on a host that is down: the claim goes at once", async () => {
+  const id = await client.createServer({ name: "del-down" });
+  const s = await client.as(ADMIN).waitForStatus(id, ["ACTIVE", "ERROR"]);
+  const host: string = s["OS-EXT-SRV-ATTR:host"];
+  await runtime.hosts.get(host)!.agent.stop();
+  await client.as(ADMIN).call("PUT", `/v2.1/os-services/${host}`, { forced_down: true });
+  expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+  expect((await hostsByName()).get(host)!.allocations[id]).toBeUndefined();
+  await client.as(ADMIN).call("PUT", `/v2.1/os-services/${host}`, { forced_down: false });
+  // Back up, it reads the terminate and destroys the guest it still had.
+  await runtime.restartHost(host);
+  await expectGone(id);
+});

@@ -7,7 +7,7 @@ import type { Runtime } from "../../infra/local/runtime.js";
 import { sfnClient, sqsClient } from "../../lib/aws/clients.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import type { BuildRequest } from "../../lib/messages/build-request.js";
-import { ADMIN, type Client, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
+import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;
@@ -86,5 +86,5 @@ it("the same conductor execution started twice at once: built once", async () =>
 it("nothing leaks once they are deleted", async () => {
   const all = await client.as(ADMIN).get("/v2.1/servers?all_tenants=1");
   for (const s of all.body.servers) await client.as(ADMIN).delete(`/v2.1/servers/${s.id}`);
-  expect(await leakedClaims()).toEqual([]);
+  expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
 });

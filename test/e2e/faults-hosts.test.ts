@@ -134,6 +134,6 @@ describe("failed_builds", () => {
     expect((await getHost(hosts[0]!))!.stats.failed_builds).toBe(0);
     await client.delete(`/v2.1/servers/${id}`);
     await admin.delete(`/v2.1/servers/${ok}`);
-    expect(await leakedClaims()).toEqual([]);
+    expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
   });
 });

@@ -55,5 +55,5 @@ it("the late host changes nothing and tears down its guest; the build lands else
   expect(rec.attempt).toBe(2);
 
   await client.delete(`/v2.1/servers/${id}`);
-  expect(await leakedClaims()).toEqual([]);
+  expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
 });

@@ -2,7 +2,7 @@
 // the alternates.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
-import { ADMIN, type Client, leakedClaims, startTestRuntime } from "./harness.js";
+import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;
@@ -39,5 +39,5 @@ it("three servers with host-1 and host-2 failing every build: all ACTIVE on host
   // host-1 and host-2 weigh best while empty, so the failure loop was really exercised.
   expect(failedAttempts).toBeGreaterThan(0);
   for (const id of ids) await client.delete(`/v2.1/servers/${id}`);
-  expect(await leakedClaims()).toEqual([]);
+  expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
 });
