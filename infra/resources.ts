@@ -50,10 +50,14 @@ export const BUILD_REQUESTS_QUEUE: QueueSpec = {
   maxReceiveCount: 5,
 };
 
-/** Every compute host's own queue is made from this (named `${prefix}<host>`, DLQ `…-dlq`). */
+/**
+ * Every compute host's own queue is made from this (named `${prefix}<host>`, DLQ `…-dlq`). The
+ * visibility timeout is short so that what a crashed host had received comes back soon; the
+ * agent keeps a running build's message hidden by extending it.
+ */
 export const COMPUTE_QUEUE: QueueSpec = {
   localName: "novaless-compute-",
-  visibilityTimeout: 120,
+  visibilityTimeout: 30,
   maxReceiveCount: 5,
 };
 

@@ -197,17 +197,26 @@ export class ComputeAgent {
       if (msg.attempt !== undefined) await release(this.opts.host, msg.instance_uuid, msg.attempt);
       this.log.info("compute.terminated", { request_id: msg.request_id, instance_uuid: msg.instance_uuid });
     } else {
-      // A long build must not reappear on the queue while it runs.
-      await sqsClient()
-        .send(
-          new ChangeMessageVisibilityCommand({
-            QueueUrl: this.queueUrl,
-            ReceiptHandle: m.ReceiptHandle,
-            VisibilityTimeout: COMPUTE_QUEUE.visibilityTimeout,
-          }),
-        )
-        .catch(() => undefined);
-      await this.buildAndRun(msg);
+      // The queue's visibility timeout is short, so a message a crashed host held comes back
+      // soon; a build that runs longer keeps its message hidden by extending it while it runs.
+      const extend = () =>
+        sqsClient()
+          .send(
+            new ChangeMessageVisibilityCommand({
+              QueueUrl: this.queueUrl,
+              ReceiptHandle: m.ReceiptHandle,
+              VisibilityTimeout: COMPUTE_QUEUE.visibilityTimeout,
+            }),
+          )
+          .catch((e) =>
+            this.log.warn("compute.visibility_extend_failed", { error: e, message_id: m.MessageId }),
+          );
+      const keepHidden = setInterval(extend, (COMPUTE_QUEUE.visibilityTimeout * 1000) / 3);
+      try {
+        await this.buildAndRun(msg);
+      } finally {
+        clearInterval(keepHidden);
+      }
     }
     await this.ack(m);
   }

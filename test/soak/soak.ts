@@ -3,7 +3,9 @@
 // a must-be-zero figure is not zero. A 2-minute run with a fixed seed is part of `npm test`.
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { type Runtime, startRuntime } from "../../infra/local/runtime.js";
+import { sqsClient } from "../../lib/aws/clients.js";
 import { listDeadLetterQueues, peekDeadLetters } from "../../lib/aws/dead-letters.js";
 import { listBuilding, listInstances } from "../../lib/instances/repo.js";
 import { auditPlacement } from "../../lib/placement/audit.js";
@@ -165,13 +167,22 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     for (const host of dead.keys()) await runtime.restartHost(host);
     say(`load stopped after ${report.requests} requests; waiting for quiescence`);
 
-    // Quiescence: nothing left in BUILD (the watchdog and the failure loop finish the rest).
+    // Quiescence: nothing left in BUILD (the watchdog and the failure loop finish the rest) and
+    // nothing left to do in any queue (a terminate a killed host had taken comes back to its
+    // successor after the host queue's visibility timeout).
     const settleBy = Date.now() + (opts.settleSeconds ?? 120) * 1000;
+    const queues = [
+      process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL!,
+      ...(await listHosts()).map((h) => h.queue_url),
+    ];
     let building = await listBuilding();
-    while (building.length && Date.now() < settleBy) {
+    let pending = await pendingMessages(queues);
+    while ((building.length || pending) && Date.now() < settleBy) {
       await sleep(500);
       building = await listBuilding();
+      pending = await pendingMessages(queues);
     }
+    if (pending) report.problems.push(`${pending} message(s) still queued after settling`);
     await runtime.emulators.sfn?.waitForIdle();
     report.stuck_in_build = building.length;
     for (const b of building)
@@ -221,6 +232,25 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     await runtime.stop();
   }
   return report;
+}
+
+/** Messages waiting, in flight or delayed, over the given queues. */
+async function pendingMessages(queueUrls: string[]): Promise<number> {
+  let n = 0;
+  for (const url of queueUrls) {
+    const a = await sqsClient().send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: [
+          "ApproximateNumberOfMessages",
+          "ApproximateNumberOfMessagesNotVisible",
+          "ApproximateNumberOfMessagesDelayed",
+        ],
+      }),
+    );
+    for (const v of Object.values(a.Attributes ?? {})) n += Number(v);
+  }
+  return n;
 }
 
 export function mustBeZero(r: SoakReport): string[] {
