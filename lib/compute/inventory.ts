@@ -1,21 +1,29 @@
+import { schedulerConfig } from "../config.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 
 export interface HostSize {
   vcpus: number;
   memory_mb: number;
   local_gb: number;
-  /** Nova's defaults: cpu 16.0, ram 1.5, disk 1.0 */
+  /** unset: [DEFAULT] cpu_allocation_ratio, else initial_cpu_allocation_ratio (16.0) */
   cpu_allocation_ratio?: number;
+  /** unset: [DEFAULT] ram_allocation_ratio, else initial_ram_allocation_ratio (1.5) */
   ram_allocation_ratio?: number;
+  /** unset: [DEFAULT] disk_allocation_ratio, else initial_disk_allocation_ratio (1.0) */
   disk_allocation_ratio?: number;
-  /** Nova's reserved_host_memory_mb default: 512 */
+  /** unset: [DEFAULT] reserved_host_memory_mb (512) */
   reserved_host_memory_mb?: number;
   reserved_host_cpus?: number;
   reserved_host_disk_mb?: number;
 }
 
-/** The inventories a compute node reports to Placement, as Nova's resource tracker builds them. */
+/**
+ * The inventories a compute node reports to Placement, as Nova's resource tracker builds them:
+ * the host's own size, with ratios and reserved amounts from the [DEFAULT] options. (An admin's
+ * ratio or reserved set through Placement survives the agent's next registration.)
+ */
 export function inventoriesFor(size: HostSize): Record<ResourceClass, Inventory> {
+  const c = schedulerConfig();
   const inv = (total: number, reserved: number, ratio: number): Inventory => ({
     total,
     reserved,
@@ -25,12 +33,20 @@ export function inventoriesFor(size: HostSize): Record<ResourceClass, Inventory>
     step_size: 1,
   });
   return {
-    VCPU: inv(size.vcpus, size.reserved_host_cpus ?? 0, size.cpu_allocation_ratio ?? 16.0),
-    MEMORY_MB: inv(size.memory_mb, size.reserved_host_memory_mb ?? 512, size.ram_allocation_ratio ?? 1.5),
+    VCPU: inv(
+      size.vcpus,
+      size.reserved_host_cpus ?? c.reserved_host_cpus,
+      size.cpu_allocation_ratio ?? c.cpu_allocation_ratio ?? c.initial_cpu_allocation_ratio,
+    ),
+    MEMORY_MB: inv(
+      size.memory_mb,
+      size.reserved_host_memory_mb ?? c.reserved_host_memory_mb,
+      size.ram_allocation_ratio ?? c.ram_allocation_ratio ?? c.initial_ram_allocation_ratio,
+    ),
     DISK_GB: inv(
       size.local_gb,
-      Math.ceil((size.reserved_host_disk_mb ?? 0) / 1024),
-      size.disk_allocation_ratio ?? 1.0,
+      Math.ceil((size.reserved_host_disk_mb ?? c.reserved_host_disk_mb) / 1024),
+      size.disk_allocation_ratio ?? c.disk_allocation_ratio ?? c.initial_disk_allocation_ratio,
     ),
   };
 }
