@@ -1,33 +1,16 @@
 // A compute agent that restarts reporting less than is allocated keeps serving on the inventory
 // Placement has (Nova's resource tracker logs InventoryInUse and carries on), and a restart
 // never clears an operator's forced_down.
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { createTables, localTables } from "../../infra/local/tables.js";
-import { resetClients } from "../../lib/aws/clients.js";
+import { expect, it } from "vitest";
 import { ComputeAgent } from "../../lib/compute/agent.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { claim } from "../../lib/placement/claims.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import { setServiceStatus } from "../../lib/placement/services.js";
+import { useLocalAws } from "./local-aws.js";
 
-let emulators: Emulators;
-let restore: () => void;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-  const tables = localTables();
-  restore = applyEnv({ ...emulators.env, ...Object.fromEntries(tables.map((t) => [t.env, t.localName])) });
-  resetClients();
-  await createTables(new DynamoDBClient({}), tables);
-});
-afterAll(async () => {
-  resetClients();
-  restore?.();
-  await emulators?.stop();
-});
+useLocalAws();
 
 function agent(vcpus: number): ComputeAgent {
   return new ComputeAgent({

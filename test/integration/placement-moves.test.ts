@@ -2,34 +2,18 @@
 // hosts longer than the move, and a step that runs twice leaves no claim behind. On dynalite,
 // through the conductor's own steps.
 import { randomUUID } from "node:crypto";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { createTables, localTables } from "../../infra/local/tables.js";
-import { dynamo, resetClients } from "../../lib/aws/clients.js";
+import { describe, expect, it } from "vitest";
+import { dynamo } from "../../lib/aws/clients.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { claimAlternate } from "../../lib/conductor/tasks.js";
 import type { ConductorInput } from "../../lib/conductor/types.js";
 import { resources } from "../../lib/config.js";
 import { claim, release } from "../../lib/placement/claims.js";
 import { listHosts, registerHost } from "../../lib/placement/hosts.js";
+import { useLocalAws } from "./local-aws.js";
 
-let emulators: Emulators;
-let restore: () => void;
-
-beforeAll(async () => {
-  emulators = await startEmulators();
-  const tables = localTables();
-  restore = applyEnv({ ...emulators.env, ...Object.fromEntries(tables.map((t) => [t.env, t.localName])) });
-  resetClients();
-  await createTables(new DynamoDBClient({}), tables);
-});
-afterAll(async () => {
-  resetClients();
-  restore?.();
-  await emulators?.stop();
-});
+useLocalAws();
 
 const FLAVOR = {
   id: "1",

@@ -11,6 +11,7 @@ import { listBuilding, listInstances } from "../../lib/instances/repo.js";
 import { auditPlacement } from "../../lib/placement/audit.js";
 import { listHosts } from "../../lib/placement/hosts.js";
 import { capacity, type Inventory } from "../../lib/placement/types.js";
+import { seededRandom } from "../../lib/scheduler/scenario.js";
 
 export interface SoakOptions {
   minutes: number;
@@ -37,23 +38,11 @@ export interface SoakReport {
   problems: string[];
 }
 
-/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const ADMIN = { "x-auth-token": "admin-token", "content-type": "application/json" };
 const DEMO = { "x-auth-token": "demo-token", "content-type": "application/json" };
 
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
-  const random = prng(opts.seed);
+  const random = seededRandom(opts.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const say = opts.log ?? (() => {});
   const hostCount = opts.hosts ?? 12;

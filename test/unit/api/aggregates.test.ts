@@ -1,7 +1,6 @@
 // os-aggregates and os-availability-zone: Nova's bodies, rules and errors, with in-memory I/O.
 import { beforeEach, describe, expect, it } from "vitest";
 import { ApiError } from "../../../lib/api/errors.js";
-import { handleHttp } from "../../../lib/api/router.js";
 import {
   addAggregateHost,
   checkAggregateDeletable,
@@ -21,7 +20,7 @@ import {
 import { availabilityZones } from "../../../lib/api/zones.js";
 import { aggregateZoneByHost, hostAvailabilityZone } from "../../../lib/catalog/aggregates.js";
 import type { Aggregate } from "../../../lib/catalog/types.js";
-import { type FakeWorld, fakeWorld, host, NOW } from "./fakes.js";
+import { apiCall, type FakeWorld, fakeWorld, host, NOW } from "./fakes.js";
 
 const LATER = new Date("2026-03-01T13:00:00.000Z");
 
@@ -292,17 +291,8 @@ beforeEach(() => {
   w = fakeWorld();
 });
 
-async function call(method: string, path: string, token = "admin-token", body?: unknown) {
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers: { "x-auth-token": token },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    },
-    w.deps,
-  );
-  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
+function call(method: string, path: string, token = "admin-token", body?: unknown) {
+  return apiCall(w.deps, method, path, token, body);
 }
 
 describe("/os-aggregates", () => {

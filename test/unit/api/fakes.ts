@@ -1,5 +1,6 @@
 // In-memory stand-ins for the API's I/O, so the router can be tested without DynamoDB or SQS.
 import type { ApiDeps } from "../../../lib/api/deps.js";
+import { handleHttp } from "../../../lib/api/router.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "../../../lib/catalog/seed.js";
 import type { Flavor, Image } from "../../../lib/catalog/types.js";
 import type { InstanceRecord } from "../../../lib/instances/types.js";
@@ -146,4 +147,18 @@ export function fakeWorld(): FakeWorld {
     now: () => w.now,
   };
   return w;
+}
+
+/** One request through the whole router against a fake world; JSON in, parsed JSON out. */
+export async function apiCall(deps: ApiDeps, method: string, path: string, token: string, body?: unknown) {
+  const r = await handleHttp(
+    {
+      method,
+      path,
+      headers: { "x-auth-token": token },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    },
+    deps,
+  );
+  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
 }

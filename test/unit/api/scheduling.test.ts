@@ -1,10 +1,9 @@
 // os-scheduling and os-scheduler/plan: admin only, Nova's create checks, nothing written by a plan.
 import { beforeEach, describe, expect, it } from "vitest";
-import { handleHttp } from "../../../lib/api/router.js";
 import { planView, schedulingView } from "../../../lib/api/views/scheduling.js";
 import type { SchedulingRecord } from "../../../lib/instances/types.js";
 import type { DecisionExplanation } from "../../../lib/scheduler/types.js";
-import { type FakeWorld, fakeWorld } from "./fakes.js";
+import { apiCall, type FakeWorld, fakeWorld } from "./fakes.js";
 import { record } from "./records.js";
 
 const ID = "6a1f0b8e-1111-4000-8000-000000000001";
@@ -29,17 +28,8 @@ beforeEach(() => {
   w = fakeWorld();
 });
 
-async function call(method: string, path: string, token = "admin-token", body?: unknown) {
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers: { "x-auth-token": token },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    },
-    w.deps,
-  );
-  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
+function call(method: string, path: string, token = "admin-token", body?: unknown) {
+  return apiCall(w.deps, method, path, token, body);
 }
 
 describe("views", () => {

@@ -2,14 +2,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { AuthContext } from "../../../lib/api/auth.js";
 import { ApiError } from "../../../lib/api/errors.js";
-import { handleHttp } from "../../../lib/api/router.js";
 import {
   canSeeServerGroup,
   parseCreateServerGroup,
   parseServerGroupListQuery,
 } from "../../../lib/api/validation/server-groups.js";
 import { serverGroupView } from "../../../lib/api/views/server-groups.js";
-import { type FakeWorld, fakeWorld, NOW } from "./fakes.js";
+import { apiCall, type FakeWorld, fakeWorld, NOW } from "./fakes.js";
 
 const member: AuthContext = { user_id: "demo", project_id: "demo", roles: ["member"], isAdmin: false };
 const admin: AuthContext = { user_id: "admin", project_id: "admin", roles: ["admin"], isAdmin: true };
@@ -114,17 +113,8 @@ afterEach(() => {
   delete process.env.NOVALESS_MAX_SERVER_GROUPS;
 });
 
-async function call(method: string, path: string, token = "demo-token", body?: unknown) {
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers: { "x-auth-token": token },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    },
-    w.deps,
-  );
-  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
+function call(method: string, path: string, token = "demo-token", body?: unknown) {
+  return apiCall(w.deps, method, path, token, body);
 }
 
 async function newGroup(policy = "anti-affinity", token = "demo-token"): Promise<string> {

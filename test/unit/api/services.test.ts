@@ -1,22 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { handleHttp } from "../../../lib/api/router.js";
-import { fakeWorld } from "./fakes.js";
-
-async function call(method: string, path: string, token: string, body?: unknown) {
-  const w = world;
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers: { "x-auth-token": token },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    },
-    w.deps,
-  );
-  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
-}
+import { apiCall, fakeWorld } from "./fakes.js";
 
 let world = fakeWorld();
+
+function call(method: string, path: string, token: string, body?: unknown) {
+  return apiCall(world.deps, method, path, token, body);
+}
 
 describe("os-services", () => {
   it("lists every compute service for admins, 403 for members", async () => {

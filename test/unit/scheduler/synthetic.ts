@@ -3,6 +3,7 @@
 // loads, some disabled or down; requests mixing zones, hints, server groups, extra specs, image
 // properties and multi-creates.
 import type { SchedulerConfig } from "../../../lib/config.js";
+import { seededRandom } from "../../../lib/scheduler/scenario.js";
 import type {
   FlavorSpec,
   HostAggregate,
@@ -13,17 +14,8 @@ import type {
 } from "../../../lib/scheduler/types.js";
 import { config, inventory } from "./fixtures.js";
 
-/** mulberry32: small, fast, good enough for tests. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The scenario runner's seeded generator (mulberry32). */
+export const seeded = seededRandom;
 
 export class Rng {
   constructor(readonly next: () => number) {}

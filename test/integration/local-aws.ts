@@ -1,0 +1,30 @@
+// For integration tests: the embedded DynamoDB and SQS for this file, with the stack's tables
+// created, and the environment pointing the real SDK clients at them.
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll } from "vitest";
+import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
+import { createTables, localTables } from "../../infra/local/tables.js";
+import { resetClients } from "../../lib/aws/clients.js";
+
+export function useLocalAws(): { emulators: () => Emulators } {
+  let emulators: Emulators | undefined;
+  let restore: (() => void) | undefined;
+  beforeAll(async () => {
+    emulators = await startEmulators();
+    const tables = localTables();
+    restore = applyEnv({ ...emulators.env, ...Object.fromEntries(tables.map((t) => [t.env, t.localName])) });
+    resetClients();
+    await createTables(new DynamoDBClient({}), tables);
+  });
+  afterAll(async () => {
+    resetClients();
+    restore?.();
+    await emulators?.stop();
+  });
+  return {
+    emulators: () => {
+      if (!emulators) throw new Error("useLocalAws: the emulators start in beforeAll");
+      return emulators;
+    },
+  };
+}
