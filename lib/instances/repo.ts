@@ -314,17 +314,32 @@ export async function recordBuildFailure(
   attempt: number,
   ev: ActionEvent,
 ): Promise<InstanceRecord | undefined> {
+  return failAttempt(rec, host, attempt, ev, "task_state = :spawning");
+}
+
+/**
+ * An attempt ends in failure on `host`: back to scheduling, the host added to those tried, and
+ * spawn_attempt = n so no late start of this attempt can succeed. `guard` says from which states.
+ */
+async function failAttempt(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+  guard: string,
+): Promise<InstanceRecord | undefined> {
   return transition(
     rec.id,
     merge(
       {
         set: [
           "task_state = :scheduling",
+          "spawn_attempt = :n",
           "retry_hosts = list_append(if_not_exists(retry_hosts, :empty), :host)",
           "updated_at = :now",
           "build_deadline = :deadline",
         ],
-        condition: `${FENCE} AND task_state = :spawning`,
+        condition: `${FENCE} AND (${guard})`,
         values: {
           ":deadline": buildDeadline(),
           ":scheduling": "scheduling",
@@ -427,34 +442,8 @@ export async function fenceAttempt(
   attempt: number,
   ev: ActionEvent,
 ): Promise<InstanceRecord | undefined> {
-  return transition(
-    rec.id,
-    merge(
-      {
-        set: [
-          "task_state = :scheduling",
-          "spawn_attempt = :n",
-          "retry_hosts = list_append(if_not_exists(retry_hosts, :empty), :host)",
-          "updated_at = :now",
-          "build_deadline = :deadline",
-        ],
-        condition: `${FENCE} AND (task_state = :spawning OR spawn_attempt < :n)`,
-        values: {
-          ":scheduling": "scheduling",
-          ":spawning": "spawning",
-          ":empty": [],
-          ":host": [host],
-          ":now": new Date().toISOString(),
-          ":deadline": buildDeadline(),
-          ":false": false,
-          ":building": "building",
-          ":h": host,
-          ":n": attempt,
-        },
-      },
-      eventClause(rec, ev),
-    ),
-  );
+  // Taken (spawning) or cast but not yet taken: either way the attempt is still live.
+  return failAttempt(rec, host, attempt, ev, "task_state = :spawning OR spawn_attempt < :n");
 }
 
 /**
