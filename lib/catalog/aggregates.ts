@@ -3,9 +3,10 @@
 // the hosts with this list. Every change is a read-modify-write of the one item, conditioned on
 // the `revision` it was read at, so concurrent actions on one aggregate cannot lose each other.
 // The list is cached per process for a few seconds; this process's writes drop the cache.
-import { DeleteCommand, GetCommand, PutCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
 import type { Aggregate } from "./types.js";
 
@@ -51,21 +52,14 @@ export function resetAggregateCache(): void {
 export async function listAggregates(opts: { fresh?: boolean } = {}): Promise<Aggregate[]> {
   const now = Date.now();
   if (!opts.fresh && cache && now - cache.at < LIST_TTL_MS) return cache.items.map(clone);
-  const items: Aggregate[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await dynamo().send(
-      new ScanCommand({
-        TableName: table(),
-        FilterExpression: "begins_with(pk, :p)",
-        ExpressionAttributeValues: { ":p": PREFIX },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const item of r.Items ?? []) items.push(fromItem(item).aggregate);
-    start = r.LastEvaluatedKey;
-  } while (start);
+  const items = (
+    await scanAll({
+      TableName: table(),
+      FilterExpression: "begins_with(pk, :p)",
+      ExpressionAttributeValues: { ":p": PREFIX },
+      ConsistentRead: true,
+    })
+  ).map((item) => fromItem(item).aggregate);
   items.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
   cache = { at: now, items };
   return items.map(clone);

@@ -1,9 +1,10 @@
 // The Catalog table: flavors (pk `flavor#<id>`) and images (pk `image#<id>`). Lists are cached
 // per process for a few seconds; every write in this process drops the cache, so what this
 // process creates it sees at once (other containers see it within the TTL).
-import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "./seed.js";
 import type { Flavor, Image } from "./types.js";
@@ -32,22 +33,13 @@ export function resetCatalogCache(): void {
 }
 
 async function scanPrefix<T>(prefix: string): Promise<T[]> {
-  const out: T[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await dynamo().send(
-      new ScanCommand({
-        TableName: table(),
-        FilterExpression: "begins_with(pk, :p)",
-        ExpressionAttributeValues: { ":p": prefix },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const item of r.Items ?? []) out.push(strip<T>(item));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await scanAll({
+    TableName: table(),
+    FilterExpression: "begins_with(pk, :p)",
+    ExpressionAttributeValues: { ":p": prefix },
+    ConsistentRead: true,
+  });
+  return items.map((item) => strip<T>(item));
 }
 
 async function getItem<T>(pk: string): Promise<T | undefined> {

@@ -9,11 +9,11 @@ import {
   DeleteCommand,
   GetCommand,
   PutCommand,
-  ScanCommand,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
 import type { ServerGroup } from "./types.js";
 
@@ -67,22 +67,15 @@ export async function getServerGroup(id: string): Promise<ServerGroup | undefine
 
 /** Every server group of a project, or of all projects; oldest first. */
 export async function listServerGroups(projectId?: string): Promise<ServerGroup[]> {
-  const out: ServerGroup[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await dynamo().send(
-      new ScanCommand({
-        TableName: table(),
-        FilterExpression: projectId ? "begins_with(pk, :p) AND project_id = :proj" : "begins_with(pk, :p)",
-        ExpressionAttributeValues: projectId ? { ":p": PREFIX, ":proj": projectId } : { ":p": PREFIX },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const item of r.Items ?? []) out.push(fromItem(item));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return out.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  const items = await scanAll({
+    TableName: table(),
+    FilterExpression: projectId ? "begins_with(pk, :p) AND project_id = :proj" : "begins_with(pk, :p)",
+    ExpressionAttributeValues: projectId ? { ":p": PREFIX, ":proj": projectId } : { ":p": PREFIX },
+    ConsistentRead: true,
+  });
+  return items
+    .map(fromItem)
+    .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
 }
 
 export async function createServerGroup(g: ServerGroup): Promise<ServerGroup> {

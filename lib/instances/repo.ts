@@ -1,10 +1,11 @@
 // Instance records and their guarded transitions. Every transition is ONE conditional UpdateItem
 // that also writes its os-instance-actions event, so a transition and its event never disagree
 // and a repeated transition (a duplicated message, a re-run step) changes nothing.
-import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../../infra/resources.js";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { instanceBuildTimeout, resources } from "../config.js";
 import type { ActionEvent, Fault, InstanceRecord, SchedulingRecord } from "./types.js";
 
@@ -40,22 +41,12 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
 
 /** Every instance still in BUILD (the sparse index holds nothing else), oldest deadline first. */
 export async function listBuilding(): Promise<InstanceRecord[]> {
-  const out: InstanceRecord[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await dynamo().send(
-      new QueryCommand({
-        TableName: table(),
-        IndexName: INSTANCES_BUILDING_INDEX,
-        KeyConditionExpression: "build_watch = :b",
-        ExpressionAttributeValues: { ":b": BUILDING },
-        ExclusiveStartKey: start,
-      }),
-    );
-    out.push(...((r.Items ?? []) as InstanceRecord[]));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return out;
+  return queryAll<InstanceRecord>({
+    TableName: table(),
+    IndexName: INSTANCES_BUILDING_INDEX,
+    KeyConditionExpression: "build_watch = :b",
+    ExpressionAttributeValues: { ":b": BUILDING },
+  });
 }
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
@@ -65,32 +56,21 @@ export async function getInstance(id: string): Promise<InstanceRecord | undefine
 
 /** Live (not deleted) instances of one project, or of every project when none is given. */
 export async function listInstances(projectId?: string): Promise<InstanceRecord[]> {
-  const out: InstanceRecord[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = projectId
-      ? await dynamo().send(
-          new QueryCommand({
-            TableName: table(),
-            IndexName: INSTANCES_BY_PROJECT_INDEX,
-            KeyConditionExpression: "project_id = :p",
-            FilterExpression: "deleted = :f",
-            ExpressionAttributeValues: { ":p": projectId, ":f": false },
-            ExclusiveStartKey: start,
-          }),
-        )
-      : await dynamo().send(
-          new ScanCommand({
-            TableName: table(),
-            FilterExpression: "deleted = :f",
-            ExpressionAttributeValues: { ":f": false },
-            ExclusiveStartKey: start,
-          }),
-        );
-    out.push(...((r.Items ?? []) as InstanceRecord[]));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return out.sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+  const live = { FilterExpression: "deleted = :f" };
+  const items = projectId
+    ? await queryAll<InstanceRecord>({
+        TableName: table(),
+        IndexName: INSTANCES_BY_PROJECT_INDEX,
+        KeyConditionExpression: "project_id = :p",
+        ...live,
+        ExpressionAttributeValues: { ":p": projectId, ":f": false },
+      })
+    : await scanAll<InstanceRecord>({
+        TableName: table(),
+        ...live,
+        ExpressionAttributeValues: { ":f": false },
+      });
+  return items.sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
 }
 
 interface Update {

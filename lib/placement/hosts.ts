@@ -1,7 +1,8 @@
 // Host records: a compute node's resource provider and its service record in one item.
-import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
 import { planInventory, withOverrides } from "./capacity.js";
 import type { HostRecord, Inventory, ResourceClass } from "./types.js";
@@ -28,20 +29,10 @@ export async function getHost(host: string): Promise<HostRecord | undefined> {
 
 /** Every host; `consistent` for readers that must see every write already acknowledged (audit). */
 export async function listHosts(opts: { consistent?: boolean } = {}): Promise<HostRecord[]> {
-  const out: HostRecord[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const r = await dynamo().send(
-      new ScanCommand({
-        TableName: resources().hostsTable,
-        ExclusiveStartKey: start,
-        ...(opts.consistent ? { ConsistentRead: true } : {}),
-      }),
-    );
-    out.push(...((r.Items ?? []) as HostRecord[]));
-    start = r.LastEvaluatedKey;
-  } while (start);
-  return out;
+  return scanAll<HostRecord>({
+    TableName: resources().hostsTable,
+    ...(opts.consistent ? { ConsistentRead: true } : {}),
+  });
 }
 
 /**
