@@ -6,11 +6,11 @@ import { schedulerConfig } from "../config.js";
 import { log } from "../log.js";
 import { release } from "../placement/claims.js";
 import { getHost, isServiceUp } from "../placement/hosts.js";
-import { getInstance, markDeleted } from "./repo.js";
+import { markDeleted } from "./repo.js";
 import type { InstanceRecord } from "./types.js";
 
 /**
- * Returns the deleted record, or undefined if it was already deleted (idempotent). A conductor
+ * Returns the record as the delete found it, or undefined if it was already deleted (idempotent). A conductor
  * that claims after this point finds the instance deleted and releases its own claim.
  *
  * Who releases, as Nova: a guest that may be running on a live host keeps its claim until that
@@ -19,16 +19,13 @@ import type { InstanceRecord } from "./types.js";
  * A host that never gets to it leaves a `consumer_deleted` claim the placement audit repairs.
  */
 export async function deleteServer(id: string, requestId: string): Promise<InstanceRecord | undefined> {
-  const before = await getInstance(id);
   const rec = await markDeleted(id);
   if (!rec) return undefined;
   let releasedBy: "api" | "host" | null = null;
   if (rec.host) {
     const host = await getHost(rec.host);
-    const mayRun =
-      before?.host === rec.host &&
-      before.attempt === rec.attempt &&
-      (before.vm_state === "active" || before.task_state === "spawning");
+    // `rec` is the record as the delete found it.
+    const mayRun = rec.vm_state === "active" || rec.task_state === "spawning";
     const hostUp = host !== undefined && isServiceUp(host, schedulerConfig().service_down_time);
     releasedBy = mayRun && hostUp ? "host" : "api";
     if (releasedBy === "api") await release(rec.host, id, rec.attempt);

@@ -82,7 +82,11 @@ interface Update {
 }
 
 /** Apply one guarded transition; false when its condition did not hold. */
-async function transition(id: string, u: Update): Promise<InstanceRecord | undefined> {
+async function transition(
+  id: string,
+  u: Update,
+  returnValues: "ALL_NEW" | "ALL_OLD" = "ALL_NEW",
+): Promise<InstanceRecord | undefined> {
   try {
     const r = await dynamo().send(
       new UpdateCommand({
@@ -92,7 +96,7 @@ async function transition(id: string, u: Update): Promise<InstanceRecord | undef
         ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
         ExpressionAttributeNames: u.names && Object.keys(u.names).length ? u.names : undefined,
         ExpressionAttributeValues: u.values,
-        ReturnValues: "ALL_NEW",
+        ReturnValues: returnValues,
       }),
     );
     return r.Attributes as InstanceRecord;
@@ -372,29 +376,34 @@ export async function setError(
 
 /**
  * API: soft-delete (the item stays so late messages find it deleted; `expires_at` lets DynamoDB's
- * TTL remove it later). Returns the record as it was deleted, or undefined if it already was.
+ * TTL remove it later). Returns the record as it was just before the delete (its state then tells
+ * who must release the claim), or undefined if it was already deleted.
  */
 export async function markDeleted(id: string, now = new Date()): Promise<InstanceRecord | undefined> {
-  return transition(id, {
-    set: [
-      "deleted = :true",
-      "vm_state = :deleted",
-      "task_state = :null",
-      "deleted_at = :now",
-      "updated_at = :now",
-      "expires_at = :ttl",
-    ],
-    remove: ["build_watch", "build_deadline"],
-    condition: "deleted = :false",
-    values: {
-      ":true": true,
-      ":false": false,
-      ":deleted": "deleted",
-      ":null": null,
-      ":now": now.toISOString(),
-      ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
+  return transition(
+    id,
+    {
+      set: [
+        "deleted = :true",
+        "vm_state = :deleted",
+        "task_state = :null",
+        "deleted_at = :now",
+        "updated_at = :now",
+        "expires_at = :ttl",
+      ],
+      remove: ["build_watch", "build_deadline"],
+      condition: "deleted = :false",
+      values: {
+        ":true": true,
+        ":false": false,
+        ":deleted": "deleted",
+        ":null": null,
+        ":now": now.toISOString(),
+        ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
+      },
     },
-  });
+    "ALL_OLD",
+  );
 }
 
 /**

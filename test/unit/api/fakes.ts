@@ -114,13 +114,14 @@ export function fakeWorld(): FakeWorld {
     markDeleted: async (id) => {
       const r = w.instances.get(id);
       if (!r || r.deleted) return undefined;
+      const before = structuredClone(r);
       Object.assign(r, {
         deleted: true,
         vm_state: "deleted",
         task_state: null,
         deleted_at: w.now.toISOString(),
       });
-      return structuredClone(r);
+      return before; // as the real one: the record as the delete found it
     },
     deleteServer: async (id, requestId) => {
       const r = await w.deps.markDeleted(id);
