@@ -21,20 +21,71 @@ export const CONDUCTOR_TASKS = {
   buildFailed: "BuildFailed",
 } as const;
 
-const lambdaRetry = {
-  ErrorEquals: [
-    "Lambda.ServiceException",
-    "Lambda.AWSLambdaException",
-    "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException",
-  ],
-  IntervalSeconds: 1,
-  MaxAttempts: 3,
-  BackoffRate: 2,
-};
+/**
+ * What the Lambda service reports when an Invoke itself fails (Step Functions prefixes the
+ * service's exception with "Lambda."), and a function that ran past its timeout: the function
+ * never finished, so the step is re-run whole (every step is idempotent).
+ */
+export const LAMBDA_TRANSIENT_ERRORS = [
+  "Lambda.ServiceException",
+  "Lambda.AWSLambdaException",
+  "Lambda.SdkClientException",
+  "Lambda.TooManyRequestsException",
+  "Lambda.Unknown",
+  "Sandbox.Timedout",
+  "States.Timeout",
+] as const;
 
-/** Transient failures inside a step (throttling, a lost connection): every step is idempotent. */
-const taskRetry = { ErrorEquals: ["Transient"], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2 };
+/**
+ * DynamoDB throttling and server faults raised inside a handler: the function error's
+ * errorType is the SDK error's name, and Step Functions names the Task's error after it.
+ */
+export const DYNAMODB_TRANSIENT_ERRORS = [
+  "ProvisionedThroughputExceededException",
+  "ThrottlingException",
+  "RequestLimitExceeded",
+  "InternalServerError",
+] as const;
+
+/**
+ * What the sqs:sendMessage integration reports for throttling and service faults: the SDK's
+ * client error, SQS's generic service exception (throttling is not modelled apart from
+ * RequestThrottled) and the modelled RequestThrottled.
+ */
+export const SQS_TRANSIENT_ERRORS = [
+  "SQS.SdkClientException",
+  "SQS.AmazonSQSException",
+  "SQS.RequestThrottledException",
+] as const;
+
+// Exponential backoff with full jitter (each wait drawn from [0, interval x rate^n], at most
+// MaxDelaySeconds): builds that failed together do not all come back together. Attempts are
+// bounded so an Express execution (5 minutes at most) still reaches BuildFailed.
+const backoff = { IntervalSeconds: 1, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: "FULL" } as const;
+
+/**
+ * Timeouts are retried once only: a function that ran out its time once (30 s) is likely to do
+ * it again, and three of them would not fit in an Express execution. No Task TimeoutSeconds: a
+ * synchronous invoke ends when the function does (Sandbox.Timedout at its own timeout), so
+ * Step Functions never waits longer than the function's timeout.
+ */
+const timeoutErrors: readonly string[] = ["Sandbox.Timedout", "States.Timeout"];
+
+/** The Retry list of a Task that invokes one of our Lambda functions. */
+const lambdaRetry = [
+  { ErrorEquals: [...timeoutErrors], ...backoff, MaxAttempts: 1 },
+  {
+    ErrorEquals: [
+      ...LAMBDA_TRANSIENT_ERRORS.filter((e) => !timeoutErrors.includes(e)),
+      ...DYNAMODB_TRANSIENT_ERRORS,
+    ],
+    ...backoff,
+    MaxAttempts: 4,
+  },
+];
+
+/** The Retry list of the sqs:sendMessage cast. */
+const sqsRetry = [{ ErrorEquals: [...SQS_TRANSIENT_ERRORS], ...backoff, MaxAttempts: 4 }];
 
 const failed = { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: CONDUCTOR_TASKS.buildFailed };
 
@@ -43,7 +94,7 @@ function conductorTask(arns: ConductorArns, action: string, extra: Record<string
     Type: "Task",
     Resource: arns.conductorFunctionArn,
     Parameters: { action, "request.$": "$", ...extra },
-    Retry: [lambdaRetry, taskRetry],
+    Retry: lambdaRetry,
   };
 }
 
@@ -86,7 +137,7 @@ export function conductorDefinition(arns: ConductorArns) {
         Resource: arns.schedulerFunctionArn,
         Parameters: { "request.$": "$" },
         ResultPath: "$.scheduled",
-        Retry: [lambdaRetry, taskRetry],
+        Retry: lambdaRetry,
         Catch: [{ ErrorEquals: ["NoValidHost"], ResultPath: "$.error", Next: T.noValidHost }, failed],
         Next: T.buildInstances,
       },
@@ -114,7 +165,7 @@ export function conductorDefinition(arns: ConductorArns) {
               Type: "Task",
               Resource: "arn:aws:states:::sqs:sendMessage",
               Parameters: { "QueueUrl.$": "$.queue_url", "MessageBody.$": "$.message_body" },
-              Retry: [{ ErrorEquals: ["States.ALL"], IntervalSeconds: 1, MaxAttempts: 5, BackoffRate: 2 }],
+              Retry: sqsRetry,
               End: true,
             },
           },
@@ -129,7 +180,7 @@ export function conductorDefinition(arns: ConductorArns) {
         Type: "Task",
         Resource: arns.conductorFunctionArn,
         Parameters: { action: "build_failed", "request.$": "$", "error.$": "$.error" },
-        Retry: [lambdaRetry, taskRetry],
+        Retry: lambdaRetry,
         End: true,
       },
     },

@@ -34,8 +34,3 @@ export { NO_VALID_HOST_MESSAGE } from "../scheduler/errors.js";
 export class AlternatesExhausted extends Error {
   override name = "AlternatesExhausted";
 }
-
-/** A failure worth retrying (throttling, a dropped connection): the state machine retries it. */
-export class Transient extends Error {
-  override name = "Transient";
-}
