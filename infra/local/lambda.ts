@@ -1,0 +1,166 @@
+// A local Lambda function: the handler a stack deploys, invoked synchronously under the rules
+// the Lambda service applies to it, so what would fail on AWS fails here:
+// - the request payload is at most 6 MB (6,291,456 bytes), else the Invoke call itself is refused
+//   with RequestTooLargeException (HTTP 413) and the handler never runs;
+// - the function runs at most its timeout (from the stack), else the invocation fails with
+//   errorType Sandbox.Timedout;
+// - the response payload is at most the size Lambda's own message states (6,291,556 bytes), else
+//   the invocation fails with errorType Function.ResponseSizeTooLarge;
+// - a handler error keeps its errorType (the error's name) and message, as the runtime reports it.
+import { randomUUID } from "node:crypto";
+
+/** Lambda's limit on a synchronous invocation's request payload. */
+export const MAX_REQUEST_BYTES = 6_291_456;
+/** The response limit Lambda enforces and names in its error message. */
+export const MAX_RESPONSE_BYTES = 6_291_556;
+
+/** What a Node.js handler receives as its second argument. */
+export interface LambdaContext {
+  functionName: string;
+  functionVersion: string;
+  invokedFunctionArn: string;
+  memoryLimitInMB: string;
+  awsRequestId: string;
+  logGroupName: string;
+  logStreamName: string;
+  callbackWaitsForEmptyEventLoop: boolean;
+  getRemainingTimeInMillis(): number;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: each handler declares the event it is invoked with
+export type LambdaHandler = (event: any, context: LambdaContext) => Promise<unknown> | unknown;
+
+export interface LocalFunctionOptions {
+  name: string;
+  arn: string;
+  /** the function's timeout, as the stack gives it */
+  timeoutSeconds: number;
+  /** MB, reported to the handler; 128 (Lambda's default) unless given */
+  memory?: number;
+  handler: LambdaHandler;
+  /** runs every invocation inside this wrapper, e.g. under the function role's identity */
+  runAs?: <T>(fn: () => Promise<T>) => Promise<T>;
+}
+
+export interface LocalFunction {
+  readonly name: string;
+  readonly arn: string;
+  readonly timeoutSeconds: number;
+  readonly memory: number;
+  /**
+   * A synchronous invocation (InvocationType RequestResponse). Resolves with the handler's
+   * result, as JSON crosses the boundary; rejects with a LambdaServiceError when the Invoke call
+   * is refused, or a LambdaFunctionError when the function failed.
+   */
+  invoke(payload: unknown, context?: Partial<Pick<LambdaContext, "awsRequestId">>): Promise<unknown>;
+}
+
+/** The Invoke call itself failed: the function did not run. Step Functions reports `Lambda.<name>`. */
+export class LambdaServiceError extends Error {
+  constructor(
+    /** the Lambda API's exception name, e.g. RequestTooLargeException, TooManyRequestsException */
+    override readonly name: string,
+    readonly statusCode: number,
+    message: string,
+    readonly requestId: string = randomUUID(),
+  ) {
+    super(message);
+  }
+}
+
+/** The payload Lambda returns for a failed invocation (X-Amz-Function-Error: Unhandled). */
+export interface FunctionErrorPayload {
+  errorType: string;
+  errorMessage: string;
+  trace?: string[];
+}
+
+/** The function ran and failed. Its name is the errorType: what Step Functions' Retry/Catch match. */
+export class LambdaFunctionError extends Error {
+  constructor(readonly payload: FunctionErrorPayload) {
+    super(payload.errorMessage);
+    this.name = payload.errorType;
+  }
+}
+
+export function localFunction(opts: LocalFunctionOptions): LocalFunction {
+  const memory = opts.memory ?? 128;
+  const timeoutMs = opts.timeoutSeconds * 1000;
+  const runAs = opts.runAs ?? (<T>(fn: () => Promise<T>) => fn());
+
+  async function invoke(payload: unknown, ctx: Partial<Pick<LambdaContext, "awsRequestId">> = {}) {
+    const requestId = ctx.awsRequestId ?? randomUUID();
+    const request = JSON.stringify(payload ?? null);
+    const requestBytes = Buffer.byteLength(request);
+    if (requestBytes > MAX_REQUEST_BYTES) {
+      throw new LambdaServiceError(
+        "RequestTooLargeException",
+        413,
+        `Request must be smaller than ${MAX_REQUEST_BYTES} bytes for the InvokeFunction operation (function ${opts.name}: ${requestBytes} bytes)`,
+        requestId,
+      );
+    }
+    const deadline = Date.now() + timeoutMs;
+    const context: LambdaContext = {
+      functionName: opts.name,
+      functionVersion: "$LATEST",
+      invokedFunctionArn: opts.arn,
+      memoryLimitInMB: String(memory),
+      awsRequestId: requestId,
+      logGroupName: `/aws/lambda/${opts.name}`,
+      logStreamName: `local/[$LATEST]${requestId.replaceAll("-", "")}`,
+      callbackWaitsForEmptyEventLoop: true,
+      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    };
+    // The handler sees its event as Lambda delivers it: parsed from JSON, never the caller's object.
+    const event = JSON.parse(request) as unknown;
+    const run = runAs(async () => opts.handler(event, context));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new LambdaFunctionError({
+              errorType: "Sandbox.Timedout",
+              errorMessage: `RequestId: ${requestId} Error: Task timed out after ${opts.timeoutSeconds.toFixed(2)} seconds`,
+            }),
+          ),
+        timeoutMs,
+      );
+    });
+    // Lambda freezes a timed-out sandbox; a local handler cannot be stopped: its late result is
+    // dropped (the race has already settled).
+    let result: unknown;
+    try {
+      result = await Promise.race([run, timedOut]);
+    } catch (e) {
+      if (e instanceof LambdaFunctionError) throw e;
+      throw new LambdaFunctionError(functionErrorOf(e));
+    } finally {
+      clearTimeout(timer);
+    }
+    // undefined serializes to "null", as the Node.js runtime returns it.
+    const response = JSON.stringify(result) ?? "null";
+    if (Buffer.byteLength(response) > MAX_RESPONSE_BYTES) {
+      throw new LambdaFunctionError({
+        errorType: "Function.ResponseSizeTooLarge",
+        errorMessage: `Response payload size exceeded maximum allowed payload size (${MAX_RESPONSE_BYTES} bytes).`,
+      });
+    }
+    return JSON.parse(response) as unknown;
+  }
+
+  return { name: opts.name, arn: opts.arn, timeoutSeconds: opts.timeoutSeconds, memory, invoke };
+}
+
+/** What the Node.js runtime reports for an error a handler threw. */
+function functionErrorOf(e: unknown): FunctionErrorPayload {
+  if (e instanceof Error) {
+    return {
+      errorType: e.name,
+      errorMessage: e.message,
+      trace: (e.stack ?? `${e.name}: ${e.message}`).split("\n"),
+    };
+  }
+  return { errorType: "Error", errorMessage: String(e) };
+}
