@@ -4,6 +4,12 @@
 // by handlers registered per state machine and Task state name (Map ItemProcessor states too);
 // a Task state without a handler fails the execution rather than calling AWS.
 //
+// AWS's limits hold here: every state's input and output, Map iterations' included, and every
+// Task's input and result are at most 256 KiB, else the execution fails with
+// States.DataLimitExceeded, which no Retry or Catch handles (not even States.ALL), before any
+// later Task runs; an EXPRESS execution runs at most 5 minutes, else it is TIMED_OUT with
+// States.Timeout.
+//
 // AWS JSON 1.0 protocol; operations: CreateStateMachine, DescribeStateMachine, ListStateMachines,
 // StartExecution, StartSyncExecution, DescribeExecution, ListExecutions, StopExecution.
 import "./polyfills.js";
@@ -19,12 +25,18 @@ import {
   type StateMachineDefinition,
 } from "aws-local-stepfunctions";
 import { log } from "../../lib/log.js";
+import { LambdaFunctionError, LambdaServiceError } from "./lambda.js";
+
+/** One event of an execution's log (the interpreter does not export the type). */
+type EventLog = ReturnType<StateMachine["run"]>["eventLogs"] extends AsyncGenerator<infer E> ? E : never;
 
 const HOST = "127.0.0.1";
 const REGION = "us-east-1";
 const ACCOUNT = "000000000000";
-/** Step Functions' limit on an execution's input and output (256 KiB). */
+/** Step Functions' limit on an execution's input and output, and every state's (256 KiB). */
 const MAX_PAYLOAD_BYTES = 262_144;
+/** An EXPRESS execution's maximum duration. */
+const EXPRESS_MAX_DURATION_MS = 5 * 60_000;
 const MAX_REQUEST_BYTES = 8 * 1_048_576;
 
 // biome-ignore lint/suspicious/noExplicitAny: each handler declares the input its Task state's Parameters produce
@@ -62,6 +74,8 @@ export interface SfnServerOptions {
   maxFinishedExecutions?: number;
   /** wait this long before every Retry instead of IntervalSeconds × BackoffRate^n (for tests) */
   retryIntervalMs?: number;
+  /** an EXPRESS execution's maximum duration: 5 minutes, as AWS (shorter for tests) */
+  expressMaxDurationMs?: number;
 }
 
 export interface SfnServer {
@@ -102,6 +116,8 @@ interface ExecutionRecord {
   settled: Promise<void>;
   /** the last state that failed, for the log line */
   failedState?: string;
+  /** ends an EXPRESS execution at its maximum duration */
+  timer?: NodeJS.Timeout;
 }
 
 class SfnError extends Error {
@@ -116,6 +132,7 @@ class SfnError extends Error {
 export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnServer> {
   const handlers = new Map(Object.entries(opts.taskHandlers ?? {}));
   const maxFinished = opts.maxFinishedExecutions ?? 10_000;
+  const expressMaxMs = opts.expressMaxDurationMs ?? EXPRESS_MAX_DURATION_MS;
   const machines = new Map<string, MachineRecord>();
   const executions = new Map<string, ExecutionRecord>();
   /** STANDARD executions by `${stateMachineArn}\n${name}`: names are unique per state machine */
@@ -284,15 +301,22 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
         },
       });
       record.abort = execution.abort;
-      void watchFailures(record, execution.eventLogs);
+      if (m.type === "EXPRESS") {
+        record.timer = setTimeout(() => {
+          finish(record, "TIMED_OUT", {
+            error: "States.Timeout",
+            cause: `The EXPRESS execution ran past its maximum duration of ${expressMaxMs / 1000} seconds.`,
+          });
+          execution.abort();
+        }, expressMaxMs);
+      }
+      void watchEvents(record, execution.eventLogs);
       const output = await execution.result;
+      // The last transition's events may still be on their way to the watcher.
+      await macrotask();
       const text = JSON.stringify(output ?? null);
       if (Buffer.byteLength(text) > MAX_PAYLOAD_BYTES) {
-        finish(record, "FAILED", {
-          error: "States.DataLimitExceeded",
-          cause:
-            "The state/task returned a result with a size exceeding the maximum number of bytes service limit.",
-        });
+        dataLimitExceeded(record, "the execution", "output");
       } else {
         finish(record, "SUCCEEDED", { output: text });
       }
@@ -316,12 +340,40 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
     }
   }
 
-  async function watchFailures(record: ExecutionRecord, events: AsyncGenerator<{ type: string }>) {
+  /**
+   * Follows the interpreter's events: which state failed, and every state's input and output
+   * (Map iterations' too) against the 256 KiB limit. Events arrive on microtasks, so a violation is
+   * recorded before the next Task handler starts (each waits a macrotask first).
+   */
+  async function watchEvents(record: ExecutionRecord, events: AsyncGenerator<EventLog>) {
     for await (const event of events) {
-      if (event.type === "StateFailed") {
-        record.failedState = (event as unknown as { state: { name: string } }).state.name;
+      if (record.closed) continue;
+      if (event.type === "StateFailed") record.failedState = event.state.name;
+      if (event.type === "StateEntered" && sizeOf(event.state.input) > MAX_PAYLOAD_BYTES) {
+        dataLimitExceeded(record, event.state.name, "input");
+      } else if (event.type === "StateExited" && sizeOf(event.state.output) > MAX_PAYLOAD_BYTES) {
+        dataLimitExceeded(record, event.state.name, "output");
       }
     }
+  }
+
+  /**
+   * States.DataLimitExceeded: the execution fails at once, whatever Retry or Catch the state has
+   * (as on AWS, States.ALL does not match it). Returns the error to throw from a Task.
+   */
+  function dataLimitExceeded(record: ExecutionRecord, state: string, what: "input" | "output"): Error {
+    const cause =
+      what === "output"
+        ? `The state/task '${state}' returned a result with a size exceeding the maximum number of bytes service limit.`
+        : `The state/task '${state}' has an input with a size exceeding the maximum number of bytes service limit.`;
+    record.failedState = state;
+    finish(record, "FAILED", { error: "States.DataLimitExceeded", cause });
+    record.abort?.();
+    return Object.assign(new Error(cause), {
+      name: "States.DataLimitExceeded",
+      isRetryable: false,
+      isCatchable: false,
+    });
   }
 
   function taskOverrides(m: MachineRecord, record: ExecutionRecord) {
@@ -330,24 +382,32 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
     for (const [stateName, resource] of m.tasks) {
       const handler = registered[stateName];
       overrides[stateName] = async (input) => {
+        // Let the event watcher judge the transition that led here before anything runs.
+        await macrotask();
         if (record.closed) throw runtimeError(`execution ${record.info.executionArn} is no longer running`);
         if (!handler) {
           throw runtimeError(`no local handler for Task state ${stateName} of state machine ${m.name}`);
         }
+        // The input after Parameters, as the Task would send it.
+        if (sizeOf(input) > MAX_PAYLOAD_BYTES) throw dataLimitExceeded(record, stateName, "input");
         const call = (async () => handler(input))();
         const done = call.then(
           () => {},
           () => {},
         );
         record.inflight.add(done);
+        let result: string;
         try {
           // What crosses a real Task boundary is JSON.
-          return toJson(await call);
+          result = JSON.stringify((await call) ?? null);
         } catch (e) {
           throw taskError(e, resource);
         } finally {
           record.inflight.delete(done);
         }
+        if (Buffer.byteLength(result) > MAX_PAYLOAD_BYTES)
+          throw dataLimitExceeded(record, stateName, "output");
+        return JSON.parse(result);
       };
     }
     return overrides as NonNullable<NonNullable<RunOptions["overrides"]>["taskResourceLocalHandlers"]>;
@@ -360,6 +420,7 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
   ): void {
     if (record.closed) return;
     record.closed = true;
+    clearTimeout(record.timer);
     const { info } = record;
     info.status = status;
     info.stopDate = new Date();
@@ -589,21 +650,34 @@ function collectStates(
 
 /**
  * The error a Task state fails with. Its name is what Retry and Catch match (the interpreter
- * compares ErrorEquals with error.name). For a Lambda resource the message becomes what AWS puts in
- * `Cause` for a function error: the JSON of errorType, errorMessage and trace.
+ * compares ErrorEquals with error.name). For a Lambda resource: a function error keeps its
+ * errorType, and `Cause` is the payload Lambda returned (errorType, errorMessage, trace); a refused
+ * Invoke call is `Lambda.<exception>`, its Cause in the Java SDK's words, as Step Functions reports.
  */
 function taskError(e: unknown, resource: string): Error {
   const err = e instanceof Error ? e : new Error(String(e));
   if (!/^arn:aws[a-z-]*:lambda:/.test(resource)) return err;
-  const wrapped = new Error(
-    JSON.stringify({
-      errorType: err.name,
-      errorMessage: err.message,
-      trace: (err.stack ?? `${err.name}: ${err.message}`).split("\n"),
-    }),
-  );
-  wrapped.name = err.name;
-  return wrapped;
+  if (err instanceof LambdaServiceError) {
+    return named(
+      `Lambda.${err.name}`,
+      `${err.message} (Service: AWSLambda; Status Code: ${err.statusCode}; Error Code: ${err.name}; Request ID: ${err.requestId}; Proxy: null)`,
+    );
+  }
+  const payload =
+    err instanceof LambdaFunctionError
+      ? err.payload
+      : {
+          errorType: err.name,
+          errorMessage: err.message,
+          trace: (err.stack ?? `${err.name}: ${err.message}`).split("\n"),
+        };
+  return named(err.name, JSON.stringify(payload));
+}
+
+function named(name: string, message: string): Error {
+  const e = new Error(message);
+  e.name = name;
+  return e;
 }
 
 /** An error that no Retry or Catch handles, as Step Functions' own States.Runtime. */
@@ -615,8 +689,12 @@ function runtimeError(message: string): Error {
   });
 }
 
-function toJson(value: unknown): unknown {
-  return value === undefined ? null : JSON.parse(JSON.stringify(value));
+function sizeOf(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value ?? null));
+}
+
+function macrotask(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function requireString(value: unknown, field: string): string {

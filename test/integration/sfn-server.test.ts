@@ -12,8 +12,15 @@ import {
 } from "@aws-sdk/client-sfn";
 import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CONDUCTOR_TASKS, conductorDefinition } from "../../infra/conductor/definition.js";
+import {
+  CONDUCTOR_TASKS,
+  conductorDefinition,
+  DYNAMODB_TRANSIENT_ERRORS,
+  LAMBDA_TRANSIENT_ERRORS,
+  SQS_TRANSIENT_ERRORS,
+} from "../../infra/conductor/definition.js";
 import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
+import { LambdaServiceError, localFunction } from "../../infra/local/lambda.js";
 import {
   type ExecutionInfo,
   type SfnServer,
@@ -118,12 +125,62 @@ describe("local Step Functions: the conductor", () => {
       throw new TypeError("Cannot read properties of undefined (reading 'host')");
     },
   });
-  let transientFailures = 0;
-  scenario("transient", {
-    [T.selectDestinations]: () => {
-      if (transientFailures++ < 2) throw named("Transient", "throttled");
+  // The step named in the request throws AWS's error `times` times, then succeeds.
+  type Inject = { step: string; error: string; times: number };
+  const injected = new Map<string, number>();
+  const inject = (requestId: string, step: string, spec: Inject | undefined) => {
+    if (!spec || spec.step !== step) return;
+    const n = injected.get(requestId) ?? 0;
+    if (n >= spec.times) return;
+    injected.set(requestId, n + 1);
+    throw named(spec.error, `injected ${spec.error} #${n + 1} in ${step}`);
+  };
+  type Req = { request_id: string; inject?: Inject };
+  scenario("retry", {
+    [T.selectDestinations]: (i: { request: Req }) => {
+      inject(i.request.request_id, T.selectDestinations, i.request.inject);
       return [{ host: "host-1", nodename: "host-1" }];
     },
+    [T.buildInstances]: (i: { request: Req }) => ({
+      casts: [{ queue_url: "queue-of-host-1", message_body: JSON.stringify(i.request) }],
+    }),
+    [T.sendToHost]: (i: { MessageBody: string }) => {
+      const req = JSON.parse(i.MessageBody) as Req;
+      inject(req.request_id, T.sendToHost, req.inject);
+      return { MessageId: "m-1" };
+    },
+  });
+  // The scheduler served as a local Lambda function (1 s timeout): a throttled Invoke, or a
+  // function that runs out its time, as the request says.
+  let schedulerRuns = 0;
+  const scheduler = localFunction({
+    name: "scheduler",
+    arn: "arn:aws:lambda:us-east-1:000000000000:function:scheduler",
+    timeoutSeconds: 1,
+    handler: async (event: { request: Req }) => {
+      if (schedulerRuns++ < (event.request.inject?.step === "timeout" ? event.request.inject.times : 0)) {
+        await new Promise((r) => setTimeout(r, 1_200));
+      }
+      return [{ host: "host-1", nodename: "host-1" }];
+    },
+  });
+  scenario("lambda", {
+    [T.selectDestinations]: (i: { request: Req }) => {
+      const spec = i.request.inject;
+      if (spec?.step === "throttle" && (injected.get(i.request.request_id) ?? 0) < spec.times) {
+        injected.set(i.request.request_id, (injected.get(i.request.request_id) ?? 0) + 1);
+        throw new LambdaServiceError("TooManyRequestsException", 429, "Rate Exceeded.");
+      }
+      return scheduler.invoke(i);
+    },
+  });
+  // 256 KiB: a Task's own result over the limit, and a state whose output (input + result at its
+  // ResultPath) is over it although the result alone is not. Both states have a States.ALL Catch.
+  scenario("big-result", {
+    [T.buildInstances]: () => ({ casts: [], pad: "x".repeat(300 * 1024) }),
+  });
+  scenario("big-state", {
+    [T.selectDestinations]: () => ({ pad: "y".repeat(150 * 1024) }),
   });
   scenario("build-failed-fails", {
     [T.selectDestinations]: () => {
@@ -168,6 +225,7 @@ describe("local Step Functions: the conductor", () => {
   const arnOf = (name: string) => `arn:aws:states:us-east-1:000000000000:stateMachine:conductor-${name}`;
 
   async function runConductor(name: string, input: Record<string, unknown>) {
+    calls[name]!.length = 0;
     const { executionArn } = await sfn.send(
       new StartExecutionCommand({ stateMachineArn: arnOf(name), input: JSON.stringify(input) }),
     );
@@ -294,16 +352,116 @@ describe("local Step Functions: the conductor", () => {
     expect(JSON.parse(input.error.Cause).errorMessage).toMatch(/reading 'host'/);
   });
 
-  it("Transient errors are retried (Retry matches the error's name)", async () => {
-    const out = await runConductor("transient", buildRequest());
+  const happyTasks = [T.selectDestinations, T.buildInstances, T.sendToHost];
+
+  it.each([...LAMBDA_TRANSIENT_ERRORS, ...DYNAMODB_TRANSIENT_ERRORS])(
+    "%s from a Lambda step is retried by the conductor's Retry, and the next attempt succeeds",
+    async (error) => {
+      const out = await runConductor(
+        "retry",
+        buildRequest({ request_id: `req-${error}`, inject: { step: T.selectDestinations, error, times: 1 } }),
+      );
+      expect(out.status).toBe("SUCCEEDED");
+      expect(out.tasks).toEqual([T.selectDestinations, ...happyTasks]);
+    },
+  );
+
+  it.each([...SQS_TRANSIENT_ERRORS])("%s from the sendMessage cast is retried", async (error) => {
+    const out = await runConductor(
+      "retry",
+      buildRequest({ request_id: `req-${error}`, inject: { step: T.sendToHost, error, times: 1 } }),
+    );
     expect(out.status).toBe("SUCCEEDED");
-    expect(out.tasks).toEqual([
-      T.selectDestinations,
-      T.selectDestinations,
-      T.selectDestinations,
-      T.buildInstances,
-      T.sendToHost,
-    ]);
+    expect(out.tasks).toEqual([...happyTasks, T.sendToHost]);
+  });
+
+  it.each(["ConditionalCheckFailedException", "AccessDeniedException", "ValidationException", "TypeError"])(
+    "%s is not transient: BuildFailed at once, with the error's name",
+    async (error) => {
+      const out = await runConductor(
+        "retry",
+        buildRequest({ request_id: `req-${error}`, inject: { step: T.selectDestinations, error, times: 1 } }),
+      );
+      expect(out.status).toBe("SUCCEEDED");
+      expect(out.tasks).toEqual([T.selectDestinations, T.buildFailed]);
+      expect(out.calls[1]!.input).toMatchObject({ action: "build_failed", error: { Error: error } });
+    },
+  );
+
+  it("a throttle that outlasts the retries: BuildFailed after 5 attempts, naming the AWS error", async () => {
+    const error = "ProvisionedThroughputExceededException";
+    const out = await runConductor(
+      "retry",
+      buildRequest({ request_id: "req-throttled", inject: { step: T.selectDestinations, error, times: 99 } }),
+    );
+    expect(out.status).toBe("SUCCEEDED");
+    expect(out.tasks).toEqual([...Array(5).fill(T.selectDestinations), T.buildFailed]);
+    const failed = out.calls[5]!.input as { error: { Error: string; Cause: string } };
+    expect(failed.error.Error).toBe(error);
+    expect(JSON.parse(failed.error.Cause)).toMatchObject({ errorType: error, errorMessage: /#5 in/ });
+  });
+
+  it("a local Lambda throttled, then timed out, is retried each time: Lambda.TooManyRequestsException, Sandbox.Timedout", async () => {
+    const throttled = await runConductor(
+      "lambda",
+      buildRequest({ request_id: "req-lambda-throttle", inject: { step: "throttle", error: "", times: 99 } }),
+    );
+    expect(throttled.tasks).toEqual([...Array(5).fill(T.selectDestinations), T.buildFailed]);
+    const throttleError = (throttled.calls[5]!.input as { error: { Error: string; Cause: string } }).error;
+    expect(throttleError.Error).toBe("Lambda.TooManyRequestsException");
+    expect(throttleError.Cause).toMatch(
+      /^Rate Exceeded\. \(Service: AWSLambda; Status Code: 429; Error Code: TooManyRequestsException; Request ID: /,
+    );
+
+    schedulerRuns = 0;
+    const timedOutOnce = await runConductor(
+      "lambda",
+      buildRequest({ request_id: "req-lambda-timeout-1", inject: { step: "timeout", error: "", times: 1 } }),
+    );
+    expect(timedOutOnce.status).toBe("SUCCEEDED");
+    expect(timedOutOnce.tasks).toEqual([T.selectDestinations, ...happyTasks]);
+
+    // Timeouts are retried once only.
+    schedulerRuns = 0;
+    const timedOut = await runConductor(
+      "lambda",
+      buildRequest({ request_id: "req-lambda-timeout-2", inject: { step: "timeout", error: "", times: 2 } }),
+    );
+    expect(timedOut.tasks).toEqual([T.selectDestinations, T.selectDestinations, T.buildFailed]);
+    const timeoutError = (timedOut.calls[2]!.input as { error: { Error: string; Cause: string } }).error;
+    expect(timeoutError.Error).toBe("Sandbox.Timedout");
+    expect(JSON.parse(timeoutError.Cause)).toEqual({
+      errorType: "Sandbox.Timedout",
+      errorMessage: expect.stringMatching(/^RequestId: \S+ Error: Task timed out after 1\.00 seconds$/),
+    });
+  });
+
+  /** Runs with stderr captured: an execution that fails logs it, and here that is expected. */
+  async function quietly<T>(fn: () => Promise<T>): Promise<T> {
+    const spy = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    try {
+      return await fn();
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  it("a Task result over 256 KiB fails the execution with States.DataLimitExceeded, which States.ALL does not catch", async () => {
+    const out = await quietly(() => runConductor("big-result", buildRequest()));
+    expect(out).toMatchObject({
+      status: "FAILED",
+      error: "States.DataLimitExceeded",
+      cause: `The state/task '${T.buildInstances}' returned a result with a size exceeding the maximum number of bytes service limit.`,
+    });
+    // Neither the Catch's BuildFailed nor the cast ran.
+    expect(out.tasks).toEqual([T.selectDestinations, T.buildInstances]);
+  });
+
+  it("a state output over 256 KiB (input + result) fails the execution before the next Task runs", async () => {
+    const out = await quietly(() => runConductor("big-state", buildRequest({ pad: "z".repeat(150 * 1024) })));
+    expect(out).toMatchObject({ status: "FAILED", error: "States.DataLimitExceeded" });
+    expect(out.cause).toContain(`'${T.selectDestinations}' returned a result`);
+    expect(out.tasks).toEqual([T.selectDestinations]);
   });
 
   it("a failing BuildFailed fails the execution, logged as one JSON line on stderr", async () => {
@@ -336,7 +494,7 @@ describe("local Step Functions: the conductor", () => {
   });
 
   it("reports every finished execution to onExecutionEnd", () => {
-    expect(ended.length).toBeGreaterThanOrEqual(9);
+    expect(ended.length).toBeGreaterThanOrEqual(30);
     expect(ended.every((e) => e.status !== "RUNNING" && e.stopDate instanceof Date)).toBe(true);
   });
 });
@@ -367,10 +525,65 @@ describe("local Step Functions: the API", () => {
       },
     });
 
+  // 256 KiB inside a Map iteration and after a Task's Parameters; each state has a States.ALL
+  // Catch (or Retry) that AWS would not apply.
+  const limitCalls: string[] = [];
+  const recordCall = (name: string) => () => {
+    limitCalls.push(name);
+    return {};
+  };
+  const lambda = (name: string) => `arn:aws:lambda:us-east-1:000000000000:function:${name}`;
+  const catchAll = [{ ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "Caught" }];
+  const retryAll = [{ ErrorEquals: ["States.ALL"], MaxAttempts: 3 }];
+  const caught = { Type: "Task", Resource: lambda("caught"), End: true };
+  const mapLimit = JSON.stringify({
+    StartAt: "Fan",
+    States: {
+      Fan: {
+        Type: "Map",
+        ItemsPath: "$.items",
+        ItemSelector: { "big.$": "$.big", "item.$": "$$.Map.Item.Value" },
+        ItemProcessor: {
+          ProcessorConfig: { Mode: "INLINE" },
+          StartAt: "Double",
+          States: {
+            // 150 KiB in, 300 KiB out: this iteration's state is over the limit.
+            Double: { Type: "Pass", Parameters: { "a.$": "$.big", "b.$": "$.big" }, Next: "Send" },
+            Send: { Type: "Task", Resource: lambda("send"), Retry: retryAll, End: true },
+          },
+        },
+        Catch: catchAll,
+        Next: "After",
+      },
+      After: { Type: "Task", Resource: lambda("after"), End: true },
+      Caught: caught,
+    },
+  });
+  const paramsLimit = JSON.stringify({
+    StartAt: "Work",
+    States: {
+      Work: {
+        Type: "Task",
+        Resource: lambda("work"),
+        Parameters: { "a.$": "$.big", "b.$": "$.big" },
+        Retry: retryAll,
+        Catch: catchAll,
+        End: true,
+      },
+      Caught: caught,
+    },
+  });
+
   beforeAll(async () => {
     stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     server = await startSfnServer({
-      taskHandlers: { standard: { Work: work }, express: { Work: work }, unserved: {} },
+      taskHandlers: {
+        standard: { Work: work },
+        express: { Work: work },
+        unserved: {},
+        "map-limit": { Send: recordCall("Send"), After: recordCall("After"), Caught: recordCall("Caught") },
+        "params-limit": { Work: recordCall("Work"), Caught: recordCall("Caught") },
+      },
     });
     restoreEnv = applyEnv({
       AWS_ENDPOINT_URL_SFN: server.endpoint,
@@ -379,18 +592,15 @@ describe("local Step Functions: the API", () => {
       AWS_SECRET_ACCESS_KEY: "x",
     });
     sfn = new SFNClient({ maxAttempts: 1 });
-    for (const [name, type] of [
-      ["standard", "STANDARD"],
-      ["express", "EXPRESS"],
-      ["unserved", "STANDARD"],
+    for (const [name, type, definition] of [
+      ["standard", "STANDARD", simple("STANDARD")],
+      ["express", "EXPRESS", simple("EXPRESS")],
+      ["unserved", "STANDARD", simple("STANDARD")],
+      ["map-limit", "EXPRESS", mapLimit],
+      ["params-limit", "EXPRESS", paramsLimit],
     ] as const) {
       await sfn.send(
-        new CreateStateMachineCommand({
-          name,
-          definition: simple(type),
-          type,
-          roleArn: "arn:aws:iam::0:role/x",
-        }),
+        new CreateStateMachineCommand({ name, definition, type, roleArn: "arn:aws:iam::0:role/x" }),
       );
     }
   });
@@ -574,6 +784,45 @@ describe("local Step Functions: the API", () => {
     expect(out.cause).toMatch(/no local handler for Task state Work/);
   });
 
+  it("a Map iteration over 256 KiB fails the execution: no Retry, no Catch, no later Task", async () => {
+    limitCalls.length = 0;
+    const big = "b".repeat(150 * 1024);
+    const { executionArn } = await sfn.send(
+      new StartExecutionCommand({
+        stateMachineArn: arn("map-limit"),
+        input: JSON.stringify({ big, items: [1, 2, 3] }),
+      }),
+    );
+    await server.waitForIdle();
+    const out = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+    expect(out).toMatchObject({
+      status: "FAILED",
+      error: "States.DataLimitExceeded",
+      cause:
+        "The state/task 'Double' returned a result with a size exceeding the maximum number of bytes service limit.",
+    });
+    expect(limitCalls).toEqual([]);
+  });
+
+  it("a Task input over 256 KiB after its Parameters fails the execution before the Task runs", async () => {
+    limitCalls.length = 0;
+    const { executionArn } = await sfn.send(
+      new StartExecutionCommand({
+        stateMachineArn: arn("params-limit"),
+        input: JSON.stringify({ big: "p".repeat(150 * 1024) }),
+      }),
+    );
+    await server.waitForIdle();
+    const out = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+    expect(out).toMatchObject({
+      status: "FAILED",
+      error: "States.DataLimitExceeded",
+      cause:
+        "The state/task 'Work' has an input with a size exceeding the maximum number of bytes service limit.",
+    });
+    expect(limitCalls).toEqual([]);
+  });
+
   it("answers unknown operations with an AWS JSON error", async () => {
     const res = await fetch(server.endpoint, {
       method: "POST",
@@ -585,6 +834,70 @@ describe("local Step Functions: the API", () => {
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ __type: "UnknownOperationException" });
+  });
+});
+
+describe("local Step Functions: an EXPRESS execution's maximum duration", () => {
+  it("past it, the execution is TIMED_OUT with States.Timeout and no later Task runs", async () => {
+    let release!: () => void;
+    const ran: string[] = [];
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    const server = await startSfnServer({
+      expressMaxDurationMs: 100,
+      taskHandlers: {
+        long: {
+          Slow: async () => {
+            ran.push("Slow");
+            await new Promise<void>((resolve) => {
+              release = resolve;
+            });
+            return {};
+          },
+          Then: () => {
+            ran.push("Then");
+            return {};
+          },
+        },
+      },
+    });
+    const sfn = new SFNClient({
+      endpoint: server.endpoint,
+      region: "us-east-1",
+      credentials: { accessKeyId: "x", secretAccessKey: "x" },
+      maxAttempts: 1,
+    });
+    try {
+      const lambda = "arn:aws:lambda:us-east-1:000000000000:function:w";
+      const { stateMachineArn } = await sfn.send(
+        new CreateStateMachineCommand({
+          name: "long",
+          type: "EXPRESS",
+          roleArn: "r",
+          definition: JSON.stringify({
+            StartAt: "Slow",
+            States: {
+              Slow: { Type: "Task", Resource: lambda, Next: "Then" },
+              Then: { Type: "Task", Resource: lambda, End: true },
+            },
+          }),
+        }),
+      );
+      const { executionArn } = await sfn.send(new StartExecutionCommand({ stateMachineArn }));
+      await vi.waitFor(() => expect(server.getExecution(executionArn!)?.status).toBe("TIMED_OUT"), {
+        timeout: 10_000,
+      });
+      release();
+      await server.waitForIdle();
+      expect(await sfn.send(new DescribeExecutionCommand({ executionArn }))).toMatchObject({
+        status: "TIMED_OUT",
+        error: "States.Timeout",
+      });
+      expect(ran).toEqual(["Slow"]);
+    } finally {
+      sfn.destroy();
+      await server.stop();
+      stderr.mockRestore();
+    }
   });
 });
 
