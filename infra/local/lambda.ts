@@ -55,7 +55,48 @@ export interface LocalFunction {
   invoke(payload: unknown, context?: Partial<Pick<LambdaContext, "awsRequestId">>): Promise<unknown>;
 }
 
-/** The Invoke call itself failed: the function did not run. Step Functions reports `Lambda.<name>`. */
+/**
+ * The exceptions Lambda's Invoke API models. Step Functions names a refused Invoke after the
+ * Java SDK's exception class: `Lambda.<name>` for these, `Lambda.AWSLambdaException` for any other
+ * (AccessDeniedException among them).
+ */
+const INVOKE_EXCEPTIONS = new Set([
+  "EC2AccessDeniedException",
+  "EC2ThrottledException",
+  "EC2UnexpectedException",
+  "EFSIOException",
+  "EFSMountConnectivityException",
+  "EFSMountFailureException",
+  "EFSMountTimeoutException",
+  "ENILimitReachedException",
+  "InvalidParameterValueException",
+  "InvalidRequestContentException",
+  "InvalidRuntimeException",
+  "InvalidSecurityGroupIDException",
+  "InvalidSubnetIDException",
+  "InvalidZipFileException",
+  "KMSAccessDeniedException",
+  "KMSDisabledException",
+  "KMSInvalidStateException",
+  "KMSNotFoundException",
+  "RecursiveInvocationException",
+  "RequestTooLargeException",
+  "ResourceConflictException",
+  "ResourceNotFoundException",
+  "ResourceNotReadyException",
+  "ServiceException",
+  "SnapStartException",
+  "SnapStartNotReadyException",
+  "SnapStartTimeoutException",
+  "SubnetIPAddressLimitReachedException",
+  "TooManyRequestsException",
+  "UnsupportedMediaTypeException",
+]);
+
+/**
+ * The Invoke call itself failed: the function did not run (a throttle, a payload too large, a
+ * caller not allowed to invoke). `stepFunctionsError` is what a Task state reports for it.
+ */
 export class LambdaServiceError extends Error {
   constructor(
     /** the Lambda API's exception name, e.g. RequestTooLargeException, TooManyRequestsException */
@@ -65,6 +106,14 @@ export class LambdaServiceError extends Error {
     readonly requestId: string = randomUUID(),
   ) {
     super(message);
+  }
+
+  /** The Task error Step Functions reports: its name, and its Cause in the Java SDK's words. */
+  get stepFunctionsError(): { name: string; cause: string } {
+    return {
+      name: INVOKE_EXCEPTIONS.has(this.name) ? `Lambda.${this.name}` : "Lambda.AWSLambdaException",
+      cause: `${this.message} (Service: AWSLambda; Status Code: ${this.statusCode}; Error Code: ${this.name}; Request ID: ${this.requestId}; Proxy: null)`,
+    };
   }
 }
 

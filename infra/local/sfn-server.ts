@@ -652,16 +652,14 @@ function collectStates(
  * The error a Task state fails with. Its name is what Retry and Catch match (the interpreter
  * compares ErrorEquals with error.name). For a Lambda resource: a function error keeps its
  * errorType, and `Cause` is the payload Lambda returned (errorType, errorMessage, trace); a refused
- * Invoke call is `Lambda.<exception>`, its Cause in the Java SDK's words, as Step Functions reports.
+ * Invoke call is named as Step Functions names it (LambdaServiceError.stepFunctionsError).
  */
 function taskError(e: unknown, resource: string): Error {
   const err = e instanceof Error ? e : new Error(String(e));
   if (!/^arn:aws[a-z-]*:lambda:/.test(resource)) return err;
   if (err instanceof LambdaServiceError) {
-    return named(
-      `Lambda.${err.name}`,
-      `${err.message} (Service: AWSLambda; Status Code: ${err.statusCode}; Error Code: ${err.name}; Request ID: ${err.requestId}; Proxy: null)`,
-    );
+    const { name, cause } = err.stepFunctionsError;
+    return named(name, cause);
   }
   const payload =
     err instanceof LambdaFunctionError

@@ -105,6 +105,22 @@ describe("localFunction", () => {
     expect(calls).toBe(1);
   });
 
+  it("names a refused Invoke as Step Functions does: Lambda.<modelled exception>, else Lambda.AWSLambdaException", () => {
+    const throttled = new LambdaServiceError("TooManyRequestsException", 429, "Rate Exceeded.", "r-1");
+    expect(throttled.stepFunctionsError).toEqual({
+      name: "Lambda.TooManyRequestsException",
+      cause:
+        "Rate Exceeded. (Service: AWSLambda; Status Code: 429; Error Code: TooManyRequestsException; Request ID: r-1; Proxy: null)",
+    });
+    const denied = new LambdaServiceError(
+      "AccessDeniedException",
+      403,
+      "User: arn:aws:sts::000000000000:assumed-role/conductor/x is not authorized to perform: lambda:InvokeFunction on resource: arn:aws:lambda:us-east-1:000000000000:function:scheduler",
+    );
+    expect(denied.stepFunctionsError.name).toBe("Lambda.AWSLambdaException");
+    expect(denied.stepFunctionsError.cause).toContain("Error Code: AccessDeniedException;");
+  });
+
   it("fails a response over Lambda's limit: Function.ResponseSizeTooLarge", async () => {
     const fn = localFunction({
       name: "f",
