@@ -316,7 +316,7 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
       await macrotask();
       const text = JSON.stringify(output ?? null);
       if (Buffer.byteLength(text) > MAX_PAYLOAD_BYTES) {
-        dataLimitExceeded(record, "the execution", "output");
+        dataLimitExceeded(record, undefined, "output");
       } else {
         finish(record, "SUCCEEDED", { output: text });
       }
@@ -361,13 +361,20 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
    * States.DataLimitExceeded: the execution fails at once, whatever Retry or Catch the state has
    * (as on AWS, States.ALL does not match it). Returns the error to throw from a Task.
    */
-  function dataLimitExceeded(record: ExecutionRecord, state: string, what: "input" | "output"): Error {
+  function dataLimitExceeded(
+    record: ExecutionRecord,
+    state: string | undefined,
+    what: "input" | "output",
+  ): Error {
+    const subject = state === undefined ? "The state/task" : `The state/task '${state}'`;
     const cause =
       what === "output"
-        ? `The state/task '${state}' returned a result with a size exceeding the maximum number of bytes service limit.`
-        : `The state/task '${state}' has an input with a size exceeding the maximum number of bytes service limit.`;
-    record.failedState = state;
-    finish(record, "FAILED", { error: "States.DataLimitExceeded", cause });
+        ? `${subject} returned a result with a size exceeding the maximum number of bytes service limit.`
+        : `${subject} has an input with a size exceeding the maximum number of bytes service limit.`;
+    if (!record.closed) {
+      record.failedState = state;
+      finish(record, "FAILED", { error: "States.DataLimitExceeded", cause });
+    }
     record.abort?.();
     return Object.assign(new Error(cause), {
       name: "States.DataLimitExceeded",
