@@ -45,7 +45,15 @@ async function instance(attempt = 0, hostName: string | null = null): Promise<st
   await dynamo().send(
     new PutCommand({
       TableName: resources().instancesTable,
-      Item: { id, deleted: false, vm_state: "building", task_state: "scheduling", host: hostName, attempt },
+      Item: {
+        id,
+        deleted: false,
+        vm_state: "building",
+        task_state: "scheduling",
+        host: hostName,
+        attempt,
+        flavor: FLAVOR,
+      },
     }),
   );
   return id;
@@ -53,19 +61,12 @@ async function instance(attempt = 0, hostName: string | null = null): Promise<st
 
 function request(ids: string[], attempt: number, tried: string[], alternates?: string[]): ConductorInput {
   return {
-    version: 1,
+    version: 2,
     request_id: `req-${randomUUID()}`,
     reservation_id: "r-1",
     project_id: "p",
     user_id: "u",
     instance_uuids: ids,
-    request_spec: {
-      project_id: "p",
-      flavor: FLAVOR,
-      image: { id: "cirros", name: "cirros", properties: {} },
-      scheduler_hints: {},
-      num_instances: ids.length,
-    },
     retry: { num_attempts: attempt, hosts: tried },
     ...(alternates
       ? {
@@ -73,7 +74,6 @@ function request(ids: string[], attempt: number, tried: string[], alternates?: s
             host: h,
             nodename: h,
             availability_zone: "nova",
-            resources: REQUESTED,
           })),
         }
       : {}),
