@@ -30,7 +30,8 @@ import {
 } from "../scheduler/select.js";
 import type { DecisionExplanation, InstanceGroup, RequestSpec, Selection } from "../scheduler/types.js";
 import { buildFleet } from "./host-states.js";
-import type { ConductorInput, InstanceSelection, Scheduled } from "./types.js";
+import { NOTHING_SCHEDULED, type Scheduled, scheduledOf } from "./scheduled.js";
+import type { ConductorInput } from "./types.js";
 
 export async function selectDestinations(
   req: ConductorInput,
@@ -48,7 +49,7 @@ export async function selectDestinations(
   const first = records.find((r) => r !== undefined);
   if (!first) {
     log.warn("scheduler.instances_not_found", { instance_uuids: req.instance_uuids });
-    return { selections: [] };
+    return NOTHING_SCHEDULED;
   }
   const { fleet, hostRecords, spec } = await withInstanceGroup(
     sources,
@@ -100,7 +101,7 @@ export async function selectDestinations(
   const placed = new Map(
     result.placements.map((p, k) => [p.instance_uuid, { p, alternates: result.alternates[k]! }]),
   );
-  const selections: InstanceSelection[] = [];
+  const selections: { instance_uuid: string; selected: Destination; alternates: Destination[] }[] = [];
   const decisions: DecisionRecord[] = [];
   for (const id of req.instance_uuids) {
     const keptSel = kept.get(id);
@@ -118,7 +119,7 @@ export async function selectDestinations(
     log.info("scheduler.selected", { instance_uuid: id, host: got.p.selected.host, summary });
   }
   await recordDecisions(log, decisions);
-  return { selections };
+  return scheduledOf(selections);
 }
 
 /** PlanResult: what the dry run (POST /os-scheduler/plan) answers. */

@@ -8,12 +8,17 @@ import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { computeMessageBody } from "./queues.js";
 import {
+  destinationIn,
+  type InstanceSelection,
+  NOTHING_SCHEDULED,
+  type Scheduled,
+  scheduledOf,
+} from "./scheduled.js";
+import {
   AlternatesExhausted,
   type Cast,
   type ConductorInput,
-  type InstanceSelection,
   NO_VALID_HOST_MESSAGE,
-  type Scheduled,
   type StatesError,
 } from "./types.js";
 
@@ -84,7 +89,7 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
   const n = req.retry.num_attempts;
   const id = req.instance_uuids[0]!;
   const rec = await getInstance(id);
-  if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) return { selections: [] };
+  if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) return NOTHING_SCHEDULED;
   const alternates = req.alternates ?? [];
   // The amounts the scheduler claimed for it on its first host: its flavor's.
   const resources = resourcesFromFlavor(rec.flavor);
@@ -92,9 +97,9 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
     // A re-run of this step: the alternate was claimed and recorded already.
     const i = alternates.findIndex((a) => a.host === rec.host);
     if (i >= 0)
-      return {
-        selections: [{ instance_uuid: id, selected: alternates[i]!, alternates: alternates.slice(i + 1) }],
-      };
+      return scheduledOf([
+        { instance_uuid: id, selected: alternates[i]!, alternates: alternates.slice(i + 1) },
+      ]);
   }
   // A re-run after an alternate was claimed but before the answer reached the state machine:
   // keep that claim (an earlier alternate may fit by now, and claiming it would count twice).
@@ -117,7 +122,7 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
       reason: r.claimed ? undefined : r.reason,
     });
     if (r.claimed)
-      return { selections: [{ instance_uuid: id, selected: alt, alternates: alternates.slice(i + 1) }] };
+      return scheduledOf([{ instance_uuid: id, selected: alt, alternates: alternates.slice(i + 1) }]);
   }
   throw new AlternatesExhausted(`no alternate could be claimed for instance ${id} (attempt ${n})`);
 }
@@ -132,7 +137,7 @@ export async function buildInstances(req: ConductorInput, scheduled: Scheduled):
   const queueUrls = new Map<string, string>();
   const casts: Cast[] = [];
   for (const sel of scheduled.selections) {
-    const cast = await buildOne(req, n, sel, queueUrls);
+    const cast = await buildOne(req, n, scheduled, sel, queueUrls);
     if (cast) casts.push(cast);
   }
   return { casts };
@@ -141,11 +146,12 @@ export async function buildInstances(req: ConductorInput, scheduled: Scheduled):
 async function buildOne(
   req: ConductorInput,
   n: number,
+  scheduled: Scheduled,
   sel: InstanceSelection,
   queueUrls: Map<string, string>,
 ): Promise<Cast | undefined> {
   const id = sel.instance_uuid;
-  const { host, nodename, availability_zone } = sel.selected;
+  const { host, nodename, availability_zone } = destinationIn(scheduled, sel.host);
   // The host's name is for admins only: the event's `host` and `details` are theirs.
   const placed = await placeInstance(
     { id, request_id: req.request_id },
@@ -170,7 +176,7 @@ async function buildOne(
     if (!queueUrl) throw new Error(`host ${host} has no queue_url; cannot cast build of ${id}`);
     queueUrls.set(host, queueUrl);
   }
-  log.info("conductor.cast_build", { ...fields, alternates: sel.alternates.map((a) => a.host) });
+  log.info("conductor.cast_build", { ...fields, alternates: sel.alternates });
   return {
     queue_url: queueUrl,
     message_body: computeMessageBody({
@@ -182,7 +188,7 @@ async function buildOne(
       node: nodename,
       attempt: n,
       resources: resourcesFromFlavor(placed.record.flavor),
-      alternates: sel.alternates,
+      alternates: sel.alternates.map((h) => destinationIn(scheduled, h)),
     }),
   };
 }
@@ -198,7 +204,7 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
   const { message: cause } = causeOf(err);
   const error = err?.Error ?? "error";
   // Claims the scheduler made that BuildInstances may not have recorded yet.
-  for (const sel of req.scheduled?.selections ?? []) await release(sel.selected.host, sel.instance_uuid, n);
+  for (const sel of req.scheduled?.selections ?? []) await release(sel.host, sel.instance_uuid, n);
   for (const id of req.instance_uuids) {
     const rec = await getInstance(id);
     if (!rec || rec.deleted || rec.vm_state !== "building") continue;
