@@ -46,7 +46,7 @@ export type BuildRequest = z.infer<typeof buildRequestV2>;
  * always written it with them), so a v1 message is read as the v2 message it would be now.
  */
 export const buildRequest = z
-  .union([buildRequestV2, buildRequestV1])
+  .discriminatedUnion("version", [buildRequestV2, buildRequestV1])
   .transform((m): BuildRequest => (m.version === 2 ? m : fromV1(m)));
 
 function fromV1(m: z.infer<typeof buildRequestV1>): BuildRequest {

@@ -61,7 +61,10 @@ export const computeMessage = z.discriminatedUnion("kind", [buildAndRunInstanceV
  * the host's queue, read as the v2 cast it would be now.
  */
 export const receivedComputeMessage = z
-  .union([buildAndRunInstanceV2, terminateInstanceV1, buildAndRunInstanceV1])
+  .discriminatedUnion("kind", [
+    z.discriminatedUnion("version", [buildAndRunInstanceV2, buildAndRunInstanceV1]),
+    terminateInstanceV1,
+  ])
   .transform((m): ComputeMessage => {
     if (m.kind === "terminate_instance" || m.version === 2) return m;
     return {
