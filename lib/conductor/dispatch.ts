@@ -1,5 +1,4 @@
 // The conductor Lambda's one entry: the state machine names the step in `action`.
-
 import { NOTHING_SCHEDULED } from "./scheduled.js";
 import { buildFailed, buildInstances, claimAlternate, maxRetriesExceeded, noValidHost } from "./tasks.js";
 import type { ConductorInput, Scheduled, StatesError } from "./types.js";

@@ -100,6 +100,11 @@ it("max_count servers with 100 scheduler hints go ACTIVE, every state under 64 K
   for (const s of done) expect(s.status, JSON.stringify(s.fault)).toBe("ACTIVE");
 
   const { largest } = seen;
+  expect(Object.keys(largest), "the conductor's and the scheduler's handlers were observed").toEqual([
+    "task input",
+    "state",
+    "map item",
+  ]);
   process.stdout.write(
     `state-size: ${maxCount} servers, hints ${hintBytes} B; largest ` +
       Object.entries(largest)
