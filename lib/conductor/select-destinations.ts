@@ -11,7 +11,7 @@ import { getInstance, listBuilding, recordSchedulingDecision } from "../instance
 import { requestSpecOf } from "../instances/request-spec.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
-import type { Destination } from "../messages/common.js";
+import { type Destination, destinationOf } from "../messages/common.js";
 import { claim, release } from "../placement/claims.js";
 import { listHosts } from "../placement/hosts.js";
 import type { HostRecord } from "../placement/types.js";
@@ -160,11 +160,6 @@ export async function planDestinations(spec: RequestSpec, opts: { now?: number }
     summary: explanations.map((e) => summarizeSelection(e)).join(" "),
     no_valid_host: false,
   };
-}
-
-/** Where a selection is, without the amounts claimed there (the flavor's, on the record). */
-function destinationOf(s: Selection): Destination {
-  return { host: s.host, nodename: s.nodename, availability_zone: s.availability_zone };
 }
 
 interface FleetRead {

@@ -1,5 +1,13 @@
 import { z } from "zod";
-import { describeZodError, destination, requestSpec, retry, selection, uuid } from "./common.js";
+import {
+  describeZodError,
+  destination,
+  destinationOf,
+  requestSpec,
+  retry,
+  selection,
+  uuid,
+} from "./common.js";
 
 const ids = {
   /** the create action's request id (req-…), shared by every attempt */
@@ -54,15 +62,7 @@ function fromV1(m: z.infer<typeof buildRequestV1>): BuildRequest {
   return {
     ...rest,
     version: 2,
-    ...(alternates
-      ? {
-          alternates: alternates.map(({ host, nodename, availability_zone }) => ({
-            host,
-            nodename,
-            availability_zone,
-          })),
-        }
-      : {}),
+    ...(alternates ? { alternates: alternates.map(destinationOf) } : {}),
   };
 }
 

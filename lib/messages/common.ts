@@ -55,6 +55,11 @@ export const destination = z.object({
 
 export type Destination = z.infer<typeof destination>;
 
+/** Where a selection (or a v1 alternate) is, without the amounts claimed there. */
+export function destinationOf(s: Destination): Destination {
+  return { host: s.host, nodename: s.nodename, availability_zone: s.availability_zone };
+}
+
 /** Nova's filter_properties['retry']: the attempt this message asks for and the hosts tried. */
 export const retry = z.object({
   num_attempts: z.number().int().min(1),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { destination, requestSpec, retry, selection, uuid } from "./common.js";
+import { destination, destinationOf, requestSpec, retry, selection, uuid } from "./common.js";
 
 /**
  * Conductor → compute: build this instance on your host, as attempt N. Ids, the attempt, the
@@ -76,10 +76,6 @@ export const receivedComputeMessage = z
       node: m.node,
       attempt: m.attempt,
       resources: m.resources,
-      alternates: m.alternates.map(({ host, nodename, availability_zone }) => ({
-        host,
-        nodename,
-        availability_zone,
-      })),
+      alternates: m.alternates.map(destinationOf),
     };
   });
