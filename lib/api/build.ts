@@ -107,6 +107,9 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
   const image = imageSpec(input.image);
   const now = input.now.toISOString();
 
+  // Nova keeps the RequestSpec with the instance: the scheduler reads it there (the build
+  // request carries ids only), and a stuck build can be sent again from it.
+  const spec = { ...requestSpecFor(req, flavor, image, auth), num_instances: 1 };
   const records: InstanceRecord[] = ids.map((id, i) => ({
     id,
     name: names[i]!,
@@ -132,6 +135,7 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     launched_at: null,
     deleted: false,
     deleted_at: null,
+    request_spec: spec,
     actions: {
       [requestId]: {
         action: "create",
@@ -146,16 +150,13 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
   }));
 
   const buildRequest: BuildRequest = {
-    version: 1,
+    version: 2,
     request_id: requestId,
     reservation_id: reservationId,
     project_id: auth.project_id,
     user_id: auth.user_id,
     instance_uuids: ids,
-    request_spec: requestSpecFor(req, flavor, image, auth),
     retry: { num_attempts: 1, hosts: [] },
   };
-  // Nova keeps the RequestSpec with the instance: a stuck build can be sent again from it.
-  for (const r of records) r.request_spec = { ...buildRequest.request_spec, num_instances: 1 };
   return { reservationId, records, buildRequest };
 }

@@ -12,10 +12,16 @@ import { sqsClient } from "../aws/clients.js";
 import { ensureQueueWithDlq } from "../aws/queues.js";
 import { sendBuildRequest, sendToDeadLetter } from "../conductor/queues.js";
 import { resources } from "../config.js";
+import { rescheduledText, withoutHosts } from "../instances/faults.js";
 import { EVENT_BUILD, event, markActive, recordBuildFailure, startSpawn } from "../instances/repo.js";
+import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
-import { type BuildAndRunInstance, type ComputeMessage, computeMessage } from "../messages/compute.js";
+import {
+  type BuildAndRunInstance,
+  type ComputeMessage,
+  receivedComputeMessage,
+} from "../messages/compute.js";
 import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
 import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
@@ -173,7 +179,7 @@ export class ComputeAgent {
   }
 
   private async handle(m: Message): Promise<void> {
-    const parsed = parseJsonMessage(computeMessage, m.Body ?? "");
+    const parsed = parseJsonMessage(receivedComputeMessage, m.Body ?? "");
     if (!parsed.ok) {
       await sendToDeadLetter(this.dlqUrl, m.Body ?? "", parsed.reason, this.queueUrl);
       this.log.warn("compute.message_dead_lettered", { reason: parsed.reason, message_id: m.MessageId });
@@ -263,7 +269,8 @@ export class ComputeAgent {
         // This attempt failed before and the reschedule may not have gone out: finish it.
         await this.reschedule(
           msg,
-          taken.record?.actions[msg.request_id]?.events[`${EVENT_BUILD}#${n}`]?.details ?? "build failed",
+          taken.record,
+          taken.record.actions[msg.request_id]?.events[`${EVENT_BUILD}#${n}`]?.details ?? "build failed",
         );
         return;
       case "in-progress":
@@ -282,8 +289,9 @@ export class ComputeAgent {
     }
     this.building.add(id);
     try {
+      // What to build is the instance's record (taken just now), not the cast.
       await this.opts.driver.spawn(
-        { instance_uuid: id, flavor: msg.request_spec.flavor, image: msg.request_spec.image },
+        { instance_uuid: id, flavor: taken.record.flavor, image: taken.record.image },
         this.spawnAbort.signal,
       );
     } catch (e) {
@@ -302,7 +310,7 @@ export class ComputeAgent {
         return;
       }
       await recordBuildResult(host, false);
-      await this.reschedule(msg, reason);
+      await this.reschedule(msg, failed, reason);
       return;
     }
     this.building.delete(id);
@@ -339,23 +347,29 @@ export class ComputeAgent {
 
   /**
    * The failure path (Nova's reschedule): give the claim back, then send the same build request
-   * to the conductor again with the retry count, the hosts tried and the remaining alternates.
+   * to the conductor again with the retry count, the hosts tried (the record's, this host last)
+   * and the remaining alternates. The reason goes to the instance's owner if this was the last
+   * attempt, so it leaves out the host names a driver's error may contain; the build event
+   * keeps it whole, for admins.
    */
-  private async reschedule(msg: BuildAndRunInstance, reason: string): Promise<void> {
+  private async reschedule(msg: BuildAndRunInstance, rec: InstanceRecord, reason: string): Promise<void> {
     const host = this.opts.host;
+    const tried = [...rec.retry_hosts.filter((h) => h !== host), host];
     await release(host, msg.instance_uuid, msg.attempt);
     await sendBuildRequest({
-      version: 1,
+      version: 2,
       request_id: msg.request_id,
-      reservation_id: msg.reservation_id,
-      project_id: msg.project_id,
-      user_id: msg.user_id,
+      reservation_id: rec.reservation_id,
+      project_id: rec.project_id,
+      user_id: rec.user_id,
       instance_uuids: [msg.instance_uuid],
-      request_spec: { ...msg.request_spec, num_instances: 1 },
       retry: {
         num_attempts: msg.attempt + 1,
-        hosts: [...msg.retry.hosts.filter((h) => h !== host), host],
-        last_fault: `${host}: ${reason}`,
+        hosts: [...new Set(tried)],
+        last_fault: rescheduledText(
+          msg.instance_uuid,
+          withoutHosts(reason, [...tried, ...msg.alternates.map((a) => a.host)]),
+        ),
       },
       alternates: msg.alternates.filter((a) => a.host !== host),
     });

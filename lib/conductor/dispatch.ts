@@ -1,4 +1,5 @@
 // The conductor Lambda's one entry: the state machine names the step in `action`.
+import { NOTHING_SCHEDULED } from "./scheduled.js";
 import { buildFailed, buildInstances, claimAlternate, maxRetriesExceeded, noValidHost } from "./tasks.js";
 import type { ConductorInput, Scheduled, StatesError } from "./types.js";
 
@@ -18,7 +19,7 @@ export async function conductorStep(e: ConductorEvent): Promise<unknown> {
     case "no_valid_host":
       return noValidHost(e.request, e.error ?? { Error: "NoValidHost" }).then(() => ({}));
     case "build_instances":
-      return buildInstances(e.request, e.scheduled ?? { selections: [] });
+      return buildInstances(e.request, e.scheduled ?? NOTHING_SCHEDULED);
     case "build_failed":
       return buildFailed(e.request, e.error).then(() => ({}));
     default:

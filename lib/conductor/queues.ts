@@ -4,11 +4,11 @@ import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
 import { REASON_ATTRIBUTE, SOURCE_ATTRIBUTE } from "../aws/dead-letters.js";
 import { resources } from "../config.js";
-import { type BuildRequest, buildRequestV1 } from "../messages/build-request.js";
+import { type BuildRequest, buildRequestV2 } from "../messages/build-request.js";
 import { type ComputeMessage, computeMessage } from "../messages/compute.js";
 
 export async function sendBuildRequest(msg: BuildRequest): Promise<void> {
-  const body = JSON.stringify(buildRequestV1.parse(msg));
+  const body = JSON.stringify(buildRequestV2.parse(msg));
   await sqsClient().send(
     new SendMessageCommand({ QueueUrl: resources().buildRequestsQueueUrl, MessageBody: body }),
   );

@@ -8,8 +8,10 @@ import { listAggregates } from "../catalog/aggregates.js";
 import { getServerGroup } from "../catalog/server-groups.js";
 import { type SchedulerConfig, schedulerConfig } from "../config.js";
 import { getInstance, listBuilding, recordSchedulingDecision } from "../instances/repo.js";
+import { requestSpecOf } from "../instances/request-spec.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
+import { type Destination, destinationOf } from "../messages/common.js";
 import { claim, release } from "../placement/claims.js";
 import { listHosts } from "../placement/hosts.js";
 import type { HostRecord } from "../placement/types.js";
@@ -28,7 +30,8 @@ import {
 } from "../scheduler/select.js";
 import type { DecisionExplanation, InstanceGroup, RequestSpec, Selection } from "../scheduler/types.js";
 import { buildFleet } from "./host-states.js";
-import type { ConductorInput, InstanceSelection, Scheduled } from "./types.js";
+import { NOTHING_SCHEDULED, type Scheduled, scheduledOf } from "./scheduled.js";
+import type { ConductorInput } from "./types.js";
 
 export async function selectDestinations(
   req: ConductorInput,
@@ -37,10 +40,23 @@ export async function selectDestinations(
 ): Promise<Scheduled> {
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
-  const [records, { fleet, hostRecords, spec }] = await Promise.all([
+  // The request spec is read from the instances' records (one copy per instance, written by
+  // the API), not carried by the execution: a consistent read, so a retried step sees them too.
+  const [records, sources] = await Promise.all([
     Promise.all(req.instance_uuids.map((id) => getInstance(id))),
-    readFleet(req.request_spec, req.instance_uuids, config),
+    readFleetSources(),
   ]);
+  const first = records.find((r) => r !== undefined);
+  if (!first) {
+    log.warn("scheduler.instances_not_found", { instance_uuids: req.instance_uuids });
+    return NOTHING_SCHEDULED;
+  }
+  const { fleet, hostRecords, spec } = await withInstanceGroup(
+    sources,
+    requestSpecOf(first, req.instance_uuids.length),
+    req.instance_uuids,
+    config,
+  );
   const requested = resourcesFromFlavor(spec.flavor);
 
   // A re-run of this step (the state machine retries it) keeps what an earlier run placed: the
@@ -85,21 +101,25 @@ export async function selectDestinations(
   const placed = new Map(
     result.placements.map((p, k) => [p.instance_uuid, { p, alternates: result.alternates[k]! }]),
   );
-  const selections: InstanceSelection[] = [];
+  const selections: { instance_uuid: string; selected: Destination; alternates: Destination[] }[] = [];
   const decisions: DecisionRecord[] = [];
   for (const id of req.instance_uuids) {
     const keptSel = kept.get(id);
-    if (keptSel) selections.push({ instance_uuid: id, selected: keptSel, alternates: [] });
+    if (keptSel) selections.push({ instance_uuid: id, selected: destinationOf(keptSel), alternates: [] });
     const got = placed.get(id);
     if (!got) continue;
-    selections.push({ instance_uuid: id, selected: got.p.selected, alternates: got.alternates });
+    selections.push({
+      instance_uuid: id,
+      selected: destinationOf(got.p.selected),
+      alternates: got.alternates.map(destinationOf),
+    });
     const explanation = got.p.decision.compact({ chosen: got.p.selected });
     const summary = summarizeSelection(explanation);
     decisions.push({ id, attempt: n, host: got.p.selected.host, summary, explanation });
     log.info("scheduler.selected", { instance_uuid: id, host: got.p.selected.host, summary });
   }
   await recordDecisions(log, decisions);
-  return { selections };
+  return scheduledOf(selections);
 }
 
 /** PlanResult: what the dry run (POST /os-scheduler/plan) answers. */
@@ -142,21 +162,48 @@ export async function planDestinations(spec: RequestSpec, opts: { now?: number }
   };
 }
 
-/** Hosts, aggregates, building instances and the server group, read together. */
+interface FleetRead {
+  fleet: Fleet;
+  hostRecords: HostRecord[];
+  spec: RequestSpec;
+}
+
+type FleetSources = Pick<Parameters<typeof buildFleet>[0], "aggregates" | "building"> & {
+  hostRecords: HostRecord[];
+};
+
+/** Hosts, aggregates and building instances, read together. */
+async function readFleetSources(): Promise<FleetSources> {
+  const [hostRecords, aggregates, building] = await Promise.all([
+    listHosts(),
+    listAggregates(),
+    listBuilding(),
+  ]);
+  return { hostRecords, aggregates, building };
+}
+
+/** The fleet, and the request spec with its server group resolved. */
+async function withInstanceGroup(
+  sources: FleetSources,
+  request: RequestSpec,
+  scheduling: readonly string[],
+  config: SchedulerConfig,
+  now = Date.now(),
+): Promise<FleetRead> {
+  const { hostRecords, aggregates, building } = sources;
+  const group = await instanceGroup(request, scheduling);
+  const fleet = buildFleet({ hosts: hostRecords, aggregates, building, scheduling }, config, now);
+  return { fleet, hostRecords, spec: group ? { ...request, instance_group: group } : request };
+}
+
+/** Everything one decision reads (the dry run's). */
 async function readFleet(
   request: RequestSpec,
   scheduling: readonly string[],
   config: SchedulerConfig,
   now = Date.now(),
-): Promise<{ fleet: Fleet; hostRecords: HostRecord[]; spec: RequestSpec }> {
-  const [hostRecords, aggregates, building, group] = await Promise.all([
-    listHosts(),
-    listAggregates(),
-    listBuilding(),
-    instanceGroup(request, scheduling),
-  ]);
-  const fleet = buildFleet({ hosts: hostRecords, aggregates, building, scheduling }, config, now);
-  return { fleet, hostRecords, spec: group ? { ...request, instance_group: group } : request };
+): Promise<FleetRead> {
+  return withInstanceGroup(await readFleetSources(), request, scheduling, config, now);
 }
 
 /**

@@ -1,24 +1,26 @@
 // The conductor's steps (Nova's ComputeTaskManager), each called by the state machine and each
 // safe to run twice: every write is a fenced, idempotent transition.
+import { fault, maxRetriesFault } from "../instances/faults.js";
 import { EVENT_SCHEDULE, event, getInstance, placeInstance, setError } from "../instances/repo.js";
-import type { Fault } from "../instances/types.js";
 import { log } from "../log.js";
 import { claim, findClaim, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
+import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { computeMessageBody } from "./queues.js";
+import {
+  destinationIn,
+  type InstanceSelection,
+  NOTHING_SCHEDULED,
+  type Scheduled,
+  scheduledOf,
+} from "./scheduled.js";
 import {
   AlternatesExhausted,
   type Cast,
   type ConductorInput,
-  type InstanceSelection,
   NO_VALID_HOST_MESSAGE,
-  type Scheduled,
   type StatesError,
 } from "./types.js";
-
-function fault(message: string, details: string, code = 500): Fault {
-  return { code, message, details, created: new Date().toISOString() };
-}
 
 /** The cause text of a Lambda error as Step Functions reports it (a JSON errorMessage or text). */
 export function causeOf(err: StatesError | undefined): { message: string; details: string } {
@@ -35,23 +37,19 @@ export function causeOf(err: StatesError | undefined): { message: string; detail
 }
 
 /**
- * Past max_attempts: ERROR with Nova's MaxRetriesExceeded text. Claims were released by whoever
- * failed the last attempt.
+ * Past max_attempts: ERROR with Nova's MaxRetriesExceeded text (the hosts tried in its details,
+ * for admins). Claims were released by whoever failed the last attempt.
  */
 export async function maxRetriesExceeded(req: ConductorInput): Promise<void> {
   const n = req.retry.num_attempts;
   const last = n - 1;
   for (const id of req.instance_uuids) {
-    const reason =
-      `Exceeded max scheduling attempts ${req.config.max_attempts} for instance ${id}. ` +
-      `Last exception: ${req.retry.last_fault ?? "unknown"}`;
-    const message = `Exceeded maximum number of retries. ${reason}`;
-    const details = `hosts tried: ${req.retry.hosts.join(", ") || "none"}`;
+    const f = maxRetriesFault(id, req.config.max_attempts, req.retry.last_fault, req.retry.hosts);
     const done = await setError(
       { id, request_id: req.request_id },
       last,
-      fault(message, details),
-      event(EVENT_SCHEDULE, n, "Error", null, `${message} (${details})`, new Date()),
+      f,
+      event(EVENT_SCHEDULE, n, "Error", null, `${f.message} (${f.details})`, new Date()),
     );
     log.warn("conductor.max_retries_exceeded", {
       request_id: req.request_id,
@@ -91,15 +89,17 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
   const n = req.retry.num_attempts;
   const id = req.instance_uuids[0]!;
   const rec = await getInstance(id);
-  if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) return { selections: [] };
+  if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) return NOTHING_SCHEDULED;
   const alternates = req.alternates ?? [];
+  // The amounts the scheduler claimed for it on its first host: its flavor's.
+  const resources = resourcesFromFlavor(rec.flavor);
   if (rec.attempt === n && rec.host) {
     // A re-run of this step: the alternate was claimed and recorded already.
     const i = alternates.findIndex((a) => a.host === rec.host);
     if (i >= 0)
-      return {
-        selections: [{ instance_uuid: id, selected: alternates[i]!, alternates: alternates.slice(i + 1) }],
-      };
+      return scheduledOf([
+        { instance_uuid: id, selected: alternates[i]!, alternates: alternates.slice(i + 1) },
+      ]);
   }
   // A re-run after an alternate was claimed but before the answer reached the state machine:
   // keep that claim (an earlier alternate may fit by now, and claiming it would count twice).
@@ -112,7 +112,7 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
   for (let i = start; i < alternates.length; i++) {
     const alt = alternates[i]!;
     if (req.retry.hosts.includes(alt.host)) continue;
-    const r = await claim(alt.host, id, alt.resources, n);
+    const r = await claim(alt.host, id, resources, n);
     log.info("conductor.claim_alternate", {
       request_id: req.request_id,
       instance_uuid: id,
@@ -122,7 +122,7 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
       reason: r.claimed ? undefined : r.reason,
     });
     if (r.claimed)
-      return { selections: [{ instance_uuid: id, selected: alt, alternates: alternates.slice(i + 1) }] };
+      return scheduledOf([{ instance_uuid: id, selected: alt, alternates: alternates.slice(i + 1) }]);
   }
   throw new AlternatesExhausted(`no alternate could be claimed for instance ${id} (attempt ${n})`);
 }
@@ -137,7 +137,7 @@ export async function buildInstances(req: ConductorInput, scheduled: Scheduled):
   const queueUrls = new Map<string, string>();
   const casts: Cast[] = [];
   for (const sel of scheduled.selections) {
-    const cast = await buildOne(req, n, sel, queueUrls);
+    const cast = await buildOne(req, n, scheduled, sel, queueUrls);
     if (cast) casts.push(cast);
   }
   return { casts };
@@ -146,11 +146,13 @@ export async function buildInstances(req: ConductorInput, scheduled: Scheduled):
 async function buildOne(
   req: ConductorInput,
   n: number,
+  scheduled: Scheduled,
   sel: InstanceSelection,
   queueUrls: Map<string, string>,
 ): Promise<Cast | undefined> {
   const id = sel.instance_uuid;
-  const { host, nodename, availability_zone } = sel.selected;
+  const { host, nodename, availability_zone } = destinationIn(scheduled, sel.host);
+  // The host's name is for admins only: the event's `host` and `details` are theirs.
   const placed = await placeInstance(
     { id, request_id: req.request_id },
     n,
@@ -174,47 +176,46 @@ async function buildOne(
     if (!queueUrl) throw new Error(`host ${host} has no queue_url; cannot cast build of ${id}`);
     queueUrls.set(host, queueUrl);
   }
-  log.info("conductor.cast_build", { ...fields, alternates: sel.alternates.map((a) => a.host) });
+  log.info("conductor.cast_build", { ...fields, alternates: sel.alternates });
   return {
     queue_url: queueUrl,
     message_body: computeMessageBody({
-      version: 1,
+      version: 2,
       kind: "build_and_run_instance",
       request_id: req.request_id,
-      reservation_id: req.reservation_id,
-      project_id: req.project_id,
-      user_id: req.user_id,
       instance_uuid: id,
       host,
       node: nodename,
       attempt: n,
-      resources: sel.selected.resources,
-      request_spec: { ...req.request_spec, num_instances: 1 },
-      retry: req.retry,
-      alternates: sel.alternates,
+      resources: resourcesFromFlavor(placed.record.flavor),
+      alternates: sel.alternates.map((h) => destinationIn(scheduled, h)),
     }),
   };
 }
 
 /**
  * Anything unexpected in the workflow: release whatever this attempt claimed and put the
- * instances in ERROR (Nova's BuildAbortException), rather than leave them in BUILD.
+ * instances in ERROR (Nova's BuildAbortException), rather than leave them in BUILD. The owner
+ * reads which error it was; its cause (which may name hosts, queues, roles) is for admins, as
+ * Nova keeps an unexpected exception's text out of the fault's message.
  */
 export async function buildFailed(req: ConductorInput, err: StatesError | undefined): Promise<void> {
   const n = req.retry.num_attempts;
-  const { message } = causeOf(err);
+  const { message: cause } = causeOf(err);
+  const error = err?.Error ?? "error";
   // Claims the scheduler made that BuildInstances may not have recorded yet.
-  for (const sel of req.scheduled?.selections ?? []) await release(sel.selected.host, sel.instance_uuid, n);
+  for (const sel of req.scheduled?.selections ?? []) await release(sel.host, sel.instance_uuid, n);
   for (const id of req.instance_uuids) {
     const rec = await getInstance(id);
     if (!rec || rec.deleted || rec.vm_state !== "building") continue;
     if (rec.attempt === n && rec.host) await release(rec.host, id, n);
-    const text = `Build of instance ${id} aborted: ${err?.Error ?? "error"}: ${message}`;
+    const message = `Build of instance ${id} aborted: ${error}`;
+    const details = `${message}: ${cause}`;
     await setError(
       { id, request_id: req.request_id },
       rec.attempt,
-      fault(text, text),
-      event(EVENT_SCHEDULE, n, "Error", rec.attempt === n ? rec.host : null, text, new Date()),
+      fault(message, details),
+      event(EVENT_SCHEDULE, n, "Error", rec.attempt === n ? rec.host : null, details, new Date()),
     );
     log.error("conductor.build_failed", {
       request_id: req.request_id,

@@ -1,20 +1,10 @@
 import type { BuildRequest } from "../messages/build-request.js";
-import type { Selection } from "../scheduler/types.js";
+import type { Scheduled } from "./scheduled.js";
 
 /** The conductor execution's input: a build request plus the options the intake adds. */
 export type ConductorInput = BuildRequest & { config: { max_attempts: number }; scheduled?: Scheduled };
 
-/** One instance's destination: the claimed host and its unclaimed alternates. */
-export interface InstanceSelection {
-  instance_uuid: string;
-  selected: Selection;
-  alternates: Selection[];
-}
-
-/** What SelectDestinations and ClaimAlternate hand to BuildInstances. */
-export interface Scheduled {
-  selections: InstanceSelection[];
-}
+export type { InstanceSelection, Scheduled } from "./scheduled.js";
 
 export interface Cast {
   queue_url: string;

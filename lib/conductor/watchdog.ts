@@ -1,14 +1,16 @@
 // The build watchdog (a scheduled Lambda; a timer locally): nothing stays in BUILD because a
 // host died, a message was lost or a build hung. It reads only instances in BUILD (a sparse
 // index), fences dead attempts exactly as a failing compute would, and sends the build request
-// down the failure path again, so the attempt counts and max_attempts still bounds it.
+// down the failure path again, so the attempt counts and max_attempts still bounds it. Its
+// reasons end up in the owner's fault (MaxRetriesExceeded's "Last exception"), so they do not
+// name the host: the event records which host it was, for admins.
 import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../config.js";
+import { rescheduledText } from "../instances/faults.js";
 import { EVENT_BUILD, event, extendDeadline, fenceAttempt, listBuilding } from "../instances/repo.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log } from "../log.js";
 import { release } from "../placement/claims.js";
 import { isServiceUp, listHosts } from "../placement/hosts.js";
-import type { RequestSpec } from "../scheduler/types.js";
 import { sendBuildRequest } from "./queues.js";
 
 export interface WatchdogAction {
@@ -55,8 +57,8 @@ async function watch(
     const hostUp = up.get(rec.host) ?? false;
     if (hostUp && !overdue) return undefined;
     const reason = hostUp
-      ? `attempt ${n} on ${rec.host} passed its build deadline (instance_build_timeout ${instanceBuildTimeout()}s)`
-      : `host ${rec.host} is down (no heartbeat within service_down_time ${config.service_down_time}s, or forced down)`;
+      ? `attempt ${n} passed its build deadline (instance_build_timeout ${instanceBuildTimeout()}s)`
+      : `its host is down (no heartbeat within service_down_time ${config.service_down_time}s, or forced down)`;
     const fenced = await fenceAttempt(
       rec,
       rec.host,
@@ -74,35 +76,24 @@ async function watch(
   // by attempt.
   if (!(await extendDeadline(rec))) return undefined;
   const reason = rec.host
-    ? `reschedule of attempt ${n} from ${rec.host} did not reach the conductor in time`
-    : "build request did not reach the conductor in time";
+    ? `the reschedule of attempt ${n} did not reach the conductor in time`
+    : "its build request did not reach the conductor in time";
   await resend(rec, n + 1, reason);
   return { ...base, action: "resent", reason };
 }
 
-function requestSpecOf(rec: InstanceRecord): RequestSpec {
-  return (
-    rec.request_spec ?? {
-      project_id: rec.project_id,
-      user_id: rec.user_id,
-      flavor: rec.flavor,
-      image: rec.image,
-      ...(rec.requested_availability_zone ? { availability_zone: rec.requested_availability_zone } : {}),
-      scheduler_hints: {},
-      num_instances: 1,
-    }
-  );
-}
-
 async function resend(rec: InstanceRecord, numAttempts: number, reason: string): Promise<void> {
   await sendBuildRequest({
-    version: 1,
+    version: 2,
     request_id: rec.request_id,
     reservation_id: rec.reservation_id,
     project_id: rec.project_id,
     user_id: rec.user_id,
     instance_uuids: [rec.id],
-    request_spec: { ...requestSpecOf(rec), num_instances: 1 },
-    retry: { num_attempts: numAttempts, hosts: [...new Set(rec.retry_hosts)], last_fault: reason },
+    retry: {
+      num_attempts: numAttempts,
+      hosts: [...new Set(rec.retry_hosts)],
+      last_fault: rescheduledText(rec.id, reason),
+    },
   });
 }

@@ -202,7 +202,9 @@ export async function placeInstance(
   return { kind: "gone", record: current };
 }
 
-export type SpawnOutcome = "started" | "in-progress" | "failure-recorded" | "fenced";
+export type SpawnOutcome =
+  | { outcome: "started" | "in-progress" | "failure-recorded"; record: InstanceRecord }
+  | { outcome: "fenced"; record: InstanceRecord | undefined };
 
 /**
  * Compute: take the build for `attempt` on `host`. `in-progress` means this attempt was already
@@ -214,7 +216,7 @@ export async function startSpawn(
   host: string,
   attempt: number,
   ev: ActionEvent,
-): Promise<{ outcome: SpawnOutcome; record: InstanceRecord | undefined }> {
+): Promise<SpawnOutcome> {
   const started = await transition(
     rec.id,
     merge(

@@ -1,22 +1,44 @@
 import { z } from "zod";
-import { describeZodError, requestSpec, retry, selection, uuid } from "./common.js";
+import {
+  describeZodError,
+  destination,
+  destinationOf,
+  requestSpec,
+  retry,
+  selection,
+  uuid,
+} from "./common.js";
+
+const ids = {
+  /** the create action's request id (req-…), shared by every attempt */
+  request_id: z.string().min(1),
+  reservation_id: z.string().min(1),
+  project_id: z.string().min(1),
+  user_id: z.string().min(1),
+  instance_uuids: z.array(uuid).min(1),
+  retry: retry,
+};
 
 /**
  * The message on `build-requests`: sent by the API for a new create and, unchanged in shape, by
- * compute (or the watchdog) when a build failed and must be rescheduled.
+ * compute (or the watchdog) when a build failed and must be rescheduled. Ids and small facts
+ * only: the request spec is on each instance's record, where the scheduler reads it, so neither
+ * this message nor the conductor's state grows with the request's hints (Step Functions' state
+ * is limited to 256 KiB).
  */
+export const buildRequestV2 = z.object({
+  version: z.literal(2),
+  ...ids,
+  /** remaining unclaimed alternates, in order; only on a reschedule of one instance */
+  alternates: z.array(destination).optional(),
+});
+
+/** v1 carried the whole request spec, and alternates with their amounts. */
 export const buildRequestV1 = z
   .object({
     version: z.literal(1),
-    /** the create action's request id (req-…), shared by every attempt */
-    request_id: z.string().min(1),
-    reservation_id: z.string().min(1),
-    project_id: z.string().min(1),
-    user_id: z.string().min(1),
-    instance_uuids: z.array(uuid).min(1),
+    ...ids,
     request_spec: requestSpec,
-    retry: retry,
-    /** remaining unclaimed alternates, in order; only on a reschedule of one instance */
     alternates: z.array(selection).optional(),
   })
   .refine((m) => m.request_spec.num_instances === m.instance_uuids.length, {
@@ -24,7 +46,25 @@ export const buildRequestV1 = z
     path: ["request_spec", "num_instances"],
   });
 
-export type BuildRequest = z.infer<typeof buildRequestV1>;
+export type BuildRequest = z.infer<typeof buildRequestV2>;
+
+/**
+ * What the intake accepts: v2, and a v1 message still queued (or redriven from the dead-letter
+ * queue) from before v2. The records v1 was sent for hold the same request spec (the API has
+ * always written it with them), so a v1 message is read as the v2 message it would be now.
+ */
+export const buildRequest = z
+  .discriminatedUnion("version", [buildRequestV2, buildRequestV1])
+  .transform((m): BuildRequest => (m.version === 2 ? m : fromV1(m)));
+
+function fromV1(m: z.infer<typeof buildRequestV1>): BuildRequest {
+  const { request_spec: _spec, alternates, ...rest } = m;
+  return {
+    ...rest,
+    version: 2,
+    ...(alternates ? { alternates: alternates.map(destinationOf) } : {}),
+  };
+}
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
 
@@ -40,5 +80,5 @@ export function parseJsonMessage<T>(schema: z.ZodType<T>, body: string): Parsed<
 }
 
 export function parseBuildRequest(body: string): Parsed<BuildRequest> {
-  return parseJsonMessage(buildRequestV1, body);
+  return parseJsonMessage(buildRequest, body);
 }

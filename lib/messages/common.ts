@@ -35,6 +35,7 @@ export const requestSpec = z.object({
   requested_destination: z.object({ host: z.string().optional(), node: z.string().optional() }).optional(),
 });
 
+/** A v1 message's alternate: a destination with the amounts to claim on it. */
 export const selection = z.object({
   host: z.string(),
   nodename: z.string(),
@@ -42,11 +43,31 @@ export const selection = z.object({
   resources: z.record(z.string(), z.number()),
 });
 
+/**
+ * Where an instance may go (Nova's Selection without its allocation request): the amounts to
+ * claim are the instance's flavor's, read from its record, so no message repeats them.
+ */
+export const destination = z.object({
+  host: z.string().min(1),
+  nodename: z.string().min(1),
+  availability_zone: z.string(),
+});
+
+export type Destination = z.infer<typeof destination>;
+
+/** Where a selection (or a v1 alternate) is, without the amounts claimed there. */
+export function destinationOf(s: Destination): Destination {
+  return { host: s.host, nodename: s.nodename, availability_zone: s.availability_zone };
+}
+
 /** Nova's filter_properties['retry']: the attempt this message asks for and the hosts tried. */
 export const retry = z.object({
   num_attempts: z.number().int().min(1),
   hosts: z.array(z.string()),
-  /** why the previous attempt failed, for MaxRetriesExceeded's "Last exception" */
+  /**
+   * why the previous attempt failed, for MaxRetriesExceeded's "Last exception"; the owner reads
+   * it, so senders write it without host names (and the hosts tried are taken out of it again)
+   */
   last_fault: z.string().optional(),
 });
 

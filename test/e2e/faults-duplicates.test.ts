@@ -26,13 +26,12 @@ afterAll(async () => runtime?.stop());
 async function requestFor(id: string): Promise<BuildRequest> {
   const rec = (await getInstance(id))!;
   return {
-    version: 1,
+    version: 2,
     request_id: rec.request_id,
     reservation_id: rec.reservation_id,
     project_id: rec.project_id,
     user_id: rec.user_id,
     instance_uuids: [id],
-    request_spec: rec.request_spec!,
     retry: { num_attempts: 1, hosts: [] },
   };
 }

@@ -45,7 +45,15 @@ async function instance(attempt = 0, hostName: string | null = null): Promise<st
   await dynamo().send(
     new PutCommand({
       TableName: resources().instancesTable,
-      Item: { id, deleted: false, vm_state: "building", task_state: "scheduling", host: hostName, attempt },
+      Item: {
+        id,
+        deleted: false,
+        vm_state: "building",
+        task_state: "scheduling",
+        host: hostName,
+        attempt,
+        flavor: FLAVOR,
+      },
     }),
   );
   return id;
@@ -53,19 +61,12 @@ async function instance(attempt = 0, hostName: string | null = null): Promise<st
 
 function request(ids: string[], attempt: number, tried: string[], alternates?: string[]): ConductorInput {
   return {
-    version: 1,
+    version: 2,
     request_id: `req-${randomUUID()}`,
     reservation_id: "r-1",
     project_id: "p",
     user_id: "u",
     instance_uuids: ids,
-    request_spec: {
-      project_id: "p",
-      flavor: FLAVOR,
-      image: { id: "cirros", name: "cirros", properties: {} },
-      scheduler_hints: {},
-      num_instances: ids.length,
-    },
     retry: { num_attempts: attempt, hosts: tried },
     ...(alternates
       ? {
@@ -73,7 +74,6 @@ function request(ids: string[], attempt: number, tried: string[], alternates?: s
             host: h,
             nodename: h,
             availability_zone: "nova",
-            resources: REQUESTED,
           })),
         }
       : {}),
@@ -98,7 +98,7 @@ describe("moving a consumer", () => {
     expect(await release("mv-a", id, 1)).toBe(true);
     expect(await holders(id)).toEqual([]);
     const s = await claimAlternate(request([id], 2, ["mv-a"], ["mv-b", "mv-c"]));
-    expect(s.selections[0]?.selected.host).toBe("mv-b");
+    expect(s.selections[0]?.host).toBe("mv-b");
     expect(await holders(id)).toEqual(["mv-b"]);
   });
 
@@ -109,10 +109,10 @@ describe("moving a consumer", () => {
     const blocker = await instance();
     expect((await claim("alt-full", blocker, REQUESTED, 1)).claimed).toBe(true);
     const req = request([id], 2, ["mv-a"], ["alt-full", "alt-free"]);
-    expect((await claimAlternate(req)).selections[0]?.selected.host).toBe("alt-free");
+    expect((await claimAlternate(req)).selections[0]?.host).toBe("alt-free");
     await release("alt-full", blocker, 1);
     // The first run's answer was lost; the state machine runs the step again.
-    expect((await claimAlternate(req)).selections[0]?.selected.host).toBe("alt-free");
+    expect((await claimAlternate(req)).selections[0]?.host).toBe("alt-free");
     expect(await holders(id)).toEqual(["alt-free"]);
   });
 });

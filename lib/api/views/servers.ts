@@ -1,5 +1,6 @@
 // Nova's server views. What an admin sees beyond a member: the OS-EXT-SRV-ATTR fields and a
 // fault's details.
+import { withoutHosts } from "../../instances/faults.js";
 import type { InstanceRecord, VmState } from "../../instances/types.js";
 import { embeddedFlavorView } from "./flavors.js";
 import { hostId, isoMicro, isoSeconds, resourceLinks } from "./format.js";
@@ -39,6 +40,11 @@ export function availabilityZoneOf(
 /** Stand-in for Nova's instance_name_template `instance-%08x` (there is no integer id here). */
 export function instanceName(rec: Pick<InstanceRecord, "id">): string {
   return `instance-${rec.id.replace(/-/g, "").slice(0, 8)}`;
+}
+
+/** Every host the instance was on or tried. */
+function hostsOf(rec: Pick<InstanceRecord, "host" | "retry_hosts">): string[] {
+  return [...(rec.retry_hosts ?? []), ...(rec.host ? [rec.host] : [])];
 }
 
 export function serverSummaryView(rec: InstanceRecord, baseUrl: string): unknown {
@@ -87,7 +93,8 @@ export function serverView(rec: InstanceRecord, opts: ViewOptions): Record<strin
   if (status === "ERROR" && rec.fault) {
     const fault: Record<string, unknown> = {
       code: rec.fault.code,
-      message: rec.fault.message,
+      // Written without host names; a fault recorded before they were kept out still has them.
+      message: opts.isAdmin ? rec.fault.message : withoutHosts(rec.fault.message, hostsOf(rec)),
       created: isoSeconds(rec.fault.created),
     };
     // the operator's detail (hosts, filters, attempts) is for admins only

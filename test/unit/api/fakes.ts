@@ -24,6 +24,13 @@ export interface FakeWorld {
   catalog: CatalogFakes;
 }
 
+/** The request spec of what the API sent: kept on the instance records, not in the message. */
+export function sentSpec(w: FakeWorld, msg: BuildRequest | undefined) {
+  const spec = w.instances.get(msg?.instance_uuids[0] ?? "")?.request_spec;
+  if (!spec) throw new Error(`no request spec recorded for ${JSON.stringify(msg?.instance_uuids)}`);
+  return spec;
+}
+
 export const NOW = new Date("2026-03-01T12:00:00.123Z");
 
 export function host(name: string, overrides: Partial<HostRecord> = {}): HostRecord {

@@ -4,8 +4,8 @@ import { fromApiGatewayEvent, toApiGatewayResult } from "../../../lib/api/apigw.
 import type { HttpRequest } from "../../../lib/api/request.js";
 import { handleHttp, matchRoute } from "../../../lib/api/router.js";
 import { MAX_REQUEST_BODY_BYTES } from "../../../lib/config.js";
-import { buildRequestV1 } from "../../../lib/messages/build-request.js";
-import { type FakeWorld, fakeWorld, NOW } from "./fakes.js";
+import { buildRequestV2 } from "../../../lib/messages/build-request.js";
+import { type FakeWorld, fakeWorld, NOW, sentSpec } from "./fakes.js";
 
 const ADMIN = "admin-token";
 const DEMO = "demo-token";
@@ -235,24 +235,25 @@ describe("POST /v2.1/servers", () => {
 
     expect(w.sent).toHaveLength(1);
     const msg = w.sent[0]!;
-    expect(buildRequestV1.safeParse(msg).success).toBe(true);
+    expect(buildRequestV2.safeParse(msg).success).toBe(true);
+    // Ids only: the request spec is on the record, where the scheduler reads it.
     expect(msg).toEqual({
-      version: 1,
+      version: 2,
       request_id: requestId,
       reservation_id: rec.reservation_id,
       project_id: "demo",
       user_id: "demo",
       instance_uuids: [id],
-      request_spec: {
-        project_id: "demo",
-        user_id: "demo",
-        flavor: rec.flavor,
-        image: rec.image,
-        availability_zone: "az2",
-        scheduler_hints: { x: 1 },
-        num_instances: 1,
-      },
       retry: { num_attempts: 1, hosts: [] },
+    });
+    expect(rec.request_spec).toEqual({
+      project_id: "demo",
+      user_id: "demo",
+      flavor: rec.flavor,
+      image: rec.image,
+      availability_zone: "az2",
+      scheduler_hints: { x: 1 },
+      num_instances: 1,
     });
   });
 
@@ -265,7 +266,7 @@ describe("POST /v2.1/servers", () => {
     expect(w.sent).toHaveLength(1);
     const ids = w.sent[0]!.instance_uuids;
     expect(ids).toHaveLength(3);
-    expect(w.sent[0]!.request_spec.num_instances).toBe(3);
+    for (const i of ids) expect(w.instances.get(i)!.request_spec).toEqual(sentSpec(w, w.sent[0]));
     expect(r.json.server.id).toBe(ids[0]);
     expect(ids.map((i) => w.instances.get(i)!.name)).toEqual(["batch-1", "batch-2", "batch-3"]);
     expect(new Set(ids.map((i) => w.instances.get(i)!.reservation_id))).toEqual(
@@ -284,7 +285,7 @@ describe("POST /v2.1/servers", () => {
       body: server({ imageRef: "a1b2c3d4-0000-4000-8000-000000000002", adminPass: "pw" }),
     });
     expect(r.json.server.adminPass).toBe("pw");
-    expect(w.sent[0]!.request_spec.image.name).toBe("ubuntu");
+    expect(sentSpec(w, w.sent[0]).image.name).toBe("ubuntu");
   });
 
   it.each<[string, Record<string, unknown>, string]>([
@@ -326,16 +327,16 @@ describe("POST /v2.1/servers", () => {
     });
     expect(r.status).toBe(202);
     // Nova's split: the zone stays a zone, the host becomes a forced host (which skips filters).
-    expect(w.sent[0]!.request_spec.availability_zone).toBe("nowhere");
-    expect(w.sent[0]!.request_spec.force_hosts).toEqual(["host-1"]);
-    expect(w.sent[0]!.request_spec.force_nodes).toBeUndefined();
+    expect(sentSpec(w, w.sent[0]).availability_zone).toBe("nowhere");
+    expect(sentSpec(w, w.sent[0]).force_hosts).toEqual(["host-1"]);
+    expect(sentSpec(w, w.sent[0]).force_nodes).toBeUndefined();
     const node = await call("POST", "/v2.1/servers", {
       token: ADMIN,
       body: server({ availability_zone: "nova::node-7" }),
     });
     expect(node.status).toBe(202);
-    expect(w.sent[1]!.request_spec).toMatchObject({ availability_zone: "nova", force_nodes: ["node-7"] });
-    expect(w.sent[1]!.request_spec.force_hosts).toBeUndefined();
+    expect(sentSpec(w, w.sent[1])).toMatchObject({ availability_zone: "nova", force_nodes: ["node-7"] });
+    expect(sentSpec(w, w.sent[1]).force_hosts).toBeUndefined();
     expect(
       (await call("POST", "/v2.1/servers", { body: server({ availability_zone: "nova:host-1" }) })).status,
     ).toBe(403);

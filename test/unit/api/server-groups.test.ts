@@ -8,7 +8,7 @@ import {
   parseServerGroupListQuery,
 } from "../../../lib/api/validation/server-groups.js";
 import { serverGroupView } from "../../../lib/api/views/server-groups.js";
-import { apiCall, type FakeWorld, fakeWorld, NOW } from "./fakes.js";
+import { apiCall, type FakeWorld, fakeWorld, NOW, sentSpec } from "./fakes.js";
 
 const member: AuthContext = { user_id: "demo", project_id: "demo", roles: ["member"], isAdmin: false };
 const admin: AuthContext = { user_id: "admin", project_id: "admin", roles: ["admin"], isAdmin: true };
@@ -178,7 +178,7 @@ describe("/os-server-groups", () => {
     const id = await newGroup();
     const r = await call("POST", "/v2.1/servers", "demo-token", boot(id, { min_count: 2 }));
     expect(r.status).toBe(202);
-    expect(w.sent.at(-1)!.request_spec.scheduler_hints).toEqual({ group: id });
+    expect(sentSpec(w, w.sent.at(-1)).scheduler_hints).toEqual({ group: id });
     const uuids = w.sent.at(-1)!.instance_uuids;
     const shown = await call("GET", `/v2.1/os-server-groups/${id}`);
     expect(shown.json.server_group.members).toEqual(uuids);

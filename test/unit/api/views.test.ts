@@ -144,6 +144,26 @@ describe("server view", () => {
     });
   });
 
+  it("a fault recorded with host names (before they were kept out) reaches members without them", () => {
+    const message = "Exceeded maximum number of retries. Last exception: host-2: spawn on host-2 failed";
+    const rec = record({
+      vm_state: "error",
+      task_state: null,
+      host: "host-2",
+      retry_hosts: ["host-1", "host-2"],
+      fault: { code: 500, message, details: "hosts tried: host-1, host-2", created: "2026-03-01T12:00:02Z" },
+    });
+    expect(serverView(rec, { baseUrl: BASE, isAdmin: false }).fault).toEqual({
+      code: 500,
+      message: "Exceeded maximum number of retries. Last exception: the host: spawn on the host failed",
+      created: "2026-03-01T12:00:02Z",
+    });
+    expect(serverView(rec, { baseUrl: BASE, isAdmin: true }).fault).toMatchObject({
+      message,
+      details: "hosts tried: host-1, host-2",
+    });
+  });
+
   it("the list view is id, name, links", () => {
     const r = record();
     expect(serverSummaryView(r, BASE)).toEqual({
