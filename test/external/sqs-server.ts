@@ -3,8 +3,8 @@
 // queues `http://sqs.<region>.localhost:<port>/…`, a host this machine does not resolve; with an
 // empty store host fauxqs builds queue URLs from the request's Host header, the endpoint itself.
 import { existsSync } from "node:fs";
-import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildApp } from "fauxqs";
