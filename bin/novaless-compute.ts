@@ -30,7 +30,7 @@ if (!values.host || missing.length) {
     "usage: novaless-compute --host NAME [--availability-zone AZ] [--vcpus N] [--memory-mb N] [--local-gb N]\n" +
       "                        [--build-ms N] [--fail-builds]\n" +
       `environment needed: ${required.join(", ")} (stack outputs)\n` +
-      `and NOVALESS_COMPUTE_QUEUE_PREFIX (stack output ComputeQueuePrefix; default ${DEFAULT_COMPUTE_QUEUE_PREFIX})\n` +
+      `optional: NOVALESS_COMPUTE_QUEUE_PREFIX (stack output ComputeQueuePrefix; default ${DEFAULT_COMPUTE_QUEUE_PREFIX})\n` +
       (missing.length ? `missing: ${missing.join(", ")}\n` : ""),
   );
   process.exit(2);
