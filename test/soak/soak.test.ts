@@ -7,7 +7,7 @@ it("survives 40 s of creates, deletes, dead hosts, duplicate and delayed message
   const started = Date.now();
   const report = await runSoak({ minutes: 40 / 60, seed: 20261121, settleSeconds: 120 });
   process.stdout.write(`${printReport(report)}\n  took ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
-  expect(report.requests).toBeGreaterThan(50);
+  expect(report.requests).toBeGreaterThan(30);
   expect(report.host_kills).toBeGreaterThan(0);
   expect(report.active).toBeGreaterThan(0);
   expect(mustBeZero(report), printReport(report)).toEqual([]);
