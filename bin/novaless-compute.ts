@@ -1,9 +1,14 @@
 // `novaless-compute`: run one compute agent (fake driver) against whatever AWS the environment
-// points at: the deployed stack's tables and queues (see the stack outputs) or LocalStack.
+// points at: the deployed stack's tables and queues (see the stack outputs) or LocalStack. The
+// host's queue is named from NOVALESS_COMPUTE_QUEUE_PREFIX (the stack output ComputeQueuePrefix;
+// unset, the default stack's) and the host name, see lib/compute/queue-name.ts.
 import { parseArgs } from "node:util";
+import { DLQ_SUFFIX } from "../infra/resources.js";
 import { ComputeAgent } from "../lib/compute/agent.js";
 import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
+import { computeQueueName } from "../lib/compute/queue-name.js";
+import { DEFAULT_COMPUTE_QUEUE_PREFIX, resources } from "../lib/config.js";
 
 const { values } = parseArgs({
   options: {
@@ -24,7 +29,8 @@ if (!values.host || missing.length) {
   process.stderr.write(
     "usage: novaless-compute --host NAME [--availability-zone AZ] [--vcpus N] [--memory-mb N] [--local-gb N]\n" +
       "                        [--build-ms N] [--fail-builds]\n" +
-      `environment needed: ${required.join(", ")}, NOVALESS_COMPUTE_QUEUE_PREFIX (stack outputs)\n` +
+      `environment needed: ${required.join(", ")} (stack outputs)\n` +
+      `optional: NOVALESS_COMPUTE_QUEUE_PREFIX (stack output ComputeQueuePrefix; default ${DEFAULT_COMPUTE_QUEUE_PREFIX})\n` +
       (missing.length ? `missing: ${missing.join(", ")}\n` : ""),
   );
   process.exit(2);
@@ -36,6 +42,8 @@ const int = (v: string, name: string) => {
   return n;
 };
 const host = values.host;
+// Refuse a host name or prefix that cannot make a queue before touching any AWS resource.
+const queueName = computeQueueName(resources().computeQueuePrefix, host, DLQ_SUFFIX);
 const agent = new ComputeAgent({
   host,
   availability_zone: values["availability-zone"],
@@ -52,6 +60,7 @@ const agent = new ComputeAgent({
   }),
 });
 await agent.start();
+process.stdout.write(`compute host ${host}: queue ${queueName}\n`);
 const stop = async () => {
   await agent.stop();
   process.exit(0);

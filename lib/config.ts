@@ -475,9 +475,16 @@ export interface Resources {
   buildRequestsQueueUrl: string;
   buildRequestsDlqUrl: string;
   conductorStateMachineArn: string;
-  /** Prefix of every compute host's queue name: `${prefix}<host>`. */
+  /** Prefix of every compute host's queue name (see computeQueueName in lib/compute/queue-name.ts). */
   computeQueuePrefix: string;
 }
+
+/**
+ * The deployed stack's default compute queue prefix: `${stackName}-compute-` lowercased, for the
+ * stack infra/app.ts names "NovalessStack". An agent started with no NOVALESS_COMPUTE_QUEUE_PREFIX
+ * therefore reads the queues that stack's IAM policy covers.
+ */
+export const DEFAULT_COMPUTE_QUEUE_PREFIX = "novalessstack-compute-";
 
 export function resources(): Resources {
   return {
@@ -487,7 +494,7 @@ export function resources(): Resources {
     buildRequestsQueueUrl: process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL || "",
     buildRequestsDlqUrl: process.env.NOVALESS_BUILD_REQUESTS_DLQ_URL || "",
     conductorStateMachineArn: process.env.NOVALESS_CONDUCTOR_ARN || "",
-    computeQueuePrefix: process.env.NOVALESS_COMPUTE_QUEUE_PREFIX || "novaless-compute-",
+    computeQueuePrefix: process.env.NOVALESS_COMPUTE_QUEUE_PREFIX || DEFAULT_COMPUTE_QUEUE_PREFIX,
   };
 }
 

@@ -7,7 +7,7 @@ import {
   type Message,
   ReceiveMessageCommand,
 } from "@aws-sdk/client-sqs";
-import { COMPUTE_QUEUE } from "../../infra/resources.js";
+import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../../infra/resources.js";
 import { sqsClient } from "../aws/clients.js";
 import { ensureQueueWithDlq } from "../aws/queues.js";
 import { sendBuildRequest, sendToDeadLetter } from "../conductor/queues.js";
@@ -27,6 +27,7 @@ import { release } from "../placement/claims.js";
 import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import type { Driver } from "./drivers/driver.js";
+import { computeQueueName } from "./queue-name.js";
 
 export interface AgentOptions {
   host: string;
@@ -71,7 +72,10 @@ export class ComputeAgent {
 
   /** Create the host's queue, register the host with its inventory, start heartbeats and polling. */
   async start(): Promise<void> {
-    const q = await ensureQueueWithDlq(`${resources().computeQueuePrefix}${this.opts.host}`, COMPUTE_QUEUE);
+    const q = await ensureQueueWithDlq(
+      computeQueueName(resources().computeQueuePrefix, this.opts.host, DLQ_SUFFIX),
+      COMPUTE_QUEUE,
+    );
     this.queueUrl = q.queueUrl;
     this.dlqUrl = q.dlqUrl;
     const d = this.opts.driver;

@@ -2,6 +2,9 @@
 // host queue → compute → ACTIVE, and the ways it ends in ERROR.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
+import { DLQ_SUFFIX } from "../../infra/resources.js";
+import { computeQueueName } from "../../lib/compute/queue-name.js";
+import { resources } from "../../lib/config.js";
 import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
@@ -184,6 +187,8 @@ describe("hosts", () => {
     expect(h1.availability_zone).toBe("az1");
     expect(hosts.get("host-2")!.availability_zone).toBe("az2");
     expect(h1.inventories.MEMORY_MB).toMatchObject({ total: 65536, reserved: 512, allocation_ratio: 1.5 });
-    expect(h1.queue_url).toContain("novaless-compute-host-1");
+    expect(h1.queue_url).toMatch(
+      new RegExp(`/${computeQueueName(resources().computeQueuePrefix, "host-1", DLQ_SUFFIX)}$`),
+    );
   });
 });

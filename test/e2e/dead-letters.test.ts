@@ -5,8 +5,11 @@ import { promisify } from "node:util";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
+import { DLQ_SUFFIX } from "../../infra/resources.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { listDeadLetterQueues, peekDeadLetters, redrive } from "../../lib/aws/dead-letters.js";
+import { computeQueueName } from "../../lib/compute/queue-name.js";
+import { resources } from "../../lib/config.js";
 import { createInstances, getInstance } from "../../lib/instances/repo.js";
 import { type Client, eventually, startTestRuntime } from "./harness.js";
 
@@ -18,6 +21,14 @@ beforeAll(async () => {
 });
 afterAll(async () => runtime?.stop());
 
+/** The runtime names its queues per run when the AWS is shared (NOVALESS_EXTERNAL_AWS=1). */
+function buildRequestsDlqName(): string {
+  const url = resources().buildRequestsDlqUrl;
+  return url.slice(url.lastIndexOf("/") + 1);
+}
+const hostDlqName = (host: string) =>
+  `${computeQueueName(resources().computeQueuePrefix, host, DLQ_SUFFIX)}${DLQ_SUFFIX}`;
+
 it("lists every DLQ (build-requests and each host's) with the reason, via the CLI too", async () => {
   await sqsClient().send(
     new SendMessageCommand({
@@ -26,23 +37,23 @@ it("lists every DLQ (build-requests and each host's) with the reason, via the CL
     }),
   );
   const dlqs = await eventually(listDeadLetterQueues, (qs) => qs.some((q) => q.approximateMessages > 0));
-  expect(dlqs.map((q) => q.name)).toEqual([
-    "novaless-build-requests-dlq",
-    "novaless-compute-host-1-dlq",
-    "novaless-compute-host-2-dlq",
-  ]);
-  const [letter] = await peekDeadLetters(dlqs[0]!.url);
+  expect(dlqs.map((q) => q.name)).toEqual(
+    [buildRequestsDlqName(), hostDlqName("host-1"), hostDlqName("host-2")].sort(),
+  );
+  const parked = dlqs.find((q) => q.name === buildRequestsDlqName())!;
+  const [letter] = await peekDeadLetters(parked.url);
   expect(letter).toMatchObject({ body: "{oops", reason: expect.stringMatching(/not JSON/) });
   // Peeking took nothing away.
-  expect(await peekDeadLetters(dlqs[0]!.url)).toHaveLength(1);
+  expect(await peekDeadLetters(parked.url)).toHaveLength(1);
 
   // Asynchronously: the emulators the CLI talks to run in this very process.
   const cli = await promisify(execFile)("npx", ["tsx", "bin/novaless-dlq.ts", "list", "--json"], {
     env: process.env,
   });
   const report = JSON.parse(cli.stdout);
-  expect(report[0]).toMatchObject({ queue: "novaless-build-requests-dlq", messages: 1 });
-  expect(report[0].letters[0].reason).toMatch(/not JSON/);
+  const listed = report.find((q: { queue: string }) => q.queue === buildRequestsDlqName());
+  expect(listed).toMatchObject({ messages: 1 });
+  expect(listed.letters[0].reason).toMatch(/not JSON/);
 });
 
 it("a build request parked before the conductor saw it is built once redriven", async () => {
@@ -70,7 +81,7 @@ it("a build request parked before the conductor saw it is built once redriven", 
       actions: { [requestId]: { ...Object.values(t.actions)[0]!, request_id: requestId, events: {} } },
     },
   ]);
-  const dlq = (await listDeadLetterQueues()).find((q) => q.name === "novaless-build-requests-dlq")!;
+  const dlq = (await listDeadLetterQueues()).find((q) => q.name === buildRequestsDlqName())!;
   const body = JSON.stringify({
     version: 1,
     request_id: requestId,

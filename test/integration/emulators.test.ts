@@ -16,16 +16,27 @@ import {
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { createQueues, createTables } from "../../infra/local/tables.js";
+import { createQueues, createTables, localTables, runSuffix } from "../../infra/local/tables.js";
 import {
   BUILD_REQUESTS_QUEUE,
   COMPUTE_QUEUE,
   DLQ_RETENTION_SECONDS,
   DLQ_SUFFIX,
   INSTANCES_BY_PROJECT_INDEX,
-  TABLES,
 } from "../../infra/resources.js";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
+
+// NOVALESS_EXTERNAL_AWS=1: the DynamoDB and SQS outlive this file and serve other runs, so its
+// tables and queues get names of their own, and what only the embedded servers promise is skipped.
+const external = process.env.NOVALESS_EXTERNAL_AWS === "1";
+if (external) {
+  console.warn(
+    "SKIPPED: the embedded emulators' binding and shutdown (NOVALESS_EXTERNAL_AWS=1: DynamoDB and SQS run elsewhere)",
+  );
+}
+const suffix = runSuffix();
+const tables = localTables(suffix);
+const buildRequests = { ...BUILD_REQUESTS_QUEUE, localName: `${BUILD_REQUESTS_QUEUE.localName}${suffix}` };
 
 describe("local emulators (dynalite, fauxqs)", () => {
   let emulators: Emulators;
@@ -47,7 +58,7 @@ describe("local emulators (dynalite, fauxqs)", () => {
     await emulators?.stop();
   });
 
-  it("listens on 127.0.0.1 only and exposes the SDK environment", () => {
+  it.skipIf(external)("listens on 127.0.0.1 only and exposes the SDK environment", () => {
     for (const url of [emulators.endpoints.dynamodb, emulators.endpoints.sqs]) {
       expect(new URL(url).hostname).toBe("127.0.0.1");
       expect(Number(new URL(url).port)).toBeGreaterThan(0);
@@ -64,9 +75,9 @@ describe("local emulators (dynalite, fauxqs)", () => {
   });
 
   it("creates every table of the stack, idempotently, and stores and queries items", async () => {
-    await createTables(ddb);
-    await createTables(ddb);
-    for (const spec of TABLES) {
+    await createTables(ddb, tables);
+    await createTables(ddb, tables);
+    for (const spec of tables) {
       const { Table } = await ddb.send(new DescribeTableCommand({ TableName: spec.localName }));
       expect(Table?.TableStatus).toBe("ACTIVE");
       expect(Table?.KeySchema).toEqual([{ AttributeName: spec.partitionKey, KeyType: "HASH" }]);
@@ -76,7 +87,7 @@ describe("local emulators (dynalite, fauxqs)", () => {
       );
     }
 
-    const instances = TABLES.find((t) => t.id === "Instances")!.localName;
+    const instances = tables.find((t) => t.id === "Instances")!.localName;
     const item = {
       id: { S: "3f1e7a52-9b0c-4d1e-8f2a-5c6b7d8e9f01" },
       project_id: { S: "p1" },
@@ -100,14 +111,14 @@ describe("local emulators (dynalite, fauxqs)", () => {
   });
 
   it("creates the build-requests queue and its DLQ with the stack's attributes", async () => {
-    const first = await createQueues(sqs);
-    const again = await createQueues(sqs);
+    const first = await createQueues(sqs, buildRequests);
+    const again = await createQueues(sqs, buildRequests);
     expect(again).toEqual(first);
     // Queue URLs point at the endpoint itself, so a client that sends calls to its QueueUrl's host
     // (the SDK's default) reaches fauxqs.
     expect(new URL(first.buildRequestsQueueUrl).origin).toBe(emulators.endpoints.sqs);
-    expect(first.buildRequestsQueueUrl.endsWith(`/${BUILD_REQUESTS_QUEUE.localName}`)).toBe(true);
-    expect(first.buildRequestsDlqUrl.endsWith(`/${BUILD_REQUESTS_QUEUE.localName}${DLQ_SUFFIX}`)).toBe(true);
+    expect(first.buildRequestsQueueUrl.endsWith(`/${buildRequests.localName}`)).toBe(true);
+    expect(first.buildRequestsDlqUrl.endsWith(`/${buildRequests.localName}${DLQ_SUFFIX}`)).toBe(true);
 
     const attrs = await sqs.send(
       new GetQueueAttributesCommand({ QueueUrl: first.buildRequestsQueueUrl, AttributeNames: ["All"] }),
@@ -126,7 +137,7 @@ describe("local emulators (dynalite, fauxqs)", () => {
   it("sends, receives and deletes a message without the SDK's QueueUrl/endpoint warning", async () => {
     const warn = vi.spyOn(console, "warn");
     try {
-      const { buildRequestsQueueUrl: QueueUrl } = await createQueues(sqs);
+      const { buildRequestsQueueUrl: QueueUrl } = await createQueues(sqs, buildRequests);
       await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: JSON.stringify({ hello: "nova" }) }));
       const got = await sqs.send(
         new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 1, MaxNumberOfMessages: 10 }),
@@ -144,11 +155,13 @@ describe("local emulators (dynalite, fauxqs)", () => {
   it("moves a message to the DLQ after maxReceiveCount receives", async () => {
     const spec = { ...COMPUTE_QUEUE, visibilityTimeout: 1, maxReceiveCount: 2 };
     const { queueUrl, dlqUrl } = await ensureQueueWithDlq(
-      `${COMPUTE_QUEUE.localName}redrive-host`,
+      `${COMPUTE_QUEUE.localName}redrive-host${suffix}`,
       spec,
       sqs,
     );
-    expect(await ensureQueueWithDlq(`${COMPUTE_QUEUE.localName}redrive-host`, spec, sqs)).toMatchObject({
+    expect(
+      await ensureQueueWithDlq(`${COMPUTE_QUEUE.localName}redrive-host${suffix}`, spec, sqs),
+    ).toMatchObject({
       queueUrl,
       dlqUrl,
     });
@@ -176,7 +189,7 @@ describe("local emulators (dynalite, fauxqs)", () => {
 });
 
 describe("startEmulators / stop", () => {
-  it("stops every server it started, and a second stop is harmless", async () => {
+  it.skipIf(external)("stops every server it started, and a second stop is harmless", async () => {
     const emulators = await startEmulators();
     const ddb = new DynamoDBClient({
       endpoint: emulators.endpoints.dynamodb,

@@ -3,7 +3,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll } from "vitest";
 import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { createTables, localTables } from "../../infra/local/tables.js";
+import { createTables, localTables, runSuffix } from "../../infra/local/tables.js";
 import { resetClients } from "../../lib/aws/clients.js";
 
 export function useLocalAws(): { emulators: () => Emulators } {
@@ -11,8 +11,14 @@ export function useLocalAws(): { emulators: () => Emulators } {
   let restore: (() => void) | undefined;
   beforeAll(async () => {
     emulators = await startEmulators();
-    const tables = localTables();
-    restore = applyEnv({ ...emulators.env, ...Object.fromEntries(tables.map((t) => [t.env, t.localName])) });
+    // Names of this file's own when the AWS is shared (NOVALESS_EXTERNAL_AWS=1), as the runtime's.
+    const suffix = runSuffix();
+    const tables = localTables(suffix);
+    restore = applyEnv({
+      ...emulators.env,
+      ...Object.fromEntries(tables.map((t) => [t.env, t.localName])),
+      NOVALESS_COMPUTE_QUEUE_PREFIX: `novaless${suffix}-compute-`,
+    });
     resetClients();
     await createTables(new DynamoDBClient({}), tables);
   });

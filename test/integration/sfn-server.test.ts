@@ -27,6 +27,7 @@ import {
   startSfnServer,
   type TaskHandlers,
 } from "../../infra/local/sfn-server.js";
+import { runSuffix } from "../../infra/local/tables.js";
 import { COMPUTE_QUEUE } from "../../infra/resources.js";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
 
@@ -203,7 +204,8 @@ describe("local Step Functions: the conductor", () => {
     sfn = new SFNClient({});
     sqs = new SQSClient({});
     ({ queueUrl: computeQueueUrl } = await ensureQueueWithDlq(
-      `${COMPUTE_QUEUE.localName}host-1`,
+      // A queue of this run's own: on a shared SQS (NOVALESS_EXTERNAL_AWS=1) earlier runs' casts remain.
+      `${COMPUTE_QUEUE.localName}host-1${runSuffix()}`,
       COMPUTE_QUEUE,
       sqs,
     ));

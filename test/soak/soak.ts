@@ -1,6 +1,6 @@
 // The soak: the local runtime under random load and random faults, then a check that nothing
 // is stuck, overcommitted or leaked. `npm run soak -- --minutes M --seed S`; exits non-zero when
-// a must-be-zero figure is not zero. A 2-minute run with a fixed seed is part of `npm test`.
+// a must-be-zero figure is not zero. A run of about a minute with a fixed seed is part of `npm test`.
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
