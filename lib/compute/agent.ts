@@ -16,6 +16,7 @@ import { EVENT_BUILD, event, markActive, recordBuildFailure, startSpawn } from "
 import { type Logger, logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import { type BuildAndRunInstance, type ComputeMessage, computeMessage } from "../messages/compute.js";
+import { metrics } from "../metrics.js";
 import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
 import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
@@ -329,6 +330,7 @@ export class ComputeAgent {
       return;
     }
     await recordBuildResult(this.opts.host, true);
+    metrics.buildActive();
     this.log.info("compute.build_succeeded", { request_id: msg.request_id, instance_uuid: id, attempt: n });
   }
 
@@ -359,6 +361,7 @@ export class ComputeAgent {
       },
       alternates: msg.alternates.filter((a) => a.host !== host),
     });
+    metrics.reschedule();
     this.log.info("compute.rescheduled", {
       request_id: msg.request_id,
       instance_uuid: msg.instance_uuid,

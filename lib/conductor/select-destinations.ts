@@ -10,6 +10,7 @@ import { type SchedulerConfig, schedulerConfig } from "../config.js";
 import { getInstance, listBuilding, recordSchedulingDecision } from "../instances/repo.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
+import { metrics } from "../metrics.js";
 import { claim, release } from "../placement/claims.js";
 import { listHosts } from "../placement/hosts.js";
 import type { HostRecord } from "../placement/types.js";
@@ -35,6 +36,7 @@ export async function selectDestinations(
   config: SchedulerConfig = schedulerConfig(),
   random: () => number = Math.random,
 ): Promise<Scheduled> {
+  const decisionStarted = performance.now();
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
   const [records, { fleet, hostRecords, spec }] = await Promise.all([
@@ -69,6 +71,7 @@ export async function selectDestinations(
       return { claimed: true };
     },
   );
+  metrics.schedulerDecisionTime(performance.now() - decisionStarted);
 
   if (!result.ok) {
     await releaseAll(claimed, n, log);
@@ -149,6 +152,7 @@ async function readFleet(
   config: SchedulerConfig,
   now = Date.now(),
 ): Promise<{ fleet: Fleet; hostRecords: HostRecord[]; spec: RequestSpec }> {
+  const started = performance.now();
   const [hostRecords, aggregates, building, group] = await Promise.all([
     listHosts(),
     listAggregates(),
@@ -156,6 +160,7 @@ async function readFleet(
     instanceGroup(request, scheduling),
   ]);
   const fleet = buildFleet({ hosts: hostRecords, aggregates, building, scheduling }, config, now);
+  metrics.schedulerFleetReadTime(performance.now() - started);
   return { fleet, hostRecords, spec: group ? { ...request, instance_group: group } : request };
 }
 

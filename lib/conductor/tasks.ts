@@ -3,6 +3,7 @@
 import { EVENT_SCHEDULE, event, getInstance, placeInstance, setError } from "../instances/repo.js";
 import type { Fault } from "../instances/types.js";
 import { log } from "../log.js";
+import { metrics } from "../metrics.js";
 import { claim, findClaim, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { computeMessageBody } from "./queues.js";
@@ -53,6 +54,7 @@ export async function maxRetriesExceeded(req: ConductorInput): Promise<void> {
       fault(message, details),
       event(EVENT_SCHEDULE, n, "Error", null, `${message} (${details})`, new Date()),
     );
+    if (done) metrics.buildsError("MaxRetriesExceeded");
     log.warn("conductor.max_retries_exceeded", {
       request_id: req.request_id,
       instance_uuid: id,
@@ -74,6 +76,7 @@ export async function noValidHost(req: ConductorInput, err: StatesError): Promis
       fault(NO_VALID_HOST_MESSAGE, details),
       event(EVENT_SCHEDULE, n, "Error", null, `NoValidHost: ${details}`, new Date()),
     );
+    metrics.buildsError("NoValidHost");
     log.warn("conductor.no_valid_host", {
       request_id: req.request_id,
       instance_uuid: id,
@@ -216,6 +219,7 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
       fault(text, text),
       event(EVENT_SCHEDULE, n, "Error", rec.attempt === n ? rec.host : null, text, new Date()),
     );
+    metrics.buildsError("BuildAborted");
     log.error("conductor.build_failed", {
       request_id: req.request_id,
       instance_uuid: id,

@@ -6,6 +6,7 @@ import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../
 import { EVENT_BUILD, event, extendDeadline, fenceAttempt, listBuilding } from "../instances/repo.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log } from "../log.js";
+import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
 import { isServiceUp, listHosts } from "../placement/hosts.js";
 import type { RequestSpec } from "../scheduler/types.js";
@@ -105,4 +106,5 @@ async function resend(rec: InstanceRecord, numAttempts: number, reason: string):
     request_spec: { ...requestSpecOf(rec), num_instances: 1 },
     retry: { num_attempts: numAttempts, hosts: [...new Set(rec.retry_hosts)], last_fault: reason },
   });
+  metrics.reschedule();
 }
