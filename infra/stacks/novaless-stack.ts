@@ -562,7 +562,12 @@ export class NovalessStack extends Stack {
 
     // --- cdk-nag (AwsSolutions): what is not fixed, and why ------------------------------------
     const instancesIndexes = `Resource::<${this.getLogicalId(instances.node.defaultChild as dynamodb.CfnTable)}.Arn>/index/*`;
-    const computeQueues = `Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${this.computeQueuePrefix}*`;
+    // Partition, region and account are tokens or literals depending on the stack's env; the
+    // prefix is letters, digits, "-" and "_" only (checked above), nothing a regex would read.
+    const part = "(<AWS::[A-Za-z]+>|[^:<>]+)";
+    const computeQueues = {
+      regex: `/^Resource::arn:${part}:sqs:${part}:${part}:${this.computeQueuePrefix}\\*$/`,
+    };
     const indexesReason =
       "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog): a table grant covers its indexes as <table>/index/*";
     const computeQueuesReason =

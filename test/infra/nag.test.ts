@@ -45,6 +45,13 @@ describe("cdk-nag AwsSolutions", () => {
     );
   });
 
+  it("finds nothing unsuppressed in a stack bound to an account and region (what `cdk synth` makes)", () => {
+    expect(findings({ env: { account: "123456789012", region: "eu-west-1" } })).toEqual({
+      errors: [],
+      warnings: [],
+    });
+  });
+
   it("finds nothing unsuppressed in the Standard variant", () => {
     expect(findings({ conductorType: "STANDARD", computeQueuePrefix: "novaless-test-compute-" })).toEqual({
       errors: [],
