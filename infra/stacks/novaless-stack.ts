@@ -406,7 +406,8 @@ export class NovalessStack extends Stack {
     const tableThrottles = (table: dynamodb.Table) =>
       new cloudwatch.MathExpression({
         label: "Read + write throttle events",
-        expression: "r + w",
+        // A period with only one kind of throttle still counts.
+        expression: "FILL(r, 0) + FILL(w, 0)",
         usingMetrics: {
           r: table.metric("ReadThrottleEvents", sum),
           w: table.metric("WriteThrottleEvents", sum),
