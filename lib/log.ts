@@ -1,22 +1,69 @@
-// Structured logs: one JSON object per line, always with the event name, and with request_id
-// and instance_uuid whenever the caller knows them.
+// Structured logs through Powertools for AWS Lambda's Logger: one JSON object per line, always
+// with the event name, and with request_id and instance_uuid whenever the caller knows them. In
+// Lambda each line also carries the invocation's aws_request_id (see addLambdaContext). Errors
+// keep their stack and their cause chain. Warnings and errors go to stderr, the rest to stdout.
+import { LogFormatter, LogItem, Logger as PowertoolsLogger } from "@aws-lambda-powertools/logger";
+import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
+import type { Context } from "aws-lambda";
+
 export type LogFields = Record<string, unknown> & { request_id?: string; instance_uuid?: string };
 
 type Level = "debug" | "info" | "warn" | "error";
-const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+const LEVELS: readonly Level[] = ["debug", "info", "warn", "error"];
 
-function threshold(): number {
-  const l = (process.env.NOVALESS_LOG_LEVEL || "info") as Level;
-  return order[l] ?? order.info;
+/** Our line shape: `event` (the Powertools message), a lowercase level, then the caller's fields. */
+class EventFormatter extends LogFormatter {
+  formatAttributes(attributes: UnformattedAttributes, fields: LogAttributes): LogItem {
+    const lambda = attributes.lambdaContext;
+    return new LogItem({
+      attributes: {
+        time: this.formatTimestamp(attributes.timestamp),
+        level: attributes.logLevel.toLowerCase(),
+        event: attributes.message,
+        service: attributes.serviceName,
+        aws_request_id: lambda?.awsRequestId,
+        function_name: lambda?.functionName,
+        cold_start: lambda?.coldStart,
+        xray_trace_id: attributes.xRayTraceId,
+      },
+    }).addAttributes(fields);
+  }
+}
+
+/** Keys Powertools owns (it would drop them from a caller's fields with a warning). */
+const RESERVED = new Set(["level", "message", "sampling_rate", "service", "timestamp"]);
+
+function levelFromEnv(): Level {
+  const l = process.env.NOVALESS_LOG_LEVEL?.toLowerCase() as Level | undefined;
+  return l && LEVELS.includes(l) ? l : "info";
+}
+
+let levelSet = levelFromEnv();
+const root = new PowertoolsLogger({
+  serviceName: process.env.POWERTOOLS_SERVICE_NAME || "novaless",
+  logLevel: levelSet.toUpperCase() as "INFO",
+  logFormatter: new EventFormatter(),
+});
+
+/** Tests and the local runtime change NOVALESS_LOG_LEVEL at run time: follow it. */
+function current(): PowertoolsLogger {
+  const l = levelFromEnv();
+  if (l !== levelSet) {
+    root.setLogLevel(l.toUpperCase() as "INFO");
+    levelSet = l;
+  }
+  return root;
 }
 
 function write(level: Level, event: string, fields: LogFields): void {
-  if (order[level] < threshold()) return;
-  const line = JSON.stringify({ time: new Date().toISOString(), level, event, ...fields }, (_k, v) =>
-    v instanceof Error ? { name: v.name, message: v.message } : v,
-  );
-  if (level === "error" || level === "warn") process.stderr.write(`${line}\n`);
-  else process.stdout.write(`${line}\n`);
+  const attributes: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) attributes[RESERVED.has(k) ? `${k}_field` : k] = v;
+  current()[level](event, attributes);
+}
+
+/** In a Lambda handler: stamp every line of this invocation with its aws_request_id and cold start. */
+export function addLambdaContext(context: Context | undefined): void {
+  if (context) root.addContext(context);
 }
 
 export interface Logger {

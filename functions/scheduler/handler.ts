@@ -1,7 +1,9 @@
+import type { Context } from "aws-lambda";
 import { selectDestinations } from "../../lib/conductor/select-destinations.js";
 import type { ConductorInput, Scheduled } from "../../lib/conductor/types.js";
+import { withObservability } from "../../lib/metrics.js";
 
 /** select_destinations, invoked synchronously by the conductor state machine. */
-export async function handler(event: { request: ConductorInput }): Promise<Scheduled> {
-  return selectDestinations(event.request);
+export async function handler(event: { request: ConductorInput }, context?: Context): Promise<Scheduled> {
+  return withObservability(context, () => selectDestinations(event.request));
 }

@@ -1,10 +1,33 @@
 // Keystone's part, reduced to a static token table: X-Auth-Token → user, project, roles.
+// Deployed, the table lives in Secrets Manager (NOVALESS_AUTH_TOKENS_SECRET names it) and is read
+// at run time; locally it comes from NOVALESS_AUTH_TOKENS or the demo tokens, as before.
+import { secretString } from "../aws/secrets.js";
 import { policyForbidden } from "./errors.js";
-import type { Principal } from "./settings.js";
+import { authTokens, type Principal, parseAuthTokens } from "./settings.js";
 
 export interface AuthContext extends Principal {
   /** Nova's default policy's "admin" rule: the admin role. */
   isAdmin: boolean;
+}
+
+let fromSecret: { raw: string; tokens: Record<string, Principal> } | undefined;
+
+/** The token table in force: the secret's when NOVALESS_AUTH_TOKENS_SECRET is set, else the local one. */
+export async function tokenTable(): Promise<Record<string, Principal>> {
+  const secretId = process.env.NOVALESS_AUTH_TOKENS_SECRET;
+  if (!secretId) return authTokens();
+  const raw = await secretString(secretId);
+  if (fromSecret?.raw === raw) return fromSecret.tokens;
+  // An empty secret is an empty table (every call 401), never the local demo tokens.
+  if (raw.trim() === "") return {};
+  try {
+    fromSecret = { raw, tokens: parseAuthTokens(raw) };
+  } catch (e) {
+    throw new Error(`the token table in secret ${secretId} is invalid: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  return fromSecret.tokens;
 }
 
 /** The caller behind the request's X-Auth-Token, or undefined (→ 401). Headers are lowercased. */

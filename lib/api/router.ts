@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { MAX_REQUEST_BODY_BYTES } from "../config.js";
 import { log } from "../log.js";
-import { type AuthContext, authenticate } from "./auth.js";
+import { type AuthContext, authenticate, tokenTable } from "./auth.js";
 import { type ApiDeps, defaultDeps } from "./deps.js";
 import {
   ApiError,
@@ -62,7 +62,7 @@ import {
 } from "./routes/server-groups.js";
 import { createServer, deleteServerRoute, listServers, showServer } from "./routes/servers.js";
 import { listServices, updateService } from "./routes/services.js";
-import { apiSettings, authTokens } from "./settings.js";
+import { apiSettings } from "./settings.js";
 import { versionsView, versionView } from "./views/versions.js";
 
 export interface Route {
@@ -185,7 +185,7 @@ async function dispatch(
   }
   if (!path.startsWith("/v2.1/")) throw new ApiError("itemNotFound", RESOURCE_NOT_FOUND);
 
-  const auth = authenticate(req.headers, authTokens());
+  const auth = authenticate(req.headers, await tokenTable());
   if (!auth) return { status: UNAUTHORIZED_STATUS, body: UNAUTHORIZED_BODY };
   state.auth = auth;
 

@@ -22,6 +22,7 @@ import {
   type ComputeMessage,
   receivedComputeMessage,
 } from "../messages/compute.js";
+import { metrics } from "../metrics.js";
 import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
 import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
@@ -341,6 +342,7 @@ export class ComputeAgent {
       return;
     }
     await recordBuildResult(this.opts.host, true);
+    metrics.buildActive();
     this.log.info("compute.build_succeeded", { request_id: msg.request_id, instance_uuid: id, attempt: n });
   }
 
@@ -377,6 +379,7 @@ export class ComputeAgent {
       },
       alternates: msg.alternates.filter((a) => a.host !== host),
     });
+    metrics.reschedule();
     this.log.info("compute.rescheduled", {
       request_id: msg.request_id,
       instance_uuid: msg.instance_uuid,

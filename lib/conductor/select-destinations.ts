@@ -12,6 +12,7 @@ import { requestSpecOf } from "../instances/request-spec.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
 import { type Destination, destinationOf } from "../messages/common.js";
+import { metrics } from "../metrics.js";
 import { claim, release } from "../placement/claims.js";
 import { listHosts } from "../placement/hosts.js";
 import type { HostRecord } from "../placement/types.js";
@@ -38,6 +39,7 @@ export async function selectDestinations(
   config: SchedulerConfig = schedulerConfig(),
   random: () => number = Math.random,
 ): Promise<Scheduled> {
+  const decisionStarted = performance.now();
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
   // The request spec is read from the instances' records (one copy per instance, written by
@@ -85,6 +87,7 @@ export async function selectDestinations(
       return { claimed: true };
     },
   );
+  metrics.schedulerDecisionTime(performance.now() - decisionStarted);
 
   if (!result.ok) {
     await releaseAll(claimed, n, log);
@@ -174,11 +177,13 @@ type FleetSources = Pick<Parameters<typeof buildFleet>[0], "aggregates" | "build
 
 /** Hosts, aggregates and building instances, read together. */
 async function readFleetSources(): Promise<FleetSources> {
+  const started = performance.now();
   const [hostRecords, aggregates, building] = await Promise.all([
     listHosts(),
     listAggregates(),
     listBuilding(),
   ]);
+  metrics.schedulerFleetReadTime(performance.now() - started);
   return { hostRecords, aggregates, building };
 }
 

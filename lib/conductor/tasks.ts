@@ -3,6 +3,7 @@
 import { fault, maxRetriesFault } from "../instances/faults.js";
 import { EVENT_SCHEDULE, event, getInstance, placeInstance, setError } from "../instances/repo.js";
 import { log } from "../log.js";
+import { metrics } from "../metrics.js";
 import { claim, findClaim, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
@@ -51,6 +52,7 @@ export async function maxRetriesExceeded(req: ConductorInput): Promise<void> {
       f,
       event(EVENT_SCHEDULE, n, "Error", null, `${f.message} (${f.details})`, new Date()),
     );
+    if (done) metrics.buildsError("MaxRetriesExceeded");
     log.warn("conductor.max_retries_exceeded", {
       request_id: req.request_id,
       instance_uuid: id,
@@ -72,6 +74,7 @@ export async function noValidHost(req: ConductorInput, err: StatesError): Promis
       fault(NO_VALID_HOST_MESSAGE, details),
       event(EVENT_SCHEDULE, n, "Error", null, `NoValidHost: ${details}`, new Date()),
     );
+    metrics.buildsError("NoValidHost");
     log.warn("conductor.no_valid_host", {
       request_id: req.request_id,
       instance_uuid: id,
@@ -217,6 +220,7 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
       fault(message, details),
       event(EVENT_SCHEDULE, n, "Error", rec.attempt === n ? rec.host : null, details, new Date()),
     );
+    metrics.buildsError("BuildAborted");
     log.error("conductor.build_failed", {
       request_id: req.request_id,
       instance_uuid: id,

@@ -9,6 +9,7 @@ import { rescheduledText } from "../instances/faults.js";
 import { EVENT_BUILD, event, extendDeadline, fenceAttempt, listBuilding } from "../instances/repo.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log } from "../log.js";
+import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
 import { isServiceUp, listHosts } from "../placement/hosts.js";
 import { sendBuildRequest } from "./queues.js";
@@ -96,4 +97,5 @@ async function resend(rec: InstanceRecord, numAttempts: number, reason: string):
       last_fault: rescheduledText(rec.id, reason),
     },
   });
+  metrics.reschedule();
 }

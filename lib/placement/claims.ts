@@ -6,6 +6,7 @@ import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources as resourceNames } from "../config.js";
+import { metrics } from "../metrics.js";
 import { invalidAmount, unitViolation } from "./capacity.js";
 import { getHost } from "./hosts.js";
 import { type Allocation, capacity, type HostRecord, type Inventory, type Resources } from "./types.js";
@@ -138,6 +139,7 @@ export async function claim(
   if (bad) return { claimed: false, host, reason: bad };
   if (await writeClaim(host, consumer, res, attempt, now, undefined))
     return { claimed: true, host, duplicate: false };
+  metrics.claimConflict();
   const current = await getHost(host);
   const why = explainFailedClaim(current, host, consumer, res, attempt);
   const needsRules = Object.entries(res).some(

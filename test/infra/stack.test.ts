@@ -3,11 +3,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { App, type CfnElement, RemovalPolicy } from "aws-cdk-lib";
-import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CONDUCTOR_TASKS, conductorDefinition } from "../../infra/conductor/definition.js";
 import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../infra/resources.js";
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
+import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
 import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
@@ -171,10 +172,44 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(environmentOf(s, s.stack.schedulerFunction).NOVALESS_CONDUCTOR_ARN).toBeUndefined();
   });
 
-  it("never deploys the demo tokens: without apiAuthTokens the API accepts none, and synth warns", () => {
-    const warnings = Annotations.fromStack(s.stack).findWarning("*", Match.stringLikeRegexp("apiAuthTokens"));
-    expect(warnings).toHaveLength(1);
-    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_AUTH_TOKENS).toBe("{}");
+  it("keeps the token table in Secrets Manager: the API gets the secret's ARN and the right to read it", () => {
+    const secretId = logicalId(s.stack, s.stack.authTokensSecret);
+    const api = environmentOf(s, s.stack.apiFunction);
+    expect(api.NOVALESS_AUTH_TOKENS_SECRET).toEqual({ Ref: secretId });
+    expect(api.NOVALESS_AUTH_TOKENS).toBeUndefined();
+    // An empty table until the operator puts one (every call 401), never the local demo tokens.
+    expect(only(s.template, "AWS::SecretsManager::Secret").Properties.SecretString).toBe("{}");
+    const reads = (fn: NovalessStack["apiFunction"]) =>
+      statementsOf(s, fn).filter((st) => JSON.stringify(st.Resource) === JSON.stringify({ Ref: secretId }));
+    expect(actions(reads(s.stack.apiFunction))).toEqual(
+      expect.arrayContaining(["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]),
+    );
+    for (const fn of [s.stack.schedulerFunction, s.stack.conductorFunction, s.stack.buildIntakeFunction]) {
+      expect(reads(fn)).toEqual([]);
+      expect(environmentOf(s, fn).NOVALESS_AUTH_TOKENS_SECRET).toBeUndefined();
+    }
+  });
+
+  it("puts no token, password or key in the template", () => {
+    const text = JSON.stringify(s.template.toJSON());
+    for (const demo of Object.keys(DEFAULT_AUTH_TOKENS)) expect(text).not.toContain(demo);
+    // A token table has principals: `"user_id":` (escaped once inside an environment string).
+    expect(text).not.toMatch(/user_id\\*":|password|AKIA[0-9A-Z]{12}|BEGIN [A-Z ]*PRIVATE KEY/i);
+    for (const fn of Object.values(s.template.findResources("AWS::Lambda::Function")) as Resource[]) {
+      const env = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      for (const [name, value] of Object.entries(env)) {
+        expect(name).not.toMatch(/TOKEN(S)?$|PASSWORD|SECRET_KEY/);
+        if (typeof value === "string") expect(value.trim().startsWith("{")).toBe(false);
+      }
+    }
+  });
+
+  it("names each function's service for its logs and metrics", () => {
+    expect(environmentOf(s, s.stack.apiFunction).POWERTOOLS_SERVICE_NAME).toBe("api");
+    expect(environmentOf(s, s.stack.schedulerFunction).POWERTOOLS_SERVICE_NAME).toBe("scheduler");
+    expect(environmentOf(s, s.stack.conductorFunction).POWERTOOLS_SERVICE_NAME).toBe("conductor");
+    expect(environmentOf(s, s.stack.buildIntakeFunction).POWERTOOLS_SERVICE_NAME).toBe("build-intake");
+    expect(environmentOf(s, s.stack.buildWatchdogFunction).POWERTOOLS_SERVICE_NAME).toBe("build-watchdog");
   });
 
   it("runs the build watchdog every minute, with what it needs to fence and reschedule", () => {
@@ -232,9 +267,10 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     const machine = only(s.template, "AWS::StepFunctions::StateMachine");
     expect(machine.Properties.StateMachineType).toBe("EXPRESS");
     expect(machine.Properties.LoggingConfiguration).toMatchObject({
-      Level: "ERROR",
+      Level: "ALL",
       IncludeExecutionData: false,
     });
+    expect(machine.Properties.TracingConfiguration).toEqual({ Enabled: true });
   });
 
   it("lets the conductor invoke its two functions and cast to compute queues only", () => {
@@ -293,6 +329,20 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     s.template.hasResourceProperties("AWS::ApiGatewayV2::Stage", { StageName: "$default", AutoDeploy: true });
   });
 
+  it("logs every API request to its own log group, without headers, and throttles the $default stage", () => {
+    const stage = only(s.template, "AWS::ApiGatewayV2::Stage");
+    const access = stage.Properties.AccessLogSettings as { DestinationArn: unknown; Format: string };
+    const group = access.DestinationArn as { "Fn::GetAtt": [string, string] };
+    expect(s.template.toJSON().Resources[group["Fn::GetAtt"][0]].Type).toBe("AWS::Logs::LogGroup");
+    const format = JSON.parse(access.Format) as Record<string, string>;
+    expect(format).toMatchObject({ requestId: "$context.requestId", status: "$context.status" });
+    expect(access.Format).not.toMatch(/header|token/i);
+    expect(stage.Properties.DefaultRouteSettings).toEqual({
+      ThrottlingRateLimit: 50,
+      ThrottlingBurstLimit: 100,
+    });
+  });
+
   it("publishes the compute agent's managed policy", () => {
     s.template.hasResourceProperties("AWS::IAM::ManagedPolicy", {
       PolicyDocument: {
@@ -312,11 +362,38 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("alarms on a non-empty DLQ and on failed conductor executions", () => {
-    s.template.resourceCountIs("AWS::CloudWatch::Alarm", 2);
+  it("alarms on every DLQ, failed executions, builds in ERROR and NoValidHost, functions and tables", () => {
+    const alarms = Object.values(s.template.findResources("AWS::CloudWatch::Alarm")) as Resource[];
+    // 2 DLQ alarms, executions failed, builds to ERROR, NoValidHost, 5 × (errors, throttles), 3 tables
+    expect(alarms).toHaveLength(2 + 1 + 2 + 10 + TABLES.length);
+    const expressions = alarms.flatMap((a) =>
+      ((a.Properties.Metrics ?? []) as { Expression?: string }[]).map((m) => m.Expression ?? ""),
+    );
+    expect(expressions).toContain(
+      `SELECT MAX(ApproximateNumberOfMessagesVisible) FROM SCHEMA("AWS/SQS", QueueName) WHERE QueueName LIKE 'novalessstack-compute-%-dlq'`,
+    );
+    const buildsError = `SELECT SUM(BuildsError) FROM SCHEMA("novaless", reason, service)`;
+    expect(expressions).toContain(buildsError);
+    expect(expressions).toContain(`${buildsError} WHERE reason = 'NoValidHost'`);
+    for (const a of alarms) {
+      expect(a.Properties.AlarmDescription).toEqual(expect.any(String));
+      expect(a.Properties.TreatMissingData).toBe("notBreaching");
+    }
+    const byExpression = (e: string) =>
+      alarms.find((a) => JSON.stringify(a.Properties.Metrics ?? []).includes(JSON.stringify(e).slice(1, -1)));
+    expect(byExpression(buildsError)?.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+    });
     s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
       MetricName: "ApproximateNumberOfMessagesVisible",
       Namespace: "AWS/SQS",
+      Dimensions: [
+        {
+          Name: "QueueName",
+          Value: { "Fn::GetAtt": [logicalId(s.stack, s.stack.buildRequestsDlq), "QueueName"] },
+        },
+      ],
       Threshold: 0,
       ComparisonOperator: "GreaterThanThreshold",
     });
@@ -326,6 +403,52 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
       Threshold: 0,
       ComparisonOperator: "GreaterThanThreshold",
     });
+    for (const fn of [
+      s.stack.apiFunction,
+      s.stack.buildIntakeFunction,
+      s.stack.schedulerFunction,
+      s.stack.conductorFunction,
+      s.stack.buildWatchdogFunction,
+    ]) {
+      for (const metric of ["Errors", "Throttles"]) {
+        s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+          Namespace: "AWS/Lambda",
+          MetricName: metric,
+          Dimensions: [{ Name: "FunctionName", Value: { Ref: logicalId(s.stack, fn) } }],
+          Threshold: 0,
+        });
+      }
+    }
+    for (const spec of TABLES) {
+      const throttled = alarms.find((a) => {
+        const text = JSON.stringify(a.Properties.Metrics ?? []);
+        return (
+          text.includes(logicalId(s.stack, s.stack.tables[spec.id])) && text.includes("ReadThrottleEvents")
+        );
+      });
+      expect(JSON.stringify(throttled?.Properties.Metrics)).toContain("WriteThrottleEvents");
+    }
+  });
+
+  it("draws the same signals on a dashboard", () => {
+    const dashboard = only(s.template, "AWS::CloudWatch::Dashboard");
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    for (const text of [
+      "SELECT SUM(BuildsStarted) FROM",
+      "SELECT SUM(BuildsActive) FROM",
+      "SELECT SUM(BuildsError) FROM",
+      "GROUP BY reason",
+      "SchedulerDecisionTime",
+      "SchedulerFleetReadTime",
+      "Reschedules",
+      "ClaimConflicts",
+      "novalessstack-compute-%-dlq",
+      "ThrottleEvents",
+      "AWS/Lambda",
+      "alarm",
+    ]) {
+      expect(body).toContain(text);
+    }
   });
 
   it("outputs what an operator and a compute host need", () => {
@@ -340,12 +463,12 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         "BuildRequestsDlqUrl",
         "ConductorStateMachineArn",
         "ComputeAgentPolicyArn",
+        "AuthTokensSecretArn",
+        "DashboardName",
       ]),
     );
   });
 });
-
-const TOKENS = JSON.stringify({ s3cret: { user_id: "ops", project_id: "ops", roles: ["admin"] } });
 
 describe("NovalessStack (Standard conductor, options set)", () => {
   let s: Synth;
@@ -356,7 +479,9 @@ describe("NovalessStack (Standard conductor, options set)", () => {
         removalPolicy: RemovalPolicy.DESTROY,
         computeQueuePrefix: "novaless-test-compute-",
         scheduler: { max_attempts: 5, enabled_filters: ["ComputeFilter"] },
-        apiAuthTokens: TOKENS,
+        apiThrottleRateLimit: 7,
+        apiThrottleBurstLimit: 9,
+        buildErrorAlarmThreshold: 3,
       },
       false,
     );
@@ -368,7 +493,10 @@ describe("NovalessStack (Standard conductor, options set)", () => {
     );
     const machine = only(s.template, "AWS::StepFunctions::StateMachine");
     expect(machine.Properties.StateMachineType).toBe("STANDARD");
-    expect(machine.Properties.LoggingConfiguration).toBeUndefined();
+    expect(machine.Properties.LoggingConfiguration).toMatchObject({
+      Level: "ALL",
+      IncludeExecutionData: false,
+    });
   });
 
   it("applies the removal policy, queue prefix and scheduler options", () => {
@@ -381,11 +509,16 @@ describe("NovalessStack (Standard conductor, options set)", () => {
       NOVALESS_ENABLED_FILTERS: "ComputeFilter",
       NOVALESS_HOST_SUBSET_SIZE: "1",
     });
-    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_AUTH_TOKENS).toBe(TOKENS);
-    expect(environmentOf(s, s.stack.schedulerFunction).NOVALESS_AUTH_TOKENS).toBeUndefined();
-    expect(
-      Annotations.fromStack(s.stack).findWarning("*", Match.stringLikeRegexp("apiAuthTokens")),
-    ).toHaveLength(0);
+    expect(only(s.template, "AWS::SecretsManager::Secret").DeletionPolicy).toBe("Delete");
+    expect(only(s.template, "AWS::ApiGatewayV2::Stage").Properties.DefaultRouteSettings).toEqual({
+      ThrottlingRateLimit: 7,
+      ThrottlingBurstLimit: 9,
+    });
+    s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      Threshold: 3,
+      Metrics: [Match.objectLike({ Expression: Match.stringLikeRegexp("SUM\\(BuildsError\\)") })],
+    });
+    expect(JSON.stringify(s.template.toJSON())).toContain("novaless-test-compute-%-dlq");
     expect(JSON.stringify(s.template.findResources("AWS::IAM::ManagedPolicy"))).toContain(
       ":novaless-test-compute-*",
     );

@@ -3,6 +3,7 @@
 import type { Flavor, Image, ServerGroup } from "../../catalog/types.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
+import { metrics } from "../../metrics.js";
 import type { AuthContext } from "../auth.js";
 import { checkFlavorFitsImage, newAdminPass, planCreate } from "../build.js";
 import type { ApiDeps } from "../deps.js";
@@ -145,6 +146,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
     );
   }
 
+  metrics.buildsStarted(ids.length);
   if (req.returnReservationId) return { status: 202, body: { reservation_id: plan.reservationId } };
   const first = ids[0]!;
   const server = {
