@@ -32,7 +32,10 @@ function int(name: string, raw: string, min: number): number {
 /** A count (host-1 … host-N) or a comma list of host names. */
 function hosts(raw: string): number | string[] {
   if (/^\d+$/.test(raw.trim())) return int("hosts", raw.trim(), 1);
-  const names = raw.split(",").map((h) => h.trim()).filter(Boolean);
+  const names = raw
+    .split(",")
+    .map((h) => h.trim())
+    .filter(Boolean);
   if (names.length === 0) {
     process.stderr.write(`--hosts must be a count or a comma list of host names, got ${raw}\n`);
     process.exit(2);

@@ -177,7 +177,8 @@ function taskHandlersFor(
       if (faults?.schedulerDelayMs) await new Promise((r) => setTimeout(r, faults.schedulerDelayMs));
       return out;
     }),
-    "arn:aws:states:::sqs:sendMessage": (input) => runAs(identityOf("state-machine"), () => sendToHost(input)),
+    "arn:aws:states:::sqs:sendMessage": (input) =>
+      runAs(identityOf("state-machine"), () => sendToHost(input)),
   };
   const handlers: TaskHandlers = {};
   const walk = (
@@ -203,7 +204,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const computeQueuePrefix = `novaless${suffix}-compute-`;
   const buildRequestsQueue = `${BUILD_REQUESTS_QUEUE.localName}${suffix}`;
   const policies = stackPolicies({
-    tables: Object.fromEntries(tables.map((t) => [t.id, t.localName])) as Record<(typeof tables)[number]["id"], string>,
+    tables: Object.fromEntries(tables.map((t) => [t.id, t.localName])) as Record<
+      (typeof tables)[number]["id"],
+      string
+    >,
     buildRequestsQueue,
     buildRequestsDlq: `${buildRequestsQueue}${DLQ_SUFFIX}`,
     computeQueuePrefix,

@@ -100,7 +100,11 @@ const COMPARE: Record<string, { compare: Compare; negated?: boolean }> = {
   Bool: { compare: (p, a) => p.toLowerCase() === a.toLowerCase() },
 };
 
-export function conditionMatches(operator: string, actual: string | string[] | undefined, values: string[]): boolean {
+export function conditionMatches(
+  operator: string,
+  actual: string | string[] | undefined,
+  values: string[],
+): boolean {
   let op = operator;
   let set: "ForAnyValue" | "ForAllValues" | undefined;
   const prefix = /^(ForAnyValue|ForAllValues):/.exec(op);

@@ -6,10 +6,17 @@
 // header included, so fauxqs builds queue URLs that point back at the gateway.
 // It also enforces SQS's queue-name rule (fauxqs does not) and can inject DynamoDB throttling.
 import { randomUUID } from "node:crypto";
-import { Agent, createServer, type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http";
+import {
+  Agent,
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
-import { ACCOUNT, PARTITION, REGION } from "./identities.js";
+import { log } from "../../../lib/log.js";
 import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
+import { ACCOUNT, PARTITION, REGION } from "./identities.js";
 
 export type Service = "dynamodb" | "sqs" | "states";
 
@@ -54,10 +61,17 @@ export interface Authorization {
   resource: string;
 }
 
-const arn = (service: string, resource: string) => `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${resource}`;
+const arn = (service: string, resource: string) =>
+  `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${resource}`;
 const tableArn = (name: unknown) => arn("dynamodb", `table/${String(name)}`);
 const queueArnOfName = (name: unknown) => arn("sqs", String(name));
-const queueArnOfUrl = (url: unknown) => queueArnOfName(String(url ?? "").split("/").filter(Boolean).pop() ?? "");
+const queueArnOfUrl = (url: unknown) =>
+  queueArnOfName(
+    String(url ?? "")
+      .split("/")
+      .filter(Boolean)
+      .pop() ?? "",
+  );
 
 const DYNAMODB_ITEM_OPS = new Set([
   "GetItem",
@@ -124,14 +138,16 @@ const SQS_BATCH_ACTIONS: Record<string, string> = {
 export function sqsAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
   const action = `sqs:${SQS_BATCH_ACTIONS[op] ?? op}`;
   if (op === "ListQueues") return [{ action, resource: "*" }];
-  if (op === "CreateQueue" || op === "GetQueueUrl") return [{ action, resource: queueArnOfName(body.QueueName) }];
+  if (op === "CreateQueue" || op === "GetQueueUrl")
+    return [{ action, resource: queueArnOfName(body.QueueName) }];
   return [{ action, resource: queueArnOfUrl(body.QueueUrl) }];
 }
 
 /** What Step Functions authorizes: the state machine, or the execution. */
 export function statesAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
   const action = `states:${op}`;
-  if (op === "CreateStateMachine") return [{ action, resource: arn("states", `stateMachine:${String(body.name)}`) }];
+  if (op === "CreateStateMachine")
+    return [{ action, resource: arn("states", `stateMachine:${String(body.name)}`) }];
   const target = body.executionArn ?? body.stateMachineArn;
   return [{ action, resource: target === undefined ? "*" : String(target) }];
 }
@@ -224,7 +240,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       "aws:PrincipalAccount": ACCOUNT,
       "aws:RequestedRegion": REGION,
       "aws:userid": principal.sessionArn.split("/").slice(-1)[0],
-      ...Object.fromEntries(Object.entries(principal.tags ?? {}).map(([k, v]) => [`aws:PrincipalTag/${k}`, v])),
+      ...Object.fromEntries(
+        Object.entries(principal.tags ?? {}).map(([k, v]) => [`aws:PrincipalTag/${k}`, v]),
+      ),
     };
     for (const need of needs) {
       const d = evaluate(principal.statements, policy.resource, {
@@ -234,6 +252,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         context,
       });
       if (!d.allowed) {
+        log.warn("iam.access_denied", {
+          principal: principal.name,
+          action: need.action,
+          resource: need.resource,
+        });
         return {
           status: service === "sqs" ? 403 : 400,
           type: "com.amazon.coral.service#AccessDeniedException",
@@ -296,14 +319,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         return;
       }
       const url = new URL(req.url ?? "/", upstream);
-      const up = httpRequest(
-        url,
-        { method: req.method, headers: req.headers, agent },
-        (upRes) => {
-          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-          upRes.pipe(res);
-        },
-      );
+      const up = httpRequest(url, { method: req.method, headers: req.headers, agent }, (upRes) => {
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      });
       up.on("error", (e) => {
         if (res.headersSent) res.destroy();
         else

@@ -29,7 +29,10 @@ export function sessionArnOf(caller: Caller): string {
 }
 
 /** The components' statements after the test's removals. */
-export function effectiveStatements(policies: StackPolicies, iam: IamOptions = {}): Record<Component, Statement[]> {
+export function effectiveStatements(
+  policies: StackPolicies,
+  iam: IamOptions = {},
+): Record<Component, Statement[]> {
   const remove = iam.removeStatement ?? (() => false);
   return Object.fromEntries(
     COMPONENTS.map((c) => [c, policies.identity[c].filter((s) => !remove(c, s))]),

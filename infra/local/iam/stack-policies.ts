@@ -4,9 +4,10 @@
 // queue names with the runtime's suffix, the local function and state machine ARNs), so the local
 // gateway checks every call against exactly what AWS would.
 import { readFileSync } from "node:fs";
-import { App, type CfnElement, type Stack } from "aws-cdk-lib";
-import { NovalessStack } from "../../stacks/novaless-stack.js";
+import { Annotations, App, type CfnElement, type Stack } from "aws-cdk-lib";
 import type { TableSpec } from "../../resources.js";
+import { NovalessStack } from "../../stacks/novaless-stack.js";
+import type { Statement } from "./evaluate.js";
 import {
   ACCOUNT,
   type Component,
@@ -15,7 +16,6 @@ import {
   REGION,
   roleArnOf,
 } from "./identities.js";
-import type { Statement } from "./evaluate.js";
 
 /** The local names and ARNs of what the stack creates. */
 export interface LocalResources {
@@ -70,6 +70,8 @@ export function synthesizeStack(computeQueuePrefix: string): Synthesized {
   };
   const app = new App({ context: { ...cdkJson.context, "aws:cdk:bundling-stacks": [] } });
   const stack = new NovalessStack(app, "NovalessStack", { computeQueuePrefix });
+  // The local runtime has its own tokens; the deploy-time warning about them is noise here.
+  Annotations.of(stack.apiFunction).acknowledgeWarning("novaless:apiAuthTokens");
   const id = (c: { node: { defaultChild?: unknown } }) => logicalId(stack, c);
   const fns: Record<FunctionComponent, NovalessStack["apiFunction"]> = {
     api: stack.apiFunction,
@@ -109,9 +111,17 @@ export function stackPolicies(local: LocalResources): StackPolicies {
   const s = synthesizeStack(local.computeQueuePrefix);
   const resolve = resolver(s, local);
   const identity = Object.fromEntries(
-    (["api", "build-intake", "scheduler", "conductor", "build-watchdog", "state-machine", "compute-host"] as const).map(
-      (c) => [c, [] as Statement[]],
-    ),
+    (
+      [
+        "api",
+        "build-intake",
+        "scheduler",
+        "conductor",
+        "build-watchdog",
+        "state-machine",
+        "compute-host",
+      ] as const
+    ).map((c) => [c, [] as Statement[]]),
   ) as Record<Component, Statement[]>;
   const resource: Statement[] = [];
   const timeouts = {} as Record<FunctionComponent, number>;
@@ -143,7 +153,8 @@ export function stackPolicies(local: LocalResources): StackPolicies {
 export function functionTimeouts(computeQueuePrefix: string): Record<FunctionComponent, number> {
   const s = synthesizeStack(computeQueuePrefix);
   const out = {} as Record<FunctionComponent, number>;
-  for (const [logical, c] of s.functions) out[c] = Number(s.template.Resources[logical]?.Properties?.Timeout ?? 3);
+  for (const [logical, c] of s.functions)
+    out[c] = Number(s.template.Resources[logical]?.Properties?.Timeout ?? 3);
   return out;
 }
 
@@ -192,7 +203,10 @@ function resolver(s: Synthesized, local: LocalResources): (v: Json) => Json {
     [s.buildRequestsQueue, local.buildRequestsQueue],
     [s.buildRequestsDlq, local.buildRequestsDlq],
   ] as const) {
-    known.set(logical, { ref: queueUrl(name), attrs: { Arn: sqsArn(name), QueueName: name, QueueUrl: queueUrl(name) } });
+    known.set(logical, {
+      ref: queueUrl(name),
+      attrs: { Arn: sqsArn(name), QueueName: name, QueueUrl: queueUrl(name) },
+    });
   }
   for (const [logical, c] of s.functions) {
     const arn = local.functionArns[c];
@@ -220,7 +234,8 @@ function resolver(s: Synthesized, local: LocalResources): (v: Json) => Json {
   };
   const getAtt = (logical: string, attr: string): string => {
     const v = known.get(logical)?.attrs[attr];
-    if (v === undefined) throw new Error(`IAM: cannot resolve Fn::GetAtt ${logical}.${attr} to a local resource`);
+    if (v === undefined)
+      throw new Error(`IAM: cannot resolve Fn::GetAtt ${logical}.${attr} to a local resource`);
     return v;
   };
   const resolve = (v: Json): Json => {
@@ -243,7 +258,9 @@ function resolver(s: Synthesized, local: LocalResources): (v: Json) => Json {
           return (resolve(parts) as Json[]).map(String).join(sep);
         }
         case "Fn::Sub": {
-          const [text, vars] = Array.isArray(arg) ? (arg as [string, Record<string, Json>]) : [String(arg), {}];
+          const [text, vars] = Array.isArray(arg)
+            ? (arg as [string, Record<string, Json>])
+            : [String(arg), {}];
           const values = resolve(vars) as Record<string, Json>;
           return text.replace(/\$\{([^}!][^}]*)\}/g, (_, name: string) => {
             if (name in values) return String(values[name]);
