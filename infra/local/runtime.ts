@@ -14,7 +14,8 @@ import { handler as schedulerHandler } from "../../functions/scheduler/handler.j
 import { resetClients, sfnClient, sqsClient } from "../../lib/aws/clients.js";
 import { runAs } from "../../lib/aws/identity.js";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
-import { seedCatalog } from "../../lib/catalog/repo.js";
+import { resetAggregateCache } from "../../lib/catalog/aggregates.js";
+import { resetCatalogCache, seedCatalog } from "../../lib/catalog/repo.js";
 import { ComputeAgent } from "../../lib/compute/agent.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
@@ -129,6 +130,24 @@ function checkInvoke(stateMachine: Statement[], functionArn: string): void {
   throw e;
 }
 
+/**
+ * A failed sqs:sendMessage as the Step Functions integration reports it: SQS.AmazonSQSException
+ * for an answer of the service (AccessDenied, throttling…), SQS.SdkClientException when no answer
+ * came; the cause keeps SQS's message and its code.
+ */
+function sqsIntegrationError(e: unknown): Error {
+  const err = e as Error & { $metadata?: { httpStatusCode?: number; requestId?: string } };
+  const status = err.$metadata?.httpStatusCode;
+  const out = new Error(
+    status
+      ? `${err.message} (Service: AmazonSQS; Status Code: ${status}; Error Code: ${err.name}; ` +
+          `Request ID: ${err.$metadata?.requestId ?? randomUUID()}; Proxy: null)`
+      : err.message,
+  );
+  out.name = status ? "SQS.AmazonSQSException" : "SQS.SdkClientException";
+  return out;
+}
+
 /** Lambda's answer to a throttled invoke, as Step Functions names it. */
 function lambdaThrottled(fn: string): Error {
   const e = new Error(`Rate Exceeded. (injected throttle of ${fn})`);
@@ -159,9 +178,13 @@ function taskHandlersFor(
           DelaySeconds: delay,
         }),
       );
-    const out = await send();
-    if (chance(faults?.duplicateHostMessageRate)) await send();
-    return out;
+    try {
+      const out = await send();
+      if (chance(faults?.duplicateHostMessageRate)) await send();
+      return out;
+    } catch (e) {
+      throw sqsIntegrationError(e);
+    }
   };
   const lambda =
     (fn: FunctionComponent, handler: TaskHandler): TaskHandler =>
@@ -252,8 +275,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       ...opts.env,
     });
     stops.unshift(async () => restoreEnv());
-    resetClients();
-    stops.push(async () => resetClients());
+    // Every function starts cold: nothing a previous runtime in this process read is cached.
+    const coldStart = () => {
+      resetClients();
+      resetCatalogCache();
+      resetAggregateCache();
+    };
+    coldStart();
+    stops.push(async () => coldStart());
 
     await createTables(new DynamoDBClient({}), tables);
     const build = await ensureQueueWithDlq(buildRequestsQueue, BUILD_REQUESTS_QUEUE);

@@ -22,3 +22,26 @@ export function runAs<T>(identity: Identity, fn: () => T): T {
 export function currentIdentity(): Identity | undefined {
   return current.getStore();
 }
+
+/**
+ * Process-wide state (a warm Lambda's cache) kept apart per identity: on AWS each component is its
+ * own function with its own memory, so locally what one component read must not serve another,
+ * which might not be allowed to read it. `reset` forgets every identity's state.
+ */
+export function perIdentity<T>(make: () => T): { get(): T; reset(): void } {
+  const states = new Map<string, T>();
+  return {
+    get() {
+      const key = current.getStore()?.accessKeyId ?? "";
+      let state = states.get(key);
+      if (state === undefined) {
+        state = make();
+        states.set(key, state);
+      }
+      return state;
+    },
+    reset() {
+      states.clear();
+    },
+  };
+}
