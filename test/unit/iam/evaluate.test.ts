@@ -104,6 +104,7 @@ describe("evaluate", () => {
   it("every condition must hold; policy variables come from the request", () => {
     const byTag = allow(
       ["sqs:ReceiveMessage"],
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: an IAM policy variable, not a template
       ["arn:aws:sqs:us-east-1:000000000000:compute-${aws:PrincipalTag/host}"],
       {
         StringEquals: { "aws:PrincipalTag/role": ["compute"] },
