@@ -43,7 +43,9 @@ export function dynamo(): DynamoDBDocumentClient {
 
 export function sqsClient(): SQSClient {
   const { clients, credentials } = clientsFor();
-  clients.sqs ??= new SQSClient({ maxAttempts: 5, credentials });
+  // Every call to the configured endpoint, whatever host a queue URL names: locally that endpoint
+  // is the IAM gateway (an external SQS may hand out URLs of its own host); on AWS both agree.
+  clients.sqs ??= new SQSClient({ maxAttempts: 5, credentials, useQueueUrlAsEndpoint: false });
   return clients.sqs;
 }
 
