@@ -30,6 +30,7 @@ import { evaluate, type Statement } from "./iam/evaluate.js";
 import {
   ACCOUNT,
   type Component,
+  FUNCTION_COMPONENTS,
   type FunctionComponent,
   functionArnOf,
   identityOf,
@@ -234,13 +235,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     buildRequestsQueue,
     buildRequestsDlq: `${buildRequestsQueue}${DLQ_SUFFIX}`,
     computeQueuePrefix,
-    functionArns: {
-      api: functionArnOf("api"),
-      "build-intake": functionArnOf("build-intake"),
-      scheduler: functionArnOf("scheduler"),
-      conductor: functionArnOf("conductor"),
-      "build-watchdog": functionArnOf("build-watchdog"),
-    },
+    functionArns: Object.fromEntries(FUNCTION_COMPONENTS.map((c) => [c, functionArnOf(c)])) as Record<
+      FunctionComponent,
+      string
+    >,
     stateMachineArn: CONDUCTOR_ARN,
   });
   const statements = effectiveStatements(policies, opts.iam);

@@ -62,7 +62,7 @@ interface Synthesized {
 const synthesized = new Map<string, Synthesized>();
 
 /** The stack synthesized with `computeQueuePrefix`, once per prefix in this process. */
-export function synthesizeStack(computeQueuePrefix: string): Synthesized {
+function synthesizeStack(computeQueuePrefix: string): Synthesized {
   const cached = synthesized.get(computeQueuePrefix);
   if (cached) return cached;
   const cdkJson = JSON.parse(readFileSync(new URL("../../../cdk.json", import.meta.url), "utf8")) as {
@@ -147,15 +147,6 @@ export function stackPolicies(local: LocalResources): StackPolicies {
     }
   }
   return { identity, resource, timeouts };
-}
-
-/** Each function's timeout from the template (seconds): what Lambda enforces on AWS. */
-export function functionTimeouts(computeQueuePrefix: string): Record<FunctionComponent, number> {
-  const s = synthesizeStack(computeQueuePrefix);
-  const out = {} as Record<FunctionComponent, number>;
-  for (const [logical, c] of s.functions)
-    out[c] = Number(s.template.Resources[logical]?.Properties?.Timeout ?? 3);
-  return out;
 }
 
 function statementsOf(document: Json): Statement[] {

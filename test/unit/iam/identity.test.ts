@@ -9,7 +9,7 @@ afterEach(() => resetClients());
 
 describe("identities", () => {
   it("access key ids name the role, are distinct and keep access-key syntax", () => {
-    const keys = [...COMPONENTS, OPERATOR].map(accessKeyIdOf);
+    const keys = [...COMPONENTS, OPERATOR].map((c) => accessKeyIdOf(c));
     expect(new Set(keys).size).toBe(keys.length);
     for (const k of keys) expect(k).toMatch(/^[A-Z0-9]{16,128}$/);
     expect(accessKeyIdOf("scheduler")).toMatch(/^LOCALSCHEDULER/);
