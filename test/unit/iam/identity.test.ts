@@ -1,6 +1,12 @@
 // Each component calls AWS with its own keys: one client per identity, the default chain without.
 import { afterEach, describe, expect, it } from "vitest";
-import { accessKeyIdOf, COMPONENTS, identityOf, OPERATOR } from "../../../infra/local/iam/identities.js";
+import {
+  accessKeyIdOf,
+  type Caller,
+  COMPONENTS,
+  identityOf,
+  OPERATOR,
+} from "../../../infra/local/iam/identities.js";
 import { hostNames } from "../../../infra/local/runtime.js";
 import { dynamo, resetClients, sqsClient } from "../../../lib/aws/clients.js";
 import { perIdentity, runAs } from "../../../lib/aws/identity.js";
@@ -9,7 +15,8 @@ afterEach(() => resetClients());
 
 describe("identities", () => {
   it("access key ids name the role, are distinct and keep access-key syntax", () => {
-    const keys = [...COMPONENTS, OPERATOR].map((c) => accessKeyIdOf(c));
+    const callers: Caller[] = [...COMPONENTS, OPERATOR];
+    const keys = callers.map(accessKeyIdOf);
     expect(new Set(keys).size).toBe(keys.length);
     for (const k of keys) expect(k).toMatch(/^[A-Z0-9]{16,128}$/);
     expect(accessKeyIdOf("scheduler")).toMatch(/^LOCALSCHEDULER/);
