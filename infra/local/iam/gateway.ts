@@ -52,6 +52,8 @@ export interface Gateway {
   endpoint: string;
   setPolicy(policy: GatewayPolicy): void;
   setDynamodbThrottleRate(rate: number): void;
+  /** DynamoDB requests answered with an injected throttle so far */
+  readonly throttled: number;
   stop(): Promise<void>;
 }
 
@@ -203,6 +205,7 @@ function send(res: ServerResponse, a: Answer): void {
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   let policy = opts.policy;
   let throttleRate = opts.dynamodbThrottleRate ?? 0;
+  let throttled = 0;
   const random = opts.random ?? Math.random;
   const agent = new Agent({ keepAlive: true });
   const upstreamOf: Record<Service, string | undefined> = {
@@ -277,6 +280,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       }
     }
     if (service === "dynamodb" && DYNAMODB_ITEM_OPS.has(op) && throttleRate > 0 && random() < throttleRate) {
+      throttled++;
       return {
         status: 400,
         type: "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
@@ -353,6 +357,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     },
     setDynamodbThrottleRate(rate) {
       throttleRate = rate;
+    },
+    get throttled() {
+      return throttled;
     },
     stop: () =>
       new Promise<void>((resolve) => {
