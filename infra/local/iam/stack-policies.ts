@@ -10,6 +10,7 @@ import { NovalessStack } from "../../stacks/novaless-stack.js";
 import type { Statement } from "./evaluate.js";
 import {
   ACCOUNT,
+  COMPONENTS,
   type Component,
   type FunctionComponent,
   PARTITION,
@@ -110,19 +111,10 @@ function logicalId(stack: Stack, construct: { node: { defaultChild?: unknown } }
 export function stackPolicies(local: LocalResources): StackPolicies {
   const s = synthesizeStack(local.computeQueuePrefix);
   const resolve = resolver(s, local);
-  const identity = Object.fromEntries(
-    (
-      [
-        "api",
-        "build-intake",
-        "scheduler",
-        "conductor",
-        "build-watchdog",
-        "state-machine",
-        "compute-host",
-      ] as const
-    ).map((c) => [c, [] as Statement[]]),
-  ) as Record<Component, Statement[]>;
+  const identity = Object.fromEntries(COMPONENTS.map((c) => [c, [] as Statement[]])) as Record<
+    Component,
+    Statement[]
+  >;
   const resource: Statement[] = [];
   const timeouts = {} as Record<FunctionComponent, number>;
   for (const [logical, r] of Object.entries(s.template.Resources)) {
@@ -218,17 +210,11 @@ function resolver(s: Synthesized, local: LocalResources): (v: Json) => Json {
     "AWS::URLSuffix": "amazonaws.com",
     "AWS::StackName": "NovalessStack",
   };
-  const ref = (name: string): string => {
-    const v = pseudo[name] ?? known.get(name)?.ref;
-    if (v === undefined) throw new Error(`IAM: cannot resolve Ref ${name} to a local resource`);
-    return v;
-  };
-  const getAtt = (logical: string, attr: string): string => {
-    const v = known.get(logical)?.attrs[attr];
-    if (v === undefined)
-      throw new Error(`IAM: cannot resolve Fn::GetAtt ${logical}.${attr} to a local resource`);
-    return v;
-  };
+  // A resource with no local counterpart (a secret, a log group…) resolves to a name no local
+  // call uses, so its statements stay in the set without granting anything here.
+  const ref = (name: string): string => pseudo[name] ?? known.get(name)?.ref ?? `novaless-not-local-${name}`;
+  const getAtt = (logical: string, attr: string): string =>
+    known.get(logical)?.attrs[attr] ?? `arn:${PARTITION}:not-local:${REGION}:${ACCOUNT}:${logical}/${attr}`;
   const resolve = (v: Json): Json => {
     if (Array.isArray(v)) return v.map(resolve);
     if (v === null || typeof v !== "object") return v;
