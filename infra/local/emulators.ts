@@ -1,6 +1,8 @@
 // The embedded AWS: dynalite (DynamoDB) and fauxqs (SQS) in this process, and optionally the
 // local Step Functions endpoint, all on 127.0.0.1. The handlers reach them through the standard
-// AWS_ENDPOINT_URL_* variables (see lib/aws/clients.ts), exactly as they reach AWS.
+// AWS_ENDPOINT_URL_* variables (see lib/aws/clients.ts), exactly as they reach AWS. With `iam`,
+// those variables point at the IAM gateway (iam/gateway.ts) in front of all three instead, and
+// the default credentials are the operator's.
 import { existsSync } from "node:fs";
 import type { Server } from "node:http";
 import { createRequire } from "node:module";
@@ -8,6 +10,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildApp } from "fauxqs";
+import { type Gateway, type GatewayPolicy, startGateway } from "./iam/gateway.js";
+import { identityOf, OPERATOR } from "./iam/identities.js";
 import { type SfnServer, type SfnServerOptions, startSfnServer } from "./sfn-server.js";
 
 const HOST = "127.0.0.1";
@@ -19,12 +23,21 @@ export interface EmulatorOptions {
   sfnPort?: number;
   /** start the local Step Functions endpoint too, serving Task states with these handlers */
   sfn?: Omit<SfnServerOptions, "port">;
+  /** put the IAM gateway in front, holding each caller to this policy set */
+  iam?: {
+    policy: GatewayPolicy;
+    /** probability that a DynamoDB item operation is throttled */
+    dynamodbThrottleRate?: number;
+    random?: () => number;
+  };
 }
 
 export interface EmulatorEndpoints {
   dynamodb: string;
   sqs: string;
   sfn?: string;
+  /** the IAM gateway in front of the others, when started with `iam` */
+  gateway?: string;
 }
 
 export interface Emulators {
@@ -33,6 +46,8 @@ export interface Emulators {
   env: Record<string, string>;
   /** present when `sfn` was given */
   sfn?: SfnServer;
+  /** present when `iam` was given */
+  gateway?: Gateway;
   /** stops everything that was started; safe to call twice */
   stop(): Promise<void>;
 }
@@ -77,18 +92,36 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
       sfn = await startSfnServer({ ...opts.sfn, port: opts.sfnPort ?? 0 });
       stops.push(() => sfn!.stop());
     }
+    let gateway: Gateway | undefined;
+    if (opts.iam) {
+      gateway = await startGateway({
+        upstreams: { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, ...(sfn ? { sfn: sfn.endpoint } : {}) },
+        policy: opts.iam.policy,
+        dynamodbThrottleRate: opts.iam.dynamodbThrottleRate,
+        random: opts.iam.random,
+      });
+      stops.push(() => gateway!.stop());
+    }
+    const front = (endpoint: string) => gateway?.endpoint ?? endpoint;
+    const operator = identityOf(OPERATOR);
     const env: Record<string, string> = {
-      AWS_ENDPOINT_URL_DYNAMODB: dynamodb.endpoint,
-      AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: front(dynamodb.endpoint),
+      AWS_ENDPOINT_URL_SQS: front(sqs.endpoint),
       AWS_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: "novaless-local",
-      AWS_SECRET_ACCESS_KEY: "novaless-local",
+      AWS_ACCESS_KEY_ID: gateway ? operator.accessKeyId : "novaless-local",
+      AWS_SECRET_ACCESS_KEY: gateway ? operator.secretAccessKey : "novaless-local",
     };
-    if (sfn) env.AWS_ENDPOINT_URL_SFN = sfn.endpoint;
+    if (sfn) env.AWS_ENDPOINT_URL_SFN = front(sfn.endpoint);
     return {
-      endpoints: { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, ...(sfn ? { sfn: sfn.endpoint } : {}) },
+      endpoints: {
+        dynamodb: dynamodb.endpoint,
+        sqs: sqs.endpoint,
+        ...(sfn ? { sfn: sfn.endpoint } : {}),
+        ...(gateway ? { gateway: gateway.endpoint } : {}),
+      },
       env,
       ...(sfn ? { sfn } : {}),
+      ...(gateway ? { gateway } : {}),
       stop: stopAll,
     };
   } catch (e) {

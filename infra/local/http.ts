@@ -28,20 +28,29 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-export async function startHttpFront(port: number): Promise<HttpFront> {
+/**
+ * `around` runs each request's handling, e.g. as the API function's identity (what API Gateway
+ * invokes on AWS).
+ */
+export async function startHttpFront(
+  port: number,
+  around: <T>(fn: () => T) => T = (fn) => fn(),
+): Promise<HttpFront> {
   const server: Server = createServer(async (req, res) => {
     try {
       const body = await readBody(req);
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers))
         if (v !== undefined) headers[k.toLowerCase()] = String(v);
-      const out = await handleHttp({
-        method: req.method ?? "GET",
-        path: req.url ?? "/",
-        headers,
-        body: body.length ? body : undefined,
-        requestId: `req-${randomUUID()}`,
-      });
+      const out = await around(() =>
+        handleHttp({
+          method: req.method ?? "GET",
+          path: req.url ?? "/",
+          headers,
+          body: body.length ? body : undefined,
+          requestId: `req-${randomUUID()}`,
+        }),
+      );
       res.writeHead(out.status, out.headers);
       res.end(out.body);
     } catch (e) {

@@ -14,7 +14,8 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    "usage: npm start -- [--port 8774] [--hosts 8] [--fail-hosts host-1,host-2] [--build-ms 1000]\n",
+    "usage: npm start -- [--port 8774] [--hosts 8 | --hosts compute-1.example.org,compute-2.example.org]\n" +
+      "                    [--fail-hosts host-1,host-2] [--build-ms 1000]\n",
   );
   process.exit(0);
 }
@@ -28,9 +29,23 @@ function int(name: string, raw: string, min: number): number {
   return n;
 }
 
+/** A count (host-1 … host-N) or a comma list of host names. */
+function hosts(raw: string): number | string[] {
+  if (/^\d+$/.test(raw.trim())) return int("hosts", raw.trim(), 1);
+  const names = raw
+    .split(",")
+    .map((h) => h.trim())
+    .filter(Boolean);
+  if (names.length === 0) {
+    process.stderr.write(`--hosts must be a count or a comma list of host names, got ${raw}\n`);
+    process.exit(2);
+  }
+  return names;
+}
+
 const runtime = await startRuntime({
   port: int("port", values.port, 0),
-  hosts: int("hosts", values.hosts, 1),
+  hosts: hosts(values.hosts),
   failHosts: values["fail-hosts"].split(",").filter(Boolean),
   buildMs: int("build-ms", values["build-ms"], 0),
 });

@@ -1,7 +1,10 @@
 // The whole system on one machine: the embedded emulators, the same tables and queues the stack
 // creates, the conductor state machine from the same ASL, the same handlers, simulated compute
-// hosts with the fake driver, and the HTTP API.
+// hosts with the fake driver, and the HTTP API. As strict as AWS about IAM: every component runs
+// as its own identity (lib/aws/identity.ts) and the gateway in front of the emulators holds it to
+// the policy the synthesized stack gives its role (iam/).
 import "./polyfills.js";
+import { randomUUID } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
@@ -9,33 +12,50 @@ import { handler as intakeHandler } from "../../functions/build-intake/handler.j
 import { handler as conductorHandler } from "../../functions/conductor/handler.js";
 import { handler as schedulerHandler } from "../../functions/scheduler/handler.js";
 import { resetClients, sfnClient, sqsClient } from "../../lib/aws/clients.js";
+import { runAs } from "../../lib/aws/identity.js";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
-import { seedCatalog } from "../../lib/catalog/repo.js";
+import { resetAggregateCache } from "../../lib/catalog/aggregates.js";
+import { resetCatalogCache, seedCatalog } from "../../lib/catalog/repo.js";
 import { ComputeAgent } from "../../lib/compute/agent.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
-import { Transient } from "../../lib/conductor/types.js";
 import { runWatchdog, type WatchdogAction } from "../../lib/conductor/watchdog.js";
 import { log } from "../../lib/log.js";
 import { conductorDefinition } from "../conductor/definition.js";
-import { BUILD_REQUESTS_QUEUE } from "../resources.js";
+import { BUILD_REQUESTS_QUEUE, DLQ_SUFFIX } from "../resources.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, startEventSource } from "./event-source.js";
 import { type HttpFront, startHttpFront } from "./http.js";
+import { evaluate, type Statement } from "./iam/evaluate.js";
+import {
+  ACCOUNT,
+  type Component,
+  FUNCTION_COMPONENTS,
+  type FunctionComponent,
+  functionArnOf,
+  identityOf,
+  REGION,
+  roleArnOf,
+} from "./iam/identities.js";
+import { effectiveStatements, gatewayPolicy, type IamOptions, sessionArnOf } from "./iam/policy.js";
+import { type StackPolicies, stackPolicies } from "./iam/stack-policies.js";
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
 import { createTables, localTables, runSuffix } from "./tables.js";
 
 export const CONDUCTOR_NAME = "novaless-conductor";
+const CONDUCTOR_ARN = `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${CONDUCTOR_NAME}`;
 const LOCAL_ARNS = {
-  conductorFunctionArn: "arn:aws:lambda:us-east-1:000000000000:function:novaless-conductor",
-  schedulerFunctionArn: "arn:aws:lambda:us-east-1:000000000000:function:novaless-scheduler",
+  conductorFunctionArn: functionArnOf("conductor"),
+  schedulerFunctionArn: functionArnOf("scheduler"),
 };
 
 /** Faults the soak (and tests) inject into the local runtime; every choice from `random`. */
 export interface FaultOptions {
   random: () => number;
-  /** probability that a SelectDestinations invocation fails (as a throttled Lambda would) */
+  /** probability that a SelectDestinations invocation is throttled (Lambda.TooManyRequestsException) */
   schedulerFailureRate?: number;
+  /** probability that a DynamoDB item operation is throttled (ProvisionedThroughputExceededException) */
+  dynamodbThrottleRate?: number;
   /** probability that a cast to a host queue is delivered twice */
   duplicateHostMessageRate?: number;
   /** casts to host queues are delayed by up to this long (SQS DelaySeconds) */
@@ -47,7 +67,8 @@ export interface FaultOptions {
 export interface RuntimeOptions {
   /** HTTP API port on 127.0.0.1; 0 picks a free one */
   port?: number;
-  hosts?: number;
+  /** how many hosts (host-1 … host-N), or their names (e.g. compute-1.example.org) */
+  hosts?: number | string[];
   /** hosts whose fake driver fails every build */
   failHosts?: string[];
   buildMs?: number;
@@ -58,6 +79,10 @@ export interface RuntimeOptions {
   /** how often the build watchdog runs (a scheduled Lambda in AWS); 0 disables it */
   watchdogIntervalMs?: number;
   faults?: FaultOptions;
+  /** IAM, always enforced; tests may take statements out of the stack's policy set */
+  iam?: IamOptions;
+  /** wait this long before every ASL Retry instead of its backoff (tests) */
+  retryIntervalMs?: number;
 }
 
 /** A simulated compute host: its driver outlives agent restarts, as a hypervisor would. */
@@ -70,6 +95,8 @@ export interface HostHandle {
 export interface Runtime {
   url: string;
   emulators: Emulators;
+  /** the stack's IAM policies as enforced here (before the test's removals) */
+  policies: StackPolicies;
   /** the current agent of every host */
   readonly agents: ComputeAgent[];
   hosts: Map<string, HostHandle>;
@@ -82,9 +109,61 @@ export interface Runtime {
   stop(): Promise<void>;
 }
 
-/** Serve each Task state by its Resource, exactly as the deployed stack wires it. */
+/**
+ * What Step Functions reports when its role may not invoke the function: the Task fails with
+ * Lambda.AWSLambdaException and Lambda's AccessDenied text as the cause.
+ */
+function checkInvoke(stateMachine: Statement[], functionArn: string): void {
+  const action = "lambda:InvokeFunction";
+  const d = evaluate(stateMachine, [], {
+    action,
+    resource: functionArn,
+    principalArn: roleArnOf("state-machine"),
+    context: { "aws:SecureTransport": "true" },
+  });
+  if (d.allowed) return;
+  const e = new Error(
+    `User: ${sessionArnOf("state-machine")} is not authorized to perform: ${action} on resource: ${functionArn} ` +
+      `because no identity-based policy allows the ${action} action (Service: AWSLambda; Status Code: 403; ` +
+      `Error Code: AccessDeniedException; Request ID: ${randomUUID()}; Proxy: null)`,
+  );
+  e.name = "Lambda.AWSLambdaException";
+  throw e;
+}
+
+/**
+ * A failed sqs:sendMessage as the Step Functions integration reports it: SQS.AmazonSQSException
+ * for an answer of the service (AccessDenied, throttling…), SQS.SdkClientException when no answer
+ * came; the cause keeps SQS's message and its code.
+ */
+function sqsIntegrationError(e: unknown): Error {
+  const err = e as Error & { $metadata?: { httpStatusCode?: number; requestId?: string } };
+  const status = err.$metadata?.httpStatusCode;
+  const out = new Error(
+    status
+      ? `${err.message} (Service: AmazonSQS; Status Code: ${status}; Error Code: ${err.name}; ` +
+          `Request ID: ${err.$metadata?.requestId ?? randomUUID()}; Proxy: null)`
+      : err.message,
+  );
+  out.name = status ? "SQS.AmazonSQSException" : "SQS.SdkClientException";
+  return out;
+}
+
+/** Lambda's answer to a throttled invoke, as Step Functions names it. */
+function lambdaThrottled(fn: string): Error {
+  const e = new Error(`Rate Exceeded. (injected throttle of ${fn})`);
+  e.name = "Lambda.TooManyRequestsException";
+  return e;
+}
+
+/**
+ * Serve each Task state by its Resource, exactly as the deployed stack wires it: a Lambda Task
+ * runs its handler as the function's identity once the state machine's role may invoke it; the
+ * sqs:sendMessage integration sends with the state machine role's credentials.
+ */
 function taskHandlersFor(
   definition: ReturnType<typeof conductorDefinition>,
+  stateMachine: Statement[],
   faults?: FaultOptions,
 ): TaskHandlers {
   const chance = (p: number | undefined) => Boolean(faults && p && faults.random() < p);
@@ -100,19 +179,30 @@ function taskHandlersFor(
           DelaySeconds: delay,
         }),
       );
-    const out = await send();
-    if (chance(faults?.duplicateHostMessageRate)) await send();
-    return out;
+    try {
+      const out = await send();
+      if (chance(faults?.duplicateHostMessageRate)) await send();
+      return out;
+    } catch (e) {
+      throw sqsIntegrationError(e);
+    }
   };
+  const lambda =
+    (fn: FunctionComponent, handler: TaskHandler): TaskHandler =>
+    (input) => {
+      checkInvoke(stateMachine, functionArnOf(fn));
+      return runAs(identityOf(fn), () => handler(input));
+    };
   const byResource: Record<string, TaskHandler> = {
-    [LOCAL_ARNS.conductorFunctionArn]: (input) => conductorHandler(input),
-    [LOCAL_ARNS.schedulerFunctionArn]: async (input) => {
-      if (chance(faults?.schedulerFailureRate)) throw new Transient("injected: scheduler invocation failed");
+    [LOCAL_ARNS.conductorFunctionArn]: lambda("conductor", (input) => conductorHandler(input)),
+    [LOCAL_ARNS.schedulerFunctionArn]: lambda("scheduler", async (input) => {
+      if (chance(faults?.schedulerFailureRate)) throw lambdaThrottled(LOCAL_ARNS.schedulerFunctionArn);
       const out = await schedulerHandler(input);
       if (faults?.schedulerDelayMs) await new Promise((r) => setTimeout(r, faults.schedulerDelayMs));
       return out;
-    },
-    "arn:aws:states:::sqs:sendMessage": sendToHost,
+    }),
+    "arn:aws:states:::sqs:sendMessage": (input) =>
+      runAs(identityOf("state-machine"), () => sendToHost(input)),
   };
   const handlers: TaskHandlers = {};
   const walk = (
@@ -133,37 +223,72 @@ function taskHandlersFor(
 
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
   const definition = conductorDefinition(LOCAL_ARNS);
-  const emulators = await startEmulators({
-    sfn: { taskHandlers: { [CONDUCTOR_NAME]: taskHandlersFor(definition, opts.faults) } },
+  const suffix = runSuffix();
+  const tables = localTables(suffix);
+  const computeQueuePrefix = `novaless${suffix}-compute-`;
+  const buildRequestsQueue = `${BUILD_REQUESTS_QUEUE.localName}${suffix}`;
+  const policies = stackPolicies({
+    tables: Object.fromEntries(tables.map((t) => [t.id, t.localName])) as Record<
+      (typeof tables)[number]["id"],
+      string
+    >,
+    buildRequestsQueue,
+    buildRequestsDlq: `${buildRequestsQueue}${DLQ_SUFFIX}`,
+    computeQueuePrefix,
+    functionArns: Object.fromEntries(FUNCTION_COMPONENTS.map((c) => [c, functionArnOf(c)])) as Record<
+      FunctionComponent,
+      string
+    >,
+    stateMachineArn: CONDUCTOR_ARN,
   });
+  const statements = effectiveStatements(policies, opts.iam);
+  const emulators = await startEmulators({
+    sfn: {
+      taskHandlers: {
+        [CONDUCTOR_NAME]: taskHandlersFor(definition, statements["state-machine"], opts.faults),
+      },
+      ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
+    },
+    iam: {
+      policy: gatewayPolicy(policies, opts.iam),
+      dynamodbThrottleRate: opts.faults?.dynamodbThrottleRate,
+      random: opts.faults?.random,
+    },
+  });
+  const as =
+    (c: Component) =>
+    <T>(fn: () => T): T =>
+      runAs(identityOf(c), fn);
   const stops: (() => Promise<unknown>)[] = [() => emulators.stop()];
   const stopAll = async () => {
     for (let s = stops.pop(); s; s = stops.pop())
       await s().catch((e) => log.warn("runtime.stop_failed", { error: e }));
   };
   try {
-    const suffix = runSuffix();
-    const tables = localTables(suffix);
+    // Setup runs as the operator (the deploying admin): the default credentials in emulators.env.
     const restoreEnv = applyEnv({
       ...emulators.env,
       ...Object.fromEntries(tables.map((t) => [t.env, t.localName])),
-      NOVALESS_COMPUTE_QUEUE_PREFIX: `novaless${suffix}-compute-`,
+      NOVALESS_COMPUTE_QUEUE_PREFIX: computeQueuePrefix,
       ...opts.env,
     });
     stops.unshift(async () => restoreEnv());
-    resetClients();
-    stops.push(async () => resetClients());
+    // Every function starts cold: nothing a previous runtime in this process read is cached.
+    const coldStart = () => {
+      resetClients();
+      resetCatalogCache();
+      resetAggregateCache();
+    };
+    coldStart();
+    stops.push(async () => coldStart());
 
     await createTables(new DynamoDBClient({}), tables);
-    const build = await ensureQueueWithDlq(
-      `${BUILD_REQUESTS_QUEUE.localName}${suffix}`,
-      BUILD_REQUESTS_QUEUE,
-    );
+    const build = await ensureQueueWithDlq(buildRequestsQueue, BUILD_REQUESTS_QUEUE);
     const sm = await sfnClient().send(
       new CreateStateMachineCommand({
         name: CONDUCTOR_NAME,
         definition: JSON.stringify(definition),
-        roleArn: "arn:aws:iam::000000000000:role/novaless-conductor",
+        roleArn: roleArnOf("state-machine"),
         type: "EXPRESS",
       }),
     );
@@ -174,26 +299,30 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     });
     await seedCatalog();
 
-    const hosts = await startHosts(opts);
-    stops.push(async () => Promise.all([...hosts.values()].map((h) => h.agent.stop())));
+    const compute = as("compute-host");
+    const hosts = await compute(() => startHosts(opts));
+    stops.push(async () => compute(() => Promise.all([...hosts.values()].map((h) => h.agent.stop()))));
 
     const arn = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
     );
-    const intake: EventSource = startEventSource({
-      queueUrl: build.queueUrl,
-      queueArn: arn.Attributes?.QueueArn ?? "",
-      handler: intakeHandler,
-    });
+    const intake: EventSource = as("build-intake")(() =>
+      startEventSource({
+        queueUrl: build.queueUrl,
+        queueArn: arn.Attributes?.QueueArn ?? "",
+        handler: intakeHandler,
+      }),
+    );
     stops.push(() => intake.stop());
 
+    const watchdog = () => as("build-watchdog")(() => runWatchdog());
     const watchdogEvery = opts.watchdogIntervalMs ?? 10_000;
     if (watchdogEvery > 0) {
       let busy = false;
       const timer = setInterval(() => {
         if (busy) return;
         busy = true;
-        runWatchdog()
+        watchdog()
           .catch((e) => log.error("watchdog.failed", { error: e }))
           .finally(() => {
             busy = false;
@@ -202,26 +331,26 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       stops.push(async () => clearInterval(timer));
     }
 
-    const front: HttpFront = await startHttpFront(opts.port ?? 8774);
+    const front: HttpFront = await startHttpFront(opts.port ?? 8774, as("api"));
     stops.push(() => front.stop());
     log.info("runtime.ready", { url: front.url, hosts: hosts.size, endpoints: emulators.endpoints });
     return {
       url: front.url,
       emulators,
+      policies,
       get agents() {
         return [...hosts.values()].map((h) => h.agent);
       },
       hosts,
-      async killHost(name) {
-        await handle(hosts, name).agent.kill();
-      },
-      async restartHost(name) {
-        const h = handle(hosts, name);
-        await h.agent.stop();
-        h.agent = newAgent(opts, h.name, h.driver, [...hosts.keys()].indexOf(name));
-        await h.agent.start();
-      },
-      runWatchdog: () => runWatchdog(),
+      killHost: (name) => compute(() => handle(hosts, name).agent.kill()),
+      restartHost: (name) =>
+        compute(async () => {
+          const h = handle(hosts, name);
+          await h.agent.stop();
+          h.agent = newAgent(opts, h.name, h.driver, [...hosts.keys()].indexOf(name));
+          await h.agent.start();
+        }),
+      runWatchdog: watchdog,
       stop: stopAll,
     };
   } catch (e) {
@@ -252,11 +381,20 @@ function newAgent(opts: RuntimeOptions, host: string, driver: FakeDriver, i: num
 async function startHosts(opts: RuntimeOptions): Promise<Map<string, HostHandle>> {
   const failing = new Set(opts.failHosts ?? []);
   const hosts = new Map<string, HostHandle>();
-  for (let i = 0; i < (opts.hosts ?? 8); i++) {
-    const name = `host-${i + 1}`;
+  const names = hostNames(opts.hosts ?? 8);
+  for (const [i, name] of names.entries()) {
     const driver = new FakeDriver({ host: name, buildMs: opts.buildMs ?? 1000, failAll: failing.has(name) });
     hosts.set(name, { name, driver, agent: newAgent(opts, name, driver, i) });
   }
   await Promise.all([...hosts.values()].map((h) => h.agent.start()));
+  return hosts;
+}
+
+/** `count` hosts named host-1 … host-N, or the names given (duplicates refused). */
+export function hostNames(hosts: number | string[]): string[] {
+  if (typeof hosts === "number") return Array.from({ length: hosts }, (_, i) => `host-${i + 1}`);
+  const dup = hosts.find((h, i) => hosts.indexOf(h) !== i);
+  if (dup !== undefined) throw new Error(`host ${dup} is listed twice`);
+  if (hosts.length === 0) throw new Error("at least one host is needed");
   return hosts;
 }

@@ -302,6 +302,8 @@ export class NovalessStack extends Stack {
 
     hosts.grantReadWriteData(this.schedulerFunction);
     instances.grantReadWriteData(this.schedulerFunction);
+    // Flavors, images, aggregates and server groups: the filters read them on every decision.
+    catalog.grantReadData(this.schedulerFunction);
 
     hosts.grantReadWriteData(this.conductorFunction);
     instances.grantReadWriteData(this.conductorFunction);

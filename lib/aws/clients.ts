@@ -1,38 +1,66 @@
 // Client factories. Endpoints are never set here: the SDK reads AWS_ENDPOINT_URL_DYNAMODB,
 // AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_SFN itself, so the same code reaches AWS, the
-// embedded emulators or LocalStack.
+// embedded emulators or LocalStack. Credentials: those of the current identity (identity.ts) when
+// one is set, one client per access key; otherwise the SDK's default chain (what runs on AWS).
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { currentIdentity, type Identity } from "./identity.js";
 
-let ddb: DynamoDBDocumentClient | undefined;
-let sqs: SQSClient | undefined;
-let sfn: SFNClient | undefined;
+interface Clients {
+  ddb?: DynamoDBDocumentClient;
+  sqs?: SQSClient;
+  sfn?: SFNClient;
+}
+
+/** by access key id; "" is the default chain */
+const cache = new Map<string, Clients>();
+
+function clientsFor(): { clients: Clients; credentials?: Identity } {
+  const identity = currentIdentity();
+  const key = identity?.accessKeyId ?? "";
+  let clients = cache.get(key);
+  if (!clients) {
+    clients = {};
+    cache.set(key, clients);
+  }
+  return identity
+    ? {
+        clients,
+        credentials: { accessKeyId: identity.accessKeyId, secretAccessKey: identity.secretAccessKey },
+      }
+    : { clients };
+}
 
 export function dynamo(): DynamoDBDocumentClient {
-  ddb ??= DynamoDBDocumentClient.from(new DynamoDBClient({ maxAttempts: 5 }), {
+  const { clients, credentials } = clientsFor();
+  clients.ddb ??= DynamoDBDocumentClient.from(new DynamoDBClient({ maxAttempts: 5, credentials }), {
     marshallOptions: { removeUndefinedValues: true },
   });
-  return ddb;
+  return clients.ddb;
 }
 
 export function sqsClient(): SQSClient {
-  sqs ??= new SQSClient({ maxAttempts: 5 });
-  return sqs;
+  const { clients, credentials } = clientsFor();
+  // Every call to the configured endpoint, whatever host a queue URL names: locally that endpoint
+  // is the IAM gateway (an external SQS may hand out URLs of its own host); on AWS both agree.
+  clients.sqs ??= new SQSClient({ maxAttempts: 5, credentials, useQueueUrlAsEndpoint: false });
+  return clients.sqs;
 }
 
 export function sfnClient(): SFNClient {
-  sfn ??= new SFNClient({ maxAttempts: 5 });
-  return sfn;
+  const { clients, credentials } = clientsFor();
+  clients.sfn ??= new SFNClient({ maxAttempts: 5, credentials });
+  return clients.sfn;
 }
 
 /** Forget cached clients (the local runtime and tests change endpoints between runs). */
 export function resetClients(): void {
-  ddb?.destroy();
-  sqs?.destroy();
-  sfn?.destroy();
-  ddb = undefined;
-  sqs = undefined;
-  sfn = undefined;
+  for (const c of cache.values()) {
+    c.ddb?.destroy();
+    c.sqs?.destroy();
+    c.sfn?.destroy();
+  }
+  cache.clear();
 }

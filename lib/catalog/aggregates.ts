@@ -7,6 +7,7 @@ import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
+import { perIdentity } from "../aws/identity.js";
 import { resources } from "../config.js";
 import type { Aggregate } from "./types.js";
 
@@ -41,17 +42,19 @@ function toItem(a: Aggregate, revision: number): Stored {
   return { ...a, pk: `${PREFIX}${a.id}`, kind: "aggregate", revision };
 }
 
-let cache: { at: number; items: Aggregate[] } | undefined;
+// One cache per identity: the API's reads must not serve the scheduler (each is its own Lambda).
+const caches = perIdentity<{ list?: { at: number; items: Aggregate[] } }>(() => ({}));
 
 /** Forget the cached list (tests and the local runtime switch tables between runs). */
 export function resetAggregateCache(): void {
-  cache = undefined;
+  caches.reset();
 }
 
 /** Every aggregate, sorted by name then id. `fresh` bypasses the cache. */
 export async function listAggregates(opts: { fresh?: boolean } = {}): Promise<Aggregate[]> {
   const now = Date.now();
-  if (!opts.fresh && cache && now - cache.at < LIST_TTL_MS) return cache.items.map(clone);
+  const cache = caches.get();
+  if (!opts.fresh && cache.list && now - cache.list.at < LIST_TTL_MS) return cache.list.items.map(clone);
   const items = (
     await scanAll({
       TableName: table(),
@@ -61,7 +64,7 @@ export async function listAggregates(opts: { fresh?: boolean } = {}): Promise<Ag
     })
   ).map((item) => fromItem(item).aggregate);
   items.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
-  cache = { at: now, items };
+  cache.list = { at: now, items };
   return items.map(clone);
 }
 
@@ -99,7 +102,7 @@ export async function createAggregate(a: Aggregate): Promise<CreateAggregateResu
       }),
     );
   } finally {
-    cache = undefined;
+    caches.reset();
   }
   return { ok: true, aggregate: clone(a) };
 }
@@ -120,7 +123,7 @@ export async function saveAggregate(a: Aggregate, revision: number): Promise<boo
     if (isConditionalCheckFailed(e)) return false;
     throw e;
   } finally {
-    cache = undefined;
+    caches.reset();
   }
 }
 
@@ -140,7 +143,7 @@ export async function deleteAggregate(id: string, revision: number): Promise<boo
     if (isConditionalCheckFailed(e)) return false;
     throw e;
   } finally {
-    cache = undefined;
+    caches.reset();
   }
 }
 

@@ -5,6 +5,7 @@ import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
+import { perIdentity } from "../aws/identity.js";
 import { resources } from "../config.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "./seed.js";
 import type { Flavor, Image } from "./types.js";
@@ -24,12 +25,15 @@ function strip<T>(item: Record<string, unknown>): T {
   return rest as T;
 }
 
-const cache: { flavors?: { at: number; items: Flavor[] }; images?: { at: number; items: Image[] } } = {};
+// One cache per identity: the API's reads must not serve the scheduler (each is its own Lambda).
+const caches = perIdentity<{
+  flavors?: { at: number; items: Flavor[] };
+  images?: { at: number; items: Image[] };
+}>(() => ({}));
 
 /** Forget cached lists (tests and the local runtime switch tables between runs). */
 export function resetCatalogCache(): void {
-  cache.flavors = undefined;
-  cache.images = undefined;
+  caches.reset();
 }
 
 async function scanPrefix<T>(prefix: string): Promise<T[]> {
@@ -56,6 +60,7 @@ export async function getFlavor(id: string): Promise<Flavor | undefined> {
 /** Every flavor, disabled and private ones included, sorted by id. `fresh` bypasses the cache. */
 export async function listFlavors(opts: { fresh?: boolean } = {}): Promise<Flavor[]> {
   const now = Date.now();
+  const cache = caches.get();
   if (!opts.fresh && cache.flavors && now - cache.flavors.at < LIST_TTL_MS) return [...cache.flavors.items];
   const items = (await scanPrefix<Flavor>(FLAVOR)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   cache.flavors = { at: now, items };
@@ -83,7 +88,7 @@ export async function createFlavor(flavor: Flavor): Promise<CreateFlavorResult> 
     if (isConditionalCheckFailed(e)) return { ok: false, reason: "id-exists" };
     throw e;
   } finally {
-    cache.flavors = undefined;
+    caches.reset();
   }
   return { ok: true, flavor };
 }
@@ -119,7 +124,7 @@ export async function setFlavorExtraSpecs(
     if (isConditionalCheckFailed(e)) return undefined;
     throw e;
   } finally {
-    cache.flavors = undefined;
+    caches.reset();
   }
 }
 
@@ -128,6 +133,7 @@ export async function setFlavorExtraSpecs(
 /** Every image, sorted by name then id. */
 export async function listImages(opts: { fresh?: boolean } = {}): Promise<Image[]> {
   const now = Date.now();
+  const cache = caches.get();
   if (!opts.fresh && cache.images && now - cache.images.at < LIST_TTL_MS) return [...cache.images.items];
   const items = (await scanPrefix<Image>(IMAGE)).sort(
     (a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id),

@@ -318,9 +318,14 @@ export class ComputeAgent {
       await this.reschedule(msg, failed, reason);
       return;
     }
-    this.building.delete(id);
-    if (this.killed) throw new Error(`host ${host} died before recording ${id}`);
-    await this.finish(msg, started);
+    // Still "building" until recorded: a duplicate arriving meanwhile must not finish it again
+    // (its markActive would fail and it would tear down the guest this one just recorded).
+    try {
+      if (this.killed) throw new Error(`host ${host} died before recording ${id}`);
+      await this.finish(msg, started);
+    } finally {
+      this.building.delete(id);
+    }
   }
 
   private async finish(msg: BuildAndRunInstance, started: Date): Promise<void> {

@@ -1,0 +1,371 @@
+// The IAM boundary of the local AWS: an HTTP reverse proxy on 127.0.0.1 in front of DynamoDB, SQS
+// and the local Step Functions server. It knows the caller from the access key id of the signed
+// request (as AWS and LocalStack do, never from the calling code), maps the request to the IAM
+// action(s) and resource ARN(s) AWS would authorize, and answers AccessDeniedException as AWS does
+// when the caller's policies do not allow it. Allowed requests are forwarded byte for byte, Host
+// header included, so fauxqs builds queue URLs that point back at the gateway.
+// It also enforces SQS's queue-name rule (fauxqs does not) and can inject DynamoDB throttling.
+import { randomUUID } from "node:crypto";
+import {
+  Agent,
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import type { AddressInfo } from "node:net";
+import { log } from "../../../lib/log.js";
+import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
+import { ACCOUNT, PARTITION, REGION } from "./identities.js";
+
+export type Service = "dynamodb" | "sqs" | "states";
+
+export interface GatewayPrincipal {
+  /** for messages and logs: the component */
+  name: string;
+  roleArn: string;
+  /** arn:aws:sts::<account>:assumed-role/<role>/<session> */
+  sessionArn: string;
+  statements: Statement[];
+  /** aws:PrincipalTag/<key> */
+  tags?: Record<string, string>;
+}
+
+export interface GatewayPolicy {
+  /** access key id → principal */
+  principals: Map<string, GatewayPrincipal>;
+  /** resource-based statements (queue policies) */
+  resource: Statement[];
+}
+
+export interface GatewayOptions {
+  upstreams: { dynamodb: string; sqs: string; sfn?: string };
+  policy: GatewayPolicy;
+  /** probability that a DynamoDB item operation is throttled (ProvisionedThroughputExceededException) */
+  dynamodbThrottleRate?: number;
+  random?: () => number;
+  port?: number;
+}
+
+export interface Gateway {
+  /** http://127.0.0.1:<port>: every AWS_ENDPOINT_URL_* of the components */
+  endpoint: string;
+  setPolicy(policy: GatewayPolicy): void;
+  setDynamodbThrottleRate(rate: number): void;
+  /** DynamoDB requests answered with an injected throttle so far */
+  readonly throttled: number;
+  stop(): Promise<void>;
+}
+
+/** One IAM authorization a request needs. */
+export interface Authorization {
+  action: string;
+  resource: string;
+}
+
+const arn = (service: string, resource: string) =>
+  `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${resource}`;
+const tableArn = (name: unknown) => arn("dynamodb", `table/${String(name)}`);
+const queueArnOfName = (name: unknown) => arn("sqs", String(name));
+const queueArnOfUrl = (url: unknown) =>
+  queueArnOfName(
+    String(url ?? "")
+      .split("/")
+      .filter(Boolean)
+      .pop() ?? "",
+  );
+
+const DYNAMODB_ITEM_OPS = new Set([
+  "GetItem",
+  "PutItem",
+  "UpdateItem",
+  "DeleteItem",
+  "Query",
+  "Scan",
+  "BatchGetItem",
+  "BatchWriteItem",
+  "TransactGetItems",
+  "TransactWriteItems",
+]);
+
+/** What DynamoDB authorizes for an operation: the table (or index) of each item it touches. */
+export function dynamodbAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
+  switch (op) {
+    case "BatchGetItem":
+    case "BatchWriteItem":
+      return Object.keys((body.RequestItems ?? {}) as object).map((t) => ({
+        action: `dynamodb:${op}`,
+        resource: tableArn(t),
+      }));
+    case "TransactWriteItems":
+    case "TransactGetItems": {
+      const actions: Record<string, string> = {
+        ConditionCheck: "ConditionCheckItem",
+        Put: "PutItem",
+        Delete: "DeleteItem",
+        Update: "UpdateItem",
+        Get: "GetItem",
+      };
+      return ((body.TransactItems ?? []) as Record<string, { TableName?: string }>[]).flatMap((item) =>
+        Object.entries(item).map(([kind, v]) => ({
+          action: `dynamodb:${actions[kind] ?? kind}`,
+          resource: tableArn(v.TableName),
+        })),
+      );
+    }
+    case "ListTables":
+      return [{ action: "dynamodb:ListTables", resource: "*" }];
+    case "Query":
+    case "Scan":
+      return [
+        {
+          action: `dynamodb:${op}`,
+          resource: body.IndexName
+            ? `${tableArn(body.TableName)}/index/${String(body.IndexName)}`
+            : tableArn(body.TableName),
+        },
+      ];
+    default:
+      return [{ action: `dynamodb:${op}`, resource: body.TableName ? tableArn(body.TableName) : "*" }];
+  }
+}
+
+const SQS_BATCH_ACTIONS: Record<string, string> = {
+  SendMessageBatch: "SendMessage",
+  DeleteMessageBatch: "DeleteMessage",
+  ChangeMessageVisibilityBatch: "ChangeMessageVisibility",
+};
+
+/** What SQS authorizes: the queue, named by QueueUrl (QueueName for CreateQueue/GetQueueUrl). */
+export function sqsAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
+  const action = `sqs:${SQS_BATCH_ACTIONS[op] ?? op}`;
+  if (op === "ListQueues") return [{ action, resource: "*" }];
+  if (op === "CreateQueue" || op === "GetQueueUrl")
+    return [{ action, resource: queueArnOfName(body.QueueName) }];
+  return [{ action, resource: queueArnOfUrl(body.QueueUrl) }];
+}
+
+/** What Step Functions authorizes: the state machine, or the execution. */
+export function statesAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
+  const action = `states:${op}`;
+  if (op === "CreateStateMachine")
+    return [{ action, resource: arn("states", `stateMachine:${String(body.name)}`) }];
+  const target = body.executionArn ?? body.stateMachineArn;
+  return [{ action, resource: target === undefined ? "*" : String(target) }];
+}
+
+/** SQS's rule for a queue name, with SQS's own message; undefined when the name is valid. */
+export function queueNameError(name: string, fifo: boolean): string | undefined {
+  if (fifo || name.endsWith(".fifo")) {
+    return /^[A-Za-z0-9_-]{1,75}\.fifo$/.test(name) && fifo
+      ? undefined
+      : "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.";
+  }
+  return /^[A-Za-z0-9_-]{1,80}$/.test(name)
+    ? undefined
+    : "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length";
+}
+
+export function accessDeniedMessage(sessionArn: string, a: Authorization, d: Decision): string {
+  const why =
+    d.allowed || d.reason === "implicit-deny"
+      ? `because no identity-based policy allows the ${a.action} action`
+      : d.reason === "explicit-deny-identity"
+        ? "with an explicit deny in an identity-based policy"
+        : "with an explicit deny in a resource-based policy";
+  return `User: ${sessionArn} is not authorized to perform: ${a.action} on resource: ${a.resource} ${why}`;
+}
+
+function serviceOf(target: string | undefined): Service | undefined {
+  if (!target) return undefined;
+  if (target.startsWith("DynamoDB_")) return "dynamodb";
+  if (target.startsWith("AmazonSQS.")) return "sqs";
+  if (target.startsWith("AWSStepFunctions.")) return "states";
+  return undefined;
+}
+
+interface Answer {
+  status: number;
+  type: string;
+  message: string;
+  /** SQS's awsQueryCompatible code (x-amzn-query-error) */
+  queryError?: string;
+}
+
+function send(res: ServerResponse, a: Answer): void {
+  const headers: Record<string, string> = {
+    "content-type": "application/x-amz-json-1.0",
+    "x-amzn-requestid": randomUUID(),
+  };
+  if (a.queryError) headers["x-amzn-query-error"] = a.queryError;
+  res.writeHead(a.status, headers);
+  res.end(JSON.stringify({ __type: a.type, message: a.message }));
+}
+
+export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
+  let policy = opts.policy;
+  let throttleRate = opts.dynamodbThrottleRate ?? 0;
+  let throttled = 0;
+  const random = opts.random ?? Math.random;
+  const agent = new Agent({ keepAlive: true });
+  const upstreamOf: Record<Service, string | undefined> = {
+    dynamodb: opts.upstreams.dynamodb,
+    sqs: opts.upstreams.sqs,
+    states: opts.upstreams.sfn,
+  };
+
+  /** undefined: forward; otherwise the answer AWS would give instead. */
+  function check(service: Service, op: string, req: IncomingMessage, body: Buffer): Answer | undefined {
+    const key = /Credential=([^/,\s]+)\//.exec(req.headers.authorization ?? "")?.[1];
+    const principal = key ? policy.principals.get(key) : undefined;
+    if (!principal) {
+      return {
+        status: service === "sqs" ? 403 : 400,
+        type: "com.amazon.coral.service#UnrecognizedClientException",
+        message: "The security token included in the request is invalid.",
+      };
+    }
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = body.length ? (JSON.parse(body.toString("utf8")) as Record<string, unknown>) : {};
+    } catch {
+      return undefined; // malformed: the service itself answers SerializationException
+    }
+    const needs =
+      service === "dynamodb"
+        ? dynamodbAuthorizations(op, parsed)
+        : service === "sqs"
+          ? sqsAuthorizations(op, parsed)
+          : statesAuthorizations(op, parsed);
+    const context: RequestContext = {
+      "aws:SecureTransport": "true", // the gateway stands in for HTTPS
+      "aws:PrincipalArn": principal.roleArn,
+      "aws:PrincipalAccount": ACCOUNT,
+      "aws:RequestedRegion": REGION,
+      "aws:userid": principal.sessionArn.split("/").slice(-1)[0],
+      ...Object.fromEntries(
+        Object.entries(principal.tags ?? {}).map(([k, v]) => [`aws:PrincipalTag/${k}`, v]),
+      ),
+    };
+    for (const need of needs) {
+      const d = evaluate(principal.statements, policy.resource, {
+        action: need.action,
+        resource: need.resource,
+        principalArn: principal.roleArn,
+        context,
+      });
+      if (!d.allowed) {
+        log.warn("iam.access_denied", {
+          principal: principal.name,
+          action: need.action,
+          resource: need.resource,
+        });
+        return {
+          status: service === "sqs" ? 403 : 400,
+          type: "com.amazon.coral.service#AccessDeniedException",
+          message: accessDeniedMessage(principal.sessionArn, need, d),
+        };
+      }
+    }
+    if (service === "sqs" && op === "CreateQueue") {
+      const attributes = (parsed.Attributes ?? {}) as Record<string, string>;
+      const error = queueNameError(String(parsed.QueueName ?? ""), attributes.FifoQueue === "true");
+      if (error) {
+        return {
+          status: 400,
+          type: "com.amazonaws.sqs#InvalidParameterValue",
+          message: error,
+          queryError: "InvalidParameterValue;Sender",
+        };
+      }
+    }
+    if (service === "dynamodb" && DYNAMODB_ITEM_OPS.has(op) && throttleRate > 0 && random() < throttleRate) {
+      throttled++;
+      return {
+        status: 400,
+        type: "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+        message:
+          "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.",
+      };
+    }
+    return undefined;
+  }
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("error", () => res.destroy());
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const target = req.headers["x-amz-target"] as string | undefined;
+      const service = serviceOf(target);
+      const upstream = service ? upstreamOf[service] : undefined;
+      if (!service || !upstream) {
+        send(res, {
+          status: 400,
+          type: "com.amazon.coral.service#UnknownOperationException",
+          message: `The local gateway serves the AWS JSON protocols of DynamoDB, SQS and Step Functions only (X-Amz-Target ${target ?? "missing"})`,
+        });
+        return;
+      }
+      let answer: Answer | undefined;
+      try {
+        answer = check(service, target!.slice(target!.indexOf(".") + 1), req, body);
+      } catch (e) {
+        answer = {
+          status: 500,
+          type: "com.amazon.coral.service#InternalFailure",
+          message: `local IAM gateway: ${(e as Error).message}`,
+        };
+      }
+      if (answer) {
+        send(res, answer);
+        return;
+      }
+      const url = new URL(req.url ?? "/", upstream);
+      const up = httpRequest(url, { method: req.method, headers: req.headers, agent }, (upRes) => {
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      });
+      up.on("error", (e) => {
+        if (res.headersSent) res.destroy();
+        else
+          send(res, {
+            status: 502,
+            type: "com.amazon.coral.service#ServiceUnavailable",
+            message: `local IAM gateway: ${service} at ${upstream} failed: ${e.message}`,
+          });
+      });
+      res.on("close", () => {
+        if (!res.writableFinished) up.destroy();
+      });
+      up.end(body);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    setPolicy(p) {
+      policy = p;
+    },
+    setDynamodbThrottleRate(rate) {
+      throttleRate = rate;
+    },
+    get throttled() {
+      return throttled;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        agent.destroy();
+      }),
+  };
+}

@@ -1,0 +1,264 @@
+// The IAM policies the deployed stack gives each component, taken from the stack itself:
+// NovalessStack is synthesized in this process with bundling skipped (no esbuild: seconds, not a
+// full synth), and the template's intrinsics are resolved against the LOCAL resources (table and
+// queue names with the runtime's suffix, the local function and state machine ARNs), so the local
+// gateway checks every call against exactly what AWS would.
+import { readFileSync } from "node:fs";
+import { Annotations, App, type CfnElement, type Stack } from "aws-cdk-lib";
+import type { TableSpec } from "../../resources.js";
+import { NovalessStack } from "../../stacks/novaless-stack.js";
+import type { Statement } from "./evaluate.js";
+import {
+  ACCOUNT,
+  COMPONENTS,
+  type Component,
+  type FunctionComponent,
+  PARTITION,
+  REGION,
+  roleArnOf,
+} from "./identities.js";
+
+/** The local names and ARNs of what the stack creates. */
+export interface LocalResources {
+  /** table id in the stack → local table name */
+  tables: Record<TableSpec["id"], string>;
+  buildRequestsQueue: string;
+  buildRequestsDlq: string;
+  /** the local compute hosts' queue prefix (the stack's computeQueuePrefix) */
+  computeQueuePrefix: string;
+  functionArns: Record<FunctionComponent, string>;
+  stateMachineArn: string;
+}
+
+export interface StackPolicies {
+  /** identity-based statements per component, intrinsics resolved */
+  identity: Record<Component, Statement[]>;
+  /** resource-based statements (the queues' policies), each with its Resource */
+  resource: Statement[];
+  /** each function's Timeout from the template, seconds */
+  timeouts: Record<FunctionComponent, number>;
+}
+
+type Json = unknown;
+interface CfnResource {
+  Type: string;
+  Properties?: Record<string, Json>;
+}
+interface Template {
+  Resources: Record<string, CfnResource>;
+}
+
+interface Synthesized {
+  template: Template;
+  /** logical id → component, for roles, functions and the state machine */
+  roles: Map<string, Component>;
+  functions: Map<string, FunctionComponent>;
+  tables: Map<string, TableSpec["id"]>;
+  buildRequestsQueue: string;
+  buildRequestsDlq: string;
+  stateMachine: string;
+  computeAgentPolicy: string;
+}
+
+const synthesized = new Map<string, Synthesized>();
+
+/** The stack synthesized with `computeQueuePrefix`, once per prefix in this process. */
+function synthesizeStack(computeQueuePrefix: string): Synthesized {
+  const cached = synthesized.get(computeQueuePrefix);
+  if (cached) return cached;
+  const cdkJson = JSON.parse(readFileSync(new URL("../../../cdk.json", import.meta.url), "utf8")) as {
+    context: Record<string, unknown>;
+  };
+  const app = new App({ context: { ...cdkJson.context, "aws:cdk:bundling-stacks": [] } });
+  const stack = new NovalessStack(app, "NovalessStack", { computeQueuePrefix });
+  // The local runtime has its own tokens; the deploy-time warning about them is noise here.
+  Annotations.of(stack.apiFunction).acknowledgeWarning("novaless:apiAuthTokens");
+  const id = (c: { node: { defaultChild?: unknown } }) => logicalId(stack, c);
+  const fns: Record<FunctionComponent, NovalessStack["apiFunction"]> = {
+    api: stack.apiFunction,
+    "build-intake": stack.buildIntakeFunction,
+    scheduler: stack.schedulerFunction,
+    conductor: stack.conductorFunction,
+    "build-watchdog": stack.buildWatchdogFunction,
+  };
+  const roles = new Map<string, Component>();
+  const functions = new Map<string, FunctionComponent>();
+  for (const [c, fn] of Object.entries(fns) as [FunctionComponent, NovalessStack["apiFunction"]][]) {
+    functions.set(id(fn), c);
+    if (fn.role) roles.set(id(fn.role as unknown as { node: { defaultChild?: unknown } }), c);
+  }
+  roles.set(id(stack.conductor.role as unknown as { node: { defaultChild?: unknown } }), "state-machine");
+  const result: Synthesized = {
+    template: app.synth().getStackByName(stack.stackName).template as Template,
+    roles,
+    functions,
+    tables: new Map(Object.entries(stack.tables).map(([t, table]) => [id(table), t as TableSpec["id"]])),
+    buildRequestsQueue: id(stack.buildRequestsQueue),
+    buildRequestsDlq: id(stack.buildRequestsDlq),
+    stateMachine: id(stack.conductor),
+    computeAgentPolicy: id(stack.computeAgentPolicy),
+  };
+  synthesized.set(computeQueuePrefix, result);
+  return result;
+}
+
+function logicalId(stack: Stack, construct: { node: { defaultChild?: unknown } }): string {
+  const child = (construct.node.defaultChild ?? construct) as CfnElement;
+  return stack.getLogicalId(child);
+}
+
+/** The stack's policies, resolved against the local resources. */
+export function stackPolicies(local: LocalResources): StackPolicies {
+  const s = synthesizeStack(local.computeQueuePrefix);
+  const resolve = resolver(s, local);
+  const identity = Object.fromEntries(COMPONENTS.map((c) => [c, [] as Statement[]])) as Record<
+    Component,
+    Statement[]
+  >;
+  const resource: Statement[] = [];
+  const timeouts = {} as Record<FunctionComponent, number>;
+  for (const [logical, r] of Object.entries(s.template.Resources)) {
+    const p = r.Properties ?? {};
+    if (r.Type === "AWS::IAM::Policy") {
+      const statements = statementsOf(resolve(p.PolicyDocument));
+      for (const role of (p.Roles ?? []) as { Ref: string }[]) {
+        const c = s.roles.get(role.Ref);
+        if (c) identity[c].push(...statements);
+      }
+    } else if (r.Type === "AWS::IAM::Role") {
+      const c = s.roles.get(logical);
+      for (const inline of (p.Policies ?? []) as { PolicyDocument: Json }[])
+        if (c) identity[c].push(...statementsOf(resolve(inline.PolicyDocument)));
+    } else if (r.Type === "AWS::IAM::ManagedPolicy" && logical === s.computeAgentPolicy) {
+      identity["compute-host"].push(...statementsOf(resolve(p.PolicyDocument)));
+    } else if (r.Type === "AWS::SQS::QueuePolicy") {
+      resource.push(...statementsOf(resolve(p.PolicyDocument)));
+    } else if (r.Type === "AWS::Lambda::Function") {
+      const c = s.functions.get(logical);
+      if (c) timeouts[c] = Number(p.Timeout ?? 3);
+    }
+  }
+  return { identity, resource, timeouts };
+}
+
+function statementsOf(document: Json): Statement[] {
+  const raw = (document as { Statement?: Json }).Statement;
+  return ([raw].flat().filter(Boolean) as Record<string, Json>[]).map(normalize);
+}
+
+const list = (v: Json): string[] | undefined => (v === undefined ? undefined : [v].flat().map(String));
+
+function normalize(s: Record<string, Json>): Statement {
+  const condition = s.Condition as Record<string, Record<string, Json>> | undefined;
+  return {
+    ...(s.Sid ? { Sid: String(s.Sid) } : {}),
+    Effect: s.Effect === "Deny" ? "Deny" : "Allow",
+    ...(s.Action !== undefined ? { Action: list(s.Action) } : {}),
+    ...(s.NotAction !== undefined ? { NotAction: list(s.NotAction) } : {}),
+    ...(s.Resource !== undefined ? { Resource: list(s.Resource) } : {}),
+    ...(s.NotResource !== undefined ? { NotResource: list(s.NotResource) } : {}),
+    ...(s.Principal !== undefined ? { Principal: s.Principal as Statement["Principal"] } : {}),
+    ...(condition
+      ? {
+          Condition: Object.fromEntries(
+            Object.entries(condition).map(([op, keys]) => [
+              op,
+              Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, list(v) ?? []])),
+            ]),
+          ),
+        }
+      : {}),
+  };
+}
+
+/** Resolves CloudFormation intrinsics against the local resources. */
+function resolver(s: Synthesized, local: LocalResources): (v: Json) => Json {
+  const queueUrl = (name: string) => `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${name}`;
+  const sqsArn = (name: string) => `arn:${PARTITION}:sqs:${REGION}:${ACCOUNT}:${name}`;
+  // logical id → Ref value and attributes
+  const known = new Map<string, { ref: string; attrs: Record<string, string> }>();
+  for (const [logical, t] of s.tables) {
+    const name = local.tables[t];
+    const arn = `arn:${PARTITION}:dynamodb:${REGION}:${ACCOUNT}:table/${name}`;
+    known.set(logical, { ref: name, attrs: { Arn: arn, StreamArn: `${arn}/stream/*` } });
+  }
+  for (const [logical, name] of [
+    [s.buildRequestsQueue, local.buildRequestsQueue],
+    [s.buildRequestsDlq, local.buildRequestsDlq],
+  ] as const) {
+    known.set(logical, {
+      ref: queueUrl(name),
+      attrs: { Arn: sqsArn(name), QueueName: name, QueueUrl: queueUrl(name) },
+    });
+  }
+  for (const [logical, c] of s.functions) {
+    const arn = local.functionArns[c];
+    known.set(logical, { ref: arn.split(":").pop()!, attrs: { Arn: arn } });
+  }
+  for (const [logical, c] of s.roles) {
+    const arn = roleArnOf(c);
+    known.set(logical, { ref: arn.split("/").pop()!, attrs: { Arn: arn } });
+  }
+  known.set(s.stateMachine, {
+    ref: local.stateMachineArn,
+    attrs: { Arn: local.stateMachineArn, Name: local.stateMachineArn.split(":").pop()! },
+  });
+  const pseudo: Record<string, string> = {
+    "AWS::Region": REGION,
+    "AWS::AccountId": ACCOUNT,
+    "AWS::Partition": PARTITION,
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::StackName": "NovalessStack",
+  };
+  // A resource with no local counterpart (a secret, a log group…) resolves to a name no local
+  // call uses, so its statements stay in the set without granting anything here.
+  const ref = (name: string): string => pseudo[name] ?? known.get(name)?.ref ?? `novaless-not-local-${name}`;
+  const getAtt = (logical: string, attr: string): string =>
+    known.get(logical)?.attrs[attr] ?? `arn:${PARTITION}:not-local:${REGION}:${ACCOUNT}:${logical}/${attr}`;
+  const resolve = (v: Json): Json => {
+    if (Array.isArray(v)) return v.map(resolve);
+    if (v === null || typeof v !== "object") return v;
+    const o = v as Record<string, Json>;
+    const keys = Object.keys(o);
+    if (keys.length === 1) {
+      const [k] = keys as [string];
+      const arg = o[k];
+      switch (k) {
+        case "Ref":
+          return ref(String(arg));
+        case "Fn::GetAtt": {
+          const [logical, attr] = Array.isArray(arg) ? arg.map(String) : String(arg).split(".");
+          return getAtt(logical!, attr!);
+        }
+        case "Fn::Join": {
+          const [sep, parts] = arg as [string, Json[]];
+          return (resolve(parts) as Json[]).map(String).join(sep);
+        }
+        case "Fn::Sub": {
+          const [text, vars] = Array.isArray(arg)
+            ? (arg as [string, Record<string, Json>])
+            : [String(arg), {}];
+          const values = resolve(vars) as Record<string, Json>;
+          return text.replace(/\$\{([^}!][^}]*)\}/g, (_, name: string) => {
+            if (name in values) return String(values[name]);
+            if (name.includes(".") && !name.startsWith("AWS::")) {
+              const [logical, attr] = name.split(".") as [string, string];
+              return getAtt(logical, attr);
+            }
+            return ref(name);
+          });
+        }
+        case "Fn::Select": {
+          const [index, items] = arg as [Json, Json];
+          return (resolve(items) as Json[])[Number(resolve(index))];
+        }
+        case "Fn::Split": {
+          const [sep, text] = arg as [string, Json];
+          return String(resolve(text)).split(sep);
+        }
+      }
+    }
+    return Object.fromEntries(keys.map((k) => [k, resolve(o[k])]));
+  };
+  return resolve;
+}

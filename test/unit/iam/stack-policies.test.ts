@@ -1,0 +1,90 @@
+// The policy set the local runtime enforces comes from the synthesized stack, resolved against the
+// local resource names: check that resolution and the grants each component's code needs.
+import { beforeAll, describe, expect, it } from "vitest";
+import { evaluate } from "../../../infra/local/iam/evaluate.js";
+import { functionArnOf } from "../../../infra/local/iam/identities.js";
+import { type StackPolicies, stackPolicies } from "../../../infra/local/iam/stack-policies.js";
+
+const ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/";
+const SQS = "arn:aws:sqs:us-east-1:000000000000:";
+const SM = "arn:aws:states:us-east-1:000000000000:stateMachine:novaless-conductor";
+
+let policies: StackPolicies;
+beforeAll(() => {
+  policies = stackPolicies({
+    tables: { Hosts: "hosts-x", Instances: "instances-x", Catalog: "catalog-x" },
+    buildRequestsQueue: "build-x",
+    buildRequestsDlq: "build-x-dlq",
+    computeQueuePrefix: "novaless-x-compute-",
+    functionArns: {
+      api: functionArnOf("api"),
+      "build-intake": functionArnOf("build-intake"),
+      scheduler: functionArnOf("scheduler"),
+      conductor: functionArnOf("conductor"),
+      "build-watchdog": functionArnOf("build-watchdog"),
+    },
+    stateMachineArn: SM,
+  });
+}, 120_000);
+
+const can = (c: keyof StackPolicies["identity"], action: string, resource: string) =>
+  evaluate(policies.identity[c], policies.resource, {
+    action,
+    resource,
+    principalArn: "arn:aws:iam::000000000000:role/x",
+    context: { "aws:SecureTransport": "true" },
+  }).allowed;
+
+describe("the stack's policies, resolved to the local resources", () => {
+  it("resolves every ARN: no intrinsic is left in any statement", () => {
+    const text = JSON.stringify(policies);
+    expect(text).not.toMatch(/Fn::|"Ref"|AWS::/);
+    expect(text).toContain(`${ARN}catalog-x`);
+    expect(text).toContain(`${SQS}novaless-x-compute-*`);
+  });
+
+  it("the scheduler reads the Catalog (flavors, images, aggregates, server groups) but does not write it", () => {
+    expect(can("scheduler", "dynamodb:GetItem", `${ARN}catalog-x`)).toBe(true);
+    expect(can("scheduler", "dynamodb:Scan", `${ARN}catalog-x`)).toBe(true);
+    expect(can("scheduler", "dynamodb:PutItem", `${ARN}catalog-x`)).toBe(false);
+    expect(can("scheduler", "dynamodb:UpdateItem", `${ARN}hosts-x`)).toBe(true);
+  });
+
+  it("build-intake starts the conductor and nothing reads what it must not", () => {
+    expect(can("build-intake", "states:StartExecution", SM)).toBe(true);
+    expect(can("build-intake", "dynamodb:GetItem", `${ARN}instances-x`)).toBe(false);
+    expect(can("api", "states:StartExecution", SM)).toBe(false);
+  });
+
+  it("the state machine invokes its two functions and casts to compute queues only", () => {
+    expect(can("state-machine", "lambda:InvokeFunction", functionArnOf("scheduler"))).toBe(true);
+    expect(can("state-machine", "lambda:InvokeFunction", functionArnOf("conductor"))).toBe(true);
+    expect(can("state-machine", "lambda:InvokeFunction", functionArnOf("api"))).toBe(false);
+    expect(can("state-machine", "sqs:SendMessage", `${SQS}novaless-x-compute-host-1`)).toBe(true);
+    expect(can("state-machine", "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
+  });
+
+  it("a compute host gets ComputeAgentPolicy: compute queues, rescheduling, hosts and instances", () => {
+    expect(can("compute-host", "sqs:CreateQueue", `${SQS}novaless-x-compute-host-1-dlq`)).toBe(true);
+    expect(can("compute-host", "sqs:SendMessage", `${SQS}build-x`)).toBe(true);
+    expect(can("compute-host", "sqs:ReceiveMessage", `${SQS}build-x`)).toBe(false);
+    expect(can("compute-host", "dynamodb:UpdateItem", `${ARN}hosts-x`)).toBe(true);
+    expect(can("compute-host", "dynamodb:GetItem", `${ARN}catalog-x`)).toBe(false);
+  });
+
+  it("the queues' enforceSSL policies are kept as resource policies", () => {
+    expect(policies.resource.some((s) => s.Effect === "Deny" && s.Resource?.includes(`${SQS}build-x`))).toBe(
+      true,
+    );
+  });
+
+  it("each function's timeout comes from the template", () => {
+    expect(policies.timeouts).toEqual({
+      api: 29,
+      "build-intake": 30,
+      scheduler: 30,
+      conductor: 30,
+      "build-watchdog": 55,
+    });
+  });
+});
