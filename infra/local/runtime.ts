@@ -39,6 +39,7 @@ import {
 } from "./iam/identities.js";
 import { effectiveStatements, gatewayPolicy, type IamOptions, sessionArnOf } from "./iam/policy.js";
 import { type StackPolicies, stackPolicies } from "./iam/stack-policies.js";
+import { LambdaServiceError, localFunction } from "./lambda.js";
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
 import { createTables, localTables, runSuffix } from "./tables.js";
 
@@ -122,13 +123,12 @@ function checkInvoke(stateMachine: Statement[], functionArn: string): void {
     context: { "aws:SecureTransport": "true" },
   });
   if (d.allowed) return;
-  const e = new Error(
+  throw new LambdaServiceError(
+    "AccessDeniedException",
+    403,
     `User: ${sessionArnOf("state-machine")} is not authorized to perform: ${action} on resource: ${functionArn} ` +
-      `because no identity-based policy allows the ${action} action (Service: AWSLambda; Status Code: 403; ` +
-      `Error Code: AccessDeniedException; Request ID: ${randomUUID()}; Proxy: null)`,
+      `because no identity-based policy allows the ${action} action`,
   );
-  e.name = "Lambda.AWSLambdaException";
-  throw e;
 }
 
 /**
@@ -149,11 +149,27 @@ function sqsIntegrationError(e: unknown): Error {
   return out;
 }
 
-/** Lambda's answer to a throttled invoke, as Step Functions names it. */
+/** Lambda's answer to a throttled invoke (Step Functions reports Lambda.TooManyRequestsException). */
 function lambdaThrottled(fn: string): Error {
-  const e = new Error(`Rate Exceeded. (injected throttle of ${fn})`);
-  e.name = "Lambda.TooManyRequestsException";
-  return e;
+  return new LambdaServiceError(
+    "TooManyRequestsException",
+    429,
+    `Rate Exceeded. (injected throttle of ${fn})`,
+  );
+}
+
+/**
+ * A component's function as Lambda runs it: its own identity, the stack's timeout
+ * (Sandbox.Timedout past it) and Lambda's payload limits.
+ */
+function functionOf(fn: FunctionComponent, timeouts: StackPolicies["timeouts"], handler: TaskHandler) {
+  return localFunction({
+    name: `novaless-${fn}`,
+    arn: functionArnOf(fn),
+    timeoutSeconds: timeouts[fn],
+    handler,
+    runAs: (run) => runAs(identityOf(fn), run),
+  });
 }
 
 /**
@@ -164,6 +180,7 @@ function lambdaThrottled(fn: string): Error {
 function taskHandlersFor(
   definition: ReturnType<typeof conductorDefinition>,
   stateMachine: Statement[],
+  timeouts: StackPolicies["timeouts"],
   faults?: FaultOptions,
 ): TaskHandlers {
   const chance = (p: number | undefined) => Boolean(faults && p && faults.random() < p);
@@ -187,12 +204,13 @@ function taskHandlersFor(
       throw sqsIntegrationError(e);
     }
   };
-  const lambda =
-    (fn: FunctionComponent, handler: TaskHandler): TaskHandler =>
-    (input) => {
-      checkInvoke(stateMachine, functionArnOf(fn));
-      return runAs(identityOf(fn), () => handler(input));
+  const lambda = (fn: FunctionComponent, handler: TaskHandler): TaskHandler => {
+    const f = functionOf(fn, timeouts, handler);
+    return (input) => {
+      checkInvoke(stateMachine, f.arn);
+      return f.invoke(input);
     };
+  };
   const byResource: Record<string, TaskHandler> = {
     [LOCAL_ARNS.conductorFunctionArn]: lambda("conductor", (input) => conductorHandler(input)),
     [LOCAL_ARNS.schedulerFunctionArn]: lambda("scheduler", async (input) => {
@@ -245,7 +263,12 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const emulators = await startEmulators({
     sfn: {
       taskHandlers: {
-        [CONDUCTOR_NAME]: taskHandlersFor(definition, statements["state-machine"], opts.faults),
+        [CONDUCTOR_NAME]: taskHandlersFor(
+          definition,
+          statements["state-machine"],
+          policies.timeouts,
+          opts.faults,
+        ),
       },
       ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
     },
@@ -306,16 +329,19 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const arn = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
     );
+    const intakeFunction = functionOf("build-intake", policies.timeouts, intakeHandler);
     const intake: EventSource = as("build-intake")(() =>
       startEventSource({
         queueUrl: build.queueUrl,
         queueArn: arn.Attributes?.QueueArn ?? "",
-        handler: intakeHandler,
+        handler: (event) => intakeFunction.invoke(event) as ReturnType<typeof intakeHandler>,
       }),
     );
     stops.push(() => intake.stop());
 
-    const watchdog = () => as("build-watchdog")(() => runWatchdog());
+    // The deployed handler answers only a count; locally the actions themselves come back.
+    const watchdogFunction = functionOf("build-watchdog", policies.timeouts, () => runWatchdog());
+    const watchdog = () => watchdogFunction.invoke({}) as Promise<WatchdogAction[]>;
     const watchdogEvery = opts.watchdogIntervalMs ?? 10_000;
     if (watchdogEvery > 0) {
       let busy = false;
