@@ -8,24 +8,15 @@
 //   the invocation fails with errorType Function.ResponseSizeTooLarge;
 // - a handler error keeps its errorType (the error's name) and message, as the runtime reports it.
 import { randomUUID } from "node:crypto";
+import type { Context } from "aws-lambda";
 
 /** Lambda's limit on a synchronous invocation's request payload. */
 export const MAX_REQUEST_BYTES = 6_291_456;
 /** The response limit Lambda enforces and names in its error message. */
 export const MAX_RESPONSE_BYTES = 6_291_556;
 
-/** What a Node.js handler receives as its second argument. */
-export interface LambdaContext {
-  functionName: string;
-  functionVersion: string;
-  invokedFunctionArn: string;
-  memoryLimitInMB: string;
-  awsRequestId: string;
-  logGroupName: string;
-  logStreamName: string;
-  callbackWaitsForEmptyEventLoop: boolean;
-  getRemainingTimeInMillis(): number;
-}
+/** What a Node.js handler receives as its second argument (aws-lambda's Context). */
+export type LambdaContext = Context;
 
 // biome-ignore lint/suspicious/noExplicitAny: each handler declares the event it is invoked with
 export type LambdaHandler = (event: any, context: LambdaContext) => Promise<unknown> | unknown;
@@ -160,6 +151,10 @@ export function localFunction(opts: LocalFunctionOptions): LocalFunction {
       logStreamName: `local/[$LATEST]${requestId.replaceAll("-", "")}`,
       callbackWaitsForEmptyEventLoop: true,
       getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+      // The callback-era completions: async handlers return or throw instead.
+      done: unsupported,
+      fail: unsupported,
+      succeed: unsupported,
     };
     // The handler sees its event as Lambda delivers it: parsed from JSON, never the caller's object.
     const event = JSON.parse(request) as unknown;
@@ -200,6 +195,10 @@ export function localFunction(opts: LocalFunctionOptions): LocalFunction {
   }
 
   return { name: opts.name, arn: opts.arn, timeoutSeconds: opts.timeoutSeconds, memory, invoke };
+}
+
+function unsupported(): never {
+  throw new Error("context.done/fail/succeed are not supported: return or throw from an async handler");
 }
 
 /** What the Node.js runtime reports for an error a handler threw. */

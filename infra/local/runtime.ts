@@ -39,7 +39,7 @@ import {
 } from "./iam/identities.js";
 import { effectiveStatements, gatewayPolicy, type IamOptions, sessionArnOf } from "./iam/policy.js";
 import { type StackPolicies, stackPolicies } from "./iam/stack-policies.js";
-import { LambdaServiceError, localFunction } from "./lambda.js";
+import { type LambdaHandler, LambdaServiceError, localFunction } from "./lambda.js";
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
 import { createTables, localTables, runSuffix } from "./tables.js";
 
@@ -84,6 +84,8 @@ export interface RuntimeOptions {
   iam?: IamOptions;
   /** wait this long before every ASL Retry instead of its backoff (tests) */
   retryIntervalMs?: number;
+  /** seconds; overrides the stack's timeout of these functions (tests of Sandbox.Timedout) */
+  lambdaTimeouts?: Partial<Record<FunctionComponent, number>>;
 }
 
 /** A simulated compute host: its driver outlives agent restarts, as a hypervisor would. */
@@ -162,7 +164,7 @@ function lambdaThrottled(fn: string): Error {
  * A component's function as Lambda runs it: its own identity, the stack's timeout
  * (Sandbox.Timedout past it) and Lambda's payload limits.
  */
-function functionOf(fn: FunctionComponent, timeouts: StackPolicies["timeouts"], handler: TaskHandler) {
+function functionOf(fn: FunctionComponent, timeouts: StackPolicies["timeouts"], handler: LambdaHandler) {
   return localFunction({
     name: `novaless-${fn}`,
     arn: functionArnOf(fn),
@@ -204,21 +206,26 @@ function taskHandlersFor(
       throw sqsIntegrationError(e);
     }
   };
-  const lambda = (fn: FunctionComponent, handler: TaskHandler): TaskHandler => {
+  // Refusals (no permission, a throttle) come from the Lambda service before the function runs.
+  const lambda = (fn: FunctionComponent, handler: LambdaHandler, throttleRate?: number): TaskHandler => {
     const f = functionOf(fn, timeouts, handler);
     return (input) => {
       checkInvoke(stateMachine, f.arn);
+      if (chance(throttleRate)) throw lambdaThrottled(f.arn);
       return f.invoke(input);
     };
   };
   const byResource: Record<string, TaskHandler> = {
-    [LOCAL_ARNS.conductorFunctionArn]: lambda("conductor", (input) => conductorHandler(input)),
-    [LOCAL_ARNS.schedulerFunctionArn]: lambda("scheduler", async (input) => {
-      if (chance(faults?.schedulerFailureRate)) throw lambdaThrottled(LOCAL_ARNS.schedulerFunctionArn);
-      const out = await schedulerHandler(input);
-      if (faults?.schedulerDelayMs) await new Promise((r) => setTimeout(r, faults.schedulerDelayMs));
-      return out;
-    }),
+    [LOCAL_ARNS.conductorFunctionArn]: lambda("conductor", conductorHandler),
+    [LOCAL_ARNS.schedulerFunctionArn]: lambda(
+      "scheduler",
+      async (input, context) => {
+        const out = await schedulerHandler(input, context);
+        if (faults?.schedulerDelayMs) await new Promise((r) => setTimeout(r, faults.schedulerDelayMs));
+        return out;
+      },
+      faults?.schedulerFailureRate,
+    ),
     "arn:aws:states:::sqs:sendMessage": (input) =>
       runAs(identityOf("state-machine"), () => sendToHost(input)),
   };
@@ -260,15 +267,11 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stateMachineArn: CONDUCTOR_ARN,
   });
   const statements = effectiveStatements(policies, opts.iam);
+  const timeouts = { ...policies.timeouts, ...opts.lambdaTimeouts };
   const emulators = await startEmulators({
     sfn: {
       taskHandlers: {
-        [CONDUCTOR_NAME]: taskHandlersFor(
-          definition,
-          statements["state-machine"],
-          policies.timeouts,
-          opts.faults,
-        ),
+        [CONDUCTOR_NAME]: taskHandlersFor(definition, statements["state-machine"], timeouts, opts.faults),
       },
       ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
     },
@@ -329,7 +332,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const arn = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
     );
-    const intakeFunction = functionOf("build-intake", policies.timeouts, intakeHandler);
+    const intakeFunction = functionOf("build-intake", timeouts, intakeHandler);
     const intake: EventSource = as("build-intake")(() =>
       startEventSource({
         queueUrl: build.queueUrl,
@@ -340,7 +343,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => intake.stop());
 
     // The deployed handler answers only a count; locally the actions themselves come back.
-    const watchdogFunction = functionOf("build-watchdog", policies.timeouts, () => runWatchdog());
+    const watchdogFunction = functionOf("build-watchdog", timeouts, () => runWatchdog());
     const watchdog = () => watchdogFunction.invoke({}) as Promise<WatchdogAction[]>;
     const watchdogEvery = opts.watchdogIntervalMs ?? 10_000;
     if (watchdogEvery > 0) {
