@@ -18,8 +18,8 @@ import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import {
-  type BuildAndRunInstance,
-  type ComputeMessage,
+  type ReceivedBuild,
+  type ReceivedComputeMessage,
   receivedComputeMessage,
 } from "../messages/compute.js";
 import { metrics } from "../metrics.js";
@@ -191,7 +191,7 @@ export class ComputeAgent {
       await this.ack(m);
       return;
     }
-    const msg: ComputeMessage = parsed.value;
+    const msg: ReceivedComputeMessage = parsed.value;
     if (msg.host !== this.opts.host) {
       await sendToDeadLetter(
         this.dlqUrl,
@@ -254,7 +254,7 @@ export class ComputeAgent {
   }
 
   /** Nova's build_and_run_instance, with the reschedule on failure. */
-  async buildAndRun(msg: BuildAndRunInstance): Promise<void> {
+  async buildAndRun(msg: ReceivedBuild): Promise<void> {
     const { instance_uuid: id, attempt: n } = msg;
     const host = this.opts.host;
     const rec = { id, request_id: msg.request_id };
@@ -328,7 +328,7 @@ export class ComputeAgent {
     }
   }
 
-  private async finish(msg: BuildAndRunInstance, started: Date): Promise<void> {
+  private async finish(msg: ReceivedBuild, started: Date): Promise<void> {
     const { instance_uuid: id, attempt: n } = msg;
     const active = await markActive(
       { id, request_id: msg.request_id },
@@ -359,13 +359,15 @@ export class ComputeAgent {
   /**
    * The failure path (Nova's reschedule): give the claim back, then send the same build request
    * to the conductor again with the retry count, the hosts tried (the record's, this host last)
-   * and the remaining alternates. The reason goes to the instance's owner if this was the last
+   * and the remaining alternates (the record's, kept with this attempt's placement; a cast from
+   * before that carried them). The reason goes to the instance's owner if this was the last
    * attempt, so it leaves out the host names a driver's error may contain; the build event
    * keeps it whole, for admins.
    */
-  private async reschedule(msg: BuildAndRunInstance, rec: InstanceRecord, reason: string): Promise<void> {
+  private async reschedule(msg: ReceivedBuild, rec: InstanceRecord, reason: string): Promise<void> {
     const host = this.opts.host;
     const tried = [...rec.retry_hosts.filter((h) => h !== host), host];
+    const alternates = (rec.alternates ?? msg.alternates ?? []).filter((a) => a.host !== host);
     await release(host, msg.instance_uuid, msg.attempt);
     await sendBuildRequest({
       version: 2,
@@ -379,10 +381,10 @@ export class ComputeAgent {
         hosts: [...new Set(tried)],
         last_fault: rescheduledText(
           msg.instance_uuid,
-          withoutHosts(reason, [...tried, ...msg.alternates.map((a) => a.host)]),
+          withoutHosts(reason, [...tried, ...alternates.map((a) => a.host)]),
         ),
       },
-      alternates: msg.alternates.filter((a) => a.host !== host),
+      alternates,
     });
     metrics.reschedule();
     this.log.info("compute.rescheduled", {
@@ -390,7 +392,7 @@ export class ComputeAgent {
       instance_uuid: msg.instance_uuid,
       attempt: msg.attempt,
       next_attempt: msg.attempt + 1,
-      alternates: msg.alternates.map((a) => a.host),
+      alternates: alternates.map((a) => a.host),
     });
   }
 }

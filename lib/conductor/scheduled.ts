@@ -1,44 +1,76 @@
 // What SelectDestinations and ClaimAlternate hand to BuildInstances, through the execution's
-// state: kept small whatever the request. Each instance names its hosts; where a host is (its
-// node and zone) is written once, however many instances go there; the amounts claimed are the
-// instance's flavor's, read from its record.
+// state: kept small whatever the request and however long the host names (Nova's are FQDNs of
+// up to 255 characters). Each host is written once, with where it is (its node, only when it is
+// not named as the host, and its zone); the instances refer to hosts by their index in that
+// list. The amounts claimed are the instance's flavor's, read from its record.
 import type { Destination } from "../messages/common.js";
 
-/** One instance's claimed host and its unclaimed alternates, in order. */
+/** A host the selections name, and where it is. */
+export interface ScheduledHost {
+  host: string;
+  /** omitted when the node is named as its host (one node per host, as here) */
+  node?: string;
+  availability_zone: string;
+}
+
+/** One instance's claimed host and its unclaimed alternates, in order: indexes into `hosts`. */
 export interface InstanceSelection {
   instance_uuid: string;
-  host: string;
-  alternates: string[];
+  host: number;
+  alternates: number[];
 }
 
 export interface Scheduled {
+  hosts: ScheduledHost[];
   selections: InstanceSelection[];
-  /** every host the selections name → its node and zone */
-  destinations: Record<string, Omit<Destination, "host">>;
 }
 
-export const NOTHING_SCHEDULED: Scheduled = Object.freeze({ selections: [], destinations: {} });
+export const NOTHING_SCHEDULED: Scheduled = Object.freeze({ hosts: [], selections: [] });
 
 /** Scheduled, from each instance's destination and alternates. */
 export function scheduledOf(
   list: readonly { instance_uuid: string; selected: Destination; alternates: readonly Destination[] }[],
 ): Scheduled {
-  const destinations: Scheduled["destinations"] = {};
+  const hosts: ScheduledHost[] = [];
+  const index = new Map<string, number>();
   const name = ({ host, nodename, availability_zone }: Destination) => {
-    destinations[host] = { nodename, availability_zone };
-    return host;
+    let i = index.get(host);
+    if (i === undefined) {
+      i =
+        hosts.push(
+          nodename === host ? { host, availability_zone } : { host, node: nodename, availability_zone },
+        ) - 1;
+      index.set(host, i);
+    }
+    return i;
   };
   const selections = list.map((s) => ({
     instance_uuid: s.instance_uuid,
     host: name(s.selected),
     alternates: s.alternates.map(name),
   }));
-  return { selections, destinations };
+  return { hosts, selections };
 }
 
-/** A host of `scheduled` as a destination. */
-export function destinationIn(scheduled: Scheduled, host: string): Destination {
-  const d = scheduled.destinations[host];
-  if (!d) throw new Error(`host ${host} is selected but has no destination in the scheduler's answer`);
-  return { host, ...d };
+/** Host `i` of `scheduled` as a destination. */
+export function destinationAt(scheduled: Scheduled, i: number): Destination {
+  const h = scheduled.hosts[i];
+  if (!h) {
+    throw new Error(
+      `host #${i} is selected but the scheduler's answer lists ${scheduled.hosts.length} hosts`,
+    );
+  }
+  return { host: h.host, nodename: h.node ?? h.host, availability_zone: h.availability_zone };
+}
+
+/** One instance's selection, its hosts named. */
+export function selectionIn(
+  scheduled: Scheduled,
+  sel: InstanceSelection,
+): { instance_uuid: string; selected: Destination; alternates: Destination[] } {
+  return {
+    instance_uuid: sel.instance_uuid,
+    selected: destinationAt(scheduled, sel.host),
+    alternates: sel.alternates.map((i) => destinationAt(scheduled, i)),
+  };
 }

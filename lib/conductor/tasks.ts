@@ -9,11 +9,11 @@ import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { computeMessageBody } from "./queues.js";
 import {
-  destinationIn,
   type InstanceSelection,
   NOTHING_SCHEDULED,
   type Scheduled,
   scheduledOf,
+  selectionIn,
 } from "./scheduled.js";
 import {
   AlternatesExhausted,
@@ -153,15 +153,15 @@ async function buildOne(
   sel: InstanceSelection,
   queueUrls: Map<string, string>,
 ): Promise<Cast | undefined> {
-  const id = sel.instance_uuid;
-  const { host, nodename, availability_zone } = destinationIn(scheduled, sel.host);
-  // The host's name is for admins only: the event's `host` and `details` are theirs.
+  const { instance_uuid: id, selected, alternates } = selectionIn(scheduled, sel);
+  const { host, nodename } = selected;
+  // The host's name is for admins only: the event's `host` and `details` are theirs. The
+  // alternates stay with the placement, for compute's reschedule and the watchdog's resend.
   const placed = await placeInstance(
     { id, request_id: req.request_id },
     n,
-    host,
-    nodename,
-    availability_zone,
+    selected,
+    alternates,
     event(EVENT_SCHEDULE, n, "Success", host, `scheduled to ${host} (attempt ${n})`, new Date()),
   );
   const fields = { request_id: req.request_id, instance_uuid: id, attempt: n, host };
@@ -179,19 +179,18 @@ async function buildOne(
     if (!queueUrl) throw new Error(`host ${host} has no queue_url; cannot cast build of ${id}`);
     queueUrls.set(host, queueUrl);
   }
-  log.info("conductor.cast_build", { ...fields, alternates: sel.alternates });
+  log.info("conductor.cast_build", { ...fields, alternates: alternates.map((a) => a.host) });
   return {
     queue_url: queueUrl,
     message_body: computeMessageBody({
-      version: 2,
+      version: 3,
       kind: "build_and_run_instance",
       request_id: req.request_id,
       instance_uuid: id,
       host,
-      node: nodename,
+      ...(nodename === host ? {} : { node: nodename }),
       attempt: n,
       resources: resourcesFromFlavor(placed.record.flavor),
-      alternates: sel.alternates.map((h) => destinationIn(scheduled, h)),
     }),
   };
 }
@@ -207,7 +206,11 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
   const { message: cause } = causeOf(err);
   const error = err?.Error ?? "error";
   // Claims the scheduler made that BuildInstances may not have recorded yet.
-  for (const sel of req.scheduled?.selections ?? []) await release(sel.host, sel.instance_uuid, n);
+  const scheduledHosts = req.scheduled?.hosts ?? [];
+  for (const sel of req.scheduled?.selections ?? []) {
+    const host = scheduledHosts[sel.host]?.host;
+    if (host) await release(host, sel.instance_uuid, n);
+  }
   for (const id of req.instance_uuids) {
     const rec = await getInstance(id);
     if (!rec || rec.deleted || rec.vm_state !== "building") continue;

@@ -68,7 +68,7 @@ async function watch(
     );
     if (!fenced) return undefined; // it moved on meanwhile: nothing to do
     await release(rec.host, rec.id, n);
-    await resend(fenced, n + 1, reason);
+    await resend(fenced, n + 1, reason, up);
     return { ...base, action: "fenced", reason };
   }
   if (!overdue) return undefined;
@@ -79,11 +79,26 @@ async function watch(
   const reason = rec.host
     ? `the reschedule of attempt ${n} did not reach the conductor in time`
     : "its build request did not reach the conductor in time";
-  await resend(rec, n + 1, reason);
+  await resend(rec, n + 1, reason, up);
   return { ...base, action: "resent", reason };
 }
 
-async function resend(rec: InstanceRecord, numAttempts: number, reason: string): Promise<void> {
+/**
+ * The build request again, as compute's reschedule would send it: the hosts tried, and the
+ * alternates kept with the attempt's placement that were not tried yet and whose host is up
+ * (claimed without running the filters again, as Nova's conductor does; the scheduler is asked
+ * when none is left). A host the watchdog found down is not worth an attempt.
+ */
+async function resend(
+  rec: InstanceRecord,
+  numAttempts: number,
+  reason: string,
+  up: Map<string, boolean>,
+): Promise<void> {
+  const tried = new Set(rec.retry_hosts);
+  const alternates = (rec.alternates ?? []).filter(
+    (a) => !tried.has(a.host) && a.host !== rec.host && up.get(a.host) === true,
+  );
   await sendBuildRequest({
     version: 2,
     request_id: rec.request_id,
@@ -96,6 +111,7 @@ async function resend(rec: InstanceRecord, numAttempts: number, reason: string):
       hosts: [...new Set(rec.retry_hosts)],
       last_fault: rescheduledText(rec.id, reason),
     },
+    ...(alternates.length ? { alternates } : {}),
   });
   metrics.reschedule();
 }

@@ -7,6 +7,7 @@ import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { instanceBuildTimeout, resources } from "../config.js";
+import { type Destination, destinationOf } from "../messages/common.js";
 import type { ActionEvent, Fault, InstanceRecord, SchedulingRecord } from "./types.js";
 
 export const EVENT_SCHEDULE = "conductor_schedule_and_build_instances";
@@ -153,16 +154,16 @@ export type PlaceOutcome =
 
 /**
  * Conductor: point the instance at its host for attempt `attempt` (the fencing token every later
- * compute write is conditioned on). Succeeds only from the previous attempt; a re-run for the
- * same attempt and host is `already-placed`; anything else (deleted, a newer attempt, placed on
+ * compute write is conditioned on), with the alternates a reschedule of this attempt goes to
+ * (so no cast carries them). Succeeds only from the previous attempt; a re-run for the same
+ * attempt and host is `already-placed`; anything else (deleted, a newer attempt, placed on
  * another host by a concurrent run) is `gone`.
  */
 export async function placeInstance(
   rec: Pick<InstanceRecord, "id" | "request_id">,
   attempt: number,
-  host: string,
-  node: string,
-  availabilityZone: string,
+  { host, nodename, availability_zone }: Destination,
+  alternates: readonly Destination[],
   ev: ActionEvent,
 ): Promise<PlaceOutcome> {
   const now = new Date().toISOString();
@@ -175,6 +176,7 @@ export async function placeInstance(
           "host = :h",
           "node = :node",
           "availability_zone = :az",
+          "alternates = :alts",
           "updated_at = :now",
           "build_deadline = :deadline",
         ],
@@ -184,8 +186,9 @@ export async function placeInstance(
           ":n": attempt,
           ":prev": attempt - 1,
           ":h": host,
-          ":node": node,
-          ":az": availabilityZone,
+          ":node": nodename,
+          ":az": availability_zone,
+          ":alts": alternates.map(destinationOf),
           ":now": now,
           ":false": false,
           ":building": "building",

@@ -1,3 +1,4 @@
+import type { Destination } from "../messages/common.js";
 import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
 
 export type VmState = "building" | "active" | "error" | "deleted";
@@ -56,6 +57,11 @@ export interface InstanceRecord {
   attempt: number;
   /** the attempt compute last took up (spawned); a duplicate build message finds it equal */
   spawn_attempt: number;
+  /**
+   * where a reschedule of the current attempt goes first, in order (its unclaimed alternates,
+   * written with the placement); absent on records placed before the casts stopped carrying them
+   */
+  alternates?: Destination[];
   /** hosts already tried, oldest first */
   retry_hosts: string[];
   fault: Fault | null;

@@ -1,4 +1,5 @@
-// The build request and the build cast, v2 (ids only) and v1 (still in a queue at upgrade).
+// The build request (v2, ids only; v1 still in a queue at upgrade) and the build cast (v3, ids
+// only; v2 and v1 still in a host's queue at upgrade).
 import { describe, expect, it } from "vitest";
 import { parseBuildRequest, parseJsonMessage } from "../../../lib/messages/build-request.js";
 import { computeMessage, receivedComputeMessage } from "../../../lib/messages/compute.js";
@@ -57,25 +58,41 @@ describe("build request", () => {
 
 describe("build cast", () => {
   const cast = {
-    version: 2,
+    version: 3,
     kind: "build_and_run_instance",
     request_id: "req-1",
     instance_uuid: ID,
     host: "h1",
-    node: "h1",
     attempt: 1,
     resources: { VCPU: 1, MEMORY_MB: 512, DISK_GB: 1 },
-    alternates: V2.alternates,
   };
 
-  it("v2 carries no request spec, owner or retry; a sender cannot add them", () => {
-    expect(computeMessage.parse({ ...cast, request_spec: SPEC, retry: V2.retry })).toEqual(cast);
+  it("v3 carries no request spec, owner, retry or alternates; a sender cannot add them", () => {
+    expect(
+      computeMessage.parse({ ...cast, request_spec: SPEC, retry: V2.retry, alternates: V2.alternates }),
+    ).toEqual(cast);
   });
 
-  it("a v1 cast still in a host's queue is read as v2", () => {
+  it("v3 names a node only when it is not named as the host", () => {
+    expect(computeMessage.parse({ ...cast, node: "h1-node" })).toEqual({ ...cast, node: "h1-node" });
+    expect(parseJsonMessage(receivedComputeMessage, JSON.stringify({ ...cast, node: "" })).ok).toBe(false);
+  });
+
+  it("a v2 cast still in a host's queue is read as v3, with the alternates it carried", () => {
+    const v2 = { ...cast, version: 2, node: "h1", alternates: V2.alternates };
+    expect(parseJsonMessage(receivedComputeMessage, JSON.stringify(v2))).toEqual({
+      ok: true,
+      value: { ...cast, alternates: V2.alternates },
+    });
+    const { alternates: _none, ...withoutAlternates } = v2;
+    expect(parseJsonMessage(receivedComputeMessage, JSON.stringify(withoutAlternates)).ok).toBe(false);
+  });
+
+  it("a v1 cast still in a host's queue is read as v3, with its alternates", () => {
     const v1 = {
       ...cast,
       version: 1,
+      node: "h1-node",
       reservation_id: "r-1",
       project_id: "p",
       user_id: "u",
@@ -83,6 +100,9 @@ describe("build cast", () => {
       retry: { num_attempts: 1, hosts: [] },
       alternates: [{ ...V2.alternates[0], resources: { VCPU: 1 } }],
     };
-    expect(parseJsonMessage(receivedComputeMessage, JSON.stringify(v1))).toEqual({ ok: true, value: cast });
+    expect(parseJsonMessage(receivedComputeMessage, JSON.stringify(v1))).toEqual({
+      ok: true,
+      value: { ...cast, node: "h1-node", alternates: V2.alternates },
+    });
   });
 });
