@@ -4,7 +4,7 @@ import { fault, maxRetriesFault } from "../instances/faults.js";
 import { EVENT_SCHEDULE, event, getInstance, placeInstance, setError } from "../instances/repo.js";
 import { log } from "../log.js";
 import { metrics } from "../metrics.js";
-import { claim, findClaim, release } from "../placement/claims.js";
+import { claim, findClaim, release, releaseAttemptClaims } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { computeMessageBody } from "./queues.js";
@@ -205,11 +205,18 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
   const n = req.retry.num_attempts;
   const { message: cause } = causeOf(err);
   const error = err?.Error ?? "error";
-  // Claims the scheduler made that BuildInstances may not have recorded yet.
-  const scheduledHosts = req.scheduled?.hosts ?? [];
-  for (const sel of req.scheduled?.selections ?? []) {
-    const host = scheduledHosts[sel.host]?.host;
-    if (host) await release(host, sel.instance_uuid, n);
+  // Claims the scheduler made that BuildInstances may not have recorded yet. Without its answer
+  // (it timed out, or failed after claiming), they are found on the hosts themselves.
+  if (req.scheduled) {
+    const scheduledHosts = req.scheduled.hosts;
+    for (const sel of req.scheduled.selections) {
+      const host = scheduledHosts[sel.host]?.host;
+      if (host) await release(host, sel.instance_uuid, n);
+    }
+  } else {
+    const released = await releaseAttemptClaims(req.instance_uuids, n);
+    if (released.length)
+      log.warn("conductor.unanswered_claims_released", { request_id: req.request_id, attempt: n, released });
   }
   for (const id of req.instance_uuids) {
     const rec = await getInstance(id);

@@ -8,7 +8,7 @@ import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources as resourceNames } from "../config.js";
 import { metrics } from "../metrics.js";
 import { invalidAmount, unitViolation } from "./capacity.js";
-import { getHost } from "./hosts.js";
+import { getHost, listHosts } from "./hosts.js";
 import { type Allocation, capacity, type HostRecord, type Inventory, type Resources } from "./types.js";
 
 export type ClaimResult =
@@ -265,4 +265,21 @@ export async function findClaim(
 ): Promise<string | undefined> {
   const records = await Promise.all([...new Set(hosts)].map((h) => getHost(h)));
   return records.find((h) => h?.allocations[consumer]?.attempt === attempt)?.host;
+}
+
+/**
+ * Releases every claim of these consumers for `attempt`, wherever it is, reading every host
+ * (consistently): for a step that failed after claiming but before its answer was recorded, a
+ * scheduler past its timeout say. A failure path only; the claim loop never needs it.
+ */
+export async function releaseAttemptClaims(consumers: readonly string[], attempt: number): Promise<string[]> {
+  const wanted = new Set(consumers);
+  const released: string[] = [];
+  for (const h of await listHosts({ consistent: true })) {
+    for (const [consumer, a] of Object.entries(h.allocations)) {
+      if (wanted.has(consumer) && a.attempt === attempt && (await release(h.host, consumer, attempt)))
+        released.push(`${consumer}@${h.host}`);
+    }
+  }
+  return released;
 }

@@ -18,12 +18,21 @@ async function start(opts: RuntimeOptions): Promise<Client> {
 }
 
 it("a throttled scheduler invocation (Lambda.TooManyRequestsException) is retried: builds go ACTIVE", async () => {
-  const client = await start({ faults: { random: seededRandom(3), schedulerFailureRate: 0.5 } });
+  // Only the throttle draws from `random` here: count the draws that throttle.
+  const draw = seededRandom(3);
+  let throttled = 0;
+  const random = () => {
+    const x = draw();
+    if (x < 0.3) throttled++;
+    return x;
+  };
+  const client = await start({ faults: { random, schedulerFailureRate: 0.3 } });
   const ids = await Promise.all([1, 2, 3, 4].map((i) => client.createServer({ name: `busy-${i}` })));
   for (const id of ids) {
     const server = await client.waitForStatus(id, ["ACTIVE", "ERROR"]);
     expect(server.fault?.details ?? server.status).toBe("ACTIVE");
   }
+  expect(throttled).toBeGreaterThan(0);
 });
 
 it("a scheduler that is always throttled: ERROR once retries are exhausted, the fault names the error", async () => {
