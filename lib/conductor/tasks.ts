@@ -2,6 +2,7 @@
 // safe to run twice: every write is a fenced, idempotent transition.
 import { fault, maxRetriesFault } from "../instances/faults.js";
 import { EVENT_SCHEDULE, event, getInstance, placeInstance, setError } from "../instances/repo.js";
+import type { InstanceRecord } from "../instances/types.js";
 import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { claim, findClaim, release, releaseAttemptClaims } from "../placement/claims.js";
@@ -205,22 +206,29 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
   const n = req.retry.num_attempts;
   const { message: cause } = causeOf(err);
   const error = err?.Error ?? "error";
-  // Claims the scheduler made that BuildInstances may not have recorded yet. Without its answer
-  // (it timed out, or failed after claiming), they are found on the hosts themselves.
+  // Claims the scheduler made that BuildInstances may not have recorded yet.
   if (req.scheduled) {
     const scheduledHosts = req.scheduled.hosts;
     for (const sel of req.scheduled.selections) {
       const host = scheduledHosts[sel.host]?.host;
       if (host) await release(host, sel.instance_uuid, n);
     }
-  } else {
-    const released = await releaseAttemptClaims(req.instance_uuids, n);
+  }
+  const building = (await Promise.all(req.instance_uuids.map((id) => getInstance(id)))).filter(
+    (rec): rec is InstanceRecord => Boolean(rec && !rec.deleted && rec.vm_state === "building"),
+  );
+  if (!req.scheduled && building.length) {
+    // No answer from the scheduler (it timed out, or failed after claiming): its claims for this
+    // attempt are found on the hosts themselves.
+    const released = await releaseAttemptClaims(
+      building.map((rec) => rec.id),
+      n,
+    );
     if (released.length)
       log.warn("conductor.unanswered_claims_released", { request_id: req.request_id, attempt: n, released });
   }
-  for (const id of req.instance_uuids) {
-    const rec = await getInstance(id);
-    if (!rec || rec.deleted || rec.vm_state !== "building") continue;
+  for (const rec of building) {
+    const id = rec.id;
     if (rec.attempt === n && rec.host) await release(rec.host, id, n);
     const message = `Build of instance ${id} aborted: ${error}`;
     const details = `${message}: ${cause}`;
