@@ -30,6 +30,8 @@ export interface SoakReport {
   error_by_reason: Record<string, number>;
   deleted: number;
   host_kills: number;
+  /** DynamoDB requests the gateway answered ProvisionedThroughputExceededException */
+  dynamodb_throttles: number;
   stuck_in_build: number;
   overcommitted_hosts: number;
   leaked_claims: number;
@@ -61,6 +63,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     faults: {
       random,
       schedulerFailureRate: 0.05,
+      dynamodbThrottleRate: 0.02,
       duplicateHostMessageRate: 0.1,
       maxHostMessageDelaySeconds: 2,
     },
@@ -83,6 +86,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     error_by_reason: {},
     deleted: 0,
     host_kills: 0,
+    dynamodb_throttles: 0,
     stuck_in_build: 0,
     overcommitted_hosts: 0,
     leaked_claims: 0,
@@ -174,6 +178,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     if (pending) report.problems.push(`${pending} message(s) still queued after settling`);
     await runtime.emulators.sfn?.waitForIdle();
     report.stuck_in_build = building.length;
+    report.dynamodb_throttles = runtime.emulators.gateway?.throttled ?? 0;
     for (const b of building)
       report.problems.push(`stuck in BUILD: ${b.id} attempt ${b.attempt} on ${b.host}`);
 
@@ -260,6 +265,7 @@ export function printReport(r: SoakReport): string {
     ...Object.entries(r.error_by_reason).map(([reason, n]) => `    ${n} × ${reason}`),
     `  deleted                ${r.deleted}`,
     `  host kills             ${r.host_kills}`,
+    `  DynamoDB throttles     ${r.dynamodb_throttles}   (injected, retried)`,
     `  stuck in BUILD         ${r.stuck_in_build}   (must be 0)`,
     `  overcommitted hosts    ${r.overcommitted_hosts}   (must be 0)`,
     `  leaked claims (audit)  ${r.leaked_claims}   (must be 0)`,
