@@ -1,12 +1,14 @@
 // At-least-once everywhere: the same build request twice, every host message twice, the same
 // conductor execution twice → one claim, one build, one instance.
 import { StartExecutionCommand } from "@aws-sdk/client-sfn";
-import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { sfnClient, sqsClient } from "../../lib/aws/clients.js";
+import { computeMessageBody } from "../../lib/conductor/queues.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import type { BuildRequest } from "../../lib/messages/build-request.js";
+import { getHost } from "../../lib/placement/hosts.js";
 import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
@@ -34,6 +36,19 @@ async function requestFor(id: string): Promise<BuildRequest> {
     instance_uuids: [id],
     retry: { num_attempts: 1, hosts: [] },
   };
+}
+
+async function pendingOn(queueUrl: string): Promise<number> {
+  const r = await sqsClient().send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    }),
+  );
+  return (
+    Number(r.Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(r.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
 }
 
 function spawnsOf(id: string): number {
@@ -80,6 +95,33 @@ it("the same conductor execution started twice at once: built once", async () =>
     ),
   );
   await expectBuiltOnce(id);
+});
+
+it("a host message delivered again after the build went ACTIVE: the guest and its claim stay", async () => {
+  const id = await client.createServer({ name: "dup-late" });
+  await expectBuiltOnce(id);
+  const rec = (await getInstance(id))!;
+  const host = rec.host!;
+  const queueUrl = (await getHost(host))!.queue_url;
+  const late = computeMessageBody({
+    version: 3,
+    kind: "build_and_run_instance",
+    request_id: rec.request_id,
+    instance_uuid: id,
+    host,
+    attempt: rec.attempt,
+    resources: { VCPU: 1, MEMORY_MB: 512, DISK_GB: 1 },
+  });
+  await sqsClient().send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: late }));
+  // Handled once the host's queue is empty again.
+  await eventually(
+    async () => (await pendingOn(queueUrl)) === 0,
+    (empty) => empty,
+  );
+  await new Promise((r) => setTimeout(r, 500));
+  expect(runtime.hosts.get(host)!.driver.has(id)).toBe(true);
+  expect(await claimsOf(id)).toEqual([host]);
+  expect((await client.as(ADMIN).get(`/v2.1/servers/${id}`)).body.server.status).toBe("ACTIVE");
 });
 
 it("nothing leaks once they are deleted", async () => {
