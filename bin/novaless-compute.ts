@@ -3,12 +3,12 @@
 // host's queue is named from NOVALESS_COMPUTE_QUEUE_PREFIX (the stack output ComputeQueuePrefix;
 // unset, the default stack's) and the host name, see lib/compute/queue-name.ts.
 import { parseArgs } from "node:util";
-import { DLQ_SUFFIX } from "../infra/resources.js";
 import { ComputeAgent } from "../lib/compute/agent.js";
 import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
 import { computeQueueName } from "../lib/compute/queue-name.js";
 import { DEFAULT_COMPUTE_QUEUE_PREFIX, resources } from "../lib/config.js";
+import { DLQ_SUFFIX } from "../lib/resources.js";
 
 const { values } = parseArgs({
   options: {

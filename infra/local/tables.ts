@@ -1,5 +1,5 @@
 // The tables and queues the stack creates, created the same way against the local emulators (or
-// LocalStack), from the same specs in infra/resources.ts. Everything here is idempotent.
+// LocalStack), from the same specs in lib/resources.ts. Everything here is idempotent.
 import {
   type AttributeDefinition,
   CreateTableCommand,
@@ -8,7 +8,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
-import { BUILD_REQUESTS_QUEUE, type QueueSpec, TABLES, type TableSpec } from "../resources.js";
+import { BUILD_REQUESTS_QUEUE, type QueueSpec, TABLES, type TableSpec } from "../../lib/resources.js";
 
 /** Every table in TABLES under its local name: string keys, on-demand, GSIs projecting ALL. */
 export async function createTables(client: DynamoDBClient, tables: TableSpec[] = TABLES): Promise<void> {

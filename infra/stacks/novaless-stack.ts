@@ -1,4 +1,4 @@
-// The whole deployment in one stack: tables and queues from infra/resources.ts, the four
+// The whole deployment in one stack: tables and queues from lib/resources.ts, the four
 // Lambdas bundled by local esbuild, the conductor state machine from the SAME ASL the local
 // runtime executes, the HTTP API, the compute hosts' managed policy, the alarms and the dashboard.
 import { fileURLToPath } from "node:url";
@@ -30,8 +30,8 @@ import { NagSuppressions } from "cdk-nag";
 import type { Construct } from "constructs";
 import { SCHEDULER_DEFAULTS, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
 import { METRIC, METRICS_NAMESPACE } from "../../lib/metrics.js";
+import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES, type TableSpec } from "../../lib/resources.js";
 import { conductorDefinition } from "../conductor/definition.js";
-import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES, type TableSpec } from "../resources.js";
 
 export type ConductorType = "EXPRESS" | "STANDARD";
 

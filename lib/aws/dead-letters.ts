@@ -9,8 +9,8 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
-import { DLQ_SUFFIX } from "../../infra/resources.js";
 import { resources } from "../config.js";
+import { DLQ_SUFFIX } from "../resources.js";
 import { sqsClient } from "./clients.js";
 
 export const REASON_ATTRIBUTE = "novaless.dead_letter_reason";

@@ -1,7 +1,7 @@
 // Queues with their dead-letter queues, created idempotently: by the local runtime for the
 // flow's queues and by each compute agent for its own host queue (in AWS too).
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { DLQ_RETENTION_SECONDS, DLQ_SUFFIX, type QueueSpec } from "../../infra/resources.js";
+import { DLQ_RETENTION_SECONDS, DLQ_SUFFIX, type QueueSpec } from "../resources.js";
 import { sqsClient } from "./clients.js";
 
 export interface QueueWithDlq {

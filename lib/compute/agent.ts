@@ -7,7 +7,6 @@ import {
   type Message,
   ReceiveMessageCommand,
 } from "@aws-sdk/client-sqs";
-import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../../infra/resources.js";
 import { sqsClient } from "../aws/clients.js";
 import { ensureQueueWithDlq } from "../aws/queues.js";
 import { sendBuildRequest, sendToDeadLetter } from "../conductor/queues.js";
@@ -27,6 +26,7 @@ import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
 import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
+import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
 import type { Driver } from "./drivers/driver.js";
 import { computeQueueName } from "./queue-name.js";
 

@@ -2,12 +2,12 @@
 // that also writes its os-instance-actions event, so a transition and its event never disagree
 // and a repeated transition (a duplicated message, a re-run step) changes nothing.
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../../infra/resources.js";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { instanceBuildTimeout, resources } from "../config.js";
 import { type Destination, destinationOf } from "../messages/common.js";
+import { INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../resources.js";
 import type { ActionEvent, Fault, InstanceRecord, SchedulingRecord } from "./types.js";
 
 export const EVENT_SCHEDULE = "conductor_schedule_and_build_instances";

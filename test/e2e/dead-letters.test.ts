@@ -5,12 +5,12 @@ import { promisify } from "node:util";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
-import { DLQ_SUFFIX } from "../../infra/resources.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { listDeadLetterQueues, peekDeadLetters, redrive } from "../../lib/aws/dead-letters.js";
 import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { resources } from "../../lib/config.js";
 import { createInstances, getInstance } from "../../lib/instances/repo.js";
+import { DLQ_SUFFIX } from "../../lib/resources.js";
 import { type Client, eventually, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

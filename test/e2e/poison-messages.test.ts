@@ -3,9 +3,9 @@
 import { ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
-import { DLQ_SUFFIX } from "../../infra/resources.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { getHost } from "../../lib/placement/hosts.js";
+import { DLQ_SUFFIX } from "../../lib/resources.js";
 import { type Client, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -6,10 +6,10 @@ import { App, type CfnElement, RemovalPolicy } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CONDUCTOR_TASKS, conductorDefinition } from "../../infra/conductor/definition.js";
-import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../infra/resources.js";
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
 import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
 import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
+import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../lib/resources.js";
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
 
@@ -85,7 +85,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     s = synth({}, true);
   });
 
-  it("creates the three tables from infra/resources.ts", () => {
+  it("creates the three tables from lib/resources.ts", () => {
     s.template.resourceCountIs("AWS::DynamoDB::Table", TABLES.length);
     for (const spec of TABLES) {
       const table = s.template.toJSON().Resources[logicalId(s.stack, s.stack.tables[spec.id])] as Resource;

@@ -2,13 +2,13 @@
 // accepts, one per host, under the longest prefix the stack allows, and casts reach them.
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DLQ_SUFFIX } from "../../infra/resources.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { ComputeAgent } from "../../lib/compute/agent.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { COMPUTE_QUEUE_PREFIX_MAX_LENGTH } from "../../lib/compute/queue-name.js";
 import { getHost } from "../../lib/placement/hosts.js";
+import { DLQ_SUFFIX } from "../../lib/resources.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();

@@ -17,14 +17,14 @@ import {
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
 import { createQueues, createTables, localTables, runSuffix } from "../../infra/local/tables.js";
+import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
 import {
   BUILD_REQUESTS_QUEUE,
   COMPUTE_QUEUE,
   DLQ_RETENTION_SECONDS,
   DLQ_SUFFIX,
   INSTANCES_BY_PROJECT_INDEX,
-} from "../../infra/resources.js";
-import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
+} from "../../lib/resources.js";
 
 // NOVALESS_EXTERNAL_AWS=1: the DynamoDB and SQS outlive this file and serve other runs, so its
 // tables and queues get names of their own, and what only the embedded servers promise is skipped.

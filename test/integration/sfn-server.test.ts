@@ -28,8 +28,8 @@ import {
   type TaskHandlers,
 } from "../../infra/local/sfn-server.js";
 import { runSuffix } from "../../infra/local/tables.js";
-import { COMPUTE_QUEUE } from "../../infra/resources.js";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
+import { COMPUTE_QUEUE } from "../../lib/resources.js";
 
 const T = CONDUCTOR_TASKS;
 const definition = JSON.stringify(

@@ -5,7 +5,7 @@
 // gateway checks every call against exactly what AWS would.
 import { readFileSync } from "node:fs";
 import { Annotations, App, type CfnElement, type Stack } from "aws-cdk-lib";
-import type { TableSpec } from "../../resources.js";
+import type { TableSpec } from "../../../lib/resources.js";
 import { NovalessStack } from "../../stacks/novaless-stack.js";
 import type { Statement } from "./evaluate.js";
 import {

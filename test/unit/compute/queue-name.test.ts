@@ -1,12 +1,12 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
-import { DLQ_SUFFIX } from "../../../infra/resources.js";
 import {
   COMPUTE_QUEUE_PREFIX_MAX_LENGTH,
   computeQueueName,
   HOST_NAME_MAX_LENGTH,
 } from "../../../lib/compute/queue-name.js";
 import { DEFAULT_COMPUTE_QUEUE_PREFIX, resources } from "../../../lib/config.js";
+import { DLQ_SUFFIX } from "../../../lib/resources.js";
 
 const SQS_NAME = /^[A-Za-z0-9_-]{1,80}$/;
 const PREFIX = "novalessstack-compute-";

@@ -1,4 +1,4 @@
-// The tables and queues, described once: the CDK stack and the local runtime both build from
+// The tables and queues, described once: the CDK stack, the local runtime and the domain all build from
 // these, so local tables cannot drift from the deployed ones.
 
 export interface TableSpec {
