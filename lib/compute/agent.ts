@@ -262,13 +262,11 @@ export class ComputeAgent {
     const started = new Date();
     const taken = await startSpawn(rec, host, n, event(EVENT_BUILD, n, null, host, null, started, null));
     switch (taken.outcome) {
+      case "finished":
+        // The guest and its claim are the instance's now, not waste to clean up.
+        log.info("compute.duplicate_of_finished_build_ignored", { vm_state: taken.record.vm_state });
+        return;
       case "fenced":
-        // A late duplicate of this very build, which already finished here (ACTIVE, or ERROR
-        // keeping its guest as Nova does): the guest and its claim are the instance's, not waste.
-        if (finishedHere(taken.record, host, n)) {
-          log.info("compute.duplicate_of_finished_build_ignored", { vm_state: taken.record?.vm_state });
-          return;
-        }
         // Deleted, or moved to a newer attempt: undo anything this host holds for it.
         await this.cleanUp(id, n);
         log.info("compute.build_fenced", {
@@ -401,11 +399,4 @@ export class ComputeAgent {
       alternates: alternates.map((a) => a.host),
     });
   }
-}
-
-/** The record says this attempt ran its course on this host (not deleted, no longer building). */
-function finishedHere(rec: InstanceRecord | undefined, host: string, attempt: number): boolean {
-  return Boolean(
-    rec && !rec.deleted && rec.host === host && rec.attempt === attempt && rec.vm_state !== "building",
-  );
 }

@@ -206,13 +206,14 @@ export async function placeInstance(
 }
 
 export type SpawnOutcome =
-  | { outcome: "started" | "in-progress" | "failure-recorded"; record: InstanceRecord }
+  | { outcome: "started" | "in-progress" | "failure-recorded" | "finished"; record: InstanceRecord }
   | { outcome: "fenced"; record: InstanceRecord | undefined };
 
 /**
  * Compute: take the build for `attempt` on `host`. `in-progress` means this attempt was already
  * taken (a duplicate delivery or an agent restarted mid-build); `failure-recorded` means it
- * already failed and only the reschedule may be unfinished.
+ * already failed and only the reschedule may be unfinished; `finished` means it ran its course
+ * on this host (a late duplicate).
  */
 export async function startSpawn(
   rec: Pick<InstanceRecord, "id" | "request_id">,
@@ -249,7 +250,17 @@ export async function startSpawn(
     current.host === host &&
     current.attempt === attempt &&
     current.spawn_attempt === attempt;
-  if (!mine) return { outcome: "fenced", record: current };
+  if (!mine) {
+    // This attempt already ran its course here (ACTIVE, or ERROR keeping its guest): a late
+    // duplicate, not a build to undo.
+    const finished =
+      current &&
+      !current.deleted &&
+      current.vm_state !== "building" &&
+      current.host === host &&
+      current.attempt === attempt;
+    return finished ? { outcome: "finished", record: current } : { outcome: "fenced", record: current };
+  }
   return { outcome: current.task_state === "spawning" ? "in-progress" : "failure-recorded", record: current };
 }
 

@@ -51,7 +51,7 @@ function principalMatches(s: Statement, principalArn: string): boolean {
   return aws.includes("*") || aws.includes(principalArn);
 }
 
-export function statementMatches(s: Statement, req: AuthzRequest): boolean {
+function statementMatches(s: Statement, req: AuthzRequest): boolean {
   const action = s.Action
     ? s.Action.some((p) => wildcard(p, req.action, true))
     : !(s.NotAction ?? []).some((p) => wildcard(p, req.action, true));

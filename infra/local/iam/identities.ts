@@ -53,7 +53,3 @@ export function roleArnOf(caller: Caller): string {
 export function functionArnOf(c: FunctionComponent): string {
   return `arn:${PARTITION}:lambda:${REGION}:${ACCOUNT}:function:novaless-${c}`;
 }
-
-export function callerOfAccessKey(accessKeyId: string): Caller | undefined {
-  return ([...COMPONENTS, OPERATOR] as Caller[]).find((c) => accessKeyIdOf(c) === accessKeyId);
-}
