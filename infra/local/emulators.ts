@@ -1,15 +1,15 @@
-// The embedded AWS: dynalite (DynamoDB) and fauxqs (SQS) in this process, and optionally the
+// The embedded AWS: dynalite (DynamoDB, with transactions: dynalite-tx.ts) and fauxqs (SQS) in this process, and optionally the
 // local Step Functions endpoint, all on 127.0.0.1. The handlers reach them through the standard
 // AWS_ENDPOINT_URL_* variables (see lib/aws/clients.ts), exactly as they reach AWS. With `iam`,
 // those variables point at the IAM gateway (iam/gateway.ts) in front of all three instead, and
 // the default credentials are the operator's.
 import { existsSync } from "node:fs";
-import type { Server } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildApp } from "fauxqs";
+import { createDynalite } from "./dynalite-tx.js";
 import { type Gateway, type GatewayPolicy, startGateway } from "./iam/gateway.js";
 import { identityOf, OPERATOR } from "./iam/identities.js";
 import { type SfnServer, type SfnServerOptions, startSfnServer } from "./sfn-server.js";
@@ -51,13 +51,6 @@ export interface Emulators {
   /** stops everything that was started; safe to call twice */
   stop(): Promise<void>;
 }
-
-interface DynaliteOptions {
-  createTableMs?: number;
-  deleteTableMs?: number;
-  updateTableMs?: number;
-}
-type Dynalite = (options: DynaliteOptions) => Server;
 
 /** Sets the variables on process.env; returns a function that puts the previous values back. */
 export function applyEnv(env: Record<string, string>): () => void {
@@ -153,9 +146,8 @@ interface Started {
 }
 
 async function startDynalite(port: number): Promise<{ endpoint: string; stop: () => Promise<void> }> {
-  // dynalite is CommonJS without types.
-  const dynalite = createRequire(import.meta.url)("dynalite") as Dynalite;
-  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  // dynalite, with DynamoDB's transactions added (dynalite-tx.ts).
+  const server = createDynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, HOST, () => {

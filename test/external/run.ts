@@ -1,16 +1,15 @@
 // `npm run test:external [vitest args]`: the integration and e2e suites against a DynamoDB and an
 // SQS that run OUTSIDE the test process, through NOVALESS_EXTERNAL_AWS=1 and AWS_ENDPOINT_URL_*,
 // the way they would run against LocalStack. Unless those variables are already set (LocalStack,
-// say), it starts dynalite (its own CLI) and fauxqs (test/external/sqs-server.ts) as child
-// processes on 127.0.0.1, runs vitest, stops both whatever happened, and exits with vitest's code.
+// say), it starts dynalite with transactions (infra/local/dynalite-server.ts) and fauxqs
+// (test/external/sqs-server.ts) as child processes on 127.0.0.1, runs vitest, stops both whatever
+// happened, and exits with vitest's code.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const HOST = "127.0.0.1";
 const READY_MS = 30_000;
 const STOP_MS = 5_000;
 const DEFAULT_SUITES = ["test/integration", "test/e2e"];
@@ -21,18 +20,6 @@ const here = dirname(fileURLToPath(import.meta.url));
 interface Endpoints {
   dynamodb: string;
   sqs: string;
-}
-
-/** A port the OS just had free on 127.0.0.1 (dynalite's CLI cannot be given 0). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, HOST);
-  await once(server, "listening");
-  const address = server.address();
-  server.close();
-  await once(server, "close");
-  if (!address || typeof address === "string") throw new Error("no free port on 127.0.0.1");
-  return address.port;
 }
 
 /** Spawns `name` and resolves with the first match of `ready` on its stdout. */
@@ -77,30 +64,17 @@ function startProcess(
 }
 
 async function startEmulatorProcesses(children: ChildProcess[]): Promise<Endpoints> {
-  const dynamodbPort = await freePort();
   const [dynamodb, sqs] = await Promise.all([
+    // dynalite with DynamoDB's transactions (infra/local/dynalite-tx.ts), on a port it picks.
     startProcess(
       children,
       "dynalite",
-      [
-        require.resolve("dynalite/cli.js"),
-        "--host",
-        HOST,
-        "--port",
-        String(dynamodbPort),
-        "--createTableMs",
-        "0",
-        "--deleteTableMs",
-        "0",
-        "--updateTableMs",
-        "0",
-      ],
+      ["--import", "tsx", join(here, "..", "..", "infra", "local", "dynalite-server.ts")],
       /Dynalite listening at: (\S+)/,
     ),
     startProcess(children, "fauxqs", ["--import", "tsx", join(here, "sqs-server.ts")], /listening (\S+)/),
   ]);
-  // dynalite prints the host it was given; the SDK needs the address it listens on.
-  return { dynamodb: dynamodb.replace("//localhost:", `//${HOST}:`), sqs };
+  return { dynamodb, sqs };
 }
 
 /** Endpoints the caller already points at (LocalStack, or emulators of their own). */
