@@ -243,13 +243,17 @@ class Transactions {
       };
       const refused = refuseRequest(req);
       if (refused) return answer(refused.statusCode, refused.body);
-      let data: Record<string, unknown>;
+      let data: unknown;
       try {
-        data = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>;
+        data = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       } catch {
+        data = undefined;
+      }
+      if (data == null || typeof data !== "object" || Array.isArray(data)) {
         return answer(400, { __type: "com.amazon.coral.service#SerializationException" });
       }
-      const run = target.endsWith("TransactWriteItems") ? this.write(data) : this.get(data);
+      const request = data as Record<string, unknown>;
+      const run = target.endsWith("TransactWriteItems") ? this.write(request) : this.get(request);
       run.then(
         (body) => answer(200, body),
         (e: unknown) => {
@@ -268,11 +272,11 @@ class Transactions {
     const request = JSON.stringify(rest);
     const now = Date.now();
     for (const [t, r] of this.tokens) {
-      if (r.expires > now) break; // insertion order is expiry order
+      if (r.expires > now) break; // insertion order is (all but) expiry order
       this.tokens.delete(t);
     }
     const remembered = this.tokens.get(token);
-    if (remembered) {
+    if (remembered && remembered.expires > now) {
       if (remembered.request !== request) {
         throw serviceError(`${DYNAMODB}#IdempotentParameterMismatchException`, "");
       }
@@ -281,7 +285,7 @@ class Transactions {
     if (this.inFlight.has(token)) {
       throw serviceError(
         `${DYNAMODB}#TransactionInProgressException`,
-        `Transaction is ongoing for the idempotency token ${token}`,
+        "The transaction with the given request token is already in progress.",
       );
     }
     this.inFlight.add(token);
@@ -292,7 +296,8 @@ class Transactions {
         request,
         answer: done.answer,
         items: done.items,
-        expires: now + IDEMPOTENCY_MS,
+        // valid for 10 minutes after the request that used it first completed
+        expires: Date.now() + IDEMPOTENCY_MS,
       });
       return done.answer;
     } finally {
@@ -317,7 +322,7 @@ class Transactions {
   private async writeOnce(
     data: Record<string, unknown>,
   ): Promise<{ answer: Record<string, unknown>; items: { table: string; key: string }[] }> {
-    const entries = transactItems(data, "Write");
+    const entries = transactItems(data);
     const ops: Operation[] = [];
     for (const [i, entry] of entries.entries()) {
       const kinds = WRITE_KINDS.filter((k) => entry[k] != null);
@@ -366,7 +371,7 @@ class Transactions {
 
   /** TransactGetItems: every item read under its lock, so no transaction is seen half done. */
   async get(data: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const entries = transactItems(data, "Get");
+    const entries = transactItems(data);
     const ops: Operation[] = [];
     for (const [i, entry] of entries.entries()) {
       const keys = Object.keys(entry).filter((k) => entry[k] != null);
@@ -570,7 +575,7 @@ class Transactions {
           const unchanged = old && old.key === p.key && JSON.stringify(old.item) === JSON.stringify(p.item);
           if (!unchanged) indexUnits += transactionalWriteUnits(p.item);
         }
-        if (indexUnits > 0 && type === "Global") units.addIndex(name, index.IndexName, indexUnits);
+        if (indexUnits > 0) units.addIndex(name, type, index.IndexName, indexUnits);
       }
     }
     return out;
@@ -578,7 +583,7 @@ class Transactions {
 }
 
 /** The TransactItems list, with DynamoDB's checks of its length. */
-function transactItems(data: Record<string, unknown>, kind: "Write" | "Get"): Record<string, unknown>[] {
+function transactItems(data: Record<string, unknown>): Record<string, unknown>[] {
   const items = data.TransactItems;
   if (items == null) {
     throw validationError(
@@ -596,12 +601,12 @@ function transactItems(data: Record<string, unknown>, kind: "Write" | "Get"): Re
       `1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to ${MAX_TRANSACT_ITEMS}`,
     );
   }
-  for (const entry of items) {
-    if (entry == null || typeof entry !== "object" || Array.isArray(entry)) {
-      throw validationError(`Invalid Request: Transact${kind}Request should contain one request`);
-    }
-  }
-  return items as Record<string, unknown>[];
+  // An entry that is not an object holds no operation: the caller's checks refuse it as such.
+  return items.map((entry: unknown) =>
+    entry != null && typeof entry === "object" && !Array.isArray(entry)
+      ? (entry as Record<string, unknown>)
+      : {},
+  );
 }
 
 function refuseDuplicates(ops: Operation[]): void {
@@ -690,14 +695,17 @@ const transactionalWriteUnits = (item: Item) => 2 * kb(item, 1024);
 /** A transactional read: 2 units per 4 KB, a missing item too. */
 const readUnits = (item: Item | undefined) => 2 * kb(item, 4096);
 
-/** ConsumedCapacity by table (and global secondary index), in the order tables first appear. */
+/** ConsumedCapacity by table and secondary index, in the order tables first appear. */
 class Capacity {
-  private readonly tables = new Map<string, { table: number; indexes: Map<string, number> }>();
+  private readonly tables = new Map<
+    string,
+    { table: number; indexes: Record<"Global" | "Local", Map<string, number>> }
+  >();
 
   private of(table: string) {
     let t = this.tables.get(table);
     if (!t) {
-      t = { table: 0, indexes: new Map() };
+      t = { table: 0, indexes: { Global: new Map(), Local: new Map() } };
       this.tables.set(table, t);
     }
     return t;
@@ -707,20 +715,24 @@ class Capacity {
     this.of(table).table += units;
   }
 
-  addIndex(table: string, index: string, units: number): void {
-    const t = this.of(table);
-    t.indexes.set(index, (t.indexes.get(index) ?? 0) + units);
+  addIndex(table: string, type: "Global" | "Local", index: string, units: number): void {
+    const indexes = this.of(table).indexes[type];
+    indexes.set(index, (indexes.get(index) ?? 0) + units);
   }
 
   toResponse(mode: "TOTAL" | "INDEXES"): Record<string, unknown>[] {
     return [...this.tables].map(([name, t]) => {
-      const indexUnits = [...t.indexes.values()].reduce((a, b) => a + b, 0);
-      const entry: Record<string, unknown> = { TableName: name, CapacityUnits: t.table + indexUnits };
+      const all = [...t.indexes.Global.values(), ...t.indexes.Local.values()];
+      const entry: Record<string, unknown> = {
+        TableName: name,
+        CapacityUnits: all.reduce((sum, units) => sum + units, t.table),
+      };
       if (mode === "INDEXES") {
         entry.Table = { CapacityUnits: t.table };
-        if (t.indexes.size > 0) {
-          entry.GlobalSecondaryIndexes = Object.fromEntries(
-            [...t.indexes].map(([index, units]) => [index, { CapacityUnits: units }]),
+        for (const type of ["Global", "Local"] as const) {
+          if (t.indexes[type].size === 0) continue;
+          entry[`${type}SecondaryIndexes`] = Object.fromEntries(
+            [...t.indexes[type]].map(([index, units]) => [index, { CapacityUnits: units }]),
           );
         }
       }
