@@ -269,7 +269,9 @@ class Transactions {
     const token = typeof data.ClientRequestToken === "string" ? data.ClientRequestToken : undefined;
     if (token === undefined) return (await this.writeOnce(data)).answer;
     const { ClientRequestToken: _, ...rest } = data;
-    const request = JSON.stringify(rest);
+    // The request a token stands for is its operations: as in DynamoDB Local, a repeat that asks
+    // for the consumed capacity (or not) is the same request.
+    const request = JSON.stringify(rest.TransactItems);
     const now = Date.now();
     for (const [t, r] of this.tokens) {
       if (r.expires > now) break; // insertion order is (all but) expiry order

@@ -161,7 +161,8 @@ async function outcome(client: DynamoDBClient, step: Step): Promise<Outcome> {
  *   DynamoDB Local says "Cannot do operations on a non-existent table"); more than 100 items
  *   carries DynamoDB's "1 validation error detected: ..." prefix, which DynamoDB Local drops;
  * - "capacity": a Delete of a missing item costs 2 units, as every transactional write per KB
- *   (DynamoDB Local charges 1).
+ *   (DynamoDB Local charges 1); a repeated ClientRequestToken costs the read units DynamoDB
+ *   documents for it (DynamoDB Local reports the write units again).
  */
 function scenarios(t: { hosts: string; allocs: string }): Step[] {
   const put = (host: string, free: number): Step => ({
@@ -367,6 +368,102 @@ function scenarios(t: { hosts: string; allocs: string }): Step[] {
           { Get: { TableName: t.hosts, Key: { host: S("node-1") } } },
         ],
       },
+    },
+    {
+      note: "TransactGetItems: capacity by table",
+      get: {
+        ReturnConsumedCapacity: "INDEXES",
+        TransactItems: [{ Get: { TableName: t.hosts, Key: { host: S("node-2") } } }],
+      },
+    },
+    {
+      note: "Delete with a key of the wrong type: ValidationError reason",
+      write: { TransactItems: [{ Delete: { TableName: t.hosts, Key: { host: N(1) } } }] },
+    },
+    {
+      note: "Delete with an extra key attribute",
+      write: {
+        TransactItems: [{ Delete: { TableName: t.hosts, Key: { host: S("node-1"), other: S("x") } } }],
+      },
+    },
+    {
+      note: "an index key of the wrong type: ValidationError reason",
+      write: {
+        TransactItems: [
+          { Put: { TableName: t.hosts, Item: { host: S("node-5"), feed: S("0"), changed_at: N(5) } } },
+        ],
+      },
+    },
+    {
+      note: "ConditionCheck without a condition",
+      write: {
+        TransactItems: [
+          { Put: { TableName: t.allocs, Item: { consumer: S("vm-e"), host: S("node-1") } } },
+          { ConditionCheck: { TableName: t.hosts, Key: { host: S("node-1") } } } as never,
+        ],
+      },
+    },
+    {
+      note: "Update of a missing item creates it; ReturnValues NONE on a passing Put",
+      write: {
+        ReturnConsumedCapacity: "INDEXES",
+        TransactItems: [
+          {
+            Update: {
+              TableName: t.hosts,
+              Key: { host: S("node-6") },
+              UpdateExpression: "SET #free = :f, feed = :feed, changed_at = :at",
+              ConditionExpression: "attribute_not_exists(#h)",
+              ExpressionAttributeNames: { "#free": "free", "#h": "host" },
+              ExpressionAttributeValues: {
+                ":f": N(3),
+                ":feed": S("2"),
+                ":at": S("2026-11-23T21:00:00.000Z"),
+              },
+            },
+          },
+          {
+            Put: {
+              TableName: t.allocs,
+              Item: { consumer: S("vm-f"), host: S("node-6") },
+              ReturnValuesOnConditionCheckFailure: "NONE",
+            },
+          },
+        ],
+      },
+    },
+    {
+      note: "a failing Delete without ALL_OLD: no item in the reason",
+      write: {
+        TransactItems: [
+          {
+            Delete: {
+              TableName: t.allocs,
+              Key: { consumer: S("vm-f"), host: S("node-6") },
+              ConditionExpression: "attempt = :two",
+              ExpressionAttributeValues: { ":two": N(2) },
+            },
+          },
+        ],
+      },
+    },
+    { note: "token: first", write: { ...claim(t, "node-6", "vm-g"), ClientRequestToken: "vm-g-1" } },
+    {
+      note: "token: repeated (DynamoDB documents read units for the repeat)",
+      sameAnswerOnly: "capacity",
+      write: { ...claim(t, "node-6", "vm-g"), ClientRequestToken: "vm-g-1", ReturnConsumedCapacity: "TOTAL" },
+    },
+    {
+      note: "token: the same token, another request",
+      write: { ...claim(t, "node-6", "vm-h"), ClientRequestToken: "vm-g-1" },
+    },
+    {
+      note: "token: a cancelled one",
+      write: { ...claim(t, "node-6", "vm-i", 9), ClientRequestToken: "vm-i-1" },
+    },
+    {
+      note: "token: the cancelled one again, passing now",
+      write: { ...claim(t, "node-6", "vm-i", 1), ClientRequestToken: "vm-i-1" },
     },
   ];
 }
