@@ -574,7 +574,7 @@ class Transactions {
         for (const p of actions.puts) {
           out.push({ type: "put", key: prefix + p.key, value: p.item });
           // An index entry that neither moved nor changed is not written by DynamoDB.
-          const unchanged = old && old.key === p.key && JSON.stringify(old.item) === JSON.stringify(p.item);
+          const unchanged = old && old.key === p.key && canonical(old.item) === canonical(p.item);
           if (!unchanged) indexUnits += transactionalWriteUnits(p.item);
         }
         if (indexUnits > 0) units.addIndex(name, type, index.IndexName, indexUnits);
@@ -744,3 +744,11 @@ class Capacity {
 }
 
 const lowerFirst = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);
+
+/** JSON with every map's keys sorted: the same item whatever order its attributes came in. */
+const canonical = (item: Item) =>
+  JSON.stringify(item, (_key, value: unknown) =>
+    value && typeof value === "object" && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : value,
+  );
