@@ -35,7 +35,9 @@ export const TABLES: TableSpec[] = [
     partitionKey: "host",
     env: "NOVALESS_HOSTS_TABLE",
     // The scheduler's cache reads every provider item changed since its last refresh, whole.
-    gsis: [{ indexName: HOSTS_CHANGES_INDEX, partitionKey: "feed", sortKey: "changed_at", projection: "ALL" }],
+    gsis: [
+      { indexName: HOSTS_CHANGES_INDEX, partitionKey: "feed", sortKey: "changed_at", projection: "ALL" },
+    ],
   },
   {
     // One item per claim: (instance, host); its resources are also counted on the provider item.

@@ -97,7 +97,9 @@ const DYNAMODB_READ_WRITE = [
 ];
 
 /** A spec's projection as the CDK takes it (a list of attributes is INCLUDE). */
-function cdkProjection(p: Projection): Pick<dynamodb.GlobalSecondaryIndexProps, "projectionType" | "nonKeyAttributes"> {
+function cdkProjection(
+  p: Projection,
+): Pick<dynamodb.GlobalSecondaryIndexProps, "projectionType" | "nonKeyAttributes"> {
   if (p === "ALL") return { projectionType: dynamodb.ProjectionType.ALL };
   if (p === "KEYS_ONLY") return { projectionType: dynamodb.ProjectionType.KEYS_ONLY };
   return { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: p };

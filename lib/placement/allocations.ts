@@ -8,7 +8,11 @@ import type { AllocationRecord } from "./types.js";
 
 export async function getAllocation(consumer: string, host: string): Promise<AllocationRecord | undefined> {
   const r = await dynamo().send(
-    new GetCommand({ TableName: resources().allocationsTable, Key: { consumer, host }, ConsistentRead: true }),
+    new GetCommand({
+      TableName: resources().allocationsTable,
+      Key: { consumer, host },
+      ConsistentRead: true,
+    }),
   );
   return r.Item as AllocationRecord | undefined;
 }

@@ -12,13 +12,7 @@ import { consumerAllocations, getAllocation } from "./allocations.js";
 import { invalidAmount, unitViolation } from "./capacity.js";
 import { stamp } from "./feed.js";
 import { getHost } from "./hosts.js";
-import {
-  type AllocationRecord,
-  capacity,
-  type HostRecord,
-  type Inventory,
-  type Resources,
-} from "./types.js";
+import { type AllocationRecord, capacity, type HostRecord, type Inventory, type Resources } from "./types.js";
 
 export type ClaimResult =
   | { claimed: true; host: string; duplicate: boolean }
@@ -306,7 +300,9 @@ export async function release(host: string, consumer: string, attempt?: number):
     } catch (err) {
       if (!isRefused(err)) throw err;
       if (!(await getHost(host))) {
-        throw new Error(`release of ${consumer} (attempt ${alloc.attempt}) on ${host}: host ${host} is not registered`);
+        throw new Error(
+          `release of ${consumer} (attempt ${alloc.attempt}) on ${host}: host ${host} is not registered`,
+        );
       }
       // released or replaced concurrently: look again
     }
@@ -338,7 +334,8 @@ export async function releaseAttemptClaims(consumers: readonly string[], attempt
     [...new Set(consumers)].map(async (consumer) => {
       const out: string[] = [];
       for (const a of await consumerAllocations(consumer)) {
-        if (a.attempt === attempt && (await release(a.host, consumer, attempt))) out.push(`${consumer}@${a.host}`);
+        if (a.attempt === attempt && (await release(a.host, consumer, attempt)))
+          out.push(`${consumer}@${a.host}`);
       }
       return out;
     }),
