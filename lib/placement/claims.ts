@@ -249,7 +249,9 @@ function sameResources(a: Resources, b: Resources): boolean {
 /**
  * Release `consumer`'s allocation on `host`. With `attempt`, only that attempt's claim is released
  * (a late release from a fenced-off attempt must not free a newer claim). Idempotent: releasing
- * what is not there is a no-op. Returns whether this call removed an allocation.
+ * what is not there is a no-op. Returns whether the allocation was removed by this call, or by
+ * an identical one running at the same time (both read it, so both carry its request token, and
+ * DynamoDB answers every copy as the first while applying it once).
  */
 export async function release(host: string, consumer: string, attempt?: number): Promise<boolean> {
   const names = resourceNames();
