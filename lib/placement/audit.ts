@@ -11,8 +11,9 @@ import {
   TransactWriteCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
-import { listAllocations } from "./allocations.js";
+import { getAllocation, listAllocations } from "./allocations.js";
 import { claimLimits, freeFor, sumAllocations } from "./capacity.js";
 import { stamp } from "./feed.js";
 import { getHost, listHosts } from "./hosts.js";
@@ -39,6 +40,12 @@ export type AuditKind =
   | "consumer_elsewhere"
   /** not (yet) a leak: an instance in BUILD whose claim is younger than the grace period */
   | "pending"
+  /**
+   * an instance recorded on the host (not building, not in ERROR, not deleted) without its
+   * allocation there: the host's usage does not count it. Reported, never repaired: claiming now
+   * could overcommit the host, and the operator decides (Nova's heal_allocations).
+   */
+  | "claim_missing"
   | "usage_mismatch"
   /** num_instances differs from the count of the host's allocation items */
   | "instances_mismatch"
@@ -225,6 +232,7 @@ export async function auditPlacement(opts: AuditOptions = {}): Promise<AuditRepo
     byHost.set(a.host, [...(byHost.get(a.host) ?? []), a]);
   }
   const consumers = await readConsumers([...new Set([...byHost.values()].flat().map((a) => a.consumer))]);
+  const missing = await missingClaims(wanted, byHost);
   const report: AuditReport = {
     hosts_checked: hosts.length,
     allocations_checked: 0,
@@ -242,12 +250,57 @@ export async function auditPlacement(opts: AuditOptions = {}): Promise<AuditRepo
       if (f?.kind === "pending") report.pending.push(f);
       else if (f) leaks.push(f);
     }
+    leaks.push(...missing.filter((f) => f.host === h.host));
     const counting = countingFindings(h, allocations);
     if (opts.repair && (leaks.length || counting.length))
       await repairHost(h, allocations, leaks, counting, now, grace);
     report.findings.push(...leaks, ...counting);
   }
   return report;
+}
+
+/** The instance fields a missing claim is judged by; the Instances table's `host` and `attempt`. */
+const MISSING_PROJECTION = {
+  ProjectionExpression: "id, deleted, vm_state, #h, attempt",
+  ExpressionAttributeNames: { "#h": "host" },
+};
+
+/**
+ * Instances that run on one of `hosts` (by their record) without an allocation there. Instances
+ * in BUILD are left out (their claim and their record move in several steps); a candidate is
+ * read again, consistently, since a build may have claimed and gone ACTIVE after the allocations
+ * were read.
+ */
+async function missingClaims(
+  hosts: ReadonlySet<string>,
+  byHost: ReadonlyMap<string, AllocationRecord[]>,
+): Promise<AuditFinding[]> {
+  const instances = await scanAll<ConsumerRecord>({
+    TableName: resources().instancesTable,
+    ConsistentRead: true,
+    ...MISSING_PROJECTION,
+  });
+  const candidates = instances.filter(
+    (rec) =>
+      !rec.deleted &&
+      rec.host &&
+      hosts.has(rec.host) &&
+      rec.vm_state !== "building" &&
+      rec.vm_state !== "error" &&
+      !(byHost.get(rec.host) ?? []).some((a) => a.consumer === rec.id),
+  );
+  const out: AuditFinding[] = [];
+  for (const rec of candidates) {
+    if (await getAllocation(rec.id, rec.host!)) continue;
+    out.push({
+      kind: "claim_missing",
+      host: rec.host!,
+      consumer: rec.id,
+      attempt: rec.attempt,
+      detail: `instance ${rec.id} is ${rec.vm_state} on ${rec.host} at attempt ${rec.attempt} without an allocation there`,
+    });
+  }
+  return out;
 }
 
 /** TransactWriteItems' limit, the provider's update included. */
@@ -275,7 +328,7 @@ async function repairHost(
       h.generation === audited.generation ? auditedAllocations : await listAllocations({ host });
     const drop: AllocationRecord[] = [];
     for (const f of leaks) {
-      if (f.repaired) continue;
+      if (f.repaired || f.kind === "claim_missing") continue;
       const alloc = allocations.find((a) => a.consumer === f.consumer);
       if (!alloc || alloc.attempt !== f.attempt) {
         f.repaired = "already gone";
@@ -376,6 +429,7 @@ const LABEL: Record<AuditKind, string> = {
   consumer_error: "leak",
   consumer_elsewhere: "leak",
   pending: "pending",
+  claim_missing: "missing",
   usage_mismatch: "mismatch",
   instances_mismatch: "mismatch",
   free_mismatch: "mismatch",

@@ -9,7 +9,7 @@ import { createTables, localTables } from "../../infra/local/tables.js";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { resources } from "../../lib/config.js";
 import { getAllocation, listAllocations } from "../../lib/placement/allocations.js";
-import { auditPlacement } from "../../lib/placement/audit.js";
+import { auditExitCode, auditPlacement, formatAuditReport } from "../../lib/placement/audit.js";
 import { INVENTORY_DEFAULTS, PlacementConflict, sumAllocations } from "../../lib/placement/capacity.js";
 import {
   type ClaimResult,
@@ -713,12 +713,29 @@ export function placementSuite(backend: DynamoBackend): void {
       // Past the grace period the mid-placement claim that was never recorded is a leak too.
       const later = await auditPlacement({
         hosts: AUDITED,
-        now: new Date(now.getTime() + 301_000),
+        now: new Date(now.getTime() + 3600_000),
         graceSeconds: 300,
       });
       expect(later.findings.map((f) => `${f.kind} ${f.consumer}`)).toEqual([
         "consumer_elsewhere mid-placement",
       ]);
+    });
+
+    it("an instance running on a host without its allocation is a missing claim: reported, never repaired", async () => {
+      await host("audit-m", { VCPU: inv(8) });
+      await putInstance("unclaimed", { vm_state: "active", host: "audit-m", attempt: 1 });
+      await putInstance("claimed", { vm_state: "active", host: "audit-m", attempt: 1 });
+      await claim("audit-m", "claimed", { VCPU: 1 }, 1);
+      await putInstance("still-building", { host: "audit-m", attempt: 1 });
+      const report = await auditPlacement({ hosts: ["audit-m"], repair: true, graceSeconds: 0 });
+      expect(report.findings.map((f) => `${f.kind} ${f.consumer} ${f.repaired}`)).toEqual([
+        "claim_missing unclaimed undefined",
+      ]);
+      expect(auditExitCode(report)).toBe(3);
+      expect(formatAuditReport(report)).toMatch(
+        /missing\s+audit-m {2}consumer unclaimed: instance unclaimed is active on audit-m/,
+      );
+      expect(Object.keys((await consistent("audit-m")).held)).toEqual(["claimed"]);
     });
 
     it("repair racing claims and releases loses none of them", async () => {
