@@ -81,6 +81,16 @@ function isRefused(err: unknown): boolean {
   );
 }
 
+/** Per item of a cancelled transaction, why (`None`, `ConditionalCheckFailed`, `TransactionConflict`…). */
+function cancellationCodes(err: unknown): (string | undefined)[] {
+  return ((err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
+    (r) => r.Code,
+  );
+}
+
+/** A claim's transaction: written, or refused with the codes of its two items (provider, allocation). */
+type ClaimWrite = { written: true } | { written: false; provider?: string; allocation?: string };
+
 /**
  * One class's unit rules as a condition. Without a read: `claim_limit` (max_unit, present only
  * when min_unit and step_size are 1) covers them all in one comparison. With the inventory we
@@ -94,8 +104,8 @@ function unitCondition(t: Term, e: Expr, read: Inventory | undefined): string {
   return `${inv}.max_unit >= ${a} AND ${inv}.min_unit = ${e.num(read.min_unit)} AND ${inv}.step_size = ${e.num(read.step_size)}`;
 }
 
-/** The claim's transaction; false when DynamoDB refused it (a condition, or a concurrent one). */
-async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined): Promise<boolean> {
+/** The claim's transaction; refused when a condition failed or a concurrent transaction held an item. */
+async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined): Promise<ClaimWrite> {
   const e = new Expr();
   const terms = classTerms(alloc.resources, e);
   const one = e.num(1);
@@ -150,10 +160,11 @@ async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined)
         ],
       }),
     );
-    return true;
+    return { written: true };
   } catch (err) {
-    if (isRefused(err)) return false;
-    throw err;
+    if (!isRefused(err)) throw err;
+    const [provider, allocation] = cancellationCodes(err);
+    return { written: false, provider, allocation };
   }
 }
 
@@ -163,9 +174,10 @@ async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined)
  * fit is `{claimed: false, reason}` (a conflict, never a throw).
  *
  * One transaction when every requested class has min_unit and step_size 1 (Nova's standard
- * classes do). When it is refused, the provider and the allocation are read, to say why; if by
- * that read the claim fits (a concurrent write was in the way, or a class has unit rules that
- * the request satisfies), it is written again, conditioned on the rules read.
+ * classes do). When it is refused, the provider and the allocation are read to say why (a
+ * duplicate, held for another attempt, insufficient or against the unit rules); if by that read
+ * the claim fits (a concurrent write or transaction was in the way, or a class has unit rules
+ * that the request satisfies), it is written again, conditioned on the rules read.
  */
 export async function claim(
   host: string,
@@ -179,11 +191,18 @@ export async function claim(
   const alloc: AllocationRecord = { consumer, host, attempt, resources: res, claimed_at: now.toISOString() };
   let read: HostRecord | undefined;
   for (let tries = 0; ; tries++) {
-    if (await writeClaim(alloc, read)) return { claimed: true, host, duplicate: false };
+    const w = await writeClaim(alloc, read);
+    if (w.written) return { claimed: true, host, duplicate: false };
     if (tries === 0) metrics.claimConflict();
+    // Both items are read: a refused transaction need not evaluate every condition, so its
+    // reasons alone cannot tell a duplicate on a full host from a new claim that does not fit.
     const [current, held] = await Promise.all([getHost(host), getAllocation(consumer, host)]);
     const why = explainFailedClaim(current, held, host, consumer, res, attempt);
-    if (why.claimed || !/^concurrent update/.test(why.reason) || tries >= CLAIM_RETRIES) return why;
+    if (why.claimed || !/^concurrent update/.test(why.reason)) return why;
+    if (tries >= CLAIM_RETRIES) {
+      const conflicted = [w.provider, w.allocation].includes("TransactionConflict");
+      return conflicted ? { ...why, reason: `${why.reason} (another transaction held it)` } : why;
+    }
     read = current;
   }
 }

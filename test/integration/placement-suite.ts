@@ -520,6 +520,14 @@ export function placementSuite(backend: DynamoBackend): void {
       const h = await consistent("last");
       expect(h.free.VCPU).toBe(0);
       expect(h.num_instances).toBe(4);
+      // The winner asking again on the now full host is a duplicate, not "insufficient".
+      const winner = results.find((r) => r.claimed)!;
+      const again = await claim("last", `racer-${results.indexOf(winner)}`, { VCPU: 1 }, 1);
+      expect(again).toMatchObject({ claimed: true, duplicate: true });
+      expect(await claim("last", "first-0", { VCPU: 1 }, 2)).toMatchObject({
+        claimed: false,
+        reason: "consumer first-0 already holds an allocation on last for attempt 1",
+      });
     });
   });
 
