@@ -23,7 +23,12 @@ const { values } = parseArgs({
   },
 });
 
-const required = ["NOVALESS_HOSTS_TABLE", "NOVALESS_INSTANCES_TABLE", "NOVALESS_BUILD_REQUESTS_QUEUE_URL"];
+const required = [
+  "NOVALESS_HOSTS_TABLE",
+  "NOVALESS_ALLOCATIONS_TABLE",
+  "NOVALESS_INSTANCES_TABLE",
+  "NOVALESS_BUILD_REQUESTS_QUEUE_URL",
+];
 const missing = required.filter((k) => !process.env[k]);
 if (!values.host || missing.length) {
   process.stderr.write(

@@ -470,6 +470,7 @@ export function schedulerEnvironment(options: SchedulerConfig): Record<string, s
 
 export interface Resources {
   hostsTable: string;
+  allocationsTable: string;
   instancesTable: string;
   catalogTable: string;
   buildRequestsQueueUrl: string;
@@ -489,6 +490,7 @@ export const DEFAULT_COMPUTE_QUEUE_PREFIX = "novalessstack-compute-";
 export function resources(): Resources {
   return {
     hostsTable: process.env.NOVALESS_HOSTS_TABLE || "novaless-hosts",
+    allocationsTable: process.env.NOVALESS_ALLOCATIONS_TABLE || "novaless-allocations",
     instancesTable: process.env.NOVALESS_INSTANCES_TABLE || "novaless-instances",
     catalogTable: process.env.NOVALESS_CATALOG_TABLE || "novaless-catalog",
     buildRequestsQueueUrl: process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL || "",

@@ -1,27 +1,67 @@
 // The tables and queues, described once: the CDK stack, the local runtime and the domain all build from
 // these, so local tables cannot drift from the deployed ones.
 
-export interface TableSpec {
-  /** logical id in the stack, and the local table name */
-  id: "Hosts" | "Instances" | "Catalog";
-  localName: string;
+/**
+ * What an index copies from the table: everything, the keys only, or the keys and these
+ * attributes (INCLUDE). An index write costs by the size of what it projects.
+ */
+export type Projection = "ALL" | "KEYS_ONLY" | string[];
+
+export interface GsiSpec {
+  indexName: string;
   partitionKey: string;
-  /** environment variable that carries the table name to the handlers */
-  env: string;
-  gsis: { indexName: string; partitionKey: string; sortKey?: string }[];
+  sortKey?: string;
+  projection: Projection;
 }
 
+export interface TableSpec {
+  /** logical id in the stack, and the local table name */
+  id: "Hosts" | "Allocations" | "Instances" | "Catalog";
+  localName: string;
+  partitionKey: string;
+  sortKey?: string;
+  /** environment variable that carries the table name to the handlers */
+  env: string;
+  gsis: GsiSpec[];
+}
+
+/** The Hosts table's change feed: pk `feed` (a shard, see lib/placement/feed.ts), sk `changed_at`. */
+export const HOSTS_CHANGES_INDEX = "host-changes";
+
 export const TABLES: TableSpec[] = [
-  { id: "Hosts", localName: "novaless-hosts", partitionKey: "host", env: "NOVALESS_HOSTS_TABLE", gsis: [] },
+  {
+    id: "Hosts",
+    localName: "novaless-hosts",
+    partitionKey: "host",
+    env: "NOVALESS_HOSTS_TABLE",
+    // The scheduler's cache reads every provider item changed since its last refresh, whole.
+    gsis: [
+      { indexName: HOSTS_CHANGES_INDEX, partitionKey: "feed", sortKey: "changed_at", projection: "ALL" },
+    ],
+  },
+  {
+    // One item per claim: (instance, host); its resources are also counted on the provider item.
+    id: "Allocations",
+    localName: "novaless-allocations",
+    partitionKey: "consumer",
+    sortKey: "host",
+    env: "NOVALESS_ALLOCATIONS_TABLE",
+    gsis: [],
+  },
   {
     id: "Instances",
     localName: "novaless-instances",
     partitionKey: "id",
     env: "NOVALESS_INSTANCES_TABLE",
     gsis: [
-      { indexName: "by-project", partitionKey: "project_id", sortKey: "created_at" },
+      { indexName: "by-project", partitionKey: "project_id", sortKey: "created_at", projection: "ALL" },
       // Sparse: only instances in BUILD carry build_watch, so the watchdog reads just those.
-      { indexName: "building-by-deadline", partitionKey: "build_watch", sortKey: "build_deadline" },
+      {
+        indexName: "building-by-deadline",
+        partitionKey: "build_watch",
+        sortKey: "build_deadline",
+        projection: "ALL",
+      },
     ],
   },
   {

@@ -4,19 +4,32 @@ import {
   type AttributeDefinition,
   CreateTableCommand,
   type DynamoDBClient,
+  type Projection,
   waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
-import { BUILD_REQUESTS_QUEUE, type QueueSpec, TABLES, type TableSpec } from "../../lib/resources.js";
+import {
+  BUILD_REQUESTS_QUEUE,
+  type Projection as ProjectionSpec,
+  type QueueSpec,
+  TABLES,
+  type TableSpec,
+} from "../../lib/resources.js";
 
-/** Every table in TABLES under its local name: string keys, on-demand, GSIs projecting ALL. */
+/** A spec's projection in DynamoDB's terms (a list of attributes is INCLUDE). */
+export function projectionOf(p: ProjectionSpec): Projection {
+  if (p === "ALL" || p === "KEYS_ONLY") return { ProjectionType: p };
+  return { ProjectionType: "INCLUDE", NonKeyAttributes: p };
+}
+
+/** Every table in TABLES under its local name: string keys, on-demand, each GSI's projection. */
 export async function createTables(client: DynamoDBClient, tables: TableSpec[] = TABLES): Promise<void> {
   await Promise.all(tables.map((spec) => createTable(client, spec)));
 }
 
 async function createTable(client: DynamoDBClient, spec: TableSpec): Promise<void> {
-  const keys = new Set([spec.partitionKey]);
+  const keys = new Set([spec.partitionKey, ...(spec.sortKey ? [spec.sortKey] : [])]);
   for (const gsi of spec.gsis) {
     keys.add(gsi.partitionKey);
     if (gsi.sortKey) keys.add(gsi.sortKey);
@@ -31,7 +44,10 @@ async function createTable(client: DynamoDBClient, spec: TableSpec): Promise<voi
         TableName: spec.localName,
         BillingMode: "PAY_PER_REQUEST",
         AttributeDefinitions: attributes,
-        KeySchema: [{ AttributeName: spec.partitionKey, KeyType: "HASH" }],
+        KeySchema: [
+          { AttributeName: spec.partitionKey, KeyType: "HASH" },
+          ...(spec.sortKey ? [{ AttributeName: spec.sortKey, KeyType: "RANGE" as const }] : []),
+        ],
         ...(spec.gsis.length > 0
           ? {
               GlobalSecondaryIndexes: spec.gsis.map((gsi) => ({
@@ -40,7 +56,7 @@ async function createTable(client: DynamoDBClient, spec: TableSpec): Promise<voi
                   { AttributeName: gsi.partitionKey, KeyType: "HASH" as const },
                   ...(gsi.sortKey ? [{ AttributeName: gsi.sortKey, KeyType: "RANGE" as const }] : []),
                 ],
-                Projection: { ProjectionType: "ALL" as const },
+                Projection: projectionOf(gsi.projection),
               })),
             }
           : {}),

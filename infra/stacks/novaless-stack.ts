@@ -30,7 +30,13 @@ import { NagSuppressions } from "cdk-nag";
 import type { Construct } from "constructs";
 import { SCHEDULER_DEFAULTS, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
 import { METRIC, METRICS_NAMESPACE } from "../../lib/metrics.js";
-import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES, type TableSpec } from "../../lib/resources.js";
+import {
+  BUILD_REQUESTS_QUEUE,
+  DLQ_RETENTION_SECONDS,
+  type Projection,
+  TABLES,
+  type TableSpec,
+} from "../../lib/resources.js";
 import { conductorDefinition } from "../conductor/definition.js";
 
 export type ConductorType = "EXPRESS" | "STANDARD";
@@ -90,6 +96,15 @@ const DYNAMODB_READ_WRITE = [
   "dynamodb:DescribeTable",
 ];
 
+/** A spec's projection as the CDK takes it (a list of attributes is INCLUDE). */
+function cdkProjection(
+  p: Projection,
+): Pick<dynamodb.GlobalSecondaryIndexProps, "projectionType" | "nonKeyAttributes"> {
+  if (p === "ALL") return { projectionType: dynamodb.ProjectionType.ALL };
+  if (p === "KEYS_ONLY") return { projectionType: dynamodb.ProjectionType.KEYS_ONLY };
+  return { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: p };
+}
+
 interface FunctionOptions {
   memorySize: number;
   timeout: Duration;
@@ -137,6 +152,7 @@ export class NovalessStack extends Stack {
     for (const spec of TABLES) {
       const table = new dynamodb.Table(this, spec.id, {
         partitionKey: { name: spec.partitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: spec.sortKey ? { name: spec.sortKey, type: dynamodb.AttributeType.STRING } : undefined,
         billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         timeToLiveAttribute: spec.id === "Instances" ? "expires_at" : undefined,
@@ -147,13 +163,13 @@ export class NovalessStack extends Stack {
           indexName: gsi.indexName,
           partitionKey: { name: gsi.partitionKey, type: dynamodb.AttributeType.STRING },
           sortKey: gsi.sortKey ? { name: gsi.sortKey, type: dynamodb.AttributeType.STRING } : undefined,
-          projectionType: dynamodb.ProjectionType.ALL,
+          ...cdkProjection(gsi.projection),
         });
       }
       tables[spec.id] = table;
     }
     this.tables = tables;
-    const { Hosts: hosts, Instances: instances, Catalog: catalog } = tables;
+    const { Hosts: hosts, Allocations: allocations, Instances: instances, Catalog: catalog } = tables;
 
     // --- Queues -----------------------------------------------------------------------------
     this.buildRequestsDlq = new sqs.Queue(this, "BuildRequestsDlq", {
@@ -292,6 +308,9 @@ export class NovalessStack extends Stack {
     // Deleting an instance during its build releases its claim, an UpdateItem on its host.
     hosts.grantReadData(this.apiFunction);
     hosts.grant(this.apiFunction, "dynamodb:UpdateItem");
+    // ...and deletes its allocation item (the audit's repair too); os-hypervisors reads them.
+    allocations.grantReadData(this.apiFunction);
+    allocations.grant(this.apiFunction, "dynamodb:DeleteItem");
     this.buildRequestsQueue.grantSendMessages(this.apiFunction);
     this.apiFunction.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueuesArn] }),
@@ -301,15 +320,24 @@ export class NovalessStack extends Stack {
     this.buildRequestsDlq.grantSendMessages(this.buildIntakeFunction);
 
     hosts.grantReadWriteData(this.schedulerFunction);
+    // Claims put an allocation item, a failed multi-instance claim deletes the ones it made.
+    allocations.grantReadData(this.schedulerFunction);
+    allocations.grant(this.schedulerFunction, "dynamodb:PutItem", "dynamodb:DeleteItem");
     instances.grantReadWriteData(this.schedulerFunction);
     // Flavors, images, aggregates and server groups: the filters read them on every decision.
     catalog.grantReadData(this.schedulerFunction);
 
     hosts.grantReadWriteData(this.conductorFunction);
+    // Alternates are claimed here; an aborted attempt's claims are released.
+    allocations.grantReadData(this.conductorFunction);
+    allocations.grant(this.conductorFunction, "dynamodb:PutItem", "dynamodb:DeleteItem");
     instances.grantReadWriteData(this.conductorFunction);
     this.buildRequestsQueue.grantSendMessages(this.conductorFunction);
 
     hosts.grantReadWriteData(this.buildWatchdogFunction);
+    // A fenced attempt's claim is released; the watchdog never claims.
+    allocations.grantReadData(this.buildWatchdogFunction);
+    allocations.grant(this.buildWatchdogFunction, "dynamodb:DeleteItem");
     instances.grantReadWriteData(this.buildWatchdogFunction);
     this.buildRequestsQueue.grantSendMessages(this.buildWatchdogFunction);
 
@@ -378,6 +406,12 @@ export class NovalessStack extends Stack {
           sid: "HostsAndInstances",
           actions: DYNAMODB_READ_WRITE,
           resources: [hosts.tableArn, instances.tableArn, `${instances.tableArn}/index/*`],
+        }),
+        new iam.PolicyStatement({
+          // The agent releases the claims of the builds it tears down; it never claims.
+          sid: "ReleaseAllocations",
+          actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem"],
+          resources: [allocations.tableArn],
         }),
       ],
     });
@@ -565,6 +599,7 @@ export class NovalessStack extends Stack {
 
     // --- cdk-nag (AwsSolutions): what is not fixed, and why ------------------------------------
     const instancesIndexes = `Resource::<${this.getLogicalId(instances.node.defaultChild as dynamodb.CfnTable)}.Arn>/index/*`;
+    const hostsIndexes = `Resource::<${this.getLogicalId(hosts.node.defaultChild as dynamodb.CfnTable)}.Arn>/index/*`;
     // Partition, region and account are tokens or literals depending on the stack's env; the
     // prefix is letters, digits, "-" and "_" only (checked above), nothing a regex would read.
     const part = "(<AWS::[A-Za-z]+>|[^:<>]+)";
@@ -572,7 +607,7 @@ export class NovalessStack extends Stack {
       regex: `/^Resource::arn:${part}:sqs:${part}:${part}:${this.computeQueuePrefix}\\*$/`,
     };
     const indexesReason =
-      "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog): a table grant covers its indexes as <table>/index/*";
+      "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog) and the Hosts table's host-changes (the scheduler's refresh): a table grant covers its indexes as <table>/index/*";
     const computeQueuesReason =
       "One SQS queue (and DLQ) per compute host, created at run time when the host registers: only the stack's compute queue prefix can name them";
     for (const [, fn] of functions) {
@@ -587,7 +622,7 @@ export class NovalessStack extends Stack {
               "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
             ],
           },
-          { id: "AwsSolutions-IAM5", reason: indexesReason, appliesTo: [instancesIndexes] },
+          { id: "AwsSolutions-IAM5", reason: indexesReason, appliesTo: [instancesIndexes, hostsIndexes] },
           {
             id: "AwsSolutions-L1",
             reason:

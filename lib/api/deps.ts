@@ -27,6 +27,7 @@ import { sendBuildRequest } from "../conductor/queues.js";
 import { planDestinations } from "../conductor/select-destinations.js";
 import { deleteServer } from "../instances/delete.js";
 import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
+import { listAllocations } from "../placement/allocations.js";
 import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts } from "../placement/hosts.js";
 import { deleteInventory, setInventory } from "../placement/inventory.js";
@@ -47,6 +48,7 @@ export interface ApiDeps {
   sendBuildRequest: typeof sendBuildRequest;
   listHosts: typeof listHosts;
   getHost: typeof getHost;
+  listAllocations: typeof listAllocations;
   setServiceStatus: typeof setServiceStatus;
   /** Placement admin; optional, so fakes that do not exercise them need not provide them */
   setInventory?: typeof setInventory;
@@ -83,6 +85,7 @@ export const defaultDeps: ApiDeps = {
   sendBuildRequest,
   listHosts,
   getHost,
+  listAllocations,
   setServiceStatus,
   setInventory,
   deleteInventory,

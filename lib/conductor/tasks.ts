@@ -108,9 +108,9 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
   // A re-run after an alternate was claimed but before the answer reached the state machine:
   // keep that claim (an earlier alternate may fit by now, and claiming it would count twice).
   const held = await findClaim(
-    alternates.map((a) => a.host),
     id,
     n,
+    alternates.map((a) => a.host),
   );
   const start = held === undefined ? 0 : alternates.findIndex((a) => a.host === held);
   for (let i = start; i < alternates.length; i++) {

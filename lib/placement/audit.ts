@@ -1,20 +1,23 @@
-// Placement audit (Nova's `nova-manage placement audit`): every allocation is checked against its
-// consumer's instance record, every usage against the sum of the allocations, every free against
-// capacity − usage. Repair drops the leaked allocations and recomputes usage and free, one
-// conditional write per host (on its generation), after checking each leak again against a fresh
-// read; run it twice and the second run finds and changes nothing.
+// Placement audit (Nova's `nova-manage placement audit`): every allocation item is checked against
+// its consumer's instance record, every provider's usage against the sum of its allocation items
+// and num_instances against their count, every free against capacity − usage. Repair deletes the
+// leaked allocations and recomputes the provider's counters in one transaction per host,
+// conditioned on the generation read, after checking each leak again against a fresh read; run it
+// twice and the second run finds and changes nothing.
 import {
   BatchGetCommand,
   type BatchGetCommandOutput,
   GetCommand,
-  UpdateCommand,
+  TransactWriteCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
+import { getAllocation, listAllocations } from "./allocations.js";
 import { claimLimits, freeFor, sumAllocations } from "./capacity.js";
+import { stamp } from "./feed.js";
 import { getHost, listHosts } from "./hosts.js";
-import type { Allocation, HostRecord, ResourceClass, Resources } from "./types.js";
+import type { AllocationRecord, HostRecord, ResourceClass, Resources } from "./types.js";
 
 /** Claims younger than this, of instances still in BUILD, may be mid-placement. */
 export const DEFAULT_AUDIT_GRACE_SECONDS = 300;
@@ -37,7 +40,15 @@ export type AuditKind =
   | "consumer_elsewhere"
   /** not (yet) a leak: an instance in BUILD whose claim is younger than the grace period */
   | "pending"
+  /**
+   * an instance recorded on the host (not building, not in ERROR, not deleted) without its
+   * allocation there: the host's usage does not count it. Reported, never repaired: claiming now
+   * could overcommit the host, and the operator decides (Nova's heal_allocations).
+   */
+  | "claim_missing"
   | "usage_mismatch"
+  /** num_instances differs from the count of the host's allocation items */
+  | "instances_mismatch"
   | "free_mismatch"
   /** `claim_limit` does not match the inventories (claims would skip a unit check, or read) */
   | "units_mismatch";
@@ -87,13 +98,12 @@ export interface ConsumerRecord {
  * else what is wrong with it (or `pending`).
  */
 export function classifyAllocation(
-  host: string,
-  consumer: string,
-  alloc: Allocation,
+  alloc: AllocationRecord,
   rec: ConsumerRecord | undefined,
   now: Date,
   graceSeconds: number,
 ): AuditFinding | undefined {
+  const { host, consumer } = alloc;
   const base = { host, consumer, attempt: alloc.attempt };
   if (!rec) return { ...base, kind: "consumer_missing", detail: `instance ${consumer} does not exist` };
   if (rec.deleted) return { ...base, kind: "consumer_deleted", detail: `instance ${consumer} is deleted` };
@@ -122,10 +132,13 @@ function classesOf(h: HostRecord, sum: Resources): ResourceClass[] {
   ].sort() as ResourceClass[];
 }
 
-/** Usage against Σ allocations, and free against capacity − usage, per class. */
-export function countingFindings(h: HostRecord): AuditFinding[] {
+/**
+ * Usage against Σ of the host's allocation items, num_instances against their count, and free
+ * against capacity − usage, per class.
+ */
+export function countingFindings(h: HostRecord, allocations: readonly AllocationRecord[]): AuditFinding[] {
   const out: AuditFinding[] = [];
-  const sum = sumAllocations(h.allocations);
+  const sum = sumAllocations(allocations);
   for (const rc of classesOf(h, sum)) {
     const used = h.usage[rc] ?? 0;
     const summed = sum[rc] ?? 0;
@@ -137,6 +150,13 @@ export function countingFindings(h: HostRecord): AuditFinding[] {
         detail: `${rc} usage ${used} differs from the sum of allocations ${summed}`,
       });
     }
+  }
+  if ((h.num_instances ?? 0) !== allocations.length) {
+    out.push({
+      kind: "instances_mismatch",
+      host: h.host,
+      detail: `num_instances ${h.num_instances ?? "missing"} differs from the ${allocations.length} allocation(s) on the host`,
+    });
   }
   const expected = freeFor(h.inventories, h.usage);
   for (const rc of Object.keys(expected) as ResourceClass[]) {
@@ -199,11 +219,20 @@ async function readConsumer(id: string): Promise<ConsumerRecord | undefined> {
 export async function auditPlacement(opts: AuditOptions = {}): Promise<AuditReport> {
   const now = opts.now ?? new Date();
   const grace = opts.graceSeconds ?? auditGraceSeconds();
-  // Hosts first, then instances: an instance record read after its claim is never older than it.
+  // Hosts, then their allocations, then instances: a claim lands on both items at once, so one
+  // read after the host's sees at least what the host counted; an instance record read after its
+  // claim is never older than it. Repair checks the generation, so what moved in between is re-read.
   const hosts = opts.hosts
     ? (await Promise.all(opts.hosts.map((h) => getHost(h)))).filter((h): h is HostRecord => Boolean(h))
     : await listHosts({ consistent: true });
-  const consumers = await readConsumers([...new Set(hosts.flatMap((h) => Object.keys(h.allocations)))]);
+  const wanted = new Set(hosts.map((h) => h.host));
+  const byHost = new Map<string, AllocationRecord[]>();
+  for (const a of await listAllocations(opts.hosts?.length === 1 ? { host: opts.hosts[0]! } : {})) {
+    if (!wanted.has(a.host)) continue;
+    byHost.set(a.host, [...(byHost.get(a.host) ?? []), a]);
+  }
+  const consumers = await readConsumers([...new Set([...byHost.values()].flat().map((a) => a.consumer))]);
+  const missing = await missingClaims(wanted, byHost);
   const report: AuditReport = {
     hosts_checked: hosts.length,
     allocations_checked: 0,
@@ -213,49 +242,105 @@ export async function auditPlacement(opts: AuditOptions = {}): Promise<AuditRepo
     repair: Boolean(opts.repair),
   };
   for (const h of hosts.sort((a, b) => a.host.localeCompare(b.host))) {
+    const allocations = (byHost.get(h.host) ?? []).sort((a, b) => a.consumer.localeCompare(b.consumer));
     const leaks: AuditFinding[] = [];
-    for (const [consumer, alloc] of Object.entries(h.allocations).sort(([a], [b]) => a.localeCompare(b))) {
+    for (const alloc of allocations) {
       report.allocations_checked++;
-      const f = classifyAllocation(h.host, consumer, alloc, consumers.get(consumer), now, grace);
+      const f = classifyAllocation(alloc, consumers.get(alloc.consumer), now, grace);
       if (f?.kind === "pending") report.pending.push(f);
       else if (f) leaks.push(f);
     }
-    const counting = countingFindings(h);
+    leaks.push(...missing.filter((f) => f.host === h.host));
+    const counting = countingFindings(h, allocations);
     if (opts.repair && (leaks.length || counting.length))
-      await repairHost(h.host, leaks, counting, now, grace);
+      await repairHost(h, allocations, leaks, counting, now, grace);
     report.findings.push(...leaks, ...counting);
   }
   return report;
 }
 
+/** The instance fields a missing claim is judged by; the Instances table's `host` and `attempt`. */
+const MISSING_PROJECTION = {
+  ProjectionExpression: "id, deleted, vm_state, #h, attempt",
+  ExpressionAttributeNames: { "#h": "host" },
+};
+
 /**
- * Drop the leaks that are still leaks on a fresh read, and set usage to Σ of the allocations
- * left and free to capacity − usage, in one write conditioned on the generation read. Marks each
- * finding with what changed.
+ * Instances that run on one of `hosts` (by their record) without an allocation there. Instances
+ * in BUILD are left out (their claim and their record move in several steps); a candidate is
+ * read again, consistently, since a build may have claimed and gone ACTIVE after the allocations
+ * were read.
+ */
+async function missingClaims(
+  hosts: ReadonlySet<string>,
+  byHost: ReadonlyMap<string, AllocationRecord[]>,
+): Promise<AuditFinding[]> {
+  const instances = await scanAll<ConsumerRecord>({
+    TableName: resources().instancesTable,
+    ConsistentRead: true,
+    ...MISSING_PROJECTION,
+  });
+  const candidates = instances.filter(
+    (rec) =>
+      !rec.deleted &&
+      rec.host &&
+      hosts.has(rec.host) &&
+      rec.vm_state !== "building" &&
+      rec.vm_state !== "error" &&
+      !(byHost.get(rec.host) ?? []).some((a) => a.consumer === rec.id),
+  );
+  const out: AuditFinding[] = [];
+  for (const rec of candidates) {
+    if (await getAllocation(rec.id, rec.host!)) continue;
+    out.push({
+      kind: "claim_missing",
+      host: rec.host!,
+      consumer: rec.id,
+      attempt: rec.attempt,
+      detail: `instance ${rec.id} is ${rec.vm_state} on ${rec.host} at attempt ${rec.attempt} without an allocation there`,
+    });
+  }
+  return out;
+}
+
+/** TransactWriteItems' limit, the provider's update included. */
+const TRANSACTION_ITEMS = 100;
+
+/**
+ * Delete the leaks that are still leaks on a fresh read, and set usage to Σ of the allocations
+ * left, num_instances to their count and free to capacity − usage, in one transaction
+ * conditioned on the generation read (every claim and release bumps it, so the allocations read
+ * at that generation are the host's). Marks each finding with what changed.
  */
 async function repairHost(
-  host: string,
+  audited: HostRecord,
+  auditedAllocations: AllocationRecord[],
   leaks: AuditFinding[],
   counting: AuditFinding[],
   now: Date,
   grace: number,
 ): Promise<void> {
+  const host = audited.host;
   for (;;) {
     const h = await getHost(host);
     if (!h) return;
-    const drop: AuditFinding[] = [];
+    const allocations =
+      h.generation === audited.generation ? auditedAllocations : await listAllocations({ host });
+    const drop: AllocationRecord[] = [];
     for (const f of leaks) {
-      const alloc = h.allocations[f.consumer!];
+      if (f.repaired || f.kind === "claim_missing") continue;
+      const alloc = allocations.find((a) => a.consumer === f.consumer);
       if (!alloc || alloc.attempt !== f.attempt) {
         f.repaired = "already gone";
         continue;
       }
-      const again = classifyAllocation(host, f.consumer!, alloc, await readConsumer(f.consumer!), now, grace);
-      if (again && again.kind !== "pending") drop.push(f);
+      const again = classifyAllocation(alloc, await readConsumer(alloc.consumer), now, grace);
+      if (again && again.kind !== "pending") drop.push(alloc);
       else f.repaired = undefined;
     }
-    const dropped = new Set(drop.map((f) => f.consumer!));
-    const remaining = Object.fromEntries(Object.entries(h.allocations).filter(([c]) => !dropped.has(c)));
+    const dropping = drop.slice(0, TRANSACTION_ITEMS - 1);
+    const dropped = new Set(dropping.map((a) => a.consumer));
+    const remaining = allocations.filter((a) => !dropped.has(a.consumer));
     const sum = sumAllocations(remaining);
     const usage: Resources = {};
     for (const rc of classesOf(h, sum)) {
@@ -265,48 +350,67 @@ async function repairHost(
     const limits = claimLimits(h.inventories);
     const changes: string[] = [];
     if (!sameMap(limits, h.claim_limit ?? {})) changes.push(`claim_limit ${JSON.stringify(limits)}`);
+    if ((h.num_instances ?? 0) !== remaining.length)
+      changes.push(`num_instances ${h.num_instances ?? "missing"} → ${remaining.length}`);
     for (const rc of classesOf(h, usage)) {
       if ((h.usage[rc] ?? 0) !== (usage[rc] ?? 0))
         changes.push(`${rc} usage ${h.usage[rc] ?? 0} → ${usage[rc] ?? 0}`);
       if (h.free[rc] !== free[rc])
         changes.push(`${rc} free ${h.free[rc] ?? "missing"} → ${free[rc] ?? "removed"}`);
     }
-    if (!drop.length && !changes.length) {
+    if (!dropping.length && !changes.length) {
       for (const f of counting) f.repaired ??= "already consistent";
       return;
     }
-    const names: Record<string, string> = { "#usage": "usage", "#free": "free" };
-    const removes = drop.map((f, i) => {
-      names[`#c${i}`] = f.consumer!;
-      return `allocations.#c${i}`;
-    });
+    const values: Record<string, unknown> = {
+      ":usage": usage,
+      ":free": free,
+      ":limits": limits,
+      ":count": remaining.length,
+      ":one": 1,
+      ":g": h.generation,
+    };
+    const changed = stamp(values);
+    const names = resources();
     try {
       await dynamo().send(
-        new UpdateCommand({
-          TableName: resources().hostsTable,
-          Key: { host },
-          UpdateExpression:
-            `SET #usage = :usage, #free = :free, claim_limit = :limits, generation = generation + :one` +
-            (removes.length ? ` REMOVE ${removes.join(", ")}` : ""),
-          ConditionExpression: "generation = :g",
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: {
-            ":usage": usage,
-            ":free": free,
-            ":limits": limits,
-            ":one": 1,
-            ":g": h.generation,
-          },
+        new TransactWriteCommand({
+          TransactItems: [
+            ...dropping.map((a) => ({
+              Delete: {
+                TableName: names.allocationsTable,
+                Key: { consumer: a.consumer, host },
+                ConditionExpression: "attempt = :a AND claimed_at = :t",
+                ExpressionAttributeValues: { ":a": a.attempt, ":t": a.claimed_at },
+              },
+            })),
+            {
+              Update: {
+                TableName: names.hostsTable,
+                Key: { host },
+                UpdateExpression:
+                  "SET #usage = :usage, #free = :free, claim_limit = :limits, num_instances = :count, " +
+                  `generation = generation + :one, ${changed}`,
+                ConditionExpression: "generation = :g",
+                ExpressionAttributeNames: { "#usage": "usage", "#free": "free" },
+                ExpressionAttributeValues: values,
+              },
+            },
+          ],
         }),
       );
     } catch (e) {
-      if (isConditionalCheckFailed(e)) continue; // a claim or release landed: look again
+      // a claim or release landed: look again
+      if ((e as { name?: string }).name === "TransactionCanceledException") continue;
       throw e;
     }
-    for (const f of drop) f.repaired = `released ${describe(h.allocations[f.consumer!]!.resources)}`;
+    for (const a of dropping) {
+      const f = leaks.find((l) => l.consumer === a.consumer)!;
+      f.repaired = `released ${describe(a.resources)}`;
+    }
     const summary = changes.join(", ") || "consistent";
     for (const f of counting) f.repaired = summary;
-    return;
+    if (dropping.length === drop.length) return;
   }
 }
 
@@ -325,7 +429,9 @@ const LABEL: Record<AuditKind, string> = {
   consumer_error: "leak",
   consumer_elsewhere: "leak",
   pending: "pending",
+  claim_missing: "missing",
   usage_mismatch: "mismatch",
+  instances_mismatch: "mismatch",
   free_mismatch: "mismatch",
   units_mismatch: "mismatch",
 };

@@ -2,6 +2,7 @@
 // whether an inventory change still holds what is allocated. No I/O; the writes in claims.ts and
 // inventory.ts turn these into DynamoDB conditions.
 import {
+  type AllocationRecord,
   capacity,
   type HostRecord,
   type Inventory,
@@ -37,9 +38,9 @@ export function freeFor(inventories: HostRecord["inventories"], usage: Resources
 }
 
 /** Σ allocations per class: what usage must equal. */
-export function sumAllocations(allocations: HostRecord["allocations"]): Resources {
+export function sumAllocations(allocations: readonly Pick<AllocationRecord, "resources">[]): Resources {
   const sum: Record<string, number> = {};
-  for (const a of Object.values(allocations)) {
+  for (const a of allocations) {
     for (const [rc, amount] of Object.entries(a.resources)) {
       if (amount) sum[rc] = (sum[rc] ?? 0) + amount;
     }
@@ -109,16 +110,15 @@ export interface InventoryInUseDetail {
 /**
  * The classes whose current usage would not fit `next` (removed while in use, or a capacity
  * below usage). Placement refuses removing an inventory in use with 409 InventoryInUse; here a
- * shrink below usage is refused the same way, so `free` never goes negative.
+ * shrink below usage is refused the same way, so `free` never goes negative. Usage is Σ of the
+ * host's allocation items, kept so by the transactions that write both (the audit checks it).
  */
 export function inventoryInUse(
-  current: Pick<HostRecord, "usage" | "allocations">,
+  current: Pick<HostRecord, "usage">,
   next: HostRecord["inventories"],
 ): InventoryInUseDetail[] {
-  const used = sumAllocations(current.allocations) as Record<string, number>;
-  for (const [rc, u] of Object.entries(current.usage)) used[rc] = Math.max(used[rc] ?? 0, u ?? 0);
   const out: InventoryInUseDetail[] = [];
-  for (const [rc, u] of Object.entries(used)) {
+  for (const [rc, u] of Object.entries(current.usage) as [string, number][]) {
     if (u <= 0) continue;
     const inv = next[rc as ResourceClass];
     if (!inv) out.push({ resource_class: rc, used: u, capacity: null });
@@ -181,7 +181,7 @@ export function withOverrides(
  * on the generation it was read at, so it cannot have changed), free recomputed from it.
  */
 export function planInventory(
-  current: Pick<HostRecord, "host" | "usage" | "allocations">,
+  current: Pick<HostRecord, "host" | "usage">,
   next: HostRecord["inventories"],
 ): Pick<HostRecord, "inventories" | "claim_limit" | "usage" | "free"> {
   for (const [rc, inv] of Object.entries(next) as [ResourceClass, Inventory][]) {

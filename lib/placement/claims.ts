@@ -1,19 +1,25 @@
-// Claims and releases: each ONE conditional UpdateItem on the host item. The condition is the
-// lock: DynamoDB evaluates, for every requested class, `free >= requested` and the inventory's
-// unit rules atomically with the write, so two claimers can never both take the last slot, a
-// concurrent inventory change is seen by the same evaluation, and no transaction is needed.
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+// Claims and releases: each ONE TransactWriteItems over the provider item and the allocation item.
+// The provider's condition is the lock: DynamoDB evaluates, for every requested class,
+// `free >= requested` and the inventory's unit rules atomically with the write, so two claimers
+// can never both take the last slot and a concurrent inventory change is seen by the same
+// evaluation; the allocation's `attribute_not_exists` makes a consumer's claim on a host count once.
+import { createHash } from "node:crypto";
+import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources as resourceNames } from "../config.js";
 import { metrics } from "../metrics.js";
+import { consumerAllocations, getAllocation } from "./allocations.js";
 import { invalidAmount, unitViolation } from "./capacity.js";
-import { getHost, listHosts } from "./hosts.js";
-import { type Allocation, capacity, type HostRecord, type Inventory, type Resources } from "./types.js";
+import { stamp } from "./feed.js";
+import { getHost } from "./hosts.js";
+import { type AllocationRecord, capacity, type HostRecord, type Inventory, type Resources } from "./types.js";
 
 export type ClaimResult =
   | { claimed: true; host: string; duplicate: boolean }
   | { claimed: false; host: string; reason: string };
+
+/** Writes after the first that a claim tries while a re-read says it still fits. */
+const CLAIM_RETRIES = 2;
 
 /** Placeholders for one expression; equal numbers share one value placeholder. */
 class Expr {
@@ -42,10 +48,48 @@ interface Term {
 }
 
 function classTerms(res: Resources, e: Expr): Term[] {
-  return Object.entries(res)
+  const terms = Object.entries(res)
     .filter(([, amount]) => (amount ?? 0) > 0)
     .map(([name, amount], i) => ({ rc: e.name(`r${i}`, name), name, amount: amount as number }));
+  if (terms.length) {
+    e.name("usage", "usage");
+    e.name("free", "free");
+  }
+  return terms;
 }
+
+/**
+ * The transaction's idempotency token (at most 36 characters): the operation, consumer, host,
+ * attempt and the claim's time. A call repeated with the same arguments within DynamoDB's ten
+ * minutes is applied once; a later claim of the same consumer, host and attempt (after its
+ * release) has another time, hence another token, and is not mistaken for the first.
+ */
+function requestToken(op: "claim" | "release", a: AllocationRecord): string {
+  return createHash("sha256")
+    .update([op, a.consumer, a.host, String(a.attempt), a.claimed_at].join("\n"))
+    .digest("hex")
+    .slice(0, 36);
+}
+
+/** A transaction DynamoDB refused as a whole: every failure here means nothing was written. */
+function isRefused(err: unknown): boolean {
+  const name = (err as { name?: string })?.name;
+  return (
+    name === "TransactionCanceledException" ||
+    name === "IdempotentParameterMismatchException" ||
+    name === "TransactionInProgressException"
+  );
+}
+
+/** Per item of a cancelled transaction, why (`None`, `ConditionalCheckFailed`, `TransactionConflict`…). */
+function cancellationCodes(err: unknown): (string | undefined)[] {
+  return ((err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
+    (r) => r.Code,
+  );
+}
+
+/** A claim's transaction: written, or refused with the codes of its two items (provider, allocation). */
+type ClaimWrite = { written: true } | { written: false; provider?: string; allocation?: string };
 
 /**
  * One class's unit rules as a condition. Without a read: `claim_limit` (max_unit, present only
@@ -60,31 +104,24 @@ function unitCondition(t: Term, e: Expr, read: Inventory | undefined): string {
   return `${inv}.max_unit >= ${a} AND ${inv}.min_unit = ${e.num(read.min_unit)} AND ${inv}.step_size = ${e.num(read.step_size)}`;
 }
 
-/** The claim's one conditional write; false when its condition did not hold. */
-async function writeClaim(
-  host: string,
-  consumer: string,
-  res: Resources,
-  attempt: number,
-  now: Date,
-  read: HostRecord | undefined,
-): Promise<boolean> {
+/** The claim's transaction; refused when a condition failed or a concurrent transaction held an item. */
+async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined): Promise<ClaimWrite> {
   const e = new Expr();
-  const c = e.name("c", consumer);
-  const terms = classTerms(res, e);
-  const alloc: Allocation = { resources: res, attempt, claimed_at: now.toISOString() };
+  const terms = classTerms(alloc.resources, e);
+  const one = e.num(1);
   const sets = [
-    `allocations.${c} = ${e.value("alloc", alloc)}`,
-    `generation = generation + ${e.num(1)}`,
+    `generation = generation + ${one}`,
+    `num_instances = num_instances + ${one}`,
+    `num_io_ops = num_io_ops + ${one}`,
     ...terms.flatMap((t) => [
       `#usage.${t.rc} = #usage.${t.rc} + ${e.num(t.amount)}`,
       `#free.${t.rc} = #free.${t.rc} - ${e.num(t.amount)}`,
     ]),
+    stamp(e.values),
   ];
   const conditions = [
     // `free >= x` already fails on a missing item; an empty request still needs the host
     ...(terms.length ? [] : ["attribute_exists(host)"]),
-    `attribute_not_exists(allocations.${c})`,
     ...terms.flatMap((t) => [
       `#free.${t.rc} >= ${e.num(t.amount)}`,
       unitCondition(
@@ -96,25 +133,38 @@ async function writeClaim(
       ),
     ]),
   ];
-  if (terms.length) {
-    e.name("usage", "usage");
-    e.name("free", "free");
-  }
+  const names = resourceNames();
   try {
     await dynamo().send(
-      new UpdateCommand({
-        TableName: resourceNames().hostsTable,
-        Key: { host },
-        UpdateExpression: `SET ${sets.join(", ")}`,
-        ConditionExpression: conditions.join(" AND "),
-        ExpressionAttributeNames: e.names,
-        ExpressionAttributeValues: e.values,
+      new TransactWriteCommand({
+        ClientRequestToken: requestToken("claim", alloc),
+        TransactItems: [
+          {
+            Update: {
+              TableName: names.hostsTable,
+              Key: { host: alloc.host },
+              UpdateExpression: `SET ${sets.join(", ")}`,
+              ConditionExpression: conditions.join(" AND "),
+              ...(Object.keys(e.names).length ? { ExpressionAttributeNames: e.names } : {}),
+              ExpressionAttributeValues: e.values,
+            },
+          },
+          {
+            Put: {
+              TableName: names.allocationsTable,
+              Item: alloc,
+              ConditionExpression: "attribute_not_exists(#c)",
+              ExpressionAttributeNames: { "#c": "consumer" },
+            },
+          },
+        ],
       }),
     );
-    return true;
+    return { written: true };
   } catch (err) {
-    if (isConditionalCheckFailed(err)) return false;
-    throw err;
+    if (!isRefused(err)) throw err;
+    const [provider, allocation] = cancellationCodes(err);
+    return { written: false, provider, allocation };
   }
 }
 
@@ -123,10 +173,11 @@ async function writeClaim(
  * same consumer and attempt claiming again succeeds without counting twice. A claim that does not
  * fit is `{claimed: false, reason}` (a conflict, never a throw).
  *
- * One write when every requested class has min_unit and step_size 1 (Nova's standard classes
- * do). Otherwise, or when that write fails, the item is read: to say why, or, for a class with
- * unit rules that the request satisfies, to write again conditioned on those rules being the ones
- * checked.
+ * One transaction when every requested class has min_unit and step_size 1 (Nova's standard
+ * classes do). When it is refused, the provider and the allocation are read to say why (a
+ * duplicate, held for another attempt, insufficient or against the unit rules); if by that read
+ * the claim fits (a concurrent write or transaction was in the way, or a class has unit rules
+ * that the request satisfies), it is written again, conditioned on the rules read.
  */
 export async function claim(
   host: string,
@@ -137,19 +188,23 @@ export async function claim(
 ): Promise<ClaimResult> {
   const bad = invalidAmount(res);
   if (bad) return { claimed: false, host, reason: bad };
-  if (await writeClaim(host, consumer, res, attempt, now, undefined))
-    return { claimed: true, host, duplicate: false };
-  metrics.claimConflict();
-  const current = await getHost(host);
-  const why = explainFailedClaim(current, host, consumer, res, attempt);
-  const needsRules = Object.entries(res).some(
-    ([rc, amount]) => amount && current?.claim_limit?.[rc as keyof Resources] === undefined,
-  );
-  if (why.claimed || !current || !needsRules || !/^concurrent update/.test(why.reason)) return why;
-  // It fits by the rules read just now: write again, conditioned on those rules.
-  if (await writeClaim(host, consumer, res, attempt, now, current))
-    return { claimed: true, host, duplicate: false };
-  return explainFailedClaim(await getHost(host), host, consumer, res, attempt);
+  const alloc: AllocationRecord = { consumer, host, attempt, resources: res, claimed_at: now.toISOString() };
+  let read: HostRecord | undefined;
+  for (let tries = 0; ; tries++) {
+    const w = await writeClaim(alloc, read);
+    if (w.written) return { claimed: true, host, duplicate: false };
+    if (tries === 0) metrics.claimConflict();
+    // Both items are read: a refused transaction need not evaluate every condition, so its
+    // reasons alone cannot tell a duplicate on a full host from a new claim that does not fit.
+    const [current, held] = await Promise.all([getHost(host), getAllocation(consumer, host)]);
+    const why = explainFailedClaim(current, held, host, consumer, res, attempt);
+    if (why.claimed || !/^concurrent update/.test(why.reason)) return why;
+    if (tries >= CLAIM_RETRIES) {
+      const conflicted = [w.provider, w.allocation].includes("TransactionConflict");
+      return conflicted ? { ...why, reason: `${why.reason} (another transaction held it)` } : why;
+    }
+    read = current;
+  }
 }
 
 function refuseByUnits(current: HostRecord, host: string, res: Resources): string | undefined {
@@ -161,23 +216,24 @@ function refuseByUnits(current: HostRecord, host: string, res: Resources): strin
   return undefined;
 }
 
+/** Why a claim was refused, from the provider and the consumer's allocation on it read after. */
 export function explainFailedClaim(
   current: HostRecord | undefined,
+  held: AllocationRecord | undefined,
   host: string,
   consumer: string,
   res: Resources,
   attempt: number,
 ): ClaimResult {
   if (!current) return { claimed: false, host, reason: `host ${host} is not registered` };
-  const existing = current.allocations[consumer];
-  if (existing) {
-    if (existing.attempt === attempt && sameResources(existing.resources, res)) {
+  if (held) {
+    if (held.attempt === attempt && sameResources(held.resources, res)) {
       return { claimed: true, host, duplicate: true };
     }
     return {
       claimed: false,
       host,
-      reason: `consumer ${consumer} already holds an allocation on ${host} for attempt ${existing.attempt}`,
+      reason: `consumer ${consumer} already holds an allocation on ${host} for attempt ${held.attempt}`,
     };
   }
   const units = refuseByUnits(current, host, res);
@@ -194,8 +250,9 @@ export function explainFailedClaim(
       };
     }
   }
-  // Capacity looked fine on re-read: the host changed between our write and the read (a release
-  // or an inventory change landed). Report a conflict; the caller's claim loop moves on or retries.
+  // It fits by the read: the host changed between our write and the read (a release or an
+  // inventory change landed), or another transaction held it. The claim writes again, or reports
+  // the conflict and the caller's claim loop moves on.
   return { claimed: false, host, reason: `concurrent update on ${host}` };
 }
 
@@ -211,75 +268,98 @@ function sameResources(a: Resources, b: Resources): boolean {
 /**
  * Release `consumer`'s allocation on `host`. With `attempt`, only that attempt's claim is released
  * (a late release from a fenced-off attempt must not free a newer claim). Idempotent: releasing
- * what is not there is a no-op. Returns whether this call removed an allocation.
+ * what is not there is a no-op. Returns whether the allocation was removed by this call, or by
+ * an identical one running at the same time (both read it, so both carry its request token, and
+ * DynamoDB answers every copy as the first while applying it once).
  */
 export async function release(host: string, consumer: string, attempt?: number): Promise<boolean> {
+  const names = resourceNames();
   for (;;) {
-    const current = await getHost(host);
-    const alloc = current?.allocations[consumer];
-    if (!current || !alloc) return false;
+    const alloc = await getAllocation(consumer, host);
+    if (!alloc) return false;
     if (attempt !== undefined && alloc.attempt !== attempt) return false;
     const e = new Expr();
-    const c = e.name("c", consumer);
     const terms = classTerms(alloc.resources, e);
+    const one = e.num(1);
     const sets = [
-      `generation = generation + ${e.num(1)}`,
+      `generation = generation + ${one}`,
+      `num_instances = num_instances - ${one}`,
       ...terms.flatMap((t) => [
         `#usage.${t.rc} = #usage.${t.rc} - ${e.num(t.amount)}`,
         `#free.${t.rc} = #free.${t.rc} + ${e.num(t.amount)}`,
       ]),
+      stamp(e.values),
     ];
-    if (terms.length) {
-      e.name("usage", "usage");
-      e.name("free", "free");
-    }
     try {
       await dynamo().send(
-        new UpdateCommand({
-          TableName: resourceNames().hostsTable,
-          Key: { host },
-          UpdateExpression: `REMOVE allocations.${c} SET ${sets.join(", ")}`,
-          // exactly the allocation we read: its amounts are what we subtract
-          ConditionExpression: `allocations.${c}.claimed_at = ${e.value("claimed_at", alloc.claimed_at)} AND allocations.${c}.attempt = ${e.num(alloc.attempt)}`,
-          ExpressionAttributeNames: e.names,
-          ExpressionAttributeValues: e.values,
+        new TransactWriteCommand({
+          ClientRequestToken: requestToken("release", alloc),
+          TransactItems: [
+            {
+              // exactly the allocation we read: its amounts are what we subtract
+              Delete: {
+                TableName: names.allocationsTable,
+                Key: { consumer, host },
+                ConditionExpression: "attempt = :a AND claimed_at = :t",
+                ExpressionAttributeValues: { ":a": alloc.attempt, ":t": alloc.claimed_at },
+              },
+            },
+            {
+              Update: {
+                TableName: names.hostsTable,
+                Key: { host },
+                UpdateExpression: `SET ${sets.join(", ")}`,
+                ConditionExpression: "attribute_exists(host)",
+                ...(Object.keys(e.names).length ? { ExpressionAttributeNames: e.names } : {}),
+                ExpressionAttributeValues: e.values,
+              },
+            },
+          ],
         }),
       );
       return true;
     } catch (err) {
-      if (!isConditionalCheckFailed(err)) throw err;
+      if (!isRefused(err)) throw err;
+      if (!(await getHost(host))) {
+        throw new Error(
+          `release of ${consumer} (attempt ${alloc.attempt}) on ${host}: host ${host} is not registered`,
+        );
+      }
       // released or replaced concurrently: look again
     }
   }
 }
 
 /**
- * Which of `hosts` already holds `consumer`'s claim for `attempt` (consistent reads). A step
- * re-run after it claimed (a retried Lambda whose first answer was lost) must reuse that claim:
- * claiming another host would count the consumer twice, and the first claim would leak.
+ * Where `consumer`'s claim for `attempt` is held (consistent Query of its allocations), among
+ * `hosts` when given. A step re-run after it claimed (a retried Lambda whose first answer was
+ * lost) must reuse that claim: claiming another host would count the consumer twice, and the
+ * first claim would leak.
  */
 export async function findClaim(
-  hosts: readonly string[],
   consumer: string,
   attempt: number,
+  hosts?: readonly string[],
 ): Promise<string | undefined> {
-  const records = await Promise.all([...new Set(hosts)].map((h) => getHost(h)));
-  return records.find((h) => h?.allocations[consumer]?.attempt === attempt)?.host;
+  const held = await consumerAllocations(consumer);
+  return held.find((a) => a.attempt === attempt && (!hosts || hosts.includes(a.host)))?.host;
 }
 
 /**
- * Releases every claim of these consumers for `attempt`, wherever it is, reading every host
- * (consistently): for a step that failed after claiming but before its answer was recorded, a
+ * Releases every claim of these consumers for `attempt`, wherever it is (one consistent Query per
+ * consumer): for a step that failed after claiming but before its answer was recorded, a
  * scheduler past its timeout say. A failure path only; the claim loop never needs it.
  */
 export async function releaseAttemptClaims(consumers: readonly string[], attempt: number): Promise<string[]> {
-  const wanted = new Set(consumers);
-  const released: string[] = [];
-  for (const h of await listHosts({ consistent: true })) {
-    for (const [consumer, a] of Object.entries(h.allocations)) {
-      if (wanted.has(consumer) && a.attempt === attempt && (await release(h.host, consumer, attempt)))
-        released.push(`${consumer}@${h.host}`);
-    }
-  }
-  return released;
+  const released = await Promise.all(
+    [...new Set(consumers)].map(async (consumer) => {
+      const out: string[] = [];
+      for (const a of await consumerAllocations(consumer)) {
+        if (a.attempt === attempt && (await release(a.host, consumer, attempt)))
+          out.push(`${consumer}@${a.host}`);
+      }
+      return out;
+    }),
+  );
+  return released.flat();
 }

@@ -1,10 +1,13 @@
-// Host records: a compute node's resource provider and its service record in one item.
+// Host records: a compute node's resource provider and its service settings in one compact item,
+// and the reads the scheduler's cache is built from (the whole fleet once, then the change feed).
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
-import { scanAll } from "../aws/dynamo-pages.js";
+import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
+import { HOSTS_CHANGES_INDEX } from "../resources.js";
 import { planInventory, withOverrides } from "./capacity.js";
+import { FEED_SHARDS, stamp, stampNew } from "./feed.js";
 import type { HostRecord, Inventory, ResourceClass } from "./types.js";
 
 export interface HostRegistration {
@@ -35,42 +38,74 @@ export async function listHosts(opts: { consistent?: boolean } = {}): Promise<Ho
   });
 }
 
+/** Scan segments a cold start reads in parallel. */
+export const COLD_START_SEGMENTS = 8;
+
+/** The whole fleet for a cold cache: `segments` parallel Scans, each paginated. */
+export async function readAllHosts(segments = COLD_START_SEGMENTS): Promise<HostRecord[]> {
+  const table = resources().hostsTable;
+  const parts = await Promise.all(
+    Array.from({ length: segments }, (_, segment) =>
+      scanAll<HostRecord>({ TableName: table, Segment: segment, TotalSegments: segments }),
+    ),
+  );
+  return parts.flat();
+}
+
+/**
+ * Every host whose item was written after `since` (ISO-8601), from the host-changes index: one
+ * paginated Query per feed shard, in parallel. The index is eventually consistent and writers'
+ * clocks differ, so a caller passes a `since` some seconds before the newest `changed_at` it has
+ * seen, and keeps whichever copy of a host has the larger generation and `changed_at`.
+ */
+export async function readChangedHosts(since: string): Promise<HostRecord[]> {
+  const table = resources().hostsTable;
+  const parts = await Promise.all(
+    FEED_SHARDS.map((feed) =>
+      queryAll<HostRecord>({
+        TableName: table,
+        IndexName: HOSTS_CHANGES_INDEX,
+        KeyConditionExpression: "#feed = :feed AND #changed > :since",
+        ExpressionAttributeNames: { "#feed": "feed", "#changed": "changed_at" },
+        ExpressionAttributeValues: { ":feed": feed, ":since": since },
+      }),
+    ),
+  );
+  return parts.flat();
+}
+
 /**
  * The compute agent's registration: create the host, or update its inventory and facts while
- * keeping its allocations, usage, the operator's service settings and the reserved and
+ * keeping its usage, the operator's service settings and the reserved and
  * allocation_ratio an admin set. One UpdateItem conditioned on `generation`, so it can lose
  * neither a concurrent claim nor a concurrent inventory change; it writes only what the agent
  * owns, so a concurrent os-services change (which does not bump the generation) is kept too.
  * Throws PlacementConflict (Placement's InventoryInUse) when the reported inventory would no
  * longer hold what is allocated on the host, and InvalidInventory for an impossible one.
  */
-export async function registerHost(reg: HostRegistration, now = new Date()): Promise<HostRecord> {
+export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
   const table = resources().hostsTable;
   for (;;) {
     const current = await getHost(reg.host);
     if (!current) {
-      const item: HostRecord = {
+      const item: HostRecord = stampNew({
         host: reg.host,
         node: reg.host,
         availability_zone: reg.availability_zone,
         aggregates: reg.aggregates ?? [],
         traits: reg.traits ?? [],
-        ...planInventory({ host: reg.host, usage: {}, allocations: {} }, reg.inventories),
-        allocations: {},
+        ...planInventory({ host: reg.host, usage: {} }, reg.inventories),
         generation: 1,
+        num_instances: 0,
+        num_io_ops: 0,
         hypervisor_type: reg.hypervisor_type,
         hypervisor_version: reg.hypervisor_version,
         host_ip: reg.host_ip,
         supported_instances: reg.supported_instances,
         stats: { failed_builds: 0 },
-        service: {
-          disabled: false,
-          disabled_reason: null,
-          forced_down: false,
-          last_heartbeat: now.toISOString(),
-        },
+        service: { disabled: false, disabled_reason: null, forced_down: false },
         queue_url: reg.queue_url,
-      };
+      });
       try {
         await dynamo().send(
           new PutCommand({ TableName: table, Item: item, ConditionExpression: "attribute_not_exists(host)" }),
@@ -94,11 +129,7 @@ export async function registerHost(reg: HostRegistration, now = new Date()): Pro
       queue_url: reg.queue_url,
     };
     const names: Record<string, string> = {};
-    const values: Record<string, unknown> = {
-      ":g": current.generation,
-      ":one": 1,
-      ":now": now.toISOString(),
-    };
+    const values: Record<string, unknown> = { ":g": current.generation, ":one": 1 };
     const sets = Object.entries(facts).map(([k, v], i) => {
       names[`#f${i}`] = k;
       values[`:f${i}`] = v;
@@ -106,7 +137,7 @@ export async function registerHost(reg: HostRegistration, now = new Date()): Pro
     });
     // forced_down is the operator's (Nova: only `service-force-down` unsets it): a restarted agent
     // must not bring a host an operator fenced back into scheduling.
-    sets.push("generation = generation + :one", "service.last_heartbeat = :now");
+    sets.push("generation = generation + :one", stamp(values));
     try {
       const r = await dynamo().send(
         new UpdateCommand({
@@ -140,15 +171,21 @@ export async function heartbeat(host: string, now = new Date()): Promise<void> {
   );
 }
 
-/** Nova's failed_builds statistic, fed to the BuildFailureWeigher: +1 per failure, 0 on success. */
-export async function recordBuildResult(host: string, ok: boolean): Promise<void> {
+/**
+ * The end of a build on `host`: Nova's failed_builds statistic for the BuildFailureWeigher (+1
+ * per failure, 0 on success) and num_io_ops set to the builds the agent still has in flight, in
+ * one write. The absolute count corrects what claims added (+1 each) for builds that never ran.
+ */
+export async function recordBuildResult(host: string, ok: boolean, inFlight: number): Promise<void> {
+  const values: Record<string, unknown> = { ":io": inFlight, ...(ok ? { ":zero": 0 } : { ":one": 1 }) };
+  const sets = ["num_io_ops = :io", stamp(values), ...(ok ? ["stats.failed_builds = :zero"] : [])];
   await dynamo().send(
     new UpdateCommand({
       TableName: resources().hostsTable,
       Key: { host },
-      UpdateExpression: ok ? "SET stats.failed_builds = :zero" : "ADD stats.failed_builds :one",
+      UpdateExpression: `SET ${sets.join(", ")}${ok ? "" : " ADD stats.failed_builds :one"}`,
       ConditionExpression: "attribute_exists(host)",
-      ExpressionAttributeValues: ok ? { ":zero": 0 } : { ":one": 1 },
+      ExpressionAttributeValues: values,
     }),
   );
 }

@@ -7,6 +7,7 @@ import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import { GENERATION_CONFLICT, PlacementConflict, planInventory } from "./capacity.js";
+import { stamp } from "./feed.js";
 import { getHost } from "./hosts.js";
 import type { HostRecord, Inventory, InventoryOverride, ResourceClass } from "./types.js";
 
@@ -34,6 +35,16 @@ export async function changeInventory(
       throw new PlacementConflict(GENERATION_CONFLICT, "placement.concurrent_update");
     }
     const planned = planInventory(current, change.inventories(current));
+    const values: Record<string, unknown> = {
+      ":inv": planned.inventories,
+      ":limits": planned.claim_limit,
+      ":usage": planned.usage,
+      ":free": planned.free,
+      ":ov": change.overrides(current) ?? {},
+      ":one": 1,
+      ":g": current.generation,
+    };
+    const changed = stamp(values);
     try {
       const r = await dynamo().send(
         new UpdateCommand({
@@ -41,19 +52,10 @@ export async function changeInventory(
           Key: { host },
           UpdateExpression:
             "SET inventories = :inv, claim_limit = :limits, #usage = :usage, #free = :free, " +
-            "inventory_overrides = :ov, " +
-            "generation = generation + :one",
+            `inventory_overrides = :ov, generation = generation + :one, ${changed}`,
           ConditionExpression: "generation = :g",
           ExpressionAttributeNames: { "#usage": "usage", "#free": "free" },
-          ExpressionAttributeValues: {
-            ":inv": planned.inventories,
-            ":limits": planned.claim_limit,
-            ":usage": planned.usage,
-            ":free": planned.free,
-            ":ov": change.overrides(current) ?? {},
-            ":one": 1,
-            ":g": current.generation,
-          },
+          ExpressionAttributeValues: values,
           ReturnValues: "ALL_NEW",
         }),
       );

@@ -1,4 +1,4 @@
-// Placement's model, stored on the host item: one resource provider per compute host.
+// Placement's model: one resource provider item per compute host, one allocation item per claim.
 export const STANDARD_RESOURCE_CLASSES = ["VCPU", "MEMORY_MB", "DISK_GB"] as const;
 export type ResourceClass = (typeof STANDARD_RESOURCE_CLASSES)[number] | `CUSTOM_${string}`;
 export type Resources = Partial<Record<ResourceClass, number>>;
@@ -17,10 +17,14 @@ export interface Inventory {
 
 export type InventoryOverride = Partial<Pick<Inventory, "reserved" | "allocation_ratio">>;
 
-export interface Allocation {
-  resources: Resources;
+/** One claim: an item of the Allocations table (pk consumer, sk host). */
+export interface AllocationRecord {
+  /** the instance uuid */
+  consumer: string;
+  host: string;
   /** The instance's attempt that claimed this: a release for another attempt is a no-op. */
   attempt: number;
+  resources: Resources;
   claimed_at: string;
 }
 
@@ -28,10 +32,18 @@ export interface ServiceRecord {
   disabled: boolean;
   disabled_reason: string | null;
   forced_down: boolean;
-  /** ISO timestamp of the compute agent's last heartbeat. */
-  last_heartbeat: string;
+  /**
+   * Set when the host's heartbeats stopped (ISO timestamp), cleared when they resume: written on
+   * those transitions only, so liveness reaches the scheduler's cache without a write per beat.
+   */
+  down_since?: string;
 }
 
+/**
+ * The resource provider: one compact item per compute host (about 1 KB), what the scheduler's
+ * cache holds. Its allocations are items of their own (AllocationRecord); usage, free,
+ * num_instances and generation move with them in the same transaction.
+ */
 export interface HostRecord {
   host: string;
   /** Nova's nodename (hypervisor_hostname); one node per host here. */
@@ -58,9 +70,12 @@ export interface HostRecord {
   usage: Resources;
   /** capacity − usage per class, kept so a claim's condition needs no arithmetic. */
   free: Resources;
-  allocations: Record<string, Allocation>;
   /** Placement's resource provider generation: bumped by every inventory or allocation change */
   generation: number;
+  /** how many allocations the host holds (claim +1, release −1): Nova's num_instances */
+  num_instances: number;
+  /** builds in flight: claim +1; the agent writes the absolute count at each build's end */
+  num_io_ops: number;
   hypervisor_type: string;
   hypervisor_version: number;
   host_ip: string;
@@ -69,6 +84,10 @@ export interface HostRecord {
   stats: { failed_builds: number };
   service: ServiceRecord;
   queue_url: string;
+  /** the change feed's shard ("0".."3"), fixed by the host's name (feedOf in feed.ts) */
+  feed: string;
+  /** ISO-8601 (ms) of the item's last write: the host-changes index's sort key */
+  changed_at: string;
 }
 
 /** Placement's capacity: (total − reserved) × allocation_ratio, floored. */

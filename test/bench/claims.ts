@@ -1,21 +1,24 @@
 // `npm run bench:claims`: claims per second against the embedded DynamoDB (dynalite) and, where
 // Java is present, Amazon's DynamoDB Local, with 1, 8, 32 and 128 concurrent claimers, on one
 // host and spread over 1,000 hosts; in the same run, a bare conditional UpdateItem with the same
-// concurrency, and the ratio claim ÷ bare per row. Not part of `npm test`.
+// concurrency, and the ratio claim ÷ bare per row. Not part of `npm test`. BENCH_BACKENDS
+// (default `dynalite,dynamodb-local`) picks the backends.
 //
 // Both sides do the same amount of useful work, so the ratio means something:
 // - every row offers exactly as many operations as there is room for (a host with room for N
 //   claims gets N claims), so every claim and every bare write succeeds. On a host that fills
-//   up, every later claim would be a conflict that also reads the item to say why, while a bare
+//   up, every later claim would be a conflict that also reads the items to say why, while a bare
 //   write would just fail: that measures conflicts, not claims (the last row shows it anyway);
 // - the bare write is the cheapest conditional write on the same kind of item:
-//   `SET free_units = free_units - 1 IF free_units >= 1`; a claim writes the allocation, usage,
-//   free and the generation under two comparisons per class (free, and claim_limit: max_unit
-//   for a class whose min_unit and step_size are 1, as Nova's standard classes' are).
-//   A claim's item grows by one allocation per claim, so the bare side's items carry the
-//   average number of allocations the claim side's items carry during the row.
-// After each row every host item is read back: usage must equal the sum of its allocations and
-// stay within capacity (overcommit 0), and the bare counters must not go below zero.
+//   `SET free_units = free_units - 1 IF free_units >= 1`; a claim is one transaction of two
+//   writes: the provider's usage, free, counters, generation and changed_at under two comparisons
+//   per class (free, and claim_limit: max_unit for a class whose min_unit and step_size are 1, as
+//   Nova's standard classes' are), and the allocation item's put if absent. A transaction costs
+//   DynamoDB two units per item written, so the ratio is expected to be lower than with the
+//   single-item claims the bench measured before.
+// After each row every host item and its allocation items are read back: usage must equal the
+// sum of its allocations and stay within capacity (overcommit 0), num_instances must count them,
+// and the bare counters must not go below zero.
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { BatchWriteCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { javaAvailable, startDynamoDbLocal } from "../../infra/local/dynamodb-local.js";
@@ -26,7 +29,14 @@ import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { resources } from "../../lib/config.js";
 import { claimLimits, freeFor, sumAllocations } from "../../lib/placement/capacity.js";
 import { claim } from "../../lib/placement/claims.js";
-import { capacity, type HostRecord, type Inventory, type Resources } from "../../lib/placement/types.js";
+import { stampNew } from "../../lib/placement/feed.js";
+import {
+  type AllocationRecord,
+  capacity,
+  type HostRecord,
+  type Inventory,
+  type Resources,
+} from "../../lib/placement/types.js";
 
 const CONCURRENCY = [1, 8, 32, 128];
 /** operations per row */
@@ -47,49 +57,39 @@ interface Row {
   overcommit: number;
 }
 
-/** A host with room for exactly `slots` claims of REQUEST, carrying `planted` allocations. */
-function hostItem(name: string, slots: number, planted: number): HostRecord & { free_units: number } {
+/** A host with room for exactly `slots` claims of REQUEST. */
+function hostItem(name: string, slots: number): HostRecord & { free_units: number } {
   const inventories = inventoriesFor({
-    vcpus: slots + planted,
-    memory_mb: 2048 * (slots + planted),
-    local_gb: 20 * (slots + planted),
+    vcpus: slots,
+    memory_mb: 2048 * slots,
+    local_gb: 20 * slots,
     cpu_allocation_ratio: 1,
     ram_allocation_ratio: 1,
     reserved_host_memory_mb: 0,
   });
-  const allocations: HostRecord["allocations"] = {};
-  for (let i = 0; i < planted; i++) {
-    allocations[`00000000-0000-4000-8000-${String(i).padStart(12, "0")}`] = {
-      resources: REQUEST,
-      attempt: 1,
-      claimed_at: new Date().toISOString(),
-    };
-  }
-  const usage: Resources = { VCPU: 0, MEMORY_MB: 0, DISK_GB: 0, ...sumAllocations(allocations) };
+  const usage: Resources = { VCPU: 0, MEMORY_MB: 0, DISK_GB: 0 };
   return {
-    host: name,
-    node: name,
-    availability_zone: "nova",
-    aggregates: [],
-    traits: [],
-    inventories,
-    claim_limit: claimLimits(inventories),
-    usage,
-    free: freeFor(inventories, usage),
-    allocations,
-    generation: 1,
-    hypervisor_type: "fake",
-    hypervisor_version: 1000,
-    host_ip: "10.0.0.1",
-    supported_instances: [["x86_64", "fake", "hvm"]],
-    stats: { failed_builds: 0 },
-    service: {
-      disabled: false,
-      disabled_reason: null,
-      forced_down: false,
-      last_heartbeat: new Date().toISOString(),
-    },
-    queue_url: "http://unused",
+    ...stampNew({
+      host: name,
+      node: name,
+      availability_zone: "nova",
+      aggregates: [],
+      traits: [],
+      inventories,
+      claim_limit: claimLimits(inventories),
+      usage,
+      free: freeFor(inventories, usage),
+      generation: 1,
+      num_instances: 0,
+      num_io_ops: 0,
+      hypervisor_type: "fake",
+      hypervisor_version: 1000,
+      host_ip: "10.0.0.1",
+      supported_instances: [["x86_64", "fake", "hvm"]],
+      stats: { failed_builds: 0 },
+      service: { disabled: false, disabled_reason: null, forced_down: false },
+      queue_url: "http://unused",
+    }),
     free_units: slots,
   };
 }
@@ -125,30 +125,38 @@ async function runConcurrently(
   return (performance.now() - started) / 1000;
 }
 
-async function scanHosts(prefix: string): Promise<(HostRecord & { free_units?: number })[]> {
-  const out: (HostRecord & { free_units?: number })[] = [];
+async function scanPrefixed<T>(table: string, key: string, prefix: string): Promise<T[]> {
+  const out: T[] = [];
   let start: Record<string, unknown> | undefined;
   do {
     const r = await dynamo().send(
       new ScanCommand({
-        TableName: resources().hostsTable,
+        TableName: table,
         ConsistentRead: true,
         ExclusiveStartKey: start,
-        FilterExpression: "begins_with(host, :p)",
+        FilterExpression: "begins_with(#k, :p)",
+        ExpressionAttributeNames: { "#k": key },
         ExpressionAttributeValues: { ":p": prefix },
       }),
     );
-    out.push(...((r.Items ?? []) as HostRecord[]));
+    out.push(...((r.Items ?? []) as T[]));
     start = r.LastEvaluatedKey;
   } while (start);
   return out;
 }
 
-/** Hosts over capacity, or whose usage or free disagree with their allocations. */
-function overcommitted(hosts: HostRecord[]): number {
+/** Hosts over capacity, or whose usage, free or num_instances disagree with their allocations. */
+function overcommitted(hosts: HostRecord[], allocations: AllocationRecord[]): number {
+  const byHost = new Map<string, AllocationRecord[]>();
+  for (const a of allocations) byHost.set(a.host, [...(byHost.get(a.host) ?? []), a]);
   let bad = 0;
   for (const h of hosts) {
-    const sum = sumAllocations(h.allocations);
+    const held = byHost.get(h.host) ?? [];
+    const sum = sumAllocations(held);
+    if (h.num_instances !== held.length) {
+      bad++;
+      continue;
+    }
     for (const [rc, inv] of Object.entries(h.inventories) as [keyof Resources, Inventory][]) {
       const used = h.usage[rc] ?? 0;
       if (used > capacity(inv) || used !== (sum[rc] ?? 0) || h.free[rc] !== capacity(inv) - used) {
@@ -176,8 +184,8 @@ async function row(
   const slots = layout === "oversubscribed" ? ops / 2 : ops / hosts;
   const bareName = (i: number) => `b-${tag}-${String(i % hosts).padStart(4, "0")}`;
   const claimName = (i: number) => `c-${tag}-${String(i % hosts).padStart(4, "0")}`;
-  await putAll(Array.from({ length: hosts }, (_, i) => hostItem(bareName(i), slots, Math.floor(slots / 2))));
-  await putAll(Array.from({ length: hosts }, (_, i) => hostItem(claimName(i), slots, 0)));
+  await putAll(Array.from({ length: hosts }, (_, i) => hostItem(bareName(i), slots)));
+  await putAll(Array.from({ length: hosts }, (_, i) => hostItem(claimName(i), slots)));
   const table = resources().hostsTable;
   let bareFailed = 0;
   let conflicts = 0;
@@ -227,11 +235,12 @@ async function row(
       await bare();
     }
   }
-  const claimed = await scanHosts(`c-${tag}-`);
-  const bare = await scanHosts(`b-${tag}-`);
-  const allocated = claimed.reduce((n, h) => n + Object.keys(h.allocations).length, 0);
+  const claimed = await scanPrefixed<HostRecord>(table, "host", `c-${tag}-`);
+  const bare = await scanPrefixed<HostRecord & { free_units?: number }>(table, "host", `b-${tag}-`);
+  const allocations = await scanPrefixed<AllocationRecord>(resources().allocationsTable, "host", `c-${tag}-`);
+  const allocated = allocations.length;
   const overcommit =
-    overcommitted(claimed) +
+    overcommitted(claimed, allocations) +
     bare.filter((h) => (h.free_units ?? 0) < 0).length +
     (allocated === ops - conflicts ? 0 : 1);
   if (layout !== "oversubscribed" && (conflicts || bareFailed)) {
@@ -280,7 +289,7 @@ async function bench(
   try {
     await createTables(
       new DynamoDBClient({}),
-      tables.filter((t) => t.id === "Hosts"),
+      tables.filter((t) => t.id === "Hosts" || t.id === "Allocations"),
     );
     // Warm up the client, the JIT and (for DynamoDB Local) the JVM.
     await row(backend, "spread", 32, "warm");
@@ -308,9 +317,12 @@ process.stdout.write(
   "| DynamoDB       | layout                    |   C |   ops | claims/s |   bare/s | ratio | conflicts | overcommit |\n" +
     "|----------------|---------------------------|-----|-------|----------|----------|-------|-----------|------------|\n",
 );
-const all = await bench("dynalite", () => startEmulators());
+const backends = (process.env.BENCH_BACKENDS ?? "dynalite,dynamodb-local").split(",");
+const all: Row[] = [];
+if (backends.includes("dynalite")) all.push(...(await bench("dynalite", () => startEmulators())));
 const java = javaAvailable();
-if (java.ok) all.push(...(await bench("DynamoDB Local", () => startDynamoDbLocal())));
+if (!backends.includes("dynamodb-local")) process.stdout.write("DynamoDB Local not asked for\n");
+else if (java.ok) all.push(...(await bench("DynamoDB Local", () => startDynamoDbLocal())));
 else process.stdout.write(`DynamoDB Local skipped: ${java.reason}\n`);
 const measured = all.filter((r) => !r.layout.includes("oversubscribed"));
 const below = measured.filter((r) => r.claimsPerSecond / r.barePerSecond < 0.8);

@@ -85,20 +85,49 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     s = synth({}, true);
   });
 
-  it("creates the three tables from lib/resources.ts", () => {
+  it("creates the tables from lib/resources.ts, with their sort keys and index projections", () => {
     s.template.resourceCountIs("AWS::DynamoDB::Table", TABLES.length);
     for (const spec of TABLES) {
       const table = s.template.toJSON().Resources[logicalId(s.stack, s.stack.tables[spec.id])] as Resource;
       expect(table.DeletionPolicy).toBe("Retain");
       expect(table.Properties).toMatchObject({
         BillingMode: "PAY_PER_REQUEST",
-        KeySchema: [{ AttributeName: spec.partitionKey, KeyType: "HASH" }],
+        KeySchema: [
+          { AttributeName: spec.partitionKey, KeyType: "HASH" },
+          ...(spec.sortKey ? [{ AttributeName: spec.sortKey, KeyType: "RANGE" }] : []),
+        ],
         PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       });
       const gsis = (table.Properties.GlobalSecondaryIndexes ?? []) as Record<string, unknown>[];
       expect(gsis.map((g) => g.IndexName)).toEqual(spec.gsis.map((g) => g.indexName));
-      for (const gsi of gsis) expect(gsi.Projection).toEqual({ ProjectionType: "ALL" });
+      for (const [i, gsi] of gsis.entries()) {
+        const p = spec.gsis[i]!.projection;
+        expect(gsi.Projection).toEqual(
+          p === "ALL" || p === "KEYS_ONLY"
+            ? { ProjectionType: p }
+            : { ProjectionType: "INCLUDE", NonKeyAttributes: p },
+        );
+      }
     }
+    s.template.hasResourceProperties("AWS::DynamoDB::Table", {
+      KeySchema: [
+        { AttributeName: "consumer", KeyType: "HASH" },
+        { AttributeName: "host", KeyType: "RANGE" },
+      ],
+    });
+    s.template.hasResourceProperties("AWS::DynamoDB::Table", {
+      KeySchema: [{ AttributeName: "host", KeyType: "HASH" }],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: "host-changes",
+          KeySchema: [
+            { AttributeName: "feed", KeyType: "HASH" },
+            { AttributeName: "changed_at", KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "ALL" },
+        },
+      ],
+    });
     s.template.hasResourceProperties("AWS::DynamoDB::Table", {
       KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
       TimeToLiveSpecification: { AttributeName: "expires_at", Enabled: true },
@@ -457,6 +486,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
       expect.arrayContaining([
         "ApiUrl",
         "HostsTableName",
+        "AllocationsTableName",
         "InstancesTableName",
         "CatalogTableName",
         "BuildRequestsQueueUrl",

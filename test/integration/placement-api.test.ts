@@ -10,6 +10,7 @@ import { createTables, localTables } from "../../infra/local/tables.js";
 import { handleHttp } from "../../lib/api/router.js";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { resources } from "../../lib/config.js";
+import { listAllocations } from "../../lib/placement/allocations.js";
 import { INVENTORY_DEFAULTS } from "../../lib/placement/capacity.js";
 import { claim } from "../../lib/placement/claims.js";
 import { getHost, registerHost } from "../../lib/placement/hosts.js";
@@ -228,7 +229,8 @@ describe("placement audit", () => {
 
     const repaired = await call("POST", "/v2.1/os-placement-audit?host=api-2");
     expect(repaired.json.placement_audit.findings.every((f: { repaired?: string }) => f.repaired)).toBe(true);
-    expect(Object.keys((await getHost("api-2"))!.allocations)).toEqual([]);
+    expect(await listAllocations({ host: "api-2" })).toEqual([]);
+    expect((await getHost("api-2"))!.num_instances).toBe(0);
   });
 
   it("novaless-audit: reports with exit code 3, repairs with 4 printing each change, then finds nothing (0)", async () => {

@@ -10,8 +10,9 @@ import { destinationAt, type Scheduled } from "../../lib/conductor/scheduled.js"
 import { claimAlternate } from "../../lib/conductor/tasks.js";
 import type { ConductorInput } from "../../lib/conductor/types.js";
 import { resources } from "../../lib/config.js";
+import { consumerAllocations } from "../../lib/placement/allocations.js";
 import { claim, release } from "../../lib/placement/claims.js";
-import { listHosts, registerHost } from "../../lib/placement/hosts.js";
+import { registerHost } from "../../lib/placement/hosts.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -90,7 +91,7 @@ function selectedHost(s: Scheduled): string | undefined {
 
 /** Every host holding a claim of `consumer`. */
 async function holders(consumer: string): Promise<string[]> {
-  return (await listHosts({ consistent: true })).filter((h) => h.allocations[consumer]).map((h) => h.host);
+  return (await consumerAllocations(consumer)).map((a) => a.host);
 }
 
 describe("moving a consumer", () => {

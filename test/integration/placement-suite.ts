@@ -8,12 +8,27 @@ import { applyEnv } from "../../infra/local/emulators.js";
 import { createTables, localTables } from "../../infra/local/tables.js";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { resources } from "../../lib/config.js";
-import { auditPlacement } from "../../lib/placement/audit.js";
+import { getAllocation, listAllocations } from "../../lib/placement/allocations.js";
+import { auditExitCode, auditPlacement, formatAuditReport } from "../../lib/placement/audit.js";
 import { INVENTORY_DEFAULTS, PlacementConflict, sumAllocations } from "../../lib/placement/capacity.js";
-import { type ClaimResult, claim, release } from "../../lib/placement/claims.js";
-import { getHost, registerHost } from "../../lib/placement/hosts.js";
+import {
+  type ClaimResult,
+  claim,
+  findClaim,
+  release,
+  releaseAttemptClaims,
+} from "../../lib/placement/claims.js";
+import { FEED_SHARDS, feedOf } from "../../lib/placement/feed.js";
+import {
+  getHost,
+  readAllHosts,
+  readChangedHosts,
+  recordBuildResult,
+  registerHost,
+} from "../../lib/placement/hosts.js";
 import { deleteInventory, setInventory } from "../../lib/placement/inventory.js";
 import {
+  type AllocationRecord,
   capacity,
   type HostRecord,
   type Inventory,
@@ -57,10 +72,14 @@ async function host(name: string, inventories: Inventories): Promise<HostRecord>
   });
 }
 
-/** Read the item back and check every counting invariant; returns it. */
-async function consistent(name: string): Promise<HostRecord> {
+/** A provider item with the allocation items on its host, by consumer. */
+type Checked = HostRecord & { held: Record<string, AllocationRecord> };
+
+/** Read the item and its allocations back and check every counting invariant; returns them. */
+async function consistent(name: string): Promise<Checked> {
   const h = (await getHost(name))!;
-  const sum = sumAllocations(h.allocations) as Record<string, number>;
+  const allocations = await listAllocations({ host: name });
+  const sum = sumAllocations(allocations) as Record<string, number>;
   for (const [rc, i] of Object.entries(h.inventories) as [keyof Resources, Inventory][]) {
     const used = h.usage[rc] ?? 0;
     expect(used, `${name} ${rc}: usage equals the sum of allocations`).toBe(sum[rc] ?? 0);
@@ -69,7 +88,8 @@ async function consistent(name: string): Promise<HostRecord> {
   }
   for (const rc of Object.keys(sum))
     expect(h.inventories, `${name}: allocated ${rc} has inventory`).toHaveProperty(rc);
-  return h;
+  expect(h.num_instances, `${name}: num_instances counts the allocations`).toBe(allocations.length);
+  return { ...h, held: Object.fromEntries(allocations.map((a) => [a.consumer, a])) };
 }
 
 function fits(h: HostRecord, res: Resources): boolean {
@@ -95,7 +115,7 @@ async function putInstance(id: string, fields: Record<string, unknown>): Promise
   );
 }
 
-/** Write an allocation straight into the item (what a bug or a crash would leave). */
+/** Write an allocation item and, when `countIt`, its counts on the host (what a bug or a crash would leave). */
 async function plantAllocation(
   hostName: string,
   consumer: string,
@@ -113,19 +133,45 @@ async function plantAllocation(
       free[rc] = (free[rc] ?? 0) - (n ?? 0);
     }
   }
+  const item: AllocationRecord = {
+    consumer,
+    host: hostName,
+    attempt,
+    resources: res,
+    claimed_at: claimedAt.toISOString(),
+  };
+  await dynamo().send(new PutCommand({ TableName: resources().allocationsTable, Item: item }));
   await dynamo().send(
     new UpdateCommand({
       TableName: resources().hostsTable,
       Key: { host: hostName },
-      UpdateExpression: "SET allocations.#c = :a, #usage = :u, #free = :f",
-      ExpressionAttributeNames: { "#c": consumer, "#usage": "usage", "#free": "free" },
-      ExpressionAttributeValues: {
-        ":a": { resources: res, attempt, claimed_at: claimedAt.toISOString() },
-        ":u": usage,
-        ":f": free,
-      },
+      UpdateExpression: "SET #usage = :u, #free = :f, num_instances = num_instances + :n",
+      ExpressionAttributeNames: { "#usage": "usage", "#free": "free" },
+      ExpressionAttributeValues: { ":u": usage, ":f": free, ":n": countIt ? 1 : 0 },
     }),
   );
+}
+
+/**
+ * DynamoDB's item size: attribute names plus values (strings UTF-8, numbers ~1 byte per two
+ * digits + 1, a map or list 3 bytes + 1 per element, booleans and null 1 byte).
+ */
+function dynamoItemSize(item: Record<string, unknown>): number {
+  const value = (v: unknown): number => {
+    if (typeof v === "string") return Buffer.byteLength(v);
+    if (typeof v === "number")
+      return Math.ceil(String(Math.abs(v)).replace(/[.-]/g, "").replace(/^0+/, "").length / 2) + 1;
+    if (typeof v === "boolean" || v === null) return 1;
+    if (Array.isArray(v)) return 3 + v.reduce((n: number, x) => n + 1 + value(x), 0);
+    return (
+      3 +
+      Object.entries(v as Record<string, unknown>).reduce(
+        (n, [k, x]) => n + 1 + Buffer.byteLength(k) + value(x),
+        0,
+      )
+    );
+  };
+  return Object.entries(item).reduce((n, [k, v]) => n + Buffer.byteLength(k) + value(v), 0);
 }
 
 const AUDITED = ["audit-a", "audit-b"];
@@ -159,7 +205,7 @@ export function placementSuite(backend: DynamoBackend): void {
       expect(results.filter((r) => r.claimed)).toHaveLength(5);
       for (const r of results) if (!r.claimed) expect(r.reason).toMatch(/insufficient VCPU/);
       const h = await consistent("race-1");
-      expect(Object.keys(h.allocations)).toHaveLength(5);
+      expect(Object.keys(h.held)).toHaveLength(5);
       expect(h.free.VCPU).toBe(0);
     });
 
@@ -202,8 +248,8 @@ export function placementSuite(backend: DynamoBackend): void {
       );
       expect(won.length).toBeGreaterThan(0);
       for (const w of won)
-        expect(final.find((h) => h.host === w.host)!.allocations[w.consumer]?.resources).toEqual(w.res);
-      expect(final.reduce((n, h) => n + Object.keys(h.allocations).length, 0)).toBe(won.length);
+        expect(final.find((h) => h.host === w.host)!.held[w.consumer]?.resources).toEqual(w.res);
+      expect(final.reduce((n, h) => n + Object.keys(h.held).length, 0)).toBe(won.length);
       // "Exactly fills what fits": free only shrank during the race, so a claim that lost
       // everywhere must not fit anywhere now either.
       const lost = outcomes.flatMap((o, i) => (o.claimed ? [] : [requests[i]!]));
@@ -221,7 +267,7 @@ export function placementSuite(backend: DynamoBackend): void {
       ];
       await Promise.all(ops);
       const h = await consistent("race-2");
-      expect(Object.keys(h.allocations).filter((c) => c.startsWith("held-"))).toHaveLength(4);
+      expect(Object.keys(h.held).filter((c) => c.startsWith("held-"))).toHaveLength(4);
     });
 
     it("random claims and releases of random sizes, many rounds: the item always re-sums", async () => {
@@ -247,7 +293,7 @@ export function placementSuite(backend: DynamoBackend): void {
         }
         await Promise.all(ops);
         const h = await consistent("churn");
-        expect(new Set(Object.keys(h.allocations))).toEqual(held);
+        expect(new Set(Object.keys(h.held))).toEqual(held);
       }
     });
   });
@@ -265,22 +311,37 @@ export function placementSuite(backend: DynamoBackend): void {
 
     it("16 copies of one claim at once count once; 16 copies of its release remove it once", async () => {
       await host("dup", { VCPU: inv(64) });
+      // Copies made at different times (a retried Lambda's): one claims, the others are duplicates.
+      const t0 = Date.now();
       const claims = await Promise.all(
-        Array.from({ length: 16 }, () => claim("dup", "vm-d", { VCPU: 3 }, 2)),
+        Array.from({ length: 16 }, (_, i) => claim("dup", "vm-d", { VCPU: 3 }, 2, new Date(t0 + i))),
       );
       expect(claims.every((r) => r.claimed)).toBe(true);
       expect(claims.filter((r) => r.claimed && !r.duplicate)).toHaveLength(1);
       expect((await consistent("dup")).usage.VCPU).toBe(3);
+      // Identical copies (one request, its request token): all answered as the first, applied once.
+      const same = new Date(t0 + 100);
+      const copies = await Promise.all(
+        Array.from({ length: 16 }, () => claim("dup", "vm-e", { VCPU: 1 }, 2, same)),
+      );
+      expect(copies.every((r) => r.claimed)).toBe(true);
+      expect((await consistent("dup")).usage.VCPU).toBe(4);
+      expect(await release("dup", "vm-e", 2)).toBe(true);
       const releases = await Promise.all(Array.from({ length: 16 }, () => release("dup", "vm-d", 2)));
-      expect(releases.filter(Boolean)).toHaveLength(1);
-      expect((await consistent("dup")).usage.VCPU).toBe(0);
+      // Copies that read the allocation before it went carry one request token: DynamoDB answers
+      // each as the first (so several may say true), and applies it once.
+      expect(releases.filter(Boolean).length).toBeGreaterThanOrEqual(1);
+      const after = await consistent("dup");
+      expect(after.usage.VCPU).toBe(0);
+      expect(after.held).toEqual({});
+      expect(await release("dup", "vm-d", 2)).toBe(false);
     });
 
     it("a release for another attempt leaves the newer claim alone (fencing)", async () => {
       await host("fence", { VCPU: inv(4) });
       expect((await claim("fence", "vm-b", { VCPU: 1 }, 2)).claimed).toBe(true);
       expect(await release("fence", "vm-b", 1)).toBe(false);
-      expect((await getHost("fence"))!.allocations["vm-b"]?.attempt).toBe(2);
+      expect((await getAllocation("vm-b", "fence"))?.attempt).toBe(2);
       const other = await claim("fence", "vm-b", { VCPU: 1 }, 3);
       expect(other).toMatchObject({
         claimed: false,
@@ -324,7 +385,7 @@ export function placementSuite(backend: DynamoBackend): void {
       );
       expect(await reason({ VCPU: 2, CUSTOM_FPGA: 1 })).toMatch(/insufficient CUSTOM_FPGA/);
       const h = await consistent("units");
-      expect(Object.keys(h.allocations)).toEqual(["vm-ok"]);
+      expect(Object.keys(h.held)).toEqual(["vm-ok"]);
     });
 
     it("a class with unit rules is claimed through a read, conditioned on the rules it checked", async () => {
@@ -445,6 +506,148 @@ export function placementSuite(backend: DynamoBackend): void {
     });
   });
 
+  describe("the last slot", () => {
+    it("32 claimers of the last free slot: exactly one wins, every other says why", async () => {
+      await host("last", { VCPU: inv(4) });
+      for (let i = 0; i < 3; i++)
+        expect((await claim("last", `first-${i}`, { VCPU: 1 }, 1)).claimed).toBe(true);
+      const results = await Promise.all(
+        Array.from({ length: 32 }, (_, i) => claim("last", `racer-${i}`, { VCPU: 1 }, 1)),
+      );
+      expect(results.filter((r) => r.claimed)).toHaveLength(1);
+      for (const r of results)
+        if (!r.claimed) expect(r.reason).toMatch(/^(insufficient VCPU on last|concurrent update on last)/);
+      const h = await consistent("last");
+      expect(h.free.VCPU).toBe(0);
+      expect(h.num_instances).toBe(4);
+      // The winner asking again on the now full host is a duplicate, not "insufficient".
+      const winner = results.find((r) => r.claimed)!;
+      const again = await claim("last", `racer-${results.indexOf(winner)}`, { VCPU: 1 }, 1);
+      expect(again).toMatchObject({ claimed: true, duplicate: true });
+      expect(await claim("last", "first-0", { VCPU: 1 }, 2)).toMatchObject({
+        claimed: false,
+        reason: "consumer first-0 already holds an allocation on last for attempt 1",
+      });
+    });
+  });
+
+  describe("claims by consumer", () => {
+    it("findClaim and releaseAttemptClaims read the consumer's allocations, not the hosts", async () => {
+      await host("by-c-1", { VCPU: inv(4) });
+      await host("by-c-2", { VCPU: inv(4) });
+      expect((await claim("by-c-1", "vm-q", { VCPU: 1 }, 1)).claimed).toBe(true);
+      expect((await claim("by-c-2", "vm-q", { VCPU: 1 }, 2)).claimed).toBe(true);
+      expect((await claim("by-c-2", "vm-r", { VCPU: 2 }, 2)).claimed).toBe(true);
+      expect(await findClaim("vm-q", 2)).toBe("by-c-2");
+      expect(await findClaim("vm-q", 1)).toBe("by-c-1");
+      expect(await findClaim("vm-q", 1, ["by-c-2"])).toBeUndefined();
+      expect(await findClaim("vm-q", 3)).toBeUndefined();
+      expect((await releaseAttemptClaims(["vm-q", "vm-r", "vm-none"], 2)).sort()).toEqual([
+        "vm-q@by-c-2",
+        "vm-r@by-c-2",
+      ]);
+      expect(await releaseAttemptClaims(["vm-q", "vm-r"], 2)).toEqual([]);
+      expect(Object.keys((await consistent("by-c-1")).held)).toEqual(["vm-q"]);
+      expect((await consistent("by-c-2")).held).toEqual({});
+    });
+
+    it("the same consumer, host and attempt claimed again after its release counts again (its own request token)", async () => {
+      await host("again", { VCPU: inv(2) });
+      const t0 = new Date();
+      expect((await claim("again", "vm-z", { VCPU: 2 }, 1, t0)).claimed).toBe(true);
+      expect(await release("again", "vm-z", 1)).toBe(true);
+      expect(await claim("again", "vm-z", { VCPU: 2 }, 1, new Date(t0.getTime() + 1))).toMatchObject({
+        claimed: true,
+        duplicate: false,
+      });
+      expect((await consistent("again")).usage.VCPU).toBe(2);
+    });
+  });
+
+  describe("the provider item and its change feed", () => {
+    it("a typical host's item stays under 1 KB and carries no allocations", async () => {
+      const h = await registerHost({
+        host: "compute-0042.example.org",
+        availability_zone: "az1",
+        inventories: {
+          VCPU: inv(64, { allocation_ratio: 4 }),
+          MEMORY_MB: inv(262144, { reserved: 512, allocation_ratio: 1.5 }),
+          DISK_GB: inv(2000, { allocation_ratio: 1 }),
+        },
+        aggregates: ["agg-rack-17"],
+        traits: ["COMPUTE_STATUS_ENABLED", "HW_CPU_X86_AVX2"],
+        hypervisor_type: "QEMU",
+        hypervisor_version: 8002000,
+        host_ip: "10.20.30.42",
+        supported_instances: [["x86_64", "qemu", "hvm"]],
+        queue_url: "https://sqs.us-east-1.amazonaws.com/123456789012/novalessstack-compute-compute-0042",
+      });
+      for (let i = 0; i < 20; i++)
+        expect(
+          (await claim(h.host, `vm-size-${i}`, { VCPU: 2, MEMORY_MB: 4096, DISK_GB: 40 }, 1)).claimed,
+        ).toBe(true);
+      const item = (await getHost(h.host))!;
+      expect(item).not.toHaveProperty("allocations");
+      expect(item.service).not.toHaveProperty("last_heartbeat");
+      const bytes = dynamoItemSize(item as unknown as Record<string, unknown>);
+      console.log(
+        `provider item of a typical host (3 classes, 2 traits, 1 aggregate, 20 claims): ${bytes} bytes`,
+      );
+      expect(bytes).toBeLessThanOrEqual(1024);
+    });
+
+    it("every write stamps changed_at; readChangedHosts returns only what changed since, readAllHosts everything", async () => {
+      const names = Array.from({ length: 12 }, (_, i) => `feed-${i}`);
+      for (const n of names) await host(n, { VCPU: inv(8) });
+      const all = await readAllHosts(3);
+      for (const n of names) expect(all.map((h) => h.host)).toContain(n);
+      const byName = new Map(all.map((h) => [h.host, h]));
+      for (const n of names) {
+        expect(byName.get(n)!.feed).toBe(feedOf(n));
+        expect(FEED_SHARDS).toContain(byName.get(n)!.feed);
+      }
+      expect(new Set(names.map(feedOf)).size).toBeGreaterThan(1);
+      const since = names
+        .map((n) => byName.get(n)!.changed_at)
+        .sort()
+        .at(-1)!;
+      await new Promise((r) => setTimeout(r, 5));
+      // One write of each kind, each to its own host.
+      await claim("feed-1", "vm-f", { VCPU: 1 }, 1);
+      await setInventory("feed-2", "VCPU", inv(16));
+      await recordBuildResult("feed-3", false, 0);
+      await host("feed-4", { VCPU: inv(10) });
+      const before = (await getHost("feed-1"))!.changed_at;
+      await new Promise((r) => setTimeout(r, 5));
+      await release("feed-1", "vm-f", 1);
+      expect((await getHost("feed-1"))!.changed_at > before).toBe(true);
+      const changed = async () =>
+        (await readChangedHosts(since))
+          .map((h) => h.host)
+          .filter((n) => n.startsWith("feed-"))
+          .sort();
+      // The index is eventually consistent: wait until it has caught up.
+      const want = ["feed-1", "feed-2", "feed-3", "feed-4"];
+      for (let i = 0; i < 50 && JSON.stringify(await changed()) !== JSON.stringify(want); i++)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(await changed()).toEqual(want);
+      const latest = (await readChangedHosts(since)).find((h) => h.host === "feed-1")!;
+      expect(latest.num_instances).toBe(0);
+    });
+
+    it("recordBuildResult sets num_io_ops to what is in flight and counts failures in one write", async () => {
+      await host("io", { VCPU: inv(8) });
+      for (let i = 0; i < 3; i++) await claim("io", `vm-io-${i}`, { VCPU: 1 }, 1);
+      expect((await getHost("io"))!.num_io_ops).toBe(3);
+      await recordBuildResult("io", false, 2);
+      await recordBuildResult("io", false, 1);
+      expect((await getHost("io"))!).toMatchObject({ num_io_ops: 1, stats: { failed_builds: 2 } });
+      await recordBuildResult("io", true, 0);
+      expect((await getHost("io"))!).toMatchObject({ num_io_ops: 0, stats: { failed_builds: 0 } });
+      await expect(recordBuildResult("no-such-host", true, 0)).rejects.toThrow();
+    });
+  });
+
   describe("audit", () => {
     it("finds each kind of leak, repairs it once, and a second run finds nothing", async () => {
       const now = new Date();
@@ -477,7 +680,8 @@ export function placementSuite(backend: DynamoBackend): void {
         new UpdateCommand({
           TableName: resources().hostsTable,
           Key: { host: "audit-b" },
-          UpdateExpression: "SET #usage.VCPU = #usage.VCPU + :three, #free.MEMORY_MB = :bogus",
+          UpdateExpression:
+            "SET #usage.VCPU = #usage.VCPU + :three, #free.MEMORY_MB = :bogus, num_instances = num_instances + :three",
           ExpressionAttributeNames: { "#usage": "usage", "#free": "free" },
           ExpressionAttributeValues: { ":three": 3, ":bogus": 7 },
         }),
@@ -496,6 +700,7 @@ export function placementSuite(backend: DynamoBackend): void {
           "consumer_missing audit-a no-such-instance",
           "free_mismatch audit-b MEMORY_MB",
           "free_mismatch audit-b VCPU",
+          "instances_mismatch audit-b undefined",
           "usage_mismatch audit-b VCPU",
         ].sort(),
       );
@@ -503,12 +708,12 @@ export function placementSuite(backend: DynamoBackend): void {
       expect(report.findings.every((f) => f.repaired === undefined)).toBe(true);
 
       const repaired = await auditPlacement({ hosts: AUDITED, now, graceSeconds: 300, repair: true });
-      expect(repaired.findings).toHaveLength(8);
+      expect(repaired.findings).toHaveLength(9);
       for (const f of repaired.findings) expect(f.repaired, `${f.kind} ${f.consumer}`).toBeTruthy();
       const a = await consistent("audit-a");
       const b = await consistent("audit-b");
-      expect(Object.keys(a.allocations).sort()).toEqual(["moved", "ok-active", "ok-building", "stale-build"]);
-      expect(Object.keys(b.allocations)).toEqual(["mid-placement"]);
+      expect(Object.keys(a.held).sort()).toEqual(["moved", "ok-active", "ok-building", "stale-build"]);
+      expect(Object.keys(b.held)).toEqual(["mid-placement"]);
 
       const clean = await auditPlacement({ hosts: AUDITED, now, graceSeconds: 300, repair: true });
       expect(clean.findings).toEqual([]);
@@ -516,12 +721,29 @@ export function placementSuite(backend: DynamoBackend): void {
       // Past the grace period the mid-placement claim that was never recorded is a leak too.
       const later = await auditPlacement({
         hosts: AUDITED,
-        now: new Date(now.getTime() + 301_000),
+        now: new Date(now.getTime() + 3600_000),
         graceSeconds: 300,
       });
       expect(later.findings.map((f) => `${f.kind} ${f.consumer}`)).toEqual([
         "consumer_elsewhere mid-placement",
       ]);
+    });
+
+    it("an instance running on a host without its allocation is a missing claim: reported, never repaired", async () => {
+      await host("audit-m", { VCPU: inv(8) });
+      await putInstance("unclaimed", { vm_state: "active", host: "audit-m", attempt: 1 });
+      await putInstance("claimed", { vm_state: "active", host: "audit-m", attempt: 1 });
+      await claim("audit-m", "claimed", { VCPU: 1 }, 1);
+      await putInstance("still-building", { host: "audit-m", attempt: 1 });
+      const report = await auditPlacement({ hosts: ["audit-m"], repair: true, graceSeconds: 0 });
+      expect(report.findings.map((f) => `${f.kind} ${f.consumer} ${f.repaired}`)).toEqual([
+        "claim_missing unclaimed undefined",
+      ]);
+      expect(auditExitCode(report)).toBe(3);
+      expect(formatAuditReport(report)).toMatch(
+        /missing\s+audit-m {2}consumer unclaimed: instance unclaimed is active on audit-m/,
+      );
+      expect(Object.keys((await consistent("audit-m")).held)).toEqual(["claimed"]);
     });
 
     it("repair racing claims and releases loses none of them", async () => {
@@ -536,8 +758,8 @@ export function placementSuite(backend: DynamoBackend): void {
       await Promise.all([...claims, audit]);
       await auditPlacement({ hosts: ["audit-c"], repair: true, graceSeconds: 0 });
       const h = await consistent("audit-c");
-      expect(Object.keys(h.allocations).filter((c) => c.startsWith("live-"))).toHaveLength(24);
-      expect(Object.keys(h.allocations).filter((c) => c.startsWith("leak-"))).toHaveLength(0);
+      expect(Object.keys(h.held).filter((c) => c.startsWith("live-"))).toHaveLength(24);
+      expect(Object.keys(h.held).filter((c) => c.startsWith("leak-"))).toHaveLength(0);
     });
   });
 }

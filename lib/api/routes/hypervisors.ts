@@ -52,9 +52,10 @@ export async function showHypervisor({ ctx, deps, params }: RouteCall): Promise<
   requireAdmin(ctx.auth, RULES.hypervisorsShow);
   const h = await hostOr404(deps, params.id!);
   const up = isServiceUp(h, schedulerConfig().service_down_time, deps.now().getTime());
+  const held = await deps.listAllocations({ host: h.host });
   return {
     status: 200,
-    body: { hypervisor: { ...hypervisorDetailView(h, up), ...hypervisorPlacementView(h) } },
+    body: { hypervisor: { ...hypervisorDetailView(h, up), ...hypervisorPlacementView(h, held) } },
   };
 }
 

@@ -1,5 +1,11 @@
 // Nova's os-hypervisors views, from the host records (one node per host; the id is the host name).
-import { capacity, type HostRecord, type Inventory, type ResourceClass } from "../../placement/types.js";
+import {
+  type AllocationRecord,
+  capacity,
+  type HostRecord,
+  type Inventory,
+  type ResourceClass,
+} from "../../placement/types.js";
 
 function inv(h: HostRecord, rc: ResourceClass): Inventory | undefined {
   return h.inventories[rc];
@@ -41,7 +47,7 @@ export function hypervisorDetailView(h: HostRecord, up: boolean): Record<string,
     local_gb_used,
     free_disk_gb: local_gb - local_gb_used,
     disk_available_least: local_gb - local_gb_used,
-    running_vms: Object.keys(h.allocations ?? {}).length,
+    running_vms: h.num_instances,
     current_workload: 0,
     hypervisor_type: h.hypervisor_type,
     hypervisor_version: h.hypervisor_version,
@@ -53,9 +59,12 @@ export function hypervisorDetailView(h: HostRecord, up: boolean): Record<string,
 
 /**
  * What Placement knows about the host (admins): the provider generation, each inventory (with its
- * capacity), usage per class and every allocation by consumer.
+ * capacity), usage per class and every allocation item on it (`held`), by consumer.
  */
-export function hypervisorPlacementView(h: HostRecord): Record<string, unknown> {
+export function hypervisorPlacementView(
+  h: HostRecord,
+  held: readonly AllocationRecord[],
+): Record<string, unknown> {
   const inventories: Record<string, unknown> = {};
   for (const [rc, i] of Object.entries(h.inventories).sort(([a], [b]) => a.localeCompare(b)) as [
     ResourceClass,
@@ -64,8 +73,8 @@ export function hypervisorPlacementView(h: HostRecord): Record<string, unknown> 
     inventories[rc] = { ...inventoryView(i), capacity: capacity(i) };
   }
   const allocations: Record<string, unknown> = {};
-  for (const [consumer, a] of Object.entries(h.allocations ?? {}).sort(([x], [y]) => x.localeCompare(y))) {
-    allocations[consumer] = { resources: a.resources, attempt: a.attempt, claimed_at: a.claimed_at };
+  for (const a of [...held].sort((x, y) => x.consumer.localeCompare(y.consumer))) {
+    allocations[a.consumer] = { resources: a.resources, attempt: a.attempt, claimed_at: a.claimed_at };
   }
   return {
     resource_provider_generation: h.generation,

@@ -51,11 +51,9 @@ export function host(name: string, overrides: Partial<HostRecord> = {}): HostRec
     inventories: { VCPU: inv(8, 0, 16), MEMORY_MB: inv(16384, 512, 1.5), DISK_GB: inv(200) },
     usage: { VCPU: 2, MEMORY_MB: 4096, DISK_GB: 40 },
     free: {},
-    allocations: {
-      a: { resources: {}, attempt: 1, claimed_at: NOW.toISOString() },
-      b: { resources: {}, attempt: 1, claimed_at: NOW.toISOString() },
-    },
     generation: 3,
+    num_instances: 2,
+    num_io_ops: 0,
     hypervisor_type: "fake",
     hypervisor_version: 1000,
     host_ip: "10.0.0.1",
@@ -68,6 +66,8 @@ export function host(name: string, overrides: Partial<HostRecord> = {}): HostRec
       last_heartbeat: NOW.toISOString(),
     },
     queue_url: `http://queue/${name}`,
+    feed: "0",
+    changed_at: NOW.toISOString(),
     ...overrides,
   };
 }
@@ -141,6 +141,12 @@ export function fakeWorld(): FakeWorld {
     },
     listHosts: async () => [...w.hosts.values()].map((h) => structuredClone(h)),
     getHost: async (name) => structuredClone(w.hosts.get(name)),
+    listAllocations: async (opts = {}) =>
+      ["a", "b"].flatMap((consumer) =>
+        opts.host && w.hosts.has(opts.host)
+          ? [{ consumer, host: opts.host, attempt: 1, resources: {}, claimed_at: NOW.toISOString() }]
+          : [],
+      ),
     setServiceStatus: async (name, u) => {
       const h = w.hosts.get(name);
       if (!h) return undefined;

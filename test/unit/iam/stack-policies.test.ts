@@ -12,7 +12,12 @@ const SM = "arn:aws:states:us-east-1:000000000000:stateMachine:novaless-conducto
 let policies: StackPolicies;
 beforeAll(() => {
   policies = stackPolicies({
-    tables: { Hosts: "hosts-x", Instances: "instances-x", Catalog: "catalog-x" },
+    tables: {
+      Hosts: "hosts-x",
+      Allocations: "allocations-x",
+      Instances: "instances-x",
+      Catalog: "catalog-x",
+    },
     buildRequestsQueue: "build-x",
     buildRequestsDlq: "build-x-dlq",
     computeQueuePrefix: "novaless-x-compute-",
@@ -70,6 +75,25 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("compute-host", "sqs:ReceiveMessage", `${SQS}build-x`)).toBe(false);
     expect(can("compute-host", "dynamodb:UpdateItem", `${ARN}hosts-x`)).toBe(true);
     expect(can("compute-host", "dynamodb:GetItem", `${ARN}catalog-x`)).toBe(false);
+  });
+
+  it("Allocations: the claimers put and delete, the releasers only delete, nobody updates", () => {
+    const t = `${ARN}allocations-x`;
+    for (const c of ["scheduler", "conductor"] as const) {
+      expect(can(c, "dynamodb:PutItem", t), c).toBe(true);
+      expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
+      expect(can(c, "dynamodb:Query", t), c).toBe(true);
+    }
+    for (const c of ["api", "build-watchdog", "compute-host"] as const) {
+      expect(can(c, "dynamodb:PutItem", t), c).toBe(false);
+      expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
+      expect(can(c, "dynamodb:GetItem", t), c).toBe(true);
+    }
+    for (const c of ["api", "scheduler", "conductor", "build-watchdog", "compute-host"] as const)
+      expect(can(c, "dynamodb:UpdateItem", t), c).toBe(false);
+    expect(can("build-intake", "dynamodb:GetItem", t)).toBe(false);
+    // The scheduler's cache refresh reads the Hosts change feed.
+    expect(can("scheduler", "dynamodb:Query", `${ARN}hosts-x/index/host-changes`)).toBe(true);
   });
 
   it("the queues' enforceSSL policies are kept as resource policies", () => {

@@ -1,0 +1,40 @@
+// The change feed's shard of a host: fixed by its name, and spread evenly over the shards.
+import { describe, expect, it } from "vitest";
+import { FEED_SHARDS, feedOf, stamp, stampNew } from "../../../lib/placement/feed.js";
+
+describe("feedOf", () => {
+  it("is one of the shards and always the same for a host", () => {
+    for (const h of ["host-1", "compute-0042.example.org", ""]) {
+      expect(FEED_SHARDS).toContain(feedOf(h));
+      expect(feedOf(h)).toBe(feedOf(`${h}`));
+    }
+  });
+
+  it("spreads 10,000 hosts within 10% of an even share per shard", () => {
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 10_000; i++) {
+      const f = feedOf(`compute-${String(i).padStart(5, "0")}`);
+      counts.set(f, (counts.get(f) ?? 0) + 1);
+    }
+    const even = 10_000 / FEED_SHARDS.length;
+    expect([...counts.keys()].sort()).toEqual([...FEED_SHARDS]);
+    for (const [shard, n] of counts)
+      expect(Math.abs(n - even), `shard ${shard}: ${n}`).toBeLessThan(even / 10);
+  });
+});
+
+describe("stamp", () => {
+  it("sets changed_at to the writer's clock, ISO-8601 with milliseconds", () => {
+    const values: Record<string, unknown> = {};
+    const before = new Date().toISOString();
+    expect(stamp(values)).toBe("changed_at = :changed_at");
+    expect(values[":changed_at"]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect((values[":changed_at"] as string) >= before).toBe(true);
+  });
+
+  it("a new item gets its feed shard and changed_at", () => {
+    const item = stampNew({ host: "h-7", x: 1 });
+    expect(item).toMatchObject({ host: "h-7", x: 1, feed: feedOf("h-7") });
+    expect(item.changed_at).toMatch(/Z$/);
+  });
+});
