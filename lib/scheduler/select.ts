@@ -7,7 +7,14 @@ import type { SchedulerConfig } from "../config.js";
 import type { Decision } from "./decision.js";
 import type { Fleet } from "./fleet.js";
 import { filterAndWeigh } from "./pipeline.js";
-import type { HostState, InstanceGroup, RequestSpec, ResourceAmounts, Selection } from "./types.js";
+import type {
+  HostState,
+  InstanceGroup,
+  InstanceLocator,
+  RequestSpec,
+  ResourceAmounts,
+  Selection,
+} from "./types.js";
 
 export interface ScheduleInput {
   fleet: Fleet;
@@ -18,6 +25,12 @@ export interface ScheduleInput {
   random?: () => number;
   /** host names this request already tried (retry.hosts) */
   excludeHosts?: Iterable<string>;
+  /**
+   * Where the instances the request names run (uuid → host): its same_host/different_host hints'
+   * and its group's members', read by the caller from their records. Instances placed by this run
+   * are added to a copy as they are claimed.
+   */
+  instanceHosts?: InstanceLocator;
 }
 
 export interface ClaimRequest {
@@ -59,6 +72,7 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
     hosts: [...input.spec.instance_group.hosts],
   };
   const spec: RequestSpec = { ...input.spec, ...(group ? { instance_group: group } : {}) };
+  const instances = new Map(input.instanceHosts ?? []);
   const placements: Placement[] = [];
   let decision: Decision | undefined;
   let order: Generator<number> | undefined;
@@ -66,7 +80,13 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
 
   for (const [index, uuid] of input.instanceUuids.entries()) {
     spec.instance_uuid = uuid;
-    decision = filterAndWeigh(fleet, spec, { index, config, excludeHosts, previous: decision?.candidates });
+    decision = filterAndWeigh(fleet, spec, {
+      index,
+      config,
+      excludeHosts,
+      previous: decision?.candidates,
+      instances,
+    });
     order = claimOrder(decision, config, random);
     tried = [];
     const conflicts: string[] = [];
@@ -87,7 +107,8 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
     }
     if (claimed === undefined) return { ok: false, instance_uuid: uuid, decision, placements, conflicts };
     const host = fleet.hosts[claimed]!;
-    fleet.consume(claimed, decision.requested, uuid);
+    fleet.consume(claimed, decision.requested);
+    instances.set(uuid, host.host);
     group?.hosts.push(host.host);
     placements.push({
       instance_uuid: uuid,
@@ -101,7 +122,7 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
   return {
     ok: true,
     placements,
-    alternates: alternatesFor(input, spec, placements, decision, sorted, random),
+    alternates: alternatesFor(input, spec, instances, placements, decision, sorted, random),
   };
 }
 
@@ -155,6 +176,7 @@ export function shuffle<T>(items: T[], random: () => number): void {
 function alternatesFor(
   input: ScheduleInput,
   spec: RequestSpec,
+  instances: InstanceLocator,
   placements: readonly Placement[],
   last: Decision | undefined,
   sorted: Iterable<number>,
@@ -170,6 +192,7 @@ function alternatesFor(
       config: input.config,
       excludeHosts: new Set(input.excludeHosts ?? []),
       previous: last.candidates,
+      instances,
     });
     order = claimOrder(again, input.config, random);
   }

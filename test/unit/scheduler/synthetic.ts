@@ -110,6 +110,7 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
   const members = new Map<string, string[]>([...zoneAggs, ...feature].map((a) => [a.id, []]));
   const hosts: HostState[] = [];
   const instances: string[] = [];
+  const hostOf = new Map<string, string>();
   for (let i = 0; i < size; i++) {
     const name = `host-${String(i).padStart(5, "0")}`;
     const aggs: HostAggregate[] = [];
@@ -138,6 +139,7 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
     const n = rng.int(0, 40);
     const hostInstances = Array.from({ length: n }, () => rng.uuid());
     instances.push(...hostInstances);
+    for (const u of hostInstances) hostOf.set(u, name);
     const zone = aggs.find((a) => a.metadata.availability_zone)?.metadata.availability_zone ?? "nova";
     const arch = rng.chance(0.9) ? "x86_64" : "aarch64";
     const hv = rng.chance(0.9) ? "qemu" : "kvm";
@@ -172,7 +174,6 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
       cpu_allocation_ratio: 16,
       ram_allocation_ratio: 1.5,
       disk_allocation_ratio: 1,
-      instances: hostInstances,
       num_instances: n,
       num_io_ops: rng.chance(0.7) ? 0 : rng.int(0, 10),
       failed_builds: rng.chance(0.95) ? 0 : rng.int(1, 3),
@@ -191,7 +192,6 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
     });
   }
   const aggregates = [...zoneAggs, ...feature];
-  const hostOf = new Map(hosts.flatMap((h) => h.instances.map((u) => [u, h.host] as const)));
   return { hosts, aggregates, instances, hostOf };
 }
 
