@@ -127,8 +127,9 @@ export class Fleet implements FleetIndex {
    * name). A known host is replaced at its position and only what it touches is redone (its
    * numbers, inventories, classes, the aggregate members lists it leaves and joins); the fleet
    * then decides exactly as one built fresh from the same host states in the same order. New
-   * hosts (appended at the end), removed ones, or aggregates whose contents changed (`aggregates`
-   * given) rebuild every index: rare events, a host joining or leaving or an operator's edit.
+   * hosts (appended at the end), removed ones, or aggregates whose contents changed (pass them
+   * all as `aggregates`, with the member hosts' new states) rebuild every index: rare events, a
+   * host joining or leaving or an operator's edit. Aggregates are told apart by their ids.
    */
   update(
     changed: readonly HostState[],
@@ -142,7 +143,7 @@ export class Fleet implements FleetIndex {
     for (const h of changed) {
       const i = this.positionOf(h.host, h.nodename);
       positions.push(i ?? -1);
-      if (i === undefined || removed.has(h.host) || !this.sameAggregateContents(h)) rebuild = true;
+      if (i === undefined || removed.has(h.host)) rebuild = true;
     }
     if (rebuild) {
       const hosts = [...this.hosts];
@@ -158,12 +159,6 @@ export class Fleet implements FleetIndex {
       return;
     }
     for (const [k, h] of changed.entries()) this.replaceAt(positions[k]!, h);
-  }
-
-  /** Whether the host's aggregates, where its list is already a class's, have that class's contents. */
-  private sameAggregateContents(h: HostState): boolean {
-    const c = this.classIds.aggregates.get(FACET_KEYS.aggregates(h));
-    return c === undefined || sameAggregates(h.aggregates, this.aggregateLists[c]!);
   }
 
   /** The host at `i` becomes `h` (same host and node): its entries in every index follow. */

@@ -118,6 +118,8 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
       : fleet.verdicts("aggregates", `${stages[ops[at]!.stage]!.name}\u0000${key}`);
   });
   for (let c = 0; c < classes; c++) {
+    // A class whose hosts all moved to others (Fleet.update) has no host to ask.
+    if (members[c]!.length === 0) continue;
     const first = members[c]![0]!;
     const host = fleet.hosts[first]!;
     for (let k = 0; k < aggregateOps.length; k++) {
