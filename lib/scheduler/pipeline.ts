@@ -62,7 +62,7 @@ export function filterAndWeigh(fleet: Fleet, spec: RequestSpec, ctx: PipelineCon
   return new Decision(fleet, ctx.index, placement.resources, trace, weighing);
 }
 
-const NO_INSTANCES: InstanceLocator = new Map();
+const NO_INSTANCES: InstanceLocator = { get: () => undefined };
 
 // ── Stages: every step is a per-host check, so one loop runs and traces them all. ──
 

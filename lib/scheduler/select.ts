@@ -28,7 +28,7 @@ export interface ScheduleInput {
   /**
    * Where the instances the request names run (uuid → host): its same_host/different_host hints'
    * and its group's members', read by the caller from their records. Instances placed by this run
-   * are added to a copy as they are claimed.
+   * are seen as placed (the caller's locator is not changed).
    */
   instanceHosts?: InstanceLocator;
 }
@@ -72,7 +72,10 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
     hosts: [...input.spec.instance_group.hosts],
   };
   const spec: RequestSpec = { ...input.spec, ...(group ? { instance_group: group } : {}) };
-  const instances = new Map(input.instanceHosts ?? []);
+  // The caller's locator, with the instances this run places over it (not copied: it may be big).
+  const placed = new Map<string, string>();
+  const known = input.instanceHosts;
+  const instances: InstanceLocator = { get: (uuid) => placed.get(uuid) ?? known?.get(uuid) };
   const placements: Placement[] = [];
   let decision: Decision | undefined;
   let order: Generator<number> | undefined;
@@ -108,7 +111,7 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
     if (claimed === undefined) return { ok: false, instance_uuid: uuid, decision, placements, conflicts };
     const host = fleet.hosts[claimed]!;
     fleet.consume(claimed, decision.requested);
-    instances.set(uuid, host.host);
+    placed.set(uuid, host.host);
     group?.hosts.push(host.host);
     placements.push({
       instance_uuid: uuid,

@@ -145,7 +145,10 @@ export interface Rejection {
  * instance it places. Nova reads this from HostState.instances; the provider item does not list
  * its instances (only their count), so the request carries the few it needs.
  */
-export type InstanceLocator = ReadonlyMap<string, string>;
+export interface InstanceLocator {
+  /** the host running the instance, if the caller knows it */
+  get(uuid: string): string | undefined;
+}
 
 export interface FilterContext {
   /** 0 for the first instance of a multi-create, 1 for the next, … */
