@@ -6,7 +6,7 @@ import type { InstanceRecord } from "../instances/types.js";
 import { isServiceUp } from "../placement/hosts.js";
 import type { HostRecord, Inventory } from "../placement/types.js";
 import { Fleet } from "../scheduler/fleet.js";
-import { hostStateOf } from "../scheduler/host-state.js";
+import { hostAggregates, hostStateOf } from "../scheduler/host-state.js";
 import type { HostAggregate, HostState } from "../scheduler/types.js";
 
 const AZ_KEY = "availability_zone";
@@ -44,20 +44,15 @@ export function buildFleet(src: FleetSources, config: SchedulerConfig, now = Dat
     ioOps.set(rec.host, (ioOps.get(rec.host) ?? 0) + 1);
   }
   const zones = new Map<string, HostAggregate>();
-  const hosts = src.hosts.map((h) => {
-    const own = byHost.get(h.host) ?? [];
-    const registered = h.availability_zone;
-    let list: readonly HostAggregate[] = own;
-    if (registered && !own.some((a) => a.metadata[AZ_KEY])) {
-      let zone = zones.get(registered);
-      if (!zone) {
-        zone = { id: `zone:${registered}`, name: registered, metadata: { [AZ_KEY]: registered } };
-        zones.set(registered, zone);
-      }
-      list = [...own, zone];
-    }
-    return toHostState(h, list, ioOps.get(h.host) ?? 0, config, now);
-  });
+  const hosts = src.hosts.map((h) =>
+    toHostState(
+      h,
+      hostAggregates(byHost.get(h.host) ?? [], h.availability_zone, zones),
+      ioOps.get(h.host) ?? 0,
+      config,
+      now,
+    ),
+  );
   return new Fleet(hosts, [...aggregates, ...zones.values()]);
 }
 
