@@ -15,26 +15,13 @@ import type {
 } from "./types.js";
 
 export class Fleet implements FleetIndex {
-  /** by position; update() replaces a host in place and appends new ones at the end */
-  hosts: HostState[] = [];
-  /** every aggregate (Placement's and the prefilters' view), hosts or not */
-  aggregates: readonly HostAggregate[] = [];
-  /**
-   * Per facet, position → class id: hosts in one class have the same aggregates (traits,
-   * hypervisor, metric names), so a verdict reading only that facet holds for all of them. A class
-   * id stands for one facet value for the fleet's life (a host whose facet changes moves to
-   * another class), so verdicts kept per class stay true across update().
-   */
-  classOf!: Record<HostFacet, Int32Array>;
-  classCount!: Record<HostFacet, number>;
-  /** every position, in order */
-  all!: Int32Array;
-  /** two arrays of the fleet's size for the scheduler's passes (one decision at a time) */
-  scratch!: [Int32Array, Int32Array];
-  /** per aggregate class, the aggregate list its hosts share */
-  aggregateLists: (readonly HostAggregate[])[] = [];
-  /** per aggregate class, its hosts' positions in order (empty once its last host moved away) */
-  aggregateMembers: Int32Array[] = [];
+  private list: HostState[] = [];
+  private aggs: readonly HostAggregate[] = [];
+  private classOfFacet!: Record<HostFacet, Int32Array>;
+  private classCounts!: Record<HostFacet, number>;
+  private scratchArrays!: [Int32Array, Int32Array];
+  private lists: (readonly HostAggregate[])[] = [];
+  private members: Int32Array[] = [];
   private classIds!: Record<HostFacet, Map<string, number>>;
   private byName = new Map<string, number[]>();
   private byLowerName = new Map<string, number[]>();
@@ -50,13 +37,51 @@ export class Fleet implements FleetIndex {
     this.build(hosts, aggregates);
   }
 
+  /** by position; update() replaces a host in place and appends new ones at the end */
+  get hosts(): readonly HostState[] {
+    return this.list;
+  }
+
+  /** every aggregate (Placement's and the prefilters' view), hosts or not */
+  get aggregates(): readonly HostAggregate[] {
+    return this.aggs;
+  }
+
+  /**
+   * Per facet, position → class id: hosts in one class have the same aggregates (traits,
+   * hypervisor, metric names), so a verdict reading only that facet holds for all of them. A class
+   * id stands for one facet value for the fleet's life (a host whose facet changes moves to
+   * another class), so verdicts kept per class stay true across update().
+   */
+  get classOf(): Readonly<Record<HostFacet, Int32Array>> {
+    return this.classOfFacet;
+  }
+
+  get classCount(): Readonly<Record<HostFacet, number>> {
+    return this.classCounts;
+  }
+
+  /** two arrays of the fleet's size for the scheduler's passes (one decision at a time) */
+  get scratch(): readonly [Int32Array, Int32Array] {
+    return this.scratchArrays;
+  }
+
+  /** per aggregate class, the aggregate list its hosts share */
+  get aggregateLists(): readonly (readonly HostAggregate[])[] {
+    return this.lists;
+  }
+
+  /** per aggregate class, its hosts' positions in order (empty once its last host moved away) */
+  get aggregateMembers(): readonly Int32Array[] {
+    return this.members;
+  }
+
   /** Every index from scratch: the constructor, and update() when positions or aggregates move. */
   private build(hosts: readonly HostState[], aggregates: readonly HostAggregate[]): void {
     const n = hosts.length;
-    this.hosts = [...hosts];
-    this.aggregates = aggregates;
-    this.all = Int32Array.from(this.hosts.keys());
-    this.scratch = [new Int32Array(n), new Int32Array(n)];
+    this.list = [...hosts];
+    this.aggs = aggregates;
+    this.scratchArrays = [new Int32Array(n), new Int32Array(n)];
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
     ) as Record<HostNumber, Float64Array>;
@@ -67,16 +92,16 @@ export class Fleet implements FleetIndex {
       metrics: new Map(),
       service: new Map(),
     };
-    this.classOf = {
+    this.classOfFacet = {
       aggregates: new Int32Array(n),
       traits: new Int32Array(n),
       hypervisor: new Int32Array(n),
       metrics: new Int32Array(n),
       service: new Int32Array(n),
     };
-    this.classCount = { aggregates: 0, traits: 0, hypervisor: 0, metrics: 0, service: 0 };
-    this.aggregateLists = [];
-    this.aggregateMembers = [];
+    this.classCounts = { aggregates: 0, traits: 0, hypervisor: 0, metrics: 0, service: 0 };
+    this.lists = [];
+    this.members = [];
     this.byName = new Map();
     this.byLowerName = new Map();
     this.columns = new Map();
@@ -86,12 +111,12 @@ export class Fleet implements FleetIndex {
     this.numbersByClass = new Map();
     this.metrics = new Map();
     const members: number[][] = [];
-    for (const [i, h] of this.hosts.entries()) {
-      for (const facet of FACETS) this.classOf[facet][i] = this.classFor(facet, h);
-      const c = this.classOf.aggregates[i]!;
+    for (const [i, h] of this.list.entries()) {
+      for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
+      const c = this.classOfFacet.aggregates[i]!;
       // One list object per aggregate class, so per-list memos hit.
-      this.aggregateLists[c] ??= h.aggregates;
-      h.aggregates = this.aggregateLists[c]!;
+      this.lists[c] ??= h.aggregates;
+      h.aggregates = this.lists[c]!;
       members[c] ??= [];
       members[c]!.push(i);
       add(this.byName, h.host, i);
@@ -105,7 +130,7 @@ export class Fleet implements FleetIndex {
         setInventory(col, i, inv);
       }
     }
-    this.aggregateMembers = members.map((m) => Int32Array.from(m));
+    this.members = members.map((m) => Int32Array.from(m));
     for (const col of this.columns.values()) summarize(col);
   }
 
@@ -117,7 +142,7 @@ export class Fleet implements FleetIndex {
     if (id === undefined) {
       id = ids.size;
       ids.set(k, id);
-      this.classCount[facet] = ids.size;
+      this.classCounts[facet] = ids.size;
     }
     return id;
   }
@@ -136,9 +161,9 @@ export class Fleet implements FleetIndex {
     opts: { removed?: readonly string[]; aggregates?: readonly HostAggregate[] } = {},
   ): void {
     const removed = new Set(opts.removed ?? []);
-    const aggregates = opts.aggregates ?? this.aggregates;
+    const aggregates = opts.aggregates ?? this.aggs;
     let rebuild =
-      removed.size > 0 || (opts.aggregates !== undefined && !sameAggregates(aggregates, this.aggregates));
+      removed.size > 0 || (opts.aggregates !== undefined && !sameAggregates(aggregates, this.aggs));
     const positions: number[] = [];
     for (const h of changed) {
       const i = this.positionOf(h.host, h.nodename);
@@ -146,7 +171,7 @@ export class Fleet implements FleetIndex {
       if (i === undefined || removed.has(h.host)) rebuild = true;
     }
     if (rebuild) {
-      const hosts = [...this.hosts];
+      const hosts = [...this.list];
       const appended: HostState[] = [];
       for (const [k, h] of changed.entries()) {
         if (positions[k]! >= 0) hosts[positions[k]!] = h;
@@ -163,26 +188,24 @@ export class Fleet implements FleetIndex {
 
   /** The host at `i` becomes `h` (same host and node): its entries in every index follow. */
   private replaceAt(i: number, h: HostState): void {
-    const old = this.hosts[i]!;
-    this.hosts[i] = h;
+    const old = this.list[i]!;
+    this.list[i] = h;
     for (const f of HOST_NUMBERS) this.numbers[f][i] = h[f];
-    const oldAggregateClass = this.classOf.aggregates[i]!;
-    for (const facet of FACETS) this.classOf[facet][i] = this.classFor(facet, h);
-    const c = this.classOf.aggregates[i]!;
+    const oldAggregateClass = this.classOfFacet.aggregates[i]!;
+    for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
+    const c = this.classOfFacet.aggregates[i]!;
     if (c !== oldAggregateClass) {
-      this.aggregateMembers[oldAggregateClass] = this.aggregateMembers[oldAggregateClass]!.filter(
-        (p) => p !== i,
-      );
-      const joined = this.aggregateMembers[c] ?? new Int32Array(0);
-      this.aggregateMembers[c] = Int32Array.from([...joined, i]).sort();
-      if (this.aggregateLists[c] === undefined) {
-        this.aggregateLists[c] = h.aggregates;
+      this.members[oldAggregateClass] = this.members[oldAggregateClass]!.filter((p) => p !== i);
+      const joined = this.members[c] ?? new Int32Array(0);
+      this.members[c] = Int32Array.from([...joined, i]).sort();
+      if (this.lists[c] === undefined) {
+        this.lists[c] = h.aggregates;
         // Tables sized by the aggregate classes, and the multipliers' "overridden" flag.
         this.multiplierTables.clear();
         this.numbersByClass.clear();
       }
     }
-    h.aggregates = this.aggregateLists[c]!;
+    h.aggregates = this.lists[c]!;
     for (const [rc, col] of this.columns) {
       const inv = h.resources[rc];
       if (inv) setInventory(col, i, inv);
@@ -191,7 +214,7 @@ export class Fleet implements FleetIndex {
     }
     for (const [rc, inv] of Object.entries(h.resources)) {
       if (this.columns.has(rc)) continue;
-      const col = resourceColumn(this.hosts.length);
+      const col = resourceColumn(this.list.length);
       setInventory(col, i, inv);
       summarize(col);
       this.columns.set(rc, col);
@@ -211,7 +234,7 @@ export class Fleet implements FleetIndex {
     const k = `${facet}\u0000${key}`;
     let v = this.verdictCache.get(k);
     if (!v) {
-      v = new Array(this.classCount[facet]);
+      v = new Array(this.classCounts[facet]);
       this.verdictCache.set(k, v);
     }
     return v;
@@ -227,7 +250,7 @@ export class Fleet implements FleetIndex {
   }
 
   hostAt(i: number): HostState {
-    return this.hosts[i]!;
+    return this.list[i]!;
   }
 
   column(field: HostNumber): Float64Array {
@@ -237,8 +260,8 @@ export class Fleet implements FleetIndex {
   metric(name: string): { value: Float64Array; has: Uint8Array } {
     let m = this.metrics.get(name);
     if (!m) {
-      m = { value: new Float64Array(this.hosts.length), has: new Uint8Array(this.hosts.length) };
-      for (const [i, h] of this.hosts.entries()) {
+      m = { value: new Float64Array(this.list.length), has: new Uint8Array(this.list.length) };
+      for (const [i, h] of this.list.entries()) {
         const v = h.metrics[name];
         if (v !== undefined) {
           m.value[i] = v;
@@ -260,15 +283,15 @@ export class Fleet implements FleetIndex {
 
   /** position → id of its aggregate list */
   get aggregateSetOf(): Int32Array {
-    return this.classOf.aggregates;
+    return this.classOfFacet.aggregates;
   }
 
   get aggregateSetCount(): number {
-    return this.classCount.aggregates;
+    return this.classCounts.aggregates;
   }
 
   get size(): number {
-    return this.hosts.length;
+    return this.list.length;
   }
 
   /**
@@ -281,7 +304,7 @@ export class Fleet implements FleetIndex {
     if (table && table.configured !== configured) table = undefined;
     if (!table) {
       const sign = negated ? -1 : 1;
-      const overridden = this.aggregateLists.some((list) => list.some((a) => option in a.metadata));
+      const overridden = this.lists.some((list) => list.some((a) => option in a.metadata));
       const values = new Float64Array(this.aggregateSetCount);
       const known = new Uint8Array(this.aggregateSetCount);
       table = {
@@ -306,18 +329,18 @@ export class Fleet implements FleetIndex {
    * DISK_GB × 1024, so swap counts (Nova's consume omits swap; Placement counts it).
    */
   consume(i: number, resources: ResourceAmounts): void {
-    consumeHost(this.hosts[i]!, resources);
+    consumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
   }
 
   /** consume() undone (an all-or-nothing request that failed part-way). */
   unconsume(i: number, resources: ResourceAmounts): void {
-    unconsumeHost(this.hosts[i]!, resources);
+    unconsumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
   }
 
   private syncColumns(i: number, resources: ResourceAmounts): void {
-    const host = this.hosts[i]!;
+    const host = this.list[i]!;
     for (const rc of Object.keys(resources)) {
       const col = this.columns.get(rc);
       const inv = host.resources[rc];
@@ -328,7 +351,7 @@ export class Fleet implements FleetIndex {
 
   /** The position of the host and node, if in the fleet. */
   positionOf(host: string, nodename: string): number | undefined {
-    return this.byName.get(host)?.find((i) => this.hosts[i]!.nodename === nodename);
+    return this.byName.get(host)?.find((i) => this.list[i]!.nodename === nodename);
   }
 
   positionsOf(host: string): readonly number[] {
@@ -352,7 +375,7 @@ export class Fleet implements FleetIndex {
   }
 
   private maskOf(names: readonly string[], caseInsensitive: boolean): Uint8Array {
-    const mask = new Uint8Array(this.hosts.length);
+    const mask = new Uint8Array(this.list.length);
     for (const name of names) {
       const found = caseInsensitive ? this.byLowerName.get(name.toLowerCase()) : this.byName.get(name);
       for (const i of found ?? []) mask[i] = 1;

@@ -186,7 +186,7 @@ function compare(seed: number, size: number, rounds: number): number {
     }
     // Both consumed the same: the warm fleet's states are the next round's "current".
     expectSameIndexes(warm, fresh, `${label}, after its requests`);
-    current = structuredClone(warm.hosts);
+    current = structuredClone([...warm.hosts]);
   }
   return decisions;
 }
