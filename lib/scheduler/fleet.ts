@@ -172,13 +172,14 @@ export class Fleet implements FleetIndex {
     }
     if (rebuild) {
       const hosts = [...this.list];
-      const appended: HostState[] = [];
+      // New hosts in the order they came, a host given twice once (its last state).
+      const appended = new Map<string, HostState>();
       for (const [k, h] of changed.entries()) {
         if (positions[k]! >= 0) hosts[positions[k]!] = h;
-        else appended.push(h);
+        else appended.set(`${h.host}\u0000${h.nodename}`, h);
       }
       this.build(
-        [...hosts, ...appended].filter((h) => !removed.has(h.host)),
+        [...hosts, ...appended.values()].filter((h) => !removed.has(h.host)),
         aggregates,
       );
       return;

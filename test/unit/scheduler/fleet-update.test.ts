@@ -208,9 +208,12 @@ describe("Fleet.update: an updated fleet decides exactly as one built fresh", ()
       host: "x",
       nodename: "x",
     };
-    fleet.update([changed, joining]);
+    const joinedLater = { ...joining, num_io_ops: 9 };
+    fleet.update([changed, joining, joinedLater]);
     expect(fleet.hosts[3]).toBe(changed);
     expect(fleet.positionOf("x", "x")).toBe(10);
+    expect(fleet.size).toBe(11);
+    expect(fleet.column("num_io_ops")[10]).toBe(9);
     fleet.update([], { removed: [synthetic.hosts[0]!.host] });
     expect(fleet.size).toBe(10);
     expect(fleet.positionOf("x", "x")).toBe(9);
