@@ -30,7 +30,7 @@ import {
   selectionOf,
 } from "../scheduler/select.js";
 import type { DecisionExplanation, InstanceGroup, RequestSpec, Selection } from "../scheduler/types.js";
-import { buildFleet } from "./host-states.js";
+import { buildFleet, instanceHostsOf } from "./host-states.js";
 import { NOTHING_SCHEDULED, type Scheduled, scheduledOf } from "./scheduled.js";
 import type { ConductorInput } from "./types.js";
 
@@ -75,7 +75,15 @@ export async function selectDestinations(
 
   const claimed: { instance_uuid: string; host: string }[] = [];
   const result = await runScheduleAsync(
-    schedule({ fleet, spec, instanceUuids: toPlace, config, random, excludeHosts: req.retry.hosts }),
+    schedule({
+      fleet,
+      spec,
+      instanceUuids: toPlace,
+      config,
+      random,
+      excludeHosts: req.retry.hosts,
+      instanceHosts: instanceHostsOf(hostRecords),
+    }),
     async (c): Promise<ClaimAnswer> => {
       const r = await claim(c.host.host, c.instance_uuid, c.resources, n).catch(async (e: unknown) => {
         // Placement unreachable: give back what this run claimed, so the retried step starts clean.
@@ -142,7 +150,15 @@ export async function planDestinations(spec: RequestSpec, opts: { now?: number }
   const config = schedulerConfig();
   const uuids = Array.from({ length: Math.max(1, spec.num_instances) }, () => randomUUID());
   const read = await readFleet(spec, uuids, config, opts.now);
-  const result = runSchedule(schedule({ fleet: read.fleet, spec: read.spec, instanceUuids: uuids, config }));
+  const result = runSchedule(
+    schedule({
+      fleet: read.fleet,
+      spec: read.spec,
+      instanceUuids: uuids,
+      config,
+      instanceHosts: instanceHostsOf(read.hostRecords),
+    }),
+  );
   const explanations = result.placements.map((p) => p.decision.compact({ chosen: p.selected }));
   if (!result.ok) {
     explanations.push(result.decision.compact());

@@ -1,120 +1,241 @@
-// The hosts one scheduling run decides over, with what is worth knowing about them as a whole:
-// which instance runs where, and which hosts share the same aggregates (a verdict that reads
-// only aggregates is the same for all of them). Hosts are addressed by their position.
+// The hosts the scheduler decides over, with what is worth knowing about them as a whole: which
+// hosts share the same aggregates (a verdict that reads only aggregates is the same for all of
+// them), numbers and inventories as arrays. Hosts are addressed by their position. A warm
+// scheduler keeps one Fleet and applies each refresh's changed hosts to it (update()).
 import { weightMultiplier } from "./aggregates.js";
 import type {
   FleetIndex,
   HostAggregate,
   HostFacet,
   HostNumber,
+  HostResource,
   HostState,
   Rejection,
   ResourceAmounts,
 } from "./types.js";
 
 export class Fleet implements FleetIndex {
-  readonly hosts: readonly HostState[];
-  /** every aggregate (Placement's and the prefilters' view), hosts or not */
-  readonly aggregates: readonly HostAggregate[];
-  /**
-   * Per facet, position → class id: hosts in one class have the same aggregates (traits,
-   * hypervisor, metric names), so a verdict reading only that facet holds for all of them.
-   */
-  readonly classOf: Readonly<Record<HostFacet, Int32Array>>;
-  readonly classCount: Readonly<Record<HostFacet, number>>;
-  /** every position, in order */
-  readonly all: Int32Array;
-  /** two arrays of the fleet's size for the scheduler's passes (one decision at a time) */
-  readonly scratch: readonly [Int32Array, Int32Array];
-  /** per aggregate class, the aggregate list its hosts share */
-  readonly aggregateLists: (readonly HostAggregate[])[];
-  /** per aggregate class, its hosts' positions in order */
-  readonly aggregateMembers: Int32Array[];
-  /** instance uuid → position; built when first asked (only hints and server groups need it) */
-  private instanceIndex: Map<string, number> | undefined;
-  private readonly byName = new Map<string, number[]>();
-  private readonly byLowerName = new Map<string, number[]>();
-  private readonly columns = new Map<string, ResourceColumn>();
-  private readonly multiplierTables = new Map<string, MultiplierTable>();
-  private readonly verdictCache = new Map<string, (Rejection | null | undefined)[]>();
-  private readonly masks = new Map<string, Uint8Array>();
-  private readonly numbersByClass = new Map<string, Float64Array>();
-  private readonly numbers: Record<HostNumber, Float64Array>;
-  private readonly metrics = new Map<string, { value: Float64Array; has: Uint8Array }>();
+  private list: HostState[] = [];
+  private aggs: readonly HostAggregate[] = [];
+  private classOfFacet!: Record<HostFacet, Int32Array>;
+  private classCounts!: Record<HostFacet, number>;
+  private scratchArrays!: [Int32Array, Int32Array];
+  private lists: (readonly HostAggregate[])[] = [];
+  private members: Int32Array[] = [];
+  private classIds!: Record<HostFacet, Map<string, number>>;
+  private byName = new Map<string, number[]>();
+  private byLowerName = new Map<string, number[]>();
+  private columns = new Map<string, ResourceColumn>();
+  private multiplierTables = new Map<string, MultiplierTable>();
+  private verdictCache = new Map<string, (Rejection | null | undefined)[]>();
+  private masks = new Map<string, Uint8Array>();
+  private numbersByClass = new Map<string, Float64Array>();
+  private numbers!: Record<HostNumber, Float64Array>;
+  private metrics = new Map<string, { value: Float64Array; has: Uint8Array }>();
 
   constructor(hosts: readonly HostState[], aggregates: readonly HostAggregate[]) {
-    this.hosts = hosts;
-    this.aggregates = aggregates;
-    this.all = Int32Array.from(hosts.keys());
-    this.scratch = [new Int32Array(hosts.length), new Int32Array(hosts.length)];
+    this.build(hosts, aggregates);
+  }
+
+  /** by position; update() replaces a host in place and appends new ones at the end */
+  get hosts(): readonly HostState[] {
+    return this.list;
+  }
+
+  /** every aggregate (Placement's and the prefilters' view), hosts or not */
+  get aggregates(): readonly HostAggregate[] {
+    return this.aggs;
+  }
+
+  /**
+   * Per facet, position → class id: hosts in one class have the same aggregates (traits,
+   * hypervisor, metric names), so a verdict reading only that facet holds for all of them. A class
+   * id stands for one facet value for the fleet's life (a host whose facet changes moves to
+   * another class), so verdicts kept per class stay true across update().
+   */
+  get classOf(): Readonly<Record<HostFacet, Int32Array>> {
+    return this.classOfFacet;
+  }
+
+  get classCount(): Readonly<Record<HostFacet, number>> {
+    return this.classCounts;
+  }
+
+  /** two arrays of the fleet's size for the scheduler's passes (one decision at a time) */
+  get scratch(): readonly [Int32Array, Int32Array] {
+    return this.scratchArrays;
+  }
+
+  /** per aggregate class, the aggregate list its hosts share */
+  get aggregateLists(): readonly (readonly HostAggregate[])[] {
+    return this.lists;
+  }
+
+  /** per aggregate class, its hosts' positions in order (empty once its last host moved away) */
+  get aggregateMembers(): readonly Int32Array[] {
+    return this.members;
+  }
+
+  /** Every index from scratch: the constructor, and update() when positions or aggregates move. */
+  private build(hosts: readonly HostState[], aggregates: readonly HostAggregate[]): void {
+    const n = hosts.length;
+    this.list = [...hosts];
+    this.aggs = aggregates;
+    this.scratchArrays = [new Int32Array(n), new Int32Array(n)];
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
     ) as Record<HostNumber, Float64Array>;
-    const facets = {
-      aggregates: classes(hosts, (h) => h.aggregates.map((a) => a.id).join("\u0000")),
-      traits: classes(hosts, (h) => [...h.traits].sort().join("\u0000")),
-      hypervisor: classes(hosts, (h) =>
-        JSON.stringify([h.supported_instances, h.hypervisor_type, h.hypervisor_version]),
-      ),
-      metrics: classes(hosts, (h) => Object.keys(h.metrics).sort().join("\u0000")),
-      service: classes(hosts, (h) => JSON.stringify(h.service)),
+    this.classIds = {
+      aggregates: new Map(),
+      traits: new Map(),
+      hypervisor: new Map(),
+      metrics: new Map(),
+      service: new Map(),
     };
-    this.classOf = {
-      aggregates: facets.aggregates.of,
-      traits: facets.traits.of,
-      hypervisor: facets.hypervisor.of,
-      metrics: facets.metrics.of,
-      service: facets.service.of,
+    this.classOfFacet = {
+      aggregates: new Int32Array(n),
+      traits: new Int32Array(n),
+      hypervisor: new Int32Array(n),
+      metrics: new Int32Array(n),
+      service: new Int32Array(n),
     };
-    this.aggregateLists = [];
-    this.classCount = {
-      aggregates: facets.aggregates.count,
-      traits: facets.traits.count,
-      hypervisor: facets.hypervisor.count,
-      metrics: facets.metrics.count,
-      service: facets.service.count,
-    };
-    const sizes = new Int32Array(this.classCount.aggregates);
-    for (const c of facets.aggregates.of) sizes[c]!++;
-    this.aggregateMembers = Array.from(sizes, (size) => new Int32Array(size));
-    const filled = new Int32Array(this.classCount.aggregates);
-    for (const [i, c] of facets.aggregates.of.entries()) this.aggregateMembers[c]![filled[c]!++] = i;
-    // One list object per aggregate class, so per-list memos hit.
-    for (const [i, h] of hosts.entries()) {
-      const c = facets.aggregates.of[i]!;
-      this.aggregateLists[c] ??= h.aggregates;
-      h.aggregates = this.aggregateLists[c]!;
+    this.classCounts = { aggregates: 0, traits: 0, hypervisor: 0, metrics: 0, service: 0 };
+    this.lists = [];
+    this.members = [];
+    this.byName = new Map();
+    this.byLowerName = new Map();
+    this.columns = new Map();
+    this.multiplierTables = new Map();
+    this.verdictCache = new Map();
+    this.masks = new Map();
+    this.numbersByClass = new Map();
+    this.metrics = new Map();
+    const members: number[][] = [];
+    for (const [i, h] of this.list.entries()) {
+      for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
+      const c = this.classOfFacet.aggregates[i]!;
+      // One list object per aggregate class, so per-list memos hit.
+      this.lists[c] ??= h.aggregates;
+      h.aggregates = this.lists[c]!;
+      members[c] ??= [];
+      members[c]!.push(i);
       add(this.byName, h.host, i);
       add(this.byLowerName, h.host.toLowerCase(), i);
       for (const [rc, inv] of Object.entries(h.resources)) {
         let col = this.columns.get(rc);
         if (!col) {
-          col = resourceColumn(hosts.length);
+          col = resourceColumn(n);
           this.columns.set(rc, col);
         }
-        col.has[i] = 1;
-        col.highestMin = Math.max(col.highestMin, inv.min_unit);
-        col.lowestMax = Math.min(col.lowestMax, inv.max_unit);
-        if (inv.step_size > 1) col.anyStep = true;
-        col.capacity[i] = inv.capacity;
-        col.used[i] = inv.used;
-        col.min_unit[i] = inv.min_unit;
-        col.max_unit[i] = inv.max_unit;
-        col.step_size[i] = inv.step_size;
+        setInventory(col, i, inv);
       }
     }
-    for (const col of this.columns.values()) col.everywhere = col.has.every((v) => v === 1);
+    this.members = members.map((m) => Int32Array.from(m));
+    for (const col of this.columns.values()) summarize(col);
+  }
+
+  /** The class id of the host's facet value, a new one for a value not seen before. */
+  private classFor(facet: HostFacet, h: HostState): number {
+    const ids = this.classIds[facet];
+    const k = FACET_KEYS[facet](h);
+    let id = ids.get(k);
+    if (id === undefined) {
+      id = ids.size;
+      ids.set(k, id);
+      this.classCounts[facet] = ids.size;
+    }
+    return id;
+  }
+
+  /**
+   * A refresh: the changed hosts' new states (by host and node name) and the hosts gone (by host
+   * name). A known host is replaced at its position and only what it touches is redone (its
+   * numbers, inventories, classes, the aggregate members lists it leaves and joins); the fleet
+   * then decides exactly as one built fresh from the same host states in the same order. New
+   * hosts (appended at the end), removed ones, or aggregates whose contents changed (pass them
+   * all as `aggregates`, with the member hosts' new states) rebuild every index: rare events, a
+   * host joining or leaving or an operator's edit. Aggregates are told apart by their ids.
+   */
+  update(
+    changed: readonly HostState[],
+    opts: { removed?: readonly string[]; aggregates?: readonly HostAggregate[] } = {},
+  ): void {
+    const removed = new Set(opts.removed ?? []);
+    const aggregates = opts.aggregates ?? this.aggs;
+    let rebuild =
+      removed.size > 0 || (opts.aggregates !== undefined && !sameAggregates(aggregates, this.aggs));
+    const positions: number[] = [];
+    for (const h of changed) {
+      const i = this.positionOf(h.host, h.nodename);
+      positions.push(i ?? -1);
+      if (i === undefined || removed.has(h.host)) rebuild = true;
+    }
+    if (rebuild) {
+      const hosts = [...this.list];
+      // New hosts in the order they came, a host given twice once (its last state).
+      const appended = new Map<string, HostState>();
+      for (const [k, h] of changed.entries()) {
+        if (positions[k]! >= 0) hosts[positions[k]!] = h;
+        else appended.set(`${h.host}\u0000${h.nodename}`, h);
+      }
+      this.build(
+        [...hosts, ...appended.values()].filter((h) => !removed.has(h.host)),
+        aggregates,
+      );
+      return;
+    }
+    for (const [k, h] of changed.entries()) this.replaceAt(positions[k]!, h);
+  }
+
+  /** The host at `i` becomes `h` (same host and node): its entries in every index follow. */
+  private replaceAt(i: number, h: HostState): void {
+    const old = this.list[i]!;
+    this.list[i] = h;
+    for (const f of HOST_NUMBERS) this.numbers[f][i] = h[f];
+    const oldAggregateClass = this.classOfFacet.aggregates[i]!;
+    for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
+    const c = this.classOfFacet.aggregates[i]!;
+    if (c !== oldAggregateClass) {
+      this.members[oldAggregateClass] = this.members[oldAggregateClass]!.filter((p) => p !== i);
+      const joined = this.members[c] ?? new Int32Array(0);
+      this.members[c] = Int32Array.from([...joined, i]).sort();
+      if (this.lists[c] === undefined) {
+        this.lists[c] = h.aggregates;
+        // Tables sized by the aggregate classes, and the multipliers' "overridden" flag.
+        this.multiplierTables.clear();
+        this.numbersByClass.clear();
+      }
+    }
+    h.aggregates = this.lists[c]!;
+    for (const [rc, col] of this.columns) {
+      const inv = h.resources[rc];
+      if (inv) setInventory(col, i, inv);
+      else clearInventory(col, i);
+      if (!sameBounds(old.resources[rc], inv)) summarize(col);
+    }
+    for (const [rc, inv] of Object.entries(h.resources)) {
+      if (this.columns.has(rc)) continue;
+      const col = resourceColumn(this.list.length);
+      setInventory(col, i, inv);
+      summarize(col);
+      this.columns.set(rc, col);
+    }
+    for (const [name, m] of this.metrics) {
+      const v = h.metrics[name];
+      m.value[i] = v ?? 0;
+      m.has[i] = v === undefined ? 0 : 1;
+    }
   }
 
   /**
    * Verdicts by facet class of a check whose `key` says all they depend on besides the facet:
-   * kept for the fleet's life (facets do not change), so later requests reuse them.
+   * kept for the fleet's life (a class is one facet value), so later requests reuse them.
    */
   verdicts(facet: HostFacet, key: string): (Rejection | null | undefined)[] {
     const k = `${facet}\u0000${key}`;
     let v = this.verdictCache.get(k);
     if (!v) {
-      v = new Array(this.classCount[facet]);
+      v = new Array(this.classCounts[facet]);
       this.verdictCache.set(k, v);
     }
     return v;
@@ -130,7 +251,7 @@ export class Fleet implements FleetIndex {
   }
 
   hostAt(i: number): HostState {
-    return this.hosts[i]!;
+    return this.list[i]!;
   }
 
   column(field: HostNumber): Float64Array {
@@ -140,8 +261,8 @@ export class Fleet implements FleetIndex {
   metric(name: string): { value: Float64Array; has: Uint8Array } {
     let m = this.metrics.get(name);
     if (!m) {
-      m = { value: new Float64Array(this.hosts.length), has: new Uint8Array(this.hosts.length) };
-      for (const [i, h] of this.hosts.entries()) {
+      m = { value: new Float64Array(this.list.length), has: new Uint8Array(this.list.length) };
+      for (const [i, h] of this.list.entries()) {
         const v = h.metrics[name];
         if (v !== undefined) {
           m.value[i] = v;
@@ -163,15 +284,15 @@ export class Fleet implements FleetIndex {
 
   /** position → id of its aggregate list */
   get aggregateSetOf(): Int32Array {
-    return this.classOf.aggregates;
+    return this.classOfFacet.aggregates;
   }
 
   get aggregateSetCount(): number {
-    return this.classCount.aggregates;
+    return this.classCounts.aggregates;
   }
 
   get size(): number {
-    return this.hosts.length;
+    return this.list.length;
   }
 
   /**
@@ -184,7 +305,7 @@ export class Fleet implements FleetIndex {
     if (table && table.configured !== configured) table = undefined;
     if (!table) {
       const sign = negated ? -1 : 1;
-      const overridden = this.aggregateLists.some((list) => list.some((a) => option in a.metadata));
+      const overridden = this.lists.some((list) => list.some((a) => option in a.metadata));
       const values = new Float64Array(this.aggregateSetCount);
       const known = new Uint8Array(this.aggregateSetCount);
       table = {
@@ -203,16 +324,24 @@ export class Fleet implements FleetIndex {
     return table;
   }
 
-  /** consume() undone (an all-or-nothing request that failed part-way). */
-  unconsume(i: number, resources: ResourceAmounts, instanceUuid?: string): void {
-    const host = this.hosts[i]!;
-    unconsumeHost(host, resources, instanceUuid);
+  /**
+   * Nova's HostState.consume_from_request, on the claimed resources: the next instance (or
+   * request) sees the host as it now is, until a refresh brings its stored state. Disk is
+   * DISK_GB × 1024, so swap counts (Nova's consume omits swap; Placement counts it).
+   */
+  consume(i: number, resources: ResourceAmounts): void {
+    consumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
-    if (instanceUuid && this.instanceIndex?.get(instanceUuid) === i) this.instanceIndex.delete(instanceUuid);
+  }
+
+  /** consume() undone (an all-or-nothing request that failed part-way). */
+  unconsume(i: number, resources: ResourceAmounts): void {
+    unconsumeHost(this.list[i]!, resources);
+    this.syncColumns(i, resources);
   }
 
   private syncColumns(i: number, resources: ResourceAmounts): void {
-    const host = this.hosts[i]!;
+    const host = this.list[i]!;
     for (const rc of Object.keys(resources)) {
       const col = this.columns.get(rc);
       const inv = host.resources[rc];
@@ -223,7 +352,11 @@ export class Fleet implements FleetIndex {
 
   /** The position of the host and node, if in the fleet. */
   positionOf(host: string, nodename: string): number | undefined {
-    return this.byName.get(host)?.find((i) => this.hosts[i]!.nodename === nodename);
+    return this.byName.get(host)?.find((i) => this.list[i]!.nodename === nodename);
+  }
+
+  positionsOf(host: string): readonly number[] {
+    return this.byName.get(host) ?? NONE;
   }
 
   /**
@@ -243,50 +376,70 @@ export class Fleet implements FleetIndex {
   }
 
   private maskOf(names: readonly string[], caseInsensitive: boolean): Uint8Array {
-    const mask = new Uint8Array(this.hosts.length);
+    const mask = new Uint8Array(this.list.length);
     for (const name of names) {
       const found = caseInsensitive ? this.byLowerName.get(name.toLowerCase()) : this.byName.get(name);
       for (const i of found ?? []) mask[i] = 1;
     }
     return mask;
   }
+}
 
-  private get instanceHost(): Map<string, number> {
-    if (!this.instanceIndex) {
-      this.instanceIndex = new Map();
-      for (const [i, h] of this.hosts.entries())
-        for (const uuid of h.instances) this.instanceIndex.set(uuid, i);
+const NONE: readonly number[] = [];
+
+const FACETS: readonly HostFacet[] = ["aggregates", "traits", "hypervisor", "metrics", "service"];
+
+/** A facet's value as text: hosts with the same text are one class. */
+const FACET_KEYS: Readonly<Record<HostFacet, (h: HostState) => string>> = {
+  aggregates: (h) => h.aggregates.map((a) => a.id).join("\u0000"),
+  traits: (h) => [...h.traits].sort().join("\u0000"),
+  hypervisor: (h) => JSON.stringify([h.supported_instances, h.hypervisor_type, h.hypervisor_version]),
+  metrics: (h) => Object.keys(h.metrics).sort().join("\u0000"),
+  service: (h) => JSON.stringify(h.service),
+};
+
+function sameAggregates(a: readonly HostAggregate[], b: readonly HostAggregate[]): boolean {
+  if (a === b) return true;
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function sameBounds(a: HostResource | undefined, b: HostResource | undefined): boolean {
+  if (!a || !b) return a === b;
+  return a.min_unit === b.min_unit && a.max_unit === b.max_unit && a.step_size === b.step_size;
+}
+
+function setInventory(col: ResourceColumn, i: number, inv: HostResource): void {
+  col.has[i] = 1;
+  col.capacity[i] = inv.capacity;
+  col.used[i] = inv.used;
+  col.min_unit[i] = inv.min_unit;
+  col.max_unit[i] = inv.max_unit;
+  col.step_size[i] = inv.step_size;
+}
+
+function clearInventory(col: ResourceColumn, i: number): void {
+  col.has[i] = 0;
+  col.capacity[i] = 0;
+  col.used[i] = 0;
+  col.min_unit[i] = 0;
+  col.max_unit[i] = 0;
+  col.step_size[i] = 0;
+}
+
+/** The column's bounds over the hosts that have the class, and whether every host has it. */
+function summarize(col: ResourceColumn): void {
+  col.highestMin = Number.NEGATIVE_INFINITY;
+  col.lowestMax = Number.POSITIVE_INFINITY;
+  col.anyStep = false;
+  col.everywhere = true;
+  for (let i = 0; i < col.has.length; i++) {
+    if (col.has[i] !== 1) {
+      col.everywhere = false;
+      continue;
     }
-    return this.instanceIndex;
-  }
-
-  hostsWith(instanceUuids: readonly string[]): Set<number> {
-    const out = new Set<number>();
-    for (const uuid of instanceUuids) {
-      const i = this.instanceHost.get(uuid);
-      if (i !== undefined) out.add(i);
-    }
-    return out;
-  }
-
-  countsOf(instanceUuids: readonly string[]): Map<number, number> {
-    const out = new Map<number, number>();
-    for (const uuid of new Set(instanceUuids)) {
-      const i = this.instanceHost.get(uuid);
-      if (i !== undefined) out.set(i, (out.get(i) ?? 0) + 1);
-    }
-    return out;
-  }
-
-  /**
-   * Nova's HostState.consume_from_request, on the claimed resources, and the placed instance
-   * recorded on the host: the next instance (or request) sees the host as it now is. Disk is
-   * DISK_GB × 1024, so swap counts (Nova's consume omits swap; Placement counts it).
-   */
-  consume(i: number, resources: ResourceAmounts, instanceUuid?: string): void {
-    consumeHost(this.hosts[i]!, resources, instanceUuid);
-    this.syncColumns(i, resources);
-    if (instanceUuid) this.instanceIndex?.set(instanceUuid, i);
+    if (col.min_unit[i]! > col.highestMin) col.highestMin = col.min_unit[i]!;
+    if (col.max_unit[i]! < col.lowestMax) col.lowestMax = col.max_unit[i]!;
+    if (col.step_size[i]! > 1) col.anyStep = true;
   }
 }
 
@@ -320,7 +473,7 @@ export interface MultiplierTable {
 }
 
 /** consume() undone: a request that could not be placed whole gives back what it took. */
-export function unconsumeHost(host: HostState, resources: ResourceAmounts, instanceUuid?: string): void {
+export function unconsumeHost(host: HostState, resources: ResourceAmounts): void {
   for (const [rc, amount] of Object.entries(resources)) {
     const inv = host.resources[rc];
     if (inv) inv.used -= amount;
@@ -330,7 +483,6 @@ export function unconsumeHost(host: HostState, resources: ResourceAmounts, insta
   host.vcpus_used -= resources.VCPU ?? 0;
   host.num_instances -= 1;
   host.num_io_ops -= 1;
-  if (instanceUuid) host.instances = host.instances.filter((u) => u !== instanceUuid);
 }
 
 /** One resource class across the fleet; `has` is 0 where a host has no inventory of it. */
@@ -366,7 +518,7 @@ function resourceColumn(n: number): ResourceColumn {
 }
 
 /** consume() for a lone host state (no fleet). Mutates `host`. */
-export function consumeHost(host: HostState, resources: ResourceAmounts, instanceUuid?: string): void {
+export function consumeHost(host: HostState, resources: ResourceAmounts): void {
   for (const [rc, amount] of Object.entries(resources)) {
     const inv = host.resources[rc];
     if (inv) inv.used += amount;
@@ -377,25 +529,6 @@ export function consumeHost(host: HostState, resources: ResourceAmounts, instanc
   host.num_instances += 1;
   // Nova counts every scheduled instance as an I/O operation until its host reports again.
   host.num_io_ops += 1;
-  if (instanceUuid && !host.instances.includes(instanceUuid)) host.instances.push(instanceUuid);
-}
-
-function classes(
-  hosts: readonly HostState[],
-  key: (h: HostState) => string,
-): { of: Int32Array; count: number } {
-  const ids = new Map<string, number>();
-  const of = new Int32Array(hosts.length);
-  for (const [i, h] of hosts.entries()) {
-    const k = key(h);
-    let id = ids.get(k);
-    if (id === undefined) {
-      id = ids.size;
-      ids.set(k, id);
-    }
-    of[i] = id;
-  }
-  return { of, count: ids.size };
 }
 
 function add(index: Map<string, number[]>, key: string, i: number): void {

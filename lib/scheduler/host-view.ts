@@ -26,7 +26,6 @@ const ATTRIBUTES: Readonly<Record<string, (h: HostState) => unknown>> = {
   stats: (h) => h.stats,
   metrics: (h) => h.metrics,
   aggregates: (h) => h.aggregates.map((a) => ({ id: a.id, name: a.name, metadata: a.metadata })),
-  instances: (h) => Object.fromEntries(h.instances.map((u) => [u, { uuid: u }])),
   service: (h) => ({
     host: h.host,
     binary: "nova-compute",

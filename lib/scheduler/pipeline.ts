@@ -13,6 +13,7 @@ import type {
   HostCheck,
   HostFacet,
   HostFilter,
+  InstanceLocator,
   PositionsPass,
   Rejection,
   RequestSpec,
@@ -28,6 +29,8 @@ export interface PipelineContext {
   excludeHosts?: ReadonlySet<string>;
   /** for the 2nd+ instance: the positions that passed for the previous one (Nova hands them on) */
   previous?: Int32Array;
+  /** where the instances the request names run (hints, group members), placed ones included */
+  instances?: InstanceLocator;
 }
 
 /**
@@ -40,7 +43,8 @@ export function filterAndWeigh(fleet: Fleet, spec: RequestSpec, ctx: PipelineCon
   const filters = enabledFilters(ctx.config.enabled_filters);
   const weighers = enabledWeighers(ctx.config.weight_classes);
   const placement = placementRequest(spec, fleet.aggregates, ctx.config);
-  const filterCtx: FilterContext = { index: ctx.index, config: ctx.config, fleet };
+  const instances = ctx.instances ?? NO_INSTANCES;
+  const filterCtx: FilterContext = { index: ctx.index, config: ctx.config, fleet, instances };
 
   const stages: Stage[] = [
     ...previousInstanceStage(fleet, ctx.previous),
@@ -50,9 +54,15 @@ export function filterAndWeigh(fleet: Fleet, spec: RequestSpec, ctx: PipelineCon
   ];
   const { candidates, trace } = runStages(fleet, stages);
 
-  const weighing = weighCandidates(fleet, candidates, spec, weighers, ctx.config);
+  const weighing = weighCandidates(fleet, candidates, spec, weighers, {
+    config: ctx.config,
+    fleet,
+    instances,
+  });
   return new Decision(fleet, ctx.index, placement.resources, trace, weighing);
 }
+
+const NO_INSTANCES: InstanceLocator = { get: () => undefined };
 
 // ── Stages: every step is a per-host check, so one loop runs and traces them all. ──
 
@@ -108,6 +118,8 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
       : fleet.verdicts("aggregates", `${stages[ops[at]!.stage]!.name}\u0000${key}`);
   });
   for (let c = 0; c < classes; c++) {
+    // A class whose hosts all moved to others (Fleet.update) has no host to ask.
+    if (members[c]!.length === 0) continue;
     const first = members[c]![0]!;
     const host = fleet.hosts[first]!;
     for (let k = 0; k < aggregateOps.length; k++) {

@@ -6,14 +6,14 @@ import { keyed } from "./checks.js";
 import type { Fleet } from "./fleet.js";
 import type { StageCheck } from "./pipeline.js";
 import { COMPUTE_STATUS_DISABLED, type PlacementRequest } from "./prefilters.js";
-import { failure, fitSummary, freeUnits, resourceFit } from "./resource-fit.js";
+import { exceeds, failure, fitSummary, freeUnits, inventoryFit } from "./resource-fit.js";
 import type { HostCheck, HostState, Rejection, ResourceFitFailure } from "./types.js";
 
 /**
- * Placement's checks for `req`, in order; the aggregate one reads only aggregates. With the fleet,
- * resources are read from its columns.
+ * Placement's checks for `req`, in order; the aggregate one reads only aggregates, resources are
+ * read from the fleet's columns.
  */
-export function placementChecks(req: PlacementRequest, fleet?: Fleet): StageCheck[] {
+export function placementChecks(req: PlacementRequest, fleet: Fleet): StageCheck[] {
   if (req.failure) {
     const refused: Rejection = { summary: `are refused by a request filter: ${req.failure}` };
     return [{ check: () => refused }];
@@ -60,28 +60,17 @@ export function placementChecks(req: PlacementRequest, fleet?: Fleet): StageChec
       ),
     });
   }
-  if (fleet) {
-    const check = resourceCheckOnColumns(req, fleet);
-    checks.push({ check, pass: resourcePass(req, fleet, check) });
-  } else checks.push({ check: resourceCheck(req) });
+  const check = resourceCheck(req, fleet);
+  checks.push({ check, pass: resourcePass(req, fleet, check) });
   return checks;
 }
 
-/** Placement's resource rule (resourceFit), the rejection's summary made once per class and violation. */
-function resourceCheck(req: PlacementRequest): HostCheck {
-  const resources = Object.entries(req.resources);
-  const summaries = summaryCache();
-  return (host) => {
-    const fit = resourceFit(host, resources);
-    return fit ? { summary: summaries(fit), fit } : null;
-  };
-}
-
 /**
- * resourceCheck over the fleet's resource columns: the same rule, the same answers, no lookups by
- * name; the unit bounds are only read where some host's could refuse the amount.
+ * Placement's resource rule (inventoryFit) over the fleet's resource columns, no lookups by name;
+ * the unit bounds are only read where some host's could refuse the amount. The rejection's
+ * summary is made once per class and violation.
  */
-function resourceCheckOnColumns(req: PlacementRequest, fleet: Fleet): HostCheck {
+function resourceCheck(req: PlacementRequest, fleet: Fleet): HostCheck {
   const classes = Object.keys(req.resources);
   const amounts = classes.map((rc) => req.resources[rc]!);
   const columns = classes.map((rc) => fleet.resourceColumn(rc));
@@ -113,17 +102,18 @@ function resourceCheckOnColumns(req: PlacementRequest, fleet: Fleet): HostCheck 
       const capacity = col!.capacity[i]!;
       const used = col!.used[i]!;
       if (bounded[k]) {
-        const rc = classes[k]!;
         const c = col!;
-        if (amount < c.min_unit[i]!)
-          return reject(failure(rc, "min_unit", amount, capacity, used, c.min_unit[i]));
-        if (amount > c.max_unit[i]!)
-          return reject(failure(rc, "max_unit", amount, capacity, used, c.max_unit[i]));
-        const step = c.step_size[i]!;
-        if (step > 1 && amount % step !== 0)
-          return reject(failure(rc, "step_size", amount, capacity, used, step));
-      }
-      if (used + amount > capacity) return lacking(k, capacity, used);
+        const f = inventoryFit(
+          classes[k]!,
+          amount,
+          capacity,
+          used,
+          c.min_unit[i]!,
+          c.max_unit[i]!,
+          c.step_size[i]!,
+        );
+        if (f) return f.violation === "capacity" ? lacking(k, capacity, used) : reject(f);
+      } else if (exceeds(used, amount, capacity)) return lacking(k, capacity, used);
     }
     return null;
   };
@@ -152,7 +142,7 @@ function resourcePass(req: PlacementRequest, fleet: Fleet, check: HostCheck): St
       const i = live[j]!;
       let fits = true;
       for (let k = 0; k < amounts.length; k++) {
-        if (used[k]![i]! + amounts[k]! > capacity[k]![i]!) {
+        if (exceeds(used[k]![i]!, amounts[k]!, capacity[k]![i]!)) {
           fits = false;
           break;
         }

@@ -1,29 +1,32 @@
 // Placement's resource rule for one host: does its inventory fit the request?
-import type { HostState, ResourceFitFailure } from "./types.js";
+import type { ResourceFitFailure } from "./types.js";
 
 /**
- * A host fits when, for every requested class, it has inventory of that class and the amount
- * respects min_unit, max_unit, step_size and used + requested ≤ capacity. The first failing
- * class (in request order) is returned, so each host counts once in a summary; undefined fits.
+ * Placement's rule for one class of one provider, the only place it is written: the amount
+ * respects min_unit, max_unit and step_size (checked first, as Placement does), and
+ * used + amount ≤ capacity. Undefined fits. (A class the provider lacks is "missing", found by
+ * the caller.)
  */
-export function resourceFit(
-  host: HostState,
-  requested: readonly (readonly [string, number])[],
+export function inventoryFit(
+  rc: string,
+  amount: number,
+  capacity: number,
+  used: number,
+  min_unit: number,
+  max_unit: number,
+  step_size: number,
 ): ResourceFitFailure | undefined {
-  for (let k = 0; k < requested.length; k++) {
-    const rc = requested[k]![0];
-    const amount = requested[k]![1];
-    const inv = host.resources[rc];
-    if (inv === undefined) return { resource_class: rc, violation: "missing", requested: amount, free: 0 };
-    // Placement checks the unit constraints before capacity.
-    if (amount < inv.min_unit) return failure(rc, "min_unit", amount, inv.capacity, inv.used, inv.min_unit);
-    if (amount > inv.max_unit) return failure(rc, "max_unit", amount, inv.capacity, inv.used, inv.max_unit);
-    if (inv.step_size > 1 && amount % inv.step_size !== 0) {
-      return failure(rc, "step_size", amount, inv.capacity, inv.used, inv.step_size);
-    }
-    if (inv.used + amount > inv.capacity) return failure(rc, "capacity", amount, inv.capacity, inv.used);
-  }
+  if (amount < min_unit) return failure(rc, "min_unit", amount, capacity, used, min_unit);
+  if (amount > max_unit) return failure(rc, "max_unit", amount, capacity, used, max_unit);
+  if (step_size > 1 && amount % step_size !== 0)
+    return failure(rc, "step_size", amount, capacity, used, step_size);
+  if (exceeds(used, amount, capacity)) return failure(rc, "capacity", amount, capacity, used);
   return undefined;
+}
+
+/** The capacity half of the rule alone, for loops that know the unit bounds cannot refuse. */
+export function exceeds(used: number, amount: number, capacity: number): boolean {
+  return used + amount > capacity;
 }
 
 export function failure(

@@ -13,14 +13,18 @@ import type { Decision } from "./decision.js";
 import { summarizeNoValidHost, summarizeSelection } from "./explain.js";
 import { parseAvailabilityZone } from "./filters/availability-zone.js";
 import { Fleet } from "./fleet.js";
-import { COMPUTE_STATUS_DISABLED } from "./prefilters.js";
+import {
+  hostAggregates as hostAggregatesOf,
+  hostStateOf,
+  type ProviderInventory,
+  type ProviderView,
+} from "./host-state.js";
 import { runSchedule, schedule } from "./select.js";
 import type {
   DecisionExplanation,
   DetailedStage,
   DetailedWeigher,
   HostAggregate,
-  HostResource,
   HostState,
   InstanceGroup,
   RankedHost,
@@ -154,6 +158,8 @@ export interface PreparedScenario {
   config: SchedulerConfig;
   hosts: HostState[];
   aggregates: HostAggregate[];
+  /** where the instances the hosts list run (uuid → host): what hints and groups look up */
+  instanceHosts: Map<string, string>;
   requests: { spec: RequestSpec; instance_uuids: string[]; exclude_hosts: string[] }[];
   seed: number;
   /** what was not understood and left out */
@@ -204,22 +210,12 @@ export function prepareScenario(input: unknown): Parsed<PreparedScenario> {
     metadata,
   }));
   const zones = new Map<string, HostAggregate>();
+  const instanceHosts = new Map<string, string>();
   const hosts = s.hosts.map((h) => {
     const mine = hostAggregates.filter((_, k) => aggregates[k]!.hosts.has(h.host));
-    let list: HostAggregate[] = mine;
+    for (const uuid of h.instances ?? []) instanceHosts.set(uuid, h.host);
     // A zone a host registers with counts as an aggregate of that zone, as in the scheduler Lambda.
-    if (h.availability_zone && !mine.some((a) => a.metadata.availability_zone)) {
-      let zone = zones.get(h.availability_zone);
-      if (!zone) {
-        zone = {
-          id: `zone:${h.availability_zone}`,
-          name: h.availability_zone,
-          metadata: { availability_zone: h.availability_zone },
-        };
-        zones.set(h.availability_zone, zone);
-      }
-      list = [...mine, zone];
-    }
+    const list = hostAggregatesOf(mine, h.availability_zone, zones);
     return scenarioHost(h, list, config);
   });
   const requests = [...(s.request ? [s.request] : []), ...(s.requests ?? [])].map((q, k) =>
@@ -231,6 +227,7 @@ export function prepareScenario(input: unknown): Parsed<PreparedScenario> {
       config,
       hosts,
       aggregates: [...hostAggregates, ...zones.values()],
+      instanceHosts,
       requests,
       seed: s.seed ?? 0,
       warnings,
@@ -264,14 +261,73 @@ function scenarioConfig(
   return config;
 }
 
-function resource(total: number, reserved: number, ratio: number, used: number): HostResource {
-  // Placement's capacity: (total − reserved) × allocation_ratio, whole units.
-  return {
-    capacity: Math.floor((total - reserved) * ratio),
-    used,
+/** Nova's compute node fields → the provider it reports, the *_used fields being instances' use. */
+function scenarioProvider(h: ScenarioHost, config: SchedulerConfig): ProviderView {
+  const inventory = (total: number, reserved: number, allocation_ratio: number): ProviderInventory => ({
+    total,
+    reserved,
+    allocation_ratio,
     min_unit: 1,
     max_unit: total,
     step_size: 1,
+  });
+  const inventories: Record<string, ProviderInventory> = {
+    VCPU: inventory(
+      h.vcpus,
+      h.reserved_host_cpus ?? config.reserved_host_cpus,
+      h.cpu_allocation_ratio ?? config.cpu_allocation_ratio ?? config.initial_cpu_allocation_ratio,
+    ),
+    MEMORY_MB: inventory(
+      h.memory_mb,
+      h.reserved_host_memory_mb ?? config.reserved_host_memory_mb,
+      h.ram_allocation_ratio ?? config.ram_allocation_ratio ?? config.initial_ram_allocation_ratio,
+    ),
+    DISK_GB: inventory(
+      h.local_gb,
+      Math.ceil((h.reserved_host_disk_mb ?? config.reserved_host_disk_mb) / 1024),
+      h.disk_allocation_ratio ?? config.disk_allocation_ratio ?? config.initial_disk_allocation_ratio,
+    ),
+  };
+  const usage: Record<string, number> = {
+    VCPU: h.vcpus_used ?? 0,
+    MEMORY_MB: h.memory_mb_used ?? 0,
+    DISK_GB: h.local_gb_used ?? 0,
+  };
+  for (const [rc, inv] of Object.entries(h.inventories ?? {})) {
+    inventories[rc] = {
+      total: inv.total,
+      reserved: inv.reserved ?? 0,
+      allocation_ratio: inv.allocation_ratio ?? 1,
+      min_unit: inv.min_unit ?? 1,
+      max_unit: inv.max_unit ?? inv.total,
+      step_size: inv.step_size ?? 1,
+    };
+    usage[rc] = inv.used ?? 0;
+  }
+  const metrics = Array.isArray(h.metrics)
+    ? Object.fromEntries(h.metrics.map((m) => [m.name, m.value]))
+    : { ...(h.metrics ?? {}) };
+  return {
+    host: h.host,
+    node: h.nodename ?? h.host,
+    inventories,
+    usage,
+    num_instances: h.num_instances ?? h.instances?.length ?? 0,
+    num_io_ops: h.num_io_ops ?? 0,
+    traits: h.traits ?? [],
+    service: {
+      disabled: h.service?.disabled ?? false,
+      disabled_reason: h.service?.disabled_reason ?? null,
+      forced_down: h.service?.forced_down ?? false,
+      up: h.service?.up ?? true,
+    },
+    hypervisor_type: h.hypervisor_type ?? "QEMU",
+    hypervisor_version: h.hypervisor_version ?? 0,
+    host_ip: h.host_ip ?? "",
+    supported_instances: h.supported_instances ?? [["x86_64", "qemu", "hvm"]],
+    // the scenario's own stats win over the counters (as a compute node's stats dict would)
+    stats: { ...(h.stats ?? {}), failed_builds: h.failed_builds ?? 0 },
+    metrics,
   };
 }
 
@@ -280,79 +336,10 @@ function scenarioHost(
   aggregates: readonly HostAggregate[],
   config: SchedulerConfig,
 ): HostState {
-  const cpuRatio =
-    h.cpu_allocation_ratio ?? config.cpu_allocation_ratio ?? config.initial_cpu_allocation_ratio;
-  const ramRatio =
-    h.ram_allocation_ratio ?? config.ram_allocation_ratio ?? config.initial_ram_allocation_ratio;
-  const diskRatio =
-    h.disk_allocation_ratio ?? config.disk_allocation_ratio ?? config.initial_disk_allocation_ratio;
-  const reservedMem = h.reserved_host_memory_mb ?? config.reserved_host_memory_mb;
-  const reservedDiskGb = Math.ceil((h.reserved_host_disk_mb ?? config.reserved_host_disk_mb) / 1024);
-  const reservedCpus = h.reserved_host_cpus ?? config.reserved_host_cpus;
-  const vcpusUsed = h.vcpus_used ?? 0;
-  const memUsed = h.memory_mb_used ?? 0;
-  const diskUsed = h.local_gb_used ?? 0;
-  const resources: Record<string, HostResource> = {
-    VCPU: resource(h.vcpus, reservedCpus, cpuRatio, vcpusUsed),
-    MEMORY_MB: resource(h.memory_mb, reservedMem, ramRatio, memUsed),
-    DISK_GB: resource(h.local_gb, reservedDiskGb, diskRatio, diskUsed),
-  };
-  for (const [rc, inv] of Object.entries(h.inventories ?? {})) {
-    resources[rc] = {
-      capacity: Math.floor((inv.total - (inv.reserved ?? 0)) * (inv.allocation_ratio ?? 1)),
-      used: inv.used ?? 0,
-      min_unit: inv.min_unit ?? 1,
-      max_unit: inv.max_unit ?? inv.total,
-      step_size: inv.step_size ?? 1,
-    };
-  }
-  const instances = [...(h.instances ?? [])];
-  const service = {
-    disabled: h.service?.disabled ?? false,
-    disabled_reason: h.service?.disabled_reason ?? null,
-    forced_down: h.service?.forced_down ?? false,
-    up: h.service?.up ?? true,
-  };
-  const metrics = Array.isArray(h.metrics)
-    ? Object.fromEntries(h.metrics.map((m) => [m.name, m.value]))
-    : { ...(h.metrics ?? {}) };
-  const numInstances = h.num_instances ?? instances.length;
-  const stats: Record<string, string> = {
-    num_instances: String(numInstances),
-    io_workload: String(h.num_io_ops ?? 0),
-    failed_builds: String(h.failed_builds ?? 0),
-  };
-  for (const [k, v] of Object.entries(h.stats ?? {})) stats[k] = String(v);
-  const zone = aggregates.find((a) => a.metadata.availability_zone)?.metadata.availability_zone;
-  return {
-    host: h.host,
-    nodename: h.nodename ?? h.host,
-    availability_zone: zone ?? config.default_availability_zone,
-    aggregates,
-    traits: service.disabled ? [...(h.traits ?? []), COMPUTE_STATUS_DISABLED] : [...(h.traits ?? [])],
-    resources,
-    free_ram_mb: h.memory_mb - reservedMem - memUsed,
-    free_disk_mb: (h.local_gb - reservedDiskGb - diskUsed) * 1024,
-    total_usable_ram_mb: h.memory_mb,
-    total_usable_disk_gb: h.local_gb,
-    disk_mb_used: (reservedDiskGb + diskUsed) * 1024,
-    vcpus_total: h.vcpus,
-    vcpus_used: vcpusUsed,
-    cpu_allocation_ratio: cpuRatio,
-    ram_allocation_ratio: ramRatio,
-    disk_allocation_ratio: diskRatio,
-    instances,
-    num_instances: numInstances,
-    num_io_ops: h.num_io_ops ?? 0,
-    failed_builds: h.failed_builds ?? 0,
-    hypervisor_type: h.hypervisor_type ?? "QEMU",
-    hypervisor_version: h.hypervisor_version ?? 0,
-    host_ip: h.host_ip ?? "",
-    supported_instances: h.supported_instances ?? [["x86_64", "qemu", "hvm"]],
-    metrics,
-    stats,
-    service,
-  };
+  const state = hostStateOf(scenarioProvider(h, config), aggregates, config);
+  // A scenario's stats dict is shown as given, over the counters the builder fills in.
+  const given = Object.entries(h.stats ?? {}).map(([k, v]) => [k, String(v)]);
+  return given.length > 0 ? { ...state, stats: { ...state.stats, ...Object.fromEntries(given) } } : state;
 }
 
 function scenarioRequest(
@@ -467,6 +454,8 @@ export function runScenario(prepared: PreparedScenario, opts: { compact?: boolea
       ? { instance_uuid: uuid, summary, explanation: d.compact(chosen ? { chosen } : {}) }
       : planned(uuid, d, summary, chosen);
   const fleet = new Fleet(prepared.hosts, prepared.aggregates);
+  // Instances placed by earlier requests run where they were placed, for later hints and groups.
+  const instanceHosts = new Map(prepared.instanceHosts);
   const random = seededRandom(prepared.seed);
   const requests = prepared.requests.map((q, k): PlannedRequest => {
     const result = runSchedule(
@@ -477,6 +466,7 @@ export function runScenario(prepared: PreparedScenario, opts: { compact?: boolea
         config: prepared.config,
         random,
         excludeHosts: q.exclude_hosts,
+        instanceHosts,
       }),
     );
     const decisions = result.placements.map((p) => {
@@ -491,9 +481,10 @@ export function runScenario(prepared: PreparedScenario, opts: { compact?: boolea
       const summary = summarizeNoValidHost(result.decision.compact(), which);
       decisions.push(explain(result.instance_uuid, result.decision, summary, null));
       // All or nothing: what this request consumed is given back for the next one.
-      for (const p of result.placements) fleet.unconsume(p.position, p.decision.requested, p.instance_uuid);
+      for (const p of result.placements) fleet.unconsume(p.position, p.decision.requested);
       return { request: k, instance_uuids: q.instance_uuids, no_valid_host: summary, decisions };
     }
+    for (const p of result.placements) instanceHosts.set(p.instance_uuid, p.selected.host);
     const selections = result.placements.map((p, i) => [
       { host: p.selected.host, nodename: p.selected.nodename },
       ...result.alternates[i]!.map((a) => ({ host: a.host, nodename: a.nodename })),

@@ -7,7 +7,14 @@ import type { SchedulerConfig } from "../config.js";
 import type { Decision } from "./decision.js";
 import type { Fleet } from "./fleet.js";
 import { filterAndWeigh } from "./pipeline.js";
-import type { HostState, InstanceGroup, RequestSpec, ResourceAmounts, Selection } from "./types.js";
+import type {
+  HostState,
+  InstanceGroup,
+  InstanceLocator,
+  RequestSpec,
+  ResourceAmounts,
+  Selection,
+} from "./types.js";
 
 export interface ScheduleInput {
   fleet: Fleet;
@@ -18,6 +25,12 @@ export interface ScheduleInput {
   random?: () => number;
   /** host names this request already tried (retry.hosts) */
   excludeHosts?: Iterable<string>;
+  /**
+   * Where the instances the request names run (uuid → host): its same_host/different_host hints'
+   * and its group's members', read by the caller from their records. Instances placed by this run
+   * are seen as placed (the caller's locator is not changed).
+   */
+  instanceHosts?: InstanceLocator;
 }
 
 export interface ClaimRequest {
@@ -59,6 +72,10 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
     hosts: [...input.spec.instance_group.hosts],
   };
   const spec: RequestSpec = { ...input.spec, ...(group ? { instance_group: group } : {}) };
+  // The caller's locator, with the instances this run places over it (not copied: it may be big).
+  const placed = new Map<string, string>();
+  const known = input.instanceHosts;
+  const instances: InstanceLocator = { get: (uuid) => placed.get(uuid) ?? known?.get(uuid) };
   const placements: Placement[] = [];
   let decision: Decision | undefined;
   let order: Generator<number> | undefined;
@@ -66,7 +83,13 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
 
   for (const [index, uuid] of input.instanceUuids.entries()) {
     spec.instance_uuid = uuid;
-    decision = filterAndWeigh(fleet, spec, { index, config, excludeHosts, previous: decision?.candidates });
+    decision = filterAndWeigh(fleet, spec, {
+      index,
+      config,
+      excludeHosts,
+      previous: decision?.candidates,
+      instances,
+    });
     order = claimOrder(decision, config, random);
     tried = [];
     const conflicts: string[] = [];
@@ -87,7 +110,8 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
     }
     if (claimed === undefined) return { ok: false, instance_uuid: uuid, decision, placements, conflicts };
     const host = fleet.hosts[claimed]!;
-    fleet.consume(claimed, decision.requested, uuid);
+    fleet.consume(claimed, decision.requested);
+    placed.set(uuid, host.host);
     group?.hosts.push(host.host);
     placements.push({
       instance_uuid: uuid,
@@ -101,7 +125,7 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
   return {
     ok: true,
     placements,
-    alternates: alternatesFor(input, spec, placements, decision, sorted, random),
+    alternates: alternatesFor(input, spec, instances, placements, decision, sorted, random),
   };
 }
 
@@ -155,6 +179,7 @@ export function shuffle<T>(items: T[], random: () => number): void {
 function alternatesFor(
   input: ScheduleInput,
   spec: RequestSpec,
+  instances: InstanceLocator,
   placements: readonly Placement[],
   last: Decision | undefined,
   sorted: Iterable<number>,
@@ -170,6 +195,7 @@ function alternatesFor(
       config: input.config,
       excludeHosts: new Set(input.excludeHosts ?? []),
       previous: last.candidates,
+      instances,
     });
     order = claimOrder(again, input.config, random);
   }

@@ -48,8 +48,7 @@ export interface HostState {
   cpu_allocation_ratio: number;
   ram_allocation_ratio: number;
   disk_allocation_ratio: number;
-  /** uuids of the instances on the host (Nova's HostState.instances keys) */
-  instances: string[];
+  /** instances on the host (Placement's allocations); which ones: the request's InstanceLocator */
   num_instances: number;
   /** instances building on the host (Nova's io_workload) */
   num_io_ops: number;
@@ -140,15 +139,24 @@ export interface Rejection {
   fit?: ResourceFitFailure;
 }
 
+/**
+ * Which host runs an instance (uuid → host name), for the instances a request names (its hints'
+ * uuids, its group's members), filled by the caller from their records; the scheduler adds each
+ * instance it places. Nova reads this from HostState.instances; the provider item does not list
+ * its instances (only their count), so the request carries the few it needs.
+ */
+export interface InstanceLocator {
+  /** the host running the instance, if the caller knows it */
+  get(uuid: string): string | undefined;
+}
+
 export interface FilterContext {
   /** 0 for the first instance of a multi-create, 1 for the next, … */
   index: number;
   config: SchedulerConfig;
-  /**
-   * The fleet's indexes, when the caller has them: a filter may answer from them (by the host's
-   * position `i` in the fleet) instead of scanning each host. Both answers must agree.
-   */
-  fleet?: FleetIndex;
+  /** the fleet's indexes: a check answers by the host's position `i` in it */
+  fleet: FleetIndex;
+  instances: InstanceLocator;
 }
 
 /**
@@ -200,7 +208,8 @@ export interface HostFilter {
 
 export interface WeigherContext {
   config: SchedulerConfig;
-  fleet?: FleetIndex;
+  fleet: FleetIndex;
+  instances: InstanceLocator;
 }
 
 export interface Weigher {
@@ -220,7 +229,6 @@ export interface Weigher {
   column?: HostNumber;
 }
 
-/** What the fleet knows beyond each host: lookups filters and weighers may use by host position. */
 /** Numeric host fields the fleet keeps as arrays by position (read thousands of times per decision). */
 export type HostNumber =
   | "free_ram_mb"
@@ -232,6 +240,7 @@ export type HostNumber =
   | "num_io_ops"
   | "failed_builds";
 
+/** What the fleet knows beyond each host: lookups filters and weighers use by host position. */
 export interface FleetIndex {
   /** the host at a position */
   hostAt(i: number): HostState;
@@ -246,10 +255,8 @@ export interface FleetIndex {
   /** position → id of its aggregate list (hosts sharing their aggregates share an id) */
   readonly aggregateSetOf: Int32Array;
   readonly aggregateSetCount: number;
-  /** positions of the hosts holding any of these instances */
-  hostsWith(instanceUuids: readonly string[]): Set<number>;
-  /** per host position, how many of these instances it holds (hosts holding none are absent) */
-  countsOf(instanceUuids: readonly string[]): Map<number, number>;
+  /** positions of the host's nodes (none when it is not in the fleet) */
+  positionsOf(host: string): readonly number[];
 }
 
 export interface WeighedHost {

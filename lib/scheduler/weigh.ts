@@ -1,10 +1,9 @@
 // Nova's BaseWeightHandler.get_weighed_objects and nova/weights.py normalize(): each weigher's
 // raw values, clamped to its minval/maxval, normalized over the candidates, times the host's
 // multiplier, summed in weigher order. Values live in arrays aligned with the candidates.
-import type { SchedulerConfig } from "../config.js";
 import { weightMultiplier } from "./aggregates.js";
 import type { Fleet, MultiplierTable } from "./fleet.js";
-import type { HostState, RequestSpec, Weigher } from "./types.js";
+import type { HostState, RequestSpec, Weigher, WeigherContext } from "./types.js";
 
 /**
  * Nova's normalize(weight_list, minval, maxval): maps values onto 0..1 as (v − min) ÷ (max − min),
@@ -82,15 +81,15 @@ export function weighCandidates(
   candidates: Int32Array,
   spec: RequestSpec,
   weighers: readonly Weigher[],
-  config: SchedulerConfig,
+  ctx: WeigherContext,
 ): Weighing {
+  const { config } = ctx;
   const n = candidates.length;
   const weights = new Float64Array(n);
   const runs: WeigherRun[] = [];
   if (n <= 1) return { candidates, weights, runs };
   const hosts = fleet.hosts;
   const classOf = fleet.aggregateSetOf;
-  const ctx = { config, fleet };
   for (const weigher of weighers) {
     const raw = new Float64Array(n);
     let prepared = true;

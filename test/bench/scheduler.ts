@@ -1,18 +1,24 @@
-// npm run bench:scheduler [-- --sizes 1000,10000,50000 --requests 3000 --seed 7]
+// npm run bench:scheduler [-- --sizes 1000,10000,50000 --requests 3000 --changed 20 --seed 7]
 //
 // Scheduling decisions over synthetic fleets, every filter and every weigher enabled, with a
 // realistic request mix (60% with an availability zone, 10% different_host, server groups,
 // aggregate extra specs, image properties, multi-creates). Each request is filtered, weighed,
 // "claimed" (always granted) and consumed, and its compact explanation and summary are built, as
-// the scheduler Lambda does. Prints decisions/s, p50/p99 latency per decision (wall and CPU), and
-// memory.
+// the scheduler Lambda does. As a warm scheduler Lambda, one Fleet serves every request: before
+// each, the refresh's `--changed` host states (claims and releases moving usage, builds starting
+// and ending, now and then a service going down or up) are applied to it with Fleet.update().
+// Prints decisions/s, p50/p99 per decision in memory (wall and CPU) and including the refresh,
+// the refresh alone, the cold build of the fleet, memory, and the machine's cores.
+import { availableParallelism } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { summarizeNoValidHost, summarizeSelection } from "../../lib/scheduler/explain.js";
 import { Fleet } from "../../lib/scheduler/fleet.js";
 import { runSchedule, schedule } from "../../lib/scheduler/select.js";
+import type { HostState } from "../../lib/scheduler/types.js";
 import {
   busyConfig,
+  driftHost,
   REALISTIC_MIX,
   Rng,
   type SyntheticRequest,
@@ -26,6 +32,7 @@ const { values } = parseArgs({
     sizes: { type: "string", default: "1000,10000,50000" },
     requests: { type: "string", default: "3000" },
     warmup: { type: "string", default: "300" },
+    changed: { type: "string", default: "20" },
     seed: { type: "string", default: "7" },
   },
 });
@@ -33,6 +40,7 @@ const sizes = values.sizes.split(",").map(Number);
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const seed = Number(values.seed);
+const changedPerRefresh = Number(values.changed);
 
 interface Row {
   hosts: number;
@@ -45,7 +53,11 @@ interface Row {
   "cpu p50 ms": number;
   "cpu p99 ms": number;
   "max ms": number;
+  "incl. refresh p50 ms": number;
+  "incl. refresh p99 ms": number;
+  "refresh p50 ms": number;
   "fleet build ms": number;
+  "warm rebuild ms": number;
   "heap MB": number;
   "peak rss MB": number;
 }
@@ -74,11 +86,25 @@ function bench(size: number): Row {
   // for a core.
   const latencies: number[] = [];
   const cpu: number[] = [];
+  const withRefresh: number[] = [];
+  const refreshes: number[] = [];
+  const drift = new Rng(seeded(seed * 31 + size));
+  // Where the instances hints and groups name run: the caller reads them per request; here they
+  // are the fleet's and every instance placed since.
+  const located = new Map(synthetic.hostOf);
   let decisions = 0;
   let failures = 0;
   let peakRss = process.memoryUsage().rss;
   let total = 0;
   for (const [n, req] of pending.entries()) {
+    // What this invocation's refresh brings (drawn outside the timing: DynamoDB's part).
+    const changed: HostState[] = [];
+    for (let k = 0; k < changedPerRefresh; k++) {
+      changed.push(driftHost(drift, fleet.hosts[drift.int(0, fleet.size - 1)]!, synthetic.aggregates));
+    }
+    const refreshStart = performance.now();
+    fleet.update(changed);
+    const refreshMs = performance.now() - refreshStart;
     const cpuStart = process.cpuUsage();
     const start = performance.now();
     const result = runSchedule(
@@ -89,11 +115,13 @@ function bench(size: number): Row {
         config,
         random,
         excludeHosts: req.exclude,
+        instanceHosts: located,
       }),
     );
     // What the Lambda keeps for each instance: the compact explanation and its summary.
     if (result.ok) {
       for (const p of result.placements) {
+        located.set(p.instance_uuid, p.selected.host);
         summarizeSelection(p.decision.compact({ chosen: p.selected }));
       }
     } else {
@@ -103,8 +131,10 @@ function bench(size: number): Row {
     const used = process.cpuUsage(cpuStart);
     if (n < warmup) continue;
     const made = result.ok ? result.placements.length : result.placements.length + 1;
+    refreshes.push(refreshMs);
     for (let k = 0; k < made; k++) {
       latencies.push(elapsed / made);
+      withRefresh.push((elapsed + refreshMs) / made);
       cpu.push((used.user + used.system) / 1000 / made);
     }
     total += elapsed;
@@ -112,8 +142,14 @@ function bench(size: number): Row {
     if (!result.ok) failures++;
     if (n % 100 === 0) peakRss = Math.max(peakRss, process.memoryUsage().rss);
   }
-  latencies.sort((a, b) => a - b);
-  cpu.sort((a, b) => a - b);
+  for (const list of [latencies, cpu, withRefresh, refreshes]) list.sort((a, b) => a - b);
+  // What a refresh cost before Fleet.update: the whole fleet built again (JIT warm; best of 3).
+  let rebuildMs = Number.POSITIVE_INFINITY;
+  for (let k = 0; k < 3; k++) {
+    const again = performance.now();
+    new Fleet(fleet.hosts, synthetic.aggregates);
+    rebuildMs = Math.min(rebuildMs, performance.now() - again);
+  }
   return {
     hosts: size,
     requests,
@@ -125,7 +161,11 @@ function bench(size: number): Row {
     "max ms": round(latencies[latencies.length - 1]!),
     "cpu p50 ms": round(percentile(cpu, 0.5)),
     "cpu p99 ms": round(percentile(cpu, 0.99)),
+    "incl. refresh p50 ms": round(percentile(withRefresh, 0.5)),
+    "incl. refresh p99 ms": round(percentile(withRefresh, 0.99)),
+    "refresh p50 ms": round(percentile(refreshes, 0.5)),
     "fleet build ms": round(buildMs, 1),
+    "warm rebuild ms": round(rebuildMs, 1),
     "heap MB": round(process.memoryUsage().heapUsed / 2 ** 20, 1),
     "peak rss MB": round(Math.max(peakRss, process.memoryUsage().rss) / 2 ** 20, 1),
   };
@@ -133,7 +173,8 @@ function bench(size: number): Row {
 
 console.log(
   `novaless scheduler benchmark: ${requests} requests per fleet after ${warmup} warm-up, seed ${seed}, ` +
-    `node ${process.version}, one thread; every filter and weigher enabled`,
+    `node ${process.version}, one thread, ${availableParallelism()} cores on the machine; every filter ` +
+    `and weigher enabled; ${changedPerRefresh} changed hosts applied to the warm fleet before each request`,
 );
 console.log(
   `mix: ${Object.entries(REALISTIC_MIX)

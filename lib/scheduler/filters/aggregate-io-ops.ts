@@ -12,14 +12,7 @@ export const AggregateIoOpsFilter: HostFilter = {
   prepare(_spec, ctx) {
     const limit = perAggregateLimit("max_io_ops_per_host", ctx.config.max_io_ops_per_host, ctx.fleet);
     const reject = tooMany("I/O operations in progress", "max_io_ops_per_host");
-    const count = ctx.fleet?.column("num_io_ops");
-    if (count) {
-      const hosts = ctx.fleet!;
-      return belowLimit(count, (i) => limit(hosts.hostAt(i), i), reject);
-    }
-    return (host, i) => {
-      const max = limit(host, i);
-      return host.num_io_ops < max ? null : reject(host.num_io_ops, max);
-    };
+    const hosts = ctx.fleet;
+    return belowLimit(hosts.column("num_io_ops"), (i) => limit(hosts.hostAt(i), i), reject);
   },
 };

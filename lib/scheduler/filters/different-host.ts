@@ -1,6 +1,7 @@
 // Nova's DifferentHostFilter: scheduler hint different_host (instance uuids): hosts running any of
 // them are out.
 import { hintList } from "../hints.js";
+import { positionsRunning } from "../instances.js";
 import type { HostFilter } from "../types.js";
 
 export const DifferentHostFilter: HostFilter = {
@@ -11,11 +12,7 @@ export const DifferentHostFilter: HostFilter = {
     const uuids = hintList(spec, "different_host");
     if (uuids.length === 0) return null;
     const rejection = { summary: "run a different_host instance" };
-    if (ctx.fleet) {
-      const hosts = ctx.fleet.hostsWith(uuids);
-      return (_host, i) => (hosts.has(i) ? rejection : null);
-    }
-    const unwanted = new Set(uuids);
-    return (host) => (host.instances.some((u) => unwanted.has(u)) ? rejection : null);
+    const hosts = positionsRunning(ctx.fleet, ctx.instances, uuids);
+    return (_host, i) => (hosts.has(i) ? rejection : null);
   },
 };

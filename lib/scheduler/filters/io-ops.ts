@@ -11,9 +11,7 @@ export const IoOpsFilter: HostFilter = {
   runOncePerRequest: false,
   prepare(_spec, ctx) {
     const max = ctx.config.max_io_ops_per_host;
-    const count = ctx.fleet?.column("num_io_ops");
     const reject = tooMany("I/O operations in progress", "max_io_ops_per_host");
-    if (count) return belowLimit(count, () => max, reject);
-    return (host) => (host.num_io_ops < max ? null : reject(host.num_io_ops, max));
+    return belowLimit(ctx.fleet.column("num_io_ops"), () => max, reject);
   },
 };

@@ -1,7 +1,7 @@
 // Nova's IsolatedHostsFilter: [filter_scheduler] isolated_images run only on isolated_hosts and,
 // with restrict_isolated_hosts_to_isolated_images (the default), isolated hosts run nothing else.
 import { maskCheck } from "../checks.js";
-import type { HostCheck, HostFilter, HostState, Rejection } from "../types.js";
+import type { HostCheck, HostFilter, Rejection } from "../types.js";
 
 export const IsolatedHostsFilter: HostFilter = {
   name: "IsolatedHostsFilter",
@@ -13,17 +13,13 @@ export const IsolatedHostsFilter: HostFilter = {
       isolated_images,
       restrict_isolated_hosts_to_isolated_images: restrict,
     } = ctx.config;
-    const hosts = new Set(isolated_hosts);
-    const mask = ctx.fleet?.named(isolated_hosts);
-    const isIsolated = (h: HostState, i: number) => (mask ? mask[i] === 1 : hosts.has(h.host));
+    const mask = ctx.fleet.named(isolated_hosts);
     /** passes when the host's isolation is `isolated` */
     const only = (isolated: boolean, rejection: Rejection): HostCheck =>
-      mask
-        ? maskCheck(mask, isolated ? 1 : 0, rejection)
-        : (h, i) => (isIsolated(h, i) === isolated ? null : rejection);
+      maskCheck(mask, isolated ? 1 : 0, rejection);
     if (isolated_images.length === 0) {
       // No images to match: isolated hosts are out when restricted, else everyone passes.
-      if (!restrict || hosts.size === 0) return null;
+      if (!restrict || isolated_hosts.length === 0) return null;
       return only(false, { summary: "are isolated hosts", reason: "host is isolated and no image is" });
     }
     const imageIsolated = isolated_images.includes(spec.image.id);
@@ -35,6 +31,6 @@ export const IsolatedHostsFilter: HostFilter = {
       summary: "are isolated hosts",
       reason: `host is isolated, image ${spec.image.id} is not`,
     };
-    return (host, i) => (isIsolated(host, i) ? isolated : null);
+    return only(false, isolated);
   },
 };

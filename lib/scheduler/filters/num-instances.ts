@@ -9,10 +9,8 @@ export const NumInstancesFilter: HostFilter = {
   runOncePerRequest: false,
   prepare(_spec, ctx) {
     const max = ctx.config.max_instances_per_host;
-    const count = ctx.fleet?.column("num_instances");
     const reject = tooMany("instances", "max_instances_per_host");
-    if (count) return belowLimit(count, () => max, reject);
-    return (host) => (host.num_instances < max ? null : reject(host.num_instances, max));
+    return belowLimit(ctx.fleet.column("num_instances"), () => max, reject);
   },
 };
 

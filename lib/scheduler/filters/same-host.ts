@@ -1,5 +1,6 @@
 // Nova's SameHostFilter: scheduler hint same_host (instance uuids): only hosts running one of them.
 import { hintList } from "../hints.js";
+import { positionsRunning } from "../instances.js";
 import type { HostFilter } from "../types.js";
 
 export const SameHostFilter: HostFilter = {
@@ -10,11 +11,7 @@ export const SameHostFilter: HostFilter = {
     const uuids = hintList(spec, "same_host");
     if (uuids.length === 0) return null;
     const rejection = { summary: "run none of the same_host instances" };
-    if (ctx.fleet) {
-      const hosts = ctx.fleet.hostsWith(uuids);
-      return (_host, i) => (hosts.has(i) ? null : rejection);
-    }
-    const wanted = new Set(uuids);
-    return (host) => (host.instances.some((u) => wanted.has(u)) ? null : rejection);
+    const hosts = positionsRunning(ctx.fleet, ctx.instances, uuids);
+    return (_host, i) => (hosts.has(i) ? null : rejection);
   },
 };

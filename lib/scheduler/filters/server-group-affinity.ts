@@ -1,5 +1,6 @@
 // Nova's ServerGroupAffinityFilter: an `affinity` group's instances go where its members already
 // are (group.hosts, which grows as a multi-create places instances); anywhere while it has none.
+import { maskCheck } from "../checks.js";
 import type { HostFilter } from "../types.js";
 
 export const ServerGroupAffinityFilter: HostFilter = {
@@ -12,8 +13,6 @@ export const ServerGroupAffinityFilter: HostFilter = {
     const hosts = new Set(group.hosts);
     const summary = "are not where the affinity group's members are";
     const rejection = { summary, reason: `host is not one of the group's hosts (${[...hosts].join(", ")})` };
-    const mask = ctx.fleet?.named(hosts);
-    if (mask) return (_host, i) => (mask[i] === 1 ? null : rejection);
-    return (host) => (hosts.has(host.host) ? null : rejection);
+    return maskCheck(ctx.fleet.named(hosts), 1, rejection);
   },
 };

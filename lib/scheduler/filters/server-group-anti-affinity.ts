@@ -1,7 +1,8 @@
 // Nova's ServerGroupAntiAffinityFilter: a host already running max_server_per_host (rules,
-// default 1) members of an `anti-affinity` group is out. Members on a host are the host's
-// instances that are in the group; the scheduler records each instance it places on its host,
-// so the instances of one multi-create spread too.
+// default 1) members of an `anti-affinity` group is out. Members on a host are the group's
+// instances the request's locator puts there; the scheduler adds each instance it places, so the
+// instances of one multi-create spread too.
+import { countsByPosition, positionsRunning } from "../instances.js";
 import type { HostFilter } from "../types.js";
 
 export const ServerGroupAntiAffinityFilter: HostFilter = {
@@ -17,21 +18,12 @@ export const ServerGroupAntiAffinityFilter: HostFilter = {
       summary,
       reason: `host runs ${n} of the group's members (max_server_per_host ${max})`,
     });
-    if (ctx.fleet) {
-      const counts = ctx.fleet.countsOf(group.members);
-      // A move may stay on the host it is on (Nova checks the request's own instance first).
-      const mine = self ? ctx.fleet.hostsWith([self]) : new Set<number>();
-      return (_host, i) => {
-        const n = counts.get(i) ?? 0;
-        return n < max || mine.has(i) ? null : reject(n);
-      };
-    }
-    const members = new Set(group.members);
-    return (host) => {
-      if (self && host.instances.includes(self)) return null;
-      let n = 0;
-      for (const uuid of host.instances) if (members.has(uuid)) n++;
-      return n < max ? null : reject(n);
+    const counts = countsByPosition(ctx.fleet, ctx.instances, group.members);
+    // A move may stay on the host it is on (Nova checks the request's own instance first).
+    const mine = positionsRunning(ctx.fleet, ctx.instances, self ? [self] : []);
+    return (_host, i) => {
+      const n = counts.get(i) ?? 0;
+      return n < max || mine.has(i) ? null : reject(n);
     };
   },
 };

@@ -1,8 +1,8 @@
-// A weigher whose raw value is one numeric host field: read from the fleet's column when there
-// is one (contiguous memory, where thousands of scattered host objects would each be a cache miss).
+// A weigher whose raw value is one numeric host field: read from the fleet's column (contiguous
+// memory, where thousands of scattered host objects would each be a cache miss).
 import type { HostNumber, HostState, WeigherContext } from "../types.js";
 
 export function fromColumn(ctx: WeigherContext, field: HostNumber): (host: HostState, i: number) => number {
-  const column = ctx.fleet?.column(field);
-  return column ? (_host, i) => column[i]! : (host) => host[field];
+  const column = ctx.fleet.column(field);
+  return (_host, i) => column[i]!;
 }

@@ -7,12 +7,9 @@ export const CPUWeigher: Weigher = {
   multiplierOption: "cpu_weight_multiplier",
   minval: 0,
   prepare(_spec, ctx) {
-    if (ctx.fleet) {
-      const total = ctx.fleet.column("vcpus_total");
-      const ratio = ctx.fleet.column("cpu_allocation_ratio");
-      const used = ctx.fleet.column("vcpus_used");
-      return (_host, i) => total[i]! * ratio[i]! - used[i]!;
-    }
-    return (host) => host.vcpus_total * host.cpu_allocation_ratio - host.vcpus_used;
+    const total = ctx.fleet.column("vcpus_total");
+    const ratio = ctx.fleet.column("cpu_allocation_ratio");
+    const used = ctx.fleet.column("vcpus_used");
+    return (_host, i) => total[i]! * ratio[i]! - used[i]!;
   },
 };

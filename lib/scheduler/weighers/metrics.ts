@@ -42,31 +42,16 @@ export const MetricsWeigher: Weigher = {
       }
       return undefined;
     };
-    if (ctx.fleet) {
-      const columns = names.map((name) => ctx.fleet!.metric(name));
-      return (host, i) => {
-        let value = 0.0;
-        for (let k = 0; k < columns.length; k++) {
-          const col = columns[k]!;
-          if (col.has[i] === 1) value += col.value[i]! * ratios[k]!;
-          else {
-            const v = missing(host, k);
-            if (v !== undefined) return v;
-          }
-        }
-        return value;
-      };
-    }
-    return (host) => {
+    const columns = names.map((name) => ctx.fleet.metric(name));
+    return (host, i) => {
       let value = 0.0;
-      for (let k = 0; k < names.length; k++) {
-        const metric = host.metrics[names[k]!];
-        if (metric !== undefined) {
-          value += metric * ratios[k]!;
-          continue;
+      for (let k = 0; k < columns.length; k++) {
+        const col = columns[k]!;
+        if (col.has[i] === 1) value += col.value[i]! * ratios[k]!;
+        else {
+          const v = missing(host, k);
+          if (v !== undefined) return v;
         }
-        const v = missing(host, k);
-        if (v !== undefined) return v;
       }
       return value;
     };

@@ -2,7 +2,6 @@
 import { SCHEDULER_DEFAULTS, type SchedulerConfig } from "../../../lib/config.js";
 import { Fleet } from "../../../lib/scheduler/fleet.js";
 import type {
-  FilterContext,
   FlavorSpec,
   HostAggregate,
   HostResource,
@@ -51,7 +50,6 @@ export function host(name: string, overrides: HostOverrides = {}): HostState {
     cpu_allocation_ratio: 16,
     ram_allocation_ratio: 1.5,
     disk_allocation_ratio: 1,
-    instances: [],
     num_instances: 0,
     num_io_ops: 0,
     failed_builds: 0,
@@ -112,8 +110,4 @@ export function config(overrides: Partial<SchedulerConfig> = {}): SchedulerConfi
 export function fleet(hosts: HostState[], aggregates?: HostAggregate[]): Fleet {
   const all = aggregates ?? [...new Map(hosts.flatMap((h) => h.aggregates).map((a) => [a.id, a])).values()];
   return new Fleet(hosts, all);
-}
-
-export function filterContext(overrides: Partial<SchedulerConfig> = {}, index = 0): FilterContext {
-  return { index, config: config(overrides) };
 }

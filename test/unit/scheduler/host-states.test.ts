@@ -2,7 +2,7 @@
 // and the instances building (lib/conductor/host-states.ts).
 import { describe, expect, it } from "vitest";
 import type { Aggregate } from "../../../lib/catalog/types.js";
-import { buildFleet } from "../../../lib/conductor/host-states.js";
+import { buildFleet, instanceHostsOf } from "../../../lib/conductor/host-states.js";
 import type { InstanceRecord } from "../../../lib/instances/types.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
 import { config } from "./fixtures.js";
@@ -74,13 +74,19 @@ describe("buildFleet", () => {
       vcpus_used: 4,
       cpu_allocation_ratio: 16,
       ram_allocation_ratio: 1.5,
-      instances: ["i-1", "i-2"],
       num_instances: 2,
       failed_builds: 2,
       traits: ["HW_CPU_X86_AVX2"],
       stats: { num_instances: "2", io_workload: "0", failed_builds: "2" },
       service: { disabled: false, forced_down: false, up: true },
     });
+    expect(h).not.toHaveProperty("instances");
+    expect(instanceHostsOf([record("h1")])).toEqual(
+      new Map([
+        ["i-1", "h1"],
+        ["i-2", "h1"],
+      ]),
+    );
     expect(h.resources.MEMORY_MB).toEqual({
       capacity: 97536,
       used: 8192,

@@ -47,6 +47,9 @@ function compareRun(seed: number, size: number, requests: number, mix: RequestMi
   const config = configFor(rng);
   const fleet = new Fleet(structuredClone(synthetic.hosts), synthetic.aggregates);
   const refHosts: HostState[] = structuredClone(synthetic.hosts);
+  // Where instances run: the fleet's, then each request's placements, the same on both sides.
+  const located = new Map(synthetic.hostOf);
+  const refLocated = new Map(synthetic.hostOf);
   let decisions = 0;
   for (let r = 0; r < requests; r++) {
     const req = syntheticRequest(rng, synthetic, mix);
@@ -57,6 +60,7 @@ function compareRun(seed: number, size: number, requests: number, mix: RequestMi
     const ref = referenceSchedule(refHosts, synthetic.aggregates, req.spec, req.uuids, config, slow, {
       exclude: req.exclude,
       claim: (h, uuid) => flakyClaim(h.host, uuid),
+      instances: refLocated,
     });
     const result = runSchedule(
       schedule({
@@ -66,11 +70,13 @@ function compareRun(seed: number, size: number, requests: number, mix: RequestMi
         config,
         random: fast,
         excludeHosts: req.exclude,
+        instanceHosts: located,
       }),
       (c) =>
         flakyClaim(c.host.host, c.instance_uuid) ? { claimed: true } : { claimed: false, reason: "lost" },
     );
 
+    for (const p of result.placements) located.set(p.instance_uuid, p.selected.host);
     const placed = result.placements.map((p) => ({
       instance_uuid: p.instance_uuid,
       host: p.selected.host,
@@ -101,9 +107,10 @@ function compareRun(seed: number, size: number, requests: number, mix: RequestMi
     }
     // Both sides consumed the same hosts the same way.
     expect(
-      fleet.hosts.map((h) => [h.free_ram_mb, h.num_instances, h.instances.length]),
+      fleet.hosts.map((h) => [h.free_ram_mb, h.num_instances, h.num_io_ops]),
       label,
-    ).toEqual(refHosts.map((h) => [h.free_ram_mb, h.num_instances, h.instances.length]));
+    ).toEqual(refHosts.map((h) => [h.free_ram_mb, h.num_instances, h.num_io_ops]));
+    expect([...located].sort(), label).toEqual([...refLocated].sort());
   }
   return decisions;
 }

@@ -6,7 +6,7 @@
 import type { SchedulerConfig } from "../../../lib/config.js";
 import { reasonFromSummary } from "../../../lib/scheduler/explain.js";
 import { enabledFilters } from "../../../lib/scheduler/filters/index.js";
-import { consumeHost } from "../../../lib/scheduler/fleet.js";
+import { consumeHost, Fleet } from "../../../lib/scheduler/fleet.js";
 import { forcesHosts } from "../../../lib/scheduler/pipeline.js";
 import { placementChecks } from "../../../lib/scheduler/placement.js";
 import { placementRequest } from "../../../lib/scheduler/prefilters.js";
@@ -45,8 +45,14 @@ export function referenceSchedule(
   uuids: readonly string[],
   config: SchedulerConfig,
   random: () => number,
-  opts: { exclude?: string[]; claim?: (host: HostState, instanceUuid: string) => boolean } = {},
+  opts: {
+    exclude?: string[];
+    claim?: (host: HostState, instanceUuid: string) => boolean;
+    /** where the instances the request names run; the placed ones are added to it */
+    instances?: Map<string, string>;
+  } = {},
 ): ReferenceResult {
+  const instances = opts.instances ?? new Map<string, string>();
   const claim = opts.claim ?? (() => true);
   const group = request.instance_group && {
     ...request.instance_group,
@@ -70,12 +76,14 @@ export function referenceSchedule(
       config,
       opts.exclude ?? [],
       previous,
+      instances,
     );
     explanations.push(explanation);
     sorted = sortedHosts(weighed, config, random);
     const chosen = sorted.find((h) => claim(h, uuid));
     if (!chosen) return { ok: false, placements, alternates: [], explanations };
-    consumeHost(chosen, explanation.requested, uuid);
+    consumeHost(chosen, explanation.requested);
+    instances.set(uuid, chosen.host);
     group?.hosts.push(chosen.host);
     selected.push(chosen);
     placements.push({ instance_uuid: uuid, host: chosen.host, nodename: chosen.nodename });
@@ -88,7 +96,16 @@ export function referenceSchedule(
     const last = placements.length - 1;
     if (last > 0) {
       const previous = new Set(candidates);
-      const { weighed } = decide(hosts, aggregates, spec, last, config, opts.exclude ?? [], previous);
+      const { weighed } = decide(
+        hosts,
+        aggregates,
+        spec,
+        last,
+        config,
+        opts.exclude ?? [],
+        previous,
+        instances,
+      );
       sorted = sortedHosts(weighed, config, random);
     }
     const alts = sorted
@@ -123,7 +140,10 @@ function decide(
   config: SchedulerConfig,
   exclude: string[],
   previous: Set<HostState> | undefined,
+  instances: ReadonlyMap<string, string>,
 ): { weighed: Weighed[]; explanation: DetailedExplanation } {
+  // The hosts as they are now, for the filters' and weighers' lookups by position.
+  const fleet = new Fleet(all, aggregates);
   const filters = enabledFilters(config.enabled_filters);
   const weighers = enabledWeighers(config.weight_classes);
   const placement = placementRequest(spec, aggregates, config);
@@ -173,7 +193,7 @@ function decide(
       check: (h) => (exclude.includes(h.host) ? { summary: "were already tried for this request" } : null),
     });
   }
-  const placementParts = placementChecks(placement).map((c) => c.check);
+  const placementParts = placementChecks(placement, fleet).map((c) => c.check);
   stages.push({
     name: "placement",
     check: (h, i) => {
@@ -189,8 +209,7 @@ function decide(
     else if (f.runOncePerRequest && index > 0)
       stages.push({ name: f.name, skipped: "run_filter_once_per_request" });
     else {
-      // No fleet in the context: the filters answer host by host.
-      const check = f.prepare(spec, { index, config });
+      const check = f.prepare(spec, { index, config, fleet, instances });
       stages.push({ name: f.name, ...(check ? { check } : {}) });
     }
   }
@@ -230,7 +249,7 @@ function decide(
   const weighed: Weighed[] = hosts.map((host) => ({ host, weight: 0, values: [] }));
   if (weighed.length > 1) {
     for (const weigher of weighers) {
-      const value = weigher.prepare(spec, { config });
+      const value = weigher.prepare(spec, { config, fleet, instances });
       const raw = hosts.map((h) => (value ? value(h, position.get(h)!) : 0));
       const normalized = normalize(
         raw.map((v) => clamp(v, weigher.minval, weigher.maxval)),

@@ -1,9 +1,25 @@
 // What an instance asks Placement for (Nova's ResourceRequest), and Placement's resource rule.
 import { describe, expect, it } from "vitest";
-import { describeFitFailure, resourceFit } from "../../../lib/scheduler/resource-fit.js";
+import { placementChecks } from "../../../lib/scheduler/placement.js";
+import { describeFitFailure } from "../../../lib/scheduler/resource-fit.js";
 import { resourcesFromFlavor, traitsFromRequest } from "../../../lib/scheduler/resources.js";
-import type { HostState } from "../../../lib/scheduler/types.js";
-import { flavor, host, inventory } from "./fixtures.js";
+import type { HostState, ResourceAmounts } from "../../../lib/scheduler/types.js";
+import { flavor, fleet, host, inventory } from "./fixtures.js";
+
+/** Placement's resource check, as the scheduler runs it, for the first of these hosts. */
+function resourceFit(first: HostState, requested: [string, number][], others: HostState[] = []) {
+  const resources: ResourceAmounts = Object.fromEntries(requested);
+  const f = fleet([first, ...others]);
+  const req = {
+    resources,
+    required_traits: [],
+    forbidden_traits: [],
+    member_of: [],
+    forbidden_aggregates: [],
+  };
+  const [check] = placementChecks(req, f);
+  return check!.check(f.hosts[0]!, 0)?.fit;
+}
 
 describe("resourcesFromFlavor", () => {
   it.each([
@@ -55,7 +71,7 @@ describe("traitsFromRequest", () => {
   });
 });
 
-describe("resourceFit (Placement's rule)", () => {
+describe("Placement's resource rule", () => {
   const h = (resources: HostState["resources"]) => host("h1", { resources });
   it("16 vCPU at 16.0 is 256 VCPU; 65536 MB − 512 reserved at 1.5 is 97536 MB", () => {
     expect(inventory(16, { ratio: 16 }).capacity).toBe(256);
@@ -110,6 +126,12 @@ describe("resourceFit (Placement's rule)", () => {
   ])("%s", (_name, resources, requested, reason) => {
     const r = resourceFit(h(resources), Object.entries(requested));
     expect(r ? describeFitFailure(r) : null).toBe(reason);
+    // The same answer where the fleet's other hosts make every bound worth reading.
+    const odd = host("h2", {
+      resources: { CUSTOM_X: inventory(1), VCPU: inventory(64, { step_size: 3, max_unit: 1, min_unit: 1 }) },
+    });
+    const mixed = resourceFit(h(resources), Object.entries(requested), [odd]);
+    expect(mixed ? describeFitFailure(mixed) : null).toBe(reason);
   });
 
   it("reports the first failing class in request order, free never below 0", () => {

@@ -2,6 +2,8 @@
 // specs in Nova's vocabulary, runs in order, and the example scenarios shipped in examples/.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { SCHEDULER_DEFAULTS } from "../../../lib/config.js";
+import { hostStateOf } from "../../../lib/scheduler/host-state.js";
 import {
   type PlannedDecision,
   prepareScenario,
@@ -214,6 +216,69 @@ describe("runScenario", () => {
       /^0\/2 hosts are available for instance 3 of 3: 1 was rejected for an earlier instance of this request, 1 lacked MEMORY_MB/,
     );
     expect(out.requests[1]!.selections?.map((s) => s[0]!.host)).toEqual(["h1", "h2"]);
+  });
+
+  it("weighs free RAM as Nova does (total − reserved − used, reserved once): a near-tie goes its way", () => {
+    // Nova: free_ram_mb = memory_mb − memory_mb_used, where memory_mb_used counts the reserved
+    // memory and the instances'. h1: 16384 − (0 + 5120) = 11264; h2: 16384 − (1024 + 4090) = 11270.
+    // Counting h2's reserved memory twice would put it at 10246 and h1 first.
+    const out = runScenario(
+      prepared(
+        scenario(
+          [{ flavor: small }],
+          [
+            host("h1", { memory_mb: 16384, memory_mb_used: 5120, reserved_host_memory_mb: 0 }),
+            host("h2", { memory_mb: 16384, memory_mb_used: 4090, reserved_host_memory_mb: 1024 }),
+          ],
+        ),
+      ),
+    );
+    const d = out.requests[0]!.decisions[0] as PlannedDecision;
+    expect(d.weighers[0]!.hosts.map((h) => [h.host, h.raw])).toEqual([
+      ["h2", 11270],
+      ["h1", 11264],
+    ]);
+    expect(d.chosen?.host).toBe("h2");
+  });
+
+  it("builds a host as the scheduler Lambda does: one HostState builder from the same provider", () => {
+    const [fromPlan] = prepared({
+      hosts: [host("h1", { memory_mb: 16384, memory_mb_used: 4090, reserved_host_memory_mb: 1024 })],
+      request: { flavor: small },
+    }).hosts;
+    const inv = (total: number, reserved: number, allocation_ratio: number) => ({
+      total,
+      reserved,
+      allocation_ratio,
+      min_unit: 1,
+      max_unit: total,
+      step_size: 1,
+    });
+    const fromProvider = hostStateOf(
+      {
+        host: "h1",
+        node: "h1",
+        inventories: {
+          VCPU: inv(16, 0, 16),
+          MEMORY_MB: inv(16384, 1024, 1.5),
+          DISK_GB: inv(1000, 0, 1),
+        },
+        usage: { VCPU: 0, MEMORY_MB: 4090, DISK_GB: 0 },
+        num_instances: 0,
+        num_io_ops: 0,
+        traits: [],
+        service: { disabled: false, disabled_reason: null, forced_down: false, up: true },
+        hypervisor_type: "QEMU",
+        hypervisor_version: 0,
+        host_ip: "",
+        supported_instances: [["x86_64", "qemu", "hvm"]],
+        stats: { failed_builds: 0 },
+      },
+      [],
+      SCHEDULER_DEFAULTS,
+    );
+    expect(fromPlan).toEqual(fromProvider);
+    expect(fromPlan!.free_ram_mb).toBe(16384 - 1024 - 4090);
   });
 
   it("prints every stage with each rejected host's reason, and each weigher's values", () => {

@@ -29,6 +29,7 @@ function run(
     random?: () => number;
     claim?: (c: ClaimRequest) => ClaimAnswer;
     exclude?: string[];
+    instanceHosts?: ReadonlyMap<string, string>;
   } = {},
 ): ScheduleResult {
   return runSchedule(
@@ -39,6 +40,7 @@ function run(
       config: config({ enabled_filters: ["ComputeFilter"], weight_classes: ["RAMWeigher"], ...cfg }),
       random: opts.random ?? (() => 0),
       ...(opts.exclude ? { excludeHosts: opts.exclude } : {}),
+      ...(opts.instanceHosts ? { instanceHosts: opts.instanceHosts } : {}),
     }),
     opts.claim,
   );
@@ -208,8 +210,11 @@ describe("schedule: multi-create", () => {
   });
 
   it("anti-affinity keeps away from members already placed", () => {
-    const hosts = [ram("a", 9000, { instances: ["old"] }), ram("b", 8000), ram("c", 7000)];
-    const r = run(fleet(hosts), group("anti-affinity", {}, ["old"], ["a"]), groupCfg, { n: 2 });
+    const hosts = [ram("a", 9000, { num_instances: 1 }), ram("b", 8000), ram("c", 7000)];
+    const r = run(fleet(hosts), group("anti-affinity", {}, ["old"], ["a"]), groupCfg, {
+      n: 2,
+      instanceHosts: new Map([["old", "a"]]),
+    });
     expect(placed(r)).toEqual(["b", "c"]);
   });
 

@@ -110,6 +110,7 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
   const members = new Map<string, string[]>([...zoneAggs, ...feature].map((a) => [a.id, []]));
   const hosts: HostState[] = [];
   const instances: string[] = [];
+  const hostOf = new Map<string, string>();
   for (let i = 0; i < size; i++) {
     const name = `host-${String(i).padStart(5, "0")}`;
     const aggs: HostAggregate[] = [];
@@ -138,6 +139,7 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
     const n = rng.int(0, 40);
     const hostInstances = Array.from({ length: n }, () => rng.uuid());
     instances.push(...hostInstances);
+    for (const u of hostInstances) hostOf.set(u, name);
     const zone = aggs.find((a) => a.metadata.availability_zone)?.metadata.availability_zone ?? "nova";
     const arch = rng.chance(0.9) ? "x86_64" : "aarch64";
     const hv = rng.chance(0.9) ? "qemu" : "kvm";
@@ -172,7 +174,6 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
       cpu_allocation_ratio: 16,
       ram_allocation_ratio: 1.5,
       disk_allocation_ratio: 1,
-      instances: hostInstances,
       num_instances: n,
       num_io_ops: rng.chance(0.7) ? 0 : rng.int(0, 10),
       failed_builds: rng.chance(0.95) ? 0 : rng.int(1, 3),
@@ -191,7 +192,6 @@ export function syntheticFleet(size: number, seed: number): SyntheticFleet {
     });
   }
   const aggregates = [...zoneAggs, ...feature];
-  const hostOf = new Map(hosts.flatMap((h) => h.instances.map((u) => [u, h.host] as const)));
   return { hosts, aggregates, instances, hostOf };
 }
 
@@ -363,4 +363,68 @@ export function syntheticRequest(
   if (rng.chance(0.05) && fleet.hosts.length) spec.ignore_hosts = [rng.pick(fleet.hosts).host];
   const exclude = rng.chance(0.05) && fleet.hosts.length ? [rng.pick(fleet.hosts).host] : [];
   return { spec, uuids, exclude };
+}
+
+/**
+ * A host's next state as a refresh brings it: claims and releases moved its usage and instance
+ * count, builds started or ended (num_io_ops), a build failed; now and then its service went down
+ * or came back. With `facets`, also what changes rarely: traits, metrics, aggregates (membership
+ * among `aggregates`), inventory bounds, the hypervisor. Returns a new object.
+ */
+export function driftHost(
+  rng: Rng,
+  h: HostState,
+  aggregates: readonly HostAggregate[],
+  facets = false,
+): HostState {
+  const next = structuredClone(h);
+  const delta = rng.int(-2, 2);
+  for (const [rc, inv] of Object.entries(next.resources)) {
+    const step = rc === "MEMORY_MB" ? 2048 : rc === "DISK_GB" ? 20 : 1;
+    inv.used = Math.max(0, Math.min(Math.floor(inv.capacity), inv.used + delta * step));
+  }
+  next.vcpus_used = next.resources.VCPU?.used ?? 0;
+  next.free_ram_mb = next.total_usable_ram_mb - 512 - (next.resources.MEMORY_MB?.used ?? 0);
+  next.free_disk_mb = (next.total_usable_disk_gb - (next.resources.DISK_GB?.used ?? 0)) * 1024;
+  next.num_instances = Math.max(0, next.num_instances + delta);
+  next.num_io_ops = rng.chance(0.6) ? 0 : rng.int(0, 5);
+  if (rng.chance(0.05)) next.failed_builds += 1;
+  if (rng.chance(0.03)) next.service = { ...next.service, up: !next.service.up };
+  if (!facets) return next;
+  if (rng.chance(0.2)) {
+    const avx = "HW_CPU_X86_AVX2";
+    next.traits = next.traits.includes(avx) ? next.traits.filter((t) => t !== avx) : [...next.traits, avx];
+  }
+  if (rng.chance(0.2)) {
+    const disabled = !next.service.disabled;
+    next.service = { ...next.service, disabled };
+    const rest = next.traits.filter((t) => t !== "COMPUTE_STATUS_DISABLED");
+    next.traits = disabled ? [...rest, "COMPUTE_STATUS_DISABLED"] : rest;
+  }
+  if (rng.chance(0.2)) {
+    const a = rng.pick(aggregates);
+    const mine = next.aggregates.filter((x) => x.id !== a.id);
+    next.aggregates = mine.length < next.aggregates.length ? mine : [...mine, structuredClone(a)];
+    const zone = next.aggregates.find((x) => x.metadata.availability_zone)?.metadata.availability_zone;
+    next.availability_zone = zone ?? "nova";
+  }
+  if (rng.chance(0.3)) {
+    // A monitor starts or stops reporting one metric.
+    const name = rng.pick(["cpu.percent", "mem.percent"]);
+    next.metrics =
+      name in next.metrics
+        ? Object.fromEntries(Object.entries(next.metrics).filter(([k]) => k !== name))
+        : { ...next.metrics, [name]: rng.int(0, 100) };
+  }
+  if (rng.chance(0.15)) {
+    if (next.resources.CUSTOM_GPU) delete next.resources.CUSTOM_GPU;
+    else next.resources.CUSTOM_GPU = inventory(4, { used: rng.int(0, 4) });
+  }
+  if (rng.chance(0.15)) {
+    const vcpu = next.resources.VCPU!;
+    vcpu.max_unit = rng.pick([4, 8, vcpu.max_unit]);
+    vcpu.step_size = rng.pick([1, 1, 2]);
+  }
+  if (rng.chance(0.1)) next.hypervisor_version = rng.pick([6002000, 7001000, 8000000]);
+  return next;
 }

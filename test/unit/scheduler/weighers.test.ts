@@ -16,10 +16,12 @@ function weigh(
   hosts: HostState[],
   cfg: Partial<SchedulerConfig> = {},
   s: RequestSpec = spec(),
+  instances: ReadonlyMap<string, string> = new Map(),
 ) {
   const d = filterAndWeigh(fleet(hosts), s, {
     index: 0,
     config: config({ enabled_filters: [], weight_classes: [weigher], ...cfg }),
+    instances,
   });
   const detailed = d.detailed();
   return {
@@ -199,12 +201,17 @@ describe("MetricsWeigher", () => {
 });
 
 describe("ServerGroupSoftAffinityWeigher / ServerGroupSoftAntiAffinityWeigher", () => {
-  const hs = () => [host("a", { instances: ["m1", "m2"] }), host("b", { instances: ["m3"] }), host("c")];
+  const hs = () => [host("a"), host("b"), host("c")];
+  const running = new Map([
+    ["m1", "a"],
+    ["m2", "a"],
+    ["m3", "b"],
+  ]);
   const group = (policy: "soft-affinity" | "soft-anti-affinity") =>
     spec({ instance_group: { policy, rules: {}, members: ["m1", "m2", "m3"], hosts: ["a", "b"] } });
 
   it("soft-affinity: more members on the host weigh more", () => {
-    expect(weigh("ServerGroupSoftAffinityWeigher", hs(), {}, group("soft-affinity")).order).toEqual([
+    expect(weigh("ServerGroupSoftAffinityWeigher", hs(), {}, group("soft-affinity"), running).order).toEqual([
       ["a", 1],
       ["b", 0.5],
       ["c", 0],
@@ -212,7 +219,9 @@ describe("ServerGroupSoftAffinityWeigher / ServerGroupSoftAntiAffinityWeigher", 
   });
 
   it("soft-anti-affinity: fewer members weigh more", () => {
-    expect(weigh("ServerGroupSoftAntiAffinityWeigher", hs(), {}, group("soft-anti-affinity")).order).toEqual([
+    expect(
+      weigh("ServerGroupSoftAntiAffinityWeigher", hs(), {}, group("soft-anti-affinity"), running).order,
+    ).toEqual([
       ["c", 1],
       ["b", 0.5],
       ["a", 0],
@@ -220,7 +229,9 @@ describe("ServerGroupSoftAffinityWeigher / ServerGroupSoftAntiAffinityWeigher", 
   });
 
   it("another policy weighs nothing", () => {
-    expect(weigh("ServerGroupSoftAffinityWeigher", hs(), {}, group("soft-anti-affinity")).order).toEqual([
+    expect(
+      weigh("ServerGroupSoftAffinityWeigher", hs(), {}, group("soft-anti-affinity"), running).order,
+    ).toEqual([
       ["a", 0],
       ["b", 0],
       ["c", 0],
