@@ -1,5 +1,5 @@
 import type { Context } from "aws-lambda";
-import { selectDestinations } from "../../lib/conductor/select-destinations.js";
+import { selectDestinations } from "../../lib/scheduler/manager.js";
 import type { ConductorInput, Scheduled } from "../../lib/conductor/types.js";
 import { withObservability } from "../../lib/metrics.js";
 

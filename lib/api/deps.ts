@@ -24,7 +24,7 @@ import {
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
 import { sendBuildRequest } from "../conductor/queues.js";
-import { planDestinations } from "../conductor/select-destinations.js";
+import { planDestinations } from "../scheduler/manager.js";
 import { deleteServer } from "../instances/delete.js";
 import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
 import { listAllocations } from "../placement/allocations.js";

@@ -1,6 +1,6 @@
 // The scheduler's account of its decisions, for admins: the last decision kept on an instance
 // (os-scheduling) and a dry run (os-scheduler/plan).
-import type { PlanResult } from "../../conductor/select-destinations.js";
+import type { PlanResult } from "../../scheduler/manager.js";
 import type { SchedulingRecord } from "../../instances/types.js";
 
 export function schedulingView(rec: SchedulingRecord | undefined | null): { scheduling: unknown } {

@@ -2,7 +2,7 @@
 // entries behind /os-aggregates, /os-availability-zone, /os-server-groups and os-scheduler/plan.
 import type { ApiDeps } from "../../../lib/api/deps.js";
 import type { Aggregate, ServerGroup } from "../../../lib/catalog/types.js";
-import type { PlanResult } from "../../../lib/conductor/select-destinations.js";
+import type { PlanResult } from "../../../lib/scheduler/manager.js";
 import type { RequestSpec } from "../../../lib/scheduler/types.js";
 
 export interface CatalogFakes {

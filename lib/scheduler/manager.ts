@@ -1,26 +1,30 @@
-// The scheduler Lambda: Nova's select_destinations. The pure scheduler (lib/scheduler) decides;
-// this module feeds it the fleet (Placement's host records, the catalog's aggregates, the
-// instances building, the request's server group) and answers its claims with Placement's
-// conditional writes. A multi-create is all-or-nothing: its claims are released before
-// NoValidHost. Every decision is explained on its instance (os-scheduling).
+// Nova's SchedulerManager: select_destinations, which the conductor state machine invokes
+// synchronously. The pure scheduler (filters, weighers, select.ts) decides; this module feeds it
+// the host states the warm HostManager keeps (refreshed from the change feed), the catalog's
+// aggregates, the request's server group and the hosts of the instances its hints name, and
+// answers its claims with Placement's conditional writes. A multi-create is all-or-nothing: its
+// claims are released before NoValidHost. Every decision is explained (os-scheduling).
 import { randomUUID } from "node:crypto";
+import { perIdentity } from "../aws/identity.js";
 import { listAggregates } from "../catalog/aggregates.js";
 import { getServerGroup } from "../catalog/server-groups.js";
+import { NOTHING_SCHEDULED, type Scheduled, scheduledOf } from "../conductor/scheduled.js";
+import type { ConductorInput } from "../conductor/types.js";
 import { type SchedulerConfig, schedulerConfig } from "../config.js";
-import { getInstance, listBuilding, recordSchedulingDecision } from "../instances/repo.js";
+import { getInstance, recordSchedulingDecision } from "../instances/repo.js";
 import { requestSpecOf } from "../instances/request-spec.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
 import { type Destination, destinationOf } from "../messages/common.js";
 import { metrics } from "../metrics.js";
-import { claim, release } from "../placement/claims.js";
-import { listHosts } from "../placement/hosts.js";
-import type { HostRecord } from "../placement/types.js";
-import { NoValidHost } from "../scheduler/errors.js";
-import { summarizeNoValidHost, summarizeSelection } from "../scheduler/explain.js";
-import type { Fleet } from "../scheduler/fleet.js";
-import { schedulerHint } from "../scheduler/hints.js";
-import { resourcesFromFlavor } from "../scheduler/resources.js";
+import { claim, findClaim, release } from "../placement/claims.js";
+import { getHost } from "../placement/hosts.js";
+import { NoValidHost } from "./errors.js";
+import { summarizeNoValidHost, summarizeSelection } from "./explain.js";
+import type { Fleet } from "./fleet.js";
+import { schedulerHint } from "./hints.js";
+import { HostManager } from "./host-manager.js";
+import { resourcesFromFlavor } from "./resources.js";
 import {
   type ClaimAnswer,
   runSchedule,
@@ -28,36 +32,67 @@ import {
   type ScheduleResult,
   schedule,
   selectionOf,
-} from "../scheduler/select.js";
-import type { DecisionExplanation, InstanceGroup, RequestSpec, Selection } from "../scheduler/types.js";
-import { buildFleet, instanceHostsOf } from "./host-states.js";
-import { NOTHING_SCHEDULED, type Scheduled, scheduledOf } from "./scheduled.js";
-import type { ConductorInput } from "./types.js";
+} from "./select.js";
+import type { DecisionExplanation, InstanceGroup, RequestSpec, Selection } from "./types.js";
+
+/**
+ * One HostManager per warm function (per identity locally: the API's dry run and the scheduler are
+ * separate Lambdas), and one decision at a time over it, as a Lambda container serves one
+ * invocation at a time: the claim loop consumes in the shared host states as it claims.
+ */
+const managers = perIdentity(() => ({ hosts: new HostManager(), queue: Promise.resolve() }));
+
+async function exclusively<T>(fn: (hosts: HostManager) => Promise<T>): Promise<T> {
+  const m = managers.get();
+  const turn = m.queue.then(() => fn(m.hosts));
+  m.queue = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  return turn;
+}
+
+/** Forget every warm scheduler's host states (the local runtime switching tables; tests). */
+export function resetHostManagers(): void {
+  managers.reset();
+}
+
+/** The warm HostManager of the current identity (tests and benches read its last refresh). */
+export function hostManager(): HostManager {
+  return managers.get().hosts;
+}
 
 export async function selectDestinations(
   req: ConductorInput,
   config: SchedulerConfig = schedulerConfig(),
   random: () => number = Math.random,
 ): Promise<Scheduled> {
+  return exclusively((hosts) => decide(hosts, req, config, random));
+}
+
+async function decide(
+  hosts: HostManager,
+  req: ConductorInput,
+  config: SchedulerConfig,
+  random: () => number,
+): Promise<Scheduled> {
   const decisionStarted = performance.now();
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
   // The request spec is read from the instances' records (one copy per instance, written by
   // the API), not carried by the execution: a consistent read, so a retried step sees them too.
-  const [records, sources] = await Promise.all([
+  const [records, fleet] = await Promise.all([
     Promise.all(req.instance_uuids.map((id) => getInstance(id))),
-    readFleetSources(),
+    refreshed(hosts, config),
   ]);
   const first = records.find((r) => r !== undefined);
   if (!first) {
     log.warn("scheduler.instances_not_found", { instance_uuids: req.instance_uuids });
     return NOTHING_SCHEDULED;
   }
-  const { fleet, hostRecords, spec } = await withInstanceGroup(
-    sources,
+  const { spec, instanceHosts } = await withInstances(
     requestSpecOf(first, req.instance_uuids.length),
     req.instance_uuids,
-    config,
   );
   const requested = resourcesFromFlavor(spec.flavor);
 
@@ -65,12 +100,18 @@ export async function selectDestinations(
   // placement it recorded, or a claim it made for this attempt whose answer was lost.
   const kept = new Map<string, Selection>();
   const toPlace: string[] = [];
+  await Promise.all(
+    req.instance_uuids.map(async (id, i) => {
+      const rec = records[i];
+      if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) return;
+      const held = rec.attempt === n && rec.host ? rec.host : await findClaim(id, n);
+      if (held) kept.set(id, keptSelection(fleet, held, rec, requested));
+    }),
+  );
   for (const [i, id] of req.instance_uuids.entries()) {
     const rec = records[i];
-    if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) continue;
-    const held = heldClaim(hostRecords, id, n) ?? (rec.attempt === n ? rec.host : null);
-    if (held) kept.set(id, keptSelection(fleet, held, rec, requested));
-    else toPlace.push(id);
+    if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n || kept.has(id)) continue;
+    toPlace.push(id);
   }
 
   const claimed: { instance_uuid: string; host: string }[] = [];
@@ -82,7 +123,7 @@ export async function selectDestinations(
       config,
       random,
       excludeHosts: req.retry.hosts,
-      instanceHosts: instanceHostsOf(hostRecords),
+      instanceHosts,
     }),
     async (c): Promise<ClaimAnswer> => {
       const r = await claim(c.host.host, c.instance_uuid, c.resources, n).catch(async (e: unknown) => {
@@ -90,13 +131,18 @@ export async function selectDestinations(
         await releaseAll(claimed, n, log);
         throw e;
       });
-      if (!r.claimed) return { claimed: false, reason: r.reason };
+      if (!r.claimed) {
+        // The cache was stale about this host: take its current state, so the next decision
+        // does not bet on it again.
+        const current = await getHost(c.host.host);
+        if (current) hosts.learn(current, config);
+        return { claimed: false, reason: r.reason };
+      }
       claimed.push({ instance_uuid: c.instance_uuid, host: c.host.host });
       return { claimed: true };
     },
   );
   metrics.schedulerDecisionTime(performance.now() - decisionStarted);
-
   if (!result.ok) {
     await releaseAll(claimed, n, log);
     const details = noValidHostDetails(result, toPlace.length);
@@ -144,115 +190,90 @@ export interface PlanResult {
 
 /**
  * The dry run: the same reads and the same decisions as selectDestinations for a create of
- * `spec.num_instances` instances, as if every claim succeeded. Claims nothing, writes nothing.
+ * `spec.num_instances` instances, as if every claim succeeded. Claims nothing, writes nothing:
+ * what it consumed in the warm host states is given back before it answers.
  */
 export async function planDestinations(spec: RequestSpec, opts: { now?: number } = {}): Promise<PlanResult> {
   const config = schedulerConfig();
   const uuids = Array.from({ length: Math.max(1, spec.num_instances) }, () => randomUUID());
-  const read = await readFleet(spec, uuids, config, opts.now);
-  const result = runSchedule(
-    schedule({
-      fleet: read.fleet,
-      spec: read.spec,
-      instanceUuids: uuids,
-      config,
-      instanceHosts: instanceHostsOf(read.hostRecords),
-    }),
-  );
-  const explanations = result.placements.map((p) => p.decision.compact({ chosen: p.selected }));
-  if (!result.ok) {
-    explanations.push(result.decision.compact());
+  return exclusively(async (hosts) => {
+    const [fleet, request] = await Promise.all([
+      refreshed(hosts, config, opts.now),
+      withInstances(spec, uuids),
+    ]);
+    const result = runSchedule(
+      schedule({
+        fleet,
+        spec: request.spec,
+        instanceUuids: uuids,
+        config,
+        instanceHosts: request.instanceHosts,
+      }),
+    );
+    for (const p of result.placements) fleet.unconsume(p.position, p.decision.requested);
+    const explanations = result.placements.map((p) => p.decision.compact({ chosen: p.selected }));
+    if (!result.ok) {
+      explanations.push(result.decision.compact());
+      return {
+        selections: [],
+        explanations,
+        summary: noValidHostDetails(result, uuids.length),
+        no_valid_host: true,
+      };
+    }
     return {
-      selections: [],
+      selections: result.placements.map((p, k) => ({
+        host: p.selected.host,
+        nodename: p.selected.nodename,
+        alternates: result.alternates[k]!.map((a) => ({ host: a.host, nodename: a.nodename })),
+      })),
       explanations,
-      summary: noValidHostDetails(result, uuids.length),
-      no_valid_host: true,
+      summary: explanations.map((e) => summarizeSelection(e)).join(" "),
+      no_valid_host: false,
     };
-  }
-  return {
-    selections: result.placements.map((p, k) => ({
-      host: p.selected.host,
-      nodename: p.selected.nodename,
-      alternates: result.alternates[k]!.map((a) => ({ host: a.host, nodename: a.nodename })),
-    })),
-    explanations,
-    summary: explanations.map((e) => summarizeSelection(e)).join(" "),
-    no_valid_host: false,
-  };
+  });
 }
 
-interface FleetRead {
-  fleet: Fleet;
-  hostRecords: HostRecord[];
-  spec: RequestSpec;
-}
-
-type FleetSources = Pick<Parameters<typeof buildFleet>[0], "aggregates" | "building"> & {
-  hostRecords: HostRecord[];
-};
-
-/** Hosts, aggregates and building instances, read together. */
-async function readFleetSources(): Promise<FleetSources> {
+/** The warm host states, refreshed with what changed, over the catalog's aggregates. */
+async function refreshed(hosts: HostManager, config: SchedulerConfig, now = Date.now()): Promise<Fleet> {
   const started = performance.now();
-  const [hostRecords, aggregates, building] = await Promise.all([
-    listHosts(),
-    listAggregates(),
-    listBuilding(),
-  ]);
+  const fleet = await hosts.hostStates(await listAggregates(), config, now);
   metrics.schedulerFleetReadTime(performance.now() - started);
-  return { hostRecords, aggregates, building };
-}
-
-/** The fleet, and the request spec with its server group resolved. */
-async function withInstanceGroup(
-  sources: FleetSources,
-  request: RequestSpec,
-  scheduling: readonly string[],
-  config: SchedulerConfig,
-  now = Date.now(),
-): Promise<FleetRead> {
-  const { hostRecords, aggregates, building } = sources;
-  const group = await instanceGroup(request, scheduling);
-  const fleet = buildFleet({ hosts: hostRecords, aggregates, building, scheduling }, config, now);
-  return { fleet, hostRecords, spec: group ? { ...request, instance_group: group } : request };
-}
-
-/** Everything one decision reads (the dry run's). */
-async function readFleet(
-  request: RequestSpec,
-  scheduling: readonly string[],
-  config: SchedulerConfig,
-  now = Date.now(),
-): Promise<FleetRead> {
-  return withInstanceGroup(await readFleetSources(), request, scheduling, config, now);
+  return fleet;
 }
 
 /**
- * Nova's setup_instance_group: scheduler hint `group` names the server group; its hosts are
- * those of its members already placed (not deleted, not the instances being scheduled now).
+ * The request spec with its server group resolved, and where the instances it names run: its
+ * same_host/different_host hints and its group's members (Nova reads them as HostState.instances;
+ * here they are read by id, so the read grows with the request, not with the fleet).
  */
-async function instanceGroup(
-  spec: RequestSpec,
+async function withInstances(
+  request: RequestSpec,
   scheduling: readonly string[],
-): Promise<InstanceGroup | undefined> {
-  const id = schedulerHint(spec, "group");
-  if (typeof id !== "string" || !id) return undefined;
-  const group = await getServerGroup(id);
-  if (!group) return undefined;
+): Promise<{ spec: RequestSpec; instanceHosts: Map<string, string> }> {
   const now = new Set(scheduling);
-  const members = await Promise.all(group.members.filter((m) => !now.has(m)).map((m) => getInstance(m)));
-  const hosts = new Set<string>();
-  for (const m of members) if (m && !m.deleted && m.host) hosts.add(m.host);
-  return {
+  const hinted = ["same_host", "different_host"].flatMap((name) => {
+    const v = schedulerHint(request, name);
+    return (Array.isArray(v) ? v : [v]).filter((u): u is string => typeof u === "string" && u.length > 0);
+  });
+  const groupId = schedulerHint(request, "group");
+  const group = typeof groupId === "string" && groupId ? await getServerGroup(groupId) : undefined;
+  const wanted = [...new Set([...hinted, ...(group?.members ?? [])])].filter((id) => !now.has(id));
+  const located = await Promise.all(wanted.map((id) => getInstance(id)));
+  const instanceHosts = new Map<string, string>();
+  for (const m of located) if (m && !m.deleted && m.host) instanceHosts.set(m.id, m.host);
+  if (!group) return { spec: request, instanceHosts };
+  // Nova's setup_instance_group: the group's hosts are those of its members already placed (not
+  // deleted, not the instances being scheduled now).
+  const instance_group: InstanceGroup = {
     uuid: group.id,
     policy: group.policy,
     rules: { ...group.rules },
     members: [...group.members],
-    hosts: [...hosts],
+    hosts: [...new Set(group.members.flatMap((m) => instanceHosts.get(m) ?? []))],
   };
+  return { spec: { ...request, instance_group }, instanceHosts };
 }
-
-/** The NoValidHost detail, for the operator: why no host took the instance, which one it was. */
 function noValidHostDetails(result: Extract<ScheduleResult, { ok: false }>, count: number): string {
   const which = count > 1 ? `for instance ${result.placements.length + 1} of ${count}` : undefined;
   const summary = summarizeNoValidHost(result.decision.compact(), which);
@@ -262,10 +283,6 @@ function noValidHostDetails(result: Extract<ScheduleResult, { ok: false }>, coun
 }
 
 /** This attempt's claim for `consumer`, made by an earlier run of this step. */
-function heldClaim(hosts: readonly HostRecord[], consumer: string, attempt: number): string | undefined {
-  return hosts.find((h) => h.allocations[consumer]?.attempt === attempt)?.host;
-}
-
 function keptSelection(
   fleet: Fleet,
   host: string,
