@@ -41,6 +41,7 @@ import {
   backend,
   before,
   createServer,
+  load,
   machine,
   pool,
   sizesOf,
@@ -366,7 +367,7 @@ function report(
   // Each POST is one API Gateway request and one invocation of the API function (its duration
   // bounded by what the client waited).
   print(
-    `${done} builds in ${fmt(window.seconds, 1)} s (${fmt(done / window.seconds, 1)} builds/s at concurrency ${concurrency}); per build:`,
+    `${done} builds in ${fmt(window.seconds, 1)} s (${fmt(done / window.seconds, 1)} builds/s at concurrency ${concurrency}; ${load()}); per build:`,
   );
   const rows: Record<string, Record<string, string>> = {};
   let total = zero();
@@ -476,7 +477,7 @@ const hardStop = setTimeout(
   timeoutMs * sizes.length + 120_000,
 );
 hardStop.unref();
-print(`bench:cost on ${machine()}`);
+print(`bench:cost on ${machine()}; ${load()}`);
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
   `DynamoDB: ${be.name} (${be.note})${be.name === "dynalite" ? ": dynalite reports table units only; index units are NOT counted" : ": table and index units as DynamoDB reports them"}`,

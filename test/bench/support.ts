@@ -1,7 +1,7 @@
 // What the cost and end-to-end benchmarks share: fleet sizes from the command line, a deadline per
 // size, the local runtime on the chosen DynamoDB, creates through the public API, the machine.
 import { readFileSync } from "node:fs";
-import { availableParallelism, cpus } from "node:os";
+import { availableParallelism, cpus, loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { App } from "aws-cdk-lib";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
@@ -23,6 +23,13 @@ export function sizesOf(list: string): number[] {
 
 export function machine(): string {
   return `${availableParallelism()} cores (${cpus()[0]?.model ?? "unknown cpu"}), node ${process.version}, ${process.platform}/${process.arch}`;
+}
+
+/** The 1/5/15-minute load averages: other processes on the machine change every figure here. */
+export function load(): string {
+  return `load average ${loadavg()
+    .map((n) => n.toFixed(1))
+    .join(" / ")} (1/5/15 min) on ${availableParallelism()} cores`;
 }
 
 export function percentile(sorted: readonly number[], p: number): number {
