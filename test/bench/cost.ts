@@ -44,7 +44,9 @@ import {
   load,
   machine,
   pool,
+  quietLogs,
   sizesOf,
+  socketWarnings,
   stackMemory,
   TimedOut,
   until,
@@ -81,22 +83,14 @@ const out = process.stdout.write.bind(process.stdout);
 const print = (line = "") => out(`${line}\n`);
 const logBytes = new Map<string, number>();
 const lastErrors: string[] = [];
-for (const stream of [process.stdout, process.stderr]) {
-  const write = stream.write.bind(stream);
-  stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-    const text = typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
-    if (!text.startsWith("{")) return (write as (c: unknown, ...r: unknown[]) => boolean)(chunk, ...rest);
-    const caller = currentIdentity()?.accessKeyId ?? "";
-    logBytes.set(caller, (logBytes.get(caller) ?? 0) + Buffer.byteLength(text));
-    if (stream === process.stderr && text.includes('"level":"error"')) {
-      lastErrors.push(text.slice(0, 400));
-      if (lastErrors.length > 5) lastErrors.shift();
-    }
-    const callback = rest.find((r) => typeof r === "function") as (() => void) | undefined;
-    callback?.();
-    return true;
-  }) as typeof stream.write;
-}
+quietLogs((text, stderr) => {
+  const caller = currentIdentity()?.accessKeyId ?? "";
+  logBytes.set(caller, (logBytes.get(caller) ?? 0) + Buffer.byteLength(text));
+  if (stderr && text.includes('"level":"error"')) {
+    lastErrors.push(text.slice(0, 400));
+    if (lastErrors.length > 5) lastErrors.shift();
+  }
+});
 
 const CALLERS = [...COMPONENTS, OPERATOR] as const;
 type Caller = (typeof CALLERS)[number] | "other";
@@ -337,6 +331,10 @@ async function runSize(
       return result;
     }
     report(hosts, done, idle, watchdog, window, memory, result);
+    if (socketWarnings.count) {
+      print(`the SDK warned ${socketWarnings.count} times that a client's 50 sockets were all taken`);
+      socketWarnings.count = 0;
+    }
     return result;
   } finally {
     stopMeter();

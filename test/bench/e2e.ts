@@ -18,7 +18,9 @@ import {
   machine,
   percentile,
   pool,
+  quietLogs,
   sizesOf,
+  socketWarnings,
   TimedOut,
   until,
 } from "./support.js";
@@ -44,15 +46,7 @@ const warmup = Number(values.warmup);
 const timeoutMs = Number(values.timeout) * 1000;
 
 // The components' JSON log lines stay off the terminal (npm start shows them; a bench does not).
-for (const stream of [process.stdout, process.stderr]) {
-  const write = stream.write.bind(stream);
-  stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-    const text = typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
-    if (!text.startsWith("{")) return (write as (c: unknown, ...r: unknown[]) => boolean)(chunk, ...rest);
-    (rest.find((r) => typeof r === "function") as (() => void) | undefined)?.();
-    return true;
-  }) as typeof stream.write;
-}
+quietLogs();
 const print = (line = "") => process.stdout.write(`${line}\n`);
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
 
@@ -144,6 +138,10 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     row["max ms"] = fmt(latencies.at(-1) ?? Number.NaN);
     row["POST p50 ms"] = fmt(percentile(posts, 0.5));
     if (failures.length) row.note ||= failures[0]!.slice(0, 120);
+    if (socketWarnings.count) {
+      row.note = `${row.note ? `${row.note}; ` : ""}${socketWarnings.count} SDK socket-pool warnings`;
+      socketWarnings.count = 0;
+    }
     print(
       `${hosts} hosts: ${row.builds} builds in ${fmt(seconds)} s = ${row["builds/s"]} builds/s; ` +
         `POST->ACTIVE p50 ${row["p50 ms"]} p90 ${row["p90 ms"]} p99 ${row["p99 ms"]} ms; ${load()}`,

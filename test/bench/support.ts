@@ -201,3 +201,26 @@ export function stackMemory(): Record<FunctionComponent, number> {
     ]),
   ) as Record<FunctionComponent, number>;
 }
+
+/** The SDK's warning that a client's sockets are all taken (50 by default), counted apart. */
+export const socketWarnings = { count: 0 };
+
+/**
+ * Keeps the components' JSON log lines (and the SDK's socket warnings) off the terminal, handing
+ * each log line to `onLogLine` with the stream it was written to; the bench's own lines pass.
+ */
+export function quietLogs(onLogLine: (text: string, stderr: boolean) => void = () => {}): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
+    stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      const text = typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
+      const isLog = text.startsWith("{");
+      const isSocketWarning = text.includes("socket usage at capacity");
+      if (!isLog && !isSocketWarning) return write(chunk, ...rest);
+      if (isLog) onLogLine(text, stream === process.stderr);
+      else socketWarnings.count++;
+      (rest.find((r) => typeof r === "function") as (() => void) | undefined)?.();
+      return true;
+    }) as typeof stream.write;
+  }
+}
