@@ -450,7 +450,21 @@ function report(
   let watchdogRunUsd = 0;
   for (const [c, f] of wd) watchdogRunUsd += dollars(f, c);
   const watchdogUsd = (watchdogRunUsd * WATCHDOG_RUNS_PER_MONTH) / hosts;
-  const idleUsd = heartbeatUsd + pollUsd + watchdogUsd;
+  // Whatever else ran while nothing was built (empty polls aside), at its measured rate.
+  let otherRunUsd = 0;
+  const others: string[] = [];
+  for (const [c, f] of idleBy) {
+    if (c === "compute-host") continue;
+    const d = dollars(f, c);
+    if (d > 0) others.push(c);
+    otherRunUsd += d;
+  }
+  const otherUsd = (otherRunUsd / idle.seconds) * (MONTH_S / hosts);
+  // The build queue's Lambda event source: AWS long-polls it with at least 5 pollers (estimated).
+  const eventSourceUsd = (5 * (MONTH_S / 20) * PRICES.sqsRequest.usd) / hosts;
+  const idleUsd = heartbeatUsd + pollUsd + watchdogUsd + otherUsd + eventSourceUsd;
+  if (heartbeatsSeen === 0)
+    print("no heartbeat seen in the idle window: heartbeats counted as free (unknown)");
   print(
     `idle window ${fmt(idle.seconds, 1)} s: ${heartbeatsSeen} heartbeat writes seen ` +
       `(${fmt(heartbeatsSeen / idle.seconds / hosts, 3)} per host-s), ${fmt(perHeartbeat.write, 2)} WRU and ` +
@@ -461,7 +475,9 @@ function report(
       `(${fmt(heartbeatsPerMonth, 0)} a month at ${heartbeatSeconds} s) + long polls ${fmt(pollUsd, 4)} ` +
       `(${fmt(pollsPerMonth, 0)} a month at ${pollSeconds} s, computed: the local agents poll every 1 s) + ` +
       `watchdog ${fmt(watchdogUsd, 4)} (one run measured: $${fmt(watchdogRunUsd * 1e6, 2)} per million runs, ` +
-      `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts); goal <= 0.10 ${idleUsd <= 0.1 ? "MET" : "MISSED"}`,
+      `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + other idle traffic ${fmt(otherUsd, 4)} ` +
+      `(measured rate${others.length ? `: ${others.join(", ")}` : ""}) + the build queue's event source ` +
+      `${fmt(eventSourceUsd, 4)} (estimated: 5 pollers at 20 s, shared); goal <= 0.10 ${idleUsd <= 0.1 ? "MET" : "MISSED"}`,
   );
   result.idle = { usdPerHostMonth: idleUsd };
 }
