@@ -210,6 +210,8 @@ export const socketWarnings = { count: 0 };
  * each log line to `onLogLine` with the stream it was written to; the bench's own lines pass.
  */
 export function quietLogs(onLogLine: (text: string, stderr: boolean) => void = () => {}): void {
+  // The SDK's Node 20 notice is known (Lambda runs 22), as in the tests.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   for (const stream of [process.stdout, process.stderr]) {
     const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
     stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
