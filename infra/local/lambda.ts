@@ -123,6 +123,24 @@ export class LambdaFunctionError extends Error {
   }
 }
 
+/** One finished invocation of a local function, for the cost benchmark. */
+export interface InvocationRecord {
+  name: string;
+  /** MB, as configured */
+  memory: number;
+  /** from the handler's start to its settling (or the timeout) */
+  durationMs: number;
+  ok: boolean;
+}
+
+const invocationObservers = new Set<(r: InvocationRecord) => void>();
+
+/** Calls `observer` after every invocation that ran; returns the function that stops it. */
+export function observeInvocations(observer: (r: InvocationRecord) => void): () => void {
+  invocationObservers.add(observer);
+  return () => invocationObservers.delete(observer);
+}
+
 export function localFunction(opts: LocalFunctionOptions): LocalFunction {
   const memory = opts.memory ?? 128;
   const timeoutMs = opts.timeoutSeconds * 1000;
@@ -158,6 +176,8 @@ export function localFunction(opts: LocalFunctionOptions): LocalFunction {
     };
     // The handler sees its event as Lambda delivers it: parsed from JSON, never the caller's object.
     const event = JSON.parse(request) as unknown;
+    const started = performance.now();
+    let ok = false;
     const run = runAs(async () => opts.handler(event, context));
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
@@ -177,11 +197,14 @@ export function localFunction(opts: LocalFunctionOptions): LocalFunction {
     let result: unknown;
     try {
       result = await Promise.race([run, timedOut]);
+      ok = true;
     } catch (e) {
       if (e instanceof LambdaFunctionError) throw e;
       throw new LambdaFunctionError(functionErrorOf(e));
     } finally {
       clearTimeout(timer);
+      const durationMs = performance.now() - started;
+      for (const o of invocationObservers) o({ name: opts.name, memory, durationMs, ok });
     }
     // undefined serializes to "null", as the Node.js runtime returns it.
     const response = JSON.stringify(result) ?? "null";

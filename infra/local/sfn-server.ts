@@ -118,6 +118,8 @@ interface ExecutionRecord {
   failedState?: string;
   /** ends an EXPRESS execution at its maximum duration */
   timer?: NodeJS.Timeout;
+  /** states entered so far */
+  transitions: number;
 }
 
 class SfnError extends Error {
@@ -127,6 +129,24 @@ class SfnError extends Error {
   ) {
     super(message);
   }
+}
+
+/** One finished execution, for the cost benchmark. */
+export interface ExecutionRecordSummary {
+  stateMachineName: string;
+  type: StateMachineType;
+  status: ExecutionStatus;
+  durationMs: number;
+  /** states entered (Map iterations' included): what Step Functions counts as transitions */
+  transitions: number;
+}
+
+const executionObservers = new Set<(e: ExecutionRecordSummary) => void>();
+
+/** Calls `observer` once per execution, when it has settled; returns the function that stops it. */
+export function observeExecutions(observer: (e: ExecutionRecordSummary) => void): () => void {
+  executionObservers.add(observer);
+  return () => executionObservers.delete(observer);
 }
 
 export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnServer> {
@@ -275,7 +295,13 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
       input,
       startDate: new Date(),
     };
-    const record: ExecutionRecord = { info, closed: false, inflight: new Set(), settled: Promise.resolve() };
+    const record: ExecutionRecord = {
+      info,
+      closed: false,
+      inflight: new Set(),
+      transitions: 0,
+      settled: Promise.resolve(),
+    };
     executions.set(executionArn, record);
     active.add(record);
     record.settled = run(m, record, parsedInput);
@@ -333,6 +359,15 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
     // a Task interrupted by StopExecution): wait for them before calling it settled.
     while (record.inflight.size > 0) await Promise.all(record.inflight);
     active.delete(record);
+    for (const o of executionObservers) {
+      o({
+        stateMachineName: info.stateMachineName,
+        type: info.type,
+        status: info.status,
+        durationMs: (info.stopDate ?? new Date()).getTime() - info.startDate.getTime(),
+        transitions: record.transitions,
+      });
+    }
     if (active.size === 0) {
       const waiters = idleWaiters;
       idleWaiters = [];
@@ -347,6 +382,7 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
    */
   async function watchEvents(record: ExecutionRecord, events: AsyncGenerator<EventLog>) {
     for await (const event of events) {
+      if (event.type === "StateEntered") record.transitions++;
       if (record.closed) continue;
       if (event.type === "StateFailed") record.failedState = event.state.name;
       if (event.type === "StateEntered" && sizeOf(event.state.input) > MAX_PAYLOAD_BYTES) {

@@ -7,6 +7,7 @@ import { SFNClient } from "@aws-sdk/client-sfn";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { currentIdentity, type Identity } from "./identity.js";
+import { attachMeter } from "./meter.js";
 
 interface Clients {
   ddb?: DynamoDBDocumentClient;
@@ -17,7 +18,7 @@ interface Clients {
 /** by access key id; "" is the default chain */
 const cache = new Map<string, Clients>();
 
-function clientsFor(): { clients: Clients; credentials?: Identity } {
+function clientsFor(): { clients: Clients; credentials?: Identity; caller: string } {
   const identity = currentIdentity();
   const key = identity?.accessKeyId ?? "";
   let clients = cache.get(key);
@@ -29,29 +30,38 @@ function clientsFor(): { clients: Clients; credentials?: Identity } {
     ? {
         clients,
         credentials: { accessKeyId: identity.accessKeyId, secretAccessKey: identity.secretAccessKey },
+        caller: key,
       }
-    : { clients };
+    : { clients, caller: key };
 }
 
 export function dynamo(): DynamoDBDocumentClient {
-  const { clients, credentials } = clientsFor();
-  clients.ddb ??= DynamoDBDocumentClient.from(new DynamoDBClient({ maxAttempts: 5, credentials }), {
-    marshallOptions: { removeUndefinedValues: true },
-  });
+  const { clients, credentials, caller } = clientsFor();
+  if (!clients.ddb) {
+    const client = new DynamoDBClient({ maxAttempts: 5, credentials });
+    attachMeter(client, "dynamodb", caller);
+    clients.ddb = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  }
   return clients.ddb;
 }
 
 export function sqsClient(): SQSClient {
-  const { clients, credentials } = clientsFor();
+  const { clients, credentials, caller } = clientsFor();
   // Every call to the configured endpoint, whatever host a queue URL names: locally that endpoint
   // is the IAM gateway (an external SQS may hand out URLs of its own host); on AWS both agree.
-  clients.sqs ??= new SQSClient({ maxAttempts: 5, credentials, useQueueUrlAsEndpoint: false });
+  if (!clients.sqs) {
+    clients.sqs = new SQSClient({ maxAttempts: 5, credentials, useQueueUrlAsEndpoint: false });
+    attachMeter(clients.sqs, "sqs", caller);
+  }
   return clients.sqs;
 }
 
 export function sfnClient(): SFNClient {
-  const { clients, credentials } = clientsFor();
-  clients.sfn ??= new SFNClient({ maxAttempts: 5, credentials });
+  const { clients, credentials, caller } = clientsFor();
+  if (!clients.sfn) {
+    clients.sfn = new SFNClient({ maxAttempts: 5, credentials });
+    attachMeter(clients.sfn, "sfn", caller);
+  }
   return clients.sfn;
 }
 

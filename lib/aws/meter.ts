@@ -1,0 +1,260 @@
+// A request meter at the SDK boundary, for the cost benchmark: every call a client of clients.ts
+// makes, counted by caller (the access key id it signs with: one identity per component locally)
+// and operation, with the DynamoDB capacity units each answer reports. Off unless a bench turns it
+// on: its middleware then asks DynamoDB for ReturnConsumedCapacity INDEXES (table and each index)
+// on every command that accepts it; while off it passes every call through untouched.
+
+// The SDK clients' own stack type (@smithy/types, what every @aws-sdk client is built on).
+import type { MiddlewareStack } from "@smithy/types";
+
+export type MeteredService = "dynamodb" | "sqs" | "sfn";
+
+/** Capacity units of one table (its indexes apart), as the answers report them. */
+export interface TableUnits {
+  read: number;
+  write: number;
+  indexRead: number;
+  indexWrite: number;
+  /** per index name: read and write units */
+  indexes: Record<string, { read: number; write: number }>;
+}
+
+export interface CallerUsage {
+  /** "dynamodb:PutItem", "sqs:ReceiveMessage"… → calls (the SDK's retries are not extra calls) */
+  requests: Record<string, number>;
+  /** SQS ReceiveMessage calls that returned no message (a long poll that found nothing) */
+  emptyReceives: number;
+  /** by table name */
+  tables: Record<string, TableUnits>;
+  /** DynamoDB answers without ConsumedCapacity (an emulator that does not report it) */
+  unreported: number;
+  /** writes refused by their condition (ConditionalCheckFailed, or a transaction cancelled by one) */
+  conditionalFailures: number;
+  /**
+   * Write units charged for those refusals: DynamoDB reports none in an error answer, yet bills
+   * a failed conditional write as a write (at least 1 unit, 2 per action of a transaction); this
+   * is that minimum, by table.
+   */
+  failedWriteUnits: Record<string, number>;
+}
+
+/** The meter's counts so far, by caller (access key id; "" for the SDK's default credentials). */
+export type MeterReading = Record<string, CallerUsage>;
+
+/** Commands that take ReturnConsumedCapacity. */
+const CAPACITY_COMMANDS = new Set([
+  "GetItem",
+  "PutItem",
+  "UpdateItem",
+  "DeleteItem",
+  "Query",
+  "Scan",
+  "BatchGetItem",
+  "BatchWriteItem",
+  "TransactGetItems",
+  "TransactWriteItems",
+]);
+const READ_COMMANDS = new Set(["GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"]);
+
+let enabled = false;
+let usage = new Map<string, CallerUsage>();
+
+/** Starts counting from zero. */
+export function startMeter(): void {
+  usage = new Map();
+  enabled = true;
+}
+
+/** Stops counting; the counts stay readable. */
+export function stopMeter(): void {
+  enabled = false;
+}
+
+export function meterEnabled(): boolean {
+  return enabled;
+}
+
+/** Counts so far, as a copy; `reset` starts the next window from zero. */
+export function meterReading(opts: { reset?: boolean } = {}): MeterReading {
+  const out = structuredClone(Object.fromEntries(usage)) as MeterReading;
+  if (opts.reset) usage = new Map();
+  return out;
+}
+
+function callerUsage(caller: string): CallerUsage {
+  let u = usage.get(caller);
+  if (!u) {
+    u = {
+      requests: {},
+      emptyReceives: 0,
+      tables: {},
+      unreported: 0,
+      conditionalFailures: 0,
+      failedWriteUnits: {},
+    };
+    usage.set(caller, u);
+  }
+  return u;
+}
+
+function tableUnits(u: CallerUsage, table: string): TableUnits {
+  u.tables[table] ??= { read: 0, write: 0, indexRead: 0, indexWrite: 0, indexes: {} };
+  return u.tables[table];
+}
+
+interface Capacity {
+  TableName?: string;
+  CapacityUnits?: number;
+  ReadCapacityUnits?: number;
+  WriteCapacityUnits?: number;
+  Table?: { CapacityUnits?: number; ReadCapacityUnits?: number; WriteCapacityUnits?: number };
+  GlobalSecondaryIndexes?: Record<
+    string,
+    { CapacityUnits?: number; ReadCapacityUnits?: number; WriteCapacityUnits?: number }
+  >;
+  LocalSecondaryIndexes?: Record<
+    string,
+    { CapacityUnits?: number; ReadCapacityUnits?: number; WriteCapacityUnits?: number }
+  >;
+}
+
+/** Read and write units of one part (table or index): explicit fields when given, else by operation. */
+function split(
+  part: { CapacityUnits?: number; ReadCapacityUnits?: number; WriteCapacityUnits?: number },
+  isRead: boolean,
+): { read: number; write: number } {
+  if (part.ReadCapacityUnits !== undefined || part.WriteCapacityUnits !== undefined) {
+    return { read: part.ReadCapacityUnits ?? 0, write: part.WriteCapacityUnits ?? 0 };
+  }
+  const units = part.CapacityUnits ?? 0;
+  return isRead ? { read: units, write: 0 } : { read: 0, write: units };
+}
+
+/** Adds one ConsumedCapacity entry to the caller's counts. */
+export function recordCapacity(caller: string, operation: string, c: Capacity): void {
+  const u = callerUsage(caller);
+  const t = tableUnits(u, c.TableName ?? "?");
+  const isRead = READ_COMMANDS.has(operation);
+  let indexRead = 0;
+  let indexWrite = 0;
+  for (const [name, part] of Object.entries({ ...c.GlobalSecondaryIndexes, ...c.LocalSecondaryIndexes })) {
+    const s = split(part, isRead);
+    t.indexes[name] ??= { read: 0, write: 0 };
+    t.indexes[name].read += s.read;
+    t.indexes[name].write += s.write;
+    indexRead += s.read;
+    indexWrite += s.write;
+  }
+  t.indexRead += indexRead;
+  t.indexWrite += indexWrite;
+  // Without the Table breakdown, the total less the indexes is the table's share.
+  const table = c.Table ? split(c.Table, isRead) : split(c, isRead);
+  if (!c.Table) {
+    table.read = Math.max(0, table.read - indexRead);
+    table.write = Math.max(0, table.write - indexWrite);
+  }
+  t.read += table.read;
+  t.write += table.write;
+}
+
+/** The tables a write request names, and how many actions touch each (for a refused one). */
+function writeTargets(operation: string, input: Record<string, unknown>): Map<string, number> {
+  const targets = new Map<string, number>();
+  if (operation === "TransactWriteItems") {
+    for (const item of (input.TransactItems ?? []) as Record<string, { TableName?: string }>[]) {
+      for (const action of Object.values(item)) {
+        const name = action?.TableName ?? "?";
+        targets.set(name, (targets.get(name) ?? 0) + 1);
+      }
+    }
+  } else if (typeof input.TableName === "string") {
+    targets.set(input.TableName, 1);
+  }
+  return targets;
+}
+
+function recordFailure(
+  caller: string,
+  operation: string,
+  input: Record<string, unknown>,
+  error: unknown,
+): void {
+  const name = (error as { name?: string })?.name;
+  const reasons = (error as { CancellationReasons?: { Code?: string }[] })?.CancellationReasons ?? [];
+  const refused =
+    name === "ConditionalCheckFailedException" ||
+    (name === "TransactionCanceledException" && reasons.some((r) => r.Code === "ConditionalCheckFailed"));
+  if (!refused) return;
+  const u = callerUsage(caller);
+  u.conditionalFailures++;
+  const perAction = operation === "TransactWriteItems" ? 2 : 1;
+  for (const [table, actions] of writeTargets(operation, input)) {
+    u.failedWriteUnits[table] = (u.failedWriteUnits[table] ?? 0) + actions * perAction;
+  }
+}
+
+/** Counts one answer (or one error) of `service` for `caller`. */
+function record(
+  service: MeteredService,
+  caller: string,
+  operation: string,
+  input: Record<string, unknown>,
+  output: Record<string, unknown> | undefined,
+  error?: unknown,
+): void {
+  const u = callerUsage(caller);
+  const key = `${service}:${operation}`;
+  u.requests[key] = (u.requests[key] ?? 0) + 1;
+  if (
+    service === "sqs" &&
+    operation === "ReceiveMessage" &&
+    output &&
+    !(output.Messages as unknown[])?.length
+  ) {
+    u.emptyReceives++;
+  }
+  if (service !== "dynamodb" || !CAPACITY_COMMANDS.has(operation)) return;
+  if (error !== undefined) {
+    recordFailure(caller, operation, input, error);
+    return;
+  }
+  const consumed = output?.ConsumedCapacity as Capacity | Capacity[] | undefined;
+  if (consumed === undefined) {
+    u.unreported++;
+    return;
+  }
+  for (const c of Array.isArray(consumed) ? consumed : [consumed]) recordCapacity(caller, operation, c);
+}
+
+/**
+ * Puts the meter on a client's middleware stack (once per client). `caller` names who signs its
+ * calls. While the meter is off the middleware only passes the call on.
+ */
+export function attachMeter(
+  // biome-ignore lint/suspicious/noExplicitAny: any client's stack; the meter reads only top-level fields
+  client: { middlewareStack: MiddlewareStack<any, any> },
+  service: MeteredService,
+  caller: string,
+): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (!enabled) return next(args);
+      const operation = String(context.commandName ?? "").replace(/Command$/, "");
+      const input = args.input as Record<string, unknown>;
+      if (service === "dynamodb" && CAPACITY_COMMANDS.has(operation)) {
+        // The caller's own input object is left as it was: a retry or a caller reading it back
+        // sees what it built.
+        args = { ...args, input: { ...input, ReturnConsumedCapacity: "INDEXES" } };
+      }
+      try {
+        const result = await next(args);
+        record(service, caller, operation, input, result.output as Record<string, unknown>);
+        return result;
+      } catch (e) {
+        record(service, caller, operation, input, undefined, e);
+        throw e;
+      }
+    },
+    { step: "initialize", name: "novalessMeter", override: true },
+  );
+}

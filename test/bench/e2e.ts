@@ -1,0 +1,201 @@
+// npm run bench:e2e [-- --hosts 8,1000,10000 --builds 200 --concurrency 16 --build-ms 0
+//                      --poll-ms 10 --warmup 5 --timeout 600 --dynamodb dynalite|local|auto]
+//
+// Builds end to end through the public API of the local runtime (the real HTTP API of
+// startRuntime, every component under its own role): N creates at concurrency C, each polled
+// through GET /v2.1/servers/{id} until ACTIVE. Prints builds/s and POST→ACTIVE p50/p90/p99 per
+// fleet size, with the machine's core count. A few warm-up builds first (not counted): the
+// functions' cold start is not what this measures.
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import type { Runtime } from "../../infra/local/runtime.js";
+import {
+  backend,
+  before,
+  createServer,
+  DEMO_TOKEN,
+  load,
+  machine,
+  percentile,
+  pool,
+  quietLogs,
+  sizesOf,
+  socketWarnings,
+  TimedOut,
+  until,
+} from "./support.js";
+
+const { values } = parseArgs({
+  options: {
+    hosts: { type: "string", default: "8" },
+    builds: { type: "string", default: "200" },
+    concurrency: { type: "string", default: "16" },
+    "build-ms": { type: "string", default: "0" },
+    "poll-ms": { type: "string", default: "10" },
+    warmup: { type: "string", default: "5" },
+    timeout: { type: "string", default: "600" },
+    dynamodb: { type: "string", default: "dynalite" },
+  },
+});
+const sizes = sizesOf(values.hosts);
+const builds = Number(values.builds);
+const concurrency = Number(values.concurrency);
+const buildMs = Number(values["build-ms"]);
+const pollMs = Number(values["poll-ms"]);
+const warmup = Number(values.warmup);
+const timeoutMs = Number(values.timeout) * 1000;
+
+// The components' JSON log lines stay off the terminal (npm start shows them; a bench does not).
+quietLogs();
+const print = (line = "") => process.stdout.write(`${line}\n`);
+const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
+
+interface Row {
+  hosts: number;
+  "start s": string;
+  builds: number;
+  failed: number;
+  "builds/s": string;
+  "p50 ms": string;
+  "p90 ms": string;
+  "p99 ms": string;
+  "max ms": string;
+  "POST p50 ms": string;
+  note: string;
+}
+
+async function serverStatus(url: string, id: string): Promise<string | undefined> {
+  const res = await fetch(`${url}/v2.1/servers/${id}`, { headers: { "x-auth-token": DEMO_TOKEN } });
+  const text = await res.text();
+  if (res.status !== 200) return `HTTP ${res.status}`;
+  return (JSON.parse(text) as { server: { status: string } }).server.status;
+}
+
+async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): Promise<Row> {
+  const deadline = Date.now() + timeoutMs;
+  const row: Row = {
+    hosts,
+    "start s": "-",
+    builds: 0,
+    failed: 0,
+    "builds/s": "-",
+    "p50 ms": "-",
+    "p90 ms": "-",
+    "p99 ms": "-",
+    "max ms": "-",
+    "POST p50 ms": "-",
+    note: "",
+  };
+  const t0 = performance.now();
+  const starting = be.start({ port: 0, hosts, buildMs });
+  let runtime: Runtime;
+  try {
+    runtime = await before(deadline, `starting ${hosts} hosts`, starting);
+  } catch (e) {
+    void starting.then((r) => r.stop()).catch(() => {});
+    throw e;
+  }
+  row["start s"] = fmt((performance.now() - t0) / 1000);
+  print(`${hosts} hosts: runtime ready in ${row["start s"]} s`);
+  const latencies: number[] = [];
+  const posts: number[] = [];
+  const failures: string[] = [];
+  const build = async (name: string, record: boolean) => {
+    const t = performance.now();
+    const { id, ms } = await createServer(runtime.url, name);
+    await until(`server ${id}`, deadline, () => serverStatus(runtime.url, id), "ACTIVE", pollMs);
+    if (record) {
+      latencies.push(performance.now() - t);
+      posts.push(ms);
+    }
+  };
+  try {
+    for (let i = 0; i < warmup; i++) await before(deadline, "warm-up builds", build(`warmup-${i}`, false));
+    const w0 = performance.now();
+    await before(
+      deadline,
+      "builds",
+      pool(builds, concurrency, deadline, async (i) => {
+        try {
+          await build(`e2e-${i}`, true);
+        } catch (e) {
+          failures.push((e as Error).message);
+        }
+      }),
+    ).catch((e) => {
+      if (!(e instanceof TimedOut)) throw e;
+      row.note = e.message;
+    });
+    const seconds = (performance.now() - w0) / 1000;
+    latencies.sort((a, b) => a - b);
+    posts.sort((a, b) => a - b);
+    row.builds = latencies.length;
+    row.failed = failures.length;
+    row["builds/s"] = fmt(latencies.length / seconds);
+    row["p50 ms"] = fmt(percentile(latencies, 0.5));
+    row["p90 ms"] = fmt(percentile(latencies, 0.9));
+    row["p99 ms"] = fmt(percentile(latencies, 0.99));
+    row["max ms"] = fmt(latencies.at(-1) ?? Number.NaN);
+    row["POST p50 ms"] = fmt(percentile(posts, 0.5));
+    if (failures.length) row.note ||= failures[0]!.slice(0, 120);
+    if (socketWarnings.count) {
+      row.note = `${row.note ? `${row.note}; ` : ""}${socketWarnings.count} SDK socket-pool warnings`;
+      socketWarnings.count = 0;
+    }
+    print(
+      `${hosts} hosts: ${row.builds} builds in ${fmt(seconds)} s = ${row["builds/s"]} builds/s; ` +
+        `POST->ACTIVE p50 ${row["p50 ms"]} p90 ${row["p90 ms"]} p99 ${row["p99 ms"]} ms; ${load()}`,
+    );
+    return row;
+  } finally {
+    // Let the last builds' messages settle before the runtime goes.
+    await sleep(100);
+    await runtime.stop().catch((e) => print(`stop failed: ${(e as Error).message}`));
+  }
+}
+
+const hardStop = setTimeout(
+  () => {
+    print("bench:e2e: overall deadline passed, exiting");
+    process.exit(2);
+  },
+  timeoutMs * sizes.length + 120_000,
+);
+hardStop.unref();
+print(`bench:e2e on ${machine()}; ${load()}`);
+const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
+print(
+  `DynamoDB: ${be.name} (${be.note}); ${builds} builds per size at concurrency ${concurrency}, build-ms ${buildMs}, ` +
+    `poll every ${pollMs} ms through GET /v2.1/servers/{id}, ${warmup} warm-up builds not counted`,
+);
+const rows: Row[] = [];
+for (const hosts of sizes) {
+  try {
+    rows.push(await runSize(hosts, be));
+  } catch (e) {
+    print(`${hosts} hosts: ${(e as Error).message}`);
+    rows.push({
+      hosts,
+      "start s": "-",
+      builds: 0,
+      failed: 0,
+      "builds/s": "-",
+      "p50 ms": "-",
+      "p90 ms": "-",
+      "p99 ms": "-",
+      "max ms": "-",
+      "POST p50 ms": "-",
+      note: (e as Error).message,
+    });
+    if (e instanceof TimedOut) {
+      print("larger sizes skipped: this one did not finish in time");
+      break;
+    }
+  }
+}
+console.table(rows);
+print(
+  "goals on 2 cores (build-ms 0): >= 100 builds/s and p50 <= 100 ms at 8 hosts; >= 50 builds/s and p50 <= 500 ms at 10,000",
+);
+await be.stop();
+process.exit(0);
