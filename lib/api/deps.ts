@@ -24,7 +24,6 @@ import {
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
 import { sendBuildRequest } from "../conductor/queues.js";
-import { planDestinations } from "../scheduler/manager.js";
 import { deleteServer } from "../instances/delete.js";
 import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
 import { listAllocations } from "../placement/allocations.js";
@@ -32,6 +31,7 @@ import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts } from "../placement/hosts.js";
 import { deleteInventory, setInventory } from "../placement/inventory.js";
 import { setServiceStatus } from "../placement/services.js";
+import { planDestinations } from "../scheduler/manager.js";
 
 export interface ApiDeps {
   getFlavor: typeof getFlavor;

@@ -50,21 +50,33 @@ function viewOf(h: HostRecord) {
   };
 }
 
+/** Where host states come from: the whole fleet (cold start) and what changed since a stamp. */
+export interface HostReads {
+  all: () => Promise<HostRecord[]>;
+  changedSince: (since: string) => Promise<HostRecord[]>;
+}
+
 export class HostManager {
   private fleet: Fleet | undefined;
   private readonly providers = new Map<string, HostRecord>();
-  private aggregates: readonly Aggregate[] = [];
+  /** the catalog's aggregates as the scheduler sees them, and those listing each host */
+  private listed: HostAggregate[] = [];
+  private byHost = new Map<string, HostAggregate[]>();
   private aggregatesKey = "";
+  /** the registered zones seen as aggregates (one object per zone, kept across refreshes) */
+  private zones = new Map<string, HostAggregate>();
   /** the next refresh reads what was written after this (ISO-8601, as `changed_at`) */
   private since = "";
   lastRefresh: RefreshStats | undefined;
 
+  private readonly lagMs: number;
+
   constructor(
-    private readonly reads: {
-      all: () => Promise<HostRecord[]>;
-      changedSince: (since: string) => Promise<HostRecord[]>;
-    } = { all: () => readAllHosts(), changedSince: readChangedHosts },
-  ) {}
+    private readonly reads: HostReads = { all: () => readAllHosts(), changedSince: readChangedHosts },
+    opts: { lagMs?: number } = {},
+  ) {
+    this.lagMs = opts.lagMs ?? FEED_LAG_MS;
+  }
 
   /** The fleet with every change since the last refresh applied: the host states to decide over. */
   async hostStates(
@@ -74,7 +86,7 @@ export class HostManager {
   ): Promise<Fleet> {
     const started = performance.now();
     const cold = this.fleet === undefined;
-    const since = new Date(now - FEED_LAG_MS).toISOString();
+    const since = new Date(now - this.lagMs).toISOString();
     const read = cold ? await this.reads.all() : await this.reads.changedSince(this.since);
     this.since = since;
     const changed: HostRecord[] = [];
@@ -86,12 +98,20 @@ export class HostManager {
     }
     const key = aggregatesKey(aggregates);
     if (cold || key !== this.aggregatesKey) {
-      this.aggregates = aggregates;
       this.aggregatesKey = key;
+      this.listed = aggregates.map(toHostAggregate);
+      this.byHost = new Map();
+      for (const [k, a] of aggregates.entries()) {
+        for (const h of a.hosts) {
+          const list = this.byHost.get(h);
+          if (list) list.push(this.listed[k]!);
+          else this.byHost.set(h, [this.listed[k]!]);
+        }
+      }
       // Aggregates say every host's zone and metadata: rebuild the states (no read).
       this.fleet = this.build(config);
     } else if (changed.length > 0) {
-      this.fleet!.update(this.statesOf(changed, config));
+      this.apply(changed, config);
     }
     this.lastRefresh = {
       kind: cold ? "cold" : "warm",
@@ -107,7 +127,14 @@ export class HostManager {
     const known = this.providers.get(rec.host);
     if (known && !isNewer(rec, known)) return;
     this.providers.set(rec.host, rec);
-    this.fleet?.update(this.statesOf([rec], config));
+    if (this.fleet) this.apply([rec], config);
+  }
+
+  /** Changed hosts into the fleet; a zone never seen before is a new aggregate (the fleet rebuilds). */
+  private apply(records: HostRecord[], config: Pick<SchedulerConfig, "default_availability_zone">): void {
+    const zones = this.zones.size;
+    const { states, all } = this.resolve(records, config);
+    this.fleet!.update(states, this.zones.size > zones ? { aggregates: all } : {});
   }
 
   /** Forget everything (tests; the local runtime switching tables). */
@@ -115,18 +142,16 @@ export class HostManager {
     this.fleet = undefined;
     this.providers.clear();
     this.aggregatesKey = "";
+    this.zones = new Map();
     this.since = "";
     this.lastRefresh = undefined;
   }
 
   private build(config: Pick<SchedulerConfig, "default_availability_zone">): Fleet {
+    this.zones = new Map();
     const records = [...this.providers.values()].sort((a, b) => a.host.localeCompare(b.host));
     const { states, all } = this.resolve(records, config);
     return new Fleet(states, all);
-  }
-
-  private statesOf(records: HostRecord[], config: Pick<SchedulerConfig, "default_availability_zone">) {
-    return this.resolve(records, config).states;
   }
 
   /** Host states with their aggregates: those listing them, else their registered zone's. */
@@ -134,20 +159,14 @@ export class HostManager {
     records: readonly HostRecord[],
     config: Pick<SchedulerConfig, "default_availability_zone">,
   ): { states: HostState[]; all: HostAggregate[] } {
-    const listed = this.aggregates.map(toHostAggregate);
-    const byHost = new Map<string, HostAggregate[]>();
-    for (const [k, a] of this.aggregates.entries()) {
-      for (const h of a.hosts) {
-        const list = byHost.get(h);
-        if (list) list.push(listed[k]!);
-        else byHost.set(h, [listed[k]!]);
-      }
-    }
-    const zones = new Map<string, HostAggregate>();
     const states = records.map((h) =>
-      hostStateOf(viewOf(h), hostAggregates(byHost.get(h.host) ?? [], h.availability_zone, zones), config),
+      hostStateOf(
+        viewOf(h),
+        hostAggregates(this.byHost.get(h.host) ?? [], h.availability_zone, this.zones),
+        config,
+      ),
     );
-    return { states, all: [...listed, ...zones.values()] };
+    return { states, all: [...this.listed, ...this.zones.values()] };
   }
 }
 

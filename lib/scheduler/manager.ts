@@ -193,14 +193,11 @@ export interface PlanResult {
  * `spec.num_instances` instances, as if every claim succeeded. Claims nothing, writes nothing:
  * what it consumed in the warm host states is given back before it answers.
  */
-export async function planDestinations(spec: RequestSpec, opts: { now?: number } = {}): Promise<PlanResult> {
+export async function planDestinations(spec: RequestSpec): Promise<PlanResult> {
   const config = schedulerConfig();
   const uuids = Array.from({ length: Math.max(1, spec.num_instances) }, () => randomUUID());
   return exclusively(async (hosts) => {
-    const [fleet, request] = await Promise.all([
-      refreshed(hosts, config, opts.now),
-      withInstances(spec, uuids),
-    ]);
+    const [fleet, request] = await Promise.all([refreshed(hosts, config), withInstances(spec, uuids)]);
     const result = runSchedule(
       schedule({
         fleet,
@@ -235,9 +232,9 @@ export async function planDestinations(spec: RequestSpec, opts: { now?: number }
 }
 
 /** The warm host states, refreshed with what changed, over the catalog's aggregates. */
-async function refreshed(hosts: HostManager, config: SchedulerConfig, now = Date.now()): Promise<Fleet> {
+async function refreshed(hosts: HostManager, config: SchedulerConfig): Promise<Fleet> {
   const started = performance.now();
-  const fleet = await hosts.hostStates(await listAggregates(), config, now);
+  const fleet = await hosts.hostStates(await listAggregates(), config);
   metrics.schedulerFleetReadTime(performance.now() - started);
   return fleet;
 }

@@ -31,7 +31,7 @@ export async function planRoute(call: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, SCHEDULING_RULES.plan);
   const { req, flavor, image } = await resolveCreate(call);
   const spec = requestSpecFor(req, flavorSpec(flavor), imageSpec(image), ctx.auth);
-  const plan = await deps.planDestinations(spec, { now: deps.now().getTime() });
+  const plan = await deps.planDestinations(spec);
   ctx.logFields.no_valid_host = plan.no_valid_host;
   return { status: 200, body: planView(plan) };
 }

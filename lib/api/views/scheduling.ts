@@ -1,7 +1,8 @@
 // The scheduler's account of its decisions, for admins: the last decision kept on an instance
 // (os-scheduling) and a dry run (os-scheduler/plan).
-import type { PlanResult } from "../../scheduler/manager.js";
+
 import type { SchedulingRecord } from "../../instances/types.js";
+import type { PlanResult } from "../../scheduler/manager.js";
 
 export function schedulingView(rec: SchedulingRecord | undefined | null): { scheduling: unknown } {
   // an item may hold an empty map where no decision was written yet

@@ -1,13 +1,11 @@
-// The scheduler Lambda's host states: Placement's records joined with the catalog's aggregates
-// and the instances building (lib/conductor/host-states.ts).
+// The scheduler's HostManager (lib/scheduler/host-manager.ts): Placement's provider items joined
+// with the catalog's aggregates into host states, read whole once and then only as they change.
+// Pure: the reads are given, so what each refresh reads is counted exactly.
 import { describe, expect, it } from "vitest";
 import type { Aggregate } from "../../../lib/catalog/types.js";
-import { buildFleet, instanceHostsOf } from "../../../lib/conductor/host-states.js";
-import type { InstanceRecord } from "../../../lib/instances/types.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
+import { HostManager, isNewer } from "../../../lib/scheduler/host-manager.js";
 import { config } from "./fixtures.js";
-
-const NOW = Date.parse("2026-01-01T00:00:00Z");
 
 function record(host: string, extra: Partial<HostRecord> = {}): HostRecord {
   const inv = (total: number, reserved: number, ratio: number) => ({
@@ -27,23 +25,18 @@ function record(host: string, extra: Partial<HostRecord> = {}): HostRecord {
     inventories: { VCPU: inv(16, 0, 16), MEMORY_MB: inv(65536, 512, 1.5), DISK_GB: inv(1000, 0, 1) },
     usage: { VCPU: 4, MEMORY_MB: 8192, DISK_GB: 40 },
     free: {},
-    allocations: {
-      "i-1": { resources: { VCPU: 2 }, attempt: 1, claimed_at: "" },
-      "i-2": { resources: { VCPU: 2 }, attempt: 1, claimed_at: "" },
-    },
+    num_instances: 2,
+    num_io_ops: 1,
     generation: 3,
     hypervisor_type: "fake",
     hypervisor_version: 1000,
     host_ip: "10.0.0.1",
     supported_instances: [["x86_64", "fake", "hvm"]],
     stats: { failed_builds: 2 },
-    service: {
-      disabled: false,
-      disabled_reason: null,
-      forced_down: false,
-      last_heartbeat: new Date(NOW - 10_000).toISOString(),
-    },
+    service: { disabled: false, disabled_reason: null, forced_down: false },
     queue_url: "",
+    feed: "0",
+    changed_at: "2026-01-01T00:00:00.000Z",
     ...extra,
   } as HostRecord;
 }
@@ -55,12 +48,36 @@ const aggregate = (
   availability_zone: string | null = null,
 ) => ({ id, name: id, availability_zone, hosts, metadata, created_at: "", updated_at: "" }) as Aggregate;
 
-const building = (id: string, host: string | null) =>
-  ({ id, host, deleted: false, vm_state: "building" }) as InstanceRecord;
+/** Reads served from a table in memory; each call's answer is recorded. */
+function table(records: HostRecord[]) {
+  const items = new Map(records.map((r) => [r.host, r]));
+  const calls: { kind: "all" | "since"; since?: string; answered: number }[] = [];
+  return {
+    calls,
+    write(r: HostRecord) {
+      items.set(r.host, r);
+    },
+    reads: {
+      all: async () => {
+        calls.push({ kind: "all", answered: items.size });
+        return [...items.values()];
+      },
+      changedSince: async (since: string) => {
+        const out = [...items.values()].filter((r) => r.changed_at > since);
+        calls.push({ kind: "since", since, answered: out.length });
+        return out;
+      },
+    },
+  };
+}
 
-describe("buildFleet", () => {
-  it("maps a host record to Nova's HostState", () => {
-    const fleet = buildFleet({ hosts: [record("h1")], aggregates: [], building: [] }, config(), NOW);
+const T0 = Date.parse("2026-01-01T00:00:10.000Z");
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+
+describe("HostManager", () => {
+  it("maps a provider item to Nova's HostState", async () => {
+    const t = table([record("h1")]);
+    const fleet = await new HostManager(t.reads).hostStates([], config(), T0);
     const h = fleet.hosts[0]!;
     expect(h).toMatchObject({
       host: "h1",
@@ -75,18 +92,12 @@ describe("buildFleet", () => {
       cpu_allocation_ratio: 16,
       ram_allocation_ratio: 1.5,
       num_instances: 2,
+      num_io_ops: 1,
       failed_builds: 2,
       traits: ["HW_CPU_X86_AVX2"],
-      stats: { num_instances: "2", io_workload: "0", failed_builds: "2" },
+      stats: { num_instances: "2", io_workload: "1", failed_builds: "2" },
       service: { disabled: false, forced_down: false, up: true },
     });
-    expect(h).not.toHaveProperty("instances");
-    expect(instanceHostsOf([record("h1")])).toEqual(
-      new Map([
-        ["i-1", "h1"],
-        ["i-2", "h1"],
-      ]),
-    );
     expect(h.resources.MEMORY_MB).toEqual({
       capacity: 97536,
       used: 8192,
@@ -96,23 +107,20 @@ describe("buildFleet", () => {
     });
   });
 
-  it("joins aggregates from Aggregate.hosts; an AZ aggregate's zone wins over the registered one", () => {
-    const fleet = buildFleet(
-      {
-        hosts: [
-          record("h1", { availability_zone: "az-reg" }),
-          record("h2", { availability_zone: "az-reg" }),
-          record("h3"),
-        ],
-        aggregates: [
-          aggregate("agg-az1", ["h1"], { availability_zone: "az1" }),
-          aggregate("agg-ssd", ["h1", "h2"], { ssd: "true" }),
-          aggregate("agg-az9", ["h3"], {}, "az9"),
-        ],
-        building: [],
-      },
+  it("joins aggregates from Aggregate.hosts; an AZ aggregate's zone wins over the registered one", async () => {
+    const t = table([
+      record("h1", { availability_zone: "az-reg" }),
+      record("h2", { availability_zone: "az-reg" }),
+      record("h3"),
+    ]);
+    const fleet = await new HostManager(t.reads).hostStates(
+      [
+        aggregate("agg-az1", ["h1"], { availability_zone: "az1" }),
+        aggregate("agg-ssd", ["h1", "h2"], { ssd: "true" }),
+        aggregate("agg-az9", ["h3"], {}, "az9"),
+      ],
       config(),
-      NOW,
+      T0,
     );
     expect(fleet.hosts.map((h) => [h.host, h.availability_zone, h.aggregates.map((a) => a.id)])).toEqual([
       ["h1", "az1", ["agg-az1", "agg-ssd"]],
@@ -122,48 +130,89 @@ describe("buildFleet", () => {
     expect(fleet.aggregates.map((a) => a.id)).toEqual(["agg-az1", "agg-ssd", "agg-az9", "zone:az-reg"]);
   });
 
-  it("counts a host's building instances as its I/O operations, not those being scheduled now", () => {
-    const fleet = buildFleet(
-      {
-        hosts: [record("h1"), record("h2")],
-        aggregates: [],
-        building: [building("b1", "h1"), building("b2", "h1"), building("b3", null), building("now", "h2")],
-        scheduling: ["now"],
-      },
-      config(),
-      NOW,
-    );
-    expect(fleet.hosts.map((h) => h.num_io_ops)).toEqual([2, 0]);
+  it("a disabled service's host carries COMPUTE_STATUS_DISABLED; one the sweep marked down is down", async () => {
+    const t = table([
+      record("h1", { service: { disabled: true, disabled_reason: "x", forced_down: false } }),
+      record("h2", {
+        service: { disabled: false, disabled_reason: null, forced_down: false, down_since: at(0) },
+      }),
+      record("h3", { service: { disabled: false, disabled_reason: null, forced_down: true } }),
+    ]);
+    const fleet = await new HostManager(t.reads).hostStates([], config(), T0);
+    expect(fleet.hosts[0]!.traits).toContain("COMPUTE_STATUS_DISABLED");
+    expect(fleet.hosts.map((h) => h.service.up)).toEqual([true, false, false]);
   });
 
-  it("a disabled service's host carries COMPUTE_STATUS_DISABLED; a silent one is down", () => {
-    const fleet = buildFleet(
-      {
-        hosts: [
-          record("h1", {
-            service: {
-              disabled: true,
-              disabled_reason: "x",
-              forced_down: false,
-              last_heartbeat: new Date(NOW).toISOString(),
-            },
-          }),
-          record("h2", {
-            service: {
-              disabled: false,
-              disabled_reason: null,
-              forced_down: false,
-              last_heartbeat: new Date(NOW - 120_000).toISOString(),
-            },
-          }),
-        ],
-        aggregates: [],
-        building: [],
-      },
-      config(),
-      NOW,
+  it("reads the fleet once, then only what changed since the last refresh (less the feed's lag)", async () => {
+    const t = table(Array.from({ length: 100 }, (_, i) => record(`h${i}`, { changed_at: at(-60_000) })));
+    const hm = new HostManager(t.reads, { lagMs: 2_000 });
+    await hm.hostStates([], config(), T0);
+    expect(hm.lastRefresh).toMatchObject({ kind: "cold", read: 100, applied: 100 });
+
+    // Three hosts change; the next refresh reads those three and nothing else.
+    for (const name of ["h3", "h40", "h77"]) {
+      t.write(record(name, { generation: 4, usage: { VCPU: 8 }, changed_at: at(500) }));
+    }
+    const fleet = await hm.hostStates([], config(), T0 + 1_000);
+    expect(t.calls.at(-1)).toEqual({ kind: "since", since: at(-2_000), answered: 3 });
+    expect(hm.lastRefresh).toMatchObject({ kind: "warm", read: 3, applied: 3 });
+    expect(fleet.hosts.find((h) => h.host === "h40")!.vcpus_used).toBe(8);
+    expect(fleet.hosts.find((h) => h.host === "h41")!.vcpus_used).toBe(4);
+
+    // Nothing new: the lag window still shows the three, which change nothing.
+    await hm.hostStates([], config(), T0 + 1_500);
+    expect(hm.lastRefresh).toMatchObject({ kind: "warm", read: 3, applied: 0 });
+    // Past the lag, a refresh with nothing written reads nothing.
+    await hm.hostStates([], config(), T0 + 10_000);
+    await hm.hostStates([], config(), T0 + 10_001);
+    expect(hm.lastRefresh).toMatchObject({ kind: "warm", read: 0, applied: 0 });
+    expect(t.calls.filter((c) => c.kind === "all")).toHaveLength(1);
+  });
+
+  it("keeps the later image of a host when an older one arrives late", async () => {
+    const t = table([record("h1", { generation: 5, usage: { VCPU: 10 }, changed_at: at(0) })]);
+    const hm = new HostManager(t.reads, { lagMs: 0 });
+    await hm.hostStates([], config(), T0);
+    // An older image (lower generation) surfaces from the feed after the newer one was read.
+    t.write(record("h1", { generation: 4, usage: { VCPU: 2 }, changed_at: at(5_000) }));
+    const fleet = await hm.hostStates([], config(), T0 + 1);
+    expect(fleet.hosts[0]!.vcpus_used).toBe(10);
+    expect(isNewer(record("h", { generation: 5 }), record("h", { generation: 4, changed_at: at(9) }))).toBe(
+      true,
     );
-    expect(fleet.hosts[0]!.traits).toContain("COMPUTE_STATUS_DISABLED");
-    expect(fleet.hosts[1]!.service.up).toBe(false);
+    // Same generation (a service change): the later stamp wins.
+    expect(isNewer(record("h", { changed_at: at(2) }), record("h", { changed_at: at(1) }))).toBe(true);
+  });
+
+  it("a host that joins, and a zone never seen, reach the warm fleet", async () => {
+    const t = table([record("h1", { availability_zone: "az1" })]);
+    const hm = new HostManager(t.reads, { lagMs: 0 });
+    await hm.hostStates([], config(), T0);
+    t.write(record("h2", { availability_zone: "az2", changed_at: at(100) }));
+    const fleet = await hm.hostStates([], config(), T0 + 1);
+    expect(fleet.hosts.map((h) => [h.host, h.availability_zone])).toEqual([
+      ["h1", "az1"],
+      ["h2", "az2"],
+    ]);
+    expect(fleet.aggregates.map((a) => a.id)).toEqual(["zone:az1", "zone:az2"]);
+  });
+
+  it("an aggregate change re-joins every host without reading the fleet again", async () => {
+    const t = table([record("h1"), record("h2")]);
+    const hm = new HostManager(t.reads, { lagMs: 0 });
+    await hm.hostStates([], config(), T0);
+    const fleet = await hm.hostStates([aggregate("agg-az7", ["h2"], {}, "az7")], config(), T0 + 1);
+    expect(fleet.hosts.map((h) => h.availability_zone)).toEqual(["nova", "az7"]);
+    expect(t.calls.map((c) => c.kind)).toEqual(["all", "since"]);
+  });
+
+  it("a host read after a claim conflict replaces its stale state at once", async () => {
+    const t = table([record("h1"), record("h2")]);
+    const hm = new HostManager(t.reads, { lagMs: 0 });
+    const fleet = await hm.hostStates([], config(), T0);
+    hm.learn(record("h1", { generation: 9, usage: { MEMORY_MB: 97536 } }), config());
+    expect(fleet.hosts[0]!.resources.MEMORY_MB!.used).toBe(97536);
+    hm.learn(record("h1", { generation: 8 }), config());
+    expect(fleet.hosts[0]!.resources.MEMORY_MB!.used).toBe(97536);
   });
 });
