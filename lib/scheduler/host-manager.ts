@@ -122,6 +122,12 @@ export class HostManager {
     return this.fleet!;
   }
 
+  /** The cached state of one host, as the next decision will see it before refreshing. */
+  cached(host: string): HostState | undefined {
+    const i = this.fleet?.positionOf(host, this.providers.get(host)?.node ?? host);
+    return i === undefined ? undefined : this.fleet!.hosts[i];
+  }
+
   /** A provider item read outside a refresh (after a claim conflict): the cache takes it if newer. */
   learn(rec: HostRecord, config: Pick<SchedulerConfig, "default_availability_zone">): void {
     const known = this.providers.get(rec.host);
