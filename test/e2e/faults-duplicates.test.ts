@@ -9,7 +9,15 @@ import { computeMessageBody } from "../../lib/conductor/queues.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import type { BuildRequest } from "../../lib/messages/build-request.js";
 import { getHost } from "../../lib/placement/hosts.js";
-import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
+import {
+  ADMIN,
+  type Client,
+  claimHosts,
+  eventually,
+  hostsByName,
+  leakedClaims,
+  startTestRuntime,
+} from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;
@@ -56,7 +64,7 @@ function spawnsOf(id: string): number {
 }
 
 async function claimsOf(id: string): Promise<string[]> {
-  return [...(await hostsByName()).values()].filter((h) => h.allocations[id]).map((h) => h.host);
+  return claimHosts(id);
 }
 
 async function expectBuiltOnce(id: string): Promise<void> {

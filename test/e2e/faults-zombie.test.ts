@@ -3,7 +3,15 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { getInstance } from "../../lib/instances/repo.js";
-import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
+import {
+  ADMIN,
+  type Client,
+  claimHosts,
+  eventually,
+  hostsByName,
+  leakedClaims,
+  startTestRuntime,
+} from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;
@@ -48,7 +56,7 @@ it("the late host changes nothing and tears down its guest; the build lands else
   );
   expect(z.agent.guests()).not.toContain(id);
   expect(runtime.hosts.get(home)!.agent.guests()).toContain(id);
-  const claims = [...(await hostsByName()).values()].filter((h) => h.allocations[id]).map((h) => h.host);
+  const claims = await claimHosts(id);
   expect(claims).toEqual([home]);
   const rec = (await getInstance(id))!;
   expect(rec.vm_state).toBe("active");

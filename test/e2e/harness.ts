@@ -4,6 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
 import { type Runtime, type RuntimeOptions, startRuntime } from "../../infra/local/runtime.js";
 import { sfnClient } from "../../lib/aws/clients.js";
+import { consumerAllocations, listAllocations } from "../../lib/placement/allocations.js";
 import { listHosts } from "../../lib/placement/hosts.js";
 import type { HostRecord } from "../../lib/placement/types.js";
 
@@ -88,17 +89,22 @@ export async function startTestRuntime(
   return { runtime, client: new Client(runtime.url, DEMO) };
 }
 
-/** Every host's allocations and usage, read straight from the table. */
+/** Every host's provider item (usage, num_instances), read straight from the table. */
 export async function hostsByName(): Promise<Map<string, HostRecord>> {
   return new Map((await listHosts()).map((h) => [h.host, h]));
+}
+
+/** The hosts holding `consumer`'s allocations (its allocation items). */
+export async function claimHosts(consumer: string): Promise<string[]> {
+  return (await consumerAllocations(consumer)).map((a) => a.host);
 }
 
 /** No host holds any allocation and every usage is back to zero. */
 export async function leakedClaims(): Promise<string[]> {
   const leaks: string[] = [];
+  for (const a of await listAllocations()) leaks.push(`${a.host}: ${a.consumer} (attempt ${a.attempt})`);
   for (const h of (await hostsByName()).values()) {
-    for (const [consumer, a] of Object.entries(h.allocations))
-      leaks.push(`${h.host}: ${consumer} (attempt ${a.attempt})`);
+    if (h.num_instances !== 0) leaks.push(`${h.host}: num_instances ${h.num_instances}`);
     for (const [rc, used] of Object.entries(h.usage))
       if (used !== 0) leaks.push(`${h.host}: ${rc} usage ${used}`);
   }

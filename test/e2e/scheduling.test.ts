@@ -253,7 +253,8 @@ describe("explained decisions", () => {
     expect(after.body.servers).toEqual(before.body.servers);
     const hostsAfter = await hostsByName();
     for (const [name, h] of hostsAfter) {
-      expect(h.allocations, name).toEqual(hostsBefore.get(name)!.allocations);
+      expect(h.num_instances, name).toEqual(hostsBefore.get(name)!.num_instances);
+      expect(h.generation, name).toEqual(hostsBefore.get(name)!.generation);
       expect(h.usage, name).toEqual(hostsBefore.get(name)!.usage);
     }
     expect(

@@ -8,6 +8,7 @@ import { type Runtime, startRuntime } from "../../infra/local/runtime.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { listDeadLetterQueues, peekDeadLetters } from "../../lib/aws/dead-letters.js";
 import { listBuilding, listInstances } from "../../lib/instances/repo.js";
+import { listAllocations } from "../../lib/placement/allocations.js";
 import { auditPlacement } from "../../lib/placement/audit.js";
 import { listHosts } from "../../lib/placement/hosts.js";
 import { capacity, type Inventory } from "../../lib/placement/types.js";
@@ -205,11 +206,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     for (const f of [...audit.findings, ...audit.pending])
       report.problems.push(`audit: ${f.kind} ${f.host} ${f.detail}`);
     // Missing: a running (or spawning) instance whose host holds no claim for it.
-    const byHost = new Map(hosts.map((h) => [h.host, h]));
+    const held = new Map((await listAllocations()).map((a) => [`${a.consumer}@${a.host}`, a]));
     for (const r of instances) {
       const running = r.vm_state === "active" || (r.vm_state === "building" && r.task_state === "spawning");
       if (!running || !r.host) continue;
-      const a = byHost.get(r.host)?.allocations[r.id];
+      const a = held.get(`${r.id}@${r.host}`);
       if (!a || a.attempt !== r.attempt) {
         report.missing_claims++;
         report.problems.push(`missing claim: ${r.id} (${r.vm_state}) on ${r.host} attempt ${r.attempt}`);
