@@ -153,7 +153,13 @@ export class NovalessStack extends Stack {
       tables[spec.id] = table;
     }
     this.tables = tables;
-    const { Hosts: hosts, Instances: instances, Catalog: catalog } = tables;
+    const {
+      Hosts: hosts,
+      Instances: instances,
+      Catalog: catalog,
+      Services: services,
+      Scheduling: scheduling,
+    } = tables;
 
     // --- Queues -----------------------------------------------------------------------------
     this.buildRequestsDlq = new sqs.Queue(this, "BuildRequestsDlq", {
@@ -292,6 +298,10 @@ export class NovalessStack extends Stack {
     // Deleting an instance during its build releases its claim, an UpdateItem on its host.
     hosts.grantReadData(this.apiFunction);
     hosts.grant(this.apiFunction, "dynamodb:UpdateItem");
+    // os-services reads the heartbeats and mirrors forced_down onto them; os-scheduling reads.
+    services.grantReadData(this.apiFunction);
+    services.grant(this.apiFunction, "dynamodb:UpdateItem");
+    scheduling.grantReadData(this.apiFunction);
     this.buildRequestsQueue.grantSendMessages(this.apiFunction);
     this.apiFunction.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueuesArn] }),
@@ -302,6 +312,8 @@ export class NovalessStack extends Stack {
 
     hosts.grantReadWriteData(this.schedulerFunction);
     instances.grantReadWriteData(this.schedulerFunction);
+    // The explanation of each decision, kept apart from the instance.
+    scheduling.grantWriteData(this.schedulerFunction);
     // Flavors, images, aggregates and server groups: the filters read them on every decision.
     catalog.grantReadData(this.schedulerFunction);
 
@@ -311,6 +323,8 @@ export class NovalessStack extends Stack {
 
     hosts.grantReadWriteData(this.buildWatchdogFunction);
     instances.grantReadWriteData(this.buildWatchdogFunction);
+    // The liveness sweep: heartbeats read, transitions marked.
+    services.grantReadWriteData(this.buildWatchdogFunction);
     this.buildRequestsQueue.grantSendMessages(this.buildWatchdogFunction);
 
     // --- Grants for what this block of the stack added (observability, secrets) ---------------
@@ -378,6 +392,11 @@ export class NovalessStack extends Stack {
           sid: "HostsAndInstances",
           actions: DYNAMODB_READ_WRITE,
           resources: [hosts.tableArn, instances.tableArn, `${instances.tableArn}/index/*`],
+        }),
+        new iam.PolicyStatement({
+          sid: "Heartbeat",
+          actions: ["dynamodb:UpdateItem"],
+          resources: [services.tableArn],
         }),
       ],
     });

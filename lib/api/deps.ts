@@ -26,10 +26,17 @@ import {
 import { sendBuildRequest } from "../conductor/queues.js";
 import { planDestinations } from "../conductor/select-destinations.js";
 import { deleteServer } from "../instances/delete.js";
-import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
+import {
+  createInstances,
+  getInstance,
+  getSchedulingDecision,
+  listInstances,
+  markDeleted,
+} from "../instances/repo.js";
 import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts } from "../placement/hosts.js";
 import { deleteInventory, setInventory } from "../placement/inventory.js";
+import { getServiceHeartbeat, listServiceHeartbeats } from "../placement/liveness.js";
 import { setServiceStatus } from "../placement/services.js";
 
 export interface ApiDeps {
@@ -42,12 +49,15 @@ export interface ApiDeps {
   createInstances: typeof createInstances;
   getInstance: typeof getInstance;
   listInstances: typeof listInstances;
+  getSchedulingDecision: typeof getSchedulingDecision;
   markDeleted: typeof markDeleted;
   deleteServer: typeof deleteServer;
   sendBuildRequest: typeof sendBuildRequest;
   listHosts: typeof listHosts;
   getHost: typeof getHost;
   setServiceStatus: typeof setServiceStatus;
+  listServiceHeartbeats: typeof listServiceHeartbeats;
+  getServiceHeartbeat: typeof getServiceHeartbeat;
   /** Placement admin; optional, so fakes that do not exercise them need not provide them */
   setInventory?: typeof setInventory;
   deleteInventory?: typeof deleteInventory;
@@ -78,12 +88,15 @@ export const defaultDeps: ApiDeps = {
   createInstances,
   getInstance,
   listInstances,
+  getSchedulingDecision,
   markDeleted,
   deleteServer,
   sendBuildRequest,
   listHosts,
   getHost,
   setServiceStatus,
+  listServiceHeartbeats,
+  getServiceHeartbeat,
   setInventory,
   deleteInventory,
   auditPlacement,

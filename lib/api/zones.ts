@@ -5,7 +5,7 @@
 import { aggregateZoneByHost, hostAvailabilityZone } from "../catalog/aggregates.js";
 import type { Aggregate } from "../catalog/types.js";
 import { schedulerConfig } from "../config.js";
-import { isServiceUp } from "../placement/hosts.js";
+import { isServiceUp } from "../placement/liveness.js";
 import type { HostRecord } from "../placement/types.js";
 import type { ApiDeps } from "./deps.js";
 
@@ -28,8 +28,6 @@ export interface Zone {
 
 export interface ZoneOptions {
   defaultZone: string;
-  serviceDownTime: number;
-  now: number;
 }
 
 /** Available zones first, then the zones only disabled hosts are in; each by name. */
@@ -54,7 +52,7 @@ export function availabilityZones(
     }
     z.hosts.push({
       host: h.host,
-      up: isServiceUp(h, opts.serviceDownTime, opts.now),
+      up: isServiceUp(h),
       last_heartbeat: h.service.last_heartbeat,
     });
   }
@@ -78,8 +76,6 @@ export async function availableZoneNames(deps: ApiDeps): Promise<Set<string>> {
   const zones = new Set(
     availabilityZones(hosts, aggregates, {
       defaultZone: cfg.default_availability_zone,
-      serviceDownTime: cfg.service_down_time,
-      now,
     })
       .filter((z) => z.available)
       .map((z) => z.name),

@@ -24,7 +24,8 @@ import {
 import { metrics } from "../metrics.js";
 import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
-import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
+import { recordBuildResult, registerHost } from "../placement/hosts.js";
+import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
 import type { Driver } from "./drivers/driver.js";

@@ -3,7 +3,7 @@
 import type { Aggregate } from "../catalog/types.js";
 import type { SchedulerConfig } from "../config.js";
 import type { InstanceRecord } from "../instances/types.js";
-import { isServiceUp } from "../placement/hosts.js";
+import { isServiceUp } from "../placement/liveness.js";
 import { capacity, type HostRecord, type Inventory } from "../placement/types.js";
 import { Fleet } from "../scheduler/fleet.js";
 import { COMPUTE_STATUS_DISABLED } from "../scheduler/prefilters.js";
@@ -16,7 +16,7 @@ export interface FleetSources {
   /** every host aggregate (membership lives only in Aggregate.hosts) */
   aggregates: readonly Aggregate[];
   /** instances in BUILD: on their host they are Nova's io_workload */
-  building: readonly InstanceRecord[];
+  building: readonly Pick<InstanceRecord, "id" | "host" | "deleted">[];
   /** instances being scheduled now: not yet anywhere */
   scheduling?: readonly string[];
 }
@@ -138,7 +138,7 @@ export function toHostState(
       disabled: h.service.disabled,
       disabled_reason: h.service.disabled_reason,
       forced_down: h.service.forced_down,
-      up: isServiceUp(h, config.service_down_time, now),
+      up: isServiceUp(h),
     },
   };
 }

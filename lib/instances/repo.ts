@@ -1,14 +1,29 @@
 // Instance records and their guarded transitions. Every transition is ONE conditional UpdateItem
 // that also writes its os-instance-actions event, so a transition and its event never disagree
 // and a repeated transition (a duplicated message, a re-run step) changes nothing.
-import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { createHash } from "node:crypto";
+import { gunzipSync, gzipSync } from "node:zlib";
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { instanceBuildTimeout, resources } from "../config.js";
 import { type Destination, destinationOf } from "../messages/common.js";
-import { INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../resources.js";
-import type { ActionEvent, Fault, InstanceRecord, SchedulingRecord } from "./types.js";
+import { BUILD_WATCH_SHARDS, INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../resources.js";
+import type {
+  ActionEvent,
+  Fault,
+  InstanceRecord,
+  SchedulingRecord,
+  StoredRequestSpec,
+  WatchedBuild,
+} from "./types.js";
 
 export const EVENT_SCHEDULE = "conductor_schedule_and_build_instances";
 export const EVENT_BUILD = "compute_build_and_run_instance";
@@ -22,7 +37,16 @@ export function buildDeadline(now = new Date()): string {
   return new Date(now.getTime() + instanceBuildTimeout() * 1000).toISOString();
 }
 
-const BUILDING = "building";
+/** The building index's shard key of an instance: `building#<n>`, n from a hash of its id. */
+export function buildWatchKey(id: string): string {
+  return `building#${createHash("sha256").update(id, "utf8").digest().readUInt32BE(0) % BUILD_WATCH_SHARDS}`;
+}
+
+/** The request spec as stored: what the record carries already is not written twice. */
+function storedSpec(spec: StoredRequestSpec): StoredRequestSpec {
+  const { flavor: _flavor, image: _image, project_id: _project, user_id: _user, ...rest } = spec;
+  return rest;
+}
 
 export async function createInstances(records: InstanceRecord[]): Promise<void> {
   const deadline = buildDeadline();
@@ -32,7 +56,12 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
         new PutCommand({
           TableName: table(),
           // Watched from the start: a build request lost before the conductor is found too.
-          Item: { ...r, build_watch: BUILDING, build_deadline: deadline },
+          Item: {
+            ...r,
+            ...(r.request_spec ? { request_spec: storedSpec(r.request_spec) } : {}),
+            build_watch: buildWatchKey(r.id),
+            build_deadline: deadline,
+          },
           ConditionExpression: "attribute_not_exists(id)",
         }),
       ),
@@ -40,14 +69,22 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
   );
 }
 
-/** Every instance still in BUILD (the sparse index holds nothing else), oldest deadline first. */
-export async function listBuilding(): Promise<InstanceRecord[]> {
-  return queryAll<InstanceRecord>({
-    TableName: table(),
-    IndexName: INSTANCES_BUILDING_INDEX,
-    KeyConditionExpression: "build_watch = :b",
-    ExpressionAttributeValues: { ":b": BUILDING },
-  });
+/**
+ * Every instance still in BUILD (the sparse index holds nothing else), as the index projects it:
+ * each shard queried in parallel, oldest deadline first.
+ */
+export async function listBuilding(): Promise<WatchedBuild[]> {
+  const shards = await Promise.all(
+    Array.from({ length: BUILD_WATCH_SHARDS }, (_, n) =>
+      queryAll<WatchedBuild>({
+        TableName: table(),
+        IndexName: INSTANCES_BUILDING_INDEX,
+        KeyConditionExpression: "build_watch = :b",
+        ExpressionAttributeValues: { ":b": `building#${n}` },
+      }),
+    ),
+  );
+  return shards.flat().sort((a, b) => (a.build_deadline ?? "").localeCompare(b.build_deadline ?? ""));
 }
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
@@ -55,23 +92,54 @@ export async function getInstance(id: string): Promise<InstanceRecord | undefine
   return r.Item as InstanceRecord | undefined;
 }
 
-/** Live (not deleted) instances of one project, or of every project when none is given. */
+/**
+ * Live (not deleted) instances of one project, or of every project when none is given. The
+ * project's index carries only the keys and `deleted`: the live ones are then read whole.
+ */
 export async function listInstances(projectId?: string): Promise<InstanceRecord[]> {
   const live = { FilterExpression: "deleted = :f" };
   const items = projectId
-    ? await queryAll<InstanceRecord>({
-        TableName: table(),
-        IndexName: INSTANCES_BY_PROJECT_INDEX,
-        KeyConditionExpression: "project_id = :p",
-        ...live,
-        ExpressionAttributeValues: { ":p": projectId, ":f": false },
-      })
+    ? await getInstances(
+        (
+          await queryAll<Pick<InstanceRecord, "id">>({
+            TableName: table(),
+            IndexName: INSTANCES_BY_PROJECT_INDEX,
+            KeyConditionExpression: "project_id = :p",
+            ...live,
+            ExpressionAttributeValues: { ":p": projectId, ":f": false },
+          })
+        ).map((r) => r.id),
+      )
     : await scanAll<InstanceRecord>({
         TableName: table(),
         ...live,
         ExpressionAttributeValues: { ":f": false },
       });
   return items.sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+}
+
+/** BatchGetItem takes 100 keys at most. */
+const BATCH_GET_MAX = 100;
+
+/**
+ * The instances with these ids (those that exist), by BatchGetItem. A deleted one may be read
+ * after its index entry said live: callers filter on `deleted` again.
+ */
+async function getInstances(ids: string[]): Promise<InstanceRecord[]> {
+  const out: InstanceRecord[] = [];
+  for (let i = 0; i < ids.length; i += BATCH_GET_MAX) {
+    let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + BATCH_GET_MAX).map((id) => ({ id }));
+    for (let round = 0; keys?.length; round++) {
+      // Unprocessed keys (throttling) are asked again after a growing pause, as the SDK retries.
+      if (round > 0) await new Promise((done) => setTimeout(done, Math.min(1000, 50 * 2 ** round)));
+      const page: BatchGetCommandOutput = await dynamo().send(
+        new BatchGetCommand({ RequestItems: { [table()]: { Keys: keys } } }),
+      );
+      out.push(...((page.Responses?.[table()] ?? []) as InstanceRecord[]));
+      keys = page.UnprocessedKeys?.[table()]?.Keys;
+    }
+  }
+  return out.filter((r) => !r.deleted);
 }
 
 interface Update {
@@ -423,16 +491,41 @@ export async function markDeleted(id: string, now = new Date()): Promise<Instanc
 }
 
 /**
- * Scheduler: keep the explanation of its decision for `attempt` on the instance. Only for the
- * attempt being scheduled or a later one, so a stale re-run cannot overwrite a newer decision.
+ * Scheduler: keep the explanation of its decision for `attempt` apart from the instance (one
+ * item per instance in the Scheduling table, its explanation gzipped), so no transition of the
+ * instance pays for it. A stale re-run for an older attempt cannot overwrite a newer decision.
  */
 export async function recordSchedulingDecision(id: string, decision: SchedulingRecord): Promise<boolean> {
-  const done = await transition(id, {
-    set: ["scheduling = :d"],
-    condition: "attempt >= :prev AND (attribute_not_exists(scheduling) OR scheduling.attempt <= :n)",
-    values: { ":d": decision, ":n": decision.attempt, ":prev": decision.attempt - 1 },
-  });
-  return Boolean(done);
+  const { explanation, ...rest } = decision;
+  try {
+    await dynamo().send(
+      new PutCommand({
+        TableName: resources().schedulingTable,
+        Item: { id, ...rest, explanation_gz: gzipSync(JSON.stringify(explanation ?? null)) },
+        ConditionExpression: "attribute_not_exists(id) OR attempt <= :n",
+        ExpressionAttributeValues: { ":n": decision.attempt },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  }
+}
+
+/** The last scheduling decision recorded for an instance (admins: os-scheduling). */
+export async function getSchedulingDecision(id: string): Promise<SchedulingRecord | undefined> {
+  const r = await dynamo().send(new GetCommand({ TableName: resources().schedulingTable, Key: { id } }));
+  if (!r.Item) return undefined;
+  const {
+    id: _id,
+    explanation_gz,
+    ...rest
+  } = r.Item as Omit<SchedulingRecord, "explanation"> & {
+    id: string;
+    explanation_gz: Uint8Array;
+  };
+  return { ...rest, explanation: JSON.parse(gunzipSync(explanation_gz).toString("utf8")) };
 }
 
 /**
@@ -455,7 +548,7 @@ export async function fenceAttempt(
  * Watchdog: give a build that is only waiting (queued, or rescheduling) a new deadline before
  * sending its request again; conditioned on nothing having moved since it was read.
  */
-export async function extendDeadline(rec: InstanceRecord): Promise<boolean> {
+export async function extendDeadline(rec: WatchedBuild): Promise<boolean> {
   const done = await transition(rec.id, {
     set: ["build_deadline = :deadline"],
     condition: "deleted = :false AND vm_state = :building AND attempt = :n AND build_deadline = :was",

@@ -72,19 +72,49 @@ export interface InstanceRecord {
   deleted_at: string | null;
   /** keyed by request id */
   actions: Record<string, InstanceAction>;
-  /** what the user asked for, for one instance: a stuck build is sent again from it */
-  request_spec?: RequestSpec;
-  /** "building" while in BUILD: the sparse watchdog index's key (removed when the build ends) */
+  /**
+   * what the user asked for, for one instance: a stuck build is sent again from it. Stored without
+   * what the record holds already (flavor, image, project and user); requestSpecOf joins them.
+   */
+  request_spec?: StoredRequestSpec;
+  /**
+   * While in BUILD, one of the building index's shard keys (removed when the build ends); the
+   * watchdog reads only instances that carry it.
+   */
   build_watch?: string;
   /** when the current attempt must have finished (instance_build_timeout from its placement) */
   build_deadline?: string;
-  /** the explanation of the last scheduling decision for it (admins: os-scheduling) */
-  scheduling?: SchedulingRecord;
 }
 
+/** The fields of a request spec that the instance record itself carries. */
+export type SpecFromRecord = "flavor" | "image" | "project_id" | "user_id";
+
+export type StoredRequestSpec = Omit<RequestSpec, SpecFromRecord> &
+  Partial<Pick<RequestSpec, SpecFromRecord>>;
+
+/** What the watchdog reads of a build in flight: the building index's projection. */
+export type WatchedBuild = Pick<
+  InstanceRecord,
+  | "id"
+  | "request_id"
+  | "reservation_id"
+  | "project_id"
+  | "user_id"
+  | "vm_state"
+  | "task_state"
+  | "deleted"
+  | "host"
+  | "attempt"
+  | "spawn_attempt"
+  | "alternates"
+  | "retry_hosts"
+  | "build_watch"
+  | "build_deadline"
+>;
+
 /**
- * A scheduling decision as stored on the instance. `explanation` is the scheduler's
- * DecisionExplanation, compacted by the scheduler so the item stays far below DynamoDB's 400 KB.
+ * A scheduling decision, kept in the Scheduling table (one item per instance, its last decision).
+ * `explanation` is the scheduler's DecisionExplanation, compacted by the scheduler.
  */
 export interface SchedulingRecord {
   attempt: number;

@@ -127,19 +127,6 @@ export async function registerHost(reg: HostRegistration, now = new Date()): Pro
   }
 }
 
-/** The agent's heartbeat: the service is up while this is younger than service_down_time. */
-export async function heartbeat(host: string, now = new Date()): Promise<void> {
-  await dynamo().send(
-    new UpdateCommand({
-      TableName: resources().hostsTable,
-      Key: { host },
-      UpdateExpression: "SET service.last_heartbeat = :now",
-      ConditionExpression: "attribute_exists(host)",
-      ExpressionAttributeValues: { ":now": now.toISOString() },
-    }),
-  );
-}
-
 /** Nova's failed_builds statistic, fed to the BuildFailureWeigher: +1 per failure, 0 on success. */
 export async function recordBuildResult(host: string, ok: boolean): Promise<void> {
   await dynamo().send(
@@ -151,9 +138,4 @@ export async function recordBuildResult(host: string, ok: boolean): Promise<void
       ExpressionAttributeValues: ok ? { ":zero": 0 } : { ":one": 1 },
     }),
   );
-}
-
-export function isServiceUp(h: HostRecord, serviceDownTime: number, now = Date.now()): boolean {
-  if (h.service.forced_down) return false;
-  return now - Date.parse(h.service.last_heartbeat) <= serviceDownTime * 1000;
 }

@@ -30,6 +30,11 @@ export interface ServiceRecord {
   forced_down: boolean;
   /** ISO timestamp of the compute agent's last heartbeat. */
   last_heartbeat: string;
+  /**
+   * Set by the liveness sweep when the host stopped heartbeating, removed when it heartbeats again:
+   * the scheduler learns liveness from the provider item without heartbeats rewriting it.
+   */
+  down_since?: string;
 }
 
 export interface HostRecord {

@@ -152,8 +152,6 @@ async function zones(deps: ApiDeps) {
   const cfg = schedulerConfig();
   return availabilityZones(hosts, aggregates, {
     defaultZone: cfg.default_availability_zone,
-    serviceDownTime: cfg.service_down_time,
-    now: deps.now().getTime(),
   });
 }
 

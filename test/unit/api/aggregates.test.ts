@@ -246,7 +246,7 @@ describe("availability zones", () => {
     agg({ hosts: ["host-1", "host-9"], metadata: { availability_zone: "fast" } }),
     agg({ id: "b", name: "plain", hosts: ["host-2"] }),
   ];
-  const opts = { defaultZone: "nova", serviceDownTime: 60, now: NOW.getTime() };
+  const opts = { defaultZone: "nova" };
 
   it("a host's zone: its AZ aggregate's, else its own, else the default", () => {
     const byHost = aggregateZoneByHost(aggs);

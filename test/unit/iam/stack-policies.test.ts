@@ -12,7 +12,13 @@ const SM = "arn:aws:states:us-east-1:000000000000:stateMachine:novaless-conducto
 let policies: StackPolicies;
 beforeAll(() => {
   policies = stackPolicies({
-    tables: { Hosts: "hosts-x", Instances: "instances-x", Catalog: "catalog-x" },
+    tables: {
+      Hosts: "hosts-x",
+      Instances: "instances-x",
+      Catalog: "catalog-x",
+      Services: "services-x",
+      Scheduling: "scheduling-x",
+    },
     buildRequestsQueue: "build-x",
     buildRequestsDlq: "build-x-dlq",
     computeQueuePrefix: "novaless-x-compute-",
