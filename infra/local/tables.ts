@@ -4,13 +4,14 @@ import {
   type AttributeDefinition,
   CreateTableCommand,
   type DynamoDBClient,
+  type Projection,
   waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
 import { BUILD_REQUESTS_QUEUE, type QueueSpec, TABLES, type TableSpec } from "../../lib/resources.js";
 
-/** Every table in TABLES under its local name: string keys, on-demand, GSIs projecting ALL. */
+/** Every table in TABLES under its local name: string keys, on-demand, GSIs projecting as declared. */
 export async function createTables(client: DynamoDBClient, tables: TableSpec[] = TABLES): Promise<void> {
   await Promise.all(tables.map((spec) => createTable(client, spec)));
 }
@@ -40,7 +41,7 @@ async function createTable(client: DynamoDBClient, spec: TableSpec): Promise<voi
                   { AttributeName: gsi.partitionKey, KeyType: "HASH" as const },
                   ...(gsi.sortKey ? [{ AttributeName: gsi.sortKey, KeyType: "RANGE" as const }] : []),
                 ],
-                Projection: { ProjectionType: "ALL" as const },
+                Projection: projectionOf(gsi.projection),
               })),
             }
           : {}),
@@ -54,6 +55,13 @@ async function createTable(client: DynamoDBClient, spec: TableSpec): Promise<voi
     { client, maxWaitTime: 60, minDelay: 1, maxDelay: 2 },
     { TableName: spec.localName },
   );
+}
+
+/** A GSI's projection as DynamoDB takes it: ALL by default. */
+function projectionOf(p: TableSpec["gsis"][number]["projection"]): Projection {
+  if (p === undefined || p === "ALL") return { ProjectionType: "ALL" };
+  if (p === "KEYS_ONLY") return { ProjectionType: "KEYS_ONLY" };
+  return { ProjectionType: "INCLUDE", NonKeyAttributes: p };
 }
 
 /** The build-requests queue and its DLQ, as the stack makes them. */

@@ -147,7 +147,7 @@ export class NovalessStack extends Stack {
           indexName: gsi.indexName,
           partitionKey: { name: gsi.partitionKey, type: dynamodb.AttributeType.STRING },
           sortKey: gsi.sortKey ? { name: gsi.sortKey, type: dynamodb.AttributeType.STRING } : undefined,
-          projectionType: dynamodb.ProjectionType.ALL,
+          ...projectionOf(gsi.projection),
         });
       }
       tables[spec.id] = table;
@@ -684,4 +684,14 @@ export class NovalessStack extends Stack {
     });
     new CfnOutput(this, "DashboardName", { value: this.dashboard.dashboardName });
   }
+}
+
+/** A GSI's projection as CDK takes it: ALL by default. */
+function projectionOf(p: TableSpec["gsis"][number]["projection"]): {
+  projectionType: dynamodb.ProjectionType;
+  nonKeyAttributes?: string[];
+} {
+  if (p === undefined || p === "ALL") return { projectionType: dynamodb.ProjectionType.ALL };
+  if (p === "KEYS_ONLY") return { projectionType: dynamodb.ProjectionType.KEYS_ONLY };
+  return { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: p };
 }
