@@ -23,7 +23,12 @@ const at = (seconds: number) => new Date(T0 + seconds * 1000);
 
 /** Every write request that reached DynamoDB, by table, as the SDK sent it. */
 const writes: { command: string; table: string }[] = [];
-const WRITES = new Set(["PutItemCommand", "UpdateItemCommand", "DeleteItemCommand", "TransactWriteItemsCommand"]);
+const WRITES = new Set([
+  "PutItemCommand",
+  "UpdateItemCommand",
+  "DeleteItemCommand",
+  "TransactWriteItemsCommand",
+]);
 
 beforeAll(() => {
   dynamo().middlewareStack.add(
@@ -47,7 +52,9 @@ async function register(host: string): Promise<void> {
   await registerHost({
     host,
     availability_zone: "nova",
-    inventories: { VCPU: { total: 8, reserved: 0, allocation_ratio: 1, min_unit: 1, max_unit: 8, step_size: 1 } },
+    inventories: {
+      VCPU: { total: 8, reserved: 0, allocation_ratio: 1, min_unit: 1, max_unit: 8, step_size: 1 },
+    },
     hypervisor_type: "fake",
     hypervisor_version: 1,
     host_ip: "10.0.0.1",
