@@ -23,6 +23,7 @@ import type { Destination } from "../../../lib/messages/common.js";
 import { computeMessage } from "../../../lib/messages/compute.js";
 import { claim } from "../../../lib/placement/claims.js";
 import { getHost, registerHost } from "../../../lib/placement/hosts.js";
+import { heartbeat } from "../../../lib/placement/liveness.js";
 import { useLocalAws } from "../../integration/local-aws.js";
 import { record } from "../api/records.js";
 
@@ -48,6 +49,7 @@ const TINY = { VCPU: 1, MEMORY_MB: 512, DISK_GB: 1 };
 
 /** A host registered with Placement; its heartbeat `ageSeconds` old. */
 async function host(name: string, ageSeconds = 0): Promise<void> {
+  const heard = new Date(Date.now() - ageSeconds * 1000);
   await registerHost(
     {
       host: name,
@@ -59,8 +61,9 @@ async function host(name: string, ageSeconds = 0): Promise<void> {
       supported_instances: [["x86_64", "fake", "hvm"]],
       queue_url: `http://127.0.0.1:1/000000000000/q-${name.slice(0, 12)}`,
     },
-    new Date(Date.now() - ageSeconds * 1000),
+    heard,
   );
+  await heartbeat(name, heard);
 }
 
 /** A new instance in BUILD, and the conductor's input for its attempt `attempt`. */

@@ -148,6 +148,7 @@ describe("buildFleet", () => {
               disabled_reason: null,
               forced_down: false,
               last_heartbeat: new Date(NOW - 120_000).toISOString(),
+              down_since: new Date(NOW - 30_000).toISOString(),
             },
           }),
         ],
