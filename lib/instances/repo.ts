@@ -353,7 +353,8 @@ export async function markActive(
           "updated_at = :now",
           "fault = :null",
         ],
-        remove: ["build_watch", "build_deadline"],
+        // The alternates were for a reschedule of this attempt: the build is over.
+        remove: ["build_watch", "build_deadline", "alternates"],
         condition: `${FENCE} AND task_state = :spawning`,
         values: {
           ":active": "active",
@@ -441,7 +442,7 @@ export async function setError(
     merge(
       {
         set: ["vm_state = :error", "task_state = :null", "fault = :fault", "updated_at = :now"],
-        remove: ["build_watch", "build_deadline"],
+        remove: ["build_watch", "build_deadline", "alternates"],
         condition: "deleted = :false AND vm_state = :building AND attempt = :n",
         values: {
           ":error": "error",

@@ -59,7 +59,8 @@ export interface InstanceRecord {
   spawn_attempt: number;
   /**
    * where a reschedule of the current attempt goes first, in order (its unclaimed alternates,
-   * written with the placement); absent on records placed before the casts stopped carrying them
+   * written with the placement, removed when the build ends); absent on records placed before the
+   * casts stopped carrying them
    */
   alternates?: Destination[];
   /** hosts already tried, oldest first */

@@ -85,7 +85,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     s = synth({}, true);
   });
 
-  it("creates the three tables from lib/resources.ts", () => {
+  it("creates the tables from lib/resources.ts", () => {
     s.template.resourceCountIs("AWS::DynamoDB::Table", TABLES.length);
     for (const spec of TABLES) {
       const table = s.template.toJSON().Resources[logicalId(s.stack, s.stack.tables[spec.id])] as Resource;
@@ -97,7 +97,12 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
       });
       const gsis = (table.Properties.GlobalSecondaryIndexes ?? []) as Record<string, unknown>[];
       expect(gsis.map((g) => g.IndexName)).toEqual(spec.gsis.map((g) => g.indexName));
-      for (const gsi of gsis) expect(gsi.Projection).toEqual({ ProjectionType: "ALL" });
+      for (const [i, gsi] of gsis.entries()) {
+        const p = spec.gsis[i]!.projection ?? "ALL";
+        expect(gsi.Projection).toEqual(
+          typeof p === "string" ? { ProjectionType: p } : { ProjectionType: "INCLUDE", NonKeyAttributes: p },
+        );
+      }
     }
     s.template.hasResourceProperties("AWS::DynamoDB::Table", {
       KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
@@ -109,7 +114,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
             { AttributeName: "project_id", KeyType: "HASH" },
             { AttributeName: "created_at", KeyType: "RANGE" },
           ],
-          Projection: { ProjectionType: "ALL" },
+          Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: ["deleted"] },
         },
       ]),
     });
