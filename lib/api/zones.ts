@@ -13,9 +13,10 @@ export const ZONES_TTL_MS = 5_000;
 
 export interface ZoneHost {
   host: string;
-  /** the compute service is up (heartbeat younger than service_down_time, not forced down) */
+  /** the compute service is up (not forced down, not marked down by the liveness sweep) */
   up: boolean;
-  last_heartbeat: string;
+  /** its last heartbeat, when the caller read them (the detail view); null otherwise */
+  last_heartbeat: string | null;
 }
 
 export interface Zone {
@@ -28,6 +29,8 @@ export interface Zone {
 
 export interface ZoneOptions {
   defaultZone: string;
+  /** each host's last heartbeat (the Services table), for the detail view */
+  heartbeats?: ReadonlyMap<string, string>;
 }
 
 /** Available zones first, then the zones only disabled hosts are in; each by name. */
@@ -53,7 +56,7 @@ export function availabilityZones(
     z.hosts.push({
       host: h.host,
       up: isServiceUp(h),
-      last_heartbeat: h.service.last_heartbeat,
+      last_heartbeat: opts.heartbeats?.get(h.host) ?? null,
     });
   }
   const available = [...zones.values()].sort((a, b) => a.name.localeCompare(b.name));

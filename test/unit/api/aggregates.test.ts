@@ -246,7 +246,10 @@ describe("availability zones", () => {
     agg({ hosts: ["host-1", "host-9"], metadata: { availability_zone: "fast" } }),
     agg({ id: "b", name: "plain", hosts: ["host-2"] }),
   ];
-  const opts = { defaultZone: "nova" };
+  const opts = {
+    defaultZone: "nova",
+    heartbeats: new Map(["host-3", "host-5"].map((h) => [h, NOW.toISOString()])),
+  };
 
   it("a host's zone: its AZ aggregate's, else its own, else the default", () => {
     const byHost = aggregateZoneByHost(aggs);
