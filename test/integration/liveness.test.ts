@@ -123,6 +123,37 @@ describe("liveness", () => {
     expect(isServiceUp((await getHost("live-c"))!)).toBe(true);
   });
 
+  it("a heartbeat landing between the Services mark and the provider's: the mark is taken back", async () => {
+    await register("live-e");
+    await heartbeat("live-e", at(0));
+    // The sweep's provider write is held until the host has heartbeated (and cleared what it saw).
+    let raced = false;
+    dynamo().middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { TableName?: string; UpdateExpression?: string };
+        if (
+          !raced &&
+          input.TableName === resources().hostsTable &&
+          input.UpdateExpression?.startsWith("SET service.down_since")
+        ) {
+          raced = true;
+          await heartbeat("live-e", at(199));
+        }
+        return next(args);
+      },
+      { step: "initialize", name: "heartbeatMidSweep" },
+    );
+    try {
+      const sweep = await sweepLiveness(DOWN_TIME, at(200));
+      expect(raced).toBe(true);
+      expect(sweep.markedDown).not.toContain("live-e");
+    } finally {
+      dynamo().middlewareStack.remove("heartbeatMidSweep");
+    }
+    expect(isServiceUp((await getHost("live-e"))!)).toBe(true);
+    expect((await getServiceHeartbeat("live-e"))?.down_since).toBeUndefined();
+  });
+
   it("forced_down is mirrored onto the heartbeat, where the watchdog reads liveness", async () => {
     await register("live-d");
     await heartbeat("live-d", at(0));
