@@ -3,6 +3,8 @@
 // (what the scheduler caches) changes only when a host goes down or comes back, through
 // `service.down_since`. The sweep (run by the build watchdog, every minute) finds hosts that
 // stopped heartbeating; a host's next heartbeat sees it was marked down and clears the mark itself.
+// The writes of a transition are ordered so that a heartbeat racing the sweep, or a sweep cut
+// short, still ends with the provider telling the truth (no transaction needed).
 import { GetCommand, ScanCommand, type ScanCommandInput, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
@@ -16,6 +18,8 @@ export interface ServiceHeartbeat {
   last_heartbeat: string;
   /** set with the provider's `service.down_since` by the sweep, removed by the next heartbeat */
   down_since?: string;
+  /** the provider carries down_since too (the sweep's last step: a sweep cut short is finished by the next) */
+  provider_marked?: boolean;
   /** the operator's forced_down, mirrored from the provider so the watchdog reads one table */
   forced_down?: boolean;
 }
@@ -43,8 +47,8 @@ export function isHeartbeatAlive(s: ServiceHeartbeat, serviceDownTime: number, n
 
 /**
  * The agent's heartbeat: one small write to its Services item. When the sweep had marked the host
- * down, the old item says so, and the mark is cleared on the provider at once (then on the Services
- * item: should this stop in between, the next heartbeat finishes it).
+ * down, the old item says so, and the mark is cleared on the provider at once, then on the
+ * Services item (should this stop in between, the next heartbeat finishes it).
  */
 export async function heartbeat(host: string, now = new Date()): Promise<void> {
   const r = await dynamo().send(
@@ -56,23 +60,33 @@ export async function heartbeat(host: string, now = new Date()): Promise<void> {
       ReturnValues: "ALL_OLD",
     }),
   );
-  const downSince = (r.Attributes as ServiceHeartbeat | undefined)?.down_since;
-  if (downSince !== undefined) await markUp(host, downSince, now);
+  const old = r.Attributes as ServiceHeartbeat | undefined;
+  if (old?.down_since !== undefined) await markUp(host, old, now);
 }
 
-async function markUp(host: string, downSince: string, now: Date): Promise<void> {
-  await updateProvider(host, "REMOVE service.down_since SET changed_at = :now", {
-    ":now": now.toISOString(),
-  });
-  await conditional(
-    new UpdateCommand({
-      TableName: servicesTable(),
-      Key: { host },
-      UpdateExpression: "REMOVE down_since",
-      ConditionExpression: "down_since = :was",
-      ExpressionAttributeValues: { ":was": downSince },
-    }),
-  );
+async function markUp(host: string, old: ServiceHeartbeat, now: Date): Promise<void> {
+  const clearProvider = () =>
+    updateProvider(host, "REMOVE service.down_since SET changed_at = :now", { ":now": now.toISOString() });
+  await clearProvider();
+  let cleared: ServiceHeartbeat | undefined;
+  try {
+    const r = await dynamo().send(
+      new UpdateCommand({
+        TableName: servicesTable(),
+        Key: { host },
+        UpdateExpression: "REMOVE down_since, provider_marked",
+        ConditionExpression: "down_since = :was",
+        ExpressionAttributeValues: { ":was": old.down_since },
+        ReturnValues: "ALL_OLD",
+      }),
+    );
+    cleared = r.Attributes as ServiceHeartbeat;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return;
+    throw e;
+  }
+  // A sweep finished marking the provider between the two writes: clear it again.
+  if (!old.provider_marked && cleared.provider_marked) await clearProvider();
 }
 
 /** Every Services item, read in parallel segments. */
@@ -119,24 +133,24 @@ export async function sweepLiveness(serviceDownTime: number, now = new Date()): 
   const services = await listServiceHeartbeats();
   const markedDown: string[] = [];
   for (const s of services) {
-    if (s.down_since !== undefined) continue;
-    if (now.getTime() - Date.parse(s.last_heartbeat) <= serviceDownTime * 1000) continue;
-    if (await markDown(s, now)) {
-      s.down_since = now.toISOString();
+    if (s.provider_marked) continue;
+    // Marked on Services by a sweep that stopped before the provider: finish it.
+    const since = s.down_since ?? now.toISOString();
+    if (s.down_since === undefined) {
+      if (now.getTime() - Date.parse(s.last_heartbeat) <= serviceDownTime * 1000) continue;
+      if (!(await markServiceDown(s, since))) continue;
+    }
+    if (await markProviderDown(s.host, since)) {
+      Object.assign(s, { down_since: since, provider_marked: true });
       markedDown.push(s.host);
     }
   }
   return { services, markedDown };
 }
 
-/**
- * Services item first, conditioned on the heartbeat the sweep read (a heartbeat since wins), then
- * the provider. A heartbeat landing between the two may have cleared the provider before it was
- * set: read the Services item again, and take the mark back if it is gone.
- */
-async function markDown(s: ServiceHeartbeat, now: Date): Promise<boolean> {
-  const since = now.toISOString();
-  const marked = await conditional(
+/** The Services item first, conditioned on the heartbeat the sweep read: a heartbeat since wins. */
+async function markServiceDown(s: ServiceHeartbeat, since: string): Promise<boolean> {
+  return conditional(
     new UpdateCommand({
       TableName: servicesTable(),
       Key: { host: s.host },
@@ -145,11 +159,27 @@ async function markDown(s: ServiceHeartbeat, now: Date): Promise<boolean> {
       ExpressionAttributeValues: { ":since": since, ":seen": s.last_heartbeat },
     }),
   );
-  if (!marked) return false;
-  await updateProvider(s.host, "SET service.down_since = :since, changed_at = :since", { ":since": since });
-  if ((await getServiceHeartbeat(s.host))?.down_since === since) return true;
+}
+
+/**
+ * Then the provider, then `provider_marked` on the Services item, conditioned on its mark still
+ * being there. A heartbeat landing in between may have cleared the provider before it was set:
+ * the condition fails, and the provider's mark is taken back.
+ */
+async function markProviderDown(host: string, since: string): Promise<boolean> {
+  await updateProvider(host, "SET service.down_since = :since, changed_at = :since", { ":since": since });
+  const kept = await conditional(
+    new UpdateCommand({
+      TableName: servicesTable(),
+      Key: { host },
+      UpdateExpression: "SET provider_marked = :true",
+      ConditionExpression: "down_since = :since",
+      ExpressionAttributeValues: { ":since": since, ":true": true },
+    }),
+  );
+  if (kept) return true;
   await updateProvider(
-    s.host,
+    host,
     "REMOVE service.down_since SET changed_at = :now",
     { ":since": since, ":now": new Date().toISOString() },
     "service.down_since = :since",

@@ -45,6 +45,27 @@ afterEach(() => {
   writes.length = 0;
 });
 
+/** Runs `action` before the first request matching `when` goes on; returns the remover. */
+function once(
+  name: string,
+  when: (input: { TableName?: string; UpdateExpression?: string }) => boolean,
+  action: () => unknown,
+): () => void {
+  let done = false;
+  dynamo().middlewareStack.add(
+    (next) => async (args) => {
+      const input = args.input as { TableName?: string; UpdateExpression?: string };
+      if (!done && when(input)) {
+        done = true;
+        await action();
+      }
+      return next(args);
+    },
+    { step: "initialize", name },
+  );
+  return () => dynamo().middlewareStack.remove(name);
+}
+
 const providerWrites = () => writes.filter((w) => w.table === resources().hostsTable).length;
 const serviceWrites = () => writes.filter((w) => w.table === resources().servicesTable).length;
 
@@ -152,6 +173,53 @@ describe("liveness", () => {
     }
     expect(isServiceUp((await getHost("live-e"))!)).toBe(true);
     expect((await getServiceHeartbeat("live-e"))?.down_since).toBeUndefined();
+  });
+
+  it("a sweep cut short after the Services mark is finished by the next one", async () => {
+    await register("live-f");
+    await heartbeat("live-f", at(0));
+    const stop = once(
+      "cutShort",
+      (input) => input.UpdateExpression?.startsWith("SET service.down_since") === true,
+      () => {
+        throw new Error("the sweep's Lambda timed out");
+      },
+    );
+    await expect(sweepLiveness(DOWN_TIME, at(200))).rejects.toThrow(/timed out/);
+    stop();
+    expect((await getServiceHeartbeat("live-f"))?.down_since).toBe(at(200).toISOString());
+    expect(isServiceUp((await getHost("live-f"))!)).toBe(true);
+
+    const sweep = await sweepLiveness(DOWN_TIME, at(260));
+    expect(sweep.markedDown).toContain("live-f");
+    expect((await getHost("live-f"))!.service.down_since).toBe(at(200).toISOString());
+    expect((await sweepLiveness(DOWN_TIME, at(320))).markedDown).not.toContain("live-f");
+  });
+
+  it("a sweep finishing its mark between a heartbeat's two writes: the heartbeat clears it again", async () => {
+    await register("live-g");
+    await heartbeat("live-g", at(0));
+    const cut = once(
+      "cutShort",
+      (input) => input.UpdateExpression?.startsWith("SET service.down_since") === true,
+      () => {
+        throw new Error("the sweep's Lambda timed out");
+      },
+    );
+    await expect(sweepLiveness(DOWN_TIME, at(200))).rejects.toThrow(/timed out/);
+    cut();
+    // The host heartbeats; before it clears its Services mark, the next sweep finishes the old one.
+    const stop = once(
+      "sweepMidHeartbeat",
+      (input) =>
+        input.TableName === resources().servicesTable &&
+        input.UpdateExpression === "REMOVE down_since, provider_marked",
+      () => sweepLiveness(DOWN_TIME, at(215)),
+    );
+    await heartbeat("live-g", at(210));
+    stop();
+    expect(isServiceUp((await getHost("live-g"))!)).toBe(true);
+    expect(await getServiceHeartbeat("live-g")).not.toHaveProperty("down_since");
   });
 
   it("forced_down is mirrored onto the heartbeat, where the watchdog reads liveness", async () => {
