@@ -42,10 +42,77 @@ export function buildWatchKey(id: string): string {
   return `building#${createHash("sha256").update(id, "utf8").digest().readUInt32BE(0) % BUILD_WATCH_SHARDS}`;
 }
 
-/** The request spec as stored: what the record carries already is not written twice. */
+/** The request spec as stored: what the record carries already, and the defaults, are not written. */
 function storedSpec(spec: StoredRequestSpec): StoredRequestSpec {
-  const { flavor: _flavor, image: _image, project_id: _project, user_id: _user, ...rest } = spec;
+  const {
+    flavor: _flavor,
+    image: _image,
+    project_id: _project,
+    user_id: _user,
+    num_instances: _one,
+    scheduler_hints,
+    ...rest
+  } = spec;
+  return scheduler_hints && Object.keys(scheduler_hints).length ? { ...rest, scheduler_hints } : rest;
+}
+
+// What an item does not repeat, and recordOf puts back when it is read: an action's request id
+// (its key), user, project and start (the record's and its created_at), an event's name and
+// attempt (its key), and the nulls of fields only set later.
+const NULL_UNTIL_SET = ["requested_availability_zone", "launched_at", "deleted_at"] as const;
+
+/** The item createInstances writes for a record. */
+function itemOf(r: InstanceRecord): Record<string, unknown> {
+  const item: Record<string, unknown> = { ...r };
+  for (const k of NULL_UNTIL_SET) if (item[k] === null) delete item[k];
+  if (r.request_spec) item.request_spec = storedSpec(r.request_spec);
+  item.actions = Object.fromEntries(
+    Object.entries(r.actions).map(([rid, a]) => {
+      const { request_id, user_id, project_id, start_time, events, ...rest } = a;
+      return [
+        rid,
+        {
+          ...rest,
+          ...(request_id === rid ? {} : { request_id }),
+          ...(user_id === r.user_id ? {} : { user_id }),
+          ...(project_id === r.project_id ? {} : { project_id }),
+          ...(start_time === r.created_at ? {} : { start_time }),
+          events: Object.fromEntries(Object.entries(events).map(([k, ev]) => [k, storedEvent(ev)])),
+        },
+      ];
+    }),
+  );
+  return item;
+}
+
+function storedEvent(ev: ActionEvent): Omit<ActionEvent, "event" | "attempt"> {
+  const { event: _event, attempt: _attempt, ...rest } = ev;
   return rest;
+}
+
+/** A record from its item: what itemOf and the event writes left out, put back. */
+function recordOf(item: Record<string, unknown>): InstanceRecord {
+  const rec = { ...item } as unknown as InstanceRecord;
+  for (const k of NULL_UNTIL_SET) rec[k] ??= null;
+  rec.actions = Object.fromEntries(
+    Object.entries(rec.actions ?? {}).map(([rid, a]) => [
+      rid,
+      {
+        ...a,
+        request_id: a.request_id ?? rid,
+        user_id: a.user_id ?? rec.user_id,
+        project_id: a.project_id ?? rec.project_id,
+        start_time: a.start_time ?? rec.created_at,
+        events: Object.fromEntries(
+          Object.entries(a.events ?? {}).map(([k, ev]) => {
+            const at = k.lastIndexOf("#");
+            return [k, { ...ev, event: k.slice(0, at), attempt: Number(k.slice(at + 1)) }];
+          }),
+        ),
+      },
+    ]),
+  );
+  return rec;
 }
 
 export async function createInstances(records: InstanceRecord[]): Promise<void> {
@@ -56,12 +123,7 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
         new PutCommand({
           TableName: table(),
           // Watched from the start: a build request lost before the conductor is found too.
-          Item: {
-            ...r,
-            ...(r.request_spec ? { request_spec: storedSpec(r.request_spec) } : {}),
-            build_watch: buildWatchKey(r.id),
-            build_deadline: deadline,
-          },
+          Item: { ...itemOf(r), build_watch: buildWatchKey(r.id), build_deadline: deadline },
           ConditionExpression: "attribute_not_exists(id)",
         }),
       ),
@@ -89,7 +151,7 @@ export async function listBuilding(): Promise<WatchedBuild[]> {
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
   const r = await dynamo().send(new GetCommand({ TableName: table(), Key: { id }, ConsistentRead: true }));
-  return r.Item as InstanceRecord | undefined;
+  return r.Item ? recordOf(r.Item) : undefined;
 }
 
 /**
@@ -110,11 +172,13 @@ export async function listInstances(projectId?: string): Promise<InstanceRecord[
           })
         ).map((r) => r.id),
       )
-    : await scanAll<InstanceRecord>({
-        TableName: table(),
-        ...live,
-        ExpressionAttributeValues: { ":f": false },
-      });
+    : (
+        await scanAll({
+          TableName: table(),
+          ...live,
+          ExpressionAttributeValues: { ":f": false },
+        })
+      ).map(recordOf);
   return items.sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
 }
 
@@ -135,7 +199,7 @@ async function getInstances(ids: string[]): Promise<InstanceRecord[]> {
       const page: BatchGetCommandOutput = await dynamo().send(
         new BatchGetCommand({ RequestItems: { [table()]: { Keys: keys } } }),
       );
-      out.push(...((page.Responses?.[table()] ?? []) as InstanceRecord[]));
+      out.push(...(page.Responses?.[table()] ?? []).map(recordOf));
       keys = page.UnprocessedKeys?.[table()]?.Keys;
     }
   }
@@ -168,7 +232,7 @@ async function transition(
         ReturnValues: returnValues,
       }),
     );
-    return r.Attributes as InstanceRecord;
+    return r.Attributes ? recordOf(r.Attributes) : undefined;
   } catch (e) {
     if (isConditionalCheckFailed(e)) return undefined;
     throw e;
@@ -181,7 +245,7 @@ function eventClause(rec: { request_id: string }, ev: ActionEvent, tag = "ev"): 
     set: [`actions.#rid.events.#${tag} = :${tag}`],
     condition: "attribute_exists(actions.#rid)",
     names: { "#rid": rec.request_id, [`#${tag}`]: `${ev.event}#${ev.attempt}` },
-    values: { [`:${tag}`]: ev },
+    values: { [`:${tag}`]: storedEvent(ev) },
   };
 }
 

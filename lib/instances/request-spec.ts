@@ -12,6 +12,7 @@ export function requestSpecOf(rec: InstanceRecord, numInstances = 1): RequestSpe
     scheduler_hints: {},
   };
   return {
+    scheduler_hints: {},
     ...spec,
     project_id: rec.project_id,
     user_id: rec.user_id,

@@ -75,7 +75,8 @@ export interface InstanceRecord {
   actions: Record<string, InstanceAction>;
   /**
    * what the user asked for, for one instance: a stuck build is sent again from it. Stored without
-   * what the record holds already (flavor, image, project and user); requestSpecOf joins them.
+   * what the record holds already (flavor, image, project and user), the instance count (one) and
+   * empty hints; requestSpecOf puts them back.
    */
   request_spec?: StoredRequestSpec;
   /**
@@ -87,11 +88,16 @@ export interface InstanceRecord {
   build_deadline?: string;
 }
 
-/** The fields of a request spec that the instance record itself carries. */
-export type SpecFromRecord = "flavor" | "image" | "project_id" | "user_id";
+/** The fields of a request spec that the stored one may leave out (requestSpecOf restores them). */
+export type SpecDefaults =
+  | "flavor"
+  | "image"
+  | "project_id"
+  | "user_id"
+  | "num_instances"
+  | "scheduler_hints";
 
-export type StoredRequestSpec = Omit<RequestSpec, SpecFromRecord> &
-  Partial<Pick<RequestSpec, SpecFromRecord>>;
+export type StoredRequestSpec = Omit<RequestSpec, SpecDefaults> & Partial<Pick<RequestSpec, SpecDefaults>>;
 
 /** What the watchdog reads of a build in flight: the building index's projection. */
 export type WatchedBuild = Pick<
