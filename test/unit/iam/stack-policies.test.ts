@@ -78,6 +78,22 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("compute-host", "dynamodb:GetItem", `${ARN}catalog-x`)).toBe(false);
   });
 
+  it("heartbeats and explanations: each table only to whom reads or writes it", () => {
+    // A host heartbeats (one UpdateItem); the watchdog sweeps; the API shows and mirrors forced_down.
+    expect(can("compute-host", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
+    expect(can("compute-host", "dynamodb:Scan", `${ARN}services-x`)).toBe(false);
+    expect(can("build-watchdog", "dynamodb:Scan", `${ARN}services-x`)).toBe(true);
+    expect(can("build-watchdog", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
+    expect(can("api", "dynamodb:Scan", `${ARN}services-x`)).toBe(true);
+    expect(can("api", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
+    expect(can("scheduler", "dynamodb:GetItem", `${ARN}services-x`)).toBe(false);
+    // The scheduler writes its explanations; the API reads them; nobody else touches them.
+    expect(can("scheduler", "dynamodb:PutItem", `${ARN}scheduling-x`)).toBe(true);
+    expect(can("api", "dynamodb:GetItem", `${ARN}scheduling-x`)).toBe(true);
+    expect(can("api", "dynamodb:PutItem", `${ARN}scheduling-x`)).toBe(false);
+    expect(can("compute-host", "dynamodb:GetItem", `${ARN}scheduling-x`)).toBe(false);
+  });
+
   it("the queues' enforceSSL policies are kept as resource policies", () => {
     expect(policies.resource.some((s) => s.Effect === "Deny" && s.Resource?.includes(`${SQS}build-x`))).toBe(
       true,
