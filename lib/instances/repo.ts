@@ -58,7 +58,8 @@ function storedSpec(spec: StoredRequestSpec): StoredRequestSpec {
 
 // What an item does not repeat, and recordOf puts back when it is read: an action's request id
 // (its key), user, project and start (the record's and its created_at), an event's name and
-// attempt (its key), and the nulls of fields only set later.
+// attempt (its key) and nulls, an alternate's nodename when it is its host's, and the nulls of
+// fields only set later.
 const NULL_UNTIL_SET = ["requested_availability_zone", "launched_at", "deleted_at"] as const;
 
 /** The item createInstances writes for a record. */
@@ -85,15 +86,40 @@ function itemOf(r: InstanceRecord): Record<string, unknown> {
   return item;
 }
 
-function storedEvent(ev: ActionEvent): Omit<ActionEvent, "event" | "attempt"> {
+function storedEvent(ev: ActionEvent): Partial<ActionEvent> {
   const { event: _event, attempt: _attempt, ...rest } = ev;
-  return rest;
+  return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null));
+}
+
+/** An alternate as stored: its nodename only when it is not its host's name (Nova's usual case). */
+function storedDestination(d: Destination): Partial<Destination> {
+  const { host, nodename, availability_zone } = destinationOf(d);
+  return nodename === host ? { host, availability_zone } : { host, nodename, availability_zone };
+}
+
+function destinationFrom(d: Partial<Destination>): Destination {
+  return destinationOf({ ...d, nodename: d.nodename ?? d.host } as Destination);
+}
+
+/** An event as stored: its name and attempt are its key's, its nulls left out. */
+function eventFrom(key: string, ev: Partial<ActionEvent>): ActionEvent {
+  const at = key.lastIndexOf("#");
+  return {
+    event: key.slice(0, at),
+    attempt: Number(key.slice(at + 1)),
+    start_time: ev.start_time!,
+    finish_time: ev.finish_time ?? null,
+    result: ev.result ?? null,
+    host: ev.host ?? null,
+    details: ev.details ?? null,
+  };
 }
 
 /** A record from its item: what itemOf and the event writes left out, put back. */
 function recordOf(item: Record<string, unknown>): InstanceRecord {
   const rec = { ...item } as unknown as InstanceRecord;
   for (const k of NULL_UNTIL_SET) rec[k] ??= null;
+  if (rec.alternates) rec.alternates = rec.alternates.map(destinationFrom);
   rec.actions = Object.fromEntries(
     Object.entries(rec.actions ?? {}).map(([rid, a]) => [
       rid,
@@ -103,12 +129,7 @@ function recordOf(item: Record<string, unknown>): InstanceRecord {
         user_id: a.user_id ?? rec.user_id,
         project_id: a.project_id ?? rec.project_id,
         start_time: a.start_time ?? rec.created_at,
-        events: Object.fromEntries(
-          Object.entries(a.events ?? {}).map(([k, ev]) => {
-            const at = k.lastIndexOf("#");
-            return [k, { ...ev, event: k.slice(0, at), attempt: Number(k.slice(at + 1)) }];
-          }),
-        ),
+        events: Object.fromEntries(Object.entries(a.events ?? {}).map(([k, ev]) => [k, eventFrom(k, ev)])),
       },
     ]),
   );
@@ -146,7 +167,10 @@ export async function listBuilding(): Promise<WatchedBuild[]> {
       }),
     ),
   );
-  return shards.flat().sort((a, b) => (a.build_deadline ?? "").localeCompare(b.build_deadline ?? ""));
+  return shards
+    .flat()
+    .map((b) => (b.alternates ? { ...b, alternates: b.alternates.map(destinationFrom) } : b))
+    .sort((a, b) => (a.build_deadline ?? "").localeCompare(b.build_deadline ?? ""));
 }
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
@@ -320,7 +344,7 @@ export async function placeInstance(
           ":h": host,
           ":node": nodename,
           ":az": availability_zone,
-          ":alts": alternates.map(destinationOf),
+          ":alts": alternates.map(storedDestination),
           ":now": now,
           ":false": false,
           ":building": "building",

@@ -1,6 +1,8 @@
 // The instance model on the embedded DynamoDB with the real SDK clients: the building index is
 // sharded and projects what the watchdog reads, the by-project listing reads keys then items, and
 // the scheduling explanation lives apart from the instance item.
+import { createRequire } from "node:module";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -12,12 +14,18 @@ import { resources, SCHEDULER_DEFAULTS } from "../../lib/config.js";
 import {
   buildWatchKey,
   createInstances,
+  EVENT_BUILD,
+  EVENT_SCHEDULE,
+  event,
   getInstance,
   getSchedulingDecision,
   listBuilding,
   listInstances,
+  markActive,
   markDeleted,
+  placeInstance,
   recordSchedulingDecision,
+  startSpawn,
 } from "../../lib/instances/repo.js";
 import { requestSpecOf } from "../../lib/instances/request-spec.js";
 import type { SchedulingRecord } from "../../lib/instances/types.js";
@@ -108,6 +116,52 @@ describe("instance items", () => {
     const listed = await listInstances("listing");
     expect(listed.map((r) => r.id)).toEqual([ids[2], ids[0]]);
     expect(listed[0]!.flavor.name).toBe("m1.tiny");
+  });
+});
+
+describe("an instance's item through its build", () => {
+  it("m1.tiny, an image without properties, two alternates: within one write unit (1 KB) at every step", async () => {
+    const { itemSize } = createRequire(import.meta.url)("dynalite/db/index.js") as {
+      itemSize: (item: Record<string, unknown>) => number;
+    };
+    const rec = record({ id: uuid(600_001), request_id: "req-6a1f0b8e-3333-4000-8000-000000000001" });
+    rec.actions = {
+      [rec.request_id]: {
+        action: "create",
+        request_id: rec.request_id,
+        user_id: rec.user_id,
+        project_id: rec.project_id,
+        start_time: rec.created_at,
+        message: null,
+        events: {},
+      },
+    };
+    rec.request_spec = { ...requestSpecOf(rec), num_instances: 1 };
+    const sizes: [string, number][] = [];
+    const measure = async (step: string) => {
+      const r = await new DynamoDBClient({}).send(
+        new GetItemCommand({ TableName: resources().instancesTable, Key: { id: { S: rec.id } } }),
+      );
+      sizes.push([step, itemSize(r.Item!)]);
+    };
+    const dest = (host: string) => ({ host, nodename: host, availability_zone: "az1" });
+    await createInstances([rec]);
+    await measure("created");
+    const t = new Date();
+    await placeInstance(
+      rec,
+      1,
+      dest("host-1"),
+      [dest("host-2"), dest("host-3")],
+      event(EVENT_SCHEDULE, 1, "Success", "host-1", "scheduled to host-1 (attempt 1)", t),
+    );
+    await measure("placed");
+    await startSpawn(rec, "host-1", 1, event(EVENT_BUILD, 1, null, "host-1", null, t, null));
+    await measure("spawning");
+    await markActive(rec, "host-1", 1, event(EVENT_BUILD, 1, "Success", "host-1", null, t));
+    await measure("active");
+    console.log(`instance item through its build: ${sizes.map(([s, n]) => `${s} ${n} B`).join(", ")}`);
+    for (const [, n] of sizes) expect(n).toBeLessThanOrEqual(1024);
   });
 });
 
