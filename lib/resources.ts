@@ -16,7 +16,7 @@ export interface GsiSpec {
 
 export interface TableSpec {
   /** logical id in the stack, and the local table name */
-  id: "Hosts" | "Allocations" | "Instances" | "Catalog";
+  id: "Hosts" | "Allocations" | "Instances" | "Catalog" | "Services" | "Scheduling";
   localName: string;
   partitionKey: string;
   sortKey?: string;
@@ -27,6 +27,25 @@ export interface TableSpec {
 
 /** The Hosts table's change feed: pk `feed` (a shard, see lib/placement/feed.ts), sk `changed_at`. */
 export const HOSTS_CHANGES_INDEX = "host-changes";
+
+/** What the watchdog reads of a build in flight, besides the index's keys (id, build_watch, build_deadline). */
+export const WATCHED_ATTRIBUTES = [
+  "request_id",
+  "reservation_id",
+  "project_id",
+  "user_id",
+  "vm_state",
+  "task_state",
+  "deleted",
+  "host",
+  "attempt",
+  "spawn_attempt",
+  "alternates",
+  "retry_hosts",
+];
+
+/** Partitions of the building index: one key would put every in-flight build on one partition. */
+export const BUILD_WATCH_SHARDS = 8;
 
 export const TABLES: TableSpec[] = [
   {
@@ -54,15 +73,35 @@ export const TABLES: TableSpec[] = [
     partitionKey: "id",
     env: "NOVALESS_INSTANCES_TABLE",
     gsis: [
-      { indexName: "by-project", partitionKey: "project_id", sortKey: "created_at", projection: "ALL" },
-      // Sparse: only instances in BUILD carry build_watch, so the watchdog reads just those.
+      // The listing reads the live ones' keys here, then the items themselves (BatchGetItem).
+      { indexName: "by-project", partitionKey: "project_id", sortKey: "created_at", projection: ["deleted"] },
+      // Sparse: only instances in BUILD carry build_watch, so the watchdog reads just those. The key
+      // is one of BUILD_WATCH_SHARDS values (a hash of the instance id), so in-flight builds spread
+      // over as many partitions; the watchdog queries them all.
       {
         indexName: "building-by-deadline",
         partitionKey: "build_watch",
         sortKey: "build_deadline",
-        projection: "ALL",
+        projection: WATCHED_ATTRIBUTES,
       },
     ],
+  },
+  // The compute service's heartbeat, apart from the provider item so a heartbeat is a tiny write.
+  {
+    id: "Services",
+    localName: "novaless-services",
+    partitionKey: "host",
+    env: "NOVALESS_SERVICES_TABLE",
+    gsis: [],
+  },
+  // The explanation of each instance's last scheduling decision (os-scheduling), apart from the
+  // instance item so that every transition of the instance does not pay for it.
+  {
+    id: "Scheduling",
+    localName: "novaless-scheduling",
+    partitionKey: "id",
+    env: "NOVALESS_SCHEDULING_TABLE",
+    gsis: [],
   },
   {
     id: "Catalog",

@@ -403,7 +403,7 @@ function newAgent(opts: RuntimeOptions, host: string, driver: FakeDriver, i: num
     host_ip: `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`,
     driver,
     waitTimeSeconds: 1,
-    heartbeatSeconds: opts.heartbeatSeconds ?? 10,
+    heartbeatSeconds: opts.heartbeatSeconds,
   });
 }
 

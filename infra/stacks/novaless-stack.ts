@@ -169,7 +169,14 @@ export class NovalessStack extends Stack {
       tables[spec.id] = table;
     }
     this.tables = tables;
-    const { Hosts: hosts, Allocations: allocations, Instances: instances, Catalog: catalog } = tables;
+    const {
+      Hosts: hosts,
+      Allocations: allocations,
+      Instances: instances,
+      Catalog: catalog,
+      Services: services,
+      Scheduling: scheduling,
+    } = tables;
 
     // --- Queues -----------------------------------------------------------------------------
     this.buildRequestsDlq = new sqs.Queue(this, "BuildRequestsDlq", {
@@ -311,6 +318,10 @@ export class NovalessStack extends Stack {
     // ...and deletes its allocation item (the audit's repair too); os-hypervisors reads them.
     allocations.grantReadData(this.apiFunction);
     allocations.grant(this.apiFunction, "dynamodb:DeleteItem");
+    // os-services reads the heartbeats and mirrors forced_down onto them; os-scheduling reads.
+    services.grantReadData(this.apiFunction);
+    services.grant(this.apiFunction, "dynamodb:UpdateItem");
+    scheduling.grantReadData(this.apiFunction);
     this.buildRequestsQueue.grantSendMessages(this.apiFunction);
     this.apiFunction.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueuesArn] }),
@@ -324,6 +335,8 @@ export class NovalessStack extends Stack {
     allocations.grantReadData(this.schedulerFunction);
     allocations.grant(this.schedulerFunction, "dynamodb:PutItem", "dynamodb:DeleteItem");
     instances.grantReadWriteData(this.schedulerFunction);
+    // The explanation of each decision, kept apart from the instance.
+    scheduling.grantWriteData(this.schedulerFunction);
     // Flavors, images, aggregates and server groups: the filters read them on every decision.
     catalog.grantReadData(this.schedulerFunction);
 
@@ -339,6 +352,8 @@ export class NovalessStack extends Stack {
     allocations.grantReadData(this.buildWatchdogFunction);
     allocations.grant(this.buildWatchdogFunction, "dynamodb:DeleteItem");
     instances.grantReadWriteData(this.buildWatchdogFunction);
+    // The liveness sweep: heartbeats read, transitions marked.
+    services.grantReadWriteData(this.buildWatchdogFunction);
     this.buildRequestsQueue.grantSendMessages(this.buildWatchdogFunction);
 
     // --- Grants for what this block of the stack added (observability, secrets) ---------------
@@ -412,6 +427,11 @@ export class NovalessStack extends Stack {
           sid: "ReleaseAllocations",
           actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem"],
           resources: [allocations.tableArn],
+        }),
+        new iam.PolicyStatement({
+          sid: "Heartbeat",
+          actions: ["dynamodb:UpdateItem"],
+          resources: [services.tableArn],
         }),
       ],
     });

@@ -25,11 +25,18 @@ import {
 } from "../catalog/server-groups.js";
 import { sendBuildRequest } from "../conductor/queues.js";
 import { deleteServer } from "../instances/delete.js";
-import { createInstances, getInstance, listInstances, markDeleted } from "../instances/repo.js";
+import {
+  createInstances,
+  getInstance,
+  getSchedulingDecision,
+  listInstances,
+  markDeleted,
+} from "../instances/repo.js";
 import { listAllocations } from "../placement/allocations.js";
 import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts } from "../placement/hosts.js";
 import { deleteInventory, setInventory } from "../placement/inventory.js";
+import { getServiceHeartbeat, listServiceHeartbeats } from "../placement/liveness.js";
 import { setServiceStatus } from "../placement/services.js";
 import { planDestinations } from "../scheduler/manager.js";
 
@@ -43,6 +50,7 @@ export interface ApiDeps {
   createInstances: typeof createInstances;
   getInstance: typeof getInstance;
   listInstances: typeof listInstances;
+  getSchedulingDecision: typeof getSchedulingDecision;
   markDeleted: typeof markDeleted;
   deleteServer: typeof deleteServer;
   sendBuildRequest: typeof sendBuildRequest;
@@ -50,6 +58,8 @@ export interface ApiDeps {
   getHost: typeof getHost;
   listAllocations: typeof listAllocations;
   setServiceStatus: typeof setServiceStatus;
+  listServiceHeartbeats: typeof listServiceHeartbeats;
+  getServiceHeartbeat: typeof getServiceHeartbeat;
   /** Placement admin; optional, so fakes that do not exercise them need not provide them */
   setInventory?: typeof setInventory;
   deleteInventory?: typeof deleteInventory;
@@ -80,6 +90,7 @@ export const defaultDeps: ApiDeps = {
   createInstances,
   getInstance,
   listInstances,
+  getSchedulingDecision,
   markDeleted,
   deleteServer,
   sendBuildRequest,
@@ -87,6 +98,8 @@ export const defaultDeps: ApiDeps = {
   getHost,
   listAllocations,
   setServiceStatus,
+  listServiceHeartbeats,
+  getServiceHeartbeat,
   setInventory,
   deleteInventory,
   auditPlacement,

@@ -5,7 +5,7 @@
 import { aggregateZoneByHost, hostAvailabilityZone } from "../catalog/aggregates.js";
 import type { Aggregate } from "../catalog/types.js";
 import { schedulerConfig } from "../config.js";
-import { isServiceUp } from "../placement/hosts.js";
+import { isServiceUp } from "../placement/liveness.js";
 import type { HostRecord } from "../placement/types.js";
 import type { ApiDeps } from "./deps.js";
 
@@ -13,9 +13,10 @@ export const ZONES_TTL_MS = 5_000;
 
 export interface ZoneHost {
   host: string;
-  /** the compute service is up (heartbeat younger than service_down_time, not forced down) */
+  /** the compute service is up (not forced down, not marked down by the liveness sweep) */
   up: boolean;
-  last_heartbeat: string;
+  /** its last heartbeat, when the caller read them (the detail view); null otherwise */
+  last_heartbeat: string | null;
 }
 
 export interface Zone {
@@ -28,8 +29,8 @@ export interface Zone {
 
 export interface ZoneOptions {
   defaultZone: string;
-  serviceDownTime: number;
-  now: number;
+  /** each host's last heartbeat (the Services table), for the detail view */
+  heartbeats?: ReadonlyMap<string, string>;
 }
 
 /** Available zones first, then the zones only disabled hosts are in; each by name. */
@@ -54,8 +55,8 @@ export function availabilityZones(
     }
     z.hosts.push({
       host: h.host,
-      up: isServiceUp(h, opts.serviceDownTime, opts.now),
-      last_heartbeat: h.service.last_heartbeat,
+      up: isServiceUp(h),
+      last_heartbeat: opts.heartbeats?.get(h.host) ?? null,
     });
   }
   const available = [...zones.values()].sort((a, b) => a.name.localeCompare(b.name));
@@ -78,8 +79,6 @@ export async function availableZoneNames(deps: ApiDeps): Promise<Set<string>> {
   const zones = new Set(
     availabilityZones(hosts, aggregates, {
       defaultZone: cfg.default_availability_zone,
-      serviceDownTime: cfg.service_down_time,
-      now,
     })
       .filter((z) => z.available)
       .map((z) => z.name),

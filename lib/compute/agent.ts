@@ -10,7 +10,7 @@ import {
 import { sqsClient } from "../aws/clients.js";
 import { ensureQueueWithDlq } from "../aws/queues.js";
 import { sendBuildRequest, sendToDeadLetter } from "../conductor/queues.js";
-import { resources } from "../config.js";
+import { resources, schedulerConfig } from "../config.js";
 import { rescheduledText, withoutHosts } from "../instances/faults.js";
 import { EVENT_BUILD, event, markActive, recordBuildFailure, startSpawn } from "../instances/repo.js";
 import type { InstanceRecord } from "../instances/types.js";
@@ -24,7 +24,8 @@ import {
 import { metrics } from "../metrics.js";
 import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
-import { heartbeat, recordBuildResult, registerHost } from "../placement/hosts.js";
+import { recordBuildResult, registerHost } from "../placement/hosts.js";
+import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
 import type { Driver } from "./drivers/driver.js";
@@ -40,6 +41,7 @@ export interface AgentOptions {
   concurrency?: number;
   /** long-poll wait; short locally so stop() is quick */
   waitTimeSeconds?: number;
+  /** seconds between heartbeats; [DEFAULT] report_interval by default */
   heartbeatSeconds?: number;
 }
 
@@ -96,10 +98,11 @@ export class ComputeAgent {
       // and keep serving on the inventory Placement has, rather than refuse to start.
       if (!(e instanceof PlacementConflict)) throw e;
       this.log.error("compute.inventory_conflict", { error: e, inventories: this.opts.inventories });
-      await heartbeat(this.opts.host);
     }
+    // Up from now on, and a host the liveness sweep had marked down comes back at once.
+    await heartbeat(this.opts.host);
     this.running = true;
-    const every = (this.opts.heartbeatSeconds ?? 10) * 1000;
+    const every = (this.opts.heartbeatSeconds ?? schedulerConfig().report_interval) * 1000;
     this.beat = setInterval(() => {
       heartbeat(this.opts.host).catch((e) => this.log.warn("compute.heartbeat_failed", { error: e }));
     }, every);

@@ -1,17 +1,18 @@
 // The build watchdog (a scheduled Lambda; a timer locally): nothing stays in BUILD because a
-// host died, a message was lost or a build hung. It reads only instances in BUILD (a sparse
-// index), fences dead attempts exactly as a failing compute would, and sends the build request
-// down the failure path again, so the attempt counts and max_attempts still bounds it. Its
-// reasons end up in the owner's fault (MaxRetriesExceeded's "Last exception"), so they do not
-// name the host: the event records which host it was, for admins.
+// host died, a message was lost or a build hung. It first sweeps host liveness (marking down, on
+// their provider items, hosts that stopped heartbeating), then reads only instances in BUILD (a
+// sparse, sharded index), fences dead attempts exactly as a failing compute would, and sends the
+// build request down the failure path again, so the attempt counts and max_attempts still bounds
+// it. Its reasons end up in the owner's fault (MaxRetriesExceeded's "Last exception"), so they do
+// not name the host: the event records which host it was, for admins.
 import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../config.js";
 import { rescheduledText } from "../instances/faults.js";
 import { EVENT_BUILD, event, extendDeadline, fenceAttempt, listBuilding } from "../instances/repo.js";
-import type { InstanceRecord } from "../instances/types.js";
+import type { WatchedBuild } from "../instances/types.js";
 import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
-import { isServiceUp, listHosts } from "../placement/hosts.js";
+import { isHeartbeatAlive, sweepLiveness } from "../placement/liveness.js";
 import { sendBuildRequest } from "./queues.js";
 
 export interface WatchdogAction {
@@ -26,10 +27,14 @@ export async function runWatchdog(
   now = new Date(),
   config: SchedulerConfig = schedulerConfig(),
 ): Promise<WatchdogAction[]> {
-  const building = await listBuilding();
+  const [{ services, markedDown }, building] = await Promise.all([
+    sweepLiveness(config.service_down_time, now),
+    listBuilding(),
+  ]);
+  if (markedDown.length) log.warn("watchdog.hosts_down", { hosts: markedDown });
   if (!building.length) return [];
   const up = new Map(
-    (await listHosts()).map((h) => [h.host, isServiceUp(h, config.service_down_time, now.getTime())]),
+    services.map((s) => [s.host, isHeartbeatAlive(s, config.service_down_time, now.getTime())]),
   );
   const actions: WatchdogAction[] = [];
   for (const rec of building) {
@@ -44,7 +49,7 @@ export async function runWatchdog(
 }
 
 async function watch(
-  rec: InstanceRecord,
+  rec: WatchedBuild,
   up: Map<string, boolean>,
   now: Date,
   config: SchedulerConfig,
@@ -90,7 +95,7 @@ async function watch(
  * when none is left). A host the watchdog found down is not worth an attempt.
  */
 async function resend(
-  rec: InstanceRecord,
+  rec: WatchedBuild,
   numAttempts: number,
   reason: string,
   up: Map<string, boolean>,

@@ -2,10 +2,10 @@
 // fails), tell its host to tear down whatever it built, and give its claim back.
 
 import { castToCompute } from "../conductor/queues.js";
-import { schedulerConfig } from "../config.js";
 import { log } from "../log.js";
 import { release } from "../placement/claims.js";
-import { getHost, isServiceUp } from "../placement/hosts.js";
+import { getHost } from "../placement/hosts.js";
+import { isServiceUp } from "../placement/liveness.js";
 import { markDeleted } from "./repo.js";
 import type { InstanceRecord } from "./types.js";
 
@@ -26,7 +26,7 @@ export async function deleteServer(id: string, requestId: string): Promise<Insta
     const host = await getHost(rec.host);
     // `rec` is the record as the delete found it.
     const mayRun = rec.vm_state === "active" || rec.task_state === "spawning";
-    const hostUp = host !== undefined && isServiceUp(host, schedulerConfig().service_down_time);
+    const hostUp = host !== undefined && isServiceUp(host);
     releasedBy = mayRun && hostUp ? "host" : "api";
     if (releasedBy === "api") await release(rec.host, id, rec.attempt);
     if (host?.queue_url) {

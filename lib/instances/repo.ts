@@ -1,14 +1,29 @@
 // Instance records and their guarded transitions. Every transition is ONE conditional UpdateItem
 // that also writes its os-instance-actions event, so a transition and its event never disagree
 // and a repeated transition (a duplicated message, a re-run step) changes nothing.
-import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { createHash } from "node:crypto";
+import { gunzipSync, gzipSync } from "node:zlib";
+import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { instanceBuildTimeout, resources } from "../config.js";
 import { type Destination, destinationOf } from "../messages/common.js";
-import { INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../resources.js";
-import type { ActionEvent, Fault, InstanceRecord, SchedulingRecord } from "./types.js";
+import { BUILD_WATCH_SHARDS, INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../resources.js";
+import type {
+  ActionEvent,
+  Fault,
+  InstanceRecord,
+  SchedulingRecord,
+  StoredRequestSpec,
+  WatchedBuild,
+} from "./types.js";
 
 export const EVENT_SCHEDULE = "conductor_schedule_and_build_instances";
 export const EVENT_BUILD = "compute_build_and_run_instance";
@@ -22,7 +37,104 @@ export function buildDeadline(now = new Date()): string {
   return new Date(now.getTime() + instanceBuildTimeout() * 1000).toISOString();
 }
 
-const BUILDING = "building";
+/** The building index's shard key of an instance: `building#<n>`, n from a hash of its id. */
+export function buildWatchKey(id: string): string {
+  return `building#${createHash("sha256").update(id, "utf8").digest().readUInt32BE(0) % BUILD_WATCH_SHARDS}`;
+}
+
+/** The request spec as stored: what the record carries already, and the defaults, are not written. */
+function storedSpec(spec: StoredRequestSpec): StoredRequestSpec {
+  const {
+    flavor: _flavor,
+    image: _image,
+    project_id: _project,
+    user_id: _user,
+    num_instances: _one,
+    scheduler_hints,
+    ...rest
+  } = spec;
+  return scheduler_hints && Object.keys(scheduler_hints).length ? { ...rest, scheduler_hints } : rest;
+}
+
+// What an item does not repeat, and recordOf puts back when it is read: an action's request id
+// (its key), user, project and start (the record's and its created_at), an event's name and
+// attempt (its key) and nulls, an alternate's nodename when it is its host's, and the nulls of
+// fields only set later.
+const NULL_UNTIL_SET = ["requested_availability_zone", "launched_at", "deleted_at"] as const;
+
+/** The item createInstances writes for a record. */
+function itemOf(r: InstanceRecord): Record<string, unknown> {
+  const item: Record<string, unknown> = { ...r };
+  for (const k of NULL_UNTIL_SET) if (item[k] === null) delete item[k];
+  if (r.request_spec) item.request_spec = storedSpec(r.request_spec);
+  item.actions = Object.fromEntries(
+    Object.entries(r.actions).map(([rid, a]) => {
+      const { request_id, user_id, project_id, start_time, events, ...rest } = a;
+      return [
+        rid,
+        {
+          ...rest,
+          ...(request_id === rid ? {} : { request_id }),
+          ...(user_id === r.user_id ? {} : { user_id }),
+          ...(project_id === r.project_id ? {} : { project_id }),
+          ...(start_time === r.created_at ? {} : { start_time }),
+          events: Object.fromEntries(Object.entries(events).map(([k, ev]) => [k, storedEvent(ev)])),
+        },
+      ];
+    }),
+  );
+  return item;
+}
+
+function storedEvent(ev: ActionEvent): Partial<ActionEvent> {
+  const { event: _event, attempt: _attempt, ...rest } = ev;
+  return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null));
+}
+
+/** An alternate as stored: its nodename only when it is not its host's name (Nova's usual case). */
+function storedDestination(d: Destination): Partial<Destination> {
+  const { host, nodename, availability_zone } = destinationOf(d);
+  return nodename === host ? { host, availability_zone } : { host, nodename, availability_zone };
+}
+
+function destinationFrom(d: Partial<Destination>): Destination {
+  return destinationOf({ ...d, nodename: d.nodename ?? d.host } as Destination);
+}
+
+/** An event as stored: its name and attempt are its key's, its nulls left out. */
+function eventFrom(key: string, ev: Partial<ActionEvent>): ActionEvent {
+  const at = key.lastIndexOf("#");
+  return {
+    event: key.slice(0, at),
+    attempt: Number(key.slice(at + 1)),
+    start_time: ev.start_time!,
+    finish_time: ev.finish_time ?? null,
+    result: ev.result ?? null,
+    host: ev.host ?? null,
+    details: ev.details ?? null,
+  };
+}
+
+/** A record from its item: what itemOf and the event writes left out, put back. */
+function recordOf(item: Record<string, unknown>): InstanceRecord {
+  const rec = { ...item } as unknown as InstanceRecord;
+  for (const k of NULL_UNTIL_SET) rec[k] ??= null;
+  if (rec.alternates) rec.alternates = rec.alternates.map(destinationFrom);
+  rec.actions = Object.fromEntries(
+    Object.entries(rec.actions ?? {}).map(([rid, a]) => [
+      rid,
+      {
+        ...a,
+        request_id: a.request_id ?? rid,
+        user_id: a.user_id ?? rec.user_id,
+        project_id: a.project_id ?? rec.project_id,
+        start_time: a.start_time ?? rec.created_at,
+        events: Object.fromEntries(Object.entries(a.events ?? {}).map(([k, ev]) => [k, eventFrom(k, ev)])),
+      },
+    ]),
+  );
+  return rec;
+}
 
 export async function createInstances(records: InstanceRecord[]): Promise<void> {
   const deadline = buildDeadline();
@@ -32,7 +144,7 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
         new PutCommand({
           TableName: table(),
           // Watched from the start: a build request lost before the conductor is found too.
-          Item: { ...r, build_watch: BUILDING, build_deadline: deadline },
+          Item: { ...itemOf(r), build_watch: buildWatchKey(r.id), build_deadline: deadline },
           ConditionExpression: "attribute_not_exists(id)",
         }),
       ),
@@ -40,38 +152,82 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
   );
 }
 
-/** Every instance still in BUILD (the sparse index holds nothing else), oldest deadline first. */
-export async function listBuilding(): Promise<InstanceRecord[]> {
-  return queryAll<InstanceRecord>({
-    TableName: table(),
-    IndexName: INSTANCES_BUILDING_INDEX,
-    KeyConditionExpression: "build_watch = :b",
-    ExpressionAttributeValues: { ":b": BUILDING },
-  });
+/**
+ * Every instance still in BUILD (the sparse index holds nothing else), as the index projects it:
+ * each shard queried in parallel, oldest deadline first.
+ */
+export async function listBuilding(): Promise<WatchedBuild[]> {
+  const shards = await Promise.all(
+    Array.from({ length: BUILD_WATCH_SHARDS }, (_, n) =>
+      queryAll<WatchedBuild>({
+        TableName: table(),
+        IndexName: INSTANCES_BUILDING_INDEX,
+        KeyConditionExpression: "build_watch = :b",
+        ExpressionAttributeValues: { ":b": `building#${n}` },
+      }),
+    ),
+  );
+  return shards
+    .flat()
+    .map((b) => (b.alternates ? { ...b, alternates: b.alternates.map(destinationFrom) } : b))
+    .sort((a, b) => (a.build_deadline ?? "").localeCompare(b.build_deadline ?? ""));
 }
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
   const r = await dynamo().send(new GetCommand({ TableName: table(), Key: { id }, ConsistentRead: true }));
-  return r.Item as InstanceRecord | undefined;
+  return r.Item ? recordOf(r.Item) : undefined;
 }
 
-/** Live (not deleted) instances of one project, or of every project when none is given. */
+/**
+ * Live (not deleted) instances of one project, or of every project when none is given. The
+ * project's index carries only the keys and `deleted`: the live ones are then read whole.
+ */
 export async function listInstances(projectId?: string): Promise<InstanceRecord[]> {
   const live = { FilterExpression: "deleted = :f" };
   const items = projectId
-    ? await queryAll<InstanceRecord>({
-        TableName: table(),
-        IndexName: INSTANCES_BY_PROJECT_INDEX,
-        KeyConditionExpression: "project_id = :p",
-        ...live,
-        ExpressionAttributeValues: { ":p": projectId, ":f": false },
-      })
-    : await scanAll<InstanceRecord>({
-        TableName: table(),
-        ...live,
-        ExpressionAttributeValues: { ":f": false },
-      });
+    ? await getInstances(
+        (
+          await queryAll<Pick<InstanceRecord, "id">>({
+            TableName: table(),
+            IndexName: INSTANCES_BY_PROJECT_INDEX,
+            KeyConditionExpression: "project_id = :p",
+            ...live,
+            ExpressionAttributeValues: { ":p": projectId, ":f": false },
+          })
+        ).map((r) => r.id),
+      )
+    : (
+        await scanAll({
+          TableName: table(),
+          ...live,
+          ExpressionAttributeValues: { ":f": false },
+        })
+      ).map(recordOf);
   return items.sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+}
+
+/** BatchGetItem takes 100 keys at most. */
+const BATCH_GET_MAX = 100;
+
+/**
+ * The instances with these ids (those that exist), by BatchGetItem. A deleted one may be read
+ * after its index entry said live: callers filter on `deleted` again.
+ */
+async function getInstances(ids: string[]): Promise<InstanceRecord[]> {
+  const out: InstanceRecord[] = [];
+  for (let i = 0; i < ids.length; i += BATCH_GET_MAX) {
+    let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + BATCH_GET_MAX).map((id) => ({ id }));
+    for (let round = 0; keys?.length; round++) {
+      // Unprocessed keys (throttling) are asked again after a growing pause, as the SDK retries.
+      if (round > 0) await new Promise((done) => setTimeout(done, Math.min(1000, 50 * 2 ** round)));
+      const page: BatchGetCommandOutput = await dynamo().send(
+        new BatchGetCommand({ RequestItems: { [table()]: { Keys: keys } } }),
+      );
+      out.push(...(page.Responses?.[table()] ?? []).map(recordOf));
+      keys = page.UnprocessedKeys?.[table()]?.Keys;
+    }
+  }
+  return out.filter((r) => !r.deleted);
 }
 
 interface Update {
@@ -100,7 +256,7 @@ async function transition(
         ReturnValues: returnValues,
       }),
     );
-    return r.Attributes as InstanceRecord;
+    return r.Attributes ? recordOf(r.Attributes) : undefined;
   } catch (e) {
     if (isConditionalCheckFailed(e)) return undefined;
     throw e;
@@ -113,7 +269,7 @@ function eventClause(rec: { request_id: string }, ev: ActionEvent, tag = "ev"): 
     set: [`actions.#rid.events.#${tag} = :${tag}`],
     condition: "attribute_exists(actions.#rid)",
     names: { "#rid": rec.request_id, [`#${tag}`]: `${ev.event}#${ev.attempt}` },
-    values: { [`:${tag}`]: ev },
+    values: { [`:${tag}`]: storedEvent(ev) },
   };
 }
 
@@ -188,7 +344,7 @@ export async function placeInstance(
           ":h": host,
           ":node": nodename,
           ":az": availability_zone,
-          ":alts": alternates.map(destinationOf),
+          ":alts": alternates.map(storedDestination),
           ":now": now,
           ":false": false,
           ":building": "building",
@@ -285,7 +441,8 @@ export async function markActive(
           "updated_at = :now",
           "fault = :null",
         ],
-        remove: ["build_watch", "build_deadline"],
+        // The alternates were for a reschedule of this attempt: the build is over.
+        remove: ["build_watch", "build_deadline", "alternates"],
         condition: `${FENCE} AND task_state = :spawning`,
         values: {
           ":active": "active",
@@ -373,7 +530,7 @@ export async function setError(
     merge(
       {
         set: ["vm_state = :error", "task_state = :null", "fault = :fault", "updated_at = :now"],
-        remove: ["build_watch", "build_deadline"],
+        remove: ["build_watch", "build_deadline", "alternates"],
         condition: "deleted = :false AND vm_state = :building AND attempt = :n",
         values: {
           ":error": "error",
@@ -423,16 +580,41 @@ export async function markDeleted(id: string, now = new Date()): Promise<Instanc
 }
 
 /**
- * Scheduler: keep the explanation of its decision for `attempt` on the instance. Only for the
- * attempt being scheduled or a later one, so a stale re-run cannot overwrite a newer decision.
+ * Scheduler: keep the explanation of its decision for `attempt` apart from the instance (one
+ * item per instance in the Scheduling table, its explanation gzipped), so no transition of the
+ * instance pays for it. A stale re-run for an older attempt cannot overwrite a newer decision.
  */
 export async function recordSchedulingDecision(id: string, decision: SchedulingRecord): Promise<boolean> {
-  const done = await transition(id, {
-    set: ["scheduling = :d"],
-    condition: "attempt >= :prev AND (attribute_not_exists(scheduling) OR scheduling.attempt <= :n)",
-    values: { ":d": decision, ":n": decision.attempt, ":prev": decision.attempt - 1 },
-  });
-  return Boolean(done);
+  const { explanation, ...rest } = decision;
+  try {
+    await dynamo().send(
+      new PutCommand({
+        TableName: resources().schedulingTable,
+        Item: { id, ...rest, explanation_gz: gzipSync(JSON.stringify(explanation ?? null)) },
+        ConditionExpression: "attribute_not_exists(id) OR attempt <= :n",
+        ExpressionAttributeValues: { ":n": decision.attempt },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  }
+}
+
+/** The last scheduling decision recorded for an instance (admins: os-scheduling). */
+export async function getSchedulingDecision(id: string): Promise<SchedulingRecord | undefined> {
+  const r = await dynamo().send(new GetCommand({ TableName: resources().schedulingTable, Key: { id } }));
+  if (!r.Item) return undefined;
+  const {
+    id: _id,
+    explanation_gz,
+    ...rest
+  } = r.Item as Omit<SchedulingRecord, "explanation"> & {
+    id: string;
+    explanation_gz: Uint8Array;
+  };
+  return { ...rest, explanation: JSON.parse(gunzipSync(explanation_gz).toString("utf8")) };
 }
 
 /**
@@ -455,7 +637,7 @@ export async function fenceAttempt(
  * Watchdog: give a build that is only waiting (queued, or rescheduling) a new deadline before
  * sending its request again; conditioned on nothing having moved since it was read.
  */
-export async function extendDeadline(rec: InstanceRecord): Promise<boolean> {
+export async function extendDeadline(rec: WatchedBuild): Promise<boolean> {
   const done = await transition(rec.id, {
     set: ["build_deadline = :deadline"],
     condition: "deleted = :false AND vm_state = :building AND attempt = :n AND build_deadline = :was",

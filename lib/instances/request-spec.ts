@@ -8,13 +8,16 @@ import type { InstanceRecord } from "./types.js";
  */
 export function requestSpecOf(rec: InstanceRecord, numInstances = 1): RequestSpec {
   const spec = rec.request_spec ?? {
+    ...(rec.requested_availability_zone ? { availability_zone: rec.requested_availability_zone } : {}),
+    scheduler_hints: {},
+  };
+  return {
+    scheduler_hints: {},
+    ...spec,
     project_id: rec.project_id,
     user_id: rec.user_id,
     flavor: rec.flavor,
     image: rec.image,
-    ...(rec.requested_availability_zone ? { availability_zone: rec.requested_availability_zone } : {}),
-    scheduler_hints: {},
-    num_instances: 1,
+    num_instances: numInstances,
   };
-  return { ...spec, num_instances: numInstances };
 }

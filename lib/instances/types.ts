@@ -59,7 +59,8 @@ export interface InstanceRecord {
   spawn_attempt: number;
   /**
    * where a reschedule of the current attempt goes first, in order (its unclaimed alternates,
-   * written with the placement); absent on records placed before the casts stopped carrying them
+   * written with the placement, removed when the build ends); absent on records placed before the
+   * casts stopped carrying them
    */
   alternates?: Destination[];
   /** hosts already tried, oldest first */
@@ -72,19 +73,55 @@ export interface InstanceRecord {
   deleted_at: string | null;
   /** keyed by request id */
   actions: Record<string, InstanceAction>;
-  /** what the user asked for, for one instance: a stuck build is sent again from it */
-  request_spec?: RequestSpec;
-  /** "building" while in BUILD: the sparse watchdog index's key (removed when the build ends) */
+  /**
+   * what the user asked for, for one instance: a stuck build is sent again from it. Stored without
+   * what the record holds already (flavor, image, project and user), the instance count (one) and
+   * empty hints; requestSpecOf puts them back.
+   */
+  request_spec?: StoredRequestSpec;
+  /**
+   * While in BUILD, one of the building index's shard keys (removed when the build ends); the
+   * watchdog reads only instances that carry it.
+   */
   build_watch?: string;
   /** when the current attempt must have finished (instance_build_timeout from its placement) */
   build_deadline?: string;
-  /** the explanation of the last scheduling decision for it (admins: os-scheduling) */
-  scheduling?: SchedulingRecord;
 }
 
+/** The fields of a request spec that the stored one may leave out (requestSpecOf restores them). */
+export type SpecDefaults =
+  | "flavor"
+  | "image"
+  | "project_id"
+  | "user_id"
+  | "num_instances"
+  | "scheduler_hints";
+
+export type StoredRequestSpec = Omit<RequestSpec, SpecDefaults> & Partial<Pick<RequestSpec, SpecDefaults>>;
+
+/** What the watchdog reads of a build in flight: the building index's projection. */
+export type WatchedBuild = Pick<
+  InstanceRecord,
+  | "id"
+  | "request_id"
+  | "reservation_id"
+  | "project_id"
+  | "user_id"
+  | "vm_state"
+  | "task_state"
+  | "deleted"
+  | "host"
+  | "attempt"
+  | "spawn_attempt"
+  | "alternates"
+  | "retry_hosts"
+  | "build_watch"
+  | "build_deadline"
+>;
+
 /**
- * A scheduling decision as stored on the instance. `explanation` is the scheduler's
- * DecisionExplanation, compacted by the scheduler so the item stays far below DynamoDB's 400 KB.
+ * A scheduling decision, kept in the Scheduling table (one item per instance, its last decision).
+ * `explanation` is the scheduler's DecisionExplanation, compacted by the scheduler.
  */
 export interface SchedulingRecord {
   attempt: number;

@@ -158,19 +158,6 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
   }
 }
 
-/** The agent's heartbeat: the service is up while this is younger than service_down_time. */
-export async function heartbeat(host: string, now = new Date()): Promise<void> {
-  await dynamo().send(
-    new UpdateCommand({
-      TableName: resources().hostsTable,
-      Key: { host },
-      UpdateExpression: "SET service.last_heartbeat = :now",
-      ConditionExpression: "attribute_exists(host)",
-      ExpressionAttributeValues: { ":now": now.toISOString() },
-    }),
-  );
-}
-
 /**
  * The end of a build on `host`: Nova's failed_builds statistic for the BuildFailureWeigher (+1
  * per failure, 0 on success) and num_io_ops set to the builds the agent still has in flight, in
@@ -188,9 +175,4 @@ export async function recordBuildResult(host: string, ok: boolean, inFlight: num
       ExpressionAttributeValues: values,
     }),
   );
-}
-
-export function isServiceUp(h: HostRecord, serviceDownTime: number, now = Date.now()): boolean {
-  if (h.service.forced_down) return false;
-  return now - Date.parse(h.service.last_heartbeat) <= serviceDownTime * 1000;
 }

@@ -1,9 +1,12 @@
 // The compute service record on the host item: what an operator (os-services) sets to take a
-// host out of scheduling (disabled) or to declare it dead (forced_down).
+// host out of scheduling (disabled) or to declare it dead (forced_down). forced_down is mirrored
+// onto the host's Services item, where the watchdog reads liveness.
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
+import { stamp } from "./feed.js";
+import { mirrorForcedDown } from "./liveness.js";
 import type { HostRecord } from "./types.js";
 
 export interface ServiceUpdate {
@@ -30,6 +33,9 @@ export async function setServiceStatus(host: string, u: ServiceUpdate): Promise<
     values[":forced"] = u.forced_down;
   }
   if (!sets.length) throw new Error("setServiceStatus: nothing to change");
+  // Every provider write moves it on the scheduler's change feed.
+  sets.push(stamp(values));
+  let updated: HostRecord;
   try {
     const r = await dynamo().send(
       new UpdateCommand({
@@ -41,9 +47,11 @@ export async function setServiceStatus(host: string, u: ServiceUpdate): Promise<
         ReturnValues: "ALL_NEW",
       }),
     );
-    return r.Attributes as HostRecord;
+    updated = r.Attributes as HostRecord;
   } catch (e) {
     if (isConditionalCheckFailed(e)) return undefined;
     throw e;
   }
+  if (u.forced_down !== undefined) await mirrorForcedDown(host, u.forced_down);
+  return updated;
 }

@@ -33,8 +33,9 @@ export interface ServiceRecord {
   disabled_reason: string | null;
   forced_down: boolean;
   /**
-   * Set when the host's heartbeats stopped (ISO timestamp), cleared when they resume: written on
-   * those transitions only, so liveness reaches the scheduler's cache without a write per beat.
+   * Set by the liveness sweep when the host stopped heartbeating (ISO timestamp), removed when it
+   * heartbeats again: written on those transitions only, so liveness reaches the scheduler's
+   * cache without a write per beat.
    */
   down_since?: string;
 }

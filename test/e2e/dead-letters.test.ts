@@ -10,6 +10,7 @@ import { listDeadLetterQueues, peekDeadLetters, redrive } from "../../lib/aws/de
 import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { resources } from "../../lib/config.js";
 import { createInstances, getInstance } from "../../lib/instances/repo.js";
+import { requestSpecOf } from "../../lib/instances/request-spec.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
 import { type Client, eventually, startTestRuntime } from "./harness.js";
 
@@ -89,7 +90,7 @@ it("a build request parked before the conductor saw it is built once redriven", 
     project_id: t.project_id,
     user_id: t.user_id,
     instance_uuids: [id],
-    request_spec: t.request_spec,
+    request_spec: requestSpecOf(t),
     retry: { num_attempts: 1, hosts: [] },
   });
   await sqsClient().send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: body }));

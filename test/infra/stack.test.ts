@@ -138,7 +138,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
             { AttributeName: "project_id", KeyType: "HASH" },
             { AttributeName: "created_at", KeyType: "RANGE" },
           ],
-          Projection: { ProjectionType: "ALL" },
+          Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: ["deleted"] },
         },
       ]),
     });

@@ -147,13 +147,15 @@ export async function aggregateActionRoute({ ctx, deps, params, body }: RouteCal
 
 // ── /os-availability-zone ──
 
-async function zones(deps: ApiDeps) {
-  const [hosts, aggregates] = await Promise.all([deps.listHosts(), deps.listAggregates()]);
-  const cfg = schedulerConfig();
+async function zones(deps: ApiDeps, withHeartbeats = false) {
+  const [hosts, aggregates, heartbeats] = await Promise.all([
+    deps.listHosts(),
+    deps.listAggregates(),
+    withHeartbeats ? deps.listServiceHeartbeats() : [],
+  ]);
   return availabilityZones(hosts, aggregates, {
-    defaultZone: cfg.default_availability_zone,
-    serviceDownTime: cfg.service_down_time,
-    now: deps.now().getTime(),
+    defaultZone: schedulerConfig().default_availability_zone,
+    heartbeats: new Map(heartbeats.map((s) => [s.host, s.last_heartbeat])),
   });
 }
 
@@ -163,5 +165,5 @@ export async function listAvailabilityZones({ deps }: RouteCall): Promise<ApiRes
 
 export async function listAvailabilityZonesDetail({ ctx, deps }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, AGGREGATE_RULES.azDetail);
-  return { status: 200, body: availabilityZonesDetailView(await zones(deps)) };
+  return { status: 200, body: availabilityZonesDetailView(await zones(deps, true)) };
 }

@@ -1,10 +1,9 @@
 // /os-hypervisors: admin only, from the host records. A hypervisor is also Placement's resource
 // provider here, so its inventories are managed under it, in Placement's shapes and texts.
-import { schedulerConfig } from "../../config.js";
 import { log } from "../../log.js";
 import { InvalidInventory, PlacementConflict } from "../../placement/capacity.js";
-import { isServiceUp } from "../../placement/hosts.js";
 import { deleteInventory, setInventory } from "../../placement/inventory.js";
+import { isServiceUp } from "../../placement/liveness.js";
 import type { HostRecord, Inventory } from "../../placement/types.js";
 import { RULES, requireAdmin } from "../auth.js";
 import { badRequest, conflict, notFound } from "../errors.js";
@@ -27,14 +26,12 @@ export const INVENTORY_RULES = {
 
 export async function listHypervisors({ ctx, deps }: RouteCall, detail: boolean): Promise<ApiResult> {
   requireAdmin(ctx.auth, detail ? RULES.hypervisorsDetail : RULES.hypervisorsList);
-  const downTime = schedulerConfig().service_down_time;
-  const now = deps.now().getTime();
   const hosts = (await deps.listHosts()).sort((a, b) => a.host.localeCompare(b.host));
   return {
     status: 200,
     body: {
       hypervisors: hosts.map((h) => {
-        const up = isServiceUp(h, downTime, now);
+        const up = isServiceUp(h);
         return detail ? hypervisorDetailView(h, up) : hypervisorSummaryView(h, up);
       }),
     },
@@ -51,7 +48,7 @@ async function hostOr404(deps: RouteCall["deps"], id: string): Promise<HostRecor
 export async function showHypervisor({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, RULES.hypervisorsShow);
   const h = await hostOr404(deps, params.id!);
-  const up = isServiceUp(h, schedulerConfig().service_down_time, deps.now().getTime());
+  const up = isServiceUp(h);
   const held = await deps.listAllocations({ host: h.host });
   return {
     status: 200,

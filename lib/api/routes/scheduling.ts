@@ -1,5 +1,5 @@
 // The scheduler's decisions, explained, for admins: GET /servers/{id}/os-scheduling (the last
-// decision kept on the instance) and POST /os-scheduler/plan (a dry run of a create: the same
+// decision kept for the instance) and POST /os-scheduler/plan (a dry run of a create: the same
 // body, the same checks, a plan; nothing claimed, nothing written). A member gets 403 from both:
 // the detail names hosts and capacities, which Nova never shows to users.
 import { requireAdmin } from "../auth.js";
@@ -21,9 +21,9 @@ export async function showScheduling({ ctx, deps, params }: RouteCall): Promise<
   ctx.logFields.instance_uuid = id;
   if (!UUID_RE.test(id)) throw instanceNotFound(id);
   // As os-instance-actions: an admin may read a deleted server's decision.
-  const rec = await deps.getInstance(id);
+  const [rec, decision] = await Promise.all([deps.getInstance(id), deps.getSchedulingDecision(id)]);
   if (!rec) throw instanceNotFound(id);
-  return { status: 200, body: schedulingView(rec.scheduling) };
+  return { status: 200, body: schedulingView(decision) };
 }
 
 export async function planRoute(call: RouteCall): Promise<ApiResult> {

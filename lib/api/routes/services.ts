@@ -1,7 +1,8 @@
-// /os-services: admin only. The compute services are the hosts' service records.
+// /os-services: admin only. A compute service is its host's provider item (status, forced_down)
+// and its Services item (the heartbeat: state and updated_at, as Nova's servicegroup reports them).
 import { schedulerConfig } from "../../config.js";
 import { log } from "../../log.js";
-import { isServiceUp } from "../../placement/hosts.js";
+
 import { RULES, requireAdmin } from "../auth.js";
 import { notFound } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
@@ -15,11 +16,14 @@ export async function listServices({ ctx, deps, query }: RouteCall): Promise<Api
   const now = deps.now().getTime();
   const host = query.host?.[0];
   const binary = query.binary?.[0];
-  const hosts = (await deps.listHosts())
+  const [hosts, heartbeats] = await Promise.all([deps.listHosts(), deps.listServiceHeartbeats()]);
+  const byHost = new Map(heartbeats.map((s) => [s.host, s]));
+  const services = hosts
     .filter((h) => !host || h.host === host)
     .filter(() => !binary || binary === "nova-compute")
-    .sort((a, b) => a.host.localeCompare(b.host));
-  return { status: 200, body: { services: hosts.map((h) => serviceView(h, isServiceUp(h, downTime, now))) } };
+    .sort((a, b) => a.host.localeCompare(b.host))
+    .map((h) => serviceView(h, byHost.get(h.host), downTime, now));
+  return { status: 200, body: { services } };
 }
 
 export async function updateService({ ctx, deps, params, body }: RouteCall): Promise<ApiResult> {
@@ -28,6 +32,9 @@ export async function updateService({ ctx, deps, params, body }: RouteCall): Pro
   const h = await deps.setServiceStatus(params.id!, change);
   if (!h) throw notFound(`Service ${params.id} not found.`);
   log.info("api.service_updated", { request_id: ctx.requestId, host: h.host, ...change });
-  const up = isServiceUp(h, schedulerConfig().service_down_time, deps.now().getTime());
-  return { status: 200, body: { service: serviceView(h, up) } };
+  const heartbeat = await deps.getServiceHeartbeat(h.host);
+  return {
+    status: 200,
+    body: { service: serviceView(h, heartbeat, schedulerConfig().service_down_time, deps.now().getTime()) },
+  };
 }

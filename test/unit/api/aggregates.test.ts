@@ -230,7 +230,6 @@ describe("availability zones", () => {
         disabled: true,
         disabled_reason: "x",
         forced_down: false,
-        last_heartbeat: NOW.toISOString(),
       },
     }),
     host("host-5", {
@@ -238,7 +237,6 @@ describe("availability zones", () => {
         disabled: false,
         disabled_reason: null,
         forced_down: true,
-        last_heartbeat: NOW.toISOString(),
       },
     }),
   ];
@@ -246,7 +244,10 @@ describe("availability zones", () => {
     agg({ hosts: ["host-1", "host-9"], metadata: { availability_zone: "fast" } }),
     agg({ id: "b", name: "plain", hosts: ["host-2"] }),
   ];
-  const opts = { defaultZone: "nova", serviceDownTime: 60, now: NOW.getTime() };
+  const opts = {
+    defaultZone: "nova",
+    heartbeats: new Map(["host-3", "host-5"].map((h) => [h, NOW.toISOString()])),
+  };
 
   it("a host's zone: its AZ aggregate's, else its own, else the default", () => {
     const byHost = aggregateZoneByHost(aggs);

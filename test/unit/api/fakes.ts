@@ -3,8 +3,10 @@ import type { ApiDeps } from "../../../lib/api/deps.js";
 import { handleHttp } from "../../../lib/api/router.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "../../../lib/catalog/seed.js";
 import type { Flavor, Image } from "../../../lib/catalog/types.js";
-import type { InstanceRecord } from "../../../lib/instances/types.js";
+import { requestSpecOf } from "../../../lib/instances/request-spec.js";
+import type { InstanceRecord, SchedulingRecord } from "../../../lib/instances/types.js";
 import type { BuildRequest } from "../../../lib/messages/build-request.js";
+import type { ServiceHeartbeat } from "../../../lib/placement/liveness.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
 import { type CatalogFakes, catalogFakes } from "./catalog-fakes.js";
 
@@ -14,6 +16,10 @@ export interface FakeWorld {
   images: Map<string, Image>;
   instances: Map<string, InstanceRecord>;
   hosts: Map<string, HostRecord>;
+  /** the Services table: each host's heartbeat */
+  heartbeats: Map<string, ServiceHeartbeat>;
+  /** the Scheduling table: each instance's last decision */
+  scheduling: Map<string, SchedulingRecord>;
   sent: BuildRequest[];
   deleted: { id: string; requestId: string }[];
   failEnqueue: boolean;
@@ -26,9 +32,10 @@ export interface FakeWorld {
 
 /** The request spec of what the API sent: kept on the instance records, not in the message. */
 export function sentSpec(w: FakeWorld, msg: BuildRequest | undefined) {
-  const spec = w.instances.get(msg?.instance_uuids[0] ?? "")?.request_spec;
-  if (!spec) throw new Error(`no request spec recorded for ${JSON.stringify(msg?.instance_uuids)}`);
-  return spec;
+  const rec = w.instances.get(msg?.instance_uuids[0] ?? "");
+  if (!rec?.request_spec)
+    throw new Error(`no request spec recorded for ${JSON.stringify(msg?.instance_uuids)}`);
+  return requestSpecOf(rec);
 }
 
 export const NOW = new Date("2026-03-01T12:00:00.123Z");
@@ -63,7 +70,6 @@ export function host(name: string, overrides: Partial<HostRecord> = {}): HostRec
       disabled: false,
       disabled_reason: null,
       forced_down: false,
-      last_heartbeat: NOW.toISOString(),
     },
     queue_url: `http://queue/${name}`,
     feed: "0",
@@ -82,6 +88,10 @@ export function fakeWorld(): FakeWorld {
       ["host-1", host("host-1")],
       ["host-2", host("host-2", { availability_zone: "az2" })],
     ]),
+    heartbeats: new Map(
+      ["host-1", "host-2"].map((host) => [host, { host, last_heartbeat: NOW.toISOString() }]),
+    ),
+    scheduling: new Map(),
     sent: [],
     deleted: [],
     failEnqueue: false,
@@ -113,6 +123,7 @@ export function fakeWorld(): FakeWorld {
       for (const r of records) w.instances.set(r.id, structuredClone(r));
     },
     getInstance: async (id) => structuredClone(w.instances.get(id)),
+    getSchedulingDecision: async (id) => structuredClone(w.scheduling.get(id)),
     listInstances: async (projectId) =>
       [...w.instances.values()]
         .filter((r) => !r.deleted && (!projectId || r.project_id === projectId))
@@ -157,6 +168,8 @@ export function fakeWorld(): FakeWorld {
       if (u.forced_down !== undefined) h.service.forced_down = u.forced_down;
       return structuredClone(h);
     },
+    listServiceHeartbeats: async () => [...w.heartbeats.values()].map((s) => structuredClone(s)),
+    getServiceHeartbeat: async (name) => structuredClone(w.heartbeats.get(name)),
     ...catalog.deps,
     now: () => w.now,
   };

@@ -58,7 +58,8 @@ describe("views", () => {
 
 describe("GET /servers/{id}/os-scheduling", () => {
   it("admins get the decision; members 403, even for their own server", async () => {
-    w.instances.set(ID, record({ id: ID, scheduling: decision }));
+    w.instances.set(ID, record({ id: ID }));
+    w.scheduling.set(ID, decision);
     const r = await call("GET", `/v2.1/servers/${ID}/os-scheduling`);
     expect(r).toEqual({ status: 200, json: { scheduling: decision } });
     const m = await call("GET", `/v2.1/servers/${ID}/os-scheduling`, "demo-token");
@@ -74,7 +75,8 @@ describe("GET /servers/{id}/os-scheduling", () => {
     const nf = await call("GET", `/v2.1/servers/${other}/os-scheduling`);
     expect([nf.status, nf.json.itemNotFound.message]).toEqual([404, `Instance ${other} could not be found.`]);
     expect((await call("GET", "/v2.1/servers/nope/os-scheduling")).status).toBe(404);
-    w.instances.set(ID, record({ id: ID, deleted: true, vm_state: "deleted", scheduling: decision }));
+    w.instances.set(ID, record({ id: ID, deleted: true, vm_state: "deleted" }));
+    w.scheduling.set(ID, decision);
     expect((await call("GET", `/v2.1/servers/${ID}/os-scheduling`)).json.scheduling.host).toBe("host-2");
   });
 });

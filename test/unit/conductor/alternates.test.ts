@@ -21,8 +21,10 @@ import type { InstanceRecord } from "../../../lib/instances/types.js";
 import { type BuildRequest, parseBuildRequest } from "../../../lib/messages/build-request.js";
 import type { Destination } from "../../../lib/messages/common.js";
 import { computeMessage } from "../../../lib/messages/compute.js";
+import { consumerAllocations } from "../../../lib/placement/allocations.js";
 import { claim } from "../../../lib/placement/claims.js";
 import { getHost, registerHost } from "../../../lib/placement/hosts.js";
+import { heartbeat } from "../../../lib/placement/liveness.js";
 import { useLocalAws } from "../../integration/local-aws.js";
 import { record } from "../api/records.js";
 
@@ -48,19 +50,18 @@ const TINY = { VCPU: 1, MEMORY_MB: 512, DISK_GB: 1 };
 
 /** A host registered with Placement; its heartbeat `ageSeconds` old. */
 async function host(name: string, ageSeconds = 0): Promise<void> {
-  await registerHost(
-    {
-      host: name,
-      availability_zone: "az1",
-      inventories: inventoriesFor({ vcpus: 16, memory_mb: 65536, local_gb: 1000 }),
-      hypervisor_type: "fake",
-      hypervisor_version: 1000,
-      host_ip: "10.0.0.1",
-      supported_instances: [["x86_64", "fake", "hvm"]],
-      queue_url: `http://127.0.0.1:1/000000000000/q-${name.slice(0, 12)}`,
-    },
-    new Date(Date.now() - ageSeconds * 1000),
-  );
+  const heard = new Date(Date.now() - ageSeconds * 1000);
+  await registerHost({
+    host: name,
+    availability_zone: "az1",
+    inventories: inventoriesFor({ vcpus: 16, memory_mb: 65536, local_gb: 1000 }),
+    hypervisor_type: "fake",
+    hypervisor_version: 1000,
+    host_ip: "10.0.0.1",
+    supported_instances: [["x86_64", "fake", "hvm"]],
+    queue_url: `http://127.0.0.1:1/000000000000/q-${name.slice(0, 12)}`,
+  });
+  await heartbeat(name, heard);
 }
 
 /** A new instance in BUILD, and the conductor's input for its attempt `attempt`. */
@@ -168,8 +169,8 @@ describe("BuildFailed", () => {
 
     await buildFailed({ ...req, scheduled }, { Error: "States.Runtime", Cause: "boom" });
 
-    expect((await getHost(a))!.allocations[one.id]).toBeUndefined();
-    expect((await getHost(b))!.allocations[two.id]).toBeUndefined();
+    expect(await consumerAllocations(one.id)).toEqual([]);
+    expect(await consumerAllocations(two.id)).toEqual([]);
     expect((await getInstance(one.id))!.vm_state).toBe("error");
   });
 });

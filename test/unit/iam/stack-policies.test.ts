@@ -17,6 +17,8 @@ beforeAll(() => {
       Allocations: "allocations-x",
       Instances: "instances-x",
       Catalog: "catalog-x",
+      Services: "services-x",
+      Scheduling: "scheduling-x",
     },
     buildRequestsQueue: "build-x",
     buildRequestsDlq: "build-x-dlq",
@@ -94,6 +96,22 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("build-intake", "dynamodb:GetItem", t)).toBe(false);
     // The scheduler's cache refresh reads the Hosts change feed.
     expect(can("scheduler", "dynamodb:Query", `${ARN}hosts-x/index/host-changes`)).toBe(true);
+  });
+
+  it("heartbeats and explanations: each table only to whom reads or writes it", () => {
+    // A host heartbeats (one UpdateItem); the watchdog sweeps; the API shows and mirrors forced_down.
+    expect(can("compute-host", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
+    expect(can("compute-host", "dynamodb:Scan", `${ARN}services-x`)).toBe(false);
+    expect(can("build-watchdog", "dynamodb:Scan", `${ARN}services-x`)).toBe(true);
+    expect(can("build-watchdog", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
+    expect(can("api", "dynamodb:Scan", `${ARN}services-x`)).toBe(true);
+    expect(can("api", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
+    expect(can("scheduler", "dynamodb:GetItem", `${ARN}services-x`)).toBe(false);
+    // The scheduler writes its explanations; the API reads them; nobody else touches them.
+    expect(can("scheduler", "dynamodb:PutItem", `${ARN}scheduling-x`)).toBe(true);
+    expect(can("api", "dynamodb:GetItem", `${ARN}scheduling-x`)).toBe(true);
+    expect(can("api", "dynamodb:PutItem", `${ARN}scheduling-x`)).toBe(false);
+    expect(can("compute-host", "dynamodb:GetItem", `${ARN}scheduling-x`)).toBe(false);
   });
 
   it("the queues' enforceSSL policies are kept as resource policies", () => {

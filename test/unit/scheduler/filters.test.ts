@@ -166,7 +166,7 @@ describe("ComputeFilter", () => {
       "not heard from in service_down_time",
       { up: false },
       false,
-      "compute service has not been heard from in 60s",
+      "compute service has not been heard from in 120s",
     ],
   ])("%s", (_name, service, expected, reason) => {
     const h = host("h", { service });

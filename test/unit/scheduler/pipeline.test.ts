@@ -126,7 +126,7 @@ describe("requested, ignored and forced hosts", () => {
       cfg,
     );
     expect(r.candidates).toEqual([]);
-    expect(r.rejected.h1).toBe("ComputeFilter: compute service has not been heard from in 60s");
+    expect(r.rejected.h1).toBe("ComputeFilter: compute service has not been heard from in 120s");
   });
 
   it("hosts this request already tried are out", () => {

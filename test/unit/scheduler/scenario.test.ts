@@ -297,7 +297,7 @@ describe("runScenario", () => {
     ]);
     expect(d.filter_trace[1]!.rejected[0]).toMatchObject({
       host: "h3",
-      reason: "compute service has not been heard from in 60s",
+      reason: "compute service has not been heard from in 120s",
     });
     expect(d.filtered_hosts).toEqual(["h1", "h2"]);
     expect(d.weighers[0]!.hosts.map((h) => [h.host, h.raw, h.normalized, h.multiplier])).toEqual([

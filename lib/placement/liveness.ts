@@ -1,0 +1,229 @@
+// Host liveness (Nova's servicegroup API, DB driver) without rewriting the provider item: the
+// agent's heartbeat is a tiny write to its own item in the Services table, and the provider item
+// (what the scheduler caches) changes only when a host goes down or comes back, through
+// `service.down_since`. The sweep (run by the build watchdog, every minute) finds hosts that
+// stopped heartbeating; a host's next heartbeat sees it was marked down and clears the mark itself.
+// The writes of a transition are ordered so that a heartbeat racing the sweep, or a sweep cut
+// short, still ends with the provider telling the truth (no transaction needed).
+import { GetCommand, ScanCommand, type ScanCommandInput, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.js";
+import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { resources } from "../config.js";
+import { stamp } from "./feed.js";
+import type { HostRecord } from "./types.js";
+
+/** A compute service's item in the Services table. */
+export interface ServiceHeartbeat {
+  host: string;
+  /** ISO timestamp of the agent's last heartbeat */
+  last_heartbeat: string;
+  /** set with the provider's `service.down_since` by the sweep, removed by the next heartbeat */
+  down_since?: string;
+  /** the provider carries down_since too (the sweep's last step: a sweep cut short is finished by the next) */
+  provider_marked?: boolean;
+  /** the operator's forced_down, mirrored from the provider so the watchdog reads one table */
+  forced_down?: boolean;
+}
+
+/** Parallel Scan segments of the sweep: the Services items are tiny, a segment reads ~40k per MB. */
+const SWEEP_SEGMENTS = 4;
+
+function servicesTable(): string {
+  return resources().servicesTable;
+}
+
+/**
+ * The scheduler's view, from the provider item alone: not forced down by an operator and not
+ * marked down by the liveness sweep.
+ */
+export function isServiceUp(h: Pick<HostRecord, "service">): boolean {
+  return !h.service.forced_down && h.service.down_since === undefined;
+}
+
+/** Nova's servicegroup check on the heartbeat itself: heard from within service_down_time. */
+export function isHeartbeatAlive(s: ServiceHeartbeat, serviceDownTime: number, now = Date.now()): boolean {
+  if (s.forced_down) return false;
+  return now - Date.parse(s.last_heartbeat) <= serviceDownTime * 1000;
+}
+
+/**
+ * The agent's heartbeat: one small write to its Services item. When the sweep had marked the host
+ * down, the old item says so, and the mark is cleared on the provider at once, then on the
+ * Services item (should this stop in between, the next heartbeat finishes it).
+ */
+export async function heartbeat(host: string, now = new Date()): Promise<void> {
+  const r = await dynamo().send(
+    new UpdateCommand({
+      TableName: servicesTable(),
+      Key: { host },
+      UpdateExpression: "SET last_heartbeat = :now",
+      ExpressionAttributeValues: { ":now": now.toISOString() },
+      ReturnValues: "ALL_OLD",
+    }),
+  );
+  const old = r.Attributes as ServiceHeartbeat | undefined;
+  if (old?.down_since !== undefined) await markUp(host, old, now);
+}
+
+async function markUp(host: string, old: ServiceHeartbeat, now: Date): Promise<void> {
+  const clearProvider = () => updateProvider(host, "REMOVE service.down_since", {});
+  await clearProvider();
+  let cleared: ServiceHeartbeat | undefined;
+  try {
+    const r = await dynamo().send(
+      new UpdateCommand({
+        TableName: servicesTable(),
+        Key: { host },
+        UpdateExpression: "REMOVE down_since, provider_marked",
+        ConditionExpression: "down_since = :was",
+        ExpressionAttributeValues: { ":was": old.down_since },
+        ReturnValues: "ALL_OLD",
+      }),
+    );
+    cleared = r.Attributes as ServiceHeartbeat;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return;
+    throw e;
+  }
+  // A sweep finished marking the provider between the two writes: clear it again.
+  if (!old.provider_marked && cleared.provider_marked) await clearProvider();
+}
+
+/** Every Services item, read in parallel segments. */
+export async function listServiceHeartbeats(): Promise<ServiceHeartbeat[]> {
+  const pages = await Promise.all(
+    Array.from({ length: SWEEP_SEGMENTS }, (_, segment) =>
+      scanSegment({ TableName: servicesTable(), Segment: segment, TotalSegments: SWEEP_SEGMENTS }),
+    ),
+  );
+  return pages.flat();
+}
+
+async function scanSegment(input: ScanCommandInput): Promise<ServiceHeartbeat[]> {
+  const out: ServiceHeartbeat[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const r = await dynamo().send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+    out.push(...((r.Items ?? []) as ServiceHeartbeat[]));
+    start = r.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+export async function getServiceHeartbeat(host: string): Promise<ServiceHeartbeat | undefined> {
+  const r = await dynamo().send(
+    new GetCommand({ TableName: servicesTable(), Key: { host }, ConsistentRead: true }),
+  );
+  return r.Item as ServiceHeartbeat | undefined;
+}
+
+export interface LivenessSweep {
+  /** every compute service as the sweep left it */
+  services: ServiceHeartbeat[];
+  /** hosts this sweep marked down on their provider item */
+  markedDown: string[];
+}
+
+/**
+ * Marks down, on the provider item, every host whose heartbeat is older than service_down_time
+ * and that is not marked yet. Only transitions write: a host already marked, or alive, costs its
+ * share of the Scan and nothing else.
+ */
+export async function sweepLiveness(serviceDownTime: number, now = new Date()): Promise<LivenessSweep> {
+  const services = await listServiceHeartbeats();
+  const markedDown: string[] = [];
+  for (const s of services) {
+    if (s.provider_marked) continue;
+    // Marked on Services by a sweep that stopped before the provider: finish it.
+    const since = s.down_since ?? now.toISOString();
+    if (s.down_since === undefined) {
+      if (now.getTime() - Date.parse(s.last_heartbeat) <= serviceDownTime * 1000) continue;
+      if (!(await markServiceDown(s, since))) continue;
+    }
+    if (await markProviderDown(s.host, since)) {
+      Object.assign(s, { down_since: since, provider_marked: true });
+      markedDown.push(s.host);
+    }
+  }
+  return { services, markedDown };
+}
+
+/** The Services item first, conditioned on the heartbeat the sweep read: a heartbeat since wins. */
+async function markServiceDown(s: ServiceHeartbeat, since: string): Promise<boolean> {
+  return conditional(
+    new UpdateCommand({
+      TableName: servicesTable(),
+      Key: { host: s.host },
+      UpdateExpression: "SET down_since = :since",
+      ConditionExpression: "last_heartbeat = :seen AND attribute_not_exists(down_since)",
+      ExpressionAttributeValues: { ":since": since, ":seen": s.last_heartbeat },
+    }),
+  );
+}
+
+/**
+ * Then the provider, then `provider_marked` on the Services item, conditioned on its mark still
+ * being there. A heartbeat landing in between may have cleared the provider before it was set:
+ * the condition fails, and the provider's mark is taken back.
+ */
+async function markProviderDown(host: string, since: string): Promise<boolean> {
+  await updateProvider(host, "SET service.down_since = :since", { ":since": since });
+  const kept = await conditional(
+    new UpdateCommand({
+      TableName: servicesTable(),
+      Key: { host },
+      UpdateExpression: "SET provider_marked = :true",
+      ConditionExpression: "down_since = :since",
+      ExpressionAttributeValues: { ":since": since, ":true": true },
+    }),
+  );
+  if (kept) return true;
+  await updateProvider(host, "REMOVE service.down_since", { ":since": since }, "service.down_since = :since");
+  return false;
+}
+
+/**
+ * One write to the provider item, stamped with `changed_at` for the scheduler's change feed. A host
+ * whose provider is gone (deleted) has nothing to mark.
+ */
+async function updateProvider(
+  host: string,
+  update: string,
+  values: Record<string, unknown>,
+  condition?: string,
+): Promise<boolean> {
+  return conditional(
+    new UpdateCommand({
+      TableName: resources().hostsTable,
+      Key: { host },
+      // the writer's clock, never the heartbeat's time: the feed is read by when items were written
+      UpdateExpression: update.startsWith("SET ")
+        ? `${update}, ${stamp(values)}`
+        : `${update} SET ${stamp(values)}`,
+      ConditionExpression: condition ? `attribute_exists(host) AND ${condition}` : "attribute_exists(host)",
+      ExpressionAttributeValues: values,
+    }),
+  );
+}
+
+/** The operator's forced_down, mirrored onto the Services item (the watchdog's one read). */
+export async function mirrorForcedDown(host: string, forcedDown: boolean): Promise<void> {
+  await dynamo().send(
+    new UpdateCommand({
+      TableName: servicesTable(),
+      Key: { host },
+      UpdateExpression: "SET forced_down = :f, last_heartbeat = if_not_exists(last_heartbeat, :never)",
+      ExpressionAttributeValues: { ":f": forcedDown, ":never": new Date(0).toISOString() },
+    }),
+  );
+}
+
+async function conditional(cmd: UpdateCommand): Promise<boolean> {
+  try {
+    await dynamo().send(cmd);
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  }
+}
