@@ -62,10 +62,10 @@ export async function heartbeat(host: string, now = new Date()): Promise<void> {
     }),
   );
   const old = r.Attributes as ServiceHeartbeat | undefined;
-  if (old?.down_since !== undefined) await markUp(host, old, now);
+  if (old?.down_since !== undefined) await markUp(host, old);
 }
 
-async function markUp(host: string, old: ServiceHeartbeat, now: Date): Promise<void> {
+async function markUp(host: string, old: ServiceHeartbeat): Promise<void> {
   const clearProvider = () => updateProvider(host, "REMOVE service.down_since", {});
   await clearProvider();
   let cleared: ServiceHeartbeat | undefined;

@@ -3,15 +3,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { getInstance } from "../../lib/instances/repo.js";
-import {
-  ADMIN,
-  type Client,
-  claimHosts,
-  eventually,
-  hostsByName,
-  leakedClaims,
-  startTestRuntime,
-} from "./harness.js";
+import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;

@@ -9,15 +9,7 @@ import { computeMessageBody } from "../../lib/conductor/queues.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import type { BuildRequest } from "../../lib/messages/build-request.js";
 import { getHost } from "../../lib/placement/hosts.js";
-import {
-  ADMIN,
-  type Client,
-  claimHosts,
-  eventually,
-  hostsByName,
-  leakedClaims,
-  startTestRuntime,
-} from "./harness.js";
+import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;
