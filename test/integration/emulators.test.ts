@@ -80,7 +80,10 @@ describe("local emulators (dynalite, fauxqs)", () => {
     for (const spec of tables) {
       const { Table } = await ddb.send(new DescribeTableCommand({ TableName: spec.localName }));
       expect(Table?.TableStatus).toBe("ACTIVE");
-      expect(Table?.KeySchema).toEqual([{ AttributeName: spec.partitionKey, KeyType: "HASH" }]);
+      expect(Table?.KeySchema).toEqual([
+        { AttributeName: spec.partitionKey, KeyType: "HASH" },
+        ...(spec.sortKey ? [{ AttributeName: spec.sortKey, KeyType: "RANGE" }] : []),
+      ]);
       expect(Table?.BillingModeSummary?.BillingMode).toBe("PAY_PER_REQUEST");
       expect((Table?.GlobalSecondaryIndexes ?? []).map((g) => g.IndexName)).toEqual(
         spec.gsis.map((g) => g.indexName),
