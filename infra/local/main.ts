@@ -1,4 +1,5 @@
 // `npm start`: the whole of novaless on this machine. Ctrl-C stops everything.
+import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { startRuntime } from "./runtime.js";
 
@@ -8,6 +9,7 @@ const { values } = parseArgs({
     hosts: { type: "string", default: "8" },
     "fail-hosts": { type: "string", default: "" },
     "build-ms": { type: "string", default: "1000" },
+    "long-poll": { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -15,7 +17,9 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     "usage: npm start -- [--port 8774] [--hosts 8 | --hosts compute-1.example.org,compute-2.example.org]\n" +
-      "                    [--fail-hosts host-1,host-2] [--build-ms 1000]\n",
+      "                    [--fail-hosts host-1,host-2] [--build-ms 1000] [--long-poll]\n" +
+      "hosts are simulated (event-driven, 10,000 on 2 cores); --long-poll runs one long-polling agent\n" +
+      "per host instead, as novaless-compute does on a real host\n",
   );
   process.exit(0);
 }
@@ -48,10 +52,13 @@ const runtime = await startRuntime({
   hosts: hosts(values.hosts),
   failHosts: values["fail-hosts"].split(",").filter(Boolean),
   buildMs: int("build-ms", values["build-ms"], 0),
+  transport: values["long-poll"] ? "long-poll" : "simulated",
 });
 
+const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
 process.stdout.write(
   `\nnovaless is up: ${runtime.url}  (${runtime.agents.length} hosts; tokens admin-token, demo-token)\n` +
+    `ready in ${(performance.now() / 1000).toFixed(1)} s from process start; RSS ${mib(process.memoryUsage().rss)}\n` +
     `try: curl -s ${runtime.url}/v2.1/flavors/detail -H 'X-Auth-Token: demo-token'\n\n`,
 );
 
