@@ -44,7 +44,6 @@ const SWEEP_TICK_MS = 1000;
 export class Fleet {
   private readonly byQueue = new Map<string, SimulatedAgent>();
   private readonly slots: Set<SimulatedAgent>[];
-  private nextSlot = 0;
   private turn = 0;
   /** the sweep's position in the running hosts, in the order they started */
   private sweepAt = 0;
@@ -93,7 +92,8 @@ export class Fleet {
 
   attach(a: SimulatedAgent): void {
     this.byQueue.set(a.queue.queueUrl, a);
-    this.slots[this.nextSlot++ % this.slots.length]!.add(a);
+    // Registration was its first report: its first heartbeat is due a whole turn later.
+    this.slots[(this.turn + this.slots.length - 1) % this.slots.length]!.add(a);
   }
 
   detach(a: SimulatedAgent): void {
