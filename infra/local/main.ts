@@ -1,4 +1,6 @@
 // `npm start`: the whole of novaless on this machine. Ctrl-C stops everything.
+import { availableParallelism } from "node:os";
+import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { startRuntime } from "./runtime.js";
 
@@ -8,6 +10,8 @@ const { values } = parseArgs({
     hosts: { type: "string", default: "8" },
     "fail-hosts": { type: "string", default: "" },
     "build-ms": { type: "string", default: "1000" },
+    "long-poll": { type: "boolean", default: false },
+    "heartbeat-seconds": { type: "string", default: "10" },
     help: { type: "boolean", default: false },
   },
 });
@@ -15,7 +19,10 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     "usage: npm start -- [--port 8774] [--hosts 8 | --hosts compute-1.example.org,compute-2.example.org]\n" +
-      "                    [--fail-hosts host-1,host-2] [--build-ms 1000]\n",
+      "                    [--fail-hosts host-1,host-2] [--build-ms 1000] [--long-poll]\n" +
+      "                    [--heartbeat-seconds 10]\n" +
+      "hosts are simulated (event-driven, 10,000 on 2 cores); --long-poll runs one long-polling agent\n" +
+      "per host instead, as novaless-compute does on a real host\n",
   );
   process.exit(0);
 }
@@ -48,10 +55,17 @@ const runtime = await startRuntime({
   hosts: hosts(values.hosts),
   failHosts: values["fail-hosts"].split(",").filter(Boolean),
   buildMs: int("build-ms", values["build-ms"], 0),
+  transport: values["long-poll"] ? "long-poll" : "simulated",
+  heartbeatSeconds: int("heartbeat-seconds", values["heartbeat-seconds"], 1),
 });
 
+const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
+const seconds = (us: number) => (us / 1e6).toFixed(1);
+const cpu = process.cpuUsage();
 process.stdout.write(
   `\nnovaless is up: ${runtime.url}  (${runtime.agents.length} hosts; tokens admin-token, demo-token)\n` +
+    `ready in ${seconds(performance.now() * 1000)} s from process start (CPU ${seconds(cpu.user + cpu.system)} s ` +
+    `on ${availableParallelism()} cores); RSS ${mib(process.memoryUsage().rss)}\n` +
     `try: curl -s ${runtime.url}/v2.1/flavors/detail -H 'X-Auth-Token: demo-token'\n\n`,
 );
 

@@ -16,12 +16,15 @@ import { runAs } from "../../lib/aws/identity.js";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
 import { resetAggregateCache } from "../../lib/catalog/aggregates.js";
 import { resetCatalogCache, seedCatalog } from "../../lib/catalog/repo.js";
-import { ComputeAgent } from "../../lib/compute/agent.js";
+import { ComputeAgent, type HostAgent } from "../../lib/compute/agent.js";
+import type { HostIdentity } from "../../lib/compute/build-path.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { runWatchdog, type WatchdogAction } from "../../lib/conductor/watchdog.js";
+import { schedulerConfig } from "../../lib/config.js";
 import { log } from "../../lib/log.js";
 import { BUILD_REQUESTS_QUEUE, DLQ_SUFFIX } from "../../lib/resources.js";
+import { resetHostManagers } from "../../lib/scheduler/manager.js";
 import { conductorDefinition } from "../conductor/definition.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, startEventSource } from "./event-source.js";
@@ -41,6 +44,7 @@ import { effectiveStatements, gatewayPolicy, type IamOptions, sessionArnOf } fro
 import { type StackPolicies, stackPolicies } from "./iam/stack-policies.js";
 import { type LambdaHandler, LambdaServiceError, localFunction } from "./lambda.js";
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
+import { Fleet, startAll } from "./simulator.js";
 import { createTables, localTables, runSuffix } from "./tables.js";
 
 export const CONDUCTOR_NAME = "novaless-conductor";
@@ -73,6 +77,16 @@ export interface RuntimeOptions {
   /** hosts whose fake driver fails every build */
   failHosts?: string[];
   buildMs?: number;
+  /** hosts whose builds take this many ms instead of buildMs */
+  slowHosts?: Record<string, number>;
+  /**
+   * How hosts take their messages: "simulated" (the default), the event-driven fleet simulator
+   * (simulator.ts), which scales to 10,000 hosts; "long-poll", one ComputeAgent per host with its
+   * own long poll and heartbeat timer, as `novaless-compute` runs on a real host.
+   */
+  transport?: "simulated" | "long-poll";
+  /** simulated hosts: a full round of the sweep that catches what no send announced (seconds) */
+  sweepSeconds?: number;
   availabilityZones?: string[];
   /** extra environment (Nova options such as NOVALESS_MAX_ATTEMPTS) */
   env?: Record<string, string>;
@@ -88,11 +102,11 @@ export interface RuntimeOptions {
   lambdaTimeouts?: Partial<Record<FunctionComponent, number>>;
 }
 
-/** A simulated compute host: its driver outlives agent restarts, as a hypervisor would. */
+/** A compute host: its driver outlives agent restarts, as a hypervisor would. */
 export interface HostHandle {
   name: string;
   driver: FakeDriver;
-  agent: ComputeAgent;
+  agent: HostAgent;
 }
 
 export interface Runtime {
@@ -101,7 +115,7 @@ export interface Runtime {
   /** the stack's IAM policies as enforced here (before the test's removals) */
   policies: StackPolicies;
   /** the current agent of every host */
-  readonly agents: ComputeAgent[];
+  readonly agents: HostAgent[];
   hosts: Map<string, HostHandle>;
   /** the host dies: no heartbeat, builds abandoned (the watchdog must recover them) */
   killHost(name: string): Promise<void>;
@@ -304,6 +318,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       resetClients();
       resetCatalogCache();
       resetAggregateCache();
+      resetHostManagers();
     };
     coldStart();
     stops.push(async () => coldStart());
@@ -326,8 +341,35 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     await seedCatalog();
 
     const compute = as("compute-host");
-    const hosts = await compute(() => startHosts(opts));
+    const fleet =
+      (opts.transport ?? "simulated") === "simulated"
+        ? new Fleet({
+            heartbeatSeconds: opts.heartbeatSeconds ?? schedulerConfig().report_interval,
+            sweepSeconds: opts.sweepSeconds,
+          })
+        : undefined;
+    if (fleet) {
+      emulators.gateway?.onMessageSent((sent) => fleet.messageSent(sent));
+      stops.push(async () => fleet.stop());
+    }
+    const newAgent = (h: Omit<HostHandle, "agent">, i: number): HostAgent => {
+      const identity = hostIdentity(opts, h.name, h.driver, i);
+      return fleet
+        ? fleet.agent(identity)
+        : new ComputeAgent({
+            ...identity,
+            waitTimeSeconds: 1,
+            heartbeatSeconds: opts.heartbeatSeconds ?? schedulerConfig().report_interval,
+          });
+    };
+    const hostsStarted = Date.now();
+    const hosts = await compute(() => startHosts(opts, newAgent));
     stops.push(async () => compute(() => Promise.all([...hosts.values()].map((h) => h.agent.stop()))));
+    log.info("runtime.hosts_ready", {
+      hosts: hosts.size,
+      transport: fleet ? "simulated" : "long-poll",
+      ms: Date.now() - hostsStarted,
+    });
 
     const arn = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
@@ -376,7 +418,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         compute(async () => {
           const h = handle(hosts, name);
           await h.agent.stop();
-          h.agent = newAgent(opts, h.name, h.driver, [...hosts.keys()].indexOf(name));
+          h.agent = newAgent(h, [...hosts.keys()].indexOf(name));
           await h.agent.start();
         }),
       runWatchdog: watchdog,
@@ -394,28 +436,43 @@ function handle(hosts: Map<string, HostHandle>, name: string): HostHandle {
   return h;
 }
 
-function newAgent(opts: RuntimeOptions, host: string, driver: FakeDriver, i: number): ComputeAgent {
+/** The i-th host of the runtime: its place, size and address. */
+function hostIdentity(opts: RuntimeOptions, host: string, driver: FakeDriver, i: number): HostIdentity {
   const azs = opts.availabilityZones ?? ["az1", "az2"];
-  return new ComputeAgent({
+  return {
     host,
     availability_zone: azs[i % azs.length]!,
     inventories: inventoriesFor({ vcpus: 16, memory_mb: 65536, local_gb: 1000 }),
-    host_ip: `10.0.${Math.floor(i / 250)}.${(i % 250) + 1}`,
+    host_ip: `10.${Math.floor(i / 62500)}.${Math.floor(i / 250) % 250}.${(i % 250) + 1}`,
     driver,
-    waitTimeSeconds: 1,
-    heartbeatSeconds: opts.heartbeatSeconds,
-  });
+  };
 }
 
-async function startHosts(opts: RuntimeOptions): Promise<Map<string, HostHandle>> {
+/** Hosts registering at once: enough to keep the emulators busy, few enough not to time out. */
+const REGISTRATION_CONCURRENCY = 32;
+
+async function startHosts(
+  opts: RuntimeOptions,
+  newAgent: (h: Omit<HostHandle, "agent">, i: number) => HostAgent,
+): Promise<Map<string, HostHandle>> {
   const failing = new Set(opts.failHosts ?? []);
+  const slow = opts.slowHosts ?? {};
   const hosts = new Map<string, HostHandle>();
   const names = hostNames(opts.hosts ?? 8);
+  for (const unknown of [...failing, ...Object.keys(slow)].filter((h) => !names.includes(h)))
+    throw new Error(`host ${unknown} has a failure mode but is not one of the runtime's hosts`);
   for (const [i, name] of names.entries()) {
-    const driver = new FakeDriver({ host: name, buildMs: opts.buildMs ?? 1000, failAll: failing.has(name) });
-    hosts.set(name, { name, driver, agent: newAgent(opts, name, driver, i) });
+    const driver = new FakeDriver({
+      host: name,
+      buildMs: slow[name] ?? opts.buildMs ?? 1000,
+      failAll: failing.has(name),
+    });
+    hosts.set(name, { name, driver, agent: newAgent({ name, driver }, i) });
   }
-  await Promise.all([...hosts.values()].map((h) => h.agent.start()));
+  await startAll(
+    [...hosts.values()].map((h) => h.agent),
+    REGISTRATION_CONCURRENCY,
+  );
   return hosts;
 }
 

@@ -54,7 +54,18 @@ export interface Gateway {
   setDynamodbThrottleRate(rate: number): void;
   /** DynamoDB requests answered with an injected throttle so far */
   readonly throttled: number;
+  /**
+   * Calls `listener` for every message SQS accepted through SendMessage or SendMessageBatch (the
+   * doorbell of the local fleet simulator: which host queue has something, and from when).
+   */
+  onMessageSent(listener: (sent: MessageSent) => void): void;
   stop(): Promise<void>;
+}
+
+/** A message SQS accepted: its queue, and the delay before it can be received. */
+export interface MessageSent {
+  queueUrl: string;
+  delaySeconds: number;
 }
 
 /** One IAM authorization a request needs. */
@@ -208,6 +219,28 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   let throttled = 0;
   const random = opts.random ?? Math.random;
   const agent = new Agent({ keepAlive: true });
+  const sentListeners: ((sent: MessageSent) => void)[] = [];
+  /** After SQS answered 200 to a send: one event per message it took. */
+  const announceSent = (op: string, body: Buffer, answer: Buffer) => {
+    const req = JSON.parse(body.toString("utf8")) as {
+      QueueUrl?: string;
+      DelaySeconds?: number;
+      Entries?: { Id: string; DelaySeconds?: number }[];
+    };
+    const queueUrl = String(req.QueueUrl ?? "");
+    const delays =
+      op === "SendMessage"
+        ? [req.DelaySeconds ?? 0]
+        : (() => {
+            const ok = new Set(
+              (
+                (JSON.parse(answer.toString("utf8")) as { Successful?: { Id: string }[] }).Successful ?? []
+              ).map((e) => e.Id),
+            );
+            return (req.Entries ?? []).filter((e) => ok.has(e.Id)).map((e) => e.DelaySeconds ?? 0);
+          })();
+    for (const delaySeconds of delays) for (const l of sentListeners) l({ queueUrl, delaySeconds });
+  };
   const upstreamOf: Record<Service, string | undefined> = {
     dynamodb: opts.upstreams.dynamodb,
     sqs: opts.upstreams.sqs,
@@ -323,9 +356,22 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         return;
       }
       const url = new URL(req.url ?? "/", upstream);
+      const op = target!.slice(target!.indexOf(".") + 1);
+      const sends =
+        service === "sqs" && sentListeners.length > 0 && (op === "SendMessage" || op === "SendMessageBatch");
       const up = httpRequest(url, { method: req.method, headers: req.headers, agent }, (upRes) => {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         upRes.pipe(res);
+        if (!sends || upRes.statusCode !== 200) return;
+        const answer: Buffer[] = [];
+        upRes.on("data", (c: Buffer) => answer.push(c));
+        upRes.on("end", () => {
+          try {
+            announceSent(op, body, Buffer.concat(answer));
+          } catch (e) {
+            log.warn("gateway.message_sent_listener_failed", { error: e });
+          }
+        });
       });
       up.on("error", (e) => {
         if (res.headersSent) res.destroy();
@@ -360,6 +406,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     },
     get throttled() {
       return throttled;
+    },
+    onMessageSent(listener) {
+      sentListeners.push(listener);
     },
     stop: () =>
       new Promise<void>((resolve) => {

@@ -1,0 +1,270 @@
+// The local fleet simulator, as KWOK is for Kubernetes: thousands of compute hosts in one process,
+// each with its own queue (and DLQ), provider item, inventory, heartbeat and fake hypervisor,
+// each calling AWS as the compute-host principal and going through the same build path as a real
+// agent (lib/compute/build-path.ts). What is simulated is only the transport: instead of one 20 s
+// long poll and one heartbeat timer per host, which cost a build 64 s at 1,000 hosts, hosts are
+// driven by events.
+// - The doorbell: the IAM gateway announces every message SQS accepted, with its queue URL and
+//   delay; the host of that queue receives (WaitTimeSeconds 0) as soon as the message is visible,
+//   and keeps receiving while messages come back.
+// - What no send announces: a message whose handling failed comes back after the visibility
+//   timeout (its host rings itself then); a restarted host receives at once; and a slow sweep
+//   receives from every running host once per `sweepSeconds`, for anything sent around the
+//   gateway.
+// - Heartbeats: one timer wheel; each host has a slot, so the writes spread over the interval.
+import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import { sqsClient } from "../../lib/aws/clients.js";
+import { runAs } from "../../lib/aws/identity.js";
+import type { HostAgent } from "../../lib/compute/agent.js";
+import {
+  BuildPath,
+  type HostIdentity,
+  type HostQueue,
+  registerComputeHost,
+} from "../../lib/compute/build-path.js";
+import { type Logger, logger } from "../../lib/log.js";
+import { heartbeat } from "../../lib/placement/liveness.js";
+import { COMPUTE_QUEUE } from "../../lib/resources.js";
+import type { MessageSent } from "./iam/gateway.js";
+import { identityOf } from "./iam/identities.js";
+
+export interface SimulatorOptions {
+  heartbeatSeconds: number;
+  /** a full round of the sweep over every running host (default 300 s) */
+  sweepSeconds?: number;
+  /** builds at once per host, as the agent's `concurrency` (default 8) */
+  concurrency?: number;
+}
+
+/** How often the heartbeat wheel turns: each turn beats the hosts of one slot. */
+const WHEEL_TICK_MS = 250;
+const SWEEP_TICK_MS = 1000;
+
+/** The simulated hosts of one runtime, and the timers and doorbell that drive them. */
+export class Fleet {
+  private readonly byQueue = new Map<string, SimulatedAgent>();
+  private readonly slots: Set<SimulatedAgent>[];
+  private turn = 0;
+  /** the sweep's position in the running hosts, in the order they started */
+  private sweepAt = 0;
+  private readonly wheel: NodeJS.Timeout;
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly compute = identityOf("compute-host");
+
+  constructor(readonly opts: SimulatorOptions) {
+    this.slots = Array.from(
+      { length: Math.max(1, Math.round((opts.heartbeatSeconds * 1000) / WHEEL_TICK_MS)) },
+      () => new Set<SimulatedAgent>(),
+    );
+    this.wheel = setInterval(() => this.beat(), WHEEL_TICK_MS);
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_TICK_MS);
+  }
+
+  /** A new incarnation of a host (not started). */
+  agent(identity: HostIdentity): SimulatedAgent {
+    return new SimulatedAgent(this, identity);
+  }
+
+  /** The gateway's announcement: ring the host whose queue it is, once the message is visible. */
+  messageSent(sent: MessageSent): void {
+    if (sent.delaySeconds > 0) this.later(sent.delaySeconds * 1000, sent.queueUrl);
+    else this.ringQueue(sent.queueUrl);
+  }
+
+  /** Runs `fn` as the compute-host principal, whatever context the event came from. */
+  as<T>(fn: () => T): T {
+    return runAs(this.compute, fn);
+  }
+
+  ring(a: SimulatedAgent): void {
+    this.as(() => a.ring());
+  }
+
+  /** Ring whichever incarnation reads `queueUrl` by then (a restart may have replaced it). */
+  later(ms: number, queueUrl: string): void {
+    setTimeout(() => this.ringQueue(queueUrl), ms).unref();
+  }
+
+  private ringQueue(queueUrl: string): void {
+    const a = this.byQueue.get(queueUrl);
+    if (a) this.ring(a);
+  }
+
+  attach(a: SimulatedAgent): void {
+    this.byQueue.set(a.queue.queueUrl, a);
+    // Registration was its first report: its first heartbeat is due a whole turn later.
+    this.slots[(this.turn + this.slots.length - 1) % this.slots.length]!.add(a);
+  }
+
+  detach(a: SimulatedAgent): void {
+    if (this.byQueue.get(a.queue.queueUrl) === a) this.byQueue.delete(a.queue.queueUrl);
+    for (const s of this.slots) s.delete(a);
+  }
+
+  stop(): void {
+    clearInterval(this.wheel);
+    clearInterval(this.sweeper);
+  }
+
+  private beat(): void {
+    const slot = this.slots[this.turn++ % this.slots.length]!;
+    this.as(() => {
+      for (const a of slot) a.heartbeat();
+    });
+  }
+
+  private sweep(): void {
+    const running = [...this.byQueue.values()];
+    if (running.length === 0) return;
+    const per = Math.ceil(running.length / ((this.opts.sweepSeconds ?? 300) * (1000 / SWEEP_TICK_MS)));
+    for (let i = 0; i < per; i++) this.ring(running[this.sweepAt++ % running.length]!);
+  }
+}
+
+/**
+ * One incarnation of a simulated host: what ComputeAgent is, with the fleet's events instead of
+ * its own long poll and heartbeat timer.
+ */
+export class SimulatedAgent implements HostAgent {
+  queue: HostQueue = { queueUrl: "", dlqUrl: "" };
+  private running = false;
+  private readonly path: BuildPath;
+  private readonly log: Logger;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private receiving: Promise<void> | undefined;
+  /** rung while receiving or full: receive again when able */
+  private pending = false;
+  private beating = false;
+
+  constructor(
+    private readonly fleet: Fleet,
+    private readonly identity: HostIdentity,
+  ) {
+    this.log = logger({ host: identity.host, simulated: true });
+    this.path = new BuildPath(identity.host, identity.driver, this.log);
+  }
+
+  get host(): string {
+    return this.identity.host;
+  }
+
+  guests(): string[] {
+    return this.identity.driver.list();
+  }
+
+  async start(): Promise<void> {
+    this.queue = await this.fleet.as(() => registerComputeHost(this.identity, this.log));
+    this.running = true;
+    this.fleet.attach(this);
+    // What was sent while no incarnation was reading (a restart) is there already.
+    this.fleet.ring(this);
+  }
+
+  async stop(opts: { handBack?: boolean } = {}): Promise<void> {
+    this.running = false;
+    this.fleet.detach(this);
+    if (opts.handBack) this.path.handBack();
+    await this.receiving;
+    await Promise.allSettled(this.inFlight.values());
+  }
+
+  async kill(): Promise<void> {
+    this.path.kill();
+    this.running = false;
+    this.fleet.detach(this);
+    await this.receiving;
+    await Promise.allSettled(this.inFlight.values());
+    this.log.warn("compute.killed", {});
+  }
+
+  heartbeat(): void {
+    if (!this.running || this.beating) return;
+    this.beating = true;
+    heartbeat(this.host)
+      .catch((e) => this.log.warn("compute.heartbeat_failed", { error: e }))
+      .finally(() => {
+        this.beating = false;
+      });
+  }
+
+  /** Something may be in the queue: receive until it is empty or this host is full. */
+  ring(): void {
+    if (!this.running) return;
+    this.pending = true;
+    if (this.receiving) return;
+    this.receiving = this.receive().finally(() => {
+      this.receiving = undefined;
+      // Rung after the loop's last look: look again.
+      if (this.pending && this.inFlight.size < this.max) this.ring();
+    });
+  }
+
+  private get max(): number {
+    return this.fleet.opts.concurrency ?? 8;
+  }
+
+  private async receive(): Promise<void> {
+    const max = this.max;
+    while (this.running && this.pending && this.inFlight.size < max) {
+      this.pending = false;
+      let messages: Message[];
+      try {
+        const r = await sqsClient().send(
+          new ReceiveMessageCommand({
+            QueueUrl: this.queue.queueUrl,
+            MaxNumberOfMessages: Math.min(10, max - this.inFlight.size),
+            WaitTimeSeconds: 0,
+          }),
+        );
+        messages = r.Messages ?? [];
+      } catch (e) {
+        if (!this.running) return;
+        this.log.warn("compute.receive_failed", { error: e });
+        this.fleet.later(1000, this.queue.queueUrl);
+        return;
+      }
+      if (!this.running) {
+        // Stopped meanwhile: give them back at once. A killed host just drops them: they are
+        // visible again after the visibility timeout, for whoever reads the queue then.
+        if (!this.path.killed) await this.path.giveBack(messages, this.queue);
+        else if (messages.length > 0) this.comeBack();
+        return;
+      }
+      // A full batch may have left more behind.
+      if (messages.length > 0) this.pending = true;
+      for (const m of messages) this.dispatch(m);
+    }
+  }
+
+  /** An undeleted message is visible again after the visibility timeout: ring its queue then. */
+  private comeBack(): void {
+    this.fleet.later(COMPUTE_QUEUE.visibilityTimeout * 1000 + 100, this.queue.queueUrl);
+  }
+
+  private dispatch(m: Message): void {
+    const key = m.MessageId ?? String(Math.random());
+    const p = this.path
+      .handle(m, this.queue)
+      .catch((e) => {
+        // A killed host abandons its builds on purpose: the watchdog owns them now.
+        if (this.path.killed) this.log.warn("compute.build_abandoned", { error: e, message_id: m.MessageId });
+        else this.log.error("compute.message_failed", { error: e, message_id: m.MessageId });
+        this.comeBack();
+      })
+      .finally(() => {
+        this.inFlight.delete(key);
+        // Room again: what was rung while full is received now.
+        if (this.pending) this.fleet.ring(this);
+      });
+    this.inFlight.set(key, p);
+  }
+}
+
+/** Start `agents` (register each host) with at most `concurrency` registrations at once. */
+export async function startAll(agents: HostAgent[], concurrency: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < agents.length; i = next++) await agents[i]!.start();
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, agents.length) }, worker));
+}

@@ -1,0 +1,74 @@
+// The fleet simulator at a size one long-polling agent per host could not serve: 2,000 simulated
+// hosts, each with its own queue and provider item, build through the public API, and a host that
+// dies mid-build is caught by the watchdog and its build lands elsewhere.
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Runtime } from "../../infra/local/runtime.js";
+import { SimulatedAgent } from "../../infra/local/simulator.js";
+import { computeQueueName } from "../../lib/compute/queue-name.js";
+import { resources } from "../../lib/config.js";
+import { getInstance } from "../../lib/instances/repo.js";
+import { getHost } from "../../lib/placement/hosts.js";
+import { DLQ_SUFFIX } from "../../lib/resources.js";
+import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
+
+const HOSTS = 2000;
+let runtime: Runtime;
+let client: Client;
+
+beforeAll(async () => {
+  ({ runtime, client } = await startTestRuntime({
+    hosts: HOSTS,
+    buildMs: 3000,
+    // 2,000 heartbeats every 20 s, and a host is down 30 s after its last one.
+    heartbeatSeconds: 20,
+    watchdogIntervalMs: 0, // the test runs it when it means to
+    env: { NOVALESS_SERVICE_DOWN_TIME: "30" },
+  }));
+}, 600_000);
+afterAll(async () => runtime?.stop(), 120_000);
+
+it("every host is simulated and registered with its own queue", async () => {
+  expect(runtime.hosts.size).toBe(HOSTS);
+  expect(runtime.agents.every((a) => a instanceof SimulatedAgent)).toBe(true);
+  const last = (await getHost(`host-${HOSTS}`))!;
+  expect(last.queue_url).toMatch(
+    new RegExp(`/${computeQueueName(resources().computeQueuePrefix, last.host, DLQ_SUFFIX)}$`),
+  );
+});
+
+it("builds an instance to ACTIVE through the API, on the host the record names", async () => {
+  const id = await client.createServer({ name: "at-scale" });
+  const s = await client.as(ADMIN).waitForStatus(id, ["ACTIVE", "ERROR"], 120_000);
+  expect(s.status).toBe("ACTIVE");
+  const host = s["OS-EXT-SRV-ATTR:host"] as string;
+  expect(runtime.hosts.get(host)!.driver.has(id)).toBe(true);
+  expect([...runtime.hosts.values()].reduce((n, h) => n + (h.driver.spawns.get(id) ?? 0), 0)).toBe(1);
+}, 180_000);
+
+it("a simulated host killed mid-build: the watchdog fences it and the build lands elsewhere", async () => {
+  const id = await client.createServer({ name: "orphan" });
+  const rec = await eventually(
+    () => getInstance(id),
+    (r) => r?.task_state === "spawning",
+    120_000,
+  );
+  expect(rec?.task_state).toBe("spawning");
+  const dead = rec!.host!;
+  await runtime.killHost(dead);
+
+  // Down once service_down_time has passed since its last heartbeat; until then the watchdog
+  // leaves the build alone. Each run reads the fleet, so it is not run back to back.
+  let actions = await runtime.runWatchdog();
+  for (const deadline = Date.now() + 180_000; actions.length === 0 && Date.now() < deadline; ) {
+    await sleep(2000);
+    actions = await runtime.runWatchdog();
+  }
+  expect(actions).toEqual([
+    expect.objectContaining({ instance_uuid: id, host: dead, action: "fenced", attempt: 1 }),
+  ]);
+  const s = await client.as(ADMIN).waitForStatus(id, ["ACTIVE", "ERROR"], 120_000);
+  expect(s.status).toBe("ACTIVE");
+  expect(s["OS-EXT-SRV-ATTR:host"]).not.toBe(dead);
+  expect(runtime.hosts.get(dead)!.driver.has(id)).toBe(false);
+}, 420_000);
