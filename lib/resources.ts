@@ -28,7 +28,10 @@ export interface TableSpec {
 /** The Hosts table's change feed: pk `feed` (a shard, see lib/placement/feed.ts), sk `changed_at`. */
 export const HOSTS_CHANGES_INDEX = "host-changes";
 
-/** What the watchdog reads of a build in flight, besides the index's keys (id, build_watch, build_deadline). */
+/**
+ * What the watchdog reads of a build in flight, besides the index's keys (id, build_watch,
+ * build_deadline): read from the items, not projected, so a build's own writes cost the index nothing.
+ */
 export const WATCHED_ATTRIBUTES = [
   "request_id",
   "reservation_id",
@@ -82,7 +85,7 @@ export const TABLES: TableSpec[] = [
         indexName: "building-by-deadline",
         partitionKey: "build_watch",
         sortKey: "build_deadline",
-        projection: WATCHED_ATTRIBUTES,
+        projection: "KEYS_ONLY",
       },
     ],
   },

@@ -15,7 +15,12 @@ import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { instanceBuildTimeout, resources } from "../config.js";
 import { type Destination, destinationOf } from "../messages/common.js";
-import { BUILD_WATCH_SHARDS, INSTANCES_BUILDING_INDEX, INSTANCES_BY_PROJECT_INDEX } from "../resources.js";
+import {
+  BUILD_WATCH_SHARDS,
+  INSTANCES_BUILDING_INDEX,
+  INSTANCES_BY_PROJECT_INDEX,
+  WATCHED_ATTRIBUTES,
+} from "../resources.js";
 import type {
   ActionEvent,
   Fault,
@@ -27,6 +32,18 @@ import type {
 
 export const EVENT_SCHEDULE = "conductor_schedule_and_build_instances";
 export const EVENT_BUILD = "compute_build_and_run_instance";
+
+// Nova's event names are long and every write of the item pays for them: stored under short
+// codes, read back whole.
+const EVENT_CODES: Record<string, string> = { [EVENT_SCHEDULE]: "s", [EVENT_BUILD]: "b" };
+const EVENT_NAMES: Record<string, string> = Object.fromEntries(
+  Object.entries(EVENT_CODES).map(([name, code]) => [code, name]),
+);
+
+/** An event's key in the item: its (short) name and its attempt. */
+function eventKey(name: string, attempt: number): string {
+  return `${EVENT_CODES[name] ?? name}#${attempt}`;
+}
 
 function table(): string {
   return resources().instancesTable;
@@ -69,16 +86,19 @@ function itemOf(r: InstanceRecord): Record<string, unknown> {
   if (r.request_spec) item.request_spec = storedSpec(r.request_spec);
   item.actions = Object.fromEntries(
     Object.entries(r.actions).map(([rid, a]) => {
-      const { request_id, user_id, project_id, start_time, events, ...rest } = a;
+      const { request_id, user_id, project_id, start_time, events, message, ...rest } = a;
       return [
         rid,
         {
           ...rest,
+          ...(message === null ? {} : { message }),
           ...(request_id === rid ? {} : { request_id }),
           ...(user_id === r.user_id ? {} : { user_id }),
           ...(project_id === r.project_id ? {} : { project_id }),
           ...(start_time === r.created_at ? {} : { start_time }),
-          events: Object.fromEntries(Object.entries(events).map(([k, ev]) => [k, storedEvent(ev)])),
+          events: Object.fromEntries(
+            Object.values(events).map((ev) => [eventKey(ev.event, ev.attempt), storedEvent(ev)]),
+          ),
         },
       ];
     }),
@@ -87,8 +107,12 @@ function itemOf(r: InstanceRecord): Record<string, unknown> {
 }
 
 function storedEvent(ev: ActionEvent): Partial<ActionEvent> {
-  const { event: _event, attempt: _attempt, ...rest } = ev;
-  return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null));
+  const { event: _event, attempt: _attempt, finish_time, ...rest } = ev;
+  return {
+    ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null)),
+    // a finished event that took no time keeps one timestamp
+    ...(finish_time !== null && finish_time !== ev.start_time ? { finish_time } : {}),
+  };
 }
 
 /** An alternate as stored: its nodename only when it is not its host's name (Nova's usual case). */
@@ -104,11 +128,12 @@ function destinationFrom(d: Partial<Destination>): Destination {
 /** An event as stored: its name and attempt are its key's, its nulls left out. */
 function eventFrom(key: string, ev: Partial<ActionEvent>): ActionEvent {
   const at = key.lastIndexOf("#");
+  const code = key.slice(0, at);
   return {
-    event: key.slice(0, at),
+    event: EVENT_NAMES[code] ?? code,
     attempt: Number(key.slice(at + 1)),
     start_time: ev.start_time!,
-    finish_time: ev.finish_time ?? null,
+    finish_time: ev.finish_time ?? (ev.result ? ev.start_time! : null),
     result: ev.result ?? null,
     host: ev.host ?? null,
     details: ev.details ?? null,
@@ -129,7 +154,13 @@ function recordOf(item: Record<string, unknown>): InstanceRecord {
         user_id: a.user_id ?? rec.user_id,
         project_id: a.project_id ?? rec.project_id,
         start_time: a.start_time ?? rec.created_at,
-        events: Object.fromEntries(Object.entries(a.events ?? {}).map(([k, ev]) => [k, eventFrom(k, ev)])),
+        message: a.message ?? null,
+        events: Object.fromEntries(
+          Object.entries(a.events ?? {}).map(([k, ev]) => {
+            const e = eventFrom(k, ev);
+            return [`${e.event}#${e.attempt}`, e];
+          }),
+        ),
       },
     ]),
   );
@@ -153,13 +184,15 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
 }
 
 /**
- * Every instance still in BUILD (the sparse index holds nothing else), as the index projects it:
- * each shard queried in parallel, oldest deadline first.
+ * Every instance still in BUILD (the sparse index holds nothing else), with what the watchdog
+ * reads: each shard queried in parallel for its keys, then the items read by BatchGetItem. The
+ * index carries only its keys so that the writes of a build (its placement, its spawn) do not
+ * rewrite the index entry: a build costs the index one put and one delete. Oldest deadline first.
  */
 export async function listBuilding(): Promise<WatchedBuild[]> {
   const shards = await Promise.all(
     Array.from({ length: BUILD_WATCH_SHARDS }, (_, n) =>
-      queryAll<WatchedBuild>({
+      queryAll<Pick<WatchedBuild, "id">>({
         TableName: table(),
         IndexName: INSTANCES_BUILDING_INDEX,
         KeyConditionExpression: "build_watch = :b",
@@ -167,11 +200,38 @@ export async function listBuilding(): Promise<WatchedBuild[]> {
       }),
     ),
   );
-  return shards
-    .flat()
-    .map((b) => (b.alternates ? { ...b, alternates: b.alternates.map(destinationFrom) } : b))
-    .sort((a, b) => (a.build_deadline ?? "").localeCompare(b.build_deadline ?? ""));
+  const ids = shards.flat().map((k) => k.id);
+  const names = Object.fromEntries(WATCHED.map((a, i) => [`#w${i}`, a]));
+  const out: WatchedBuild[] = [];
+  for (let i = 0; i < ids.length; i += BATCH_GET_MAX) {
+    let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + BATCH_GET_MAX).map((id) => ({ id }));
+    for (let round = 0; keys?.length; round++) {
+      if (round > 0) await new Promise((done) => setTimeout(done, Math.min(1000, 50 * 2 ** round)));
+      const page: BatchGetCommandOutput = await dynamo().send(
+        new BatchGetCommand({
+          RequestItems: {
+            [table()]: {
+              Keys: keys,
+              ProjectionExpression: Object.keys(names).join(", "),
+              ExpressionAttributeNames: names,
+            },
+          },
+        }),
+      );
+      for (const item of page.Responses?.[table()] ?? []) {
+        // Ended between the index read and this one: no longer a build to watch.
+        if (item.build_watch === undefined) continue;
+        const b = item as WatchedBuild;
+        out.push(b.alternates ? { ...b, alternates: b.alternates.map(destinationFrom) } : b);
+      }
+      keys = page.UnprocessedKeys?.[table()]?.Keys;
+    }
+  }
+  return out.sort((a, b) => (a.build_deadline ?? "").localeCompare(b.build_deadline ?? ""));
 }
+
+/** What the watchdog reads of a build in flight. */
+const WATCHED = ["id", "build_watch", "build_deadline", ...WATCHED_ATTRIBUTES];
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
   const r = await dynamo().send(new GetCommand({ TableName: table(), Key: { id }, ConsistentRead: true }));
@@ -268,7 +328,7 @@ function eventClause(rec: { request_id: string }, ev: ActionEvent, tag = "ev"): 
   return {
     set: [`actions.#rid.events.#${tag} = :${tag}`],
     condition: "attribute_exists(actions.#rid)",
-    names: { "#rid": rec.request_id, [`#${tag}`]: `${ev.event}#${ev.attempt}` },
+    names: { "#rid": rec.request_id, [`#${tag}`]: eventKey(ev.event, ev.attempt) },
     values: { [`:${tag}`]: storedEvent(ev) },
   };
 }
@@ -334,11 +394,13 @@ export async function placeInstance(
           "availability_zone = :az",
           "alternates = :alts",
           "updated_at = :now",
-          "build_deadline = :deadline",
+          // The first attempt keeps the deadline it was created with (instance_build_timeout
+          // counts from creation, as Nova's does); a reschedule gets a whole timeout again.
+          ...(attempt > 1 ? ["build_deadline = :deadline"] : []),
         ],
         condition: "deleted = :false AND vm_state = :building AND attempt = :prev",
         values: {
-          ":deadline": buildDeadline(),
+          ...(attempt > 1 ? { ":deadline": buildDeadline() } : {}),
           ":n": attempt,
           ":prev": attempt - 1,
           ":h": host,
