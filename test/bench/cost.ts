@@ -1,5 +1,5 @@
 // npm run bench:cost [-- --hosts 10,1000,10000 --builds 50 --concurrency 4 --idle-seconds 20
-//                       --heartbeat-seconds 10 --timeout 600 --dynamodb auto|local|dynalite]
+//                       --heartbeat-seconds <report_interval> --timeout 600 --dynamodb auto|local|dynalite]
 //
 // What a build and an idle host cost, counted at the SDK boundary (lib/aws/meter.ts) by component
 // (the identity each client signs as), on the local runtime with every component under its own
@@ -36,6 +36,7 @@ import {
   startMeter,
   stopMeter,
 } from "../../lib/aws/meter.js";
+import { schedulerConfig } from "../../lib/config.js";
 import { PRICES } from "./prices.js";
 import {
   backend,
@@ -59,7 +60,8 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "4" },
     warmup: { type: "string", default: "3" },
     "idle-seconds": { type: "string", default: "20" },
-    "heartbeat-seconds": { type: "string", default: "10" },
+    // the agents' configured interval ([DEFAULT] report_interval), unless given
+    "heartbeat-seconds": { type: "string", default: String(schedulerConfig().report_interval) },
     "poll-seconds": { type: "string", default: "20" },
     timeout: { type: "string", default: "600" },
     dynamodb: { type: "string", default: "auto" },
