@@ -13,7 +13,7 @@
 // a few warm-up builds (not counted: a cold function's first reads); then N builds through the
 // public API at the given concurrency, each waited to ACTIVE by reading its item with the bench's
 // own (unmetered) client. In the build window the idle traffic is taken out: empty polls by
-// their answer, the rest (heartbeats) at the idle window's rate.
+// their answer, heartbeats by their table (Services), the rest at the idle window's rate.
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -96,7 +96,8 @@ quietLogs((text, stderr) => {
 });
 
 const CALLERS = [...COMPONENTS, OPERATOR] as const;
-type Caller = (typeof CALLERS)[number] | "other";
+/** "heartbeat": the compute hosts' writes to the Services table, set apart from their builds. */
+type Caller = (typeof CALLERS)[number] | "heartbeat" | "other";
 const callerOf = new Map<string, Caller>(CALLERS.map((c) => [accessKeyIdOf(c), c]));
 const nameOf = (key: string): Caller => callerOf.get(key) ?? "other";
 const functionOf = (name: string) => name.replace(/^novaless-/, "") as FunctionComponent;
@@ -175,6 +176,32 @@ function add(a: Figures, b: Figures, k = 1): Figures {
   return r;
 }
 
+/** The Services table (heartbeats) of the runtime being measured. */
+let servicesTable = "";
+
+/** A caller's figures, and apart the heartbeats in them (their writes to the Services table). */
+function splitHeartbeats(u: CallerUsage): { rest: CallerUsage; heartbeats: CallerUsage } {
+  const hb = u.tables[servicesTable];
+  if (!hb) return { rest: u, heartbeats: { ...u, requests: {}, tables: {}, emptyReceives: 0 } };
+  const { [servicesTable]: _services, ...tables } = u.tables;
+  // Each heartbeat is one UpdateItem of a tiny item: one write unit.
+  const beats = hb.write;
+  const requests = { ...u.requests };
+  requests["dynamodb:UpdateItem"] = Math.max(0, (requests["dynamodb:UpdateItem"] ?? 0) - beats);
+  return {
+    rest: { ...u, requests, tables },
+    heartbeats: {
+      ...u,
+      requests: { "dynamodb:UpdateItem": beats },
+      tables: { [servicesTable]: hb },
+      emptyReceives: 0,
+      conditionalFailures: 0,
+      failedWriteUnits: {},
+      unreported: 0,
+    },
+  };
+}
+
 function usageFigures(u: CallerUsage): Figures {
   const f = zero();
   for (const [op, n] of Object.entries(u.requests)) {
@@ -203,7 +230,11 @@ function byComponent(w: Window, memory: Record<FunctionComponent, number>): Map<
     if (!m.has(c)) m.set(c, zero());
     return m.get(c)!;
   };
-  for (const [key, u] of Object.entries(w.meter)) m.set(nameOf(key), add(at(nameOf(key)), usageFigures(u)));
+  for (const [key, u] of Object.entries(w.meter)) {
+    const { rest, heartbeats } = nameOf(key) === "compute-host" ? splitHeartbeats(u) : { rest: u };
+    m.set(nameOf(key), add(at(nameOf(key)), usageFigures(rest)));
+    if (heartbeats) m.set("heartbeat", add(at("heartbeat"), usageFigures(heartbeats)));
+  }
   for (const inv of w.invocations) {
     const f = at(functionOf(inv.name));
     f.invocations++;
@@ -278,6 +309,7 @@ async function runSize(
   print(`runtime ready in ${fmt(result.startSeconds, 1)} s`);
   const reader = DynamoDBDocumentClient.from(new DynamoDBClient({}));
   const instancesTable = process.env.NOVALESS_INSTANCES_TABLE!;
+  servicesTable = process.env.NOVALESS_SERVICES_TABLE!;
   try {
     startMeter();
     // --- idle window
@@ -367,9 +399,11 @@ function report(
 ): void {
   const idleBy = byComponent(idle, memory);
   const buildBy = byComponent(window, memory);
-  // The build window less the idle rate (heartbeats) for its length, per build.
+  // The build window less the idle rate (the watchdog's runs, sweeps) for its length, per build;
+  // heartbeats are counted apart (the Services table), not per build.
   const perBuild = new Map<Caller, Figures>();
   for (const c of new Set([...idleBy.keys(), ...buildBy.keys()])) {
+    if (c === "heartbeat") continue;
     const idleF = idleBy.get(c) ?? zero();
     const f = add(buildBy.get(c) ?? zero(), idleF, -window.seconds / idle.seconds);
     for (const k of Object.keys(f) as (keyof Figures)[]) f[k] = Math.max(0, f[k]) / done;
@@ -446,7 +480,7 @@ function report(
 
   // --- idle per host-month: a real agent long-polls every `pollSeconds` and heartbeats every
   // `heartbeatSeconds`; each heartbeat costs what the idle window measured per compute-host write.
-  const compute = idleBy.get("compute-host") ?? zero();
+  const compute = idleBy.get("heartbeat") ?? zero();
   const heartbeatsSeen = compute.ddbRequests;
   const perHeartbeat = heartbeatsSeen > 0 ? dynamoUnits(compute) : { read: 0, write: 0 };
   if (heartbeatsSeen > 0) {
@@ -467,7 +501,7 @@ function report(
   let otherRunUsd = 0;
   const others: string[] = [];
   for (const [c, f] of idleBy) {
-    if (c === "compute-host") continue;
+    if (c === "compute-host" || c === "heartbeat") continue;
     const d = dollars(f, c);
     if (d > 0) others.push(c);
     otherRunUsd += d;
