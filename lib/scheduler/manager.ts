@@ -67,24 +67,13 @@ export async function selectDestinations(
   config: SchedulerConfig = schedulerConfig(),
   random: () => number = Math.random,
 ): Promise<Scheduled> {
-  return exclusively((hosts) => decide(hosts, req, config, random));
-}
-
-async function decide(
-  hosts: HostManager,
-  req: ConductorInput,
-  config: SchedulerConfig,
-  random: () => number,
-): Promise<Scheduled> {
   const decisionStarted = performance.now();
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
-  // The request spec is read from the instances' records (one copy per instance, written by
-  // the API), not carried by the execution: a consistent read, so a retried step sees them too.
-  const [records, fleet] = await Promise.all([
-    Promise.all(req.instance_uuids.map((id) => getInstance(id))),
-    refreshed(hosts, config),
-  ]);
+  // What does not touch the host states is read before this function's one-at-a-time section:
+  // the request spec, from the instances' records (one copy per instance, written by the API; a
+  // consistent read, so a retried step sees them too), and the instances its hints name.
+  const records = await Promise.all(req.instance_uuids.map((id) => getInstance(id)));
   const first = records.find((r) => r !== undefined);
   if (!first) {
     log.warn("scheduler.instances_not_found", { instance_uuids: req.instance_uuids });
@@ -98,86 +87,112 @@ async function decide(
 
   // A re-run of this step (the state machine retries it) keeps what an earlier run placed: the
   // placement it recorded, or a claim it made for this attempt whose answer was lost.
-  const kept = new Map<string, Selection>();
-  const toPlace: string[] = [];
+  const held = new Map<string, string>();
   await Promise.all(
     req.instance_uuids.map(async (id, i) => {
       const rec = records[i];
       if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) return;
-      const held = rec.attempt === n && rec.host ? rec.host : await findClaim(id, n);
-      if (held) kept.set(id, keptSelection(fleet, held, rec, requested));
+      const host = rec.attempt === n && rec.host ? rec.host : await findClaim(id, n);
+      if (host) held.set(id, host);
     }),
   );
-  for (const [i, id] of req.instance_uuids.entries()) {
+  const toPlace = req.instance_uuids.filter((id, i) => {
     const rec = records[i];
-    if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n || kept.has(id)) continue;
-    toPlace.push(id);
-  }
+    return rec && !rec.deleted && rec.vm_state === "building" && rec.attempt <= n && !held.has(id);
+  });
 
   const claimed: { instance_uuid: string; host: string }[] = [];
-  const result = await runScheduleAsync(
-    schedule({
-      fleet,
-      spec,
-      instanceUuids: toPlace,
-      config,
-      random,
-      excludeHosts: req.retry.hosts,
-      instanceHosts,
-    }),
-    async (c): Promise<ClaimAnswer> => {
-      const r = await claim(c.host.host, c.instance_uuid, c.resources, n).catch(async (e: unknown) => {
-        // Placement unreachable: give back what this run claimed, so the retried step starts clean.
-        await releaseAll(claimed, n, log);
-        throw e;
+  const outcome = await exclusively(async (hosts): Promise<Outcome> => {
+    const fleet = await refreshed(hosts, config);
+    const kept = new Map(
+      [...held].map(([id, host]) => {
+        const rec = records[req.instance_uuids.indexOf(id)]!;
+        return [id, keptSelection(fleet, host, rec, requested)] as const;
+      }),
+    );
+    const result = await runScheduleAsync(
+      schedule({
+        fleet,
+        spec,
+        instanceUuids: toPlace,
+        config,
+        random,
+        excludeHosts: req.retry.hosts,
+        instanceHosts,
+      }),
+      async (c): Promise<ClaimAnswer> => {
+        const r = await claim(c.host.host, c.instance_uuid, c.resources, n).catch(async (e: unknown) => {
+          // Placement unreachable: give back what this run claimed, so the retried step starts clean.
+          await releaseAll(claimed, n, log);
+          throw e;
+        });
+        if (!r.claimed) {
+          // The cache was stale about this host: take its current state, so the next decision
+          // does not bet on it again.
+          const current = await getHost(c.host.host);
+          if (current) hosts.learn(current, config);
+          return { claimed: false, reason: r.reason };
+        }
+        claimed.push({ instance_uuid: c.instance_uuid, host: c.host.host });
+        return { claimed: true };
+      },
+    );
+    // Explanations name hosts by their place in the warm fleet: made before another decision
+    // may move it on.
+    if (!result.ok) {
+      return {
+        ok: false,
+        instance_uuid: result.instance_uuid,
+        details: noValidHostDetails(result, toPlace.length),
+        explanation: result.decision.compact(),
+      };
+    }
+    const placed = new Map(
+      result.placements.map((p, k) => [p.instance_uuid, { p, alternates: result.alternates[k]! }]),
+    );
+    const selections: Outcome & { ok: true } = { ok: true, selections: [], decisions: [] };
+    for (const id of req.instance_uuids) {
+      const keptSel = kept.get(id);
+      if (keptSel)
+        selections.selections.push({ instance_uuid: id, selected: destinationOf(keptSel), alternates: [] });
+      const got = placed.get(id);
+      if (!got) continue;
+      selections.selections.push({
+        instance_uuid: id,
+        selected: destinationOf(got.p.selected),
+        alternates: got.alternates.map(destinationOf),
       });
-      if (!r.claimed) {
-        // The cache was stale about this host: take its current state, so the next decision
-        // does not bet on it again.
-        const current = await getHost(c.host.host);
-        if (current) hosts.learn(current, config);
-        return { claimed: false, reason: r.reason };
-      }
-      claimed.push({ instance_uuid: c.instance_uuid, host: c.host.host });
-      return { claimed: true };
-    },
-  );
+      const explanation = got.p.decision.compact({ chosen: got.p.selected });
+      const summary = summarizeSelection(explanation);
+      selections.decisions.push({ id, attempt: n, host: got.p.selected.host, summary, explanation });
+    }
+    return selections;
+  });
   metrics.schedulerDecisionTime(performance.now() - decisionStarted);
-  if (!result.ok) {
+  if (!outcome.ok) {
     await releaseAll(claimed, n, log);
-    const details = noValidHostDetails(result, toPlace.length);
-    const explanation = result.decision.compact();
-    log.warn("scheduler.no_valid_host", { instance_uuid: result.instance_uuid, details, explanation });
+    const { details, explanation } = outcome;
+    log.warn("scheduler.no_valid_host", { instance_uuid: outcome.instance_uuid, details, explanation });
     await recordDecisions(
       log,
       req.instance_uuids.map((id) => ({ id, attempt: n, host: null, summary: details, explanation })),
     );
     throw new NoValidHost(details);
   }
-
-  const placed = new Map(
-    result.placements.map((p, k) => [p.instance_uuid, { p, alternates: result.alternates[k]! }]),
-  );
-  const selections: { instance_uuid: string; selected: Destination; alternates: Destination[] }[] = [];
-  const decisions: DecisionRecord[] = [];
-  for (const id of req.instance_uuids) {
-    const keptSel = kept.get(id);
-    if (keptSel) selections.push({ instance_uuid: id, selected: destinationOf(keptSel), alternates: [] });
-    const got = placed.get(id);
-    if (!got) continue;
-    selections.push({
-      instance_uuid: id,
-      selected: destinationOf(got.p.selected),
-      alternates: got.alternates.map(destinationOf),
-    });
-    const explanation = got.p.decision.compact({ chosen: got.p.selected });
-    const summary = summarizeSelection(explanation);
-    decisions.push({ id, attempt: n, host: got.p.selected.host, summary, explanation });
-    log.info("scheduler.selected", { instance_uuid: id, host: got.p.selected.host, summary });
-  }
-  await recordDecisions(log, decisions);
-  return scheduledOf(selections);
+  for (const d of outcome.decisions)
+    log.info("scheduler.selected", { instance_uuid: d.id, host: d.host, summary: d.summary });
+  await recordDecisions(log, outcome.decisions);
+  return scheduledOf(outcome.selections);
 }
+
+/** What one decision came to, in plain data (no reference into the warm fleet). */
+type Outcome =
+  | {
+      ok: true;
+      selections: { instance_uuid: string; selected: Destination; alternates: Destination[] }[];
+      decisions: DecisionRecord[];
+    }
+  | { ok: false; instance_uuid: string; details: string; explanation: DecisionExplanation };
 
 /** PlanResult: what the dry run (POST /os-scheduler/plan) answers. */
 export interface PlanResult {
