@@ -41,8 +41,8 @@ export interface CallerUsage {
 /** The meter's counts so far, by caller (access key id; "" for the SDK's default credentials). */
 export type MeterReading = Record<string, CallerUsage>;
 
-/** Commands that take ReturnConsumedCapacity. */
-const CAPACITY_COMMANDS = new Set([
+/** DynamoDB's data operations: those that take ReturnConsumedCapacity (and that the gateway throttles). */
+export const DYNAMODB_DATA_OPERATIONS: ReadonlySet<string> = new Set([
   "GetItem",
   "PutItem",
   "UpdateItem",
@@ -213,7 +213,7 @@ function record(
   ) {
     u.emptyReceives++;
   }
-  if (service !== "dynamodb" || !CAPACITY_COMMANDS.has(operation)) return;
+  if (service !== "dynamodb" || !DYNAMODB_DATA_OPERATIONS.has(operation)) return;
   if (error !== undefined) {
     recordFailure(caller, operation, input, error);
     return;
@@ -241,7 +241,7 @@ export function attachMeter(
       if (!enabled) return next(args);
       const operation = String(context.commandName ?? "").replace(/Command$/, "");
       const input = args.input as Record<string, unknown>;
-      if (service === "dynamodb" && CAPACITY_COMMANDS.has(operation)) {
+      if (service === "dynamodb" && DYNAMODB_DATA_OPERATIONS.has(operation)) {
         // The caller's own input object is left as it was: a retry or a caller reading it back
         // sees what it built.
         args = { ...args, input: { ...input, ReturnConsumedCapacity: "INDEXES" } };

@@ -1,5 +1,6 @@
 import { schedulerConfig } from "../config.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
+import { computeNodeInventories } from "../scheduler/host-state.js";
 
 export interface HostSize {
   vcpus: number;
@@ -23,30 +24,5 @@ export interface HostSize {
  * ratio or reserved set through Placement survives the agent's next registration.)
  */
 export function inventoriesFor(size: HostSize): Record<ResourceClass, Inventory> {
-  const c = schedulerConfig();
-  const inv = (total: number, reserved: number, ratio: number): Inventory => ({
-    total,
-    reserved,
-    allocation_ratio: ratio,
-    min_unit: 1,
-    max_unit: total,
-    step_size: 1,
-  });
-  return {
-    VCPU: inv(
-      size.vcpus,
-      size.reserved_host_cpus ?? c.reserved_host_cpus,
-      size.cpu_allocation_ratio ?? c.cpu_allocation_ratio ?? c.initial_cpu_allocation_ratio,
-    ),
-    MEMORY_MB: inv(
-      size.memory_mb,
-      size.reserved_host_memory_mb ?? c.reserved_host_memory_mb,
-      size.ram_allocation_ratio ?? c.ram_allocation_ratio ?? c.initial_ram_allocation_ratio,
-    ),
-    DISK_GB: inv(
-      size.local_gb,
-      Math.ceil((size.reserved_host_disk_mb ?? c.reserved_host_disk_mb) / 1024),
-      size.disk_allocation_ratio ?? c.disk_allocation_ratio ?? c.initial_disk_allocation_ratio,
-    ),
-  };
+  return computeNodeInventories(size, schedulerConfig()) as Record<ResourceClass, Inventory>;
 }

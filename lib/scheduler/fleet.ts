@@ -443,7 +443,8 @@ function summarize(col: ResourceColumn): void {
   }
 }
 
-const HOST_NUMBERS: readonly HostNumber[] = [
+/** The HostState numbers the fleet keeps in columns. */
+export const HOST_NUMBERS: readonly HostNumber[] = [
   "free_ram_mb",
   "free_disk_mb",
   "vcpus_total",

@@ -130,3 +130,65 @@ export function hostAggregates(
   }
   return [...listing, zone];
 }
+
+/** A compute node's size and its nova.conf overrides (unset: the [DEFAULT] options). */
+export interface ComputeNodeSize {
+  vcpus: number;
+  memory_mb: number;
+  local_gb: number;
+  cpu_allocation_ratio?: number | undefined;
+  ram_allocation_ratio?: number | undefined;
+  disk_allocation_ratio?: number | undefined;
+  reserved_host_memory_mb?: number | undefined;
+  reserved_host_cpus?: number | undefined;
+  reserved_host_disk_mb?: number | undefined;
+}
+
+type InventoryOptions = Pick<
+  SchedulerConfig,
+  | "reserved_host_cpus"
+  | "reserved_host_memory_mb"
+  | "reserved_host_disk_mb"
+  | "cpu_allocation_ratio"
+  | "ram_allocation_ratio"
+  | "disk_allocation_ratio"
+  | "initial_cpu_allocation_ratio"
+  | "initial_ram_allocation_ratio"
+  | "initial_disk_allocation_ratio"
+>;
+
+/**
+ * The inventories a compute node reports to Placement, as Nova's resource tracker builds them:
+ * its size, with ratios and reserved amounts from nova.conf (a ratio unset falls back to the
+ * initial_* option). Shared by the compute agent and novaless-plan's scenarios.
+ */
+export function computeNodeInventories(
+  size: ComputeNodeSize,
+  c: InventoryOptions,
+): Record<"VCPU" | "MEMORY_MB" | "DISK_GB", ProviderInventory> {
+  const inv = (total: number, reserved: number, allocation_ratio: number): ProviderInventory => ({
+    total,
+    reserved,
+    allocation_ratio,
+    min_unit: 1,
+    max_unit: total,
+    step_size: 1,
+  });
+  return {
+    VCPU: inv(
+      size.vcpus,
+      size.reserved_host_cpus ?? c.reserved_host_cpus,
+      size.cpu_allocation_ratio ?? c.cpu_allocation_ratio ?? c.initial_cpu_allocation_ratio,
+    ),
+    MEMORY_MB: inv(
+      size.memory_mb,
+      size.reserved_host_memory_mb ?? c.reserved_host_memory_mb,
+      size.ram_allocation_ratio ?? c.ram_allocation_ratio ?? c.initial_ram_allocation_ratio,
+    ),
+    DISK_GB: inv(
+      size.local_gb,
+      Math.ceil((size.reserved_host_disk_mb ?? c.reserved_host_disk_mb) / 1024),
+      size.disk_allocation_ratio ?? c.disk_allocation_ratio ?? c.initial_disk_allocation_ratio,
+    ),
+  };
+}

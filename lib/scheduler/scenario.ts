@@ -14,6 +14,7 @@ import { summarizeNoValidHost, summarizeSelection } from "./explain.js";
 import { parseAvailabilityZone } from "./filters/availability-zone.js";
 import { Fleet } from "./fleet.js";
 import {
+  computeNodeInventories,
   hostAggregates as hostAggregatesOf,
   hostStateOf,
   type ProviderInventory,
@@ -263,31 +264,8 @@ function scenarioConfig(
 
 /** Nova's compute node fields → the provider it reports, the *_used fields being instances' use. */
 function scenarioProvider(h: ScenarioHost, config: SchedulerConfig): ProviderView {
-  const inventory = (total: number, reserved: number, allocation_ratio: number): ProviderInventory => ({
-    total,
-    reserved,
-    allocation_ratio,
-    min_unit: 1,
-    max_unit: total,
-    step_size: 1,
-  });
-  const inventories: Record<string, ProviderInventory> = {
-    VCPU: inventory(
-      h.vcpus,
-      h.reserved_host_cpus ?? config.reserved_host_cpus,
-      h.cpu_allocation_ratio ?? config.cpu_allocation_ratio ?? config.initial_cpu_allocation_ratio,
-    ),
-    MEMORY_MB: inventory(
-      h.memory_mb,
-      h.reserved_host_memory_mb ?? config.reserved_host_memory_mb,
-      h.ram_allocation_ratio ?? config.ram_allocation_ratio ?? config.initial_ram_allocation_ratio,
-    ),
-    DISK_GB: inventory(
-      h.local_gb,
-      Math.ceil((h.reserved_host_disk_mb ?? config.reserved_host_disk_mb) / 1024),
-      h.disk_allocation_ratio ?? config.disk_allocation_ratio ?? config.initial_disk_allocation_ratio,
-    ),
-  };
+  const inventories: Record<string, ProviderInventory> = { ...computeNodeInventories(h, config) };
+
   const usage: Record<string, number> = {
     VCPU: h.vcpus_used ?? 0,
     MEMORY_MB: h.memory_mb_used ?? 0,

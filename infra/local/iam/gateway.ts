@@ -14,6 +14,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
+import { DYNAMODB_DATA_OPERATIONS } from "../../../lib/aws/meter.js";
 import { log } from "../../../lib/log.js";
 import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
 import { ACCOUNT, PARTITION, REGION } from "./identities.js";
@@ -85,19 +86,6 @@ const queueArnOfUrl = (url: unknown) =>
       .filter(Boolean)
       .pop() ?? "",
   );
-
-const DYNAMODB_ITEM_OPS = new Set([
-  "GetItem",
-  "PutItem",
-  "UpdateItem",
-  "DeleteItem",
-  "Query",
-  "Scan",
-  "BatchGetItem",
-  "BatchWriteItem",
-  "TransactGetItems",
-  "TransactWriteItems",
-]);
 
 /** What DynamoDB authorizes for an operation: the table (or index) of each item it touches. */
 export function dynamodbAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
@@ -312,7 +300,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         };
       }
     }
-    if (service === "dynamodb" && DYNAMODB_ITEM_OPS.has(op) && throttleRate > 0 && random() < throttleRate) {
+    if (
+      service === "dynamodb" &&
+      DYNAMODB_DATA_OPERATIONS.has(op) &&
+      throttleRate > 0 &&
+      random() < throttleRate
+    ) {
       throttled++;
       return {
         status: 400,

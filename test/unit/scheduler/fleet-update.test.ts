@@ -4,9 +4,9 @@
 // a fleet built fresh from the same host states in the same order, explanations included.
 import { describe, expect, it } from "vitest";
 import type { SchedulerConfig } from "../../../lib/config.js";
-import { Fleet } from "../../../lib/scheduler/fleet.js";
+import { Fleet, HOST_NUMBERS } from "../../../lib/scheduler/fleet.js";
 import { runSchedule, type ScheduleResult, schedule } from "../../../lib/scheduler/select.js";
-import type { HostAggregate, HostNumber, HostState } from "../../../lib/scheduler/types.js";
+import type { HostAggregate, HostState } from "../../../lib/scheduler/types.js";
 import {
   busyConfig,
   driftHost,
@@ -19,17 +19,6 @@ import {
 } from "./synthetic.js";
 
 const exact = (v: unknown) => JSON.stringify(v, (_k, x) => (Object.is(x, -0) ? "-0" : x));
-
-const NUMBERS: HostNumber[] = [
-  "free_ram_mb",
-  "free_disk_mb",
-  "vcpus_total",
-  "vcpus_used",
-  "cpu_allocation_ratio",
-  "num_instances",
-  "num_io_ops",
-  "failed_builds",
-];
 
 /** What a decision sequence produced, as comparable text. */
 function outcome(result: ScheduleResult): string {
@@ -52,7 +41,7 @@ function expectSameIndexes(warm: Fleet, fresh: Fleet, label: string): void {
     warm.hosts.map((h) => `${h.host}/${h.nodename}`),
     label,
   ).toEqual(fresh.hosts.map((h) => `${h.host}/${h.nodename}`));
-  for (const f of NUMBERS) expect([...warm.column(f)], `${label}: ${f}`).toEqual([...fresh.column(f)]);
+  for (const f of HOST_NUMBERS) expect([...warm.column(f)], `${label}: ${f}`).toEqual([...fresh.column(f)]);
   for (const rc of ["VCPU", "MEMORY_MB", "DISK_GB", "CUSTOM_GPU"]) {
     const a = warm.resourceColumn(rc);
     const b = fresh.resourceColumn(rc);
