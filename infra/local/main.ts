@@ -11,7 +11,8 @@ const { values } = parseArgs({
     "fail-hosts": { type: "string", default: "" },
     "build-ms": { type: "string", default: "1000" },
     "long-poll": { type: "boolean", default: false },
-    "heartbeat-seconds": { type: "string", default: "10" },
+    // unset: the runtime heartbeats at the configured report_interval (Nova's, 40 s by default)
+    "heartbeat-seconds": { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -20,7 +21,7 @@ if (values.help) {
   process.stdout.write(
     "usage: npm start -- [--port 8774] [--hosts 8 | --hosts compute-1.example.org,compute-2.example.org]\n" +
       "                    [--fail-hosts host-1,host-2] [--build-ms 1000] [--long-poll]\n" +
-      "                    [--heartbeat-seconds 10]\n" +
+      "                    [--heartbeat-seconds report_interval]\n" +
       "hosts are simulated (event-driven, 10,000 on 2 cores); --long-poll runs one long-polling agent\n" +
       "per host instead, as novaless-compute does on a real host\n",
   );
@@ -56,7 +57,10 @@ const runtime = await startRuntime({
   failHosts: values["fail-hosts"].split(",").filter(Boolean),
   buildMs: int("build-ms", values["build-ms"], 0),
   transport: values["long-poll"] ? "long-poll" : "simulated",
-  heartbeatSeconds: int("heartbeat-seconds", values["heartbeat-seconds"], 1),
+  heartbeatSeconds:
+    values["heartbeat-seconds"] === undefined
+      ? undefined
+      : int("heartbeat-seconds", values["heartbeat-seconds"], 1),
 });
 
 const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;

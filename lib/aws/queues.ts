@@ -6,7 +6,6 @@ import { sqsClient } from "./clients.js";
 
 export interface QueueWithDlq {
   queueUrl: string;
-  queueArn: string;
   dlqUrl: string;
   dlqArn: string;
 }
@@ -15,7 +14,9 @@ export interface QueueWithDlq {
  * `name` and its dead-letter queue `name + DLQ_SUFFIX` (kept 14 days), the first redriving to the
  * second after `spec.maxReceiveCount` receives. The caller names the queue (compute host queues
  * are `${prefix}<host>`). Calling it again with the same spec returns the same queues; with a
- * different one SQS answers QueueNameExists.
+ * different one SQS answers QueueNameExists. The redrive policy is set at creation and no caller
+ * reads the main queue's ARN, so a host queue costs three requests (a 10,000-host fleet registers
+ * them all at start).
  */
 export async function ensureQueueWithDlq(
   name: string,
@@ -39,8 +40,7 @@ export async function ensureQueueWithDlq(
       },
     }),
   );
-  const queueUrl = queue.QueueUrl!;
-  return { queueUrl, queueArn: await queueArn(client, queueUrl), dlqUrl, dlqArn };
+  return { queueUrl: queue.QueueUrl!, dlqUrl, dlqArn };
 }
 
 export async function queueArn(client: SQSClient, queueUrl: string): Promise<string> {

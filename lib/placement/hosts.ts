@@ -85,8 +85,10 @@ export async function readChangedHosts(since: string): Promise<HostRecord[]> {
  */
 export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
   const table = resources().hostsTable;
-  for (;;) {
-    const current = await getHost(reg.host);
+  // A host registers once and restarts rarely: try the conditional Put first (one request) and
+  // read-modify-write only when the item is already there.
+  for (let first = true; ; first = false) {
+    const current = first ? undefined : await getHost(reg.host);
     if (!current) {
       const item: HostRecord = stampNew({
         host: reg.host,

@@ -127,6 +127,30 @@ describe("IAM at the gateway", () => {
     expect(sfn.message).toContain(`perform: states:StartExecution on resource: ${SM_ARN}`);
   });
 
+  it("a decision holds for its policy's life only: setPolicy drops the remembered decisions", async () => {
+    const get = () =>
+      new DynamoDBClient(config(reader)).send(
+        new GetItemCommand({ TableName: TABLE, Key: { pk: { S: "a" } } }),
+      );
+    const put = () =>
+      new DynamoDBClient(config(reader)).send(
+        new PutItemCommand({ TableName: TABLE, Item: { pk: { S: "c" } } }),
+      );
+    await get();
+    expect((await errorOf(put())).name).toBe("AccessDeniedException");
+    expect((await errorOf(put())).name).toBe("AccessDeniedException"); // a remembered refusal
+    const gateway = emulators.gateway!;
+    const revoked = new Map(principals);
+    revoked.set(reader.accessKeyId, { ...principals.get(reader.accessKeyId)!, statements: [] });
+    try {
+      gateway.setPolicy({ principals: revoked, resource: [] });
+      expect((await errorOf(get())).name).toBe("AccessDeniedException");
+    } finally {
+      gateway.setPolicy({ principals, resource: [] });
+    }
+    await get();
+  });
+
   it("an unknown access key is refused as AWS refuses it", async () => {
     const e = await errorOf(
       new DynamoDBClient(config({ accessKeyId: "AKIAUNKNOWN000000000", secretAccessKey: "x" })).send(

@@ -203,6 +203,14 @@ function send(res: ServerResponse, a: Answer): void {
 
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   let policy = opts.policy;
+  /**
+   * Decisions by access key, action and resource. The request context is a function of the
+   * principal alone and a policy is fixed until setPolicy, so one evaluation per triple holds for
+   * the policy's life (10,000 hosts register with the same few dozen statements); setPolicy drops
+   * them. Bounded: requests can name any resource.
+   */
+  let decisions = new Map<string, Decision>();
+  const DECISIONS_MAX = 100_000;
   let throttleRate = opts.dynamodbThrottleRate ?? 0;
   let throttled = 0;
   const random = opts.random ?? Math.random;
@@ -258,7 +266,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         : service === "sqs"
           ? sqsAuthorizations(op, parsed)
           : statesAuthorizations(op, parsed);
-    const context: RequestContext = {
+    const contextOf = (): RequestContext => ({
       "aws:SecureTransport": "true", // the gateway stands in for HTTPS
       "aws:PrincipalArn": principal.roleArn,
       "aws:PrincipalAccount": ACCOUNT,
@@ -267,14 +275,20 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       ...Object.fromEntries(
         Object.entries(principal.tags ?? {}).map(([k, v]) => [`aws:PrincipalTag/${k}`, v]),
       ),
-    };
+    });
     for (const need of needs) {
-      const d = evaluate(principal.statements, policy.resource, {
-        action: need.action,
-        resource: need.resource,
-        principalArn: principal.roleArn,
-        context,
-      });
+      const cacheKey = `${key}\n${need.action}\n${need.resource}`;
+      let d = decisions.get(cacheKey);
+      if (!d) {
+        d = evaluate(principal.statements, policy.resource, {
+          action: need.action,
+          resource: need.resource,
+          principalArn: principal.roleArn,
+          context: contextOf(),
+        });
+        if (decisions.size >= DECISIONS_MAX) decisions.clear();
+        decisions.set(cacheKey, d);
+      }
       if (!d.allowed) {
         log.warn("iam.access_denied", {
           principal: principal.name,
@@ -393,6 +407,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     endpoint: `http://127.0.0.1:${port}`,
     setPolicy(p) {
       policy = p;
+      decisions = new Map();
     },
     setDynamodbThrottleRate(rate) {
       throttleRate = rate;
