@@ -43,6 +43,9 @@ const SWEEP_TICK_MS = 1000;
 /** The simulated hosts of one runtime, and the timers and doorbell that drive them. */
 export class Fleet {
   private readonly byQueue = new Map<string, SimulatedAgent>();
+  /** queues that had a host reading them once, and queues rung while nobody read them */
+  private readonly known = new Set<string>();
+  private readonly missed = new Set<string>();
   private readonly slots: Set<SimulatedAgent>[];
   private turn = 0;
   /** the sweep's position in the running hosts, in the order they started */
@@ -88,12 +91,22 @@ export class Fleet {
   private ringQueue(queueUrl: string): void {
     const a = this.byQueue.get(queueUrl);
     if (a) this.ring(a);
+    else this.missed.add(queueUrl);
   }
 
-  attach(a: SimulatedAgent): void {
-    this.byQueue.set(a.queue.queueUrl, a);
+  /**
+   * A started incarnation reads its queue. Whether something may wait there already: a restart
+   * (what was sent while no incarnation read it), or a doorbell rung before it attached. A host
+   * starting for the first time on a queue nobody rang has nothing to read yet.
+   */
+  attach(a: SimulatedAgent): boolean {
+    const url = a.queue.queueUrl;
+    const waiting = this.known.has(url) || this.missed.delete(url);
+    this.known.add(url);
+    this.byQueue.set(url, a);
     // Registration was its first report: its first heartbeat is due a whole turn later.
     this.slots[(this.turn + this.slots.length - 1) % this.slots.length]!.add(a);
+    return waiting;
   }
 
   detach(a: SimulatedAgent): void {
@@ -155,9 +168,8 @@ export class SimulatedAgent implements HostAgent {
   async start(): Promise<void> {
     this.queue = await this.fleet.as(() => registerComputeHost(this.identity, this.log));
     this.running = true;
-    this.fleet.attach(this);
     // What was sent while no incarnation was reading (a restart) is there already.
-    this.fleet.ring(this);
+    if (this.fleet.attach(this)) this.fleet.ring(this);
   }
 
   async stop(opts: { handBack?: boolean } = {}): Promise<void> {
