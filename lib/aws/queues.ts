@@ -15,8 +15,8 @@ export interface QueueWithDlq {
  * second after `spec.maxReceiveCount` receives. The caller names the queue (compute host queues
  * are `${prefix}<host>`). Calling it again with the same spec returns the same queues; with a
  * different one SQS answers QueueNameExists. The redrive policy is set at creation and no caller
- * reads the main queue's ARN, so a host queue costs three requests (a 10,000-host fleet registers
- * them all at start).
+ * reads the main queue's ARN, and the dead-letter queue's is formed from its URL, so a host queue
+ * costs two requests (a 10,000-host fleet registers them all at start).
  */
 export async function ensureQueueWithDlq(
   name: string,
@@ -30,7 +30,7 @@ export async function ensureQueueWithDlq(
     }),
   );
   const dlqUrl = dlq.QueueUrl!;
-  const dlqArn = await queueArn(client, dlqUrl);
+  const dlqArn = arnFromUrl(dlqUrl, await client.config.region()) ?? (await queueArn(client, dlqUrl));
   const queue = await client.send(
     new CreateQueueCommand({
       QueueName: name,
@@ -41,6 +41,18 @@ export async function ensureQueueWithDlq(
     }),
   );
   return { queueUrl: queue.QueueUrl!, dlqUrl, dlqArn };
+}
+
+/**
+ * A queue's ARN from its URL (`…/<account>/<name>`) and the client's region, as SQS forms it:
+ * no request needed (a 10,000-host fleet creates 10,000 dead-letter queues at start). Undefined
+ * for a URL of another shape, which the caller asks SQS about instead.
+ */
+export function arnFromUrl(queueUrl: string, region: string): string | undefined {
+  const m = /\/(\d{12})\/([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$/.exec(new URL(queueUrl).pathname);
+  if (!m) return undefined;
+  const partition = region.startsWith("cn-") ? "aws-cn" : region.startsWith("us-gov-") ? "aws-us-gov" : "aws";
+  return `arn:${partition}:sqs:${region}:${m[1]}:${m[2]}`;
 }
 
 export async function queueArn(client: SQSClient, queueUrl: string): Promise<string> {
