@@ -42,6 +42,7 @@ import {
   backend,
   before,
   createServer,
+  hardStop,
   load,
   machine,
   pool,
@@ -530,14 +531,7 @@ function report(
 }
 
 // --- main
-const hardStop = setTimeout(
-  () => {
-    print("bench:cost: overall deadline passed, exiting");
-    process.exit(2);
-  },
-  timeoutMs * sizes.length + 120_000,
-);
-hardStop.unref();
+hardStop("bench:cost", timeoutMs * sizes.length + 120_000);
 print(`bench:cost on ${machine()}; ${load()}`);
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(

@@ -14,6 +14,7 @@ import {
   before,
   createServer,
   DEMO_TOKEN,
+  hardStop,
   load,
   machine,
   percentile,
@@ -73,19 +74,7 @@ async function serverStatus(url: string, id: string): Promise<string | undefined
 
 async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): Promise<Row> {
   const deadline = Date.now() + timeoutMs;
-  const row: Row = {
-    hosts,
-    "start s": "-",
-    builds: 0,
-    failed: 0,
-    "builds/s": "-",
-    "p50 ms": "-",
-    "p90 ms": "-",
-    "p99 ms": "-",
-    "max ms": "-",
-    "POST p50 ms": "-",
-    note: "",
-  };
+  const row = emptyRow(hosts);
   const t0 = performance.now();
   const starting = be.start({ port: 0, hosts, buildMs });
   let runtime: Runtime;
@@ -154,14 +143,24 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
   }
 }
 
-const hardStop = setTimeout(
-  () => {
-    print("bench:e2e: overall deadline passed, exiting");
-    process.exit(2);
-  },
-  timeoutMs * sizes.length + 120_000,
-);
-hardStop.unref();
+/** A size's row before (or without) its figures. */
+function emptyRow(hosts: number, note = ""): Row {
+  return {
+    hosts,
+    "start s": "-",
+    builds: 0,
+    failed: 0,
+    "builds/s": "-",
+    "p50 ms": "-",
+    "p90 ms": "-",
+    "p99 ms": "-",
+    "max ms": "-",
+    "POST p50 ms": "-",
+    note,
+  };
+}
+
+hardStop("bench:e2e", timeoutMs * sizes.length + 120_000);
 print(`bench:e2e on ${machine()}; ${load()}`);
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
@@ -174,19 +173,7 @@ for (const hosts of sizes) {
     rows.push(await runSize(hosts, be));
   } catch (e) {
     print(`${hosts} hosts: ${(e as Error).message}`);
-    rows.push({
-      hosts,
-      "start s": "-",
-      builds: 0,
-      failed: 0,
-      "builds/s": "-",
-      "p50 ms": "-",
-      "p90 ms": "-",
-      "p99 ms": "-",
-      "max ms": "-",
-      "POST p50 ms": "-",
-      note: (e as Error).message,
-    });
+    rows.push(emptyRow(hosts, (e as Error).message));
     if (e instanceof TimedOut) {
       print("larger sizes skipped: this one did not finish in time");
       break;

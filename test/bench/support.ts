@@ -32,6 +32,14 @@ export function load(): string {
     .join(" / ")} (1/5/15 min) on ${availableParallelism()} cores`;
 }
 
+/** Exits the bench if its sizes together outlive their deadlines (a stuck start, say). */
+export function hardStop(bench: string, ms: number): void {
+  setTimeout(() => {
+    console.log(`${bench}: overall deadline passed, exiting`);
+    process.exit(2);
+  }, ms).unref();
+}
+
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
