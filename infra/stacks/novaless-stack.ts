@@ -331,9 +331,15 @@ export class NovalessStack extends Stack {
     this.buildRequestsDlq.grantSendMessages(this.buildIntakeFunction);
 
     hosts.grantReadWriteData(this.schedulerFunction);
-    // Claims put an allocation item, a failed multi-instance claim deletes the ones it made.
-    allocations.grantReadData(this.schedulerFunction);
-    allocations.grant(this.schedulerFunction, "dynamodb:PutItem", "dynamodb:DeleteItem");
+    // Exactly what the claim loop does: find a consumer's claims (Query), read one to release it,
+    // put and delete allocation items. (Its own statement: never merged with the Catalog's read.)
+    allocations.grant(
+      this.schedulerFunction,
+      "dynamodb:GetItem",
+      "dynamodb:Query",
+      "dynamodb:PutItem",
+      "dynamodb:DeleteItem",
+    );
     instances.grantReadWriteData(this.schedulerFunction);
     // The explanation of each decision, kept apart from the instance.
     scheduling.grantWriteData(this.schedulerFunction);
