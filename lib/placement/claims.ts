@@ -16,7 +16,13 @@ import { type AllocationRecord, capacity, type HostRecord, type Inventory, type 
 
 export type ClaimResult =
   | { claimed: true; host: string; duplicate: boolean }
-  | { claimed: false; host: string; reason: string };
+  | {
+      claimed: false;
+      host: string;
+      reason: string;
+      /** the provider item as read to explain the refusal (a scheduler's cache takes it) */
+      current?: HostRecord;
+    };
 
 /** Writes after the first that a claim tries while a re-read says it still fits. */
 const CLAIM_RETRIES = 2;
@@ -198,10 +204,12 @@ export async function claim(
     // reasons alone cannot tell a duplicate on a full host from a new claim that does not fit.
     const [current, held] = await Promise.all([getHost(host), getAllocation(consumer, host)]);
     const why = explainFailedClaim(current, held, host, consumer, res, attempt);
-    if (why.claimed || !/^concurrent update/.test(why.reason)) return why;
+    if (why.claimed) return why;
+    if (!/^concurrent update/.test(why.reason)) return { ...why, ...(current ? { current } : {}) };
     if (tries >= CLAIM_RETRIES) {
       const conflicted = [w.provider, w.allocation].includes("TransactionConflict");
-      return conflicted ? { ...why, reason: `${why.reason} (another transaction held it)` } : why;
+      const reason = conflicted ? `${why.reason} (another transaction held it)` : why.reason;
+      return { ...why, reason, ...(current ? { current } : {}) };
     }
     read = current;
   }

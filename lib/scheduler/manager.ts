@@ -18,7 +18,6 @@ import { log as baseLog, type Logger } from "../log.js";
 import { type Destination, destinationOf } from "../messages/common.js";
 import { metrics } from "../metrics.js";
 import { claim, findClaim, release } from "../placement/claims.js";
-import { getHost } from "../placement/hosts.js";
 import { NoValidHost } from "./errors.js";
 import { summarizeNoValidHost, summarizeSelection } from "./explain.js";
 import type { Fleet } from "./fleet.js";
@@ -127,10 +126,9 @@ export async function selectDestinations(
           throw e;
         });
         if (!r.claimed) {
-          // The cache was stale about this host: take its current state, so the next decision
-          // does not bet on it again.
-          const current = await getHost(c.host.host);
-          if (current) hosts.learn(current, config);
+          // The cache was stale about this host: take its current state (the claim read it to
+          // say why), so the next decision does not bet on it again.
+          if (r.current) hosts.learn(r.current, config);
           return { claimed: false, reason: r.reason };
         }
         claimed.push({ instance_uuid: c.instance_uuid, host: c.host.host });
