@@ -1,13 +1,12 @@
-// The API Lambda (API Gateway HTTP API, payload 2.0): decode the event, route it, encode the answer.
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { fromApiGatewayEvent, handleHttp, toApiGatewayResult } from "../../lib/api/index.js";
+// The API Lambda (API Gateway HTTP API, payload 2.0, $default stage): the Hono app through
+// hono/aws-lambda's adapter.
+import type { Context } from "aws-lambda";
+import { handle, type LambdaEvent } from "hono/aws-lambda";
+import { apiApp } from "../../lib/api/index.js";
 import { withObservability } from "../../lib/metrics.js";
 
-export async function handler(
-  event: APIGatewayProxyEventV2,
-  context?: Context,
-): Promise<APIGatewayProxyStructuredResultV2> {
-  return withObservability(context, async () =>
-    toApiGatewayResult(await handleHttp(fromApiGatewayEvent(event))),
-  );
+const serve = handle(apiApp());
+
+export async function handler(event: LambdaEvent, context?: Context) {
+  return withObservability(context, () => serve(event, context as Context));
 }

@@ -1,31 +1,13 @@
-// The local HTTP front: what API Gateway does in AWS, on 127.0.0.1, calling the same API code.
-import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+// The local HTTP front: what API Gateway does in AWS, on 127.0.0.1, serving the same Hono app with
+// @hono/node-server.
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { handleHttp } from "../../lib/api/http.js";
-import { MAX_REQUEST_BODY_BYTES } from "../../lib/config.js";
-import { log } from "../../lib/log.js";
+import { getRequestListener } from "@hono/node-server";
+import { apiApp } from "../../lib/api/http.js";
 
 export interface HttpFront {
   url: string;
   stop(): Promise<void>;
-}
-
-/**
- * Keeps at most one byte past the limit (the API answers 413 for that) but reads the rest:
- * leaving the loop early would destroy the socket under a keep-alive client's next request.
- */
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let kept = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    const room = MAX_REQUEST_BODY_BYTES + 1 - kept;
-    if (room <= 0) continue;
-    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    chunks.push(part);
-    kept += part.length;
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 /**
@@ -36,28 +18,12 @@ export async function startHttpFront(
   port: number,
   around: <T>(fn: () => T) => T = (fn) => fn(),
 ): Promise<HttpFront> {
-  const server: Server = createServer(async (req, res) => {
-    try {
-      const body = await readBody(req);
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers))
-        if (v !== undefined) headers[k.toLowerCase()] = String(v);
-      const out = await around(() =>
-        handleHttp({
-          method: req.method ?? "GET",
-          path: req.url ?? "/",
-          headers,
-          body: body.length ? body : undefined,
-          requestId: `req-${randomUUID()}`,
-        }),
-      );
-      res.writeHead(out.status, out.headers);
-      res.end(out.body);
-    } catch (e) {
-      log.error("http.unhandled", { error: e });
-      res.writeHead(500, { "content-type": "application/json" });
-      res.end(JSON.stringify({ computeFault: { code: 500, message: "Unexpected API Error." } }));
-    }
+  const app = apiApp();
+  const listener = getRequestListener((request) => around(() => app.fetch(request, {})));
+  const server: Server = createServer((req, res) => {
+    // "//v2.1//servers/" routes as "/v2.1/servers", as API Gateway does
+    if (req.url?.includes("//")) req.url = req.url.replace(/^([^?]*)/, (p) => p.replace(/\/{2,}/g, "/"));
+    void listener(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

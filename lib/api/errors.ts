@@ -7,9 +7,11 @@ export const ERROR_STATUS = {
   forbidden: 403,
   itemNotFound: 404,
   badMethod: 405,
-  conflict: 409,
+  // Nova's fault name for 409 (nova/api/openstack/wsgi.py's Fault)
+  conflictingRequest: 409,
   overLimit: 413,
   computeFault: 500,
+  notImplemented: 501,
 } as const;
 
 export type ErrorKind = keyof typeof ERROR_STATUS;
@@ -18,17 +20,17 @@ export type ErrorKind = keyof typeof ERROR_STATUS;
 export class ApiError extends Error {
   readonly kind: ErrorKind;
   readonly headers: Record<string, string>;
-  constructor(kind: ErrorKind, message: string, headers: Record<string, string> = {}) {
+  readonly status: number;
+  /** `status` for a code Nova has no fault name of its own for (406 is a computeFault). */
+  constructor(kind: ErrorKind, message: string, headers: Record<string, string> = {}, status?: number) {
     super(message);
     this.name = "ApiError";
     this.kind = kind;
     this.headers = headers;
-  }
-  get status(): number {
-    return ERROR_STATUS[this.kind];
+    this.status = status ?? ERROR_STATUS[kind];
   }
   body(): Record<string, { code: number; message: string }> {
-    return errorBody(this.kind, this.message);
+    return { [this.kind]: { code: this.status, message: this.message } };
   }
 }
 
@@ -41,7 +43,7 @@ export function errorBody(
 
 export const badRequest = (message: string): ApiError => new ApiError("badRequest", message);
 export const notFound = (message: string): ApiError => new ApiError("itemNotFound", message);
-export const conflict = (message: string): ApiError => new ApiError("conflict", message);
+export const conflict = (message: string): ApiError => new ApiError("conflictingRequest", message);
 export const forbidden = (message: string): ApiError => new ApiError("forbidden", message);
 
 /** Nova's policy failure: `Policy doesn't allow <rule> to be performed.` */

@@ -1,5 +1,3 @@
-// The HTTP entry of the API, for the local node:http server (and anything else that is not
-// API Gateway): `handleHttp(request) → response`, never throwing.
-
+// The HTTP entry of the API, for the local server (and anything else that is not API Gateway).
 export type { HttpRequest, HttpResponse } from "./request.js";
-export { handleHttp } from "./router.js";
+export { apiApp, handleHttp } from "./router.js";

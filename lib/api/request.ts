@@ -2,6 +2,7 @@
 // server, and what route handlers receive.
 import type { AuthContext } from "./auth.js";
 import type { ApiDeps } from "./deps.js";
+import type { ApiVersion } from "./microversion.js";
 
 export interface HttpRequest {
   method: string;
@@ -26,30 +27,6 @@ export interface HttpResponse {
 /** Repeated query parameters keep every value, in order (`?status=ERROR&status=ACTIVE`). */
 export type Query = Record<string, string[]>;
 
-export function splitPath(raw: string): { path: string; query: Query } {
-  const q = raw.indexOf("?");
-  const pathPart = q === -1 ? raw : raw.slice(0, q);
-  const query: Query = {};
-  if (q !== -1) {
-    for (const [k, v] of new URLSearchParams(raw.slice(q + 1))) {
-      const values = query[k] ?? [];
-      values.push(v);
-      query[k] = values;
-    }
-  }
-  let path: string;
-  try {
-    path = decodeURI(pathPart);
-  } catch {
-    path = pathPart;
-  }
-  // "/v2.1/servers/" is "/v2.1/servers"; "//" collapses as most routers do.
-  path = path.replace(/\/{2,}/g, "/");
-  if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1);
-  if (!path.startsWith("/")) path = `/${path}`;
-  return { path, query };
-}
-
 /** The last value of a query parameter (Nova reads single-valued filters this way). */
 export function queryOne(query: Query, name: string): string | undefined {
   const v = query[name];
@@ -69,6 +46,8 @@ export interface RequestContext {
   /** no trailing slash; links are `${baseUrl}/v2.1/...` */
   baseUrl: string;
   auth: AuthContext;
+  /** the negotiated microversion (lib/api/microversion.ts) */
+  version: ApiVersion;
   /** extra fields for the request's log line (instance_uuid, counts, the cause of a 500) */
   logFields: Record<string, unknown>;
 }
@@ -86,4 +65,14 @@ export interface ApiResult {
   /** serialized as JSON; absent for 204 */
   body?: unknown;
   headers?: Record<string, string>;
+}
+
+export interface Route {
+  method: string;
+  /** relative to /v2.1; `:name` segments are parameters */
+  pattern: string;
+  handler: (call: RouteCall) => Promise<ApiResult>;
+  /** the microversions it exists at (inclusive; open when absent): outside them it is 404, as Nova */
+  min?: string;
+  max?: string;
 }

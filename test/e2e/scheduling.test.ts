@@ -121,7 +121,7 @@ describe("host aggregates and availability zones", () => {
       add_host: { host: "host-3" },
     });
     expect(clash.status).toBe(409);
-    expect(clash.body.conflict.message).toMatch(/already in availability zone\(s\) \['fastzone'\]/);
+    expect(clash.body.conflictingRequest.message).toMatch(/already in availability zone\(s\) \['fastzone'\]/);
     expect((await admin.delete(`/v2.1/os-aggregates/${other.body.aggregate.id}`)).status).toBe(200);
     expect((await admin.post("/v2.1/os-aggregates", { aggregate: { name: "e2e-fast" } })).status).toBe(409);
 

@@ -130,7 +130,7 @@ describe("os-hypervisors with Placement's inventories", () => {
     });
     expect(stale).toEqual({
       status: 409,
-      json: { conflict: { code: 409, message: "resource provider generation conflict" } },
+      json: { conflictingRequest: { code: 409, message: "resource provider generation conflict" } },
     });
 
     const tooSmall = await call("PUT", "/v2.1/os-hypervisors/api-1/inventories/MEMORY_MB", ADMIN, {
@@ -139,7 +139,7 @@ describe("os-hypervisors with Placement's inventories", () => {
       reserved: 512,
     });
     expect(tooSmall.status).toBe(409);
-    expect(tooSmall.json.conflict.message).toBe(
+    expect(tooSmall.json.conflictingRequest.message).toBe(
       "Inventory for 'MEMORY_MB' on resource provider 'api-1' in use: MEMORY_MB usage 2048 exceeds the new capacity 1536.",
     );
   });
@@ -155,7 +155,7 @@ describe("os-hypervisors with Placement's inventories", () => {
     expect((await claim("api-2", "vm-gpu", { CUSTOM_GPU: 1 }, 1)).claimed).toBe(true);
     const inUse = await call("DELETE", "/v2.1/os-hypervisors/api-2/inventories/CUSTOM_GPU");
     expect(inUse.status).toBe(409);
-    expect(inUse.json.conflict.message).toMatch(
+    expect(inUse.json.conflictingRequest.message).toMatch(
       /^Inventory for 'CUSTOM_GPU' on resource provider 'api-2' in use/,
     );
     expect((await call("DELETE", "/v2.1/os-hypervisors/api-2/inventories/CUSTOM_NPU")).status).toBe(404);

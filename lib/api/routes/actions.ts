@@ -5,7 +5,7 @@ import type { InstanceRecord } from "../../instances/types.js";
 import type { AuthContext } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { instanceNotFound, notFound } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import { UUID_RE } from "../validation/common.js";
 import { actionDetailView, actionsListView } from "../views/actions.js";
 
@@ -33,3 +33,8 @@ export async function showAction({ ctx, deps, params }: RouteCall): Promise<ApiR
   if (!action) throw notFound(`Action for request_id ${requestId} on instance ${id} not found`);
   return { status: 200, body: { instanceAction: actionDetailView(action, rec, ctx.auth.isAdmin) } };
 }
+
+export const instanceActionRoutes: Route[] = [
+  { method: "GET", pattern: "/servers/:id/os-instance-actions", handler: listActions },
+  { method: "GET", pattern: "/servers/:id/os-instance-actions/:request_id", handler: showAction },
+];

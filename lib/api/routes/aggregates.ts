@@ -8,7 +8,7 @@ import { schedulerConfig } from "../../config.js";
 import { requireAdmin } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { conflict, notFound } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import {
   addAggregateHost,
   aggregateNotFound,
@@ -167,3 +167,14 @@ export async function listAvailabilityZonesDetail({ ctx, deps }: RouteCall): Pro
   requireAdmin(ctx.auth, AGGREGATE_RULES.azDetail);
   return { status: 200, body: availabilityZonesDetailView(await zones(deps, true)) };
 }
+
+export const aggregateRoutes: Route[] = [
+  { method: "GET", pattern: "/os-aggregates", handler: listAggregatesRoute },
+  { method: "POST", pattern: "/os-aggregates", handler: createAggregateRoute },
+  { method: "GET", pattern: "/os-aggregates/:id", handler: showAggregateRoute },
+  { method: "PUT", pattern: "/os-aggregates/:id", handler: updateAggregateRoute },
+  { method: "DELETE", pattern: "/os-aggregates/:id", handler: deleteAggregateRoute },
+  { method: "POST", pattern: "/os-aggregates/:id/action", handler: aggregateActionRoute },
+  { method: "GET", pattern: "/os-availability-zone", handler: listAvailabilityZones },
+  { method: "GET", pattern: "/os-availability-zone/detail", handler: listAvailabilityZonesDetail },
+];

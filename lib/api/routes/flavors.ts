@@ -5,7 +5,7 @@ import type { AuthContext } from "../auth.js";
 import { RULES, requireAdmin } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { conflict, notFound } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import {
   canSeeFlavor,
@@ -65,3 +65,12 @@ export async function setExtraSpecs({ ctx, deps, params, body }: RouteCall): Pro
   if (!f) throw flavorNotFound(params.id!);
   return { status: 200, body: { extra_specs: specs } };
 }
+
+export const flavorRoutes: Route[] = [
+  { method: "GET", pattern: "/flavors", handler: (c) => listFlavorsRoute(c, false) },
+  { method: "POST", pattern: "/flavors", handler: createFlavorRoute },
+  { method: "GET", pattern: "/flavors/detail", handler: (c) => listFlavorsRoute(c, true) },
+  { method: "GET", pattern: "/flavors/:id", handler: showFlavor },
+  { method: "GET", pattern: "/flavors/:id/os-extra-specs", handler: showExtraSpecs },
+  { method: "POST", pattern: "/flavors/:id/os-extra-specs", handler: setExtraSpecs },
+];

@@ -7,7 +7,7 @@ import { isServiceUp } from "../../placement/liveness.js";
 import type { HostRecord, Inventory } from "../../placement/types.js";
 import { RULES, requireAdmin } from "../auth.js";
 import { badRequest, conflict, notFound } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import { parseInventoryUpdate, parseResourceClass } from "../validation/inventories.js";
 import {
@@ -110,3 +110,16 @@ export async function deleteInventoryRoute({ ctx, deps, params }: RouteCall): Pr
   log.info("api.inventory_deleted", { request_id: ctx.requestId, host: id, resource_class: rc });
   return { status: 204 };
 }
+
+export const hypervisorRoutes: Route[] = [
+  { method: "GET", pattern: "/os-hypervisors", handler: (c) => listHypervisors(c, false) },
+  { method: "GET", pattern: "/os-hypervisors/detail", handler: (c) => listHypervisors(c, true) },
+  { method: "GET", pattern: "/os-hypervisors/:id", handler: showHypervisor },
+  { method: "GET", pattern: "/os-hypervisors/:id/inventories", handler: listInventories },
+  { method: "PUT", pattern: "/os-hypervisors/:id/inventories/:resource_class", handler: updateInventory },
+  {
+    method: "DELETE",
+    pattern: "/os-hypervisors/:id/inventories/:resource_class",
+    handler: deleteInventoryRoute,
+  },
+];

@@ -1,6 +1,6 @@
 // /images: Nova's deprecated image proxy, read-only, so users can find image ids.
 import { notFound } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import { imageSummaryView, imageView } from "../views/images.js";
 
 export async function listImagesRoute({ ctx, deps }: RouteCall, detail: boolean): Promise<ApiResult> {
@@ -19,3 +19,9 @@ export async function showImage({ ctx, deps, params }: RouteCall): Promise<ApiRe
   if (!img) throw notFound("Image not found.");
   return { status: 200, body: { image: imageView(img, ctx.baseUrl) } };
 }
+
+export const imageRoutes: Route[] = [
+  { method: "GET", pattern: "/images", handler: (c) => listImagesRoute(c, false) },
+  { method: "GET", pattern: "/images/detail", handler: (c) => listImagesRoute(c, true) },
+  { method: "GET", pattern: "/images/:id", handler: showImage },
+];

@@ -4,7 +4,7 @@ import { log } from "../../log.js";
 import { auditPlacement } from "../../placement/audit.js";
 import { requireAdmin } from "../auth.js";
 import { badRequest } from "../errors.js";
-import { type ApiResult, queryOne, type RouteCall } from "../request.js";
+import { type ApiResult, queryOne, type Route, type RouteCall } from "../request.js";
 
 export const AUDIT_RULES = {
   report: "placement:audit",
@@ -41,3 +41,8 @@ async function run(call: RouteCall, repair: boolean): Promise<ApiResult> {
 
 export const showPlacementAudit = (call: RouteCall) => run(call, false);
 export const repairPlacementAudit = (call: RouteCall) => run(call, true);
+
+export const placementAuditRoutes: Route[] = [
+  { method: "GET", pattern: "/os-placement-audit", handler: showPlacementAudit },
+  { method: "POST", pattern: "/os-placement-audit", handler: repairPlacementAudit },
+];

@@ -5,7 +5,7 @@
 import { requireAdmin } from "../auth.js";
 import { flavorSpec, imageSpec, requestSpecFor } from "../build.js";
 import { instanceNotFound } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import { UUID_RE } from "../validation/common.js";
 import { planView, schedulingView } from "../views/scheduling.js";
 import { resolveCreate } from "./servers.js";
@@ -35,3 +35,8 @@ export async function planRoute(call: RouteCall): Promise<ApiResult> {
   ctx.logFields.no_valid_host = plan.no_valid_host;
   return { status: 200, body: planView(plan) };
 }
+
+export const schedulingRoutes: Route[] = [
+  { method: "GET", pattern: "/servers/:id/os-scheduling", handler: showScheduling },
+  { method: "POST", pattern: "/os-scheduler/plan", handler: planRoute },
+];

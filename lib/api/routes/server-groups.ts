@@ -5,7 +5,7 @@ import type { ServerGroup } from "../../catalog/types.js";
 import { log } from "../../log.js";
 import type { ApiDeps } from "../deps.js";
 import { badRequest, forbidden } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import {
   canSeeServerGroup,
@@ -131,3 +131,10 @@ export async function deleteServerGroupRoute(call: RouteCall): Promise<ApiResult
   if (!(await call.deps.deleteServerGroup(g.id))) throw serverGroupNotFound(g.id);
   return { status: 204 };
 }
+
+export const serverGroupRoutes: Route[] = [
+  { method: "GET", pattern: "/os-server-groups", handler: listServerGroupsRoute },
+  { method: "POST", pattern: "/os-server-groups", handler: createServerGroupRoute },
+  { method: "GET", pattern: "/os-server-groups/:id", handler: showServerGroupRoute },
+  { method: "DELETE", pattern: "/os-server-groups/:id", handler: deleteServerGroupRoute },
+];

@@ -8,7 +8,7 @@ import type { AuthContext } from "../auth.js";
 import { checkFlavorFitsImage, newAdminPass, planCreate } from "../build.js";
 import type { ApiDeps } from "../deps.js";
 import { ApiError, badRequest, instanceNotFound } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import { apiSettings } from "../settings.js";
 import { parseJsonBody, UUID_RE } from "../validation/common.js";
 import { canSeeFlavor } from "../validation/flavors.js";
@@ -214,3 +214,11 @@ export async function deleteServerRoute({ ctx, deps, params }: RouteCall): Promi
   );
   return { status: 204 };
 }
+
+export const serverRoutes: Route[] = [
+  { method: "GET", pattern: "/servers", handler: (c) => listServers(c, false) },
+  { method: "POST", pattern: "/servers", handler: createServer },
+  { method: "GET", pattern: "/servers/detail", handler: (c) => listServers(c, true) },
+  { method: "GET", pattern: "/servers/:id", handler: showServer },
+  { method: "DELETE", pattern: "/servers/:id", handler: deleteServerRoute },
+];

@@ -5,7 +5,7 @@ import { log } from "../../log.js";
 
 import { RULES, requireAdmin } from "../auth.js";
 import { notFound } from "../errors.js";
-import type { ApiResult, RouteCall } from "../request.js";
+import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import { parseServiceUpdate } from "../validation/services.js";
 import { serviceView } from "../views/services.js";
@@ -38,3 +38,8 @@ export async function updateService({ ctx, deps, params, body }: RouteCall): Pro
     body: { service: serviceView(h, heartbeat, schedulerConfig().service_down_time, deps.now().getTime()) },
   };
 }
+
+export const serviceRoutes: Route[] = [
+  { method: "GET", pattern: "/os-services", handler: listServices },
+  { method: "PUT", pattern: "/os-services/:id", handler: updateService },
+];

@@ -327,7 +327,7 @@ describe("/os-aggregates", () => {
     const dup = await call("POST", "/v2.1/os-aggregates", "admin-token", { aggregate: { name: "fast" } });
     expect(dup).toEqual({
       status: 409,
-      json: { conflict: { code: 409, message: "Aggregate fast already exists." } },
+      json: { conflictingRequest: { code: 409, message: "Aggregate fast already exists." } },
     });
 
     const add = await call("POST", `/v2.1/os-aggregates/${id}/action`, "admin-token", {
@@ -389,7 +389,7 @@ describe("/os-aggregates", () => {
       add_host: { host: "host-2" },
     });
     expect(r.status).toBe(409);
-    expect(r.json.conflict.message).toBe(
+    expect(r.json.conflictingRequest.message).toBe(
       `Cannot add host to aggregate ${b}. Reason: One or more hosts already in availability zone(s) ['za'].`,
     );
   });

@@ -31,7 +31,7 @@ describe("errors", () => {
     expect(errorBody("itemNotFound", "x")).toEqual({ itemNotFound: { code: 404, message: "x" } });
     expect(new ApiError("overLimit", "big").body()).toEqual({ overLimit: { code: 413, message: "big" } });
     expect(new ApiError("badMethod", "m").status).toBe(405);
-    expect(new ApiError("conflict", "c").status).toBe(409);
+    expect(new ApiError("conflictingRequest", "c").status).toBe(409);
     expect(new ApiError("computeFault", "f").status).toBe(500);
     expect(UNAUTHORIZED_BODY).toEqual({
       error: {

@@ -1,0 +1,199 @@
+// The API as a Hono app: one middleware chain, in the order of Nova's paste pipeline — request id
+// and the request's log line → error shape → body size → version documents (no auth) →
+// X-Auth-Token → microversion → route. Served by hono/aws-lambda on Lambda, @hono/node-server
+// locally, and handleHttp (router.ts) in tests.
+import { randomUUID } from "node:crypto";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { MAX_REQUEST_BODY_BYTES } from "../config.js";
+import { log } from "../log.js";
+import { type AuthContext, authenticate, tokenTable } from "./auth.js";
+import type { ApiDeps } from "./deps.js";
+import {
+  ApiError,
+  errorBody,
+  METHOD_NOT_ALLOWED,
+  REQUEST_TOO_LARGE,
+  RESOURCE_NOT_FOUND,
+  UNAUTHORIZED_BODY,
+  UNAUTHORIZED_STATUS,
+  UNEXPECTED_ERROR,
+} from "./errors.js";
+import { type ApiVersion, negotiateVersion, versionHeaders } from "./microversion.js";
+import { baseUrlFrom, type Query, type Route } from "./request.js";
+import { ROUTES } from "./routes/index.js";
+import { apiSettings } from "./settings.js";
+import { versionsView, versionView } from "./views/versions.js";
+
+/** What an entry point may hand the app besides the request (handleHttp's test options). */
+export interface ApiBindings {
+  requestId?: string;
+  /** the public base URL for links when the entry knows it better than the Host header */
+  baseUrl?: string;
+}
+
+export interface ApiVariables {
+  requestId: string;
+  baseUrl: string;
+  logFields: Record<string, unknown>;
+  auth: AuthContext;
+  version: ApiVersion;
+}
+
+export type ApiEnv = { Bindings: ApiBindings; Variables: ApiVariables };
+export type ApiContext = Context<ApiEnv>;
+
+const V21 = "/v2.1";
+
+/** Find the route for a method and a path relative to /v2.1 (the 405's Allow list uses it). */
+export function allowedMethods(path: string, routes: Route[] = ROUTES): string[] {
+  const xs = path.split("/");
+  const allow: string[] = [];
+  for (const route of routes) {
+    const ps = route.pattern.split("/");
+    if (ps.length !== xs.length) continue;
+    if (ps.every((p, i) => (p.startsWith(":") ? xs[i] !== "" : p === xs[i])) && !allow.includes(route.method))
+      allow.push(route.method);
+  }
+  return allow;
+}
+
+const badMethod = (allow: string[]): ApiError =>
+  new ApiError("badMethod", METHOD_NOT_ALLOWED, { allow: allow.join(", ") });
+
+/** The request id, the public base URL, and one log line per request (with who and how long). */
+const observe: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const started = performance.now();
+  const requestId = c.env?.requestId ?? `req-${randomUUID()}`;
+  const logFields: Record<string, unknown> = {};
+  c.set("requestId", requestId);
+  c.set("logFields", logFields);
+  const headers = Object.fromEntries(c.req.raw.headers);
+  c.set("baseUrl", apiSettings().publicUrl ?? c.env?.baseUrl?.replace(/\/+$/, "") ?? baseUrlFrom(headers));
+  await next();
+  c.res.headers.set("x-openstack-request-id", requestId);
+  c.res.headers.set("x-compute-request-id", requestId);
+  const auth = c.get("auth");
+  const line = {
+    request_id: requestId,
+    method: c.req.method,
+    path: c.req.path,
+    status: c.res.status,
+    duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    ...(auth ? { user_id: auth.user_id, project_id: auth.project_id } : {}),
+    ...logFields,
+  };
+  if (c.res.status >= 500) log.error("api.request", line);
+  else log.info("api.request", line);
+};
+
+/** Every failure in OpenStack's shape; an unexpected one a 500 computeFault, its cause logged only. */
+function onError(e: Error, c: ApiContext): Response {
+  if (e instanceof ApiError) {
+    const fields = c.get("logFields");
+    if (e.status >= 500 && !fields.error) fields.error = e;
+    return c.json(e.body(), e.status as 400, e.headers);
+  }
+  const fields = c.get("logFields");
+  fields.error = e;
+  if (e.stack) fields.stack = e.stack;
+  return c.json(errorBody("computeFault", UNEXPECTED_ERROR), 500);
+}
+
+/** Keystone's middleware's part: a valid X-Auth-Token or 401 in Keystone's own shape. */
+const requireToken: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const headers = Object.fromEntries(c.req.raw.headers);
+  const auth = authenticate(headers, await tokenTable());
+  if (!auth) return c.json(UNAUTHORIZED_BODY, UNAUTHORIZED_STATUS as 401);
+  c.set("auth", auth);
+  await next();
+};
+
+/** The request's microversion; its headers on every compute answer, errors included. */
+const microversion: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const version = negotiateVersion(Object.fromEntries(c.req.raw.headers));
+  c.set("version", version);
+  await next();
+  for (const [k, v] of Object.entries(versionHeaders(version))) c.res.headers.set(k, v);
+};
+
+async function bodyOf(c: ApiContext): Promise<string | undefined> {
+  if (c.req.method === "GET" || c.req.method === "HEAD") return undefined;
+  const text = await c.req.text();
+  return text.length ? text : undefined;
+}
+
+function queryOf(c: ApiContext): Query {
+  return c.req.queries() as Query;
+}
+
+function routeHandler(route: Route, deps: ApiDeps, legacy: boolean) {
+  return async (c: ApiContext, next: () => Promise<void>) => {
+    const params = { ...c.req.param() } as Record<string, string>;
+    // Legacy URLs carry the caller's project: /v2.1/<project_id>/servers/…; another project's is
+    // not a route.
+    if (legacy) {
+      if (params.project_id !== c.get("auth").project_id) return next();
+      delete params.project_id;
+    }
+    if (!c.get("version").matches(route.min, route.max)) return next();
+    const result = await route.handler({
+      ctx: {
+        requestId: c.get("requestId"),
+        baseUrl: c.get("baseUrl"),
+        auth: c.get("auth"),
+        logFields: c.get("logFields"),
+        version: c.get("version"),
+      },
+      deps,
+      params,
+      query: queryOf(c),
+      body: await bodyOf(c),
+    });
+    if (result.status === 204 || result.body === undefined)
+      return c.body(null, result.status as 204, result.headers);
+    return c.json(result.body as object, result.status as 200, result.headers);
+  };
+}
+
+/** The whole API for one set of dependencies. */
+export function createApp(deps: ApiDeps): Hono<ApiEnv> {
+  const app = new Hono<ApiEnv>({ strict: false });
+  app.onError(onError);
+  app.use("*", observe);
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: MAX_REQUEST_BODY_BYTES,
+      onError: (c) => c.json(errorBody("overLimit", REQUEST_TOO_LARGE), 413),
+    }),
+  );
+
+  // version documents: unauthenticated, as in Nova
+  app.get("/", (c) => c.json(versionsView(c.get("baseUrl"))));
+  app.get(V21, (c) => c.json(versionView(c.get("baseUrl"))));
+
+  app.use(`${V21}/*`, requireToken, microversion);
+  for (const route of ROUTES)
+    app.on(route.method, `${V21}${route.pattern}`, routeHandler(route, deps, false));
+  for (const route of ROUTES)
+    app.on(route.method, `${V21}/:project_id${route.pattern}`, routeHandler(route, deps, true));
+
+  app.notFound((c) => {
+    const path = c.req.path.replace(/\/+$/, "") || "/";
+    if (path === "/" || path === V21) throw badMethod(["GET"]);
+    if (path.startsWith(`${V21}/`)) {
+      let rel = path.slice(V21.length);
+      const auth = c.get("auth");
+      const first = rel.split("/")[1];
+      let allow = allowedMethods(rel);
+      if (!allow.length && auth && first === auth.project_id) {
+        rel = rel.slice(first.length + 1) || "/";
+        allow = allowedMethods(rel);
+      }
+      if (allow.length && !allow.includes(c.req.method)) throw badMethod(allow);
+    }
+    throw new ApiError("itemNotFound", RESOURCE_NOT_FOUND);
+  });
+  return app;
+}

@@ -1,0 +1,26 @@
+// Every Compute API route, each module's table in turn. Within a table, static paths come before
+// parameterized ones (the first route whose pattern, method and microversion range match wins).
+import type { Route } from "../request.js";
+import { instanceActionRoutes } from "./actions.js";
+import { aggregateRoutes } from "./aggregates.js";
+import { flavorRoutes } from "./flavors.js";
+import { hypervisorRoutes } from "./hypervisors.js";
+import { imageRoutes } from "./images.js";
+import { placementAuditRoutes } from "./placement-audit.js";
+import { schedulingRoutes } from "./scheduling.js";
+import { serverGroupRoutes } from "./server-groups.js";
+import { serverRoutes } from "./servers.js";
+import { serviceRoutes } from "./services.js";
+
+export const ROUTES: Route[] = [
+  ...serverRoutes,
+  ...instanceActionRoutes,
+  ...schedulingRoutes,
+  ...flavorRoutes,
+  ...imageRoutes,
+  ...hypervisorRoutes,
+  ...placementAuditRoutes,
+  ...serviceRoutes,
+  ...aggregateRoutes,
+  ...serverGroupRoutes,
+];
