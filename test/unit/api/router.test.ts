@@ -494,7 +494,9 @@ describe("flavors, images, hypervisors", () => {
       token: ADMIN,
       body: { flavor: { ...body.flavor, name: "other", id: "1" } },
     });
-    expect(dupId.json).toEqual({ conflictingRequest: { code: 409, message: "Flavor with ID 1 already exists." } });
+    expect(dupId.json).toEqual({
+      conflictingRequest: { code: 409, message: "Flavor with ID 1 already exists." },
+    });
     const bad = await call("POST", "/v2.1/flavors", {
       token: ADMIN,
       body: { flavor: { name: "x", ram: 0, vcpus: 1, disk: 0 } },
