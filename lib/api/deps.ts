@@ -6,6 +6,7 @@ import {
   listAggregates,
   saveAggregate,
 } from "../catalog/aggregates.js";
+import { createKeypair, deleteKeypair, getKeypair, listKeypairs } from "../catalog/keypairs.js";
 import {
   createFlavor,
   getFlavor,
@@ -46,6 +47,10 @@ export interface ApiDeps {
   createFlavor: typeof createFlavor;
   setFlavorExtraSpecs: typeof setFlavorExtraSpecs;
   getImage: typeof getImage;
+  getKeypair: typeof getKeypair;
+  listKeypairs: typeof listKeypairs;
+  createKeypair: typeof createKeypair;
+  deleteKeypair: typeof deleteKeypair;
   listImages: typeof listImages;
   createInstances: typeof createInstances;
   getInstance: typeof getInstance;
@@ -86,6 +91,10 @@ export const defaultDeps: ApiDeps = {
   createFlavor,
   setFlavorExtraSpecs,
   getImage,
+  getKeypair,
+  listKeypairs,
+  createKeypair,
+  deleteKeypair,
   listImages,
   createInstances,
   getInstance,
