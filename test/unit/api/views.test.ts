@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, errorBody, UNAUTHORIZED_BODY } from "../../../lib/api/errors.js";
+import { ApiVersion } from "../../../lib/api/microversion.js";
 import { actionDetailView, actionsListView } from "../../../lib/api/views/actions.js";
 import { embeddedFlavorView, flavorSummaryView, flavorView } from "../../../lib/api/views/flavors.js";
 import { hostId, isoMicro, isoSeconds } from "../../../lib/api/views/format.js";
@@ -327,16 +328,18 @@ describe("instance action views", () => {
   });
 });
 
+const V2_1 = ApiVersion.parse("2.1");
+
 describe("hypervisor views", () => {
   it("totals, usage with reserved counted as used, running VMs, state and status", () => {
     const h = host("host-1");
-    expect(hypervisorSummaryView(h, true)).toEqual({
+    expect(hypervisorSummaryView(h, { up: true }, V2_1)).toEqual({
       id: "host-1",
       hypervisor_hostname: "host-1",
       state: "up",
       status: "enabled",
     });
-    expect(hypervisorDetailView(h, false)).toMatchObject({
+    expect(hypervisorDetailView(h, { up: false }, V2_1)).toMatchObject({
       state: "down",
       vcpus: 8,
       vcpus_used: 2,
@@ -355,7 +358,7 @@ describe("hypervisor views", () => {
       service: { host: "host-1", id: "host-1", disabled_reason: null },
     });
     const off = host("h", { service: { ...h.service, disabled: true, disabled_reason: "maintenance" } });
-    expect(hypervisorDetailView(off, true)).toMatchObject({
+    expect(hypervisorDetailView(off, { up: true }, V2_1)).toMatchObject({
       status: "disabled",
       service: { disabled_reason: "maintenance" },
     });
