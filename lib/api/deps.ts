@@ -8,11 +8,16 @@ import {
 } from "../catalog/aggregates.js";
 import { createKeypair, deleteKeypair, getKeypair, listKeypairs } from "../catalog/keypairs.js";
 import {
+  addFlavorAccess,
   createFlavor,
+  deleteFlavor,
+  deleteFlavorExtraSpec,
   getFlavor,
   getImage,
   listFlavors,
   listImages,
+  removeFlavorAccess,
+  setFlavorDescription,
   setFlavorExtraSpecs,
 } from "../catalog/repo.js";
 import {
@@ -46,6 +51,11 @@ export interface ApiDeps {
   listFlavors: typeof listFlavors;
   createFlavor: typeof createFlavor;
   setFlavorExtraSpecs: typeof setFlavorExtraSpecs;
+  deleteFlavorExtraSpec: typeof deleteFlavorExtraSpec;
+  deleteFlavor: typeof deleteFlavor;
+  setFlavorDescription: typeof setFlavorDescription;
+  addFlavorAccess: typeof addFlavorAccess;
+  removeFlavorAccess: typeof removeFlavorAccess;
   getImage: typeof getImage;
   getKeypair: typeof getKeypair;
   listKeypairs: typeof listKeypairs;
@@ -90,6 +100,11 @@ export const defaultDeps: ApiDeps = {
   listFlavors,
   createFlavor,
   setFlavorExtraSpecs,
+  deleteFlavorExtraSpec,
+  deleteFlavor,
+  setFlavorDescription,
+  addFlavorAccess,
+  removeFlavorAccess,
   getImage,
   getKeypair,
   listKeypairs,

@@ -14,6 +14,8 @@ export interface Flavor {
   disabled: boolean;
   extra_specs: Record<string, string>;
   description: string | null;
+  /** the projects a private flavor is shared with (Nova's flavor access), sorted */
+  projects?: string[];
 }
 
 export interface Image {

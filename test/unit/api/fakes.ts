@@ -119,6 +119,34 @@ export function fakeWorld(): FakeWorld {
       Object.assign(f.extra_specs, specs);
       return structuredClone(f);
     },
+    deleteFlavorExtraSpec: async (id, key) => {
+      const f = w.flavors.get(id);
+      if (!f) return "no-flavor";
+      if (!Object.hasOwn(f.extra_specs, key)) return "no-key";
+      delete f.extra_specs[key];
+      return "deleted";
+    },
+    deleteFlavor: async (id) => w.flavors.delete(id),
+    setFlavorDescription: async (id, description) => {
+      const f = w.flavors.get(id);
+      if (!f) return undefined;
+      f.description = description;
+      return structuredClone(f);
+    },
+    addFlavorAccess: async (id, project) => {
+      const f = w.flavors.get(id);
+      if (!f) return { ok: false, reason: "no-flavor" };
+      if (f.projects?.includes(project)) return { ok: false, reason: "exists" };
+      f.projects = [...(f.projects ?? []), project].sort();
+      return { ok: true, flavor: structuredClone(f) };
+    },
+    removeFlavorAccess: async (id, project) => {
+      const f = w.flavors.get(id);
+      if (!f) return { ok: false, reason: "no-flavor" };
+      if (!f.projects?.includes(project)) return { ok: false, reason: "absent" };
+      f.projects = f.projects.filter((p) => p !== project);
+      return { ok: true, flavor: structuredClone(f) };
+    },
     getImage: async (ref) =>
       structuredClone(w.images.get(ref) ?? [...w.images.values()].find((i) => i.name === ref)),
     listImages: async () => [...w.images.values()].map((i) => structuredClone(i)),
