@@ -25,7 +25,9 @@ async function zone(name: string, hosts: string[]): Promise<void> {
 }
 
 async function antiAffinityGroup(name: string): Promise<string> {
-  const g = await member.post("/v2.1/os-server-groups", { server_group: { name, policy: "anti-affinity" } });
+  const g = await member
+    .at("2.64")
+    .post("/v2.1/os-server-groups", { server_group: { name, policy: "anti-affinity" } });
   expect(g.status).toBe(200);
   return g.body.server_group.id as string;
 }

@@ -174,7 +174,7 @@ describe("POST /os-scheduler/plan", () => {
 
   it("a group hint plans with the group but adds no member", async () => {
     const c = await call("POST", "/v2.1/os-server-groups", "admin-token", {
-      server_group: { name: "g", policy: "anti-affinity" },
+      server_group: { name: "g", policies: ["anti-affinity"] },
     });
     const id = c.json.server_group.id;
     const r = await call(
