@@ -30,7 +30,10 @@ export interface Image {
 
 /** Nova's host aggregate: membership lives here (as Nova's aggregate_hosts), not on the host. */
 export interface Aggregate {
+  /** the uuid: what hosts and the scheduler know it by (Nova's `uuid`) */
   id: string;
+  /** Nova's integer id, the API's `id`, given at create (an item written before has none) */
+  number?: number;
   name: string;
   /** metadata `availability_zone`, surfaced as Nova does */
   availability_zone: string | null;
