@@ -43,7 +43,7 @@ import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts } from "../placement/hosts.js";
 import { deleteInventory, setInventory } from "../placement/inventory.js";
 import { getServiceHeartbeat, listServiceHeartbeats } from "../placement/liveness.js";
-import { setServiceStatus } from "../placement/services.js";
+import { deleteComputeService, setServiceStatus } from "../placement/services.js";
 import { planDestinations } from "../scheduler/manager.js";
 
 export interface ApiDeps {
@@ -73,6 +73,7 @@ export interface ApiDeps {
   getHost: typeof getHost;
   listAllocations: typeof listAllocations;
   setServiceStatus: typeof setServiceStatus;
+  deleteComputeService: typeof deleteComputeService;
   listServiceHeartbeats: typeof listServiceHeartbeats;
   getServiceHeartbeat: typeof getServiceHeartbeat;
   /** Placement admin; optional, so fakes that do not exercise them need not provide them */
@@ -122,6 +123,7 @@ export const defaultDeps: ApiDeps = {
   getHost,
   listAllocations,
   setServiceStatus,
+  deleteComputeService,
   listServiceHeartbeats,
   getServiceHeartbeat,
   setInventory,

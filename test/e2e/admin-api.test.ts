@@ -3,7 +3,7 @@
 // path (statistics, uptime, search, servers, the 2.53 query forms, paging).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
-import { ADMIN, type Client, type Reply, startTestRuntime } from "./harness.js";
+import { ADMIN, type Client, eventually, type Reply, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
 let admin: Client;
@@ -46,6 +46,43 @@ describe("os-services", () => {
     expect((await admin.at("2.53").get("/v2.1/os-services?binary=nova-compute")).body.services).toHaveLength(
       3,
     );
+  });
+});
+
+describe("DELETE /os-services/{id}", () => {
+  it("409 while the host has an instance; an idle host's service goes (and its aggregate membership), gets no builds, and comes back when its agent registers", async () => {
+    const busyId = await member.createServer({ name: "keeps-its-host" });
+    const busy: string = (await admin.waitForStatus(busyId, ["ACTIVE"]))["OS-EXT-SRV-ATTR:host"];
+    const refused = await admin.delete(`/v2.1/os-services/${busy}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.conflictingRequest.message).toBe(
+      "Unable to delete compute service that is hosting instances. Migrate or delete the instances first.",
+    );
+
+    const idle = ["host-1", "host-2", "host-3"].find((h) => h !== busy)!;
+    const agg = await admin.post("/v2.1/os-aggregates", { aggregate: { name: "to-leave" } });
+    const aggId = agg.body.aggregate.id;
+    await admin.post(`/v2.1/os-aggregates/${aggId}/action`, { add_host: { host: idle } });
+    expect((await admin.delete(`/v2.1/os-services/${idle}`)).status).toBe(204);
+    expect((await admin.get(`/v2.1/os-aggregates/${aggId}`)).body.aggregate.hosts).toEqual([]);
+    const hosts = (await admin.get("/v2.1/os-services")).body.services.map((s: { host: string }) => s.host);
+    expect(hosts).not.toContain(idle);
+    expect((await admin.get(`/v2.1/os-hypervisors/${idle}`)).status).toBe(404);
+
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await member.createServer({ name: `after-${i}` }));
+    for (const id of ids) {
+      const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"]);
+      expect(s["OS-EXT-SRV-ATTR:host"]).not.toBe(idle);
+    }
+
+    await runtime.restartHost(idle);
+    const back = await eventually(
+      async () => (await admin.get(`/v2.1/os-services?host=${idle}`)).body.services,
+      (s) => s.length === 1,
+    );
+    expect(back[0]).toMatchObject({ host: idle, status: "enabled" });
+    for (const id of [busyId, ...ids]) expect((await member.delete(`/v2.1/servers/${id}`)).status).toBe(204);
   });
 });
 

@@ -159,6 +159,12 @@ export async function aggregateActionRoute({ ctx, deps, params, body }: RouteCal
   return { status: 200, body: { aggregate: aggregateView(agg, undefined, ctx.version) } };
 }
 
+/** Take a host out of an aggregate (a compute service's delete does, as Nova). */
+export async function removeHostFromAggregate(deps: ApiDeps, id: string, host: string): Promise<void> {
+  const now = deps.now();
+  await mutate(deps, id, (a) => removeAggregateHost(a, host, now));
+}
+
 // ── /os-availability-zone ──
 
 async function zones(deps: ApiDeps, withHeartbeats = false) {

@@ -82,7 +82,7 @@ export async function listHypervisors({ ctx, deps, query }: RouteCall, detail: b
   const paged = v.atLeast("2.33");
   const limitParam = paged ? queryOne(query, "limit") : undefined;
   const marker = paged ? queryOne(query, "marker") : undefined;
-  let hosts = (await deps.listHosts()).sort(byName);
+  let hosts = (await liveHosts(deps)).sort(byName);
   let limit: number | undefined;
   if (pattern !== undefined) {
     if (limitParam !== undefined || marker !== undefined) {
@@ -124,9 +124,14 @@ export async function listHypervisors({ ctx, deps, query }: RouteCall, detail: b
   return { status: 200, body };
 }
 
+/** The hosts whose compute service was not deleted (os-services DELETE). */
+async function liveHosts(deps: RouteCall["deps"]): Promise<HostRecord[]> {
+  return (await deps.listHosts()).filter((h) => !h.service.deleted_at);
+}
+
 async function hostOr404(deps: RouteCall["deps"], id: string): Promise<HostRecord> {
   const h = await deps.getHost(id);
-  if (!h) throw hypervisorNotFound(id);
+  if (!h || h.service.deleted_at) throw hypervisorNotFound(id);
   return h;
 }
 
@@ -154,7 +159,7 @@ export async function showHypervisorPlacement({ ctx, deps, params }: RouteCall):
 /** GET /os-hypervisors/statistics (until 2.87). */
 export async function hypervisorStatistics({ ctx, deps }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, HYPERVISOR_RULES.statistics);
-  return { status: 200, body: { hypervisor_statistics: hypervisorStatisticsView(await deps.listHosts()) } };
+  return { status: 200, body: { hypervisor_statistics: hypervisorStatisticsView(await liveHosts(deps)) } };
 }
 
 /**
@@ -170,7 +175,7 @@ export async function hypervisorUptime({ ctx, deps, params }: RouteCall): Promis
 /** GET /os-hypervisors/{pattern}/search (until 2.52). */
 export async function searchHypervisors({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, HYPERVISOR_RULES.search);
-  const hosts = matching(await deps.listHosts(), params.pattern!);
+  const hosts = matching(await liveHosts(deps), params.pattern!);
   return {
     status: 200,
     body: { hypervisors: hosts.map((h) => hypervisorSummaryView(h, { up: isServiceUp(h) }, ctx.version)) },
@@ -180,7 +185,7 @@ export async function searchHypervisors({ ctx, deps, params }: RouteCall): Promi
 /** GET /os-hypervisors/{pattern}/servers (until 2.52): the matching hosts with their servers. */
 export async function hypervisorServers({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, HYPERVISOR_RULES.servers);
-  const hosts = matching(await deps.listHosts(), params.pattern!);
+  const hosts = matching(await liveHosts(deps), params.pattern!);
   const servers = await serversByHost(deps);
   return {
     status: 200,

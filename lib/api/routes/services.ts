@@ -5,12 +5,13 @@
 import { schedulerConfig } from "../../config.js";
 import { log } from "../../log.js";
 import { RULES, requireAdmin } from "../auth.js";
-import { badRequest, notFound } from "../errors.js";
+import { badRequest, conflict, notFound } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { queryOne } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import { parseLegacyServiceUpdate, parseServiceUpdate } from "../validation/services.js";
 import { legacyServiceView, serviceView } from "../views/services.js";
+import { removeHostFromAggregate } from "./aggregates.js";
 
 const COMPUTE = "nova-compute";
 
@@ -23,6 +24,7 @@ export async function listServices({ ctx, deps, query }: RouteCall): Promise<Api
   const [hosts, heartbeats] = await Promise.all([deps.listHosts(), deps.listServiceHeartbeats()]);
   const byHost = new Map(heartbeats.map((s) => [s.host, s]));
   const services = hosts
+    .filter((h) => !h.service.deleted_at)
     .filter((h) => !host || h.host === host)
     // nova-compute is the only service here (the API and scheduler are Lambdas, not services)
     .filter(() => !binary || binary === COMPUTE)
@@ -58,8 +60,36 @@ export async function legacyUpdateService({ ctx, deps, params, body }: RouteCall
   return { status: 200, body: legacyServiceView(u.host, u.binary, u.change) };
 }
 
+/**
+ * DELETE /os-services/{id}: as Nova, refused (409) while the host has instances; otherwise the
+ * host leaves its aggregates and its service is marked deleted (see deleteComputeService). Its
+ * agent, if still running, brings it back at its next registration, as Nova's nova-compute does.
+ */
+export async function deleteService({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
+  requireAdmin(ctx.auth, SERVICE_RULES.delete);
+  const id = params.id!;
+  const h = await deps.getHost(id);
+  if (!h || h.service.deleted_at) throw notFound(`Service ${id} not found.`);
+  const hosting = (await deps.listInstances()).some((r) => r.host === h.host);
+  if (hosting || h.num_instances > 0) throw conflict(HOSTING_INSTANCES);
+  for (const a of await deps.listAggregates({ fresh: true })) {
+    if (a.hosts.includes(h.host)) await removeHostFromAggregate(deps, a.id, h.host);
+  }
+  const r = await deps.deleteComputeService(h.host, deps.now().toISOString());
+  if (r === "not-found") throw notFound(`Service ${id} not found.`);
+  if (r === "busy") throw conflict(HOSTING_INSTANCES);
+  log.info("api.service_deleted", { request_id: ctx.requestId, host: h.host });
+  return { status: 204 };
+}
+
+const HOSTING_INSTANCES =
+  "Unable to delete compute service that is hosting instances. Migrate or delete the instances first.";
+
+const SERVICE_RULES = { delete: "os_compute_api:os-services:delete" } as const;
+
 export const serviceRoutes: Route[] = [
   { method: "GET", pattern: "/os-services", handler: listServices },
   { method: "PUT", pattern: "/os-services/:action", handler: legacyUpdateService, max: "2.52" },
   { method: "PUT", pattern: "/os-services/:id", handler: updateService, min: "2.53" },
+  { method: "DELETE", pattern: "/os-services/:id", handler: deleteService },
 ];

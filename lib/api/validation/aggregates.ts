@@ -153,7 +153,11 @@ export function checkZoneChange(
   if (!Object.hasOwn(metadata, AZ_METADATA_KEY)) return;
   const zone = metadata[AZ_METADATA_KEY];
   if (!zone) {
-    throw invalidAction(verb, apiId(agg), `Aggregate ${agg.name} does not support empty named availability zone`);
+    throw invalidAction(
+      verb,
+      apiId(agg),
+      `Aggregate ${agg.name} does not support empty named availability zone`,
+    );
   }
   const conflicting = all
     .filter((other) => other.id !== agg.id)

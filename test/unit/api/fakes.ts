@@ -211,6 +211,13 @@ export function fakeWorld(): FakeWorld {
           ? [{ consumer, host: opts.host, attempt: 1, resources: {}, claimed_at: NOW.toISOString() }]
           : [],
       ),
+    deleteComputeService: async (name, at) => {
+      const h = w.hosts.get(name);
+      if (!h || h.service.deleted_at) return "not-found";
+      if (h.num_instances > 0) return "busy";
+      h.service = { ...h.service, deleted_at: at, disabled: true, disabled_reason: "deleted" };
+      return "deleted";
+    },
     setServiceStatus: async (name, u) => {
       const h = w.hosts.get(name);
       if (!h) return undefined;

@@ -168,3 +168,32 @@ describe("os-services", () => {
     ).toBe(404);
   });
 });
+
+describe("DELETE /os-services/{id}", () => {
+  it("refuses while the host has instances (409), else marks it deleted: 204, gone from the lists", async () => {
+    world = fakeWorld();
+    // host-1 and host-2 hold allocations in the fake world (num_instances 2)
+    const busy = await call("DELETE", "/v2.1/os-services/host-1", "admin-token");
+    expect(busy).toEqual({
+      status: 409,
+      json: {
+        conflictingRequest: {
+          code: 409,
+          message:
+            "Unable to delete compute service that is hosting instances. Migrate or delete the instances first.",
+        },
+      },
+    });
+    world.hosts.set("host-3", host("host-3", { num_instances: 0, usage: {} }));
+    expect((await call("DELETE", "/v2.1/os-services/host-3", "demo-token")).status).toBe(403);
+    expect((await call("DELETE", "/v2.1/os-services/host-3", "admin-token")).status).toBe(204);
+    expect(world.hosts.get("host-3")!.service).toMatchObject({ disabled: true });
+    const listed = (await call("GET", "/v2.1/os-services", "admin-token")).json.services;
+    expect(listed.map((s: { host: string }) => s.host)).toEqual(["host-1", "host-2"]);
+    expect((await call("GET", "/v2.1/os-hypervisors/host-3", "admin-token")).status).toBe(404);
+    expect(await call("DELETE", "/v2.1/os-services/host-3", "admin-token")).toEqual({
+      status: 404,
+      json: { itemNotFound: { code: 404, message: "Service host-3 not found." } },
+    });
+  });
+});
