@@ -173,10 +173,15 @@ async function zones(deps: ApiDeps, withHeartbeats = false) {
     deps.listAggregates(),
     withHeartbeats ? deps.listServiceHeartbeats() : [],
   ]);
-  return availabilityZones(hosts, aggregates, {
-    defaultZone: schedulerConfig().default_availability_zone,
-    heartbeats: new Map(heartbeats.map((s) => [s.host, s.last_heartbeat])),
-  });
+  // a deleted compute service is in no zone (os-services DELETE)
+  return availabilityZones(
+    hosts.filter((h) => !h.service.deleted_at),
+    aggregates,
+    {
+      defaultZone: schedulerConfig().default_availability_zone,
+      heartbeats: new Map(heartbeats.map((s) => [s.host, s.last_heartbeat])),
+    },
+  );
 }
 
 export async function listAvailabilityZones({ deps }: RouteCall): Promise<ApiResult> {
