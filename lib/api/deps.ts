@@ -37,6 +37,7 @@ import {
   getSchedulingDecision,
   listInstances,
   markDeleted,
+  updateServer,
 } from "../instances/repo.js";
 import { listAllocations } from "../placement/allocations.js";
 import { auditPlacement } from "../placement/audit.js";
@@ -67,6 +68,7 @@ export interface ApiDeps {
   listInstances: typeof listInstances;
   getSchedulingDecision: typeof getSchedulingDecision;
   markDeleted: typeof markDeleted;
+  updateServer: typeof updateServer;
   deleteServer: typeof deleteServer;
   sendBuildRequest: typeof sendBuildRequest;
   listHosts: typeof listHosts;
@@ -117,6 +119,7 @@ export const defaultDeps: ApiDeps = {
   listInstances,
   getSchedulingDecision,
   markDeleted,
+  updateServer,
   deleteServer,
   sendBuildRequest,
   listHosts,

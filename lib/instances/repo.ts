@@ -24,6 +24,7 @@ import {
 import type {
   ActionEvent,
   Fault,
+  InstanceAction,
   InstanceRecord,
   SchedulingRecord,
   StoredRequestSpec,
@@ -639,6 +640,51 @@ export async function markDeleted(id: string, now = new Date()): Promise<Instanc
     },
     "ALL_OLD",
   );
+}
+
+/** What a user may change of a live server: PUT /servers/{id}, its metadata, tags and lock. */
+export type ServerFields = Partial<
+  Pick<InstanceRecord, "name" | "description" | "metadata" | "tags" | "locked_by" | "locked_reason">
+>;
+
+export interface ServerUpdate {
+  fields: ServerFields;
+  /** an action to record with the change, in the same write (lock, unlock) */
+  action?: InstanceAction;
+  /**
+   * Optimistic concurrency: the write applies only if the record is still as read (its
+   * updated_at), so a read-modify-write of a whole map (metadata, tags) cannot lose another's
+   * change.
+   */
+  ifUpdatedAt?: string;
+  now?: Date;
+}
+
+/**
+ * API: change a live server's user-visible fields. Returns the record after the change, or
+ * undefined when it is deleted (or gone) or was changed since `ifUpdatedAt`.
+ */
+export async function updateServer(id: string, u: ServerUpdate): Promise<InstanceRecord | undefined> {
+  const now = (u.now ?? new Date()).toISOString();
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ":false": false, ":now": now };
+  const set = ["updated_at = :now"];
+  Object.entries(u.fields).forEach(([k, v], i) => {
+    names[`#f${i}`] = k;
+    values[`:f${i}`] = v;
+    set.push(`#f${i} = :f${i}`);
+  });
+  const conditions = ["deleted = :false"];
+  if (u.ifUpdatedAt !== undefined) {
+    values[":seen"] = u.ifUpdatedAt;
+    conditions.push("updated_at = :seen");
+  }
+  if (u.action) {
+    names["#rid"] = u.action.request_id;
+    values[":action"] = u.action;
+    set.push("actions.#rid = :action");
+  }
+  return transition(id, { set, condition: conditions.join(" AND "), names, values });
 }
 
 /**

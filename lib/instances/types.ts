@@ -23,8 +23,11 @@ export interface ActionEvent {
   details: string | null;
 }
 
+/** Nova's instance_actions names this system records. */
+export type ActionName = "create" | "delete" | "lock" | "unlock";
+
 export interface InstanceAction {
-  action: "create" | "delete";
+  action: ActionName;
   request_id: string;
   user_id: string;
   project_id: string;
@@ -49,6 +52,20 @@ export interface InstanceRecord {
   /** where it landed */
   availability_zone: string | null;
   metadata: Record<string, string>;
+  /** Nova's server description (2.19); absent on records from before it was kept */
+  description?: string | null;
+  /** Nova's server tags (2.26), in the order they were added; absent means none */
+  tags?: string[];
+  /** the key pair named at create (Nova keeps its name) */
+  key_name?: string | null;
+  /** base64 user data given at create (admins see it from 2.3) */
+  user_data?: string | null;
+  /** its index in a multi-create (Nova's launch_index) */
+  launch_index?: number;
+  /** who locked it (Nova's locked_by: the owner or an admin); absent or null when unlocked */
+  locked_by?: "owner" | "admin" | null;
+  /** why (2.73) */
+  locked_reason?: string | null;
   vm_state: VmState;
   task_state: TaskState;
   host: string | null;

@@ -4,10 +4,11 @@ import type { Flavor, Image, ServerGroup } from "../../catalog/types.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import { metrics } from "../../metrics.js";
+import { isServiceUp } from "../../placement/liveness.js";
 import type { AuthContext } from "../auth.js";
 import { checkFlavorFitsImage, newAdminPass, planCreate } from "../build.js";
 import type { ApiDeps } from "../deps.js";
-import { ApiError, badRequest, instanceNotFound } from "../errors.js";
+import { ApiError, badRequest, conflict, instanceNotFound } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { apiSettings } from "../settings.js";
 import { parseJsonBody, UUID_RE } from "../validation/common.js";
@@ -18,6 +19,7 @@ import {
   filterServers,
   parseCreateServer,
   parseServerListQuery,
+  parseUpdateServer,
 } from "../validation/servers.js";
 import { resourceLinks } from "../views/format.js";
 import { serverSummaryView, serverView } from "../views/servers.js";
@@ -70,10 +72,15 @@ export interface ResolvedCreate {
 export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<ResolvedCreate> {
   const { auth } = ctx;
   const settings = apiSettings();
-  const req = parseCreateServer(parseJsonBody(body), auth, {
-    maxCount: settings.maxCount,
-    maxMetadataItems: settings.maxMetadataItems,
-  });
+  const req = parseCreateServer(
+    parseJsonBody(body),
+    auth,
+    {
+      maxCount: settings.maxCount,
+      maxMetadataItems: settings.maxMetadataItems,
+    },
+    ctx.version,
+  );
 
   const flavor = await deps.getFlavor(req.flavorRef);
   if (!flavor || !canSeeFlavor(flavor, auth)) throw badRequest(`Flavor ${req.flavorRef} could not be found.`);
@@ -81,6 +88,9 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
     throw badRequest(`Flavor ${req.flavorRef} is disabled and cannot be used to create servers.`);
   const image = await deps.getImage(req.imageRef);
   if (!image) throw badRequest(`Image ${req.imageRef} could not be found.`);
+  if (req.keyName && !(await deps.getKeypair(auth.user_id, req.keyName))) {
+    throw badRequest(`Keypair ${req.keyName} not found for user ${auth.user_id}`);
+  }
   checkFlavorFitsImage(flavor, image);
   if (req.az?.zone && !req.az.host) await checkZoneAvailable(deps, req.az.zone);
   const group = await findHintedGroup(deps, req.schedulerHints, auth);
@@ -163,18 +173,39 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   };
 }
 
+/**
+ * Nova's host_status (2.16, admins): DOWN when the host's service is down or forced down,
+ * MAINTENANCE when disabled, UP otherwise, UNKNOWN for a host without a service. Read only when
+ * the answer shows it.
+ */
+async function hostStatuses(
+  deps: ApiDeps,
+  recs: InstanceRecord[],
+  ctx: RouteCall["ctx"],
+): Promise<((host: string) => string) | undefined> {
+  if (!ctx.auth.isAdmin || !ctx.version.atLeast("2.16")) return undefined;
+  const hosts = [...new Set(recs.flatMap((r) => (r.host ? [r.host] : [])))];
+  const found = await Promise.all(hosts.map((h) => deps.getHost(h)));
+  const status = new Map<string, string>();
+  hosts.forEach((h, i) => {
+    const rec = found[i];
+    if (!rec || rec.service.deleted_at) status.set(h, "UNKNOWN");
+    else if (!isServiceUp(rec)) status.set(h, "DOWN");
+    else status.set(h, rec.service.disabled ? "MAINTENANCE" : "UP");
+  });
+  return (h) => status.get(h) ?? "UNKNOWN";
+}
+
 export async function listServers({ ctx, deps, query }: RouteCall, detail: boolean): Promise<ApiResult> {
   const { auth } = ctx;
   const filters = parseServerListQuery(query, auth, detail);
   const all = await deps.listInstances(filters.allTenants ? undefined : auth.project_id);
   const { servers, more } = filterServers(all, filters);
   ctx.logFields.count = servers.length;
+  const hostStatus = detail ? await hostStatuses(deps, servers, ctx) : undefined;
+  const opts = { baseUrl: ctx.baseUrl, isAdmin: auth.isAdmin, version: ctx.version, hostStatus };
   const body: Record<string, unknown> = {
-    servers: servers.map((r) =>
-      detail
-        ? serverView(r, { baseUrl: ctx.baseUrl, isAdmin: auth.isAdmin })
-        : serverSummaryView(r, ctx.baseUrl),
-    ),
+    servers: servers.map((r) => (detail ? serverView(r, opts) : serverSummaryView(r, ctx.baseUrl))),
   };
   if (more && servers.length) {
     const next = new URLSearchParams();
@@ -187,20 +218,50 @@ export async function listServers({ ctx, deps, query }: RouteCall, detail: boole
   return { status: 200, body };
 }
 
-export async function showServer({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
+export async function showServer(call: RouteCall): Promise<ApiResult> {
+  const { ctx, deps, params } = call;
   const id = params.id!;
   ctx.logFields.instance_uuid = id;
   const rec = await findServer(deps, id, ctx.auth);
-  return {
-    status: 200,
-    body: { server: serverView(rec, { baseUrl: ctx.baseUrl, isAdmin: ctx.auth.isAdmin }) },
-  };
+  return { status: 200, body: { server: await viewOf(rec, call) } };
+}
+
+/** One server as its caller sees it at its version. */
+export async function viewOf(
+  rec: InstanceRecord,
+  { ctx, deps }: RouteCall,
+): Promise<Record<string, unknown>> {
+  const hostStatus = await hostStatuses(deps, [rec], ctx);
+  return serverView(rec, {
+    baseUrl: ctx.baseUrl,
+    isAdmin: ctx.auth.isAdmin,
+    version: ctx.version,
+    hostStatus,
+  });
+}
+
+/** Nova's check_instance_lock: a locked server refuses changes from anyone but an admin (409). */
+export function checkNotLocked(rec: InstanceRecord, auth: AuthContext): void {
+  if (rec.locked_by && !auth.isAdmin) throw conflict(`Instance ${rec.id} is locked`);
+}
+
+/** PUT /servers/{id}: name, description (2.19); answers the server's view. */
+export async function updateServerRoute(call: RouteCall): Promise<ApiResult> {
+  const { ctx, deps, params, body } = call;
+  const id = params.id!;
+  ctx.logFields.instance_uuid = id;
+  const changes = parseUpdateServer(parseJsonBody(body), ctx.version);
+  const rec = await findServer(deps, id, ctx.auth);
+  checkNotLocked(rec, ctx.auth);
+  const updated = await deps.updateServer(id, { fields: changes, now: deps.now() });
+  if (!updated) throw instanceNotFound(id);
+  return { status: 200, body: { server: await viewOf(updated, call) } };
 }
 
 export async function deleteServerRoute({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   const id = params.id!;
   ctx.logFields.instance_uuid = id;
-  await findServer(deps, id, ctx.auth);
+  checkNotLocked(await findServer(deps, id, ctx.auth), ctx.auth);
   const deleted = await deps.deleteServer(id, ctx.requestId);
   // deleted meanwhile by someone else: Nova answers 404 for the loser of that race
   if (!deleted) throw instanceNotFound(id);
@@ -220,5 +281,6 @@ export const serverRoutes: Route[] = [
   { method: "POST", pattern: "/servers", handler: createServer },
   { method: "GET", pattern: "/servers/detail", handler: (c) => listServers(c, true) },
   { method: "GET", pattern: "/servers/:id", handler: showServer },
+  { method: "PUT", pattern: "/servers/:id", handler: updateServerRoute },
   { method: "DELETE", pattern: "/servers/:id", handler: deleteServerRoute },
 ];

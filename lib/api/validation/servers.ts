@@ -5,6 +5,7 @@ import type { InstanceRecord, VmState } from "../../instances/types.js";
 import type { AuthContext } from "../auth.js";
 import { RULES } from "../auth.js";
 import { badRequest, forbidden, policyForbidden } from "../errors.js";
+import { type ApiVersion, forVersion, type Ranged } from "../microversion.js";
 import { type Query, queryOne } from "../request.js";
 import {
   boolFromString,
@@ -37,7 +38,24 @@ export const schedulerHintsSchema = z.looseObject({
 /** parameter_types.metadata: keys of [a-zA-Z0-9-_:. ]{1,255}, string values of ≤ 255. */
 export const metadataSchema = z.record(z.string().regex(/^[a-zA-Z0-9-_:. ]{1,255}$/), z.string().max(255));
 
-const serverSchema = z.strictObject({
+/** Nova's server tag (parameter_types.tag): 1–60 characters, no comma or slash. */
+export const tagSchema = z
+  .string()
+  .min(1)
+  .max(60)
+  .regex(/^[^,/]*$/);
+/** Nova's instance.MAX_TAG_COUNT */
+export const MAX_TAGS = 50;
+
+/** Nova's user_data: base64 (format "base64"), at most 65535 characters. */
+const userData = z
+  .string()
+  .max(65535)
+  .refine((s) => /^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(s) && s.replace(/\s/g, "").length % 4 === 0, {
+    message: "is not a 'base64'",
+  });
+
+const baseServer = {
   name: novaName,
   // an image id, or (a novaless convenience) an image name, or a link ending in the id
   imageRef: z.string().optional(),
@@ -49,27 +67,39 @@ const serverSchema = z.strictObject({
   availability_zone: novaName.optional(),
   metadata: metadataSchema.optional(),
   return_reservation_id: novaBoolean.optional(),
-  // ── accepted, type-checked loosely, and IGNORED: novaless has no networks, key pairs,
-  // security groups, user data, config drive, volumes, descriptions, disk config or access IPs.
-  // `adminPass` is not applied to anything either; it is only echoed in the create answer.
-  networks: z.union([z.enum(["auto", "none"]), z.array(z.record(z.string(), z.unknown()))]).optional(),
   key_name: z.string().min(1).max(255).optional(),
+  user_data: userData.nullable().optional(),
+  // ── accepted, type-checked loosely, and IGNORED: novaless has no networks, security groups,
+  // config drive, volumes, disk config or access IPs. `adminPass` is not applied to anything
+  // either; it is only echoed in the create answer.
+  networks: z.union([z.enum(["auto", "none"]), z.array(z.record(z.string(), z.unknown()))]).optional(),
   security_groups: z.array(z.looseObject({ name: z.string() })).optional(),
-  user_data: z.string().max(65535).nullable().optional(),
   config_drive: z.union([novaBoolean, z.literal(""), z.null()]).optional(),
   block_device_mapping_v2: z.array(z.record(z.string(), z.unknown())).optional(),
-  description: z.string().max(255).nullable().optional(),
   adminPass: z.string().optional(),
   accessIPv4: z.string().optional(),
   accessIPv6: z.string().optional(),
   "OS-DCF:diskConfig": z.enum(["AUTO", "MANUAL"]).optional(),
-});
+};
 
-export const createServerSchema = z.strictObject({
-  server: serverSchema,
-  "os:scheduler_hints": schedulerHintsSchema.optional(),
-  "OS-SCH-HNT:scheduler_hints": schedulerHintsSchema.optional(),
-});
+/** 2.19 description, 2.52 tags: Nova's create schema grows with the version. */
+const description = z.string().max(255).nullable().optional();
+const tags = z.array(tagSchema).max(MAX_TAGS).optional();
+
+const withHints = <S extends z.ZodType>(server: S) =>
+  z.strictObject({
+    server,
+    "os:scheduler_hints": schedulerHintsSchema.optional(),
+    "OS-SCH-HNT:scheduler_hints": schedulerHintsSchema.optional(),
+  });
+
+export const createServerSchema = withHints(z.strictObject({ ...baseServer, description, tags }));
+
+const createSchemas: Ranged<{ value: z.ZodType }>[] = [
+  { max: "2.18", value: withHints(z.strictObject(baseServer)) },
+  { min: "2.19", max: "2.51", value: withHints(z.strictObject({ ...baseServer, description })) },
+  { min: "2.52", value: createServerSchema },
+];
 
 /** Nova's parse_availability_zone: the zone, and a forced host and/or node. */
 export interface RequestedAz {
@@ -105,6 +135,10 @@ export interface CreateServerRequest {
   returnReservationId: boolean;
   /** the caller's adminPass, echoed back; else one is generated */
   adminPass: string | null;
+  description: string | null;
+  keyName: string | null;
+  userData: string | null;
+  tags: string[];
 }
 
 export interface CreateLimits {
@@ -120,11 +154,12 @@ export function parseCreateServer(
   raw: unknown,
   auth: AuthContext,
   limits: CreateLimits,
+  v: ApiVersion,
 ): CreateServerRequest {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw badRequest(`${repr(raw)} is not of type 'object': the body must be {"server": {...}}`);
   }
-  const body = validate(createServerSchema, raw);
+  const body = validate(forVersion(createSchemas, v), raw) as z.output<typeof createServerSchema>;
   const s = body.server;
 
   const imageRef = s.imageRef ? idFromHref(s.imageRef) : "";
@@ -163,6 +198,10 @@ export function parseCreateServer(
     schedulerHints: { ...(body["OS-SCH-HNT:scheduler_hints"] ?? {}), ...(body["os:scheduler_hints"] ?? {}) },
     returnReservationId: s.return_reservation_id ?? false,
     adminPass: s.adminPass ?? null,
+    description: s.description ?? null,
+    keyName: s.key_name ?? null,
+    userData: s.user_data ?? null,
+    tags: [...new Set(s.tags ?? [])],
   };
 }
 
@@ -310,4 +349,84 @@ export function filterServers(
   }
   const limit = f.limit ?? MAX_LIMIT;
   return { servers: out.slice(0, limit), more: f.limit !== undefined && out.length > limit };
+}
+
+/** PUT /servers/{id}: name (and Nova's ignored access IPs, disk config); description from 2.19. */
+const updateBase = {
+  name: novaName.optional(),
+  accessIPv4: z.string().optional(),
+  accessIPv6: z.string().optional(),
+  "OS-DCF:diskConfig": z.enum(["AUTO", "MANUAL"]).optional(),
+};
+const updateSchemas: Ranged<{ value: z.ZodType }>[] = [
+  { max: "2.18", value: z.strictObject({ server: z.strictObject(updateBase) }) },
+  { min: "2.19", value: z.strictObject({ server: z.strictObject({ ...updateBase, description }) }) },
+];
+
+export interface ServerChanges {
+  name?: string;
+  description?: string | null;
+}
+
+export function parseUpdateServer(raw: unknown, v: ApiVersion): ServerChanges {
+  const { server } = validate(forVersion(updateSchemas, v), raw) as {
+    server: { name?: string; description?: string | null };
+  };
+  const changes: ServerChanges = {};
+  if (server.name !== undefined) changes.name = server.name;
+  if (server.description !== undefined) changes.description = server.description;
+  return changes;
+}
+
+/** The metadata of PUT/POST /servers/{id}/metadata, within the metadata_items limit once applied. */
+export function parseMetadataBody(raw: unknown): Record<string, string> {
+  return validate(z.strictObject({ metadata: metadataSchema }), raw).metadata;
+}
+
+/** Nova's quota check on the metadata a server would end with: 403 over metadata_items. */
+export function checkMetadataLimit(metadata: Record<string, string>, maxItems: number): void {
+  if (Object.keys(metadata).length > maxItems) {
+    throw forbidden(`Maximum number of metadata items exceeds ${maxItems}`);
+  }
+}
+
+/** PUT /servers/{id}/metadata/{key}: `{"meta": {key: value}}`, its one key the path's. */
+export function parseMetaItem(raw: unknown, key: string): string {
+  const { meta } = validate(z.strictObject({ meta: metadataSchema }), raw);
+  const keys = Object.keys(meta);
+  if (keys.length > 1) throw badRequest("Request body contains too many items");
+  if (keys[0] !== key) throw badRequest("Request body and URI mismatch");
+  return meta[key]!;
+}
+
+/** PUT /servers/{id}/tags: the whole set, at most 50, duplicates folded. */
+export function parseTagsBody(raw: unknown): string[] {
+  const { tags } = validate(z.strictObject({ tags: z.array(tagSchema).max(MAX_TAGS) }), raw);
+  return [...new Set(tags)];
+}
+
+/** A tag in a path: Nova checks it against the same rule as in a body. */
+export function checkTag(tag: string): string {
+  const r = tagSchema.safeParse(tag);
+  if (!r.success) {
+    throw badRequest(`Tag '${tag}' is invalid: it must be 1 to 60 characters without ',' or '/'.`);
+  }
+  return tag;
+}
+
+/**
+ * POST /servers/{id}/action {"lock": ...}: Nova had no schema for it until 2.72 (anything goes, no
+ * reason); from 2.73 null or an optional locked_reason.
+ */
+const lockSchemas: Ranged<{ value: z.ZodType }>[] = [
+  { max: "2.72", value: z.unknown().transform(() => null) },
+  {
+    min: "2.73",
+    value: z.union([z.null(), z.strictObject({ locked_reason: z.string().max(255).optional() })]),
+  },
+];
+
+export function parseLockBody(raw: unknown, v: ApiVersion): { reason: string | null } {
+  const body = validate(forVersion(lockSchemas, v), raw) as { locked_reason?: string } | null;
+  return { reason: body?.locked_reason ?? null };
 }

@@ -2,12 +2,16 @@
 // fault's details.
 import { withoutHosts } from "../../instances/faults.js";
 import type { InstanceRecord, VmState } from "../../instances/types.js";
+import { type ApiVersion, viewFields } from "../microversion.js";
 import { embeddedFlavorView } from "./flavors.js";
 import { hostId, isoMicro, isoSeconds, resourceLinks } from "./format.js";
 
 export interface ViewOptions {
   baseUrl: string;
   isAdmin: boolean;
+  version: ApiVersion;
+  /** Nova's host_status of a host (UP, DOWN, MAINTENANCE, UNKNOWN), for admins from 2.16 */
+  hostStatus?: (host: string) => string;
 }
 
 const STATUS: Record<VmState, string> = {
@@ -51,55 +55,125 @@ export function serverSummaryView(rec: InstanceRecord, baseUrl: string): unknown
   return { id: rec.id, name: rec.name, links: resourceLinks(baseUrl, "servers", rec.id) };
 }
 
-export function serverView(rec: InstanceRecord, opts: ViewOptions): Record<string, unknown> {
-  const status = serverStatus(rec);
-  const v: Record<string, unknown> = {
-    id: rec.id,
-    name: rec.name,
-    status,
-    tenant_id: rec.project_id,
-    user_id: rec.user_id,
-    metadata: { ...rec.metadata },
-    hostId: hostId(rec.project_id, rec.host),
-    image: {
-      id: rec.image.id,
-      links: [{ rel: "bookmark", href: `${opts.baseUrl}/images/${encodeURIComponent(rec.image.id)}` }],
-    },
-    flavor: embeddedFlavorView(rec.flavor),
-    created: isoSeconds(rec.created_at),
-    updated: isoSeconds(rec.updated_at),
-    addresses: {},
-    accessIPv4: "",
-    accessIPv6: "",
-    key_name: null,
-    config_drive: "",
-    progress: 0,
-    security_groups: [{ name: "default" }],
-    "OS-DCF:diskConfig": "MANUAL",
-    "OS-EXT-AZ:availability_zone": availabilityZoneOf(rec),
-    "OS-EXT-STS:vm_state": rec.vm_state,
-    "OS-EXT-STS:task_state": rec.task_state,
-    "OS-EXT-STS:power_state": powerState(rec),
-    "OS-SRV-USG:launched_at": isoMicro(rec.launched_at),
-    "OS-SRV-USG:terminated_at": isoMicro(rec.deleted_at),
-    "os-extended-volumes:volumes_attached": [],
-    links: resourceLinks(opts.baseUrl, "servers", rec.id),
+/**
+ * Nova's utils.sanitize_hostname of the display name: the guest hostname it shows (2.3, admin)
+ * when none was given.
+ */
+export function sanitizeHostname(name: string): string {
+  const h = name
+    .toLowerCase()
+    .replace(/[ _]/g, "-")
+    .replace(/[^\w.-]+/g, "")
+    .slice(0, 63)
+    .replace(/^[.-]+|[.-]+$/g, "");
+  return h || "server";
+}
+
+function faultView(rec: InstanceRecord, isAdmin: boolean): Record<string, unknown> {
+  if (serverStatus(rec) !== "ERROR" || !rec.fault) return {};
+  const fault: Record<string, unknown> = {
+    code: rec.fault.code,
+    // Written without host names; a fault recorded before they were kept out still has them.
+    message: isAdmin ? rec.fault.message : withoutHosts(rec.fault.message, hostsOf(rec)),
+    created: isoSeconds(rec.fault.created),
   };
-  if (opts.isAdmin) {
-    v["OS-EXT-SRV-ATTR:host"] = rec.host;
-    v["OS-EXT-SRV-ATTR:hypervisor_hostname"] = rec.node;
-    v["OS-EXT-SRV-ATTR:instance_name"] = instanceName(rec);
-  }
-  if (status === "ERROR" && rec.fault) {
-    const fault: Record<string, unknown> = {
-      code: rec.fault.code,
-      // Written without host names; a fault recorded before they were kept out still has them.
-      message: opts.isAdmin ? rec.fault.message : withoutHosts(rec.fault.message, hostsOf(rec)),
-      created: isoSeconds(rec.fault.created),
-    };
-    // the operator's detail (hosts, filters, attempts) is for admins only
-    if (opts.isAdmin) fault.details = rec.fault.details;
-    v.fault = fault;
-  }
-  return v;
+  // the operator's detail (hosts, filters, attempts) is for admins only
+  if (isAdmin) fault.details = rec.fault.details;
+  return { fault };
+}
+
+/** The server group a create named (Nova's server_groups, 2.71: at most one). */
+function groupsOf(rec: InstanceRecord): string[] {
+  const group = rec.request_spec?.scheduler_hints?.group;
+  return typeof group === "string" ? [group] : [];
+}
+
+/** Admin-only rows: a member's view leaves them out (Nova's policy-gated extended attributes). */
+const admin =
+  (fields: (r: InstanceRecord, c: ViewOptions) => Record<string, unknown>) =>
+  (r: InstanceRecord, c: ViewOptions): Record<string, unknown> =>
+    c.isAdmin ? fields(r, c) : {};
+
+/** Nova's server detail (views/servers.py show) per microversion, as a version table. */
+const detailView = viewFields<InstanceRecord, ViewOptions>([
+  {
+    fields: (rec, c) => ({
+      id: rec.id,
+      name: rec.name,
+      status: serverStatus(rec),
+      tenant_id: rec.project_id,
+      user_id: rec.user_id,
+      metadata: { ...rec.metadata },
+      hostId: hostId(rec.project_id, rec.host),
+      image: {
+        id: rec.image.id,
+        links: [{ rel: "bookmark", href: `${c.baseUrl}/images/${encodeURIComponent(rec.image.id)}` }],
+      },
+      // until 2.46 the flavor is a reference to the flavor that may since have changed
+      flavor: {
+        id: rec.flavor.id,
+        links: [{ rel: "bookmark", href: `${c.baseUrl}/flavors/${encodeURIComponent(rec.flavor.id)}` }],
+      },
+      created: isoSeconds(rec.created_at),
+      updated: isoSeconds(rec.updated_at),
+      // no network service: a server has no addresses
+      addresses: {},
+      accessIPv4: "",
+      accessIPv6: "",
+      key_name: rec.key_name ?? null,
+      config_drive: "",
+      progress: 0,
+      security_groups: [{ name: "default" }],
+      "OS-DCF:diskConfig": "MANUAL",
+      "OS-EXT-AZ:availability_zone": availabilityZoneOf(rec),
+      "OS-EXT-STS:vm_state": rec.vm_state,
+      "OS-EXT-STS:task_state": rec.task_state,
+      "OS-EXT-STS:power_state": powerState(rec),
+      "OS-SRV-USG:launched_at": isoMicro(rec.launched_at),
+      "OS-SRV-USG:terminated_at": isoMicro(rec.deleted_at),
+      "os-extended-volumes:volumes_attached": [],
+      links: resourceLinks(c.baseUrl, "servers", rec.id),
+      ...faultView(rec, c.isAdmin),
+    }),
+  },
+  {
+    fields: admin((rec) => ({
+      "OS-EXT-SRV-ATTR:host": rec.host,
+      "OS-EXT-SRV-ATTR:hypervisor_hostname": rec.node,
+      "OS-EXT-SRV-ATTR:instance_name": instanceName(rec),
+    })),
+  },
+  {
+    min: "2.3",
+    fields: admin((rec) => ({
+      "OS-EXT-SRV-ATTR:reservation_id": rec.reservation_id,
+      "OS-EXT-SRV-ATTR:launch_index": rec.launch_index ?? 0,
+      "OS-EXT-SRV-ATTR:hostname": sanitizeHostname(rec.name),
+      "OS-EXT-SRV-ATTR:kernel_id": "",
+      "OS-EXT-SRV-ATTR:ramdisk_id": "",
+      "OS-EXT-SRV-ATTR:root_device_name": null,
+      "OS-EXT-SRV-ATTR:user_data": rec.user_data ?? null,
+    })),
+  },
+  { min: "2.9", fields: (rec) => ({ locked: Boolean(rec.locked_by) }) },
+  {
+    min: "2.16",
+    fields: admin((rec, c) => ({ host_status: rec.host ? (c.hostStatus?.(rec.host) ?? "UNKNOWN") : "" })),
+  },
+  { min: "2.19", fields: (rec) => ({ description: rec.description ?? null }) },
+  { min: "2.26", fields: (rec) => ({ tags: [...(rec.tags ?? [])] }) },
+  { min: "2.47", fields: (rec) => ({ flavor: embeddedFlavorView(rec.flavor) }) },
+  // no image signature verification: no trusted certificates
+  { min: "2.63", fields: () => ({ trusted_image_certificates: null }) },
+  { min: "2.71", fields: (rec) => ({ server_groups: groupsOf(rec) }) },
+  { min: "2.73", fields: (rec) => ({ locked_reason: rec.locked_by ? (rec.locked_reason ?? null) : null }) },
+  // the zone a create asked for (Nova pins it when the request named one)
+  {
+    min: "2.96",
+    fields: (rec) => ({ pinned_availability_zone: rec.requested_availability_zone?.split(":")[0] || null }),
+  },
+]);
+
+export function serverView(rec: InstanceRecord, opts: ViewOptions): Record<string, unknown> {
+  return detailView(rec, opts, opts.version);
 }

@@ -194,6 +194,14 @@ export function fakeWorld(): FakeWorld {
       });
       return before; // as the real one: the record as the delete found it
     },
+    updateServer: async (id, u) => {
+      const r = w.instances.get(id);
+      if (!r || r.deleted || (u.ifUpdatedAt !== undefined && r.updated_at !== u.ifUpdatedAt))
+        return undefined;
+      Object.assign(r, structuredClone(u.fields), { updated_at: (u.now ?? w.now).toISOString() });
+      if (u.action) r.actions[u.action.request_id] = structuredClone(u.action);
+      return structuredClone(r);
+    },
     deleteServer: async (id, requestId) => {
       const r = await w.deps.markDeleted(id);
       if (r) w.deleted.push({ id, requestId });

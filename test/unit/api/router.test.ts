@@ -120,7 +120,7 @@ describe("plumbing", () => {
   });
 
   it("routes static paths before parameters, and tolerates a trailing slash and a project in the URL", async () => {
-    expect(allowedMethods("/servers/detail")).toEqual(["GET", "DELETE"]);
+    expect(allowedMethods("/servers/detail")).toEqual(["GET", "PUT", "DELETE"]);
     expect((await call("GET", "/v2.1/servers/detail")).json.servers).toBeDefined();
     expect((await call("GET", "/v2.1/servers/")).status).toBe(200);
     expect((await call("GET", "/v2.1/demo/flavors/1")).status).toBe(200);

@@ -41,8 +41,8 @@ function fails(fn: () => unknown): ApiError {
   throw new Error("expected an ApiError");
 }
 
-function create(body: unknown, auth = member): CreateServerRequest {
-  return parseCreateServer(body, auth, limits);
+function create(body: unknown, auth = member, v = LATEST): CreateServerRequest {
+  return parseCreateServer(body, auth, limits, v);
 }
 
 function createError(body: unknown, auth = member): string {
@@ -65,6 +65,10 @@ describe("POST /servers body", () => {
       schedulerHints: {},
       returnReservationId: false,
       adminPass: null,
+      description: null,
+      keyName: null,
+      userData: null,
+      tags: [],
     });
   });
 

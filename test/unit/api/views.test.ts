@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, errorBody, UNAUTHORIZED_BODY } from "../../../lib/api/errors.js";
-import { ApiVersion } from "../../../lib/api/microversion.js";
+import { ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
 import { actionDetailView, actionsListView } from "../../../lib/api/views/actions.js";
 import { embeddedFlavorView, flavorSummaryView, flavorView } from "../../../lib/api/views/flavors.js";
 import { hostId, isoMicro, isoSeconds } from "../../../lib/api/views/format.js";
@@ -56,7 +56,7 @@ describe("server view", () => {
   });
 
   it("has Nova's fields, with the admin-only ones for admins only", () => {
-    const m = serverView(active, { baseUrl: BASE, isAdmin: false });
+    const m = serverView(active, { baseUrl: BASE, isAdmin: false, version: LATEST });
     expect(m).toMatchObject({
       id: active.id,
       name: "vm",
@@ -100,7 +100,7 @@ describe("server view", () => {
     }
     expect(m).not.toHaveProperty("fault");
 
-    const a = serverView(active, { baseUrl: BASE, isAdmin: true });
+    const a = serverView(active, { baseUrl: BASE, isAdmin: true, version: LATEST });
     expect(a["OS-EXT-SRV-ATTR:host"]).toBe("host-1");
     expect(a["OS-EXT-SRV-ATTR:hypervisor_hostname"]).toBe("host-1");
     expect(a["OS-EXT-SRV-ATTR:instance_name"]).toBe("instance-6a1f0b8e");
@@ -110,6 +110,7 @@ describe("server view", () => {
     const v = serverView(record({ requested_availability_zone: "az2:host-9" }), {
       baseUrl: BASE,
       isAdmin: true,
+      version: LATEST,
     });
     expect(v).toMatchObject({
       status: "BUILD",
@@ -121,7 +122,9 @@ describe("server view", () => {
       "OS-EXT-SRV-ATTR:host": null,
       "OS-SRV-USG:launched_at": null,
     });
-    expect(serverView(record(), { baseUrl: BASE, isAdmin: false })["OS-EXT-AZ:availability_zone"]).toBe("");
+    expect(
+      serverView(record(), { baseUrl: BASE, isAdmin: false, version: LATEST })["OS-EXT-AZ:availability_zone"],
+    ).toBe("");
   });
 
   it("ERROR shows the fault; its details to admins only", () => {
@@ -135,12 +138,12 @@ describe("server view", () => {
         created: "2026-03-01T12:00:02.999Z",
       },
     });
-    expect(serverView(rec, { baseUrl: BASE, isAdmin: false }).fault).toEqual({
+    expect(serverView(rec, { baseUrl: BASE, isAdmin: false, version: LATEST }).fault).toEqual({
       code: 500,
       message: "No valid host was found. There are not enough hosts available.",
       created: "2026-03-01T12:00:02Z",
     });
-    expect(serverView(rec, { baseUrl: BASE, isAdmin: true }).fault).toMatchObject({
+    expect(serverView(rec, { baseUrl: BASE, isAdmin: true, version: LATEST }).fault).toMatchObject({
       details: "MEMORY_MB: host-1 has 100 free",
     });
   });
@@ -154,12 +157,12 @@ describe("server view", () => {
       retry_hosts: ["host-1", "host-2"],
       fault: { code: 500, message, details: "hosts tried: host-1, host-2", created: "2026-03-01T12:00:02Z" },
     });
-    expect(serverView(rec, { baseUrl: BASE, isAdmin: false }).fault).toEqual({
+    expect(serverView(rec, { baseUrl: BASE, isAdmin: false, version: LATEST }).fault).toEqual({
       code: 500,
       message: "Exceeded maximum number of retries. Last exception: the host: spawn on the host failed",
       created: "2026-03-01T12:00:02Z",
     });
-    expect(serverView(rec, { baseUrl: BASE, isAdmin: true }).fault).toMatchObject({
+    expect(serverView(rec, { baseUrl: BASE, isAdmin: true, version: LATEST }).fault).toMatchObject({
       message,
       details: "hosts tried: host-1, host-2",
     });
