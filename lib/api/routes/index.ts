@@ -9,12 +9,16 @@ import { imageRoutes } from "./images.js";
 import { keypairRoutes } from "./keypairs.js";
 import { placementAuditRoutes } from "./placement-audit.js";
 import { schedulingRoutes } from "./scheduling.js";
+import { serverActionRoutes } from "./server-actions.js";
 import { serverGroupRoutes } from "./server-groups.js";
+import { serverMetaRoutes } from "./server-meta.js";
 import { serverRoutes } from "./servers.js";
 import { serviceRoutes } from "./services.js";
 
 export const ROUTES: Route[] = [
   ...serverRoutes,
+  ...serverMetaRoutes,
+  ...serverActionRoutes,
   ...instanceActionRoutes,
   ...schedulingRoutes,
   ...flavorRoutes,
