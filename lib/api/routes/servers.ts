@@ -198,7 +198,7 @@ async function hostStatuses(
 
 export async function listServers({ ctx, deps, query }: RouteCall, detail: boolean): Promise<ApiResult> {
   const { auth } = ctx;
-  const filters = parseServerListQuery(query, auth, detail);
+  const filters = parseServerListQuery(query, auth, detail, ctx.version);
   const all = await deps.listInstances(filters.allTenants ? undefined : auth.project_id);
   const { servers, more } = filterServers(all, filters);
   ctx.logFields.count = servers.length;

@@ -5,7 +5,7 @@ import type { InstanceRecord, VmState } from "../../instances/types.js";
 import type { AuthContext } from "../auth.js";
 import { RULES } from "../auth.js";
 import { badRequest, forbidden, policyForbidden } from "../errors.js";
-import { type ApiVersion, forVersion, type Ranged } from "../microversion.js";
+import { type ApiVersion, forVersion, MIN_VERSION, type Ranged } from "../microversion.js";
 import { type Query, queryOne } from "../request.js";
 import {
   boolFromString,
@@ -260,6 +260,73 @@ export interface ServerListFilters {
   node?: string;
   limit?: number;
   marker?: string;
+  /** 2.26: has all of / any of / not all of / none of these tags */
+  tags?: string[];
+  tagsAny?: string[];
+  notTags?: string[];
+  notTagsAny?: string[];
+  /** ISO times: changed at or after (changes-since), at or before (changes-before, 2.66) */
+  changesSince?: string;
+  changesBefore?: string;
+  /** Nova's sort keys and directions, in order; newest first when absent */
+  sort?: { key: SortKey; dir: "asc" | "desc" }[];
+}
+
+/** The sort keys this listing supports (Nova's, for the fields a record has). */
+const SORT_KEYS = {
+  created_at: (r: InstanceRecord) => r.created_at,
+  updated_at: (r: InstanceRecord) => r.updated_at,
+  launched_at: (r: InstanceRecord) => r.launched_at ?? "",
+  display_name: (r: InstanceRecord) => r.name,
+  uuid: (r: InstanceRecord) => r.id,
+  vm_state: (r: InstanceRecord) => r.vm_state,
+  task_state: (r: InstanceRecord) => r.task_state ?? "",
+  availability_zone: (r: InstanceRecord) => r.availability_zone ?? "",
+  project_id: (r: InstanceRecord) => r.project_id,
+  user_id: (r: InstanceRecord) => r.user_id,
+  key_name: (r: InstanceRecord) => r.key_name ?? "",
+  // Nova lets only admins sort by where servers run
+  host: (r: InstanceRecord) => r.host ?? "",
+  node: (r: InstanceRecord) => r.node ?? "",
+} as const;
+type SortKey = keyof typeof SORT_KEYS;
+const ADMIN_SORT_KEYS: readonly string[] = ["host", "node"];
+
+function parseSort(query: Query, auth: AuthContext): ServerListFilters["sort"] {
+  const keys = query.sort_key ?? [];
+  const dirs = query.sort_dir ?? [];
+  if (!keys.length) {
+    if (dirs.length) throw badRequest("Sort direction given without a sort key");
+    return undefined;
+  }
+  return keys.map((key, i) => {
+    if (!Object.hasOwn(SORT_KEYS, key) || (ADMIN_SORT_KEYS.includes(key) && !auth.isAdmin)) {
+      throw badRequest(`Invalid input for query parameters sort_key. Value: ${key}.`);
+    }
+    const dir = dirs[i] ?? dirs[dirs.length - 1] ?? "desc";
+    if (dir !== "asc" && dir !== "desc") {
+      throw badRequest(`Invalid input for query parameters sort_dir. Value: ${dir}.`);
+    }
+    return { key: key as SortKey, dir };
+  });
+}
+
+/** A changes-since/changes-before value: an ISO 8601 date-time, as Nova's schema. */
+function parseChangeTime(query: Query, name: string): string | undefined {
+  const raw = queryOne(query, name);
+  if (raw === undefined) return undefined;
+  const t = /^\d{4}-\d{2}-\d{2}T/.test(raw) ? Date.parse(raw.replace(" ", "+")) : Number.NaN;
+  if (Number.isNaN(t)) {
+    throw badRequest(
+      `Invalid input for query parameters ${name}. Value: ${raw}. '${raw}' is not a 'date-time'`,
+    );
+  }
+  return new Date(t).toISOString();
+}
+
+function tagList(query: Query, name: string): string[] | undefined {
+  const raw = queryOne(query, name);
+  return raw === undefined || raw === "" ? undefined : raw.split(",");
 }
 
 /** Nova's osapi_max_limit. */
@@ -284,7 +351,12 @@ export function nameMatcher(pattern: string): { test(s: string): boolean } {
   }
 }
 
-export function parseServerListQuery(query: Query, auth: AuthContext, detail: boolean): ServerListFilters {
+export function parseServerListQuery(
+  query: Query,
+  auth: AuthContext,
+  detail: boolean,
+  v: ApiVersion = MIN_VERSION,
+): ServerListFilters {
   const allTenants = parseAllTenants(query);
   if (allTenants && !auth.isAdmin) {
     throw policyForbidden(detail ? RULES.detailAllTenants : RULES.indexAllTenants);
@@ -325,7 +397,45 @@ export function parseServerListQuery(query: Query, auth: AuthContext, detail: bo
   }
   const marker = queryOne(query, "marker");
   if (marker) f.marker = marker;
+
+  // before their versions Nova ignores these parameters, as any unknown one
+  if (v.atLeast("2.26")) {
+    f.tags = tagList(query, "tags");
+    f.tagsAny = tagList(query, "tags-any");
+    f.notTags = tagList(query, "not-tags");
+    f.notTagsAny = tagList(query, "not-tags-any");
+  }
+  f.changesSince = parseChangeTime(query, "changes-since");
+  if (v.atLeast("2.66")) {
+    f.changesBefore = parseChangeTime(query, "changes-before");
+    if (f.changesSince && f.changesBefore && f.changesSince > f.changesBefore) {
+      throw badRequest("The value of changes-since must be less than or equal to changes-before.");
+    }
+  }
+  f.sort = parseSort(query, auth);
   return f;
+}
+
+/** Nova's tag filters on one server's tags. */
+function tagsMatch(r: InstanceRecord, f: ServerListFilters): boolean {
+  const has = new Set(r.tags ?? []);
+  return (
+    (!f.tags || f.tags.every((t) => has.has(t))) &&
+    (!f.tagsAny || f.tagsAny.some((t) => has.has(t))) &&
+    !f.notTags?.every((t) => has.has(t)) &&
+    !f.notTagsAny?.some((t) => has.has(t))
+  );
+}
+
+function compareBy(sort: NonNullable<ServerListFilters["sort"]>) {
+  return (a: InstanceRecord, b: InstanceRecord): number => {
+    for (const { key, dir } of sort) {
+      const c = SORT_KEYS[key](a).localeCompare(SORT_KEYS[key](b));
+      if (c) return dir === "asc" ? c : -c;
+    }
+    // Nova adds id as the last key, so a page boundary is stable
+    return a.id.localeCompare(b.id);
+  };
 }
 
 /** Apply the filters and the page to servers already sorted newest first. */
@@ -340,8 +450,12 @@ export function filterServers(
       (!f.name || f.name.test(r.name)) &&
       (!f.reservationId || r.reservation_id === f.reservationId) &&
       (!f.host || r.host === f.host) &&
-      (!f.node || r.node === f.node),
+      (!f.node || r.node === f.node) &&
+      (!f.changesSince || r.updated_at >= f.changesSince) &&
+      (!f.changesBefore || r.updated_at <= f.changesBefore) &&
+      tagsMatch(r, f),
   );
+  if (f.sort) out.sort(compareBy(f.sort));
   if (f.marker) {
     const i = out.findIndex((r) => r.id === f.marker);
     if (i === -1) throw badRequest(`marker [${f.marker}] not found`);

@@ -6,9 +6,11 @@ import { ApiError } from "../../../lib/api/errors.js";
 import { ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
 import {
   checkTag,
+  filterServers,
   parseCreateServer,
   parseLockBody,
   parseMetaItem,
+  parseServerListQuery,
   parseTagsBody,
   parseUpdateServer,
 } from "../../../lib/api/validation/servers.js";
@@ -179,5 +181,54 @@ describe("server requests per microversion", () => {
     expect(parseLockBody({ locked_reason: "r" }, v("2.73"))).toEqual({ reason: "r" });
     expect(parseLockBody(null, v("2.73"))).toEqual({ reason: null });
     expect(fails(() => parseLockBody({ why: "r" }, v("2.73"))).kind).toBe("badRequest");
+  });
+});
+
+describe("server list filters per microversion", () => {
+  const admin: AuthContext = { ...member, isAdmin: true };
+  const recs = [
+    record({
+      id: "00000000-0000-4000-8000-000000000003",
+      name: "c",
+      tags: ["a", "b"],
+      updated_at: "2026-03-03T00:00:00.000Z",
+    }),
+    record({
+      id: "00000000-0000-4000-8000-000000000002",
+      name: "b",
+      tags: ["a"],
+      updated_at: "2026-03-02T00:00:00.000Z",
+    }),
+    record({ id: "00000000-0000-4000-8000-000000000001", name: "a", updated_at: "2026-03-01T00:00:00.000Z" }),
+  ];
+  const names = (q: Record<string, string[]>, version = LATEST, auth = member) =>
+    filterServers(recs, parseServerListQuery(q, auth, true, version)).servers.map((r) => r.name);
+
+  it("tags, tags-any, not-tags, not-tags-any from 2.26 (ignored before)", () => {
+    expect(names({ tags: ["a,b"] })).toEqual(["c"]);
+    expect(names({ "tags-any": ["b,z"] })).toEqual(["c"]);
+    expect(names({ "not-tags": ["a,b"] })).toEqual(["b", "a"]);
+    expect(names({ "not-tags-any": ["a"] })).toEqual(["a"]);
+    expect(names({ tags: ["a,b"] }, v("2.25"))).toEqual(["c", "b", "a"]);
+  });
+
+  it("changes-since, and changes-before from 2.66", () => {
+    expect(names({ "changes-since": ["2026-03-02T00:00:00Z"] })).toEqual(["c", "b"]);
+    expect(names({ "changes-before": ["2026-03-02T00:00:00Z"] })).toEqual(["b", "a"]);
+    expect(names({ "changes-before": ["2026-03-02T00:00:00Z"] }, v("2.65"))).toEqual(["c", "b", "a"]);
+    expect(fails(() => names({ "changes-since": ["yesterday"] })).kind).toBe("badRequest");
+    expect(
+      fails(() =>
+        names({ "changes-since": ["2026-03-03T00:00:00Z"], "changes-before": ["2026-03-01T00:00:00Z"] }),
+      ).message,
+    ).toBe("The value of changes-since must be less than or equal to changes-before.");
+  });
+
+  it("sort keys and directions; host only for admins", () => {
+    expect(names({ sort_key: ["display_name"], sort_dir: ["asc"] })).toEqual(["a", "b", "c"]);
+    expect(names({ sort_key: ["display_name"] })).toEqual(["c", "b", "a"]);
+    expect(fails(() => names({ sort_key: ["host"] })).kind).toBe("badRequest");
+    expect(names({ sort_key: ["host", "uuid"], sort_dir: ["asc"] }, LATEST, admin)).toEqual(["a", "b", "c"]);
+    expect(fails(() => names({ sort_key: ["name"], sort_dir: ["up"] })).kind).toBe("badRequest");
   });
 });
