@@ -125,6 +125,15 @@ describe("server changes on DynamoDB", () => {
       "unlock",
     ]);
     expect(actions.at(-1).action).toBe("create");
+    // 2.58: paged, newest first, with the next page's link
+    const page = await client.at("2.58").get(`/v2.1/servers/${id}/os-instance-actions?limit=2`);
+    expect(page.body.instanceActions).toHaveLength(2);
+    const next = new URL(page.body.links[0].href);
+    expect(next.searchParams.get("marker")).toBe(page.body.instanceActions[1].request_id);
+    const rest = await client.at("2.58").get(`/v2.1/servers/${id}/os-instance-actions${next.search}`);
+    // the same limit carried on: the next two after the marker, in the unpaged list's order
+    const ids = (list: { request_id: string }[]) => list.map((a) => a.request_id);
+    expect(ids(rest.body.instanceActions)).toEqual(ids(actions.slice(2, 4)));
 
     const unknown = await client.post(action, { fly: null });
     expect(unknown.status).toBe(400);

@@ -1,13 +1,15 @@
 // /servers/{id}/os-instance-actions. Admins may read the actions of deleted servers, as Nova
 // allows since 2.21; a member gets 404 for those, as for another project's server.
 
-import type { InstanceRecord } from "../../instances/types.js";
+import type { InstanceAction, InstanceRecord } from "../../instances/types.js";
 import type { AuthContext } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
-import { instanceNotFound, notFound } from "../errors.js";
-import type { ApiResult, Route, RouteCall } from "../request.js";
+import { badRequest, instanceNotFound, notFound } from "../errors.js";
+import type { ApiVersion } from "../microversion.js";
+import { type ApiResult, type Query, queryOne, type Route, type RouteCall } from "../request.js";
 import { UUID_RE } from "../validation/common.js";
-import { actionDetailView, actionsListView } from "../views/actions.js";
+import { MAX_LIMIT, parseChangeTime } from "../validation/servers.js";
+import { actionDetailView, actionsListView, lastUpdate, sortedActions } from "../views/actions.js";
 
 async function findForActions(deps: ApiDeps, id: string, auth: AuthContext): Promise<InstanceRecord> {
   if (!UUID_RE.test(id)) throw instanceNotFound(id);
@@ -17,11 +19,52 @@ async function findForActions(deps: ApiDeps, id: string, auth: AuthContext): Pro
   return rec;
 }
 
-export async function listActions({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
+/** 2.58's paging and changes-since (2.66 changes-before) over the actions, newest first. */
+function pageActions(actions: InstanceAction[], query: Query, v: ApiVersion) {
+  if (!v.atLeast("2.58")) return { page: actions, more: false };
+  const since = parseChangeTime(query, "changes-since");
+  const before = v.atLeast("2.66") ? parseChangeTime(query, "changes-before") : undefined;
+  if (since && before && since > before) {
+    throw badRequest("The value of changes-since must be less than or equal to changes-before.");
+  }
+  let out = actions.filter((a) => {
+    const t = new Date(Date.parse(lastUpdate(a))).toISOString();
+    return (!since || t >= since) && (!before || t <= before);
+  });
+  const marker = queryOne(query, "marker");
+  if (marker) {
+    const i = out.findIndex((a) => a.request_id === marker);
+    if (i === -1) throw badRequest(`Marker ${marker} could not be found.`);
+    out = out.slice(i + 1);
+  }
+  const rawLimit = queryOne(query, "limit");
+  if (rawLimit === undefined) return { page: out, more: false };
+  if (!/^[0-9]+$/.test(rawLimit)) {
+    throw badRequest(
+      `Invalid input for query parameters limit. Value: ${rawLimit}. '${rawLimit}' is not a 'integer'`,
+    );
+  }
+  const limit = Math.min(Number(rawLimit), MAX_LIMIT);
+  return { page: out.slice(0, limit), more: out.length > limit };
+}
+
+export async function listActions({ ctx, deps, params, query }: RouteCall): Promise<ApiResult> {
   const id = params.id!;
   ctx.logFields.instance_uuid = id;
   const rec = await findForActions(deps, id, ctx.auth);
-  return { status: 200, body: { instanceActions: actionsListView(rec) } };
+  const { page, more } = pageActions(sortedActions(rec), query, ctx.version);
+  const body: Record<string, unknown> = {
+    instanceActions: actionsListView(rec, page, ctx.auth.isAdmin, ctx.version),
+  };
+  if (more && page.length) {
+    const next = new URLSearchParams();
+    for (const [k, vs] of Object.entries(query)) if (k !== "marker") for (const v of vs) next.append(k, v);
+    next.set("marker", page[page.length - 1]!.request_id);
+    body.links = [
+      { rel: "next", href: `${ctx.baseUrl}/v2.1/servers/${id}/os-instance-actions?${next.toString()}` },
+    ];
+  }
+  return { status: 200, body };
 }
 
 export async function showAction({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
@@ -31,7 +74,10 @@ export async function showAction({ ctx, deps, params }: RouteCall): Promise<ApiR
   const rec = await findForActions(deps, id, ctx.auth);
   const action = Object.hasOwn(rec.actions ?? {}, requestId) ? rec.actions[requestId] : undefined;
   if (!action) throw notFound(`Action for request_id ${requestId} on instance ${id} not found`);
-  return { status: 200, body: { instanceAction: actionDetailView(action, rec, ctx.auth.isAdmin) } };
+  return {
+    status: 200,
+    body: { instanceAction: actionDetailView(action, rec, ctx.auth.isAdmin, ctx.version) },
+  };
 }
 
 export const instanceActionRoutes: Route[] = [

@@ -312,7 +312,7 @@ function parseSort(query: Query, auth: AuthContext): ServerListFilters["sort"] {
 }
 
 /** A changes-since/changes-before value: an ISO 8601 date-time, as Nova's schema. */
-function parseChangeTime(query: Query, name: string): string | undefined {
+export function parseChangeTime(query: Query, name: string): string | undefined {
   const raw = queryOne(query, name);
   if (raw === undefined) return undefined;
   const t = /^\d{4}-\d{2}-\d{2}T/.test(raw) ? Date.parse(raw.replace(" ", "+")) : Number.NaN;

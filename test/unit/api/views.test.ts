@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, errorBody, UNAUTHORIZED_BODY } from "../../../lib/api/errors.js";
 import { ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
-import { actionDetailView, actionsListView } from "../../../lib/api/views/actions.js";
+import { actionDetailView, actionsListView, sortedActions } from "../../../lib/api/views/actions.js";
 import { embeddedFlavorView, flavorSummaryView, flavorView } from "../../../lib/api/views/flavors.js";
 import { hostId, isoMicro, isoSeconds } from "../../../lib/api/views/format.js";
 import { hypervisorDetailView, hypervisorSummaryView } from "../../../lib/api/views/hypervisors.js";
@@ -292,7 +292,7 @@ describe("instance action views", () => {
   });
 
   it("list: Nova's fields, message 'Error' once an event failed, updated_at the last event", () => {
-    expect(actionsListView(rec)).toEqual([
+    expect(actionsListView(rec, sortedActions(rec), false, LATEST)).toEqual([
       {
         action: "create",
         instance_uuid: rec.id,
@@ -307,7 +307,7 @@ describe("instance action views", () => {
   });
 
   it("detail: events oldest first; host, traceback and details for admins only", () => {
-    const member = actionDetailView(rec.actions[rid]!, rec, false);
+    const member = actionDetailView(rec.actions[rid]!, rec, false, ApiVersion.parse("2.62"));
     const events = member.events as Record<string, unknown>[];
     expect(events.map((e) => [e.event, e.result])).toEqual([
       ["conductor_schedule_and_build_instances", "Success"],
@@ -321,12 +321,29 @@ describe("instance action views", () => {
       result: "Error",
       hostId: hostId("demo", "host-1"),
     });
-    const admin = actionDetailView(rec.actions[rid]!, rec, true);
+    const admin = actionDetailView(rec.actions[rid]!, rec, true, LATEST);
     expect((admin.events as Record<string, unknown>[])[1]).toMatchObject({
       host: "host-1",
       traceback: "boom on host-1",
       details: "boom on host-1",
     });
+  });
+
+  it("per microversion: a member's events from 2.51, hostId from 2.62, updated_at from 2.58", () => {
+    const at = (s: string) => ApiVersion.parse(s);
+    expect(actionDetailView(rec.actions[rid]!, rec, false, at("2.50"))).not.toHaveProperty("events");
+    const e251 = actionDetailView(rec.actions[rid]!, rec, false, at("2.51")).events as Record<
+      string,
+      unknown
+    >[];
+    expect(e251).toHaveLength(3);
+    expect(e251[0]).not.toHaveProperty("hostId");
+    // an admin sees the events (with their host) at every version
+    const admin21 = actionDetailView(rec.actions[rid]!, rec, true, at("2.1"));
+    expect((admin21.events as Record<string, unknown>[])[0]).toMatchObject({ host: "host-1" });
+    expect(admin21).not.toHaveProperty("updated_at");
+    expect(actionsListView(rec, sortedActions(rec), false, at("2.57"))[0]).not.toHaveProperty("updated_at");
+    expect(actionsListView(rec, sortedActions(rec), false, at("2.58"))[0]).toHaveProperty("updated_at");
   });
 });
 
