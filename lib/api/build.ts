@@ -125,6 +125,7 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     description: req.description,
     tags: [...req.tags],
     key_name: req.keyName,
+    hostname: req.hostname,
     user_data: req.userData,
     launch_index: i,
     vm_state: "building",

@@ -644,7 +644,10 @@ export async function markDeleted(id: string, now = new Date()): Promise<Instanc
 
 /** What a user may change of a live server: PUT /servers/{id}, its metadata, tags and lock. */
 export type ServerFields = Partial<
-  Pick<InstanceRecord, "name" | "description" | "metadata" | "tags" | "locked_by" | "locked_reason">
+  Pick<
+    InstanceRecord,
+    "name" | "description" | "hostname" | "metadata" | "tags" | "locked_by" | "locked_reason"
+  >
 >;
 
 export interface ServerUpdate {

@@ -60,6 +60,8 @@ export interface InstanceRecord {
   key_name?: string | null;
   /** base64 user data given at create (admins see it from 2.3) */
   user_data?: string | null;
+  /** the guest hostname asked for (2.90); else Nova's sanitized display name */
+  hostname?: string | null;
   /** its index in a multi-create (Nova's launch_index) */
   launch_index?: number;
   /** who locked it (Nova's locked_by: the owner or an admin); absent or null when unlocked */

@@ -82,9 +82,20 @@ const baseServer = {
   "OS-DCF:diskConfig": z.enum(["AUTO", "MANUAL"]).optional(),
 };
 
-/** 2.19 description, 2.52 tags: Nova's create schema grows with the version. */
+/** 2.19 description, 2.52 tags, 2.90 hostname: Nova's create schema grows with the version. */
 const description = z.string().max(255).nullable().optional();
 const tags = z.array(tagSchema).max(MAX_TAGS).optional();
+/** Nova's parameter_types.hostname (2.90): an RFC 1123 label; 2.94 fqdn: dotted labels, ≤ 255. */
+const hostname = z
+  .string()
+  .max(63)
+  .regex(/^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/)
+  .optional();
+const fqdn = z
+  .string()
+  .max(255)
+  .regex(/^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*$/)
+  .optional();
 
 const withHints = <S extends z.ZodType>(server: S) =>
   z.strictObject({
@@ -93,12 +104,17 @@ const withHints = <S extends z.ZodType>(server: S) =>
     "OS-SCH-HNT:scheduler_hints": schedulerHintsSchema.optional(),
   });
 
-export const createServerSchema = withHints(z.strictObject({ ...baseServer, description, tags }));
+export const createServerSchema = withHints(z.strictObject({ ...baseServer, description, tags, hostname }));
 
 const createSchemas: Ranged<{ value: z.ZodType }>[] = [
   { max: "2.18", value: withHints(z.strictObject(baseServer)) },
   { min: "2.19", max: "2.51", value: withHints(z.strictObject({ ...baseServer, description })) },
-  { min: "2.52", value: createServerSchema },
+  { min: "2.52", max: "2.89", value: withHints(z.strictObject({ ...baseServer, description, tags })) },
+  { min: "2.90", max: "2.93", value: createServerSchema },
+  {
+    min: "2.94",
+    value: withHints(z.strictObject({ ...baseServer, description, tags, hostname: fqdn })),
+  },
 ];
 
 /** Nova's parse_availability_zone: the zone, and a forced host and/or node. */
@@ -139,6 +155,8 @@ export interface CreateServerRequest {
   keyName: string | null;
   userData: string | null;
   tags: string[];
+  /** the guest hostname asked for (2.90) */
+  hostname: string | null;
 }
 
 export interface CreateLimits {
@@ -162,8 +180,16 @@ export function parseCreateServer(
   const body = validate(forVersion(createSchemas, v), raw) as z.output<typeof createServerSchema>;
   const s = body.server;
 
-  const imageRef = s.imageRef ? idFromHref(s.imageRef) : "";
+  const imageRef = bootImage(s.imageRef ? idFromHref(s.imageRef) : "", s.block_device_mapping_v2 ?? []);
   if (!imageRef) throw badRequest("Missing imageRef attribute");
+  for (const g of s.security_groups ?? []) {
+    // no network service: the only security group there is, is Nova's default
+    if (g.name !== "default")
+      throw badRequest(`Security group ${g.name} not found for project ${auth.project_id}.`);
+  }
+  if (s.hostname !== undefined && maxCountOf(s) > 1) {
+    throw badRequest("Unable to set hostname for more than one server at a time.");
+  }
   const flavorRef = idFromHref(String(s.flavorRef));
 
   const minCount = s.min_count ?? 1;
@@ -202,7 +228,35 @@ export function parseCreateServer(
     keyName: s.key_name ?? null,
     userData: s.user_data ?? null,
     tags: [...new Set(s.tags ?? [])],
+    hostname: s.hostname ?? null,
   };
+}
+
+const maxCountOf = (s: { min_count?: number; max_count?: number }) => s.max_count ?? s.min_count ?? 1;
+
+const invalidBdm = (details: string) => badRequest(`Block Device Mapping is Invalid: ${details}`);
+
+/**
+ * The image a create boots: imageRef, or the boot-from-image mapping's (source image, destination
+ * local), which must agree with it. There is no volume service, so any other mapping is refused.
+ */
+function bootImage(imageRef: string, bdms: Record<string, unknown>[]): string {
+  let image = imageRef;
+  for (const b of bdms) {
+    if (b.source_type !== "image" || (b.destination_type ?? "local") !== "local") {
+      throw invalidBdm(
+        `only the boot image (source_type 'image', destination_type 'local') can be mapped: there is no volume service.`,
+      );
+    }
+    const uuid = typeof b.uuid === "string" ? b.uuid : "";
+    if (!uuid || (image && uuid !== image)) {
+      throw invalidBdm(
+        "Boot sequence for the instance and image/block device mapping combination is not valid.",
+      );
+    }
+    image = uuid;
+  }
+  return image;
 }
 
 /**
@@ -474,21 +528,36 @@ const updateBase = {
 };
 const updateSchemas: Ranged<{ value: z.ZodType }>[] = [
   { max: "2.18", value: z.strictObject({ server: z.strictObject(updateBase) }) },
-  { min: "2.19", value: z.strictObject({ server: z.strictObject({ ...updateBase, description }) }) },
+  {
+    min: "2.19",
+    max: "2.89",
+    value: z.strictObject({ server: z.strictObject({ ...updateBase, description }) }),
+  },
+  {
+    min: "2.90",
+    max: "2.93",
+    value: z.strictObject({ server: z.strictObject({ ...updateBase, description, hostname }) }),
+  },
+  {
+    min: "2.94",
+    value: z.strictObject({ server: z.strictObject({ ...updateBase, description, hostname: fqdn }) }),
+  },
 ];
 
 export interface ServerChanges {
   name?: string;
   description?: string | null;
+  hostname?: string;
 }
 
 export function parseUpdateServer(raw: unknown, v: ApiVersion): ServerChanges {
   const { server } = validate(forVersion(updateSchemas, v), raw) as {
-    server: { name?: string; description?: string | null };
+    server: { name?: string; description?: string | null; hostname?: string };
   };
   const changes: ServerChanges = {};
   if (server.name !== undefined) changes.name = server.name;
   if (server.description !== undefined) changes.description = server.description;
+  if (server.hostname !== undefined) changes.hostname = server.hostname;
   return changes;
 }
 

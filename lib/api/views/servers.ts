@@ -69,6 +69,8 @@ export function sanitizeHostname(name: string): string {
   return h || "server";
 }
 
+const hostnameOf = (rec: InstanceRecord) => rec.hostname || sanitizeHostname(rec.name);
+
 function faultView(rec: InstanceRecord, isAdmin: boolean): Record<string, unknown> {
   if (serverStatus(rec) !== "ERROR" || !rec.fault) return {};
   const fault: Record<string, unknown> = {
@@ -148,7 +150,7 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
     fields: admin((rec) => ({
       "OS-EXT-SRV-ATTR:reservation_id": rec.reservation_id,
       "OS-EXT-SRV-ATTR:launch_index": rec.launch_index ?? 0,
-      "OS-EXT-SRV-ATTR:hostname": sanitizeHostname(rec.name),
+      "OS-EXT-SRV-ATTR:hostname": hostnameOf(rec),
       "OS-EXT-SRV-ATTR:kernel_id": "",
       "OS-EXT-SRV-ATTR:ramdisk_id": "",
       "OS-EXT-SRV-ATTR:root_device_name": null,
@@ -167,6 +169,8 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
   { min: "2.63", fields: () => ({ trusted_image_certificates: null }) },
   { min: "2.71", fields: (rec) => ({ server_groups: groupsOf(rec) }) },
   { min: "2.73", fields: (rec) => ({ locked_reason: rec.locked_by ? (rec.locked_reason ?? null) : null }) },
+  // 2.90: the hostname is everyone's, as it can be set
+  { min: "2.90", fields: (rec) => ({ "OS-EXT-SRV-ATTR:hostname": hostnameOf(rec) }) },
   // the zone a create asked for (Nova pins it when the request named one)
   {
     min: "2.96",

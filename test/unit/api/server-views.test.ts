@@ -111,6 +111,13 @@ describe("server view per microversion", () => {
     });
   });
 
+  it("2.90: the hostname is a member's too, the one asked for if any", () => {
+    const named = record({ hostname: "web-1" });
+    const at = (version: string) => serverView(named, { baseUrl: BASE, isAdmin: false, version: v(version) });
+    expect(at("2.89")).not.toHaveProperty("OS-EXT-SRV-ATTR:hostname");
+    expect(at("2.90")["OS-EXT-SRV-ATTR:hostname"]).toBe("web-1");
+  });
+
   it("latest: the pinned zone; an unlocked server has no reason; no host means host_status ''", () => {
     expect(view(LATEST.toString())).toMatchObject({
       pinned_availability_zone: "az1",
@@ -157,6 +164,38 @@ describe("server requests per microversion", () => {
     expect(fails(() => parseCreateServer(ud("A".repeat(65536)), member, limits, LATEST)).kind).toBe(
       "badRequest",
     );
+  });
+
+  it("create: a boot-from-image mapping agrees with imageRef; no volumes; the default group; 2.90 hostname", () => {
+    const bdm = (m: Record<string, unknown>, imageRef?: string) => ({
+      server: { ...good, imageRef, block_device_mapping_v2: [m] },
+    });
+    const boot = { source_type: "image", destination_type: "local", boot_index: 0, uuid: "cirros" };
+    expect(parseCreateServer(bdm(boot, "cirros"), member, limits, LATEST).imageRef).toBe("cirros");
+    expect(parseCreateServer(bdm(boot), member, limits, LATEST).imageRef).toBe("cirros");
+    expect(fails(() => parseCreateServer(bdm(boot, "other"), member, limits, LATEST)).message).toBe(
+      "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.",
+    );
+    const volume = { source_type: "volume", destination_type: "volume", uuid: "v" };
+    expect(fails(() => parseCreateServer(bdm(volume, "cirros"), member, limits, LATEST)).message).toMatch(
+      /^Block Device Mapping is Invalid: .*no volume service/,
+    );
+    const sg = (name: string) => ({ server: { ...good, security_groups: [{ name }] } });
+    expect(parseCreateServer(sg("default"), member, limits, LATEST).name).toBe("vm");
+    expect(fails(() => parseCreateServer(sg("web"), member, limits, LATEST)).message).toBe(
+      "Security group web not found for project demo.",
+    );
+    const named = (hostname: string, extra = {}) => ({ server: { ...good, hostname, ...extra } });
+    expect(fails(() => parseCreateServer(named("web-1"), member, limits, v("2.89"))).kind).toBe("badRequest");
+    expect(parseCreateServer(named("web-1"), member, limits, v("2.90")).hostname).toBe("web-1");
+    expect(fails(() => parseCreateServer(named("web.example"), member, limits, v("2.93"))).kind).toBe(
+      "badRequest",
+    );
+    expect(parseCreateServer(named("web.example"), member, limits, v("2.94")).hostname).toBe("web.example");
+    expect(fails(() => parseCreateServer(named("w", { max_count: 2 }), member, limits, LATEST)).message).toBe(
+      "Unable to set hostname for more than one server at a time.",
+    );
+    expect(parseUpdateServer({ server: { hostname: "h2" } }, v("2.90"))).toEqual({ hostname: "h2" });
   });
 
   it("update: name always, description from 2.19, nothing unknown", () => {

@@ -69,6 +69,7 @@ describe("POST /servers body", () => {
       keyName: null,
       userData: null,
       tags: [],
+      hostname: null,
     });
   });
 
