@@ -425,7 +425,9 @@ describe("reading and deleting servers", () => {
     const r = await call("POST", "/v2.1/servers", { body: server() });
     const id = r.json.server.id;
     const rid = r.headers["x-openstack-request-id"];
-    const list = await call("GET", `/v2.1/servers/${id}/os-instance-actions`);
+    // 2.58: updated_at; a member sees the events from 2.51
+    const at = { headers: { "openstack-api-version": "compute 2.58" } };
+    const list = await call("GET", `/v2.1/servers/${id}/os-instance-actions`, at);
     expect(list.json.instanceActions).toEqual([
       {
         action: "create",
@@ -438,7 +440,7 @@ describe("reading and deleting servers", () => {
         updated_at: "2026-03-01T12:00:00.123000",
       },
     ]);
-    const one = await call("GET", `/v2.1/servers/${id}/os-instance-actions/${rid}`);
+    const one = await call("GET", `/v2.1/servers/${id}/os-instance-actions/${rid}`, at);
     expect(one.json.instanceAction).toMatchObject({ action: "create", request_id: rid, events: [] });
     const missing = await call("GET", `/v2.1/servers/${id}/os-instance-actions/req-nope`);
     expect(missing.status).toBe(404);
