@@ -92,6 +92,7 @@ export function requireAdmin(auth: AuthContext, rule: string): void {
 /** Nova's policy rule names for what this API enforces. */
 export const RULES = {
   forcedHost: "os_compute_api:servers:create:forced_host",
+  requestedDestination: "compute:servers:create:requested_destination",
   indexAllTenants: "os_compute_api:servers:index:get_all_tenants",
   detailAllTenants: "os_compute_api:servers:detail:get_all_tenants",
   flavorCreate: "os_compute_api:os-flavor-manage:create",

@@ -71,6 +71,15 @@ export function requestSpecFor(
     ...(req.az?.zone ? { availability_zone: req.az.zone } : {}),
     ...(req.az?.host ? { force_hosts: [req.az.host] } : {}),
     ...(req.az?.node ? { force_nodes: [req.az.node] } : {}),
+    // 2.74: a requested destination goes through the filters, unlike a forced host
+    ...(req.requestedDestination
+      ? {
+          requested_destination: {
+            ...(req.requestedDestination.host ? { host: req.requestedDestination.host } : {}),
+            ...(req.requestedDestination.node ? { node: req.requestedDestination.node } : {}),
+          },
+        }
+      : {}),
     scheduler_hints: { ...req.schedulerHints },
     num_instances: req.maxCount,
   };

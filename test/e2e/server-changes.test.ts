@@ -9,7 +9,7 @@ let client: Client;
 let id: string;
 
 beforeAll(async () => {
-  ({ runtime, client } = await startTestRuntime({ hosts: 1 }));
+  ({ runtime, client } = await startTestRuntime({ hosts: 2 }));
   id = await client.at("2.52").createServer({ metadata: { a: "1" }, tags: ["blue"], description: "first" });
   await client.waitForStatus(id, ["ACTIVE"]);
 });
@@ -142,5 +142,21 @@ describe("server changes on DynamoDB", () => {
     expect(stop.status).toBe(501);
     expect(stop.body.notImplemented.message).toContain("'os-stop'");
     expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+  });
+
+  it("2.74: an admin's requested host is where it builds; an unknown one is 400; a member may not", async () => {
+    const admin = client.as(ADMIN).at("2.74");
+    const onTwo = await admin.createServer({ host: "host-2" });
+    expect((await admin.waitForStatus(onTwo, ["ACTIVE"]))["OS-EXT-SRV-ATTR:host"]).toBe("host-2");
+    const unknown = await admin.post("/v2.1/servers", {
+      server: { name: "x", flavorRef: "1", imageRef: "cirros", hypervisor_hostname: "nowhere" },
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.badRequest.message).toBe("Compute host nowhere could not be found.");
+    const member = await client.at("2.74").post("/v2.1/servers", {
+      server: { name: "x", flavorRef: "1", imageRef: "cirros", host: "host-2" },
+    });
+    expect(member.status).toBe(403);
+    expect((await admin.delete(`/v2.1/servers/${onTwo}`)).status).toBe(204);
   });
 });

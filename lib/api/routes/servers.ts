@@ -49,6 +49,20 @@ async function checkZoneAvailable(deps: ApiDeps, zone: string): Promise<void> {
   }
 }
 
+/**
+ * Nova's _validate_host_or_node (2.74): the requested host, node, or host and node must exist;
+ * else 400 ComputeHostNotFound, naming what was asked for.
+ */
+async function checkDestination(
+  deps: ApiDeps,
+  { host, node }: { host: string | null; node: string | null },
+): Promise<void> {
+  const found = host
+    ? await deps.getHost(host).then((h) => h && (!node || h.node === node))
+    : (await deps.listHosts()).some((h) => h.node === node);
+  if (!found) throw badRequest(`Compute host ${host ?? node} could not be found.`);
+}
+
 /** The `group` hint's group: it must exist and be the caller's (Nova: 400, group not found). */
 async function findHintedGroup(deps: ApiDeps, hints: Record<string, unknown>, auth: AuthContext) {
   const id = hints.group;
@@ -93,6 +107,7 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   }
   checkFlavorFitsImage(flavor, image);
   if (req.az?.zone && !req.az.host) await checkZoneAvailable(deps, req.az.zone);
+  if (req.requestedDestination) await checkDestination(deps, req.requestedDestination);
   const group = await findHintedGroup(deps, req.schedulerHints, auth);
   return { req, flavor, image, group };
 }

@@ -104,18 +104,43 @@ const withHints = <S extends z.ZodType>(server: S) =>
     "OS-SCH-HNT:scheduler_hints": schedulerHintsSchema.optional(),
   });
 
-export const createServerSchema = withHints(z.strictObject({ ...baseServer, description, tags, hostname }));
+/** 2.74: an admin's requested host and/or node (Nova's requested_destination). */
+const destination = z.string().min(1).max(255).optional();
 
-const createSchemas: Ranged<{ value: z.ZodType }>[] = [
-  { max: "2.18", value: withHints(z.strictObject(baseServer)) },
-  { min: "2.19", max: "2.51", value: withHints(z.strictObject({ ...baseServer, description })) },
-  { min: "2.52", max: "2.89", value: withHints(z.strictObject({ ...baseServer, description, tags })) },
-  { min: "2.90", max: "2.93", value: createServerSchema },
-  {
-    min: "2.94",
-    value: withHints(z.strictObject({ ...baseServer, description, tags, hostname: fqdn })),
-  },
+/** The create body's fields per version: each row adds (or, later, replaces) fields. */
+const createFieldRows: Ranged<{ fields: z.ZodRawShape }>[] = [
+  { fields: baseServer },
+  { min: "2.19", fields: { description } },
+  { min: "2.52", fields: { tags } },
+  { min: "2.74", fields: { host: destination, hypervisor_hostname: destination } },
+  { min: "2.90", max: "2.93", fields: { hostname } },
+  { min: "2.94", fields: { hostname: fqdn } },
 ];
+
+export const createServerSchema = withHints(
+  z.strictObject({
+    ...baseServer,
+    description,
+    tags,
+    hostname,
+    host: destination,
+    hypervisor_hostname: destination,
+  }),
+);
+
+const createSchemaCache = new Map<string, z.ZodType>();
+function createSchemaFor(v: ApiVersion): z.ZodType {
+  let schema = createSchemaCache.get(v.toString());
+  if (!schema) {
+    const shape = Object.assign(
+      {},
+      ...createFieldRows.filter((r) => v.matches(r.min, r.max)).map((r) => r.fields),
+    );
+    schema = withHints(z.strictObject(shape));
+    createSchemaCache.set(v.toString(), schema);
+  }
+  return schema;
+}
 
 /** Nova's parse_availability_zone: the zone, and a forced host and/or node. */
 export interface RequestedAz {
@@ -157,6 +182,8 @@ export interface CreateServerRequest {
   tags: string[];
   /** the guest hostname asked for (2.90) */
   hostname: string | null;
+  /** an admin's host and/or node to build on, through the filters (2.74) */
+  requestedDestination: { host: string | null; node: string | null } | null;
 }
 
 export interface CreateLimits {
@@ -177,7 +204,7 @@ export function parseCreateServer(
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw badRequest(`${repr(raw)} is not of type 'object': the body must be {"server": {...}}`);
   }
-  const body = validate(forVersion(createSchemas, v), raw) as z.output<typeof createServerSchema>;
+  const body = validate(createSchemaFor(v), raw) as z.output<typeof createServerSchema>;
   const s = body.server;
 
   const imageRef = bootImage(s.imageRef ? idFromHref(s.imageRef) : "", s.block_device_mapping_v2 ?? []);
@@ -186,6 +213,9 @@ export function parseCreateServer(
     // no network service: the only security group there is, is Nova's default
     if (g.name !== "default")
       throw badRequest(`Security group ${g.name} not found for project ${auth.project_id}.`);
+  }
+  if ((s.host !== undefined || s.hypervisor_hostname !== undefined) && !auth.isAdmin) {
+    throw policyForbidden(RULES.requestedDestination);
   }
   if (s.hostname !== undefined && maxCountOf(s) > 1) {
     throw badRequest("Unable to set hostname for more than one server at a time.");
@@ -229,6 +259,10 @@ export function parseCreateServer(
     userData: s.user_data ?? null,
     tags: [...new Set(s.tags ?? [])],
     hostname: s.hostname ?? null,
+    requestedDestination:
+      s.host !== undefined || s.hypervisor_hostname !== undefined
+        ? { host: s.host ?? null, node: s.hypervisor_hostname ?? null }
+        : null,
   };
 }
 

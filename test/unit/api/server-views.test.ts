@@ -198,6 +198,22 @@ describe("server requests per microversion", () => {
     expect(parseUpdateServer({ server: { hostname: "h2" } }, v("2.90"))).toEqual({ hostname: "h2" });
   });
 
+  it("create: 2.74 host and hypervisor_hostname, an admin's", () => {
+    const admin: AuthContext = { ...member, isAdmin: true };
+    const body = { server: { ...good, host: "h1", hypervisor_hostname: "n1" } };
+    expect(fails(() => parseCreateServer(body, admin, limits, v("2.73"))).message).toContain(
+      "was unexpected",
+    );
+    expect(parseCreateServer(body, admin, limits, v("2.74")).requestedDestination).toEqual({
+      host: "h1",
+      node: "n1",
+    });
+    expect(fails(() => parseCreateServer(body, member, limits, v("2.74"))).message).toBe(
+      "Policy doesn't allow compute:servers:create:requested_destination to be performed.",
+    );
+    expect(parseCreateServer({ server: good }, admin, limits, LATEST).requestedDestination).toBeNull();
+  });
+
   it("update: name always, description from 2.19, nothing unknown", () => {
     expect(parseUpdateServer({ server: { name: "n" } }, v("2.1"))).toEqual({ name: "n" });
     expect(fails(() => parseUpdateServer({ server: { description: "d" } }, v("2.18"))).kind).toBe(

@@ -70,6 +70,7 @@ describe("POST /servers body", () => {
       userData: null,
       tags: [],
       hostname: null,
+      requestedDestination: null,
     });
   });
 
