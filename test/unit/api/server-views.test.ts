@@ -202,7 +202,7 @@ describe("server requests per microversion", () => {
     const admin: AuthContext = { ...member, isAdmin: true };
     const body = { server: { ...good, host: "h1", hypervisor_hostname: "n1" } };
     expect(fails(() => parseCreateServer(body, admin, limits, v("2.73"))).message).toContain(
-      "was unexpected",
+      "were unexpected",
     );
     expect(parseCreateServer(body, admin, limits, v("2.74")).requestedDestination).toEqual({
       host: "h1",
