@@ -135,6 +135,7 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     tags: [...req.tags],
     key_name: req.keyName,
     hostname: req.hostname,
+    config_drive: req.configDrive,
     user_data: req.userData,
     launch_index: i,
     vm_state: "building",

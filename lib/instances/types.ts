@@ -60,6 +60,8 @@ export interface InstanceRecord {
   key_name?: string | null;
   /** base64 user data given at create (admins see it from 2.3) */
   user_data?: string | null;
+  /** a config drive asked for at create (shown as Nova's "True") */
+  config_drive?: boolean;
   /** the guest hostname asked for (2.90); else Nova's sanitized display name */
   hostname?: string | null;
   /** its index in a multi-create (Nova's launch_index) */

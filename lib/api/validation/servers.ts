@@ -69,9 +69,10 @@ const baseServer = {
   return_reservation_id: novaBoolean.optional(),
   key_name: z.string().min(1).max(255).optional(),
   user_data: userData.nullable().optional(),
-  // ── accepted, type-checked loosely, and IGNORED: novaless has no networks, security groups,
-  // config drive, volumes, disk config or access IPs. `adminPass` is not applied to anything
-  // either; it is only echoed in the create answer.
+  // config_drive is recorded and shown (there is no drive to build); the rest is type-checked
+  // loosely and IGNORED: novaless has no networks, disk config or access IPs (security groups and
+  // block device mappings are checked below). `adminPass` is not applied to anything either; it
+  // is only echoed in the create answer.
   networks: z.union([z.enum(["auto", "none"]), z.array(z.record(z.string(), z.unknown()))]).optional(),
   security_groups: z.array(z.looseObject({ name: z.string() })).optional(),
   config_drive: z.union([novaBoolean, z.literal(""), z.null()]).optional(),
@@ -182,6 +183,7 @@ export interface CreateServerRequest {
   tags: string[];
   /** the guest hostname asked for (2.90) */
   hostname: string | null;
+  configDrive: boolean;
   /** an admin's host and/or node to build on, through the filters (2.74) */
   requestedDestination: { host: string | null; node: string | null } | null;
 }
@@ -259,6 +261,7 @@ export function parseCreateServer(
     userData: s.user_data ?? null,
     tags: [...new Set(s.tags ?? [])],
     hostname: s.hostname ?? null,
+    configDrive: s.config_drive === true,
     requestedDestination:
       s.host !== undefined || s.hypervisor_hostname !== undefined
         ? { host: s.host ?? null, node: s.hypervisor_hostname ?? null }

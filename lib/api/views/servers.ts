@@ -123,7 +123,7 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
       accessIPv4: "",
       accessIPv6: "",
       key_name: rec.key_name ?? null,
-      config_drive: "",
+      config_drive: rec.config_drive ? "True" : "",
       progress: 0,
       security_groups: [{ name: "default" }],
       "OS-DCF:diskConfig": "MANUAL",

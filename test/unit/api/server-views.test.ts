@@ -59,6 +59,11 @@ describe("server view per microversion", () => {
     const s = view("2.1");
     expect(s.flavor).toEqual({ id: "1", links: [{ rel: "bookmark", href: `${BASE}/flavors/1` }] });
     expect(s.key_name).toBe("mykey");
+    expect(s.config_drive).toBe("");
+    expect(
+      serverView(record({ config_drive: true }), { baseUrl: BASE, isAdmin: false, version: v("2.1") })
+        .config_drive,
+    ).toBe("True");
     for (const k of [
       "locked",
       "description",

@@ -71,6 +71,7 @@ describe("POST /servers body", () => {
       tags: [],
       hostname: null,
       requestedDestination: null,
+      configDrive: false,
     });
   });
 
