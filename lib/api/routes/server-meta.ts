@@ -48,7 +48,8 @@ async function modify(
     const updated = await deps.updateServer(id, { fields, ifUpdatedAt: rec.updated_at, now: deps.now() });
     if (updated) return updated;
   }
-  throw new ApiError("computeFault", `Instance ${id} is being changed by other requests. Please try again.`);
+  // Nova answers a lost race on an instance's state with 409
+  throw conflict(`Instance ${id} is being changed by other requests. Please try again.`);
 }
 
 function metadataChange(action: string, next: (rec: InstanceRecord) => Record<string, string>) {
