@@ -615,30 +615,52 @@ export async function setError(
  * who must release the claim), or undefined if it was already deleted.
  */
 export async function markDeleted(id: string, now = new Date()): Promise<InstanceRecord | undefined> {
-  return transition(
-    id,
-    {
-      set: [
-        "deleted = :true",
-        "vm_state = :deleted",
-        "task_state = :null",
-        "deleted_at = :now",
-        "updated_at = :now",
-        "expires_at = :ttl",
-      ],
-      remove: ["build_watch", "build_deadline"],
-      condition: "deleted = :false",
-      values: {
-        ":true": true,
-        ":false": false,
-        ":deleted": "deleted",
-        ":null": null,
-        ":now": now.toISOString(),
-        ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
-      },
+  return transition(id, deleteUpdate(now), "ALL_OLD");
+}
+
+function deleteUpdate(now: Date): Update {
+  return {
+    set: [
+      "deleted = :true",
+      "vm_state = :deleted",
+      "task_state = :null",
+      "deleted_at = :now",
+      "updated_at = :now",
+      "expires_at = :ttl",
+    ],
+    remove: ["build_watch", "build_deadline"],
+    condition: "deleted = :false",
+    values: {
+      ":true": true,
+      ":false": false,
+      ":deleted": "deleted",
+      ":null": null,
+      ":now": now.toISOString(),
+      ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
     },
-    "ALL_OLD",
-  );
+  };
+}
+
+/**
+ * markDeleted as a transaction item, for a delete that must write something else atomically (the
+ * quota release): conditioned on the record being still as `seen` (its attempt, state and last
+ * update), since a transaction cannot return the record it changed.
+ */
+export function markDeletedItem(seen: InstanceRecord, now = new Date()) {
+  const u = merge(deleteUpdate(now), {
+    set: [],
+    condition: "attempt = :seen_attempt AND vm_state = :seen_vm AND updated_at = :seen_updated",
+    values: { ":seen_attempt": seen.attempt, ":seen_vm": seen.vm_state, ":seen_updated": seen.updated_at },
+  });
+  return {
+    Update: {
+      TableName: table(),
+      Key: { id: seen.id },
+      UpdateExpression: `SET ${u.set.join(", ")} REMOVE ${u.remove!.join(", ")}`,
+      ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
+      ExpressionAttributeValues: u.values,
+    },
+  };
 }
 
 /**
