@@ -179,3 +179,26 @@ export function releaseItem(project: string, delta: Usage) {
     },
   };
 }
+
+/** What the API reads and writes of quotas (a fake in unit tests). */
+export interface QuotaStore {
+  getDefaultLimits: typeof getDefaultLimits;
+  setDefaultLimits: typeof setDefaultLimits;
+  getProjectLimits: typeof getProjectLimits;
+  setProjectLimits: typeof setProjectLimits;
+  deleteProjectLimits: typeof deleteProjectLimits;
+  getUsage: typeof getUsage;
+  reserveInstances: typeof reserveInstances;
+  releaseUsage: typeof releaseUsage;
+}
+
+export const dynamoQuotaStore: QuotaStore = {
+  getDefaultLimits,
+  setDefaultLimits,
+  getProjectLimits,
+  setProjectLimits,
+  deleteProjectLimits,
+  getUsage,
+  reserveInstances,
+  releaseUsage,
+};
