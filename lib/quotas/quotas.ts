@@ -35,9 +35,25 @@ export interface Usage {
 
 export const NO_USAGE: Usage = { instances: 0, cores: 0, ram: 0 };
 
-/** The limits in force: the project's own, else the default class's, else Nova's defaults. */
+/**
+ * The deployment's defaults: Nova's [quota] options, here NOVALESS_QUOTA_<RESOURCE> (for example
+ * NOVALESS_QUOTA_INSTANCES=-1); a value that is not an integer >= -1 is ignored.
+ */
+export function configuredDefaults(env: Record<string, string | undefined> = process.env): Partial<Limits> {
+  const out: Partial<Limits> = {};
+  for (const r of QUOTA_RESOURCES) {
+    const raw = env[`NOVALESS_QUOTA_${r.toUpperCase()}`];
+    if (raw !== undefined && /^-?[0-9]+$/.test(raw.trim()) && Number(raw) >= -1) out[r] = Number(raw);
+  }
+  return out;
+}
+
+/**
+ * The limits in force: the project's own, else the default class's (set through the API), else
+ * the deployment's configured defaults, else Nova's.
+ */
 export function effectiveLimits(defaults: Partial<Limits>, project: Partial<Limits> = {}): Limits {
-  return { ...NOVA_DEFAULTS, ...defaults, ...project };
+  return { ...NOVA_DEFAULTS, ...configuredDefaults(), ...defaults, ...project };
 }
 
 /** What one create of `count` instances of a flavor asks for. */
