@@ -14,6 +14,7 @@ import { schedulingRoutes } from "./scheduling.js";
 import { serverGroupRoutes } from "./server-groups.js";
 import { serverRoutes } from "./servers.js";
 import { serviceRoutes } from "./services.js";
+import { usageRoutes } from "./usage.js";
 
 export const ROUTES: Route[] = [
   ...serverRoutes,
@@ -29,4 +30,5 @@ export const ROUTES: Route[] = [
   ...serverGroupRoutes,
   ...quotaRoutes,
   ...limitsRoutes,
+  ...usageRoutes,
 ];
