@@ -194,3 +194,42 @@ describe("the instance quota", () => {
     expect((await member.get("/v2.1/os-quota-sets/demo")).body.quota_set.instances).toBe(10);
   });
 });
+
+describe("os-simple-tenant-usage", () => {
+  it("a member's own usage, deleted servers included as terminated; the index is the admin's", async () => {
+    const start = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19);
+    const end = new Date(Date.now() + 3_600_000).toISOString().slice(0, 19);
+    const live = (await member.get("/v2.1/servers")).body.servers as { id: string }[];
+    await Promise.all(live.map((s) => member.waitForStatus(s.id, ["ACTIVE"])));
+    const r = await member.get(`/v2.1/os-simple-tenant-usage/demo?start=${start}&end=${end}`);
+    expect(r.status).toBe(200);
+    const usage = r.body.tenant_usage;
+    expect(usage.tenant_id).toBe("demo");
+    const states = (usage.server_usages as { state: string; vcpus: number; flavor: string }[]).map(
+      (u) => u.state,
+    );
+    expect(states.filter((s) => s === "terminated").length).toBeGreaterThanOrEqual(2);
+    expect(states.filter((s) => s === "active")).toHaveLength(live.length);
+    expect(usage.total_hours).toBeGreaterThan(0);
+    expect(usage.total_vcpus_usage).toBeCloseTo(usage.total_hours, 6);
+    expect(usage.total_memory_mb_usage).toBeCloseTo(usage.total_hours * 512, 3);
+
+    expect((await member.get(`/v2.1/os-simple-tenant-usage?start=${start}&end=${end}`)).status).toBe(403);
+    expect((await member.get("/v2.1/os-simple-tenant-usage/admin")).status).toBe(403);
+    const index = await admin.get(`/v2.1/os-simple-tenant-usage?start=${start}&end=${end}`);
+    const demo = (index.body.tenant_usages as { tenant_id: string; server_usages?: unknown }[]).find(
+      (u) => u.tenant_id === "demo",
+    );
+    expect(demo).toBeDefined();
+    expect(demo!.server_usages).toBeUndefined();
+    const paged = await admin
+      .at("2.40")
+      .get(`/v2.1/os-simple-tenant-usage?start=${start}&end=${end}&limit=2`);
+    expect(paged.body.tenant_usages_links[0].href).toContain("marker=");
+    const bad = await member.get(`/v2.1/os-simple-tenant-usage/demo?start=${end}&end=${start}`);
+    expect([bad.status, bad.body.badRequest?.message]).toEqual([
+      400,
+      "Invalid start time. The start time cannot occur after the end time.",
+    ]);
+  });
+});
