@@ -233,3 +233,18 @@ describe("os-simple-tenant-usage", () => {
     ]);
   });
 });
+
+describe("a failed build", () => {
+  it("an ERROR instance keeps counting (Nova's default, legacy counting) until it is deleted", async () => {
+    const flavor = await admin.post("/v2.1/flavors", {
+      flavor: { name: "no-host-has-it", ram: 512, vcpus: 1, disk: 999999 },
+    });
+    expect(flavor.status).toBe(200);
+    const id = await admin.createServer({ name: "doomed", flavorRef: flavor.body.flavor.id });
+    await admin.waitForStatus(id, ["ERROR"]);
+    const used = async () => (await admin.get("/v2.1/limits")).body.limits.absolute;
+    expect(await used()).toMatchObject({ totalInstancesUsed: 1, totalCoresUsed: 1, totalRAMUsed: 512 });
+    expect((await admin.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+    expect(await used()).toMatchObject({ totalInstancesUsed: 0, totalCoresUsed: 0, totalRAMUsed: 0 });
+  });
+});
