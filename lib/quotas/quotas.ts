@@ -35,6 +35,15 @@ export interface Usage {
 
 export const NO_USAGE: Usage = { instances: 0, cores: 0, ram: 0 };
 
+/** The server groups' settings from before quota sets, still honoured. */
+const LEGACY_NAMES: Partial<Record<QuotaResource, string>> = {
+  server_groups: "NOVALESS_MAX_SERVER_GROUPS",
+  server_group_members: "NOVALESS_MAX_SERVER_GROUP_MEMBERS",
+};
+
+/** A limit as a ceiling to compare counts with: -1 (unlimited) is Infinity. */
+export const ceiling = (limit: number): number => (limit === -1 ? Number.POSITIVE_INFINITY : limit);
+
 /**
  * The deployment's defaults: Nova's [quota] options, here NOVALESS_QUOTA_<RESOURCE> (for example
  * NOVALESS_QUOTA_INSTANCES=-1); a value that is not an integer >= -1 is ignored.
@@ -42,7 +51,7 @@ export const NO_USAGE: Usage = { instances: 0, cores: 0, ram: 0 };
 export function configuredDefaults(env: Record<string, string | undefined> = process.env): Partial<Limits> {
   const out: Partial<Limits> = {};
   for (const r of QUOTA_RESOURCES) {
-    const raw = env[`NOVALESS_QUOTA_${r.toUpperCase()}`];
+    const raw = env[`NOVALESS_QUOTA_${r.toUpperCase()}`] ?? env[LEGACY_NAMES[r] ?? ""];
     if (raw !== undefined && /^-?[0-9]+$/.test(raw.trim()) && Number(raw) >= -1) out[r] = Number(raw);
   }
   return out;

@@ -248,3 +248,29 @@ describe("a failed build", () => {
     expect(await used()).toMatchObject({ totalInstancesUsed: 0, totalCoresUsed: 0, totalRAMUsed: 0 });
   });
 });
+
+describe("the other quotas follow the quota set", () => {
+  it("server_groups and key_pairs set by an admin are what creates are held to", async () => {
+    const put = await admin.call("PUT", "/v2.1/os-quota-sets/demo", {
+      quota_set: { server_groups: 1, key_pairs: 1 },
+    });
+    expect(put.status).toBe(200);
+    const group = (name: string) =>
+      member.post("/v2.1/os-server-groups", { server_group: { name, policies: ["affinity"] } });
+    expect((await group("g1")).status).toBe(200);
+    const second = await group("g2");
+    expect([second.status, second.body.forbidden?.message]).toEqual([
+      403,
+      "Quota exceeded, too many server groups.",
+    ]);
+    expect((await member.get("/v2.1/limits")).body.limits.absolute).toMatchObject({
+      maxServerGroups: 1,
+      totalServerGroupsUsed: 1,
+      maxTotalKeypairs: 1,
+    });
+    expect((await member.post("/v2.1/os-keypairs", { keypair: { name: "k1" } })).status).toBe(200);
+    const k2 = await member.post("/v2.1/os-keypairs", { keypair: { name: "k2" } });
+    expect([k2.status, k2.body.forbidden?.message]).toEqual([403, "Quota exceeded, too many key pairs."]);
+    expect((await admin.delete("/v2.1/os-quota-sets/demo")).status).toBe(202);
+  });
+});

@@ -1,8 +1,9 @@
 // /os-keypairs: a user's SSH keys (or x509 certificates, 2.2+), created from a given public key or
 // generated (until 2.91), listed (2.35 paging), shown and deleted. An admin may name another user
 // (2.10 `user_id`); a member acts on their own keys only.
-import { KEY_PAIRS_QUOTA, type Keypair } from "../../catalog/keypairs.js";
+import type { Keypair } from "../../catalog/keypairs.js";
 import { generateSshKey, InvalidKeypair, sshFingerprint, x509Fingerprint } from "../../catalog/ssh-keys.js";
+import { ceiling } from "../../quotas/quotas.js";
 import { badRequest, conflict, forbidden, notFound } from "../errors.js";
 import { forVersion } from "../microversion.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
@@ -62,7 +63,8 @@ export async function createKeypairRoute({ ctx, deps, body }: RouteCall): Promis
       fingerprint: material.fingerprint,
       created_at: deps.now().toISOString(),
     },
-    KEY_PAIRS_QUOTA,
+    // the project's key_pairs limit, counted per user as Nova does
+    ceiling((await deps.quotas.getProjectLimits(ctx.auth.project_id)).key_pairs),
   );
   if (!r.ok) {
     throw r.reason === "exists"

@@ -131,7 +131,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   // own and all writes are awaited, so no write can land after the clean-up.
   // Nova adds the members (under the group-members quota) before the instances exist; a create
   // that fails afterwards takes them out again.
-  if (group) await joinServerGroup(deps, group.id, ids).catch(quota.undo);
+  if (group) await joinServerGroup(deps, group.id, ids, auth.project_id).catch(quota.undo);
   const written = await Promise.allSettled(plan.records.map((r) => deps.createInstances([r])));
   const writeFailure = written.find((w): w is PromiseRejectedResult => w.status === "rejected");
   try {
