@@ -188,6 +188,24 @@ describe("/identity", () => {
     expect(rescoped.json.token.methods).toEqual(["token"]);
     expect(rescoped.json.token.expires_at).toBe(shown.json.token.expires_at);
 
+    // keystoneauth's token plugin with a static token (`--os-token admin-token`)
+    const fromStatic = await call("POST", "/identity/v3/auth/tokens", {
+      body: {
+        auth: {
+          identity: { methods: ["token"], token: { id: "admin-token" } },
+          scope: { project: { id: "admin" } },
+        },
+      },
+    });
+    expect(fromStatic.status).toBe(201);
+    expect(fromStatic.json.token).toMatchObject({
+      methods: ["token"],
+      user: { name: "admin" },
+      project: { id: "admin" },
+    });
+    expect(fromStatic.json.token.audit_ids).toHaveLength(1);
+    expect(rescoped.json.token.audit_ids).toEqual([expect.any(String), shown.json.token.audit_ids[0]]);
+
     expect((await call("GET", "/v2.1/flavors", { token })).status).toBe(200);
     const saved = clock;
     clock = new Date(clock.getTime() + 3600_000);
