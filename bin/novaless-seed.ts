@@ -2,7 +2,7 @@
 // names (NOVALESS_CATALOG_TABLE, from the stack outputs), and Keystone's bootstrap into the
 // Identity table (NOVALESS_IDENTITY_TABLE): domain Default, project admin, roles, user admin.
 // Idempotent: existing items are kept, except the admin's password, reset from the secret:
-//   npm run seed -- --admin-from-secret <IdentityAdminSecretArn>   (deployed stack)
+//   npm run seed -- --admin-password-from-secret <AdminPasswordSecretArn>   (deployed stack)
 //   npm run seed -- --demo            (local users: admin / admin-secret and demo / demo-secret)
 import { parseArgs } from "node:util";
 import { secretString } from "../lib/aws/secrets.js";
@@ -11,7 +11,7 @@ import { seedIdentity } from "../lib/identity/seed.js";
 
 const { values } = parseArgs({
   options: {
-    "admin-from-secret": { type: "string" },
+    "admin-password-from-secret": { type: "string" },
     demo: { type: "boolean", default: false },
   },
 });
@@ -26,7 +26,7 @@ process.stdout.write(
 );
 // The admin's password is never a default on a deployed stack: it comes from the secret, or the
 // operator asks for the local users (--demo: admin / admin-secret and demo / demo-secret).
-const secret = values["admin-from-secret"];
+const secret = values["admin-password-from-secret"];
 if (secret || values.demo) {
   if (!process.env.NOVALESS_IDENTITY_TABLE) {
     process.stderr.write("set NOVALESS_IDENTITY_TABLE to the stack's IdentityTableName output\n");

@@ -133,8 +133,8 @@ export class NovalessStack extends Stack {
   readonly authTokensSecret: secretsmanager.Secret;
   /** /identity's token signing key (generated); absent with keystoneUrl */
   readonly tokenKeySecret?: secretsmanager.Secret;
-  /** the /identity admin's login secret (generated), for `npm run seed -- --admin-from-secret` */
-  readonly identityAdminSecret?: secretsmanager.Secret;
+  /** the /identity admin's password (generated), for `npm run seed -- --admin-password-from-secret` */
+  readonly adminPasswordSecret?: secretsmanager.Secret;
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: cloudwatch.Alarm[];
 
@@ -264,8 +264,8 @@ export class NovalessStack extends Stack {
         generateSecretString: { passwordLength: 64, excludePunctuation: true },
         removalPolicy,
       });
-      this.identityAdminSecret = new secretsmanager.Secret(this, "IdentityAdmin", {
-        description: "novaless /identity admin's login secret: npm run seed -- --admin-from-secret <arn>",
+      this.adminPasswordSecret = new secretsmanager.Secret(this, "AdminPassword", {
+        description: "novaless /identity admin password: npm run seed -- --admin-password-from-secret <arn>",
         generateSecretString: { passwordLength: 32, excludePunctuation: true },
         removalPolicy,
       });
@@ -726,13 +726,13 @@ export class NovalessStack extends Stack {
           "The secret holds the API's token table (Keystone's role, reduced), data the operator edits with put-secret-value; there is no credential behind it for a rotation Lambda to rotate",
       },
     ]);
-    for (const secret of [this.tokenKeySecret, this.identityAdminSecret])
+    for (const secret of [this.tokenKeySecret, this.adminPasswordSecret])
       if (secret)
         NagSuppressions.addResourceSuppressions(secret, [
           {
             id: "AwsSolutions-SMG4",
             reason:
-              "Generated once: rotating the token key ends every token in flight, and the admin's login is re-seeded by the operator (npm run seed -- --admin-from-secret); neither has a rotation Lambda",
+              "Generated once: rotating the token key ends every token in flight, and the admin's password is re-seeded by the operator (npm run seed -- --admin-password-from-secret); neither has a rotation Lambda",
           },
         ]);
     NagSuppressions.addResourceSuppressions(
@@ -765,11 +765,11 @@ export class NovalessStack extends Stack {
       description:
         "Put the API's token table here: aws secretsmanager put-secret-value --secret-id <arn> --secret-string file://tokens.json",
     });
-    if (this.identityAdminSecret)
-      new CfnOutput(this, "IdentityAdminSecretArn", {
-        value: this.identityAdminSecret.secretArn,
+    if (this.adminPasswordSecret)
+      new CfnOutput(this, "AdminPasswordSecretArn", {
+        value: this.adminPasswordSecret.secretArn,
         description:
-          "The /identity admin's login: NOVALESS_IDENTITY_TABLE=<IdentityTableName> npm run seed -- --admin-from-secret <arn>",
+          "The /identity admin's password: NOVALESS_IDENTITY_TABLE=<IdentityTableName> npm run seed -- --admin-password-from-secret <arn>",
       });
     new CfnOutput(this, "DashboardName", { value: this.dashboard.dashboardName });
   }
