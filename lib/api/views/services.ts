@@ -6,6 +6,7 @@ import type { ServiceHeartbeat } from "../../placement/liveness.js";
 import { isHeartbeatAlive } from "../../placement/liveness.js";
 import type { HostRecord } from "../../placement/types.js";
 import { viewFields } from "../microversion.js";
+import { isoMicro } from "./format.js";
 
 export interface ServiceContext {
   heartbeat: ServiceHeartbeat | undefined;
@@ -27,7 +28,8 @@ export const serviceView = viewFields<HostRecord, ServiceContext>([
         zone: h.availability_zone,
         status: h.service.disabled ? "disabled" : "enabled",
         state: up ? "up" : "down",
-        updated_at: c.heartbeat?.last_heartbeat ?? null,
+        // Nova's servicegroup time, as its datetimes serialize: microseconds, no zone
+        updated_at: c.heartbeat ? isoMicro(c.heartbeat.last_heartbeat) : null,
         disabled_reason: h.service.disabled_reason,
       };
     },

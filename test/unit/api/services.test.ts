@@ -34,7 +34,7 @@ describe("service views per microversion", () => {
       zone: "nova",
       status: "enabled",
       state: "up",
-      updated_at: NOW.toISOString(),
+      updated_at: "2026-03-01T12:00:00.123000",
       disabled_reason: null,
     });
     for (const v of ["2.11", "2.47", "2.79", "2.96"])
