@@ -69,7 +69,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       maxHostMessageDelaySeconds: 2,
     },
   });
-  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = DEMO) => {
+  const api = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = DEMO,
+  ) => {
     const r = await fetch(`${runtime.url}${path}`, {
       method,
       headers,

@@ -9,6 +9,7 @@ import { forVersion } from "../microversion.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import {
+  checkKeypairQuery,
   KEYPAIR_RULES,
   keypairOwner,
   parseCreateKeypair,
@@ -78,6 +79,7 @@ export async function createKeypairRoute({ ctx, deps, body }: RouteCall): Promis
 
 export async function listKeypairsRoute({ ctx, deps, query }: RouteCall): Promise<ApiResult> {
   const v = ctx.version;
+  checkKeypairQuery(query, v, true);
   const owner = keypairOwner(queryUserId(query, v), ctx.auth, KEYPAIR_RULES.index);
   const page = parseKeypairPage(query, v);
   const r = await deps.listKeypairs(owner, page);
@@ -96,6 +98,7 @@ export async function listKeypairsRoute({ ctx, deps, query }: RouteCall): Promis
 }
 
 export async function showKeypairRoute({ ctx, deps, params, query }: RouteCall): Promise<ApiResult> {
+  checkKeypairQuery(query, ctx.version, false);
   const owner = keypairOwner(queryUserId(query, ctx.version), ctx.auth, KEYPAIR_RULES.show);
   const k = await deps.getKeypair(owner, params.name!);
   if (!k) throw keypairNotFound(params.name!, owner);
@@ -103,6 +106,7 @@ export async function showKeypairRoute({ ctx, deps, params, query }: RouteCall):
 }
 
 export async function deleteKeypairRoute({ ctx, deps, params, query }: RouteCall): Promise<ApiResult> {
+  checkKeypairQuery(query, ctx.version, false);
   const owner = keypairOwner(queryUserId(query, ctx.version), ctx.auth, KEYPAIR_RULES.delete);
   if (!(await deps.deleteKeypair(owner, params.name!))) throw keypairNotFound(params.name!, owner);
   ctx.logFields.keypair = params.name;
