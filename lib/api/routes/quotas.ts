@@ -88,6 +88,7 @@ async function showDefaults({ ctx, deps, params }: RouteCall): Promise<ApiResult
 async function updateQuotaSet(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps, params, body } = call;
   const project = params.project!;
+  checkQuotaSetQuery(call.query, ctx.version);
   adminOnly(ctx.auth, "os_compute_api:os-quota-sets:update");
   noUserQuotas(call);
   const resources = quotaSetResources(ctx.version);
@@ -101,6 +102,7 @@ async function updateQuotaSet(call: RouteCall): Promise<ApiResult> {
 
 async function deleteQuotaSet(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps, params } = call;
+  checkQuotaSetQuery(call.query, ctx.version);
   adminOnly(ctx.auth, "os_compute_api:os-quota-sets:delete");
   noUserQuotas(call);
   await deps.quotas.deleteProjectLimits(params.project!);
@@ -156,16 +158,14 @@ export async function reserveForCreate(
   const giveBack = async () => {
     if (given) return;
     given = true;
-    await deps.quotas
-      .releaseUsage(project, r.delta)
-      .catch((error: unknown) =>
-        log.error("api.create.quota_not_released", {
-          request_id: requestId,
-          project_id: project,
-          ...r.delta,
-          error,
-        }),
-      );
+    await deps.quotas.releaseUsage(project, r.delta).catch((error: unknown) =>
+      log.error("api.create.quota_not_released", {
+        request_id: requestId,
+        project_id: project,
+        ...r.delta,
+        error,
+      }),
+    );
   };
   return {
     count: r.count,

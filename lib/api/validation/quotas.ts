@@ -31,16 +31,32 @@ export const QUOTA_CLASS_RESOURCES = [
   { min: "2.57", value: without([...NETWORK, ...INJECTED]) },
 ];
 
-/** The query parameters each route accepts from 2.75 (before, unknown ones are ignored). */
+/**
+ * The query parameters each route accepts from 2.75 (before, unknown ones are ignored). The error
+ * is at the top of the query, so Nova's message is jsonschema's alone.
+ */
 function checkQuery(query: Query, v: ApiVersion, allowed: string[]): void {
   if (!v.atLeast("2.75")) return;
   const extra = Object.keys(query).filter((k) => !allowed.includes(k));
   if (extra.length) {
     throw badRequest(
-      `Invalid input for query parameters ${extra[0]}. Value: ${query[extra[0]!]!.at(-1)}. ` +
-        `Additional properties are not allowed (${extra.map((k) => `'${k}'`).join(", ")} ${extra.length > 1 ? "were" : "was"} unexpected)`,
+      `Additional properties are not allowed (${extra.map((k) => `'${k}'`).join(", ")} ${extra.length > 1 ? "were" : "was"} unexpected)`,
     );
   }
+}
+
+/** Python's repr of a JSON value, as Nova's messages print a body: `{'instances': 5}`. */
+function pyRepr(v: unknown): string {
+  if (v === null || v === undefined) return "None";
+  if (v === true) return "True";
+  if (v === false) return "False";
+  if (typeof v === "string") return repr(v);
+  if (Array.isArray(v)) return `[${v.map(pyRepr).join(", ")}]`;
+  if (typeof v === "object")
+    return `{${Object.entries(v)
+      .map(([k, x]) => `'${k}': ${pyRepr(x)}`)
+      .join(", ")}}`;
+  return String(v);
 }
 
 export const checkQuotaSetQuery = (q: Query, v: ApiVersion) => checkQuery(q, v, ["user_id"]);
@@ -79,18 +95,18 @@ export function parseQuotaUpdate(
   const extraTop = Object.keys(body).filter((k) => k !== envelope);
   if (extraTop.length)
     throw badRequest(
-      `Invalid input for field/attribute ${envelope}. Value: ${JSON.stringify(body)}. Additional properties are not allowed ('${extraTop[0]}' was unexpected)`,
+      `Invalid input for field/attribute ${envelope}. Value: ${pyRepr(body)}. Additional properties are not allowed ('${extraTop[0]}' was unexpected)`,
     );
   if (typeof inner !== "object" || inner === null || Array.isArray(inner))
     throw badRequest(
-      `Invalid input for field/attribute ${envelope}. Value: ${JSON.stringify(inner)}. ${repr(inner)} is not of type 'object'`,
+      `Invalid input for field/attribute ${envelope}. Value: ${pyRepr(inner)}. ${pyRepr(inner)} is not of type 'object'`,
     );
   const allowed = new Set<string>(resources);
   const entries = Object.entries(inner as Record<string, unknown>);
   const unknown = entries.filter(([k]) => !allowed.has(k) && !(envelope === "quota_set" && k === "force"));
   if (unknown.length)
     throw badRequest(
-      `Invalid input for field/attribute ${envelope}. Value: ${JSON.stringify(inner)}. Additional properties are not allowed (${unknown.map(([k]) => `'${k}'`).join(", ")} ${unknown.length > 1 ? "were" : "was"} unexpected)`,
+      `Invalid input for field/attribute ${envelope}. Value: ${pyRepr(inner)}. Additional properties are not allowed (${unknown.map(([k]) => `'${k}'`).join(", ")} ${unknown.length > 1 ? "were" : "was"} unexpected)`,
     );
   const set: Partial<Limits> = {};
   let force = false;
