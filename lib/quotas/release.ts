@@ -9,8 +9,15 @@ import type { InstanceRecord } from "../instances/types.js";
 import { deltaOf } from "./quotas.js";
 import { releaseItem } from "./store.js";
 
-function cancelled(e: unknown): boolean {
-  return (e as { name?: string }).name === "TransactionCanceledException";
+/** Cancelled because the record moved meanwhile (or a concurrent transaction held it): read again. */
+function raced(e: unknown): boolean {
+  if ((e as { name?: string }).name !== "TransactionCanceledException") return false;
+  const codes = ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
+    (r) => r.Code,
+  );
+  return (
+    codes.length === 0 || codes.some((c) => c === "ConditionalCheckFailed" || c === "TransactionConflict")
+  );
 }
 
 /**
@@ -33,7 +40,7 @@ export async function markDeletedReleasing(
       );
       return seen;
     } catch (e) {
-      if (!cancelled(e)) throw e;
+      if (!raced(e)) throw e;
     }
   }
 }
