@@ -221,6 +221,25 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     }
   });
 
+  it("signs /identity's tokens with a generated key the API alone reads; the admin's password is generated too", () => {
+    const keyId = logicalId(s.stack, s.stack.tokenKeySecret!);
+    const resources = s.template.toJSON().Resources;
+    expect(resources[keyId].Properties.GenerateSecretString).toBeDefined();
+    expect(resources[keyId].Properties.SecretString).toBeUndefined();
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_TOKEN_KEY_SECRET).toEqual({ Ref: keyId });
+    const reads = (fn: NovalessStack["apiFunction"]) =>
+      statementsOf(s, fn).filter((st) =>
+        [st.Resource].flat().some((r) => JSON.stringify(r) === JSON.stringify({ Ref: keyId })),
+      );
+    expect(actions(reads(s.stack.apiFunction))).toContain("secretsmanager:GetSecretValue");
+    for (const fn of [s.stack.schedulerFunction, s.stack.conductorFunction, s.stack.buildIntakeFunction])
+      expect(reads(fn)).toEqual([]);
+    const adminId = logicalId(s.stack, s.stack.adminPasswordSecret!);
+    expect(resources[adminId].Properties.GenerateSecretString).toBeDefined();
+    // the operator's seed reads it, no function does
+    expect(JSON.stringify(statementsOf(s, s.stack.apiFunction))).not.toContain(adminId);
+  });
+
   it("puts no token, password or key in the template", () => {
     const text = JSON.stringify(s.template.toJSON());
     for (const demo of Object.keys(DEFAULT_AUTH_TOKENS)) expect(text).not.toContain(demo);
@@ -515,6 +534,7 @@ describe("NovalessStack (Standard conductor, options set)", () => {
         apiThrottleRateLimit: 7,
         apiThrottleBurstLimit: 9,
         buildErrorAlarmThreshold: 3,
+        keystoneUrl: "https://keystone.example.org:5000",
       },
       false,
     );
@@ -530,6 +550,15 @@ describe("NovalessStack (Standard conductor, options set)", () => {
       Level: "ALL",
       IncludeExecutionData: false,
     });
+  });
+
+  it("with keystoneUrl, validates tokens there: no key or admin secret of its own", () => {
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_KEYSTONE_URL).toBe(
+      "https://keystone.example.org:5000",
+    );
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_TOKEN_KEY_SECRET).toBeUndefined();
+    expect(s.stack.tokenKeySecret).toBeUndefined();
+    expect(Object.keys(s.template.findResources("AWS::SecretsManager::Secret"))).toHaveLength(1);
   });
 
   it("applies the removal policy, queue prefix and scheduler options", () => {

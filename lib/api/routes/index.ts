@@ -7,13 +7,16 @@ import { flavorRoutes } from "./flavors.js";
 import { hypervisorRoutes } from "./hypervisors.js";
 import { imageRoutes } from "./images.js";
 import { keypairRoutes } from "./keypairs.js";
+import { limitsRoutes } from "./limits.js";
 import { placementAuditRoutes } from "./placement-audit.js";
+import { quotaRoutes } from "./quotas.js";
 import { schedulingRoutes } from "./scheduling.js";
 import { serverActionRoutes } from "./server-actions.js";
 import { serverGroupRoutes } from "./server-groups.js";
 import { serverMetaRoutes } from "./server-meta.js";
 import { serverRoutes } from "./servers.js";
 import { serviceRoutes } from "./services.js";
+import { usageRoutes } from "./usage.js";
 
 export const ROUTES: Route[] = [
   ...serverRoutes,
@@ -29,4 +32,7 @@ export const ROUTES: Route[] = [
   ...serviceRoutes,
   ...aggregateRoutes,
   ...serverGroupRoutes,
+  ...quotaRoutes,
+  ...limitsRoutes,
+  ...usageRoutes,
 ];
