@@ -61,6 +61,14 @@ describe("server changes on DynamoDB", () => {
     expect(over.status).toBe(403);
     expect(over.body.forbidden.message).toBe("Maximum number of metadata items exceeds 128");
     expect((await client.get(base)).body).toEqual({ metadata: { c: "3" } });
+    // the limit is the project's metadata_items quota
+    const admin = client.as(ADMIN);
+    const set = await admin.call("PUT", "/v2.1/os-quota-sets/demo", { quota_set: { metadata_items: 1 } });
+    expect(set.status).toBe(200);
+    const overQuota = await client.post(base, { metadata: { d: "4" } });
+    expect(overQuota.status).toBe(403);
+    expect(overQuota.body.forbidden.message).toBe("Maximum number of metadata items exceeds 1");
+    expect((await admin.delete("/v2.1/os-quota-sets/demo")).status).toBe(202);
   });
 
   it("tags from 2.26: add (201, then 204), check, replace, remove, the 50-tag limit", async () => {

@@ -5,7 +5,6 @@ import type { ServerFields } from "../../instances/repo.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import { ApiError, conflict, notFound } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
-import { apiSettings } from "../settings.js";
 import { parseJsonBody } from "../validation/common.js";
 import {
   checkMetadataLimit,
@@ -52,11 +51,22 @@ async function modify(
   throw conflict(`Instance ${id} is being changed by other requests. Please try again.`);
 }
 
-function metadataChange(action: string, next: (rec: InstanceRecord) => Record<string, string>) {
+/** The server's project's metadata_items quota (-1: unlimited), as Nova checks it. */
+async function metadataLimit(call: RouteCall): Promise<number> {
+  const rec = await findServer(call.deps, call.params.id!, call.ctx.auth);
+  return (await call.deps.quotas.getProjectLimits(rec.project_id)).metadata_items;
+}
+
+function metadataChange(
+  action: string,
+  next: (rec: InstanceRecord) => Record<string, string>,
+  /** the metadata_items quota; -1 unlimited */
+  maxItems: number,
+) {
   return (rec: InstanceRecord): ServerFields => {
     checkState(rec, action, METADATA_STATES);
     const metadata = next(rec);
-    checkMetadataLimit(metadata, apiSettings().maxMetadataItems);
+    if (maxItems >= 0) checkMetadataLimit(metadata, maxItems);
     return { metadata };
   };
 }
@@ -77,12 +87,15 @@ async function listMetadata({ ctx, deps, params }: RouteCall): Promise<ApiResult
 /** PUT replaces the whole map; POST merges into it. Both answer the body's metadata (Nova). */
 async function setMetadata(call: RouteCall, replace: boolean): Promise<ApiResult> {
   const metadata = parseMetadataBody(parseJsonBody(call.body));
+  const max = await metadataLimit(call);
   const updated = await modify(
     call,
     lockChecked(
       call,
-      metadataChange("update metadata", (rec) =>
-        replace ? { ...metadata } : { ...rec.metadata, ...metadata },
+      metadataChange(
+        "update metadata",
+        (rec) => (replace ? { ...metadata } : { ...rec.metadata, ...metadata }),
+        max,
       ),
     ),
   );
@@ -101,11 +114,12 @@ async function showMetaItem({ ctx, deps, params }: RouteCall): Promise<ApiResult
 async function setMetaItem(call: RouteCall): Promise<ApiResult> {
   const key = call.params.key!;
   const value = parseMetaItem(parseJsonBody(call.body), key);
+  const max = await metadataLimit(call);
   await modify(
     call,
     lockChecked(
       call,
-      metadataChange("update metadata", (rec) => ({ ...rec.metadata, [key]: value })),
+      metadataChange("update metadata", (rec) => ({ ...rec.metadata, [key]: value }), max),
     ),
   );
   return { status: 200, body: { meta: { [key]: value } } };
@@ -117,11 +131,16 @@ async function deleteMetaItem(call: RouteCall): Promise<ApiResult> {
     call,
     lockChecked(
       call,
-      metadataChange("delete metadata", (rec) => {
-        if (!Object.hasOwn(rec.metadata, key)) throw metaNotFound();
-        const { [key]: _, ...rest } = rec.metadata;
-        return rest;
-      }),
+      metadataChange(
+        "delete metadata",
+        (rec) => {
+          if (!Object.hasOwn(rec.metadata, key)) throw metaNotFound();
+          const { [key]: _, ...rest } = rec.metadata;
+          return rest;
+          // removing a key never goes over the quota
+        },
+        -1,
+      ),
     ),
   );
   return { status: 204 };
