@@ -125,6 +125,7 @@ async function setMetaItem(call: RouteCall): Promise<ApiResult> {
   return { status: 200, body: { meta: { [key]: value } } };
 }
 
+/** Removing a key never goes over the quota: no limit (-1) for it. */
 async function deleteMetaItem(call: RouteCall): Promise<ApiResult> {
   const key = call.params.key!;
   await modify(
@@ -137,7 +138,6 @@ async function deleteMetaItem(call: RouteCall): Promise<ApiResult> {
           if (!Object.hasOwn(rec.metadata, key)) throw metaNotFound();
           const { [key]: _, ...rest } = rec.metadata;
           return rest;
-          // removing a key never goes over the quota
         },
         -1,
       ),
