@@ -55,8 +55,6 @@ export interface ApiSettings {
   multiInstanceNameTemplate: string;
   /** NOVALESS_API_URL: the public base URL for links; derived from the request when unset. */
   publicUrl: string | undefined;
-  /** NOVALESS_MAX_METADATA_ITEMS: Nova's metadata_items quota (128). */
-  maxMetadataItems: number;
 }
 
 function int(name: string, fallback: number): number {
@@ -73,6 +71,5 @@ export function apiSettings(): ApiSettings {
     maxCount: int("NOVALESS_MAX_COUNT", 100),
     multiInstanceNameTemplate: process.env.NOVALESS_MULTI_INSTANCE_NAME_TEMPLATE || "%(name)s-%(count)d",
     publicUrl: process.env.NOVALESS_API_URL?.replace(/\/+$/, "") || undefined,
-    maxMetadataItems: int("NOVALESS_MAX_METADATA_ITEMS", 128),
   };
 }

@@ -87,12 +87,14 @@ export interface ResolvedCreate {
 export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<ResolvedCreate> {
   const { auth } = ctx;
   const settings = apiSettings();
+  // Nova checks a create's metadata against the project's metadata_items quota (-1: unlimited)
+  const metadataItems = (await deps.quotas.getProjectLimits(auth.project_id)).metadata_items;
   const req = parseCreateServer(
     parseJsonBody(body),
     auth,
     {
       maxCount: settings.maxCount,
-      maxMetadataItems: settings.maxMetadataItems,
+      maxMetadataItems: metadataItems === -1 ? Number.POSITIVE_INFINITY : metadataItems,
     },
     ctx.version,
   );
