@@ -44,11 +44,10 @@ def server_cycle(conn, name, flavor, image):
 
 def _at_least(conn, version):
     """Whether the microversion this run asked for is `version` or later."""
-    wanted = tuple(int(p) for p in version.split("."))
-    current = conn.config.get_api_version("compute") or "2.1"
-    if current == "latest":
+    if VERSION == "latest":
         return True
-    return tuple(int(p) for p in current.split(".")) >= wanted
+    wanted = tuple(int(p) for p in version.split("."))
+    return tuple(int(p) for p in VERSION.split(".")) >= wanted
 
 
 def keypairs(conn, name):
@@ -112,9 +111,18 @@ OPERATIONS = {
 }
 
 
+VERSION = "2.1"
+
+
 def main():
-    cloud, version, operation, *args = sys.argv[1:]
-    conn = openstack.connect(cloud=cloud, compute_api_version=version)
+    global VERSION
+    cloud, VERSION, operation, *args = sys.argv[1:]
+    if VERSION == "latest":
+        # The SDK's own mode: no default microversion, each resource negotiates the highest one
+        # both it and the server support (a configured "latest" is refused by the SDK).
+        conn = openstack.connect(cloud=cloud)
+    else:
+        conn = openstack.connect(cloud=cloud, compute_api_version=VERSION)
     try:
         result = OPERATIONS[operation](conn, *args)
     except openstack.exceptions.SDKException as e:
