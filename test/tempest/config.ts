@@ -43,6 +43,8 @@ const FEATURES_OFF = [
   "metadata_service",
   "config_drive",
   "personality",
+  // OS-DCF:diskConfig is not modelled: the fake driver has no disk to partition
+  "disk_config",
   "hostname_fqdn_sanitization",
 ];
 
