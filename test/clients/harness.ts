@@ -147,6 +147,15 @@ function parse(command: string, stdout: string): Json {
   }
 }
 
+/**
+ * --os-compute-api-version for `openstack` and `nova`: novaclient parses the option and spells
+ * "latest" as "2.latest" (a bare "latest" is its "Invalid format of client version").
+ */
+function versionArgs(version: string | undefined): string[] {
+  if (!version) return [];
+  return ["--os-compute-api-version", version === "latest" ? "2.latest" : version];
+}
+
 export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
   const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, ...opts });
   const dir = await mkdtemp(join(tmpdir(), "novaless-clients-"));
@@ -157,7 +166,7 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
   const osArgs = (args: string[], o: CommandOptions) => [
     "--os-cloud",
     o.cloud ?? "admin",
-    ...(o.version ? ["--os-compute-api-version", o.version] : []),
+    ...versionArgs(o.version),
     ...args,
     ...(o.json === false ? [] : ["-f", "json"]),
   ];
@@ -193,11 +202,7 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
   };
 
   const nova = (args: string[], o: CommandOptions = {}) =>
-    exec(
-      "nova",
-      [...(o.version ? ["--os-compute-api-version", o.version] : []), ...args],
-      novaEnv(o.cloud ?? "admin"),
-    );
+    exec("nova", [...versionArgs(o.version), ...args], novaEnv(o.cloud ?? "admin"));
 
   const sdk = async (operation: string, args: string[] = [], o: CommandOptions = {}) => {
     const full = [join(here, "sdk_probe.py"), o.cloud ?? "admin", o.version ?? "2.1", operation, ...args];
