@@ -78,7 +78,7 @@ export interface CommandOptions {
   cloud?: CloudName;
   /** --os-compute-api-version; unset: the client's default (2.1 for openstack and nova) */
   version?: string;
-  /** add `-f json` and parse stdout (default true; false returns undefined) */
+  /** add `-f json` and parse stdout (default true; false returns stdout as it is) */
   json?: boolean;
 }
 
@@ -174,7 +174,7 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
   const openstack = async (args: string[], o: CommandOptions = {}): Promise<Json> => {
     const full = osArgs(args, o);
     const out = await exec("openstack", full, env);
-    return o.json === false ? undefined : parse(`openstack ${full.join(" ")}`, out);
+    return o.json === false ? out : parse(`openstack ${full.join(" ")}`, out);
   };
 
   const openstackFails = async (args: string[], o: CommandOptions = {}): Promise<ClientError> => {
