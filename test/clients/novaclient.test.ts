@@ -1,9 +1,12 @@
 // The `nova` CLI (Debian python3-novaclient 18.1; deprecated upstream but still in operators'
 // scripts) against the whole local runtime, with the OS_* variables of password auth. It prints
 // tables only, so the tests read the cells of its tables.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Cloud, missing, startCloud, unique, VERSIONS } from "./harness.js";
 import { atLeast, below } from "./versions.js";
+
+// Python start-up is most of each command: several at once on two cores take their time.
+vi.setConfig({ testTimeout: 300_000 });
 
 /**
  * Every prettytable in `out` (a top border, a header row, a border, rows, a bottom border), each
@@ -50,7 +53,8 @@ describe.skipIf(missing("nova"))("novaclient against novaless", () => {
     await cloud?.stop();
   });
 
-  describe.each(VERSIONS)("at compute microversion %s", (version) => {
+  // versions and tests run concurrently (each call a Python process; each test its own resources)
+  describe.concurrent.each(VERSIONS)("at compute microversion %s", (version) => {
     const as = (cloudName: "admin" | "demo" = "admin") => ({ cloud: cloudName, version });
 
     it("flavor-list, keypair-list, limits, quota-show, usage-list", async () => {
@@ -99,7 +103,7 @@ describe.skipIf(missing("nova"))("novaclient against novaless", () => {
       expect(actions.map((a) => a.Action)).toContain("create");
 
       await cloud.nova(["delete", id], as("demo"));
-    }, 180_000);
+    });
 
     it("hypervisor-list, service-list, availability-zone-list, aggregate-list as admin", async () => {
       const hypervisors = table(await cloud.nova(["hypervisor-list"], as()));

@@ -6,11 +6,12 @@
 // operations in novaless).
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Cloud, cloudsYaml, type Json, missing, startCloud, unique, VERSIONS } from "./harness.js";
 import { atLeast, below, sshPublicKey } from "./versions.js";
 
-const SLOW = 300_000;
+// Python start-up is most of each command: several at once on two cores take their time.
+vi.setConfig({ testTimeout: 300_000 });
 
 describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () => {
   let cloud: Cloud;
@@ -71,8 +72,13 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
     expect(err.stderr).toMatch(/400.*'public_key' is a required property/);
   });
 
-  describe.each(VERSIONS)("at compute microversion %s", (version) => {
+  // The versions and their tests run concurrently: each command is a Python process, mostly
+  // start-up CPU, and `--wait` polls every 5 s. Each test keeps to its own resources.
+  describe.concurrent.each(VERSIONS)("at compute microversion %s", (version) => {
     const as = (cloudName: "admin" | "demo" = "admin") => ({ cloud: cloudName, version });
+    // a host of this version's own for the aggregate, so versions do not meet on one host
+    const host = `host-${VERSIONS.indexOf(version) + 1}`;
+    const zone = `az-cli-${VERSIONS.indexOf(version) + 1}`;
 
     it("flavor list and flavor show", async () => {
       const flavors: Json[] = await cloud.openstack(["flavor", "list"], as("demo"));
@@ -181,90 +187,83 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
       expect(after.map((k) => k.Name)).not.toContain(imported);
     });
 
-    it(
-      "server create/list/show/set/unset/delete with --wait, and its events",
-      async () => {
-        const key = unique("key");
-        const keyFile = join(cloud.dir, `${key}.pub`);
-        await writeFile(keyFile, `${sshPublicKey(key)}\n`);
-        await cloud.openstack(["keypair", "create", "--public-key", keyFile, key], as("demo"));
+    it("server create/list/show/set/unset/delete with --wait, and its events", async () => {
+      const key = unique("key");
+      const keyFile = join(cloud.dir, `${key}.pub`);
+      await writeFile(keyFile, `${sshPublicKey(key)}\n`);
+      await cloud.openstack(["keypair", "create", "--public-key", keyFile, key], as("demo"));
 
-        const name = unique("vm");
-        const created = await cloud.openstack(
-          [
-            "server",
-            "create",
-            "--flavor",
-            "m1.tiny",
-            "--image",
-            "cirros",
-            "--key-name",
-            key,
-            "--property",
-            "role=test",
-            // from 2.37 Nova needs `networks`; without Neutron there is none to attach
-            ...(atLeast(version, "2.37") ? ["--nic", "none"] : []),
-            "--wait",
-            name,
-          ],
-          as("demo"),
-        );
-        expect(created).toMatchObject({ name, status: "ACTIVE", key_name: key });
-        const id = created.id as string;
+      const name = unique("vm");
+      const created = await cloud.openstack(
+        [
+          "server",
+          "create",
+          "--flavor",
+          "m1.tiny",
+          "--image",
+          "cirros",
+          "--key-name",
+          key,
+          "--property",
+          "role=test",
+          // from 2.37 Nova needs `networks`; without Neutron there is none to attach
+          ...(atLeast(version, "2.37") ? ["--nic", "none"] : []),
+          "--wait",
+          name,
+        ],
+        as("demo"),
+      );
+      expect(created).toMatchObject({ name, status: "ACTIVE", key_name: key });
+      const id = created.id as string;
 
-        const listed: Json[] = await cloud.openstack(["server", "list"], as("demo"));
-        expect(listed.find((s) => s.ID === id)).toMatchObject({ Name: name, Status: "ACTIVE" });
-        // another project's servers are not the member's to see
-        const adminOwn: Json[] = await cloud.openstack(["server", "list"], as());
-        expect(adminOwn.map((s) => s.ID)).not.toContain(id);
-        const all: Json[] = await cloud.openstack(["server", "list", "--all-projects"], as());
-        expect(all.map((s) => s.ID)).toContain(id);
+      const listed: Json[] = await cloud.openstack(["server", "list"], as("demo"));
+      expect(listed.find((s) => s.ID === id)).toMatchObject({ Name: name, Status: "ACTIVE" });
+      // another project's servers are not the member's to see
+      const adminOwn: Json[] = await cloud.openstack(["server", "list"], as());
+      expect(adminOwn.map((s) => s.ID)).not.toContain(id);
+      const all: Json[] = await cloud.openstack(["server", "list", "--all-projects"], as());
+      expect(all.map((s) => s.ID)).toContain(id);
 
-        const shown = await cloud.openstack(["server", "show", id], as("demo"));
-        expect(shown).toMatchObject({ id, name, status: "ACTIVE", key_name: key });
-        expect(shown.properties).toEqual({ role: "test" });
-        // the member never sees a host name; the admin does
-        expect(shown["OS-EXT-SRV-ATTR:host"]).toBeUndefined();
-        const asAdmin = await cloud.openstack(["server", "show", id], as());
-        expect(asAdmin["OS-EXT-SRV-ATTR:host"]).toMatch(/^host-\d$/);
+      const shown = await cloud.openstack(["server", "show", id], as("demo"));
+      expect(shown).toMatchObject({ id, name, status: "ACTIVE", key_name: key });
+      expect(shown.properties).toEqual({ role: "test" });
+      // the member never sees a host name; the admin does
+      expect(shown["OS-EXT-SRV-ATTR:host"]).toBeUndefined();
+      const asAdmin = await cloud.openstack(["server", "show", id], as());
+      expect(asAdmin["OS-EXT-SRV-ATTR:host"]).toMatch(/^host-\d$/);
 
-        const renamed = `${name}-renamed`;
-        await cloud.openstack(
-          [
-            "server",
-            "set",
-            "--name",
-            renamed,
-            "--property",
-            "tier=web",
-            ...(atLeast(version, "2.19") ? ["--description", "a test server"] : []),
-            id,
-          ],
-          { ...as("demo"), json: false },
-        );
-        await cloud.openstack(["server", "unset", "--property", "role", id], { ...as("demo"), json: false });
-        const changed = await cloud.openstack(["server", "show", id], as("demo"));
-        expect(changed.name).toBe(renamed);
-        expect(changed.properties).toEqual({ tier: "web" });
-        if (atLeast(version, "2.19")) expect(changed.description).toBe("a test server");
+      const renamed = `${name}-renamed`;
+      await cloud.openstack(
+        [
+          "server",
+          "set",
+          "--name",
+          renamed,
+          "--property",
+          "tier=web",
+          ...(atLeast(version, "2.19") ? ["--description", "a test server"] : []),
+          id,
+        ],
+        { ...as("demo"), json: false },
+      );
+      await cloud.openstack(["server", "unset", "--property", "role", id], { ...as("demo"), json: false });
+      const changed = await cloud.openstack(["server", "show", id], as("demo"));
+      expect(changed.name).toBe(renamed);
+      expect(changed.properties).toEqual({ tier: "web" });
+      if (atLeast(version, "2.19")) expect(changed.description).toBe("a test server");
 
-        const events: Json[] = await cloud.openstack(["server", "event", "list", id], as("demo"));
-        const create = events.find((e) => e.Action === "create");
-        expect(create).toMatchObject({ "Server ID": id });
-        const event = await cloud.openstack(
-          ["server", "event", "show", id, create["Request ID"]],
-          as("demo"),
-        );
-        expect(event).toMatchObject({ action: "create", request_id: create["Request ID"] });
-        expect(event.events.length).toBeGreaterThan(0);
+      const events: Json[] = await cloud.openstack(["server", "event", "list", id], as("demo"));
+      const create = events.find((e) => e.Action === "create");
+      expect(create).toMatchObject({ "Server ID": id });
+      const event = await cloud.openstack(["server", "event", "show", id, create["Request ID"]], as("demo"));
+      expect(event).toMatchObject({ action: "create", request_id: create["Request ID"] });
+      expect(event.events.length).toBeGreaterThan(0);
 
-        await cloud.openstack(["server", "delete", "--wait", id], { ...as("demo"), json: false });
-        const gone = await cloud.openstackFails(["server", "show", id], as("demo"));
-        expect(gone.stderr).toMatch(/No server with a name or ID|could not be found/i);
-        await cloud.openstack(["keypair", "delete", key], { ...as("demo"), json: false });
-      },
-      SLOW,
-    );
+      await cloud.openstack(["server", "delete", "--wait", id], { ...as("demo"), json: false });
+      const gone = await cloud.openstackFails(["server", "show", id], as("demo"));
+      expect(gone.stderr).toMatch(/No server with a name or ID|could not be found/i);
+      await cloud.openstack(["keypair", "delete", key], { ...as("demo"), json: false });
+    });
 
     it("server group create, list, show, delete", async () => {
       const name = unique("group");
@@ -286,22 +285,22 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
 
     it("aggregate create/set/add host/show/remove host/unset/delete, availability zone list", async () => {
       const name = unique("agg");
-      const created = await cloud.openstack(["aggregate", "create", "--zone", "az-cli", name], as());
-      expect(created).toMatchObject({ name, availability_zone: "az-cli" });
+      const created = await cloud.openstack(["aggregate", "create", "--zone", zone, name], as());
+      expect(created).toMatchObject({ name, availability_zone: zone });
       await cloud.openstack(["aggregate", "set", "--property", "ssd=true", name], { ...as(), json: false });
-      await cloud.openstack(["aggregate", "add", "host", name, "host-4"], as());
+      await cloud.openstack(["aggregate", "add", "host", name, host], as());
       const shown = await cloud.openstack(["aggregate", "show", name], as());
-      expect(shown.hosts).toEqual(["host-4"]);
+      expect(shown.hosts).toEqual([host]);
       expect(shown.properties).toMatchObject({ ssd: "true" });
 
       const zones: Json[] = await cloud.openstack(["availability", "zone", "list", "--compute"], as("demo"));
-      expect(zones.map((z) => z["Zone Name"])).toEqual(expect.arrayContaining(["az-cli"]));
+      expect(zones.map((z) => z["Zone Name"])).toEqual(expect.arrayContaining([zone]));
       expect(zones.every((z) => z["Zone Status"] === "available")).toBe(true);
 
       const listed: Json[] = await cloud.openstack(["aggregate", "list"], as());
       expect(listed.map((a) => a.Name)).toContain(name);
 
-      await cloud.openstack(["aggregate", "remove", "host", name, "host-4"], as());
+      await cloud.openstack(["aggregate", "remove", "host", name, host], as());
       await cloud.openstack(["aggregate", "unset", "--property", "ssd", name], { ...as(), json: false });
       await cloud.openstack(["aggregate", "delete", name], { ...as(), json: false });
       const after: Json[] = await cloud.openstack(["aggregate", "list"], as());
@@ -329,6 +328,23 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
       const refused = await cloud.openstackFails(["hypervisor", "list"], as("demo"));
       expect(refused.stderr).toMatch(/HTTP 403|os_compute_api:os-hypervisors/);
     });
+
+    it("usage list", async () => {
+      const usage: Json[] = await cloud.openstack(["usage", "list"], as());
+      // one row per project with usage in the window; every row names its project and counts
+      for (const row of usage) {
+        expect(row.Project).toEqual(expect.any(String));
+        expect(row.Servers).toEqual(expect.any(Number));
+      }
+      const own = await cloud.openstack(["usage", "show"], as("demo"));
+      expect(own).toHaveProperty("Servers");
+    });
+  });
+
+  // One version at a time, after the concurrent ones: they change what every test would see
+  // (a disabled host, project demo's quota).
+  describe.each(VERSIONS)("admin changes at compute microversion %s", (version) => {
+    const as = (cloudName: "admin" | "demo" = "admin") => ({ cloud: cloudName, version });
 
     it("compute service list, set --disable with a reason, set --enable", async () => {
       const services: Json[] = await cloud.openstack(["compute", "service", "list"], as());
@@ -389,17 +405,6 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
       });
       const refused = await cloud.openstackFails(["quota", "set", "--instances", "99", "demo"], as("demo"));
       expect(refused.stderr).toMatch(/HTTP 403|os_compute_api:os-quota-sets/);
-    });
-
-    it("usage list", async () => {
-      const usage: Json[] = await cloud.openstack(["usage", "list"], as());
-      // one row per project with usage in the window; every row names its project and counts
-      for (const row of usage) {
-        expect(row.Project).toEqual(expect.any(String));
-        expect(row.Servers).toEqual(expect.any(Number));
-      }
-      const own = await cloud.openstack(["usage", "show"], as("demo"));
-      expect(own).toHaveProperty("Servers");
     });
   });
 });

@@ -2,9 +2,12 @@
 // many tools are built on) against the whole local runtime: test/clients/sdk_probe.py runs one
 // operation per process with the clouds.yaml the harness wrote. "latest" is the SDK's own mode:
 // no configured microversion, each resource negotiating the highest both sides support.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Cloud, type Json, missing, startCloud, unique, VERSIONS } from "./harness.js";
 import { below } from "./versions.js";
+
+// Python start-up is most of each command: several at once on two cores take their time.
+vi.setConfig({ testTimeout: 300_000 });
 
 describe.skipIf(missing("openstacksdk"))("openstacksdk against novaless", () => {
   let cloud: Cloud;
@@ -24,7 +27,8 @@ describe.skipIf(missing("openstacksdk"))("openstacksdk against novaless", () => 
     });
   });
 
-  describe.each(VERSIONS)("at compute microversion %s", (version) => {
+  // versions and tests run concurrently (each call a Python process; each test its own resources)
+  describe.concurrent.each(VERSIONS)("at compute microversion %s", (version) => {
     const as = (cloudName: "admin" | "demo" = "admin") => ({ cloud: cloudName, version });
 
     it("flavors", async () => {
@@ -47,7 +51,7 @@ describe.skipIf(missing("openstacksdk"))("openstacksdk against novaless", () => 
       expect(r.shown).toMatchObject({ name, status: "ACTIVE" });
       expect(r.listed).toContain(r.shown.id);
       expect(r.metadata).toEqual({ purpose: "sdk" });
-    }, 180_000);
+    });
 
     it("keypairs: create (generated), list, show, delete", async () => {
       const name = unique("sdk-key");
