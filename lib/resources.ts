@@ -16,7 +16,7 @@ export interface GsiSpec {
 
 export interface TableSpec {
   /** logical id in the stack, and the local table name */
-  id: "Hosts" | "Allocations" | "Instances" | "Catalog" | "Services" | "Scheduling";
+  id: "Hosts" | "Allocations" | "Instances" | "Catalog" | "Services" | "Scheduling" | "Identity";
   localName: string;
   partitionKey: string;
   sortKey?: string;
@@ -111,6 +111,15 @@ export const TABLES: TableSpec[] = [
     localName: "novaless-catalog",
     partitionKey: "pk",
     env: "NOVALESS_CATALOG_TABLE",
+    gsis: [],
+  },
+  // Keystone's users (scrypt hashes), projects, domains, roles and role assignments
+  // (lib/identity/store.ts): read by the API only, written by `npm run seed`.
+  {
+    id: "Identity",
+    localName: "novaless-identity",
+    partitionKey: "pk",
+    env: "NOVALESS_IDENTITY_TABLE",
     gsis: [],
   },
 ];

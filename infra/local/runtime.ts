@@ -22,6 +22,7 @@ import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { runWatchdog, type WatchdogAction } from "../../lib/conductor/watchdog.js";
 import { schedulerConfig } from "../../lib/config.js";
+import { seedIdentity } from "../../lib/identity/seed.js";
 import { log } from "../../lib/log.js";
 import { BUILD_REQUESTS_QUEUE, DLQ_SUFFIX } from "../../lib/resources.js";
 import { resetHostManagers } from "../../lib/scheduler/manager.js";
@@ -339,6 +340,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       NOVALESS_CONDUCTOR_ARN: sm.stateMachineArn!,
     });
     await seedCatalog();
+    // DevStack's users: admin / admin-secret and demo / demo-secret (lib/identity/seed.ts).
+    await seedIdentity({ adminPassword: "admin-secret", demo: true });
 
     const compute = as("compute-host");
     const fleet =

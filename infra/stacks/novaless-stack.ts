@@ -72,6 +72,12 @@ export interface NovalessStackProps extends StackProps {
   logRetention?: logs.RetentionDays;
   /** Where the alarms go (an SNS topic action, say). Default: nowhere, the alarms only show. */
   alarmActions?: cloudwatch.IAlarmAction[];
+  /**
+   * An existing Keystone (`-c keystoneUrl=https://keystone.example.org:5000`): the API validates
+   * X-Auth-Token there (keystonemiddleware's way, cached 300 s) and serves no /identity of its own;
+   * no token key nor admin password is created.
+   */
+  keystoneUrl?: string;
 }
 
 /** Lambda's Node.js runtimes have no `require` in ESM; bundled CommonJS dependencies need one. */
@@ -125,6 +131,10 @@ export class NovalessStack extends Stack {
   readonly computeAgentPolicy: iam.ManagedPolicy;
   readonly computeQueuePrefix: string;
   readonly authTokensSecret: secretsmanager.Secret;
+  /** /identity's token signing key (generated); absent with keystoneUrl */
+  readonly tokenKeySecret?: secretsmanager.Secret;
+  /** the admin user's password (generated) for `npm run seed -- --admin-password-from-secret` */
+  readonly adminPasswordSecret?: secretsmanager.Secret;
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: cloudwatch.Alarm[];
 
@@ -176,6 +186,7 @@ export class NovalessStack extends Stack {
       Catalog: catalog,
       Services: services,
       Scheduling: scheduling,
+      Identity: identity,
     } = tables;
 
     // --- Queues -----------------------------------------------------------------------------
@@ -242,10 +253,28 @@ export class NovalessStack extends Stack {
       secretStringValue: SecretValue.unsafePlainText("{}"),
       removalPolicy,
     });
+    // Identity: tokens are signed with a key generated into a secret (never in the template), and
+    // the admin's password is generated into another, which the operator's seed reads; or, with
+    // keystoneUrl, both are Keystone's business.
+    const identityEnvironment: Record<string, string> = {};
+    if (props.keystoneUrl) identityEnvironment.NOVALESS_KEYSTONE_URL = props.keystoneUrl;
+    else {
+      this.tokenKeySecret = new secretsmanager.Secret(this, "TokenKey", {
+        description: "novaless /identity token signing key (HMAC-SHA256)",
+        generateSecretString: { passwordLength: 64, excludePunctuation: true },
+        removalPolicy,
+      });
+      this.adminPasswordSecret = new secretsmanager.Secret(this, "AdminPassword", {
+        description: "novaless /identity admin password: npm run seed -- --admin-password-from-secret <arn>",
+        generateSecretString: { passwordLength: 32, excludePunctuation: true },
+        removalPolicy,
+      });
+      identityEnvironment.NOVALESS_TOKEN_KEY_SECRET = this.tokenKeySecret.secretArn;
+    }
     this.apiFunction = handler("Api", "api", {
       memorySize: 512,
       timeout: Duration.seconds(29),
-      environment: { NOVALESS_AUTH_TOKENS_SECRET: this.authTokensSecret.secretArn },
+      environment: { NOVALESS_AUTH_TOKENS_SECRET: this.authTokensSecret.secretArn, ...identityEnvironment },
     });
     this.schedulerFunction = handler("Scheduler", "scheduler", {
       memorySize: 1024,
@@ -364,6 +393,9 @@ export class NovalessStack extends Stack {
 
     // --- Grants for what this block of the stack added (observability, secrets) ---------------
     this.authTokensSecret.grantRead(this.apiFunction);
+    // /identity reads users, projects and assignments; only the operator's seed writes them.
+    identity.grantReadData(this.apiFunction);
+    this.tokenKeySecret?.grantRead(this.apiFunction);
 
     // --- HTTP API ---------------------------------------------------------------------------
     this.httpApi = new apigwv2.HttpApi(this, "HttpApi", {
@@ -694,6 +726,15 @@ export class NovalessStack extends Stack {
           "The secret holds the API's token table (Keystone's role, reduced), data the operator edits with put-secret-value; there is no credential behind it for a rotation Lambda to rotate",
       },
     ]);
+    for (const secret of [this.tokenKeySecret, this.adminPasswordSecret])
+      if (secret)
+        NagSuppressions.addResourceSuppressions(secret, [
+          {
+            id: "AwsSolutions-SMG4",
+            reason:
+              "Generated once: rotating the token key ends every token in flight, and the admin password is re-seeded by the operator (npm run seed -- --admin-password-from-secret); neither has a rotation Lambda",
+          },
+        ]);
     NagSuppressions.addResourceSuppressions(
       this.httpApi,
       [
@@ -724,6 +765,12 @@ export class NovalessStack extends Stack {
       description:
         "Put the API's token table here: aws secretsmanager put-secret-value --secret-id <arn> --secret-string file://tokens.json",
     });
+    if (this.adminPasswordSecret)
+      new CfnOutput(this, "AdminPasswordSecretArn", {
+        value: this.adminPasswordSecret.secretArn,
+        description:
+          "The /identity admin's password: NOVALESS_IDENTITY_TABLE=<IdentityTableName> npm run seed -- --admin-password-from-secret <arn>",
+      });
     new CfnOutput(this, "DashboardName", { value: this.dashboard.dashboardName });
   }
 }

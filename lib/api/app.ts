@@ -6,8 +6,9 @@ import { randomUUID } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { MAX_REQUEST_BODY_BYTES } from "../config.js";
+import { keystoneUrl } from "../identity/keystone.js";
 import { log } from "../log.js";
-import { type AuthContext, authenticate, tokenTable } from "./auth.js";
+import { type AuthContext, authenticate } from "./auth.js";
 import type { ApiDeps } from "./deps.js";
 import {
   ApiError,
@@ -19,6 +20,8 @@ import {
   UNAUTHORIZED_STATUS,
   UNEXPECTED_ERROR,
 } from "./errors.js";
+import { identityApp } from "./identity/app.js";
+import { imageApp } from "./image/app.js";
 import { type ApiVersion, negotiateVersion, versionHeaders } from "./microversion.js";
 import { baseUrlFrom, type Query, type Route } from "./request.js";
 import { ROUTES } from "./routes/index.js";
@@ -101,13 +104,15 @@ function onError(e: Error, c: ApiContext): Response {
 }
 
 /** Keystone's middleware's part: a valid X-Auth-Token or 401 in Keystone's own shape. */
-const requireToken: MiddlewareHandler<ApiEnv> = async (c, next) => {
-  const headers = Object.fromEntries(c.req.raw.headers);
-  const auth = authenticate(headers, await tokenTable());
-  if (!auth) return c.json(UNAUTHORIZED_BODY, UNAUTHORIZED_STATUS as 401);
-  c.set("auth", auth);
-  await next();
-};
+const requireToken =
+  (deps: ApiDeps): MiddlewareHandler<ApiEnv> =>
+  async (c, next) => {
+    const headers = Object.fromEntries(c.req.raw.headers);
+    const auth = await authenticate(headers, deps);
+    if (!auth) return c.json(UNAUTHORIZED_BODY, UNAUTHORIZED_STATUS as 401);
+    c.set("auth", auth);
+    await next();
+  };
 
 /** The request's microversion; its headers on every compute answer, errors included. */
 const microversion: MiddlewareHandler<ApiEnv> = async (c, next) => {
@@ -173,7 +178,11 @@ export function createApp(deps: ApiDeps): Hono<ApiEnv> {
   app.get("/", (c) => c.json(versionsView(c.get("baseUrl"))));
   app.get(V21, (c) => c.json(versionView(c.get("baseUrl"))));
 
-  app.use(`${V21}/*`, requireToken, microversion);
+  // Identity (unless the stack validates against an existing Keystone) and Image, DevStack's paths.
+  if (!keystoneUrl()) app.route("/identity", identityApp(deps));
+  app.route("/image", imageApp(deps));
+
+  app.use(`${V21}/*`, requireToken(deps), microversion);
   for (const route of ROUTES)
     app.on(route.method, `${V21}${route.pattern}`, routeHandler(route, deps, false));
   for (const route of ROUTES)

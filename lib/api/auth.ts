@@ -1,13 +1,24 @@
-// Keystone's part, reduced to a static token table: X-Auth-Token → user, project, roles.
-// Deployed, the table lives in Secrets Manager (NOVALESS_AUTH_TOKENS_SECRET names it) and is read
-// at run time; locally it comes from NOVALESS_AUTH_TOKENS or the demo tokens, as before.
+// Keystone's middleware's part: X-Auth-Token → user, project, roles. A token is, in turn, one of
+// the static table (deployed: the Secrets Manager secret NOVALESS_AUTH_TOKENS_SECRET names; locally
+// NOVALESS_AUTH_TOKENS or the demo tokens), a token our /identity signed, or — when the stack runs
+// beside an existing Keystone (NOVALESS_KEYSTONE_URL) — one that Keystone validates.
 import { secretString } from "../aws/secrets.js";
+import { keystoneValidator } from "../identity/keystone.js";
+import { tokenKey, verifyToken } from "../identity/token.js";
 import { policyForbidden } from "./errors.js";
 import { authTokens, type Principal, parseAuthTokens } from "./settings.js";
 
 export interface AuthContext extends Principal {
   /** Nova's default policy's "admin" rule: the admin role. */
   isAdmin: boolean;
+  user_name?: string;
+  project_name?: string;
+  domain_id?: string;
+}
+
+/** What authentication reads besides the headers (ApiDeps has it). */
+export interface AuthDeps {
+  now: () => Date;
 }
 
 let fromSecret: { raw: string; tokens: Record<string, Principal> } | undefined;
@@ -30,15 +41,47 @@ export async function tokenTable(): Promise<Record<string, Principal>> {
   return fromSecret.tokens;
 }
 
-/** The caller behind the request's X-Auth-Token, or undefined (→ 401). Headers are lowercased. */
-export function authenticate(
+/**
+ * The caller behind the request's X-Auth-Token, or undefined (→ 401). Headers are lowercased. A
+ * token without a project (unscoped) is no caller of the Compute API.
+ */
+export async function authenticate(
   headers: Record<string, string | undefined>,
-  tokens: Record<string, Principal>,
-): AuthContext | undefined {
+  deps: AuthDeps,
+): Promise<AuthContext | undefined> {
   const token = headers["x-auth-token"]?.trim();
-  if (!token || !Object.hasOwn(tokens, token)) return undefined;
-  const p = tokens[token]!;
-  return { ...p, roles: [...p.roles], isAdmin: p.roles.includes("admin") };
+  if (!token) return undefined;
+  const tokens = await tokenTable();
+  if (Object.hasOwn(tokens, token)) {
+    const p = tokens[token]!;
+    return { ...p, roles: [...p.roles], isAdmin: p.roles.includes("admin") };
+  }
+  const keystone = keystoneValidator();
+  if (keystone) {
+    const v = await keystone.validate(token);
+    if (!v?.project_id) return undefined;
+    return {
+      user_id: v.user_id,
+      project_id: v.project_id,
+      roles: v.roles,
+      isAdmin: v.roles.includes("admin"),
+      user_name: v.user_name,
+      project_name: v.project_name,
+      domain_id: v.domain_id,
+    };
+  }
+  const payload = verifyToken(token, await tokenKey(), deps.now());
+  if (!payload?.project) return undefined;
+  const roles = payload.roles.map((r) => r.name);
+  return {
+    user_id: payload.user.id,
+    project_id: payload.project.id,
+    roles,
+    isAdmin: roles.includes("admin"),
+    user_name: payload.user.name,
+    project_name: payload.project.name,
+    domain_id: payload.user.domain.id,
+  };
 }
 
 /** Enforce an admin-only rule, answering as Nova's policy engine does. */

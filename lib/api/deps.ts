@@ -6,12 +6,18 @@ import {
   listAggregates,
   saveAggregate,
 } from "../catalog/aggregates.js";
+import { createKeypair, deleteKeypair, getKeypair, listKeypairs } from "../catalog/keypairs.js";
 import {
+  addFlavorAccess,
   createFlavor,
+  deleteFlavor,
+  deleteFlavorExtraSpec,
   getFlavor,
   getImage,
   listFlavors,
   listImages,
+  removeFlavorAccess,
+  setFlavorDescription,
   setFlavorExtraSpecs,
 } from "../catalog/repo.js";
 import {
@@ -37,7 +43,7 @@ import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts } from "../placement/hosts.js";
 import { deleteInventory, setInventory } from "../placement/inventory.js";
 import { getServiceHeartbeat, listServiceHeartbeats } from "../placement/liveness.js";
-import { setServiceStatus } from "../placement/services.js";
+import { deleteComputeService, setServiceStatus } from "../placement/services.js";
 import { planDestinations } from "../scheduler/manager.js";
 
 export interface ApiDeps {
@@ -45,7 +51,16 @@ export interface ApiDeps {
   listFlavors: typeof listFlavors;
   createFlavor: typeof createFlavor;
   setFlavorExtraSpecs: typeof setFlavorExtraSpecs;
+  deleteFlavorExtraSpec: typeof deleteFlavorExtraSpec;
+  deleteFlavor: typeof deleteFlavor;
+  setFlavorDescription: typeof setFlavorDescription;
+  addFlavorAccess: typeof addFlavorAccess;
+  removeFlavorAccess: typeof removeFlavorAccess;
   getImage: typeof getImage;
+  getKeypair: typeof getKeypair;
+  listKeypairs: typeof listKeypairs;
+  createKeypair: typeof createKeypair;
+  deleteKeypair: typeof deleteKeypair;
   listImages: typeof listImages;
   createInstances: typeof createInstances;
   getInstance: typeof getInstance;
@@ -58,6 +73,7 @@ export interface ApiDeps {
   getHost: typeof getHost;
   listAllocations: typeof listAllocations;
   setServiceStatus: typeof setServiceStatus;
+  deleteComputeService: typeof deleteComputeService;
   listServiceHeartbeats: typeof listServiceHeartbeats;
   getServiceHeartbeat: typeof getServiceHeartbeat;
   /** Placement admin; optional, so fakes that do not exercise them need not provide them */
@@ -85,7 +101,16 @@ export const defaultDeps: ApiDeps = {
   listFlavors,
   createFlavor,
   setFlavorExtraSpecs,
+  deleteFlavorExtraSpec,
+  deleteFlavor,
+  setFlavorDescription,
+  addFlavorAccess,
+  removeFlavorAccess,
   getImage,
+  getKeypair,
+  listKeypairs,
+  createKeypair,
+  deleteKeypair,
   listImages,
   createInstances,
   getInstance,
@@ -98,6 +123,7 @@ export const defaultDeps: ApiDeps = {
   getHost,
   listAllocations,
   setServiceStatus,
+  deleteComputeService,
   listServiceHeartbeats,
   getServiceHeartbeat,
   setInventory,

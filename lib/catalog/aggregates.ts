@@ -1,9 +1,10 @@
-// Host aggregates in the Catalog table (pk `aggregate#<id>`). Membership lives only here, as in
+// Host aggregates in the Catalog table (pk `aggregate#<uuid>`; Nova's integer id from a counter
+// item, `serial#aggregates`). Membership lives only here, as in
 // Nova's aggregate_hosts: a host's aggregates (and so its availability zone) are found by joining
 // the hosts with this list. Every change is a read-modify-write of the one item, conditioned on
 // the `revision` it was read at, so concurrent actions on one aggregate cannot lose each other.
 // The list is cached per process for a few seconds; this process's writes drop the cache.
-import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
@@ -12,6 +13,8 @@ import { resources } from "../config.js";
 import type { Aggregate } from "./types.js";
 
 const PREFIX = "aggregate#";
+/** The counter Nova's integer aggregate ids come from (outside PREFIX, so no list sees it). */
+const SERIAL = "serial#aggregates";
 const LIST_TTL_MS = 5_000;
 
 /** Nova's metadata key that puts an aggregate's hosts in an availability zone. */
@@ -93,18 +96,30 @@ export async function createAggregate(a: Aggregate): Promise<CreateAggregateResu
   if ((await listAggregates({ fresh: true })).some((x) => x.name === a.name)) {
     return { ok: false, reason: "name-exists" };
   }
+  // Nova's integer id: the next value of one atomic counter (a failed create leaves a gap, as
+  // an autoincrement does)
+  const counter = await dynamo().send(
+    new UpdateCommand({
+      TableName: table(),
+      Key: { pk: SERIAL },
+      UpdateExpression: "ADD serial :one",
+      ExpressionAttributeValues: { ":one": 1 },
+      ReturnValues: "UPDATED_NEW",
+    }),
+  );
+  const created: Aggregate = { ...a, number: counter.Attributes!.serial as number };
   try {
     await dynamo().send(
       new PutCommand({
         TableName: table(),
-        Item: toItem(a, 1),
+        Item: toItem(created, 1),
         ConditionExpression: "attribute_not_exists(pk)",
       }),
     );
   } finally {
     caches.reset();
   }
-  return { ok: true, aggregate: clone(a) };
+  return { ok: true, aggregate: clone(created) };
 }
 
 /** Write an aggregate read at `revision`. False when it changed (or went) meanwhile. */

@@ -1,7 +1,8 @@
-// The Catalog table: flavors (pk `flavor#<id>`) and images (pk `image#<id>`). Lists are cached
+// The Catalog table: flavors (pk `flavor#<id>`; their access list a string set `projects`) and
+// images (pk `image#<id>`); keypairs are in keypairs.ts. Lists are cached
 // per process for a few seconds; every write in this process drops the cache, so what this
 // process creates it sees at once (other containers see it within the TTL).
-import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
@@ -36,6 +37,12 @@ export function resetCatalogCache(): void {
   caches.reset();
 }
 
+/** A stored flavor: its access set read back as a sorted list. */
+function flavorOf(item: Record<string, unknown>): Flavor {
+  const f = strip<Flavor & { projects?: Iterable<string> }>(item);
+  return { ...f, projects: f.projects ? [...f.projects].sort() : [] };
+}
+
 async function scanPrefix<T>(prefix: string): Promise<T[]> {
   const items = await scanAll({
     TableName: table(),
@@ -54,7 +61,10 @@ async function getItem<T>(pk: string): Promise<T | undefined> {
 // ── flavors ──
 
 export async function getFlavor(id: string): Promise<Flavor | undefined> {
-  return getItem<Flavor>(`${FLAVOR}${id}`);
+  const r = await dynamo().send(
+    new GetCommand({ TableName: table(), Key: { pk: `${FLAVOR}${id}` }, ConsistentRead: true }),
+  );
+  return r.Item ? flavorOf(r.Item) : undefined;
 }
 
 /** Every flavor, disabled and private ones included, sorted by id. `fresh` bypasses the cache. */
@@ -62,7 +72,9 @@ export async function listFlavors(opts: { fresh?: boolean } = {}): Promise<Flavo
   const now = Date.now();
   const cache = caches.get();
   if (!opts.fresh && cache.flavors && now - cache.flavors.at < LIST_TTL_MS) return [...cache.flavors.items];
-  const items = (await scanPrefix<Flavor>(FLAVOR)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const items = (await scanPrefix<Record<string, unknown>>(FLAVOR))
+    .map(flavorOf)
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   cache.flavors = { at: now, items };
   return [...items];
 }
@@ -79,7 +91,9 @@ export async function createFlavor(flavor: Flavor): Promise<CreateFlavorResult> 
   const existing = await listFlavors({ fresh: true });
   if (existing.some((f) => f.id === flavor.id)) return { ok: false, reason: "id-exists" };
   if (existing.some((f) => f.name === flavor.name)) return { ok: false, reason: "name-exists" };
-  const item: Stored<Flavor> = { ...flavor, pk: `${FLAVOR}${flavor.id}`, kind: "flavor" };
+  // an empty set cannot be stored: a flavor without access has no `projects`
+  const { projects: _projects, ...rest } = flavor;
+  const item: Stored<Omit<Flavor, "projects">> = { ...rest, pk: `${FLAVOR}${flavor.id}`, kind: "flavor" };
   try {
     await dynamo().send(
       new PutCommand({ TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" }),
@@ -90,7 +104,7 @@ export async function createFlavor(flavor: Flavor): Promise<CreateFlavorResult> 
   } finally {
     caches.reset();
   }
-  return { ok: true, flavor };
+  return { ok: true, flavor: { ...flavor, projects: [] } };
 }
 
 /** Merge extra specs into a flavor (Nova's os-extra-specs create). Undefined if no such flavor. */
@@ -119,13 +133,107 @@ export async function setFlavorExtraSpecs(
         ReturnValues: "ALL_NEW",
       }),
     );
-    return r.Attributes ? strip<Flavor>(r.Attributes) : undefined;
+    return r.Attributes ? flavorOf(r.Attributes) : undefined;
   } catch (e) {
     if (isConditionalCheckFailed(e)) return undefined;
     throw e;
   } finally {
     caches.reset();
   }
+}
+
+/** One conditional update of a flavor item; undefined when the condition fails. */
+async function updateFlavor(
+  id: string,
+  update: Omit<ConstructorParameters<typeof UpdateCommand>[0], "TableName" | "Key" | "ReturnValues">,
+): Promise<Flavor | undefined> {
+  try {
+    const r = await dynamo().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: { pk: `${FLAVOR}${id}` },
+        ReturnValues: "ALL_NEW",
+        ...update,
+      }),
+    );
+    return r.Attributes ? flavorOf(r.Attributes) : undefined;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return undefined;
+    throw e;
+  } finally {
+    caches.reset();
+  }
+}
+
+/** Remove one extra spec; says which of the flavor or the key was missing. */
+export async function deleteFlavorExtraSpec(
+  id: string,
+  key: string,
+): Promise<"deleted" | "no-flavor" | "no-key"> {
+  const f = await updateFlavor(id, {
+    UpdateExpression: "REMOVE extra_specs.#k",
+    ConditionExpression: "attribute_exists(extra_specs.#k)",
+    ExpressionAttributeNames: { "#k": key },
+  });
+  if (f) return "deleted";
+  return (await getFlavor(id)) ? "no-key" : "no-flavor";
+}
+
+/** Nova's flavor delete (admin); false if there was no such flavor. */
+export async function deleteFlavor(id: string): Promise<boolean> {
+  try {
+    await dynamo().send(
+      new DeleteCommand({
+        TableName: table(),
+        Key: { pk: `${FLAVOR}${id}` },
+        ConditionExpression: "attribute_exists(pk)",
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  } finally {
+    caches.reset();
+  }
+}
+
+/** PUT /flavors/{id} (2.55): the description is the one thing that changes. */
+export async function setFlavorDescription(
+  id: string,
+  description: string | null,
+): Promise<Flavor | undefined> {
+  return updateFlavor(id, {
+    UpdateExpression: "SET description = :d",
+    ConditionExpression: "attribute_exists(pk)",
+    ExpressionAttributeValues: { ":d": description },
+  });
+}
+
+export type FlavorAccessResult =
+  | { ok: true; flavor: Flavor }
+  | { ok: false; reason: "no-flavor" | "exists" | "absent" };
+
+/** Share a flavor with a project (addTenantAccess): "exists" when it already is. */
+export async function addFlavorAccess(id: string, projectId: string): Promise<FlavorAccessResult> {
+  const f = await updateFlavor(id, {
+    UpdateExpression: "ADD projects :p",
+    ConditionExpression: "attribute_exists(pk) AND NOT contains(projects, :one)",
+    ExpressionAttributeValues: { ":p": new Set([projectId]), ":one": projectId },
+  });
+  if (f) return { ok: true, flavor: f };
+  return { ok: false, reason: (await getFlavor(id)) ? "exists" : "no-flavor" };
+}
+
+/** Stop sharing a flavor with a project (removeTenantAccess): "absent" when it was not. */
+export async function removeFlavorAccess(id: string, projectId: string): Promise<FlavorAccessResult> {
+  const f = await updateFlavor(id, {
+    UpdateExpression: "DELETE projects :p",
+    ConditionExpression: "contains(projects, :one)",
+    ExpressionAttributeValues: { ":p": new Set([projectId]), ":one": projectId },
+  });
+  if (f) return { ok: true, flavor: f };
+  return { ok: false, reason: (await getFlavor(id)) ? "absent" : "no-flavor" };
 }
 
 // ── images ──

@@ -14,6 +14,8 @@ export interface Flavor {
   disabled: boolean;
   extra_specs: Record<string, string>;
   description: string | null;
+  /** the projects a private flavor is shared with (Nova's flavor access), sorted */
+  projects?: string[];
 }
 
 export interface Image {
@@ -28,7 +30,10 @@ export interface Image {
 
 /** Nova's host aggregate: membership lives here (as Nova's aggregate_hosts), not on the host. */
 export interface Aggregate {
+  /** the uuid: what hosts and the scheduler know it by (Nova's `uuid`) */
   id: string;
+  /** Nova's integer id, the API's `id`, given at create (an item written before has none) */
+  number?: number;
   name: string;
   /** metadata `availability_zone`, surfaced as Nova does */
   availability_zone: string | null;

@@ -140,6 +140,16 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
     // forced_down is the operator's (Nova: only `service-force-down` unsets it): a restarted agent
     // must not bring a host an operator fenced back into scheduling.
     sets.push("generation = generation + :one", stamp(values));
+    // a service deleted through the API comes back as new when its agent registers (Nova's
+    // restarted nova-compute recreates its service record), enabled
+    if (current.service.deleted_at) {
+      sets.push("service = :service");
+      values[":service"] = {
+        disabled: false,
+        disabled_reason: null,
+        forced_down: current.service.forced_down,
+      };
+    }
     try {
       const r = await dynamo().send(
         new UpdateCommand({

@@ -1,7 +1,7 @@
 // The compute service record on the host item: what an operator (os-services) sets to take a
 // host out of scheduling (disabled) or to declare it dead (forced_down). forced_down is mirrored
 // onto the host's Services item, where the watchdog reads liveness.
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
@@ -54,4 +54,40 @@ export async function setServiceStatus(host: string, u: ServiceUpdate): Promise<
   }
   if (u.forced_down !== undefined) await mirrorForcedDown(host, u.forced_down);
   return updated;
+}
+
+/** Nova's reason shown on a deleted service while its provider item remains. */
+export const DELETED_REASON = "deleted";
+
+/**
+ * DELETE /os-services/{id}: mark the compute service deleted, only while the host holds no
+ * allocation (one conditional write, so a concurrent claim either lands first and refuses the
+ * delete, or finds the host disabled). The provider item stays (the API may not delete it: least
+ * privilege), disabled and on the change feed so the scheduler drops it at once.
+ */
+export async function deleteComputeService(
+  host: string,
+  at: string,
+): Promise<"deleted" | "not-found" | "busy"> {
+  const values: Record<string, unknown> = { ":at": at, ":true": true, ":reason": DELETED_REASON, ":zero": 0 };
+  try {
+    await dynamo().send(
+      new UpdateCommand({
+        TableName: resources().hostsTable,
+        Key: { host },
+        UpdateExpression: `SET service.deleted_at = :at, service.disabled = :true, service.disabled_reason = :reason, ${stamp(values)}`,
+        ConditionExpression:
+          "attribute_exists(host) AND attribute_not_exists(service.deleted_at) AND num_instances = :zero",
+        ExpressionAttributeValues: values,
+      }),
+    );
+    return "deleted";
+  } catch (e) {
+    if (!isConditionalCheckFailed(e)) throw e;
+  }
+  const r = await dynamo().send(
+    new GetCommand({ TableName: resources().hostsTable, Key: { host }, ConsistentRead: true }),
+  );
+  const h = r.Item as HostRecord | undefined;
+  return !h || h.service.deleted_at ? "not-found" : "busy";
 }

@@ -38,6 +38,12 @@ export interface ServiceRecord {
    * cache without a write per beat.
    */
   down_since?: string;
+  /**
+   * Set by DELETE /os-services/{id} (ISO timestamp): the service is gone from the API's lists and
+   * disabled for the scheduler until its agent registers again, which recreates it (as a restarted
+   * nova-compute recreates its service record).
+   */
+  deleted_at?: string;
 }
 
 /**

@@ -279,7 +279,8 @@ async function withInstances(
     uuid: group.id,
     policy: group.policy,
     rules: { ...group.rules },
-    members: [...group.members],
+    // the instances being scheduled are members (a create adds them first; a dry run does not)
+    members: [...new Set([...group.members, ...scheduling])],
     hosts: [...new Set(group.members.flatMap((m) => instanceHosts.get(m) ?? []))],
   };
   return { spec: { ...request, instance_group }, instanceHosts };

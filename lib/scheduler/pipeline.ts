@@ -2,7 +2,6 @@
 // get_weighed_hosts, with Placement's query (prefilters, traits, resources) in between.
 // Pure and synchronous.
 import type { SchedulerConfig } from "../config.js";
-import { maskCheck } from "./checks.js";
 import { Decision, type RejectedBlock, type StageTrace } from "./decision.js";
 import { enabledFilters } from "./filters/index.js";
 import type { Fleet } from "./fleet.js";
@@ -27,8 +26,8 @@ export interface PipelineContext {
   config: SchedulerConfig;
   /** host names already tried for this request (retry) */
   excludeHosts?: ReadonlySet<string>;
-  /** for the 2nd+ instance: the positions that passed for the previous one (Nova hands them on) */
-  previous?: Int32Array;
+  /** for the 2nd+ instance: the previous one's decision (Nova hands its hosts on) */
+  previous?: EarlierDecision;
   /** where the instances the request names run (hints, group members), placed ones included */
   instances?: InstanceLocator;
 }
@@ -275,14 +274,44 @@ function runCheck(
   return kept;
 }
 
+/** What the 2nd+ instance of a multi-create takes from the previous one's decision. */
+export interface EarlierDecision {
+  /** positions that passed every stage */
+  candidates: Int32Array;
+  /** why each other position was rejected */
+  trace: readonly StageTrace[];
+}
+
 const PREVIOUS: Rejection = { summary: "were rejected for an earlier instance of this request" };
 
-/** The 2nd+ instance of a multi-create starts where the previous one left off. */
-function previousInstanceStage(fleet: Fleet, previous: Int32Array | undefined): Stage[] {
+/**
+ * The 2nd+ instance of a multi-create starts where the previous one left off. A host left out
+ * keeps the reason it was left out for (not in the zone, short of memory, running a member of the
+ * group…), carried from instance to instance, so a NoValidHost names what excluded each host.
+ */
+function previousInstanceStage(fleet: Fleet, previous: EarlierDecision | undefined): Stage[] {
   if (!previous) return [];
   const passed = new Uint8Array(fleet.size);
-  for (const i of previous) passed[i] = 1;
-  return [{ name: "previous_instance", checks: [{ check: maskCheck(passed, 1, PREVIOUS) }] }];
+  for (const i of previous.candidates) passed[i] = 1;
+  const why = new Array<Rejection | undefined>(fleet.size);
+  for (const s of previous.trace) {
+    for (const [k, position] of s.rejected.entries()) why[position] = s.rejections[k];
+    for (const b of s.blocks) for (const position of b.positions) why[position] = b.rejection;
+  }
+  const check: HostCheck = (_h, i) => (passed[i] === 1 ? null : (why[i] ?? PREVIOUS));
+  check.pass = (live, n, next, out, reasons) => {
+    let kept = 0;
+    for (let j = 0; j < n; j++) {
+      const i = live[j]!;
+      if (passed[i] === 1) next[kept++] = i;
+      else {
+        out.push(i);
+        reasons.push(why[i] ?? PREVIOUS);
+      }
+    }
+    return kept;
+  };
+  return [{ name: "previous_instance", checks: [{ check }] }];
 }
 
 /**

@@ -87,7 +87,7 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
       index,
       config,
       excludeHosts,
-      previous: decision?.candidates,
+      previous: decision,
       instances,
     });
     order = claimOrder(decision, config, random);
@@ -194,7 +194,7 @@ function alternatesFor(
       index,
       config: input.config,
       excludeHosts: new Set(input.excludeHosts ?? []),
-      previous: last.candidates,
+      previous: last,
       instances,
     });
     order = claimOrder(again, input.config, random);

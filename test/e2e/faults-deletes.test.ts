@@ -105,10 +105,10 @@ it("when ACTIVE on a host that is down: the claim goes at once", async () => {
   const s = await client.as(ADMIN).waitForStatus(id, ["ACTIVE", "ERROR"]);
   const host: string = s["OS-EXT-SRV-ATTR:host"];
   await runtime.hosts.get(host)!.agent.stop();
-  await client.as(ADMIN).call("PUT", `/v2.1/os-services/${host}`, { forced_down: true });
+  await client.as(ADMIN).at("2.53").call("PUT", `/v2.1/os-services/${host}`, { forced_down: true });
   expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
   expect(await claimHosts(id)).not.toContain(host);
-  await client.as(ADMIN).call("PUT", `/v2.1/os-services/${host}`, { forced_down: false });
+  await client.as(ADMIN).at("2.53").call("PUT", `/v2.1/os-services/${host}`, { forced_down: false });
   // Back up, it reads the terminate and destroys the guest it still had.
   await runtime.restartHost(host);
   await expectGone(id);

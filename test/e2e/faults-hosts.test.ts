@@ -96,12 +96,12 @@ describe("a graceful stop", () => {
 
 describe("operators take hosts out", () => {
   it("disabled and forced-down hosts get no builds; os-hypervisors shows it", async () => {
-    const r1 = await admin.call("PUT", "/v2.1/os-services/host-1", {
+    const r1 = await admin.at("2.53").call("PUT", "/v2.1/os-services/host-1", {
       status: "disabled",
       disabled_reason: "maintenance",
     });
     expect(r1.status).toBe(200);
-    const r2 = await admin.call("PUT", "/v2.1/os-services/host-2", { forced_down: true });
+    const r2 = await admin.at("2.53").call("PUT", "/v2.1/os-services/host-2", { forced_down: true });
     expect(r2.body.service.state).toBe("down");
     const hv = await admin.get("/v2.1/os-hypervisors/detail");
     const byName = new Map(
@@ -116,8 +116,8 @@ describe("operators take hosts out", () => {
       expect(s["OS-EXT-SRV-ATTR:host"]).toBe("host-3");
       await client.delete(`/v2.1/servers/${id}`);
     }
-    await admin.call("PUT", "/v2.1/os-services/host-1", { status: "enabled" });
-    await admin.call("PUT", "/v2.1/os-services/host-2", { forced_down: false });
+    await admin.at("2.53").call("PUT", "/v2.1/os-services/host-1", { status: "enabled" });
+    await admin.at("2.53").call("PUT", "/v2.1/os-services/host-2", { forced_down: false });
   });
 });
 

@@ -24,6 +24,8 @@ export class Client {
   constructor(
     readonly url: string,
     readonly token: string | undefined,
+    /** the compute microversion asked for (OpenStack-API-Version); 2.1 when absent, as Nova */
+    readonly version?: string,
   ) {}
 
   async call<T = Record<string, Json>>(
@@ -34,6 +36,7 @@ export class Client {
   ): Promise<Reply<T>> {
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.token) headers["x-auth-token"] = this.token;
+    if (this.version) headers["openstack-api-version"] = `compute ${this.version}`;
     const res = await fetch(`${this.url}${path}`, {
       method,
       headers,
@@ -56,7 +59,12 @@ export class Client {
   }
 
   as(token: string | undefined): Client {
-    return new Client(this.url, token);
+    return new Client(this.url, token, this.version);
+  }
+
+  /** This client at a microversion. */
+  at(version: string): Client {
+    return new Client(this.url, this.token, version);
   }
 
   async createServer(server: Record<string, unknown>, hints?: Record<string, unknown>): Promise<string> {

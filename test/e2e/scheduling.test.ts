@@ -83,7 +83,9 @@ async function active(ids: string[]): Promise<{ id: string; host: string; zone: 
 }
 
 async function newGroup(policy: string): Promise<string> {
-  const r = await client.post("/v2.1/os-server-groups", { server_group: { name: `e2e-${policy}`, policy } });
+  const r = await client
+    .at("2.64")
+    .post("/v2.1/os-server-groups", { server_group: { name: `e2e-${policy}`, policy } });
   expect(r.status).toBe(200);
   return r.body.server_group.id;
 }
@@ -158,7 +160,7 @@ describe("server groups", () => {
   it("members: a create's servers join its group, a delete takes them out", async () => {
     const group = await newGroup("soft-anti-affinity");
     const ids = await boot({ name: "members", min_count: 2 }, { group });
-    const g = await client.get(`/v2.1/os-server-groups/${group}`);
+    const g = await client.at("2.64").get(`/v2.1/os-server-groups/${group}`);
     expect(g.body.server_group).toMatchObject({
       policy: "soft-anti-affinity",
       rules: {},
@@ -192,7 +194,7 @@ describe("server groups", () => {
 
   it("a group of another project: 400 with Nova's message", async () => {
     const theirs = await admin.post("/v2.1/os-server-groups", {
-      server_group: { name: "admins", policy: "affinity" },
+      server_group: { name: "admins", policies: ["affinity"] },
     });
     const r = await client.post("/v2.1/servers", {
       server: { name: "vm", flavorRef: "1", imageRef: "cirros" },

@@ -207,7 +207,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(api.NOVALESS_AUTH_TOKENS_SECRET).toEqual({ Ref: secretId });
     expect(api.NOVALESS_AUTH_TOKENS).toBeUndefined();
     // An empty table until the operator puts one (every call 401), never the local demo tokens.
-    expect(only(s.template, "AWS::SecretsManager::Secret").Properties.SecretString).toBe("{}");
+    expect(s.template.toJSON().Resources[secretId].Properties.SecretString).toBe("{}");
     const reads = (fn: NovalessStack["apiFunction"]) =>
       statementsOf(s, fn).filter((st) => JSON.stringify(st.Resource) === JSON.stringify({ Ref: secretId }));
     expect(actions(reads(s.stack.apiFunction))).toEqual(
@@ -539,7 +539,8 @@ describe("NovalessStack (Standard conductor, options set)", () => {
       NOVALESS_ENABLED_FILTERS: "ComputeFilter",
       NOVALESS_HOST_SUBSET_SIZE: "1",
     });
-    expect(only(s.template, "AWS::SecretsManager::Secret").DeletionPolicy).toBe("Delete");
+    for (const secret of Object.values(s.template.findResources("AWS::SecretsManager::Secret")))
+      expect(secret.DeletionPolicy).toBe("Delete");
     expect(only(s.template, "AWS::ApiGatewayV2::Stage").Properties.DefaultRouteSettings).toEqual({
       ThrottlingRateLimit: 7,
       ThrottlingBurstLimit: 9,

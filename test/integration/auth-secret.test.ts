@@ -100,12 +100,13 @@ describe("tokenTable", () => {
   it("is the secret's table when NOVALESS_AUTH_TOKENS_SECRET names one, never the demo tokens", async () => {
     reset({ [SECRET]: JSON.stringify({ "s3cret-ops": OPS }) });
     process.env.NOVALESS_AUTH_TOKENS_SECRET = SECRET;
-    const tokens = await tokenTable();
-    expect(authenticate({ "x-auth-token": "s3cret-ops" }, tokens)).toMatchObject({
+    await tokenTable();
+    const tokens = { now: () => new Date() };
+    expect(await authenticate({ "x-auth-token": "s3cret-ops" }, tokens)).toMatchObject({
       user_id: "ops",
       isAdmin: true,
     });
-    expect(authenticate({ "x-auth-token": "admin-token" }, tokens)).toBeUndefined();
+    expect(await authenticate({ "x-auth-token": "admin-token" }, tokens)).toBeUndefined();
     await tokenTable();
     expect(calls).toHaveLength(1);
   });

@@ -62,7 +62,7 @@ async function call(method: string, path: string, token = ADMIN, body?: unknown)
 }
 
 describe("os-hypervisors with Placement's inventories", () => {
-  it("shows Nova's fields plus inventories, usages and allocations", async () => {
+  it("shows Nova's fields, and Placement's inventories, usages and allocations on /placement", async () => {
     await dynamo().send(
       new PutCommand({
         TableName: resources().instancesTable,
@@ -70,14 +70,21 @@ describe("os-hypervisors with Placement's inventories", () => {
       }),
     );
     await claim("api-1", "vm-shown", { VCPU: 2, MEMORY_MB: 2048 }, 1, new Date("2026-01-01T00:00:00Z"));
-    const r = await call("GET", "/v2.1/os-hypervisors/api-1");
-    expect(r.status).toBe(200);
-    expect(r.json.hypervisor).toMatchObject({
+    const nova = await call("GET", "/v2.1/os-hypervisors/api-1");
+    expect(nova.status).toBe(200);
+    expect(nova.json.hypervisor).toMatchObject({
       id: "api-1",
       vcpus: 8,
       vcpus_used: 2,
       memory_mb: 16384,
       running_vms: 1,
+    });
+    // Nova's view only: Placement's is a path of its own
+    expect(nova.json.hypervisor.inventories).toBeUndefined();
+    const r = await call("GET", "/v2.1/os-hypervisors/api-1/placement");
+    expect(r.status).toBe(200);
+    expect(r.json.hypervisor).toMatchObject({
+      id: "api-1",
       resource_provider_generation: 2,
       inventories: {
         MEMORY_MB: {

@@ -69,7 +69,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       maxHostMessageDelaySeconds: 2,
     },
   });
-  const api = async (method: string, path: string, body?: unknown, headers = DEMO) => {
+  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = DEMO) => {
     const r = await fetch(`${runtime.url}${path}`, {
       method,
       headers,
@@ -98,9 +98,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   try {
     const groups: string[] = [];
     for (const policy of ["anti-affinity", "soft-anti-affinity", "soft-affinity", "affinity"]) {
-      const g = await api("POST", "/v2.1/os-server-groups", {
-        server_group: { name: `soak-${policy}`, policy },
-      });
+      const g = await api(
+        "POST",
+        "/v2.1/os-server-groups",
+        { server_group: { name: `soak-${policy}`, policy } },
+        { ...DEMO, "OpenStack-API-Version": "compute 2.64" },
+      );
       if (g.status === 200) groups.push(g.body.server_group.id);
       else
         report.problems.push(

@@ -66,10 +66,22 @@ async function mutate(
   throw conflict(`Aggregate ${id} is being changed concurrently; please try again.`);
 }
 
+/**
+ * The uuid an aggregate path names: Nova's integer id (what clients use), or the uuid itself.
+ * 404 in Nova's words when neither is known.
+ */
+async function aggregateUuid(deps: ApiDeps, param: string): Promise<string> {
+  if (!/^[0-9]+$/.test(param)) return param;
+  const n = Number(param);
+  const found = (await deps.listAggregates({ fresh: true })).find((a) => a.number === n);
+  if (!found) throw aggregateNotFound(param);
+  return found.id;
+}
+
 export async function listAggregatesRoute({ ctx, deps }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, AGGREGATE_RULES.index);
   const all = await deps.listAggregates({ fresh: true });
-  return { status: 200, body: { aggregates: all.map(aggregateView) } };
+  return { status: 200, body: { aggregates: all.map((a) => aggregateView(a, undefined, ctx.version)) } };
 }
 
 export async function createAggregateRoute({ ctx, deps, body }: RouteCall): Promise<ApiResult> {
@@ -79,29 +91,31 @@ export async function createAggregateRoute({ ctx, deps, body }: RouteCall): Prom
   forgetZones(deps);
   if (!r.ok) throw conflict(`Aggregate ${input.name} already exists.`);
   ctx.logFields.aggregate_id = r.aggregate.id;
-  return { status: 200, body: { aggregate: aggregateCreatedView(r.aggregate) } };
+  return { status: 200, body: { aggregate: aggregateCreatedView(r.aggregate, undefined, ctx.version) } };
 }
 
 export async function showAggregateRoute({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, AGGREGATE_RULES.show);
-  const id = params.id!;
+  const id = await aggregateUuid(deps, params.id!);
   const current = await deps.getAggregateRevision(id);
-  if (!current) throw aggregateNotFound(id);
-  return { status: 200, body: { aggregate: aggregateView(current.aggregate) } };
+  if (!current) throw aggregateNotFound(params.id!);
+  return { status: 200, body: { aggregate: aggregateView(current.aggregate, undefined, ctx.version) } };
 }
 
 export async function updateAggregateRoute({ ctx, deps, params, body }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, AGGREGATE_RULES.update);
   const update = parseUpdateAggregate(parseJsonBody(body));
   const now = deps.now();
-  const agg = await mutate(deps, params.id!, (a, all) => updateAggregate(a, update, all, now));
-  return { status: 200, body: { aggregate: aggregateView(agg) } };
+  const agg = await mutate(deps, await aggregateUuid(deps, params.id!), (a, all) =>
+    updateAggregate(a, update, all, now),
+  );
+  return { status: 200, body: { aggregate: aggregateView(agg, undefined, ctx.version) } };
 }
 
 /** Nova answers 200 with no body. */
 export async function deleteAggregateRoute({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, AGGREGATE_RULES.delete);
-  const id = params.id!;
+  const id = await aggregateUuid(deps, params.id!);
   for (let i = 0; i < ATTEMPTS; i++) {
     const current = await deps.getAggregateRevision(id);
     if (!current) throw aggregateNotFound(id);
@@ -123,7 +137,7 @@ export async function aggregateActionRoute({ ctx, deps, params, body }: RouteCal
       : AGGREGATE_RULES.update;
   requireAdmin(ctx.auth, rule);
   const action = parseAggregateAction(raw);
-  const id = params.id!;
+  const id = await aggregateUuid(deps, params.id!);
   const now = deps.now();
   let agg: Aggregate;
   switch (action.action) {
@@ -142,7 +156,13 @@ export async function aggregateActionRoute({ ctx, deps, params, body }: RouteCal
       break;
   }
   ctx.logFields.aggregate_id = id;
-  return { status: 200, body: { aggregate: aggregateView(agg) } };
+  return { status: 200, body: { aggregate: aggregateView(agg, undefined, ctx.version) } };
+}
+
+/** Take a host out of an aggregate (a compute service's delete does, as Nova). */
+export async function removeHostFromAggregate(deps: ApiDeps, id: string, host: string): Promise<void> {
+  const now = deps.now();
+  await mutate(deps, id, (a) => removeAggregateHost(a, host, now));
 }
 
 // ── /os-availability-zone ──
@@ -153,10 +173,15 @@ async function zones(deps: ApiDeps, withHeartbeats = false) {
     deps.listAggregates(),
     withHeartbeats ? deps.listServiceHeartbeats() : [],
   ]);
-  return availabilityZones(hosts, aggregates, {
-    defaultZone: schedulerConfig().default_availability_zone,
-    heartbeats: new Map(heartbeats.map((s) => [s.host, s.last_heartbeat])),
-  });
+  // a deleted compute service is in no zone (os-services DELETE)
+  return availabilityZones(
+    hosts.filter((h) => !h.service.deleted_at),
+    aggregates,
+    {
+      defaultZone: schedulerConfig().default_availability_zone,
+      heartbeats: new Map(heartbeats.map((s) => [s.host, s.last_heartbeat])),
+    },
+  );
 }
 
 export async function listAvailabilityZones({ deps }: RouteCall): Promise<ApiResult> {

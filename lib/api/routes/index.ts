@@ -6,6 +6,7 @@ import { aggregateRoutes } from "./aggregates.js";
 import { flavorRoutes } from "./flavors.js";
 import { hypervisorRoutes } from "./hypervisors.js";
 import { imageRoutes } from "./images.js";
+import { keypairRoutes } from "./keypairs.js";
 import { placementAuditRoutes } from "./placement-audit.js";
 import { schedulingRoutes } from "./scheduling.js";
 import { serverGroupRoutes } from "./server-groups.js";
@@ -18,6 +19,7 @@ export const ROUTES: Route[] = [
   ...schedulingRoutes,
   ...flavorRoutes,
   ...imageRoutes,
+  ...keypairRoutes,
   ...hypervisorRoutes,
   ...placementAuditRoutes,
   ...serviceRoutes,

@@ -1,7 +1,10 @@
 // The scheduler's decisions, explained, for admins: GET /servers/{id}/os-scheduling (the last
 // decision kept for the instance) and POST /os-scheduler/plan (a dry run of a create: the same
 // body, the same checks, a plan; nothing claimed, nothing written). A member gets 403 from both:
-// the detail names hosts and capacities, which Nova never shows to users.
+// the detail names hosts and capacities, which Nova never shows to users. A plan warns of the
+// hints the configured filters would ignore.
+import { schedulerConfig } from "../../config.js";
+import { ignoredHints } from "../../scheduler/ignored-hints.js";
 import { requireAdmin } from "../auth.js";
 import { flavorSpec, imageSpec, requestSpecFor } from "../build.js";
 import { instanceNotFound } from "../errors.js";
@@ -33,7 +36,7 @@ export async function planRoute(call: RouteCall): Promise<ApiResult> {
   const spec = requestSpecFor(req, flavorSpec(flavor), imageSpec(image), ctx.auth);
   const plan = await deps.planDestinations(spec);
   ctx.logFields.no_valid_host = plan.no_valid_host;
-  return { status: 200, body: planView(plan) };
+  return { status: 200, body: planView(plan, ignoredHints(spec, schedulerConfig())) };
 }
 
 export const schedulingRoutes: Route[] = [

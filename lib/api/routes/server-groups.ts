@@ -5,6 +5,7 @@ import type { ServerGroup } from "../../catalog/types.js";
 import { log } from "../../log.js";
 import type { ApiDeps } from "../deps.js";
 import { badRequest, forbidden } from "../errors.js";
+import type { ApiVersion } from "../microversion.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import {
@@ -45,11 +46,8 @@ async function liveMembers(deps: ApiDeps, members: readonly string[]): Promise<S
   return new Set(unique.filter((_, i) => recs[i] && !recs[i]!.deleted));
 }
 
-function view(g: ServerGroup, live: ReadonlySet<string>): Record<string, unknown> {
-  return serverGroupView(
-    g,
-    g.members.filter((m) => live.has(m)),
-  );
+function view(g: ServerGroup, live: ReadonlySet<string>, v: ApiVersion): Record<string, unknown> {
+  return serverGroupView(g, { liveMembers: g.members.filter((m) => live.has(m)) }, v);
 }
 
 /**
@@ -108,22 +106,25 @@ export async function listServerGroupsRoute({ ctx, deps, query }: RouteCall): Pr
     deps,
     page.flatMap((g) => g.members),
   );
-  return { status: 200, body: { server_groups: page.map((g) => view(g, live)) } };
+  return { status: 200, body: { server_groups: page.map((g) => view(g, live, ctx.version)) } };
 }
 
 export async function showServerGroupRoute(call: RouteCall): Promise<ApiResult> {
   const g = await findServerGroup(call);
-  return { status: 200, body: { server_group: view(g, await liveMembers(call.deps, g.members)) } };
+  return {
+    status: 200,
+    body: { server_group: view(g, await liveMembers(call.deps, g.members), call.ctx.version) },
+  };
 }
 
 export async function createServerGroupRoute({ ctx, deps, body }: RouteCall): Promise<ApiResult> {
-  const group = parseCreateServerGroup(parseJsonBody(body), ctx.auth, randomUUID(), deps.now());
+  const group = parseCreateServerGroup(parseJsonBody(body), ctx.auth, randomUUID(), deps.now(), ctx.version);
   // Counted before the write, as Nova's check_deltas (two racing creates may both pass).
   const mine = await deps.listServerGroups(ctx.auth.project_id);
   if (mine.length >= serverGroupQuotas().groups) throw forbidden(SERVER_GROUPS_OVER_QUOTA);
   const created = await deps.createServerGroup(group);
   ctx.logFields.server_group_id = created.id;
-  return { status: 200, body: { server_group: view(created, new Set()) } };
+  return { status: 200, body: { server_group: view(created, new Set(), ctx.version) } };
 }
 
 export async function deleteServerGroupRoute(call: RouteCall): Promise<ApiResult> {

@@ -130,6 +130,9 @@ function pyList(xs: string[]): string {
 type Verb = "add" | "update" | "update_meta";
 
 /** Nova's InvalidAggregateAction* for an action: 409 for add_host, 400 otherwise. */
+/** The id Nova's messages name: the integer one (the uuid of an aggregate without one). */
+export const apiId = (agg: Aggregate): string => String(agg.number ?? agg.id);
+
 function invalidAction(verb: Verb, id: string, reason: string): ApiError {
   if (verb === "add") return conflict(`Cannot add host to aggregate ${id}. Reason: ${reason}.`);
   if (verb === "update") return badRequest(`Cannot update aggregate ${id}. Reason: ${reason}.`);
@@ -150,7 +153,11 @@ export function checkZoneChange(
   if (!Object.hasOwn(metadata, AZ_METADATA_KEY)) return;
   const zone = metadata[AZ_METADATA_KEY];
   if (!zone) {
-    throw invalidAction(verb, agg.id, `Aggregate ${agg.name} does not support empty named availability zone`);
+    throw invalidAction(
+      verb,
+      apiId(agg),
+      `Aggregate ${agg.name} does not support empty named availability zone`,
+    );
   }
   const conflicting = all
     .filter((other) => other.id !== agg.id)
@@ -160,7 +167,7 @@ export function checkZoneChange(
   if (conflicting.length > 0) {
     throw invalidAction(
       verb,
-      agg.id,
+      apiId(agg),
       `One or more hosts already in availability zone(s) ${pyList(conflicting)}`,
     );
   }
@@ -232,20 +239,20 @@ export function addAggregateHost(
   all: readonly Aggregate[],
   now: Date,
 ): Aggregate {
-  if (agg.hosts.includes(host)) throw conflict(`Aggregate ${agg.id} already has host ${host}.`);
+  if (agg.hosts.includes(host)) throw conflict(`Aggregate ${apiId(agg)} already has host ${host}.`);
   checkZoneChange(agg, agg.metadata, all, "add", [host]);
   return { ...agg, hosts: [...agg.hosts, host], updated_at: now.toISOString() };
 }
 
 /** remove_host: Nova answers 404 with one message for an unknown host or a non-member. */
 export function removeAggregateHost(agg: Aggregate, host: string, now: Date): Aggregate {
-  if (!agg.hosts.includes(host)) throw notFound(`Cannot remove host ${host} in aggregate ${agg.id}`);
+  if (!agg.hosts.includes(host)) throw notFound(`Cannot remove host ${host} in aggregate ${apiId(agg)}`);
   return { ...agg, hosts: agg.hosts.filter((h) => h !== host), updated_at: now.toISOString() };
 }
 
 /** Nova refuses to delete an aggregate that still has hosts (400, InvalidAggregateActionDelete). */
 export function checkAggregateDeletable(agg: Aggregate): void {
   if (agg.hosts.length > 0) {
-    throw badRequest(`Cannot delete aggregate ${agg.id}. Reason: Host aggregate is not empty.`);
+    throw badRequest(`Cannot delete aggregate ${apiId(agg)}. Reason: Host aggregate is not empty.`);
   }
 }

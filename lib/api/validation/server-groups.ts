@@ -1,9 +1,11 @@
-// Server group requests, checked without I/O: the create body (microversion 2.64's `policy` and
-// `rules`, or the older one-element `policies` list), the list query, and who sees a group.
+// Server group requests, checked without I/O: the create body per microversion (a one-element
+// `policies` list until 2.63, soft policies from 2.15, `policy` and `rules` from 2.64), the list
+// query, and who sees a group.
 import { z } from "zod";
 import type { ServerGroup, ServerGroupPolicy } from "../../catalog/types.js";
 import type { AuthContext } from "../auth.js";
 import { type ApiError, badRequest, notFound } from "../errors.js";
+import { type ApiVersion, forVersion, type Ranged } from "../microversion.js";
 import { type Query, queryOne } from "../request.js";
 import { novaName, positiveInt, validate } from "./common.js";
 import { MAX_LIMIT } from "./servers.js";
@@ -16,38 +18,49 @@ export const SERVER_GROUP_POLICIES = [
 ] as const satisfies readonly ServerGroupPolicy[];
 
 const policy = z.enum(SERVER_GROUP_POLICIES);
+// soft policies arrived with 2.15
+const hardPolicy = z.enum(["anti-affinity", "affinity"]);
 
+/** 2.64+: one policy, and rules (max_server_per_host, anti-affinity only). */
 export const createServerGroupSchema = z.strictObject({
   server_group: z.strictObject({
     name: novaName,
-    policy: policy.optional(),
+    policy,
     rules: z.strictObject({ max_server_per_host: positiveInt().optional() }).optional(),
-    /** before 2.64: a list of exactly one policy */
-    policies: z.array(policy).min(1).max(1).optional(),
   }),
 });
+
+// before 2.64: a list of exactly one policy
+const legacySchema = (p: typeof policy | typeof hardPolicy) =>
+  z.strictObject({ server_group: z.strictObject({ name: novaName, policies: z.array(p).min(1).max(1) }) });
+
+const createSchemas: Ranged<{ value: z.ZodType }>[] = [
+  { max: "2.14", value: legacySchema(hardPolicy) },
+  { min: "2.15", max: "2.63", value: legacySchema(policy) },
+  { min: "2.64", value: createServerGroupSchema },
+];
 
 /** Nova's InstanceGroupNotFound text; a create with an unusable `group` hint answers it as 400. */
 export const groupNotFoundMessage = (id: string): string => `Instance group ${id} could not be found.`;
 export const serverGroupNotFound = (id: string): ApiError => notFound(groupNotFoundMessage(id));
 
-/** The group a POST /os-server-groups body describes, for the caller's project. */
-export function parseCreateServerGroup(raw: unknown, auth: AuthContext, id: string, now: Date): ServerGroup {
-  const g = validate(createServerGroupSchema, raw).server_group;
-  const envelope = (raw as { server_group: unknown }).server_group;
-  if (g.policy !== undefined && g.policies !== undefined) {
-    throw badRequest(
-      `Invalid input for field/attribute server_group. Value: ${JSON.stringify(envelope)}. ` +
-        "Additional properties are not allowed ('policies' was unexpected)",
-    );
-  }
-  const chosen = g.policy ?? g.policies?.[0];
-  if (chosen === undefined) {
-    throw badRequest(
-      `Invalid input for field/attribute server_group. Value: ${JSON.stringify(envelope)}. ` +
-        "'policy' is a required property",
-    );
-  }
+/** The group a POST /os-server-groups body describes (per microversion), for the caller's project. */
+export function parseCreateServerGroup(
+  raw: unknown,
+  auth: AuthContext,
+  id: string,
+  now: Date,
+  v: ApiVersion,
+): ServerGroup {
+  const { server_group: g } = validate(forVersion(createSchemas, v), raw) as {
+    server_group: {
+      name: string;
+      policy?: ServerGroupPolicy;
+      policies?: ServerGroupPolicy[];
+      rules?: { max_server_per_host?: number };
+    };
+  };
+  const chosen = (g.policy ?? g.policies?.[0])!;
   const rules =
     g.rules?.max_server_per_host !== undefined ? { max_server_per_host: g.rules.max_server_per_host } : {};
   if (chosen !== "anti-affinity" && Object.keys(rules).length > 0) {

@@ -1,24 +1,25 @@
-// Nova's os-aggregates views (2.41+: with uuid). Here the id is a uuid, so `id` and `uuid` agree.
+// Nova's os-aggregates views as a version table: the integer id at every version, the uuid from
+// 2.41 (an aggregate created before integer ids has only its uuid, shown as its id).
 import type { Aggregate } from "../../catalog/types.js";
+import { viewFields } from "../microversion.js";
 import { isoMicro } from "./format.js";
 
-export function aggregateView(a: Aggregate): Record<string, unknown> {
-  return {
-    availability_zone: a.availability_zone,
-    created_at: isoMicro(a.created_at),
-    deleted: false,
-    deleted_at: null,
-    hosts: [...a.hosts],
-    id: a.id,
-    metadata: { ...a.metadata },
-    name: a.name,
-    updated_at: isoMicro(a.updated_at),
-    uuid: a.id,
-  };
-}
+const base = (a: Aggregate) => ({
+  availability_zone: a.availability_zone,
+  created_at: isoMicro(a.created_at),
+  deleted: false,
+  deleted_at: null,
+  id: a.number ?? a.id,
+  name: a.name,
+  updated_at: isoMicro(a.updated_at),
+});
+
+const uuidRow = { min: "2.41", fields: (a: Aggregate) => ({ uuid: a.id }) };
+
+export const aggregateView = viewFields<Aggregate, undefined>([
+  { fields: (a) => ({ ...base(a), hosts: [...a.hosts], metadata: { ...a.metadata } }) },
+  uuidRow,
+]);
 
 /** Nova's create answer leaves out hosts and metadata ("to maintain the same API result"). */
-export function aggregateCreatedView(a: Aggregate): Record<string, unknown> {
-  const { hosts: _hosts, metadata: _metadata, ...rest } = aggregateView(a);
-  return rest;
-}
+export const aggregateCreatedView = viewFields<Aggregate, undefined>([{ fields: base }, uuidRow]);

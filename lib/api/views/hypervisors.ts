@@ -1,4 +1,6 @@
-// Nova's os-hypervisors views, from the host records (one node per host; the id is the host name).
+// Nova's os-hypervisors views, from the host records (one node per host; the id is the host name),
+// as version tables.
+
 import {
   type AllocationRecord,
   capacity,
@@ -6,6 +8,7 @@ import {
   type Inventory,
   type ResourceClass,
 } from "../../placement/types.js";
+import { type FieldRows, viewFields } from "../microversion.js";
 
 function inv(h: HostRecord, rc: ResourceClass): Inventory | undefined {
   return h.inventories[rc];
@@ -15,29 +18,23 @@ function used(h: HostRecord, rc: ResourceClass): number {
   return h.usage[rc] ?? 0;
 }
 
-export function hypervisorSummaryView(h: HostRecord, up: boolean): Record<string, unknown> {
-  return {
-    id: h.host,
-    hypervisor_hostname: h.node,
-    state: up ? "up" : "down",
-    status: h.service.disabled ? "disabled" : "enabled",
-  };
+/** What a hypervisor view reads besides its host: liveness and, when asked, its servers. */
+export interface HypervisorContext {
+  up: boolean;
+  /** the host's servers, when the request asked for them (with_servers, /servers) */
+  servers?: { name: string; uuid: string }[];
 }
 
-/**
- * Nova's hypervisor detail. Totals are the inventories' totals (before ratios, as Nova reports
- * them); memory and disk "used" include the reserved amount, as Nova counts reserved as used.
- */
-export function hypervisorDetailView(h: HostRecord, up: boolean): Record<string, unknown> {
+const resourceFields = (h: HostRecord) => {
   const vcpu = inv(h, "VCPU");
   const mem = inv(h, "MEMORY_MB");
   const disk = inv(h, "DISK_GB");
   const memory_mb = mem?.total ?? 0;
+  // Nova counts the reserved amount as used
   const memory_mb_used = used(h, "MEMORY_MB") + (mem?.reserved ?? 0);
   const local_gb = disk?.total ?? 0;
   const local_gb_used = used(h, "DISK_GB") + (disk?.reserved ?? 0);
   return {
-    ...hypervisorSummaryView(h, up),
     vcpus: vcpu?.total ?? 0,
     vcpus_used: used(h, "VCPU"),
     memory_mb,
@@ -49,12 +46,75 @@ export function hypervisorDetailView(h: HostRecord, up: boolean): Record<string,
     disk_available_least: local_gb - local_gb_used,
     running_vms: h.num_instances,
     current_workload: 0,
-    hypervisor_type: h.hypervisor_type,
-    hypervisor_version: h.hypervisor_version,
-    host_ip: h.host_ip,
-    cpu_info: "{}",
-    service: { host: h.host, id: h.host, disabled_reason: h.service.disabled_reason },
   };
+};
+
+const summaryRows: FieldRows<HostRecord, HypervisorContext> = [
+  {
+    // ids are host names at every version (Nova: integers, then uuids from 2.53)
+    fields: (h, c) => ({
+      id: h.host,
+      hypervisor_hostname: h.node,
+      state: c.up ? "up" : "down",
+      status: h.service.disabled ? "disabled" : "enabled",
+    }),
+  },
+];
+
+// Nova lists a host's servers when there are some; from 2.75 an empty list when asked and none
+const serverRows: FieldRows<HostRecord, HypervisorContext> = [
+  { max: "2.74", fields: (_h, c) => (c.servers?.length ? { servers: c.servers } : {}) },
+  { min: "2.75", fields: (_h, c) => (c.servers ? { servers: c.servers } : {}) },
+];
+
+/** Nova's hypervisor summary (index, search, uptime's base). */
+export const hypervisorSummaryView = viewFields<HostRecord, HypervisorContext>([
+  ...summaryRows,
+  ...serverRows,
+]);
+
+/**
+ * Nova's hypervisor detail. Totals are the inventories' totals (before ratios, as Nova reports
+ * them). 2.28 makes cpu_info an object; 2.88 drops the resource fields (Placement has them) and
+ * adds uptime, which the fake driver cannot tell (Nova's null for a driver without it).
+ */
+export const hypervisorDetailView = viewFields<HostRecord, HypervisorContext>([
+  ...summaryRows,
+  {
+    fields: (h) => ({
+      hypervisor_type: h.hypervisor_type,
+      hypervisor_version: h.hypervisor_version,
+      host_ip: h.host_ip,
+      service: { host: h.host, id: h.host, disabled_reason: h.service.disabled_reason },
+    }),
+  },
+  { max: "2.87", fields: resourceFields },
+  { max: "2.27", fields: () => ({ cpu_info: "{}" }) },
+  { min: "2.28", max: "2.87", fields: () => ({ cpu_info: {} }) },
+  { min: "2.88", fields: () => ({ uptime: null }) },
+  ...serverRows,
+]);
+
+/** Nova's os-hypervisors/statistics (until 2.87): the resource fields summed over hosts. */
+export function hypervisorStatisticsView(hosts: readonly HostRecord[]): Record<string, number> {
+  const totals: Record<string, number> = {
+    count: hosts.length,
+    vcpus_used: 0,
+    local_gb_used: 0,
+    memory_mb: 0,
+    current_workload: 0,
+    vcpus: 0,
+    running_vms: 0,
+    free_disk_gb: 0,
+    disk_available_least: 0,
+    local_gb: 0,
+    free_ram_mb: 0,
+    memory_mb_used: 0,
+  };
+  for (const h of hosts) {
+    for (const [k, v] of Object.entries(resourceFields(h))) totals[k] = (totals[k] ?? 0) + v;
+  }
+  return totals;
 }
 
 /**

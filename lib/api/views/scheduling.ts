@@ -18,7 +18,8 @@ export function schedulingView(rec: SchedulingRecord | undefined | null): { sche
   };
 }
 
-export function planView(p: PlanResult): { plan: Record<string, unknown> } {
+/** `warnings`: what the request asks that the scheduler would ignore (lib/scheduler/hints.ts). */
+export function planView(p: PlanResult, warnings: string[]): { plan: Record<string, unknown> } {
   return {
     plan: {
       selections: p.selections.map((s) => ({
@@ -28,6 +29,7 @@ export function planView(p: PlanResult): { plan: Record<string, unknown> } {
       })),
       summary: p.summary,
       no_valid_host: p.no_valid_host,
+      warnings,
       explanations: p.explanations,
     },
   };

@@ -1,6 +1,7 @@
 // os-aggregates and os-availability-zone: Nova's bodies, rules and errors, with in-memory I/O.
 import { beforeEach, describe, expect, it } from "vitest";
 import { ApiError } from "../../../lib/api/errors.js";
+import { ApiVersion } from "../../../lib/api/microversion.js";
 import {
   addAggregateHost,
   checkAggregateDeletable,
@@ -200,22 +201,32 @@ describe("aggregate rules (Nova's AggregateAPI)", () => {
 });
 
 describe("aggregate views", () => {
-  it("Nova's fields; uuid equals id; create leaves out hosts and metadata", () => {
-    const a = agg({ hosts: ["host-1"], metadata: { availability_zone: "az1" }, availability_zone: "az1" });
-    expect(aggregateView(a)).toEqual({
+  it("Nova's fields: the integer id, the uuid from 2.41; create leaves out hosts and metadata", () => {
+    const a = {
+      ...agg({ hosts: ["host-1"], metadata: { availability_zone: "az1" }, availability_zone: "az1" }),
+      number: 7,
+    };
+    const at2_1 = {
       availability_zone: "az1",
       created_at: "2026-03-01T12:00:00.123000",
       deleted: false,
       deleted_at: null,
       hosts: ["host-1"],
-      id: a.id,
+      id: 7,
       metadata: { availability_zone: "az1" },
       name: "fast",
       updated_at: "2026-03-01T12:00:00.123000",
-      uuid: a.id,
-    });
-    expect(Object.keys(aggregateCreatedView(a))).not.toContain("hosts");
-    expect(Object.keys(aggregateCreatedView(a))).not.toContain("metadata");
+    };
+    expect(aggregateView(a, undefined, ApiVersion.parse("2.1"))).toEqual(at2_1);
+    expect(aggregateView(a, undefined, ApiVersion.parse("2.40"))).toEqual(at2_1);
+    for (const v of ["2.41", "2.47", "2.79", "2.96"])
+      expect(aggregateView(a, undefined, ApiVersion.parse(v))).toEqual({ ...at2_1, uuid: a.id });
+    const created = aggregateCreatedView(a, undefined, ApiVersion.parse("2.41"));
+    expect(Object.keys(created)).not.toContain("hosts");
+    expect(Object.keys(created)).not.toContain("metadata");
+    expect(created.uuid).toBe(a.id);
+    // an aggregate written before integer ids: its uuid is its id
+    expect(aggregateView({ ...a, number: undefined }, undefined, ApiVersion.parse("2.1")).id).toBe(a.id);
   });
 });
 
@@ -322,7 +333,8 @@ describe("/os-aggregates", () => {
     expect(c.status).toBe(200);
     expect(c.json.aggregate).toMatchObject({ name: "fast", availability_zone: "fastzone", deleted: false });
     expect(c.json.aggregate.hosts).toBeUndefined();
-    const id = c.json.aggregate.id as string;
+    const id = c.json.aggregate.id as number;
+    expect(id).toBe(1);
 
     const dup = await call("POST", "/v2.1/os-aggregates", "admin-token", { aggregate: { name: "fast" } });
     expect(dup).toEqual({
@@ -358,7 +370,6 @@ describe("/os-aggregates", () => {
     const shown = await call("GET", `/v2.1/os-aggregates/${id}`);
     expect(shown.json.aggregate).toMatchObject({
       id,
-      uuid: id,
       hosts: ["host-1"],
       availability_zone: "fastzone",
     });
@@ -429,7 +440,8 @@ describe("/os-aggregates", () => {
       add_host: { host: "host-1" },
     });
     expect(r.status).toBe(200);
-    expect(w.catalog.aggregates.get(id)!.aggregate.hosts).toEqual(["host-1"]);
+    const stored = [...w.catalog.aggregates.values()].find((x) => x.aggregate.number === id);
+    expect(stored!.aggregate.hosts).toEqual(["host-1"]);
   });
 });
 

@@ -62,8 +62,10 @@ export function catalogFakes(): { state: CatalogFakes; deps: CatalogDeps } {
       if ([...s.aggregates.values()].some((x) => x.aggregate.name === a.name)) {
         return { ok: false, reason: "name-exists" };
       }
-      s.aggregates.set(a.id, { aggregate: structuredClone(a), revision: 1 });
-      return { ok: true, aggregate: structuredClone(a) };
+      const number = Math.max(0, ...[...s.aggregates.values()].map((x) => x.aggregate.number ?? 0)) + 1;
+      const created = { ...structuredClone(a), number };
+      s.aggregates.set(a.id, { aggregate: created, revision: 1 });
+      return { ok: true, aggregate: structuredClone(created) };
     },
     saveAggregate: async (a, revision) => {
       const cur = s.aggregates.get(a.id);

@@ -1,6 +1,7 @@
 // In-memory stand-ins for the API's I/O, so the router can be tested without DynamoDB or SQS.
 import type { ApiDeps } from "../../../lib/api/deps.js";
 import { handleHttp } from "../../../lib/api/router.js";
+import type { Keypair } from "../../../lib/catalog/keypairs.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "../../../lib/catalog/seed.js";
 import type { Flavor, Image } from "../../../lib/catalog/types.js";
 import { requestSpecOf } from "../../../lib/instances/request-spec.js";
@@ -14,6 +15,8 @@ export interface FakeWorld {
   deps: ApiDeps;
   flavors: Map<string, Flavor>;
   images: Map<string, Image>;
+  /** keypairs by `<user>#<name>` */
+  keypairs: Map<string, Keypair>;
   instances: Map<string, InstanceRecord>;
   hosts: Map<string, HostRecord>;
   /** the Services table: each host's heartbeat */
@@ -83,6 +86,7 @@ export function fakeWorld(): FakeWorld {
   const w: FakeWorld = {
     flavors: new Map(SEED_FLAVORS.map((f) => [f.id, structuredClone(f)])),
     images: new Map(SEED_IMAGES.map((i) => [i.id, structuredClone(i)])),
+    keypairs: new Map(),
     instances: new Map(),
     hosts: new Map([
       ["host-1", host("host-1")],
@@ -115,9 +119,58 @@ export function fakeWorld(): FakeWorld {
       Object.assign(f.extra_specs, specs);
       return structuredClone(f);
     },
+    deleteFlavorExtraSpec: async (id, key) => {
+      const f = w.flavors.get(id);
+      if (!f) return "no-flavor";
+      if (!Object.hasOwn(f.extra_specs, key)) return "no-key";
+      delete f.extra_specs[key];
+      return "deleted";
+    },
+    deleteFlavor: async (id) => w.flavors.delete(id),
+    setFlavorDescription: async (id, description) => {
+      const f = w.flavors.get(id);
+      if (!f) return undefined;
+      f.description = description;
+      return structuredClone(f);
+    },
+    addFlavorAccess: async (id, project) => {
+      const f = w.flavors.get(id);
+      if (!f) return { ok: false, reason: "no-flavor" };
+      if (f.projects?.includes(project)) return { ok: false, reason: "exists" };
+      f.projects = [...(f.projects ?? []), project].sort();
+      return { ok: true, flavor: structuredClone(f) };
+    },
+    removeFlavorAccess: async (id, project) => {
+      const f = w.flavors.get(id);
+      if (!f) return { ok: false, reason: "no-flavor" };
+      if (!f.projects?.includes(project)) return { ok: false, reason: "absent" };
+      f.projects = f.projects.filter((p) => p !== project);
+      return { ok: true, flavor: structuredClone(f) };
+    },
     getImage: async (ref) =>
       structuredClone(w.images.get(ref) ?? [...w.images.values()].find((i) => i.name === ref)),
     listImages: async () => [...w.images.values()].map((i) => structuredClone(i)),
+    getKeypair: async (user, name) => structuredClone(w.keypairs.get(`${user}#${name}`)),
+    listKeypairs: async (user, page = {}) => {
+      let mine = [...w.keypairs.values()]
+        .filter((k) => k.user_id === user)
+        .sort((a, b) => a.name.localeCompare(b.name));
+      if (page.marker !== undefined) {
+        const i = mine.findIndex((k) => k.name === page.marker);
+        if (i === -1) return { ok: false, reason: "marker-not-found" };
+        mine = mine.slice(i + 1);
+      }
+      return { ok: true, keypairs: mine.slice(0, page.limit ?? mine.length).map((k) => structuredClone(k)) };
+    },
+    createKeypair: async (kp, quota = 100) => {
+      const mine = [...w.keypairs.values()].filter((k) => k.user_id === kp.user_id);
+      if (mine.some((k) => k.name === kp.name)) return { ok: false, reason: "exists" };
+      if (mine.length + 1 > quota) return { ok: false, reason: "over-quota" };
+      const keypair = { ...kp, id: w.keypairs.size + 1 };
+      w.keypairs.set(`${kp.user_id}#${kp.name}`, keypair);
+      return { ok: true, keypair: structuredClone(keypair) };
+    },
+    deleteKeypair: async (user, name) => w.keypairs.delete(`${user}#${name}`),
     createInstances: async (records) => {
       if (records.some((r) => r.name === w.failWriteOf)) throw new Error("write failed");
       for (const r of records) w.instances.set(r.id, structuredClone(r));
@@ -158,6 +211,13 @@ export function fakeWorld(): FakeWorld {
           ? [{ consumer, host: opts.host, attempt: 1, resources: {}, claimed_at: NOW.toISOString() }]
           : [],
       ),
+    deleteComputeService: async (name, at) => {
+      const h = w.hosts.get(name);
+      if (!h || h.service.deleted_at) return "not-found";
+      if (h.num_instances > 0) return "busy";
+      h.service = { ...h.service, deleted_at: at, disabled: true, disabled_reason: "deleted" };
+      return "deleted";
+    },
     setServiceStatus: async (name, u) => {
       const h = w.hosts.get(name);
       if (!h) return undefined;

@@ -1,8 +1,10 @@
 // os-scheduling and os-scheduler/plan: admin only, Nova's create checks, nothing written by a plan.
 import { beforeEach, describe, expect, it } from "vitest";
 import { planView, schedulingView } from "../../../lib/api/views/scheduling.js";
+import { type SchedulerConfig, schedulerConfig } from "../../../lib/config.js";
 import type { SchedulingRecord } from "../../../lib/instances/types.js";
-import type { DecisionExplanation } from "../../../lib/scheduler/types.js";
+import { ignoredHints } from "../../../lib/scheduler/ignored-hints.js";
+import type { DecisionExplanation, RequestSpec } from "../../../lib/scheduler/types.js";
 import { apiCall, type FakeWorld, fakeWorld } from "./fakes.js";
 import { record } from "./records.js";
 
@@ -39,17 +41,21 @@ describe("views", () => {
     expect(schedulingView({} as SchedulingRecord)).toEqual({ scheduling: null });
   });
   it("plan: selections with alternates, summary, explanations", () => {
-    const v = planView({
-      selections: [{ host: "h1", nodename: "n1", alternates: [{ host: "h2", nodename: "n2" }] }],
-      explanations: [explanation],
-      summary: "1 instance: host h1",
-      no_valid_host: false,
-    });
+    const v = planView(
+      {
+        selections: [{ host: "h1", nodename: "n1", alternates: [{ host: "h2", nodename: "n2" }] }],
+        explanations: [explanation],
+        summary: "1 instance: host h1",
+        no_valid_host: false,
+      },
+      ["a warning"],
+    );
     expect(v).toEqual({
       plan: {
         selections: [{ host: "h1", nodename: "n1", alternates: [{ host: "h2", nodename: "n2" }] }],
         summary: "1 instance: host h1",
         no_valid_host: false,
+        warnings: ["a warning"],
         explanations: [explanation],
       },
     });
@@ -108,6 +114,10 @@ describe("POST /os-scheduler/plan", () => {
     expect(r.json.plan.selections.map((s: { host: string }) => s.host)).toEqual(["host-1", "host-2"]);
     expect(r.json.plan.no_valid_host).toBe(false);
     expect(r.json.plan.explanations).toHaveLength(2);
+    // Nova's default enabled_filters do not include DifferentHostFilter: the hint would be ignored
+    expect(r.json.plan.warnings).toEqual([
+      "The scheduler hint different_host is ignored: DifferentHostFilter is not in enabled_filters.",
+    ]);
     expect(w.catalog.planned).toHaveLength(1);
     expect(w.catalog.planned[0]).toMatchObject({
       project_id: "admin",
@@ -164,7 +174,7 @@ describe("POST /os-scheduler/plan", () => {
 
   it("a group hint plans with the group but adds no member", async () => {
     const c = await call("POST", "/v2.1/os-server-groups", "admin-token", {
-      server_group: { name: "g", policy: "anti-affinity" },
+      server_group: { name: "g", policies: ["anti-affinity"] },
     });
     const id = c.json.server_group.id;
     const r = await call(
@@ -176,5 +186,34 @@ describe("POST /os-scheduler/plan", () => {
     expect(r.status).toBe(200);
     expect(w.catalog.planned[0]!.scheduler_hints).toEqual({ group: id });
     expect(w.catalog.serverGroups.get(id)!.members).toEqual([]);
+  });
+});
+
+describe("ignoredHints", () => {
+  const base = { scheduler_hints: {} } as unknown as RequestSpec;
+  const cfg = (over: Partial<SchedulerConfig> = {}) => ({ ...schedulerConfig(), ...over });
+
+  it("names each hint whose filter is off, and hints no filter reads", () => {
+    const spec = {
+      ...base,
+      scheduler_hints: { same_host: ["x"], query: ["[]"], magic: ["1"], _nova_check_type: ["rebuild"] },
+    };
+    expect(ignoredHints(spec, cfg({ enabled_filters: ["SameHostFilter"] }))).toEqual([
+      "The scheduler hint magic is ignored: no enabled filter reads it.",
+      "The scheduler hint query is ignored: JsonFilter is not in enabled_filters.",
+    ]);
+    expect(ignoredHints(spec, cfg({ enabled_filters: ["SameHostFilter", "JsonFilter"] }))).toHaveLength(1);
+  });
+
+  it("names a group policy nothing enforces: a filter for hard ones, a weigher for soft ones", () => {
+    const group = (policy: string) =>
+      ({ ...base, instance_group: { policy, rules: {}, members: [], hosts: [] } }) as unknown as RequestSpec;
+    expect(ignoredHints(group("anti-affinity"), cfg())).toEqual([]);
+    expect(ignoredHints(group("anti-affinity"), cfg({ enabled_filters: ["ComputeFilter"] }))).toEqual([
+      "The server group's anti-affinity policy is not enforced: ServerGroupAntiAffinityFilter is not in enabled_filters.",
+    ]);
+    expect(ignoredHints(group("soft-affinity"), cfg({ weight_classes: ["RAMWeigher"] }))).toEqual([
+      "The server group's soft-affinity policy is not enforced: ServerGroupSoftAffinityWeigher is not in weight_classes.",
+    ]);
   });
 });

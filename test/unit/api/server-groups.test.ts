@@ -2,6 +2,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { AuthContext } from "../../../lib/api/auth.js";
 import { ApiError } from "../../../lib/api/errors.js";
+import { ApiVersion } from "../../../lib/api/microversion.js";
+import { handleHttp } from "../../../lib/api/router.js";
 import {
   canSeeServerGroup,
   parseCreateServerGroup,
@@ -24,8 +26,8 @@ function fails(fn: () => unknown): ApiError {
   throw new Error("expected an ApiError");
 }
 
-const create = (sg: Record<string, unknown>) =>
-  parseCreateServerGroup({ server_group: sg }, member, GID, NOW);
+const create = (sg: Record<string, unknown>, version = "2.64") =>
+  parseCreateServerGroup({ server_group: sg }, member, GID, NOW, ApiVersion.parse(version));
 
 describe("server group bodies", () => {
   it("2.64: policy and rules (max_server_per_host for anti-affinity only)", () => {
@@ -47,14 +49,21 @@ describe("server group bodies", () => {
     expect(create({ name: "g", policy: "affinity", rules: {} }).rules).toEqual({});
   });
 
-  it("the legacy one-element policies list is accepted", () => {
-    expect(create({ name: "g", policies: ["soft-anti-affinity"] }).policy).toBe("soft-anti-affinity");
-    expect(fails(() => create({ name: "g", policies: [] })).message).toMatch(/should be non-empty/);
-    expect(fails(() => create({ name: "g", policies: ["affinity", "anti-affinity"] })).message).toMatch(
-      /is too long/,
+  it("until 2.63 a one-element policies list; soft policies from 2.15; policy not before 2.64", () => {
+    expect(create({ name: "g", policies: ["soft-anti-affinity"] }, "2.63").policy).toBe("soft-anti-affinity");
+    expect(create({ name: "g", policies: ["affinity"] }, "2.1").policy).toBe("affinity");
+    expect(fails(() => create({ name: "g", policies: ["soft-affinity"] }, "2.14")).message).toMatch(
+      /is not one of \['anti-affinity', 'affinity'\]/,
     );
-    expect(fails(() => create({ name: "g", policy: "affinity", policies: ["affinity"] })).message).toMatch(
-      /'policies' was unexpected/,
+    expect(fails(() => create({ name: "g", policies: [] }, "2.15")).message).toMatch(/should be non-empty/);
+    expect(
+      fails(() => create({ name: "g", policies: ["affinity", "anti-affinity"] }, "2.15")).message,
+    ).toMatch(/is too long/);
+    expect(fails(() => create({ name: "g", policy: "affinity" }, "2.63")).message).toMatch(
+      /'policies' is a required property/,
+    );
+    expect(fails(() => create({ name: "g", policies: ["affinity"] })).message).toMatch(
+      /'policy' is a required property/,
     );
   });
 
@@ -87,17 +96,36 @@ describe("server group bodies", () => {
     expect(canSeeServerGroup({ ...g, project_id: "other" }, admin)).toBe(true);
   });
 
-  it("view: 2.64 shape, the members given", () => {
+  it("views per microversion: policies and metadata until 2.63, ids from 2.13, policy and rules from 2.64", () => {
     const g = { ...create({ name: "g", policy: "affinity" }), members: ["a", "b"] };
-    expect(serverGroupView(g, ["a"])).toEqual({
+    const c = { liveMembers: ["a"] };
+    expect(serverGroupView(g, c, ApiVersion.parse("2.1"))).toEqual({
       id: GID,
       name: "g",
-      policy: "affinity",
-      rules: {},
       members: ["a"],
+      policies: ["affinity"],
+      metadata: {},
+    });
+    expect(serverGroupView(g, c, ApiVersion.parse("2.47"))).toEqual({
+      id: GID,
+      name: "g",
+      members: ["a"],
+      policies: ["affinity"],
+      metadata: {},
       project_id: "demo",
       user_id: "demo",
     });
+    for (const v of ["2.64", "2.79", "2.96"]) {
+      expect(serverGroupView(g, c, ApiVersion.parse(v))).toEqual({
+        id: GID,
+        name: "g",
+        policy: "affinity",
+        rules: {},
+        members: ["a"],
+        project_id: "demo",
+        user_id: "demo",
+      });
+    }
   });
 });
 
@@ -113,8 +141,18 @@ afterEach(() => {
   delete process.env.NOVALESS_MAX_SERVER_GROUPS;
 });
 
-function call(method: string, path: string, token = "demo-token", body?: unknown) {
-  return apiCall(w.deps, method, path, token, body);
+/** At 2.64, the shape these tests speak (policy and rules). */
+async function call(method: string, path: string, token = "demo-token", body?: unknown) {
+  const r = await handleHttp(
+    {
+      method,
+      path,
+      headers: { "x-auth-token": token, "openstack-api-version": "compute 2.64" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    },
+    w.deps,
+  );
+  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
 }
 
 async function newGroup(policy = "anti-affinity", token = "demo-token"): Promise<string> {

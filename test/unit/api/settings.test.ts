@@ -21,17 +21,17 @@ describe("auth tokens", () => {
     expect(() => parseAuthTokens('{"t": {"user_id": "u"}}')).toThrow(/invalid at t\.project_id/);
   });
 
-  it("authenticate: X-Auth-Token → caller, admin by role; unknown or missing → undefined", () => {
-    const tokens = parseAuthTokens(undefined);
-    expect(authenticate({ "x-auth-token": "admin-token" }, tokens)).toMatchObject({
+  it("authenticate: X-Auth-Token → caller, admin by role; unknown or missing → undefined", async () => {
+    const tokens = { now: () => new Date() };
+    expect(await authenticate({ "x-auth-token": "admin-token" }, tokens)).toMatchObject({
       user_id: "admin",
       isAdmin: true,
     });
-    expect(authenticate({ "x-auth-token": " demo-token " }, tokens)).toMatchObject({
+    expect(await authenticate({ "x-auth-token": " demo-token " }, tokens)).toMatchObject({
       project_id: "demo",
       isAdmin: false,
     });
-    expect(authenticate({ "x-auth-token": "toString" }, tokens)).toBeUndefined();
-    expect(authenticate({}, tokens)).toBeUndefined();
+    expect(await authenticate({ "x-auth-token": "toString" }, tokens)).toBeUndefined();
+    expect(await authenticate({}, tokens)).toBeUndefined();
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AuthContext } from "../../../lib/api/auth.js";
 import { ApiError } from "../../../lib/api/errors.js";
+import { MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
 import { idFromHref, parseJsonBody, validate } from "../../../lib/api/validation/common.js";
 import {
   createFlavorSchema,
@@ -370,7 +371,11 @@ describe("server list filters", () => {
 
 describe("flavor requests", () => {
   it("POST /flavors: Nova's fields, defaults, generated id", () => {
-    const f = parseCreateFlavor({ flavor: { name: "m1.x", ram: "1024", vcpus: 2, disk: 0 } }, () => "gen-id");
+    const f = parseCreateFlavor(
+      { flavor: { name: "m1.x", ram: "1024", vcpus: 2, disk: 0 } },
+      () => "gen-id",
+      LATEST,
+    );
     expect(f).toEqual({
       id: "gen-id",
       name: "m1.x",
@@ -384,6 +389,7 @@ describe("flavor requests", () => {
       disabled: false,
       extra_specs: {},
       description: null,
+      projects: [],
     });
     const g = parseCreateFlavor(
       {
@@ -401,6 +407,7 @@ describe("flavor requests", () => {
         },
       },
       () => "unused",
+      LATEST,
     );
     expect(g).toMatchObject({
       id: "custom.1",
@@ -429,7 +436,7 @@ describe("flavor requests", () => {
       /'extra_specs' was unexpected/,
     ],
   ])("POST /flavors rejects %s", (_l, body, message) => {
-    expect(fails(() => parseCreateFlavor(body, () => "id")).message).toMatch(message);
+    expect(fails(() => parseCreateFlavor(body, () => "id", LATEST)).message).toMatch(message);
   });
 
   it("extra specs: strings, numbers and booleans become strings; keys are checked", () => {

@@ -19,6 +19,7 @@ beforeAll(() => {
       Catalog: "catalog-x",
       Services: "services-x",
       Scheduling: "scheduling-x",
+      Identity: "identity-x",
     },
     buildRequestsQueue: "build-x",
     buildRequestsDlq: "build-x-dlq",

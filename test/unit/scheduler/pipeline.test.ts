@@ -143,7 +143,7 @@ describe("run_filter_once_per_request", () => {
     const cfg = config({ enabled_filters: ["AvailabilityZoneFilter", "NumInstancesFilter"] });
     const s = spec({ availability_zone: "nova" });
     const first = filterAndWeigh(f, s, { index: 0, config: cfg });
-    const second = filterAndWeigh(f, s, { index: 1, config: cfg, previous: first.candidates });
+    const second = filterAndWeigh(f, s, { index: 1, config: cfg, previous: first });
     expect(
       second.detailed().stages.map((st) => [st.stage, st.hosts_in, st.hosts_passed, st.skipped]),
     ).toEqual([
@@ -151,6 +151,10 @@ describe("run_filter_once_per_request", () => {
       ["placement", 2, 2, undefined],
       ["AvailabilityZoneFilter", 2, 2, "run_filter_once_per_request"],
       ["NumInstancesFilter", 2, 2, undefined],
+    ]);
+    // h2 keeps the reason it was left out for the 1st instance
+    expect(second.detailed().stages[0]!.rejected.map((r) => [r.host, r.summary])).toEqual([
+      ["h2", "are not in availability zone nova"],
     ]);
   });
 });

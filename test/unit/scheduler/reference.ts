@@ -18,6 +18,7 @@ import type {
   HostAggregate,
   HostCheck,
   HostState,
+  Rejection,
   RequestSpec,
   WeigherValues,
 } from "../../../lib/scheduler/types.js";
@@ -64,11 +65,12 @@ export function referenceSchedule(
   const placements: ReferenceResult["placements"] = [];
   let candidates: HostState[] = hosts;
   let sorted: HostState[] = [];
+  let why = new Map<HostState, Rejection>();
 
   for (const [index, uuid] of uuids.entries()) {
     spec.instance_uuid = uuid;
-    const previous = index > 0 ? new Set(candidates) : undefined;
-    const { weighed, explanation } = decide(
+    const previous = index > 0 ? { passed: new Set(candidates), why } : undefined;
+    const { weighed, explanation, rejections } = decide(
       hosts,
       aggregates,
       spec,
@@ -88,6 +90,7 @@ export function referenceSchedule(
     selected.push(chosen);
     placements.push({ instance_uuid: uuid, host: chosen.host, nodename: chosen.nodename });
     candidates = weighed.map((w) => w.host);
+    why = rejections;
   }
 
   const numAlts = config.max_attempts - 1;
@@ -95,7 +98,7 @@ export function referenceSchedule(
   if (numAlts > 0 && placements.length > 0) {
     const last = placements.length - 1;
     if (last > 0) {
-      const previous = new Set(candidates);
+      const previous = { passed: new Set(candidates), why };
       const { weighed } = decide(
         hosts,
         aggregates,
@@ -139,9 +142,10 @@ function decide(
   index: number,
   config: SchedulerConfig,
   exclude: string[],
-  previous: Set<HostState> | undefined,
+  /** the previous instance's candidates, and why each other host was rejected for it */
+  previous: { passed: Set<HostState>; why: ReadonlyMap<HostState, Rejection> } | undefined,
   instances: ReadonlyMap<string, string>,
-): { weighed: Weighed[]; explanation: DetailedExplanation } {
+): { weighed: Weighed[]; explanation: DetailedExplanation; rejections: Map<HostState, Rejection> } {
   // The hosts as they are now, for the filters' and weighers' lookups by position.
   const fleet = new Fleet(all, aggregates);
   const filters = enabledFilters(config.enabled_filters);
@@ -154,8 +158,11 @@ function decide(
   }[] = [];
 
   if (previous) {
-    const summary = "were rejected for an earlier instance of this request";
-    stages.push({ name: "previous_instance", check: (h) => (previous.has(h) ? null : { summary }) });
+    // a host left out keeps the reason it was left out for
+    stages.push({
+      name: "previous_instance",
+      check: (h) => (previous.passed.has(h) ? null : previous.why.get(h)!),
+    });
   }
   const dest = spec.requested_destination;
   if (dest?.host || dest?.node) {
@@ -216,6 +223,7 @@ function decide(
 
   const position = new Map(all.map((h, i) => [h, i]));
   const explained: DetailedStage[] = [];
+  const rejections = new Map<HostState, Rejection>();
   let hosts = all;
   for (const stage of stages) {
     if (hosts.length === 0) break;
@@ -225,6 +233,7 @@ function decide(
       const r = stage.skipped || !stage.check ? null : stage.check(h, position.get(h)!);
       if (!r) passed.push(h);
       else {
+        rejections.set(h, r);
         const reason = r.reason ?? (r.fit ? describeFitFailure(r.fit) : reasonFromSummary(r.summary));
         rejected.push({
           host: h.host,
@@ -284,7 +293,7 @@ function decide(
         : [],
     order: weighed.map((w) => ({ host: w.host.host, nodename: w.host.nodename, weight: w.weight })),
   };
-  return { weighed, explanation };
+  return { weighed, explanation, rejections };
 }
 
 function cmp(a: string, b: string): number {

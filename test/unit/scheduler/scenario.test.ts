@@ -213,7 +213,7 @@ describe("runScenario", () => {
       ),
     );
     expect(out.requests[0]!.no_valid_host).toMatch(
-      /^0\/2 hosts are available for instance 3 of 3: 1 was rejected for an earlier instance of this request, 1 lacked MEMORY_MB/,
+      /^0\/2 hosts are available for instance 3 of 3: 2 lacked MEMORY_MB/,
     );
     expect(out.requests[1]!.selections?.map((s) => s[0]!.host)).toEqual(["h1", "h2"]);
   });

@@ -1,0 +1,200 @@
+// Glance v2 on DevStack's path, /image: the catalog's images in Glance's shape (list with name,
+// visibility and status filters and marker/limit paging, show) and, for the admin, a metadata-only
+// create. Nova's own /v2.1/images proxy stays. Errors in Glance's plain-text shape; a missing or
+// unknown token is Keystone's 401, as keystonemiddleware answers it in front of Glance.
+import { randomUUID } from "node:crypto";
+import { type Context, Hono } from "hono";
+import { createImage } from "../../catalog/image-create.js";
+import type { Image } from "../../catalog/types.js";
+import { type AuthContext, type AuthDeps, authenticate } from "../auth.js";
+import type { ApiDeps } from "../deps.js";
+import { UNAUTHORIZED_BODY } from "../errors.js";
+import { imageView, versionsDocument } from "./views.js";
+
+type ImageEnv = { Variables: { baseUrl: string; imageAuth: AuthContext } };
+type C = Context<ImageEnv>;
+
+/** Glance's api_limit_max and limit_param_default. */
+const LIMIT_MAX = 1000;
+const LIMIT_DEFAULT = 25;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DISK_FORMATS = ["ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso", "ploop"];
+const CONTAINER_FORMATS = ["ami", "ari", "aki", "bare", "ovf", "ova", "docker", "compressed"];
+
+class GlanceError extends Error {
+  constructor(
+    readonly status: 400 | 403 | 404 | 409,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const TITLES = { 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict" } as const;
+
+export type ImageAppDeps = AuthDeps & Pick<ApiDeps, "listImages" | "getImage">;
+
+export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
+  const app = new Hono<ImageEnv>({ strict: false });
+  app.onError((e, c) => {
+    if (!(e instanceof GlanceError)) throw e;
+    return c.text(`${e.status} ${TITLES[e.status]}\n\n${e.message}\n\n   `, e.status);
+  });
+
+  app.get("/", (c) => c.json(versionsDocument(c.get("baseUrl")), 300));
+  app.get("/versions", (c) => c.json(versionsDocument(c.get("baseUrl"))));
+
+  app.use("/v2/*", async (c, next) => {
+    const auth = await authenticate(Object.fromEntries(c.req.raw.headers), deps);
+    if (!auth) return c.json(UNAUTHORIZED_BODY, 401);
+    c.set("imageAuth", auth);
+    await next();
+  });
+
+  app.get("/v2/images", async (c: C) => {
+    const q = c.req.query();
+    const limit = q.limit === undefined ? LIMIT_DEFAULT : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 0) throw new GlanceError(400, "limit param must be positive");
+    let images = (await deps.listImages()).filter(
+      (i) =>
+        (q.name === undefined || i.name === q.name) &&
+        (q.status === undefined || i.status === q.status) &&
+        (q.visibility === undefined || q.visibility === "public" || q.visibility === "all"),
+    );
+    if (q.marker !== undefined) {
+      const at = images.findIndex((i) => i.id === q.marker);
+      if (at === -1) throw new GlanceError(400, `marker [${q.marker}] not found`);
+      images = images.slice(at + 1);
+    }
+    const page = images.slice(0, Math.min(limit, LIMIT_MAX));
+    const rest = new URLSearchParams(
+      Object.entries(q).filter(([k]) => k !== "marker" && k !== "limit"),
+    ).toString();
+    const more = page.length > 0 && images.length > page.length;
+    return c.json({
+      images: page.map(imageView),
+      first: `/v2/images${rest ? `?${rest}` : ""}`,
+      schema: "/v2/schemas/images",
+      ...(more
+        ? { next: `/v2/images?${rest ? `${rest}&` : ""}marker=${page[page.length - 1]!.id}&limit=${limit}` }
+        : {}),
+    });
+  });
+
+  app.get("/v2/images/:id", async (c: C) => {
+    const id = c.req.param("id")!;
+    // by id only: Glance has no lookup by name here (clients list with ?name=)
+    const image = UUID.test(id) ? await deps.getImage(id) : undefined;
+    if (!image || image.id !== id) throw new GlanceError(404, `No image found with ID ${id}`);
+    return c.json(imageView(image));
+  });
+
+  app.post("/v2/images", async (c: C) => {
+    if (!c.get("imageAuth").isAdmin)
+      throw new GlanceError(403, "You are not authorized to complete add_image action.");
+    let body: Record<string, unknown>;
+    try {
+      body = await c.req.json();
+    } catch {
+      throw new GlanceError(400, "Malformed JSON in request body.");
+    }
+    if (!body || typeof body !== "object" || Array.isArray(body))
+      throw new GlanceError(400, "Malformed JSON in request body.");
+    const image = imageFromBody(body, deps.now());
+    if (!(await createImage(image)))
+      throw new GlanceError(409, `Image with identifier ${image.id} already exists!`);
+    c.header("Location", `${c.get("baseUrl")}/image/v2/images/${image.id}`);
+    return c.json(imageView(image), 201);
+  });
+
+  app.all("*", () => {
+    throw new GlanceError(404, "The resource could not be found.");
+  });
+  return app;
+}
+
+const intField = (body: Record<string, unknown>, k: string): number => {
+  const v = body[k] ?? 0;
+  if (!Number.isInteger(v) || (v as number) < 0)
+    throw new GlanceError(
+      400,
+      `Provided object does not match schema 'image': ${JSON.stringify(v)} is not valid under any of the given schemas\n\nFailed validating 'type' in schema['properties']['${k}']`,
+    );
+  return v as number;
+};
+
+function enumField(body: Record<string, unknown>, k: string, allowed: string[]): string | undefined {
+  const v = body[k];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string" || !allowed.includes(v))
+    throw new GlanceError(
+      400,
+      `Provided object does not match schema 'image': ${JSON.stringify(v)} is not one of ${JSON.stringify(allowed)}`,
+    );
+  return v;
+}
+
+/**
+ * The record a create makes. Its status is `active`, not Glance's `queued`: the catalog has no
+ * image data anywhere (the compute driver boots from the record), so there is nothing to upload and
+ * a queued image would be one Nova could never boot.
+ */
+function imageFromBody(body: Record<string, unknown>, now: Date): Image {
+  const id = body.id ?? randomUUID();
+  if (typeof id !== "string" || !UUID.test(id))
+    throw new GlanceError(
+      400,
+      `Provided object does not match schema 'image': ${JSON.stringify(id)} does not match '^([0-9a-fA-F]){8}-([0-9a-fA-F]){4}-([0-9a-fA-F]){4}-([0-9a-fA-F]){4}-([0-9a-fA-F]){12}$'`,
+    );
+  const name = body.name ?? null;
+  if (name !== null && (typeof name !== "string" || name.length > 255))
+    throw new GlanceError(
+      400,
+      "Provided object does not match schema 'image': name must be a string of at most 255 characters",
+    );
+  if (body.visibility !== undefined && body.visibility !== "public")
+    throw new GlanceError(
+      400,
+      "Only public images are served here: the catalog's images are every project's.",
+    );
+  // Not kept by the catalog: refused rather than silently dropped.
+  if (body.protected === true) throw new GlanceError(400, "Protected images are not supported here.");
+  if (Array.isArray(body.tags) && body.tags.length)
+    throw new GlanceError(400, "Image tags are not supported here.");
+  const properties: Record<string, string> = {};
+  const diskFormat = enumField(body, "disk_format", DISK_FORMATS);
+  const containerFormat = enumField(body, "container_format", CONTAINER_FORMATS);
+  if (diskFormat) properties.disk_format = diskFormat;
+  if (containerFormat) properties.container_format = containerFormat;
+  const known = new Set([
+    "id",
+    "name",
+    "visibility",
+    "disk_format",
+    "container_format",
+    "min_disk",
+    "min_ram",
+    "protected",
+    "tags",
+    "os_hidden",
+  ]);
+  for (const [k, v] of Object.entries(body)) {
+    if (known.has(k)) continue;
+    if (typeof v !== "string")
+      throw new GlanceError(
+        400,
+        `Provided object does not match schema 'image': ${JSON.stringify(v)} is not of type 'string'\n\nFailed validating 'type' in schema['additionalProperties']`,
+      );
+    properties[k] = v;
+  }
+  return {
+    id,
+    name: name ?? "",
+    status: "active",
+    min_disk: intField(body, "min_disk"),
+    min_ram: intField(body, "min_ram"),
+    properties,
+    created_at: now.toISOString(),
+  };
+}
