@@ -9,15 +9,25 @@ import subunit
 import testtools
 
 
+NOT_THE_ERROR = ("Traceback", "During handling", "Failed validating", "On instance", "Details:")
+
+
 def reason(details):
-    for key in ("traceback", "reason"):
-        if key in details:
-            text = details[key].as_text().strip()
-            if key == "traceback":
-                # the exception line(s) at the end say what failed
-                lines = [l for l in text.splitlines() if l.strip()]
-                return "\n".join(lines[-6:])
-            return text
+    """The exception a failure ended with (and its Details line), or the skip reason."""
+    if "traceback" in details:
+        lines = details["traceback"].as_text().strip().splitlines()
+        # the exception lines are the unindented ones; the last is what the test failed with
+        ends = [i for i, l in enumerate(lines)
+                if l and not l[0].isspace() and ":" in l and not l.startswith(NOT_THE_ERROR)]
+        if not ends:
+            return "\n".join(lines[-3:])
+        at = ends[-1]
+        found = [lines[at]]
+        if at + 1 < len(lines) and lines[at + 1].startswith("Details:"):
+            found.append(lines[at + 1])
+        return " ".join(found)[:600]
+    if "reason" in details:
+        return details["reason"].as_text().strip()
     return ""
 
 

@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { startRuntime } from "../../infra/local/runtime.js";
 import { accountsYaml, tempestConf } from "./config.js";
 import { type TestResult, tally, updateDoc } from "./report.js";
 
@@ -49,6 +48,9 @@ function exec(
   });
 }
 
+// The runtime's request log would bury tempest's own output; errors still show.
+process.env.NOVALESS_LOG_LEVEL ??= "error";
+const { startRuntime } = await import("../../infra/local/runtime.js");
 const started = Date.now();
 const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50 });
 const root = await mkdtemp(join(tmpdir(), "novaless-tempest-"));
@@ -96,7 +98,7 @@ try {
   for (const r of results.filter((t) => t.status === "fail"))
     process.stdout.write(`FAILED ${r.id}\n  ${r.reason.replaceAll("\n", "\n  ")}\n`);
   if (!values["no-doc"] && !values.filter) {
-    await writeFile(DOC, updateDoc(await readFile(DOC, "utf8"), results, seconds));
+    await writeFile(DOC, updateDoc(await readFile(DOC, "utf8"), results));
     process.stdout.write(`test:tempest: results written to ${DOC}\n`);
   }
   if (results.length === 0) throw new Error("tempest ran no tests");
