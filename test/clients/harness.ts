@@ -44,8 +44,8 @@ export function missing(tool: Tool): boolean {
   return absent;
 }
 
-/** The clouds the clouds.yaml names: password auth as each seeded user, and a static token. */
-export type CloudName = "admin" | "demo" | "admin-token";
+/** The clouds the clouds.yaml names: password auth as each seeded user, and a token (when given). */
+export type CloudName = "admin" | "demo" | "token";
 
 export class ClientError extends Error {
   constructor(
@@ -84,34 +84,35 @@ export interface CommandOptions {
 
 const PASSWORDS: Record<"admin" | "demo", string> = { admin: "admin-secret", demo: "demo-secret" };
 
-/** clouds.yaml as an operator writes it for DevStack: Keystone at <base>/identity, RegionOne. */
-export function cloudsYaml(base: string): string {
-  const auth = (user: "admin" | "demo") =>
+/**
+ * clouds.yaml as an operator writes it for DevStack: Keystone at <base>/identity, RegionOne;
+ * with `token`, also a cloud "token" authenticating by Keystone's token method (project admin).
+ */
+export function cloudsYaml(base: string, token?: string): string {
+  const cloud = (name: string, authType: string, auth: string[]) =>
     [
-      `  ${user}:`,
-      "    auth_type: password",
+      `  ${name}:`,
+      `    auth_type: ${authType}`,
       "    auth:",
       `      auth_url: ${base}/identity`,
-      `      username: ${user}`,
-      `      password: ${PASSWORDS[user]}`,
-      `      project_name: ${user}`,
-      "      user_domain_name: Default",
-      "      project_domain_name: Default",
+      ...auth.map((line) => `      ${line}`),
       "    region_name: RegionOne",
       "    identity_api_version: 3",
     ].join("\n");
-  const token = [
-    "  admin-token:",
-    "    auth_type: token",
-    "    auth:",
-    `      auth_url: ${base}/identity`,
-    "      token: admin-token",
-    "      project_name: admin",
-    "      project_domain_name: Default",
-    "    region_name: RegionOne",
-    "    identity_api_version: 3",
-  ].join("\n");
-  return `clouds:\n${auth("admin")}\n${auth("demo")}\n${token}\n`;
+  const user = (name: "admin" | "demo") =>
+    cloud(name, "password", [
+      `username: ${name}`,
+      `password: ${PASSWORDS[name]}`,
+      `project_name: ${name}`,
+      "user_domain_name: Default",
+      "project_domain_name: Default",
+    ]);
+  const clouds = [user("admin"), user("demo")];
+  if (token)
+    clouds.push(
+      cloud("token", "token", [`token: ${token}`, "project_name: admin", "project_domain_name: Default"]),
+    );
+  return `clouds:\n${clouds.join("\n")}\n`;
 }
 
 /** The environment the children get: ours without any OS_* an operator's shell may carry. */
@@ -189,7 +190,7 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
 
   // novaclient reads no clouds.yaml: it takes the same cloud as OS_* variables.
   const novaEnv = (cloud: CloudName) => {
-    if (cloud === "admin-token") throw new Error("nova runs with password auth only here");
+    if (cloud === "token") throw new Error("nova runs with password auth only here");
     return childEnv({
       OS_AUTH_URL: `${runtime.url}/identity/v3`,
       OS_USERNAME: cloud,
