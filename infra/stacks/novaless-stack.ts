@@ -133,7 +133,7 @@ export class NovalessStack extends Stack {
   readonly authTokensSecret: secretsmanager.Secret;
   /** /identity's token signing key (generated); absent with keystoneUrl */
   readonly tokenKeySecret?: secretsmanager.Secret;
-  /** the admin user's password (generated) for `npm run seed -- --admin-password-from-secret` */
+  /** the /identity admin's password (generated), for `npm run seed -- --admin-password-from-secret` */
   readonly adminPasswordSecret?: secretsmanager.Secret;
   readonly dashboard: cloudwatch.Dashboard;
   readonly alarms: cloudwatch.Alarm[];
@@ -732,7 +732,7 @@ export class NovalessStack extends Stack {
           {
             id: "AwsSolutions-SMG4",
             reason:
-              "Generated once: rotating the token key ends every token in flight, and the admin password is re-seeded by the operator (npm run seed -- --admin-password-from-secret); neither has a rotation Lambda",
+              "Generated once: rotating the token key ends every token in flight, and the admin's password is re-seeded by the operator (npm run seed -- --admin-password-from-secret); neither has a rotation Lambda",
           },
         ]);
     NagSuppressions.addResourceSuppressions(

@@ -96,7 +96,12 @@ export function keystoneValidator(): KeystoneValidator | undefined {
   if (!url) return undefined;
   if (shared?.url !== url) {
     const raw = process.env.NOVALESS_KEYSTONE_CACHE_SECONDS;
-    shared = { url, validator: new KeystoneValidator({ url, cacheSeconds: raw ? Number(raw) : 300 }) };
+    const cacheSeconds = raw ? Number(raw) : 300;
+    if (!Number.isInteger(cacheSeconds) || cacheSeconds < 0)
+      throw new Error(
+        `configuration NOVALESS_KEYSTONE_CACHE_SECONDS=${raw} is not a whole number of seconds`,
+      );
+    shared = { url, validator: new KeystoneValidator({ url, cacheSeconds }) };
   }
   return shared.validator;
 }

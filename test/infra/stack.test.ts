@@ -209,7 +209,9 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     // An empty table until the operator puts one (every call 401), never the local demo tokens.
     expect(s.template.toJSON().Resources[secretId].Properties.SecretString).toBe("{}");
     const reads = (fn: NovalessStack["apiFunction"]) =>
-      statementsOf(s, fn).filter((st) => JSON.stringify(st.Resource) === JSON.stringify({ Ref: secretId }));
+      statementsOf(s, fn).filter((st) =>
+        [st.Resource].flat().some((r) => JSON.stringify(r) === JSON.stringify({ Ref: secretId })),
+      );
     expect(actions(reads(s.stack.apiFunction))).toEqual(
       expect.arrayContaining(["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]),
     );
@@ -219,11 +221,31 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     }
   });
 
+  it("signs /identity's tokens with a generated key the API alone reads; the admin's password is generated too", () => {
+    const keyId = logicalId(s.stack, s.stack.tokenKeySecret!);
+    const resources = s.template.toJSON().Resources;
+    expect(resources[keyId].Properties.GenerateSecretString).toBeDefined();
+    expect(resources[keyId].Properties.SecretString).toBeUndefined();
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_TOKEN_KEY_SECRET).toEqual({ Ref: keyId });
+    const reads = (fn: NovalessStack["apiFunction"]) =>
+      statementsOf(s, fn).filter((st) =>
+        [st.Resource].flat().some((r) => JSON.stringify(r) === JSON.stringify({ Ref: keyId })),
+      );
+    expect(actions(reads(s.stack.apiFunction))).toContain("secretsmanager:GetSecretValue");
+    for (const fn of [s.stack.schedulerFunction, s.stack.conductorFunction, s.stack.buildIntakeFunction])
+      expect(reads(fn)).toEqual([]);
+    const adminId = logicalId(s.stack, s.stack.adminPasswordSecret!);
+    expect(resources[adminId].Properties.GenerateSecretString).toBeDefined();
+    // the operator's seed reads it, no function does
+    expect(JSON.stringify(statementsOf(s, s.stack.apiFunction))).not.toContain(adminId);
+  });
+
   it("puts no token, password or key in the template", () => {
     const text = JSON.stringify(s.template.toJSON());
     for (const demo of Object.keys(DEFAULT_AUTH_TOKENS)) expect(text).not.toContain(demo);
     // A token table has principals: `"user_id":` (escaped once inside an environment string).
-    expect(text).not.toMatch(/user_id\\*":|password|AKIA[0-9A-Z]{12}|BEGIN [A-Z ]*PRIVATE KEY/i);
+    // (secrets the stack generates are named for what they hold: AdminPassword; no password value)
+    expect(text).not.toMatch(/user_id\\*":|\\*"password\\*":|AKIA[0-9A-Z]{12}|BEGIN [A-Z ]*PRIVATE KEY/i);
     for (const fn of Object.values(s.template.findResources("AWS::Lambda::Function")) as Resource[]) {
       const env = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
       for (const [name, value] of Object.entries(env)) {
@@ -512,6 +534,7 @@ describe("NovalessStack (Standard conductor, options set)", () => {
         apiThrottleRateLimit: 7,
         apiThrottleBurstLimit: 9,
         buildErrorAlarmThreshold: 3,
+        keystoneUrl: "https://keystone.example.org:5000",
       },
       false,
     );
@@ -527,6 +550,15 @@ describe("NovalessStack (Standard conductor, options set)", () => {
       Level: "ALL",
       IncludeExecutionData: false,
     });
+  });
+
+  it("with keystoneUrl, validates tokens there: no key or admin secret of its own", () => {
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_KEYSTONE_URL).toBe(
+      "https://keystone.example.org:5000",
+    );
+    expect(environmentOf(s, s.stack.apiFunction).NOVALESS_TOKEN_KEY_SECRET).toBeUndefined();
+    expect(s.stack.tokenKeySecret).toBeUndefined();
+    expect(Object.keys(s.template.findResources("AWS::SecretsManager::Secret"))).toHaveLength(1);
   });
 
   it("applies the removal policy, queue prefix and scheduler options", () => {

@@ -100,6 +100,7 @@ export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
     const { token, payload } = await issueToken({
       body,
       headerToken: c.req.header("x-auth-token"),
+      resolveToken: (t) => tokenPayload(t, deps.now()),
       key: await tokenKey(),
       now: deps.now(),
     });

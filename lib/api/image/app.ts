@@ -108,6 +108,18 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
     return c.json(imageView(image), 201);
   });
 
+  // The catalog keeps no image data (the compute driver boots from the record): an upload is refused
+  // as Glance refuses one to an image that is already active.
+  app.put("/v2/images/:id/file", async (c: C) => {
+    const id = c.req.param("id")!;
+    const image = UUID.test(id) ? await deps.getImage(id) : undefined;
+    if (!image || image.id !== id) throw new GlanceError(404, `No image found with ID ${id}`);
+    throw new GlanceError(
+      409,
+      "Image status transition from active to saving is not allowed: novaless keeps no image data, an image is its metadata",
+    );
+  });
+
   app.all("*", () => {
     throw new GlanceError(404, "The resource could not be found.");
   });

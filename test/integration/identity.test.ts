@@ -1,0 +1,353 @@
+// Identity v3 and Image v2 over the real store (dynalite through the AWS SDK), through the API's
+// HTTP entry: password and token authentication, scoping, the catalog, validation, Keystone's and
+// Glance's refusals, and what an admin and a member may list.
+import { beforeAll, describe, expect, it } from "vitest";
+import { defaultDeps } from "../../lib/api/deps.js";
+import { handleHttp } from "../../lib/api/router.js";
+import { seedCatalog } from "../../lib/catalog/repo.js";
+import { verifyPassword } from "../../lib/identity/password.js";
+import { seedIdentity } from "../../lib/identity/seed.js";
+import { getUser, listProjects } from "../../lib/identity/store.js";
+import { useLocalAws } from "./local-aws.js";
+
+useLocalAws();
+
+let clock = new Date("2026-03-01T12:00:00.000Z");
+const deps = { ...defaultDeps, now: () => clock };
+const BASE = "https://cloud.example.org";
+
+async function call(
+  method: string,
+  path: string,
+  opts: { token?: string; subject?: string; body?: unknown } = {},
+) {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (opts.token) headers["x-auth-token"] = opts.token;
+  if (opts.subject) headers["x-subject-token"] = opts.subject;
+  const r = await handleHttp(
+    {
+      method,
+      path,
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      baseUrl: BASE,
+    },
+    deps,
+  );
+  // Glance's refusals are plain text
+  const isJson = r.headers["content-type"]?.startsWith("application/json");
+  return { ...r, json: r.body && isJson ? JSON.parse(r.body) : undefined };
+}
+
+const password = (user: Record<string, unknown>, scope?: unknown) => ({
+  auth: { identity: { methods: ["password"], password: { user } }, ...(scope ? { scope } : {}) },
+});
+
+async function login(name: string, pw: string, project: string): Promise<string> {
+  const r = await call("POST", "/identity/v3/auth/tokens", {
+    body: password(
+      { name, domain: { name: "Default" }, password: pw },
+      { project: { name: project, domain: { id: "default" } } },
+    ),
+  });
+  expect(r.status).toBe(201);
+  return r.headers["x-subject-token"]!;
+}
+
+beforeAll(async () => {
+  await seedCatalog();
+  await seedIdentity({ adminPassword: "admin-secret", demo: true });
+}, 60_000);
+
+describe("the store", () => {
+  it("holds DevStack's users with scrypt hashes, and a reseed keeps them unless the admin's is reset", async () => {
+    const admin = await getUser("admin");
+    expect(admin?.password_hash).toMatch(/^scrypt\$/);
+    expect(await verifyPassword("admin-secret", admin!.password_hash)).toBe(true);
+    expect((await listProjects()).map((p) => p.id)).toEqual(["admin", "demo"]);
+    expect((await seedIdentity({ adminPassword: "other", demo: true })).written).toBe(0);
+    expect(await verifyPassword("admin-secret", (await getUser("admin"))!.password_hash)).toBe(true);
+    await seedIdentity({ adminPassword: "rotated", resetAdminPassword: true });
+    expect(await verifyPassword("rotated", (await getUser("admin"))!.password_hash)).toBe(true);
+    await seedIdentity({ adminPassword: "admin-secret", resetAdminPassword: true });
+  });
+});
+
+describe("/identity", () => {
+  it("answers keystoneauth's discovery: 300 with v3, and v3's own document", async () => {
+    const all = await call("GET", "/identity");
+    expect(all.status).toBe(300);
+    expect(all.json.versions.values[0]).toMatchObject({
+      id: "v3.14",
+      status: "stable",
+      links: [{ rel: "self", href: `${BASE}/identity/v3/` }],
+    });
+    const v3 = await call("GET", "/identity/v3");
+    expect(v3.json.version.links[0].href).toBe(`${BASE}/identity/v3/`);
+  });
+
+  it("issues a project token by names: Keystone's body, roles and the catalog on the public base URL", async () => {
+    const r = await call("POST", "/identity/v3/auth/tokens", {
+      body: password(
+        { name: "demo", domain: { name: "Default" }, password: "demo-secret" },
+        { project: { name: "demo", domain: { name: "Default" } } },
+      ),
+    });
+    expect(r.status).toBe(201);
+    expect(r.headers["x-subject-token"]).toMatch(/^nl1\./);
+    const t = r.json.token;
+    expect(t).toMatchObject({
+      methods: ["password"],
+      user: { id: "demo", name: "demo", domain: { id: "default", name: "Default" } },
+      project: { id: "demo", name: "demo", domain: { id: "default", name: "Default" } },
+      roles: [
+        { id: "member", name: "member" },
+        { id: "reader", name: "reader" },
+      ],
+      issued_at: "2026-03-01T12:00:00.000000Z",
+      expires_at: "2026-03-01T13:00:00.000000Z",
+    });
+    expect(t.audit_ids).toHaveLength(1);
+    const urls = Object.fromEntries(
+      t.catalog.map(
+        (s: { type: string; endpoints: { interface: string; url: string; region: string }[] }) => [
+          s.type,
+          s.endpoints.map((e) => `${e.interface} ${e.region} ${e.url}`),
+        ],
+      ),
+    );
+    expect(urls).toEqual({
+      compute: ["public", "internal", "admin"].map((i) => `${i} RegionOne ${BASE}/v2.1`),
+      image: ["public", "internal", "admin"].map((i) => `${i} RegionOne ${BASE}/image`),
+      identity: ["public", "internal", "admin"].map((i) => `${i} RegionOne ${BASE}/identity`),
+    });
+  });
+
+  it("takes the user and project by id, and an unscoped token with no catalog", async () => {
+    const byId = await call("POST", "/identity/v3/auth/tokens", {
+      body: password({ id: "admin", password: "admin-secret" }, { project: { id: "admin" } }),
+    });
+    expect(byId.status).toBe(201);
+    expect(byId.json.token.roles.map((r: { name: string }) => r.name)).toEqual(["admin", "member", "reader"]);
+    const unscoped = await call("POST", "/identity/v3/auth/tokens", {
+      body: password({ id: "demo", password: "demo-secret" }),
+    });
+    expect(unscoped.status).toBe(201);
+    expect(unscoped.json.token.project).toBeUndefined();
+    expect(unscoped.json.token.catalog).toBeUndefined();
+    // an unscoped token is nobody to the Compute API, but lists the user's projects
+    const token = unscoped.headers["x-subject-token"]!;
+    expect((await call("GET", "/v2.1/flavors", { token })).status).toBe(401);
+    const mine = await call("GET", "/identity/v3/auth/projects", { token });
+    expect(mine.json.projects.map((p: { id: string }) => p.id)).toEqual(["demo"]);
+  });
+
+  it("answers a wrong password, an unknown user and a foreign project with Keystone's 401", async () => {
+    const refused = {
+      error: {
+        code: 401,
+        title: "Unauthorized",
+        message: "The request you have made requires authentication.",
+      },
+    };
+    for (const body of [
+      password({ name: "admin", domain: { id: "default" }, password: "wrong" }),
+      password({ name: "nobody", domain: { id: "default" }, password: "admin-secret" }),
+      password({ id: "demo", password: "demo-secret" }, { project: { id: "admin" } }),
+    ]) {
+      const r = await call("POST", "/identity/v3/auth/tokens", { body });
+      expect(r.status).toBe(401);
+      expect(r.json).toEqual(refused);
+      expect(r.headers["x-subject-token"]).toBeUndefined();
+    }
+    const malformed = await call("POST", "/identity/v3/auth/tokens", { body: { auth: {} } });
+    expect(malformed.status).toBe(400);
+    expect(malformed.json.error).toMatchObject({ code: 400, title: "Bad Request" });
+  });
+
+  it("validates (GET, HEAD), rescopes by the token method, and a token works on /v2.1 until it expires", async () => {
+    const token = await login("admin", "admin-secret", "admin");
+    const shown = await call("GET", "/identity/v3/auth/tokens", { token, subject: token });
+    expect(shown.status).toBe(200);
+    expect(shown.json.token.project.id).toBe("admin");
+    expect((await call("HEAD", "/identity/v3/auth/tokens", { token, subject: token })).status).toBe(200);
+    const forged = `${token.slice(0, -4)}AAAA`;
+    const missing = await call("GET", "/identity/v3/auth/tokens", { token, subject: forged });
+    expect(missing.status).toBe(404);
+    expect(missing.json.error.title).toBe("Not Found");
+
+    const rescoped = await call("POST", "/identity/v3/auth/tokens", {
+      body: {
+        auth: {
+          identity: { methods: ["token"], token: { id: token } },
+          scope: { project: { name: "admin", domain: { id: "default" } } },
+        },
+      },
+    });
+    expect(rescoped.status).toBe(201);
+    expect(rescoped.json.token.methods).toEqual(["token"]);
+    expect(rescoped.json.token.expires_at).toBe(shown.json.token.expires_at);
+
+    // keystoneauth's token plugin with a static token (`--os-token admin-token`)
+    const fromStatic = await call("POST", "/identity/v3/auth/tokens", {
+      body: {
+        auth: {
+          identity: { methods: ["token"], token: { id: "admin-token" } },
+          scope: { project: { id: "admin" } },
+        },
+      },
+    });
+    expect(fromStatic.status).toBe(201);
+    expect(fromStatic.json.token).toMatchObject({
+      methods: ["token"],
+      user: { name: "admin" },
+      project: { id: "admin" },
+    });
+    expect(fromStatic.json.token.audit_ids).toHaveLength(1);
+    expect(rescoped.json.token.audit_ids).toEqual([expect.any(String), shown.json.token.audit_ids[0]]);
+
+    expect((await call("GET", "/v2.1/flavors", { token })).status).toBe(200);
+    const saved = clock;
+    clock = new Date(clock.getTime() + 3600_000);
+    try {
+      const expired = await call("GET", "/v2.1/flavors", { token });
+      expect(expired.status).toBe(401);
+      expect(expired.json.error.code).toBe(401);
+      expect((await call("GET", "/identity/v3/auth/projects", { token })).status).toBe(401);
+    } finally {
+      clock = saved;
+    }
+  });
+
+  it("lets the admin list projects (and by name), users, roles and domains; a member only their own", async () => {
+    const admin = await login("admin", "admin-secret", "admin");
+    const demo = await login("demo", "demo-secret", "demo");
+    const names = (r: { json: Record<string, { name: string }[]> }, k: string) =>
+      r.json[k]!.map((x) => x.name);
+    expect(names(await call("GET", "/identity/v3/projects", { token: admin }), "projects")).toEqual([
+      "admin",
+      "demo",
+    ]);
+    const byName = await call("GET", "/identity/v3/projects?name=demo", { token: admin });
+    expect(byName.json.projects).toEqual([
+      expect.objectContaining({
+        id: "demo",
+        domain_id: "default",
+        links: { self: `${BASE}/identity/v3/projects/demo` },
+      }),
+    ]);
+    expect(names(await call("GET", "/identity/v3/users", { token: admin }), "users")).toEqual([
+      "admin",
+      "demo",
+    ]);
+    expect(names(await call("GET", "/identity/v3/roles", { token: admin }), "roles")).toEqual([
+      "admin",
+      "member",
+      "reader",
+    ]);
+    expect(names(await call("GET", "/identity/v3/domains", { token: admin }), "domains")).toEqual([
+      "Default",
+    ]);
+    expect(
+      (await call("GET", "/identity/v3/users/demo/projects", { token: admin })).json.projects[0].id,
+    ).toBe("demo");
+    // the static admin token is an admin here too
+    expect((await call("GET", "/identity/v3/projects", { token: "admin-token" })).status).toBe(200);
+
+    const denied = await call("GET", "/identity/v3/projects", { token: demo });
+    expect(denied.status).toBe(403);
+    expect(denied.json).toEqual({
+      error: {
+        code: 403,
+        title: "Forbidden",
+        message: "You are not authorized to perform the requested action: identity:list_projects.",
+      },
+    });
+    expect((await call("GET", "/identity/v3/users", { token: demo })).status).toBe(403);
+    expect((await call("GET", "/identity/v3/projects/admin", { token: demo })).status).toBe(403);
+    expect((await call("GET", "/identity/v3/users/admin", { token: demo })).status).toBe(403);
+    expect((await call("GET", "/identity/v3/projects/demo", { token: demo })).json.project.name).toBe("demo");
+    expect((await call("GET", "/identity/v3/users/demo/projects", { token: demo })).status).toBe(200);
+    const none = await call("GET", "/identity/v3/projects/nope", { token: admin });
+    expect(none.status).toBe(404);
+    expect(none.json.error.message).toBe("Could not find project: nope.");
+    expect((await call("GET", "/identity/v3/projects")).status).toBe(401);
+  });
+});
+
+describe("/image", () => {
+  it("answers Glance's versions document and lists the catalog's images in Glance's shape, paged", async () => {
+    const versions = await call("GET", "/image");
+    expect(versions.status).toBe(300);
+    expect(versions.json.versions[0]).toEqual({
+      id: "v2.16",
+      status: "CURRENT",
+      links: [{ rel: "self", href: `${BASE}/image/v2/` }],
+    });
+    const all = await call("GET", "/image/v2/images", { token: "demo-token" });
+    expect(all.json).toMatchObject({ first: "/v2/images", schema: "/v2/schemas/images" });
+    expect(all.json.images.map((i: { name: string }) => i.name)).toEqual(["broken", "cirros", "ubuntu"]);
+    expect(all.json.next).toBeUndefined();
+    expect(all.json.images[1]).toMatchObject({
+      id: "a1b2c3d4-0000-4000-8000-000000000001",
+      status: "active",
+      visibility: "public",
+      disk_format: "qcow2",
+      container_format: "bare",
+      architecture: "x86_64",
+      self: "/v2/images/a1b2c3d4-0000-4000-8000-000000000001",
+      file: "/v2/images/a1b2c3d4-0000-4000-8000-000000000001/file",
+      schema: "/v2/schemas/image",
+    });
+    const page = await call("GET", "/image/v2/images?limit=2", { token: "demo-token" });
+    expect(page.json.images).toHaveLength(2);
+    expect(page.json.next).toBe(`/v2/images?marker=${page.json.images[1].id}&limit=2`);
+    const rest = await call("GET", page.json.next.replace("/v2", "/image/v2"), { token: "demo-token" });
+    expect(rest.json.images.map((i: { name: string }) => i.name)).toEqual(["ubuntu"]);
+    const named = await call("GET", "/image/v2/images?name=cirros", { token: "demo-token" });
+    expect(named.json.images.map((i: { name: string }) => i.name)).toEqual(["cirros"]);
+    expect(named.json.first).toBe("/v2/images?name=cirros");
+    expect((await call("GET", "/image/v2/images")).status).toBe(401);
+  });
+
+  it("shows by id only (404 by name, as Glance), and lets the admin create a record, not a member", async () => {
+    const token = await login("admin", "admin-secret", "admin");
+    expect(
+      (await call("GET", "/image/v2/images/a1b2c3d4-0000-4000-8000-000000000002", { token })).json.name,
+    ).toBe("ubuntu");
+    const byName = await call("GET", "/image/v2/images/ubuntu", { token });
+    expect(byName.status).toBe(404);
+    expect(byName.body).toContain("No image found with ID ubuntu");
+
+    const body = {
+      name: "fedora",
+      disk_format: "raw",
+      container_format: "bare",
+      min_ram: 512,
+      os_distro: "fedora",
+    };
+    const member = await call("POST", "/image/v2/images", { token: "demo-token", body });
+    expect(member.status).toBe(403);
+    expect(member.body).toContain("You are not authorized to complete add_image action.");
+    const created = await call("POST", "/image/v2/images", { token, body });
+    expect(created.status).toBe(201);
+    expect(created.json).toMatchObject({
+      name: "fedora",
+      status: "active",
+      disk_format: "raw",
+      min_ram: 512,
+      os_distro: "fedora",
+    });
+    const id = created.json.id as string;
+    expect(created.headers.location).toBe(`${BASE}/image/v2/images/${id}`);
+    // in the catalog: Nova's image proxy and the compute API see it
+    expect((await call("GET", `/v2.1/images/${id}`, { token })).json.image.name).toBe("fedora");
+    const again = await call("POST", "/image/v2/images", { token, body: { ...body, id } });
+    expect(again.status).toBe(409);
+    expect(
+      (await call("POST", "/image/v2/images", { token, body: { ...body, disk_format: "floppy" } })).status,
+    ).toBe(400);
+    expect((await call("POST", "/image/v2/images", { token, body: { ...body, hw_x: 3 } })).status).toBe(400);
+    expect((await call("PUT", `/image/v2/images/${id}/file`, { token, body: "x" })).status).toBe(409);
+  });
+});
