@@ -35,9 +35,13 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
     expect(demo.project_id).not.toBe(token.project_id);
   });
 
-  it("a token from `token issue` authenticates later commands through Keystone's token method", async () => {
+  it.each([
+    ["a token from `token issue`", "issued"],
+    ["the static admin-token", "admin-token"],
+  ])("%s authenticates later commands through Keystone's token method", async (_, which) => {
     const issued = await cloud.openstack(["token", "issue"]);
-    await writeFile(join(cloud.dir, "clouds.yaml"), cloudsYaml(cloud.url, issued.id));
+    const token = which === "issued" ? issued.id : "admin-token";
+    await writeFile(join(cloud.dir, "clouds.yaml"), cloudsYaml(cloud.url, token));
     try {
       const again = await cloud.openstack(["token", "issue"], { cloud: "token" });
       expect(again).toMatchObject({ project_id: issued.project_id, user_id: issued.user_id });
