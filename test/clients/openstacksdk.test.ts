@@ -4,7 +4,7 @@
 // no configured microversion, each resource negotiating the highest both sides support.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Cloud, type Json, missing, startCloud, unique, VERSIONS } from "./harness.js";
-import { below } from "./versions.js";
+import { atLeast, below } from "./versions.js";
 
 // Python start-up is most of each command: several at once on two cores take their time.
 vi.setConfig({ testTimeout: 300_000 });
@@ -64,8 +64,14 @@ describe.skipIf(missing("openstacksdk"))("openstacksdk against novaless", () => 
     it("limits and the project's quota set", async () => {
       const limits = await cloud.sdk("limits", [], as("demo"));
       expect(limits.absolute).toMatchObject({ instances: 10, total_cores: 20, total_ram: 51200 });
-      const quotas = await cloud.sdk("quotas", ["demo"], as());
-      expect(quotas).toMatchObject({ instances: 10, cores: 20, ram: 51200 });
+      if (version !== "latest" && atLeast(version, "2.75")) {
+        // SDK 0.101's get_quota_set always sends ?usage=False, and from 2.75 Nova refuses query
+        // parameters it does not know: it fails against Nova as well. ("latest" is 2.56 for it.)
+        await expect(cloud.sdk("quotas", ["demo"], as())).rejects.toThrow(/400.*usage/);
+      } else {
+        const quotas = await cloud.sdk("quotas", ["demo"], as());
+        expect(quotas).toMatchObject({ instances: 10, cores: 20, ram: 51200 });
+      }
     });
 
     it("server groups: create, list, show, delete", async () => {
