@@ -44,6 +44,7 @@ import { getHost, listHosts } from "../placement/hosts.js";
 import { deleteInventory, setInventory } from "../placement/inventory.js";
 import { getServiceHeartbeat, listServiceHeartbeats } from "../placement/liveness.js";
 import { deleteComputeService, setServiceStatus } from "../placement/services.js";
+import { dynamoQuotaStore, type QuotaStore } from "../quotas/store.js";
 import { planDestinations } from "../scheduler/manager.js";
 
 export interface ApiDeps {
@@ -93,6 +94,8 @@ export interface ApiDeps {
   removeServerGroupMembers: typeof removeServerGroupMembers;
   forgetServerGroupMember: typeof forgetServerGroupMember;
   planDestinations: typeof planDestinations;
+  /** limits, the default class and usage (lib/quotas) */
+  quotas: QuotaStore;
   now: () => Date;
 }
 
@@ -142,5 +145,6 @@ export const defaultDeps: ApiDeps = {
   removeServerGroupMembers,
   forgetServerGroupMember,
   planDestinations,
+  quotas: dynamoQuotaStore,
   now: () => new Date(),
 };

@@ -6,7 +6,7 @@ import { log } from "../log.js";
 import { release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
-import { markDeleted } from "./repo.js";
+import { markDeletedReleasing } from "../quotas/release.js";
 import type { InstanceRecord } from "./types.js";
 
 /**
@@ -19,7 +19,8 @@ import type { InstanceRecord } from "./types.js";
  * A host that never gets to it leaves a `consumer_deleted` claim the placement audit repairs.
  */
 export async function deleteServer(id: string, requestId: string): Promise<InstanceRecord | undefined> {
-  const rec = await markDeleted(id);
+  // the quota is given back in the same write (lib/quotas/release.ts)
+  const rec = await markDeletedReleasing(id);
   if (!rec) return undefined;
   let releasedBy: "api" | "host" | null = null;
   if (rec.host) {

@@ -242,8 +242,14 @@ export async function getInstance(id: string): Promise<InstanceRecord | undefine
  * Live (not deleted) instances of one project, or of every project when none is given. The
  * project's index carries only the keys and `deleted`: the live ones are then read whole.
  */
-export async function listInstances(projectId?: string): Promise<InstanceRecord[]> {
-  const live = { FilterExpression: "deleted = :f" };
+export async function listInstances(
+  projectId?: string,
+  opts: { withDeleted?: boolean } = {},
+): Promise<InstanceRecord[]> {
+  // deleted ones (until their TTL) only for usage reports (os-simple-tenant-usage)
+  const live = opts.withDeleted
+    ? { ExpressionAttributeValues: projectId ? { ":p": projectId } : undefined }
+    : { FilterExpression: "deleted = :f", ExpressionAttributeValues: { ":f": false } };
   const items = projectId
     ? await getInstances(
         (
@@ -252,17 +258,12 @@ export async function listInstances(projectId?: string): Promise<InstanceRecord[
             IndexName: INSTANCES_BY_PROJECT_INDEX,
             KeyConditionExpression: "project_id = :p",
             ...live,
-            ExpressionAttributeValues: { ":p": projectId, ":f": false },
+            ExpressionAttributeValues: { ...live.ExpressionAttributeValues, ":p": projectId },
           })
         ).map((r) => r.id),
+        opts.withDeleted,
       )
-    : (
-        await scanAll({
-          TableName: table(),
-          ...live,
-          ExpressionAttributeValues: { ":f": false },
-        })
-      ).map(recordOf);
+    : (await scanAll({ TableName: table(), ...live })).map(recordOf);
   return items.sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
 }
 
@@ -273,7 +274,7 @@ const BATCH_GET_MAX = 100;
  * The instances with these ids (those that exist), by BatchGetItem. A deleted one may be read
  * after its index entry said live: callers filter on `deleted` again.
  */
-async function getInstances(ids: string[]): Promise<InstanceRecord[]> {
+async function getInstances(ids: string[], withDeleted = false): Promise<InstanceRecord[]> {
   const out: InstanceRecord[] = [];
   for (let i = 0; i < ids.length; i += BATCH_GET_MAX) {
     let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + BATCH_GET_MAX).map((id) => ({ id }));
@@ -287,7 +288,7 @@ async function getInstances(ids: string[]): Promise<InstanceRecord[]> {
       keys = page.UnprocessedKeys?.[table()]?.Keys;
     }
   }
-  return out.filter((r) => !r.deleted);
+  return withDeleted ? out : out.filter((r) => !r.deleted);
 }
 
 interface Update {
@@ -615,30 +616,52 @@ export async function setError(
  * who must release the claim), or undefined if it was already deleted.
  */
 export async function markDeleted(id: string, now = new Date()): Promise<InstanceRecord | undefined> {
-  return transition(
-    id,
-    {
-      set: [
-        "deleted = :true",
-        "vm_state = :deleted",
-        "task_state = :null",
-        "deleted_at = :now",
-        "updated_at = :now",
-        "expires_at = :ttl",
-      ],
-      remove: ["build_watch", "build_deadline"],
-      condition: "deleted = :false",
-      values: {
-        ":true": true,
-        ":false": false,
-        ":deleted": "deleted",
-        ":null": null,
-        ":now": now.toISOString(),
-        ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
-      },
+  return transition(id, deleteUpdate(now), "ALL_OLD");
+}
+
+function deleteUpdate(now: Date): Update {
+  return {
+    set: [
+      "deleted = :true",
+      "vm_state = :deleted",
+      "task_state = :null",
+      "deleted_at = :now",
+      "updated_at = :now",
+      "expires_at = :ttl",
+    ],
+    remove: ["build_watch", "build_deadline"],
+    condition: "deleted = :false",
+    values: {
+      ":true": true,
+      ":false": false,
+      ":deleted": "deleted",
+      ":null": null,
+      ":now": now.toISOString(),
+      ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
     },
-    "ALL_OLD",
-  );
+  };
+}
+
+/**
+ * markDeleted as a transaction item, for a delete that must write something else atomically (the
+ * quota release): conditioned on the record being still as `seen` (its attempt, state and last
+ * update), since a transaction cannot return the record it changed.
+ */
+export function markDeletedItem(seen: InstanceRecord, now = new Date()) {
+  const u = merge(deleteUpdate(now), {
+    set: [],
+    condition: "attempt = :seen_attempt AND vm_state = :seen_vm AND updated_at = :seen_updated",
+    values: { ":seen_attempt": seen.attempt, ":seen_vm": seen.vm_state, ":seen_updated": seen.updated_at },
+  });
+  return {
+    Update: {
+      TableName: table(),
+      Key: { id: seen.id },
+      UpdateExpression: `SET ${u.set.join(", ")} REMOVE ${u.remove!.join(", ")}`,
+      ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
+      ExpressionAttributeValues: u.values,
+    },
+  };
 }
 
 /**

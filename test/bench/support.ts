@@ -11,6 +11,12 @@ import type { FunctionComponent } from "../../infra/local/iam/identities.js";
 import { type Runtime, type RuntimeOptions, startRuntime } from "../../infra/local/runtime.js";
 import { NovalessStack } from "../../infra/stacks/novaless-stack.js";
 
+/** Benchmarks create far more servers than Nova's default instance quota lets one project have. */
+function liftQuotas(opts: RuntimeOptions): RuntimeOptions {
+  const unlimited = { NOVALESS_QUOTA_INSTANCES: "-1", NOVALESS_QUOTA_CORES: "-1", NOVALESS_QUOTA_RAM: "-1" };
+  return { ...opts, env: { ...unlimited, ...opts.env } };
+}
+
 /** The demo member token of the local API (infra/local seeds it). */
 export const DEMO_TOKEN = "demo-token";
 
@@ -83,7 +89,7 @@ export async function backend(choice: "auto" | "local" | "dynalite"): Promise<Ba
     return {
       name: "dynalite",
       note: java ? `${java.reason}` : "--dynamodb dynalite",
-      start: (opts) => startRuntime(opts),
+      start: (opts) => startRuntime(liftQuotas(opts)),
       stop: async () => {},
     };
   }
@@ -115,7 +121,7 @@ export async function backend(choice: "auto" | "local" | "dynalite"): Promise<Ba
       };
       const stopSqs = sqs;
       try {
-        const runtime = await startRuntime(opts);
+        const runtime = await startRuntime(liftQuotas(opts));
         return {
           ...runtime,
           get agents() {

@@ -42,7 +42,7 @@ describe("os-services", () => {
     });
     expect(forced.body.service.forced_down).toBe(true);
     const now = await admin.at("2.53").call("PUT", "/v2.1/os-services/host-2", { forced_down: false });
-    expect(now.body.service).toMatchObject({ id: "host-2", forced_down: false, status: "enabled" });
+    expect(now.body.service).toMatchObject({ host: "host-2", forced_down: false, status: "enabled" });
     expect((await admin.at("2.53").get("/v2.1/os-services?binary=nova-compute")).body.services).toHaveLength(
       3,
     );
@@ -94,7 +94,7 @@ describe("os-hypervisors", () => {
     expect((await admin.get("/v2.1/os-hypervisors/host-1/uptime")).status).toBe(501);
     expect((await admin.at("2.88").get("/v2.1/os-hypervisors/statistics")).status).toBe(404);
     const shown = await admin.at("2.88").get("/v2.1/os-hypervisors/host-1");
-    expect(shown.body.hypervisor).toMatchObject({ id: "host-1", uptime: null });
+    expect(shown.body.hypervisor).toMatchObject({ hypervisor_hostname: "host-1", uptime: null });
     expect(shown.body.hypervisor).not.toHaveProperty("vcpus");
   });
 

@@ -90,10 +90,20 @@ export class Client {
   }
 }
 
+const UNLIMITED = { NOVALESS_QUOTA_INSTANCES: "-1", NOVALESS_QUOTA_CORES: "-1", NOVALESS_QUOTA_RAM: "-1" };
+
 export async function startTestRuntime(
   opts: RuntimeOptions = {},
 ): Promise<{ runtime: Runtime; client: Client }> {
-  const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, ...opts });
+  // As DevStack's tempest raises quotas: the tests of building and scheduling create more servers
+  // than Nova's default instance quota; the quota tests set their own (test/e2e/quotas.test.ts).
+  const runtime = await startRuntime({
+    port: 0,
+    hosts: 4,
+    buildMs: 50,
+    ...opts,
+    env: { ...UNLIMITED, ...opts.env },
+  });
   return { runtime, client: new Client(runtime.url, DEMO) };
 }
 

@@ -57,6 +57,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     heartbeatSeconds: 1,
     watchdogIntervalMs: 1000,
     env: {
+      // the soak's demo project creates far more than Nova's default instance quota
+      NOVALESS_QUOTA_INSTANCES: "-1",
+      NOVALESS_QUOTA_CORES: "-1",
+      NOVALESS_QUOTA_RAM: "-1",
       NOVALESS_SERVICE_DOWN_TIME: "4",
       NOVALESS_INSTANCE_BUILD_TIMEOUT: "15",
       NOVALESS_LOG_LEVEL: process.env.NOVALESS_LOG_LEVEL ?? "error",
@@ -69,7 +73,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       maxHostMessageDelaySeconds: 2,
     },
   });
-  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = DEMO) => {
+  const api = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = DEMO,
+  ) => {
     const r = await fetch(`${runtime.url}${path}`, {
       method,
       headers,

@@ -7,6 +7,7 @@ import { isServiceUp } from "../../placement/liveness.js";
 import type { HostRecord, Inventory } from "../../placement/types.js";
 import { RULES, requireAdmin } from "../auth.js";
 import { ApiError, badRequest, conflict, notFound } from "../errors.js";
+import { hostByUuid, isUuid, nodeUuid } from "../host-ids.js";
 import { type ApiResult, type Query, queryOne, type Route, type RouteCall } from "../request.js";
 import { boolFromString, parseJsonBody } from "../validation/common.js";
 import { parseInventoryUpdate, parseResourceClass } from "../validation/inventories.js";
@@ -93,7 +94,7 @@ export async function listHypervisors({ ctx, deps, query }: RouteCall, detail: b
     hosts = matching(hosts, pattern);
   } else if (paged) {
     if (marker !== undefined) {
-      const i = hosts.findIndex((h) => h.host === marker);
+      const i = hosts.findIndex((h) => h.host === marker || nodeUuid(h.host) === marker.toLowerCase());
       if (i === -1) throw badRequest(`marker [${marker}] not found`);
       hosts = hosts.slice(i + 1);
     }
@@ -113,7 +114,8 @@ export async function listHypervisors({ ctx, deps, query }: RouteCall, detail: b
   if (limit !== undefined && hosts.length > 0 && hosts.length === limit) {
     const next = new URLSearchParams();
     for (const [k, vs] of Object.entries(query)) if (k !== "marker") for (const x of vs) next.append(k, x);
-    next.set("marker", hosts[hosts.length - 1]!.host);
+    const last = hosts[hosts.length - 1]!.host;
+    next.set("marker", v.atLeast("2.53") ? nodeUuid(last) : last);
     body.hypervisors_links = [
       {
         rel: "next",
@@ -129,8 +131,9 @@ async function liveHosts(deps: RouteCall["deps"]): Promise<HostRecord[]> {
   return (await deps.listHosts()).filter((h) => !h.service.deleted_at);
 }
 
+/** The host a path id names: its name, or its node's uuid (the 2.53 form). */
 async function hostOr404(deps: RouteCall["deps"], id: string): Promise<HostRecord> {
-  const h = await deps.getHost(id);
+  const h = isUuid(id) ? hostByUuid(await deps.listHosts(), id, nodeUuid) : await deps.getHost(id);
   if (!h || h.service.deleted_at) throw hypervisorNotFound(id);
   return h;
 }
@@ -246,7 +249,7 @@ export async function deleteInventoryRoute({ ctx, deps, params }: RouteCall): Pr
   const rc = parseResourceClass(id, params.resource_class!);
   const current = await hostOr404(deps, id);
   if (!current.inventories[rc]) throw notFound(`No inventory of class ${rc} found for delete.`);
-  const h = await (deps.deleteInventory ?? deleteInventory)(id, rc).catch(placementError);
+  const h = await (deps.deleteInventory ?? deleteInventory)(current.host, rc).catch(placementError);
   if (!h) throw hypervisorNotFound(id);
   log.info("api.inventory_deleted", { request_id: ctx.requestId, host: id, resource_class: rc });
   return { status: 204 };

@@ -7,11 +7,14 @@ import { flavorRoutes } from "./flavors.js";
 import { hypervisorRoutes } from "./hypervisors.js";
 import { imageRoutes } from "./images.js";
 import { keypairRoutes } from "./keypairs.js";
+import { limitsRoutes } from "./limits.js";
 import { placementAuditRoutes } from "./placement-audit.js";
+import { quotaRoutes } from "./quotas.js";
 import { schedulingRoutes } from "./scheduling.js";
 import { serverGroupRoutes } from "./server-groups.js";
 import { serverRoutes } from "./servers.js";
 import { serviceRoutes } from "./services.js";
+import { usageRoutes } from "./usage.js";
 
 export const ROUTES: Route[] = [
   ...serverRoutes,
@@ -25,4 +28,7 @@ export const ROUTES: Route[] = [
   ...serviceRoutes,
   ...aggregateRoutes,
   ...serverGroupRoutes,
+  ...quotaRoutes,
+  ...limitsRoutes,
+  ...usageRoutes,
 ];

@@ -1,13 +1,15 @@
 // /os-keypairs: a user's SSH keys (or x509 certificates, 2.2+), created from a given public key or
 // generated (until 2.91), listed (2.35 paging), shown and deleted. An admin may name another user
 // (2.10 `user_id`); a member acts on their own keys only.
-import { KEY_PAIRS_QUOTA, type Keypair } from "../../catalog/keypairs.js";
+import type { Keypair } from "../../catalog/keypairs.js";
 import { generateSshKey, InvalidKeypair, sshFingerprint, x509Fingerprint } from "../../catalog/ssh-keys.js";
+import { ceiling } from "../../quotas/quotas.js";
 import { badRequest, conflict, forbidden, notFound } from "../errors.js";
 import { forVersion } from "../microversion.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import {
+  checkKeypairQuery,
   KEYPAIR_RULES,
   keypairOwner,
   parseCreateKeypair,
@@ -62,7 +64,8 @@ export async function createKeypairRoute({ ctx, deps, body }: RouteCall): Promis
       fingerprint: material.fingerprint,
       created_at: deps.now().toISOString(),
     },
-    KEY_PAIRS_QUOTA,
+    // the project's key_pairs limit, counted per user as Nova does
+    ceiling((await deps.quotas.getProjectLimits(ctx.auth.project_id)).key_pairs),
   );
   if (!r.ok) {
     throw r.reason === "exists"
@@ -76,6 +79,7 @@ export async function createKeypairRoute({ ctx, deps, body }: RouteCall): Promis
 
 export async function listKeypairsRoute({ ctx, deps, query }: RouteCall): Promise<ApiResult> {
   const v = ctx.version;
+  checkKeypairQuery(query, v, true);
   const owner = keypairOwner(queryUserId(query, v), ctx.auth, KEYPAIR_RULES.index);
   const page = parseKeypairPage(query, v);
   const r = await deps.listKeypairs(owner, page);
@@ -94,6 +98,7 @@ export async function listKeypairsRoute({ ctx, deps, query }: RouteCall): Promis
 }
 
 export async function showKeypairRoute({ ctx, deps, params, query }: RouteCall): Promise<ApiResult> {
+  checkKeypairQuery(query, ctx.version, false);
   const owner = keypairOwner(queryUserId(query, ctx.version), ctx.auth, KEYPAIR_RULES.show);
   const k = await deps.getKeypair(owner, params.name!);
   if (!k) throw keypairNotFound(params.name!, owner);
@@ -101,6 +106,7 @@ export async function showKeypairRoute({ ctx, deps, params, query }: RouteCall):
 }
 
 export async function deleteKeypairRoute({ ctx, deps, params, query }: RouteCall): Promise<ApiResult> {
+  checkKeypairQuery(query, ctx.version, false);
   const owner = keypairOwner(queryUserId(query, ctx.version), ctx.auth, KEYPAIR_RULES.delete);
   if (!(await deps.deleteKeypair(owner, params.name!))) throw keypairNotFound(params.name!, owner);
   ctx.logFields.keypair = params.name;

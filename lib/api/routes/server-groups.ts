@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServerGroup } from "../../catalog/types.js";
 import { log } from "../../log.js";
+import { ceiling } from "../../quotas/quotas.js";
 import type { ApiDeps } from "../deps.js";
 import { badRequest, forbidden } from "../errors.js";
 import type { ApiVersion } from "../microversion.js";
@@ -19,24 +20,17 @@ import {
 } from "../validation/server-groups.js";
 import { serverGroupView } from "../views/server-groups.js";
 
-function limit(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(`configuration ${name}=${raw} is not a non-negative integer`);
-  return n;
-}
-
 /**
- * Nova's [quota] server_groups (per project) and server_group_members (per group), both 10 by
- * default: NOVALESS_MAX_SERVER_GROUPS and NOVALESS_MAX_SERVER_GROUP_MEMBERS.
+ * Nova's server_groups (per project) and server_group_members (per group) quotas: the project's
+ * limits (lib/quotas; NOVALESS_MAX_SERVER_GROUPS and NOVALESS_MAX_SERVER_GROUP_MEMBERS still set
+ * the defaults).
  */
-export function serverGroupQuotas(): { groups: number; members: number } {
-  return {
-    groups: limit("NOVALESS_MAX_SERVER_GROUPS", 10),
-    members: limit("NOVALESS_MAX_SERVER_GROUP_MEMBERS", 10),
-  };
+export async function serverGroupQuotas(
+  deps: ApiDeps,
+  project: string,
+): Promise<{ groups: number; members: number }> {
+  const limits = await deps.quotas.getProjectLimits(project);
+  return { groups: ceiling(limits.server_groups), members: ceiling(limits.server_group_members) };
 }
 
 /** The members whose servers exist and are not deleted (Nova shows only those). */
@@ -55,8 +49,13 @@ function view(g: ServerGroup, live: ReadonlySet<string>, v: ApiVersion): Record<
  * deleted (and whose removal did not happen) are dropped and the add is tried once more; members
  * without a record yet may be a create in flight, so they are kept.
  */
-export async function joinServerGroup(deps: ApiDeps, groupId: string, ids: string[]): Promise<void> {
-  const max = serverGroupQuotas().members;
+export async function joinServerGroup(
+  deps: ApiDeps,
+  groupId: string,
+  ids: string[],
+  project: string,
+): Promise<void> {
+  const max = (await serverGroupQuotas(deps, project)).members;
   let r = await deps.addServerGroupMembers(groupId, ids, max);
   if (!r.ok && r.reason === "over-quota") {
     const recs = await Promise.all(r.group.members.map((m) => deps.getInstance(m)));
@@ -121,7 +120,8 @@ export async function createServerGroupRoute({ ctx, deps, body }: RouteCall): Pr
   const group = parseCreateServerGroup(parseJsonBody(body), ctx.auth, randomUUID(), deps.now(), ctx.version);
   // Counted before the write, as Nova's check_deltas (two racing creates may both pass).
   const mine = await deps.listServerGroups(ctx.auth.project_id);
-  if (mine.length >= serverGroupQuotas().groups) throw forbidden(SERVER_GROUPS_OVER_QUOTA);
+  if (mine.length >= (await serverGroupQuotas(deps, ctx.auth.project_id)).groups)
+    throw forbidden(SERVER_GROUPS_OVER_QUOTA);
   const created = await deps.createServerGroup(group);
   ctx.logFields.server_group_id = created.id;
   return { status: 200, body: { server_group: view(created, new Set(), ctx.version) } };

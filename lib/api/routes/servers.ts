@@ -22,6 +22,7 @@ import {
 import { resourceLinks } from "../views/format.js";
 import { serverSummaryView, serverView } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
+import { reserveForCreate } from "./quotas.js";
 import { joinServerGroup, leaveServerGroup } from "./server-groups.js";
 
 /** Can this caller see this (live) server? Another project's server is "not found", as Nova. */
@@ -105,9 +106,11 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const { auth } = ctx;
   const settings = apiSettings();
   const { req, flavor, image, group } = await resolveCreate(call);
+  // Nova's instance quota: max_count reduced to what fits; given back if the create fails below
+  const quota = await reserveForCreate(deps, auth.project_id, flavor, req, ctx.requestId);
 
   const plan = planCreate({
-    req,
+    req: { ...req, maxCount: quota.count },
     flavor,
     image,
     auth,
@@ -128,7 +131,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   // own and all writes are awaited, so no write can land after the clean-up.
   // Nova adds the members (under the group-members quota) before the instances exist; a create
   // that fails afterwards takes them out again.
-  if (group) await joinServerGroup(deps, group.id, ids);
+  if (group) await joinServerGroup(deps, group.id, ids, auth.project_id).catch(quota.undo);
   const written = await Promise.allSettled(plan.records.map((r) => deps.createInstances([r])));
   const writeFailure = written.find((w): w is PromiseRejectedResult => w.status === "rejected");
   try {
@@ -138,6 +141,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
     ctx.logFields.error = e;
     await softDelete(deps, ids, ctx.requestId);
     if (group) await leaveServerGroup(deps, group.id, ids, ctx.requestId);
+    await quota.giveBack();
     throw new ApiError(
       "computeFault",
       writeFailure

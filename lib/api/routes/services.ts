@@ -6,6 +6,7 @@ import { schedulerConfig } from "../../config.js";
 import { log } from "../../log.js";
 import { RULES, requireAdmin } from "../auth.js";
 import { badRequest, conflict, notFound } from "../errors.js";
+import { hostByUuid, isUuid, serviceUuid } from "../host-ids.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { queryOne } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
@@ -14,6 +15,13 @@ import { legacyServiceView, serviceView } from "../views/services.js";
 import { removeHostFromAggregate } from "./aggregates.js";
 
 const COMPUTE = "nova-compute";
+
+/** The host a service path id names: its name, or its service's uuid (the 2.53 form). */
+async function hostNamed(deps: RouteCall["deps"], id: string): Promise<string> {
+  if (!isUuid(id)) return id;
+  // an unknown uuid names no host: the callers answer 404 for it
+  return hostByUuid(await deps.listHosts(), id, serviceUuid)?.host ?? id;
+}
 
 export async function listServices({ ctx, deps, query }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, RULES.servicesList);
@@ -37,7 +45,7 @@ export async function listServices({ ctx, deps, query }: RouteCall): Promise<Api
 export async function updateService({ ctx, deps, params, body }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, RULES.servicesUpdate);
   const change = parseServiceUpdate(parseJsonBody(body));
-  const h = await deps.setServiceStatus(params.id!, change);
+  const h = await deps.setServiceStatus(await hostNamed(deps, params.id!), change);
   if (!h) throw notFound(`Service ${params.id} could not be found.`);
   log.info("api.service_updated", { request_id: ctx.requestId, host: h.host, ...change });
   const heartbeat = await deps.getServiceHeartbeat(h.host);
@@ -68,7 +76,7 @@ export async function legacyUpdateService({ ctx, deps, params, body }: RouteCall
 export async function deleteService({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, SERVICE_RULES.delete);
   const id = params.id!;
-  const h = await deps.getHost(id);
+  const h = await deps.getHost(await hostNamed(deps, id));
   if (!h || h.service.deleted_at) throw notFound(`Service ${id} not found.`);
   const hosting = (await deps.listInstances()).some((r) => r.host === h.host);
   if (hosting || h.num_instances > 0) throw conflict(HOSTING_INSTANCES);

@@ -110,3 +110,19 @@ export function parseKeypairPage(query: Query, v: ApiVersion): KeypairPage {
   if (marker !== undefined) page.marker = marker;
   return page;
 }
+
+/**
+ * From 2.75 a keypair request takes only the query parameters it knows (Nova's
+ * additionalProperties: False): user_id, and limit and marker for the list.
+ */
+export function checkKeypairQuery(query: Query, v: ApiVersion, list: boolean): void {
+  if (!v.atLeast("2.75")) return;
+  const allowed = list ? ["user_id", "limit", "marker"] : ["user_id"];
+  const extra = Object.keys(query).filter((k) => !allowed.includes(k));
+  if (extra.length > 0) {
+    const names = extra.map((k) => `'${k}'`).join(", ");
+    throw badRequest(
+      `Additional properties are not allowed (${names} ${extra.length > 1 ? "were" : "was"} unexpected)`,
+    );
+  }
+}

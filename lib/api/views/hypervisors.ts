@@ -1,5 +1,5 @@
-// Nova's os-hypervisors views, from the host records (one node per host; the id is the host name),
-// as version tables.
+// Nova's os-hypervisors views, from the host records (one node per host; the id is the host name,
+// the node's uuid from 2.53), as version tables.
 
 import {
   type AllocationRecord,
@@ -8,6 +8,7 @@ import {
   type Inventory,
   type ResourceClass,
 } from "../../placement/types.js";
+import { nodeUuid, serviceUuid } from "../host-ids.js";
 import { type FieldRows, viewFields } from "../microversion.js";
 
 function inv(h: HostRecord, rc: ResourceClass): Inventory | undefined {
@@ -51,7 +52,7 @@ const resourceFields = (h: HostRecord) => {
 
 const summaryRows: FieldRows<HostRecord, HypervisorContext> = [
   {
-    // ids are host names at every version (Nova: integers, then uuids from 2.53)
+    // the host name stands for Nova's integer id; from 2.53 the node's uuid
     fields: (h, c) => ({
       id: h.host,
       hypervisor_hostname: h.node,
@@ -59,6 +60,7 @@ const summaryRows: FieldRows<HostRecord, HypervisorContext> = [
       status: h.service.disabled ? "disabled" : "enabled",
     }),
   },
+  { min: "2.53", fields: (h) => ({ id: nodeUuid(h.host) }) },
 ];
 
 // Nova lists a host's servers when there are some; from 2.75 an empty list when asked and none
@@ -86,6 +88,12 @@ export const hypervisorDetailView = viewFields<HostRecord, HypervisorContext>([
       hypervisor_version: h.hypervisor_version,
       host_ip: h.host_ip,
       service: { host: h.host, id: h.host, disabled_reason: h.service.disabled_reason },
+    }),
+  },
+  {
+    min: "2.53",
+    fields: (h) => ({
+      service: { host: h.host, id: serviceUuid(h.host), disabled_reason: h.service.disabled_reason },
     }),
   },
   { max: "2.87", fields: resourceFields },

@@ -1,11 +1,13 @@
-// Nova's os-services entries, as a version table: 2.11 adds forced_down. The id is the host name
-// at every version (Nova: an integer, a uuid from 2.53); there is one service per host here, its
+// Nova's os-services entries, as a version table: 2.11 adds forced_down; the id is the host name
+// (for Nova's integer), the service's uuid from 2.53. There is one service per host here, its
 // nova-compute. State and updated_at come from the heartbeat; a host that never heartbeated is
 // down, updated_at null.
 import type { ServiceHeartbeat } from "../../placement/liveness.js";
 import { isHeartbeatAlive } from "../../placement/liveness.js";
 import type { HostRecord } from "../../placement/types.js";
+import { serviceUuid } from "../host-ids.js";
 import { viewFields } from "../microversion.js";
+import { isoMicro } from "./format.js";
 
 export interface ServiceContext {
   heartbeat: ServiceHeartbeat | undefined;
@@ -27,12 +29,14 @@ export const serviceView = viewFields<HostRecord, ServiceContext>([
         zone: h.availability_zone,
         status: h.service.disabled ? "disabled" : "enabled",
         state: up ? "up" : "down",
-        updated_at: c.heartbeat?.last_heartbeat ?? null,
+        // Nova's servicegroup time, as its datetimes serialize: microseconds, no zone
+        updated_at: c.heartbeat ? isoMicro(c.heartbeat.last_heartbeat) : null,
         disabled_reason: h.service.disabled_reason,
       };
     },
   },
   { min: "2.11", fields: (h) => ({ forced_down: h.service.forced_down }) },
+  { min: "2.53", fields: (h) => ({ id: serviceUuid(h.host) }) },
 ]);
 
 /** The answer of a pre-2.53 action: what was asked, as Nova echoes it. */

@@ -9,6 +9,7 @@ import type { InstanceRecord, SchedulingRecord } from "../../../lib/instances/ty
 import type { BuildRequest } from "../../../lib/messages/build-request.js";
 import type { ServiceHeartbeat } from "../../../lib/placement/liveness.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
+import { memoryQuotaStore } from "../quotas/memory-store.js";
 import { type CatalogFakes, catalogFakes } from "./catalog-fakes.js";
 
 export interface FakeWorld {
@@ -231,6 +232,7 @@ export function fakeWorld(): FakeWorld {
     listServiceHeartbeats: async () => [...w.heartbeats.values()].map((s) => structuredClone(s)),
     getServiceHeartbeat: async (name) => structuredClone(w.heartbeats.get(name)),
     ...catalog.deps,
+    quotas: memoryQuotaStore().store,
     now: () => w.now,
   };
   return w;

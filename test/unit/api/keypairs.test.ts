@@ -215,4 +215,16 @@ describe("os-keypairs", () => {
       badRequest: { code: 400, message: "Marker zz could not be found." },
     });
   });
+
+  it("2.75: unknown query parameters are refused; before, ignored", async () => {
+    world = fakeWorld();
+    expect((await call("GET", "/v2.1/os-keypairs?colour=red", "demo-token", "2.74")).status).toBe(200);
+    expect((await call("GET", "/v2.1/os-keypairs?colour=red", "demo-token", "2.75")).json).toEqual({
+      badRequest: { code: 400, message: "Additional properties are not allowed ('colour' was unexpected)" },
+    });
+    expect((await call("GET", "/v2.1/os-keypairs?limit=1&user_id=demo", "demo-token", "2.75")).status).toBe(
+      200,
+    );
+    expect((await call("GET", "/v2.1/os-keypairs/x?limit=1", "demo-token", "2.75")).status).toBe(400);
+  });
 });

@@ -10,7 +10,7 @@ import {
   parseServerGroupListQuery,
 } from "../../../lib/api/validation/server-groups.js";
 import { serverGroupView } from "../../../lib/api/views/server-groups.js";
-import { apiCall, type FakeWorld, fakeWorld, NOW, sentSpec } from "./fakes.js";
+import { type FakeWorld, fakeWorld, NOW, sentSpec } from "./fakes.js";
 
 const member: AuthContext = { user_id: "demo", project_id: "demo", roles: ["member"], isAdmin: false };
 const admin: AuthContext = { user_id: "admin", project_id: "admin", roles: ["admin"], isAdmin: true };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { nodeUuid, serviceUuid } from "../../../lib/api/host-ids.js";
 import { ApiVersion } from "../../../lib/api/microversion.js";
 import { handleHttp } from "../../../lib/api/router.js";
 import { serviceView } from "../../../lib/api/views/services.js";
@@ -34,7 +35,7 @@ describe("service views per microversion", () => {
       zone: "nova",
       status: "enabled",
       state: "up",
-      updated_at: NOW.toISOString(),
+      updated_at: "2026-03-01T12:00:00.123000",
       disabled_reason: null,
     });
     for (const v of ["2.11", "2.47", "2.79", "2.96"])
@@ -195,5 +196,35 @@ describe("DELETE /os-services/{id}", () => {
       status: 404,
       json: { itemNotFound: { code: 404, message: "Service host-3 not found." } },
     });
+  });
+});
+
+describe("2.53 uuids", () => {
+  it("services and hypervisors have stable uuids from 2.53, and paths take them (or the host name)", async () => {
+    world = fakeWorld();
+    const svc = (await call("GET", "/v2.1/os-services?host=host-1", "admin-token")).json.services[0];
+    expect(svc.id).toBe(serviceUuid("host-1"));
+    expect(svc.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(
+      (await call("GET", "/v2.1/os-services?host=host-1", "admin-token", undefined, "2.52")).json.services[0]
+        .id,
+    ).toBe("host-1");
+    const put = await call("PUT", `/v2.1/os-services/${svc.id}`, "admin-token", { status: "disabled" });
+    expect(put.json.service).toMatchObject({ id: svc.id, host: "host-1", status: "disabled" });
+    const unknown = "6a1f0b8e-1111-4000-8000-000000000009";
+    expect(
+      (await call("PUT", `/v2.1/os-services/${unknown}`, "admin-token", { status: "enabled" })).status,
+    ).toBe(404);
+
+    const hv = (await call("GET", "/v2.1/os-hypervisors/detail", "admin-token")).json.hypervisors[0];
+    expect(hv.id).toBe(nodeUuid("host-1"));
+    expect(hv.service.id).toBe(serviceUuid("host-1"));
+    expect(hv.id).not.toBe(hv.service.id);
+    expect(
+      (await call("GET", `/v2.1/os-hypervisors/${hv.id}`, "admin-token")).json.hypervisor.hypervisor_hostname,
+    ).toBe("host-1");
+    expect(
+      (await call("GET", "/v2.1/os-hypervisors/host-1", "admin-token", undefined, "2.52")).json.hypervisor.id,
+    ).toBe("host-1");
   });
 });

@@ -1,0 +1,129 @@
+// Nova's quotas as arithmetic: the resources and their defaults, the limits in force (a project's
+// own over the default class), and what a create may reserve, with Nova's messages. Pure: the
+// store (store.ts) reads and writes the items these functions reason about.
+
+/** Every quota resource Nova has had, with its default ([quota] options in nova/conf/quota.py). */
+export const NOVA_DEFAULTS = {
+  instances: 10,
+  cores: 20,
+  ram: 51200,
+  floating_ips: 10,
+  fixed_ips: -1,
+  metadata_items: 128,
+  injected_files: 5,
+  injected_file_content_bytes: 10240,
+  injected_file_path_bytes: 255,
+  key_pairs: 100,
+  security_groups: 10,
+  security_group_rules: 20,
+  server_groups: 10,
+  server_group_members: 10,
+} as const;
+
+export type QuotaResource = keyof typeof NOVA_DEFAULTS;
+export const QUOTA_RESOURCES = Object.keys(NOVA_DEFAULTS) as QuotaResource[];
+
+/** A limit per resource; -1 is unlimited. */
+export type Limits = Record<QuotaResource, number>;
+
+/** What a project holds of the counted resources (the `usage#<project>` item). */
+export interface Usage {
+  instances: number;
+  cores: number;
+  ram: number;
+}
+
+export const NO_USAGE: Usage = { instances: 0, cores: 0, ram: 0 };
+
+/** The server groups' settings from before quota sets, still honoured. */
+const LEGACY_NAMES: Partial<Record<QuotaResource, string>> = {
+  server_groups: "NOVALESS_MAX_SERVER_GROUPS",
+  server_group_members: "NOVALESS_MAX_SERVER_GROUP_MEMBERS",
+};
+
+/** A limit as a ceiling to compare counts with: -1 (unlimited) is Infinity. */
+export const ceiling = (limit: number): number => (limit === -1 ? Number.POSITIVE_INFINITY : limit);
+
+/**
+ * The deployment's defaults: Nova's [quota] options, here NOVALESS_QUOTA_<RESOURCE> (for example
+ * NOVALESS_QUOTA_INSTANCES=-1); a value that is not an integer >= -1 is ignored.
+ */
+export function configuredDefaults(env: Record<string, string | undefined> = process.env): Partial<Limits> {
+  const out: Partial<Limits> = {};
+  for (const r of QUOTA_RESOURCES) {
+    const raw = env[`NOVALESS_QUOTA_${r.toUpperCase()}`] ?? env[LEGACY_NAMES[r] ?? ""];
+    if (raw !== undefined && /^-?[0-9]+$/.test(raw.trim()) && Number(raw) >= -1) out[r] = Number(raw);
+  }
+  return out;
+}
+
+/**
+ * The limits in force: the project's own, else the default class's (set through the API), else
+ * the deployment's configured defaults, else Nova's.
+ */
+export function effectiveLimits(defaults: Partial<Limits>, project: Partial<Limits> = {}): Limits {
+  return { ...NOVA_DEFAULTS, ...configuredDefaults(), ...defaults, ...project };
+}
+
+/** What one create of `count` instances of a flavor asks for. */
+export function deltaOf(count: number, flavor: { vcpus: number; memory_mb: number }): Usage {
+  return { instances: count, cores: count * flavor.vcpus, ram: count * flavor.memory_mb };
+}
+
+const COUNTED = ["instances", "cores", "ram"] as const;
+
+/** Room left under a limit (Infinity when unlimited). */
+function headroom(limit: number, used: number): number {
+  return limit === -1 ? Number.POSITIVE_INFINITY : Math.max(0, limit - used);
+}
+
+export type QuotaCheck = { ok: true; count: number } | { ok: false; message: string };
+
+/**
+ * How many of min..max instances fit, as Nova's _check_num_instances_quota: all of max_count if
+ * they fit; else as many as the instances, cores and ram headroom allow, if that is at least
+ * min_count; else Nova's TooManyInstances message naming (sorted) every resource max_count
+ * would exceed: `Quota exceeded for cores, ram: Requested 8, 16384, but already used 18, 40960 of
+ * 20, 51200 cores, ram`. A requested count is `min-max` when they differ, as Nova prints it.
+ */
+export function checkInstances(
+  limits: Limits,
+  used: Usage,
+  flavor: { vcpus: number; memory_mb: number },
+  minCount: number,
+  maxCount: number,
+): QuotaCheck {
+  const want = deltaOf(maxCount, flavor);
+  const overs = COUNTED.filter((r) => limits[r] !== -1 && used[r] + want[r] > limits[r]);
+  if (overs.length === 0) return { ok: true, count: maxCount };
+  let allowed = headroom(limits.instances, used.instances);
+  if (flavor.vcpus)
+    allowed = Math.min(allowed, Math.floor(headroom(limits.cores, used.cores) / flavor.vcpus));
+  if (flavor.memory_mb)
+    allowed = Math.min(allowed, Math.floor(headroom(limits.ram, used.ram) / flavor.memory_mb));
+  if (allowed >= minCount && allowed > 0) return { ok: true, count: Math.min(allowed, maxCount) };
+  const requested: Record<(typeof COUNTED)[number], string> = {
+    instances: minCount === maxCount ? String(minCount) : `${minCount}-${maxCount}`,
+    cores: String(want.cores),
+    ram: String(want.ram),
+  };
+  const sorted = [...overs].sort();
+  const list = (f: (r: (typeof COUNTED)[number]) => string) => sorted.map(f).join(", ");
+  const names = sorted.join(", ");
+  return {
+    ok: false,
+    message:
+      `Quota exceeded for ${names}: Requested ${list((r) => requested[r])}, ` +
+      `but already used ${list((r) => String(used[r]))} of ${list((r) => String(limits[r]))} ${names}`,
+  };
+}
+
+/**
+ * The bounds of a reservation's conditional write: each counted resource may be at most
+ * `limit - delta` before the write (undefined: unlimited, no condition).
+ */
+export function reserveCeilings(limits: Limits, delta: Usage): Partial<Usage> {
+  const out: Partial<Usage> = {};
+  for (const r of COUNTED) if (limits[r] !== -1) out[r] = limits[r] - delta[r];
+  return out;
+}

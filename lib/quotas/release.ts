@@ -1,0 +1,46 @@
+// A delete gives the instance's quota back in the same transaction that marks it deleted: a
+// repeated delete finds it deleted and releases nothing, and no crash can leave one done without
+// the other. An instance in ERROR keeps counting until it is deleted (Nova's default, legacy
+// counting from instance records: see the report of issue 10), so a failed build releases nothing.
+import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.js";
+import { getInstance, markDeletedItem } from "../instances/repo.js";
+import type { InstanceRecord } from "../instances/types.js";
+import { deltaOf } from "./quotas.js";
+import { releaseItem } from "./store.js";
+
+/** Cancelled because the record moved meanwhile (or a concurrent transaction held it): read again. */
+function raced(e: unknown): boolean {
+  if ((e as { name?: string }).name !== "TransactionCanceledException") return false;
+  const codes = ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
+    (r) => r.Code,
+  );
+  return (
+    codes.length === 0 || codes.some((c) => c === "ConditionalCheckFailed" || c === "TransactionConflict")
+  );
+}
+
+/**
+ * Mark the instance deleted and release its usage, at once. Returns the record as the delete found
+ * it, or undefined if it was already deleted (or never existed). A record that changed between
+ * the read and the write is read again.
+ */
+export async function markDeletedReleasing(
+  id: string,
+  now = new Date(),
+): Promise<InstanceRecord | undefined> {
+  for (;;) {
+    const seen = await getInstance(id);
+    if (!seen || seen.deleted) return undefined;
+    try {
+      await dynamo().send(
+        new TransactWriteCommand({
+          TransactItems: [markDeletedItem(seen, now), releaseItem(seen.project_id, deltaOf(1, seen.flavor))],
+        }),
+      );
+      return seen;
+    } catch (e) {
+      if (!raced(e)) throw e;
+    }
+  }
+}
