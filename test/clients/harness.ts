@@ -1,0 +1,231 @@
+// The real OpenStack clients (Debian's python3-openstackclient, python3-novaclient,
+// python3-openstacksdk) against a whole local novaless: the runtime runs in this process, the
+// clients are child processes reading a clouds.yaml written for it, as an operator's would be.
+import { execFile, spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { type Runtime, type RuntimeOptions, startRuntime } from "../../infra/local/runtime.js";
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** Debian's SDK is in the system Python; a pyenv or venv python3 first on PATH does not have it. */
+export const PYTHON = "/usr/bin/python3";
+
+/** The microversions the issue asks every client to work at. */
+export const VERSIONS = ["2.1", "2.47", "2.79", "latest"] as const;
+
+// biome-ignore lint/suspicious/noExplicitAny: the clients' JSON output is arbitrary; the assertions check its shape
+export type Json = any;
+
+export type Tool = "openstack" | "nova" | "openstacksdk";
+
+/** Synchronous on purpose: it decides `it.skipIf` at collection time, before any runtime runs. */
+function present(tool: Tool): boolean {
+  const [cmd, args] =
+    tool === "openstacksdk" ? [PYTHON, ["-c", "import openstack"]] : ["sh", ["-c", `command -v ${tool}`]];
+  return spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
+}
+
+/**
+ * True when `tool` is missing, after saying so: the suite's `it.skipIf(missing("openstack"))`
+ * skips visibly, with the line below in the test output (scripts/install-test-tools.sh installs
+ * the tools when it can).
+ */
+export function missing(tool: Tool): boolean {
+  const absent = !present(tool);
+  if (absent)
+    console.warn(
+      `test/clients: ${tool} is not installed (scripts/install-test-tools.sh installs it as root on Debian): its tests skip`,
+    );
+  return absent;
+}
+
+/** The clouds the clouds.yaml names: password auth as each seeded user, and a token (when given). */
+export type CloudName = "admin" | "demo" | "token";
+
+export class ClientError extends Error {
+  constructor(
+    readonly command: string,
+    readonly code: number | string | undefined,
+    readonly stdout: string,
+    readonly stderr: string,
+  ) {
+    super(`\`${command}\` failed (exit ${code}):\n${stderr.trim() || stdout.trim()}`);
+  }
+}
+
+export interface Cloud {
+  runtime: Runtime;
+  url: string;
+  /** the temp dir holding clouds.yaml */
+  dir: string;
+  /** `openstack --os-cloud <cloud> [--os-compute-api-version v] args… [-f json]`, parsed */
+  openstack(args: string[], opts?: CommandOptions): Promise<Json>;
+  /** `openstack …` expected to fail: its exit status and stderr */
+  openstackFails(args: string[], opts?: CommandOptions): Promise<ClientError>;
+  /** `nova [--os-compute-api-version v] args…` with the cloud's OS_* variables; its stdout */
+  nova(args: string[], opts?: CommandOptions): Promise<string>;
+  /** test/clients/sdk_probe.py <cloud> <version> <operation> args…: its JSON on stdout */
+  sdk(operation: string, args?: string[], opts?: CommandOptions): Promise<Json>;
+  stop(): Promise<void>;
+}
+
+export interface CommandOptions {
+  cloud?: CloudName;
+  /** --os-compute-api-version; unset: the client's default (2.1 for openstack and nova) */
+  version?: string;
+  /** add `-f json` and parse stdout (default true; false returns stdout as it is) */
+  json?: boolean;
+}
+
+const PASSWORDS: Record<"admin" | "demo", string> = { admin: "admin-secret", demo: "demo-secret" };
+
+/**
+ * clouds.yaml as an operator writes it for DevStack: Keystone at <base>/identity, RegionOne;
+ * with `token`, also a cloud "token" authenticating by Keystone's token method (project admin).
+ */
+export function cloudsYaml(base: string, token?: string): string {
+  const cloud = (name: string, authType: string, auth: string[]) =>
+    [
+      `  ${name}:`,
+      `    auth_type: ${authType}`,
+      "    auth:",
+      `      auth_url: ${base}/identity`,
+      ...auth.map((line) => `      ${line}`),
+      "    region_name: RegionOne",
+      "    identity_api_version: 3",
+    ].join("\n");
+  const user = (name: "admin" | "demo") =>
+    cloud(name, "password", [
+      `username: ${name}`,
+      `password: ${PASSWORDS[name]}`,
+      `project_name: ${name}`,
+      "user_domain_name: Default",
+      "project_domain_name: Default",
+    ]);
+  const clouds = [user("admin"), user("demo")];
+  if (token)
+    clouds.push(
+      cloud("token", "token", [`token: ${token}`, "project_name: admin", "project_domain_name: Default"]),
+    );
+  return `clouds:\n${clouds.join("\n")}\n`;
+}
+
+/** The environment the children get: ours without any OS_* an operator's shell may carry. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("OS_")) env[k] = v;
+  // Python's warnings (deprecations in the Debian packages) would mix into stderr only.
+  return { ...env, PYTHONWARNINGS: "ignore", ...extra };
+}
+
+const COMMAND_TIMEOUT_MS = 90_000;
+
+async function exec(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  const shown = [cmd, ...args].join(" ");
+  try {
+    const { stdout } = await run(cmd, args, {
+      env,
+      timeout: COMMAND_TIMEOUT_MS,
+      maxBuffer: 16 * 2 ** 20,
+    });
+    return stdout;
+  } catch (e) {
+    const err = e as { code?: number | string; stdout?: string; stderr?: string; message: string };
+    throw new ClientError(shown, err.code, err.stdout ?? "", err.stderr ?? err.message);
+  }
+}
+
+function parse(command: string, stdout: string): Json {
+  try {
+    return JSON.parse(stdout);
+  } catch {
+    throw new Error(`\`${command}\` printed no JSON:\n${stdout}`);
+  }
+}
+
+/**
+ * --os-compute-api-version for `openstack` and `nova`: novaclient parses the option and spells
+ * "latest" as "2.latest" (a bare "latest" is its "Invalid format of client version").
+ */
+function versionArgs(version: string | undefined): string[] {
+  if (!version) return [];
+  return ["--os-compute-api-version", version === "latest" ? "2.latest" : version];
+}
+
+export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
+  const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, ...opts });
+  const dir = await mkdtemp(join(tmpdir(), "novaless-clients-"));
+  const cloudsFile = join(dir, "clouds.yaml");
+  await writeFile(cloudsFile, cloudsYaml(runtime.url));
+  const env = childEnv({ OS_CLIENT_CONFIG_FILE: cloudsFile });
+
+  const osArgs = (args: string[], o: CommandOptions) => [
+    "--os-cloud",
+    o.cloud ?? "admin",
+    ...versionArgs(o.version),
+    ...args,
+    ...(o.json === false ? [] : ["-f", "json"]),
+  ];
+
+  const openstack = async (args: string[], o: CommandOptions = {}): Promise<Json> => {
+    const full = osArgs(args, o);
+    const out = await exec("openstack", full, env);
+    return o.json === false ? out : parse(`openstack ${full.join(" ")}`, out);
+  };
+
+  const openstackFails = async (args: string[], o: CommandOptions = {}): Promise<ClientError> => {
+    try {
+      await exec("openstack", osArgs(args, o), env);
+    } catch (e) {
+      if (e instanceof ClientError) return e;
+      throw e;
+    }
+    throw new Error(`openstack ${args.join(" ")} succeeded; it should have failed`);
+  };
+
+  // novaclient reads no clouds.yaml: it takes the same cloud as OS_* variables.
+  const novaEnv = (cloud: CloudName) => {
+    if (cloud === "token") throw new Error("nova runs with password auth only here");
+    return childEnv({
+      OS_AUTH_URL: `${runtime.url}/identity/v3`,
+      OS_USERNAME: cloud,
+      OS_PASSWORD: PASSWORDS[cloud],
+      OS_PROJECT_NAME: cloud,
+      OS_USER_DOMAIN_NAME: "Default",
+      OS_PROJECT_DOMAIN_NAME: "Default",
+      OS_REGION_NAME: "RegionOne",
+    });
+  };
+
+  const nova = (args: string[], o: CommandOptions = {}) =>
+    exec("nova", [...versionArgs(o.version), ...args], novaEnv(o.cloud ?? "admin"));
+
+  const sdk = async (operation: string, args: string[] = [], o: CommandOptions = {}) => {
+    const full = [join(here, "sdk_probe.py"), o.cloud ?? "admin", o.version ?? "2.1", operation, ...args];
+    return parse(`python3 ${full.join(" ")}`, await exec(PYTHON, full, env));
+  };
+
+  return {
+    runtime,
+    url: runtime.url,
+    dir,
+    openstack,
+    openstackFails,
+    nova,
+    sdk,
+    async stop() {
+      await runtime.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A name no other test in the run uses (the clouds share one runtime per file). */
+export function unique(prefix: string): string {
+  return `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+}

@@ -1,0 +1,113 @@
+// `npm run test:tempest`: OpenStack's own API tests (Debian's tempest 33) against a local novaless.
+// Starts the whole runtime on a free port, makes a tempest workspace (tempest init) with the
+// tempest.conf and accounts.yaml of config.ts, runs the compute API tests of include-list.txt
+// minus exclude-list.txt (each exclusion says why), prints passed/failed/skipped with every
+// failure's reason, rewrites the results section of docs/openstack-clients.md, and exits 1 when
+// a test failed. Without tempest it says so and exits 0 (scripts/install-test-tools.sh installs it).
+import { spawn, spawnSync } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { accountsYaml, tempestConf } from "./config.js";
+import { type TestResult, tally, updateDoc } from "./report.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const DOC = join(here, "../../docs/openstack-clients.md");
+
+const { values } = parseArgs({
+  options: {
+    // a regex of tests to run instead of the include list (tempest would run the union of both)
+    filter: { type: "string" },
+    "keep-workspace": { type: "boolean", default: false },
+    "no-doc": { type: "boolean", default: false },
+  },
+});
+
+if (spawnSync("sh", ["-c", "command -v tempest"], { stdio: "ignore" }).status !== 0) {
+  process.stdout.write(
+    "test:tempest: tempest is not installed (scripts/install-test-tools.sh installs it as root on Debian): skipped\n",
+  );
+  process.exit(0);
+}
+
+/** Runs `cmd` to completion; its output goes to ours unless captured. */
+function exec(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  capture = false,
+): Promise<{ code: number; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"] });
+    const chunks: Buffer[] = [];
+    child.stdout?.on("data", (c: Buffer) => chunks.push(c));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code: code ?? 1, out: Buffer.concat(chunks).toString() }));
+  });
+}
+
+// The runtime's request log would bury tempest's own output; errors still show.
+process.env.NOVALESS_LOG_LEVEL ??= "error";
+const { startRuntime } = await import("../../infra/local/runtime.js");
+const started = Date.now();
+const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50 });
+const root = await mkdtemp(join(tmpdir(), "novaless-tempest-"));
+let failed = 0;
+try {
+  const workspace = join(root, "ws");
+  const init = await exec(
+    "tempest",
+    ["init", "--workspace-path", join(root, "workspace.yaml"), "--name", "novaless", workspace],
+    root,
+  );
+  if (init.code !== 0) throw new Error(`tempest init exited ${init.code}`);
+  await mkdir(join(workspace, "lock"), { recursive: true });
+  const accountsFile = join(workspace, "etc", "accounts.yaml");
+  await writeFile(accountsFile, accountsYaml());
+  await writeFile(
+    join(workspace, "etc", "tempest.conf"),
+    tempestConf({ base: runtime.url, workspace, accountsFile }),
+  );
+
+  // Two pre-provisioned accounts (admin and demo) serve one worker at a time: serial.
+  const args = [
+    "run",
+    "--serial",
+    ...(values.filter ? ["--regex", values.filter] : ["--include-list", join(here, "include-list.txt")]),
+    "--exclude-list",
+    join(here, "exclude-list.txt"),
+  ];
+  process.stdout.write(`test:tempest: tempest ${args.join(" ")} against ${runtime.url}\n`);
+  await exec("tempest", args, workspace);
+
+  const stream = await exec(
+    "sh",
+    ["-c", "stestr last --subunit | /usr/bin/python3 $0", join(here, "results.py")],
+    workspace,
+    true,
+  );
+  const results = JSON.parse(stream.out) as TestResult[];
+  const seconds = Math.round((Date.now() - started) / 1000);
+  const counts = tally(results);
+  failed = counts.failed;
+  process.stdout.write(
+    `\ntest:tempest: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped in ${seconds} s\n`,
+  );
+  for (const r of results.filter((t) => t.status === "fail"))
+    process.stdout.write(`FAILED ${r.id}\n  ${r.reason.replaceAll("\n", "\n  ")}\n`);
+  if (!values["no-doc"] && !values.filter) {
+    await writeFile(DOC, updateDoc(await readFile(DOC, "utf8"), results));
+    process.stdout.write(`test:tempest: results written to ${DOC}\n`);
+  }
+  if (results.length === 0) throw new Error("tempest ran no tests");
+} catch (e) {
+  process.stderr.write(`test:tempest: ${(e as Error).message}\n`);
+  failed = failed || 1;
+} finally {
+  await runtime.stop();
+  if (values["keep-workspace"]) process.stdout.write(`test:tempest: workspace kept in ${root}\n`);
+  else await rm(root, { recursive: true, force: true });
+}
+process.exit(failed > 0 ? 1 : 0);
