@@ -267,7 +267,9 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
       expect(create).toMatchObject({ "Server ID": id });
       const event = await cloud.openstack(["server", "event", "show", id, create["Request ID"]], as("demo"));
       expect(event).toMatchObject({ action: "create", request_id: create["Request ID"] });
-      expect(event.events.length).toBeGreaterThan(0);
+      // Nova shows a member the events of an action from 2.51 (before, only admins see them)
+      if (atLeast(version, "2.51")) expect(event.events.length).toBeGreaterThan(0);
+      else expect(event.events).toBeUndefined();
 
       await cloud.openstack(["server", "delete", "--wait", id], { ...as("demo"), json: false });
       const gone = await cloud.openstackFails(["server", "show", id], as("demo"));
