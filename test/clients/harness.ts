@@ -1,15 +1,13 @@
 // The real OpenStack clients (Debian's python3-openstackclient, python3-novaclient,
 // python3-openstacksdk) against a whole local novaless: the runtime runs in this process, the
 // clients are child processes reading a clouds.yaml written for it, as an operator's would be.
-import { execFile, spawnSync } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { type Runtime, type RuntimeOptions, startRuntime } from "../../infra/local/runtime.js";
 
-const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** Debian's SDK is in the system Python; a pyenv or venv python3 first on PATH does not have it. */
@@ -125,18 +123,63 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 
 const COMMAND_TIMEOUT_MS = 90_000;
 
-async function exec(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  const shown = [cmd, ...args].join(" ");
-  try {
-    const { stdout } = await run(cmd, args, {
-      env,
-      timeout: COMMAND_TIMEOUT_MS,
-      maxBuffer: 16 * 2 ** 20,
+/** A client command: what /usr/bin/openstack, /usr/bin/nova or `python3 sdk_probe.py` runs. */
+type Invocation = { tool: "openstack" | "nova" | "sdk"; argv: string[]; env: NodeJS.ProcessEnv };
+
+/**
+ * test/clients/forkserver.py: one warm Python that forks each command from the clients' own
+ * entry points (their imports are most of a command's CPU; several hundred commands run here).
+ */
+class ForkServer {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly pending = new Map<number, (r: { code: number; stdout: string; stderr: string }) => void>();
+  private next = 0;
+  private buf = "";
+
+  constructor() {
+    this.child = spawn(PYTHON, [join(here, "forkserver.py")], { env: childEnv({}) });
+    this.child.stdout.setEncoding("utf8");
+    this.child.stdout.on("data", (chunk: string) => {
+      this.buf += chunk;
+      for (let i = this.buf.indexOf("\n"); i !== -1; i = this.buf.indexOf("\n")) {
+        const answer = JSON.parse(this.buf.slice(0, i));
+        this.buf = this.buf.slice(i + 1);
+        this.pending.get(answer.id)?.(answer);
+        this.pending.delete(answer.id);
+      }
     });
-    return stdout;
-  } catch (e) {
-    const err = e as { code?: number | string; stdout?: string; stderr?: string; message: string };
-    throw new ClientError(shown, err.code, err.stdout ?? "", err.stderr ?? err.message);
+    let stderr = "";
+    this.child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    this.child.on("exit", (code) => {
+      for (const resolve of this.pending.values())
+        resolve({ code: code ?? 1, stdout: "", stderr: `forkserver exited (${code}): ${stderr}` });
+      this.pending.clear();
+    });
+  }
+
+  async run(inv: Invocation): Promise<string> {
+    const shown = [inv.tool, ...inv.argv].join(" ");
+    const id = this.next++;
+    const answer = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new ClientError(shown, "timeout", "", `no answer in ${COMMAND_TIMEOUT_MS} ms`));
+      }, COMMAND_TIMEOUT_MS);
+      this.pending.set(id, (r) => {
+        clearTimeout(timer);
+        resolve(r);
+      });
+      this.child.stdin.write(`${JSON.stringify({ id, ...inv })}\n`);
+    });
+    if (answer.code !== 0) throw new ClientError(shown, answer.code, answer.stdout, answer.stderr);
+    return answer.stdout;
+  }
+
+  stop(): void {
+    this.child.stdin.end();
+    this.child.kill();
   }
 }
 
@@ -163,6 +206,9 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
   const cloudsFile = join(dir, "clouds.yaml");
   await writeFile(cloudsFile, cloudsYaml(runtime.url));
   const env = childEnv({ OS_CLIENT_CONFIG_FILE: cloudsFile });
+  const server = new ForkServer();
+  const exec = (tool: Invocation["tool"], argv: string[], e: NodeJS.ProcessEnv) =>
+    server.run({ tool, argv, env: e });
 
   const osArgs = (args: string[], o: CommandOptions) => [
     "--os-cloud",
@@ -206,8 +252,8 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
     exec("nova", [...versionArgs(o.version), ...args], novaEnv(o.cloud ?? "admin"));
 
   const sdk = async (operation: string, args: string[] = [], o: CommandOptions = {}) => {
-    const full = [join(here, "sdk_probe.py"), o.cloud ?? "admin", o.version ?? "2.1", operation, ...args];
-    return parse(`python3 ${full.join(" ")}`, await exec(PYTHON, full, env));
+    const full = [o.cloud ?? "admin", o.version ?? "2.1", operation, ...args];
+    return parse(`python3 sdk_probe.py ${full.join(" ")}`, await exec("sdk", full, env));
   };
 
   return {
@@ -219,6 +265,7 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
     nova,
     sdk,
     async stop() {
+      server.stop();
       await runtime.stop();
       await rm(dir, { recursive: true, force: true });
     },
