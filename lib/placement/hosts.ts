@@ -107,6 +107,7 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
         stats: { failed_builds: 0 },
         service: { disabled: false, disabled_reason: null, forced_down: false },
         queue_url: reg.queue_url,
+        started_at: new Date().toISOString(),
       });
       try {
         await dynamo().send(
@@ -129,6 +130,8 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
       host_ip: reg.host_ip,
       supported_instances: reg.supported_instances,
       queue_url: reg.queue_url,
+      // the compute service (re)started: what its uptime counts from
+      started_at: new Date().toISOString(),
     };
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = { ":g": current.generation, ":one": 1 };

@@ -91,6 +91,8 @@ export interface HostRecord {
   stats: { failed_builds: number };
   service: ServiceRecord;
   queue_url: string;
+  /** when the host's compute service last registered (started): its uptime counts from it */
+  started_at?: string;
   /** the change feed's shard ("0".."3"), fixed by the host's name (feedOf in feed.ts) */
   feed: string;
   /** ISO-8601 (ms) of the item's last write: the host-changes index's sort key */

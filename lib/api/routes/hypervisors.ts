@@ -18,6 +18,7 @@ import {
   hypervisorStatisticsView,
   hypervisorSummaryView,
   inventoryView,
+  uptimeText,
 } from "../views/hypervisors.js";
 
 /** Placement's policy names for what these routes do. */
@@ -108,7 +109,11 @@ export async function listHypervisors({ ctx, deps, query }: RouteCall, detail: b
   const view = detail ? hypervisorDetailView : hypervisorSummaryView;
   const body: Record<string, unknown> = {
     hypervisors: hosts.map((h) =>
-      view(h, { up: isServiceUp(h), ...(servers ? { servers: servers.get(h.host) ?? [] } : {}) }, v),
+      view(
+        h,
+        { up: isServiceUp(h), now: deps.now(), ...(servers ? { servers: servers.get(h.host) ?? [] } : {}) },
+        v,
+      ),
     ),
   };
   if (limit !== undefined && hosts.length > 0 && hosts.length === limit) {
@@ -147,7 +152,13 @@ export async function showHypervisor({ ctx, deps, params, query }: RouteCall): P
   const servers = withServers ? ((await serversByHost(deps)).get(h.host) ?? []) : undefined;
   return {
     status: 200,
-    body: { hypervisor: hypervisorDetailView(h, { up: isServiceUp(h), ...(servers ? { servers } : {}) }, v) },
+    body: {
+      hypervisor: hypervisorDetailView(
+        h,
+        { up: isServiceUp(h), now: deps.now(), ...(servers ? { servers } : {}) },
+        v,
+      ),
+    },
   };
 }
 
@@ -166,13 +177,19 @@ export async function hypervisorStatistics({ ctx, deps }: RouteCall): Promise<Ap
 }
 
 /**
- * GET /os-hypervisors/{id}/uptime (until 2.87). The fake driver cannot tell a host's uptime: Nova
- * answers a driver without it 501.
+ * GET /os-hypervisors/{id}/uptime (until 2.87): `uptime`'s text, counted from the host's last
+ * registration; a host registered before hosts said when (no started_at) is Nova's 501 for a
+ * driver without uptime.
  */
 export async function hypervisorUptime({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, HYPERVISOR_RULES.uptime);
-  await hostOr404(deps, params.id!);
-  throw new ApiError("notImplemented", "The requested functionality is not supported.");
+  const h = await hostOr404(deps, params.id!);
+  const uptime = uptimeText(h, deps.now());
+  if (uptime === null) throw new ApiError("notImplemented", "The requested functionality is not supported.");
+  return {
+    status: 200,
+    body: { hypervisor: { ...hypervisorSummaryView(h, { up: isServiceUp(h) }, ctx.version), uptime } },
+  };
 }
 
 /** GET /os-hypervisors/{pattern}/search (until 2.52). */

@@ -9,11 +9,18 @@ import { type ApiVersion, forVersion } from "../microversion.js";
 import { type Query, queryOne } from "../request.js";
 import { boolFromString, nonNegativeInt, novaBoolean, novaName, positiveInt, validate } from "./common.js";
 
-const flavorId = z
-  .string()
-  .min(1)
-  .max(255)
-  .regex(/^(?! )[a-zA-Z0-9. _-]+(?<! )$/);
+/** Nova's schema takes a string or a number (tempest sends integers); the flavor keeps it a string. */
+const flavorId = z.union([
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^(?! )[a-zA-Z0-9. _-]+(?<! )$/),
+  z
+    .number()
+    .refine((n) => Number.isFinite(n) && n >= 0)
+    .transform((n) => String(n)),
+]);
 
 /** rxtx_factor: a number > 0 (or a decimal string), at most a float's maximum. */
 const rxtxFactor = z

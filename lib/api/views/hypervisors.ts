@@ -24,6 +24,8 @@ export interface HypervisorContext {
   up: boolean;
   /** the host's servers, when the request asked for them (with_servers, /servers) */
   servers?: { name: string; uuid: string }[];
+  /** the request's time, for the uptime (2.88's show) */
+  now?: Date;
 }
 
 const resourceFields = (h: HostRecord) => {
@@ -99,9 +101,32 @@ export const hypervisorDetailView = viewFields<HostRecord, HypervisorContext>([
   { max: "2.87", fields: resourceFields },
   { max: "2.27", fields: () => ({ cpu_info: "{}" }) },
   { min: "2.28", max: "2.87", fields: () => ({ cpu_info: {} }) },
-  { min: "2.88", fields: () => ({ uptime: null }) },
+  { min: "2.88", fields: (h, c) => ({ uptime: uptimeText(h, c.now) }) },
   ...serverRows,
 ]);
+
+const two = (n: number) => String(n).padStart(2, "0");
+
+/**
+ * What a libvirt host's `uptime` says, as Nova's drivers report it ("17:37:14 up 2 days,  2:33,
+ * 0 users,  load average: 0.00, 0.00, 0.00"), counted from when the host's compute service last
+ * registered (the fake driver has no kernel of its own); null for a host that never said.
+ */
+export function uptimeText(h: Pick<HostRecord, "started_at">, now: Date | undefined): string | null {
+  if (!h.started_at || !now) return null;
+  const up = Math.max(0, Math.floor((now.getTime() - Date.parse(h.started_at)) / 1000));
+  const days = Math.floor(up / 86400);
+  const hours = Math.floor((up % 86400) / 3600);
+  const minutes = Math.floor((up % 3600) / 60);
+  const clock = `${two(now.getUTCHours())}:${two(now.getUTCMinutes())}:${two(now.getUTCSeconds())}`;
+  const span =
+    days > 0
+      ? `${days} day${days === 1 ? "" : "s"}, ${String(hours).padStart(2)}:${two(minutes)}`
+      : hours > 0
+        ? `${String(hours).padStart(2)}:${two(minutes)}`
+        : `${minutes} min`;
+  return ` ${clock} up ${span},  0 users,  load average: 0.00, 0.00, 0.00`;
+}
 
 /** Nova's os-hypervisors/statistics (until 2.87): the resource fields summed over hosts. */
 export function hypervisorStatisticsView(hosts: readonly HostRecord[]): Record<string, number> {

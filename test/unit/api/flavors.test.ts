@@ -105,6 +105,17 @@ describe("/flavors", () => {
     );
   });
 
+  it("an integer id is taken as Nova does (tempest sends one) and kept as a string", async () => {
+    world = fakeWorld();
+    const body = { flavor: { name: "int-id", ram: 64, vcpus: 1, disk: 1, id: 4242 } };
+    const r = await call("POST", "/v2.1/flavors", "admin-token", "2.1", body);
+    expect(r.status).toBe(200);
+    expect(r.json.flavor.id).toBe("4242");
+    expect((await call("GET", "/v2.1/flavors/4242", "admin-token", "2.1")).status).toBe(200);
+    const negative = { flavor: { ...body.flavor, name: "neg", id: -1 } };
+    expect((await call("POST", "/v2.1/flavors", "admin-token", "2.1", negative)).status).toBe(400);
+  });
+
   it("private flavors: shared with a project by addTenantAccess, seen by it only; removeTenantAccess", async () => {
     world = fakeWorld();
     const made = await call("POST", "/v2.1/flavors", "admin-token", undefined, {

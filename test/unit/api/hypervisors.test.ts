@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ApiVersion } from "../../../lib/api/microversion.js";
 import { handleHttp } from "../../../lib/api/router.js";
-import { hypervisorDetailView, hypervisorStatisticsView } from "../../../lib/api/views/hypervisors.js";
+import {
+  hypervisorDetailView,
+  hypervisorStatisticsView,
+  uptimeText,
+} from "../../../lib/api/views/hypervisors.js";
 import { fakeWorld, host } from "./fakes.js";
 import { record } from "./records.js";
 
@@ -45,6 +49,28 @@ describe("hypervisor views per microversion", () => {
       "uptime",
     ]);
     expect(d.uptime).toBeNull();
+    const started = { ...h, started_at: "2026-11-20T10:00:00.000Z" };
+    const now = new Date("2026-11-23T12:34:56.000Z");
+    expect(hypervisorDetailView(started, { up: true, now }, v("2.88")).uptime).toBe(
+      " 12:34:56 up 3 days,  2:34,  0 users,  load average: 0.00, 0.00, 0.00",
+    );
+  });
+  it("uptime reads as `uptime` does, and as openstackclient's pattern parses it", () => {
+    const now = new Date("2026-11-23T12:34:56.000Z");
+    const at = (iso: string) => uptimeText({ started_at: iso }, now);
+    expect(at("2026-11-23T12:30:00.000Z")).toBe(
+      " 12:34:56 up 4 min,  0 users,  load average: 0.00, 0.00, 0.00",
+    );
+    expect(at("2026-11-23T09:00:00.000Z")).toMatch(/ up {2}3:34,/);
+    expect(at("2026-11-22T12:00:00.000Z")).toMatch(/ up 1 day, {2}0:34,/);
+    const osc = /\s*(.+)\sup\s+(.+),\s+(.+)\susers?,\s+load average:\s(.+)/;
+    expect(osc.exec(at("2026-11-22T12:00:00.000Z") ?? "")?.slice(1)).toEqual([
+      "12:34:56",
+      "1 day,  0:34",
+      "0",
+      "0.00, 0.00, 0.00",
+    ]);
+    expect(uptimeText({}, now)).toBeNull();
   });
   it("servers: only when there are some before 2.75, an empty list when asked from 2.75", () => {
     expect(hypervisorDetailView(h, { up: true, servers: [] }, v("2.53")).servers).toBeUndefined();
@@ -66,7 +92,7 @@ describe("os-hypervisors paths", () => {
     expect((await call("/v2.1/os-hypervisors/statistics", "2.88")).status).toBe(404);
   });
 
-  it("uptime until 2.87: 501 as Nova for a driver that cannot tell; 404 for an unknown host", async () => {
+  it("uptime until 2.87: 501 as Nova for a host that never said when it started; 404 for an unknown host", async () => {
     world = fakeWorld();
     expect(await call("/v2.1/os-hypervisors/host-1/uptime")).toEqual({
       status: 501,
