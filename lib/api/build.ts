@@ -134,6 +134,8 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     description: req.description,
     tags: [...req.tags],
     key_name: req.keyName,
+    access_ip_v4: req.accessIPv4,
+    access_ip_v6: req.accessIPv6,
     hostname: req.hostname,
     config_drive: req.configDrive,
     user_data: req.userData,

@@ -58,6 +58,9 @@ export interface InstanceRecord {
   tags?: string[];
   /** the key pair named at create (Nova keeps its name) */
   key_name?: string | null;
+  /** Nova's accessIPv4/accessIPv6: addresses the user records for the server (create, PUT) */
+  access_ip_v4?: string | null;
+  access_ip_v6?: string | null;
   /** base64 user data given at create (admins see it from 2.3) */
   user_data?: string | null;
   /** a config drive asked for at create (shown as Nova's "True") */

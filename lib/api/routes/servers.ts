@@ -22,7 +22,7 @@ import {
   parseUpdateServer,
 } from "../validation/servers.js";
 import { resourceLinks } from "../views/format.js";
-import { serverSummaryView, serverView } from "../views/servers.js";
+import { serverSummaryView, serverUpdateView, serverView } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
 import { reserveForCreate } from "./quotas.js";
 import { joinServerGroup, leaveServerGroup } from "./server-groups.js";
@@ -276,7 +276,16 @@ export async function updateServerRoute(call: RouteCall): Promise<ApiResult> {
   checkNotLocked(rec, ctx.auth);
   const updated = await deps.updateServer(id, { fields: changes, now: deps.now() });
   if (!updated) throw instanceNotFound(id);
-  return { status: 200, body: { server: await viewOf(updated, call) } };
+  return {
+    status: 200,
+    body: {
+      server: serverUpdateView(updated, {
+        baseUrl: ctx.baseUrl,
+        isAdmin: ctx.auth.isAdmin,
+        version: ctx.version,
+      }),
+    },
+  };
 }
 
 export async function deleteServerRoute({ ctx, deps, params }: RouteCall): Promise<ApiResult> {

@@ -47,6 +47,10 @@ export const tagSchema = z
 /** Nova's instance.MAX_TAG_COUNT */
 export const MAX_TAGS = 50;
 
+/** Nova's parameter_types.accessIPv4/6: strings in the ipv4/ipv6 formats. */
+const accessIPv4 = z.ipv4();
+const accessIPv6 = z.ipv6();
+
 /** Nova's user_data: base64 (format "base64"), at most 65535 characters. */
 const userData = z
   .string()
@@ -69,17 +73,17 @@ const baseServer = {
   return_reservation_id: novaBoolean.optional(),
   key_name: z.string().min(1).max(255).optional(),
   user_data: userData.nullable().optional(),
-  // config_drive is recorded and shown (there is no drive to build); the rest is type-checked
-  // loosely and IGNORED: novaless has no networks, disk config or access IPs (security groups and
-  // block device mappings are checked below). `adminPass` is not applied to anything either; it
+  // config_drive and the access IPs are recorded and shown (there is no drive to build, no network
+  // to reach them by); networks, security groups and block device mappings are checked below;
+  // disk config is type-checked and ignored. `adminPass` is not applied to anything either; it
   // is only echoed in the create answer.
   networks: z.union([z.enum(["auto", "none"]), z.array(z.record(z.string(), z.unknown()))]).optional(),
   security_groups: z.array(z.looseObject({ name: z.string() })).optional(),
   config_drive: z.union([novaBoolean, z.literal(""), z.null()]).optional(),
   block_device_mapping_v2: z.array(z.record(z.string(), z.unknown())).optional(),
   adminPass: z.string().optional(),
-  accessIPv4: z.string().optional(),
-  accessIPv6: z.string().optional(),
+  accessIPv4: accessIPv4.optional(),
+  accessIPv6: accessIPv6.optional(),
   "OS-DCF:diskConfig": z.enum(["AUTO", "MANUAL"]).optional(),
 };
 
@@ -179,6 +183,8 @@ export interface CreateServerRequest {
   adminPass: string | null;
   description: string | null;
   keyName: string | null;
+  accessIPv4: string | null;
+  accessIPv6: string | null;
   userData: string | null;
   tags: string[];
   /** the guest hostname asked for (2.90) */
@@ -215,6 +221,14 @@ export function parseCreateServer(
     // no network service: the only security group there is, is Nova's default
     if (g.name !== "default")
       throw badRequest(`Security group ${g.name} not found for project ${auth.project_id}.`);
+  }
+  // no network service: "auto"/"none" ask for nothing; a network or port named cannot exist (Nova's
+  // NetworkNotFound / PortNotFound, 400)
+  if (Array.isArray(s.networks)) {
+    for (const n of s.networks) {
+      if (typeof n.port === "string") throw badRequest(`Port id ${n.port} could not be found.`);
+      if (typeof n.uuid === "string") throw badRequest(`Network ${n.uuid} could not be found.`);
+    }
   }
   if ((s.host !== undefined || s.hypervisor_hostname !== undefined) && !auth.isAdmin) {
     throw policyForbidden(RULES.requestedDestination);
@@ -258,6 +272,8 @@ export function parseCreateServer(
     adminPass: s.adminPass ?? null,
     description: s.description ?? null,
     keyName: s.key_name ?? null,
+    accessIPv4: s.accessIPv4 ?? null,
+    accessIPv6: s.accessIPv6 ?? null,
     userData: s.user_data ?? null,
     tags: [...new Set(s.tags ?? [])],
     hostname: s.hostname ?? null,
@@ -347,6 +363,9 @@ export interface ServerListFilters {
   vmStates?: VmState[];
   name?: { test(s: string): boolean };
   reservationId?: string;
+  /** Nova's `flavor` and `image` filters: by id */
+  flavorId?: string;
+  imageId?: string;
   host?: string;
   node?: string;
   limit?: number;
@@ -470,6 +489,10 @@ export function parseServerListQuery(
   if (name !== undefined && name !== "") f.name = nameMatcher(name);
   const rid = queryOne(query, "reservation_id");
   if (rid) f.reservationId = rid;
+  const flavor = queryOne(query, "flavor");
+  if (flavor) f.flavorId = idFromHref(flavor);
+  const image = queryOne(query, "image");
+  if (image) f.imageId = idFromHref(image);
 
   // admin-only filters are ignored for others, as Nova removes them
   if (auth.isAdmin) {
@@ -540,6 +563,8 @@ export function filterServers(
       (!f.vmStates || f.vmStates.includes(r.vm_state)) &&
       (!f.name || f.name.test(r.name)) &&
       (!f.reservationId || r.reservation_id === f.reservationId) &&
+      (!f.flavorId || r.flavor.id === f.flavorId) &&
+      (!f.imageId || r.image.id === f.imageId) &&
       (!f.host || r.host === f.host) &&
       (!f.node || r.node === f.node) &&
       (!f.changesSince || r.updated_at >= f.changesSince) &&
@@ -559,8 +584,8 @@ export function filterServers(
 /** PUT /servers/{id}: name (and Nova's ignored access IPs, disk config); description from 2.19. */
 const updateBase = {
   name: novaName.optional(),
-  accessIPv4: z.string().optional(),
-  accessIPv6: z.string().optional(),
+  accessIPv4: accessIPv4.optional(),
+  accessIPv6: accessIPv6.optional(),
   "OS-DCF:diskConfig": z.enum(["AUTO", "MANUAL"]).optional(),
 };
 const updateSchemas: Ranged<{ value: z.ZodType }>[] = [
@@ -585,13 +610,23 @@ export interface ServerChanges {
   name?: string;
   description?: string | null;
   hostname?: string;
+  access_ip_v4?: string;
+  access_ip_v6?: string;
 }
 
 export function parseUpdateServer(raw: unknown, v: ApiVersion): ServerChanges {
   const { server } = validate(forVersion(updateSchemas, v), raw) as {
-    server: { name?: string; description?: string | null; hostname?: string };
+    server: {
+      name?: string;
+      description?: string | null;
+      hostname?: string;
+      accessIPv4?: string;
+      accessIPv6?: string;
+    };
   };
   const changes: ServerChanges = {};
+  if (server.accessIPv4 !== undefined) changes.access_ip_v4 = server.accessIPv4;
+  if (server.accessIPv6 !== undefined) changes.access_ip_v6 = server.accessIPv6;
   if (server.name !== undefined) changes.name = server.name;
   if (server.description !== undefined) changes.description = server.description;
   if (server.hostname !== undefined) changes.hostname = server.hostname;

@@ -2,7 +2,7 @@
 // fault's details.
 import { withoutHosts } from "../../instances/faults.js";
 import type { InstanceRecord, VmState } from "../../instances/types.js";
-import { type ApiVersion, viewFields } from "../microversion.js";
+import { type ApiVersion, forVersion, viewFields } from "../microversion.js";
 import { embeddedFlavorView } from "./flavors.js";
 import { hostId, isoMicro, isoSeconds, resourceLinks } from "./format.js";
 
@@ -120,8 +120,8 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
       updated: isoSeconds(rec.updated_at),
       // no network service: a server has no addresses
       addresses: {},
-      accessIPv4: "",
-      accessIPv6: "",
+      accessIPv4: rec.access_ip_v4 ?? "",
+      accessIPv6: rec.access_ip_v6 ?? "",
       key_name: rec.key_name ?? null,
       config_drive: rec.config_drive ? "True" : "",
       progress: 0,
@@ -180,4 +180,29 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
 
 export function serverView(rec: InstanceRecord, opts: ViewOptions): Record<string, unknown> {
   return detailView(rec, opts, opts.version);
+}
+
+/**
+ * What Nova's update (PUT /servers/{id}) answers: until 2.74 the show without its extensions
+ * (servers.py update: show_AZ, show_config_drive, show_extended_attr, show_host_status,
+ * show_keypair, show_srv_usg, show_sec_grp, show_extended_status, show_extended_volumes and
+ * show_user_data False; server_groups from 2.71); from 2.75 the whole show.
+ */
+const EXTENSIONS = [
+  /^OS-EXT-/,
+  /^OS-SRV-USG:/,
+  /^os-extended-volumes:/,
+  /^(config_drive|host_status|key_name|security_groups)$/,
+];
+const notInUpdate = [
+  { max: "2.70", value: [...EXTENSIONS, /^server_groups$/] },
+  { min: "2.71", max: "2.74", value: EXTENSIONS },
+  { min: "2.75", value: [] as RegExp[] },
+];
+
+export function serverUpdateView(rec: InstanceRecord, opts: ViewOptions): Record<string, unknown> {
+  const hidden = forVersion(notInUpdate, opts.version);
+  return Object.fromEntries(
+    Object.entries(serverView(rec, opts)).filter(([k]) => !hidden.some((re) => re.test(k))),
+  );
 }

@@ -14,7 +14,7 @@ import {
   parseTagsBody,
   parseUpdateServer,
 } from "../../../lib/api/validation/servers.js";
-import { sanitizeHostname, serverView } from "../../../lib/api/views/servers.js";
+import { sanitizeHostname, serverUpdateView, serverView } from "../../../lib/api/views/servers.js";
 import { record } from "./records.js";
 
 const BASE = "http://api.test";
@@ -241,6 +241,84 @@ describe("server requests per microversion", () => {
     expect(parseLockBody({ locked_reason: "r" }, v("2.73"))).toEqual({ reason: "r" });
     expect(parseLockBody(null, v("2.73"))).toEqual({ reason: null });
     expect(fails(() => parseLockBody({ why: "r" }, v("2.73"))).kind).toBe("badRequest");
+  });
+});
+
+describe("access IPs, networks, the update view", () => {
+  const limits = { maxCount: 10, maxMetadataItems: 128 };
+  const good = { name: "vm", flavorRef: "1", imageRef: "cirros" };
+
+  it("access IPs are checked as Nova's ipv4/ipv6 formats, kept and shown", () => {
+    const ok = parseCreateServer(
+      { server: { ...good, accessIPv4: "1.1.1.1", accessIPv6: "2001:2001::3" } },
+      member,
+      limits,
+      v("2.1"),
+    );
+    expect([ok.accessIPv4, ok.accessIPv6]).toEqual(["1.1.1.1", "2001:2001::3"]);
+    expect(
+      fails(() =>
+        parseCreateServer({ server: { ...good, accessIPv4: "1.1.1.1.1.1" } }, member, limits, v("2.1")),
+      ).kind,
+    ).toBe("badRequest");
+    expect(
+      fails(() => parseCreateServer({ server: { ...good, accessIPv6: "notIPv6" } }, member, limits, v("2.1")))
+        .kind,
+    ).toBe("badRequest");
+    expect(parseUpdateServer({ server: { accessIPv4: "10.0.0.1" } }, v("2.1"))).toEqual({
+      access_ip_v4: "10.0.0.1",
+    });
+    const shown = serverView(record({ access_ip_v4: "1.1.1.1" }), {
+      baseUrl: BASE,
+      isAdmin: false,
+      version: v("2.1"),
+    });
+    expect([shown.accessIPv4, shown.accessIPv6]).toEqual(["1.1.1.1", ""]);
+  });
+
+  it("a network or port named cannot exist without a network service: Nova's 400", () => {
+    const uuid = "9d3b9a54-0000-4000-8000-00000000000a";
+    expect(
+      fails(() => parseCreateServer({ server: { ...good, networks: [{ uuid }] } }, member, limits, v("2.37")))
+        .message,
+    ).toBe(`Network ${uuid} could not be found.`);
+    expect(
+      fails(() =>
+        parseCreateServer({ server: { ...good, networks: [{ port: uuid }] } }, member, limits, v("2.37")),
+      ).message,
+    ).toBe(`Port id ${uuid} could not be found.`);
+    expect(parseCreateServer({ server: { ...good, networks: "none" } }, member, limits, v("2.37")).name).toBe(
+      "vm",
+    );
+  });
+
+  it("the update answer: no extensions until 2.74 (server_groups from 2.71), the whole show from 2.75", () => {
+    const opts = (version: string) => ({
+      baseUrl: BASE,
+      isAdmin: true,
+      version: v(version),
+      hostStatus: () => "UP",
+    });
+    const at21 = Object.keys(serverUpdateView(rec, opts("2.1")));
+    expect(
+      at21.filter((k) => k.startsWith("OS-EXT") || k.startsWith("OS-SRV-USG") || k === "key_name"),
+    ).toEqual([]);
+    expect(at21).toContain("OS-DCF:diskConfig");
+    expect(Object.keys(serverUpdateView(rec, opts("2.70")))).not.toContain("server_groups");
+    expect(Object.keys(serverUpdateView(rec, opts("2.71")))).toContain("server_groups");
+    expect(serverUpdateView(rec, opts("2.75"))).toEqual(serverView(rec, opts("2.75")));
+  });
+
+  it("the list filters flavor and image by id; an unknown one matches nothing", () => {
+    const recs = [record({ id: "00000000-0000-4000-8000-0000000000f1" })];
+    const flavorId = recs[0]!.flavor.id;
+    const imageId = recs[0]!.image.id;
+    const list = (q: Record<string, string[]>) =>
+      filterServers(recs, parseServerListQuery(q, member, true, v("2.1"))).servers.map((r) => r.id);
+    expect(list({ flavor: [flavorId] })).toHaveLength(1);
+    expect(list({ image: [imageId] })).toHaveLength(1);
+    expect(list({ flavor: ["nope"] })).toEqual([]);
+    expect(list({ image: ["nope"] })).toEqual([]);
   });
 });
 

@@ -67,6 +67,8 @@ describe("POST /servers body", () => {
       adminPass: null,
       description: null,
       keyName: null,
+      accessIPv4: null,
+      accessIPv6: null,
       userData: null,
       tags: [],
       hostname: null,
