@@ -100,6 +100,7 @@ describe("create → ACTIVE → delete", () => {
         min_count: 3,
         max_count: 3,
         availability_zone: "az2",
+        return_reservation_id: true,
       },
     });
     expect(r.status).toBe(202);

@@ -54,7 +54,8 @@ async function boot(
   as: Client = client,
 ): Promise<string[]> {
   const r = await as.post("/v2.1/servers", {
-    server: { name: "vm", flavorRef: "1", imageRef: "cirros", ...server },
+    // the reservation names every instance of a multi-create (Nova answers the first server only)
+    server: { name: "vm", flavorRef: "1", imageRef: "cirros", return_reservation_id: true, ...server },
     ...(hints ? { "os:scheduler_hints": hints } : {}),
   });
   expect(r.status, JSON.stringify(r.body)).toBe(202);

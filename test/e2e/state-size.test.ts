@@ -100,7 +100,14 @@ async function wideCreate(
   const hintBytes = Buffer.byteLength(JSON.stringify(hints));
 
   const r = await client.post("/v2.1/servers", {
-    server: { name: "wide", flavorRef: "1", imageRef: "cirros", min_count: maxCount, max_count: maxCount },
+    server: {
+      name: "wide",
+      flavorRef: "1",
+      imageRef: "cirros",
+      min_count: maxCount,
+      max_count: maxCount,
+      return_reservation_id: true,
+    },
     "os:scheduler_hints": hints,
   });
   expect(r.status, JSON.stringify(r.body)).toBe(202);

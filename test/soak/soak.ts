@@ -135,6 +135,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
           imageRef: random() < 0.05 ? "broken" : pick(["cirros", "ubuntu"]),
           min_count: count,
           max_count: count,
+          // Nova answers a multi-create's first server only; its reservation tells them all
+          return_reservation_id: count > 1,
           ...(random() < 0.4 ? { availability_zone: pick(["az1", "az2"]) } : {}),
         };
         const r = await api("POST", "/v2.1/servers", { server, "os:scheduler_hints": hints });

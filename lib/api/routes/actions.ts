@@ -1,5 +1,6 @@
-// /servers/{id}/os-instance-actions. Admins may read the actions of deleted servers, as Nova
-// allows since 2.21; a member gets 404 for those, as for another project's server.
+// /servers/{id}/os-instance-actions. From 2.21 the actions of a deleted server are read too (Nova
+// reads deleted instances there), by its project or an admin; before 2.21 a member gets 404 for
+// them, as for another project's server (admins keep reading them, for the build's story).
 
 import type { InstanceAction, InstanceRecord } from "../../instances/types.js";
 import type { AuthContext } from "../auth.js";
@@ -11,11 +12,17 @@ import { UUID_RE } from "../validation/common.js";
 import { MAX_LIMIT, parseChangeTime } from "../validation/servers.js";
 import { actionDetailView, actionsListView, lastUpdate, sortedActions } from "../views/actions.js";
 
-async function findForActions(deps: ApiDeps, id: string, auth: AuthContext): Promise<InstanceRecord> {
+async function findForActions(
+  deps: ApiDeps,
+  id: string,
+  auth: AuthContext,
+  v: ApiVersion,
+): Promise<InstanceRecord> {
   if (!UUID_RE.test(id)) throw instanceNotFound(id);
   const rec = await deps.getInstance(id);
   if (!rec) throw instanceNotFound(id);
-  if (!auth.isAdmin && (rec.deleted || rec.project_id !== auth.project_id)) throw instanceNotFound(id);
+  if (auth.isAdmin) return rec;
+  if (rec.project_id !== auth.project_id || (rec.deleted && !v.atLeast("2.21"))) throw instanceNotFound(id);
   return rec;
 }
 
@@ -51,7 +58,7 @@ function pageActions(actions: InstanceAction[], query: Query, v: ApiVersion) {
 export async function listActions({ ctx, deps, params, query }: RouteCall): Promise<ApiResult> {
   const id = params.id!;
   ctx.logFields.instance_uuid = id;
-  const rec = await findForActions(deps, id, ctx.auth);
+  const rec = await findForActions(deps, id, ctx.auth, ctx.version);
   const { page, more } = pageActions(sortedActions(rec), query, ctx.version);
   const body: Record<string, unknown> = {
     instanceActions: actionsListView(rec, page, ctx.auth.isAdmin, ctx.version),
@@ -71,7 +78,7 @@ export async function showAction({ ctx, deps, params }: RouteCall): Promise<ApiR
   const id = params.id!;
   const requestId = params.request_id!;
   ctx.logFields.instance_uuid = id;
-  const rec = await findForActions(deps, id, ctx.auth);
+  const rec = await findForActions(deps, id, ctx.auth, ctx.version);
   const action = Object.hasOwn(rec.actions ?? {}, requestId) ? rec.actions[requestId] : undefined;
   if (!action) throw notFound(`Action for request_id ${requestId} on instance ${id} not found`);
   return {

@@ -190,7 +190,9 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   return {
     status: 202,
     headers: { location: `${ctx.baseUrl}/v2.1/servers/${first}` },
-    body: ids.length > 1 ? { server, reservation_id: plan.reservationId } : { server },
+    // Nova answers the first server only, however many were made (the reservation id only when
+    // return_reservation_id asks for it)
+    body: { server },
   };
 }
 
