@@ -7,7 +7,7 @@ import { isServiceUp } from "../../placement/liveness.js";
 import type { HostRecord, Inventory } from "../../placement/types.js";
 import { RULES, requireAdmin } from "../auth.js";
 import { ApiError, badRequest, conflict, notFound } from "../errors.js";
-import { hostByUuid, isUuid, nodeUuid } from "../host-ids.js";
+import { hostByNumber, hostByUuid, isNumber, isUuid, nodeNumber, nodeUuid } from "../host-ids.js";
 import { type ApiResult, type Query, queryOne, type Route, type RouteCall } from "../request.js";
 import { boolFromString, parseJsonBody } from "../validation/common.js";
 import { parseInventoryUpdate, parseResourceClass } from "../validation/inventories.js";
@@ -95,7 +95,12 @@ export async function listHypervisors({ ctx, deps, query }: RouteCall, detail: b
     hosts = matching(hosts, pattern);
   } else if (paged) {
     if (marker !== undefined) {
-      const i = hosts.findIndex((h) => h.host === marker || nodeUuid(h.host) === marker.toLowerCase());
+      const i = hosts.findIndex(
+        (h) =>
+          h.host === marker ||
+          nodeUuid(h.host) === marker.toLowerCase() ||
+          String(nodeNumber(h.host)) === marker,
+      );
       if (i === -1) throw badRequest(`marker [${marker}] not found`);
       hosts = hosts.slice(i + 1);
     }
@@ -120,7 +125,7 @@ export async function listHypervisors({ ctx, deps, query }: RouteCall, detail: b
     const next = new URLSearchParams();
     for (const [k, vs] of Object.entries(query)) if (k !== "marker") for (const x of vs) next.append(k, x);
     const last = hosts[hosts.length - 1]!.host;
-    next.set("marker", v.atLeast("2.53") ? nodeUuid(last) : last);
+    next.set("marker", v.atLeast("2.53") ? nodeUuid(last) : String(nodeNumber(last)));
     body.hypervisors_links = [
       {
         rel: "next",
@@ -136,9 +141,12 @@ async function liveHosts(deps: RouteCall["deps"]): Promise<HostRecord[]> {
   return (await deps.listHosts()).filter((h) => !h.service.deleted_at);
 }
 
-/** The host a path id names: its name, or its node's uuid (the 2.53 form). */
+/** The host a path id names: its node's integer id (before 2.53) or uuid (2.53), or its name. */
 async function hostOr404(deps: RouteCall["deps"], id: string): Promise<HostRecord> {
-  const h = isUuid(id) ? hostByUuid(await deps.listHosts(), id, nodeUuid) : await deps.getHost(id);
+  const h = isUuid(id)
+    ? hostByUuid(await deps.listHosts(), id, nodeUuid)
+    : ((isNumber(id) ? hostByNumber(await deps.listHosts(), id, nodeNumber) : undefined) ??
+      (await deps.getHost(id)));
   if (!h || h.service.deleted_at) throw hypervisorNotFound(id);
   return h;
 }

@@ -6,7 +6,7 @@ import { schedulerConfig } from "../../config.js";
 import { log } from "../../log.js";
 import { RULES, requireAdmin } from "../auth.js";
 import { badRequest, conflict, notFound } from "../errors.js";
-import { hostByUuid, isUuid, serviceUuid } from "../host-ids.js";
+import { hostByNumber, hostByUuid, isNumber, isUuid, serviceNumber, serviceUuid } from "../host-ids.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { queryOne } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
@@ -16,11 +16,12 @@ import { removeHostFromAggregate } from "./aggregates.js";
 
 const COMPUTE = "nova-compute";
 
-/** The host a service path id names: its name, or its service's uuid (the 2.53 form). */
+/** The host a service path id names: its service's integer id (before 2.53) or uuid, or its name. */
 async function hostNamed(deps: RouteCall["deps"], id: string): Promise<string> {
-  if (!isUuid(id)) return id;
-  // an unknown uuid names no host: the callers answer 404 for it
-  return hostByUuid(await deps.listHosts(), id, serviceUuid)?.host ?? id;
+  // an unknown id names no host: the callers answer 404 for it
+  if (isUuid(id)) return hostByUuid(await deps.listHosts(), id, serviceUuid)?.host ?? id;
+  if (isNumber(id)) return hostByNumber(await deps.listHosts(), id, serviceNumber)?.host ?? id;
+  return id;
 }
 
 export async function listServices({ ctx, deps, query }: RouteCall): Promise<ApiResult> {

@@ -8,7 +8,7 @@ import {
   type Inventory,
   type ResourceClass,
 } from "../../placement/types.js";
-import { nodeUuid, serviceUuid } from "../host-ids.js";
+import { nodeNumber, nodeUuid, serviceNumber, serviceUuid } from "../host-ids.js";
 import { type FieldRows, viewFields } from "../microversion.js";
 
 function inv(h: HostRecord, rc: ResourceClass): Inventory | undefined {
@@ -56,7 +56,7 @@ const summaryRows: FieldRows<HostRecord, HypervisorContext> = [
   {
     // the host name stands for Nova's integer id; from 2.53 the node's uuid
     fields: (h, c) => ({
-      id: h.host,
+      id: nodeNumber(h.host),
       hypervisor_hostname: h.node,
       state: c.up ? "up" : "down",
       status: h.service.disabled ? "disabled" : "enabled",
@@ -89,7 +89,7 @@ export const hypervisorDetailView = viewFields<HostRecord, HypervisorContext>([
       hypervisor_type: h.hypervisor_type,
       hypervisor_version: h.hypervisor_version,
       host_ip: h.host_ip,
-      service: { host: h.host, id: h.host, disabled_reason: h.service.disabled_reason },
+      service: { host: h.host, id: serviceNumber(h.host), disabled_reason: h.service.disabled_reason },
     }),
   },
   {

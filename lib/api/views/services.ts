@@ -5,7 +5,7 @@
 import type { ServiceHeartbeat } from "../../placement/liveness.js";
 import { isHeartbeatAlive } from "../../placement/liveness.js";
 import type { HostRecord } from "../../placement/types.js";
-import { serviceUuid } from "../host-ids.js";
+import { serviceNumber, serviceUuid } from "../host-ids.js";
 import { viewFields } from "../microversion.js";
 import { isoMicro } from "./format.js";
 
@@ -23,7 +23,7 @@ export const serviceView = viewFields<HostRecord, ServiceContext>([
         c.heartbeat !== undefined &&
         isHeartbeatAlive(c.heartbeat, c.serviceDownTime, c.now);
       return {
-        id: h.host,
+        id: serviceNumber(h.host),
         binary: "nova-compute",
         host: h.host,
         zone: h.availability_zone,

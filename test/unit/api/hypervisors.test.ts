@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { nodeNumber } from "../../../lib/api/host-ids.js";
 import { ApiVersion } from "../../../lib/api/microversion.js";
 import { handleHttp } from "../../../lib/api/router.js";
 import {
@@ -107,11 +108,11 @@ describe("os-hypervisors paths", () => {
     world = fakeWorld();
     world.instances.set("i-1", record({ id: "i-1", name: "web-1", host: "host-2" }));
     const found = await call("/v2.1/os-hypervisors/st-2/search");
-    expect(found.json.hypervisors.map((h: { id: string }) => h.id)).toEqual(["host-2"]);
+    expect(found.json.hypervisors.map((h: { id: number }) => h.id)).toEqual([nodeNumber("host-2")]);
     const servers = await call("/v2.1/os-hypervisors/host/servers");
     expect(servers.json.hypervisors).toEqual([
       expect.not.objectContaining({ servers: expect.anything() }),
-      expect.objectContaining({ id: "host-2", servers: [{ name: "web-1", uuid: "i-1" }] }),
+      expect.objectContaining({ id: nodeNumber("host-2"), servers: [{ name: "web-1", uuid: "i-1" }] }),
     ]);
     expect(await call("/v2.1/os-hypervisors/zzz/search")).toEqual({
       status: 404,
@@ -145,10 +146,12 @@ describe("os-hypervisors paths", () => {
   it("2.33: limit and marker by id with a next link; an unknown marker is 400", async () => {
     world = fakeWorld();
     const p1 = await call("/v2.1/os-hypervisors?limit=1", "2.33");
-    expect(p1.json.hypervisors.map((h: { id: string }) => h.id)).toEqual(["host-1"]);
-    expect(p1.json.hypervisors_links[0].href).toMatch(/\/v2\.1\/os-hypervisors\?limit=1&marker=host-1$/);
+    expect(p1.json.hypervisors.map((h: { id: number }) => h.id)).toEqual([nodeNumber("host-1")]);
+    expect(p1.json.hypervisors_links[0].href).toMatch(
+      new RegExp(`/v2\\.1/os-hypervisors\\?limit=1&marker=${nodeNumber("host-1")}$`),
+    );
     const p2 = await call("/v2.1/os-hypervisors/detail?marker=host-1", "2.33");
-    expect(p2.json.hypervisors.map((h: { id: string }) => h.id)).toEqual(["host-2"]);
+    expect(p2.json.hypervisors.map((h: { id: number }) => h.id)).toEqual([nodeNumber("host-2")]);
     expect(p2.json.hypervisors_links).toBeUndefined();
     expect((await call("/v2.1/os-hypervisors?marker=nope", "2.33")).json.badRequest.message).toBe(
       "marker [nope] not found",

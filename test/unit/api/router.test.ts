@@ -1,7 +1,9 @@
 // The whole API through handleHttp, with in-memory I/O (no DynamoDB, no SQS).
+
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { handler as lambdaHandler } from "../../../functions/api/handler.js";
 import { allowedMethods } from "../../../lib/api/app.js";
+import { nodeNumber } from "../../../lib/api/host-ids.js";
 import type { HttpRequest } from "../../../lib/api/request.js";
 import { handleHttp } from "../../../lib/api/router.js";
 import { MAX_REQUEST_BODY_BYTES } from "../../../lib/config.js";
@@ -541,13 +543,13 @@ describe("flavors, images, hypervisors", () => {
     );
     const l = await call("GET", "/v2.1/os-hypervisors", { token: ADMIN });
     expect(l.json.hypervisors).toEqual([
-      { id: "host-1", hypervisor_hostname: "host-1", state: "up", status: "enabled" },
-      { id: "host-2", hypervisor_hostname: "host-2", state: "up", status: "enabled" },
+      { id: nodeNumber("host-1"), hypervisor_hostname: "host-1", state: "up", status: "enabled" },
+      { id: nodeNumber("host-2"), hypervisor_hostname: "host-2", state: "up", status: "enabled" },
     ]);
     const d = await call("GET", "/v2.1/os-hypervisors/detail", { token: ADMIN });
     expect(d.json.hypervisors[0]).toMatchObject({ vcpus: 8, memory_mb_used: 4608, running_vms: 2 });
     expect((await call("GET", "/v2.1/os-hypervisors/host-2", { token: ADMIN })).json.hypervisor.id).toBe(
-      "host-2",
+      nodeNumber("host-2"),
     );
     expect((await call("GET", "/v2.1/os-hypervisors/nope", { token: ADMIN })).status).toBe(404);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nodeUuid, serviceUuid } from "../../../lib/api/host-ids.js";
+import { nodeNumber, nodeUuid, serviceNumber, serviceUuid } from "../../../lib/api/host-ids.js";
 import { ApiVersion } from "../../../lib/api/microversion.js";
 import { handleHttp } from "../../../lib/api/router.js";
 import { serviceView } from "../../../lib/api/views/services.js";
@@ -29,7 +29,7 @@ describe("service views per microversion", () => {
   it("2.1: no forced_down; 2.11 on (2.47, 2.79, latest): forced_down", () => {
     const h = host("h");
     expect(serviceView(h, c, ApiVersion.parse("2.1"))).toEqual({
-      id: "h",
+      id: serviceNumber("h"),
       binary: "nova-compute",
       host: "h",
       zone: "nova",
@@ -208,7 +208,7 @@ describe("2.53 uuids", () => {
     expect(
       (await call("GET", "/v2.1/os-services?host=host-1", "admin-token", undefined, "2.52")).json.services[0]
         .id,
-    ).toBe("host-1");
+    ).toBe(serviceNumber("host-1"));
     const put = await call("PUT", `/v2.1/os-services/${svc.id}`, "admin-token", { status: "disabled" });
     expect(put.json.service).toMatchObject({ id: svc.id, host: "host-1", status: "disabled" });
     const unknown = "6a1f0b8e-1111-4000-8000-000000000009";
@@ -225,6 +225,11 @@ describe("2.53 uuids", () => {
     ).toBe("host-1");
     expect(
       (await call("GET", "/v2.1/os-hypervisors/host-1", "admin-token", undefined, "2.52")).json.hypervisor.id,
+    ).toBe(nodeNumber("host-1"));
+    // before 2.53 the integer ids name them in paths too
+    expect(
+      (await call("GET", `/v2.1/os-hypervisors/${nodeNumber("host-1")}`, "admin-token", undefined, "2.52"))
+        .json.hypervisor.hypervisor_hostname,
     ).toBe("host-1");
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, errorBody, UNAUTHORIZED_BODY } from "../../../lib/api/errors.js";
+import { nodeNumber, serviceNumber } from "../../../lib/api/host-ids.js";
 import { ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
 import { actionDetailView, actionsListView, sortedActions } from "../../../lib/api/views/actions.js";
 import { embeddedFlavorView, flavorSummaryView, flavorView } from "../../../lib/api/views/flavors.js";
@@ -353,7 +354,7 @@ describe("hypervisor views", () => {
   it("totals, usage with reserved counted as used, running VMs, state and status", () => {
     const h = host("host-1");
     expect(hypervisorSummaryView(h, { up: true }, V2_1)).toEqual({
-      id: "host-1",
+      id: nodeNumber("host-1"),
       hypervisor_hostname: "host-1",
       state: "up",
       status: "enabled",
@@ -374,7 +375,7 @@ describe("hypervisor views", () => {
       hypervisor_version: 1000,
       host_ip: "10.0.0.1",
       cpu_info: "{}",
-      service: { host: "host-1", id: "host-1", disabled_reason: null },
+      service: { host: "host-1", id: serviceNumber("host-1"), disabled_reason: null },
     });
     const off = host("h", { service: { ...h.service, disabled: true, disabled_reason: "maintenance" } });
     expect(hypervisorDetailView(off, { up: true }, V2_1)).toMatchObject({
