@@ -1,8 +1,10 @@
 // os-services and os-hypervisors on the emulators, at the microversions clients use: the pre-2.53
+
 // service actions (novaclient's `nova service-disable`), the 2.53 id form, and every hypervisor
 // path (statistics, uptime, search, servers, the 2.53 query forms, paging).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
+import { serviceNumber } from "../../lib/api/host-ids.js";
 import { ADMIN, type Client, eventually, type Reply, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
@@ -28,7 +30,11 @@ describe("os-services", () => {
     });
     const listed = await old.get("/v2.1/os-services?host=host-1");
     expect(listed.body.services).toEqual([
-      expect.objectContaining({ id: "host-1", status: "disabled", disabled_reason: "firmware" }),
+      expect.objectContaining({
+        id: serviceNumber("host-1"),
+        status: "disabled",
+        disabled_reason: "firmware",
+      }),
     ]);
     expect(listed.body.services[0]).not.toHaveProperty("forced_down");
     expect(
