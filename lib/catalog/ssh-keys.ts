@@ -3,6 +3,7 @@
 // blob, `aa:bb:…`; an x509 certificate by its SHA-1; a generated key is RSA 2048 whose private half
 // is PKCS#1 PEM (what paramiko writes) and whose public half reads `ssh-rsa … Generated-by-Nova`.
 import { createHash, createPublicKey, generateKeyPairSync, X509Certificate } from "node:crypto";
+import forge from "node-forge";
 
 /** Nova's InvalidKeypair: "Keypair data is invalid: <reason>" (a 400). */
 export class InvalidKeypair extends Error {
@@ -127,4 +128,34 @@ export function generateSshKey(): GeneratedKey {
     public_key,
     fingerprint: colonHex(createHash("md5").update(blob).digest()),
   };
+}
+
+/**
+ * crypto.generate_winrm_x509_cert: an RSA 2048 key and a self-signed certificate for the user
+ * (CN and a UPN of `<user>@localhost`, client authentication, ten years), as Nova generates an
+ * x509 key pair (2.2–2.91). node:crypto makes the key; node-forge the certificate (node:crypto
+ * cannot issue one).
+ */
+export function generateX509Key(userId: string, now = new Date()): GeneratedKey {
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const pem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+  const key = forge.pki.privateKeyFromPem(pem);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.setRsaPublicKey(key.n, key.e);
+  cert.serialNumber = `01${createHash("sha1").update(`${userId}:${now.toISOString()}`).digest("hex").slice(0, 16)}`;
+  cert.validity.notBefore = now;
+  cert.validity.notAfter = new Date(now.getTime() + 10 * 365 * 86400 * 1000);
+  const subject = [{ name: "commonName", value: userId }];
+  cert.setSubject(subject);
+  cert.setIssuer(subject);
+  cert.setExtensions([
+    { name: "extKeyUsage", clientAuth: true },
+    {
+      name: "subjectAltName",
+      altNames: [{ type: 0, value: `${userId}@localhost` }],
+    },
+  ]);
+  cert.sign(key, forge.md.sha256.create());
+  const public_key = forge.pki.certificateToPem(cert);
+  return { private_key: pem, public_key, fingerprint: x509Fingerprint(public_key) };
 }

@@ -2,7 +2,13 @@
 // generated (until 2.91), listed (2.35 paging), shown and deleted. An admin may name another user
 // (2.10 `user_id`); a member acts on their own keys only.
 import type { Keypair } from "../../catalog/keypairs.js";
-import { generateSshKey, InvalidKeypair, sshFingerprint, x509Fingerprint } from "../../catalog/ssh-keys.js";
+import {
+  generateSshKey,
+  generateX509Key,
+  InvalidKeypair,
+  sshFingerprint,
+  x509Fingerprint,
+} from "../../catalog/ssh-keys.js";
 import { ceiling } from "../../quotas/quotas.js";
 import { badRequest, conflict, forbidden, notFound } from "../errors.js";
 import { forVersion } from "../microversion.js";
@@ -34,17 +40,14 @@ const keypairNotFound = (name: string, userId: string) =>
 function keyMaterial(
   type: Keypair["type"],
   publicKey: string | undefined,
+  userId: string,
 ): { public_key: string; fingerprint: string; private_key?: string } {
   try {
     if (publicKey !== undefined) {
       const fingerprint = type === "x509" ? x509Fingerprint(publicKey) : sshFingerprint(publicKey);
       return { public_key: publicKey, fingerprint };
     }
-    if (type === "x509") {
-      // Nova generates a WinRM certificate here; novaless cannot mint one, so it asks for an import
-      throw new InvalidKeypair("generating an x509 keypair is not supported; import one with public_key");
-    }
-    return generateSshKey();
+    return type === "x509" ? generateX509Key(userId) : generateSshKey();
   } catch (e) {
     if (e instanceof InvalidKeypair) throw badRequest(e.message);
     throw e;
@@ -54,7 +57,7 @@ function keyMaterial(
 export async function createKeypairRoute({ ctx, deps, body }: RouteCall): Promise<ApiResult> {
   const v = ctx.version;
   const req = parseCreateKeypair(parseJsonBody(body), v, ctx.auth);
-  const material = keyMaterial(req.type, req.public_key);
+  const material = keyMaterial(req.type, req.public_key, req.user_id);
   const r = await deps.createKeypair(
     {
       name: req.name,

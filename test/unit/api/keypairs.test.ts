@@ -1,7 +1,9 @@
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { handleHttp } from "../../../lib/api/router.js";
 import {
   generateSshKey,
+  generateX509Key,
   InvalidKeypair,
   sshFingerprint,
   x509Fingerprint,
@@ -49,6 +51,17 @@ describe("key material", () => {
     expect(sshFingerprint(ED25519)).toBe("03:8a:1e:18:6d:8c:9a:86:c9:ee:66:2c:55:1b:ec:e7");
     expect(sshFingerprint(ECDSA)).toBe("b4:5e:d5:93:b1:a1:8f:a7:38:1c:3f:3b:fd:38:ba:25");
     expect(x509Fingerprint(CERT)).toBe("32:6f:87:01:f3:c2:76:ec:69:9b:f7:04:78:b8:af:bb:19:7a:eb:5f");
+  });
+
+  it("generates an x509 key pair as Nova: a self-signed certificate for the user, its key, the SHA-1", () => {
+    const g = generateX509Key("demo");
+    const cert = new X509Certificate(g.public_key);
+    expect(cert.subject).toBe("CN=demo");
+    expect(cert.issuer).toBe("CN=demo");
+    expect(cert.checkPrivateKey(createPrivateKey(g.private_key!))).toBe(true);
+    expect(cert.verify(cert.publicKey)).toBe(true);
+    expect(g.fingerprint).toBe(x509Fingerprint(g.public_key));
+    expect(g.fingerprint).toMatch(/^([0-9a-f]{2}:){19}[0-9a-f]{2}$/);
   });
 
   it("refuses what is not a key, or a blob of another type than its prefix", () => {
