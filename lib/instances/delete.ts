@@ -7,7 +7,7 @@ import { release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
 import { markDeletedReleasing } from "../quotas/release.js";
-import type { InstanceRecord } from "./types.js";
+import type { InstanceAction, InstanceRecord } from "./types.js";
 
 /**
  * Returns the record as the delete found it, or undefined if it was already deleted (idempotent). A conductor
@@ -18,9 +18,24 @@ import type { InstanceRecord } from "./types.js";
  * uses); otherwise (nothing running yet, ERROR, or the host is down) the claim goes at once.
  * A host that never gets to it leaves a `consumer_deleted` claim the placement audit repairs.
  */
-export async function deleteServer(id: string, requestId: string): Promise<InstanceRecord | undefined> {
-  // the quota is given back in the same write (lib/quotas/release.ts)
-  const rec = await markDeletedReleasing(id);
+export async function deleteServer(
+  id: string,
+  requestId: string,
+  by?: { user_id: string; project_id: string },
+): Promise<InstanceRecord | undefined> {
+  // the quota is given back, and Nova's delete action recorded, in the same write
+  // (lib/quotas/release.ts)
+  const now = new Date();
+  const action: InstanceAction | undefined = by && {
+    action: "delete",
+    request_id: requestId,
+    user_id: by.user_id,
+    project_id: by.project_id,
+    start_time: now.toISOString(),
+    message: null,
+    events: {},
+  };
+  const rec = await markDeletedReleasing(id, now, action);
   if (!rec) return undefined;
   let releasedBy: "api" | "host" | null = null;
   if (rec.host) {

@@ -648,11 +648,18 @@ function deleteUpdate(now: Date): Update {
  * quota release): conditioned on the record being still as `seen` (its attempt, state and last
  * update), since a transaction cannot return the record it changed.
  */
-export function markDeletedItem(seen: InstanceRecord, now = new Date()) {
+export function markDeletedItem(seen: InstanceRecord, now = new Date(), action?: InstanceAction) {
   const u = merge(deleteUpdate(now), {
-    set: [],
+    // Nova's delete instance action, kept with the (soft-deleted) record: os-instance-actions reads
+    // it from 2.21
+    set: action ? ["actions.#rid = :action"] : [],
     condition: "attempt = :seen_attempt AND vm_state = :seen_vm AND updated_at = :seen_updated",
-    values: { ":seen_attempt": seen.attempt, ":seen_vm": seen.vm_state, ":seen_updated": seen.updated_at },
+    values: {
+      ":seen_attempt": seen.attempt,
+      ":seen_vm": seen.vm_state,
+      ":seen_updated": seen.updated_at,
+      ...(action ? { ":action": action } : {}),
+    },
   });
   return {
     Update: {
@@ -661,6 +668,7 @@ export function markDeletedItem(seen: InstanceRecord, now = new Date()) {
       UpdateExpression: `SET ${u.set.join(", ")} REMOVE ${u.remove!.join(", ")}`,
       ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
       ExpressionAttributeValues: u.values,
+      ...(action ? { ExpressionAttributeNames: { "#rid": action.request_id } } : {}),
     },
   };
 }

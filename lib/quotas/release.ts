@@ -5,7 +5,7 @@
 import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { getInstance, markDeletedItem } from "../instances/repo.js";
-import type { InstanceRecord } from "../instances/types.js";
+import type { InstanceAction, InstanceRecord } from "../instances/types.js";
 import { deltaOf } from "./quotas.js";
 import { releaseItem } from "./store.js";
 
@@ -28,6 +28,7 @@ function raced(e: unknown): boolean {
 export async function markDeletedReleasing(
   id: string,
   now = new Date(),
+  action?: InstanceAction,
 ): Promise<InstanceRecord | undefined> {
   for (;;) {
     const seen = await getInstance(id);
@@ -35,7 +36,10 @@ export async function markDeletedReleasing(
     try {
       await dynamo().send(
         new TransactWriteCommand({
-          TransactItems: [markDeletedItem(seen, now), releaseItem(seen.project_id, deltaOf(1, seen.flavor))],
+          TransactItems: [
+            markDeletedItem(seen, now, action),
+            releaseItem(seen.project_id, deltaOf(1, seen.flavor)),
+          ],
         }),
       );
       return seen;

@@ -294,7 +294,7 @@ export async function deleteServerRoute({ ctx, deps, params }: RouteCall): Promi
   const id = params.id!;
   ctx.logFields.instance_uuid = id;
   checkNotLocked(await findServer(deps, id, ctx.auth), ctx.auth);
-  const deleted = await deps.deleteServer(id, ctx.requestId);
+  const deleted = await deps.deleteServer(id, ctx.requestId, ctx.auth);
   // deleted meanwhile by someone else: Nova answers 404 for the loser of that race
   if (!deleted) throw instanceNotFound(id);
   // Nova removes a deleted server from its group; best effort (lists show live members only).

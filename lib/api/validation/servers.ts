@@ -49,7 +49,8 @@ export const MAX_TAGS = 50;
 
 /** Nova's parameter_types.accessIPv4/6: strings in the ipv4/ipv6 formats. */
 const accessIPv4 = z.ipv4();
-const accessIPv6 = z.ipv6();
+// kept in the canonical (compressed) form, as Nova's netaddr writes it
+const accessIPv6 = z.ipv6().transform((ip) => new URL(`http://[${ip}]`).hostname.slice(1, -1));
 
 /** Nova's user_data: base64 (format "base64"), at most 65535 characters. */
 const userData = z

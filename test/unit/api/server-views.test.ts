@@ -256,6 +256,8 @@ describe("access IPs, networks, the update view", () => {
       v("2.1"),
     );
     expect([ok.accessIPv4, ok.accessIPv6]).toEqual(["1.1.1.1", "2001:2001::3"]);
+    const long = { server: { ...good, accessIPv6: "0000:0000:0000:0000:0000:babe:220.12.22.2" } };
+    expect(parseCreateServer(long, member, limits, v("2.1")).accessIPv6).toBe("::babe:dc0c:1602");
     expect(
       fails(() =>
         parseCreateServer({ server: { ...good, accessIPv4: "1.1.1.1.1.1" } }, member, limits, v("2.1")),
