@@ -1,5 +1,6 @@
 // The placement admin API (inventories on os-hypervisors, os-placement-audit) and the
 // novaless-audit command, through the router and the real repositories, on dynalite.
+
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -7,6 +8,7 @@ import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
 import { createTables, localTables } from "../../infra/local/tables.js";
+import { nodeNumber } from "../../lib/api/host-ids.js";
 import { handleHttp } from "../../lib/api/router.js";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { resources } from "../../lib/config.js";
@@ -73,7 +75,7 @@ describe("os-hypervisors with Placement's inventories", () => {
     const nova = await call("GET", "/v2.1/os-hypervisors/api-1");
     expect(nova.status).toBe(200);
     expect(nova.json.hypervisor).toMatchObject({
-      id: "api-1",
+      id: nodeNumber("api-1"),
       vcpus: 8,
       vcpus_used: 2,
       memory_mb: 16384,
