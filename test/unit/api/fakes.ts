@@ -246,13 +246,23 @@ export function fakeWorld(): FakeWorld {
   return w;
 }
 
-/** One request through the whole router against a fake world; JSON in, parsed JSON out. */
-export async function apiCall(deps: ApiDeps, method: string, path: string, token: string, body?: unknown) {
+/** One request through the whole router against a fake world (at `version`); JSON in, parsed JSON out. */
+export async function apiCall(
+  deps: ApiDeps,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+  version?: string,
+) {
   const r = await handleHttp(
     {
       method,
       path,
-      headers: { "x-auth-token": token },
+      headers: {
+        "x-auth-token": token,
+        ...(version ? { "openstack-api-version": `compute ${version}` } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     },
     deps,

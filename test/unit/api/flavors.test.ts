@@ -1,28 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { ApiVersion } from "../../../lib/api/microversion.js";
-import { handleHttp } from "../../../lib/api/router.js";
 import { flavorSummaryView, flavorView } from "../../../lib/api/views/flavors.js";
 import { SEED_FLAVORS } from "../../../lib/catalog/seed.js";
-import { fakeWorld } from "./fakes.js";
+import { apiCall, fakeWorld } from "./fakes.js";
 
 const v = (s: string) => ApiVersion.parse(s);
 let world = fakeWorld();
 
-async function call(method: string, path: string, token: string, version?: string, body?: unknown) {
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers: {
-        "x-auth-token": token,
-        ...(version ? { "openstack-api-version": `compute ${version}` } : {}),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    },
-    world.deps,
-  );
-  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
-}
+const call = (method: string, path: string, token: string, version?: string, body?: unknown) =>
+  apiCall(world.deps, method, path, token, body, version);
 
 describe("flavor views per microversion", () => {
   const f = { ...SEED_FLAVORS[0]!, description: "tiny", extra_specs: { "hw:cpu_policy": "shared" } };

@@ -1,33 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { nodeNumber } from "../../../lib/api/host-ids.js";
 import { ApiVersion } from "../../../lib/api/microversion.js";
-import { handleHttp } from "../../../lib/api/router.js";
 import {
   hypervisorDetailView,
   hypervisorStatisticsView,
   uptimeText,
 } from "../../../lib/api/views/hypervisors.js";
-import { fakeWorld, host } from "./fakes.js";
+import { apiCall, fakeWorld, host } from "./fakes.js";
 import { record } from "./records.js";
 
 const v = (s: string) => ApiVersion.parse(s);
 let world = fakeWorld();
 
-async function call(path: string, version?: string, token = "admin-token") {
-  const r = await handleHttp(
-    {
-      method: "GET",
-      path,
-      headers: {
-        "x-auth-token": token,
-        ...(version ? { "openstack-api-version": `compute ${version}` } : {}),
-      },
-      body: undefined,
-    },
-    world.deps,
-  );
-  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
-}
+const call = (path: string, version?: string, token = "admin-token") =>
+  apiCall(world.deps, "GET", path, token, undefined, version);
 
 describe("hypervisor views per microversion", () => {
   const h = host("host-1");

@@ -1,6 +1,5 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { handleHttp } from "../../../lib/api/router.js";
 import {
   generateSshKey,
   generateX509Key,
@@ -8,7 +7,7 @@ import {
   sshFingerprint,
   x509Fingerprint,
 } from "../../../lib/catalog/ssh-keys.js";
-import { fakeWorld } from "./fakes.js";
+import { apiCall, fakeWorld } from "./fakes.js";
 
 // made with ssh-keygen; the fingerprints are `ssh-keygen -l -E md5`'s and openssl's
 const ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBoheUwCdhRkM2stzvDaXr2/2X9rUKsXyWgTUuXGu6f2 me@x";
@@ -30,21 +29,8 @@ mbj9dkiuLOBKbUzaBJWKYul1t6GIq7u+
 
 let world = fakeWorld();
 
-async function call(method: string, path: string, token: string, version?: string, body?: unknown) {
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers: {
-        "x-auth-token": token,
-        ...(version ? { "openstack-api-version": `compute ${version}` } : {}),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    },
-    world.deps,
-  );
-  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
-}
+const call = (method: string, path: string, token: string, version?: string, body?: unknown) =>
+  apiCall(world.deps, method, path, token, body, version);
 
 describe("key material", () => {
   it("fingerprints OpenSSH keys as ssh-keygen's MD5 and certificates as openssl's SHA-1", () => {

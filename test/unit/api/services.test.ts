@@ -1,24 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { nodeNumber, nodeUuid, serviceNumber, serviceUuid } from "../../../lib/api/host-ids.js";
 import { ApiVersion } from "../../../lib/api/microversion.js";
-import { handleHttp } from "../../../lib/api/router.js";
 import { serviceView } from "../../../lib/api/views/services.js";
-import { fakeWorld, host, NOW } from "./fakes.js";
+import { apiCall, fakeWorld, host, NOW } from "./fakes.js";
 
 let world = fakeWorld();
 
-async function call(method: string, path: string, token: string, body?: unknown, version = "2.53") {
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers: { "x-auth-token": token, "openstack-api-version": `compute ${version}` },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    },
-    world.deps,
-  );
-  return { status: r.status, json: r.body ? JSON.parse(r.body) : undefined };
-}
+const call = (method: string, path: string, token: string, body?: unknown, version = "2.53") =>
+  apiCall(world.deps, method, path, token, body, version);
 
 describe("service views per microversion", () => {
   const c = {
