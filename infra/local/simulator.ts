@@ -162,7 +162,7 @@ export class SimulatedAgent implements HostAgent {
   }
 
   guests(): string[] {
-    return this.identity.driver.list();
+    return this.identity.driver.list().map((g) => g.instance_uuid);
   }
 
   async start(): Promise<void> {

@@ -56,7 +56,7 @@ export class ComputeAgent implements HostAgent {
   }
 
   guests(): string[] {
-    return this.opts.driver.list();
+    return this.opts.driver.list().map((g) => g.instance_uuid);
   }
 
   /** Create the host's queue, register the host with its inventory, start heartbeats and polling. */

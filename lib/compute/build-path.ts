@@ -25,7 +25,7 @@ import { recordBuildResult, registerHost } from "../placement/hosts.js";
 import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
-import type { Driver } from "./drivers/driver.js";
+import type { Driver, GuestSpec } from "./drivers/driver.js";
 import { computeQueueName } from "./queue-name.js";
 
 /** What a compute host is: its name, place, size and hypervisor. */
@@ -226,7 +226,7 @@ export class BuildPath {
     try {
       // What to build is the instance's record (taken just now), not the cast.
       await this.driver.spawn(
-        { instance_uuid: id, flavor: taken.record.flavor, image: taken.record.image },
+        guestSpecOf(taken.record),
         this.spawnAbort.signal,
       );
     } catch (e) {
@@ -327,4 +327,21 @@ export class BuildPath {
       alternates: alternates.map((a) => a.host),
     });
   }
+}
+
+/** What the driver builds, from the instance's record. */
+export function guestSpecOf(r: InstanceRecord): GuestSpec {
+  return {
+    instance_uuid: r.id,
+    name: r.name,
+    hostname: r.hostname ?? r.name,
+    project_id: r.project_id,
+    user_id: r.user_id,
+    flavor: r.flavor,
+    image: r.image,
+    metadata: r.metadata,
+    key_name: r.key_name ?? null,
+    user_data: r.user_data ?? null,
+    config_drive: r.config_drive ?? false,
+  };
 }

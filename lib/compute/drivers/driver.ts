@@ -1,27 +1,97 @@
 import type { FlavorSpec, ImageSpec } from "../../scheduler/types.js";
 
+/** What a guest is built from: the instance's record, as the build cast carries it. */
 export interface GuestSpec {
   instance_uuid: string;
+  /** the server's display name */
+  name: string;
+  /** the guest hostname (Nova's sanitized display name unless asked for) */
+  hostname: string;
+  project_id: string;
+  user_id: string;
   flavor: FlavorSpec;
   image: ImageSpec;
+  /** server metadata (config drive's meta_data.json "meta") */
+  metadata: Record<string, string>;
+  /** the key pair's name and public key, if one was named at create */
+  key_name?: string | null;
+  key_data?: string | null;
+  /** base64, as given at create */
+  user_data?: string | null;
+  /** a config drive was asked for (libvirt attaches one; exec writes its files) */
+  config_drive?: boolean;
 }
+
+/** Nova's power_state values (nova/compute/power_state.py). */
+export const POWER_STATE = {
+  NOSTATE: 0,
+  RUNNING: 1,
+  PAUSED: 3,
+  SHUTDOWN: 4,
+  CRASHED: 6,
+  SUSPENDED: 7,
+} as const;
+export type PowerState = (typeof POWER_STATE)[keyof typeof POWER_STATE];
+
+export interface GuestInfo {
+  instance_uuid: string;
+  power_state: PowerState;
+}
+
+/** A guest changed power state on its own (exited, crashed, was shut down from inside). */
+export type LifecycleListener = (instanceUuid: string, powerState: PowerState) => void;
+
+export type RebootType = "SOFT" | "HARD";
 
 /** What the compute agent needs of a hypervisor (Nova's virt driver, reduced). */
 export interface Driver {
   readonly hypervisorType: string;
   readonly hypervisorVersion: number;
   /**
+   * Facts for os-hypervisors (cpu_info and the like): e.g. `{ limits_enforced: false, why: … }`.
+   * Plain JSON.
+   */
+  facts(): Record<string, unknown>;
+  /**
+   * Connect and find the guests a previous agent left (a restarted nova-compute finds its
+   * domains still running). Called once before anything else.
+   */
+  init(): Promise<void>;
+  /**
    * Resolves when the guest runs; rejects with BuildFailure when it cannot be built. An aborted
    * `signal` stops the spawn and leaves no guest behind.
    */
   spawn(guest: GuestSpec, signal?: AbortSignal): Promise<void>;
-  /** Idempotent: destroying what is not there is a no-op. */
+  /** Idempotent: destroying what is not there is a no-op. Removes everything of the guest. */
   destroy(instanceUuid: string): Promise<void>;
+  /** os-stop: a clean shutdown, forced after `timeoutSeconds`; the guest stays defined. */
+  powerOff(instanceUuid: string, timeoutSeconds?: number): Promise<void>;
+  /** os-start: run a defined, stopped guest again. */
+  powerOn(instanceUuid: string): Promise<void>;
+  /** SOFT: clean shutdown then start (HARD after a timeout); HARD: destroy the process/domain and start. */
+  reboot(instanceUuid: string, type: RebootType): Promise<void>;
+  /** the guest's console log, at most `maxBytes` of its end */
+  consoleOutput(instanceUuid: string, maxBytes?: number): Promise<string>;
+  /** defined guests and their power state (Nova's list_instances + get_info) */
+  list(): GuestInfo[];
   has(instanceUuid: string): boolean;
-  list(): string[];
+  /** NOSTATE when the guest is not defined here */
+  powerState(instanceUuid: string): PowerState;
+  /** called for every power-state change the agent did not ask for */
+  onLifecycle(listener: LifecycleListener): void;
+  /** release connections and supervisors; guests keep running (as nova-compute's stop). */
+  close(): Promise<void>;
 }
 
 /** Nova's RescheduledException: this host could not build it; another one may. */
 export class BuildFailure extends Error {
   override name = "BuildFailure";
+}
+
+/** Nova's InstanceNotFound from the driver: the host has no such guest. */
+export class GuestNotFound extends Error {
+  override name = "GuestNotFound";
+  constructor(readonly instanceUuid: string, host: string) {
+    super(`instance ${instanceUuid} is not defined on host ${host}`);
+  }
 }

@@ -1,5 +1,15 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { BuildFailure, type Driver, type GuestSpec } from "./driver.js";
+import {
+  BuildFailure,
+  type Driver,
+  type GuestInfo,
+  GuestNotFound,
+  type GuestSpec,
+  type LifecycleListener,
+  POWER_STATE,
+  type PowerState,
+  type RebootType,
+} from "./driver.js";
 
 /** Images with this property fail every build, on any host (the seeded `broken` image). */
 export const FAKE_FAIL_PROPERTY = "novaless:fake_build_fails";
@@ -16,11 +26,20 @@ export interface FakeDriverOptions {
 export class FakeDriver implements Driver {
   readonly hypervisorType = "fake";
   readonly hypervisorVersion = 1000;
-  private readonly guests = new Map<string, GuestSpec>();
+  private readonly guests = new Map<string, { spec: GuestSpec; power: PowerState; boots: number }>();
+  private readonly listeners: LifecycleListener[] = [];
   /** spawns started per instance: tests use it to prove nothing was built twice */
   readonly spawns = new Map<string, number>();
 
   constructor(private readonly opts: FakeDriverOptions) {}
+
+  facts(): Record<string, unknown> {
+    return { limits_enforced: false, why: "the fake driver runs nothing" };
+  }
+
+  async init(): Promise<void> {}
+
+  async close(): Promise<void> {}
 
   async spawn(guest: GuestSpec, signal?: AbortSignal): Promise<void> {
     this.spawns.set(guest.instance_uuid, (this.spawns.get(guest.instance_uuid) ?? 0) + 1);
@@ -39,18 +58,64 @@ export class FakeDriver implements Driver {
         `image ${guest.image.name} (${guest.image.id}) cannot be booted by the fake driver`,
       );
     }
-    this.guests.set(guest.instance_uuid, guest);
+    this.guests.set(guest.instance_uuid, { spec: guest, power: POWER_STATE.RUNNING, boots: 1 });
   }
 
   async destroy(instanceUuid: string): Promise<void> {
     this.guests.delete(instanceUuid);
   }
 
+  async powerOff(instanceUuid: string): Promise<void> {
+    this.guest(instanceUuid).power = POWER_STATE.SHUTDOWN;
+  }
+
+  async powerOn(instanceUuid: string): Promise<void> {
+    const g = this.guest(instanceUuid);
+    g.power = POWER_STATE.RUNNING;
+    g.boots++;
+  }
+
+  async reboot(instanceUuid: string, _type: RebootType): Promise<void> {
+    const g = this.guest(instanceUuid);
+    g.power = POWER_STATE.RUNNING;
+    g.boots++;
+  }
+
+  async consoleOutput(instanceUuid: string): Promise<string> {
+    const g = this.guest(instanceUuid);
+    return `fake console of ${g.spec.name} (${instanceUuid}): boot ${g.boots}\n`;
+  }
+
   has(instanceUuid: string): boolean {
     return this.guests.has(instanceUuid);
   }
 
-  list(): string[] {
-    return [...this.guests.keys()];
+  list(): GuestInfo[] {
+    return [...this.guests].map(([instance_uuid, g]) => ({ instance_uuid, power_state: g.power }));
+  }
+
+  powerState(instanceUuid: string): PowerState {
+    return this.guests.get(instanceUuid)?.power ?? POWER_STATE.NOSTATE;
+  }
+
+  onLifecycle(listener: LifecycleListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** Tests: the guest stops on its own (it crashed, or was shut down from inside). */
+  crash(instanceUuid: string, power: PowerState = POWER_STATE.SHUTDOWN): void {
+    this.guest(instanceUuid).power = power;
+    for (const l of this.listeners) l(instanceUuid, power);
+  }
+
+  /** Tests: a guest the database does not know (left from a deleted server). */
+  adopt(guest: GuestSpec): void {
+    this.guests.set(guest.instance_uuid, { spec: guest, power: POWER_STATE.RUNNING, boots: 1 });
+  }
+
+  private guest(instanceUuid: string) {
+    const g = this.guests.get(instanceUuid);
+    if (!g) throw new GuestNotFound(instanceUuid, this.opts.host);
+    return g;
   }
 }
