@@ -6,6 +6,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { AwsCredentialIdentityProvider } from "@aws-sdk/types";
 import { currentIdentity, type Identity } from "./identity.js";
 import { attachMeter } from "./meter.js";
 
@@ -18,7 +19,23 @@ interface Clients {
 /** by access key id; "" is the default chain */
 const cache = new Map<string, Clients>();
 
-function clientsFor(): { clients: Clients; credentials?: Identity; caller: string } {
+/**
+ * What "" (no identity set) signs with: the SDK's default chain unless a process set a provider
+ * of its own (the compute agent assuming its host role with session tags).
+ */
+let defaultCredentials: AwsCredentialIdentityProvider | undefined;
+
+/** The process's credentials from now on, for calls outside any runAs (resets cached clients). */
+export function useDefaultCredentials(provider: AwsCredentialIdentityProvider | undefined): void {
+  defaultCredentials = provider;
+  resetClients();
+}
+
+function clientsFor(): {
+  clients: Clients;
+  credentials?: Identity | AwsCredentialIdentityProvider;
+  caller: string;
+} {
   const identity = currentIdentity();
   const key = identity?.accessKeyId ?? "";
   let clients = cache.get(key);
@@ -32,7 +49,7 @@ function clientsFor(): { clients: Clients; credentials?: Identity; caller: strin
         credentials: { accessKeyId: identity.accessKeyId, secretAccessKey: identity.secretAccessKey },
         caller: key,
       }
-    : { clients, caller: key };
+    : { clients, caller: key, ...(defaultCredentials ? { credentials: defaultCredentials } : {}) };
 }
 
 export function dynamo(): DynamoDBDocumentClient {
