@@ -1,8 +1,19 @@
 import type { Destination } from "../messages/common.js";
 import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
 
-export type VmState = "building" | "active" | "error" | "deleted";
-export type TaskState = "scheduling" | "spawning" | "deleting" | null;
+export type VmState = "building" | "active" | "stopped" | "error" | "deleted";
+/** Nova's task states this system sets (nova/compute/task_states.py). */
+export type TaskState =
+  | "scheduling"
+  | "spawning"
+  | "deleting"
+  | "powering-off"
+  | "powering-on"
+  | "rebooting"
+  | "reboot_started"
+  | "rebooting_hard"
+  | "reboot_started_hard"
+  | null;
 
 export interface Fault {
   code: number;
@@ -24,7 +35,7 @@ export interface ActionEvent {
 }
 
 /** Nova's instance_actions names this system records. */
-export type ActionName = "create" | "delete" | "lock" | "unlock";
+export type ActionName = "create" | "delete" | "lock" | "unlock" | "stop" | "start" | "reboot";
 
 export interface InstanceAction {
   action: ActionName;
@@ -75,6 +86,13 @@ export interface InstanceRecord {
   locked_reason?: string | null;
   vm_state: VmState;
   task_state: TaskState;
+  /**
+   * Nova's power_state as the host last reported it (POWER_STATE in lib/compute/drivers/
+   * driver.ts); absent on records from before hosts reported it: derived from vm_state then
+   */
+  power_state?: number;
+  /** the host's clock of that report: an older one is ignored (reports may arrive out of order) */
+  power_state_at?: string;
   host: string | null;
   node: string | null;
   /** the fencing token: bumped by the conductor for every build it sends */

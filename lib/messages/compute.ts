@@ -3,6 +3,8 @@ import {
   type Destination,
   destination,
   destinationOf,
+  flavorSpec,
+  imageSpec,
   requestSpec,
   retry,
   selection,
@@ -72,19 +74,85 @@ export const terminateInstanceV1 = z.object({
   attempt: z.number().int().min(0).optional(),
 });
 
+/** What a host builds or starts a guest from: the instance's record, with its key's public half. */
+export const guestSpec = z.object({
+  instance_uuid: uuid,
+  name: z.string(),
+  hostname: z.string(),
+  project_id: z.string(),
+  user_id: z.string(),
+  flavor: flavorSpec,
+  image: imageSpec,
+  metadata: z.record(z.string(), z.string()),
+  key_name: z.string().nullable().optional(),
+  key_data: z.string().nullable().optional(),
+  user_data: z.string().nullable().optional(),
+  config_drive: z.boolean().optional(),
+});
+
+/**
+ * compute-events → compute: the build this host reported taking is fenced and recorded as
+ * spawning; here is what to build. Hosts read no database, so the guest comes with it.
+ */
+export const spawnInstanceV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("spawn_instance"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+  attempt: z.number().int().min(1),
+  guest: guestSpec,
+});
+
+/**
+ * API → compute: os-stop, os-start, reboot (Nova's stop_instance, start_instance,
+ * reboot_instance). start and reboot carry the guest, so a host whose driver lost it (a guest
+ * gone with a host reboot) recreates it, as Nova's hard reboot does from the database.
+ */
+export const powerActionV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("power_action"),
+  action: z.enum(["stop", "start", "reboot"]),
+  reboot_type: z.enum(["SOFT", "HARD"]).optional(),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+  guest: guestSpec.optional(),
+});
+
+/** API → compute: send the end of the guest's console log back (os-getConsoleOutput). */
+export const getConsoleOutputV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("get_console_output"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+  /** lines from the end; absent: all (bounded by the report's size) */
+  length: z.number().int().min(1).optional(),
+});
+
 export type BuildAndRunInstance = z.infer<typeof buildAndRunInstanceV3>;
 export type TerminateInstance = z.infer<typeof terminateInstanceV1>;
-export type ComputeMessage = BuildAndRunInstance | TerminateInstance;
+export type SpawnInstance = z.infer<typeof spawnInstanceV1>;
+export type PowerAction = z.infer<typeof powerActionV1>;
+export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
+export type ComputeMessage = BuildAndRunInstance | TerminateInstance | SpawnInstance | PowerAction | GetConsoleOutput;
 
 /**
  * A build cast as compute reads it: v3, or an older cast still in the host's queue with the
  * alternates it carried (its record, placed before v3, does not have them).
  */
 export type ReceivedBuild = BuildAndRunInstance & { alternates?: Destination[] };
-export type ReceivedComputeMessage = ReceivedBuild | TerminateInstance;
+export type ReceivedComputeMessage = ReceivedBuild | Exclude<ComputeMessage, BuildAndRunInstance>;
 
-/** What the conductor and the API send to a host's queue. */
-export const computeMessage = z.discriminatedUnion("kind", [buildAndRunInstanceV3, terminateInstanceV1]);
+/** What the conductor, the API and compute-events send to a host's queue. */
+export const computeMessage = z.discriminatedUnion("kind", [
+  buildAndRunInstanceV3,
+  terminateInstanceV1,
+  spawnInstanceV1,
+  powerActionV1,
+  getConsoleOutputV1,
+]);
 
 /**
  * What a compute agent accepts: the messages above, and a v1 or v2 build cast from before v3
@@ -94,9 +162,12 @@ export const receivedComputeMessage = z
   .discriminatedUnion("kind", [
     z.discriminatedUnion("version", [buildAndRunInstanceV3, buildAndRunInstanceV2, buildAndRunInstanceV1]),
     terminateInstanceV1,
+    spawnInstanceV1,
+    powerActionV1,
+    getConsoleOutputV1,
   ])
   .transform((m): ReceivedComputeMessage => {
-    if (m.kind === "terminate_instance" || m.version === 3) return m;
+    if (m.kind !== "build_and_run_instance" || m.version === 3) return m;
     return {
       version: 3,
       kind: m.kind,

@@ -1,0 +1,165 @@
+// compute → compute-events: everything a host says. Hosts never touch the database (Nova's
+// nova-compute and its conductor database proxy); the compute-events consumer applies each
+// report with fenced conditional writes, so a duplicated, late or reordered report changes
+// nothing. Who sent a report is SQS's SenderId, never a field of the body: `host` is checked
+// against it.
+import { z } from "zod";
+import { uuid } from "./common.js";
+
+const powerState = z.union([0, 1, 3, 4, 6, 7].map((n) => z.literal(n)) as [z.ZodLiteral<0>, ...z.ZodLiteral<number>[]]);
+
+const base = {
+  version: z.literal(1),
+  host: z.string().min(1).max(255),
+  /** the sender's clock, ISO 8601: orders power-state reports of one host */
+  sent_at: z.string().datetime(),
+};
+
+const inventory = z.object({
+  total: z.number().int().min(0),
+  reserved: z.number().int().min(0),
+  min_unit: z.number().int().min(1),
+  max_unit: z.number().int().min(1),
+  step_size: z.number().int().min(1),
+  allocation_ratio: z.number().positive(),
+});
+
+export const guestInfo = z.object({ instance_uuid: uuid, power_state: powerState });
+
+/** Nova's compute service start: who the host is, its inventory, and the guests it runs. */
+export const registerReport = z.object({
+  ...base,
+  kind: z.literal("register"),
+  availability_zone: z.string().min(1),
+  host_ip: z.string().min(1),
+  inventories: z.record(z.string(), inventory),
+  hypervisor_type: z.string().min(1),
+  hypervisor_version: z.number().int().min(0),
+  /** the driver's facts (limits enforced, URI…), shown in os-hypervisors */
+  facts: z.record(z.string(), z.unknown()),
+  /** every guest the driver has now: the consumer reconciles them (Nova's _init_instance) */
+  guests: z.array(guestInfo),
+});
+
+export const heartbeatReport = z.object({ ...base, kind: z.literal("heartbeat") });
+
+const build = {
+  ...base,
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  attempt: z.number().int().min(1),
+  started_at: z.string().datetime(),
+};
+
+/** The host took a build cast; the consumer fences it and answers with spawn_instance. */
+export const buildStartedReport = z.object({ ...build, kind: z.literal("build_started") });
+
+export const buildSucceededReport = z.object({
+  ...build,
+  kind: z.literal("build_succeeded"),
+  /** other builds still in flight on the host (Nova's num_io_ops) */
+  in_flight: z.number().int().min(0),
+});
+
+export const buildFailedReport = z.object({
+  ...build,
+  kind: z.literal("build_failed"),
+  reason: z.string(),
+  in_flight: z.number().int().min(0),
+});
+
+/** A guest's power state as the host sees it: a lifecycle event or the periodic sync. */
+export const powerStateReport = z.object({
+  ...base,
+  kind: z.literal("power_state"),
+  instance_uuid: uuid,
+  power_state: powerState,
+  cause: z.enum(["lifecycle", "sync"]),
+});
+
+/** The host began a power action (reboot's task state moves on, as Nova's reboot_started). */
+export const actionStartedReport = z.object({
+  ...base,
+  kind: z.literal("action_started"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  action: z.enum(["stop", "start", "reboot"]),
+  reboot_type: z.enum(["SOFT", "HARD"]).optional(),
+});
+
+export const actionDoneReport = z.object({
+  ...base,
+  kind: z.literal("action_done"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  action: z.enum(["stop", "start", "reboot"]),
+  reboot_type: z.enum(["SOFT", "HARD"]).optional(),
+  started_at: z.string().datetime(),
+  ok: z.boolean(),
+  /** the driver's error when not ok */
+  details: z.string().nullable(),
+  power_state: powerState,
+});
+
+/** The guest is gone from the host (terminate, or an unknown guest destroyed at start). */
+export const guestDestroyedReport = z.object({
+  ...base,
+  kind: z.literal("guest_destroyed"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  /** the attempt whose claim is released now (a terminate's); absent: no claim to give back */
+  attempt: z.number().int().min(0).optional(),
+});
+
+/** The answer to get_console_output. SQS's 256 KiB bounds it; the host sends the log's end. */
+export const consoleOutputReport = z.object({
+  ...base,
+  kind: z.literal("console_output"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  output: z.string().max(200_000),
+  /** the host could not read it (no such guest) */
+  error: z.string().nullable(),
+});
+
+export const computeReport = z.discriminatedUnion("kind", [
+  registerReport,
+  heartbeatReport,
+  buildStartedReport,
+  buildSucceededReport,
+  buildFailedReport,
+  powerStateReport,
+  actionStartedReport,
+  actionDoneReport,
+  guestDestroyedReport,
+  consoleOutputReport,
+]);
+
+export type ComputeReport = z.infer<typeof computeReport>;
+export type RegisterReport = z.infer<typeof registerReport>;
+export type PowerStateReport = z.infer<typeof powerStateReport>;
+export type ActionDoneReport = z.infer<typeof actionDoneReport>;
+export type ActionStartedReport = z.infer<typeof actionStartedReport>;
+export type BuildReport =
+  | z.infer<typeof buildStartedReport>
+  | z.infer<typeof buildSucceededReport>
+  | z.infer<typeof buildFailedReport>;
+/** What a report is, without the envelope the sender adds. */
+export type ReportBody<K extends ComputeReport["kind"]> = Omit<
+  Extract<ComputeReport, { kind: K }>,
+  "version" | "host" | "sent_at"
+>;
+
+/**
+ * The role session a host's credentials carry must be its host name (the compute role's policy
+ * and trust require it), so SQS's SenderId (`<role id>:<session>`) names the host. IAM session
+ * names are at most 64 characters of [\w+=,.@-].
+ */
+export const SESSION_NAME = /^[\w+=,.@-]{2,64}$/;
+
+/** The host a SenderId speaks for, or undefined when it is not a role session. */
+export function sessionOfSender(senderId: string | undefined): string | undefined {
+  if (!senderId) return undefined;
+  const i = senderId.indexOf(":");
+  return i > 0 ? senderId.slice(i + 1) : undefined;
+}
