@@ -489,6 +489,9 @@ export interface Resources {
   conductorStateMachineArn: string;
   /** Prefix of every compute host's queue name (see computeQueueName in lib/compute/queue-name.ts). */
   computeQueuePrefix: string;
+  /** compute → conductor reports (lib/messages/reports.ts) and their dead-letter queue */
+  computeEventsQueueUrl: string;
+  computeEventsDlqUrl: string;
 }
 
 /**
@@ -510,6 +513,8 @@ export function resources(): Resources {
     buildRequestsDlqUrl: process.env.NOVALESS_BUILD_REQUESTS_DLQ_URL || "",
     conductorStateMachineArn: process.env.NOVALESS_CONDUCTOR_ARN || "",
     computeQueuePrefix: process.env.NOVALESS_COMPUTE_QUEUE_PREFIX || DEFAULT_COMPUTE_QUEUE_PREFIX,
+    computeEventsQueueUrl: process.env.NOVALESS_COMPUTE_EVENTS_QUEUE_URL || "",
+    computeEventsDlqUrl: process.env.NOVALESS_COMPUTE_EVENTS_DLQ_URL || "",
   };
 }
 

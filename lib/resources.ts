@@ -81,6 +81,8 @@ export const TABLES: TableSpec[] = [
       // Sparse: only instances in BUILD carry build_watch, so the watchdog reads just those. The key
       // is one of BUILD_WATCH_SHARDS values (a hash of the instance id), so in-flight builds spread
       // over as many partitions; the watchdog queries them all.
+      // Nova's InstanceList.get_by_host: what a (re)starting host should be running.
+      { indexName: "by-host", partitionKey: "host", sortKey: "created_at", projection: ["deleted"] },
       {
         indexName: "building-by-deadline",
         partitionKey: "build_watch",
@@ -126,6 +128,7 @@ export const TABLES: TableSpec[] = [
 
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
 export const INSTANCES_BUILDING_INDEX = "building-by-deadline";
+export const INSTANCES_BY_HOST_INDEX = "by-host";
 
 export interface QueueSpec {
   localName: string;
@@ -151,6 +154,20 @@ export const COMPUTE_QUEUE: QueueSpec = {
   visibilityTimeout: 30,
   maxReceiveCount: 5,
 };
+
+/**
+ * Every host's reports (registration, heartbeats, build and power results) to the conductor's
+ * compute-events consumer. Its handling is a few conditional writes; a report that keeps failing
+ * goes to the DLQ with the consumer's reason.
+ */
+export const COMPUTE_EVENTS_QUEUE: QueueSpec = {
+  localName: "novaless-compute-events",
+  visibilityTimeout: 60,
+  maxReceiveCount: 5,
+};
+
+/** The tag on a host's queues that the compute role's policy matches with the host's principal tag. */
+export const HOST_TAG = "novaless-host";
 
 export const DLQ_SUFFIX = "-dlq";
 /** 14 days, SQS's maximum: a dead letter waits for an operator. */

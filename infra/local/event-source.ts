@@ -36,7 +36,7 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
             QueueUrl: opts.queueUrl,
             MaxNumberOfMessages: opts.batchSize ?? 10,
             WaitTimeSeconds: 1,
-            MessageSystemAttributeNames: ["ApproximateReceiveCount", "SentTimestamp"],
+            MessageSystemAttributeNames: ["ApproximateReceiveCount", "SentTimestamp", "SenderId"],
           }),
           { abortSignal: abort.signal },
         );
@@ -49,7 +49,8 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
           attributes: {
             ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? "1",
             SentTimestamp: m.Attributes?.SentTimestamp ?? String(Date.now()),
-            SenderId: "local",
+            // who sent it, as SQS names the signer (the IAM gateway keeps it locally)
+            SenderId: m.Attributes?.SenderId ?? "",
             ApproximateFirstReceiveTimestamp: String(Date.now()),
           },
           messageAttributes: {},

@@ -5,10 +5,13 @@
 // the policy the synthesized stack gives its role (iam/).
 import "./polyfills.js";
 import { randomUUID } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { handler as intakeHandler } from "../../functions/build-intake/handler.js";
+import { handler as computeEventsHandler } from "../../functions/compute-events/handler.js";
 import { handler as conductorHandler } from "../../functions/conductor/handler.js";
 import { handler as schedulerHandler } from "../../functions/scheduler/handler.js";
 import { resetClients, sfnClient, sqsClient } from "../../lib/aws/clients.js";
@@ -18,13 +21,14 @@ import { resetAggregateCache } from "../../lib/catalog/aggregates.js";
 import { resetCatalogCache, seedCatalog } from "../../lib/catalog/repo.js";
 import { ComputeAgent, type HostAgent } from "../../lib/compute/agent.js";
 import type { HostIdentity } from "../../lib/compute/build-path.js";
+import type { Driver } from "../../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { runWatchdog, type WatchdogAction } from "../../lib/conductor/watchdog.js";
 import { schedulerConfig } from "../../lib/config.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
 import { log } from "../../lib/log.js";
-import { BUILD_REQUESTS_QUEUE, DLQ_SUFFIX } from "../../lib/resources.js";
+import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../../lib/resources.js";
 import { resetHostManagers } from "../../lib/scheduler/manager.js";
 import { conductorDefinition } from "../conductor/definition.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
@@ -37,11 +41,12 @@ import {
   FUNCTION_COMPONENTS,
   type FunctionComponent,
   functionArnOf,
+  hostIdentityOf,
   identityOf,
   REGION,
   roleArnOf,
 } from "./iam/identities.js";
-import { effectiveStatements, gatewayPolicy, type IamOptions, sessionArnOf } from "./iam/policy.js";
+import { effectiveStatements, gatewayPolicy, hostPrincipal, type IamOptions, sessionArnOf } from "./iam/policy.js";
 import { type StackPolicies, stackPolicies } from "./iam/stack-policies.js";
 import { type LambdaHandler, LambdaServiceError, localFunction } from "./lambda.js";
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
@@ -75,6 +80,13 @@ export interface RuntimeOptions {
   port?: number;
   /** how many hosts (host-1 … host-N), or their names (e.g. compute-1.example.org) */
   hosts?: number | string[];
+  /**
+   * The hosts' virt driver: "fake" (default; simulation), or "exec": each server a real process
+   * (lib/compute/drivers/exec.ts) under `instancesPath/<host>/`.
+   */
+  driver?: "fake" | "exec";
+  /** exec: where the hosts keep their instances (default: a directory under the OS temp dir) */
+  instancesPath?: string;
   /** hosts whose fake driver fails every build */
   failHosts?: string[];
   buildMs?: number;
@@ -106,7 +118,7 @@ export interface RuntimeOptions {
 /** A compute host: its driver outlives agent restarts, as a hypervisor would. */
 export interface HostHandle {
   name: string;
-  driver: FakeDriver;
+  driver: Driver;
   agent: HostAgent;
 }
 
@@ -122,6 +134,11 @@ export interface Runtime {
   killHost(name: string): Promise<void>;
   /** start a fresh agent for the host (after a kill or a stop), same driver and inventory */
   restartHost(name: string): Promise<void>;
+  /**
+   * Credentials of a host's own session (tagged with its name) for code that acts as a host
+   * outside the runtime's agents (tests); the gateway learns the session.
+   */
+  hostCredentials(name: string): ReturnType<typeof hostIdentityOf>;
   /** run the watchdog now (besides its timer) */
   runWatchdog(): Promise<WatchdogAction[]>;
   stop(): Promise<void>;
@@ -267,6 +284,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const tables = localTables(suffix);
   const computeQueuePrefix = `novaless${suffix}-compute-`;
   const buildRequestsQueue = `${BUILD_REQUESTS_QUEUE.localName}${suffix}`;
+  const computeEventsQueue = `${COMPUTE_EVENTS_QUEUE.localName}${suffix}`;
+  const names = hostNames(opts.hosts ?? 8);
   const policies = stackPolicies({
     tables: Object.fromEntries(tables.map((t) => [t.id, t.localName])) as Record<
       (typeof tables)[number]["id"],
@@ -274,6 +293,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     >,
     buildRequestsQueue,
     buildRequestsDlq: `${buildRequestsQueue}${DLQ_SUFFIX}`,
+    computeEventsQueue,
+    computeEventsDlq: `${computeEventsQueue}${DLQ_SUFFIX}`,
     computeQueuePrefix,
     functionArns: Object.fromEntries(FUNCTION_COMPONENTS.map((c) => [c, functionArnOf(c)])) as Record<
       FunctionComponent,
@@ -282,6 +303,9 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stateMachineArn: CONDUCTOR_ARN,
   });
   const statements = effectiveStatements(policies, opts.iam);
+  const gateway = gatewayPolicy(policies, opts.iam);
+  // Every host's own session, as it gets one on AWS (tagged novaless-host=<host>).
+  for (const name of names) gateway.principals.set(...hostPrincipal(name, statements["compute-host"]));
   const timeouts = { ...policies.timeouts, ...opts.lambdaTimeouts };
   const emulators = await startEmulators({
     sfn: {
@@ -291,7 +315,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
     },
     iam: {
-      policy: gatewayPolicy(policies, opts.iam),
+      policy: gateway,
       dynamodbThrottleRate: opts.faults?.dynamodbThrottleRate,
       random: opts.faults?.random,
     },
@@ -334,7 +358,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         type: "EXPRESS",
       }),
     );
+    const events = await ensureQueueWithDlq(computeEventsQueue, COMPUTE_EVENTS_QUEUE);
     applyEnv({
+      NOVALESS_COMPUTE_EVENTS_QUEUE_URL: events.queueUrl,
+      NOVALESS_COMPUTE_EVENTS_DLQ_URL: events.dlqUrl,
       NOVALESS_BUILD_REQUESTS_QUEUE_URL: build.queueUrl,
       NOVALESS_BUILD_REQUESTS_DLQ_URL: build.dlqUrl,
       NOVALESS_CONDUCTOR_ARN: sm.stateMachineArn!,
@@ -343,12 +370,29 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     // DevStack's users: admin / admin-secret and demo / demo-secret (lib/identity/seed.ts).
     await seedIdentity({ adminPassword: "admin-secret", demo: true });
 
-    const compute = as("compute-host");
+    // Hosts report to compute-events from their first step: its consumer runs before any starts.
+    const eventsArn = await sqsClient().send(
+      new GetQueueAttributesCommand({ QueueUrl: events.queueUrl, AttributeNames: ["QueueArn"] }),
+    );
+    const eventsFunction = functionOf("compute-events", timeouts, computeEventsHandler);
+    const eventsSource: EventSource = as("compute-events")(() =>
+      startEventSource({
+        queueUrl: events.queueUrl,
+        queueArn: eventsArn.Attributes?.QueueArn ?? "",
+        handler: (event) => eventsFunction.invoke(event) as ReturnType<typeof computeEventsHandler>,
+        // a fleet registering at once: Lambda scales its pollers with the backlog
+        pollers: 8,
+      }),
+    );
+    stops.push(() => eventsSource.stop());
+
     const fleet =
       (opts.transport ?? "simulated") === "simulated"
         ? new Fleet({
             heartbeatSeconds: opts.heartbeatSeconds ?? schedulerConfig().report_interval,
             sweepSeconds: opts.sweepSeconds,
+            eventsQueueUrl: events.queueUrl,
+            computeQueuePrefix,
           })
         : undefined;
     if (fleet) {
@@ -361,13 +405,19 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         ? fleet.agent(identity)
         : new ComputeAgent({
             ...identity,
-            waitTimeSeconds: 1,
+            eventsQueueUrl: events.queueUrl,
+            computeQueuePrefix,
             heartbeatSeconds: opts.heartbeatSeconds ?? schedulerConfig().report_interval,
+            syncPowerStateSeconds: 5,
           });
     };
     const hostsStarted = Date.now();
-    const hosts = await compute(() => startHosts(opts, newAgent));
-    stops.push(async () => compute(() => Promise.all([...hosts.values()].map((h) => h.agent.stop()))));
+    const asHost = (name: string) => <T>(fn: () => T): T => runAs(hostIdentityOf(name), fn);
+    const hosts = await startHosts(opts, names, newAgent, asHost);
+    stops.push(async () => {
+      await Promise.all([...hosts.values()].map((h) => asHost(h.name)(() => h.agent.stop())));
+      await Promise.all([...hosts.values()].map((h) => h.driver.close()));
+    });
     log.info("runtime.hosts_ready", {
       hosts: hosts.size,
       transport: fleet ? "simulated" : "long-poll",
@@ -416,14 +466,18 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         return [...hosts.values()].map((h) => h.agent);
       },
       hosts,
-      killHost: (name) => compute(() => handle(hosts, name).agent.kill()),
+      killHost: (name) => asHost(name)(() => handle(hosts, name).agent.kill()),
       restartHost: (name) =>
-        compute(async () => {
+        asHost(name)(async () => {
           const h = handle(hosts, name);
           await h.agent.stop();
           h.agent = newAgent(h, [...hosts.keys()].indexOf(name));
           await h.agent.start();
         }),
+      hostCredentials: (name) => {
+        emulators.gateway?.addPrincipal(...hostPrincipal(name, statements["compute-host"]));
+        return hostIdentityOf(name);
+      },
       runWatchdog: watchdog,
       stop: stopAll,
     };
@@ -440,7 +494,7 @@ function handle(hosts: Map<string, HostHandle>, name: string): HostHandle {
 }
 
 /** The i-th host of the runtime: its place, size and address. */
-function hostIdentity(opts: RuntimeOptions, host: string, driver: FakeDriver, i: number): HostIdentity {
+function hostIdentity(opts: RuntimeOptions, host: string, driver: Driver, i: number): HostIdentity {
   const azs = opts.availabilityZones ?? ["az1", "az2"];
   return {
     host,
@@ -456,24 +510,31 @@ const REGISTRATION_CONCURRENCY = 32;
 
 async function startHosts(
   opts: RuntimeOptions,
+  names: string[],
   newAgent: (h: Omit<HostHandle, "agent">, i: number) => HostAgent,
+  asHost: (name: string) => <T>(fn: () => T) => T,
 ): Promise<Map<string, HostHandle>> {
   const failing = new Set(opts.failHosts ?? []);
   const slow = opts.slowHosts ?? {};
   const hosts = new Map<string, HostHandle>();
-  const names = hostNames(opts.hosts ?? 8);
+  const instancesPath = opts.instancesPath ?? join(tmpdir(), `novaless-instances-${process.pid}`);
+  // loaded only when asked for: the fake fleet never needs it
+  const { ExecDriver } = opts.driver === "exec" ? await import("../../lib/compute/drivers/exec.js") : { ExecDriver: undefined };
   for (const unknown of [...failing, ...Object.keys(slow)].filter((h) => !names.includes(h)))
     throw new Error(`host ${unknown} has a failure mode but is not one of the runtime's hosts`);
   for (const [i, name] of names.entries()) {
-    const driver = new FakeDriver({
-      host: name,
-      buildMs: slow[name] ?? opts.buildMs ?? 1000,
-      failAll: failing.has(name),
-    });
+    const driver: Driver =
+      ExecDriver
+        ? new ExecDriver({ host: name, instancesPath: join(instancesPath, name), shutdownTimeoutSeconds: 5 })
+        : new FakeDriver({
+            host: name,
+            buildMs: slow[name] ?? opts.buildMs ?? 1000,
+            failAll: failing.has(name),
+          });
     hosts.set(name, { name, driver, agent: newAgent({ name, driver }, i) });
   }
   await startAll(
-    [...hosts.values()].map((h) => h.agent),
+    [...hosts.values()].map((h) => ({ start: () => asHost(h.name)(() => h.agent.start()) })),
     REGISTRATION_CONCURRENCY,
   );
   return hosts;

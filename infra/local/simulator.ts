@@ -1,7 +1,7 @@
 // The local fleet simulator, as KWOK is for Kubernetes: thousands of compute hosts in one process,
 // each with its own queue (and DLQ), provider item, inventory, heartbeat and fake hypervisor,
-// each calling AWS as the compute-host principal and going through the same build path as a real
-// agent (lib/compute/build-path.ts). What is simulated is only the transport: instead of one 20 s
+// each calling AWS as its own host session (tagged with its name, as on AWS) and going through the
+// same build path and reports as a real agent (lib/compute/build-path.ts). What is simulated is only the transport: instead of one 20 s
 // long poll and one heartbeat timer per host, which cost a build 64 s at 1,000 hosts, hosts are
 // driven by events.
 // - The doorbell: the IAM gateway announces every message SQS accepted, with its queue URL and
@@ -20,16 +20,19 @@ import {
   BuildPath,
   type HostIdentity,
   type HostQueue,
+  Reporter,
   registerComputeHost,
 } from "../../lib/compute/build-path.js";
 import { type Logger, logger } from "../../lib/log.js";
-import { heartbeat } from "../../lib/placement/liveness.js";
 import { COMPUTE_QUEUE } from "../../lib/resources.js";
 import type { MessageSent } from "./iam/gateway.js";
-import { identityOf } from "./iam/identities.js";
+import { hostIdentityOf } from "./iam/identities.js";
 
 export interface SimulatorOptions {
   heartbeatSeconds: number;
+  /** where hosts report (the runtime's compute-events queue) */
+  eventsQueueUrl: string;
+  computeQueuePrefix: string;
   /** a full round of the sweep over every running host (default 300 s) */
   sweepSeconds?: number;
   /** builds at once per host, as the agent's `concurrency` (default 8) */
@@ -52,7 +55,6 @@ export class Fleet {
   private sweepAt = 0;
   private readonly wheel: NodeJS.Timeout;
   private readonly sweeper: NodeJS.Timeout;
-  private readonly compute = identityOf("compute-host");
 
   constructor(readonly opts: SimulatorOptions) {
     this.slots = Array.from(
@@ -74,13 +76,8 @@ export class Fleet {
     else this.ringQueue(sent.queueUrl);
   }
 
-  /** Runs `fn` as the compute-host principal, whatever context the event came from. */
-  as<T>(fn: () => T): T {
-    return runAs(this.compute, fn);
-  }
-
   ring(a: SimulatedAgent): void {
-    this.as(() => a.ring());
+    a.as(() => a.ring());
   }
 
   /** Ring whichever incarnation reads `queueUrl` by then (a restart may have replaced it). */
@@ -121,9 +118,7 @@ export class Fleet {
 
   private beat(): void {
     const slot = this.slots[this.turn++ % this.slots.length]!;
-    this.as(() => {
-      for (const a of slot) a.heartbeat();
-    });
+    for (const a of slot) a.as(() => a.heartbeat());
   }
 
   private sweep(): void {
@@ -142,7 +137,9 @@ export class SimulatedAgent implements HostAgent {
   queue: HostQueue = { queueUrl: "", dlqUrl: "" };
   private running = false;
   private readonly path: BuildPath;
+  private readonly reporter: Reporter;
   private readonly log: Logger;
+  private readonly credentials;
   private readonly inFlight = new Map<string, Promise<void>>();
   private receiving: Promise<void> | undefined;
   /** rung while receiving or full: receive again when able */
@@ -154,7 +151,14 @@ export class SimulatedAgent implements HostAgent {
     private readonly identity: HostIdentity,
   ) {
     this.log = logger({ host: identity.host, simulated: true });
-    this.path = new BuildPath(identity.host, identity.driver, this.log);
+    this.credentials = hostIdentityOf(identity.host);
+    this.reporter = new Reporter(identity.host, fleet.opts.eventsQueueUrl);
+    this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
+  }
+
+  /** Runs `fn` as this host's own session, whatever context the event came from. */
+  as<T>(fn: () => T): T {
+    return runAs(this.credentials, fn);
   }
 
   get host(): string {
@@ -166,7 +170,12 @@ export class SimulatedAgent implements HostAgent {
   }
 
   async start(): Promise<void> {
-    this.queue = await this.fleet.as(() => registerComputeHost(this.identity, this.log));
+    this.queue = await this.as(async () => {
+      await this.identity.driver.init();
+      return registerComputeHost(this.identity, this.reporter, {
+        computeQueuePrefix: this.fleet.opts.computeQueuePrefix,
+      });
+    });
     this.running = true;
     // What was sent while no incarnation was reading (a restart) is there already.
     if (this.fleet.attach(this)) this.fleet.ring(this);
@@ -192,7 +201,8 @@ export class SimulatedAgent implements HostAgent {
   heartbeat(): void {
     if (!this.running || this.beating) return;
     this.beating = true;
-    heartbeat(this.host)
+    this.reporter
+      .send("heartbeat", {})
       .catch((e) => this.log.warn("compute.heartbeat_failed", { error: e }))
       .finally(() => {
         this.beating = false;
@@ -273,7 +283,7 @@ export class SimulatedAgent implements HostAgent {
 }
 
 /** Start `agents` (register each host) with at most `concurrency` registrations at once. */
-export async function startAll(agents: HostAgent[], concurrency: number): Promise<void> {
+export async function startAll(agents: Pick<HostAgent, "start">[], concurrency: number): Promise<void> {
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < agents.length; i = next++) await agents[i]!.start();

@@ -32,7 +32,9 @@ import { SCHEDULER_DEFAULTS, type SchedulerConfig, schedulerEnvironment } from "
 import { METRIC, METRICS_NAMESPACE } from "../../lib/metrics.js";
 import {
   BUILD_REQUESTS_QUEUE,
+  COMPUTE_EVENTS_QUEUE,
   DLQ_RETENTION_SECONDS,
+  HOST_TAG,
   type Projection,
   TABLES,
   type TableSpec,
@@ -54,6 +56,11 @@ export interface NovalessStackProps extends StackProps {
    * scoped to it. Default `${stackName}-compute-`, lowercased.
    */
   computeQueuePrefix?: string;
+  /**
+   * The CN of the CA certificate of the IAM Roles Anywhere trust anchor for on-premises hosts
+   * (their certificates' CN is the host name). Default `novaless-hosts-ca`.
+   */
+  rolesAnywhereIssuerCn?: string;
   /** Scheduler options (Nova's names); unset ones keep Nova's defaults, see SCHEDULER_DEFAULTS in lib/config.ts. */
   scheduler?: Partial<SchedulerConfig>;
   /** The HTTP API's $default stage throttling: steady requests per second. Default 50. */
@@ -129,6 +136,10 @@ export class NovalessStack extends Stack {
   readonly conductor: sfn.StateMachine;
   readonly httpApi: apigwv2.HttpApi;
   readonly computeAgentPolicy: iam.ManagedPolicy;
+  readonly computeHostRole: iam.Role;
+  readonly computeEventsQueue: sqs.Queue;
+  readonly computeEventsDlq: sqs.Queue;
+  readonly computeEventsFunction: NodejsFunction;
   readonly computeQueuePrefix: string;
   readonly authTokensSecret: secretsmanager.Secret;
   /** /identity's token signing key (generated); absent with keystoneUrl */
@@ -205,12 +216,28 @@ export class NovalessStack extends Stack {
       },
     });
 
+    // What every compute host reports (registration, heartbeats, builds, power states); the
+    // compute-events function applies them. The only queue a host may send to.
+    this.computeEventsDlq = new sqs.Queue(this, "ComputeEventsDlq", {
+      retentionPeriod: Duration.seconds(DLQ_RETENTION_SECONDS),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    this.computeEventsQueue = new sqs.Queue(this, "ComputeEventsQueue", {
+      visibilityTimeout: Duration.seconds(COMPUTE_EVENTS_QUEUE.visibilityTimeout),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: this.computeEventsDlq, maxReceiveCount: COMPUTE_EVENTS_QUEUE.maxReceiveCount },
+    });
+
     // --- Functions --------------------------------------------------------------------------
     const environment: Record<string, string> = {
       ...Object.fromEntries(TABLES.map((spec) => [spec.env, tables[spec.id].tableName])),
       NOVALESS_BUILD_REQUESTS_QUEUE_URL: this.buildRequestsQueue.queueUrl,
       NOVALESS_BUILD_REQUESTS_DLQ_URL: this.buildRequestsDlq.queueUrl,
       NOVALESS_COMPUTE_QUEUE_PREFIX: this.computeQueuePrefix,
+      NOVALESS_COMPUTE_EVENTS_QUEUE_URL: this.computeEventsQueue.queueUrl,
+      NOVALESS_COMPUTE_EVENTS_DLQ_URL: this.computeEventsDlq.queueUrl,
       NOVALESS_LOG_LEVEL: props.logLevel ?? "info",
       NOVALESS_INSTANCE_BUILD_TIMEOUT: String(props.instanceBuildTimeout ?? 600),
       ...schedulerEnvironment(scheduler),
@@ -337,6 +364,15 @@ export class NovalessStack extends Stack {
       targets: [new targets.LambdaFunction(this.buildWatchdogFunction, { retryAttempts: 0 })],
     });
 
+    // nova-compute's database proxy (Nova's conductor): applies the hosts' reports.
+    this.computeEventsFunction = handler("ComputeEvents", "compute-events", {
+      memorySize: 512,
+      timeout: Duration.seconds(COMPUTE_EVENTS_QUEUE.visibilityTimeout / 2),
+    });
+    this.computeEventsFunction.addEventSource(
+      new SqsEventSource(this.computeEventsQueue, { batchSize: 10, reportBatchItemFailures: true }),
+    );
+
     // --- Least-privilege grants -------------------------------------------------------------
     instances.grantReadWriteData(this.apiFunction);
     // The admin API creates flavors and images and sets extra specs.
@@ -391,6 +427,23 @@ export class NovalessStack extends Stack {
     services.grantReadWriteData(this.buildWatchdogFunction);
     this.buildRequestsQueue.grantSendMessages(this.buildWatchdogFunction);
 
+    // What the hosts used to write themselves: registration, liveness, build and power results,
+    // claims released, failures rescheduled; and each host's queues, created and tagged here.
+    hosts.grantReadWriteData(this.computeEventsFunction);
+    instances.grantReadWriteData(this.computeEventsFunction);
+    services.grantReadWriteData(this.computeEventsFunction);
+    allocations.grant(this.computeEventsFunction, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem");
+    // a start or reboot carries the owner's public key (Nova passes it to the driver)
+    catalog.grantReadData(this.computeEventsFunction);
+    this.buildRequestsQueue.grantSendMessages(this.computeEventsFunction);
+    this.computeEventsDlq.grantSendMessages(this.computeEventsFunction);
+    this.computeEventsFunction.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ["sqs:CreateQueue", "sqs:TagQueue", "sqs:GetQueueAttributes", "sqs:SendMessage"],
+        resources: [computeQueuesArn],
+      }),
+    );
+
     // --- Grants for what this block of the stack added (observability, secrets) ---------------
     this.authTokensSecret.grantRead(this.apiFunction);
     // /identity reads users, projects and assignments; only the operator's seed writes them.
@@ -432,47 +485,85 @@ export class NovalessStack extends Stack {
       throttlingBurstLimit: props.apiThrottleBurstLimit ?? 100,
     };
 
-    // --- What a compute host attaches to its instance role ------------------------------------
+    // --- Compute hosts: no database, their own queue, and compute-events ----------------------
+    // Nova's nova-compute never touches the database. A host's credentials are a session of
+    // ComputeHostRole tagged `novaless-host=<host>` and named <host>: its own queue and DLQ carry
+    // the same tag (the consumer creates them), and it may send only to compute-events, only as
+    // a session named after its tag, so SenderId names the host (the consumer checks reports
+    // against it). A session without the tag matches nothing.
+    const hostTag = `\${aws:PrincipalTag/${HOST_TAG}}`;
     this.computeAgentPolicy = new iam.ManagedPolicy(this, "ComputeAgentPolicy", {
-      description: "novaless compute agent: its own queue, rescheduling, hosts and instances",
+      description: "novaless compute host: its own queue (by principal tag) and compute-events, nothing else",
       statements: [
         new iam.PolicyStatement({
           sid: "OwnComputeQueue",
           actions: [
-            "sqs:CreateQueue",
             "sqs:GetQueueUrl",
             "sqs:GetQueueAttributes",
-            "sqs:SetQueueAttributes",
             "sqs:ReceiveMessage",
             "sqs:DeleteMessage",
             "sqs:ChangeMessageVisibility",
+            // its own DLQ: a message it cannot read goes there with the reason
             "sqs:SendMessage",
           ],
           resources: [computeQueuesArn],
+          conditions: {
+            StringEquals: { [`aws:ResourceTag/${HOST_TAG}`]: hostTag },
+            StringLike: { "aws:userid": `*:${hostTag}` },
+          },
         }),
         new iam.PolicyStatement({
-          sid: "Reschedule",
+          sid: "Report",
           actions: ["sqs:SendMessage"],
-          resources: [this.buildRequestsQueue.queueArn],
-        }),
-        new iam.PolicyStatement({
-          sid: "HostsAndInstances",
-          actions: DYNAMODB_READ_WRITE,
-          resources: [hosts.tableArn, instances.tableArn, `${instances.tableArn}/index/*`],
-        }),
-        new iam.PolicyStatement({
-          // The agent releases the claims of the builds it tears down; it never claims.
-          sid: "ReleaseAllocations",
-          actions: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem"],
-          resources: [allocations.tableArn],
-        }),
-        new iam.PolicyStatement({
-          sid: "Heartbeat",
-          actions: ["dynamodb:UpdateItem"],
-          resources: [services.tableArn],
+          resources: [this.computeEventsQueue.queueArn],
+          conditions: {
+            StringLike: { "aws:userid": `*:${hostTag}`, [`aws:PrincipalTag/${HOST_TAG}`]: "?*" },
+          },
         }),
       ],
     });
+    // The role hosts' sessions are of. Who may take a session, and with which tag, is the trust
+    // policy's: a principal that carries `novaless-host` itself (an EC2 instance-profile role
+    // tagged per host, or an IAM Roles Anywhere session whose certificate CN is the host) may
+    // tag the session only with its own value and must name it so.
+    const rolesAnywhere = {
+      StringEquals: { "aws:PrincipalTag/x509Issuer/CN": props.rolesAnywhereIssuerCn ?? "novaless-hosts-ca" },
+    };
+    this.computeHostRole = new iam.Role(this, "ComputeHostRole", {
+      description: "novaless compute host sessions (tagged novaless-host=<host>, named <host>)",
+      // IAM Roles Anywhere, for hypervisors outside AWS: a certificate from the operator's CA
+      // gets a session whose tags are the certificate's (x509Subject/CN = the host), which then
+      // takes its tagged session below.
+      assumedBy: new iam.ServicePrincipal("rolesanywhere.amazonaws.com").withConditions(rolesAnywhere),
+      managedPolicies: [this.computeAgentPolicy],
+      maxSessionDuration: Duration.hours(12),
+    });
+    const trust = this.computeHostRole.assumeRolePolicy!;
+    trust.addStatements(
+      new iam.PolicyStatement({
+        actions: ["sts:TagSession", "sts:SetSourceIdentity"],
+        principals: [new iam.ServicePrincipal("rolesanywhere.amazonaws.com")],
+        conditions: rolesAnywhere,
+      }),
+    );
+    // A principal may tag its session only with the host it is, and name it so: an EC2
+    // instance-profile role tagged `novaless-host`, or the Roles Anywhere session's CN.
+    for (const [sid, identity] of [
+      ["TaggedPrincipal", `\${aws:PrincipalTag/${HOST_TAG}}`],
+      ["RolesAnywhereCertificate", "${aws:PrincipalTag/x509Subject/CN}"],
+    ] as const) {
+      trust.addStatements(
+        new iam.PolicyStatement({
+          sid,
+          actions: ["sts:AssumeRole", "sts:TagSession"],
+          principals: [new iam.AccountPrincipal(this.account)],
+          conditions: {
+            StringEquals: { [`aws:RequestTag/${HOST_TAG}`]: identity, "sts:RoleSessionName": identity },
+            "ForAllValues:StringEquals": { "aws:TagKeys": [HOST_TAG] },
+          },
+        }),
+      );
+    }
 
     // --- Alarms -----------------------------------------------------------------------------
     // Builds in ERROR come from the conductor's BuildsError metric (EMF), not from the execution's
@@ -495,6 +586,7 @@ export class NovalessStack extends Stack {
       ["Scheduler", this.schedulerFunction],
       ["Conductor", this.conductorFunction],
       ["BuildWatchdog", this.buildWatchdogFunction],
+      ["ComputeEvents", this.computeEventsFunction],
     ];
     const sum = { period: fiveMinutes, statistic: cloudwatch.Stats.SUM };
     const tableThrottles = (table: dynamodb.Table) =>
@@ -696,9 +788,17 @@ export class NovalessStack extends Stack {
       true,
     );
     NagSuppressions.addResourceSuppressions(this.computeAgentPolicy, [
-      { id: "AwsSolutions-IAM5", reason: computeQueuesReason, appliesTo: [computeQueues] },
-      { id: "AwsSolutions-IAM5", reason: indexesReason, appliesTo: [instancesIndexes] },
+      {
+        id: "AwsSolutions-IAM5",
+        reason: `${computeQueuesReason}; the statement matches only the queues tagged with the session's own novaless-host`,
+        appliesTo: [computeQueues],
+      },
     ]);
+    NagSuppressions.addResourceSuppressions(
+      this.computeEventsFunction,
+      [{ id: "AwsSolutions-IAM5", reason: computeQueuesReason, appliesTo: [computeQueues] }],
+      true,
+    );
     NagSuppressions.addResourceSuppressions(
       this.conductor,
       [
@@ -760,6 +860,11 @@ export class NovalessStack extends Stack {
     new CfnOutput(this, "ConductorStateMachineArn", { value: this.conductor.stateMachineArn });
     new CfnOutput(this, "ComputeQueuePrefix", { value: this.computeQueuePrefix });
     new CfnOutput(this, "ComputeAgentPolicyArn", { value: this.computeAgentPolicy.managedPolicyArn });
+    // what `novaless-compute --stack-outputs` reads
+    new CfnOutput(this, "ComputeEventsQueueUrl", { value: this.computeEventsQueue.queueUrl });
+    new CfnOutput(this, "ComputeEventsDlqUrl", { value: this.computeEventsDlq.queueUrl });
+    new CfnOutput(this, "ComputeHostRoleArn", { value: this.computeHostRole.roleArn });
+    new CfnOutput(this, "Region", { value: this.region });
     new CfnOutput(this, "AuthTokensSecretArn", {
       value: this.authTokensSecret.secretArn,
       description:

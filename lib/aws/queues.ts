@@ -22,11 +22,14 @@ export async function ensureQueueWithDlq(
   name: string,
   spec: Omit<QueueSpec, "localName">,
   client: SQSClient = sqsClient(),
+  /** on both queues (a host's queues carry its name: the compute role's policy matches it) */
+  tags?: Record<string, string>,
 ): Promise<QueueWithDlq> {
   const dlq = await client.send(
     new CreateQueueCommand({
       QueueName: `${name}${DLQ_SUFFIX}`,
       Attributes: { MessageRetentionPeriod: String(DLQ_RETENTION_SECONDS) },
+      ...(tags ? { tags } : {}),
     }),
   );
   const dlqUrl = dlq.QueueUrl!;
@@ -38,6 +41,7 @@ export async function ensureQueueWithDlq(
         VisibilityTimeout: String(spec.visibilityTimeout),
         RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: spec.maxReceiveCount }),
       },
+      ...(tags ? { tags } : {}),
     }),
   );
   return { queueUrl: queue.QueueUrl!, dlqUrl, dlqArn };

@@ -1,27 +1,35 @@
-// The compute agent (Nova's nova-compute, reduced to building): registers its host, heartbeats,
-// long-polls its own queue and hands each message to the host's build path (build-path.ts), the
-// part it shares with the local fleet simulator.
+// The compute agent (Nova's nova-compute): reports its host to compute-events, waits for the
+// queue the consumer creates for it, heartbeats, long-polls its own queue and hands each message
+// to the host's build path (build-path.ts), the part it shares with the local fleet simulator.
+// It touches no database: its credentials allow its own queue and compute-events, nothing else.
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
 import { schedulerConfig } from "../config.js";
 import { type Logger, logger } from "../log.js";
-import type { ReceivedBuild } from "../messages/compute.js";
-import { heartbeat } from "../placement/liveness.js";
-import { BuildPath, type HostIdentity, type HostQueue, registerComputeHost } from "./build-path.js";
+import { BuildPath, type HostIdentity, type HostQueue, Reporter, registerComputeHost } from "./build-path.js";
 
 export interface AgentOptions extends HostIdentity {
+  /** the compute-events queue URL (stack output ComputeEventsQueueUrl) */
+  eventsQueueUrl: string;
+  /** the compute queue prefix (stack output ComputeQueuePrefix) */
+  computeQueuePrefix: string;
   /** builds at once */
   concurrency?: number;
-  /** long-poll wait; short locally so stop() is quick */
+  /** long-poll wait (seconds, default 20); a stop aborts it */
   waitTimeSeconds?: number;
   /** seconds between heartbeats; [DEFAULT] report_interval by default */
   heartbeatSeconds?: number;
+  /** seconds between power-state syncs ([DEFAULT] sync_power_state_interval, 600); ≤ 0 disables */
+  syncPowerStateSeconds?: number;
+  /** how long registration waits for compute-events to create the host's queues (ms) */
+  queueWaitMs?: number;
+  log?: Logger;
 }
 
 /** What the local runtime and its tests drive on a host, whichever transport feeds it. */
 export interface HostAgent {
   readonly host: string;
-  /** the guests this host's driver is running */
+  /** the guests this host's driver has */
   guests(): string[];
   start(): Promise<void>;
   /**
@@ -30,7 +38,7 @@ export interface HostAgent {
    */
   stop(opts?: { handBack?: boolean }): Promise<void>;
   /**
-   * Simulates the host dying (tests, soak): no more heartbeats, no more writes, in-flight builds
+   * Simulates the host dying (tests, soak): no more heartbeats, no more reports, in-flight builds
    * abandoned mid-way and their messages left undeleted. The watchdog has to clean up.
    */
   kill(): Promise<void>;
@@ -40,15 +48,17 @@ export class ComputeAgent implements HostAgent {
   private queue: HostQueue = { queueUrl: "", dlqUrl: "" };
   private running = false;
   private loop: Promise<void> | undefined;
-  private beat: NodeJS.Timeout | undefined;
+  private timers: NodeJS.Timeout[] = [];
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly log: Logger;
   private readonly abort = new AbortController();
+  private readonly reporter: Reporter;
   private readonly path: BuildPath;
 
   constructor(private readonly opts: AgentOptions) {
-    this.log = logger({ host: opts.host });
-    this.path = new BuildPath(opts.host, opts.driver, this.log);
+    this.log = opts.log ?? logger({ host: opts.host });
+    this.reporter = new Reporter(opts.host, opts.eventsQueueUrl);
+    this.path = new BuildPath(opts.host, opts.driver, this.reporter, this.log);
   }
 
   get host(): string {
@@ -59,44 +69,57 @@ export class ComputeAgent implements HostAgent {
     return this.opts.driver.list().map((g) => g.instance_uuid);
   }
 
-  /** Create the host's queue, register the host with its inventory, start heartbeats and polling. */
+  /** Register (the consumer creates the queues), start heartbeats, power sync and polling. */
   async start(): Promise<void> {
-    this.queue = await registerComputeHost(this.opts, this.log);
+    await this.opts.driver.init();
+    this.queue = await registerComputeHost(this.opts, this.reporter, {
+      computeQueuePrefix: this.opts.computeQueuePrefix,
+      queueWaitMs: this.opts.queueWaitMs,
+      signal: this.abort.signal,
+    });
     this.running = true;
     const every = (this.opts.heartbeatSeconds ?? schedulerConfig().report_interval) * 1000;
-    this.beat = setInterval(() => {
-      heartbeat(this.opts.host).catch((e) => this.log.warn("compute.heartbeat_failed", { error: e }));
-    }, every);
-    this.beat.unref();
+    this.every(every, () => this.reporter.send("heartbeat", {}), "compute.heartbeat_failed");
+    const sync = this.opts.syncPowerStateSeconds ?? 600;
+    if (sync > 0) this.every(sync * 1000, () => this.path.syncPowerStates(true), "compute.power_sync_failed");
     this.loop = this.poll();
-    this.log.info("compute.started", { queue_url: this.queue.queueUrl });
+    this.log.info("compute.started", { queue_url: this.queue.queueUrl, driver: this.opts.driver.hypervisorType });
   }
 
+  private every(ms: number, fn: () => Promise<unknown>, failure: string): void {
+    const t = setInterval(() => {
+      if (this.running) fn().catch((e) => this.log.warn(failure, { error: e }));
+    }, ms);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  /**
+   * Stops in well under 2 s: the long poll is aborted (a message SQS was handing it comes back
+   * after the queue's short visibility timeout), in-flight spawns are interrupted when handing
+   * back and go through the failure path (one report each), the rest is let finish.
+   */
   async stop(opts: { handBack?: boolean } = {}): Promise<void> {
+    if (!this.running && !this.loop) return;
     this.running = false;
-    if (this.beat) clearInterval(this.beat);
-    // The current long poll is let finish, not aborted: SQS may already be handing it messages,
-    // which an aborted request would hide for the whole visibility timeout. What it brings back
-    // is returned to the queue at once.
+    for (const t of this.timers) clearInterval(t);
     if (opts.handBack) this.path.handBack();
+    this.abort.abort();
     await this.loop;
     await Promise.allSettled(this.inFlight.values());
+    this.loop = undefined;
     this.log.info("compute.stopped", { handed_back: Boolean(opts.handBack) });
   }
 
   async kill(): Promise<void> {
     this.path.kill();
     this.running = false;
-    if (this.beat) clearInterval(this.beat);
+    for (const t of this.timers) clearInterval(t);
     this.abort.abort();
     await this.loop;
     await Promise.allSettled(this.inFlight.values());
+    this.loop = undefined;
     this.log.warn("compute.killed", {});
-  }
-
-  /** One build, outside the queue (tests of the failure path). */
-  buildAndRun(msg: ReceivedBuild): Promise<void> {
-    return this.path.buildAndRun(msg);
   }
 
   private async poll(): Promise<void> {

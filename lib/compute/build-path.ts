@@ -1,31 +1,30 @@
 // What a compute host does with one message from its queue, whatever brought the message in: the
 // long-polling agent (agent.ts, `novaless-compute`) and the local fleet simulator share it, so a
-// simulated host parses, fences, releases, reschedules and dead-letters exactly as a real one.
-// Every instance write is fenced on (host, attempt), so a zombie host or a duplicated message
-// changes nothing.
-import { ChangeMessageVisibilityCommand, DeleteMessageCommand, type Message } from "@aws-sdk/client-sqs";
+// simulated host parses, spawns, stops and dead-letters exactly as a real one. Hosts never touch
+// the database (Nova's nova-compute and its conductor): every outcome is a report to
+// compute-events, whose consumer fences it on (host, attempt) and answers on this queue.
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  GetQueueUrlCommand,
+  type Message,
+  SendMessageCommand,
+} from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
-import { ensureQueueWithDlq } from "../aws/queues.js";
-import { sendBuildRequest, sendToDeadLetter } from "../conductor/queues.js";
-import { resources } from "../config.js";
-import { rescheduledText, withoutHosts } from "../instances/faults.js";
-import { EVENT_BUILD, event, markActive, recordBuildFailure, startSpawn } from "../instances/repo.js";
-import type { InstanceRecord } from "../instances/types.js";
+import { sendToDeadLetter } from "../conductor/queues.js";
 import type { Logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import {
-  type ReceivedBuild,
+  type GetConsoleOutput,
+  type PowerAction,
   type ReceivedComputeMessage,
   receivedComputeMessage,
+  type SpawnInstance,
 } from "../messages/compute.js";
-import { metrics } from "../metrics.js";
-import { PlacementConflict } from "../placement/capacity.js";
-import { release } from "../placement/claims.js";
-import { recordBuildResult, registerHost } from "../placement/hosts.js";
-import { heartbeat } from "../placement/liveness.js";
+import { type ComputeReport, computeReport, type ReportBody } from "../messages/reports.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
-import type { Driver, GuestSpec } from "./drivers/driver.js";
+import type { Driver } from "./drivers/driver.js";
 import { computeQueueName } from "./queue-name.js";
 
 /** What a compute host is: its name, place, size and hypervisor. */
@@ -43,57 +42,113 @@ export interface HostQueue {
   dlqUrl: string;
 }
 
-/**
- * Nova's compute service start: create the host's queue (idempotent), register the host with its
- * inventory and report it alive. What every transport does before it takes messages.
- */
-export async function registerComputeHost(h: HostIdentity, log: Logger): Promise<HostQueue> {
-  const q = await ensureQueueWithDlq(
-    computeQueueName(resources().computeQueuePrefix, h.host, DLQ_SUFFIX),
-    COMPUTE_QUEUE,
-  );
-  const d = h.driver;
-  try {
-    await registerHost({
-      host: h.host,
-      availability_zone: h.availability_zone,
-      inventories: h.inventories,
-      hypervisor_type: d.hypervisorType,
-      hypervisor_version: d.hypervisorVersion,
-      host_ip: h.host_ip,
-      supported_instances: [["x86_64", d.hypervisorType, "hvm"]],
-      queue_url: q.queueUrl,
+/** The console output a report carries at most (SQS takes 256 KiB a message). */
+const CONSOLE_MAX_CHARS = 200_000;
+
+/** Sends this host's reports to compute-events. */
+export class Reporter {
+  constructor(
+    readonly host: string,
+    private readonly eventsQueueUrl: string,
+  ) {}
+
+  async send<K extends ComputeReport["kind"]>(kind: K, body: Omit<ReportBody<K>, "kind">): Promise<void> {
+    const report = computeReport.parse({
+      version: 1,
+      kind,
+      host: this.host,
+      sent_at: new Date().toISOString(),
+      ...body,
     });
-  } catch (e) {
-    // Less than is allocated (Placement's InventoryInUse): as Nova's resource tracker, say so
-    // and keep serving on the inventory Placement has, rather than refuse to start.
-    if (!(e instanceof PlacementConflict)) throw e;
-    log.error("compute.inventory_conflict", { error: e, inventories: h.inventories });
+    await sqsClient().send(
+      new SendMessageCommand({ QueueUrl: this.eventsQueueUrl, MessageBody: JSON.stringify(report) }),
+    );
   }
-  // Up from now on, and a host the liveness sweep had marked down comes back at once.
-  await heartbeat(h.host);
-  return { queueUrl: q.queueUrl, dlqUrl: q.dlqUrl };
+}
+
+export interface RegisterOptions {
+  computeQueuePrefix: string;
+  /** how long to wait for compute-events to create this host's queues (ms) */
+  queueWaitMs?: number;
+  signal?: AbortSignal;
 }
 
 /**
- * One host's build path: a message in, the build (or teardown) done and the message deleted, or
- * left undeleted when the host dies on it. One per agent incarnation: a restarted host gets a new
- * one, as a restarted nova-compute process starts with nothing in flight.
+ * Nova's compute service start: report the host (inventory, hypervisor, the guests it runs) and
+ * wait for its queues, which compute-events creates and tags with the host's name (the host may
+ * not create queues). What every transport does before it takes messages.
+ */
+export async function registerComputeHost(
+  h: HostIdentity,
+  reporter: Reporter,
+  opts: RegisterOptions,
+): Promise<HostQueue> {
+  const d = h.driver;
+  const name = computeQueueName(opts.computeQueuePrefix, h.host, DLQ_SUFFIX);
+  await reporter.send("register", {
+    availability_zone: h.availability_zone,
+    host_ip: h.host_ip,
+    inventories: h.inventories as Record<string, Inventory>,
+    hypervisor_type: d.hypervisorType,
+    hypervisor_version: d.hypervisorVersion,
+    facts: d.facts(),
+    guests: d.list(),
+  });
+  const waitMs = opts.queueWaitMs ?? 60_000;
+  const deadline = Date.now() + waitMs;
+  for (let pause = 50; ; pause = Math.min(2000, pause * 2)) {
+    try {
+      const [queue, dlq] = await Promise.all(
+        [name, `${name}${DLQ_SUFFIX}`].map((QueueName) =>
+          sqsClient().send(new GetQueueUrlCommand({ QueueName }), { abortSignal: opts.signal }),
+        ),
+      );
+      return { queueUrl: queue!.QueueUrl!, dlqUrl: dlq!.QueueUrl! };
+    } catch (e) {
+      // Not there yet, or not tagged for this host yet: SQS says one or the other.
+      const code = (e as { name?: string }).name ?? "";
+      const waiting = /QueueDoesNotExist|NonExistentQueue|AccessDenied/.test(code);
+      if (!waiting || Date.now() + pause > deadline || opts.signal?.aborted) {
+        throw new Error(
+          `compute host ${h.host}: queue ${name} was not ready within ${waitMs / 1000} s of registering ` +
+            `(${code}: ${(e as Error).message}); compute-events creates it: is the stack's ComputeEvents function running?`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
+
+/**
+ * One host's build path (Nova's ComputeManager, reduced): a message in, the work done and
+ * reported, the message deleted; or left undeleted when the host dies on it. One per agent
+ * incarnation: a restarted host gets a new one, as a restarted nova-compute process starts with
+ * nothing in flight.
  */
 export class BuildPath {
   /** instances this incarnation is spawning right now */
   private readonly building = new Set<string>();
+  /** instances a power action is working on: their state changes are not lifecycle events */
+  private readonly acting = new Set<string>();
   /** aborts in-flight spawns (hand-back, kill) */
   private readonly spawnAbort = new AbortController();
   private dead = false;
+  /** the power state last reported per guest (the sync reports changes) */
+  private readonly reported = new Map<string, number>();
 
   constructor(
     private readonly host: string,
     private readonly driver: Driver,
+    private readonly reporter: Reporter,
     private readonly log: Logger,
-  ) {}
+  ) {
+    driver.onLifecycle((id, power) => {
+      if (this.dead || this.acting.has(id) || this.building.has(id)) return;
+      this.reportPower(id, power, "lifecycle");
+    });
+  }
 
-  /** the host died: abandon in-flight builds mid-way, write nothing more */
+  /** the host died: abandon in-flight work mid-way, report nothing more */
   kill(): void {
     this.dead = true;
     this.spawnAbort.abort();
@@ -106,6 +161,33 @@ export class BuildPath {
   /** interrupt in-flight spawns: each is handed back through the failure path */
   handBack(): void {
     this.spawnAbort.abort();
+  }
+
+  /** builds in flight here (Nova's num_io_ops) */
+  get inFlight(): number {
+    return this.building.size;
+  }
+
+  /**
+   * Nova's _sync_power_states from the host's side: the guests whose power state changed since
+   * last reported (all of them with `all`); compute-events compares with the database.
+   */
+  async syncPowerStates(all = false): Promise<number> {
+    let sent = 0;
+    for (const g of this.driver.list()) {
+      if (this.acting.has(g.instance_uuid) || this.building.has(g.instance_uuid)) continue;
+      if (!all && this.reported.get(g.instance_uuid) === g.power_state) continue;
+      await this.reportPower(g.instance_uuid, g.power_state, "sync");
+      sent++;
+    }
+    return sent;
+  }
+
+  private async reportPower(id: string, power: number, cause: "lifecycle" | "sync"): Promise<void> {
+    this.reported.set(id, power);
+    await this.reporter
+      .send("power_state", { instance_uuid: id, power_state: power as 0, cause })
+      .catch((e) => this.log.warn("compute.power_state_report_failed", { error: e, instance_uuid: id }));
   }
 
   /** Handle one received message of `queue`; it is deleted once handled. */
@@ -128,34 +210,62 @@ export class BuildPath {
       await this.ack(m, queue);
       return;
     }
-    if (msg.kind === "terminate_instance") {
-      // Destroy first, then give the claim back (Nova's order): the space is free only now.
-      await this.driver.destroy(msg.instance_uuid);
-      if (msg.attempt !== undefined) await release(this.host, msg.instance_uuid, msg.attempt);
-      this.log.info("compute.terminated", { request_id: msg.request_id, instance_uuid: msg.instance_uuid });
-    } else {
-      // The queue's visibility timeout is short, so a message a crashed host held comes back
-      // soon; a build that runs longer keeps its message hidden by extending it while it runs.
-      const extend = () =>
-        sqsClient()
-          .send(
-            new ChangeMessageVisibilityCommand({
-              QueueUrl: queue.queueUrl,
-              ReceiptHandle: m.ReceiptHandle,
-              VisibilityTimeout: COMPUTE_QUEUE.visibilityTimeout,
-            }),
-          )
-          .catch((e) =>
-            this.log.warn("compute.visibility_extend_failed", { error: e, message_id: m.MessageId }),
-          );
-      const keepHidden = setInterval(extend, (COMPUTE_QUEUE.visibilityTimeout * 1000) / 3);
-      try {
-        await this.buildAndRun(msg);
-      } finally {
-        clearInterval(keepHidden);
-      }
+    const log = this.log.child({ request_id: msg.request_id, instance_uuid: msg.instance_uuid });
+    switch (msg.kind) {
+      case "build_and_run_instance":
+        // Taken: compute-events fences it (host, attempt) and answers with what to spawn.
+        await this.reporter.send("build_started", {
+          request_id: msg.request_id,
+          instance_uuid: msg.instance_uuid,
+          attempt: msg.attempt,
+          started_at: new Date().toISOString(),
+        });
+        break;
+      case "spawn_instance":
+        await this.keepHidden(m, queue, () => this.spawn(msg, log));
+        break;
+      case "terminate_instance":
+        // Destroy first; compute-events gives the claim back once it is gone (Nova's order).
+        await this.driver.destroy(msg.instance_uuid);
+        this.reported.delete(msg.instance_uuid);
+        await this.reporter.send("guest_destroyed", {
+          request_id: msg.request_id,
+          instance_uuid: msg.instance_uuid,
+          ...(msg.attempt !== undefined ? { attempt: msg.attempt } : {}),
+        });
+        log.info("compute.terminated", {});
+        break;
+      case "power_action":
+        await this.keepHidden(m, queue, () => this.powerAction(msg, log));
+        break;
+      case "get_console_output":
+        await this.consoleOutput(msg);
+        break;
     }
     await this.ack(m, queue);
+  }
+
+  /**
+   * The queue's visibility timeout is short, so a message a crashed host held comes back soon;
+   * work that runs longer keeps its message hidden by extending it while it runs.
+   */
+  private async keepHidden(m: Message, queue: HostQueue, work: () => Promise<void>): Promise<void> {
+    const extend = () =>
+      sqsClient()
+        .send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: queue.queueUrl,
+            ReceiptHandle: m.ReceiptHandle,
+            VisibilityTimeout: COMPUTE_QUEUE.visibilityTimeout,
+          }),
+        )
+        .catch((e) => this.log.warn("compute.visibility_extend_failed", { error: e, message_id: m.MessageId }));
+    const timer = setInterval(extend, (COMPUTE_QUEUE.visibilityTimeout * 1000) / 3);
+    try {
+      await work();
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   /** Make messages a stopping host received visible again right away, for its successor. */
@@ -179,169 +289,108 @@ export class BuildPath {
     );
   }
 
-  /** Nova's build_and_run_instance, with the reschedule on failure. */
-  async buildAndRun(msg: ReceivedBuild): Promise<void> {
-    const { instance_uuid: id, attempt: n } = msg;
-    const host = this.host;
-    const rec = { id, request_id: msg.request_id };
-    const log = this.log.child({ request_id: msg.request_id, instance_uuid: id, attempt: n });
-    const started = new Date();
-    const taken = await startSpawn(rec, host, n, event(EVENT_BUILD, n, null, host, null, started, null));
-    switch (taken.outcome) {
-      case "finished":
-        // The guest and its claim are the instance's now, not waste to clean up.
-        log.info("compute.duplicate_of_finished_build_ignored", { vm_state: taken.record.vm_state });
-        return;
-      case "fenced":
-        // Deleted, or moved to a newer attempt: undo anything this host holds for it.
-        await this.cleanUp(id, n);
-        log.info("compute.build_fenced", {
-          current_host: taken.record?.host,
-          current_attempt: taken.record?.attempt,
-        });
-        return;
-      case "failure-recorded":
-        // This attempt failed before and the reschedule may not have gone out: finish it.
-        await this.reschedule(
-          msg,
-          taken.record,
-          taken.record.actions[msg.request_id]?.events[`${EVENT_BUILD}#${n}`]?.details ?? "build failed",
-        );
-        return;
-      case "in-progress":
-        if (this.building.has(id)) {
-          log.info("compute.duplicate_build_ignored", {});
-          return;
-        }
-        if (this.driver.has(id)) {
-          await this.finish(msg, started);
-          return;
-        }
-        log.warn("compute.resuming_interrupted_build", {});
-        break;
-      case "started":
-        break;
+  /** Nova's _build_and_run_instance: spawn, then report the outcome (the failure path is compute-events'). */
+  private async spawn(msg: SpawnInstance, log: Logger): Promise<void> {
+    const { instance_uuid: id, attempt } = msg;
+    const build = { request_id: msg.request_id, instance_uuid: id, attempt };
+    if (this.building.has(id)) {
+      log.info("compute.duplicate_spawn_ignored", {});
+      return;
+    }
+    const started = new Date().toISOString();
+    if (this.driver.has(id)) {
+      // Built already (a duplicate, or a restart after the spawn): say so again.
+      await this.reporter.send("build_succeeded", { ...build, started_at: started, in_flight: this.inFlight });
+      return;
     }
     this.building.add(id);
     try {
-      // What to build is the instance's record (taken just now), not the cast.
-      await this.driver.spawn(
-        guestSpecOf(taken.record),
-        this.spawnAbort.signal,
-      );
+      await this.driver.spawn(msg.guest, this.spawnAbort.signal);
     } catch (e) {
       this.building.delete(id);
-      if (this.dead) throw new Error(`host ${host} died while spawning ${id}`);
+      // A dead host reports nothing: its message stays, the watchdog owns the build.
+      if (this.dead) throw new Error(`host ${this.host} died while spawning ${id}`);
       const reason = e instanceof Error ? e.message : String(e);
-      log.warn("compute.build_failed", { reason });
-      const failed = await recordBuildFailure(
-        rec,
-        host,
-        n,
-        event(EVENT_BUILD, n, "Error", host, reason, started),
-      );
-      if (!failed) {
-        await this.cleanUp(id, n);
-        return;
-      }
-      await recordBuildResult(host, false, this.building.size);
-      await this.reschedule(msg, failed, reason);
+      log.warn("compute.build_failed", { reason, attempt });
+      // Nothing half-built stays behind for the next attempt elsewhere.
+      await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
+      await this.reporter.send("build_failed", { ...build, started_at: started, reason, in_flight: this.inFlight });
       return;
     }
-    // Still "building" until recorded: a duplicate arriving meanwhile must not finish it again
-    // (its markActive would fail and it would tear down the guest this one just recorded).
     try {
-      if (this.dead) throw new Error(`host ${host} died before recording ${id}`);
-      await this.finish(msg, started);
+      if (this.dead) throw new Error(`host ${this.host} died before reporting ${id}`);
+      this.reported.set(id, this.driver.powerState(id));
+      await this.reporter.send("build_succeeded", {
+        ...build,
+        started_at: started,
+        in_flight: this.inFlight - 1,
+      });
+      log.info("compute.build_succeeded", { attempt });
     } finally {
       this.building.delete(id);
     }
   }
 
-  private async finish(msg: ReceivedBuild, started: Date): Promise<void> {
-    const { instance_uuid: id, attempt: n } = msg;
-    const active = await markActive(
-      { id, request_id: msg.request_id },
-      this.host,
-      n,
-      event(EVENT_BUILD, n, "Success", this.host, null, started),
-    );
-    if (!active) {
-      // Deleted (or moved) while spawning: destroy what we built and give the claim back.
-      await this.cleanUp(id, n);
-      this.log.info("compute.built_but_fenced", {
-        request_id: msg.request_id,
-        instance_uuid: id,
-        attempt: n,
-      });
-      return;
+  /** Nova's stop_instance, start_instance and reboot_instance. */
+  private async powerAction(msg: PowerAction, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    const what = { request_id: msg.request_id, instance_uuid: id, action: msg.action };
+    const type = msg.action === "reboot" ? { reboot_type: msg.reboot_type ?? "SOFT" } : {};
+    const started = new Date().toISOString();
+    this.acting.add(id);
+    let ok = true;
+    let details: string | null = null;
+    try {
+      await this.reporter.send("action_started", { ...what, ...type });
+      if (msg.action === "stop") {
+        if (this.driver.has(id)) await this.driver.powerOff(id);
+      } else if (!this.driver.has(id)) {
+        // The guest is gone from this host (a host reboot took it): create it again from the
+        // instance, as Nova's hard reboot and start recreate the domain from the database.
+        if (!msg.guest) throw new Error(`instance ${id} is not defined on host ${this.host}`);
+        await this.driver.spawn(msg.guest);
+      } else if (msg.action === "start") await this.driver.powerOn(id);
+      else await this.driver.reboot(id, msg.reboot_type ?? "SOFT");
+    } catch (e) {
+      ok = false;
+      details = e instanceof Error ? e.message : String(e);
+      log.warn("compute.power_action_failed", { action: msg.action, details });
+    } finally {
+      this.acting.delete(id);
     }
-    // This build still counts as in flight here (finish runs before its `building` entry goes).
-    const others = [...this.building].filter((b) => b !== id).length;
-    await recordBuildResult(this.host, true, others);
-    metrics.buildActive();
-    this.log.info("compute.build_succeeded", { request_id: msg.request_id, instance_uuid: id, attempt: n });
-  }
-
-  private async cleanUp(id: string, attempt: number): Promise<void> {
-    await this.driver.destroy(id);
-    await release(this.host, id, attempt);
-  }
-
-  /**
-   * The failure path (Nova's reschedule): give the claim back, then send the same build request
-   * to the conductor again with the retry count, the hosts tried (the record's, this host last)
-   * and the remaining alternates (the record's, kept with this attempt's placement; a cast from
-   * before that carried them). The reason goes to the instance's owner if this was the last
-   * attempt, so it leaves out the host names a driver's error may contain; the build event
-   * keeps it whole, for admins.
-   */
-  private async reschedule(msg: ReceivedBuild, rec: InstanceRecord, reason: string): Promise<void> {
-    const host = this.host;
-    const tried = [...rec.retry_hosts.filter((h) => h !== host), host];
-    const alternates = (rec.alternates ?? msg.alternates ?? []).filter((a) => a.host !== host);
-    await release(host, msg.instance_uuid, msg.attempt);
-    await sendBuildRequest({
-      version: 2,
-      request_id: msg.request_id,
-      reservation_id: rec.reservation_id,
-      project_id: rec.project_id,
-      user_id: rec.user_id,
-      instance_uuids: [msg.instance_uuid],
-      retry: {
-        num_attempts: msg.attempt + 1,
-        hosts: [...new Set(tried)],
-        last_fault: rescheduledText(
-          msg.instance_uuid,
-          withoutHosts(reason, [...tried, ...alternates.map((a) => a.host)]),
-        ),
-      },
-      alternates,
+    const power = this.driver.powerState(id);
+    this.reported.set(id, power);
+    await this.reporter.send("action_done", {
+      ...what,
+      ...type,
+      started_at: started,
+      ok,
+      details,
+      power_state: power as 0,
     });
-    metrics.reschedule();
-    this.log.info("compute.rescheduled", {
+    log.info("compute.power_action_done", { action: msg.action, ok, power_state: power });
+  }
+
+  /** os-getConsoleOutput: the log's end, the last `length` lines when asked. */
+  private async consoleOutput(msg: GetConsoleOutput): Promise<void> {
+    let output = "";
+    let error: string | null = null;
+    try {
+      output = await this.driver.consoleOutput(msg.instance_uuid, CONSOLE_MAX_CHARS);
+      if (msg.length !== undefined) {
+        const lines = output.split("\n");
+        if (lines.at(-1) === "") lines.pop();
+        output = lines.slice(-msg.length).join("\n") + (lines.length ? "\n" : "");
+      }
+      output = output.slice(-CONSOLE_MAX_CHARS);
+    } catch (e) {
+      error = e instanceof Error ? e.message : String(e);
+    }
+    await this.reporter.send("console_output", {
       request_id: msg.request_id,
       instance_uuid: msg.instance_uuid,
-      attempt: msg.attempt,
-      next_attempt: msg.attempt + 1,
-      alternates: alternates.map((a) => a.host),
+      output,
+      error,
     });
   }
-}
-
-/** What the driver builds, from the instance's record. */
-export function guestSpecOf(r: InstanceRecord): GuestSpec {
-  return {
-    instance_uuid: r.id,
-    name: r.name,
-    hostname: r.hostname ?? r.name,
-    project_id: r.project_id,
-    user_id: r.user_id,
-    flavor: r.flavor,
-    image: r.image,
-    metadata: r.metadata,
-    key_name: r.key_name ?? null,
-    user_data: r.user_data ?? null,
-    config_drive: r.config_drive ?? false,
-  };
 }

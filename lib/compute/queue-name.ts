@@ -73,3 +73,22 @@ function hostHash(host: string): string {
   }
   return out;
 }
+
+/** IAM role session names (and so SQS SenderIds) are 2-64 characters of [\w+=,.@-]. */
+const SESSION_NAME_MAX_LENGTH = 64;
+const PLAIN_SESSION_NAME = /^[A-Za-z0-9._-]{2,64}$/;
+
+/**
+ * The role session name, and `novaless-host` tag value, of a host's credentials: the host name
+ * itself when IAM takes it as a session name (most FQDNs), else its first characters and the same
+ * hash as its queue's (names over 64 characters). STABLE, as the queue name: operators' trust
+ * policies and certificates carry it.
+ */
+export function hostSessionName(host: string): string {
+  if (PLAIN_SESSION_NAME.test(host)) return host;
+  const readable = host
+    .replace(/[^A-Za-z0-9._-]/g, "-")
+    .slice(0, SESSION_NAME_MAX_LENGTH - 1 - HASH_DIGITS)
+    .replace(/[-_.]+$/, "");
+  return `${readable}${readable ? "-" : ""}${hostHash(host)}`;
+}

@@ -18,6 +18,7 @@ import { type Destination, destinationOf } from "../messages/common.js";
 import {
   BUILD_WATCH_SHARDS,
   INSTANCES_BUILDING_INDEX,
+  INSTANCES_BY_HOST_INDEX,
   INSTANCES_BY_PROJECT_INDEX,
   WATCHED_ATTRIBUTES,
 } from "../resources.js";
@@ -77,8 +78,8 @@ function storedSpec(spec: StoredRequestSpec): StoredRequestSpec {
 // What an item does not repeat, and recordOf puts back when it is read: an action's request id
 // (its key), user, project and start (the record's and its created_at), an event's name and
 // attempt (its key) and nulls, an alternate's nodename when it is its host's, and the nulls of
-// fields only set later.
-const NULL_UNTIL_SET = ["requested_availability_zone", "launched_at", "deleted_at"] as const;
+// fields only set later (host and node also because the by-host index cannot take a null key).
+const NULL_UNTIL_SET = ["requested_availability_zone", "launched_at", "deleted_at", "host", "node"] as const;
 
 /** The item createInstances writes for a record. */
 function itemOf(r: InstanceRecord): Record<string, unknown> {
@@ -266,6 +267,21 @@ export async function listInstances(
       )
     : (await scanAll({ TableName: table(), ...live })).map(recordOf);
   return items.sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id));
+}
+
+/**
+ * Live instances placed on `host` (Nova's InstanceList.get_by_host): what a starting compute
+ * service reconciles its guests with. The index carries the keys and `deleted`.
+ */
+export async function listInstancesOnHost(host: string): Promise<InstanceRecord[]> {
+  const keys = await queryAll<Pick<InstanceRecord, "id">>({
+    TableName: table(),
+    IndexName: INSTANCES_BY_HOST_INDEX,
+    KeyConditionExpression: "host = :h",
+    FilterExpression: "deleted = :f",
+    ExpressionAttributeValues: { ":h": host, ":f": false },
+  });
+  return (await getInstances(keys.map((r) => r.id))).filter((r) => r.host === host);
 }
 
 /** BatchGetItem takes 100 keys at most. */

@@ -151,13 +151,10 @@ export type ReportBody<K extends ComputeReport["kind"]> = Omit<
 >;
 
 /**
- * The role session a host's credentials carry must be its host name (the compute role's policy
- * and trust require it), so SQS's SenderId (`<role id>:<session>`) names the host. IAM session
- * names are at most 64 characters of [\w+=,.@-].
+ * The session a SenderId (`<role id>:<session>`) names, or undefined when it is not a role
+ * session. A host's credentials must be a session named hostSessionName(host) (the compute
+ * role's policy and trust require it), so this names the host.
  */
-export const SESSION_NAME = /^[\w+=,.@-]{2,64}$/;
-
-/** The host a SenderId speaks for, or undefined when it is not a role session. */
 export function sessionOfSender(senderId: string | undefined): string | undefined {
   if (!senderId) return undefined;
   const i = senderId.indexOf(":");

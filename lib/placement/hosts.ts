@@ -21,6 +21,8 @@ export interface HostRegistration {
   host_ip: string;
   supported_instances: [string, string, string][];
   queue_url: string;
+  /** the driver's facts (limits enforced, URI…): os-hypervisors' cpu_info */
+  hypervisor_facts?: Record<string, unknown>;
 }
 
 export async function getHost(host: string): Promise<HostRecord | undefined> {
@@ -107,6 +109,7 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
         stats: { failed_builds: 0 },
         service: { disabled: false, disabled_reason: null, forced_down: false },
         queue_url: reg.queue_url,
+        ...(reg.hypervisor_facts ? { hypervisor_facts: reg.hypervisor_facts } : {}),
         started_at: new Date().toISOString(),
       });
       try {
@@ -130,6 +133,7 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
       host_ip: reg.host_ip,
       supported_instances: reg.supported_instances,
       queue_url: reg.queue_url,
+      ...(reg.hypervisor_facts ? { hypervisor_facts: reg.hypervisor_facts } : {}),
       // the compute service (re)started: what its uptime counts from
       started_at: new Date().toISOString(),
     };

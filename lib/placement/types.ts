@@ -91,6 +91,8 @@ export interface HostRecord {
   stats: { failed_builds: number };
   service: ServiceRecord;
   queue_url: string;
+  /** the driver's facts, as the agent registered them (os-hypervisors' cpu_info) */
+  hypervisor_facts?: Record<string, unknown>;
   /** when the host's compute service last registered (started): its uptime counts from it */
   started_at?: string;
   /** the change feed's shard ("0".."3"), fixed by the host's name (feedOf in feed.ts) */

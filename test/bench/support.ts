@@ -207,6 +207,7 @@ export function stackMemory(): Record<FunctionComponent, number> {
     scheduler: stack.schedulerFunction,
     conductor: stack.conductorFunction,
     "build-watchdog": stack.buildWatchdogFunction,
+    "compute-events": stack.computeEventsFunction,
   };
   return Object.fromEntries(
     Object.entries(fns).map(([c, fn]) => [

@@ -1,5 +1,6 @@
 // At-least-once everywhere: the same build request twice, every host message twice, the same
 // conductor execution twice → one claim, one build, one instance.
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { StartExecutionCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -52,7 +53,7 @@ async function pendingOn(queueUrl: string): Promise<number> {
 }
 
 function spawnsOf(id: string): number {
-  return [...runtime.hosts.values()].reduce((n, h) => n + (h.driver.spawns.get(id) ?? 0), 0);
+  return [...runtime.hosts.values()].reduce((n, h) => n + ((h.driver as FakeDriver).spawns.get(id) ?? 0), 0);
 }
 
 async function claimsOf(id: string): Promise<string[]> {

@@ -1,5 +1,6 @@
 // A zombie: the host is alive but its build overran the deadline. The watchdog moves the build;
 // when the zombie finishes, its writes are fenced off and it destroys what it built.
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { getInstance } from "../../lib/instances/repo.js";
@@ -39,7 +40,7 @@ it("the late host changes nothing and tears down its guest; the build lands else
   // The zombie finished its spawn too, but could not record it: the guest is gone from it.
   const z = runtime.hosts.get(zombie)!;
   await eventually(
-    async () => z.driver.spawns.get(id) ?? 0,
+    async () => (z.driver as FakeDriver).spawns.get(id) ?? 0,
     (n) => n === 1,
   );
   await eventually(

@@ -5,7 +5,7 @@
 // when the caller's policies do not allow it. Allowed requests are forwarded byte for byte, Host
 // header included, so fauxqs builds queue URLs that point back at the gateway.
 // It also enforces SQS's queue-name rule (fauxqs does not) and can inject DynamoDB throttling.
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   Agent,
   createServer,
@@ -52,6 +52,8 @@ export interface Gateway {
   /** http://127.0.0.1:<port>: every AWS_ENDPOINT_URL_* of the components */
   endpoint: string;
   setPolicy(policy: GatewayPolicy): void;
+  /** one more caller (a host's session), the policy otherwise unchanged */
+  addPrincipal(accessKeyId: string, principal: GatewayPrincipal): void;
   setDynamodbThrottleRate(rate: number): void;
   /** DynamoDB requests answered with an injected throttle so far */
   readonly throttled: number;
@@ -165,6 +167,24 @@ export function queueNameError(name: string, fifo: boolean): string | undefined 
     : "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length";
 }
 
+/**
+ * aws:userid and SQS's SenderId of a role session: `<role id>:<session name>`. The role id is
+ * AWS's unique id of the role (AROA…); locally a stable one from the role's ARN.
+ */
+export function userIdOf(p: Pick<GatewayPrincipal, "roleArn" | "sessionArn">): string {
+  const session = p.sessionArn.split("/").slice(-1)[0] ?? "";
+  return `${roleIdOf(p.roleArn)}:${session}`;
+}
+
+/** A role's unique id as AWS forms them: AROA and 17 characters of [A-Z2-7]. */
+export function roleIdOf(roleArn: string): string {
+  const digest = createHash("sha256").update(roleArn).digest();
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let id = "AROA";
+  for (let i = 0; i < 17; i++) id += alphabet.charAt(digest[i]! & 31);
+  return id;
+}
+
 export function accessDeniedMessage(sessionArn: string, a: Authorization, d: Decision): string {
   const why =
     d.allowed || d.reason === "implicit-deny"
@@ -216,6 +236,16 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const random = opts.random ?? Math.random;
   const agent = new Agent({ keepAlive: true });
   const sentListeners: ((sent: MessageSent) => void)[] = [];
+  /** queue name → tags, from the CreateQueue/TagQueue requests allowed through */
+  const queueTags = new Map<string, Record<string, string>>();
+  /** the tags of the request being checked, recorded once it is allowed */
+  let pendingTags: { name: string; tags: Record<string, string> } | undefined;
+  /**
+   * message id → SenderId of who sent it (SQS's `<role id>:<session>`), so ReceiveMessage answers
+   * name the signer as SQS does (the emulator cannot know the caller). Bounded, oldest dropped.
+   */
+  const senders = new Map<string, string>();
+  const SENDERS_MAX = 200_000;
   /** After SQS answered 200 to a send: one event per message it took. */
   const announceSent = (op: string, body: Buffer, answer: Buffer) => {
     const req = JSON.parse(body.toString("utf8")) as {
@@ -237,6 +267,38 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
           })();
     for (const delaySeconds of delays) for (const l of sentListeners) l({ queueUrl, delaySeconds });
   };
+  /** SQS's SenderId of the request's signer, or undefined for an unknown key. */
+  const senderOf = (req: IncomingMessage): string | undefined => {
+    const key = /Credential=([^/,\s]+)\//.exec(req.headers.authorization ?? "")?.[1];
+    const principal = key ? policy.principals.get(key) : undefined;
+    return principal ? userIdOf(principal) : undefined;
+  };
+  const rememberSenders = (op: string, answer: Buffer, sender: string | undefined) => {
+    if (!sender) return;
+    const a = JSON.parse(answer.toString("utf8")) as { MessageId?: string; Successful?: { MessageId: string }[] };
+    const ids = op === "SendMessage" ? [a.MessageId] : (a.Successful ?? []).map((e) => e.MessageId);
+    for (const id of ids) {
+      if (!id) continue;
+      if (senders.size >= SENDERS_MAX) senders.delete(senders.keys().next().value as string);
+      senders.set(id, sender);
+    }
+  };
+  const withSenders = (request: Buffer, answer: Buffer): Buffer => {
+    const req = JSON.parse(request.toString("utf8")) as {
+      AttributeNames?: string[];
+      MessageSystemAttributeNames?: string[];
+    };
+    const asked = [...(req.AttributeNames ?? []), ...(req.MessageSystemAttributeNames ?? [])];
+    if (!asked.includes("SenderId") && !asked.includes("All")) return answer;
+    const a = JSON.parse(answer.toString("utf8")) as {
+      Messages?: { MessageId?: string; Attributes?: Record<string, string> }[];
+    };
+    for (const m of a.Messages ?? []) {
+      const sender = m.MessageId ? senders.get(m.MessageId) : undefined;
+      if (sender) m.Attributes = { ...m.Attributes, SenderId: sender };
+    }
+    return Buffer.from(JSON.stringify(a));
+  };
   const upstreamOf: Record<Service, string | undefined> = {
     dynamodb: opts.upstreams.dynamodb,
     sqs: opts.upstreams.sqs,
@@ -245,6 +307,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
 
   /** undefined: forward; otherwise the answer AWS would give instead. */
   function check(service: Service, op: string, req: IncomingMessage, body: Buffer): Answer | undefined {
+    pendingTags = undefined;
     const key = /Credential=([^/,\s]+)\//.exec(req.headers.authorization ?? "")?.[1];
     const principal = key ? policy.principals.get(key) : undefined;
     if (!principal) {
@@ -271,12 +334,23 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       "aws:PrincipalArn": principal.roleArn,
       "aws:PrincipalAccount": ACCOUNT,
       "aws:RequestedRegion": REGION,
-      "aws:userid": principal.sessionArn.split("/").slice(-1)[0],
+      "aws:userid": userIdOf(principal),
       ...Object.fromEntries(
         Object.entries(principal.tags ?? {}).map(([k, v]) => [`aws:PrincipalTag/${k}`, v]),
       ),
     });
+    if (service === "sqs" && (op === "CreateQueue" || op === "TagQueue")) {
+      // A queue's tags, for aws:ResourceTag conditions (SQS's ABAC) on later calls. Recorded as
+      // asked: a refused request changes nothing that a decision depends on.
+      const name =
+        op === "CreateQueue"
+          ? String(parsed.QueueName ?? "")
+          : (String(parsed.QueueUrl ?? "").split("/").pop() ?? "");
+      const tags = (op === "CreateQueue" ? parsed.tags : parsed.Tags) as Record<string, string> | undefined;
+      if (tags && Object.keys(tags).length) pendingTags = { name, tags };
+    }
     for (const need of needs) {
+      const resourceTags = service === "sqs" ? queueTags.get(need.resource.split(":").pop() ?? "") : undefined;
       const cacheKey = `${key}\n${need.action}\n${need.resource}`;
       let d = decisions.get(cacheKey);
       if (!d) {
@@ -284,7 +358,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
           action: need.action,
           resource: need.resource,
           principalArn: principal.roleArn,
-          context: contextOf(),
+          context: {
+            ...contextOf(),
+            ...Object.fromEntries(
+              Object.entries(resourceTags ?? {}).map(([k, v]) => [`aws:ResourceTag/${k}`, v]),
+            ),
+          },
         });
         if (decisions.size >= DECISIONS_MAX) decisions.clear();
         decisions.set(cacheKey, d);
@@ -301,6 +380,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
           message: accessDeniedMessage(principal.sessionArn, need, d),
         };
       }
+    }
+    if (pendingTags) {
+      const merged = { ...queueTags.get(pendingTags.name), ...pendingTags.tags };
+      queueTags.set(pendingTags.name, merged);
+      pendingTags = undefined;
+      // decisions on this queue made before it had its tags no longer hold
+      decisions = new Map();
     }
     if (service === "sqs" && op === "CreateQueue") {
       const attributes = (parsed.Attributes ?? {}) as Record<string, string>;
@@ -364,20 +450,31 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       }
       const url = new URL(req.url ?? "/", upstream);
       const op = target!.slice(target!.indexOf(".") + 1);
-      const sends =
-        service === "sqs" && sentListeners.length > 0 && (op === "SendMessage" || op === "SendMessageBatch");
+      const sends = service === "sqs" && (op === "SendMessage" || op === "SendMessageBatch");
+      const receives = service === "sqs" && op === "ReceiveMessage";
+      const sender = senderOf(req);
       const up = httpRequest(url, { method: req.method, headers: req.headers, agent }, (upRes) => {
-        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        upRes.pipe(res);
-        if (!sends || upRes.statusCode !== 200) return;
+        if (!(sends || receives) || upRes.statusCode !== 200) {
+          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+          upRes.pipe(res);
+          return;
+        }
+        // SQS's answers to sends name the messages, and its answers to receives say who sent
+        // each: both pass through here whole.
         const answer: Buffer[] = [];
         upRes.on("data", (c: Buffer) => answer.push(c));
         upRes.on("end", () => {
+          let out: Buffer = Buffer.concat(answer);
           try {
-            announceSent(op, body, Buffer.concat(answer));
+            if (sends) {
+              rememberSenders(op, out, sender);
+              if (sentListeners.length) announceSent(op, body, out);
+            } else out = withSenders(body, out);
           } catch (e) {
-            log.warn("gateway.message_sent_listener_failed", { error: e });
+            log.warn("gateway.sqs_answer_unreadable", { error: e, op });
           }
+          res.writeHead(200, { ...upRes.headers, "content-length": String(out.length) });
+          res.end(out);
         });
       });
       up.on("error", (e) => {
@@ -408,6 +505,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     setPolicy(p) {
       policy = p;
       decisions = new Map();
+    },
+    addPrincipal(key, principal) {
+      policy.principals.set(key, principal);
     },
     setDynamodbThrottleRate(rate) {
       throttleRate = rate;

@@ -2,12 +2,15 @@
 // the operator allowed everything, and the tests' removals applied.
 import type { Statement } from "./evaluate.js";
 import type { GatewayPolicy, GatewayPrincipal } from "./gateway.js";
+import { hostSessionName } from "../../../lib/compute/queue-name.js";
+import { HOST_TAG } from "../../../lib/resources.js";
 import {
   ACCOUNT,
   accessKeyIdOf,
   type Caller,
   COMPONENTS,
   type Component,
+  hostAccessKeyIdOf,
   OPERATOR,
   roleArnOf,
   roleNameOf,
@@ -52,4 +55,22 @@ export function gatewayPolicy(policies: StackPolicies, iam: IamOptions = {}): Ga
     ]),
     resource: policies.resource,
   };
+}
+
+/**
+ * A host's own session of ComputeHostRole: named after the host and tagged `novaless-host=<host>`
+ * (its session name: hostSessionName),
+ * as the role's trust policy makes every host session on AWS.
+ */
+export function hostPrincipal(host: string, statements: Statement[]): [string, GatewayPrincipal] {
+  return [
+    hostAccessKeyIdOf(host),
+    {
+      name: `compute-host ${host}`,
+      roleArn: roleArnOf("compute-host"),
+      sessionArn: `arn:aws:sts::${ACCOUNT}:assumed-role/${roleNameOf("compute-host")}/${hostSessionName(host)}`,
+      statements,
+      tags: { [HOST_TAG]: hostSessionName(host) },
+    },
+  ];
 }

@@ -24,6 +24,8 @@ export interface LocalResources {
   tables: Record<TableSpec["id"], string>;
   buildRequestsQueue: string;
   buildRequestsDlq: string;
+  computeEventsQueue: string;
+  computeEventsDlq: string;
   /** the local compute hosts' queue prefix (the stack's computeQueuePrefix) */
   computeQueuePrefix: string;
   functionArns: Record<FunctionComponent, string>;
@@ -56,8 +58,9 @@ interface Synthesized {
   tables: Map<string, TableSpec["id"]>;
   buildRequestsQueue: string;
   buildRequestsDlq: string;
+  computeEventsQueue: string;
+  computeEventsDlq: string;
   stateMachine: string;
-  computeAgentPolicy: string;
 }
 
 const synthesized = new Map<string, Synthesized>();
@@ -80,6 +83,7 @@ function synthesizeStack(computeQueuePrefix: string): Synthesized {
     scheduler: stack.schedulerFunction,
     conductor: stack.conductorFunction,
     "build-watchdog": stack.buildWatchdogFunction,
+    "compute-events": stack.computeEventsFunction,
   };
   const roles = new Map<string, Component>();
   const functions = new Map<string, FunctionComponent>();
@@ -88,6 +92,7 @@ function synthesizeStack(computeQueuePrefix: string): Synthesized {
     if (fn.role) roles.set(id(fn.role as unknown as { node: { defaultChild?: unknown } }), c);
   }
   roles.set(id(stack.conductor.role as unknown as { node: { defaultChild?: unknown } }), "state-machine");
+  roles.set(id(stack.computeHostRole), "compute-host");
   const result: Synthesized = {
     template: app.synth().getStackByName(stack.stackName).template as Template,
     roles,
@@ -95,8 +100,9 @@ function synthesizeStack(computeQueuePrefix: string): Synthesized {
     tables: new Map(Object.entries(stack.tables).map(([t, table]) => [id(table), t as TableSpec["id"]])),
     buildRequestsQueue: id(stack.buildRequestsQueue),
     buildRequestsDlq: id(stack.buildRequestsDlq),
+    computeEventsQueue: id(stack.computeEventsQueue),
+    computeEventsDlq: id(stack.computeEventsDlq),
     stateMachine: id(stack.conductor),
-    computeAgentPolicy: id(stack.computeAgentPolicy),
   };
   synthesized.set(computeQueuePrefix, result);
   return result;
@@ -117,6 +123,11 @@ export function stackPolicies(local: LocalResources): StackPolicies {
   >;
   const resource: Statement[] = [];
   const timeouts = {} as Record<FunctionComponent, number>;
+  // Customer managed policies by logical id: a role names them in ManagedPolicyArns.
+  const managed = new Map<string, Statement[]>();
+  for (const [logical, r] of Object.entries(s.template.Resources))
+    if (r.Type === "AWS::IAM::ManagedPolicy")
+      managed.set(logical, statementsOf(resolve(r.Properties?.PolicyDocument)));
   for (const [logical, r] of Object.entries(s.template.Resources)) {
     const p = r.Properties ?? {};
     if (r.Type === "AWS::IAM::Policy") {
@@ -129,8 +140,15 @@ export function stackPolicies(local: LocalResources): StackPolicies {
       const c = s.roles.get(logical);
       for (const inline of (p.Policies ?? []) as { PolicyDocument: Json }[])
         if (c) identity[c].push(...statementsOf(resolve(inline.PolicyDocument)));
-    } else if (r.Type === "AWS::IAM::ManagedPolicy" && logical === s.computeAgentPolicy) {
-      identity["compute-host"].push(...statementsOf(resolve(p.PolicyDocument)));
+      for (const arn of (p.ManagedPolicyArns ?? []) as { Ref?: string }[])
+        if (c && arn.Ref) identity[c].push(...(managed.get(arn.Ref) ?? []));
+    } else if (r.Type === "AWS::IAM::ManagedPolicy") {
+      // attached to the roles it names, as AWS applies it
+      const statements = statementsOf(resolve(p.PolicyDocument));
+      for (const role of (p.Roles ?? []) as { Ref: string }[]) {
+        const c = s.roles.get(role.Ref);
+        if (c) identity[c].push(...statements);
+      }
     } else if (r.Type === "AWS::SQS::QueuePolicy") {
       resource.push(...statementsOf(resolve(p.PolicyDocument)));
     } else if (r.Type === "AWS::Lambda::Function") {
@@ -185,6 +203,8 @@ function resolver(s: Synthesized, local: LocalResources): (v: Json) => Json {
   for (const [logical, name] of [
     [s.buildRequestsQueue, local.buildRequestsQueue],
     [s.buildRequestsDlq, local.buildRequestsDlq],
+    [s.computeEventsQueue, local.computeEventsQueue],
+    [s.computeEventsDlq, local.computeEventsDlq],
   ] as const) {
     known.set(logical, {
       ref: queueUrl(name),

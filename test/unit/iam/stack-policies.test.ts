@@ -23,6 +23,8 @@ beforeAll(() => {
     },
     buildRequestsQueue: "build-x",
     buildRequestsDlq: "build-x-dlq",
+    computeEventsQueue: "events-x",
+    computeEventsDlq: "events-x-dlq",
     computeQueuePrefix: "novaless-x-compute-",
     functionArns: {
       api: functionArnOf("api"),
@@ -30,6 +32,7 @@ beforeAll(() => {
       scheduler: functionArnOf("scheduler"),
       conductor: functionArnOf("conductor"),
       "build-watchdog": functionArnOf("build-watchdog"),
+      "compute-events": functionArnOf("compute-events"),
     },
     stateMachineArn: SM,
   });
@@ -72,12 +75,46 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("state-machine", "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
   });
 
-  it("a compute host gets ComputeAgentPolicy: compute queues, rescheduling, hosts and instances", () => {
-    expect(can("compute-host", "sqs:CreateQueue", `${SQS}novaless-x-compute-host-1-dlq`)).toBe(true);
-    expect(can("compute-host", "sqs:SendMessage", `${SQS}build-x`)).toBe(true);
-    expect(can("compute-host", "sqs:ReceiveMessage", `${SQS}build-x`)).toBe(false);
-    expect(can("compute-host", "dynamodb:UpdateItem", `${ARN}hosts-x`)).toBe(true);
-    expect(can("compute-host", "dynamodb:GetItem", `${ARN}catalog-x`)).toBe(false);
+  it("a compute host: its own tagged queue and compute-events, no table at all", () => {
+    const host = (h: string, queueTag?: string): Record<string, string> => ({
+      "aws:SecureTransport": "true",
+      "aws:userid": `AROAEXAMPLE:${h}`,
+      "aws:PrincipalTag/novaless-host": h,
+      ...(queueTag ? { "aws:ResourceTag/novaless-host": queueTag } : {}),
+    });
+    const as = (ctx: Record<string, string>, action: string, resource: string) =>
+      evaluate(policies.identity["compute-host"], policies.resource, {
+        action,
+        resource,
+        principalArn: "arn:aws:iam::000000000000:role/x",
+        context: ctx,
+      }).allowed;
+    const q1 = `${SQS}novaless-x-compute-host-1-abc`;
+    expect(as(host("host-1", "host-1"), "sqs:ReceiveMessage", q1)).toBe(true);
+    expect(as(host("host-1", "host-1"), "sqs:DeleteMessage", q1)).toBe(true);
+    expect(as(host("host-2", "host-1"), "sqs:ReceiveMessage", q1)).toBe(false);
+    expect(as(host("host-1"), "sqs:ReceiveMessage", q1)).toBe(false);
+    expect(as(host("host-1", "host-1"), "sqs:CreateQueue", q1)).toBe(false);
+    expect(as(host("host-1"), "sqs:SendMessage", `${SQS}events-x`)).toBe(true);
+    // a session not named after its tag cannot report
+    expect(as({ ...host("host-1"), "aws:userid": "AROAEXAMPLE:host-2" }, "sqs:SendMessage", `${SQS}events-x`)).toBe(
+      false,
+    );
+    expect(as(host("host-1"), "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
+    for (const t of ["hosts-x", "instances-x", "allocations-x", "services-x", "catalog-x", "scheduling-x"])
+      for (const a of ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"])
+        expect(as(host("host-1"), a, `${ARN}${t}`), `${a} ${t}`).toBe(false);
+  });
+
+  it("compute-events applies reports: hosts, instances, claims released, queues created", () => {
+    expect(can("compute-events", "dynamodb:UpdateItem", `${ARN}hosts-x`)).toBe(true);
+    expect(can("compute-events", "dynamodb:UpdateItem", `${ARN}instances-x`)).toBe(true);
+    expect(can("compute-events", "dynamodb:Query", `${ARN}instances-x/index/by-host`)).toBe(true);
+    expect(can("compute-events", "dynamodb:DeleteItem", `${ARN}allocations-x`)).toBe(true);
+    expect(can("compute-events", "dynamodb:PutItem", `${ARN}allocations-x`)).toBe(false);
+    expect(can("compute-events", "sqs:CreateQueue", `${SQS}novaless-x-compute-host-1-abc`)).toBe(true);
+    expect(can("compute-events", "sqs:SendMessage", `${SQS}build-x`)).toBe(true);
+    expect(can("compute-events", "sqs:ReceiveMessage", `${SQS}novaless-x-compute-host-1-abc`)).toBe(false);
   });
 
   it("Allocations: the claimers put and delete, the releasers only delete, nobody updates", () => {
@@ -87,12 +124,12 @@ describe("the stack's policies, resolved to the local resources", () => {
       expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
       expect(can(c, "dynamodb:Query", t), c).toBe(true);
     }
-    for (const c of ["api", "build-watchdog", "compute-host"] as const) {
+    for (const c of ["api", "build-watchdog", "compute-events"] as const) {
       expect(can(c, "dynamodb:PutItem", t), c).toBe(false);
       expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
       expect(can(c, "dynamodb:GetItem", t), c).toBe(true);
     }
-    for (const c of ["api", "scheduler", "conductor", "build-watchdog", "compute-host"] as const)
+    for (const c of ["api", "scheduler", "conductor", "build-watchdog", "compute-events", "compute-host"] as const)
       expect(can(c, "dynamodb:UpdateItem", t), c).toBe(false);
     expect(can("build-intake", "dynamodb:GetItem", t)).toBe(false);
     // The scheduler's cache refresh reads the Hosts change feed.
@@ -101,8 +138,8 @@ describe("the stack's policies, resolved to the local resources", () => {
 
   it("heartbeats and explanations: each table only to whom reads or writes it", () => {
     // A host heartbeats (one UpdateItem); the watchdog sweeps; the API shows and mirrors forced_down.
-    expect(can("compute-host", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
-    expect(can("compute-host", "dynamodb:Scan", `${ARN}services-x`)).toBe(false);
+    expect(can("compute-events", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
+    expect(can("compute-host", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(false);
     expect(can("build-watchdog", "dynamodb:Scan", `${ARN}services-x`)).toBe(true);
     expect(can("build-watchdog", "dynamodb:UpdateItem", `${ARN}services-x`)).toBe(true);
     expect(can("api", "dynamodb:Scan", `${ARN}services-x`)).toBe(true);
@@ -128,6 +165,7 @@ describe("the stack's policies, resolved to the local resources", () => {
       scheduler: 30,
       conductor: 30,
       "build-watchdog": 55,
+      "compute-events": 30,
     });
   });
 });

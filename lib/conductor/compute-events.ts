@@ -1,0 +1,458 @@
+// compute-events → the database: the conductor as nova-compute's database proxy (Nova's
+// conductor.rst). Hosts only report; this applies each report with the fenced conditional writes
+// the host used to make itself, releases claims, loops failed builds back, and answers on the
+// host's own queue (the guest to spawn, a guest to destroy). Every report is idempotent: a
+// duplicated, late or reordered one changes nothing. Who sent a report is SQS's SenderId (the
+// role session, which IAM forces to be the host's session name), never the body.
+import { ensureQueueWithDlq } from "../aws/queues.js";
+import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
+import { resources } from "../config.js";
+import { guestSpecFor } from "../instances/guest.js";
+import { rescheduledText, withoutHosts } from "../instances/faults.js";
+import {
+  EVENT_BUILD,
+  event,
+  listInstancesOnHost,
+  markActive,
+  recordBuildFailure,
+  startSpawn,
+} from "../instances/repo.js";
+import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
+import type { InstanceRecord } from "../instances/types.js";
+import { type Logger, log as rootLog } from "../log.js";
+import { parseJsonMessage } from "../messages/build-request.js";
+import type { ComputeMessage } from "../messages/compute.js";
+import {
+  type BuildReport,
+  type ComputeReport,
+  computeReport,
+  type RegisterReport,
+  sessionOfSender,
+} from "../messages/reports.js";
+import { metrics } from "../metrics.js";
+import { PlacementConflict } from "../placement/capacity.js";
+import { release } from "../placement/claims.js";
+import { getHost, recordBuildResult, registerHost } from "../placement/hosts.js";
+import { heartbeat } from "../placement/liveness.js";
+import type { Inventory, ResourceClass } from "../placement/types.js";
+import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
+import { castToCompute, sendBuildRequest, sendToDeadLetter } from "./queues.js";
+
+export interface ReportRecord {
+  messageId: string;
+  body: string;
+  /** SQS's SenderId attribute: `<role id>:<session name>` for a role session */
+  senderId?: string;
+}
+
+/** Nova's power_state values the sync treats as "not running". */
+const POWER_RUNNING = 1;
+
+/**
+ * Host queue URLs by host, per warm container: a host's queue does not move (its name is a
+ * function of the host's), so one read of its record serves every later cast.
+ */
+const queueUrls = new Map<string, string>();
+
+async function hostQueueUrl(host: string): Promise<string | undefined> {
+  const known = queueUrls.get(host);
+  if (known) return known;
+  const url = (await getHost(host))?.queue_url;
+  if (url) queueUrls.set(host, url);
+  return url;
+}
+
+async function castToHost(host: string, msg: ComputeMessage, log: Logger): Promise<void> {
+  const url = await hostQueueUrl(host);
+  if (!url) {
+    log.warn("compute_events.host_unknown", { host, kind: msg.kind });
+    return;
+  }
+  await castToCompute(url, msg);
+}
+
+/** Returns the message ids that failed and must be redelivered (SQS partial batch response). */
+export async function applyReports(records: ReportRecord[]): Promise<string[]> {
+  const failed: string[] = [];
+  await Promise.all(
+    records.map(async (r) => {
+      try {
+        await applyRecord(r);
+      } catch (e) {
+        rootLog.error("compute_events.report_failed", { message_id: r.messageId, error: e });
+        failed.push(r.messageId);
+      }
+    }),
+  );
+  return failed;
+}
+
+async function deadLetter(r: ReportRecord, reason: string): Promise<void> {
+  await sendToDeadLetter(resources().computeEventsDlqUrl, r.body, reason, "compute-events");
+  rootLog.warn("compute_events.dead_lettered", { message_id: r.messageId, reason, sender_id: r.senderId });
+}
+
+async function applyRecord(r: ReportRecord): Promise<void> {
+  const parsed = parseJsonMessage(computeReport, r.body);
+  if (!parsed.ok) return deadLetter(r, parsed.reason);
+  const report = parsed.value;
+  // IAM lets a host send only as a session named after its principal tag: the session is the
+  // host. A report speaking for another host is refused whatever it says.
+  const session = sessionOfSender(r.senderId);
+  if (session !== hostSessionName(report.host)) {
+    return deadLetter(
+      r,
+      `report for host ${report.host} sent by ${r.senderId ?? "an unknown sender"}: a host may report only for itself`,
+    );
+  }
+  await applyReport(report, rootLog.child({ host: report.host, report: report.kind }));
+}
+
+/** One report, its sender already checked. */
+export async function applyReport(report: ComputeReport, log: Logger): Promise<void> {
+  switch (report.kind) {
+    case "register":
+      return register(report, log);
+    case "heartbeat":
+      return heartbeat(report.host);
+    case "build_started":
+    case "build_succeeded":
+    case "build_failed":
+      return applyBuildReport(report, log);
+    case "power_state": {
+      const outcome = await syncPowerState(
+        report.instance_uuid,
+        report.host,
+        report.power_state,
+        report.sent_at,
+      );
+      if (outcome === "stop-guest") {
+        // Nova's _sync_instance_power_state: a stopped instance whose guest runs is stopped again.
+        await castToHost(
+          report.host,
+          {
+            version: 1,
+            kind: "power_action",
+            action: "stop",
+            request_id: `req-sync-${report.instance_uuid}`,
+            instance_uuid: report.instance_uuid,
+            host: report.host,
+          },
+          log,
+        );
+      }
+      log.info("compute_events.power_state", {
+        instance_uuid: report.instance_uuid,
+        power_state: report.power_state,
+        cause: report.cause,
+        outcome,
+      });
+      return;
+    }
+    case "action_started":
+      await actionStarted(report);
+      return;
+    case "action_done": {
+      const outcome = await finishPowerAction(report);
+      log.info("compute_events.action_done", {
+        instance_uuid: report.instance_uuid,
+        request_id: report.request_id,
+        action: report.action,
+        ok: report.ok,
+        outcome,
+      });
+      return;
+    }
+    case "guest_destroyed":
+      // Destroyed first, then the claim given back (Nova's order): the space is free only now.
+      if (report.attempt !== undefined) await release(report.host, report.instance_uuid, report.attempt);
+      log.info("compute_events.guest_destroyed", {
+        instance_uuid: report.instance_uuid,
+        request_id: report.request_id,
+      });
+      return;
+    case "console_output":
+      await storeConsoleOutput(report.instance_uuid, report.request_id, report.output, report.error);
+      return;
+  }
+}
+
+/**
+ * Nova's compute service start: the host's queues (created here, never by the host, tagged with
+ * its name for the compute role's policy), its provider and service records, then
+ * _init_instance for every guest the host runs and every instance the database puts there.
+ */
+async function register(r: RegisterReport, log: Logger): Promise<void> {
+  const q = await ensureQueueWithDlq(
+    computeQueueName(resources().computeQueuePrefix, r.host, DLQ_SUFFIX),
+    COMPUTE_QUEUE,
+    undefined,
+    { [HOST_TAG]: hostSessionName(r.host) },
+  );
+  queueUrls.set(r.host, q.queueUrl);
+  try {
+    await registerHost({
+      host: r.host,
+      availability_zone: r.availability_zone,
+      inventories: r.inventories as Partial<Record<ResourceClass, Inventory>>,
+      hypervisor_type: r.hypervisor_type,
+      hypervisor_version: r.hypervisor_version,
+      host_ip: r.host_ip,
+      supported_instances: [["x86_64", r.hypervisor_type, "hvm"]],
+      queue_url: q.queueUrl,
+      hypervisor_facts: r.facts,
+    });
+  } catch (e) {
+    // Less than is allocated (Placement's InventoryInUse): as Nova's resource tracker, say so
+    // and keep serving on the inventory Placement has, rather than refuse to start.
+    if (!(e instanceof PlacementConflict)) throw e;
+    log.error("compute_events.inventory_conflict", { error: e, inventories: r.inventories });
+  }
+  await heartbeat(r.host);
+  const actions = await reconcile(r, log);
+  log.info("compute_events.registered", { queue_url: q.queueUrl, guests: r.guests.length, ...actions });
+}
+
+/**
+ * Nova's _init_instance and _destroy_evacuated/unknown guests, from the database's side: a guest
+ * no live instance of this host owns is destroyed (a server deleted while its host was away);
+ * an instance whose guest is not running is synced as a stopped one (Nova's power-state sync);
+ * an interrupted build goes through the failure path; an interrupted power action is sent again.
+ */
+async function reconcile(r: RegisterReport, log: Logger) {
+  const expected = await listInstancesOnHost(r.host);
+  const byId = new Map(expected.map((i) => [i.id, i]));
+  const guests = new Map(r.guests.map((g) => [g.instance_uuid, g.power_state]));
+  let destroyed = 0;
+  let synced = 0;
+  let failed = 0;
+  let resent = 0;
+  for (const g of r.guests) {
+    if (byId.has(g.instance_uuid)) continue;
+    // Deleted (or moved) while the host was away: its claim went with the delete (Nova's local
+    // delete); only the guest remains.
+    await castToHost(
+      r.host,
+      {
+        version: 1,
+        kind: "terminate_instance",
+        request_id: `req-init-${g.instance_uuid}`,
+        instance_uuid: g.instance_uuid,
+        host: r.host,
+      },
+      log,
+    );
+    destroyed++;
+  }
+  for (const inst of expected) {
+    const power = guests.get(inst.id) ?? 0;
+    if (inst.vm_state === "building") {
+      if (inst.task_state !== "spawning" || inst.spawn_attempt !== inst.attempt) continue;
+      // The build was spawning here when the host went away.
+      if (power === POWER_RUNNING) {
+        await applyBuildReport(
+          {
+            version: 1,
+            kind: "build_succeeded",
+            host: r.host,
+            sent_at: r.sent_at,
+            request_id: inst.request_id,
+            instance_uuid: inst.id,
+            attempt: inst.attempt,
+            started_at: r.sent_at,
+            in_flight: 0,
+          },
+          log,
+        );
+      } else {
+        await applyBuildReport(
+          {
+            version: 1,
+            kind: "build_failed",
+            host: r.host,
+            sent_at: r.sent_at,
+            request_id: inst.request_id,
+            instance_uuid: inst.id,
+            attempt: inst.attempt,
+            started_at: r.sent_at,
+            reason: `the compute service on ${r.host} restarted while the build was spawning`,
+            in_flight: 0,
+          },
+          log,
+        );
+        failed++;
+      }
+      continue;
+    }
+    if (inst.task_state && inst.task_state !== "deleting") {
+      // A power action the host took and lost: send it again (Nova retries it at init).
+      const action = inst.task_state === "powering-off" ? "stop" : inst.task_state === "powering-on" ? "start" : "reboot";
+      const pending = Object.values(inst.actions)
+        .filter((a) => a.action === action)
+        .sort((a, b) => b.start_time.localeCompare(a.start_time))[0];
+      await castToHost(
+        r.host,
+        {
+          version: 1,
+          kind: "power_action",
+          action,
+          ...(action === "reboot"
+            ? { reboot_type: inst.task_state.includes("hard") ? ("HARD" as const) : ("SOFT" as const) }
+            : {}),
+          request_id: pending?.request_id ?? `req-init-${inst.id}`,
+          instance_uuid: inst.id,
+          host: r.host,
+          ...(action === "stop" ? {} : { guest: await guestSpecFor(inst) }),
+        },
+        log,
+      );
+      resent++;
+      continue;
+    }
+    if (inst.vm_state === "active" || inst.vm_state === "stopped") {
+      const outcome = await syncPowerState(inst.id, r.host, power, r.sent_at);
+      if (outcome === "stop-guest") {
+        await castToHost(
+          r.host,
+          {
+            version: 1,
+            kind: "power_action",
+            action: "stop",
+            request_id: `req-sync-${inst.id}`,
+            instance_uuid: inst.id,
+            host: r.host,
+          },
+          log,
+        );
+      }
+      if (outcome !== "ignored") synced++;
+    }
+  }
+  return { guests_destroyed: destroyed, instances_synced: synced, builds_failed: failed, actions_resent: resent };
+}
+
+/**
+ * Nova's build_and_run_instance, applied from the host's reports. Reports may come in any order:
+ * each of them takes the build first (startSpawn is idempotent), so a success that overtakes its
+ * "started" still finds the build taken.
+ */
+async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
+  const { instance_uuid: id, attempt: n, host } = r;
+  const rec = { id, request_id: r.request_id };
+  const blog = log.child({ request_id: r.request_id, instance_uuid: id, attempt: n });
+  const started = new Date(r.started_at);
+  const taken = await startSpawn(rec, host, n, event(EVENT_BUILD, n, null, host, null, started, null));
+  switch (taken.outcome) {
+    case "finished":
+      // The guest and its claim are the instance's now.
+      blog.info("compute_events.build_already_finished", { vm_state: taken.record.vm_state });
+      return;
+    case "fenced":
+      // Deleted, or moved to a newer attempt: the host must not keep what it built for it.
+      await release(host, id, n);
+      await castToHost(
+        host,
+        { version: 1, kind: "terminate_instance", request_id: r.request_id, instance_uuid: id, host },
+        blog,
+      );
+      blog.info("compute_events.build_fenced", {
+        current_host: taken.record?.host,
+        current_attempt: taken.record?.attempt,
+      });
+      return;
+    case "failure-recorded":
+      // This attempt failed before and the reschedule may not have gone out: finish it.
+      await reschedule(
+        r,
+        taken.record,
+        taken.record.actions[r.request_id]?.events[`${EVENT_BUILD}#${n}`]?.details ?? "build failed",
+        blog,
+      );
+      return;
+    case "started":
+    case "in-progress":
+      break;
+  }
+  if (r.kind === "build_started") {
+    // Taken and fenced: now the host may spawn. What to build is the record's, not the cast's.
+    await castToHost(
+      host,
+      {
+        version: 1,
+        kind: "spawn_instance",
+        request_id: r.request_id,
+        instance_uuid: id,
+        host,
+        attempt: n,
+        guest: await guestSpecFor(taken.record),
+      },
+      blog,
+    );
+    return;
+  }
+  const finishedAt = new Date(r.sent_at);
+  if (r.kind === "build_succeeded") {
+    const active = await markActive(rec, host, n, event(EVENT_BUILD, n, "Success", host, null, started, finishedAt));
+    if (!active) {
+      // Deleted (or moved) while spawning: destroy what was built and give the claim back.
+      await release(host, id, n);
+      await castToHost(
+        host,
+        { version: 1, kind: "terminate_instance", request_id: r.request_id, instance_uuid: id, host },
+        blog,
+      );
+      blog.info("compute_events.built_but_fenced", {});
+      return;
+    }
+    await recordBuildResult(host, true, r.in_flight);
+    metrics.buildActive();
+    blog.info("compute_events.build_succeeded", {});
+    return;
+  }
+  const failed = await recordBuildFailure(
+    rec,
+    host,
+    n,
+    event(EVENT_BUILD, n, "Error", host, r.reason, started, finishedAt),
+  );
+  if (!failed) {
+    await release(host, id, n);
+    return;
+  }
+  await recordBuildResult(host, false, r.in_flight);
+  await reschedule(r, failed, r.reason, blog);
+}
+
+/**
+ * The failure path (Nova's reschedule): give the claim back, then send the same build request
+ * to the conductor again with the retry count, the hosts tried (the record's, this host last)
+ * and the remaining alternates. The reason goes to the instance's owner if this was the last
+ * attempt, so it leaves out host names a driver's error may contain; the build event keeps it
+ * whole, for admins.
+ */
+async function reschedule(r: BuildReport, rec: InstanceRecord, reason: string, log: Logger): Promise<void> {
+  const { host, instance_uuid: id, attempt } = r;
+  const tried = [...rec.retry_hosts.filter((h) => h !== host), host];
+  const alternates = (rec.alternates ?? []).filter((a) => a.host !== host);
+  await release(host, id, attempt);
+  await sendBuildRequest({
+    version: 2,
+    request_id: r.request_id,
+    reservation_id: rec.reservation_id,
+    project_id: rec.project_id,
+    user_id: rec.user_id,
+    instance_uuids: [id],
+    retry: {
+      num_attempts: attempt + 1,
+      hosts: [...new Set(tried)],
+      last_fault: rescheduledText(id, withoutHosts(reason, [...tried, ...alternates.map((a) => a.host)])),
+    },
+    alternates,
+  });
+  metrics.reschedule();
+  log.info("compute_events.rescheduled", {
+    next_attempt: attempt + 1,
+    alternates: alternates.map((a) => a.host),
+  });
+}
+
