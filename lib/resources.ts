@@ -161,7 +161,8 @@ export const COMPUTE_QUEUE: QueueSpec = {
  * goes to the DLQ with the consumer's reason.
  */
 export const COMPUTE_EVENTS_QUEUE: QueueSpec = {
-  localName: "novaless-compute-events",
+  // not under the local compute queue prefix (novaless-compute-): it is no host's queue
+  localName: "novaless-compute_events",
   visibilityTimeout: 60,
   maxReceiveCount: 5,
 };

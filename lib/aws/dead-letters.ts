@@ -35,9 +35,12 @@ export interface DeadLetter {
 
 /** The build-requests DLQ and every compute host's DLQ (found by the compute queue prefix). */
 export async function listDeadLetterQueues(): Promise<DeadLetterQueue[]> {
-  const { buildRequestsQueueUrl, buildRequestsDlqUrl, computeQueuePrefix } = resources();
+  const { buildRequestsQueueUrl, buildRequestsDlqUrl, computeEventsQueueUrl, computeEventsDlqUrl, computeQueuePrefix } =
+    resources();
   const pairs: [string, string][] = [];
   if (buildRequestsDlqUrl) pairs.push([buildRequestsDlqUrl, buildRequestsQueueUrl]);
+  // hosts' reports the consumer could not apply (malformed, or speaking for another host)
+  if (computeEventsDlqUrl) pairs.push([computeEventsDlqUrl, computeEventsQueueUrl]);
   let next: string | undefined;
   do {
     const r = await sqsClient().send(

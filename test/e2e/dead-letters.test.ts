@@ -27,10 +27,14 @@ function buildRequestsDlqName(): string {
   const url = resources().buildRequestsDlqUrl;
   return url.slice(url.lastIndexOf("/") + 1);
 }
+function computeEventsDlqName(): string {
+  const url = resources().computeEventsDlqUrl;
+  return url.slice(url.lastIndexOf("/") + 1);
+}
 const hostDlqName = (host: string) =>
   `${computeQueueName(resources().computeQueuePrefix, host, DLQ_SUFFIX)}${DLQ_SUFFIX}`;
 
-it("lists every DLQ (build-requests and each host's) with the reason, via the CLI too", async () => {
+it("lists every DLQ (build-requests, compute-events and each host's) with the reason, via the CLI too", async () => {
   await sqsClient().send(
     new SendMessageCommand({
       QueueUrl: process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL!,
@@ -39,7 +43,9 @@ it("lists every DLQ (build-requests and each host's) with the reason, via the CL
   );
   const dlqs = await eventually(listDeadLetterQueues, (qs) => qs.some((q) => q.approximateMessages > 0));
   expect(dlqs.map((q) => q.name)).toEqual(
-    [buildRequestsDlqName(), hostDlqName("host-1"), hostDlqName("host-2")].sort(),
+    [buildRequestsDlqName(), computeEventsDlqName(), hostDlqName("host-1"), hostDlqName("host-2")].sort((a, b) =>
+      a.localeCompare(b),
+    ),
   );
   const parked = dlqs.find((q) => q.name === buildRequestsDlqName())!;
   const [letter] = await peekDeadLetters(parked.url);

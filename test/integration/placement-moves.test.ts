@@ -52,7 +52,8 @@ async function instance(attempt = 0, hostName: string | null = null): Promise<st
         deleted: false,
         vm_state: "building",
         task_state: "scheduling",
-        host: hostName,
+        // an unplaced instance has no host attribute (the by-host index takes no null key)
+        ...(hostName === null ? {} : { host: hostName }),
         attempt,
         flavor: FLAVOR,
       },

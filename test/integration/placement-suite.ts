@@ -110,7 +110,12 @@ async function putInstance(id: string, fields: Record<string, unknown>): Promise
   await dynamo().send(
     new PutCommand({
       TableName: resources().instancesTable,
-      Item: { id, deleted: false, vm_state: "building", host: null, attempt: 0, ...fields },
+      // an unplaced instance has no host attribute (the by-host index takes no null key)
+      Item: Object.fromEntries(
+        Object.entries({ id, deleted: false, vm_state: "building", host: null, attempt: 0, ...fields }).filter(
+          ([k, v]) => !(k === "host" && v === null),
+        ),
+      ),
     }),
   );
 }
