@@ -46,7 +46,13 @@ import {
   REGION,
   roleArnOf,
 } from "./iam/identities.js";
-import { effectiveStatements, gatewayPolicy, hostPrincipal, type IamOptions, sessionArnOf } from "./iam/policy.js";
+import {
+  effectiveStatements,
+  gatewayPolicy,
+  hostPrincipal,
+  type IamOptions,
+  sessionArnOf,
+} from "./iam/policy.js";
 import { type StackPolicies, stackPolicies } from "./iam/stack-policies.js";
 import { type LambdaHandler, LambdaServiceError, localFunction } from "./lambda.js";
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
@@ -78,6 +84,8 @@ export interface FaultOptions {
 export interface RuntimeOptions {
   /** HTTP API port on 127.0.0.1; 0 picks a free one */
   port?: number;
+  /** the hosts' queue prefix (default `novaless<run suffix>-compute-`) */
+  computeQueuePrefix?: string;
   /** how many hosts (host-1 … host-N), or their names (e.g. compute-1.example.org) */
   hosts?: number | string[];
   /**
@@ -282,7 +290,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const definition = conductorDefinition(LOCAL_ARNS);
   const suffix = runSuffix();
   const tables = localTables(suffix);
-  const computeQueuePrefix = `novaless${suffix}-compute-`;
+  const computeQueuePrefix = opts.computeQueuePrefix ?? `novaless${suffix}-compute-`;
   const buildRequestsQueue = `${BUILD_REQUESTS_QUEUE.localName}${suffix}`;
   const computeEventsQueue = `${COMPUTE_EVENTS_QUEUE.localName}${suffix}`;
   const names = hostNames(opts.hosts ?? 8);
@@ -412,7 +420,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           });
     };
     const hostsStarted = Date.now();
-    const asHost = (name: string) => <T>(fn: () => T): T => runAs(hostIdentityOf(name), fn);
+    const asHost =
+      (name: string) =>
+      <T>(fn: () => T): T =>
+        runAs(hostIdentityOf(name), fn);
     const hosts = await startHosts(opts, names, newAgent, asHost);
     stops.push(async () => {
       await Promise.all([...hosts.values()].map((h) => asHost(h.name)(() => h.agent.stop())));
@@ -519,18 +530,18 @@ async function startHosts(
   const hosts = new Map<string, HostHandle>();
   const instancesPath = opts.instancesPath ?? join(tmpdir(), `novaless-instances-${process.pid}`);
   // loaded only when asked for: the fake fleet never needs it
-  const { ExecDriver } = opts.driver === "exec" ? await import("../../lib/compute/drivers/exec.js") : { ExecDriver: undefined };
+  const { ExecDriver } =
+    opts.driver === "exec" ? await import("../../lib/compute/drivers/exec.js") : { ExecDriver: undefined };
   for (const unknown of [...failing, ...Object.keys(slow)].filter((h) => !names.includes(h)))
     throw new Error(`host ${unknown} has a failure mode but is not one of the runtime's hosts`);
   for (const [i, name] of names.entries()) {
-    const driver: Driver =
-      ExecDriver
-        ? new ExecDriver({ host: name, instancesPath: join(instancesPath, name), shutdownTimeoutSeconds: 5 })
-        : new FakeDriver({
-            host: name,
-            buildMs: slow[name] ?? opts.buildMs ?? 1000,
-            failAll: failing.has(name),
-          });
+    const driver: Driver = ExecDriver
+      ? new ExecDriver({ host: name, instancesPath: join(instancesPath, name), shutdownTimeoutSeconds: 5 })
+      : new FakeDriver({
+          host: name,
+          buildMs: slow[name] ?? opts.buildMs ?? 1000,
+          failAll: failing.has(name),
+        });
     hosts.set(name, { name, driver, agent: newAgent({ name, driver }, i) });
   }
   await startAll(

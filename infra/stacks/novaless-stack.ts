@@ -96,19 +96,6 @@ const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
 /** SQS queue names: letters, digits, `-` and `_`, at most 80 characters (the DLQ suffix included). */
 const QUEUE_NAME_PREFIX = /^[A-Za-z0-9_-]{1,60}$/;
 
-const DYNAMODB_READ_WRITE = [
-  "dynamodb:GetItem",
-  "dynamodb:BatchGetItem",
-  "dynamodb:Query",
-  "dynamodb:Scan",
-  "dynamodb:ConditionCheckItem",
-  "dynamodb:PutItem",
-  "dynamodb:UpdateItem",
-  "dynamodb:DeleteItem",
-  "dynamodb:BatchWriteItem",
-  "dynamodb:DescribeTable",
-];
-
 /** A spec's projection as the CDK takes it (a list of attributes is INCLUDE). */
 function cdkProjection(
   p: Projection,
@@ -227,7 +214,10 @@ export class NovalessStack extends Stack {
       visibilityTimeout: Duration.seconds(COMPUTE_EVENTS_QUEUE.visibilityTimeout),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      deadLetterQueue: { queue: this.computeEventsDlq, maxReceiveCount: COMPUTE_EVENTS_QUEUE.maxReceiveCount },
+      deadLetterQueue: {
+        queue: this.computeEventsDlq,
+        maxReceiveCount: COMPUTE_EVENTS_QUEUE.maxReceiveCount,
+      },
     });
 
     // --- Functions --------------------------------------------------------------------------
@@ -432,7 +422,12 @@ export class NovalessStack extends Stack {
     hosts.grantReadWriteData(this.computeEventsFunction);
     instances.grantReadWriteData(this.computeEventsFunction);
     services.grantReadWriteData(this.computeEventsFunction);
-    allocations.grant(this.computeEventsFunction, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem");
+    allocations.grant(
+      this.computeEventsFunction,
+      "dynamodb:GetItem",
+      "dynamodb:Query",
+      "dynamodb:DeleteItem",
+    );
     // a start or reboot carries the owner's public key (Nova passes it to the driver)
     catalog.grantReadData(this.computeEventsFunction);
     this.buildRequestsQueue.grantSendMessages(this.computeEventsFunction);
@@ -550,6 +545,7 @@ export class NovalessStack extends Stack {
     // instance-profile role tagged `novaless-host`, or the Roles Anywhere session's CN.
     for (const [sid, identity] of [
       ["TaggedPrincipal", `\${aws:PrincipalTag/${HOST_TAG}}`],
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: an IAM policy variable, not a template
       ["RolesAnywhereCertificate", "${aws:PrincipalTag/x509Subject/CN}"],
     ] as const) {
       trust.addStatements(
@@ -617,6 +613,14 @@ export class NovalessStack extends Stack {
         "BuildRequestsDlqNotEmpty",
         `Build requests dead-lettered after ${BUILD_REQUESTS_QUEUE.maxReceiveCount} receives`,
         this.buildRequestsDlq.metricApproximateNumberOfMessagesVisible({
+          period: oneMinute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+      ),
+      alarm(
+        "ComputeEventsDlqNotEmpty",
+        "Compute hosts' reports the compute-events consumer could not apply (malformed, or a host speaking for another)",
+        this.computeEventsDlq.metricApproximateNumberOfMessagesVisible({
           period: oneMinute,
           statistic: cloudwatch.Stats.MAXIMUM,
         }),

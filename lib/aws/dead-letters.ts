@@ -35,8 +35,13 @@ export interface DeadLetter {
 
 /** The build-requests DLQ and every compute host's DLQ (found by the compute queue prefix). */
 export async function listDeadLetterQueues(): Promise<DeadLetterQueue[]> {
-  const { buildRequestsQueueUrl, buildRequestsDlqUrl, computeEventsQueueUrl, computeEventsDlqUrl, computeQueuePrefix } =
-    resources();
+  const {
+    buildRequestsQueueUrl,
+    buildRequestsDlqUrl,
+    computeEventsQueueUrl,
+    computeEventsDlqUrl,
+    computeQueuePrefix,
+  } = resources();
   const pairs: [string, string][] = [];
   if (buildRequestsDlqUrl) pairs.push([buildRequestsDlqUrl, buildRequestsQueueUrl]);
   // hosts' reports the consumer could not apply (malformed, or speaking for another host)

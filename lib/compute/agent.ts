@@ -83,7 +83,10 @@ export class ComputeAgent implements HostAgent {
     const sync = this.opts.syncPowerStateSeconds ?? 600;
     if (sync > 0) this.every(sync * 1000, () => this.path.syncPowerStates(true), "compute.power_sync_failed");
     this.loop = this.poll();
-    this.log.info("compute.started", { queue_url: this.queue.queueUrl, driver: this.opts.driver.hypervisorType });
+    this.log.info("compute.started", {
+      queue_url: this.queue.queueUrl,
+      driver: this.opts.driver.hypervisorType,
+    });
   }
 
   private every(ms: number, fn: () => Promise<unknown>, failure: string): void {

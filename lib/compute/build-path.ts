@@ -259,7 +259,9 @@ export class BuildPath {
             VisibilityTimeout: COMPUTE_QUEUE.visibilityTimeout,
           }),
         )
-        .catch((e) => this.log.warn("compute.visibility_extend_failed", { error: e, message_id: m.MessageId }));
+        .catch((e) =>
+          this.log.warn("compute.visibility_extend_failed", { error: e, message_id: m.MessageId }),
+        );
     const timer = setInterval(extend, (COMPUTE_QUEUE.visibilityTimeout * 1000) / 3);
     try {
       await work();
@@ -300,7 +302,11 @@ export class BuildPath {
     const started = new Date().toISOString();
     if (this.driver.has(id)) {
       // Built already (a duplicate, or a restart after the spawn): say so again.
-      await this.reporter.send("build_succeeded", { ...build, started_at: started, in_flight: this.inFlight });
+      await this.reporter.send("build_succeeded", {
+        ...build,
+        started_at: started,
+        in_flight: this.inFlight,
+      });
       return;
     }
     this.building.add(id);
@@ -314,7 +320,12 @@ export class BuildPath {
       log.warn("compute.build_failed", { reason, attempt });
       // Nothing half-built stays behind for the next attempt elsewhere.
       await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
-      await this.reporter.send("build_failed", { ...build, started_at: started, reason, in_flight: this.inFlight });
+      await this.reporter.send("build_failed", {
+        ...build,
+        started_at: started,
+        reason,
+        in_flight: this.inFlight,
+      });
       return;
     }
     try {

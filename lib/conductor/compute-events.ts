@@ -7,8 +7,9 @@
 import { ensureQueueWithDlq } from "../aws/queues.js";
 import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
-import { guestSpecFor } from "../instances/guest.js";
 import { rescheduledText, withoutHosts } from "../instances/faults.js";
+import { guestSpecFor } from "../instances/guest.js";
+import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
 import {
   EVENT_BUILD,
   event,
@@ -17,7 +18,6 @@ import {
   recordBuildFailure,
   startSpawn,
 } from "../instances/repo.js";
-import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
@@ -286,7 +286,8 @@ async function reconcile(r: RegisterReport, log: Logger) {
     }
     if (inst.task_state && inst.task_state !== "deleting") {
       // A power action the host took and lost: send it again (Nova retries it at init).
-      const action = inst.task_state === "powering-off" ? "stop" : inst.task_state === "powering-on" ? "start" : "reboot";
+      const action =
+        inst.task_state === "powering-off" ? "stop" : inst.task_state === "powering-on" ? "start" : "reboot";
       const pending = Object.values(inst.actions)
         .filter((a) => a.action === action)
         .sort((a, b) => b.start_time.localeCompare(a.start_time))[0];
@@ -328,7 +329,12 @@ async function reconcile(r: RegisterReport, log: Logger) {
       if (outcome !== "ignored") synced++;
     }
   }
-  return { guests_destroyed: destroyed, instances_synced: synced, builds_failed: failed, actions_resent: resent };
+  return {
+    guests_destroyed: destroyed,
+    instances_synced: synced,
+    builds_failed: failed,
+    actions_resent: resent,
+  };
 }
 
 /**
@@ -392,7 +398,12 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
   }
   const finishedAt = new Date(r.sent_at);
   if (r.kind === "build_succeeded") {
-    const active = await markActive(rec, host, n, event(EVENT_BUILD, n, "Success", host, null, started, finishedAt));
+    const active = await markActive(
+      rec,
+      host,
+      n,
+      event(EVENT_BUILD, n, "Success", host, null, started, finishedAt),
+    );
     if (!active) {
       // Deleted (or moved) while spawning: destroy what was built and give the claim back.
       await release(host, id, n);
@@ -455,4 +466,3 @@ async function reschedule(r: BuildReport, rec: InstanceRecord, reason: string, l
     alternates: alternates.map((a) => a.host),
   });
 }
-

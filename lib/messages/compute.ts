@@ -136,7 +136,12 @@ export type TerminateInstance = z.infer<typeof terminateInstanceV1>;
 export type SpawnInstance = z.infer<typeof spawnInstanceV1>;
 export type PowerAction = z.infer<typeof powerActionV1>;
 export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
-export type ComputeMessage = BuildAndRunInstance | TerminateInstance | SpawnInstance | PowerAction | GetConsoleOutput;
+export type ComputeMessage =
+  | BuildAndRunInstance
+  | TerminateInstance
+  | SpawnInstance
+  | PowerAction
+  | GetConsoleOutput;
 
 /**
  * A build cast as compute reads it: v3, or an older cast still in the host's queue with the

@@ -6,7 +6,9 @@
 import { z } from "zod";
 import { uuid } from "./common.js";
 
-const powerState = z.union([0, 1, 3, 4, 6, 7].map((n) => z.literal(n)) as [z.ZodLiteral<0>, ...z.ZodLiteral<number>[]]);
+const powerState = z.union(
+  [0, 1, 3, 4, 6, 7].map((n) => z.literal(n)) as [z.ZodLiteral<0>, ...z.ZodLiteral<number>[]],
+);
 
 const base = {
   version: z.literal(1),

@@ -43,8 +43,8 @@ it("lists every DLQ (build-requests, compute-events and each host's) with the re
   );
   const dlqs = await eventually(listDeadLetterQueues, (qs) => qs.some((q) => q.approximateMessages > 0));
   expect(dlqs.map((q) => q.name)).toEqual(
-    [buildRequestsDlqName(), computeEventsDlqName(), hostDlqName("host-1"), hostDlqName("host-2")].sort((a, b) =>
-      a.localeCompare(b),
+    [buildRequestsDlqName(), computeEventsDlqName(), hostDlqName("host-1"), hostDlqName("host-2")].sort(
+      (a, b) => a.localeCompare(b),
     ),
   );
   const parked = dlqs.find((q) => q.name === buildRequestsDlqName())!;

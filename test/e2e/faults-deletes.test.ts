@@ -1,8 +1,9 @@
 // Delete at every phase of a build: the server disappears, its claim comes back, the host tears
 // down anything it built, and a late message for it changes nothing.
-import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
+
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
@@ -54,7 +55,9 @@ it("after the host message was sent, before the agent took it", async () => {
   expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
   for (const name of runtime.hosts.keys()) await runtime.restartHost(name);
   await expectGone(id);
-  expect([...runtime.hosts.values()].reduce((n, h) => n + ((h.driver as FakeDriver).spawns.get(id) ?? 0), 0)).toBe(0);
+  expect(
+    [...runtime.hosts.values()].reduce((n, h) => n + ((h.driver as FakeDriver).spawns.get(id) ?? 0), 0),
+  ).toBe(0);
 });
 
 it("while spawning", async () => {

@@ -1,11 +1,12 @@
 // At-least-once everywhere: the same build request twice, every host message twice, the same
 // conductor execution twice → one claim, one build, one instance.
-import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
+
 import { StartExecutionCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { sfnClient, sqsClient } from "../../lib/aws/clients.js";
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { computeMessageBody } from "../../lib/conductor/queues.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import type { BuildRequest } from "../../lib/messages/build-request.js";

@@ -1,8 +1,9 @@
 // A zombie: the host is alive but its build overran the deadline. The watchdog moves the build;
 // when the zombie finishes, its writes are fenced off and it destroys what it built.
-import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
+
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 

@@ -1,11 +1,12 @@
 // The fleet simulator at a size one long-polling agent per host could not serve: 2,000 simulated
 // hosts, each with its own queue and provider item, build through the public API, and a host that
 // dies mid-build is caught by the watchdog and its build lands elsewhere.
-import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
+
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { SimulatedAgent } from "../../infra/local/simulator.js";
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { resources } from "../../lib/config.js";
 import { getInstance } from "../../lib/instances/repo.js";
@@ -44,7 +45,9 @@ it("builds an instance to ACTIVE through the API, on the host the record names",
   expect(s.status).toBe("ACTIVE");
   const host = s["OS-EXT-SRV-ATTR:host"] as string;
   expect(runtime.hosts.get(host)!.driver.has(id)).toBe(true);
-  expect([...runtime.hosts.values()].reduce((n, h) => n + ((h.driver as FakeDriver).spawns.get(id) ?? 0), 0)).toBe(1);
+  expect(
+    [...runtime.hosts.values()].reduce((n, h) => n + ((h.driver as FakeDriver).spawns.get(id) ?? 0), 0),
+  ).toBe(1);
 }, 180_000);
 
 it("a simulated host killed mid-build: the watchdog fences it and the build lands elsewhere", async () => {

@@ -9,7 +9,7 @@ import { CONDUCTOR_TASKS, conductorDefinition } from "../../infra/conductor/defi
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
 import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
 import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
-import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../lib/resources.js";
+import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../lib/resources.js";
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
 
@@ -144,8 +144,16 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("creates build-requests with its DLQ, encrypted", () => {
-    s.template.resourceCountIs("AWS::SQS::Queue", 2);
+  it("creates build-requests and compute-events with their DLQs, encrypted", () => {
+    s.template.resourceCountIs("AWS::SQS::Queue", 4);
+    s.template.hasResourceProperties("AWS::SQS::Queue", {
+      VisibilityTimeout: COMPUTE_EVENTS_QUEUE.visibilityTimeout,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: {
+        maxReceiveCount: COMPUTE_EVENTS_QUEUE.maxReceiveCount,
+        deadLetterTargetArn: { "Fn::GetAtt": [logicalId(s.stack, s.stack.computeEventsDlq), "Arn"] },
+      },
+    });
     s.template.hasResourceProperties("AWS::SQS::Queue", {
       VisibilityTimeout: BUILD_REQUESTS_QUEUE.visibilityTimeout,
       SqsManagedSseEnabled: true,
@@ -160,8 +168,8 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("bundles five ESM functions for nodejs22.x on arm64", () => {
-    s.template.resourceCountIs("AWS::Lambda::Function", 5);
+  it("bundles six ESM functions for nodejs22.x on arm64", () => {
+    s.template.resourceCountIs("AWS::Lambda::Function", 6);
     s.template.allResourcesProperties("AWS::Lambda::Function", {
       Runtime: "nodejs22.x",
       Architectures: ["arm64"],
@@ -394,20 +402,44 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("publishes the compute agent's managed policy", () => {
+  it("gives compute hosts no database: their own tagged queue and compute-events, by principal tag", () => {
+    const policy = Object.values(s.template.findResources("AWS::IAM::ManagedPolicy"))[0] as Resource;
+    const text = JSON.stringify(policy.Properties.PolicyDocument);
+    expect(text).not.toContain("dynamodb:");
+    expect(text).not.toContain("sqs:CreateQueue");
     s.template.hasResourceProperties("AWS::IAM::ManagedPolicy", {
       PolicyDocument: {
         Statement: Match.arrayWith([
           Match.objectLike({
             Sid: "OwnComputeQueue",
-            Action: Match.arrayWith(["sqs:CreateQueue", "sqs:DeleteMessage", "sqs:ReceiveMessage"]),
+            Action: Match.arrayWith(["sqs:DeleteMessage", "sqs:ReceiveMessage"]),
+            Condition: {
+              StringEquals: { "aws:ResourceTag/novaless-host": "${aws:PrincipalTag/novaless-host}" },
+              StringLike: { "aws:userid": "*:${aws:PrincipalTag/novaless-host}" },
+            },
           }),
           Match.objectLike({
-            Sid: "Reschedule",
+            Sid: "Report",
             Action: "sqs:SendMessage",
-            Resource: { "Fn::GetAtt": [logicalId(s.stack, s.stack.buildRequestsQueue), "Arn"] },
+            Resource: { "Fn::GetAtt": [logicalId(s.stack, s.stack.computeEventsQueue), "Arn"] },
           }),
-          Match.objectLike({ Sid: "HostsAndInstances", Action: Match.arrayWith(["dynamodb:UpdateItem"]) }),
+        ]),
+      },
+    });
+    // The role's trust: a principal may tag and name its session only as the host it is.
+    s.template.hasResourceProperties("AWS::IAM::Role", {
+      AssumeRolePolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Principal: { Service: "rolesanywhere.amazonaws.com" } }),
+          Match.objectLike({
+            Sid: "TaggedPrincipal",
+            Condition: Match.objectLike({
+              StringEquals: {
+                "aws:RequestTag/novaless-host": "${aws:PrincipalTag/novaless-host}",
+                "sts:RoleSessionName": "${aws:PrincipalTag/novaless-host}",
+              },
+            }),
+          }),
         ]),
       },
     });
@@ -415,8 +447,8 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
 
   it("alarms on every DLQ, failed executions, builds in ERROR and NoValidHost, functions and tables", () => {
     const alarms = Object.values(s.template.findResources("AWS::CloudWatch::Alarm")) as Resource[];
-    // 2 DLQ alarms, executions failed, builds to ERROR, NoValidHost, 5 × (errors, throttles), 3 tables
-    expect(alarms).toHaveLength(2 + 1 + 2 + 10 + TABLES.length);
+    // 3 DLQ alarms, executions failed, builds to ERROR, NoValidHost, 6 × (errors, throttles), the tables
+    expect(alarms).toHaveLength(3 + 1 + 2 + 12 + TABLES.length);
     const expressions = alarms.flatMap((a) =>
       ((a.Properties.Metrics ?? []) as { Expression?: string }[]).map((m) => m.Expression ?? ""),
     );

@@ -112,9 +112,14 @@ async function putInstance(id: string, fields: Record<string, unknown>): Promise
       TableName: resources().instancesTable,
       // an unplaced instance has no host attribute (the by-host index takes no null key)
       Item: Object.fromEntries(
-        Object.entries({ id, deleted: false, vm_state: "building", host: null, attempt: 0, ...fields }).filter(
-          ([k, v]) => !(k === "host" && v === null),
-        ),
+        Object.entries({
+          id,
+          deleted: false,
+          vm_state: "building",
+          host: null,
+          attempt: 0,
+          ...fields,
+        }).filter(([k, v]) => !(k === "host" && v === null)),
       ),
     }),
   );

@@ -275,7 +275,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   };
   const rememberSenders = (op: string, answer: Buffer, sender: string | undefined) => {
     if (!sender) return;
-    const a = JSON.parse(answer.toString("utf8")) as { MessageId?: string; Successful?: { MessageId: string }[] };
+    const a = JSON.parse(answer.toString("utf8")) as {
+      MessageId?: string;
+      Successful?: { MessageId: string }[];
+    };
     const ids = op === "SendMessage" ? [a.MessageId] : (a.Successful ?? []).map((e) => e.MessageId);
     for (const id of ids) {
       if (!id) continue;
@@ -345,12 +348,15 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       const name =
         op === "CreateQueue"
           ? String(parsed.QueueName ?? "")
-          : (String(parsed.QueueUrl ?? "").split("/").pop() ?? "");
+          : (String(parsed.QueueUrl ?? "")
+              .split("/")
+              .pop() ?? "");
       const tags = (op === "CreateQueue" ? parsed.tags : parsed.Tags) as Record<string, string> | undefined;
       if (tags && Object.keys(tags).length) pendingTags = { name, tags };
     }
     for (const need of needs) {
-      const resourceTags = service === "sqs" ? queueTags.get(need.resource.split(":").pop() ?? "") : undefined;
+      const resourceTags =
+        service === "sqs" ? queueTags.get(need.resource.split(":").pop() ?? "") : undefined;
       const cacheKey = `${key}\n${need.action}\n${need.resource}`;
       let d = decisions.get(cacheKey);
       if (!d) {

@@ -1,9 +1,10 @@
 // The gateway's policy set for a local runtime: each component's statements from the stack,
 // the operator allowed everything, and the tests' removals applied.
-import type { Statement } from "./evaluate.js";
-import type { GatewayPolicy, GatewayPrincipal } from "./gateway.js";
+
 import { hostSessionName } from "../../../lib/compute/queue-name.js";
 import { HOST_TAG } from "../../../lib/resources.js";
+import type { Statement } from "./evaluate.js";
+import type { GatewayPolicy, GatewayPrincipal } from "./gateway.js";
 import {
   ACCOUNT,
   accessKeyIdOf,

@@ -91,7 +91,10 @@ export class BuildFailure extends Error {
 /** Nova's InstanceNotFound from the driver: the host has no such guest. */
 export class GuestNotFound extends Error {
   override name = "GuestNotFound";
-  constructor(readonly instanceUuid: string, host: string) {
+  constructor(
+    readonly instanceUuid: string,
+    host: string,
+  ) {
     super(`instance ${instanceUuid} is not defined on host ${host}`);
   }
 }

@@ -8,9 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyEnv } from "../../../infra/local/emulators.js";
 import { createQueues } from "../../../infra/local/tables.js";
 import { sqsClient } from "../../../lib/aws/clients.js";
-import { ComputeAgent } from "../../../lib/compute/agent.js";
-import { FakeDriver } from "../../../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../../../lib/compute/inventory.js";
+import { applyReport } from "../../../lib/conductor/compute-events.js";
 import { scheduledOf } from "../../../lib/conductor/scheduled.js";
 import { buildFailed, buildInstances } from "../../../lib/conductor/tasks.js";
 import type { ConductorInput } from "../../../lib/conductor/types.js";
@@ -18,6 +17,7 @@ import { runWatchdog } from "../../../lib/conductor/watchdog.js";
 import { schedulerConfig } from "../../../lib/config.js";
 import { createInstances, getInstance } from "../../../lib/instances/repo.js";
 import type { InstanceRecord } from "../../../lib/instances/types.js";
+import { log } from "../../../lib/log.js";
 import { type BuildRequest, parseBuildRequest } from "../../../lib/messages/build-request.js";
 import type { Destination } from "../../../lib/messages/common.js";
 import { computeMessage } from "../../../lib/messages/compute.js";
@@ -175,17 +175,7 @@ describe("BuildFailed", () => {
   });
 });
 
-describe("compute's reschedule", () => {
-  /** An agent of `name` whose every build fails. */
-  const failing = (name: string) =>
-    new ComputeAgent({
-      host: name,
-      availability_zone: "az1",
-      inventories: {},
-      host_ip: "10.0.0.1",
-      driver: new FakeDriver({ host: name, buildMs: 0, failAll: true }),
-    });
-
+describe("compute's reschedule (compute-events applying a failed build)", () => {
   it("sends the build request on with the record's alternates", async () => {
     const [a, b, c] = [longName("rs-a"), longName("rs-b"), longName("rs-c")];
     for (const h of [a, b, c]) await host(h);
@@ -194,42 +184,28 @@ describe("compute's reschedule", () => {
       req,
       scheduledOf([{ instance_uuid: id, selected: at(a), alternates: [at(b), at(c)] }]),
     );
-
-    await failing(a).buildAndRun({
-      version: 3,
-      kind: "build_and_run_instance",
-      request_id: req.request_id,
-      instance_uuid: id,
-      host: a,
-      attempt: 1,
-      resources: TINY,
-    });
+    const now = new Date().toISOString();
+    await applyReport(
+      {
+        version: 1,
+        kind: "build_failed",
+        host: a,
+        sent_at: now,
+        request_id: req.request_id,
+        instance_uuid: id,
+        attempt: 1,
+        started_at: now,
+        reason: `fake driver on ${a} is set to fail every build`,
+        in_flight: 0,
+      },
+      log,
+    );
 
     const sent = await buildRequestsFor(id);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ retry: { num_attempts: 2, hosts: [a] }, alternates: [at(b), at(c)] });
     expect(sent[0]!.retry.last_fault).not.toContain(b);
-  });
-
-  it("a v2 cast for a record placed before v3 (no alternates on it): the cast's alternates", async () => {
-    const [a, c] = [longName("v2-a"), longName("v2-c")];
-    for (const h of [a, c]) await host(h);
-    // Placed as the conductor did before v3: no alternates on the record.
-    const { id, req } = await building(1, { attempt: 1, host: a, node: a });
-    expect((await getInstance(id))!.alternates).toBeUndefined();
-
-    await failing(a).buildAndRun({
-      version: 3,
-      kind: "build_and_run_instance",
-      request_id: req.request_id,
-      instance_uuid: id,
-      host: a,
-      attempt: 1,
-      resources: TINY,
-      alternates: [at(c)],
-    });
-
-    expect((await buildRequestsFor(id))[0]).toMatchObject({ alternates: [at(c)] });
+    expect(sent[0]!.retry.last_fault).not.toContain(a);
   });
 });
 

@@ -97,9 +97,9 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(as(host("host-1", "host-1"), "sqs:CreateQueue", q1)).toBe(false);
     expect(as(host("host-1"), "sqs:SendMessage", `${SQS}events-x`)).toBe(true);
     // a session not named after its tag cannot report
-    expect(as({ ...host("host-1"), "aws:userid": "AROAEXAMPLE:host-2" }, "sqs:SendMessage", `${SQS}events-x`)).toBe(
-      false,
-    );
+    expect(
+      as({ ...host("host-1"), "aws:userid": "AROAEXAMPLE:host-2" }, "sqs:SendMessage", `${SQS}events-x`),
+    ).toBe(false);
     expect(as(host("host-1"), "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
     for (const t of ["hosts-x", "instances-x", "allocations-x", "services-x", "catalog-x", "scheduling-x"])
       for (const a of ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"])
@@ -129,7 +129,14 @@ describe("the stack's policies, resolved to the local resources", () => {
       expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
       expect(can(c, "dynamodb:GetItem", t), c).toBe(true);
     }
-    for (const c of ["api", "scheduler", "conductor", "build-watchdog", "compute-events", "compute-host"] as const)
+    for (const c of [
+      "api",
+      "scheduler",
+      "conductor",
+      "build-watchdog",
+      "compute-events",
+      "compute-host",
+    ] as const)
       expect(can(c, "dynamodb:UpdateItem", t), c).toBe(false);
     expect(can("build-intake", "dynamodb:GetItem", t)).toBe(false);
     // The scheduler's cache refresh reads the Hosts change feed.
