@@ -338,16 +338,22 @@ async function reconcile(r: RegisterReport, log: Logger) {
 }
 
 /**
- * Nova's build_and_run_instance, applied from the host's reports. Reports may come in any order:
- * each of them takes the build first (startSpawn is idempotent), so a success that overtakes its
- * "started" still finds the build taken.
+ * Nova's build_and_run_instance, applied from the host's reports. The end of a build is tried
+ * first as the one conditional write it usually is; only when that is refused (a duplicate, a
+ * report that overtook its "started", a delete) is the build taken again (startSpawn is
+ * idempotent) to find out which.
  */
 async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
+  const blog = log.child({ request_id: r.request_id, instance_uuid: r.instance_uuid, attempt: r.attempt });
+  if (r.kind !== "build_started" && (await finishBuild(r, blog))) return;
   const { instance_uuid: id, attempt: n, host } = r;
-  const rec = { id, request_id: r.request_id };
-  const blog = log.child({ request_id: r.request_id, instance_uuid: id, attempt: n });
   const started = new Date(r.started_at);
-  const taken = await startSpawn(rec, host, n, event(EVENT_BUILD, n, null, host, null, started, null));
+  const taken = await startSpawn(
+    { id, request_id: r.request_id },
+    host,
+    n,
+    event(EVENT_BUILD, n, null, host, null, started, null),
+  );
   switch (taken.outcome) {
     case "finished":
       // The guest and its claim are the instance's now.
@@ -379,59 +385,66 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
     case "in-progress":
       break;
   }
-  if (r.kind === "build_started") {
-    // Taken and fenced: now the host may spawn. What to build is the record's, not the cast's.
-    await castToHost(
-      host,
-      {
-        version: 1,
-        kind: "spawn_instance",
-        request_id: r.request_id,
-        instance_uuid: id,
-        host,
-        attempt: n,
-        guest: await guestSpecFor(taken.record),
-      },
-      blog,
-    );
-    return;
-  }
-  const finishedAt = new Date(r.sent_at);
-  if (r.kind === "build_succeeded") {
-    const active = await markActive(
-      rec,
-      host,
-      n,
-      event(EVENT_BUILD, n, "Success", host, null, started, finishedAt),
-    );
-    if (!active) {
-      // Deleted (or moved) while spawning: destroy what was built and give the claim back.
+  if (r.kind !== "build_started") {
+    // Taken just now (its "started" is late): the end applies now.
+    if (!(await finishBuild(r, blog))) {
       await release(host, id, n);
       await castToHost(
         host,
         { version: 1, kind: "terminate_instance", request_id: r.request_id, instance_uuid: id, host },
         blog,
       );
-      blog.info("compute_events.built_but_fenced", {});
-      return;
     }
+    return;
+  }
+  // Taken and fenced: now the host may spawn. What to build is the record's, not the cast's.
+  await castToHost(
+    host,
+    {
+      version: 1,
+      kind: "spawn_instance",
+      request_id: r.request_id,
+      instance_uuid: id,
+      host,
+      attempt: n,
+      guest: await guestSpecFor(taken.record),
+    },
+    blog,
+  );
+}
+
+/** The end of a spawning build, fenced; false when the record was not spawning this attempt here. */
+async function finishBuild(
+  r: Exclude<BuildReport, { kind: "build_started" }>,
+  log: Logger,
+): Promise<boolean> {
+  const { instance_uuid: id, attempt: n, host } = r;
+  const rec = { id, request_id: r.request_id };
+  const started = new Date(r.started_at);
+  const finished = new Date(r.sent_at);
+  if (r.kind === "build_succeeded") {
+    const active = await markActive(
+      rec,
+      host,
+      n,
+      event(EVENT_BUILD, n, "Success", host, null, started, finished),
+    );
+    if (!active) return false;
     await recordBuildResult(host, true, r.in_flight);
     metrics.buildActive();
-    blog.info("compute_events.build_succeeded", {});
-    return;
+    log.info("compute_events.build_succeeded", {});
+    return true;
   }
   const failed = await recordBuildFailure(
     rec,
     host,
     n,
-    event(EVENT_BUILD, n, "Error", host, r.reason, started, finishedAt),
+    event(EVENT_BUILD, n, "Error", host, r.reason, started, finished),
   );
-  if (!failed) {
-    await release(host, id, n);
-    return;
-  }
+  if (!failed) return false;
   await recordBuildResult(host, false, r.in_flight);
-  await reschedule(r, failed, r.reason, blog);
+  await reschedule(r, failed, r.reason, log);
+  return true;
 }
 
 /**

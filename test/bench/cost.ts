@@ -21,6 +21,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import {
   accessKeyIdOf,
+  hostAccessKeyIdOf,
   COMPONENTS,
   type FunctionComponent,
   OPERATOR,
@@ -97,10 +98,15 @@ quietLogs((text, stderr) => {
 });
 
 const CALLERS = [...COMPONENTS, OPERATOR] as const;
-/** "heartbeat": the compute hosts' writes to the Services table, set apart from their builds. */
+/**
+ * "heartbeat": the writes to the Services table compute-events makes for the hosts' heartbeat
+ * reports, set apart from the builds.
+ */
 type Caller = (typeof CALLERS)[number] | "heartbeat" | "other";
 const callerOf = new Map<string, Caller>(CALLERS.map((c) => [accessKeyIdOf(c), c]));
-const nameOf = (key: string): Caller => callerOf.get(key) ?? "other";
+// every host signs with its own session's key (hostAccessKeyIdOf): all of them are compute-host
+const nameOf = (key: string): Caller =>
+  callerOf.get(key) ?? (key.startsWith(hostAccessKeyIdOf("x").slice(0, 7)) ? "compute-host" : "other");
 const functionOf = (name: string) => name.replace(/^novaless-/, "") as FunctionComponent;
 
 /** Everything counted in one window. */
@@ -232,7 +238,7 @@ function byComponent(w: Window, memory: Record<FunctionComponent, number>): Map<
     return m.get(c)!;
   };
   for (const [key, u] of Object.entries(w.meter)) {
-    const { rest, heartbeats } = nameOf(key) === "compute-host" ? splitHeartbeats(u) : { rest: u };
+    const { rest, heartbeats } = nameOf(key) === "compute-events" ? splitHeartbeats(u) : { rest: u };
     m.set(nameOf(key), add(at(nameOf(key)), usageFigures(rest)));
     if (heartbeats) m.set("heartbeat", add(at("heartbeat"), usageFigures(heartbeats)));
   }
@@ -257,6 +263,7 @@ const LAMBDA_LOGS: ReadonlySet<Caller> = new Set([
   "scheduler",
   "conductor",
   "build-watchdog",
+  "compute-events",
 ]);
 
 function dollars(f: Figures, caller: Caller): number {
@@ -490,9 +497,13 @@ function report(
   }
   const heartbeatsPerMonth = MONTH_S / heartbeatSeconds;
   const pollsPerMonth = MONTH_S / pollSeconds;
+  // A heartbeat is the host's report (one SendMessage) and compute-events' write; the consumer's
+  // invocations are in the other idle traffic, at their measured rate.
   const heartbeatUsd =
     heartbeatsPerMonth *
-    (perHeartbeat.read * PRICES.dynamodbReadUnit.usd + perHeartbeat.write * PRICES.dynamodbWriteUnit.usd);
+    (perHeartbeat.read * PRICES.dynamodbReadUnit.usd +
+      perHeartbeat.write * PRICES.dynamodbWriteUnit.usd +
+      PRICES.sqsRequest.usd);
   const pollUsd = pollsPerMonth * PRICES.sqsRequest.usd;
   const wd = byComponent(watchdog, memory);
   let watchdogRunUsd = 0;
@@ -508,8 +519,9 @@ function report(
     otherRunUsd += d;
   }
   const otherUsd = (otherRunUsd / idle.seconds) * (MONTH_S / hosts);
-  // The build queue's Lambda event source: AWS long-polls it with at least 5 pollers (estimated).
-  const eventSourceUsd = (5 * (MONTH_S / 20) * PRICES.sqsRequest.usd) / hosts;
+  // The build and compute-events queues' Lambda event sources: AWS long-polls each with at least 5
+  // pollers (estimated).
+  const eventSourceUsd = (2 * 5 * (MONTH_S / 20) * PRICES.sqsRequest.usd) / hosts;
   const idleUsd = heartbeatUsd + pollUsd + watchdogUsd + otherUsd + eventSourceUsd;
   if (heartbeatsSeen === 0)
     print("no heartbeat seen in the idle window: heartbeats counted as free (unknown)");
@@ -519,13 +531,13 @@ function report(
       `${fmt(perHeartbeat.read, 2)} RRU each`,
   );
   print(
-    `idle $ per host-month: ${fmt(idleUsd, 4)} = heartbeats ${fmt(heartbeatUsd, 4)} ` +
+    `idle $ per host-month: ${fmt(idleUsd, 4)} = heartbeats ${fmt(heartbeatUsd, 4)} (each a report and a write) ` +
       `(${fmt(heartbeatsPerMonth, 0)} a month at ${heartbeatSeconds} s) + long polls ${fmt(pollUsd, 4)} ` +
       `(${fmt(pollsPerMonth, 0)} a month at ${pollSeconds} s, computed: the local agents poll every 1 s) + ` +
       `watchdog ${fmt(watchdogUsd, 4)} (one run measured: $${fmt(watchdogRunUsd * 1e6, 2)} per million runs, ` +
       `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + other idle traffic ${fmt(otherUsd, 4)} ` +
-      `(measured rate${others.length ? `: ${others.join(", ")}` : ""}) + the build queue's event source ` +
-      `${fmt(eventSourceUsd, 4)} (estimated: 5 pollers at 20 s, shared); goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
+      `(measured rate${others.length ? `: ${others.join(", ")}` : ""}) + the event sources ` +
+      `${fmt(eventSourceUsd, 4)} (estimated: 2 queues, 5 pollers each at 20 s, shared); goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
   );
   result.idle = { usdPerHostMonth: idleUsd };
 }
