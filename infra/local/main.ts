@@ -11,6 +11,8 @@ const { values } = parseArgs({
     "fail-hosts": { type: "string", default: "" },
     "build-ms": { type: "string", default: "1000" },
     "long-poll": { type: "boolean", default: false },
+    driver: { type: "string", default: "fake" },
+    "instances-path": { type: "string" },
     // unset: the runtime heartbeats at the configured report_interval (Nova's, 40 s by default)
     "heartbeat-seconds": { type: "string" },
     help: { type: "boolean", default: false },
@@ -21,9 +23,10 @@ if (values.help) {
   process.stdout.write(
     "usage: npm start -- [--port 8774] [--hosts 8 | --hosts compute-1.example.org,compute-2.example.org]\n" +
       "                    [--fail-hosts host-1,host-2] [--build-ms 1000] [--long-poll]\n" +
-      "                    [--heartbeat-seconds report_interval]\n" +
+      "                    [--heartbeat-seconds report_interval] [--driver fake|exec] [--instances-path DIR]\n" +
       "hosts are simulated (event-driven, 10,000 on 2 cores); --long-poll runs one long-polling agent\n" +
-      "per host instead, as novaless-compute does on a real host\n",
+      "per host instead, as novaless-compute does on a real host. --driver exec runs each server as a\n" +
+      "real process (image sleeper), with long-polling agents\n",
   );
   process.exit(0);
 }
@@ -51,12 +54,21 @@ function hosts(raw: string): number | string[] {
   return names;
 }
 
+if (values.driver !== "fake" && values.driver !== "exec") {
+  process.stderr.write(`--driver must be fake or exec, got ${values.driver}\n`);
+  process.exit(2);
+}
+const exec = values.driver === "exec";
+
 const runtime = await startRuntime({
+  driver: exec ? "exec" : "fake",
+  ...(values["instances-path"] ? { instancesPath: values["instances-path"] } : {}),
   port: int("port", values.port, 0),
   hosts: hosts(values.hosts),
   failHosts: values["fail-hosts"].split(",").filter(Boolean),
   buildMs: int("build-ms", values["build-ms"], 0),
-  transport: values["long-poll"] ? "long-poll" : "simulated",
+  // real processes: real agents (the simulator is for fleets of fake hosts)
+  transport: values["long-poll"] || exec ? "long-poll" : "simulated",
   heartbeatSeconds:
     values["heartbeat-seconds"] === undefined
       ? undefined
@@ -70,7 +82,8 @@ process.stdout.write(
   `\nnovaless is up: ${runtime.url}  (${runtime.agents.length} hosts; tokens admin-token, demo-token)\n` +
     `ready in ${seconds(performance.now() * 1000)} s from process start (CPU ${seconds(cpu.user + cpu.system)} s ` +
     `on ${availableParallelism()} cores); RSS ${mib(process.memoryUsage().rss)}\n` +
-    `try: curl -s ${runtime.url}/v2.1/flavors/detail -H 'X-Auth-Token: demo-token'\n\n`,
+    `try: curl -s ${runtime.url}/v2.1/flavors/detail -H 'X-Auth-Token: demo-token'\n` +
+    (exec ? `servers of image sleeper are processes: ps -eo pid,args | grep 'sleep 2147483647'\n\n` : "\n"),
 );
 
 let stopping = false;

@@ -427,6 +427,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const hosts = await startHosts(opts, names, newAgent, asHost);
     stops.push(async () => {
       await Promise.all([...hosts.values()].map((h) => asHost(h.name)(() => h.agent.stop())));
+      // A real host's guests outlive its agent; the local runtime's leave with it (an exec
+      // guest is a process of this machine).
+      if (opts.driver === "exec")
+        for (const h of hosts.values()) for (const g of h.driver.list()) await h.driver.destroy(g.instance_uuid);
       await Promise.all([...hosts.values()].map((h) => h.driver.close()));
     });
     log.info("runtime.hosts_ready", {

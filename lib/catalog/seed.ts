@@ -58,4 +58,18 @@ export const SEED_IMAGES: Image[] = [
     properties: { architecture: "x86_64", "novaless:fake_build_fails": "true" },
     created_at: created,
   },
+  {
+    // For the exec driver (`npm start -- --driver exec`): each server is this process.
+    id: "a1b2c3d4-0000-4000-8000-000000000004",
+    name: "sleeper",
+    status: "active",
+    min_disk: 0,
+    min_ram: 0,
+    properties: {
+      architecture: "x86_64",
+      hypervisor_type: "exec",
+      "novaless:exec_command": `sh -c 'echo "sleeper $NOVALESS_INSTANCE_UUID up"; exec sleep 2147483647'`,
+    },
+    created_at: created,
+  },
 ];
