@@ -415,6 +415,9 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
             ...identity,
             eventsQueueUrl: events.queueUrl,
             computeQueuePrefix,
+            // short locally: a stop aborts the poll, and the emulator, as SQS may, can still hand
+            // the aborted poll a message (hidden for the visibility timeout)
+            waitTimeSeconds: 1,
             heartbeatSeconds: opts.heartbeatSeconds ?? schedulerConfig().report_interval,
             syncPowerStateSeconds: 5,
           });
@@ -430,7 +433,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       // A real host's guests outlive its agent; the local runtime's leave with it (an exec
       // guest is a process of this machine).
       if (opts.driver === "exec")
-        for (const h of hosts.values()) for (const g of h.driver.list()) await h.driver.destroy(g.instance_uuid);
+        for (const h of hosts.values())
+          for (const g of h.driver.list()) await h.driver.destroy(g.instance_uuid);
       await Promise.all([...hosts.values()].map((h) => h.driver.close()));
     });
     log.info("runtime.hosts_ready", {

@@ -29,8 +29,10 @@ import {
   listServerGroups,
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
-import { sendBuildRequest } from "../conductor/queues.js";
+import { castToCompute, sendBuildRequest } from "../conductor/queues.js";
 import { deleteServer } from "../instances/delete.js";
+import { guestSpecFor } from "../instances/guest.js";
+import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import {
   createInstances,
   getInstance,
@@ -98,10 +100,31 @@ export interface ApiDeps {
   planDestinations: typeof planDestinations;
   /** limits, the default class and usage (lib/quotas) */
   quotas: QuotaStore;
+  /** the power actions and console output (server-actions.ts); optional for fakes that skip them */
+  power?: PowerDeps;
   now: () => Date;
 }
 
+/** What os-stop, os-start, reboot and os-getConsoleOutput need besides the record. */
+export interface PowerDeps {
+  begin: typeof beginPowerAction;
+  castToCompute: typeof castToCompute;
+  guestSpecFor: typeof guestSpecFor;
+  readConsoleOutput: typeof readConsoleOutput;
+  /** how long os-getConsoleOutput waits for the host's answer, and how often it looks */
+  consoleTimeoutMs: number;
+  consolePollMs: number;
+}
+
 export const defaultDeps: ApiDeps = {
+  power: {
+    begin: beginPowerAction,
+    castToCompute,
+    guestSpecFor,
+    readConsoleOutput,
+    consoleTimeoutMs: Number(process.env.NOVALESS_CONSOLE_TIMEOUT_S ?? 10) * 1000,
+    consolePollMs: 200,
+  },
   getFlavor,
   listFlavors,
   createFlavor,

@@ -8,6 +8,9 @@ import { schedulerConfig } from "../config.js";
 import { type Logger, logger } from "../log.js";
 import { BuildPath, type HostIdentity, type HostQueue, Reporter, registerComputeHost } from "./build-path.js";
 
+/** How long a stop lets the current long poll finish before aborting it. */
+const STOP_POLL_GRACE_MS = 1200;
+
 export interface AgentOptions extends HostIdentity {
   /** the compute-events queue URL (stack output ComputeEventsQueueUrl) */
   eventsQueueUrl: string;
@@ -98,16 +101,18 @@ export class ComputeAgent implements HostAgent {
   }
 
   /**
-   * Stops in well under 2 s: the long poll is aborted (a message SQS was handing it comes back
-   * after the queue's short visibility timeout), in-flight spawns are interrupted when handing
-   * back and go through the failure path (one report each), the rest is let finish.
+   * Stops within 2 s: the current long poll is let finish for up to STOP_POLL_GRACE_MS (what it
+   * brings back is returned to the queue at once), then aborted (a message SQS was handing the
+   * aborted poll comes back after the queue's short visibility timeout); in-flight spawns are
+   * interrupted when handing back and go through the failure path (one report each).
    */
   async stop(opts: { handBack?: boolean } = {}): Promise<void> {
     if (!this.running && !this.loop) return;
     this.running = false;
     for (const t of this.timers) clearInterval(t);
     if (opts.handBack) this.path.handBack();
-    this.abort.abort();
+    const grace = new Promise<"late">((r) => setTimeout(() => r("late"), STOP_POLL_GRACE_MS).unref());
+    if ((await Promise.race([this.loop, grace])) === "late") this.abort.abort();
     await this.loop;
     await Promise.allSettled(this.inFlight.values());
     this.loop = undefined;

@@ -392,6 +392,7 @@ export class BuildPath {
         const lines = output.split("\n");
         if (lines.at(-1) === "") lines.pop();
         output = lines.slice(-msg.length).join("\n") + (lines.length ? "\n" : "");
+        // (length ≥ 1 here: the API asks nothing of the host for 0)
       }
       output = output.slice(-CONSOLE_MAX_CHARS);
     } catch (e) {

@@ -43,7 +43,7 @@ const EVENT_NAMES: Record<string, string> = Object.fromEntries(
 );
 
 /** An event's key in the item: its (short) name and its attempt. */
-function eventKey(name: string, attempt: number): string {
+export function eventKey(name: string, attempt: number): string {
   return `${EVENT_CODES[name] ?? name}#${attempt}`;
 }
 
@@ -108,7 +108,7 @@ function itemOf(r: InstanceRecord): Record<string, unknown> {
   return item;
 }
 
-function storedEvent(ev: ActionEvent): Partial<ActionEvent> {
+export function storedEvent(ev: ActionEvent): Partial<ActionEvent> {
   const { event: _event, attempt: _attempt, finish_time, ...rest } = ev;
   return {
     ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null)),
@@ -249,8 +249,11 @@ export async function listInstances(
   opts: { withDeleted?: boolean } = {},
 ): Promise<InstanceRecord[]> {
   // deleted ones (until their TTL) only for usage reports (os-simple-tenant-usage)
+  // (a whole-table read skips the items that are not instances: console outputs, lib/instances/power.ts)
   const live = opts.withDeleted
-    ? { ExpressionAttributeValues: projectId ? { ":p": projectId } : undefined }
+    ? projectId
+      ? { ExpressionAttributeValues: { ":p": projectId } }
+      : { FilterExpression: "attribute_exists(created_at)", ExpressionAttributeValues: undefined }
     : { FilterExpression: "deleted = :f", ExpressionAttributeValues: { ":f": false } };
   const items = projectId
     ? await getInstances(
@@ -308,7 +311,7 @@ async function getInstances(ids: string[], withDeleted = false): Promise<Instanc
   return withDeleted ? out : out.filter((r) => !r.deleted);
 }
 
-interface Update {
+export interface Update {
   set: string[];
   remove?: string[];
   condition: string;
@@ -317,7 +320,7 @@ interface Update {
 }
 
 /** Apply one guarded transition; false when its condition did not hold. */
-async function transition(
+export async function transition(
   id: string,
   u: Update,
   returnValues: "ALL_NEW" | "ALL_OLD" = "ALL_NEW",

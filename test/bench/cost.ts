@@ -21,9 +21,9 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import {
   accessKeyIdOf,
-  hostAccessKeyIdOf,
   COMPONENTS,
   type FunctionComponent,
+  hostAccessKeyIdOf,
   OPERATOR,
 } from "../../infra/local/iam/identities.js";
 import { type InvocationRecord, observeInvocations } from "../../infra/local/lambda.js";

@@ -49,7 +49,9 @@ describe("power actions", () => {
 
     const again = await action(id, { "os-stop": null });
     expect(again.status).toBe(409);
-    expect(JSON.stringify(again.body)).toContain(`Cannot 'os-stop' instance ${id} while it is in vm_state stopped`);
+    expect(JSON.stringify(again.body)).toContain(
+      `Cannot 'os-stop' instance ${id} while it is in vm_state stopped`,
+    );
 
     expect((await action(id, { "os-start": null })).status).toBe(202);
     const started = await client.waitForStatus(id, ["ACTIVE"]);
@@ -72,9 +74,14 @@ describe("power actions", () => {
   it("reboot SOFT and HARD come back ACTIVE and restart the guest; a bad type is 400", async () => {
     const id = await active();
     expect((await action(id, { reboot: { type: "SOFT" } })).status).toBe(202);
-    await eventually(server, (s) => s.status === "ACTIVE" && s["OS-EXT-STS:task_state"] === null);
+    const settled = () =>
+      eventually(
+        () => server(id),
+        (s) => s.status === "ACTIVE" && s["OS-EXT-STS:task_state"] === null,
+      );
+    await settled();
     expect((await action(id, { reboot: { type: "HARD" } })).status).toBe(202);
-    await eventually(server, (s) => s.status === "ACTIVE" && s["OS-EXT-STS:task_state"] === null);
+    await settled();
     const console = await action(id, { "os-getConsoleOutput": {} });
     expect(console.status).toBe(200);
     expect(console.body.output).toMatch(/boot 3/);
@@ -108,13 +115,25 @@ describe("power-state sync", () => {
       hostname: "stray",
       project_id: "p",
       user_id: "u",
-      flavor: { id: "1", name: "m1.tiny", vcpus: 1, memory_mb: 512, root_gb: 1, ephemeral_gb: 0, swap: 0, extra_specs: {} },
+      flavor: {
+        id: "1",
+        name: "m1.tiny",
+        vcpus: 1,
+        memory_mb: 512,
+        root_gb: 1,
+        ephemeral_gb: 0,
+        swap: 0,
+        extra_specs: {},
+      },
       image: { id: "i", name: "cirros", properties: {} },
       metadata: {},
     });
     await driver.destroy(id); // the host lost it (a reboot of the hypervisor, say)
     await runtime.restartHost(host);
-    await eventually(async () => driver.has(stray), (has) => !has);
+    await eventually(
+      async () => driver.has(stray),
+      (has) => !has,
+    );
     expect(driver.has(stray)).toBe(false);
     const s = await client.waitForStatus(id, ["SHUTOFF"]);
     expect(s["OS-EXT-STS:power_state"]).toBe(0);
@@ -132,7 +151,11 @@ describe("a dead host", () => {
     await runtime.killHost(host);
     // the liveness sweep marks it down (service_down_time 3 s)
     await eventually(
-      async () => (await admin().get("/v2.1/os-services?binary=nova-compute")).body.services as { host: string; state: string }[],
+      async () =>
+        (await admin().get("/v2.1/os-services?binary=nova-compute")).body.services as {
+          host: string;
+          state: string;
+        }[],
       (ss) => ss.some((s) => s.host === host && s.state === "down"),
     );
     await runtime.runWatchdog();
@@ -140,7 +163,10 @@ describe("a dead host", () => {
     expect(await consumerAllocations(id)).toEqual([]);
     expect(driverOf(host).has(id)).toBe(true);
     await runtime.restartHost(host);
-    await eventually(async () => driverOf(host).has(id), (has) => !has);
+    await eventually(
+      async () => driverOf(host).has(id),
+      (has) => !has,
+    );
     expect(driverOf(host).has(id)).toBe(false);
   });
 });

@@ -9,7 +9,12 @@ import { CONDUCTOR_TASKS, conductorDefinition } from "../../infra/conductor/defi
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
 import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
 import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
-import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../lib/resources.js";
+import {
+  BUILD_REQUESTS_QUEUE,
+  COMPUTE_EVENTS_QUEUE,
+  DLQ_RETENTION_SECONDS,
+  TABLES,
+} from "../../lib/resources.js";
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
 
@@ -402,6 +407,8 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
+  // IAM policy variables: "${aws:PrincipalTag/…}" is the template's text, not a JS template.
+  const tag = (key: string) => ["$", "{", key, "}"].join("");
   it("gives compute hosts no database: their own tagged queue and compute-events, by principal tag", () => {
     const policy = Object.values(s.template.findResources("AWS::IAM::ManagedPolicy"))[0] as Resource;
     const text = JSON.stringify(policy.Properties.PolicyDocument);
@@ -414,8 +421,8 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
             Sid: "OwnComputeQueue",
             Action: Match.arrayWith(["sqs:DeleteMessage", "sqs:ReceiveMessage"]),
             Condition: {
-              StringEquals: { "aws:ResourceTag/novaless-host": "${aws:PrincipalTag/novaless-host}" },
-              StringLike: { "aws:userid": "*:${aws:PrincipalTag/novaless-host}" },
+              StringEquals: { "aws:ResourceTag/novaless-host": tag("aws:PrincipalTag/novaless-host") },
+              StringLike: { "aws:userid": `*:${tag("aws:PrincipalTag/novaless-host")}` },
             },
           }),
           Match.objectLike({
@@ -435,8 +442,8 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
             Sid: "TaggedPrincipal",
             Condition: Match.objectLike({
               StringEquals: {
-                "aws:RequestTag/novaless-host": "${aws:PrincipalTag/novaless-host}",
-                "sts:RoleSessionName": "${aws:PrincipalTag/novaless-host}",
+                "aws:RequestTag/novaless-host": tag("aws:PrincipalTag/novaless-host"),
+                "sts:RoleSessionName": tag("aws:PrincipalTag/novaless-host"),
               },
             }),
           }),

@@ -1,17 +1,22 @@
-// POST /servers/{id}/action: Nova's server actions. lock and unlock (lock_server.py) are done
-// here, each recorded as an instance action; the actions that need a hypervisor or services this
+// POST /servers/{id}/action: Nova's server actions. lock and unlock (lock_server.py), and the
+// power actions (os-stop, os-start, reboot) and os-getConsoleOutput, which go to the server's
+// host through its queue; each recorded as an instance action. The actions that need what this
 // system does not have answer 501, saying so; anything else is Nova's 400 for an unknown action.
+import { withoutHosts } from "../../instances/faults.js";
+import type { PowerActionName, RebootType } from "../../instances/power.js";
 import type { ActionName, InstanceAction, InstanceRecord } from "../../instances/types.js";
-import { ApiError, badRequest, instanceNotFound, policyForbidden } from "../errors.js";
+import type { PowerDeps } from "../deps.js";
+import { ApiError, badRequest, conflict, instanceNotFound, policyForbidden } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
+import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-actions.js";
 import { parseLockBody } from "../validation/servers.js";
 import { findServer } from "./servers.js";
 
 /** Nova's lock_server unlock_override rule: only it may lift another's (an admin's) lock. */
 const UNLOCK_OVERRIDE = "os_compute_api:os-lock-server:unlock:unlock_override";
 
-function action(name: ActionName, call: RouteCall): InstanceAction {
+function actionRecord(name: ActionName, call: RouteCall): InstanceAction {
   const { auth, requestId } = call.ctx;
   return {
     action: name,
@@ -32,7 +37,7 @@ async function write(
 ) {
   const updated = await call.deps.updateServer(rec.id, {
     fields,
-    action: action(name, call),
+    action: actionRecord(name, call),
     now: call.deps.now(),
   });
   if (!updated) throw instanceNotFound(rec.id);
@@ -56,14 +61,10 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 }
 
 /**
- * Nova's actions that need what this system does not have yet: power operations and consoles
- * (issue 11), moving or rebuilding a server, images and backups, networks and volumes.
+ * Nova's actions that need what this system does not have yet: graphical consoles, pause and
+ * suspend, moving or rebuilding a server, images and backups, networks and volumes.
  */
 const UNSUPPORTED = new Set([
-  "os-start",
-  "os-stop",
-  "reboot",
-  "os-getConsoleOutput",
   "os-getVNCConsole",
   "os-getSPICEConsole",
   "os-getSerialConsole",
@@ -101,6 +102,121 @@ const UNSUPPORTED = new Set([
   "restore",
 ]);
 
+function powerDeps(call: RouteCall): PowerDeps {
+  const p = call.deps.power;
+  if (!p) throw new Error("the API was built without its power-action dependencies");
+  return p;
+}
+
+/** Nova's InstanceInvalidState, as the API words it (common.raise_http_conflict_for_instance_invalid_state). */
+const invalidState = (id: string, apiAction: string, attr: "vm_state" | "task_state", state: string | null) =>
+  conflict(`Cannot '${apiAction}' instance ${id} while it is in ${attr} ${state ?? "None"}`);
+
+/** Nova's check_instance_state for each action: the vm_states and task_states it allows. */
+const ALLOWED: Record<string, { vm: string[]; task: (string | null)[] }> = {
+  stop: { vm: ["active", "error"], task: [null] },
+  start: { vm: ["stopped"], task: [null] },
+  SOFT: { vm: ["active"], task: [null] },
+  // a hard reboot may take over a soft one in progress (Nova's reboot task-state list)
+  HARD: { vm: ["active", "stopped", "error"], task: [null, "rebooting", "reboot_started", "rebooting_hard"] },
+};
+
+/**
+ * os-stop, os-start, reboot: Nova's checks (lock, host, state), then one conditional write (the
+ * task state and the instance action) and the cast to the host. 202; the host's report finishes it.
+ */
+async function power(
+  call: RouteCall,
+  rec: InstanceRecord,
+  action: PowerActionName,
+  apiAction: string,
+  rebootType: RebootType | undefined,
+): Promise<ApiResult> {
+  const p = powerDeps(call);
+  const { auth } = call.ctx;
+  // Nova's check_instance_lock: a locked server refuses its owner, not an admin
+  if (rec.locked_by && !auth.isAdmin) throw conflict(`Instance ${rec.id} is locked`);
+  const allowed = ALLOWED[action === "reboot" ? (rebootType ?? "SOFT") : action]!;
+  if (!allowed.vm.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
+  if (!allowed.task.includes(rec.task_state))
+    throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+  // Nova's check_instance_host: a server never built anywhere has no one to act on it
+  const host = rec.host ? await call.deps.getHost(rec.host) : undefined;
+  if (!rec.host || !host) throw conflict(`Instance ${rec.id} is not ready`);
+  const a: InstanceAction = { ...actionRecord(action, call) };
+  const begun = await p.begin(rec, action, rebootType, a);
+  if (!begun) {
+    // changed since it was read: answer as its state now says
+    const now = await call.deps.getInstance(rec.id);
+    if (!now || now.deleted) throw instanceNotFound(rec.id);
+    throw now.task_state !== rec.task_state
+      ? invalidState(rec.id, apiAction, "task_state", now.task_state)
+      : invalidState(rec.id, apiAction, "vm_state", now.vm_state);
+  }
+  await p.castToCompute(host.queue_url, {
+    version: 1,
+    kind: "power_action",
+    action,
+    ...(action === "reboot" ? { reboot_type: rebootType ?? "SOFT" } : {}),
+    request_id: call.ctx.requestId,
+    instance_uuid: rec.id,
+    host: rec.host,
+    ...(action === "stop" ? {} : { guest: await p.guestSpecFor(rec) }),
+  });
+  return { status: 202 };
+}
+
+/** Nova's console_output: printable characters only (it replaces the rest). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+const NOT_PRINTABLE = /[\x00-\x08\x0B-\x1F\x7F]/g;
+
+/**
+ * os-getConsoleOutput: asks the host (its queue) and waits for its answer, which compute-events
+ * keeps for the API; 409 when the guest is not running or the host does not answer in time.
+ */
+async function consoleOutput(
+  call: RouteCall,
+  rec: InstanceRecord,
+  length: number | undefined,
+): Promise<ApiResult> {
+  const p = powerDeps(call);
+  const running = rec.power_state === undefined ? rec.vm_state === "active" : rec.power_state === 1;
+  const host = rec.host ? await call.deps.getHost(rec.host) : undefined;
+  if (!rec.host || !host || !running) throw conflict(`Instance ${rec.id} is not ready`);
+  const requestId = call.ctx.requestId;
+  await p.castToCompute(host.queue_url, {
+    version: 1,
+    kind: "get_console_output",
+    request_id: requestId,
+    instance_uuid: rec.id,
+    host: rec.host,
+    ...(length !== undefined ? { length } : {}),
+  });
+  const deadline = Date.now() + p.consoleTimeoutMs;
+  for (;;) {
+    const answer = await p.readConsoleOutput(rec.id, requestId);
+    if (answer) {
+      if (answer.error !== null) {
+        const text = call.ctx.auth.isAdmin ? answer.error : withoutHosts(answer.error, [rec.host]);
+        throw conflict(`Unable to get the console output of instance ${rec.id}: ${text}`);
+      }
+      let output = answer.output;
+      if (length !== undefined) {
+        const lines = output.split("\n");
+        if (lines.at(-1) === "") lines.pop();
+        output = length === 0 ? "" : lines.slice(-length).join("\n") + (lines.length ? "\n" : "");
+      }
+      return { status: 200, body: { output: output.replace(NOT_PRINTABLE, "?") } };
+    }
+    if (Date.now() >= deadline) {
+      throw conflict(
+        `Instance ${rec.id} is not ready: its host did not send the console output within ${p.consoleTimeoutMs / 1000} s`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, p.consolePollMs));
+  }
+}
+
 export async function serverAction(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps, params } = call;
   const id = params.id!;
@@ -114,6 +230,10 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   const rec = await findServer(deps, id, ctx.auth);
   if (name === "lock") return lock(call, rec, arg);
   if (name === "unlock") return unlock(call, rec);
+  if (name === "os-stop") return power(call, rec, "stop", name, undefined);
+  if (name === "os-start") return power(call, rec, "start", name, undefined);
+  if (name === "reboot") return power(call, rec, "reboot", name, parseRebootBody(arg));
+  if (name === "os-getConsoleOutput") return consoleOutput(call, rec, parseConsoleOutputBody(arg));
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(
       "notImplemented",

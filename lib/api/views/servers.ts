@@ -17,17 +17,33 @@ export interface ViewOptions {
 const STATUS: Record<VmState, string> = {
   building: "BUILD",
   active: "ACTIVE",
+  stopped: "SHUTOFF",
   error: "ERROR",
   deleted: "DELETED",
 };
 
-export function serverStatus(rec: Pick<InstanceRecord, "vm_state">): string {
-  return STATUS[rec.vm_state] ?? "UNKNOWN";
+/** Task states that show as another status (Nova's common._STATE_MAP). */
+const TASK_STATUS: Partial<Record<VmState, Record<string, string>>> = {
+  active: {
+    rebooting: "REBOOT",
+    reboot_started: "REBOOT",
+    rebooting_hard: "HARD_REBOOT",
+    reboot_started_hard: "HARD_REBOOT",
+  },
+  stopped: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT" },
+  error: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT" },
+};
+
+export function serverStatus(rec: Pick<InstanceRecord, "vm_state" | "task_state">): string {
+  return (rec.task_state && TASK_STATUS[rec.vm_state]?.[rec.task_state]) || STATUS[rec.vm_state] || "UNKNOWN";
 }
 
-/** Nova's power_state: 1 (RUNNING) once active, else 0 (NOSTATE). */
-export function powerState(rec: Pick<InstanceRecord, "vm_state">): number {
-  return rec.vm_state === "active" ? 1 : 0;
+/**
+ * Nova's power_state: as the host last reported it; for a record from before hosts reported it,
+ * 1 (RUNNING) once active, else 0 (NOSTATE).
+ */
+export function powerState(rec: Pick<InstanceRecord, "vm_state" | "power_state">): number {
+  return rec.power_state ?? (rec.vm_state === "active" ? 1 : 0);
 }
 
 /**

@@ -1,0 +1,35 @@
+// Nova's request schemas of the power actions (nova/api/openstack/compute/schemas/servers.py
+// reboot, console_output.py get_console_output).
+import { z } from "zod";
+import type { RebootType } from "../../instances/power.js";
+import { badRequest } from "../errors.js";
+import { validate } from "./common.js";
+
+/** reboot: {"type": "SOFT" | "HARD"}, case-insensitive as Nova's pattern. */
+const rebootSchema = z.strictObject({
+  type: z.string().regex(/^(SOFT|HARD|soft|hard|Soft|Hard)$/, { message: "must be SOFT or HARD" }),
+});
+
+export function parseRebootBody(raw: unknown): RebootType {
+  return validate(rebootSchema, raw).type.toUpperCase() as RebootType;
+}
+
+/** os-getConsoleOutput: {"length": int ≥ -1 | numeric string | null}; -1 and null mean all. */
+const consoleSchema = z.union([
+  z.null(),
+  z.strictObject({
+    length: z.union([z.number().int().min(-1), z.string().regex(/^-?[0-9]+$/), z.null()]).optional(),
+  }),
+]);
+
+export function parseConsoleOutputBody(raw: unknown): number | undefined {
+  const body = validate(consoleSchema, raw);
+  const length = body?.length;
+  if (length === undefined || length === null) return undefined;
+  const n = Number(length);
+  if (n < -1)
+    throw badRequest(
+      `Invalid input for field/attribute length. Value: ${length}. ${n} is less than the minimum of -1`,
+    );
+  return n === -1 ? undefined : n;
+}

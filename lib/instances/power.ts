@@ -1,0 +1,255 @@
+// Nova's power actions and power-state sync on the instance record: the API begins an action
+// (a task state and an instance action, in one conditional write), compute-events applies what
+// the host reports (the action's event, the new vm_state and power_state). Every write is
+// conditioned on the state it expects, so a duplicated or late report changes nothing.
+import { randomUUID } from "node:crypto";
+import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.js";
+import { resources } from "../config.js";
+import type { ActionDoneReport, ActionStartedReport } from "../messages/reports.js";
+import { event, eventKey, getInstance, storedEvent, transition } from "./repo.js";
+import type { InstanceAction, InstanceRecord, TaskState } from "./types.js";
+
+export type PowerActionName = "stop" | "start" | "reboot";
+export type RebootType = "SOFT" | "HARD";
+
+/** Nova's event names (nova/compute/manager.py's wrap_instance_event). */
+export const POWER_EVENTS: Record<PowerActionName, string> = {
+  stop: "compute_stop_instance",
+  start: "compute_start_instance",
+  reboot: "compute_reboot_instance",
+};
+
+/** The task state an action sets when the API accepts it (Nova's compute/api.py). */
+export function taskStateOf(action: PowerActionName, rebootType?: RebootType): Exclude<TaskState, null> {
+  if (action === "stop") return "powering-off";
+  if (action === "start") return "powering-on";
+  return rebootType === "HARD" ? "rebooting_hard" : "rebooting";
+}
+
+/** The task states an action may be in while the host works on it. */
+const ACTION_TASKS: Record<PowerActionName, TaskState[]> = {
+  stop: ["powering-off"],
+  start: ["powering-on"],
+  reboot: ["rebooting", "reboot_started", "rebooting_hard", "reboot_started_hard"],
+};
+
+const POWER_RUNNING = 1;
+
+/**
+ * API: accept a power action: the task state and Nova's instance action in one write,
+ * conditioned on the state the API checked (vm_state and task_state as read), so two concurrent
+ * requests give one 202 and one 409. Undefined when the state changed meanwhile.
+ */
+export async function beginPowerAction(
+  rec: InstanceRecord,
+  action: PowerActionName,
+  rebootType: RebootType | undefined,
+  a: InstanceAction,
+): Promise<InstanceRecord | undefined> {
+  return transition(rec.id, {
+    set: ["task_state = :task", "updated_at = :now", "actions.#rid = :action"],
+    condition: "deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h",
+    names: { "#rid": a.request_id },
+    values: {
+      ":task": taskStateOf(action, rebootType),
+      ":now": a.start_time,
+      ":action": a,
+      ":false": false,
+      ":vm": rec.vm_state,
+      ":seen": rec.task_state,
+      ":h": rec.host,
+    },
+  });
+}
+
+function tasksCondition(action: PowerActionName, values: Record<string, unknown>): string {
+  const tasks = ACTION_TASKS[action];
+  tasks.forEach((t, i) => {
+    values[`:t${i}`] = t;
+  });
+  return `task_state IN (${tasks.map((_, i) => `:t${i}`).join(", ")})`;
+}
+
+/**
+ * compute-events: the host began the action. A reboot's task state moves on (Nova's
+ * reboot_started, reboot_started_hard) and the action's event starts, naming the host. False
+ * when fenced (deleted, moved, or the action is over).
+ */
+export async function actionStarted(r: ActionStartedReport): Promise<boolean> {
+  const values: Record<string, unknown> = { ":false": false, ":h": r.host, ":now": r.sent_at };
+  const set = ["updated_at = :now", "actions.#rid.events.#ev = :ev"];
+  if (r.action === "reboot") {
+    set.push("task_state = :next");
+    values[":next"] = r.reboot_type === "HARD" ? "reboot_started_hard" : "reboot_started";
+  }
+  const rec = await getInstance(r.instance_uuid);
+  if (!rec) return false;
+  const ev = event(POWER_EVENTS[r.action], rec.attempt, null, r.host, null, new Date(r.sent_at), null);
+  values[":ev"] = storedEvent(ev);
+  const updated = await transition(r.instance_uuid, {
+    set,
+    condition: `deleted = :false AND host = :h AND attribute_exists(actions.#rid) AND ${tasksCondition(r.action, values)}`,
+    names: { "#rid": r.request_id, "#ev": eventKey(ev.event, ev.attempt) },
+    values,
+  });
+  return updated !== undefined;
+}
+
+/**
+ * compute-events: the host finished the action. ok: stop → stopped, start and reboot → active.
+ * Not ok: Nova's reverts_task_state (the task state goes back to none; a failed reboot leaves
+ * the instance in ERROR, as Nova's reboot_instance does). The event finishes with the result.
+ */
+export async function finishPowerAction(r: ActionDoneReport): Promise<"applied" | "duplicate" | "fenced"> {
+  const rec = await getInstance(r.instance_uuid);
+  if (!rec || rec.deleted || rec.host !== r.host) return "fenced";
+  const ev = event(
+    POWER_EVENTS[r.action],
+    rec.attempt,
+    r.ok ? "Success" : "Error",
+    r.host,
+    r.ok ? null : r.details,
+    new Date(r.started_at),
+    new Date(r.sent_at),
+  );
+  const key = eventKey(ev.event, ev.attempt);
+  const values: Record<string, unknown> = {
+    ":false": false,
+    ":h": r.host,
+    ":now": r.sent_at,
+    ":null": null,
+    ":power": r.power_state,
+    ":ev": storedEvent(ev),
+  };
+  const set = [
+    "updated_at = :now",
+    "task_state = :null",
+    "power_state = :power",
+    "power_state_at = :now",
+    "actions.#rid.events.#ev = :ev",
+  ];
+  const vm = r.ok
+    ? r.action === "stop"
+      ? "stopped"
+      : "active"
+    : r.action === "reboot"
+      ? "error"
+      : undefined;
+  if (vm) {
+    set.push("vm_state = :vm");
+    values[":vm"] = vm;
+  }
+  const updated = await transition(r.instance_uuid, {
+    set,
+    condition: `deleted = :false AND host = :h AND attribute_exists(actions.#rid) AND ${tasksCondition(r.action, values)}`,
+    names: { "#rid": r.request_id, "#ev": key },
+    values,
+  });
+  if (updated) return "applied";
+  const now = await getInstance(r.instance_uuid);
+  const done = now?.actions[r.request_id]?.events[`${ev.event}#${ev.attempt}`];
+  return done?.finish_time ? "duplicate" : "fenced";
+}
+
+/**
+ * compute-events: Nova's _sync_instance_power_state for one guest the host reported. Ignored for
+ * an instance deleted, on another host, in a task (the task's own end will say), still
+ * building, or when the report is older than the last one applied. An active instance whose
+ * guest is not running goes SHUTOFF (Nova stops it); a stopped one whose guest runs is stopped
+ * again by the host ("stop-guest").
+ */
+export async function syncPowerState(
+  instanceUuid: string,
+  host: string,
+  powerState: number,
+  observedAt: string,
+): Promise<"updated" | "ignored" | "stop-guest"> {
+  const rec = await getInstance(instanceUuid);
+  if (!rec || rec.deleted || rec.host !== host || rec.task_state !== null) return "ignored";
+  if (rec.vm_state === "building") return "ignored";
+  if (rec.power_state_at && observedAt <= rec.power_state_at) return "ignored";
+  const running = powerState === POWER_RUNNING;
+  const values: Record<string, unknown> = {
+    ":false": false,
+    ":h": host,
+    ":null": null,
+    ":vm": rec.vm_state,
+    ":power": powerState,
+    ":at": observedAt,
+  };
+  const set = ["power_state = :power", "power_state_at = :at"];
+  const names: Record<string, string> = {};
+  if (rec.vm_state === "active" && !running) {
+    // Nova's sync calls the stop API: the instance is SHUTOFF, with a stop action saying why.
+    const requestId = `req-${randomUUID()}`;
+    set.push("vm_state = :stopped", "updated_at = :at", "actions.#rid = :action");
+    values[":stopped"] = "stopped";
+    names["#rid"] = requestId;
+    values[":action"] = {
+      action: "stop",
+      request_id: requestId,
+      user_id: rec.user_id,
+      project_id: rec.project_id,
+      start_time: observedAt,
+      message: "The instance's guest is not running on its host (power state sync)",
+      events: {},
+    } satisfies InstanceAction;
+  }
+  const updated = await transition(instanceUuid, {
+    set,
+    condition:
+      "deleted = :false AND host = :h AND task_state = :null AND vm_state = :vm AND " +
+      "(attribute_not_exists(power_state_at) OR power_state_at < :at)",
+    names,
+    values,
+  });
+  if (!updated) return "ignored";
+  return rec.vm_state === "stopped" && running ? "stop-guest" : "updated";
+}
+
+/** How long a host's console output is kept for the API to read (DynamoDB TTL). */
+const CONSOLE_TTL_SECONDS = 3600;
+
+/**
+ * The host's answer to os-getConsoleOutput, kept in the Instances table under a key no instance
+ * can have (`console#<uuid>#<request id>`), without the attributes the instance listings read.
+ */
+export async function storeConsoleOutput(
+  instanceUuid: string,
+  requestId: string,
+  output: string,
+  error: string | null,
+): Promise<void> {
+  await dynamo().send(
+    new PutCommand({
+      TableName: resources().instancesTable,
+      Item: {
+        id: consoleKey(instanceUuid, requestId),
+        output,
+        error,
+        expires_at: Math.floor(Date.now() / 1000) + CONSOLE_TTL_SECONDS,
+      },
+    }),
+  );
+}
+
+export async function readConsoleOutput(
+  instanceUuid: string,
+  requestId: string,
+): Promise<{ output: string; error: string | null } | undefined> {
+  const r = await dynamo().send(
+    new GetCommand({
+      TableName: resources().instancesTable,
+      Key: { id: consoleKey(instanceUuid, requestId) },
+      ConsistentRead: true,
+    }),
+  );
+  return r.Item
+    ? { output: String(r.Item.output ?? ""), error: (r.Item.error as string | null) ?? null }
+    : undefined;
+}
+
+function consoleKey(instanceUuid: string, requestId: string): string {
+  return `console#${instanceUuid}#${requestId}`;
+}
