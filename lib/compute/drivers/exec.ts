@@ -1,0 +1,471 @@
+// The exec driver (Nomad's exec/raw_exec for Nova): an image names a command
+// (`novaless:exec_command`); each server is that command as a supervised process group, limited
+// by its flavor through cgroup v2 where the host allows it, its stdout and stderr the console log.
+// Guests outlive the agent, as domains outlive nova-compute: each lives in
+// `<instances_path>/<uuid>/` (spec.json, pid, state, console.log, config/), which a restarted
+// agent reads back (init).
+import { type ChildProcess, spawn as spawnProcess } from "node:child_process";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type CgroupSupport, cgroupSupport, confine, release } from "./cgroups.js";
+import {
+  BuildFailure,
+  type Driver,
+  type GuestInfo,
+  GuestNotFound,
+  type GuestSpec,
+  type LifecycleListener,
+  POWER_STATE,
+  type PowerState,
+  type RebootType,
+} from "./driver.js";
+
+/** The image property naming the command a server runs. */
+export const EXEC_COMMAND_PROPERTY = "novaless:exec_command";
+
+export interface ExecDriverOptions {
+  host: string;
+  /** Nova's [DEFAULT] instances_path: one directory per instance */
+  instancesPath: string;
+  /** seconds a clean shutdown (SIGTERM) may take before SIGKILL (Nova's shutdown_timeout, 60) */
+  shutdownTimeoutSeconds?: number;
+  /** the cgroup v2 root (default /sys/fs/cgroup); null: never limit */
+  cgroupRoot?: string | null;
+  /** how often adopted guests (not children of this agent) are checked, ms */
+  pollMs?: number;
+}
+
+/** A process that exits within this long of its start failed to boot. */
+const BOOT_CHECK_MS = 300;
+const UUID_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+interface Guest {
+  spec?: GuestSpec;
+  pid?: number;
+  /** the process's start time (/proc/<pid>/stat field 22): a recycled pid is not the guest */
+  started?: string;
+  power: PowerState;
+  boots: number;
+  /** a child of this incarnation (its exit is an event), else polled */
+  child?: ChildProcess;
+  /** the driver is stopping it: its exit is no lifecycle event */
+  stopping?: boolean;
+}
+
+/**
+ * A command line split as a shell would split words, without a shell: single and double quotes,
+ * backslash escapes; or a JSON array of strings.
+ */
+export function parseCommandLine(text: string): string[] {
+  const t = text.trim();
+  if (t.startsWith("[")) {
+    const argv = JSON.parse(t) as unknown;
+    if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string") || argv.length === 0)
+      throw new Error(`${EXEC_COMMAND_PROPERTY} as JSON must be a non-empty array of strings`);
+    return argv;
+  }
+  const out: string[] = [];
+  let word: string | undefined;
+  let quote: "'" | '"' | undefined;
+  for (let i = 0; i < t.length; i++) {
+    const c = t[i]!;
+    if (quote) {
+      if (c === quote) quote = undefined;
+      else if (c === "\\" && quote === '"' && i + 1 < t.length) word = (word ?? "") + t[++i];
+      else word = (word ?? "") + c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      word ??= "";
+    } else if (c === "\\" && i + 1 < t.length) word = (word ?? "") + t[++i];
+    else if (/\s/.test(c)) {
+      if (word !== undefined) out.push(word);
+      word = undefined;
+    } else word = (word ?? "") + c;
+  }
+  if (quote) throw new Error(`unterminated ${quote} in ${EXEC_COMMAND_PROPERTY}: ${text}`);
+  if (word !== undefined) out.push(word);
+  if (out.length === 0) throw new Error(`${EXEC_COMMAND_PROPERTY} is empty`);
+  return out;
+}
+
+function startTimeOf(pid: number): string | undefined {
+  try {
+    // the command name (field 2) may hold spaces: count from the closing parenthesis
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number | undefined, started: string | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  return started === undefined || startTimeOf(pid) === started;
+}
+
+export class ExecDriver implements Driver {
+  readonly hypervisorType = "exec";
+  readonly hypervisorVersion = 1000;
+  private readonly guests = new Map<string, Guest>();
+  private readonly listeners: LifecycleListener[] = [];
+  private readonly cgroups: CgroupSupport;
+  private poller: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: ExecDriverOptions) {
+    this.cgroups =
+      opts.cgroupRoot === null
+        ? { enforced: false, why: "limits disabled by configuration", root: "" }
+        : cgroupSupport(opts.cgroupRoot ?? "/sys/fs/cgroup");
+  }
+
+  facts(): Record<string, unknown> {
+    return {
+      limits_enforced: this.cgroups.enforced,
+      why: this.cgroups.why,
+      instances_path: this.opts.instancesPath,
+    };
+  }
+
+  private dir(id: string): string {
+    return join(this.opts.instancesPath, id);
+  }
+
+  /** Find the guests a previous agent left: their directories, and stray processes of this host. */
+  async init(): Promise<void> {
+    mkdirSync(this.opts.instancesPath, { recursive: true });
+    for (const id of readdirSync(this.opts.instancesPath)) {
+      if (!UUID_DIR.test(id) || this.guests.has(id)) continue;
+      const dir = this.dir(id);
+      let spec: GuestSpec | undefined;
+      try {
+        spec = JSON.parse(readFileSync(join(dir, "spec.json"), "utf8")) as GuestSpec;
+      } catch {
+        spec = undefined;
+      }
+      const [pidText, started] = (
+        existsSync(join(dir, "pid")) ? readFileSync(join(dir, "pid"), "utf8") : ""
+      ).split(" ");
+      const pid = Number(pidText) || undefined;
+      const running = alive(pid, started?.trim());
+      const boots =
+        Number(existsSync(join(dir, "boots")) ? readFileSync(join(dir, "boots"), "utf8") : "1") || 1;
+      this.guests.set(id, {
+        spec,
+        ...(running ? { pid, started: started?.trim() } : {}),
+        power: running ? POWER_STATE.RUNNING : POWER_STATE.SHUTDOWN,
+        boots,
+      });
+    }
+    // Processes of this host whose directory is gone (an agent that died mid-destroy): guests
+    // nobody owns, which the registration's reconciliation will have destroyed.
+    for (const [id, pid] of this.strayProcesses()) {
+      if (!this.guests.has(id))
+        this.guests.set(id, { pid, started: startTimeOf(pid), power: POWER_STATE.RUNNING, boots: 1 });
+    }
+    this.poller = setInterval(() => this.poll(), this.opts.pollMs ?? 1000);
+    this.poller.unref();
+  }
+
+  private *strayProcesses(): Generator<[string, number]> {
+    let pids: string[] = [];
+    try {
+      pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+    } catch {
+      return;
+    }
+    for (const p of pids) {
+      let env = "";
+      try {
+        env = readFileSync(`/proc/${p}/environ`, "utf8");
+      } catch {
+        continue;
+      }
+      const vars = env.split("\0");
+      if (!vars.includes(`NOVALESS_HOST=${this.opts.host}`)) continue;
+      const id = vars.find((v) => v.startsWith("NOVALESS_INSTANCE_UUID="))?.slice(23);
+      // the group leader only: its group is the guest
+      if (id && UUID_DIR.test(id) && Number(p) === this.pgidOf(Number(p))) yield [id, Number(p)];
+    }
+  }
+
+  private pgidOf(pid: number): number | undefined {
+    const stat = (() => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, "utf8");
+      } catch {
+        return undefined;
+      }
+    })();
+    return stat ? Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]) : undefined;
+  }
+
+  /** Adopted guests have no exit event: look whether they still run. */
+  private poll(): void {
+    for (const [id, g] of this.guests) {
+      if (g.child || g.stopping || g.power !== POWER_STATE.RUNNING) continue;
+      if (!alive(g.pid, g.started)) this.stoppedOnItsOwn(id, g, POWER_STATE.SHUTDOWN);
+    }
+  }
+
+  private stoppedOnItsOwn(id: string, g: Guest, power: PowerState): void {
+    g.power = power;
+    g.child = undefined;
+    this.writeState(id, "stopped");
+    for (const l of this.listeners) l(id, power);
+  }
+
+  async close(): Promise<void> {
+    if (this.poller) clearInterval(this.poller);
+    // no more events from this incarnation: a successor adopts the guests
+    for (const g of this.guests.values()) g.child = undefined;
+    this.listeners.length = 0;
+  }
+
+  async spawn(guest: GuestSpec, signal?: AbortSignal): Promise<void> {
+    const id = guest.instance_uuid;
+    const command = guest.image.properties[EXEC_COMMAND_PROPERTY];
+    if (!command) {
+      throw new BuildFailure(
+        `image ${guest.image.name} (${guest.image.id}) has no ${EXEC_COMMAND_PROPERTY} property: the exec driver on ${this.opts.host} cannot boot it`,
+      );
+    }
+    let argv: string[];
+    try {
+      argv = parseCommandLine(command);
+    } catch (e) {
+      throw new BuildFailure(`image ${guest.image.name} (${guest.image.id}): ${(e as Error).message}`);
+    }
+    const dir = this.dir(id);
+    mkdirSync(join(dir, "config", "openstack", "latest"), { recursive: true });
+    writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
+    this.writeConfig(guest);
+    const g: Guest = { spec: guest, power: POWER_STATE.NOSTATE, boots: 0 };
+    this.guests.set(id, g);
+    try {
+      if (signal?.aborted) throw new Error("aborted");
+      await this.boot(id, g, argv);
+      if (signal?.aborted) throw new Error("aborted");
+    } catch (e) {
+      await this.destroy(id);
+      if (e instanceof BuildFailure) throw e;
+      throw new BuildFailure(`spawn of ${id} on ${this.opts.host} interrupted: ${(e as Error).message}`);
+    }
+  }
+
+  /** Nova's config drive contents, as files the guest reads from NOVALESS_CONFIG_DIR. */
+  private writeConfig(guest: GuestSpec): void {
+    const latest = join(this.dir(guest.instance_uuid), "config", "openstack", "latest");
+    const meta = {
+      uuid: guest.instance_uuid,
+      name: guest.name,
+      hostname: guest.hostname,
+      launch_index: 0,
+      project_id: guest.project_id,
+      meta: guest.metadata,
+      public_keys: guest.key_name && guest.key_data ? { [guest.key_name]: guest.key_data } : {},
+    };
+    writeFileSync(join(latest, "meta_data.json"), JSON.stringify(meta));
+    if (guest.user_data) writeFileSync(join(latest, "user_data"), Buffer.from(guest.user_data, "base64"));
+  }
+
+  /** Start the guest's process (again), supervised; BuildFailure if it dies at once. */
+  private async boot(id: string, g: Guest, argv: string[] = this.argvOf(id, g)): Promise<void> {
+    const dir = this.dir(id);
+    g.boots++;
+    writeFileSync(join(dir, "boots"), String(g.boots));
+    const log = openSync(join(dir, "console.log"), "a");
+    if (g.boots > 1) writeFileSync(log, `--- boot ${g.boots} ---\n`);
+    let child: ChildProcess;
+    try {
+      child = spawnProcess(argv[0]!, argv.slice(1), {
+        cwd: dir,
+        detached: true,
+        stdio: ["ignore", log, log],
+        env: {
+          PATH: process.env.PATH ?? "/usr/bin:/bin",
+          HOME: dir,
+          NOVALESS_HOST: this.opts.host,
+          NOVALESS_INSTANCE_UUID: id,
+          NOVALESS_INSTANCE_NAME: g.spec?.name ?? id,
+          NOVALESS_HOSTNAME: g.spec?.hostname ?? id,
+          NOVALESS_CONFIG_DIR: join(dir, "config"),
+        },
+      });
+    } finally {
+      closeSync(log);
+    }
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null } | Error>((resolve) => {
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+      child.once("error", (e) => resolve(e));
+    });
+    child.unref();
+    const early = await Promise.race([exited, sleep(BOOT_CHECK_MS).then(() => undefined)]);
+    if (early instanceof Error)
+      throw new BuildFailure(`cannot run ${argv[0]} for ${id} on ${this.opts.host}: ${early.message}`);
+    if (early && early.code !== 0) {
+      throw new BuildFailure(
+        `${argv.join(" ")} exited at once with ${early.signal ? `signal ${early.signal}` : `status ${early.code}`} on ${this.opts.host}; console: ${this.tail(id, 400).trim()}`,
+      );
+    }
+    g.pid = child.pid;
+    g.started = child.pid ? startTimeOf(child.pid) : undefined;
+    g.child = child;
+    g.stopping = false;
+    writeFileSync(join(dir, "pid"), `${g.pid} ${g.started ?? ""}`);
+    if (this.cgroups.enforced && g.pid && g.spec) {
+      try {
+        confine(this.cgroups.root, id, g.pid, g.spec.flavor.memory_mb, g.spec.flavor.vcpus);
+      } catch {
+        // the host said it allowed limits; a guest without them still runs
+      }
+    }
+    if (early) {
+      // exited 0 at once: booted and shut down
+      g.power = POWER_STATE.SHUTDOWN;
+      g.child = undefined;
+      this.writeState(id, "stopped");
+      return;
+    }
+    g.power = POWER_STATE.RUNNING;
+    this.writeState(id, "running");
+    void exited.then((end) => {
+      if (g.child !== child) return;
+      g.child = undefined;
+      if (g.stopping) return;
+      const clean = !(end instanceof Error) && !end.signal && end.code === 0;
+      this.stoppedOnItsOwn(id, g, clean ? POWER_STATE.SHUTDOWN : POWER_STATE.CRASHED);
+    });
+  }
+
+  private argvOf(id: string, g: Guest): string[] {
+    const command = g.spec?.image.properties[EXEC_COMMAND_PROPERTY];
+    if (!command) throw new GuestNotFound(id, this.opts.host);
+    return parseCommandLine(command);
+  }
+
+  private writeState(id: string, state: "running" | "stopped"): void {
+    try {
+      writeFileSync(join(this.dir(id), "state"), state);
+    } catch {
+      // destroyed meanwhile
+    }
+  }
+
+  /** SIGTERM the group, SIGKILL after `timeoutMs`; resolves once it is gone. */
+  private async terminate(g: Guest, timeoutMs: number): Promise<void> {
+    if (!g.pid || !alive(g.pid, g.started)) return;
+    g.stopping = true;
+    const signal = (s: NodeJS.Signals) => {
+      try {
+        process.kill(-g.pid!, s);
+      } catch {
+        // the group is gone
+      }
+    };
+    signal(timeoutMs > 0 ? "SIGTERM" : "SIGKILL");
+    const deadline = Date.now() + timeoutMs;
+    while (alive(g.pid, g.started) && Date.now() < deadline) await sleep(50);
+    if (alive(g.pid, g.started)) {
+      signal("SIGKILL");
+      while (alive(g.pid, g.started)) await sleep(20);
+    }
+  }
+
+  private guest(id: string): Guest {
+    const g = this.guests.get(id);
+    if (!g) throw new GuestNotFound(id, this.opts.host);
+    return g;
+  }
+
+  async destroy(instanceUuid: string): Promise<void> {
+    const g = this.guests.get(instanceUuid);
+    if (g) await this.terminate(g, 0);
+    release(this.cgroups.root, instanceUuid);
+    rmSync(this.dir(instanceUuid), { recursive: true, force: true });
+    this.guests.delete(instanceUuid);
+  }
+
+  async powerOff(
+    instanceUuid: string,
+    timeoutSeconds = this.opts.shutdownTimeoutSeconds ?? 60,
+  ): Promise<void> {
+    const g = this.guest(instanceUuid);
+    await this.terminate(g, timeoutSeconds * 1000);
+    g.child = undefined;
+    g.power = POWER_STATE.SHUTDOWN;
+    this.writeState(instanceUuid, "stopped");
+  }
+
+  async powerOn(instanceUuid: string): Promise<void> {
+    const g = this.guest(instanceUuid);
+    if (g.power === POWER_STATE.RUNNING && alive(g.pid, g.started)) return;
+    await this.boot(instanceUuid, g);
+  }
+
+  async reboot(instanceUuid: string, type: RebootType): Promise<void> {
+    const g = this.guest(instanceUuid);
+    await this.terminate(g, type === "HARD" ? 0 : (this.opts.shutdownTimeoutSeconds ?? 60) * 1000);
+    g.child = undefined;
+    await this.boot(instanceUuid, g);
+  }
+
+  async consoleOutput(instanceUuid: string, maxBytes = 64 * 1024): Promise<string> {
+    this.guest(instanceUuid);
+    return this.tail(instanceUuid, maxBytes);
+  }
+
+  /** The last `maxBytes` of the console log, read from its end. */
+  private tail(id: string, maxBytes: number): string {
+    const file = join(this.dir(id), "console.log");
+    if (!existsSync(file)) return "";
+    const size = statSync(file).size;
+    const length = Math.min(size, maxBytes);
+    const buf = Buffer.alloc(length);
+    const fd = openSync(file, "r");
+    try {
+      readSync(fd, buf, 0, length, size - length);
+    } finally {
+      closeSync(fd);
+    }
+    return buf.toString("utf8");
+  }
+
+  list(): GuestInfo[] {
+    return [...this.guests].map(([instance_uuid, g]) => ({ instance_uuid, power_state: g.power }));
+  }
+
+  has(instanceUuid: string): boolean {
+    return this.guests.has(instanceUuid);
+  }
+
+  powerState(instanceUuid: string): PowerState {
+    return this.guests.get(instanceUuid)?.power ?? POWER_STATE.NOSTATE;
+  }
+
+  onLifecycle(listener: LifecycleListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** the pid of a running guest's process group (tests, operators) */
+  pidOf(instanceUuid: string): number | undefined {
+    const g = this.guests.get(instanceUuid);
+    return g && alive(g.pid, g.started) ? g.pid : undefined;
+  }
+}
