@@ -1,0 +1,100 @@
+// `npm start -- --driver exec`, as a test: servers of the `sleeper` image are real processes
+// (with their instance's uuid in their environment) that os-stop, os-start, reboot and delete act
+// on, and whose output is the console log.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Runtime } from "../../infra/local/runtime.js";
+import type { ExecDriver } from "../../lib/compute/drivers/exec.js";
+import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
+
+const instances = mkdtempSync(join(tmpdir(), "novaless-e2e-exec-"));
+let runtime: Runtime;
+let client: Client;
+beforeAll(async () => {
+  ({ runtime, client } = await startTestRuntime({
+    hosts: 2,
+    driver: "exec",
+    instancesPath: instances,
+    transport: "long-poll",
+    heartbeatSeconds: 1,
+  }));
+});
+afterAll(async () => {
+  await runtime?.stop();
+  rmSync(instances, { recursive: true, force: true });
+});
+
+/** Processes whose environment names the instance. */
+function processesOf(id: string): number[] {
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/environ`, "utf8")
+          .split("\0")
+          .includes(`NOVALESS_INSTANCE_UUID=${id}`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+it("a server is a process that stop, start, reboot and delete act on", async () => {
+  const id = await client.createServer({ imageRef: "sleeper", name: "proc" });
+  const active = await client.waitForStatus(id, ["ACTIVE", "ERROR"]);
+  expect(active.status).toBe("ACTIVE");
+  expect(processesOf(id)).toHaveLength(1);
+  const host = (await client.as(ADMIN).get(`/v2.1/servers/${id}`)).body.server[
+    "OS-EXT-SRV-ATTR:host"
+  ] as string;
+  const driver = runtime.hosts.get(host)!.driver as ExecDriver;
+  const first = driver.pidOf(id);
+
+  const out = await eventually(
+    () => client.post(`/v2.1/servers/${id}/action`, { "os-getConsoleOutput": { length: 5 } }),
+    (r) => r.status === 200 && String(r.body.output).includes("up"),
+  );
+  expect(out.body.output).toContain(`sleeper ${id} up`);
+
+  expect((await client.post(`/v2.1/servers/${id}/action`, { "os-stop": null })).status).toBe(202);
+  await client.waitForStatus(id, ["SHUTOFF"]);
+  expect(processesOf(id)).toEqual([]);
+
+  expect((await client.post(`/v2.1/servers/${id}/action`, { "os-start": null })).status).toBe(202);
+  await client.waitForStatus(id, ["ACTIVE"]);
+  const second = driver.pidOf(id);
+  expect(second).not.toBe(first);
+  expect(processesOf(id)).toEqual([second]);
+
+  expect((await client.post(`/v2.1/servers/${id}/action`, { reboot: { type: "HARD" } })).status).toBe(202);
+  const rebooted = await eventually(
+    async () => (await client.as(ADMIN).get(`/v2.1/servers/${id}`)).body.server,
+    (s) => s.status === "ACTIVE" && s["OS-EXT-STS:task_state"] === null,
+  );
+  expect(rebooted.status).toBe("ACTIVE");
+  expect(driver.pidOf(id)).not.toBe(second);
+
+  expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+  await eventually(
+    async () => processesOf(id),
+    (ps) => ps.length === 0,
+  );
+  expect(processesOf(id)).toEqual([]);
+});
+
+it("a process that dies on its own turns its server SHUTOFF", async () => {
+  const id = await client.createServer({ imageRef: "sleeper", name: "dies" });
+  await client.waitForStatus(id, ["ACTIVE"]);
+  for (const pid of processesOf(id)) process.kill(pid, "SIGKILL");
+  const s = await client.waitForStatus(id, ["SHUTOFF"]);
+  expect(s["OS-EXT-STS:power_state"]).toBe(6);
+});
+
+it("an image without a command cannot be built by exec hosts (ImagePropertiesFilter: cirros is for the fake hypervisor)", async () => {
+  const id = await client.createServer({ imageRef: "cirros", name: "wrong" });
+  const s = await client.waitForStatus(id, ["ACTIVE", "ERROR"]);
+  expect(s.status).toBe("ERROR");
+});
