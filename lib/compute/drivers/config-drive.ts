@@ -1,0 +1,63 @@
+// Nova's config drive: an ISO 9660 volume labelled config-2 with openstack/latest/ (meta_data.json,
+// user_data, network_data.json, vendor_data.json), made with genisoimage and Nova's arguments.
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import type { GuestSpec } from "./driver.js";
+
+/** The drive's files, path → content (pure). */
+export function configDriveFiles(
+  guest: GuestSpec,
+  availabilityZone?: string,
+): Record<string, string | Buffer> {
+  const meta = {
+    uuid: guest.instance_uuid,
+    name: guest.name,
+    hostname: guest.hostname,
+    launch_index: 0,
+    ...(availabilityZone ? { availability_zone: availabilityZone } : {}),
+    project_id: guest.project_id,
+    meta: guest.metadata,
+    public_keys: guest.key_name && guest.key_data ? { [guest.key_name]: guest.key_data } : {},
+    keys:
+      guest.key_name && guest.key_data ? [{ name: guest.key_name, type: "ssh", data: guest.key_data }] : [],
+  };
+  const files: Record<string, string | Buffer> = {
+    "openstack/latest/meta_data.json": JSON.stringify(meta),
+    "openstack/latest/network_data.json": JSON.stringify({ links: [], networks: [], services: [] }),
+    "openstack/latest/vendor_data.json": "{}",
+  };
+  if (guest.user_data) files["openstack/latest/user_data"] = Buffer.from(guest.user_data, "base64");
+  return files;
+}
+
+/** Writes the drive to `out` (genisoimage, as Nova's configdrive.py). */
+export async function makeConfigDrive(guest: GuestSpec, out: string): Promise<void> {
+  const staging = mkdtempSync(join(tmpdir(), "novaless-configdrive-"));
+  try {
+    for (const [path, content] of Object.entries(configDriveFiles(guest))) {
+      mkdirSync(dirname(join(staging, path)), { recursive: true });
+      writeFileSync(join(staging, path), content);
+    }
+    await promisify(execFile)("genisoimage", [
+      "-o",
+      out,
+      "-ldots",
+      "-allow-lowercase",
+      "-allow-multidot",
+      "-l",
+      "-publisher",
+      "novaless",
+      "-quiet",
+      "-J",
+      "-r",
+      "-V",
+      "config-2",
+      staging,
+    ]);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,98 @@
+// A guest's libvirt domain, as Nova's LibvirtConfigGuest writes it: name, uuid, memory and
+// vCPUs from the flavor, Nova's metadata, SMBIOS with the instance's uuid, the root disk (and the
+// ephemeral and swap disks the flavor asks for), the config drive as a read-only cdrom, and a
+// serial console logged to console.log. Pure: paths in, XML out.
+import type { GuestSpec } from "./driver.js";
+
+export interface DomainPaths {
+  /** the instance's directory: disk, disk.eph0, disk.swap, disk.config, console.log */
+  dir: string;
+  /** the root disk's format (qcow2 overlay, or raw when copied) */
+  rootFormat: "qcow2" | "raw";
+}
+
+/** Nova names domains instance-%08x of an integer id; there is none here, so the uuid. */
+export function domainName(instanceUuid: string): string {
+  return `instance-${instanceUuid}`;
+}
+
+export function escapeXml(s: string): string {
+  return s.replace(
+    /[<>&'"]/g,
+    (c) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", "'": "&apos;", '"': "&quot;" })[c]!,
+  );
+}
+
+function disk(file: string, dev: string, format: string): string {
+  return (
+    `    <disk type='file' device='disk'>\n      <driver name='qemu' type='${format}' cache='none'/>\n` +
+    `      <source file='${escapeXml(file)}'/>\n      <target dev='${dev}' bus='virtio'/>\n    </disk>`
+  );
+}
+
+export function domainXml(guest: GuestSpec, paths: DomainPaths, virtType: string): string {
+  const f = guest.flavor;
+  const x = escapeXml;
+  const dir = paths.dir.replace(/\/$/, "");
+  const disks = [disk(`${dir}/disk`, "vda", paths.rootFormat)];
+  if (f.ephemeral_gb > 0) disks.push(disk(`${dir}/disk.eph0`, "vdb", "raw"));
+  if (f.swap > 0) disks.push(disk(`${dir}/disk.swap`, f.ephemeral_gb > 0 ? "vdc" : "vdb", "raw"));
+  if (guest.config_drive) {
+    disks.push(
+      `    <disk type='file' device='cdrom'>\n      <driver name='qemu' type='raw' cache='none'/>\n` +
+        `      <source file='${x(`${dir}/disk.config`)}'/>\n      <target dev='sda' bus='sata'/>\n      <readonly/>\n    </disk>`,
+    );
+  }
+  return `<domain type='${x(virtType)}'>
+  <name>${domainName(guest.instance_uuid)}</name>
+  <uuid>${x(guest.instance_uuid)}</uuid>
+  <metadata>
+    <nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/nova/1.1'>
+      <nova:package version='novaless'/>
+      <nova:name>${x(guest.name)}</nova:name>
+      <nova:flavor name='${x(f.name)}'>
+        <nova:memory>${f.memory_mb}</nova:memory>
+        <nova:disk>${f.root_gb}</nova:disk>
+        <nova:swap>${f.swap}</nova:swap>
+        <nova:ephemeral>${f.ephemeral_gb}</nova:ephemeral>
+        <nova:vcpus>${f.vcpus}</nova:vcpus>
+      </nova:flavor>
+      <nova:owner>
+        <nova:user uuid='${x(guest.user_id)}'/>
+        <nova:project uuid='${x(guest.project_id)}'/>
+      </nova:owner>
+      <nova:root type='image' uuid='${x(guest.image.id)}'/>
+    </nova:instance>
+  </metadata>
+  <memory unit='KiB'>${f.memory_mb * 1024}</memory>
+  <vcpu>${f.vcpus}</vcpu>
+  <sysinfo type='smbios'>
+    <system>
+      <entry name='manufacturer'>OpenStack Foundation</entry>
+      <entry name='product'>OpenStack Nova</entry>
+      <entry name='serial'>${x(guest.instance_uuid)}</entry>
+      <entry name='uuid'>${x(guest.instance_uuid)}</entry>
+      <entry name='family'>Virtual Machine</entry>
+    </system>
+  </sysinfo>
+  <os>
+    <type arch='x86_64'>hvm</type>
+    <boot dev='hd'/>
+    <smbios mode='sysinfo'/>
+  </os>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>restart</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+${disks.join("\n")}
+    <serial type='pty'>
+      <log file='${x(`${dir}/console.log`)}' append='off'/>
+      <target port='0'/>
+    </serial>
+    <console type='pty'>
+      <target type='serial' port='0'/>
+    </console>
+  </devices>
+</domain>
+`;
+}

@@ -1,0 +1,341 @@
+// Nova's libvirt driver, reduced: domains from the flavor and image (libvirt-xml.ts), disks from
+// the image cache, a config drive, define/start/shutdown/destroy/undefine, Nova's power-state
+// mapping, and lifecycle events. Over one persistent virsh connection (virsh.ts). `virsh event`
+// would block that one connection, so lifecycle events come from polling the domains' states
+// over it (every pollMs): a change the driver did not ask for is an event.
+import { execFile } from "node:child_process";
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
+import { makeConfigDrive } from "./config-drive.js";
+import {
+  BuildFailure,
+  type Driver,
+  type GuestInfo,
+  GuestNotFound,
+  type GuestSpec,
+  type LifecycleListener,
+  POWER_STATE,
+  type PowerState,
+  type RebootType,
+} from "./driver.js";
+import { domainName, domainXml } from "./libvirt-xml.js";
+import { VirshShell } from "./virsh.js";
+
+export interface LibvirtDriverOptions {
+  host: string;
+  /** Nova's [libvirt] connection_uri, e.g. qemu:///system; tests: test:///default */
+  uri: string;
+  /** Nova's [libvirt] virt_type → <domain type>: kvm, qemu, test */
+  virtType?: string;
+  /** Nova's [DEFAULT] instances_path */
+  instancesPath: string;
+  /** the image cache: <imagesPath>/<image id> is the image's file (Nova's instances_path/_base) */
+  imagesPath: string;
+  /** Nova's shutdown_timeout */
+  shutdownTimeoutSeconds?: number;
+  pollMs?: number;
+}
+
+/** Nova's LIBVIRT_POWER_STATE, by the words `virsh domstate` and `virsh list` print. */
+const POWER_OF_STATE: Record<string, PowerState> = {
+  "no state": POWER_STATE.NOSTATE,
+  running: POWER_STATE.RUNNING,
+  // blocked on a resource: Nova counts it as running
+  idle: POWER_STATE.RUNNING,
+  blocked: POWER_STATE.RUNNING,
+  paused: POWER_STATE.PAUSED,
+  "in shutdown": POWER_STATE.SHUTDOWN,
+  "shut off": POWER_STATE.SHUTDOWN,
+  crashed: POWER_STATE.CRASHED,
+  pmsuspended: POWER_STATE.SUSPENDED,
+};
+
+export function powerStateOf(word: string): PowerState {
+  return POWER_OF_STATE[word.trim().toLowerCase()] ?? POWER_STATE.NOSTATE;
+}
+
+const DOMAIN = /^instance-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const run = promisify(execFile);
+
+export class LibvirtDriver implements Driver {
+  hypervisorType = "QEMU";
+  hypervisorVersion = 0;
+  private readonly virsh: VirshShell;
+  private readonly guests = new Map<string, PowerState>();
+  /** guests the driver is acting on: their state changes are not lifecycle events */
+  private readonly acting = new Set<string>();
+  private readonly listeners: LifecycleListener[] = [];
+  private poller: NodeJS.Timeout | undefined;
+  private polling = false;
+  private overlays: "qcow2" | "copy" = "copy";
+
+  constructor(private readonly opts: LibvirtDriverOptions) {
+    this.virsh = new VirshShell(opts.uri);
+  }
+
+  /** For tests and operators: a virsh command over the driver's own connection. */
+  virshForTests(command: string): Promise<string> {
+    return this.virsh.run(command);
+  }
+
+  facts(): Record<string, unknown> {
+    return {
+      uri: this.opts.uri,
+      virt_type: this.opts.virtType ?? "kvm",
+      limits_enforced: true,
+      why: "libvirt enforces the domain's vCPUs and memory",
+      images_path: this.opts.imagesPath,
+      disk_overlays: this.overlays,
+    };
+  }
+
+  async init(): Promise<void> {
+    mkdirSync(this.opts.instancesPath, { recursive: true });
+    const version = await this.virsh.run("version");
+    const m = /Running hypervisor:\s*(\S+)\s+(\d+)\.(\d+)\.(\d+)/.exec(version);
+    if (m) {
+      this.hypervisorType = m[1]!.toUpperCase();
+      this.hypervisorVersion = Number(m[2]) * 1_000_000 + Number(m[3]) * 1000 + Number(m[4]);
+    }
+    this.overlays = await run("qemu-img", ["--version"]).then(
+      () => "qcow2" as const,
+      () => "copy" as const,
+    );
+    for (const [id, power] of await this.domains()) this.guests.set(id, power);
+    this.poller = setInterval(() => void this.poll(), this.opts.pollMs ?? 2000);
+    this.poller.unref();
+  }
+
+  /** novaless's domains (instance-<uuid>) and their power states; others are not ours. */
+  private async domains(): Promise<Map<string, PowerState>> {
+    const out = await this.virsh.run("list --all");
+    const found = new Map<string, PowerState>();
+    for (const line of out.split("\n")) {
+      const m = /^\s*(\S+)\s+(\S+)\s+(.+?)\s*$/.exec(line);
+      const id = m ? DOMAIN.exec(m[2]!)?.[1] : undefined;
+      if (id) found.set(id, powerStateOf(m![3]!));
+    }
+    return found;
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const now = await this.domains();
+      for (const [id, was] of this.guests) {
+        if (this.acting.has(id)) continue;
+        const power = now.get(id) ?? POWER_STATE.NOSTATE;
+        if (power === was) continue;
+        this.guests.set(id, power);
+        for (const l of this.listeners) l(id, power);
+      }
+    } catch {
+      // the connection is being re-made; the next poll sees the states
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private dir(id: string): string {
+    return join(this.opts.instancesPath, id);
+  }
+
+  /** Acting on a guest: its state changes meanwhile are the driver's, not events. */
+  private async act<T>(id: string, work: () => Promise<T>): Promise<T> {
+    this.acting.add(id);
+    try {
+      return await work();
+    } finally {
+      this.acting.delete(id);
+    }
+  }
+
+  async spawn(guest: GuestSpec, signal?: AbortSignal): Promise<void> {
+    const id = guest.instance_uuid;
+    const dir = this.dir(id);
+    const base = join(this.opts.imagesPath, guest.image.id);
+    if (!existsSync(base)) {
+      throw new BuildFailure(
+        `image ${guest.image.name} (${guest.image.id}) is not in the image cache ${this.opts.imagesPath} on host ${this.opts.host}`,
+      );
+    }
+    await this.act(id, async () => {
+      try {
+        mkdirSync(dir, { recursive: true });
+        const format = guest.image.properties.disk_format === "qcow2" ? "qcow2" : "raw";
+        let rootFormat: "qcow2" | "raw" = format;
+        if (this.overlays === "qcow2") {
+          await run("qemu-img", [
+            "create",
+            "-f",
+            "qcow2",
+            "-F",
+            format,
+            "-b",
+            base,
+            join(dir, "disk"),
+            `${guest.flavor.root_gb}G`,
+          ]);
+          rootFormat = "qcow2";
+        } else copyFileSync(base, join(dir, "disk"));
+        if (guest.flavor.ephemeral_gb > 0)
+          sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);
+        if (guest.flavor.swap > 0) sparse(join(dir, "disk.swap"), guest.flavor.swap * 2 ** 20);
+        if (guest.config_drive) await makeConfigDrive(guest, join(dir, "disk.config"));
+        if (signal?.aborted) throw new Error("aborted: the host is stopping");
+        const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm");
+        writeFileSync(join(dir, "libvirt.xml"), xml);
+        writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
+        await this.virsh.run(`define "${join(dir, "libvirt.xml")}"`);
+        this.guests.set(id, POWER_STATE.SHUTDOWN);
+        await this.virsh.run(`start ${domainName(id)}`);
+        this.guests.set(id, await this.domstate(id));
+        if (signal?.aborted) throw new Error("aborted: the host is stopping");
+      } catch (e) {
+        await this.destroy(id).catch(() => undefined);
+        throw new BuildFailure(`libvirt on ${this.opts.host} could not boot ${id}: ${(e as Error).message}`);
+      }
+    });
+  }
+
+  private async domstate(id: string): Promise<PowerState> {
+    return powerStateOf(await this.virsh.run(`domstate ${domainName(id)}`));
+  }
+
+  private known(id: string): void {
+    if (!this.guests.has(id)) throw new GuestNotFound(id, this.opts.host);
+  }
+
+  async destroy(instanceUuid: string): Promise<void> {
+    await this.act(instanceUuid, async () => {
+      const name = domainName(instanceUuid);
+      await this.virsh.run(`destroy ${name}`).catch(() => undefined); // not running: fine
+      await this.virsh.run(`undefine ${name}`).catch(() => undefined); // not defined: fine
+      rmSync(this.dir(instanceUuid), { recursive: true, force: true });
+      this.guests.delete(instanceUuid);
+    });
+  }
+
+  async powerOff(
+    instanceUuid: string,
+    timeoutSeconds = this.opts.shutdownTimeoutSeconds ?? 60,
+  ): Promise<void> {
+    this.known(instanceUuid);
+    await this.act(instanceUuid, async () => {
+      const name = domainName(instanceUuid);
+      if ((await this.domstate(instanceUuid)) === POWER_STATE.RUNNING) {
+        await this.virsh.run(`shutdown ${name}`);
+        const deadline = Date.now() + timeoutSeconds * 1000;
+        while ((await this.domstate(instanceUuid)) !== POWER_STATE.SHUTDOWN && Date.now() < deadline)
+          await sleep(200);
+        // Nova's clean shutdown gives up after shutdown_timeout and destroys
+        if ((await this.domstate(instanceUuid)) !== POWER_STATE.SHUTDOWN)
+          await this.virsh.run(`destroy ${name}`);
+      }
+      this.guests.set(instanceUuid, await this.domstate(instanceUuid));
+    });
+  }
+
+  async powerOn(instanceUuid: string): Promise<void> {
+    this.known(instanceUuid);
+    await this.act(instanceUuid, async () => {
+      if ((await this.domstate(instanceUuid)) !== POWER_STATE.RUNNING)
+        await this.virsh.run(`start ${domainName(instanceUuid)}`);
+      this.guests.set(instanceUuid, await this.domstate(instanceUuid));
+    });
+  }
+
+  async reboot(instanceUuid: string, type: RebootType): Promise<void> {
+    this.known(instanceUuid);
+    await this.act(instanceUuid, async () => {
+      const name = domainName(instanceUuid);
+      if (type === "SOFT" && (await this.domstate(instanceUuid)) === POWER_STATE.RUNNING) {
+        await this.virsh.run(`reboot ${name}`);
+      } else {
+        // Nova's hard reboot: destroy, define again from the instance's XML, start
+        await this.virsh.run(`destroy ${name}`).catch(() => undefined);
+        const xml = join(this.dir(instanceUuid), "libvirt.xml");
+        if (existsSync(xml)) await this.virsh.run(`define "${xml}"`);
+        await this.virsh.run(`start ${name}`);
+      }
+      this.guests.set(instanceUuid, await this.domstate(instanceUuid));
+    });
+  }
+
+  /** The end of the serial console's log (Nova's get_console_output of a file-logged console). */
+  async consoleOutput(instanceUuid: string, maxBytes = 64 * 1024): Promise<string> {
+    this.known(instanceUuid);
+    const file = join(this.dir(instanceUuid), "console.log");
+    if (!existsSync(file)) return "";
+    const size = statSync(file).size;
+    const length = Math.min(size, maxBytes);
+    const buf = Buffer.alloc(length);
+    const fd = openSync(file, "r");
+    try {
+      readSync(fd, buf, 0, length, size - length);
+    } finally {
+      closeSync(fd);
+    }
+    return buf.toString("utf8");
+  }
+
+  list(): GuestInfo[] {
+    return [...this.guests].map(([instance_uuid, power_state]) => ({ instance_uuid, power_state }));
+  }
+
+  has(instanceUuid: string): boolean {
+    return this.guests.has(instanceUuid);
+  }
+
+  powerState(instanceUuid: string): PowerState {
+    return this.guests.get(instanceUuid) ?? POWER_STATE.NOSTATE;
+  }
+
+  onLifecycle(listener: LifecycleListener): void {
+    this.listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.poller) clearInterval(this.poller);
+    await this.virsh.close();
+  }
+
+  /** The domain XML of a guest as libvirt has it (tests). */
+  dumpxml(instanceUuid: string): Promise<string> {
+    return this.virsh.run(`dumpxml ${domainName(instanceUuid)}`);
+  }
+
+  /** The spec a guest was defined from, from its directory. */
+  specOf(instanceUuid: string): GuestSpec | undefined {
+    try {
+      return JSON.parse(readFileSync(join(this.dir(instanceUuid), "spec.json"), "utf8")) as GuestSpec;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** A sparse file of `bytes` (a disk the guest fills). */
+function sparse(path: string, bytes: number): void {
+  const fd = openSync(path, "w");
+  try {
+    ftruncateSync(fd, bytes);
+  } finally {
+    closeSync(fd);
+  }
+}
