@@ -1,75 +1,114 @@
-// `novaless-compute`: run one compute agent (fake driver) against whatever AWS the environment
-// points at: the deployed stack's tables and queues (see the stack outputs) or LocalStack. The
-// host's queue is named from NOVALESS_COMPUTE_QUEUE_PREFIX (the stack output ComputeQueuePrefix;
-// unset, the default stack's) and the host name, see lib/compute/queue-name.ts.
-import { parseArgs } from "node:util";
+// `novaless-compute`: the compute service an operator installs on a hypervisor (Nova's
+// nova-compute). Shipped as one file (`npm run bundle:agent` → dist/novaless-compute.mjs) with a
+// systemd unit (packaging/). It reads /etc/novaless/compute.conf (or --config-file, the stack's
+// outputs with --stack-outputs, NOVALESS_<SECTION>_<KEY>, flags: lib/compute/agent-config.ts),
+// discovers the machine's inventory, and runs the agent: its own queue in, reports to
+// compute-events out, no database.
+import { readFileSync } from "node:fs";
+import { networkInterfaces } from "node:os";
+import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
+import { useDefaultCredentials } from "../lib/aws/clients.js";
 import { ComputeAgent } from "../lib/compute/agent.js";
-import { FakeDriver } from "../lib/compute/drivers/fake.js";
+import { ConfigError, helpText, loadAgentConfig } from "../lib/compute/agent-config.js";
+import { hostSizeOf, machineFacts } from "../lib/compute/discover.js";
+import { createDriver } from "../lib/compute/drivers/index.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
-import { computeQueueName } from "../lib/compute/queue-name.js";
-import { DEFAULT_COMPUTE_QUEUE_PREFIX, resources } from "../lib/config.js";
-import { DLQ_SUFFIX } from "../lib/resources.js";
+import { fqdn } from "../lib/compute/machine.js";
+import { computeQueueName, hostSessionName } from "../lib/compute/queue-name.js";
+import { logger } from "../lib/log.js";
+import { DLQ_SUFFIX, HOST_TAG } from "../lib/resources.js";
 
-const { values } = parseArgs({
-  options: {
-    host: { type: "string" },
-    "availability-zone": { type: "string", default: "nova" },
-    "host-ip": { type: "string", default: "127.0.0.1" },
-    vcpus: { type: "string", default: "16" },
-    "memory-mb": { type: "string", default: "65536" },
-    "local-gb": { type: "string", default: "1000" },
-    "build-ms": { type: "string", default: "1000" },
-    "fail-builds": { type: "boolean", default: false },
-  },
-});
-
-const required = [
-  "NOVALESS_HOSTS_TABLE",
-  "NOVALESS_ALLOCATIONS_TABLE",
-  "NOVALESS_SERVICES_TABLE",
-  "NOVALESS_INSTANCES_TABLE",
-  "NOVALESS_BUILD_REQUESTS_QUEUE_URL",
-];
-const missing = required.filter((k) => !process.env[k]);
-if (!values.host || missing.length) {
-  process.stderr.write(
-    "usage: novaless-compute --host NAME [--availability-zone AZ] [--vcpus N] [--memory-mb N] [--local-gb N]\n" +
-      "                        [--build-ms N] [--fail-builds]\n" +
-      `environment needed: ${required.join(", ")} (stack outputs)\n` +
-      `optional: NOVALESS_COMPUTE_QUEUE_PREFIX (stack output ComputeQueuePrefix; default ${DEFAULT_COMPUTE_QUEUE_PREFIX})\n` +
-      (missing.length ? `missing: ${missing.join(", ")}\n` : ""),
-  );
-  process.exit(2);
+function firstIpv4(): string {
+  for (const addresses of Object.values(networkInterfaces()))
+    for (const a of addresses ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  return "127.0.0.1";
 }
 
-const int = (v: string, name: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
-  return n;
-};
-const host = values.host;
-// Refuse a host name or prefix that cannot make a queue before touching any AWS resource.
-const queueName = computeQueueName(resources().computeQueuePrefix, host, DLQ_SUFFIX);
+let loaded: ReturnType<typeof loadAgentConfig>;
+try {
+  loaded = loadAgentConfig({
+    argv: process.argv.slice(2),
+    env: process.env,
+    readFile: (p) => {
+      try {
+        return readFileSync(p, "utf8");
+      } catch {
+        return undefined;
+      }
+    },
+    machine: { fqdn: await fqdn(), ip: firstIpv4() },
+  });
+} catch (e) {
+  if (!(e instanceof ConfigError)) throw e;
+  process.stderr.write(`novaless-compute: ${e.message}\n`);
+  process.exit(2);
+}
+if (loaded.help) {
+  process.stdout.write(helpText());
+  process.exit(0);
+}
+const c = loaded.config;
+const host = String(c.DEFAULT.host);
+const log = logger({ host });
+if (c.novaless.region) process.env.AWS_REGION ??= String(c.novaless.region);
+if (c.novaless.assume_role_arn) {
+  // The host's session of ComputeHostRole: named and tagged after the host, as its trust
+  // policy demands of whoever takes it (an instance-profile role tagged novaless-host, or a
+  // Roles Anywhere certificate whose CN is the host).
+  const session = hostSessionName(host);
+  useDefaultCredentials(
+    fromTemporaryCredentials({
+      params: {
+        RoleArn: String(c.novaless.assume_role_arn),
+        RoleSessionName: session,
+        Tags: [{ Key: HOST_TAG, Value: session }],
+      },
+    }),
+  );
+}
+
+const prefix = String(c.novaless.compute_queue_prefix);
+// a host name or prefix that cannot make a queue is refused before anything is sent
+const queue = computeQueueName(prefix, host, DLQ_SUFFIX);
+const driver = createDriver(c);
+const size = hostSizeOf(machineFacts(String(c.DEFAULT.instances_path)), c);
 const agent = new ComputeAgent({
   host,
-  availability_zone: values["availability-zone"],
-  host_ip: values["host-ip"],
-  inventories: inventoriesFor({
-    vcpus: int(values.vcpus, "vcpus"),
-    memory_mb: int(values["memory-mb"], "memory-mb"),
-    local_gb: int(values["local-gb"], "local-gb"),
-  }),
-  driver: new FakeDriver({
-    host,
-    buildMs: int(values["build-ms"], "build-ms"),
-    failAll: values["fail-builds"],
-  }),
+  availability_zone: String(c.DEFAULT.default_availability_zone),
+  host_ip: String(c.DEFAULT.my_ip),
+  inventories: inventoriesFor(size),
+  driver,
+  eventsQueueUrl: String(c.novaless.events_queue_url),
+  computeQueuePrefix: prefix,
+  concurrency: Number(c.novaless.concurrency),
+  waitTimeSeconds: Number(c.novaless.wait_time_seconds),
+  heartbeatSeconds: Number(c.DEFAULT.report_interval),
+  syncPowerStateSeconds: Number(c.DEFAULT.sync_power_state_interval),
+  log,
 });
-await agent.start();
-process.stdout.write(`compute host ${host}: queue ${queueName}\n`);
-const stop = async () => {
-  await agent.stop();
+
+let stopping = false;
+const stop = async (signal: string) => {
+  if (stopping) {
+    // a second signal: now
+    process.exit(1);
+  }
+  stopping = true;
+  await agent.stop({ handBack: true, signal });
+  await driver.close();
   process.exit(0);
 };
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
+process.on("SIGINT", () => void stop("SIGINT"));
+process.on("SIGTERM", () => void stop("SIGTERM"));
+
+try {
+  await agent.start();
+} catch (e) {
+  process.stderr.write(`novaless-compute ${host}: ${(e as Error).message}\n`);
+  await driver.close().catch(() => undefined);
+  process.exit(1);
+}
+process.stdout.write(
+  `novaless-compute ${host}: driver ${driver.hypervisorType}, ${size.vcpus} vCPU, ${size.memory_mb} MiB, ` +
+    `${size.local_gb} GiB, queue ${queue}\n`,
+);

@@ -39,7 +39,7 @@ export interface HostAgent {
    * A graceful stop: take no more messages, then either let in-flight builds finish (default) or
    * interrupt them and hand each back through the failure path, so another host builds it.
    */
-  stop(opts?: { handBack?: boolean }): Promise<void>;
+  stop(opts?: { handBack?: boolean; signal?: string }): Promise<void>;
   /**
    * Simulates the host dying (tests, soak): no more heartbeats, no more reports, in-flight builds
    * abandoned mid-way and their messages left undeleted. The watchdog has to clean up.
@@ -106,8 +106,9 @@ export class ComputeAgent implements HostAgent {
    * aborted poll comes back after the queue's short visibility timeout); in-flight spawns are
    * interrupted when handing back and go through the failure path (one report each).
    */
-  async stop(opts: { handBack?: boolean } = {}): Promise<void> {
+  async stop(opts: { handBack?: boolean; signal?: string } = {}): Promise<void> {
     if (!this.running && !this.loop) return;
+    const began = Date.now();
     this.running = false;
     for (const t of this.timers) clearInterval(t);
     if (opts.handBack) this.path.handBack();
@@ -116,7 +117,12 @@ export class ComputeAgent implements HostAgent {
     await this.loop;
     await Promise.allSettled(this.inFlight.values());
     this.loop = undefined;
-    this.log.info("compute.stopped", { handed_back: Boolean(opts.handBack) });
+    // one line per stop: why, what was handed back, how long it took
+    this.log.info("compute.stopped", {
+      handed_back: Boolean(opts.handBack),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      stop_ms: Date.now() - began,
+    });
   }
 
   async kill(): Promise<void> {

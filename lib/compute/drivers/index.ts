@@ -1,0 +1,27 @@
+// The virt driver a compute host runs, from its configuration ([DEFAULT] compute_driver).
+import type { AgentConfig } from "../agent-config.js";
+import type { Driver } from "./driver.js";
+import { ExecDriver } from "./exec.js";
+import { FakeDriver } from "./fake.js";
+import { LibvirtDriver } from "./libvirt.js";
+
+export function createDriver(c: AgentConfig): Driver {
+  const host = String(c.DEFAULT.host);
+  const instancesPath = String(c.DEFAULT.instances_path);
+  const shutdownTimeoutSeconds = Number(c.DEFAULT.shutdown_timeout);
+  switch (c.DEFAULT.compute_driver) {
+    case "fake":
+      return new FakeDriver({ host, buildMs: Number(c.fake.build_ms), failAll: Boolean(c.fake.fail_builds) });
+    case "libvirt":
+      return new LibvirtDriver({
+        host,
+        uri: String(c.libvirt.connection_uri),
+        virtType: String(c.libvirt.virt_type),
+        instancesPath,
+        imagesPath: String(c.libvirt.images_path),
+        shutdownTimeoutSeconds,
+      });
+    default:
+      return new ExecDriver({ host, instancesPath, shutdownTimeoutSeconds });
+  }
+}
