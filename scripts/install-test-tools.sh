@@ -1,5 +1,6 @@
 #!/bin/sh
-# The real OpenStack clients and tempest that test/clients and test/tempest drive. A no-op when
+# The real OpenStack clients and tempest that test/clients and test/tempest drive, and libvirt's
+# virsh (its test:///default driver) and genisoimage (config drives) that test/drivers drive. A no-op when
 # they are all present; as root on Debian/Ubuntu it installs what is missing (CI runs `npm test`
 # as root on a clean machine); anywhere else it says which tool is missing and that its tests skip.
 set -u
@@ -10,6 +11,8 @@ missing_tools() {
   command -v nova >/dev/null 2>&1 || missing="$missing nova"
   /usr/bin/python3 -c 'import openstack' >/dev/null 2>&1 || missing="$missing openstacksdk"
   command -v tempest >/dev/null 2>&1 || missing="$missing tempest"
+  command -v virsh >/dev/null 2>&1 || missing="$missing virsh"
+  command -v genisoimage >/dev/null 2>&1 || missing="$missing genisoimage"
   echo "$missing"
 }
 
@@ -20,7 +23,8 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "install-test-tools: missing:$missing; installing the Debian packages"
   export DEBIAN_FRONTEND=noninteractive
   if apt-get update -q && apt-get install -y -q --no-install-recommends \
-    python3-openstackclient python3-novaclient python3-openstacksdk tempest; then
+    python3-openstackclient python3-novaclient python3-openstacksdk tempest \
+    libvirt-clients genisoimage; then
     missing=$(missing_tools)
     [ -z "$missing" ] && exit 0
   fi
