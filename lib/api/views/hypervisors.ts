@@ -79,7 +79,7 @@ export const hypervisorSummaryView = viewFields<HostRecord, HypervisorContext>([
 
 /**
  * Nova's hypervisor detail. Totals are the inventories' totals (before ratios, as Nova reports
- * them). 2.28 makes cpu_info an object; 2.88 drops the resource fields (Placement has them) and
+ * them). cpu_info carries the driver's facts; 2.28 makes it an object; 2.88 drops the resource fields (Placement has them) and
  * adds uptime, which the fake driver cannot tell (Nova's null for a driver without it).
  */
 export const hypervisorDetailView = viewFields<HostRecord, HypervisorContext>([
@@ -99,8 +99,9 @@ export const hypervisorDetailView = viewFields<HostRecord, HypervisorContext>([
     }),
   },
   { max: "2.87", fields: resourceFields },
-  { max: "2.27", fields: () => ({ cpu_info: "{}" }) },
-  { min: "2.28", max: "2.87", fields: () => ({ cpu_info: {} }) },
+  // the driver's facts where libvirt puts the host's CPU (cgroup limits enforced or not, URI…)
+  { max: "2.27", fields: (h) => ({ cpu_info: JSON.stringify(h.hypervisor_facts ?? {}) }) },
+  { min: "2.28", max: "2.87", fields: (h) => ({ cpu_info: h.hypervisor_facts ?? {} }) },
   { min: "2.88", fields: (h, c) => ({ uptime: uptimeText(h, c.now) }) },
   ...serverRows,
 ]);

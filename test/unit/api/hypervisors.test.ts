@@ -22,6 +22,12 @@ describe("hypervisor views per microversion", () => {
     expect(hypervisorDetailView(h, { up: true }, v("2.47"))).toMatchObject({ cpu_info: {}, vcpus: 8 });
     expect(hypervisorDetailView(h, { up: true }, v("2.79")).uptime).toBeUndefined();
   });
+  it("cpu_info carries the driver's facts (whether cgroup limits are enforced)", () => {
+    const facts = { cgroup_limits: false, cgroup_reason: "cgroup v1" };
+    const withFacts = { ...h, hypervisor_facts: facts };
+    expect(hypervisorDetailView(withFacts, { up: true }, v("2.1")).cpu_info).toBe(JSON.stringify(facts));
+    expect(hypervisorDetailView(withFacts, { up: true }, v("2.87")).cpu_info).toEqual(facts);
+  });
   it("2.88: no resource fields nor cpu_info, uptime instead", () => {
     const d = hypervisorDetailView(h, { up: true }, v("2.88"));
     expect(Object.keys(d).sort()).toEqual([
