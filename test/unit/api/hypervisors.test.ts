@@ -23,7 +23,7 @@ describe("hypervisor views per microversion", () => {
     expect(hypervisorDetailView(h, { up: true }, v("2.79")).uptime).toBeUndefined();
   });
   it("cpu_info carries the driver's facts (whether cgroup limits are enforced)", () => {
-    const facts = { cgroup_limits: false, cgroup_reason: "cgroup v1" };
+    const facts = { limits_enforced: false, why: "cgroup v1: no unified hierarchy" };
     const withFacts = { ...h, hypervisor_facts: facts };
     expect(hypervisorDetailView(withFacts, { up: true }, v("2.1")).cpu_info).toBe(JSON.stringify(facts));
     expect(hypervisorDetailView(withFacts, { up: true }, v("2.87")).cpu_info).toEqual(facts);
