@@ -124,6 +124,7 @@ export class NovalessStack extends Stack {
   readonly httpApi: apigwv2.HttpApi;
   readonly computeAgentPolicy: iam.ManagedPolicy;
   readonly computeHostRole: iam.Role;
+  readonly computeHostAssumePolicy: iam.ManagedPolicy;
   readonly computeEventsQueue: sqs.Queue;
   readonly computeEventsDlq: sqs.Queue;
   readonly computeEventsFunction: NodejsFunction;
@@ -561,6 +562,22 @@ export class NovalessStack extends Stack {
       );
     }
 
+    // Taking the tagged session also needs an identity policy allowing it (a trust policy naming
+    // the account delegates to the account's own policies): attached here to the role itself for
+    // the Roles Anywhere session, and by the operator to each EC2 host's instance-profile role.
+    // Attached from the policy's side (its Roles), so the role does not depend on it (no cycle).
+    this.computeHostAssumePolicy = new iam.ManagedPolicy(this, "ComputeHostAssumePolicy", {
+      description: "take a host's tagged session of ComputeHostRole (the trust policy checks the tag)",
+      statements: [
+        new iam.PolicyStatement({
+          sid: "TakeHostSession",
+          actions: ["sts:AssumeRole", "sts:TagSession"],
+          resources: [this.computeHostRole.roleArn],
+        }),
+      ],
+    });
+    this.computeHostAssumePolicy.attachToRole(this.computeHostRole);
+
     // --- Alarms -----------------------------------------------------------------------------
     // Builds in ERROR come from the conductor's BuildsError metric (EMF), not from the execution's
     // status: an execution that SUCCEEDED may well have put its build in ERROR (NoValidHost, max
@@ -868,6 +885,9 @@ export class NovalessStack extends Stack {
     new CfnOutput(this, "ComputeEventsQueueUrl", { value: this.computeEventsQueue.queueUrl });
     new CfnOutput(this, "ComputeEventsDlqUrl", { value: this.computeEventsDlq.queueUrl });
     new CfnOutput(this, "ComputeHostRoleArn", { value: this.computeHostRole.roleArn });
+    new CfnOutput(this, "ComputeHostAssumePolicyArn", {
+      value: this.computeHostAssumePolicy.managedPolicyArn,
+    });
     new CfnOutput(this, "Region", { value: this.region });
     new CfnOutput(this, "AuthTokensSecretArn", {
       value: this.authTokensSecret.secretArn,

@@ -410,7 +410,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
   // IAM policy variables: "${aws:PrincipalTag/…}" is the template's text, not a JS template.
   const tag = (key: string) => ["$", "{", key, "}"].join("");
   it("gives compute hosts no database: their own tagged queue and compute-events, by principal tag", () => {
-    const policy = Object.values(s.template.findResources("AWS::IAM::ManagedPolicy"))[0] as Resource;
+    const policy = s.template.toJSON().Resources[logicalId(s.stack, s.stack.computeAgentPolicy)] as Resource;
     const text = JSON.stringify(policy.Properties.PolicyDocument);
     expect(text).not.toContain("dynamodb:");
     expect(text).not.toContain("sqs:CreateQueue");
@@ -449,6 +449,23 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
           }),
         ]),
       },
+    });
+    // Taking the tagged session: a policy allowing only that, attached to the role (the Roles
+    // Anywhere session takes it) and output for EC2 hosts' instance-profile roles.
+    const roleId = logicalId(s.stack, s.stack.computeHostRole);
+    const assume = s.template.toJSON().Resources[
+      logicalId(s.stack, s.stack.computeHostAssumePolicy)
+    ] as Resource;
+    expect(assume.Properties.Roles).toEqual([{ Ref: roleId }]);
+    expect(assume.Properties.PolicyDocument).toMatchObject({
+      Statement: [
+        {
+          Sid: "TakeHostSession",
+          Effect: "Allow",
+          Action: ["sts:AssumeRole", "sts:TagSession"],
+          Resource: { "Fn::GetAtt": [roleId, "Arn"] },
+        },
+      ],
     });
   });
 
@@ -554,6 +571,11 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         "BuildRequestsDlqUrl",
         "ConductorStateMachineArn",
         "ComputeAgentPolicyArn",
+        "ComputeQueuePrefix",
+        "ComputeEventsQueueUrl",
+        "ComputeHostRoleArn",
+        "ComputeHostAssumePolicyArn",
+        "Region",
         "AuthTokensSecretArn",
         "DashboardName",
       ]),
