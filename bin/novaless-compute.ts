@@ -104,11 +104,15 @@ process.on("SIGTERM", () => void stop("SIGTERM"));
 try {
   await agent.start();
 } catch (e) {
-  process.stderr.write(`novaless-compute ${host}: ${(e as Error).message}\n`);
+  // what the operator must check: the identity the agent presented
+  const as = c.novaless.assume_role_arn
+    ? ` (as session ${hostSessionName(host)} of ${String(c.novaless.assume_role_arn)}, tag ${HOST_TAG}=${hostSessionName(host)})`
+    : "";
+  process.stderr.write(`novaless-compute ${host}: ${(e as Error).name}: ${(e as Error).message}${as}\n`);
   await driver.close().catch(() => undefined);
   process.exit(1);
 }
 process.stdout.write(
   `novaless-compute ${host}: driver ${driver.hypervisorType}, ${size.vcpus} vCPU, ${size.memory_mb} MiB, ` +
-    `${size.local_gb} GiB, queue ${queue}\n`,
+    `${size.local_gb} GiB, queue ${queue}, session ${hostSessionName(host)}\n`,
 );

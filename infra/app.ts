@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // The CDK app: `npx cdk synth` / `npx cdk deploy` (aws-cdk@2, from node_modules).
 // Options on the command line: -c conductorType=STANDARD, -c removalPolicy=destroy,
-// -c computeQueuePrefix=<prefix>, -c keystoneUrl=<an existing Keystone, which then validates tokens>. The API's token table is not part of the app: after the first
+// -c computeQueuePrefix=<prefix>, -c keystoneUrl=<an existing Keystone, which then validates tokens>,
+// -c rolesAnywhereIssuerCn=<the CN of the CA that signs on-premises hosts' certificates (IAM
+// Roles Anywhere; default novaless-hosts-ca)>. The API's token table is not part of the app: after the first
 // deploy, put it into the secret the stack outputs (AuthTokensSecretArn) with
 // `aws secretsmanager put-secret-value`. Every synth runs cdk-nag's AwsSolutions checks: a finding
 // that is neither fixed nor suppressed with its reason (in the stack) fails the synth.
@@ -38,4 +40,5 @@ new NovalessStack(app, "NovalessStack", {
   removalPolicy: removalPolicy(),
   computeQueuePrefix: context("computeQueuePrefix"),
   keystoneUrl: context("keystoneUrl"),
+  rolesAnywhereIssuerCn: context("rolesAnywhereIssuerCn"),
 });
