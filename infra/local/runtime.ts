@@ -343,6 +343,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       ...emulators.env,
       ...Object.fromEntries(tables.map((t) => [t.env, t.localName])),
       NOVALESS_COMPUTE_QUEUE_PREFIX: computeQueuePrefix,
+      ...localLiveness(names.length, opts),
       ...opts.env,
     });
     stops.unshift(async () => restoreEnv());
@@ -405,6 +406,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         : undefined;
     if (fleet) {
       emulators.gateway?.onMessageSent((sent) => fleet.messageSent(sent));
+      emulators.gateway?.onQueueCreated((name) => fleet.queueCreated(name));
       stops.push(async () => fleet.stop());
     }
     const newAgent = (h: Omit<HostHandle, "agent">, i: number): HostAgent => {
@@ -560,6 +562,34 @@ async function startHosts(
 }
 
 /** `count` hosts named host-1 … host-N, or the names given (duplicates refused). */
+/**
+ * Heartbeats a one-process fleet can carry. Each is a report through SQS, the compute-events
+ * consumer and a write, all on this process's one thread (about 10 ms of CPU here); in AWS the
+ * consumer scales out. Past this rate the local runtime stretches report_interval, and
+ * service_down_time with it (Nova's three missed beats), unless the caller set either.
+ */
+export const LOCAL_HEARTBEATS_PER_SECOND = 50;
+
+export function localLiveness(hosts: number, opts: RuntimeOptions): Record<string, string> {
+  const set = (name: string) => process.env[name] !== undefined || opts.env?.[name] !== undefined;
+  const configured = schedulerConfig().report_interval;
+  if (
+    opts.heartbeatSeconds !== undefined ||
+    set("NOVALESS_REPORT_INTERVAL") ||
+    set("NOVALESS_SERVICE_DOWN_TIME")
+  )
+    return {};
+  const interval = Math.ceil(hosts / LOCAL_HEARTBEATS_PER_SECOND);
+  if (interval <= configured) return {};
+  log.info("runtime.heartbeats_stretched", {
+    hosts,
+    report_interval: interval,
+    service_down_time: 3 * interval,
+    why: `${hosts} hosts at report_interval ${configured} s would be more heartbeats than one process carries`,
+  });
+  return { NOVALESS_REPORT_INTERVAL: String(interval), NOVALESS_SERVICE_DOWN_TIME: String(3 * interval) };
+}
+
 export function hostNames(hosts: number | string[]): string[] {
   if (typeof hosts === "number") return Array.from({ length: hosts }, (_, i) => `host-${i + 1}`);
   const dup = hosts.find((h, i) => hosts.indexOf(h) !== i);

@@ -65,6 +65,26 @@ export class Fleet {
     this.sweeper = setInterval(() => this.sweep(), SWEEP_TICK_MS);
   }
 
+  /** queue name → registrations waiting for compute-events to create it */
+  private readonly creating = new Map<string, (() => void)[]>();
+
+  /** Resolves when SQS created the queue (queueCreated), so registrations need not poll. */
+  untilCreated(queueName: string): Promise<void> {
+    return new Promise((resolve) => {
+      const waiting = this.creating.get(queueName) ?? [];
+      waiting.push(resolve);
+      this.creating.set(queueName, waiting);
+    });
+  }
+
+  /** The gateway's announcement that SQS created a queue. */
+  queueCreated(queueName: string): void {
+    const waiting = this.creating.get(queueName);
+    if (!waiting) return;
+    this.creating.delete(queueName);
+    for (const resolve of waiting) resolve();
+  }
+
   /** A new incarnation of a host (not started). */
   agent(identity: HostIdentity): SimulatedAgent {
     return new SimulatedAgent(this, identity);
@@ -174,6 +194,7 @@ export class SimulatedAgent implements HostAgent {
       await this.identity.driver.init();
       return registerComputeHost(this.identity, this.reporter, {
         computeQueuePrefix: this.fleet.opts.computeQueuePrefix,
+        queueCreated: (name) => this.fleet.untilCreated(name),
       });
     });
     this.running = true;

@@ -71,6 +71,11 @@ export interface RegisterOptions {
   /** how long to wait for compute-events to create this host's queues (ms) */
   queueWaitMs?: number;
   signal?: AbortSignal;
+  /**
+   * Resolves once SQS created the queue of this name (the local simulator's doorbell), so a fleet
+   * registering at once waits for its queues without polling; asked before the report is sent.
+   */
+  queueCreated?: (queueName: string) => Promise<void>;
 }
 
 /**
@@ -85,6 +90,7 @@ export async function registerComputeHost(
 ): Promise<HostQueue> {
   const d = h.driver;
   const name = computeQueueName(opts.computeQueuePrefix, h.host, DLQ_SUFFIX);
+  let created = opts.queueCreated?.(name);
   await reporter.send("register", {
     availability_zone: h.availability_zone,
     host_ip: h.host_ip,
@@ -98,16 +104,22 @@ export async function registerComputeHost(
   const deadline = Date.now() + waitMs;
   for (let pause = 50; ; pause = Math.min(2000, pause * 2)) {
     try {
-      const [queue, dlq] = await Promise.all(
-        [name, `${name}${DLQ_SUFFIX}`].map((QueueName) =>
-          sqsClient().send(new GetQueueUrlCommand({ QueueName }), { abortSignal: opts.signal }),
-        ),
-      );
-      return { queueUrl: queue!.QueueUrl!, dlqUrl: dlq!.QueueUrl! };
+      const queue = await sqsClient().send(new GetQueueUrlCommand({ QueueName: name }), {
+        abortSignal: opts.signal,
+      });
+      // compute-events creates the DLQ first, beside the queue: its URL is the queue's and the suffix
+      return { queueUrl: queue.QueueUrl!, dlqUrl: `${queue.QueueUrl!}${DLQ_SUFFIX}` };
     } catch (e) {
       // Not there yet, or not tagged for this host yet: SQS says one or the other.
       const code = (e as { name?: string }).name ?? "";
       const waiting = /QueueDoesNotExist|NonExistentQueue|AccessDenied/.test(code);
+      if (waiting && created) {
+        // the doorbell rings when compute-events has created the queue (or at the deadline)
+        const left = deadline - Date.now();
+        await Promise.race([created, new Promise((r) => setTimeout(r, Math.max(0, left)).unref())]);
+        created = undefined;
+        continue;
+      }
       if (!waiting || Date.now() + pause > deadline || opts.signal?.aborted) {
         throw new Error(
           `compute host ${h.host}: queue ${name} was not ready within ${waitMs / 1000} s of registering ` +

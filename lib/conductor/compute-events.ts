@@ -190,8 +190,9 @@ async function register(r: RegisterReport, log: Logger): Promise<void> {
     { [HOST_TAG]: hostSessionName(r.host) },
   );
   queueUrls.set(r.host, q.queueUrl);
+  let fresh = false;
   try {
-    await registerHost({
+    const rec = await registerHost({
       host: r.host,
       availability_zone: r.availability_zone,
       inventories: r.inventories as Partial<Record<ResourceClass, Inventory>>,
@@ -202,6 +203,9 @@ async function register(r: RegisterReport, log: Logger): Promise<void> {
       queue_url: q.queueUrl,
       hypervisor_facts: r.facts,
     });
+    // generation 1: created now, or never claimed on since (a claim bumps it): no instance can be
+    // placed here, so there is nothing in the database to reconcile with
+    fresh = rec.generation === 1;
   } catch (e) {
     // Less than is allocated (Placement's InventoryInUse): as Nova's resource tracker, say so
     // and keep serving on the inventory Placement has, rather than refuse to start.
@@ -209,7 +213,7 @@ async function register(r: RegisterReport, log: Logger): Promise<void> {
     log.error("compute_events.inventory_conflict", { error: e, inventories: r.inventories });
   }
   await heartbeat(r.host);
-  const actions = await reconcile(r, log);
+  const actions = await reconcile(r, log, fresh);
   log.info("compute_events.registered", { queue_url: q.queueUrl, guests: r.guests.length, ...actions });
 }
 
@@ -219,8 +223,8 @@ async function register(r: RegisterReport, log: Logger): Promise<void> {
  * an instance whose guest is not running is synced as a stopped one (Nova's power-state sync);
  * an interrupted build goes through the failure path; an interrupted power action is sent again.
  */
-async function reconcile(r: RegisterReport, log: Logger) {
-  const expected = await listInstancesOnHost(r.host);
+async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
+  const expected = fresh ? [] : await listInstancesOnHost(r.host);
   const byId = new Map(expected.map((i) => [i.id, i]));
   const guests = new Map(r.guests.map((g) => [g.instance_uuid, g.power_state]));
   let destroyed = 0;

@@ -69,12 +69,25 @@ function statementMatches(s: Statement, req: AuthzRequest): boolean {
 }
 
 /** `*` any run of characters, `?` one character; the rest literal. */
+/** Compiled patterns: a fleet's gateway matches the same few thousand patterns again and again. */
+const patterns = new Map<string, RegExp>();
+const PATTERNS_MAX = 50_000;
+
 export function wildcard(pattern: string, value: string, ignoreCase: boolean): boolean {
-  const source = pattern
-    .split("")
-    .map((ch) => (ch === "*" ? ".*" : ch === "?" ? "." : ch.replace(/[.+^${}()|[\]\\]/g, "\\$&")))
-    .join("");
-  return new RegExp(`^${source}$`, ignoreCase ? "is" : "s").test(value);
+  if (!pattern.includes("*") && !pattern.includes("?"))
+    return ignoreCase ? pattern.toLowerCase() === value.toLowerCase() : pattern === value;
+  const key = `${ignoreCase ? "i" : "s"}${pattern}`;
+  let re = patterns.get(key);
+  if (!re) {
+    const source = pattern
+      .split("")
+      .map((ch) => (ch === "*" ? ".*" : ch === "?" ? "." : ch.replace(/[.+^${}()|[\]\\]/g, "\\$&")))
+      .join("");
+    re = new RegExp(`^${source}$`, ignoreCase ? "is" : "s");
+    if (patterns.size >= PATTERNS_MAX) patterns.clear();
+    patterns.set(key, re);
+  }
+  return re.test(value);
 }
 
 /** Policy variables such as `${aws:PrincipalTag/host}`; an unknown one matches nothing. */

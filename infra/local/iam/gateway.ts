@@ -62,6 +62,8 @@ export interface Gateway {
    * doorbell of the local fleet simulator: which host queue has something, and from when).
    */
   onMessageSent(listener: (sent: MessageSent) => void): void;
+  /** Calls `listener` with the name of every queue SQS created (the simulator's registrations). */
+  onQueueCreated(listener: (queueName: string) => void): void;
   stop(): Promise<void>;
 }
 
@@ -236,6 +238,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const random = opts.random ?? Math.random;
   const agent = new Agent({ keepAlive: true });
   const sentListeners: ((sent: MessageSent) => void)[] = [];
+  const createdListeners: ((queueName: string) => void)[] = [];
   /** queue name → tags, from the CreateQueue/TagQueue requests allowed through */
   const queueTags = new Map<string, Record<string, string>>();
   /** the tags of the request being checked, recorded once it is allowed */
@@ -357,7 +360,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     for (const need of needs) {
       const resourceTags =
         service === "sqs" ? queueTags.get(need.resource.split(":").pop() ?? "") : undefined;
-      const cacheKey = `${key}\n${need.action}\n${need.resource}`;
+      // a queue's tags are part of the decision (aws:ResourceTag): a tag change needs no flush
+      const cacheKey = `${key}\n${need.action}\n${need.resource}${resourceTags ? `\n${JSON.stringify(resourceTags)}` : ""}`;
       let d = decisions.get(cacheKey);
       if (!d) {
         d = evaluate(principal.statements, policy.resource, {
@@ -391,8 +395,6 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       const merged = { ...queueTags.get(pendingTags.name), ...pendingTags.tags };
       queueTags.set(pendingTags.name, merged);
       pendingTags = undefined;
-      // decisions on this queue made before it had its tags no longer hold
-      decisions = new Map();
     }
     if (service === "sqs" && op === "CreateQueue") {
       const attributes = (parsed.Attributes ?? {}) as Record<string, string>;
@@ -459,7 +461,17 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       const sends = service === "sqs" && (op === "SendMessage" || op === "SendMessageBatch");
       const receives = service === "sqs" && op === "ReceiveMessage";
       const sender = senderOf(req);
+      const created =
+        service === "sqs" && op === "CreateQueue" && createdListeners.length
+          ? String((JSON.parse(body.toString("utf8") || "{}") as { QueueName?: string }).QueueName ?? "")
+          : undefined;
       const up = httpRequest(url, { method: req.method, headers: req.headers, agent }, (upRes) => {
+        if (created && upRes.statusCode === 200) {
+          // after the answer, as a caller of CreateQueue would see it
+          upRes.on("end", () => {
+            for (const l of createdListeners) l(created);
+          });
+        }
         if (!(sends || receives) || upRes.statusCode !== 200) {
           res.writeHead(upRes.statusCode ?? 502, upRes.headers);
           upRes.pipe(res);
@@ -523,6 +535,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     },
     onMessageSent(listener) {
       sentListeners.push(listener);
+    },
+    onQueueCreated(listener) {
+      createdListeners.push(listener);
     },
     stop: () =>
       new Promise<void>((resolve) => {
