@@ -3,6 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["test/global-setup.ts"],
     // Emulator-backed suites start their own servers; two cores, so keep workers few.
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },

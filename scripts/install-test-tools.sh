@@ -1,6 +1,7 @@
 #!/bin/sh
 # The real OpenStack clients and tempest that test/clients and test/tempest drive, and libvirt's
-# virsh (its test:///default driver) and genisoimage (config drives) that test/drivers drive. A no-op when
+# virsh (its test:///default driver) and genisoimage (config drives) that test/drivers drive, and
+# chromium, the real browser test/console drives (puppeteer-core; no browser download). A no-op when
 # they are all present; as root on Debian/Ubuntu it installs what is missing (CI runs `npm test`
 # as root on a clean machine); anywhere else it says which tool is missing and that its tests skip.
 set -u
@@ -13,6 +14,7 @@ missing_tools() {
   command -v tempest >/dev/null 2>&1 || missing="$missing tempest"
   command -v virsh >/dev/null 2>&1 || missing="$missing virsh"
   command -v genisoimage >/dev/null 2>&1 || missing="$missing genisoimage"
+  command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
   echo "$missing"
 }
 
@@ -24,7 +26,7 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   if apt-get update -q && apt-get install -y -q --no-install-recommends \
     python3-openstackclient python3-novaclient python3-openstacksdk tempest \
-    libvirt-clients genisoimage; then
+    libvirt-clients genisoimage chromium fonts-dejavu-core; then
     missing=$(missing_tools)
     [ -z "$missing" ] && exit 0
   fi

@@ -2,13 +2,16 @@
 // and the request's log line → error shape → body size → version documents (no auth) →
 // X-Auth-Token → microversion → route. Served by hono/aws-lambda on Lambda, @hono/node-server
 // locally, and handleHttp (router.ts) in tests.
+
 import { randomUUID } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { etag } from "hono/etag";
 import { MAX_REQUEST_BODY_BYTES } from "../config.js";
 import { keystoneUrl } from "../identity/keystone.js";
 import { log } from "../log.js";
 import { type AuthContext, authenticate } from "./auth.js";
+import { consoleApp } from "./console.js";
 import type { ApiDeps } from "./deps.js";
 import {
   ApiError,
@@ -181,8 +184,12 @@ export function createApp(deps: ApiDeps): Hono<ApiEnv> {
   // Identity (unless the stack validates against an existing Keystone) and Image, DevStack's paths.
   if (!keystoneUrl()) app.route("/identity", identityApp(deps));
   app.route("/image", imageApp(deps));
+  // the web console, on the same origin as the API it calls
+  app.route("/console", consoleApp());
 
-  app.use(`${V21}/*`, requireToken(deps), microversion);
+  // ETags on every answer to a GET: a console (or any client) polling with If-None-Match gets
+  // a bodiless 304 while nothing changed
+  app.use(`${V21}/*`, requireToken(deps), microversion, etag({ weak: true }));
   for (const route of ROUTES)
     app.on(route.method, `${V21}${route.pattern}`, routeHandler(route, deps, false));
   for (const route of ROUTES)

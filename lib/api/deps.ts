@@ -1,4 +1,5 @@
 // The I/O the routes do, in one object: the real repositories by default, fakes in unit tests.
+import type { listDeadLetterQueues, peekDeadLetters, redrive } from "../aws/dead-letters.js";
 import {
   createAggregate,
   deleteAggregate,
@@ -43,7 +44,7 @@ import {
 } from "../instances/repo.js";
 import { listAllocations } from "../placement/allocations.js";
 import { auditPlacement } from "../placement/audit.js";
-import { getHost, listHosts } from "../placement/hosts.js";
+import { getHost, listHosts, readChangedHosts } from "../placement/hosts.js";
 import { deleteInventory, setInventory } from "../placement/inventory.js";
 import { getServiceHeartbeat, listServiceHeartbeats } from "../placement/liveness.js";
 import { deleteComputeService, setServiceStatus } from "../placement/services.js";
@@ -85,6 +86,10 @@ export interface ApiDeps {
   setInventory?: typeof setInventory;
   deleteInventory?: typeof deleteInventory;
   auditPlacement?: typeof auditPlacement;
+  /** the fleet's change feed (os-fleet?changes-since) */
+  readChangedHosts?: typeof readChangedHosts;
+  /** the dead-letter queues (os-dead-letters) */
+  deadLetters?: DeadLetterDeps;
   listAggregates: typeof listAggregates;
   getAggregateRevision: typeof getAggregateRevision;
   createAggregate: typeof createAggregate;
@@ -103,6 +108,13 @@ export interface ApiDeps {
   /** the power actions and console output (server-actions.ts); optional for fakes that skip them */
   power?: PowerDeps;
   now: () => Date;
+}
+
+/** What os-dead-letters needs (lib/aws/dead-letters.ts). */
+export interface DeadLetterDeps {
+  list: typeof listDeadLetterQueues;
+  peek: typeof peekDeadLetters;
+  redrive: typeof redrive;
 }
 
 /** What os-stop, os-start, reboot and os-getConsoleOutput need besides the record. */
@@ -158,6 +170,7 @@ export const defaultDeps: ApiDeps = {
   setInventory,
   deleteInventory,
   auditPlacement,
+  readChangedHosts,
   listAggregates,
   getAggregateRevision,
   createAggregate,

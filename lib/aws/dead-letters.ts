@@ -15,6 +15,7 @@ import { sqsClient } from "./clients.js";
 
 export const REASON_ATTRIBUTE = "novaless.dead_letter_reason";
 export const SOURCE_ATTRIBUTE = "novaless.source_queue";
+const ATTRIBUTE_READS_AT_ONCE = 32;
 
 export interface DeadLetterQueue {
   url: string;
@@ -56,18 +57,24 @@ export async function listDeadLetterQueues(): Promise<DeadLetterQueue[]> {
     }
     next = r.NextToken;
   } while (next);
+  // One attribute read per queue, a fleet's worth of them: several at a time.
   const out: DeadLetterQueue[] = [];
-  for (const [url, sourceUrl] of pairs) {
-    const a = await sqsClient().send(
-      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages"] }),
-    );
-    out.push({
-      url,
-      name: url.slice(url.lastIndexOf("/") + 1),
-      sourceUrl,
-      approximateMessages: Number(a.Attributes?.ApproximateNumberOfMessages ?? 0),
-    });
-  }
+  let next_ = 0;
+  const worker = async () => {
+    while (next_ < pairs.length) {
+      const [url, sourceUrl] = pairs[next_++]!;
+      const a = await sqsClient().send(
+        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages"] }),
+      );
+      out.push({
+        url,
+        name: url.slice(url.lastIndexOf("/") + 1),
+        sourceUrl,
+        approximateMessages: Number(a.Attributes?.ApproximateNumberOfMessages ?? 0),
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(ATTRIBUTE_READS_AT_ONCE, pairs.length) }, worker));
   return out.sort((a, b) => a.name.localeCompare(b.name));
 }
 

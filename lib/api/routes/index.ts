@@ -3,7 +3,9 @@
 import type { Route } from "../request.js";
 import { instanceActionRoutes } from "./actions.js";
 import { aggregateRoutes } from "./aggregates.js";
+import { deadLetterRoutes } from "./dead-letters.js";
 import { flavorRoutes } from "./flavors.js";
+import { fleetRoutes } from "./fleet.js";
 import { hypervisorRoutes } from "./hypervisors.js";
 import { imageRoutes } from "./images.js";
 import { keypairRoutes } from "./keypairs.js";
@@ -29,6 +31,8 @@ export const ROUTES: Route[] = [
   ...keypairRoutes,
   ...hypervisorRoutes,
   ...placementAuditRoutes,
+  ...fleetRoutes,
+  ...deadLetterRoutes,
   ...serviceRoutes,
   ...aggregateRoutes,
   ...serverGroupRoutes,

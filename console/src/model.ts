@@ -1,0 +1,321 @@
+// The console's pure parts: the fleet map's grouping, layout and colors, the decision
+// explainer's bars and funnel, the server timeline. No DOM, no fetch: unit-tested in
+// test/unit/console.
+import type { Explanation, FleetAggregate, FleetHost, InstanceAction } from "./types.js";
+
+/** used / capacity of a resource class, or undefined when the host has none of it. */
+export function utilization(h: FleetHost, rc: string): number | undefined {
+  const r = h.resources[rc];
+  if (!r || r[1] <= 0) return undefined;
+  return r[0] / r[1];
+}
+
+export type HostMark = "up" | "down" | "disabled" | "forced-down";
+
+export function markOf(h: FleetHost): HostMark {
+  if (h.forced_down) return "forced-down";
+  if (h.state === "down") return "down";
+  if (h.status === "disabled") return "disabled";
+  return "up";
+}
+
+/** Utilization to a color: green (idle) through amber to red (full); grey for no such class. */
+export function utilizationColor(u: number | undefined): string {
+  if (u === undefined) return "#9aa5b1";
+  const t = Math.max(0, Math.min(1, u));
+  // hue 140 (green) → 0 (red)
+  return `hsl(${Math.round(140 * (1 - t))} 70% ${Math.round(42 + 8 * (1 - t))}%)`;
+}
+
+export interface HostGroup {
+  name: string;
+  hosts: FleetHost[];
+}
+
+/** Hosts by availability zone, or by aggregate (a host in several appears in each). */
+export function groupHosts(
+  hosts: readonly FleetHost[],
+  by: "zone" | "aggregate",
+  aggregates: readonly FleetAggregate[],
+): HostGroup[] {
+  const groups = new Map<string, FleetHost[]>();
+  const add = (name: string, h: FleetHost) => {
+    const g = groups.get(name) ?? [];
+    g.push(h);
+    groups.set(name, g);
+  };
+  const names = new Map(aggregates.filter((a) => a.id !== null).map((a) => [a.id!, a.name]));
+  for (const h of hosts) {
+    if (by === "zone") add(h.zone, h);
+    else if (!h.aggregates.length) add("(in no aggregate)", h);
+    else for (const id of h.aggregates) add(names.get(id) ?? `aggregate ${id}`, h);
+  }
+  return [...groups.entries()]
+    .sort(([a], [b]) => (a.startsWith("(") ? 1 : b.startsWith("(") ? -1 : a.localeCompare(b)))
+    .map(([name, hs]) => ({ name, hosts: hs }));
+}
+
+/** A cell side that keeps a fleet of this size on a screen or two. */
+export function cellSize(hosts: number): number {
+  if (hosts <= 100) return 28;
+  if (hosts <= 1000) return 14;
+  if (hosts <= 5000) return 8;
+  return 6;
+}
+
+export interface Cell {
+  x: number;
+  y: number;
+  host: FleetHost;
+  group: number;
+}
+
+export interface Layout {
+  cells: Cell[];
+  labels: { name: string; x: number; y: number; count: number }[];
+  height: number;
+  columns: number;
+  size: number;
+}
+
+export const LABEL_HEIGHT = 22;
+const GAP = 1;
+
+/** Rows of cells per group, each group under its label, wrapped to `width`. */
+export function layoutFleet(groups: readonly HostGroup[], width: number, size: number): Layout {
+  const step = size + GAP;
+  const columns = Math.max(1, Math.floor((width + GAP) / step));
+  const cells: Cell[] = [];
+  const labels: Layout["labels"] = [];
+  let y = 0;
+  groups.forEach((g, gi) => {
+    labels.push({ name: g.name, x: 0, y, count: g.hosts.length });
+    y += LABEL_HEIGHT;
+    g.hosts.forEach((host, i) => {
+      cells.push({ x: (i % columns) * step, y: y + Math.floor(i / columns) * step, host, group: gi });
+    });
+    y += Math.ceil(g.hosts.length / columns) * step + 10;
+  });
+  return { cells, labels, height: Math.max(y, 40), columns, size };
+}
+
+/** The cell under a point, or -1. */
+export function cellAt(l: Layout, x: number, y: number): number {
+  // cells are in rows: a binary search on y would do; a fleet of 10,000 scans fast enough
+  for (let i = 0; i < l.cells.length; i++) {
+    const c = l.cells[i]!;
+    if (x >= c.x && x < c.x + l.size && y >= c.y && y < c.y + l.size) return i;
+  }
+  return -1;
+}
+
+/** The cell a keyboard arrow moves to from `i`: left/right by one, up/down by a row. */
+export function moveCursor(l: Layout, i: number, key: string): number {
+  const n = l.cells.length;
+  if (!n) return -1;
+  if (i < 0) return 0;
+  const here = l.cells[i]!;
+  const step = l.size + GAP;
+  if (key === "ArrowRight") return Math.min(n - 1, i + 1);
+  if (key === "ArrowLeft") return Math.max(0, i - 1);
+  if (key === "Home") return 0;
+  if (key === "End") return n - 1;
+  if (key === "ArrowDown" || key === "ArrowUp") {
+    const dir = key === "ArrowDown" ? 1 : -1;
+    // the nearest cell in the next row in that direction, same column when it has one
+    let best = i;
+    let bestScore = Number.POSITIVE_INFINITY;
+    for (let j = i + dir; j >= 0 && j < n; j += dir) {
+      const c = l.cells[j]!;
+      const dy = (c.y - here.y) * dir;
+      if (dy <= 0) continue;
+      if (dy > step + LABEL_HEIGHT + 12 && bestScore < Number.POSITIVE_INFINITY) break;
+      const score = dy * 10_000 + Math.abs(c.x - here.x);
+      if (score < bestScore) {
+        best = j;
+        bestScore = score;
+      }
+    }
+    return best;
+  }
+  return i;
+}
+
+/** Changes-since rows applied to the fleet: new and changed hosts in, deleted services out. */
+export function mergeFleet(hosts: readonly FleetHost[], changes: readonly FleetHost[]): FleetHost[] {
+  if (!changes.length) return hosts as FleetHost[];
+  const byName = new Map(hosts.map((h) => [h.host, h]));
+  for (const c of changes) {
+    const old = byName.get(c.host);
+    // the feed may repeat an older copy (its look-back): keep the newest
+    if (old && old.changed_at > c.changed_at) continue;
+    if (c.deleted) byName.delete(c.host);
+    else byName.set(c.host, c);
+  }
+  return [...byName.values()].sort((a, b) => a.host.localeCompare(b.host));
+}
+
+export interface FleetSummary {
+  hosts: number;
+  up: number;
+  down: number;
+  disabled: number;
+  forcedDown: number;
+  instances: number;
+  building: number;
+  used: number;
+  capacity: number;
+}
+
+export function summarize(hosts: readonly FleetHost[], rc: string): FleetSummary {
+  const s: FleetSummary = {
+    hosts: hosts.length,
+    up: 0,
+    down: 0,
+    disabled: 0,
+    forcedDown: 0,
+    instances: 0,
+    building: 0,
+    used: 0,
+    capacity: 0,
+  };
+  for (const h of hosts) {
+    const m = markOf(h);
+    if (m === "up") s.up++;
+    else if (m === "down") s.down++;
+    else if (m === "disabled") s.disabled++;
+    else s.forcedDown++;
+    s.instances += h.instances;
+    s.building += h.building;
+    const r = h.resources[rc];
+    if (r) {
+      s.used += r[0];
+      s.capacity += r[1];
+    }
+  }
+  return s;
+}
+
+export interface WeightSegment {
+  weigher: string;
+  /** normalized × multiplier: what this weigher added to the host's weight */
+  value: number;
+}
+
+export interface WeightBar {
+  host: string;
+  weight: number;
+  chosen: boolean;
+  segments: WeightSegment[];
+}
+
+/** Each ranked host's weight split by weigher, in the scheduler's order. */
+export function weightBars(e: Explanation): WeightBar[] {
+  return e.order.map((o) => ({
+    host: o.host,
+    weight: o.weight,
+    chosen: e.chosen?.host === o.host,
+    segments: e.weighers.map((w) => {
+      const v = w.hosts.find((x) => x.host === o.host);
+      return { weigher: w.weigher, value: v ? v.normalized * v.multiplier : 0 };
+    }),
+  }));
+}
+
+/** The extent of the bars: the most any host's segments reach left (negative) and right. */
+export function barExtent(bars: readonly WeightBar[]): { min: number; max: number } {
+  let min = 0;
+  let max = 0;
+  for (const b of bars) {
+    const neg = b.segments.reduce((s, x) => s + Math.min(0, x.value), 0);
+    const pos = b.segments.reduce((s, x) => s + Math.max(0, x.value), 0);
+    min = Math.min(min, neg);
+    max = Math.max(max, pos);
+  }
+  return { min, max: max === min ? min + 1 : max };
+}
+
+export interface FunnelStep {
+  stage: string;
+  hostsIn: number;
+  passed: number;
+  rejected: number;
+  skipped?: string;
+  reasons: { summary: string; count: number; sample: string[] }[];
+}
+
+/** Hosts in and out per filter stage, with the grouped reasons. */
+export function funnel(e: Explanation): FunnelStep[] {
+  return e.stages.map((s) => ({
+    stage: s.stage,
+    hostsIn: s.hosts_in,
+    passed: s.hosts_passed,
+    rejected: s.hosts_in - s.hosts_passed,
+    ...(s.skipped ? { skipped: s.skipped } : {}),
+    reasons: s.rejected.map((r) => ({ summary: r.summary, count: r.count, sample: r.sample })),
+  }));
+}
+
+export interface TimelineEntry {
+  at: string;
+  kind: "action" | "event";
+  title: string;
+  result?: string | null;
+  host?: string;
+  finished?: string | null;
+  /** the build attempt this event belongs to (1 = the first), for builds rescheduled */
+  attempt?: number;
+  details?: string | null;
+}
+
+const BUILD_EVENT = "compute_build_and_run_instance";
+
+/** Every action and its events in time order; a create's build events numbered by attempt. */
+export function timeline(actions: readonly InstanceAction[]): TimelineEntry[] {
+  const out: TimelineEntry[] = [];
+  for (const a of actions) {
+    out.push({ at: a.start_time, kind: "action", title: a.action, result: a.message });
+    let attempt = 0;
+    for (const e of [...(a.events ?? [])].sort((x, y) => x.start_time.localeCompare(y.start_time))) {
+      const isBuild = e.event === BUILD_EVENT;
+      if (isBuild) attempt++;
+      out.push({
+        at: e.start_time,
+        kind: "event",
+        title: e.event,
+        result: e.result,
+        finished: e.finish_time,
+        ...(e.host ? { host: e.host } : {}),
+        ...(isBuild ? { attempt } : {}),
+        ...(e.details ? { details: e.details } : {}),
+      });
+    }
+  }
+  return out.sort((a, b) => a.at.localeCompare(b.at) || (a.kind === "action" ? -1 : 1));
+}
+
+/** How many times a create was rescheduled: build attempts after the first. */
+export function reschedules(actions: readonly InstanceAction[]): number {
+  const create = actions.find((a) => a.action === "create");
+  const builds = (create?.events ?? []).filter((e) => e.event === BUILD_EVENT).length;
+  return Math.max(0, builds - 1);
+}
+
+/** `key=value` lines (or JSON) into scheduler hints; a repeated key becomes a list. */
+export function parseHints(text: string): Record<string, string | string[]> {
+  const t = text.trim();
+  if (!t) return {};
+  if (t.startsWith("{")) return JSON.parse(t) as Record<string, string | string[]>;
+  const out: Record<string, string | string[]> = {};
+  for (const line of t.split(/\n/)) {
+    const l = line.trim();
+    if (!l) continue;
+    const i = l.indexOf("=");
+    if (i < 1) throw new Error(`hint "${l}": expected key=value`);
+    const k = l.slice(0, i).trim();
+    const v = l.slice(i + 1).trim();
+    const had = out[k];
+    out[k] = had === undefined ? v : Array.isArray(had) ? [...had, v] : [had, v];
+  }
+  return out;
+}

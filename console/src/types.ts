@@ -1,0 +1,150 @@
+// The API's shapes the console reads (Compute 2.x, novaless's os-fleet, os-scheduling, plan).
+
+export interface Session {
+  token: string;
+  user: string;
+  project: string;
+  projectId: string;
+  admin: boolean;
+}
+
+export interface FleetHost {
+  host: string;
+  service_id: string;
+  zone: string;
+  aggregates: number[];
+  state: "up" | "down";
+  status: "enabled" | "disabled";
+  forced_down: boolean;
+  disabled_reason: string | null;
+  instances: number;
+  building: number;
+  failed_builds: number;
+  resources: Record<string, [number, number]>;
+  changed_at: string;
+  deleted?: true;
+}
+
+export interface FleetAggregate {
+  id: number | null;
+  uuid: string;
+  name: string;
+  availability_zone: string | null;
+  hosts: number;
+}
+
+export interface Fleet {
+  hosts: FleetHost[];
+  aggregates: FleetAggregate[];
+  resource_classes: string[];
+  full: boolean;
+  next_changes_since: string;
+}
+
+export interface Server {
+  id: string;
+  name: string;
+  status: string;
+  tenant_id: string;
+  created: string;
+  updated: string;
+  flavor?: { original_name?: string; vcpus?: number; ram?: number };
+  image?: { id?: string } | "";
+  fault?: { code: number; message: string; created: string; details?: string };
+  "OS-EXT-SRV-ATTR:host"?: string | null;
+  "OS-EXT-STS:task_state"?: string | null;
+  "OS-EXT-STS:vm_state"?: string;
+  "OS-EXT-STS:power_state"?: number;
+  "OS-EXT-AZ:availability_zone"?: string;
+}
+
+export interface ActionEvent {
+  event: string;
+  start_time: string;
+  finish_time: string | null;
+  result: string | null;
+  host?: string;
+  hostId?: string;
+  traceback?: string | null;
+  details?: string | null;
+}
+
+export interface InstanceAction {
+  action: string;
+  request_id: string;
+  start_time: string;
+  updated_at?: string;
+  message: string | null;
+  events?: ActionEvent[];
+}
+
+export interface WeigherValues {
+  host: string;
+  nodename: string;
+  raw: number;
+  normalized: number;
+  multiplier: number;
+}
+
+export interface RejectionGroup {
+  summary: string;
+  count: number;
+  sample: string[];
+  capacity?: { resource_class: string; requested: number; largest_free: number };
+}
+
+export interface Stage {
+  stage: string;
+  hosts_in: number;
+  hosts_passed: number;
+  rejected: RejectionGroup[];
+  skipped?: string;
+}
+
+export interface Explanation {
+  index: number;
+  requested: Record<string, number>;
+  hosts: number;
+  stages: Stage[];
+  candidates: number;
+  weighers: { weigher: string; hosts: WeigherValues[] }[];
+  order: { host: string; nodename: string; weight: number }[];
+  chosen?: { host: string; rank: number; weight: number };
+}
+
+export interface Scheduling {
+  attempt: number;
+  decided_at: string;
+  host: string | null;
+  summary: string;
+  explanation: Explanation | null;
+}
+
+export interface Plan {
+  selections: { host: string; nodename: string; alternates: { host: string }[] }[];
+  summary: string;
+  no_valid_host: boolean;
+  warnings: string[];
+  explanations: Explanation[];
+}
+
+export interface Service {
+  id: string;
+  binary: string;
+  host: string;
+  zone: string;
+  status: "enabled" | "disabled";
+  state: "up" | "down";
+  forced_down?: boolean;
+  disabled_reason: string | null;
+  updated_at: string | null;
+}
+
+export interface DeadLetterQueue {
+  name: string;
+  source: string;
+  approximate_messages: number;
+  redrivable: boolean;
+  not_redrivable_reason?: string;
+  messages: { message_id: string; sent_at: string; reason: string; receive_count: number; body: string }[];
+}

@@ -1,0 +1,164 @@
+// Dry run: what a create would do (os-scheduler/plan), explained before anything is created.
+import { useState } from "preact/hooks";
+import { post } from "../api.js";
+import { ErrorNote } from "../components.js";
+import { usePoll } from "../hooks.js";
+import { parseHints } from "../model.js";
+import type { Plan } from "../types.js";
+import { Explainer } from "./explainer.js";
+
+interface Named {
+  id: string;
+  name: string;
+}
+
+export function DryRunView() {
+  const flavors = usePoll<{ flavors: Named[] }>("/v2.1/flavors", 0);
+  const images = usePoll<{ images: Named[] }>("/v2.1/images", 0);
+  const zones = usePoll<{ availabilityZoneInfo: { zoneName: string }[] }>("/v2.1/os-availability-zone", 0);
+  const groups = usePoll<{ server_groups: Named[] }>("/v2.1/os-server-groups?all_projects=true", 0);
+  const [flavor, setFlavor] = useState("");
+  const [image, setImage] = useState("");
+  const [zone, setZone] = useState("");
+  const [group, setGroup] = useState("");
+  const [hints, setHints] = useState("");
+  const [count, setCount] = useState(1);
+  const [plan, setPlan] = useState<Plan>();
+  const [which, setWhich] = useState(0);
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const h: Record<string, unknown> = parseHints(hints);
+      if (group) h.group = group;
+      const { plan: p } = await post<{ plan: Plan }>("/v2.1/os-scheduler/plan", {
+        server: {
+          name: "dry-run",
+          flavorRef: flavor || flavors.data?.flavors[0]?.id,
+          imageRef: image || images.data?.images[0]?.id,
+          ...(zone ? { availability_zone: zone } : {}),
+          min_count: count,
+          max_count: count,
+        },
+        ...(Object.keys(h).length ? { "os:scheduler_hints": h } : {}),
+      });
+      setPlan(p);
+      setWhich(0);
+    } catch (x) {
+      setPlan(undefined);
+      setError((x as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const explanation = plan?.explanations[which];
+  return (
+    <div>
+      <h1>Dry run</h1>
+      <p>What the scheduler would do with this request now. Nothing is claimed or created.</p>
+      <form class="dryrun" onSubmit={submit} aria-label="Dry run">
+        <label>
+          Flavor
+          <select name="flavor" value={flavor} onChange={(e) => setFlavor(e.currentTarget.value)}>
+            {(flavors.data?.flavors ?? []).map((f) => (
+              <option key={f.id} value={f.id}>
+                {f.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Image
+          <select name="image" value={image} onChange={(e) => setImage(e.currentTarget.value)}>
+            {(images.data?.images ?? []).map((i) => (
+              <option key={i.id} value={i.id}>
+                {i.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Availability zone
+          <select name="zone" value={zone} onChange={(e) => setZone(e.currentTarget.value)}>
+            <option value="">any</option>
+            {(zones.data?.availabilityZoneInfo ?? []).map((z) => (
+              <option key={z.zoneName}>{z.zoneName}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Server group
+          <select name="group" value={group} onChange={(e) => setGroup(e.currentTarget.value)}>
+            <option value="">none</option>
+            {(groups.data?.server_groups ?? []).map((g) => (
+              <option key={g.id} value={g.id}>
+                {g.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Count
+          <input
+            name="count"
+            type="number"
+            min={1}
+            max={1000}
+            value={count}
+            onInput={(e) => setCount(Number(e.currentTarget.value) || 1)}
+          />
+        </label>
+        <label class="wide">
+          Scheduler hints (key=value per line, or JSON)
+          <textarea name="hints" rows={3} value={hints} onInput={(e) => setHints(e.currentTarget.value)} />
+        </label>
+        <button type="submit" disabled={busy}>
+          Plan
+        </button>
+      </form>
+      <ErrorNote error={error} />
+      {plan && (
+        <section aria-label="Plan" data-testid="plan" data-no-valid-host={String(plan.no_valid_host)}>
+          <h2>
+            {plan.no_valid_host
+              ? "No valid host"
+              : `${plan.selections.length} placement${plan.selections.length === 1 ? "" : "s"}`}
+          </h2>
+          {plan.warnings.map((w) => (
+            <p key={w} class="warning" role="note">
+              {w}
+            </p>
+          ))}
+          {!plan.no_valid_host && (
+            <ol>
+              {plan.selections.map((s, i) => (
+                <li key={`${s.host}-${i}`}>
+                  {s.host}
+                  {s.alternates.length > 0 && (
+                    <> (alternates: {s.alternates.map((a) => a.host).join(", ")})</>
+                  )}
+                </li>
+              ))}
+            </ol>
+          )}
+          {plan.explanations.length > 1 && (
+            <label>
+              Instance
+              <select value={which} onChange={(e) => setWhich(Number(e.currentTarget.value))}>
+                {plan.explanations.map((x, i) => (
+                  <option key={x.index} value={i}>
+                    {x.index + 1}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+          {explanation && <Explainer explanation={explanation} summary={plan.summary} />}
+        </section>
+      )}
+    </div>
+  );
+}

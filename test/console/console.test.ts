@@ -1,0 +1,188 @@
+// The web console in a real browser (Debian's chromium through puppeteer-core, no download):
+// sign in through the form, watch a server go ACTIVE on the fleet map, open its explanation, run
+// a dry run that fits and one that cannot, disable a service with a reason, and see that a
+// member gets its own servers and never a host name. Screenshots go to test-artifacts/console/.
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Runtime } from "../../infra/local/runtime.js";
+import { ADMIN, type Client, startTestRuntime } from "../e2e/harness.js";
+
+function findChromium(): string | undefined {
+  if (process.env.CHROME_PATH) return process.env.CHROME_PATH;
+  for (const name of ["chromium", "chromium-browser", "google-chrome"]) {
+    try {
+      return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim() || undefined;
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
+
+const chromium = findChromium();
+if (!chromium)
+  console.warn(
+    "test/console: chromium is missing (Debian package chromium; scripts/install-test-tools.sh): these tests skip",
+  );
+
+export const ARTIFACTS = join(process.cwd(), "test-artifacts", "console");
+
+describe.skipIf(!chromium)("the web console in chromium", () => {
+  let runtime: Runtime;
+  let client: Client;
+  let browser: Browser;
+  let page: Page;
+  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    ({ runtime, client } = await startTestRuntime({ hosts: 6, buildMs: 400 }));
+    browser = await puppeteer.launch({
+      executablePath: chromium!,
+      headless: true,
+      // root in CI: chromium's sandbox needs user namespaces it may not have
+      args: ["--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"],
+      defaultViewport: { width: 1400, height: 1000 },
+    });
+    page = await browser.newPage();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await runtime?.stop();
+  });
+
+  const signIn = async (fill: () => Promise<void>) => {
+    await page.goto(`${runtime.url}/console`, { waitUntil: "domcontentloaded" });
+    await page.waitForSelector("form[aria-label='Sign in']");
+    await fill();
+    await page.click("form[aria-label='Sign in'] button[type=submit]");
+    await page.waitForSelector("header nav");
+  };
+  // (browser-side code is passed as text: this file is compiled without the DOM's types)
+  const text = (selector: string) =>
+    page.$eval(selector, (e) => (e as unknown as { innerText: string }).innerText);
+  const until = (expression: string, timeout = 20_000) => page.waitForFunction(expression, { timeout });
+
+  it("refuses a wrong password in the form, saying why", async () => {
+    await page.goto(`${runtime.url}/console`, { waitUntil: "domcontentloaded" });
+    await page.waitForSelector("input[name=user]");
+    await page.type("input[name=user]", "admin");
+    await page.type("input[name=password]", "wrong");
+    await page.click("form[aria-label='Sign in'] button[type=submit]");
+    await page.waitForSelector("[role=alert]");
+    expect(await text("[role=alert]")).toMatch(/requires authentication/);
+  });
+
+  it("signs in with the README's credentials and shows the fleet", async () => {
+    await signIn(async () => {
+      await page.type("input[name=user]", "admin");
+      await page.type("input[name=password]", "admin-secret");
+      await page.type("input[name=project]", "admin");
+    });
+    await page.waitForSelector("[data-testid=fleet-summary]");
+    await until(`document.querySelector("[data-testid=fleet-summary]")?.textContent?.startsWith("6 hosts")`);
+    expect(await text("header")).toContain("admin");
+  });
+
+  it("watches a server go ACTIVE on the fleet map, and the map answers the keyboard", async () => {
+    const id = await client.as(ADMIN).createServer({ name: "console-watch", flavorRef: "3" });
+    await page.waitForSelector("[data-testid=recent-servers] li[data-server='console-watch']", {
+      timeout: 20_000,
+    });
+    await page.waitForSelector(
+      "[data-testid=recent-servers] li[data-server='console-watch'][data-status='ACTIVE']",
+      {
+        timeout: 30_000,
+      },
+    );
+    // the host's cell now counts it: the summary's instances come from os-fleet's change feed
+    await until(
+      `Number(document.querySelector("[data-testid=fleet-summary]")?.getAttribute("data-instances")) >= 1`,
+    );
+    await page.focus("canvas");
+    await page.keyboard.press("ArrowRight");
+    expect(await text("[data-testid=fleet-focused]")).toMatch(/^host-\d, zone \w+, up, VCPU \d+ of \d+/);
+    await shot("fleet");
+    const server = await client.as(ADMIN).get(`/v2.1/servers/${id}`);
+    expect(server.body.server.status).toBe("ACTIVE");
+  });
+
+  it("opens the server: its timeline and why the scheduler chose its host", async () => {
+    await page.click("[data-testid=recent-servers] li[data-server='console-watch'] a");
+    await page.waitForSelector("[data-testid=decision-summary]", { timeout: 20_000 });
+    const host = await text("[data-testid=server-host]");
+    expect(host).toMatch(/^host-\d$/);
+    expect(await text("[data-testid=decision-summary]")).toContain(host);
+    // the chosen host's bar, among the runners-up, each split by weigher
+    await page.waitForSelector(`table.weights tr.chosen[data-host='${host}']`);
+    expect((await page.$$("table.weights tbody tr")).length).toBeGreaterThan(1);
+    expect((await page.$$("table.weights tr.chosen .segment")).length).toBeGreaterThan(0);
+    await until(`document.querySelector("[data-testid=timeline]")?.textContent?.includes("create")`);
+    expect(await text("[data-testid=timeline]")).toContain("compute_build_and_run_instance");
+    await shot("server");
+  });
+
+  it("runs a dry run that fits, and one that cannot be placed with its filter funnel", async () => {
+    await page.goto(`${runtime.url}/console#/plan`);
+    await page.waitForSelector("form[aria-label='Dry run'] select[name=flavor] option");
+    await page.click("form[aria-label='Dry run'] button[type=submit]");
+    await page.waitForSelector("[data-testid=plan][data-no-valid-host='false']");
+    expect(await text("[data-testid=plan] h2")).toBe("1 placement");
+    // m1.xlarge (8 vCPU, 16 GB) 60 times over 6 hosts: no valid host
+    await page.select("select[name=flavor]", "5");
+    await page.$eval("input[name=count]", (e) => {
+      (e as unknown as { value: string }).value = "";
+    });
+    await page.type("input[name=count]", "60");
+    await page.click("form[aria-label='Dry run'] button[type=submit]");
+    await page.waitForSelector("[data-testid=plan][data-no-valid-host='true']");
+    expect(await text("[data-testid=decision-summary]")).toMatch(/hosts are available/);
+    expect((await page.$$("table.funnel tbody tr")).length).toBeGreaterThan(0);
+    await shot("dry-run");
+  });
+
+  it("disables a compute service with a reason, after asking", async () => {
+    await page.goto(`${runtime.url}/console#/operations`);
+    await page.waitForSelector("[data-testid=services-table] tr[data-host='host-2'] button");
+    const [disable] = await page.$$("[data-testid=services-table] tr[data-host='host-2'] button");
+    await disable!.click();
+    await page.waitForSelector("dialog[open] input[name=reason]");
+    await page.type("dialog[open] input[name=reason]", "maintenance: firmware");
+    await page.click("dialog[open] button[type=submit]");
+    await page.waitForSelector(
+      "[data-testid=services-table] tr[data-host='host-2'][data-status='disabled']",
+      {
+        timeout: 20_000,
+      },
+    );
+    const services = await client.as(ADMIN).get("/v2.1/os-services?host=host-2");
+    expect(services.body.services[0]).toMatchObject({
+      status: "disabled",
+      disabled_reason: "maintenance: firmware",
+    });
+    await shot("operations");
+  });
+
+  it("shows a member its own servers and never a host name", async () => {
+    await client.createServer({ name: "demo-own" });
+    await page.click("header button");
+    await signIn(async () => {
+      await page.click("input[type=radio]:not(:checked)");
+      await page.type("input[name=token]", "demo-token");
+    });
+    await page.waitForSelector("[data-testid=servers-table] tr[data-server='demo-own']", { timeout: 20_000 });
+    const nav = await text("header nav");
+    expect(nav).not.toContain("Fleet");
+    expect(nav).not.toContain("Operations");
+    await page.click("[data-testid=servers-table] tr[data-server='demo-own'] a");
+    await page.waitForSelector("[data-testid=server-status]");
+    await until(`document.querySelector("[data-testid=timeline]")?.textContent?.includes("create")`);
+    const html = await page.content();
+    expect(html).not.toMatch(/host-\d/);
+    expect(await page.$("[data-testid=servers-table] tr[data-server='console-watch']")).toBeNull();
+    await shot("member");
+  });
+});

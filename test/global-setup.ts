@@ -1,0 +1,7 @@
+// Before any test file: the console's assets, which the API serves (lib/api/console.ts imports
+// them), built fresh from console/src, as `npm start` and `cdk synth` do.
+import { buildConsole } from "../scripts/build-console.js";
+
+export default function setup(): void {
+  buildConsole();
+}
