@@ -34,6 +34,7 @@ import {
   BUILD_REQUESTS_QUEUE,
   COMPUTE_EVENTS_QUEUE,
   DLQ_RETENTION_SECONDS,
+  DLQ_SUFFIX,
   HOST_TAG,
   type Projection,
   TABLES,
@@ -381,6 +382,33 @@ export class NovalessStack extends Stack {
     this.buildRequestsQueue.grantSendMessages(this.apiFunction);
     this.apiFunction.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueuesArn] }),
+    );
+    // os-dead-letters (admins): find the DLQs, read them (each message made visible again) and
+    // redrive one to its source (sent there, then deleted here; compute-events' DLQ is never
+    // redriven: its reports are trusted for their SenderId). Host DLQs only, not host queues.
+    this.apiFunction.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: "DeadLetters",
+        actions: [
+          "sqs:GetQueueAttributes",
+          "sqs:ReceiveMessage",
+          "sqs:ChangeMessageVisibility",
+          "sqs:DeleteMessage",
+        ],
+        resources: [
+          this.buildRequestsDlq.queueArn,
+          this.computeEventsDlq.queueArn,
+          this.formatArn({
+            service: "sqs",
+            resource: `${this.computeQueuePrefix}*${DLQ_SUFFIX}`,
+            arnFormat: ArnFormat.NO_RESOURCE_NAME,
+          }),
+        ],
+      }),
+    );
+    this.apiFunction.addToRolePolicy(
+      // ListQueues names no queue: SQS authorizes it on no resource
+      new iam.PolicyStatement({ sid: "FindDeadLetterQueues", actions: ["sqs:ListQueues"], resources: ["*"] }),
     );
 
     this.conductor.grantStartExecution(this.buildIntakeFunction);
@@ -805,7 +833,24 @@ export class NovalessStack extends Stack {
     }
     NagSuppressions.addResourceSuppressions(
       this.apiFunction,
-      [{ id: "AwsSolutions-IAM5", reason: computeQueuesReason, appliesTo: [computeQueues] }],
+      [
+        { id: "AwsSolutions-IAM5", reason: computeQueuesReason, appliesTo: [computeQueues] },
+        {
+          id: "AwsSolutions-IAM5",
+          reason: `${computeQueuesReason}; the API reads only their dead-letter queues (os-dead-letters)`,
+          appliesTo: [
+            {
+              regex: `/^Resource::arn:${part}:sqs:${part}:${part}:${this.computeQueuePrefix}\\*${DLQ_SUFFIX}$/`,
+            },
+          ],
+        },
+        {
+          id: "AwsSolutions-IAM5",
+          reason:
+            "sqs:ListQueues supports no resource-level permission: os-dead-letters finds the hosts' DLQs by prefix",
+          appliesTo: ["Resource::*"],
+        },
+      ],
       true,
     );
     NagSuppressions.addResourceSuppressions(this.computeAgentPolicy, [

@@ -12,7 +12,7 @@ import { resources } from "../../lib/config.js";
 import { createInstances, getInstance } from "../../lib/instances/repo.js";
 import { requestSpecOf } from "../../lib/instances/request-spec.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
-import { type Client, eventually, startTestRuntime } from "./harness.js";
+import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;
@@ -111,4 +111,62 @@ it("a build request parked before the conductor saw it is built once redriven", 
   );
   expect(again[0]!.body).toBe("{oops");
   expect(runtime.agents.flatMap((a) => a.guests()).filter((g) => g === id)).toHaveLength(1);
+});
+
+it("os-dead-letters: admins list every DLQ with its reasons and redrive one through the API (the API role's IAM)", async () => {
+  await sqsClient().send(
+    new SendMessageCommand({
+      QueueUrl: process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL!,
+      MessageBody: "[api-poison",
+    }),
+  );
+  const admin = client.as(ADMIN);
+  const listed = await eventually(
+    () => admin.get("/v2.1/os-dead-letters"),
+    (r) =>
+      r.status !== 200 ||
+      r.body.dead_letter_queues.some((q: { name: string; messages: { body: string }[] }) =>
+        q.messages.some((m) => m.body === "[api-poison"),
+      ),
+  );
+  expect(listed.status).toBe(200);
+  const queues = listed.body.dead_letter_queues as {
+    name: string;
+    source: string;
+    redrivable: boolean;
+    not_redrivable_reason?: string;
+    messages: { body: string; reason: string }[];
+  }[];
+  expect(queues.map((q) => q.name)).toEqual(
+    expect.arrayContaining([buildRequestsDlqName(), computeEventsDlqName(), hostDlqName("host-1")]),
+  );
+  const build = queues.find((q) => q.name === buildRequestsDlqName())!;
+  expect(build.source).toBe(buildRequestsDlqName().slice(0, -DLQ_SUFFIX.length));
+  expect(build.messages.find((m) => m.body === "[api-poison")?.reason).toMatch(/not JSON/);
+  const events = queues.find((q) => q.name === computeEventsDlqName())!;
+  expect(events).toMatchObject({
+    redrivable: false,
+    not_redrivable_reason: expect.stringMatching(/SenderId/),
+  });
+
+  // members: Nova's policy refusal; a bad body, an unknown queue, compute-events: OpenStack's 4xx
+  expect((await client.get("/v2.1/os-dead-letters")).status).toBe(403);
+  const action = (name: string, body: unknown) => admin.post(`/v2.1/os-dead-letters/${name}/action`, body);
+  expect((await action(buildRequestsDlqName(), { redrive: { max: 0 } })).body.badRequest.message).toMatch(
+    /max/,
+  );
+  expect((await action("nope", { redrive: {} })).status).toBe(404);
+  const refused = await action(computeEventsDlqName(), { redrive: {} });
+  expect(refused.status).toBe(409);
+  expect(refused.body.conflictingRequest.message).toMatch(/SenderId/);
+
+  const moved = await action(buildRequestsDlqName(), { redrive: {} });
+  expect(moved.status).toBe(200);
+  expect(moved.body.redrive.moved).toBeGreaterThanOrEqual(1);
+  // still poison: the intake parks it again, with its reason
+  await eventually(
+    async () =>
+      peekDeadLetters((await listDeadLetterQueues()).find((q) => q.name === buildRequestsDlqName())!.url),
+    (l) => l.some((m) => m.body === "[api-poison"),
+  );
 });
