@@ -1,0 +1,244 @@
+import { describe, expect, it } from "vitest";
+import {
+  barExtent,
+  cellAt,
+  funnel,
+  groupHosts,
+  layoutFleet,
+  markOf,
+  mergeFleet,
+  moveCursor,
+  parseHints,
+  reschedules,
+  summarize,
+  timeline,
+  utilization,
+  utilizationColor,
+  weightBars,
+} from "../../../console/src/model.js";
+import type { Explanation, FleetHost, InstanceAction } from "../../../console/src/types.js";
+
+const host = (name: string, over: Partial<FleetHost> = {}): FleetHost => ({
+  host: name,
+  service_id: `svc-${name}`,
+  zone: "az1",
+  aggregates: [],
+  state: "up",
+  status: "enabled",
+  forced_down: false,
+  disabled_reason: null,
+  instances: 0,
+  building: 0,
+  failed_builds: 0,
+  resources: { VCPU: [4, 16], MEMORY_MB: [0, 1000] },
+  changed_at: "2026-11-25T10:00:00.000Z",
+  ...over,
+});
+
+describe("the fleet map's model", () => {
+  it("utilization, marks and colors", () => {
+    expect(utilization(host("a"), "VCPU")).toBe(0.25);
+    expect(utilization(host("a"), "CUSTOM_GPU")).toBeUndefined();
+    expect(markOf(host("a", { forced_down: true, state: "down" }))).toBe("forced-down");
+    expect(markOf(host("a", { state: "down", status: "disabled" }))).toBe("down");
+    expect(markOf(host("a", { status: "disabled" }))).toBe("disabled");
+    expect(utilizationColor(0)).toBe("hsl(140 70% 50%)");
+    expect(utilizationColor(2)).toBe("hsl(0 70% 42%)");
+    expect(utilizationColor(undefined)).toBe("#9aa5b1");
+  });
+
+  it("groups by zone, or by aggregate with a host in each of its aggregates and the rest last", () => {
+    const hosts = [host("a", { aggregates: [1, 2] }), host("b", { zone: "az2", aggregates: [2] }), host("c")];
+    const aggs = [
+      { id: 1, uuid: "u1", name: "gpu", availability_zone: null, hosts: 1 },
+      { id: 2, uuid: "u2", name: "fast", availability_zone: null, hosts: 2 },
+    ];
+    expect(groupHosts(hosts, "zone", aggs).map((g) => [g.name, g.hosts.map((h) => h.host)])).toEqual([
+      ["az1", ["a", "c"]],
+      ["az2", ["b"]],
+    ]);
+    expect(groupHosts(hosts, "aggregate", aggs).map((g) => [g.name, g.hosts.map((h) => h.host)])).toEqual([
+      ["fast", ["a", "b"]],
+      ["gpu", ["a"]],
+      ["(in no aggregate)", ["c"]],
+    ]);
+  });
+
+  it("lays 10,000 hosts out in rows under their group, finds the cell under a point, and moves by keyboard", () => {
+    const hosts = Array.from({ length: 10_000 }, (_, i) => host(`h${i}`, { zone: i < 5000 ? "az1" : "az2" }));
+    const l = layoutFleet(groupHosts(hosts, "zone", []), 700, 6);
+    expect(l.cells).toHaveLength(10_000);
+    expect(l.columns).toBe(100);
+    expect(l.labels.map((x) => x.name)).toEqual(["az1", "az2"]);
+    const c = l.cells[123]!;
+    expect(cellAt(l, c.x + 1, c.y + 1)).toBe(123);
+    expect(cellAt(l, 699, 1)).toBe(-1);
+    expect(moveCursor(l, -1, "ArrowRight")).toBe(0);
+    expect(moveCursor(l, 0, "ArrowDown")).toBe(100);
+    expect(moveCursor(l, 100, "ArrowUp")).toBe(0);
+    // down from the last row of az1 lands in az2's first row, same column
+    expect(moveCursor(l, 4903, "ArrowDown")).toBe(5003);
+    expect(moveCursor(l, 9999, "ArrowRight")).toBe(9999);
+    expect(moveCursor(l, 5, "End")).toBe(9999);
+  });
+
+  it("applies changes-since: changed in, newer kept, deleted out", () => {
+    const old = [host("a"), host("b"), host("c")];
+    const merged = mergeFleet(old, [
+      host("a", { instances: 3, changed_at: "2026-11-25T10:00:05.000Z" }),
+      host("b", { instances: 9, changed_at: "2026-11-25T09:59:00.000Z" }),
+      host("c", { deleted: true, changed_at: "2026-11-25T10:00:06.000Z" }),
+      host("d"),
+    ]);
+    expect(merged.map((h) => [h.host, h.instances])).toEqual([
+      ["a", 3],
+      ["b", 0],
+      ["d", 0],
+    ]);
+  });
+
+  it("summarizes states and one class's usage", () => {
+    const s = summarize(
+      [host("a", { instances: 2 }), host("b", { state: "down" }), host("c", { status: "disabled" })],
+      "VCPU",
+    );
+    expect(s).toMatchObject({ hosts: 3, up: 1, down: 1, disabled: 1, instances: 2, used: 12, capacity: 48 });
+  });
+});
+
+const explanation: Explanation = {
+  index: 0,
+  requested: { VCPU: 1 },
+  hosts: 3,
+  stages: [
+    { stage: "ComputeFilter", hosts_in: 3, hosts_passed: 3, rejected: [] },
+    {
+      stage: "AvailabilityZoneFilter",
+      hosts_in: 3,
+      hosts_passed: 2,
+      rejected: [{ summary: "not in availability zone az2", count: 1, sample: ["h3"] }],
+    },
+  ],
+  candidates: 2,
+  weighers: [
+    {
+      weigher: "RAMWeigher",
+      hosts: [
+        { host: "h1", nodename: "h1", raw: 10, normalized: 1, multiplier: 1 },
+        { host: "h2", nodename: "h2", raw: 5, normalized: 0.5, multiplier: 1 },
+      ],
+    },
+    {
+      weigher: "BuildFailureWeigher",
+      hosts: [
+        { host: "h1", nodename: "h1", raw: 0, normalized: 0, multiplier: -1000 },
+        { host: "h2", nodename: "h2", raw: 1, normalized: 1, multiplier: -1000 },
+      ],
+    },
+  ],
+  order: [
+    { host: "h1", nodename: "h1", weight: 1 },
+    { host: "h2", nodename: "h2", weight: -999.5 },
+  ],
+  chosen: { host: "h1", rank: 0, weight: 1 },
+};
+
+describe("the decision explainer's model", () => {
+  it("splits each ranked host's weight by weigher, negative shares included", () => {
+    const bars = weightBars(explanation);
+    expect(bars).toEqual([
+      {
+        host: "h1",
+        weight: 1,
+        chosen: true,
+        segments: [
+          { weigher: "RAMWeigher", value: 1 },
+          { weigher: "BuildFailureWeigher", value: -0 },
+        ],
+      },
+      {
+        host: "h2",
+        weight: -999.5,
+        chosen: false,
+        segments: [
+          { weigher: "RAMWeigher", value: 0.5 },
+          { weigher: "BuildFailureWeigher", value: -1000 },
+        ],
+      },
+    ]);
+    expect(barExtent(bars)).toEqual({ min: -1000, max: 1 });
+  });
+
+  it("counts hosts in and out per stage with the grouped reasons", () => {
+    expect(funnel(explanation)[1]).toEqual({
+      stage: "AvailabilityZoneFilter",
+      hostsIn: 3,
+      passed: 2,
+      rejected: 1,
+      reasons: [{ summary: "not in availability zone az2", count: 1, sample: ["h3"] }],
+    });
+  });
+});
+
+describe("the server timeline", () => {
+  const actions: InstanceAction[] = [
+    {
+      action: "create",
+      request_id: "req-1",
+      start_time: "2026-11-25T10:00:00.000000",
+      message: null,
+      events: [
+        {
+          event: "compute_build_and_run_instance",
+          start_time: "2026-11-25T10:00:02.000000",
+          finish_time: "2026-11-25T10:00:03.000000",
+          result: "Error",
+          host: "h2",
+        },
+        {
+          event: "conductor_schedule_and_build_instances",
+          start_time: "2026-11-25T10:00:01.000000",
+          finish_time: null,
+          result: "Success",
+        },
+        {
+          event: "compute_build_and_run_instance",
+          start_time: "2026-11-25T10:00:04.000000",
+          finish_time: "2026-11-25T10:00:05.000000",
+          result: "Success",
+          host: "h1",
+        },
+      ],
+    },
+    {
+      action: "stop",
+      request_id: "req-2",
+      start_time: "2026-11-25T11:00:00.000000",
+      message: null,
+      events: [],
+    },
+  ];
+  it("orders actions and events in time and numbers the build attempts across hosts", () => {
+    const t = timeline(actions);
+    expect(t.map((e) => [e.title, e.attempt ?? null, e.host ?? null])).toEqual([
+      ["create", null, null],
+      ["conductor_schedule_and_build_instances", null, null],
+      ["compute_build_and_run_instance", 1, "h2"],
+      ["compute_build_and_run_instance", 2, "h1"],
+      ["stop", null, null],
+    ]);
+    expect(reschedules(actions)).toBe(1);
+  });
+});
+
+describe("dry-run hints", () => {
+  it("reads key=value lines (a repeated key a list) or JSON, and says what it cannot read", () => {
+    expect(parseHints("same_host=a\nsame_host=b\nbuild_near_host_ip = 10.0.0.1")).toEqual({
+      same_host: ["a", "b"],
+      build_near_host_ip: "10.0.0.1",
+    });
+    expect(parseHints('{"different_host": ["x"]}')).toEqual({ different_host: ["x"] });
+    expect(parseHints("")).toEqual({});
+    expect(() => parseHints("nonsense")).toThrow('hint "nonsense": expected key=value');
+  });
+});
