@@ -131,6 +131,7 @@ describe("the console's page", () => {
         method: "GET",
         path: "/v2.1/flavors",
         headers: { "x-auth-token": "demo-token", "if-none-match": etag! },
+        body: undefined,
       },
       world.deps,
     );
