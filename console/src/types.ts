@@ -1,4 +1,7 @@
 // The API's shapes the console reads (Compute 2.x, novaless's os-fleet, os-scheduling, plan).
+import type { FleetHost } from "../../lib/api/views/fleet-types.js";
+
+export type { FleetHost };
 
 export interface Session {
   token: string;
@@ -6,23 +9,6 @@ export interface Session {
   project: string;
   projectId: string;
   admin: boolean;
-}
-
-export interface FleetHost {
-  host: string;
-  service_id: string;
-  zone: string;
-  aggregates: number[];
-  state: "up" | "down";
-  status: "enabled" | "disabled";
-  forced_down: boolean;
-  disabled_reason: string | null;
-  instances: number;
-  building: number;
-  failed_builds: number;
-  resources: Record<string, [number, number]>;
-  changed_at: string;
-  deleted?: true;
 }
 
 export interface FleetAggregate {
