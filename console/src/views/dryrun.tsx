@@ -14,7 +14,8 @@ interface Named {
 
 export function DryRunView() {
   const flavors = usePoll<{ flavors: Named[] }>("/v2.1/flavors", 0);
-  const images = usePoll<{ images: Named[] }>("/v2.1/images", 0);
+  // Compute's image proxy ends at 2.35: the Image API (Glance) lists them
+  const images = usePoll<{ images: Named[] }>("/image/v2/images?limit=1000", 0);
   const zones = usePoll<{ availabilityZoneInfo: { zoneName: string }[] }>("/v2.1/os-availability-zone", 0);
   const groups = usePoll<{ server_groups: Named[] }>("/v2.1/os-server-groups?all_projects=true", 0);
   const [flavor, setFlavor] = useState("");
@@ -46,7 +47,9 @@ export function DryRunView() {
         ...(Object.keys(h).length ? { "os:scheduler_hints": h } : {}),
       });
       setPlan(p);
-      setWhich(0);
+      // NoValidHost: open on the instance that found no host
+      const failing = p.explanations.findIndex((x) => !x.chosen);
+      setWhich(p.no_valid_host && failing >= 0 ? failing : 0);
     } catch (x) {
       setPlan(undefined);
       setError((x as Error).message);
