@@ -1,6 +1,7 @@
 // Operations (admins): compute services (enable, disable with a reason, force down), the
 // dead-letter queues with their reasons and a redrive, and the placement audit with repair.
 // Every change asks first.
+import { useState } from "preact/hooks";
 import { post, put } from "../api.js";
 import { ago, Badge, type ConfirmRequest, ErrorNote } from "../components.js";
 import { usePoll } from "../hooks.js";
@@ -200,25 +201,32 @@ function DeadLetters({ onConfirm }: { onConfirm: Ask }) {
 
 interface Finding {
   kind: string;
-  host?: string;
+  host: string;
   consumer?: string;
-  detail?: string;
-  message?: string;
-  [k: string]: unknown;
+  attempt?: number;
+  resource_class?: string;
+  detail: string;
+  repaired?: string;
+}
+
+interface AuditReport {
+  hosts_checked: number;
+  allocations_checked: number;
+  findings: Finding[];
 }
 
 function Audit({ onConfirm }: { onConfirm: Ask }) {
-  const { data, error, reload } = usePoll<{ placement_audit: { findings: Finding[] } }>(
-    "/v2.1/os-placement-audit",
-    0,
-  );
+  const { data, error, reload } = usePoll<{ placement_audit: AuditReport }>("/v2.1/os-placement-audit", 0);
+  const [repaired, setRepaired] = useState<Finding[]>();
   const findings = data?.placement_audit.findings ?? [];
   return (
     <section aria-labelledby="audit-title">
       <h2 id="audit-title">Placement audit</h2>
       <ErrorNote error={error} />
       <p>
-        {data ? `${findings.length} finding${findings.length === 1 ? "" : "s"}.` : "Auditing…"}{" "}
+        {data
+          ? `${data.placement_audit.hosts_checked} hosts and ${data.placement_audit.allocations_checked} allocations checked: ${findings.length} finding${findings.length === 1 ? "" : "s"}.`
+          : "Auditing…"}{" "}
         <button type="button" onClick={reload}>
           Audit again
         </button>{" "}
@@ -231,7 +239,8 @@ function Audit({ onConfirm }: { onConfirm: Ask }) {
                 text: `Fixes the ${findings.length} findings: leaked claims released, usage recounted from the allocations.`,
                 confirm: "Repair",
                 run: async () => {
-                  await post("/v2.1/os-placement-audit", {});
+                  const r = await post<{ placement_audit: AuditReport }>("/v2.1/os-placement-audit", {});
+                  setRepaired(r.placement_audit.findings);
                   reload();
                 },
               })
@@ -244,10 +253,24 @@ function Audit({ onConfirm }: { onConfirm: Ask }) {
       <ul>
         {findings.map((f, i) => (
           <li key={`${f.kind}-${i}`}>
-            <strong>{f.kind}</strong> {f.host ?? ""} {f.consumer ?? ""} {f.message ?? f.detail ?? ""}
+            <strong>{f.kind}</strong> on {f.host}
+            {f.consumer && <> · {f.consumer}</>}
+            {f.resource_class && <> · {f.resource_class}</>}: {f.detail}
           </li>
         ))}
       </ul>
+      {repaired && (
+        <>
+          <h3>Repaired</h3>
+          <ul>
+            {repaired.map((f, i) => (
+              <li key={`r-${f.kind}-${i}`}>
+                <strong>{f.kind}</strong> on {f.host}: {f.repaired ?? "not repaired"}
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
     </section>
   );
 }
