@@ -286,7 +286,12 @@ describe("/image", () => {
     });
     const all = await call("GET", "/image/v2/images", { token: "demo-token" });
     expect(all.json).toMatchObject({ first: "/v2/images", schema: "/v2/schemas/images" });
-    expect(all.json.images.map((i: { name: string }) => i.name)).toEqual(["broken", "cirros", "sleeper", "ubuntu"]);
+    expect(all.json.images.map((i: { name: string }) => i.name)).toEqual([
+      "broken",
+      "cirros",
+      "sleeper",
+      "ubuntu",
+    ]);
     expect(all.json.next).toBeUndefined();
     expect(all.json.images[1]).toMatchObject({
       id: "a1b2c3d4-0000-4000-8000-000000000001",

@@ -525,7 +525,12 @@ describe("flavors, images, hypervisors", () => {
 
   it("images list, detail, show", async () => {
     const l = await call("GET", "/v2.1/images");
-    expect(l.json.images.map((i: { name: string }) => i.name).sort()).toEqual(["broken", "cirros", "sleeper", "ubuntu"]);
+    expect(l.json.images.map((i: { name: string }) => i.name).sort()).toEqual([
+      "broken",
+      "cirros",
+      "sleeper",
+      "ubuntu",
+    ]);
     const d = await call("GET", "/v2.1/images/detail");
     expect(d.json.images[0]).toHaveProperty("minRam");
     const s = await call("GET", "/v2.1/images/a1b2c3d4-0000-4000-8000-000000000001");
