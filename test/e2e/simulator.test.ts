@@ -1,5 +1,6 @@
-// The fleet simulator at a size one long-polling agent per host could not serve: 2,000 simulated
-// hosts, each with its own queue and provider item, build through the public API, and a host that
+// The fleet simulator at a size one long-polling agent per host could not serve: 1,000 simulated
+// hosts, each with its own queue and provider item, registered and heartbeating through
+// compute-events as real agents do, build through the public API, and a host that
 // dies mid-build is caught by the watchdog and its build lands elsewhere.
 
 import { setTimeout as sleep } from "node:timers/promises";
@@ -14,7 +15,9 @@ import { getHost } from "../../lib/placement/hosts.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
-const HOSTS = 2000;
+// 1,000 at a heartbeat every 20 s is the 50 reports a second one process carries
+// (infra/local/runtime.ts LOCAL_HEARTBEATS_PER_SECOND); bench:e2e goes to 10,000
+const HOSTS = 1000;
 let runtime: Runtime;
 let client: Client;
 
@@ -22,7 +25,7 @@ beforeAll(async () => {
   ({ runtime, client } = await startTestRuntime({
     hosts: HOSTS,
     buildMs: 3000,
-    // 2,000 heartbeats every 20 s, and a host is down 30 s after its last one.
+    // 1,000 heartbeats every 20 s, and a host is down 30 s after its last one.
     heartbeatSeconds: 20,
     watchdogIntervalMs: 0, // the test runs it when it means to
     env: { NOVALESS_SERVICE_DOWN_TIME: "30" },
