@@ -415,6 +415,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         ? fleet.agent(identity)
         : new ComputeAgent({
             ...identity,
+            asHost: (fn) => runAs(hostIdentityOf(h.name), fn),
             eventsQueueUrl: events.queueUrl,
             computeQueuePrefix,
             // short locally: a stop aborts the poll, and the emulator, as SQS may, can still hand

@@ -172,7 +172,7 @@ export class SimulatedAgent implements HostAgent {
   ) {
     this.log = logger({ host: identity.host, simulated: true });
     this.credentials = hostIdentityOf(identity.host);
-    this.reporter = new Reporter(identity.host, fleet.opts.eventsQueueUrl);
+    this.reporter = new Reporter(identity.host, fleet.opts.eventsQueueUrl, (fn) => this.as(fn));
     this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
   }
 

@@ -50,6 +50,12 @@ export class Reporter {
   constructor(
     readonly host: string,
     private readonly eventsQueueUrl: string,
+    /**
+     * Runs a send as the host's own session whatever the caller's context (a process hosting
+     * many hosts, as the local runtime does, stops one from another's context): compute-events
+     * trusts a report only from the session of the host it speaks for.
+     */
+    private readonly asHost: <T>(fn: () => T) => T = (fn) => fn(),
   ) {}
 
   async send<K extends ComputeReport["kind"]>(kind: K, body: Omit<ReportBody<K>, "kind">): Promise<void> {
@@ -60,8 +66,10 @@ export class Reporter {
       sent_at: new Date().toISOString(),
       ...body,
     });
-    await sqsClient().send(
-      new SendMessageCommand({ QueueUrl: this.eventsQueueUrl, MessageBody: JSON.stringify(report) }),
+    await this.asHost(() =>
+      sqsClient().send(
+        new SendMessageCommand({ QueueUrl: this.eventsQueueUrl, MessageBody: JSON.stringify(report) }),
+      ),
     );
   }
 }

@@ -2,6 +2,7 @@
 // disables or forces down. Nothing stays in BUILD and no claim leaks.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
@@ -31,13 +32,25 @@ async function buildEvents(id: string): Promise<{ result: string; host: string; 
   );
 }
 
+/**
+ * The host the build is spawning on, once its driver has the spawn in hand. The record says
+ * `spawning` when compute-events took the host's build_started report, a moment before the
+ * spawn_instance cast reaches the host: a stop in between leaves the cast in the queue (as a
+ * stopped nova-compute leaves its RPC messages), which is not a build in flight.
+ */
 async function spawningOn(id: string): Promise<string> {
   const rec = await eventually(
     () => getInstance(id),
     (r) => r?.task_state === "spawning",
   );
   expect(rec?.task_state).toBe("spawning");
-  return rec!.host!;
+  const host = rec!.host!;
+  const driver = runtime.hosts.get(host)!.driver as FakeDriver;
+  await eventually(
+    async () => driver.spawns.get(id) ?? 0,
+    (n) => n > 0,
+  );
+  return host;
 }
 
 describe("a host dies mid-build", () => {
