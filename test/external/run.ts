@@ -12,7 +12,31 @@ import { fileURLToPath } from "node:url";
 
 const READY_MS = 30_000;
 const STOP_MS = 5_000;
-const DEFAULT_SUITES = ["test/integration", "test/e2e"];
+/**
+ * The integration suites, and the end-to-end files whose outcome rests on the queues' and tables'
+ * own behaviour (deliveries, visibility, redrives, conditional writes, tags and SenderIds). The
+ * other e2e files test the API and the domain over the same calls, and run once, in process (the
+ * suite's 15-minute budget on 2 cores); name them to run them here too.
+ */
+const DEFAULT_SUITES = [
+  "test/integration",
+  ...[
+    "walkthrough",
+    "build-path",
+    "reschedule",
+    "faults-hosts",
+    "faults-zombie",
+    "faults-duplicates",
+    "delete-while-spawning",
+    "poison-messages",
+    "dead-letters",
+    "transient-errors",
+    "long-poll",
+    "agent-registration",
+    "host-isolation",
+    "lifecycle",
+  ].map((f) => `test/e2e/${f}.test.ts`),
+];
 
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
