@@ -11,7 +11,11 @@ export default defineConfig({
     // Errors only: the fault tests provoke warnings by the hundred on purpose; a failing
     // assertion says what went wrong.
     // The SDK's Node 20 notice is known (this machine has Node 20; Lambda runs 22).
-    env: { NOVALESS_LOG_LEVEL: process.env.DEBUG_LOG_LEVEL ?? "error", AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+    // DEBUG_LOG_LEVEL=info shows the components' logs when a test needs explaining.
+    env: {
+      NOVALESS_LOG_LEVEL: process.env.DEBUG_LOG_LEVEL ?? "error",
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+    },
     hookTimeout: 120_000,
   },
 });
