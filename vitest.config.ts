@@ -7,7 +7,7 @@ export default defineConfig({
     // Emulator-backed suites start their own servers; two cores, so keep workers few.
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
-    testTimeout: 60_000,
+    testTimeout: 150_000,
     // Errors only: the fault tests provoke warnings by the hundred on purpose; a failing
     // assertion says what went wrong.
     // The SDK's Node 20 notice is known (this machine has Node 20; Lambda runs 22).

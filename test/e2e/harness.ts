@@ -76,8 +76,11 @@ export class Client {
     return r.body.server.id as string;
   }
 
-  /** Polls until the server leaves BUILD (or disappears, for `gone`). */
-  async waitForStatus(id: string, want: string[], timeoutMs = 45_000): Promise<Record<string, Json>> {
+  /**
+   * Polls until the server leaves BUILD (or disappears, for `gone`). 90 s: on a loaded 2-core
+   * machine a report or cast SQS hides for its 60 s visibility timeout still arrives in time.
+   */
+  async waitForStatus(id: string, want: string[], timeoutMs = 90_000): Promise<Record<string, Json>> {
     const deadline = Date.now() + timeoutMs;
     let last: Reply | undefined;
     while (Date.now() < deadline) {
