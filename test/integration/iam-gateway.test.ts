@@ -1,11 +1,19 @@
 // The IAM gateway in front of the embedded DynamoDB, SQS and Step Functions, driven by the real
 // SDK clients: who may do what is decided by the access key of the signed request alone.
+
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { CreateStateMachineCommand, SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
-import { CreateQueueCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  CreateQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import type { GatewayPrincipal } from "../../infra/local/iam/gateway.js";
+import { type GatewayPrincipal, startGateway, userIdOf } from "../../infra/local/iam/gateway.js";
 import { identityOf } from "../../infra/local/iam/identities.js";
 
 const ACCOUNT = "000000000000";
@@ -158,6 +166,69 @@ describe("IAM at the gateway", () => {
       ),
     );
     expect(e.name).toBe("UnrecognizedClientException");
+  });
+
+  it("a receive already waiting names each message's sender, though its answer overtakes the send's", async () => {
+    // SQS hands a message to a waiting long poll as it stores it, so the receive's answer can
+    // reach the gateway before the send's (which names the message). Here SQS's answers to sends
+    // are held back 300 ms, so every receive's answer comes first.
+    const slow = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const sends = String(req.headers["x-amz-target"]).endsWith(".SendMessage");
+        const up = httpRequest(
+          new URL(req.url ?? "/", emulators.endpoints.sqs),
+          { method: req.method, headers: req.headers },
+          (upRes) => {
+            const answer: Buffer[] = [];
+            upRes.on("data", (c: Buffer) => answer.push(c));
+            upRes.on("end", () =>
+              setTimeout(
+                () => {
+                  res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+                  res.end(Buffer.concat(answer));
+                },
+                sends ? 300 : 0,
+              ),
+            );
+          },
+        );
+        up.end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((r) => slow.listen(0, "127.0.0.1", r));
+    const gateway = await startGateway({
+      upstreams: {
+        dynamodb: emulators.endpoints.dynamodb,
+        sqs: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`,
+      },
+      policy: { principals, resource: [] },
+    });
+    try {
+      const sqs = new SQSClient({ ...config(operator), endpoint: gateway.endpoint });
+      const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: "iam-gateway-senders" }));
+      const received = [];
+      for (let i = 0; i < 3; i++) {
+        const receive = sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl,
+            WaitTimeSeconds: 5,
+            MessageSystemAttributeNames: ["SenderId"],
+          }),
+        );
+        await new Promise((r) => setTimeout(r, 50));
+        await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `m${i}` }));
+        received.push(...((await receive).Messages ?? []));
+      }
+      expect(received).toHaveLength(3);
+      for (const m of received)
+        expect(m.Attributes?.SenderId).toBe(userIdOf(principals.get(operator.accessKeyId)!));
+    } finally {
+      await gateway.stop();
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+    }
   });
 });
 

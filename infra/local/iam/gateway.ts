@@ -249,6 +249,34 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
    */
   const senders = new Map<string, string>();
   const SENDERS_MAX = 200_000;
+  /**
+   * queue name → the sends forwarded to it whose answers are not read yet. SQS hands a message to
+   * a waiting receive as soon as it stores it, so the receive's answer can overtake the send's,
+   * which names the message: such a receive waits for those sends before naming its senders.
+   */
+  const sending = new Map<string, Set<Promise<void>>>();
+  const queueNameOf = (body: Buffer): string => {
+    let url = "";
+    try {
+      url = String((JSON.parse(body.toString("utf8") || "{}") as { QueueUrl?: string }).QueueUrl ?? "");
+    } catch {
+      // a malformed request: SQS answers it, and no receive waits on it
+    }
+    return url.slice(url.lastIndexOf("/") + 1);
+  };
+  const beginSend = (queue: string): (() => void) => {
+    let done!: () => void;
+    const p = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const set = sending.get(queue) ?? new Set();
+    sending.set(queue, set.add(p));
+    return () => {
+      done();
+      set.delete(p);
+      if (set.size === 0 && sending.get(queue) === set) sending.delete(queue);
+    };
+  };
   /** After SQS answered 200 to a send: one event per message it took. */
   const announceSent = (op: string, body: Buffer, answer: Buffer) => {
     const req = JSON.parse(body.toString("utf8")) as {
@@ -289,8 +317,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       senders.set(id, sender);
     }
   };
-  const withSenders = (request: Buffer, answer: Buffer): Buffer => {
+  const withSenders = async (request: Buffer, answer: Buffer): Promise<Buffer> => {
     const req = JSON.parse(request.toString("utf8")) as {
+      QueueUrl?: string;
       AttributeNames?: string[];
       MessageSystemAttributeNames?: string[];
     };
@@ -299,6 +328,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const a = JSON.parse(answer.toString("utf8")) as {
       Messages?: { MessageId?: string; Attributes?: Record<string, string> }[];
     };
+    const pending = sending.get(queueNameOf(request));
+    if (pending && (a.Messages ?? []).some((m) => m.MessageId && !senders.has(m.MessageId))) {
+      await Promise.all([...pending]);
+    }
     for (const m of a.Messages ?? []) {
       const sender = m.MessageId ? senders.get(m.MessageId) : undefined;
       if (sender) m.Attributes = { ...m.Attributes, SenderId: sender };
@@ -461,6 +494,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       const sends = service === "sqs" && (op === "SendMessage" || op === "SendMessageBatch");
       const receives = service === "sqs" && op === "ReceiveMessage";
       const sender = senderOf(req);
+      const sent = sends ? beginSend(queueNameOf(body)) : undefined;
       const created =
         service === "sqs" && op === "CreateQueue" && createdListeners.length
           ? String((JSON.parse(body.toString("utf8") || "{}") as { QueueName?: string }).QueueName ?? "")
@@ -481,13 +515,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         // each: both pass through here whole.
         const answer: Buffer[] = [];
         upRes.on("data", (c: Buffer) => answer.push(c));
-        upRes.on("end", () => {
+        upRes.on("end", async () => {
           let out: Buffer = Buffer.concat(answer);
           try {
             if (sends) {
               rememberSenders(op, out, sender);
+              sent?.();
               if (sentListeners.length) announceSent(op, body, out);
-            } else out = withSenders(body, out);
+            } else out = await withSenders(body, out);
           } catch (e) {
             log.warn("gateway.sqs_answer_unreadable", { error: e, op });
           }
@@ -507,6 +542,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       res.on("close", () => {
         if (!res.writableFinished) up.destroy();
       });
+      // whatever became of the send (refused, failed, answered), receives stop waiting for it
+      if (sent) up.on("close", sent);
       up.end(body);
     });
   });
