@@ -113,6 +113,8 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
   it("opens the server: its timeline and why the scheduler chose its host", async () => {
     await page.click("[data-testid=recent-servers] li[data-server='console-watch'] a");
     await page.waitForSelector("[data-testid=decision-summary]", { timeout: 20_000 });
+    // the server and its explanation are fetched apart: either may come first
+    await page.waitForSelector("[data-testid=server-host]", { timeout: 20_000 });
     const host = await text("[data-testid=server-host]");
     expect(host).toMatch(/^host-\d$/);
     expect(await text("[data-testid=decision-summary]")).toContain(host);
