@@ -1,8 +1,17 @@
-import { defineConfig } from "vitest/config";
+import { readdirSync } from "node:fs";
+import { configDefaults, defineConfig } from "vitest/config";
+import { leftToExternal } from "./test/external/suites.js";
+
+// npm test's in-process run leaves the external suites to `npm run test:external` (one run each).
+const inProcessOnly = process.env.NOVALESS_SUITES === "in-process";
+const files = inProcessOnly
+  ? readdirSync("test", { recursive: true, encoding: "utf8" }).map((f) => `test/${f}`)
+  : [];
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    exclude: [...configDefaults.exclude, ...(inProcessOnly ? leftToExternal(files) : [])],
     globalSetup: ["test/global-setup.ts"],
     // Emulator-backed suites start their own servers; two cores, so keep workers few.
     pool: "forks",

@@ -12,6 +12,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
 import { sendToDeadLetter } from "../conductor/queues.js";
+import { tailLog } from "../instances/console-log.js";
 import type { Logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import {
@@ -407,13 +408,7 @@ export class BuildPath {
     let output = "";
     let error: string | null = null;
     try {
-      output = await this.driver.consoleOutput(msg.instance_uuid, CONSOLE_MAX_CHARS);
-      if (msg.length !== undefined) {
-        const lines = output.split("\n");
-        if (lines.at(-1) === "") lines.pop();
-        output = lines.slice(-msg.length).join("\n") + (lines.length ? "\n" : "");
-        // (length ≥ 1 here: the API asks nothing of the host for 0)
-      }
+      output = tailLog(await this.driver.consoleOutput(msg.instance_uuid, CONSOLE_MAX_CHARS), msg.length);
       output = output.slice(-CONSOLE_MAX_CHARS);
     } catch (e) {
       error = e instanceof Error ? e.message : String(e);

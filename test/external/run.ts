@@ -9,34 +9,10 @@ import { once } from "node:events";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { EXTERNAL_SUITES } from "./suites.js";
 
 const READY_MS = 30_000;
 const STOP_MS = 5_000;
-/**
- * The integration suites, and the end-to-end files whose outcome rests on the queues' and tables'
- * own behaviour (deliveries, visibility, redrives, conditional writes, tags and SenderIds). The
- * other e2e files test the API and the domain over the same calls, and run once, in process (the
- * suite's 15-minute budget on 2 cores); name them to run them here too.
- */
-const DEFAULT_SUITES = [
-  "test/integration",
-  ...[
-    "walkthrough",
-    "build-path",
-    "reschedule",
-    "faults-hosts",
-    "faults-zombie",
-    "faults-duplicates",
-    "delete-while-spawning",
-    "poison-messages",
-    "dead-letters",
-    "transient-errors",
-    "long-poll",
-    "agent-registration",
-    "host-isolation",
-    "lifecycle",
-  ].map((f) => `test/e2e/${f}.test.ts`),
-];
 
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -168,7 +144,7 @@ try {
   code = await runVitest(
     children,
     endpoints,
-    args.some((a) => !a.startsWith("-")) ? args : [...DEFAULT_SUITES, ...args],
+    args.some((a) => !a.startsWith("-")) ? args : [...EXTERNAL_SUITES, ...args],
   );
 } catch (e) {
   process.stderr.write(`test:external: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -16,8 +16,7 @@ export interface TempestPaths {
 
 /** Compute features tempest can test and novaless does not have (all [compute-feature-enabled]). */
 const FEATURES_OFF = [
-  // no guest console or password: the fake driver runs no guest
-  "console_output",
+  // no graphical or serial console proxy, no guest agent for passwords (console output is there)
   "vnc_console",
   "spice_console",
   "serial_console",

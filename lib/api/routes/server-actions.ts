@@ -2,6 +2,7 @@
 // power actions (os-stop, os-start, reboot) and os-getConsoleOutput, which go to the server's
 // host through its queue; each recorded as an instance action. The actions that need what this
 // system does not have answer 501, saying so; anything else is Nova's 400 for an unknown action.
+import { tailLog } from "../../instances/console-log.js";
 import { withoutHosts } from "../../instances/faults.js";
 import type { PowerActionName, RebootType } from "../../instances/power.js";
 import type { ActionName, InstanceAction, InstanceRecord } from "../../instances/types.js";
@@ -200,12 +201,8 @@ async function consoleOutput(
         const text = call.ctx.auth.isAdmin ? answer.error : withoutHosts(answer.error, [rec.host]);
         throw conflict(`Unable to get the console output of instance ${rec.id}: ${text}`);
       }
-      let output = answer.output;
-      if (length !== undefined) {
-        const lines = output.split("\n");
-        if (lines.at(-1) === "") lines.pop();
-        output = length === 0 ? "" : lines.slice(-length).join("\n") + (lines.length ? "\n" : "");
-      }
+      // the host tailed it already (Nova tails on the host); tailing again changes nothing
+      const output = tailLog(answer.output, length);
       return { status: 200, body: { output: output.replace(NOT_PRINTABLE, "?") } };
     }
     if (Date.now() >= deadline) {

@@ -1,12 +1,13 @@
 // What a server request may say, checked without I/O: the create body, the availability-zone
 // forms, multi-create names, and the list filters.
 import { z } from "zod";
-import type { InstanceRecord, VmState } from "../../instances/types.js";
+import type { InstanceRecord } from "../../instances/types.js";
 import type { AuthContext } from "../auth.js";
 import { RULES } from "../auth.js";
 import { badRequest, forbidden, policyForbidden } from "../errors.js";
 import { type ApiVersion, forVersion, MIN_VERSION, type Ranged } from "../microversion.js";
 import { type Query, queryOne } from "../request.js";
+import { serverStatus } from "../views/servers.js";
 import {
   boolFromString,
   idFromHref,
@@ -329,14 +330,16 @@ export function instanceNames(name: string, ids: string[], template = "%(name)s-
 
 // ── GET /servers and /servers/detail ──
 
-/** Nova's status → vm_state for the states novaless has; the rest of Nova's are valid but empty. */
-const STATUS_TO_VM_STATE: Record<string, VmState | null> = {
-  ACTIVE: "active",
-  BUILD: "building",
-  ERROR: "error",
-  DELETED: "deleted",
-};
-const OTHER_NOVA_STATUSES = [
+/**
+ * Nova's server statuses. A status filter matches the status a server shows (views/servers.ts):
+ * Nova filters by the vm_states and task_states its _STATE_MAP maps to the status, which is the
+ * same set. The statuses of operations novaless has not (PAUSED, RESIZE…) are valid and match none.
+ */
+const NOVA_STATUSES = [
+  "ACTIVE",
+  "BUILD",
+  "DELETED",
+  "ERROR",
   "HARD_REBOOT",
   "MIGRATING",
   "PASSWORD",
@@ -360,8 +363,8 @@ export interface ServerListFilters {
   allTenants: boolean;
   /** admin with all_tenants: only this project */
   projectId?: string;
-  /** undefined: any; empty: nothing can match */
-  vmStates?: VmState[];
+  /** the statuses asked for (upper case); undefined: any */
+  statuses?: Set<string>;
   name?: { test(s: string): boolean };
   reservationId?: string;
   /** Nova's `flavor` and `image` filters: by id */
@@ -476,14 +479,11 @@ export function parseServerListQuery(
 
   const statuses = query.status;
   if (statuses?.length) {
-    const states: VmState[] = [];
-    for (const raw of statuses) {
-      const s = raw.toUpperCase();
-      const vm = STATUS_TO_VM_STATE[s];
-      if (vm) states.push(vm);
-      else if (!OTHER_NOVA_STATUSES.includes(s) && allTenants) throw badRequest("Invalid status value");
-    }
-    f.vmStates = states;
+    f.statuses = new Set(statuses.map((raw) => raw.toUpperCase()));
+    // Nova refuses statuses none of which it knows only when listing all_tenants; otherwise
+    // they match nothing
+    if (allTenants && ![...f.statuses].some((st) => NOVA_STATUSES.includes(st)))
+      throw badRequest("Invalid status value");
   }
 
   const name = queryOne(query, "name");
@@ -561,7 +561,7 @@ export function filterServers(
   let out = servers.filter(
     (r) =>
       (!f.projectId || r.project_id === f.projectId) &&
-      (!f.vmStates || f.vmStates.includes(r.vm_state)) &&
+      (!f.statuses || f.statuses.has(serverStatus(r))) &&
       (!f.name || f.name.test(r.name)) &&
       (!f.reservationId || r.reservation_id === f.reservationId) &&
       (!f.flavorId || r.flavor.id === f.flavorId) &&

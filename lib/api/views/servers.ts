@@ -22,6 +22,8 @@ const STATUS: Record<VmState, string> = {
   deleted: "DELETED",
 };
 
+const PROGRESS_STATUSES = new Set(["ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING"]);
+
 /** Task states that show as another status (Nova's common._STATE_MAP). */
 const TASK_STATUS: Partial<Record<VmState, Record<string, string>>> = {
   active: {
@@ -140,7 +142,9 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
       accessIPv6: rec.access_ip_v6 ?? "",
       key_name: rec.key_name ?? null,
       config_drive: rec.config_drive ? "True" : "",
-      progress: 0,
+      // Nova shows progress only while a server may be making some (views/servers.py
+      // _progress_statuses); a SHUTOFF or ERROR server has none.
+      ...(PROGRESS_STATUSES.has(serverStatus(rec)) ? { progress: 0 } : {}),
       security_groups: [{ name: "default" }],
       "OS-DCF:diskConfig": "MANUAL",
       "OS-EXT-AZ:availability_zone": availabilityZoneOf(rec),

@@ -14,6 +14,8 @@ import {
 /** Images with this property fail every build, on any host (the seeded `broken` image). */
 export const FAKE_FAIL_PROPERTY = "novaless:fake_build_fails";
 
+const FAKE_CONSOLE_LINES = 300;
+
 export interface FakeDriverOptions {
   host: string;
   /** how long a spawn takes */
@@ -26,7 +28,10 @@ export interface FakeDriverOptions {
 export class FakeDriver implements Driver {
   readonly hypervisorType = "fake";
   readonly hypervisorVersion = 1000;
-  private readonly guests = new Map<string, { spec: GuestSpec; power: PowerState; boots: number }>();
+  private readonly guests = new Map<
+    string,
+    { spec: GuestSpec; power: PowerState; boots: number; console: string[] }
+  >();
   private readonly listeners: LifecycleListener[] = [];
   /** spawns started per instance: tests use it to prove nothing was built twice */
   readonly spawns = new Map<string, number>();
@@ -58,7 +63,9 @@ export class FakeDriver implements Driver {
         `image ${guest.image.name} (${guest.image.id}) cannot be booted by the fake driver`,
       );
     }
-    this.guests.set(guest.instance_uuid, { spec: guest, power: POWER_STATE.RUNNING, boots: 1 });
+    const g = { spec: guest, power: POWER_STATE.RUNNING, boots: 0, console: [] as string[] };
+    this.guests.set(guest.instance_uuid, g);
+    this.boot(guest.instance_uuid);
   }
 
   async destroy(instanceUuid: string): Promise<void> {
@@ -72,18 +79,29 @@ export class FakeDriver implements Driver {
   async powerOn(instanceUuid: string): Promise<void> {
     const g = this.guest(instanceUuid);
     g.power = POWER_STATE.RUNNING;
-    g.boots++;
+    this.boot(instanceUuid);
   }
 
   async reboot(instanceUuid: string, _type: RebootType): Promise<void> {
+    this.guest(instanceUuid).power = POWER_STATE.RUNNING;
+    this.boot(instanceUuid);
+  }
+
+  /** Each boot logs a few lines, as a guest's serial console would (tempest reads at least 3). */
+  private boot(instanceUuid: string): void {
     const g = this.guest(instanceUuid);
-    g.power = POWER_STATE.RUNNING;
     g.boots++;
+    g.console.push(
+      `fake console of ${g.spec.name} (${instanceUuid}): boot ${g.boots}`,
+      "Booting the fake kernel",
+      `${g.spec.name} login:`,
+    );
+    // a serial log is bounded: keep its end
+    if (g.console.length > FAKE_CONSOLE_LINES) g.console.splice(0, g.console.length - FAKE_CONSOLE_LINES);
   }
 
   async consoleOutput(instanceUuid: string): Promise<string> {
-    const g = this.guest(instanceUuid);
-    return `fake console of ${g.spec.name} (${instanceUuid}): boot ${g.boots}\n`;
+    return `${this.guest(instanceUuid).console.join("\n")}\n`;
   }
 
   has(instanceUuid: string): boolean {
@@ -110,7 +128,9 @@ export class FakeDriver implements Driver {
 
   /** Tests: a guest the database does not know (left from a deleted server). */
   adopt(guest: GuestSpec): void {
-    this.guests.set(guest.instance_uuid, { spec: guest, power: POWER_STATE.RUNNING, boots: 1 });
+    const g = { spec: guest, power: POWER_STATE.RUNNING, boots: 0, console: [] as string[] };
+    this.guests.set(guest.instance_uuid, g);
+    this.boot(guest.instance_uuid);
   }
 
   private guest(instanceUuid: string) {

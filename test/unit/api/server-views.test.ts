@@ -55,6 +55,14 @@ function fails(fn: () => unknown): ApiError {
 }
 
 describe("server view per microversion", () => {
+  it("progress only while a server may make some (Nova's _progress_statuses)", () => {
+    expect(view("2.1").progress).toBe(0);
+    const opts = { baseUrl: BASE, isAdmin: false, version: v("2.1") };
+    expect(serverView({ ...rec, vm_state: "building" }, opts).progress).toBe(0);
+    expect(serverView({ ...rec, vm_state: "stopped" }, opts)).not.toHaveProperty("progress");
+    expect(serverView({ ...rec, vm_state: "error" }, opts)).not.toHaveProperty("progress");
+  });
+
   it("2.1: the flavor reference, no later fields", () => {
     const s = view("2.1");
     expect(s.flavor).toEqual({ id: "1", links: [{ rel: "bookmark", href: `${BASE}/flavors/1` }] });

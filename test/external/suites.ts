@@ -1,0 +1,40 @@
+// Which suites run where. The integration suites, and the end-to-end files whose outcome rests on
+// the queues' and tables' own behaviour (deliveries, visibility, redrives, conditional writes,
+// tags and SenderIds), run against a DynamoDB and an SQS in processes of their own (`npm run
+// test:external`), the path LocalStack takes; `npm test` runs them there only, and every other
+// file once, in process (the suite's 15-minute budget on 2 cores). A plain `vitest run` runs
+// everything in process.
+
+/** what `npm run test:external` runs when named no files */
+export const EXTERNAL_SUITES = [
+  "test/integration",
+  ...[
+    "walkthrough",
+    "build-path",
+    "reschedule",
+    "faults-hosts",
+    "faults-zombie",
+    "faults-duplicates",
+    "delete-while-spawning",
+    "poison-messages",
+    "dead-letters",
+    "transient-errors",
+    "long-poll",
+    "agent-registration",
+    "host-isolation",
+    "lifecycle",
+  ].map((f) => `test/e2e/${f}.test.ts`),
+];
+
+/** the checks of the embedded emulators themselves: they skip against external ones */
+export const IN_PROCESS_ONLY = ["test/integration/emulators.test.ts"];
+
+/**
+ * What `NOVALESS_SUITES=in-process vitest run` (npm test's in-process run) leaves to the external
+ * run: the external suites as globs, less the in-process-only files.
+ */
+export function leftToExternal(files: string[]): string[] {
+  return EXTERNAL_SUITES.flatMap((s) =>
+    s.endsWith(".test.ts") ? [s] : files.filter((f) => f.startsWith(`${s}/`) && f.endsWith(".test.ts")),
+  ).filter((f) => !IN_PROCESS_ONLY.includes(f));
+}
