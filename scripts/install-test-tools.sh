@@ -1,9 +1,10 @@
 #!/bin/sh
 # The real OpenStack clients and tempest that test/clients and test/tempest drive, and libvirt's
 # virsh (its test:///default driver) and genisoimage (config drives) that test/drivers drive, and
-# chromium, the real browser test/console drives (puppeteer-core; no browser download). A no-op when
-# they are all present; as root on Debian/Ubuntu it installs what is missing (CI runs `npm test`
-# as root on a clean machine); anywhere else it says which tool is missing and that its tests skip.
+# chromium and firefox-esr, the real browsers test/console drives (puppeteer-core; no browser
+# download). A no-op when they are all present; as root on Debian/Ubuntu it installs what is
+# missing (CI runs `npm test` as root on a clean machine); anywhere else it says which tool is
+# missing and that its tests skip.
 set -u
 
 missing_tools() {
@@ -15,6 +16,7 @@ missing_tools() {
   command -v virsh >/dev/null 2>&1 || missing="$missing virsh"
   command -v genisoimage >/dev/null 2>&1 || missing="$missing genisoimage"
   command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+  command -v firefox-esr >/dev/null 2>&1 || command -v firefox >/dev/null 2>&1 || missing="$missing firefox"
   echo "$missing"
 }
 
@@ -26,7 +28,7 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   if apt-get update -q && apt-get install -y -q --no-install-recommends \
     python3-openstackclient python3-novaclient python3-openstacksdk tempest \
-    libvirt-clients genisoimage chromium fonts-dejavu-core; then
+    libvirt-clients genisoimage chromium firefox-esr fonts-dejavu-core; then
     missing=$(missing_tools)
     [ -z "$missing" ] && exit 0
   fi

@@ -2,25 +2,13 @@
 // sign in through the form, watch a server go ACTIVE on the fleet map, open its explanation, run
 // a dry run that fits and one that cannot, disable a service with a reason, and see that a
 // member gets its own servers and never a host name. Screenshots go to test-artifacts/console/.
-import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "../e2e/harness.js";
-
-function findChromium(): string | undefined {
-  if (process.env.CHROME_PATH) return process.env.CHROME_PATH;
-  for (const name of ["chromium", "chromium-browser", "google-chrome"]) {
-    try {
-      return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim() || undefined;
-    } catch {
-      // not this one
-    }
-  }
-  return undefined;
-}
+import { CHROMIUM_ARGS, findChromium } from "./browsers.js";
 
 const chromium = findChromium();
 if (!chromium)
@@ -43,8 +31,7 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     browser = await puppeteer.launch({
       executablePath: chromium!,
       headless: true,
-      // root in CI: chromium's sandbox needs user namespaces it may not have
-      args: ["--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"],
+      args: CHROMIUM_ARGS,
       defaultViewport: { width: 1400, height: 1000 },
     });
     page = await browser.newPage();

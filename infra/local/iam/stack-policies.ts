@@ -63,12 +63,27 @@ interface Synthesized {
   stateMachine: string;
 }
 
-const synthesized = new Map<string, Synthesized>();
+/**
+ * The prefix the stack is synthesized with once per process; each runtime's own prefix replaces
+ * it in the template (a synth costs about a second, and every runtime has a prefix of its own).
+ */
+const PREFIX_SENTINEL = "novalesslocalprefixsentinel-";
+let synthesized: Synthesized | undefined;
 
-/** The stack synthesized with `computeQueuePrefix`, once per prefix in this process. */
+/** The stack as synthesized with `computeQueuePrefix`. */
 function synthesizeStack(computeQueuePrefix: string): Synthesized {
-  const cached = synthesized.get(computeQueuePrefix);
-  if (cached) return cached;
+  // a prefix the stack would refuse: synthesize with it, for the stack's own error
+  if (!/^[A-Za-z0-9_-]{1,60}$/.test(computeQueuePrefix)) return synthesizeOnce(computeQueuePrefix);
+  synthesized ??= synthesizeOnce(PREFIX_SENTINEL);
+  return {
+    ...synthesized,
+    template: JSON.parse(
+      JSON.stringify(synthesized.template).replaceAll(PREFIX_SENTINEL, computeQueuePrefix),
+    ) as Template,
+  };
+}
+
+function synthesizeOnce(computeQueuePrefix: string): Synthesized {
   const cdkJson = JSON.parse(readFileSync(new URL("../../../cdk.json", import.meta.url), "utf8")) as {
     context: Record<string, unknown>;
   };
@@ -104,7 +119,6 @@ function synthesizeStack(computeQueuePrefix: string): Synthesized {
     computeEventsDlq: id(stack.computeEventsDlq),
     stateMachine: id(stack.conductor),
   };
-  synthesized.set(computeQueuePrefix, result);
   return result;
 }
 
