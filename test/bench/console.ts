@@ -10,9 +10,8 @@
 // - watching: the page left open --watch seconds while hosts heartbeat and it polls every 2 s;
 //   the main thread's long tasks (over 50 ms, what makes a page stutter) and the JS heap.
 import { parseArgs } from "node:util";
-import puppeteer from "puppeteer-core";
 import { startRuntime } from "../../infra/local/runtime.js";
-import { CHROMIUM_ARGS, findChromium } from "../console/browsers.js";
+import { findChromium, launch } from "../console/browsers.js";
 import { before, hardStop, load, machine, percentile, quietLogs, sizesOf } from "./support.js";
 
 const { values } = parseArgs({
@@ -78,12 +77,7 @@ async function runSize(hosts: number): Promise<Row> {
   );
   const start = (performance.now() - t0) / 1000;
   print(`${hosts} hosts: runtime ready in ${fmt(start)} s`);
-  const browser = await puppeteer.launch({
-    executablePath: chromium!,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    defaultViewport: { width: 1400, height: 1000 },
-  });
+  const browser = await launch("chromium", chromium!);
   try {
     const full = await timedGet(`${runtime.url}/v2.1/os-fleet`);
     const since = (full.body as { fleet: { next_changes_since: string } }).fleet.next_changes_since;

@@ -4,19 +4,17 @@
 // member gets its own servers and never a host name. Screenshots go to test-artifacts/console/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "../e2e/harness.js";
-import { CHROMIUM_ARGS, findChromium } from "./browsers.js";
+import { ARTIFACTS, findChromium, launch } from "./browsers.js";
 
 const chromium = findChromium();
 if (!chromium)
   console.warn(
     "test/console: chromium is missing (Debian package chromium; scripts/install-test-tools.sh): these tests skip",
   );
-
-export const ARTIFACTS = join(process.cwd(), "test-artifacts", "console");
 
 describe.skipIf(!chromium)("the web console in chromium", () => {
   let runtime: Runtime;
@@ -28,12 +26,7 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     ({ runtime, client } = await startTestRuntime({ hosts: 6, buildMs: 400 }));
-    browser = await puppeteer.launch({
-      executablePath: chromium!,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      defaultViewport: { width: 1400, height: 1000 },
-    });
+    browser = await launch("chromium", chromium!);
     page = await browser.newPage();
   }, 120_000);
   afterAll(async () => {

@@ -4,19 +4,17 @@
 // dry run's funnel. Screenshots go to test-artifacts/console/firefox-*.png.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../infra/local/runtime.js";
 import { type Client, startTestRuntime } from "../e2e/harness.js";
-import { findFirefox } from "./browsers.js";
+import { ARTIFACTS, findFirefox, launch } from "./browsers.js";
 
 const firefox = findFirefox();
 if (!firefox)
   console.warn(
     "test/console: firefox is missing (Debian package firefox-esr; scripts/install-test-tools.sh): its tests skip",
   );
-
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "console");
 
 describe.skipIf(!firefox)("the web console in firefox", () => {
   let runtime: Runtime;
@@ -33,12 +31,7 @@ describe.skipIf(!firefox)("the web console in firefox", () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     ({ runtime, client } = await startTestRuntime({ hosts: 3, buildMs: 100 }));
-    browser = await puppeteer.launch({
-      browser: "firefox",
-      executablePath: firefox!,
-      headless: true,
-      defaultViewport: { width: 1400, height: 1000 },
-    });
+    browser = await launch("firefox", firefox!);
     page = await browser.newPage();
   }, 120_000);
   afterAll(async () => {
@@ -68,7 +61,8 @@ describe.skipIf(!firefox)("the web console in firefox", () => {
   });
 
   it("opens a server's page with why the scheduler chose its host", async () => {
-    await client.createServer({ name: "ff-watch" });
+    // placed and built first: the page shows the host the record names
+    await client.waitForStatus(await client.createServer({ name: "ff-watch" }), ["ACTIVE"]);
     await page.goto(`${runtime.url}/console#/servers`);
     await page.waitForSelector("[data-testid=servers-table] tr[data-server='ff-watch'] a", {
       timeout: 20_000,
