@@ -319,7 +319,6 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   };
   const withSenders = async (request: Buffer, answer: Buffer): Promise<Buffer> => {
     const req = JSON.parse(request.toString("utf8")) as {
-      QueueUrl?: string;
       AttributeNames?: string[];
       MessageSystemAttributeNames?: string[];
     };
