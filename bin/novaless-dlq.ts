@@ -1,3 +1,4 @@
+#!/usr/bin/env tsx
 // `novaless-dlq list | redrive <queue-name> [--max N]`: what sits in the dead-letter queues, why,
 // and putting it back once the cause is fixed. Reads the same environment as the functions
 // (NOVALESS_BUILD_REQUESTS_QUEUE_URL, NOVALESS_BUILD_REQUESTS_DLQ_URL, NOVALESS_COMPUTE_EVENTS_QUEUE_URL,

@@ -1,3 +1,4 @@
+#!/usr/bin/env tsx
 // `npm run seed`: put the default flavors and images into the Catalog table the environment
 // names (NOVALESS_CATALOG_TABLE, from the stack outputs), and Keystone's bootstrap into the
 // Identity table (NOVALESS_IDENTITY_TABLE): domain Default, project admin, roles, user admin.

@@ -21,9 +21,6 @@
 // and the bare counters must not go below zero.
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { BatchWriteCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { javaAvailable, startDynamoDbLocal } from "../../infra/local/dynamodb-local.js";
-import { applyEnv, startEmulators } from "../../infra/local/emulators.js";
-import { createTables, localTables } from "../../infra/local/tables.js";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { resources } from "../../lib/config.js";
@@ -37,6 +34,9 @@ import {
   type Inventory,
   type Resources,
 } from "../../lib/placement/types.js";
+import { javaAvailable, startDynamoDbLocal } from "../../local/dynamodb-local.js";
+import { applyEnv, startEmulators } from "../../local/emulators.js";
+import { createTables, localTables } from "../../local/tables.js";
 
 const CONCURRENCY = [1, 8, 32, 128];
 /** operations per row */

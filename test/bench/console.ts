@@ -10,7 +10,7 @@
 // - watching: the page left open --watch seconds while hosts heartbeat and it polls every 2 s;
 //   the main thread's long tasks (over 50 ms, what makes a page stutter) and the JS heap.
 import { parseArgs } from "node:util";
-import { startRuntime } from "../../infra/local/runtime.js";
+import { startRuntime } from "../../local/runtime.js";
 import { findChromium, launch } from "../console/browsers.js";
 import { before, hardStop, load, machine, percentile, quietLogs, sizesOf } from "./support.js";
 

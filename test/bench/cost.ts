@@ -19,16 +19,6 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
-import {
-  accessKeyIdOf,
-  COMPONENTS,
-  type FunctionComponent,
-  hostAccessKeyIdOf,
-  OPERATOR,
-} from "../../infra/local/iam/identities.js";
-import { type InvocationRecord, observeInvocations } from "../../infra/local/lambda.js";
-import type { Runtime } from "../../infra/local/runtime.js";
-import { type ExecutionRecordSummary, observeExecutions } from "../../infra/local/sfn-server.js";
 import { currentIdentity } from "../../lib/aws/identity.js";
 import {
   type CallerUsage,
@@ -38,6 +28,16 @@ import {
   stopMeter,
 } from "../../lib/aws/meter.js";
 import { schedulerConfig } from "../../lib/config.js";
+import {
+  accessKeyIdOf,
+  COMPONENTS,
+  type FunctionComponent,
+  hostAccessKeyIdOf,
+  OPERATOR,
+} from "../../local/iam/identities.js";
+import { type InvocationRecord, observeInvocations } from "../../local/lambda.js";
+import type { Runtime } from "../../local/runtime.js";
+import { type ExecutionRecordSummary, observeExecutions } from "../../local/sfn-server.js";
 import { PRICES } from "./prices.js";
 import {
   backend,

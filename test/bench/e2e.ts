@@ -8,7 +8,7 @@
 // functions' cold start is not what this measures.
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import type { Runtime } from "../../infra/local/runtime.js";
+import type { Runtime } from "../../local/runtime.js";
 import {
   backend,
   before,

@@ -5,11 +5,11 @@ import { availableParallelism, cpus, loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { App } from "aws-cdk-lib";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
-import { javaAvailable, startDynamoDbLocal } from "../../infra/local/dynamodb-local.js";
-import { type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import type { FunctionComponent } from "../../infra/local/iam/identities.js";
-import { type Runtime, type RuntimeOptions, startRuntime } from "../../infra/local/runtime.js";
 import { NovalessStack } from "../../infra/stacks/novaless-stack.js";
+import { javaAvailable, startDynamoDbLocal } from "../../local/dynamodb-local.js";
+import { type Emulators, startEmulators } from "../../local/emulators.js";
+import type { FunctionComponent } from "../../local/iam/identities.js";
+import { type Runtime, type RuntimeOptions, startRuntime } from "../../local/runtime.js";
 
 /** Benchmarks create far more servers than Nova's default instance quota lets one project have. */
 function liftQuotas(opts: RuntimeOptions): RuntimeOptions {
@@ -17,7 +17,7 @@ function liftQuotas(opts: RuntimeOptions): RuntimeOptions {
   return { ...opts, env: { ...unlimited, ...opts.env } };
 }
 
-/** The demo member token of the local API (infra/local seeds it). */
+/** The demo member token of the local API (local/ seeds it). */
 export const DEMO_TOKEN = "demo-token";
 
 export function sizesOf(list: string): number[] {

@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Runtime, type RuntimeOptions, startRuntime } from "../../infra/local/runtime.js";
+import { type Runtime, type RuntimeOptions, startRuntime } from "../../local/runtime.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 

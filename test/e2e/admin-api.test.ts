@@ -3,8 +3,8 @@
 // service actions (novaclient's `nova service-disable`), the 2.53 id form, and every hypervisor
 // path (statistics, uptime, search, servers, the 2.53 query forms, paging).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { nodeNumber, serviceNumber } from "../../lib/api/host-ids.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, type Reply, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

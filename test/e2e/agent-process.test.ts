@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { resources } from "../../lib/config.js";
 import { getHost } from "../../lib/placement/hosts.js";
+import type { Runtime } from "../../local/runtime.js";
 import { bundleAgent } from "../../scripts/bundle-agent.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 

@@ -5,7 +5,6 @@
 // on) and never clears an operator's forced_down.
 import { GetQueueAttributesCommand, ListQueueTagsCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { runAs } from "../../lib/aws/identity.js";
 import { ComputeAgent } from "../../lib/compute/agent.js";
@@ -17,6 +16,7 @@ import { claim } from "../../lib/placement/claims.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import { setServiceStatus } from "../../lib/placement/services.js";
 import { DLQ_SUFFIX, HOST_TAG } from "../../lib/resources.js";
+import type { Runtime } from "../../local/runtime.js";
 import { startTestRuntime } from "./harness.js";
 
 const SQS_NAME = /^[A-Za-z0-9_-]{1,80}$/;

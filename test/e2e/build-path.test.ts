@@ -1,10 +1,10 @@
 // The whole build path on the local runtime: HTTP → queue → conductor → scheduler → claim →
 // host queue → compute → ACTIVE, and the ways it ends in ERROR.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { resources } from "../../lib/config.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -4,7 +4,6 @@ import { randomUUID } from "node:crypto";
 import { promisify } from "node:util";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { listDeadLetterQueues, peekDeadLetters, redrive } from "../../lib/aws/dead-letters.js";
 import { computeQueueName } from "../../lib/compute/queue-name.js";
@@ -12,6 +11,7 @@ import { resources } from "../../lib/config.js";
 import { createInstances, getInstance } from "../../lib/instances/repo.js";
 import { requestSpecOf } from "../../lib/instances/request-spec.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -1,8 +1,8 @@
 // Deleting while the host is spawning: the host finishes, finds itself fenced off, and destroys
 // what it built; the claim comes back.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { getInstance } from "../../lib/instances/repo.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -5,8 +5,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import type { ExecDriver } from "../../lib/compute/drivers/exec.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 const instances = mkdtempSync(join(tmpdir(), "novaless-e2e-exec-"));

@@ -2,9 +2,9 @@
 // down anything it built, and a late message for it changes nothing.
 
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { getInstance } from "../../lib/instances/repo.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -4,13 +4,13 @@
 import { StartExecutionCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { sfnClient, sqsClient } from "../../lib/aws/clients.js";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { computeMessageBody } from "../../lib/conductor/queues.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import type { BuildRequest } from "../../lib/messages/build-request.js";
 import { getHost } from "../../lib/placement/hosts.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

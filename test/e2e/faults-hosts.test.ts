@@ -1,10 +1,10 @@
 // Hosts come and go: a host that dies mid-build, one that stops gracefully, one an operator
 // disables or forces down. Nothing stays in BUILD and no claim leaks.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import { getHost } from "../../lib/placement/hosts.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

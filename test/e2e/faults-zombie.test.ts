@@ -2,9 +2,9 @@
 // when the zombie finishes, its writes are fenced off and it destroys what it built.
 
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { getInstance } from "../../lib/instances/repo.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

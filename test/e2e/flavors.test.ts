@@ -1,7 +1,7 @@
 // Flavors on the emulators: Nova's os-extra_specs paths, the 2.55 description, delete, and flavor
 // access (the Catalog item's string set, added and removed by conditional updates).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, DEMO, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -2,11 +2,11 @@
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
-import { type Runtime, type RuntimeOptions, startRuntime } from "../../infra/local/runtime.js";
 import { sfnClient } from "../../lib/aws/clients.js";
 import { consumerAllocations, listAllocations } from "../../lib/placement/allocations.js";
 import { listHosts } from "../../lib/placement/hosts.js";
 import type { HostRecord } from "../../lib/placement/types.js";
+import { type Runtime, type RuntimeOptions, startRuntime } from "../../local/runtime.js";
 
 export const ADMIN = "admin-token";
 export const DEMO = "demo-token";

@@ -10,8 +10,6 @@ import {
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { hostPrincipal } from "../../infra/local/iam/policy.js";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { dynamo, sqsClient } from "../../lib/aws/clients.js";
 import { peekDeadLetters } from "../../lib/aws/dead-letters.js";
 import { runAs } from "../../lib/aws/identity.js";
@@ -19,6 +17,8 @@ import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { resources } from "../../lib/config.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
+import { hostPrincipal } from "../../local/iam/policy.js";
+import type { Runtime } from "../../local/runtime.js";
 import { eventually, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

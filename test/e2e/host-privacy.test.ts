@@ -3,7 +3,7 @@
 // are driven to ERROR through several failing hosts (MaxRetriesExceeded, whose "Last exception"
 // is a driver error naming its host) and by NoValidHost, and one goes ACTIVE.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

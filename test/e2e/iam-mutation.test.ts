@@ -2,9 +2,9 @@
 // stack), a create fails, and the failure says which component, action and resource; with the
 // stack's policies as they are, the same create goes ACTIVE.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Statement } from "../../infra/local/iam/evaluate.js";
-import type { Component } from "../../infra/local/iam/identities.js";
-import type { Runtime } from "../../infra/local/runtime.js";
+import type { Statement } from "../../local/iam/evaluate.js";
+import type { Component } from "../../local/iam/identities.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "./harness.js";
 
 type Removal = (component: Component, statement: Statement) => boolean;

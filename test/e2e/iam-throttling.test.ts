@@ -1,8 +1,8 @@
 // DynamoDB throttling injected at the gateway reaches the handlers as DynamoDB's own
 // ProvisionedThroughputExceededException; the SDK's retries absorb an occasional one.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { seededRandom } from "../../lib/scheduler/scenario.js";
+import type { Runtime } from "../../local/runtime.js";
 import { type Client, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

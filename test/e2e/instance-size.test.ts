@@ -7,11 +7,11 @@ import { createRequire } from "node:module";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { marshall, type NativeAttributeValue, unmarshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { resources } from "../../lib/config.js";
 import { getInstance, getSchedulingDecision } from "../../lib/instances/repo.js";
 import { requestSpecOf } from "../../lib/instances/request-spec.js";
 import { WATCHED_ATTRIBUTES } from "../../lib/resources.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "./harness.js";
 
 /** dynalite's DynamoDB item size (attribute names + values, as DynamoDB counts them). */

@@ -2,8 +2,8 @@
 // and the key_pairs quota held under concurrent creates (the serial condition makes a racing
 // create count again).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { countKeypairs, createKeypair, getKeypair, listKeypairs } from "../../lib/catalog/keypairs.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, DEMO, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

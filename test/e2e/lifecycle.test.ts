@@ -5,9 +5,9 @@
 // missing guests SHUTOFF); deleting a server on a dead host frees its claim at once and the
 // host destroys the guest when it comes back.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -1,8 +1,8 @@
 // The runtime with real agents' transport: one long-polling ComputeAgent per host, as
 // `novaless-compute` runs on a host, going through the same build path as the simulator's hosts.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { ComputeAgent } from "../../lib/compute/agent.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -2,9 +2,9 @@
 // goes ACTIVE, and one that goes to ERROR with NoValidHost while its conductor execution succeeds.
 import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { sfnClient } from "../../lib/aws/clients.js";
 import { METRIC } from "../../lib/metrics.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 interface Emf {

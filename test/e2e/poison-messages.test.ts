@@ -2,10 +2,10 @@
 // is dropped and nothing is built.
 import { ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
+import type { Runtime } from "../../local/runtime.js";
 import { type Client, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

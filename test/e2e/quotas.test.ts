@@ -2,7 +2,7 @@
 // of 10 instances give exactly 10 servers and Nova's 403; /limits and /os-quota-sets show the
 // numbers and shapes Nova does at each microversion; a delete gives its instance back once.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -1,7 +1,7 @@
 // The failure loop: builds that fail on a host come back through build-requests and land on
 // the alternates.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

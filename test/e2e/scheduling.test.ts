@@ -6,8 +6,8 @@
 // every spread asserted here comes from a filter, not from the weigher; the affinity test spreads
 // instead, so that its servers share a host only because of the filter.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { schedulerConfig } from "../../lib/config.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

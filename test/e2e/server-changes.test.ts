@@ -1,7 +1,7 @@
 // What a user changes of a server after its build, on the emulators: PUT /servers/{id}, its
 // metadata and tags, and lock/unlock (recorded as instance actions, refusing changes while held).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

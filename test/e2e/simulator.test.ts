@@ -5,18 +5,18 @@
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
-import { SimulatedAgent } from "../../infra/local/simulator.js";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { resources } from "../../lib/config.js";
 import { getInstance } from "../../lib/instances/repo.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
+import type { Runtime } from "../../local/runtime.js";
+import { SimulatedAgent } from "../../local/simulator.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 // 1,000 at a heartbeat every 20 s is the 50 reports a second one process carries
-// (infra/local/runtime.ts LOCAL_HEARTBEATS_PER_SECOND); bench:e2e goes to 10,000
+// (local/runtime.ts LOCAL_HEARTBEATS_PER_SECOND); bench:e2e goes to 10,000
 const HOSTS = 1000;
 let runtime: Runtime;
 let client: Client;

@@ -8,8 +8,8 @@
 // of instances placed on it or offered it as an alternate.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
 import { apiSettings } from "../../lib/api/settings.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 /** the largest payload seen of each kind, in bytes, and the step it was seen at */

@@ -1,8 +1,8 @@
 // AWS's real transient errors reach the conductor under their real names and are retried with
 // backoff; only when retries are exhausted does a build go to ERROR, and its fault names the error.
 import { afterEach, expect, it } from "vitest";
-import type { Runtime, RuntimeOptions } from "../../infra/local/runtime.js";
 import { seededRandom } from "../../lib/scheduler/scenario.js";
+import type { Runtime, RuntimeOptions } from "../../local/runtime.js";
 import { ADMIN, type Client, DEMO, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime | undefined;

@@ -2,7 +2,7 @@
 // a three-host zone land on its three hosts; a fourth has nowhere to go and the NoValidHost names
 // the zone and the group (not "an earlier instance"); a hint whose filter is off is a warning.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Runtime } from "../../infra/local/runtime.js";
+import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;

@@ -1,7 +1,7 @@
 // `npm run test:external [vitest args]`: the integration and e2e suites against a DynamoDB and an
 // SQS that run OUTSIDE the test process, through NOVALESS_EXTERNAL_AWS=1 and AWS_ENDPOINT_URL_*,
 // the way they would run against LocalStack. Unless those variables are already set (LocalStack,
-// say), it starts dynalite with transactions (infra/local/dynalite-server.ts) and fauxqs
+// say), it starts dynalite with transactions (local/dynalite-server.ts) and fauxqs
 // (test/external/sqs-server.ts) as child processes on 127.0.0.1, runs vitest, stops both whatever
 // happened, and exits with vitest's code.
 import { type ChildProcess, spawn } from "node:child_process";
@@ -65,11 +65,11 @@ function startProcess(
 
 async function startEmulatorProcesses(children: ChildProcess[]): Promise<Endpoints> {
   const [dynamodb, sqs] = await Promise.all([
-    // dynalite with DynamoDB's transactions (infra/local/dynalite-tx.ts), on a port it picks.
+    // dynalite with DynamoDB's transactions (local/dynalite-tx.ts), on a port it picks.
     startProcess(
       children,
       "dynalite",
-      ["--import", "tsx", join(here, "..", "..", "infra", "local", "dynalite-server.ts")],
+      ["--import", "tsx", join(here, "..", "..", "local", "dynalite-server.ts")],
       /Dynalite listening at: (\S+)/,
     ),
     startProcess(children, "fauxqs", ["--import", "tsx", join(here, "sqs-server.ts")], /listening (\S+)/),

@@ -3,13 +3,13 @@
 // it entered, a Map's iterations included).
 import { CreateStateMachineCommand, SFNClient, StartSyncExecutionCommand } from "@aws-sdk/client-sfn";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type InvocationRecord, localFunction, observeInvocations } from "../../infra/local/lambda.js";
+import { type InvocationRecord, localFunction, observeInvocations } from "../../local/lambda.js";
 import {
   type ExecutionRecordSummary,
   observeExecutions,
   type SfnServer,
   startSfnServer,
-} from "../../infra/local/sfn-server.js";
+} from "../../local/sfn-server.js";
 
 describe("local Lambda invocation observer", () => {
   it("reports each invocation once, failed ones too, and stops when asked", async () => {

@@ -1,4 +1,4 @@
-// DynamoDB transactions on the embedded dynalite (infra/local/dynalite-tx.ts), through the real SDK:
+// DynamoDB transactions on the embedded dynalite (local/dynalite-tx.ts), through the real SDK:
 // the same scenarios against Amazon's DynamoDB Local give the same outcomes, errors and reasons;
 // concurrent claims of the last unit leave exactly one winner; a transaction is isolated from
 // single-item writes to its items; the IAM gateway refuses a whole transaction for one item; and
@@ -21,10 +21,10 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { javaAvailable, startDynamoDbLocal } from "../../infra/local/dynamodb-local.js";
-import { type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import type { GatewayPrincipal } from "../../infra/local/iam/gateway.js";
-import { identityOf } from "../../infra/local/iam/identities.js";
+import { javaAvailable, startDynamoDbLocal } from "../../local/dynamodb-local.js";
+import { type Emulators, startEmulators } from "../../local/emulators.js";
+import type { GatewayPrincipal } from "../../local/iam/gateway.js";
+import { identityOf } from "../../local/iam/identities.js";
 
 const CREDENTIALS = { accessKeyId: "novalesslocal", secretAccessKey: "novalesslocal" };
 const clientOf = (endpoint: string, credentials = CREDENTIALS) =>
@@ -709,7 +709,7 @@ describe("dynalite as a separate process (test/external/run.ts)", () => {
   });
 
   it("serves transactions", async () => {
-    const server = fileURLToPath(new URL("../../infra/local/dynalite-server.ts", import.meta.url));
+    const server = fileURLToPath(new URL("../../local/dynalite-server.ts", import.meta.url));
     child = spawn(process.execPath, ["--import", "tsx", server], { stdio: ["ignore", "pipe", "inherit"] });
     let output = "";
     const endpoint = await new Promise<string>((resolve, reject) => {

@@ -15,8 +15,6 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { createQueues, createTables, localTables, runSuffix } from "../../infra/local/tables.js";
 import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
 import {
   BUILD_REQUESTS_QUEUE,
@@ -25,6 +23,8 @@ import {
   DLQ_SUFFIX,
   INSTANCES_BY_PROJECT_INDEX,
 } from "../../lib/resources.js";
+import { applyEnv, type Emulators, startEmulators } from "../../local/emulators.js";
+import { createQueues, createTables, localTables, runSuffix } from "../../local/tables.js";
 
 // NOVALESS_EXTERNAL_AWS=1: the DynamoDB and SQS outlive this file and serve other runs, so its
 // tables and queues get names of their own, and what only the embedded servers promise is skipped.

@@ -12,9 +12,9 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { type GatewayPrincipal, startGateway, userIdOf } from "../../infra/local/iam/gateway.js";
-import { identityOf } from "../../infra/local/iam/identities.js";
+import { type Emulators, startEmulators } from "../../local/emulators.js";
+import { type GatewayPrincipal, startGateway, userIdOf } from "../../local/iam/gateway.js";
+import { identityOf } from "../../local/iam/identities.js";
 
 const ACCOUNT = "000000000000";
 const TABLE = "iam-gateway-items";

@@ -6,8 +6,6 @@ import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { beforeAll, describe, expect, it } from "vitest";
-import { applyEnv } from "../../infra/local/emulators.js";
-import { createQueues } from "../../infra/local/tables.js";
 import { dynamo } from "../../lib/aws/clients.js";
 import { runWatchdog } from "../../lib/conductor/watchdog.js";
 import { resources, SCHEDULER_DEFAULTS } from "../../lib/config.js";
@@ -30,6 +28,8 @@ import {
 import { requestSpecOf } from "../../lib/instances/request-spec.js";
 import type { SchedulingRecord } from "../../lib/instances/types.js";
 import { BUILD_WATCH_SHARDS, WATCHED_ATTRIBUTES } from "../../lib/resources.js";
+import { applyEnv } from "../../local/emulators.js";
+import { createQueues } from "../../local/tables.js";
 import { record } from "../unit/api/records.js";
 import { useLocalAws } from "./local-aws.js";
 

@@ -9,7 +9,7 @@ import {
   localFunction,
   MAX_REQUEST_BYTES,
   MAX_RESPONSE_BYTES,
-} from "../../infra/local/lambda.js";
+} from "../../local/lambda.js";
 
 const ARN = "arn:aws:lambda:us-east-1:000000000000:function:scheduler";
 

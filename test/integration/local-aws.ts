@@ -2,9 +2,9 @@
 // created, and the environment pointing the real SDK clients at them.
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll } from "vitest";
-import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { createTables, localTables, runSuffix } from "../../infra/local/tables.js";
 import { resetClients } from "../../lib/aws/clients.js";
+import { applyEnv, type Emulators, startEmulators } from "../../local/emulators.js";
+import { createTables, localTables, runSuffix } from "../../local/tables.js";
 
 export function useLocalAws(): { emulators: () => Emulators } {
   let emulators: Emulators | undefined;

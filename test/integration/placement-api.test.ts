@@ -6,8 +6,6 @@ import { promisify } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { createTables, localTables } from "../../infra/local/tables.js";
 import { nodeNumber } from "../../lib/api/host-ids.js";
 import { handleHttp } from "../../lib/api/router.js";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
@@ -16,6 +14,8 @@ import { listAllocations } from "../../lib/placement/allocations.js";
 import { INVENTORY_DEFAULTS } from "../../lib/placement/capacity.js";
 import { claim } from "../../lib/placement/claims.js";
 import { getHost, registerHost } from "../../lib/placement/hosts.js";
+import { applyEnv, type Emulators, startEmulators } from "../../local/emulators.js";
+import { createTables, localTables } from "../../local/tables.js";
 
 const ADMIN = "admin-token";
 const DEMO = "demo-token";

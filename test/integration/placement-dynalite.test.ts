@@ -1,6 +1,6 @@
 // The placement suite on dynalite, the embedded DynamoDB of `npm start`.
 import { describe } from "vitest";
-import { startEmulators } from "../../infra/local/emulators.js";
+import { startEmulators } from "../../local/emulators.js";
 import { placementSuite } from "./placement-suite.js";
 
 describe("placement on dynalite", () => {

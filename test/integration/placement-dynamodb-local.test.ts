@@ -1,7 +1,7 @@
 // The placement suite on Amazon's DynamoDB Local (Java), so that where dynalite and DynamoDB
 // differ, it shows up here. Without Java the suite is skipped, and says so.
 import { describe } from "vitest";
-import { javaAvailable, startDynamoDbLocal } from "../../infra/local/dynamodb-local.js";
+import { javaAvailable, startDynamoDbLocal } from "../../local/dynamodb-local.js";
 import { placementSuite } from "./placement-suite.js";
 
 const java = javaAvailable();

@@ -4,8 +4,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyEnv } from "../../infra/local/emulators.js";
-import { createTables, localTables } from "../../infra/local/tables.js";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { resources } from "../../lib/config.js";
 import { getAllocation, listAllocations } from "../../lib/placement/allocations.js";
@@ -35,6 +33,8 @@ import {
   MAX_INT,
   type Resources,
 } from "../../lib/placement/types.js";
+import { applyEnv } from "../../local/emulators.js";
+import { createTables, localTables } from "../../local/tables.js";
 
 export interface DynamoBackend {
   name: string;

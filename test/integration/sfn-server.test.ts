@@ -19,17 +19,17 @@ import {
   LAMBDA_TRANSIENT_ERRORS,
   SQS_TRANSIENT_ERRORS,
 } from "../../infra/conductor/definition.js";
-import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
-import { LambdaServiceError, localFunction } from "../../infra/local/lambda.js";
+import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
+import { COMPUTE_QUEUE } from "../../lib/resources.js";
+import { applyEnv, type Emulators, startEmulators } from "../../local/emulators.js";
+import { LambdaServiceError, localFunction } from "../../local/lambda.js";
 import {
   type ExecutionInfo,
   type SfnServer,
   startSfnServer,
   type TaskHandlers,
-} from "../../infra/local/sfn-server.js";
-import { runSuffix } from "../../infra/local/tables.js";
-import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
-import { COMPUTE_QUEUE } from "../../lib/resources.js";
+} from "../../local/sfn-server.js";
+import { runSuffix } from "../../local/tables.js";
 
 const T = CONDUCTOR_TASKS;
 const definition = JSON.stringify(

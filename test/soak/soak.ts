@@ -4,7 +4,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
-import { type Runtime, startRuntime } from "../../infra/local/runtime.js";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { listDeadLetterQueues, peekDeadLetters } from "../../lib/aws/dead-letters.js";
 import { listBuilding, listInstances } from "../../lib/instances/repo.js";
@@ -13,6 +12,7 @@ import { auditPlacement } from "../../lib/placement/audit.js";
 import { listHosts } from "../../lib/placement/hosts.js";
 import { capacity, type Inventory } from "../../lib/placement/types.js";
 import { seededRandom } from "../../lib/scheduler/scenario.js";
+import { type Runtime, startRuntime } from "../../local/runtime.js";
 
 export interface SoakOptions {
   minutes: number;

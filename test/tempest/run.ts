@@ -50,7 +50,7 @@ function exec(
 
 // The runtime's request log would bury tempest's own output; errors still show.
 process.env.NOVALESS_LOG_LEVEL ??= "error";
-const { startRuntime } = await import("../../infra/local/runtime.js");
+const { startRuntime } = await import("../../local/runtime.js");
 const started = Date.now();
 const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50 });
 const root = await mkdtemp(join(tmpdir(), "novaless-tempest-"));

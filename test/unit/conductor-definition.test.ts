@@ -1,6 +1,6 @@
 // The conductor's Retry lists, read from the very definition CDK deploys: every Task retries
 // AWS's real transient errors with backoff and jitter, and nothing else.
-import "../../infra/local/polyfills.js";
+import "../../local/polyfills.js";
 import { StateMachine, type StateMachineDefinition } from "aws-local-stepfunctions";
 import { describe, expect, it } from "vitest";
 import {

@@ -6,11 +6,11 @@ import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { GetCommand, PutCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { javaAvailable, startDynamoDbLocal } from "../../infra/local/dynamodb-local.js";
-import { applyEnv, type Emulators, startEmulators } from "../../infra/local/emulators.js";
 import { dynamo, resetClients, sqsClient } from "../../lib/aws/clients.js";
 import { runAs } from "../../lib/aws/identity.js";
 import { meterReading, recordCapacity, startMeter, stopMeter } from "../../lib/aws/meter.js";
+import { javaAvailable, startDynamoDbLocal } from "../../local/dynamodb-local.js";
+import { applyEnv, type Emulators, startEmulators } from "../../local/emulators.js";
 
 const TABLE = "meter-test";
 const ALICE = { accessKeyId: "LOCALALICE0000000000", secretAccessKey: "alice" };

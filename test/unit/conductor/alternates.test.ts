@@ -5,8 +5,6 @@
 import { randomUUID } from "node:crypto";
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyEnv } from "../../../infra/local/emulators.js";
-import { createQueues } from "../../../infra/local/tables.js";
 import { sqsClient } from "../../../lib/aws/clients.js";
 import { inventoriesFor } from "../../../lib/compute/inventory.js";
 import { applyReport } from "../../../lib/conductor/compute-events.js";
@@ -25,6 +23,8 @@ import { consumerAllocations } from "../../../lib/placement/allocations.js";
 import { claim } from "../../../lib/placement/claims.js";
 import { getHost, registerHost } from "../../../lib/placement/hosts.js";
 import { heartbeat } from "../../../lib/placement/liveness.js";
+import { applyEnv } from "../../../local/emulators.js";
+import { createQueues } from "../../../local/tables.js";
 import { useLocalAws } from "../../integration/local-aws.js";
 import { record } from "../api/records.js";
 

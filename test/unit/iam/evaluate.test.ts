@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { conditionMatches, evaluate, type Statement, wildcard } from "../../../infra/local/iam/evaluate.js";
+import { conditionMatches, evaluate, type Statement, wildcard } from "../../../local/iam/evaluate.js";
 
 const TABLE = "arn:aws:dynamodb:us-east-1:000000000000:table/novaless-catalog";
 const ROLE = "arn:aws:iam::000000000000:role/novaless-scheduler";

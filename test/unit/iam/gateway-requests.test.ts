@@ -5,7 +5,7 @@ import {
   queueNameError,
   sqsAuthorizations,
   statesAuthorizations,
-} from "../../../infra/local/iam/gateway.js";
+} from "../../../local/iam/gateway.js";
 
 const T = "arn:aws:dynamodb:us-east-1:000000000000:table/";
 const Q = "arn:aws:sqs:us-east-1:000000000000:";

@@ -1,15 +1,15 @@
 // Each component calls AWS with its own keys: one client per identity, the default chain without.
 import { afterEach, describe, expect, it } from "vitest";
+import { dynamo, resetClients, sqsClient } from "../../../lib/aws/clients.js";
+import { perIdentity, runAs } from "../../../lib/aws/identity.js";
 import {
   accessKeyIdOf,
   type Caller,
   COMPONENTS,
   identityOf,
   OPERATOR,
-} from "../../../infra/local/iam/identities.js";
-import { hostNames } from "../../../infra/local/runtime.js";
-import { dynamo, resetClients, sqsClient } from "../../../lib/aws/clients.js";
-import { perIdentity, runAs } from "../../../lib/aws/identity.js";
+} from "../../../local/iam/identities.js";
+import { hostNames } from "../../../local/runtime.js";
 
 afterEach(() => resetClients());
 

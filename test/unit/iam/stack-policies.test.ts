@@ -1,9 +1,9 @@
 // The policy set the local runtime enforces comes from the synthesized stack, resolved against the
 // local resource names: check that resolution and the grants each component's code needs.
 import { beforeAll, describe, expect, it } from "vitest";
-import { evaluate } from "../../../infra/local/iam/evaluate.js";
-import { functionArnOf } from "../../../infra/local/iam/identities.js";
-import { type StackPolicies, stackPolicies } from "../../../infra/local/iam/stack-policies.js";
+import { evaluate } from "../../../local/iam/evaluate.js";
+import { functionArnOf } from "../../../local/iam/identities.js";
+import { type StackPolicies, stackPolicies } from "../../../local/iam/stack-policies.js";
 
 const ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/";
 const SQS = "arn:aws:sqs:us-east-1:000000000000:";

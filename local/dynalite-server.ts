@@ -1,6 +1,6 @@
 // dynalite with transactions (dynalite-tx.ts) as a process of its own, for the suites that run
 // against a DynamoDB outside the test process (test/external/run.ts).
-// `node --import tsx infra/local/dynalite-server.ts [--port N]`: listens on 127.0.0.1 (port 0, the
+// `node --import tsx local/dynalite-server.ts [--port N]`: listens on 127.0.0.1 (port 0, the
 // default, lets the OS pick) and prints "Dynalite listening at: http://127.0.0.1:<port>".
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";

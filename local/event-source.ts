@@ -7,8 +7,8 @@ import {
   ReceiveMessageCommand,
 } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
-import { sqsClient } from "../../lib/aws/clients.js";
-import { log } from "../../lib/log.js";
+import { sqsClient } from "../lib/aws/clients.js";
+import { log } from "../lib/log.js";
 
 export interface EventSource {
   stop(): Promise<void>;

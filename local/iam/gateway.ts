@@ -14,8 +14,8 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
-import { DYNAMODB_DATA_OPERATIONS } from "../../../lib/aws/meter.js";
-import { log } from "../../../lib/log.js";
+import { DYNAMODB_DATA_OPERATIONS } from "../../lib/aws/meter.js";
+import { log } from "../../lib/log.js";
 import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
 import { ACCOUNT, PARTITION, REGION } from "./identities.js";
 

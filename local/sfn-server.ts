@@ -24,7 +24,7 @@ import {
   StateMachine,
   type StateMachineDefinition,
 } from "aws-local-stepfunctions";
-import { log } from "../../lib/log.js";
+import { log } from "../lib/log.js";
 import { LambdaFunctionError, LambdaServiceError } from "./lambda.js";
 
 /** One event of an execution's log (the interpreter does not export the type). */

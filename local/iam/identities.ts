@@ -2,7 +2,7 @@
 // AWS. The access key id names the role (valid access-key syntax: 16-128 of [A-Za-z0-9_]), so the
 // gateway knows the caller from the signed request alone, the way AWS and LocalStack do.
 import { createHash } from "node:crypto";
-import type { Identity } from "../../../lib/aws/identity.js";
+import type { Identity } from "../../lib/aws/identity.js";
 
 export const ACCOUNT = "000000000000";
 export const REGION = "us-east-1";

@@ -10,27 +10,27 @@ import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
-import { handler as intakeHandler } from "../../functions/build-intake/handler.js";
-import { handler as computeEventsHandler } from "../../functions/compute-events/handler.js";
-import { handler as conductorHandler } from "../../functions/conductor/handler.js";
-import { handler as schedulerHandler } from "../../functions/scheduler/handler.js";
-import { resetClients, sfnClient, sqsClient } from "../../lib/aws/clients.js";
-import { runAs } from "../../lib/aws/identity.js";
-import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
-import { resetAggregateCache } from "../../lib/catalog/aggregates.js";
-import { resetCatalogCache, seedCatalog } from "../../lib/catalog/repo.js";
-import { ComputeAgent, type HostAgent } from "../../lib/compute/agent.js";
-import type { HostIdentity } from "../../lib/compute/build-path.js";
-import type { Driver } from "../../lib/compute/drivers/driver.js";
-import { FakeDriver } from "../../lib/compute/drivers/fake.js";
-import { inventoriesFor } from "../../lib/compute/inventory.js";
-import { runWatchdog, type WatchdogAction } from "../../lib/conductor/watchdog.js";
-import { schedulerConfig } from "../../lib/config.js";
-import { seedIdentity } from "../../lib/identity/seed.js";
-import { log } from "../../lib/log.js";
-import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../../lib/resources.js";
-import { resetHostManagers } from "../../lib/scheduler/manager.js";
-import { conductorDefinition } from "../conductor/definition.js";
+import { handler as intakeHandler } from "../functions/build-intake/handler.js";
+import { handler as computeEventsHandler } from "../functions/compute-events/handler.js";
+import { handler as conductorHandler } from "../functions/conductor/handler.js";
+import { handler as schedulerHandler } from "../functions/scheduler/handler.js";
+import { conductorDefinition } from "../infra/conductor/definition.js";
+import { resetClients, sfnClient, sqsClient } from "../lib/aws/clients.js";
+import { runAs } from "../lib/aws/identity.js";
+import { ensureQueueWithDlq } from "../lib/aws/queues.js";
+import { resetAggregateCache } from "../lib/catalog/aggregates.js";
+import { resetCatalogCache, seedCatalog } from "../lib/catalog/repo.js";
+import { ComputeAgent, type HostAgent } from "../lib/compute/agent.js";
+import type { HostIdentity } from "../lib/compute/build-path.js";
+import type { Driver } from "../lib/compute/drivers/driver.js";
+import { FakeDriver } from "../lib/compute/drivers/fake.js";
+import { inventoriesFor } from "../lib/compute/inventory.js";
+import { runWatchdog, type WatchdogAction } from "../lib/conductor/watchdog.js";
+import { schedulerConfig } from "../lib/config.js";
+import { seedIdentity } from "../lib/identity/seed.js";
+import { log } from "../lib/log.js";
+import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../lib/resources.js";
+import { resetHostManagers } from "../lib/scheduler/manager.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, startEventSource } from "./event-source.js";
 import { type HttpFront, startHttpFront } from "./http.js";
@@ -542,7 +542,7 @@ async function startHosts(
   const instancesPath = opts.instancesPath ?? join(tmpdir(), `novaless-instances-${process.pid}`);
   // loaded only when asked for: the fake fleet never needs it
   const { ExecDriver } =
-    opts.driver === "exec" ? await import("../../lib/compute/drivers/exec.js") : { ExecDriver: undefined };
+    opts.driver === "exec" ? await import("../lib/compute/drivers/exec.js") : { ExecDriver: undefined };
   for (const unknown of [...failing, ...Object.keys(slow)].filter((h) => !names.includes(h)))
     throw new Error(`host ${unknown} has a failure mode but is not one of the runtime's hosts`);
   for (const [i, name] of names.entries()) {

@@ -5,8 +5,8 @@
 // gateway checks every call against exactly what AWS would.
 import { readFileSync } from "node:fs";
 import { Annotations, App, type CfnElement, type Stack } from "aws-cdk-lib";
-import type { TableSpec } from "../../../lib/resources.js";
-import { NovalessStack } from "../../stacks/novaless-stack.js";
+import { NovalessStack } from "../../infra/stacks/novaless-stack.js";
+import type { TableSpec } from "../../lib/resources.js";
 import type { Statement } from "./evaluate.js";
 import {
   ACCOUNT,
@@ -84,7 +84,7 @@ function synthesizeStack(computeQueuePrefix: string): Synthesized {
 }
 
 function synthesizeOnce(computeQueuePrefix: string): Synthesized {
-  const cdkJson = JSON.parse(readFileSync(new URL("../../../cdk.json", import.meta.url), "utf8")) as {
+  const cdkJson = JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")) as {
     context: Record<string, unknown>;
   };
   const app = new App({ context: { ...cdkJson.context, "aws:cdk:bundling-stacks": [] } });

@@ -1,8 +1,8 @@
 // The gateway's policy set for a local runtime: each component's statements from the stack,
 // the operator allowed everything, and the tests' removals applied.
 
-import { hostSessionName } from "../../../lib/compute/queue-name.js";
-import { HOST_TAG } from "../../../lib/resources.js";
+import { hostSessionName } from "../../lib/compute/queue-name.js";
+import { HOST_TAG } from "../../lib/resources.js";
 import type { Statement } from "./evaluate.js";
 import type { GatewayPolicy, GatewayPrincipal } from "./gateway.js";
 import {

@@ -3,7 +3,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import { apiApp } from "../../lib/api/http.js";
+import { apiApp } from "../lib/api/http.js";
 
 export interface HttpFront {
   url: string;

@@ -8,14 +8,14 @@ import {
   waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { ensureQueueWithDlq } from "../../lib/aws/queues.js";
+import { ensureQueueWithDlq } from "../lib/aws/queues.js";
 import {
   BUILD_REQUESTS_QUEUE,
   type Projection as ProjectionSpec,
   type QueueSpec,
   TABLES,
   type TableSpec,
-} from "../../lib/resources.js";
+} from "../lib/resources.js";
 
 /** A spec's projection in DynamoDB's terms (a list of attributes is INCLUDE). */
 export function projectionOf(p: ProjectionSpec): Projection {

@@ -13,18 +13,18 @@
 //   gateway.
 // - Heartbeats: one timer wheel; each host has a slot, so the writes spread over the interval.
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
-import { sqsClient } from "../../lib/aws/clients.js";
-import { runAs } from "../../lib/aws/identity.js";
-import type { HostAgent } from "../../lib/compute/agent.js";
+import { sqsClient } from "../lib/aws/clients.js";
+import { runAs } from "../lib/aws/identity.js";
+import type { HostAgent } from "../lib/compute/agent.js";
 import {
   BuildPath,
   type HostIdentity,
   type HostQueue,
   Reporter,
   registerComputeHost,
-} from "../../lib/compute/build-path.js";
-import { type Logger, logger } from "../../lib/log.js";
-import { COMPUTE_QUEUE } from "../../lib/resources.js";
+} from "../lib/compute/build-path.js";
+import { type Logger, logger } from "../lib/log.js";
+import { COMPUTE_QUEUE } from "../lib/resources.js";
 import type { MessageSent } from "./iam/gateway.js";
 import { hostIdentityOf } from "./iam/identities.js";
 
