@@ -4,6 +4,7 @@
 // nothing. Who sent a report is SQS's SenderId, never a field of the body: `host` is checked
 // against it.
 import { z } from "zod";
+import { inventorySchema } from "../placement-rules.js";
 import { uuid } from "./common.js";
 
 const powerState = z.union(
@@ -17,15 +18,6 @@ const base = {
   sent_at: z.string().datetime(),
 };
 
-const inventory = z.object({
-  total: z.number().int().min(0),
-  reserved: z.number().int().min(0),
-  min_unit: z.number().int().min(1),
-  max_unit: z.number().int().min(1),
-  step_size: z.number().int().min(1),
-  allocation_ratio: z.number().positive(),
-});
-
 export const guestInfo = z.object({ instance_uuid: uuid, power_state: powerState });
 
 /** Nova's compute service start: who the host is, its inventory, and the guests it runs. */
@@ -34,7 +26,7 @@ export const registerReport = z.object({
   kind: z.literal("register"),
   availability_zone: z.string().min(1),
   host_ip: z.string().min(1),
-  inventories: z.record(z.string(), inventory),
+  inventories: z.record(z.string(), inventorySchema),
   hypervisor_type: z.string().min(1),
   hypervisor_version: z.number().int().min(0),
   /** the driver's facts (limits enforced, URI…), shown in os-hypervisors */

@@ -1,19 +1,15 @@
 // Placement's model: one resource provider item per compute host, one allocation item per claim.
+import type { Inventory } from "../placement-rules.js";
+
+// The inventory record is declared with Placement's rules, below both placement and the scheduler.
+export type { Inventory };
+
 export const STANDARD_RESOURCE_CLASSES = ["VCPU", "MEMORY_MB", "DISK_GB"] as const;
 export type ResourceClass = (typeof STANDARD_RESOURCE_CLASSES)[number] | `CUSTOM_${string}`;
 export type Resources = Partial<Record<ResourceClass, number>>;
 
 /** Placement's (and MySQL's) largest integer: the bound of every inventory field. */
 export const MAX_INT = 2147483647;
-
-export interface Inventory {
-  total: number;
-  reserved: number;
-  allocation_ratio: number;
-  min_unit: number;
-  max_unit: number;
-  step_size: number;
-}
 
 export type InventoryOverride = Partial<Pick<Inventory, "reserved" | "allocation_ratio">>;
 

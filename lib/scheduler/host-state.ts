@@ -2,20 +2,11 @@
 // scheduler Lambda (from its provider items) and novaless-plan (from a scenario's hosts) both
 // describe a host as a ProviderView and get the same HostState from it.
 import type { SchedulerConfig } from "../config.js";
+import type { Inventory } from "../placement-rules.js";
 import { COMPUTE_STATUS_DISABLED } from "./prefilters.js";
 import type { HostAggregate, HostResource, HostState } from "./types.js";
 
 const AZ_KEY = "availability_zone";
-
-/** One resource class of a provider, as Placement holds it. */
-export interface ProviderInventory {
-  total: number;
-  reserved: number;
-  allocation_ratio: number;
-  min_unit: number;
-  max_unit: number;
-  step_size: number;
-}
 
 /**
  * What the scheduler reads about one host: a resource provider and its compute service, shaped
@@ -26,7 +17,7 @@ export interface ProviderView {
   node: string;
   /** the zone the host registered with (its AZ aggregate's wins) */
   availability_zone?: string | null | undefined;
-  inventories: Readonly<Record<string, ProviderInventory | undefined>>;
+  inventories: Readonly<Record<string, Inventory | undefined>>;
   /** allocated amounts per class: what instances use, reserved not included */
   usage: Readonly<Record<string, number | undefined>>;
   num_instances: number;
@@ -44,7 +35,7 @@ export interface ProviderView {
 }
 
 /** Placement's capacity: (total − reserved) × allocation_ratio, whole units. */
-export function inventoryCapacity(inv: ProviderInventory): number {
+export function inventoryCapacity(inv: Inventory): number {
   return Math.floor((inv.total - inv.reserved) * inv.allocation_ratio);
 }
 
@@ -165,8 +156,8 @@ type InventoryOptions = Pick<
 export function computeNodeInventories(
   size: ComputeNodeSize,
   c: InventoryOptions,
-): Record<"VCPU" | "MEMORY_MB" | "DISK_GB", ProviderInventory> {
-  const inv = (total: number, reserved: number, allocation_ratio: number): ProviderInventory => ({
+): Record<"VCPU" | "MEMORY_MB" | "DISK_GB", Inventory> {
+  const inv = (total: number, reserved: number, allocation_ratio: number): Inventory => ({
     total,
     reserved,
     allocation_ratio,

@@ -9,6 +9,7 @@ import {
   SCHEDULER_OPTIONS,
   type SchedulerConfig,
 } from "../config.js";
+import type { Inventory } from "../placement-rules.js";
 import type { Decision } from "./decision.js";
 import { summarizeNoValidHost, summarizeSelection } from "./explain.js";
 import { parseAvailabilityZone } from "./filters/availability-zone.js";
@@ -17,7 +18,6 @@ import {
   computeNodeInventories,
   hostAggregates as hostAggregatesOf,
   hostStateOf,
-  type ProviderInventory,
   type ProviderView,
 } from "./host-state.js";
 import { runSchedule, schedule } from "./select.js";
@@ -264,7 +264,7 @@ function scenarioConfig(
 
 /** Nova's compute node fields → the provider it reports, the *_used fields being instances' use. */
 function scenarioProvider(h: ScenarioHost, config: SchedulerConfig): ProviderView {
-  const inventories: Record<string, ProviderInventory> = { ...computeNodeInventories(h, config) };
+  const inventories: Record<string, Inventory> = { ...computeNodeInventories(h, config) };
 
   const usage: Record<string, number> = {
     VCPU: h.vcpus_used ?? 0,
