@@ -1,9 +1,9 @@
 // Placement's capacity rules, pure: what an inventory can hold, what a request may ask of it, and
 // whether an inventory change still holds what is allocated. No I/O; the writes in claims.ts and
 // inventory.ts turn these into DynamoDB conditions.
+import { capacity } from "../placement-rules.js";
 import {
   type AllocationRecord,
-  capacity,
   type HostRecord,
   type Inventory,
   MAX_INT,

@@ -1,8 +1,8 @@
 // Placement's model: one resource provider item per compute host, one allocation item per claim.
 import type { Inventory } from "../placement-rules.js";
 
-// The inventory record is declared with Placement's rules, below both placement and the scheduler.
-export type { Inventory };
+// The inventory record and its capacity are Placement's rules, below both placement and the scheduler.
+export { capacity, type Inventory } from "../placement-rules.js";
 
 export const STANDARD_RESOURCE_CLASSES = ["VCPU", "MEMORY_MB", "DISK_GB"] as const;
 export type ResourceClass = (typeof STANDARD_RESOURCE_CLASSES)[number] | `CUSTOM_${string}`;
@@ -95,9 +95,4 @@ export interface HostRecord {
   feed: string;
   /** ISO-8601 (ms) of the item's last write: the host-changes index's sort key */
   changed_at: string;
-}
-
-/** Placement's capacity: (total − reserved) × allocation_ratio, floored. */
-export function capacity(inv: Inventory): number {
-  return Math.floor((inv.total - inv.reserved) * inv.allocation_ratio);
 }

@@ -2,7 +2,7 @@
 // scheduler Lambda (from its provider items) and novaless-plan (from a scenario's hosts) both
 // describe a host as a ProviderView and get the same HostState from it.
 import type { SchedulerConfig } from "../config.js";
-import type { Inventory } from "../placement-rules.js";
+import { capacity, type Inventory } from "../placement-rules.js";
 import { COMPUTE_STATUS_DISABLED } from "./prefilters.js";
 import type { HostAggregate, HostResource, HostState } from "./types.js";
 
@@ -34,11 +34,6 @@ export interface ProviderView {
   metrics?: Readonly<Record<string, number>> | undefined;
 }
 
-/** Placement's capacity: (total − reserved) × allocation_ratio, whole units. */
-export function inventoryCapacity(inv: Inventory): number {
-  return Math.floor((inv.total - inv.reserved) * inv.allocation_ratio);
-}
-
 /**
  * The HostState of a provider with its aggregates (those listing it, the registered zone's
  * included). Nova's arithmetic: free_ram_mb = total − reserved − used, physical, may go below 0;
@@ -53,7 +48,7 @@ export function hostStateOf(
   for (const [rc, inv] of Object.entries(p.inventories)) {
     if (!inv) continue;
     resources[rc] = {
-      capacity: inventoryCapacity(inv),
+      capacity: capacity(inv),
       used: p.usage[rc] ?? 0,
       max_unit: inv.max_unit,
       min_unit: inv.min_unit,

@@ -1,13 +1,8 @@
 // Nova's os-hypervisors views, from the host records (one node per host; the id is the host name,
 // the node's uuid from 2.53), as version tables.
 
-import {
-  type AllocationRecord,
-  capacity,
-  type HostRecord,
-  type Inventory,
-  type ResourceClass,
-} from "../../placement/types.js";
+import type { AllocationRecord, HostRecord, ResourceClass } from "../../placement/types.js";
+import { capacity, type Inventory } from "../../placement-rules.js";
 import { nodeNumber, nodeUuid, serviceNumber, serviceUuid } from "../host-ids.js";
 import { type FieldRows, viewFields } from "../microversion.js";
 
