@@ -1,5 +1,5 @@
 // Placement's rules for one resource provider, each written once: the inventory record a host
-// reports and Placement keeps, and its capacity. Pure, at the bottom of lib/'s graph beside config and resources:
+// reports and Placement keeps, its capacity, and the unit rules a request must respect. Pure, at the bottom of lib/'s graph beside config and resources:
 // lib/scheduler may not import lib/placement, and both need these (so do the API's views, the
 // planner and the compute agent), so they live below both.
 import { z } from "zod";
@@ -19,4 +19,41 @@ export type Inventory = z.infer<typeof inventorySchema>;
 /** Placement's capacity: (total − reserved) × allocation_ratio, whole units. */
 export function capacity(inv: Pick<Inventory, "total" | "reserved" | "allocation_ratio">): number {
   return Math.floor((inv.total - inv.reserved) * inv.allocation_ratio);
+}
+
+/** An inventory's unit rules: each may refuse an amount whatever the usage. */
+export type UnitRule = "min_unit" | "max_unit" | "step_size";
+
+/**
+ * The unit rule refusing `amount`, or undefined: min_unit, max_unit, then step_size, all checked
+ * before capacity, as Placement does. Scalars, so the scheduler's loops over its columns call it
+ * as they are.
+ */
+export function violatedUnitRule(
+  amount: number,
+  min_unit: number,
+  max_unit: number,
+  step_size: number,
+): UnitRule | undefined {
+  if (amount < min_unit) return "min_unit";
+  if (amount > max_unit) return "max_unit";
+  if (step_size > 1 && amount % step_size !== 0) return "step_size";
+  return undefined;
+}
+
+/** Why `amount` of `rc` breaks `rule`, whose value on the inventory is `limit`. */
+export function describeUnitViolation(rc: string, rule: UnitRule, amount: number, limit: number): string {
+  switch (rule) {
+    case "min_unit":
+      return `${rc} request ${amount} is below min_unit ${limit}`;
+    case "max_unit":
+      return `${rc} request ${amount} exceeds max_unit ${limit}`;
+    case "step_size":
+      return `${rc} request ${amount} is not a multiple of step_size ${limit}`;
+  }
+}
+
+/** Why a class the provider has no inventory of cannot be allocated. */
+export function noInventory(rc: string): string {
+  return `no ${rc} inventory`;
 }

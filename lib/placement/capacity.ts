@@ -1,7 +1,7 @@
 // Placement's capacity rules, pure: what an inventory can hold, what a request may ask of it, and
 // whether an inventory change still holds what is allocated. No I/O; the writes in claims.ts and
 // inventory.ts turn these into DynamoDB conditions.
-import { capacity } from "../placement-rules.js";
+import { capacity, describeUnitViolation, noInventory, violatedUnitRule } from "../placement-rules.js";
 import {
   type AllocationRecord,
   type HostRecord,
@@ -53,13 +53,9 @@ export function sumAllocations(allocations: readonly Pick<AllocationRecord, "res
  * the unit constraints before capacity); undefined when it may.
  */
 export function unitViolation(rc: string, amount: number, inv: Inventory | undefined): string | undefined {
-  if (!inv) return `no ${rc} inventory`;
-  if (amount < inv.min_unit) return `${rc} request ${amount} is below min_unit ${inv.min_unit}`;
-  if (amount > inv.max_unit) return `${rc} request ${amount} exceeds max_unit ${inv.max_unit}`;
-  if (inv.step_size > 1 && amount % inv.step_size !== 0) {
-    return `${rc} request ${amount} is not a multiple of step_size ${inv.step_size}`;
-  }
-  return undefined;
+  if (!inv) return noInventory(rc);
+  const rule = violatedUnitRule(amount, inv.min_unit, inv.max_unit, inv.step_size);
+  return rule && describeUnitViolation(rc, rule, amount, inv[rule]);
 }
 
 /** The amounts a request may carry: positive integers (zero means "not requested"). */

@@ -1,11 +1,13 @@
-// Placement's resource rule for one host: does its inventory fit the request?
+// Placement's resource rule for one host: does its inventory fit the request? The unit rules and
+// their wording are Placement's own (lib/placement-rules.ts); this adds capacity and the data a
+// NoValidHost summary is made from.
+import { describeUnitViolation, noInventory, violatedUnitRule } from "../placement-rules.js";
 import type { ResourceFitFailure } from "./types.js";
 
 /**
- * Placement's rule for one class of one provider, the only place it is written: the amount
- * respects min_unit, max_unit and step_size (checked first, as Placement does), and
- * used + amount ≤ capacity. Undefined fits. (A class the provider lacks is "missing", found by
- * the caller.)
+ * Placement's rule for one class of one provider: the amount respects min_unit, max_unit and
+ * step_size (checked first, as Placement does), and used + amount ≤ capacity. Undefined fits.
+ * (A class the provider lacks is "missing", found by the caller.)
  */
 export function inventoryFit(
   rc: string,
@@ -16,10 +18,11 @@ export function inventoryFit(
   max_unit: number,
   step_size: number,
 ): ResourceFitFailure | undefined {
-  if (amount < min_unit) return failure(rc, "min_unit", amount, capacity, used, min_unit);
-  if (amount > max_unit) return failure(rc, "max_unit", amount, capacity, used, max_unit);
-  if (step_size > 1 && amount % step_size !== 0)
-    return failure(rc, "step_size", amount, capacity, used, step_size);
+  const rule = violatedUnitRule(amount, min_unit, max_unit, step_size);
+  if (rule) {
+    const limit = rule === "min_unit" ? min_unit : rule === "max_unit" ? max_unit : step_size;
+    return failure(rc, rule, amount, capacity, used, limit);
+  }
   if (exceeds(used, amount, capacity)) return failure(rc, "capacity", amount, capacity, used);
   return undefined;
 }
@@ -52,15 +55,11 @@ export function describeFitFailure(f: ResourceFitFailure): string {
   const rc = f.resource_class;
   switch (f.violation) {
     case "missing":
-      return `no ${rc} inventory`;
-    case "min_unit":
-      return `${rc} request ${f.requested} is below min_unit ${f.limit}`;
-    case "max_unit":
-      return `${rc} request ${f.requested} exceeds max_unit ${f.limit}`;
-    case "step_size":
-      return `${rc} request ${f.requested} is not a multiple of step_size ${f.limit}`;
+      return noInventory(rc);
     case "capacity":
       return `insufficient ${rc}: needs ${f.requested}, free ${f.free}`;
+    default:
+      return describeUnitViolation(rc, f.violation, f.requested, f.limit!);
   }
 }
 

@@ -1,5 +1,7 @@
-// The scheduler's own view of the world: pure data, no AWS and no Placement types.
+// The scheduler's own view of the world: pure data, no AWS and nothing of lib/placement (Placement's
+// pure rules, lib/placement-rules.ts, are below both).
 import type { SchedulerConfig } from "../config.js";
+import type { UnitRule } from "../placement-rules.js";
 
 export type ResourceAmounts = Record<string, number>;
 
@@ -270,7 +272,7 @@ export interface WeighedHost {
 /** Why Placement's resource check rejected a host, kept as data for "largest free" summaries. */
 export interface ResourceFitFailure {
   resource_class: string;
-  violation: "missing" | "capacity" | "min_unit" | "max_unit" | "step_size";
+  violation: "missing" | "capacity" | UnitRule;
   requested: number;
   /** whole units left: floor(capacity − used), never below 0 */
   free: number;
