@@ -1,5 +1,6 @@
 // Placement's rules for one resource provider, each written once: the inventory record a host
-// reports and Placement keeps, its capacity, and the unit rules a request must respect. Pure, at the bottom of lib/'s graph beside config and resources:
+// reports and Placement keeps, its capacity, the unit rules a request must respect, and Nova's
+// used and free. Pure, at the bottom of lib/'s graph beside config and resources:
 // lib/scheduler may not import lib/placement, and both need these (so do the API's views, the
 // planner and the compute agent), so they live below both.
 import { z } from "zod";
@@ -56,4 +57,20 @@ export function describeUnitViolation(rc: string, rule: UnitRule, amount: number
 /** Why a class the provider has no inventory of cannot be allocated. */
 export function noInventory(rc: string): string {
   return `no ${rc} inventory`;
+}
+
+/**
+ * Nova's used (memory_mb_used, local_gb_used, disk_mb_used): what the instances use plus what
+ * the host keeps for itself (reserved).
+ */
+export function novaUsed(inv: Pick<Inventory, "reserved"> | undefined, used: number): number {
+  return used + (inv?.reserved ?? 0);
+}
+
+/**
+ * Nova's free (free_ram_mb, free_disk_gb): total − reserved − used, physical (no allocation
+ * ratio), so it may go below 0 where a ratio lets usage pass the total.
+ */
+export function novaFree(inv: Pick<Inventory, "total" | "reserved"> | undefined, used: number): number {
+  return (inv?.total ?? 0) - novaUsed(inv, used);
 }

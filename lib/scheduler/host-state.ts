@@ -2,7 +2,7 @@
 // scheduler Lambda (from its provider items) and novaless-plan (from a scenario's hosts) both
 // describe a host as a ProviderView and get the same HostState from it.
 import type { SchedulerConfig } from "../config.js";
-import { capacity, type Inventory } from "../placement-rules.js";
+import { capacity, type Inventory, novaFree, novaUsed } from "../placement-rules.js";
 import { COMPUTE_STATUS_DISABLED } from "./prefilters.js";
 import type { HostAggregate, HostResource, HostState } from "./types.js";
 
@@ -36,8 +36,7 @@ export interface ProviderView {
 
 /**
  * The HostState of a provider with its aggregates (those listing it, the registered zone's
- * included). Nova's arithmetic: free_ram_mb = total − reserved − used, physical, may go below 0;
- * free_disk_mb likewise in MB; disk_mb_used counts the reserved disk.
+ * included), with Nova's free and used (free_disk_mb and disk_mb_used in MB).
  */
 export function hostStateOf(
   p: ProviderView,
@@ -75,11 +74,11 @@ export function hostStateOf(
     // nova-compute keeps COMPUTE_STATUS_DISABLED on a disabled service's provider.
     traits: p.service.disabled ? [...p.traits, COMPUTE_STATUS_DISABLED] : [...p.traits],
     resources,
-    free_ram_mb: mem ? mem.total - mem.reserved - usedMem : 0,
-    free_disk_mb: (disk ? disk.total - disk.reserved - usedDisk : 0) * 1024,
+    free_ram_mb: novaFree(mem, usedMem),
+    free_disk_mb: novaFree(disk, usedDisk) * 1024,
     total_usable_ram_mb: mem?.total ?? 0,
     total_usable_disk_gb: disk?.total ?? 0,
-    disk_mb_used: ((disk?.reserved ?? 0) + usedDisk) * 1024,
+    disk_mb_used: novaUsed(disk, usedDisk) * 1024,
     vcpus_total: cpu?.total ?? 0,
     vcpus_used: p.usage.VCPU ?? 0,
     cpu_allocation_ratio: cpu?.allocation_ratio ?? 1,

@@ -2,7 +2,7 @@
 // the node's uuid from 2.53), as version tables.
 
 import type { AllocationRecord, HostRecord, ResourceClass } from "../../placement/types.js";
-import { capacity, type Inventory } from "../../placement-rules.js";
+import { capacity, type Inventory, novaFree, novaUsed } from "../../placement-rules.js";
 import { nodeNumber, nodeUuid, serviceNumber, serviceUuid } from "../host-ids.js";
 import { type FieldRows, viewFields } from "../microversion.js";
 
@@ -27,21 +27,17 @@ const resourceFields = (h: HostRecord) => {
   const vcpu = inv(h, "VCPU");
   const mem = inv(h, "MEMORY_MB");
   const disk = inv(h, "DISK_GB");
-  const memory_mb = mem?.total ?? 0;
-  // Nova counts the reserved amount as used
-  const memory_mb_used = used(h, "MEMORY_MB") + (mem?.reserved ?? 0);
-  const local_gb = disk?.total ?? 0;
-  const local_gb_used = used(h, "DISK_GB") + (disk?.reserved ?? 0);
+  const free_disk_gb = novaFree(disk, used(h, "DISK_GB"));
   return {
     vcpus: vcpu?.total ?? 0,
     vcpus_used: used(h, "VCPU"),
-    memory_mb,
-    memory_mb_used,
-    free_ram_mb: memory_mb - memory_mb_used,
-    local_gb,
-    local_gb_used,
-    free_disk_gb: local_gb - local_gb_used,
-    disk_available_least: local_gb - local_gb_used,
+    memory_mb: mem?.total ?? 0,
+    memory_mb_used: novaUsed(mem, used(h, "MEMORY_MB")),
+    free_ram_mb: novaFree(mem, used(h, "MEMORY_MB")),
+    local_gb: disk?.total ?? 0,
+    local_gb_used: novaUsed(disk, used(h, "DISK_GB")),
+    free_disk_gb,
+    disk_available_least: free_disk_gb,
     running_vms: h.num_instances,
     current_workload: 0,
   };
