@@ -4,14 +4,16 @@
 // those variables point at the IAM gateway (iam/gateway.ts) in front of all three instead, and
 // the default credentials are the operator's.
 import { existsSync } from "node:fs";
+import type { RequestListener } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildApp } from "fauxqs";
 import { createDynalite } from "./dynalite-tx.js";
-import { type Gateway, type GatewayPolicy, startGateway } from "./iam/gateway.js";
+import { type Gateway, type GatewayPolicy, startGateway, type Upstream } from "./iam/gateway.js";
 import { identityOf, OPERATOR } from "./iam/identities.js";
+import { listenerUpstream } from "./in-process.js";
 import { type SfnServer, type SfnServerOptions, startSfnServer } from "./sfn-server.js";
 
 const HOST = "127.0.0.1";
@@ -89,6 +91,12 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
     if (opts.iam) {
       gateway = await startGateway({
         upstreams: { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, ...(sfn ? { sfn: sfn.endpoint } : {}) },
+        // the embedded emulators without a socket; they listen too, for other callers
+        inProcess: {
+          ...(dynamodb.inProcess ? { dynamodb: dynamodb.inProcess } : {}),
+          ...(sqs.inProcess ? { sqs: sqs.inProcess } : {}),
+          ...(sfn ? { states: listenerUpstream(sfn.listener) } : {}),
+        },
         policy: opts.iam.policy,
         dynamodbThrottleRate: opts.iam.dynamodbThrottleRate,
         random: opts.iam.random,
@@ -143,9 +151,11 @@ function externalEndpoints(): { dynamodb: Started; sqs: Started } | undefined {
 interface Started {
   endpoint: string;
   stop: () => Promise<void>;
+  /** the emulator called in this process (embedded ones) */
+  inProcess?: Upstream;
 }
 
-async function startDynalite(port: number): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+async function startDynalite(port: number): Promise<Started> {
   // dynalite, with DynamoDB's transactions added (dynalite-tx.ts).
   const server = createDynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {
@@ -156,8 +166,10 @@ async function startDynalite(port: number): Promise<{ endpoint: string; stop: ()
     });
   });
   const { port: actual } = server.address() as AddressInfo;
+  const [listener] = server.listeners("request") as RequestListener[];
   return {
     endpoint: `http://${HOST}:${actual}`,
+    ...(listener ? { inProcess: listenerUpstream(listener) } : {}),
     stop: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err?: Error) => (err ? reject(err) : resolve()));
@@ -175,7 +187,7 @@ async function startDynalite(port: number): Promise<{ endpoint: string; stop: ()
  * With an empty store host, fauxqs builds the URL from the request's Host header instead, so
  * queue URLs are `http://127.0.0.1:<port>/000000000000/<name>`: the endpoint itself.
  */
-async function startSqs(port: number): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+async function startSqs(port: number): Promise<Started> {
   const { SqsStore } = await importFauxqsInternal<{ SqsStore: new () => { host: string } }>(
     "sqs/sqsStore.js",
   );
@@ -190,7 +202,17 @@ async function startSqs(port: number): Promise<{ endpoint: string; stop: () => P
   });
   await app.listen({ port, host: HOST });
   const { port: actual } = app.server.address() as AddressInfo;
-  return { endpoint: `http://${HOST}:${actual}`, stop: () => app.close() };
+  // fastify's own in-process requests (light-my-request underneath)
+  const inProcess: Upstream = async (req) => {
+    const res = await app.inject({
+      method: req.method as "POST",
+      url: req.path,
+      headers: req.headers as Record<string, string>,
+      payload: req.body,
+    });
+    return { status: res.statusCode, headers: res.headers, body: res.rawPayload };
+  };
+  return { endpoint: `http://${HOST}:${actual}`, inProcess, stop: () => app.close() };
 }
 
 /** A module of fauxqs that its package `exports` does not list, found where Node finds fauxqs. */

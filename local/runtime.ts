@@ -15,7 +15,7 @@ import { handler as computeEventsHandler } from "../functions/compute-events/han
 import { handler as conductorHandler } from "../functions/conductor/handler.js";
 import { handler as schedulerHandler } from "../functions/scheduler/handler.js";
 import { conductorDefinition } from "../infra/conductor/definition.js";
-import { resetClients, sfnClient, sqsClient } from "../lib/aws/clients.js";
+import { resetClients, sfnClient, sqsClient, useRequestHandler } from "../lib/aws/clients.js";
 import { runAs } from "../lib/aws/identity.js";
 import { ensureQueueWithDlq } from "../lib/aws/queues.js";
 import { resetAggregateCache } from "../lib/catalog/aggregates.js";
@@ -25,12 +25,12 @@ import type { HostIdentity } from "../lib/compute/build-path.js";
 import type { Driver } from "../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
+import { resetHostManagers } from "../lib/conductor/select-destinations.js";
 import { runWatchdog, type WatchdogAction } from "../lib/conductor/watchdog.js";
 import { schedulerConfig } from "../lib/config.js";
 import { seedIdentity } from "../lib/identity/seed.js";
 import { log } from "../lib/log.js";
 import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../lib/resources.js";
-import { resetHostManagers } from "../lib/scheduler/manager.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, startEventSource } from "./event-source.js";
 import { type HttpFront, startHttpFront } from "./http.js";
@@ -54,6 +54,7 @@ import {
   sessionArnOf,
 } from "./iam/policy.js";
 import { type StackPolicies, stackPolicies } from "./iam/stack-policies.js";
+import { inProcessHandler } from "./in-process.js";
 import { type LambdaHandler, LambdaServiceError, localFunction } from "./lambda.js";
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
 import { Fleet, startAll } from "./simulator.js";
@@ -121,6 +122,11 @@ export interface RuntimeOptions {
   retryIntervalMs?: number;
   /** seconds; overrides the stack's timeout of these functions (tests of Sandbox.Timedout) */
   lambdaTimeouts?: Partial<Record<FunctionComponent, number>>;
+  /**
+   * The components' SDK calls over sockets (SDK → HTTP → gateway → HTTP → emulator) instead of in
+   * process (in-process.ts); the same IAM and the same emulators either way.
+   */
+  sockets?: boolean;
 }
 
 /** A compute host: its driver outlives agent restarts, as a hypervisor would. */
@@ -356,6 +362,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     };
     coldStart();
     stops.push(async () => coldStart());
+    if (!opts.sockets && emulators.gateway) {
+      useRequestHandler(inProcessHandler(emulators.gateway));
+      stops.push(async () => useRequestHandler(undefined));
+    }
 
     await createTables(new DynamoDBClient({}), tables);
     const build = await ensureQueueWithDlq(buildRequestsQueue, BUILD_REQUESTS_QUEUE);

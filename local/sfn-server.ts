@@ -14,7 +14,7 @@
 // StartExecution, StartSyncExecution, DescribeExecution, ListExecutions, StopExecution.
 import "./polyfills.js";
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   ExecutionAbortedError,
@@ -82,6 +82,8 @@ export interface SfnServer {
   /** http://127.0.0.1:<port>, for AWS_ENDPOINT_URL_SFN */
   readonly endpoint: string;
   readonly port: number;
+  /** the server's request listener, for callers in this process (the IAM gateway) */
+  readonly listener: RequestListener;
   /** replaces the handlers of a state machine, for the executions started from now on */
   setTaskHandlers(stateMachineName: string, handlers: TaskHandlers): void;
   /** a copy of what is known of an execution (running, or among the last finished ones) */
@@ -628,7 +630,8 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
     }
   }
 
-  const server = createServer((req, res) => void handle(req, res));
+  const listener: RequestListener = (req, res) => void handle(req, res);
+  const server = createServer(listener);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port ?? 0, HOST, () => {
@@ -642,6 +645,7 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
   return {
     endpoint: `http://${HOST}:${port}`,
     port,
+    listener,
     setTaskHandlers(stateMachineName, h) {
       handlers.set(stateMachineName, h);
     },

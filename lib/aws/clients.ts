@@ -7,6 +7,7 @@ import { SFNClient } from "@aws-sdk/client-sfn";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { AwsCredentialIdentityProvider } from "@aws-sdk/types";
+import type { HttpHandlerOptions, HttpRequest, HttpResponse, RequestHandler } from "@smithy/types";
 import { currentIdentity, type Identity } from "./identity.js";
 import { attachMeter } from "./meter.js";
 
@@ -25,6 +26,21 @@ const cache = new Map<string, Clients>();
  */
 let defaultCredentials: AwsCredentialIdentityProvider | undefined;
 
+/**
+ * What every client sends its signed requests through: the SDK's own HTTP handler unless a
+ * process set one (the local runtime hands them to its IAM gateway in process, without a socket).
+ */
+let requestHandler: SdkRequestHandler | undefined;
+
+/** What an SDK client takes as its requestHandler. */
+export type SdkRequestHandler = RequestHandler<HttpRequest, HttpResponse, HttpHandlerOptions>;
+
+/** The clients' transport from now on (resets cached clients); undefined: the SDK's own. */
+export function useRequestHandler(handler: SdkRequestHandler | undefined): void {
+  requestHandler = handler;
+  resetClients();
+}
+
 /** The process's credentials from now on, for calls outside any runAs (resets cached clients). */
 export function useDefaultCredentials(provider: AwsCredentialIdentityProvider | undefined): void {
   defaultCredentials = provider;
@@ -35,6 +51,7 @@ function clientsFor(): {
   clients: Clients;
   credentials?: Identity | AwsCredentialIdentityProvider;
   caller: string;
+  transport: { requestHandler?: SdkRequestHandler };
 } {
   const identity = currentIdentity();
   const key = identity?.accessKeyId ?? "";
@@ -43,19 +60,21 @@ function clientsFor(): {
     clients = {};
     cache.set(key, clients);
   }
+  const transport = requestHandler ? { requestHandler } : {};
   return identity
     ? {
         clients,
         credentials: { accessKeyId: identity.accessKeyId, secretAccessKey: identity.secretAccessKey },
         caller: key,
+        transport,
       }
-    : { clients, caller: key, ...(defaultCredentials ? { credentials: defaultCredentials } : {}) };
+    : { clients, caller: key, transport, ...(defaultCredentials ? { credentials: defaultCredentials } : {}) };
 }
 
 export function dynamo(): DynamoDBDocumentClient {
-  const { clients, credentials, caller } = clientsFor();
+  const { clients, credentials, caller, transport } = clientsFor();
   if (!clients.ddb) {
-    const client = new DynamoDBClient({ maxAttempts: 5, credentials });
+    const client = new DynamoDBClient({ maxAttempts: 5, credentials, ...transport });
     attachMeter(client, "dynamodb", caller);
     clients.ddb = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   }
@@ -63,20 +82,20 @@ export function dynamo(): DynamoDBDocumentClient {
 }
 
 export function sqsClient(): SQSClient {
-  const { clients, credentials, caller } = clientsFor();
+  const { clients, credentials, caller, transport } = clientsFor();
   // Every call to the configured endpoint, whatever host a queue URL names: locally that endpoint
   // is the IAM gateway (an external SQS may hand out URLs of its own host); on AWS both agree.
   if (!clients.sqs) {
-    clients.sqs = new SQSClient({ maxAttempts: 5, credentials, useQueueUrlAsEndpoint: false });
+    clients.sqs = new SQSClient({ maxAttempts: 5, credentials, useQueueUrlAsEndpoint: false, ...transport });
     attachMeter(clients.sqs, "sqs", caller);
   }
   return clients.sqs;
 }
 
 export function sfnClient(): SFNClient {
-  const { clients, credentials, caller } = clientsFor();
+  const { clients, credentials, caller, transport } = clientsFor();
   if (!clients.sfn) {
-    clients.sfn = new SFNClient({ maxAttempts: 5, credentials });
+    clients.sfn = new SFNClient({ maxAttempts: 5, credentials, ...transport });
     attachMeter(clients.sfn, "sfn", caller);
   }
   return clients.sfn;

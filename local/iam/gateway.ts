@@ -4,15 +4,11 @@
 // action(s) and resource ARN(s) AWS would authorize, and answers AccessDeniedException as AWS does
 // when the caller's policies do not allow it. Allowed requests are forwarded byte for byte, Host
 // header included, so fauxqs builds queue URLs that point back at the gateway.
+// In process (the local runtime): the SDK clients hand their signed requests to serve() without a
+// socket (in-process.ts), and serve() hands the allowed ones to the emulators' request listeners.
 // It also enforces SQS's queue-name rule (fauxqs does not) and can inject DynamoDB throttling.
 import { createHash, randomUUID } from "node:crypto";
-import {
-  Agent,
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type ServerResponse,
-} from "node:http";
+import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DYNAMODB_DATA_OPERATIONS } from "../../lib/aws/meter.js";
 import { log } from "../../lib/log.js";
@@ -39,8 +35,28 @@ export interface GatewayPolicy {
   resource: Statement[];
 }
 
+/** A request as it travels the gateway: what the SDK signed, the body whole. */
+export interface RawRequest {
+  method: string;
+  /** path and query */
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: Buffer;
+}
+
+/** An emulator reached without a socket: its request listener, called in this process. */
+export type Upstream = (req: RawRequest, signal?: AbortSignal) => Promise<RawResponse>;
+
 export interface GatewayOptions {
   upstreams: { dynamodb: string; sqs: string; sfn?: string };
+  /** emulators served in process; the others are reached over HTTP at their upstream URL */
+  inProcess?: Partial<Record<Service, Upstream>>;
   policy: GatewayPolicy;
   /** probability that a DynamoDB item operation is throttled (ProvisionedThroughputExceededException) */
   dynamodbThrottleRate?: number;
@@ -51,6 +67,8 @@ export interface GatewayOptions {
 export interface Gateway {
   /** http://127.0.0.1:<port>: every AWS_ENDPOINT_URL_* of the components */
   endpoint: string;
+  /** One request, as the HTTP endpoint serves it (IAM, then the emulator), without the socket. */
+  serve(req: RawRequest, signal?: AbortSignal): Promise<RawResponse>;
   setPolicy(policy: GatewayPolicy): void;
   /** one more caller (a host's session), the policy otherwise unchanged */
   addPrincipal(accessKeyId: string, principal: GatewayPrincipal): void;
@@ -213,14 +231,36 @@ interface Answer {
   queryError?: string;
 }
 
-function send(res: ServerResponse, a: Answer): void {
-  const headers: Record<string, string> = {
+function answerOf(a: Answer): RawResponse {
+  const body = Buffer.from(JSON.stringify({ __type: a.type, message: a.message }));
+  const headers: RawResponse["headers"] = {
     "content-type": "application/x-amz-json-1.0",
     "x-amzn-requestid": randomUUID(),
+    "content-length": String(body.length),
   };
   if (a.queryError) headers["x-amzn-query-error"] = a.queryError;
-  res.writeHead(a.status, headers);
-  res.end(JSON.stringify({ __type: a.type, message: a.message }));
+  return { status: a.status, headers, body };
+}
+
+/** An emulator over HTTP (an external one, or any without an in-process listener). */
+function httpUpstream(base: string, agent: Agent): Upstream {
+  return (req, signal) =>
+    new Promise<RawResponse>((resolve, reject) => {
+      const up = httpRequest(
+        new URL(req.path, base),
+        { method: req.method, headers: req.headers, agent, signal },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("error", reject);
+          res.on("end", () =>
+            resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }),
+          );
+        },
+      );
+      up.on("error", reject);
+      up.end(req.body);
+    });
 }
 
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
@@ -299,8 +339,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     for (const delaySeconds of delays) for (const l of sentListeners) l({ queueUrl, delaySeconds });
   };
   /** SQS's SenderId of the request's signer, or undefined for an unknown key. */
-  const senderOf = (req: IncomingMessage): string | undefined => {
-    const key = /Credential=([^/,\s]+)\//.exec(req.headers.authorization ?? "")?.[1];
+  const senderOf = (headers: IncomingHttpHeaders): string | undefined => {
+    const key = /Credential=([^/,\s]+)\//.exec(headers.authorization ?? "")?.[1];
     const principal = key ? policy.principals.get(key) : undefined;
     return principal ? userIdOf(principal) : undefined;
   };
@@ -337,14 +377,20 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     }
     return Buffer.from(JSON.stringify(a));
   };
-  const upstreamOf: Record<Service, string | undefined> = {
+  const upstreamUrls: Record<Service, string | undefined> = {
     dynamodb: opts.upstreams.dynamodb,
     sqs: opts.upstreams.sqs,
     states: opts.upstreams.sfn,
   };
+  const upstreamOf = Object.fromEntries(
+    (Object.entries(upstreamUrls) as [Service, string | undefined][]).map(([service, url]) => [
+      service,
+      url ? { url, call: opts.inProcess?.[service] ?? httpUpstream(url, agent) } : undefined,
+    ]),
+  ) as Record<Service, { url: string; call: Upstream } | undefined>;
 
   /** undefined: forward; otherwise the answer AWS would give instead. */
-  function check(service: Service, op: string, req: IncomingMessage, body: Buffer): Answer | undefined {
+  function check(service: Service, op: string, req: RawRequest, body: Buffer): Answer | undefined {
     pendingTags = undefined;
     const key = /Credential=([^/,\s]+)\//.exec(req.headers.authorization ?? "")?.[1];
     const principal = key ? policy.principals.get(key) : undefined;
@@ -457,93 +503,100 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     return undefined;
   }
 
+  async function serve(req: RawRequest, signal?: AbortSignal): Promise<RawResponse> {
+    const body = req.body;
+    const target = req.headers["x-amz-target"] as string | undefined;
+    const service = serviceOf(target);
+    const upstream = service ? upstreamOf[service] : undefined;
+    if (!service || !upstream) {
+      return answerOf({
+        status: 400,
+        type: "com.amazon.coral.service#UnknownOperationException",
+        message: `The local gateway serves the AWS JSON protocols of DynamoDB, SQS and Step Functions only (X-Amz-Target ${target ?? "missing"})`,
+      });
+    }
+    const op = target!.slice(target!.indexOf(".") + 1);
+    let refused: Answer | undefined;
+    try {
+      refused = check(service, op, req, body);
+    } catch (e) {
+      refused = {
+        status: 500,
+        type: "com.amazon.coral.service#InternalFailure",
+        message: `local IAM gateway: ${(e as Error).message}`,
+      };
+    }
+    if (refused) return answerOf(refused);
+    const sends = service === "sqs" && (op === "SendMessage" || op === "SendMessageBatch");
+    const receives = service === "sqs" && op === "ReceiveMessage";
+    const sender = senderOf(req.headers);
+    // whatever becomes of the send (refused, failed, answered), receives stop waiting for it
+    const sent = sends ? beginSend(queueNameOf(body)) : undefined;
+    const created =
+      service === "sqs" && op === "CreateQueue" && createdListeners.length
+        ? String((JSON.parse(body.toString("utf8") || "{}") as { QueueName?: string }).QueueName ?? "")
+        : undefined;
+    let res: RawResponse;
+    try {
+      res = await upstream.call(req, signal);
+    } catch (e) {
+      sent?.();
+      if (signal?.aborted) throw e;
+      return answerOf({
+        status: 502,
+        type: "com.amazon.coral.service#ServiceUnavailable",
+        message: `local IAM gateway: ${service} at ${upstream.url} failed: ${(e as Error).message}`,
+      });
+    }
+    // after the answer, as a caller of CreateQueue would see it
+    if (created && res.status === 200) for (const l of createdListeners) l(created);
+    if (!(sends || receives) || res.status !== 200) {
+      sent?.();
+      return res;
+    }
+    // SQS's answers to sends name the messages, and its answers to receives say who sent
+    // each: both pass through here whole.
+    let out = res.body;
+    try {
+      if (sends) {
+        rememberSenders(op, out, sender);
+        sent?.();
+        if (sentListeners.length) announceSent(op, body, out);
+      } else out = await withSenders(body, out);
+    } catch (e) {
+      sent?.();
+      log.warn("gateway.sqs_answer_unreadable", { error: e, op });
+    }
+    return { ...res, headers: { ...res.headers, "content-length": String(out.length) }, body: out };
+  }
+
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("error", () => res.destroy());
     req.on("end", () => {
-      const body = Buffer.concat(chunks);
-      const target = req.headers["x-amz-target"] as string | undefined;
-      const service = serviceOf(target);
-      const upstream = service ? upstreamOf[service] : undefined;
-      if (!service || !upstream) {
-        send(res, {
-          status: 400,
-          type: "com.amazon.coral.service#UnknownOperationException",
-          message: `The local gateway serves the AWS JSON protocols of DynamoDB, SQS and Step Functions only (X-Amz-Target ${target ?? "missing"})`,
-        });
-        return;
-      }
-      let answer: Answer | undefined;
-      try {
-        answer = check(service, target!.slice(target!.indexOf(".") + 1), req, body);
-      } catch (e) {
-        answer = {
-          status: 500,
-          type: "com.amazon.coral.service#InternalFailure",
-          message: `local IAM gateway: ${(e as Error).message}`,
-        };
-      }
-      if (answer) {
-        send(res, answer);
-        return;
-      }
-      const url = new URL(req.url ?? "/", upstream);
-      const op = target!.slice(target!.indexOf(".") + 1);
-      const sends = service === "sqs" && (op === "SendMessage" || op === "SendMessageBatch");
-      const receives = service === "sqs" && op === "ReceiveMessage";
-      const sender = senderOf(req);
-      const sent = sends ? beginSend(queueNameOf(body)) : undefined;
-      const created =
-        service === "sqs" && op === "CreateQueue" && createdListeners.length
-          ? String((JSON.parse(body.toString("utf8") || "{}") as { QueueName?: string }).QueueName ?? "")
-          : undefined;
-      const up = httpRequest(url, { method: req.method, headers: req.headers, agent }, (upRes) => {
-        if (created && upRes.statusCode === 200) {
-          // after the answer, as a caller of CreateQueue would see it
-          upRes.on("end", () => {
-            for (const l of createdListeners) l(created);
-          });
-        }
-        if (!(sends || receives) || upRes.statusCode !== 200) {
-          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-          upRes.pipe(res);
-          return;
-        }
-        // SQS's answers to sends name the messages, and its answers to receives say who sent
-        // each: both pass through here whole.
-        const answer: Buffer[] = [];
-        upRes.on("data", (c: Buffer) => answer.push(c));
-        upRes.on("end", async () => {
-          let out: Buffer = Buffer.concat(answer);
-          try {
-            if (sends) {
-              rememberSenders(op, out, sender);
-              sent?.();
-              if (sentListeners.length) announceSent(op, body, out);
-            } else out = await withSenders(body, out);
-          } catch (e) {
-            log.warn("gateway.sqs_answer_unreadable", { error: e, op });
-          }
-          res.writeHead(200, { ...upRes.headers, "content-length": String(out.length) });
-          res.end(out);
-        });
-      });
-      up.on("error", (e) => {
-        if (res.headersSent) res.destroy();
-        else
-          send(res, {
-            status: 502,
-            type: "com.amazon.coral.service#ServiceUnavailable",
-            message: `local IAM gateway: ${service} at ${upstream} failed: ${e.message}`,
-          });
-      });
+      // a caller that hangs up (an aborted long poll) aborts the upstream request too
+      const abort = new AbortController();
       res.on("close", () => {
-        if (!res.writableFinished) up.destroy();
+        if (!res.writableFinished) abort.abort();
       });
-      // whatever became of the send (refused, failed, answered), receives stop waiting for it
-      if (sent) up.on("close", sent);
-      up.end(body);
+      serve(
+        {
+          method: req.method ?? "POST",
+          path: req.url ?? "/",
+          headers: req.headers,
+          body: Buffer.concat(chunks),
+        },
+        abort.signal,
+      ).then(
+        (a) => {
+          // the upstream's own framing: the body is written whole here
+          const { "transfer-encoding": _, connection: __, ...headers } = a.headers;
+          res.writeHead(a.status, { ...headers, "content-length": String(a.body.length) });
+          res.end(a.body);
+        },
+        () => res.destroy(),
+      );
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -556,6 +609,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const { port } = server.address() as AddressInfo;
   return {
     endpoint: `http://127.0.0.1:${port}`,
+    serve,
     setPolicy(p) {
       policy = p;
       decisions = new Map();

@@ -1,11 +1,12 @@
 // npm run bench:e2e [-- --hosts 8,1000,10000 --builds 200 --concurrency 16 --build-ms 0
-//                      --poll-ms 10 --warmup 5 --timeout 600 --dynamodb dynalite|local|auto]
+//                      --poll-ms 10 --warmup 5 --timeout 600 --dynamodb dynalite|local|auto --sockets]
 //
 // Builds end to end through the public API of the local runtime (the real HTTP API of
 // startRuntime, every component under its own role): N creates at concurrency C, each polled
 // through GET /v2.1/servers/{id} until ACTIVE. Prints builds/s and POST→ACTIVE p50/p90/p99 per
 // fleet size, with the machine's core count. A few warm-up builds first (not counted): the
-// functions' cold start is not what this measures.
+// functions' cold start is not what this measures. --sockets: the components' SDK calls over HTTP
+// to the IAM gateway and on to the emulators (as before the in-process transport).
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import type { Runtime } from "../../local/runtime.js";
@@ -36,8 +37,17 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "5" },
     timeout: { type: "string", default: "600" },
     dynamodb: { type: "string", default: "dynalite" },
+    sockets: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
   },
 });
+if (values.help) {
+  process.stdout.write(
+    "usage: npm run bench:e2e -- [--hosts 8,1000] [--builds 200] [--concurrency 16] [--build-ms 0]\n" +
+      "       [--poll-ms 10] [--warmup 5] [--timeout 600 (s per size)] [--dynamodb dynalite|local|auto] [--sockets]\n",
+  );
+  process.exit(0);
+}
 const sizes = sizesOf(values.hosts);
 const builds = Number(values.builds);
 const concurrency = Number(values.concurrency);
@@ -62,6 +72,8 @@ interface Row {
   "p99 ms": string;
   "max ms": string;
   "POST p50 ms": string;
+  /** this process's CPU (user + system) over the builds, per build: what the figures cost on a shared machine */
+  "CPU ms/build": string;
   note: string;
 }
 
@@ -76,7 +88,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
   const deadline = Date.now() + timeoutMs;
   const row = emptyRow(hosts);
   const t0 = performance.now();
-  const starting = be.start({ port: 0, hosts, buildMs });
+  const starting = be.start({ port: 0, hosts, buildMs, sockets: values.sockets });
   let runtime: Runtime;
   try {
     runtime = await before(deadline, `starting ${hosts} hosts`, starting);
@@ -101,6 +113,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
   try {
     for (let i = 0; i < warmup; i++) await before(deadline, "warm-up builds", build(`warmup-${i}`, false));
     const w0 = performance.now();
+    const cpu0 = process.cpuUsage();
     await before(
       deadline,
       "builds",
@@ -116,6 +129,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
       row.note = e.message;
     });
     const seconds = (performance.now() - w0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     latencies.sort((a, b) => a - b);
     posts.sort((a, b) => a - b);
     row.builds = latencies.length;
@@ -126,6 +140,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     row["p99 ms"] = fmt(percentile(latencies, 0.99));
     row["max ms"] = fmt(latencies.at(-1) ?? Number.NaN);
     row["POST p50 ms"] = fmt(percentile(posts, 0.5));
+    row["CPU ms/build"] = fmt((cpu.user + cpu.system) / 1000 / Math.max(1, latencies.length));
     if (failures.length) row.note ||= failures[0]!.slice(0, 120);
     if (socketWarnings.count) {
       row.note = `${row.note ? `${row.note}; ` : ""}${socketWarnings.count} SDK socket-pool warnings`;
@@ -133,7 +148,8 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     }
     print(
       `${hosts} hosts: ${row.builds} builds in ${fmt(seconds)} s = ${row["builds/s"]} builds/s; ` +
-        `POST->ACTIVE p50 ${row["p50 ms"]} p90 ${row["p90 ms"]} p99 ${row["p99 ms"]} ms; ${load()}`,
+        `POST->ACTIVE p50 ${row["p50 ms"]} p90 ${row["p90 ms"]} p99 ${row["p99 ms"]} ms; ` +
+        `CPU ${row["CPU ms/build"]} ms/build; ${load()}`,
     );
     return row;
   } finally {
@@ -156,6 +172,7 @@ function emptyRow(hosts: number, note = ""): Row {
     "p99 ms": "-",
     "max ms": "-",
     "POST p50 ms": "-",
+    "CPU ms/build": "-",
     note,
   };
 }
@@ -165,7 +182,8 @@ print(`bench:e2e on ${machine()}; ${load()}`);
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
   `DynamoDB: ${be.name} (${be.note}); ${builds} builds per size at concurrency ${concurrency}, build-ms ${buildMs}, ` +
-    `poll every ${pollMs} ms through GET /v2.1/servers/{id}, ${warmup} warm-up builds not counted`,
+    `poll every ${pollMs} ms through GET /v2.1/servers/{id}, ${warmup} warm-up builds not counted; ` +
+    `SDK calls ${values.sockets ? "over sockets" : "in process"}`,
 );
 const rows: Row[] = [];
 for (const hosts of sizes) {
