@@ -1,6 +1,6 @@
 // Placement's rules for one resource provider, each written once: the inventory record a host
-// reports and Placement keeps, its capacity, the unit rules a request must respect, and Nova's
-// used and free. Pure, at the bottom of lib/'s graph beside config and resources:
+// reports and Placement keeps, its capacity, the unit rules a request must respect, Nova's used
+// and free, and whether a host's compute service is up. Pure, at the bottom of lib/'s graph beside config and resources:
 // lib/scheduler may not import lib/placement, and both need these (so do the API's views, the
 // planner and the compute agent), so they live below both.
 import { z } from "zod";
@@ -73,4 +73,28 @@ export function novaUsed(inv: Pick<Inventory, "reserved"> | undefined, used: num
  */
 export function novaFree(inv: Pick<Inventory, "total" | "reserved"> | undefined, used: number): number {
   return (inv?.total ?? 0) - novaUsed(inv, used);
+}
+
+/**
+ * Nova's servicegroup answer from the provider item alone (what the scheduler caches and the
+ * API shows): not forced down by an operator and not marked down by the liveness sweep.
+ */
+export function isServiceUp(h: {
+  service: { forced_down: boolean; down_since?: string | undefined };
+}): boolean {
+  return !h.service.forced_down && !h.service.down_since;
+}
+
+/** Nova's servicegroup check on the heartbeat itself: not forced down, and heard from within service_down_time. */
+export function isHeartbeatAlive(
+  s: { last_heartbeat: string; forced_down?: boolean | undefined },
+  serviceDownTime: number,
+  now = Date.now(),
+): boolean {
+  return !s.forced_down && heardWithin(s.last_heartbeat, serviceDownTime, now);
+}
+
+/** The heartbeat at `lastHeartbeat` (ISO) is within service_down_time (seconds) of `now` (ms). */
+export function heardWithin(lastHeartbeat: string, serviceDownTime: number, now: number): boolean {
+  return now - Date.parse(lastHeartbeat) <= serviceDownTime * 1000;
 }

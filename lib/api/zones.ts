@@ -5,8 +5,8 @@
 import { aggregateZoneByHost, hostAvailabilityZone } from "../catalog/aggregates.js";
 import type { Aggregate } from "../catalog/types.js";
 import { schedulerConfig } from "../config.js";
-import { isServiceUp } from "../placement/liveness.js";
 import type { HostRecord } from "../placement/types.js";
+import { isServiceUp } from "../placement-rules.js";
 import type { ApiDeps } from "./deps.js";
 
 export const ZONES_TTL_MS = 5_000;

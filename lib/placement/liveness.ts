@@ -9,8 +9,11 @@ import { GetCommand, ScanCommand, type ScanCommandInput, UpdateCommand } from "@
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
+import { heardWithin } from "../placement-rules.js";
 import { stamp } from "./feed.js";
-import type { HostRecord } from "./types.js";
+
+// Whether a service is up is one of Placement's pure rules, shared with the scheduler.
+export { isHeartbeatAlive, isServiceUp } from "../placement-rules.js";
 
 /** A compute service's item in the Services table. */
 export interface ServiceHeartbeat {
@@ -30,20 +33,6 @@ const SWEEP_SEGMENTS = 4;
 
 function servicesTable(): string {
   return resources().servicesTable;
-}
-
-/**
- * The scheduler's view, from the provider item alone: not forced down by an operator and not
- * marked down by the liveness sweep.
- */
-export function isServiceUp(h: Pick<HostRecord, "service">): boolean {
-  return !h.service.forced_down && h.service.down_since === undefined;
-}
-
-/** Nova's servicegroup check on the heartbeat itself: heard from within service_down_time. */
-export function isHeartbeatAlive(s: ServiceHeartbeat, serviceDownTime: number, now = Date.now()): boolean {
-  if (s.forced_down) return false;
-  return now - Date.parse(s.last_heartbeat) <= serviceDownTime * 1000;
 }
 
 /**
@@ -137,7 +126,7 @@ export async function sweepLiveness(serviceDownTime: number, now = new Date()): 
     // Marked on Services by a sweep that stopped before the provider: finish it.
     const since = s.down_since ?? now.toISOString();
     if (s.down_since === undefined) {
-      if (now.getTime() - Date.parse(s.last_heartbeat) <= serviceDownTime * 1000) continue;
+      if (heardWithin(s.last_heartbeat, serviceDownTime, now.getTime())) continue;
       if (!(await markServiceDown(s, since))) continue;
     }
     if (await markProviderDown(s.host, since)) {

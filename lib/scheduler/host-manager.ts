@@ -8,6 +8,7 @@ import type { Aggregate } from "../catalog/types.js";
 import type { SchedulerConfig } from "../config.js";
 import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
 import type { HostRecord } from "../placement/types.js";
+import { isServiceUp } from "../placement-rules.js";
 import { Fleet } from "./fleet.js";
 import { hostAggregates, hostStateOf } from "./host-state.js";
 import type { HostAggregate, HostState } from "./types.js";
@@ -37,7 +38,7 @@ export function isNewer(a: HostRecord, than: HostRecord): boolean {
   return a.changed_at > than.changed_at;
 }
 
-/** A host is up unless the liveness sweep marked it down or an operator forced it down. */
+/** The provider as the scheduler reads it, with its service's liveness worked out. */
 function viewOf(h: HostRecord) {
   return {
     ...h,
@@ -45,7 +46,7 @@ function viewOf(h: HostRecord) {
       disabled: h.service.disabled,
       disabled_reason: h.service.disabled_reason,
       forced_down: h.service.forced_down,
-      up: !h.service.forced_down && !h.service.down_since,
+      up: isServiceUp(h),
     },
   };
 }
