@@ -1,18 +1,199 @@
-// One place for every option. Scheduler options keep Nova's names (group.option) and defaults;
-// resource names come from the environment the stack (or the local runtime) sets.
+// Every option of novaless, declared once: its Nova group and name (Nova's, or Keystone's, where
+// they have one), its environment variable, type, default and help. The functions (API,
+// scheduler, conductor), the local runtime, identity and novaless-compute all read their options
+// through this file, and docs/configuration.md and packaging/compute.conf.example are generated
+// from it (`npm run docs:config`; test/unit/config-docs.test.ts fails when they drift).
+// It sits at the bottom of lib's imports: it imports no other folder of lib.
+import { z } from "zod";
 
-function num(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n)) throw new Error(`configuration ${name}=${raw} is not a number`);
+/** An option's type; `?` kinds may be unset (null), an empty value unsets them. */
+export type OptionKind = "int" | "float" | "bool" | "list" | "string" | "float?" | "string?" | "bool?";
+export type OptionValue = number | boolean | string | string[] | null;
+
+/** The part an option belongs to: docs/configuration.md's sections. */
+export type Topic =
+  | "scheduler"
+  | "compute"
+  | "conductor"
+  | "api"
+  | "identity"
+  | "quota"
+  | "placement"
+  | "observability"
+  | "resources";
+
+export interface ConfigOption {
+  /** the name the code reads it by (SchedulerConfig's keys for the scheduler's) */
+  key: string;
+  /** its group and name in nova.conf (or keystone.conf) style */
+  group: string;
+  name: string;
+  /** Nova's, Keystone's or keystonemiddleware's own option; otherwise novaless's */
+  nova: boolean;
+  /** the environment variable it is read from */
+  env: string;
+  /** older environment variables still honoured after env */
+  aliases?: readonly string[];
+  kind: OptionKind;
+  /** undefined: required, or computed when read (defaultText says how) */
+  default?: OptionValue;
+  defaultText?: string;
+  /** smallest accepted value (Nova's IntOpt min) */
+  min?: number;
+  choices?: readonly string[];
+  /** an invalid value is ignored (the default applies) rather than refused */
+  lenient?: boolean;
+  help: string;
+  topic: Topic;
+  /** novaless-compute reads it too, from compute.conf [group] name and NOVALESS_<GROUP>_<NAME> */
+  agent?: AgentUse;
+}
+
+export interface AgentUse {
+  required?: boolean;
+  /** a flag that sets it (besides --set group.name=value) */
+  flag?: string;
+  /** the agent's default where it differs from the table's (see report_interval) */
+  default?: OptionValue;
+  defaultText?: string;
+}
+
+// ── Parsing: one zod schema per kind ───────────────────────────────────────────────────────────
+
+const TRUE = ["true", "1", "yes", "on", "y", "t"];
+const FALSE = ["false", "0", "no", "off", "n", "f"];
+
+const boolText = z.union(
+  [
+    z.boolean(),
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .pipe(z.enum([...TRUE, ...FALSE]))
+      .transform((v) => TRUE.includes(v)),
+  ],
+  { error: "is not a boolean" },
+);
+
+function numberSchema(o: ConfigOption): z.ZodType<number> {
+  let n = z.coerce.number({ error: "is not a number" });
+  if (o.kind === "int") n = n.int({ error: "is not an integer" });
+  if (o.min !== undefined) n = n.min(o.min, { error: `is below its minimum ${o.min}` });
   return n;
 }
 
-// ── Scheduler options ────────────────────────────────────────────────────────────────────────
-// Every option keeps Nova's (Zed) name and default; the table below is the one place they are
-// declared, and SCHEDULER_DEFAULTS, schedulerConfig() (the environment) and the README's table all
-// derive from it. Keys are Nova's option names; the [metrics] group's carry a `metrics_` prefix.
+const schemas = new WeakMap<ConfigOption, z.ZodType<OptionValue>>();
+
+/** The schema that turns an option's text (or an INI file's value) into its value. */
+function schemaOf(o: ConfigOption): z.ZodType<OptionValue> {
+  let s = schemas.get(o);
+  if (s) return s;
+  const nullable = <T extends OptionValue>(inner: z.ZodType<T>): z.ZodType<T | null> =>
+    z.preprocess((v) => (v === "" ? null : v), inner.nullable()) as z.ZodType<T | null>;
+  switch (o.kind) {
+    case "int":
+    case "float":
+      s = numberSchema(o);
+      break;
+    case "float?":
+      s = nullable(numberSchema(o));
+      break;
+    case "bool":
+      s = boolText;
+      break;
+    case "bool?":
+      s = nullable(boolText);
+      break;
+    case "list":
+      s = z.string().transform((v) =>
+        v
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      );
+      break;
+    case "string":
+      s = o.choices
+        ? z
+            .string()
+            .trim()
+            .toLowerCase()
+            .pipe(z.enum(o.choices as [string, ...string[]], { error: "is not a choice" }))
+        : z.string({ error: "is not a string" });
+      break;
+    case "string?":
+      s = nullable(z.string({ error: "is not a string" }));
+      break;
+  }
+  schemas.set(o, s);
+  return s;
+}
+
+/** An option's value from its text, or why not ("is not a number", "is below its minimum 1", …). */
+export function checkOption(
+  o: ConfigOption,
+  raw: string | number | boolean,
+): { ok: true; value: OptionValue } | { ok: false; problem: string } {
+  const text = typeof raw === "boolean" && !o.kind.startsWith("bool") ? String(raw) : raw;
+  const r = schemaOf(o).safeParse(typeof text === "number" ? String(text) : text);
+  if (r.success) return { ok: true, value: r.data };
+  const problem = r.error.issues[0]?.message ?? "is invalid";
+  return {
+    ok: false,
+    problem: problem === "is not a choice" ? `must be one of ${(o.choices ?? []).join(", ")}` : problem,
+  };
+}
+
+/** An option's value from its text; throws `configuration ENV=raw <problem>`. */
+export function parseOption(o: ConfigOption, raw: string): OptionValue {
+  const r = checkOption(o, raw);
+  if (!r.ok) throw new Error(`configuration ${o.env}=${raw} ${r.problem}`);
+  return r.value;
+}
+
+const cloneValue = <T>(v: T): T => (Array.isArray(v) ? ([...v] as T) : v);
+
+/** The environment's text for an option (its variable, else an alias), undefined when unset. */
+function envText(o: ConfigOption, env: Record<string, string | undefined>): string | undefined {
+  for (const name of [o.env, ...(o.aliases ?? [])]) {
+    const v = env[name];
+    if (v !== undefined) return v;
+  }
+  return undefined;
+}
+
+// Options are read on every call (tests and the local runtime change the environment at run
+// time); the last text seen and its value are kept, so an unchanged option is not parsed again.
+const lastRead = new WeakMap<ConfigOption, { text: string | undefined; value: OptionValue | undefined }>();
+
+/**
+ * An option's value from the environment. An empty variable is unset, except for lists (empty)
+ * and `?` kinds (null). Invalid text throws, unless the option is lenient (then the default).
+ */
+export function readOption(
+  o: ConfigOption,
+  env: Record<string, string | undefined> = process.env,
+): OptionValue | undefined {
+  const text = envText(o, env);
+  const last = lastRead.get(o);
+  if (env === process.env && last && last.text === text) return cloneValue(last.value);
+  let value: OptionValue | undefined;
+  if (text === undefined || (text === "" && o.kind !== "list" && !o.kind.endsWith("?"))) {
+    value = o.default;
+  } else if (o.lenient) {
+    const r = checkOption(o, text);
+    value = r.ok ? r.value : o.default;
+  } else {
+    value = parseOption(o, text);
+  }
+  if (env === process.env) lastRead.set(o, { text, value });
+  return cloneValue(value);
+}
+
+// ── The scheduler's options (and the compute node's that Nova's scheduler also reads) ──────────
+// Every option keeps Nova's (Zed) name and default; keys are Nova's option names, the [metrics]
+// group's with a `metrics_` prefix. SCHEDULER_DEFAULTS and schedulerConfig() derive from them.
 
 export interface SchedulerConfig {
   /** [scheduler] max_attempts: builds per instance, the first included (alternates = this − 1). */
@@ -103,19 +284,10 @@ export interface SchedulerConfig {
   reserved_host_cpus: number;
 }
 
-type OptionKind = "int" | "float" | "bool" | "list" | "string" | "float?" | "string?";
-
-export interface SchedulerOption {
+export interface SchedulerOption extends ConfigOption {
   key: keyof SchedulerConfig;
-  /** Nova's config group */
   group: "scheduler" | "filter_scheduler" | "metrics" | "DEFAULT";
-  /** Nova's option name in that group */
-  name: string;
-  kind: OptionKind;
   default: SchedulerConfig[keyof SchedulerConfig];
-  /** smallest accepted value (Nova's IntOpt min) */
-  min?: number;
-  help: string;
 }
 
 const opt = (
@@ -125,15 +297,23 @@ const opt = (
   value: SchedulerOption["default"],
   help: string,
   min?: number,
-): SchedulerOption => ({
-  key: (group === "metrics" ? `metrics_${name}` : name) as keyof SchedulerConfig,
-  group,
-  name,
-  kind,
-  default: value,
-  help,
-  ...(min === undefined ? {} : { min }),
-});
+  extra: { agent?: AgentUse } = {},
+): SchedulerOption => {
+  const key = (group === "metrics" ? `metrics_${name}` : name) as keyof SchedulerConfig;
+  return {
+    key,
+    group,
+    name,
+    nova: true,
+    env: `NOVALESS_${key.toUpperCase()}`,
+    kind,
+    default: value,
+    help,
+    topic: "scheduler",
+    ...(min === undefined ? {} : { min }),
+    ...extra,
+  };
+};
 
 /** Nova's default enabled_filters (Zed): AZs are enforced by the placement prefilter. */
 const NOVA_DEFAULT_FILTERS = [
@@ -144,7 +324,7 @@ const NOVA_DEFAULT_FILTERS = [
   "ServerGroupAffinityFilter",
 ];
 
-/** Every scheduler option, in the order the README documents them. */
+/** Every scheduler option (SchedulerConfig's keys), in the order docs/configuration.md shows them. */
 export const SCHEDULER_OPTIONS: readonly SchedulerOption[] = [
   opt(
     "filter_scheduler",
@@ -354,7 +534,11 @@ export const SCHEDULER_OPTIONS: readonly SchedulerOption[] = [
   // $0.09, under the $0.10 target, where 10 s would be $0.21. service_down_time keeps Nova's ratio
   // of three missed heartbeats, so a dead host is noticed within 2 to 3 minutes (the watchdog
   // sweeps once a minute).
-  opt("DEFAULT", "report_interval", "int", 40, "Seconds between a compute service's heartbeats.", 1),
+  opt("DEFAULT", "report_interval", "int", 40, "Seconds between a compute service's heartbeats.", 1, {
+    // novaless-compute has defaulted to Nova's 10 s since it was packaged; kept as it was, so an
+    // installed host's heartbeat does not change under it (the cost figure above assumes 40 s).
+    agent: { default: 10 },
+  }),
   opt(
     "DEFAULT",
     "service_down_time",
@@ -368,16 +552,36 @@ export const SCHEDULER_OPTIONS: readonly SchedulerOption[] = [
     "string",
     "nova",
     "The AZ of hosts in no AZ aggregate and registered with none.",
+    undefined,
+    { agent: {} },
   ),
-  opt("DEFAULT", "cpu_allocation_ratio", "float?", null, "When set, every host's VCPU allocation ratio."),
+  opt(
+    "DEFAULT",
+    "cpu_allocation_ratio",
+    "float?",
+    null,
+    "Virtual CPUs per physical CPU: when set, every host's VCPU allocation ratio.",
+    undefined,
+    { agent: { defaultText: "16.0 (initial_cpu_allocation_ratio)" } },
+  ),
   opt(
     "DEFAULT",
     "ram_allocation_ratio",
     "float?",
     null,
-    "When set, every host's MEMORY_MB allocation ratio.",
+    "Virtual memory per physical memory: when set, every host's MEMORY_MB allocation ratio.",
+    undefined,
+    { agent: { defaultText: "1.5 (initial_ram_allocation_ratio)" } },
   ),
-  opt("DEFAULT", "disk_allocation_ratio", "float?", null, "When set, every host's DISK_GB allocation ratio."),
+  opt(
+    "DEFAULT",
+    "disk_allocation_ratio",
+    "float?",
+    null,
+    "Virtual disk per physical disk: when set, every host's DISK_GB allocation ratio.",
+    undefined,
+    { agent: { defaultText: "1.0 (initial_disk_allocation_ratio)" } },
+  ),
   opt("DEFAULT", "initial_cpu_allocation_ratio", "float", 16.0, "A new host's VCPU allocation ratio."),
   opt("DEFAULT", "initial_ram_allocation_ratio", "float", 1.5, "A new host's MEMORY_MB allocation ratio."),
   opt("DEFAULT", "initial_disk_allocation_ratio", "float", 1.0, "A new host's DISK_GB allocation ratio."),
@@ -386,18 +590,22 @@ export const SCHEDULER_OPTIONS: readonly SchedulerOption[] = [
     "reserved_host_memory_mb",
     "int",
     512,
-    "Memory kept for the host (Placement's MEMORY_MB reserved).",
+    "Memory (MB) kept for the host, not for instances (Placement's MEMORY_MB reserved).",
     0,
+    { agent: {} },
   ),
   opt(
     "DEFAULT",
     "reserved_host_disk_mb",
     "int",
     0,
-    "Disk kept for the host (DISK_GB reserved, rounded up to GB).",
+    "Disk (MB) kept for the host (DISK_GB reserved, rounded up to GB).",
     0,
+    { agent: {} },
   ),
-  opt("DEFAULT", "reserved_host_cpus", "int", 0, "CPUs kept for the host (VCPU reserved).", 0),
+  opt("DEFAULT", "reserved_host_cpus", "int", 0, "CPUs kept for the host (VCPU reserved).", 0, {
+    agent: {},
+  }),
 ];
 
 /** Nova's defaults for every scheduler option. */
@@ -407,64 +615,21 @@ export const SCHEDULER_DEFAULTS: Readonly<SchedulerConfig> = Object.freeze(
 
 /** The environment variable an option is read from: NOVALESS_<OPTION> (lists comma-separated). */
 export function schedulerEnvName(o: SchedulerOption): string {
-  return `NOVALESS_${o.key.toUpperCase()}`;
+  return o.env;
 }
-
-const TRUE = new Set(["true", "1", "yes", "on"]);
-const FALSE = new Set(["false", "0", "no", "off"]);
 
 /** An option's value from its text (an environment variable, or a scenario's string); throws if invalid. */
 export function parseSchedulerOption(
   o: SchedulerOption,
   raw: string,
 ): SchedulerConfig[keyof SchedulerConfig] {
-  const where = `configuration ${schedulerEnvName(o)}=${raw}`;
-  switch (o.kind) {
-    case "list":
-      return raw
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean);
-    case "bool": {
-      const v = raw.trim().toLowerCase();
-      if (TRUE.has(v)) return true;
-      if (FALSE.has(v)) return false;
-      throw new Error(`${where} is not a boolean`);
-    }
-    case "string":
-      return raw;
-    case "string?":
-      return raw === "" ? null : raw;
-    case "float?":
-      if (raw.trim() === "") return null;
-      return checkNumber(o, Number(raw), where);
-    case "int": {
-      const n = checkNumber(o, Number(raw), where);
-      if (!Number.isInteger(n)) throw new Error(`${where} is not an integer`);
-      return n;
-    }
-    case "float":
-      return checkNumber(o, Number(raw), where);
-  }
-}
-
-function checkNumber(o: SchedulerOption, n: number, where: string): number {
-  if (Number.isNaN(n) || !Number.isFinite(n)) throw new Error(`${where} is not a number`);
-  if (o.min !== undefined && n < o.min) throw new Error(`${where} is below its minimum ${o.min}`);
-  return n;
+  return parseOption(o, raw) as SchedulerConfig[keyof SchedulerConfig];
 }
 
 export function schedulerConfig(): SchedulerConfig {
   const out: Record<string, unknown> = {};
-  for (const o of SCHEDULER_OPTIONS) {
-    const raw = process.env[schedulerEnvName(o)];
-    out[o.key] = raw === undefined ? cloneDefault(o.default) : parseSchedulerOption(o, raw);
-  }
+  for (const o of SCHEDULER_OPTIONS) out[o.key] = readOption(o);
   return out as unknown as SchedulerConfig;
-}
-
-function cloneDefault<T>(v: T): T {
-  return (Array.isArray(v) ? [...v] : v) as T;
 }
 
 /** The environment that schedulerConfig() reads back as `options` (the stack sets it on functions). */
@@ -472,10 +637,556 @@ export function schedulerEnvironment(options: SchedulerConfig): Record<string, s
   const env: Record<string, string> = {};
   for (const o of SCHEDULER_OPTIONS) {
     const v = options[o.key];
-    env[schedulerEnvName(o)] = Array.isArray(v) ? v.join(",") : v === null ? "" : String(v);
+    env[o.env] = Array.isArray(v) ? v.join(",") : v === null ? "" : String(v);
   }
   return env;
 }
+
+// ── novaless-compute's own options (compute.conf; lib/compute/agent-config.ts loads them) ──────
+
+const agentEnv = (group: string, name: string) => `NOVALESS_${group.toUpperCase()}_${name.toUpperCase()}`;
+
+const agentOpt = (
+  group: "DEFAULT" | "libvirt" | "novaless" | "fake",
+  name: string,
+  kind: OptionKind,
+  value: OptionValue | undefined,
+  help: string,
+  extra: Partial<ConfigOption> & { agent?: AgentUse } = {},
+): ConfigOption => ({
+  key: `compute_${group === "DEFAULT" ? "" : `${group}_`}${name}`,
+  group,
+  name,
+  nova: group === "DEFAULT" || group === "libvirt",
+  env: agentEnv(group, name),
+  kind,
+  ...(value === undefined ? {} : { default: value }),
+  help,
+  topic: "compute",
+  ...extra,
+  agent: extra.agent ?? {},
+});
+
+export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
+  agentOpt(
+    "DEFAULT",
+    "host",
+    "string",
+    undefined,
+    "The host name this compute service registers as (Nova's [DEFAULT] host).",
+    { defaultText: "the machine's FQDN", agent: { flag: "host" } },
+  ),
+  agentOpt("DEFAULT", "my_ip", "string", undefined, "The host's IP address (os-hypervisors host_ip).", {
+    defaultText: "the first non-internal IPv4 address",
+  }),
+  agentOpt(
+    "DEFAULT",
+    "compute_driver",
+    "string",
+    "exec",
+    "The virt driver: exec (each server a process), libvirt, or fake (simulation).",
+    { choices: ["exec", "libvirt", "fake"], agent: { flag: "driver" } },
+  ),
+  agentOpt(
+    "DEFAULT",
+    "instances_path",
+    "string",
+    "/var/lib/novaless/instances",
+    "Where instances' files live; its filesystem's size is the host's DISK_GB.",
+    { agent: { flag: "instances-path" } },
+  ),
+  agentOpt(
+    "DEFAULT",
+    "sync_power_state_interval",
+    "int",
+    600,
+    "Seconds between power-state syncs; -1 disables them.",
+  ),
+  agentOpt(
+    "DEFAULT",
+    "shutdown_timeout",
+    "int",
+    60,
+    "Seconds a clean shutdown may take before the guest is forced off.",
+  ),
+  agentOpt("libvirt", "connection_uri", "string", "qemu:///system", "libvirt's connection URI.", {
+    agent: { flag: "libvirt-uri" },
+  }),
+  agentOpt("libvirt", "virt_type", "string", "kvm", "The domain type: kvm, qemu (or test)."),
+  agentOpt(
+    "libvirt",
+    "images_path",
+    "string",
+    undefined,
+    "The image cache: <images_path>/<image id> is an image's file.",
+    { defaultText: "<instances_path>/_base" },
+  ),
+  agentOpt(
+    "novaless",
+    "events_queue_url",
+    "string",
+    undefined,
+    "The compute-events queue (stack output ComputeEventsQueueUrl).",
+    { defaultText: "required", agent: { required: true } },
+  ),
+  agentOpt(
+    "novaless",
+    "compute_queue_prefix",
+    "string",
+    undefined,
+    "Compute queues' prefix (stack output ComputeQueuePrefix).",
+    { defaultText: "required", agent: { required: true } },
+  ),
+  agentOpt("novaless", "region", "string", undefined, "The stack's AWS region (stack output Region).", {
+    defaultText: "the SDK's (AWS_REGION)",
+  }),
+  agentOpt(
+    "novaless",
+    "assume_role_arn",
+    "string",
+    undefined,
+    "ComputeHostRole (stack output ComputeHostRoleArn), assumed with session name and tag novaless-host = the host.",
+    { defaultText: "none: the credentials the SDK finds are the host's session already" },
+  ),
+  agentOpt("novaless", "concurrency", "int", 8, "Builds at once."),
+  agentOpt("novaless", "wait_time_seconds", "int", 20, "The long poll's wait (SQS WaitTimeSeconds, 1-20)."),
+  agentOpt("fake", "build_ms", "int", 1000, "How long a fake build takes."),
+  agentOpt("fake", "fail_builds", "bool", false, "The fake driver fails every build."),
+];
+
+/** The sections of compute.conf, in its order. */
+export const AGENT_SECTIONS = ["DEFAULT", "libvirt", "novaless", "fake"] as const;
+export type AgentSection = (typeof AGENT_SECTIONS)[number];
+
+/** The order compute.conf and `novaless-compute --help` list [DEFAULT]'s options in. */
+const AGENT_DEFAULT_ORDER = [
+  "host",
+  "my_ip",
+  "compute_driver",
+  "instances_path",
+  "default_availability_zone",
+  "reserved_host_memory_mb",
+  "reserved_host_cpus",
+  "reserved_host_disk_mb",
+  "cpu_allocation_ratio",
+  "ram_allocation_ratio",
+  "disk_allocation_ratio",
+  "report_interval",
+  "sync_power_state_interval",
+  "shutdown_timeout",
+];
+
+// ── The API's, identity's, quotas', the conductor's and the stack's options ───────────────────
+
+const row = (o: ConfigOption): ConfigOption => o;
+
+/** The tokens accepted when NOVALESS_AUTH_TOKENS is unset (lib/api/settings.ts parses the JSON). */
+const DEMO_TOKENS_TEXT = "admin-token (admin, member of project admin) and demo-token (member of demo)";
+
+export const SERVICE_OPTIONS: readonly ConfigOption[] = [
+  row({
+    key: "instance_build_timeout",
+    group: "DEFAULT",
+    name: "instance_build_timeout",
+    nova: true,
+    env: "NOVALESS_INSTANCE_BUILD_TIMEOUT",
+    kind: "float",
+    default: 600,
+    min: 0,
+    // Nova's default 0 disables it; a serverless build path has no long-running compute to notice a
+    // lost build, so it is on here.
+    help: "Seconds an attempt may take from its placement before the watchdog fences it and reschedules.",
+    topic: "conductor",
+  }),
+  row({
+    key: "max_request_body_size",
+    group: "oslo_middleware",
+    name: "max_request_body_size",
+    nova: true,
+    env: "NOVALESS_MAX_REQUEST_BODY_BYTES",
+    kind: "int",
+    default: 114688,
+    min: 1,
+    help: "Largest API request body accepted, in bytes; larger is a 413. Read once, at start.",
+    topic: "api",
+  }),
+  row({
+    key: "max_count",
+    group: "api",
+    name: "max_count",
+    nova: false,
+    env: "NOVALESS_MAX_COUNT",
+    kind: "int",
+    default: 100,
+    min: 1,
+    help: "Most instances one create may ask for: a larger max_count is a 400.",
+    topic: "api",
+  }),
+  row({
+    key: "multi_instance_display_name_template",
+    group: "DEFAULT",
+    name: "multi_instance_display_name_template",
+    nova: true,
+    env: "NOVALESS_MULTI_INSTANCE_NAME_TEMPLATE",
+    kind: "string",
+    default: "%(name)s-%(count)d",
+    help: "The name of each server a create of several makes: %(name)s, %(count)d and %(uuid)s are replaced.",
+    topic: "api",
+  }),
+  row({
+    key: "compute_link_prefix",
+    group: "api",
+    name: "compute_link_prefix",
+    nova: true,
+    env: "NOVALESS_API_URL",
+    kind: "string?",
+    default: null,
+    defaultText: "from the request (Host, X-Forwarded-Proto, X-Forwarded-Host)",
+    help: "The public base URL of links in answers (trailing slashes dropped).",
+    topic: "api",
+  }),
+  row({
+    key: "console_timeout",
+    group: "api",
+    name: "console_timeout",
+    nova: false,
+    env: "NOVALESS_CONSOLE_TIMEOUT_S",
+    kind: "float",
+    default: 10,
+    min: 0,
+    help: "Seconds os-getConsoleOutput waits for the host's answer (Nova's rpc_response_timeout plays this part). Read once, at start.",
+    topic: "api",
+  }),
+  row({
+    key: "auth_tokens",
+    group: "api",
+    name: "auth_tokens",
+    nova: false,
+    env: "NOVALESS_AUTH_TOKENS",
+    kind: "string?",
+    default: null,
+    defaultText: DEMO_TOKENS_TEXT,
+    help: 'The static token table, JSON: {"<token>": {"user_id", "project_id", "roles": [...]}}.',
+    topic: "api",
+  }),
+  row({
+    key: "auth_tokens_secret",
+    group: "api",
+    name: "auth_tokens_secret",
+    nova: false,
+    env: "NOVALESS_AUTH_TOKENS_SECRET",
+    kind: "string?",
+    default: null,
+    help: "A Secrets Manager secret holding the token table (deployed); when set, auth_tokens is not read.",
+    topic: "api",
+  }),
+  row({
+    key: "keystone_url",
+    group: "keystone_authtoken",
+    name: "auth_url",
+    nova: true,
+    env: "NOVALESS_KEYSTONE_URL",
+    kind: "string?",
+    default: null,
+    help: "An existing Keystone that validates tokens; when set, /identity is not served here.",
+    topic: "identity",
+  }),
+  row({
+    key: "keystone_cache_seconds",
+    group: "keystone_authtoken",
+    name: "token_cache_time",
+    nova: true,
+    env: "NOVALESS_KEYSTONE_CACHE_SECONDS",
+    kind: "int",
+    default: 300,
+    min: 0,
+    help: "Seconds a token Keystone validated is remembered.",
+    topic: "identity",
+  }),
+  row({
+    key: "token_expiration",
+    group: "token",
+    name: "expiration",
+    nova: true,
+    env: "NOVALESS_TOKEN_EXPIRATION",
+    kind: "int",
+    default: 3600,
+    min: 1,
+    help: "Seconds a token issued by /identity is valid (Keystone's [token] expiration).",
+    topic: "identity",
+  }),
+  row({
+    key: "token_key_secret",
+    group: "token",
+    name: "signing_key_secret",
+    nova: false,
+    env: "NOVALESS_TOKEN_KEY_SECRET",
+    kind: "string?",
+    default: null,
+    help: "A Secrets Manager secret holding the key that signs /identity's tokens (deployed).",
+    topic: "identity",
+  }),
+  row({
+    key: "token_key",
+    group: "token",
+    name: "signing_key",
+    nova: false,
+    env: "NOVALESS_TOKEN_KEY",
+    kind: "string?",
+    default: null,
+    defaultText: "one generated per process (tokens die with it)",
+    help: "The key that signs /identity's tokens, when token_key_secret is unset.",
+    topic: "identity",
+  }),
+  row({
+    key: "placement_audit_grace_seconds",
+    group: "placement",
+    name: "audit_grace_seconds",
+    nova: false,
+    env: "NOVALESS_PLACEMENT_AUDIT_GRACE_SECONDS",
+    kind: "float",
+    default: 300,
+    min: 0,
+    help: "novaless-audit: claims younger than this, of instances still in BUILD, may be mid-placement (not leaks).",
+    topic: "placement",
+  }),
+  row({
+    key: "log_level",
+    group: "DEFAULT",
+    name: "log_level",
+    nova: false,
+    env: "NOVALESS_LOG_LEVEL",
+    kind: "string",
+    default: "info",
+    choices: ["debug", "info", "warn", "error"],
+    lenient: true,
+    help: "The least severe level logged (any case); an unknown level is info.",
+    topic: "observability",
+  }),
+  row({
+    key: "service_name",
+    group: "powertools",
+    name: "service_name",
+    nova: false,
+    env: "POWERTOOLS_SERVICE_NAME",
+    kind: "string",
+    default: "novaless",
+    help: "The `service` of every log line and metric (the stack sets api, scheduler, conductor, …).",
+    topic: "observability",
+  }),
+  row({
+    key: "metrics_disabled",
+    group: "powertools",
+    name: "metrics_disabled",
+    nova: false,
+    env: "POWERTOOLS_METRICS_DISABLED",
+    kind: "bool?",
+    default: null,
+    defaultText: "metrics on in Lambda, off elsewhere",
+    lenient: true,
+    help: "Whether build metrics (CloudWatch EMF) are not printed; false prints them outside Lambda too.",
+    topic: "observability",
+  }),
+];
+
+/** Nova's [quota] defaults (nova/conf/quota.py); lib/quotas/quotas.ts reasons about them. */
+export const NOVA_QUOTA_DEFAULTS = {
+  instances: 10,
+  cores: 20,
+  ram: 51200,
+  floating_ips: 10,
+  fixed_ips: -1,
+  metadata_items: 128,
+  injected_files: 5,
+  injected_file_content_bytes: 10240,
+  injected_file_path_bytes: 255,
+  key_pairs: 100,
+  security_groups: 10,
+  security_group_rules: 20,
+  server_groups: 10,
+  server_group_members: 10,
+} as const;
+
+/** The server groups' settings from before quota sets, still honoured. */
+const QUOTA_ALIASES: Partial<Record<keyof typeof NOVA_QUOTA_DEFAULTS, string>> = {
+  server_groups: "NOVALESS_MAX_SERVER_GROUPS",
+  server_group_members: "NOVALESS_MAX_SERVER_GROUP_MEMBERS",
+};
+
+export const QUOTA_OPTIONS: readonly ConfigOption[] = Object.entries(NOVA_QUOTA_DEFAULTS).map(
+  ([resource, value]) => {
+    const alias = QUOTA_ALIASES[resource as keyof typeof NOVA_QUOTA_DEFAULTS];
+    return {
+      key: `quota_${resource}`,
+      group: "quota",
+      name: resource,
+      nova: true,
+      env: `NOVALESS_QUOTA_${resource.toUpperCase()}`,
+      ...(alias ? { aliases: [alias] } : {}),
+      kind: "int" as const,
+      default: value,
+      min: -1,
+      lenient: true,
+      help: `Default limit of ${resource.replaceAll("_", " ")} per project (-1: unlimited), under the default quota class; an invalid value is ignored.`,
+      topic: "quota" as const,
+    };
+  },
+);
+
+/**
+ * The deployed stack's default compute queue prefix: `${stackName}-compute-` lowercased, for the
+ * stack infra/app.ts names "NovalessStack". An agent started with no NOVALESS_COMPUTE_QUEUE_PREFIX
+ * therefore reads the queues that stack's IAM policy covers.
+ */
+export const DEFAULT_COMPUTE_QUEUE_PREFIX = "novalessstack-compute-";
+
+const resource = (key: keyof Resources, name: string, env: string, value: string, help: string) =>
+  row({
+    key,
+    group: "resources",
+    name,
+    nova: false,
+    env,
+    kind: "string",
+    default: value,
+    ...(value === "" ? { defaultText: "set by the stack" } : {}),
+    help,
+    topic: "resources",
+  });
+
+/** The stack's tables, queues and state machine: set by the stack (or the local runtime). */
+export const RESOURCE_OPTIONS: readonly ConfigOption[] = [
+  resource(
+    "hostsTable",
+    "hosts_table",
+    "NOVALESS_HOSTS_TABLE",
+    "novaless-hosts",
+    "Resource providers (hosts).",
+  ),
+  resource(
+    "allocationsTable",
+    "allocations_table",
+    "NOVALESS_ALLOCATIONS_TABLE",
+    "novaless-allocations",
+    "Placement's allocations.",
+  ),
+  resource(
+    "instancesTable",
+    "instances_table",
+    "NOVALESS_INSTANCES_TABLE",
+    "novaless-instances",
+    "Instances and build requests.",
+  ),
+  resource(
+    "servicesTable",
+    "services_table",
+    "NOVALESS_SERVICES_TABLE",
+    "novaless-services",
+    "Compute services.",
+  ),
+  resource(
+    "schedulingTable",
+    "scheduling_table",
+    "NOVALESS_SCHEDULING_TABLE",
+    "novaless-scheduling",
+    "The scheduler's records and decisions.",
+  ),
+  resource(
+    "catalogTable",
+    "catalog_table",
+    "NOVALESS_CATALOG_TABLE",
+    "novaless-catalog",
+    "Flavors, images, key pairs, server groups, aggregates, quotas.",
+  ),
+  resource(
+    "identityTable",
+    "identity_table",
+    "NOVALESS_IDENTITY_TABLE",
+    "novaless-identity",
+    "Identity's domains, projects, users, roles.",
+  ),
+  resource(
+    "buildRequestsQueueUrl",
+    "build_requests_queue_url",
+    "NOVALESS_BUILD_REQUESTS_QUEUE_URL",
+    "",
+    "The build-requests queue.",
+  ),
+  resource(
+    "buildRequestsDlqUrl",
+    "build_requests_dlq_url",
+    "NOVALESS_BUILD_REQUESTS_DLQ_URL",
+    "",
+    "The build-requests queue's dead-letter queue.",
+  ),
+  resource(
+    "conductorStateMachineArn",
+    "conductor_arn",
+    "NOVALESS_CONDUCTOR_ARN",
+    "",
+    "The conductor's state machine.",
+  ),
+  resource(
+    "computeQueuePrefix",
+    "compute_queue_prefix",
+    "NOVALESS_COMPUTE_QUEUE_PREFIX",
+    DEFAULT_COMPUTE_QUEUE_PREFIX,
+    "Prefix of every compute host's queue name (lib/compute/queue-name.ts).",
+  ),
+  resource(
+    "computeEventsQueueUrl",
+    "compute_events_queue_url",
+    "NOVALESS_COMPUTE_EVENTS_QUEUE_URL",
+    "",
+    "compute → conductor reports (lib/messages/reports.ts).",
+  ),
+  resource(
+    "computeEventsDlqUrl",
+    "compute_events_dlq_url",
+    "NOVALESS_COMPUTE_EVENTS_DLQ_URL",
+    "",
+    "The compute-events queue's dead-letter queue.",
+  ),
+];
+
+/** The whole table: docs/configuration.md lists it in this order. */
+export const OPTIONS: readonly ConfigOption[] = [
+  ...SCHEDULER_OPTIONS,
+  ...COMPUTE_OPTIONS,
+  ...SERVICE_OPTIONS,
+  ...QUOTA_OPTIONS,
+  ...RESOURCE_OPTIONS,
+];
+
+const byKey = new Map(OPTIONS.map((o) => [o.key, o]));
+
+/** The row of an option by its key; throws for a key the table does not have. */
+export function option(key: string): ConfigOption {
+  const o = byKey.get(key);
+  if (!o) throw new Error(`no option ${key} in lib/config.ts`);
+  return o;
+}
+
+/** Every option novaless-compute reads, in compute.conf's order. */
+export const AGENT_OPTIONS: readonly ConfigOption[] = AGENT_SECTIONS.flatMap((section) => {
+  const rows = OPTIONS.filter((o) => o.agent && o.group === section);
+  return section === "DEFAULT" ? AGENT_DEFAULT_ORDER.map((name) => rows.find((o) => o.name === name)!) : rows;
+});
+
+/** The environment variable novaless-compute reads an option from: NOVALESS_<GROUP>_<NAME>. */
+export const agentEnvName = (o: ConfigOption): string => agentEnv(o.group, o.name);
+
+/** novaless-compute's default of an option: undefined when unset, computed or required. */
+export function agentDefault(o: ConfigOption): string | number | boolean | undefined {
+  const v = o.agent?.default !== undefined ? o.agent.default : o.default;
+  return v === null || v === undefined || Array.isArray(v) ? undefined : v;
+}
+
+// ── What each part reads ──────────────────────────────────────────────────────────────────────
+
+/** An option's value from the environment, by its key. */
+export const optionValue = <T extends OptionValue>(key: string): T => readOption(option(key)) as T;
+const read = optionValue;
 
 export interface Resources {
   hostsTable: string;
@@ -484,6 +1195,7 @@ export interface Resources {
   servicesTable: string;
   schedulingTable: string;
   catalogTable: string;
+  identityTable: string;
   buildRequestsQueueUrl: string;
   buildRequestsDlqUrl: string;
   conductorStateMachineArn: string;
@@ -494,38 +1206,105 @@ export interface Resources {
   computeEventsDlqUrl: string;
 }
 
-/**
- * The deployed stack's default compute queue prefix: `${stackName}-compute-` lowercased, for the
- * stack infra/app.ts names "NovalessStack". An agent started with no NOVALESS_COMPUTE_QUEUE_PREFIX
- * therefore reads the queues that stack's IAM policy covers.
- */
-export const DEFAULT_COMPUTE_QUEUE_PREFIX = "novalessstack-compute-";
-
 export function resources(): Resources {
+  return Object.fromEntries(RESOURCE_OPTIONS.map((o) => [o.key, readOption(o)])) as unknown as Resources;
+}
+
+/** [DEFAULT] instance_build_timeout (seconds). */
+export function instanceBuildTimeout(): number {
+  return read<number>("instance_build_timeout");
+}
+
+/** Largest API request body accepted, in bytes (Nova's max_request_body_size is 112 KiB). */
+export const MAX_REQUEST_BODY_BYTES = read<number>("max_request_body_size");
+
+export interface ApiOptions {
+  maxCount: number;
+  multiInstanceNameTemplate: string;
+  /** the public base URL for links, without trailing slashes; undefined: from the request */
+  publicUrl: string | undefined;
+  consoleTimeoutSeconds: number;
+  /** the token table's JSON text; null: the demo tokens */
+  authTokens: string | null;
+  authTokensSecret: string | null;
+}
+
+export function apiOptions(): ApiOptions {
   return {
-    hostsTable: process.env.NOVALESS_HOSTS_TABLE || "novaless-hosts",
-    allocationsTable: process.env.NOVALESS_ALLOCATIONS_TABLE || "novaless-allocations",
-    instancesTable: process.env.NOVALESS_INSTANCES_TABLE || "novaless-instances",
-    servicesTable: process.env.NOVALESS_SERVICES_TABLE || "novaless-services",
-    schedulingTable: process.env.NOVALESS_SCHEDULING_TABLE || "novaless-scheduling",
-    catalogTable: process.env.NOVALESS_CATALOG_TABLE || "novaless-catalog",
-    buildRequestsQueueUrl: process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL || "",
-    buildRequestsDlqUrl: process.env.NOVALESS_BUILD_REQUESTS_DLQ_URL || "",
-    conductorStateMachineArn: process.env.NOVALESS_CONDUCTOR_ARN || "",
-    computeQueuePrefix: process.env.NOVALESS_COMPUTE_QUEUE_PREFIX || DEFAULT_COMPUTE_QUEUE_PREFIX,
-    computeEventsQueueUrl: process.env.NOVALESS_COMPUTE_EVENTS_QUEUE_URL || "",
-    computeEventsDlqUrl: process.env.NOVALESS_COMPUTE_EVENTS_DLQ_URL || "",
+    maxCount: read("max_count"),
+    multiInstanceNameTemplate: read("multi_instance_display_name_template"),
+    publicUrl: read<string | null>("compute_link_prefix")?.replace(/\/+$/, "") || undefined,
+    consoleTimeoutSeconds: read("console_timeout"),
+    authTokens: read("auth_tokens"),
+    authTokensSecret: read("auth_tokens_secret"),
+  };
+}
+
+export interface IdentityOptions {
+  keystoneUrl: string | null;
+  keystoneCacheSeconds: number;
+  tokenExpiration: number;
+  tokenKeySecret: string | null;
+  tokenKey: string | null;
+}
+
+export function identityOptions(): IdentityOptions {
+  return {
+    keystoneUrl: read("keystone_url"),
+    keystoneCacheSeconds: read("keystone_cache_seconds"),
+    tokenExpiration: read("token_expiration"),
+    tokenKeySecret: read("token_key_secret"),
+    tokenKey: read("token_key"),
   };
 }
 
 /**
- * [DEFAULT] instance_build_timeout: seconds an attempt may take from its placement before the
- * watchdog fences it and reschedules (Nova's default 0 disables it and errors out instead; a
- * serverless build path has no long-running compute to notice a lost build, so it is on here).
+ * The deployment's quota defaults: the [quota] options set (NOVALESS_QUOTA_<RESOURCE>, or an
+ * alias) to a valid value; the others are absent, so the defaults apply as the caller decides.
  */
-export function instanceBuildTimeout(): number {
-  return num("NOVALESS_INSTANCE_BUILD_TIMEOUT", 600);
+export function quotaDefaults(
+  env: Record<string, string | undefined> = process.env,
+): Partial<Record<keyof typeof NOVA_QUOTA_DEFAULTS, number>> {
+  const out: Partial<Record<string, number>> = {};
+  for (const o of QUOTA_OPTIONS) {
+    const text = envText(o, env);
+    if (text === undefined) continue;
+    const r = checkOption(o, text);
+    if (r.ok && Number.isInteger(r.value)) out[o.name] = r.value as number;
+  }
+  return out;
 }
 
-/** Largest API request body accepted, in bytes (Nova's osapi_max_request_body_size is 112 KiB). */
-export const MAX_REQUEST_BODY_BYTES = num("NOVALESS_MAX_REQUEST_BODY_BYTES", 114688);
+/** novaless-audit's grace for claims that may be mid-placement, in seconds. */
+export function placementAuditGraceSeconds(): number {
+  return read("placement_audit_grace_seconds");
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface ObservabilityOptions {
+  logLevel: LogLevel;
+  serviceName: string;
+  /** null: unset (metrics on in Lambda only) */
+  metricsDisabled: boolean | null;
+}
+
+export function observabilityOptions(): ObservabilityOptions {
+  return {
+    logLevel: read("log_level"),
+    serviceName: read("service_name"),
+    metricsDisabled: read("metrics_disabled"),
+  };
+}
+
+// ── The process's environment beyond options ──────────────────────────────────────────────────
+
+/** Whether this process is a Lambda function (its runtime sets AWS_LAMBDA_FUNCTION_NAME). */
+export function inLambda(): boolean {
+  return Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
+}
+
+/** This process's PATH, which the exec driver hands on to its guests. */
+export function inheritedPath(): string {
+  return process.env.PATH ?? "/usr/bin:/bin";
+}

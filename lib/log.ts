@@ -5,11 +5,11 @@
 import { LogFormatter, LogItem, Logger as PowertoolsLogger } from "@aws-lambda-powertools/logger";
 import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
 import type { Context } from "aws-lambda";
+import { observabilityOptions } from "./config.js";
 
 export type LogFields = Record<string, unknown> & { request_id?: string; instance_uuid?: string };
 
 type Level = "debug" | "info" | "warn" | "error";
-const LEVELS: readonly Level[] = ["debug", "info", "warn", "error"];
 
 /** Our line shape: `event` (the Powertools message), a lowercase level, then the caller's fields. */
 class EventFormatter extends LogFormatter {
@@ -34,13 +34,12 @@ class EventFormatter extends LogFormatter {
 const RESERVED = new Set(["level", "message", "sampling_rate", "service", "timestamp"]);
 
 function levelFromEnv(): Level {
-  const l = process.env.NOVALESS_LOG_LEVEL?.toLowerCase() as Level | undefined;
-  return l && LEVELS.includes(l) ? l : "info";
+  return observabilityOptions().logLevel;
 }
 
 let levelSet = levelFromEnv();
 const root = new PowertoolsLogger({
-  serviceName: process.env.POWERTOOLS_SERVICE_NAME || "novaless",
+  serviceName: observabilityOptions().serviceName,
   logLevel: levelSet.toUpperCase() as "INFO",
   logFormatter: new EventFormatter(),
 });

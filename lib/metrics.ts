@@ -6,6 +6,7 @@
 // print no EMF.
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
+import { inLambda, observabilityOptions } from "./config.js";
 import { addLambdaContext } from "./log.js";
 
 export const METRICS_NAMESPACE = "novaless";
@@ -24,12 +25,9 @@ export const METRIC = {
 /** Why a build went to ERROR: the value of BuildsError's `reason` dimension. */
 export type BuildErrorReason = "NoValidHost" | "MaxRetriesExceeded" | "BuildAborted";
 
-const inLambda = (): boolean => Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
-
 function enabled(): boolean {
-  const flag = process.env.POWERTOOLS_METRICS_DISABLED?.trim().toLowerCase();
-  if (flag === undefined || flag === "") return inLambda();
-  return !["1", "true", "on", "yes", "y"].includes(flag);
+  const disabled = observabilityOptions().metricsDisabled;
+  return disabled === null ? inLambda() : !disabled;
 }
 
 /** One Powertools recorder per dimension set: Powertools' dimensions apply to a whole EMF line. */
@@ -41,7 +39,7 @@ function recorder(dimensions: Record<string, string>): Metrics {
   if (!r) {
     r = new Metrics({
       namespace: METRICS_NAMESPACE,
-      serviceName: process.env.POWERTOOLS_SERVICE_NAME || "novaless",
+      serviceName: observabilityOptions().serviceName,
       defaultDimensions: dimensions,
     });
     recorders.set(key, r);

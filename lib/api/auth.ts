@@ -3,6 +3,7 @@
 // NOVALESS_AUTH_TOKENS or the demo tokens), a token our /identity signed, or — when the stack runs
 // beside an existing Keystone (NOVALESS_KEYSTONE_URL) — one that Keystone validates.
 import { secretString } from "../aws/secrets.js";
+import { apiOptions } from "../config.js";
 import { keystoneValidator } from "../identity/keystone.js";
 import { tokenKey, verifyToken } from "../identity/token.js";
 import { policyForbidden } from "./errors.js";
@@ -25,7 +26,7 @@ let fromSecret: { raw: string; tokens: Record<string, Principal> } | undefined;
 
 /** The token table in force: the secret's when NOVALESS_AUTH_TOKENS_SECRET is set, else the local one. */
 export async function tokenTable(): Promise<Record<string, Principal>> {
-  const secretId = process.env.NOVALESS_AUTH_TOKENS_SECRET;
+  const secretId = apiOptions().authTokensSecret;
   if (!secretId) return authTokens();
   const raw = await secretString(secretId);
   if (fromSecret?.raw === raw) return fromSecret.tokens;

@@ -1,7 +1,7 @@
-// The API's own options, read from the environment on every call (cheap; tests and the local
-// runtime change them). They belong with lib/config.ts in spirit; they live here because that
-// file is shared and these concern the API only.
+// The API's options as the API uses them: the token table parsed, the rest as lib/config.ts's
+// table declares and reads them (on every call; tests and the local runtime change them).
 import { z } from "zod";
+import { apiOptions, optionValue } from "../config.js";
 
 export interface Principal {
   user_id: string;
@@ -43,7 +43,7 @@ let tokenCache: { raw: string | undefined; tokens: Record<string, Principal> } |
 
 /** The token table for the current environment (parsed once per distinct value). */
 export function authTokens(): Record<string, Principal> {
-  const raw = process.env.NOVALESS_AUTH_TOKENS;
+  const raw = optionValue<string | null>("auth_tokens") ?? undefined;
   if (!tokenCache || tokenCache.raw !== raw) tokenCache = { raw, tokens: parseAuthTokens(raw) };
   return tokenCache.tokens;
 }
@@ -57,19 +57,11 @@ export interface ApiSettings {
   publicUrl: string | undefined;
 }
 
-function int(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`configuration ${name}=${raw} is not a positive integer`);
-  return n;
-}
-
 export function apiSettings(): ApiSettings {
+  const o = apiOptions();
   return {
-    maxCount: int("NOVALESS_MAX_COUNT", 100),
-    multiInstanceNameTemplate: process.env.NOVALESS_MULTI_INSTANCE_NAME_TEMPLATE || "%(name)s-%(count)d",
-    publicUrl: process.env.NOVALESS_API_URL?.replace(/\/+$/, "") || undefined,
+    maxCount: o.maxCount,
+    multiInstanceNameTemplate: o.multiInstanceNameTemplate,
+    publicUrl: o.publicUrl,
   };
 }

@@ -1,194 +1,22 @@
-// novaless-compute's configuration, declared once: every option with its section, type, default
-// and meaning, in nova.conf's INI style (/etc/novaless/compute.conf), Nova's names where Nova has
-// them. Precedence, lowest first: defaults, the stack's outputs (--stack-outputs, the file
-// `cdk deploy --outputs-file` writes), the file, the environment (NOVALESS_<SECTION>_<KEY>),
-// flags. The help text and packaging/compute.conf.example are generated from this table.
+// novaless-compute's configuration, in nova.conf's INI style (/etc/novaless/compute.conf). Its
+// options are rows of the one table in lib/config.ts (those with `agent`), read from compute.conf's
+// [group] name and NOVALESS_<GROUP>_<NAME>. Precedence, lowest first: defaults, the stack's outputs
+// (--stack-outputs, the file `cdk deploy --outputs-file` writes), the file, the environment, flags.
+// The help text and packaging/compute.conf.example (`npm run docs:config`) come from the table.
 import { parse as parseIni } from "ini";
-import { z } from "zod";
+import {
+  AGENT_OPTIONS,
+  AGENT_SECTIONS,
+  type AgentSection,
+  agentDefault,
+  agentEnvName,
+  type ConfigOption,
+  checkOption,
+} from "../config.js";
 
-type Kind = "string" | "int" | "float" | "bool";
+type Option = ConfigOption;
 
-interface Option {
-  section: "DEFAULT" | "libvirt" | "novaless" | "fake";
-  key: string;
-  kind: Kind;
-  /** undefined: no default (required ones say so in `required`) */
-  default?: string | number | boolean;
-  /** a default computed at load time, described here */
-  defaultText?: string;
-  help: string;
-  required?: boolean;
-  /** a flag that sets it (besides --set section.key=value) */
-  flag?: string;
-  choices?: string[];
-}
-
-export const OPTIONS: Option[] = [
-  {
-    section: "DEFAULT",
-    key: "host",
-    kind: "string",
-    defaultText: "the machine's FQDN",
-    help: "The host name this compute service registers as (Nova's [DEFAULT] host).",
-    flag: "host",
-  },
-  {
-    section: "DEFAULT",
-    key: "my_ip",
-    kind: "string",
-    defaultText: "the first non-internal IPv4 address",
-    help: "The host's IP address (os-hypervisors host_ip).",
-  },
-  {
-    section: "DEFAULT",
-    key: "compute_driver",
-    kind: "string",
-    default: "exec",
-    choices: ["exec", "libvirt", "fake"],
-    help: "The virt driver: exec (each server a process), libvirt, or fake (simulation).",
-    flag: "driver",
-  },
-  {
-    section: "DEFAULT",
-    key: "instances_path",
-    kind: "string",
-    default: "/var/lib/novaless/instances",
-    help: "Where instances' files live; its filesystem's size is the host's DISK_GB.",
-    flag: "instances-path",
-  },
-  {
-    section: "DEFAULT",
-    key: "default_availability_zone",
-    kind: "string",
-    default: "nova",
-    help: "The host's availability zone until an aggregate says otherwise.",
-  },
-  {
-    section: "DEFAULT",
-    key: "reserved_host_memory_mb",
-    kind: "int",
-    default: 512,
-    help: "Memory (MB) kept for the host, not for instances.",
-  },
-  { section: "DEFAULT", key: "reserved_host_cpus", kind: "int", default: 0, help: "CPUs kept for the host." },
-  {
-    section: "DEFAULT",
-    key: "reserved_host_disk_mb",
-    kind: "int",
-    default: 0,
-    help: "Disk (MB) kept for the host.",
-  },
-  {
-    section: "DEFAULT",
-    key: "cpu_allocation_ratio",
-    kind: "float",
-    defaultText: "16.0 (initial_cpu_allocation_ratio)",
-    help: "Virtual CPUs per physical CPU.",
-  },
-  {
-    section: "DEFAULT",
-    key: "ram_allocation_ratio",
-    kind: "float",
-    defaultText: "1.5 (initial_ram_allocation_ratio)",
-    help: "Virtual memory per physical memory.",
-  },
-  {
-    section: "DEFAULT",
-    key: "disk_allocation_ratio",
-    kind: "float",
-    defaultText: "1.0 (initial_disk_allocation_ratio)",
-    help: "Virtual disk per physical disk.",
-  },
-  {
-    section: "DEFAULT",
-    key: "report_interval",
-    kind: "int",
-    default: 10,
-    help: "Seconds between heartbeats (Nova's report_interval).",
-  },
-  {
-    section: "DEFAULT",
-    key: "sync_power_state_interval",
-    kind: "int",
-    default: 600,
-    help: "Seconds between power-state syncs; -1 disables them.",
-  },
-  {
-    section: "DEFAULT",
-    key: "shutdown_timeout",
-    kind: "int",
-    default: 60,
-    help: "Seconds a clean shutdown may take before the guest is forced off.",
-  },
-  {
-    section: "libvirt",
-    key: "connection_uri",
-    kind: "string",
-    default: "qemu:///system",
-    help: "libvirt's connection URI.",
-    flag: "libvirt-uri",
-  },
-  {
-    section: "libvirt",
-    key: "virt_type",
-    kind: "string",
-    default: "kvm",
-    help: "The domain type: kvm, qemu (or test).",
-  },
-  {
-    section: "libvirt",
-    key: "images_path",
-    kind: "string",
-    defaultText: "<instances_path>/_base",
-    help: "The image cache: <images_path>/<image id> is an image's file.",
-  },
-  {
-    section: "novaless",
-    key: "events_queue_url",
-    kind: "string",
-    required: true,
-    help: "The compute-events queue (stack output ComputeEventsQueueUrl).",
-  },
-  {
-    section: "novaless",
-    key: "compute_queue_prefix",
-    kind: "string",
-    required: true,
-    help: "Compute queues' prefix (stack output ComputeQueuePrefix).",
-  },
-  {
-    section: "novaless",
-    key: "region",
-    kind: "string",
-    defaultText: "the SDK's (AWS_REGION)",
-    help: "The stack's AWS region (stack output Region).",
-  },
-  {
-    section: "novaless",
-    key: "assume_role_arn",
-    kind: "string",
-    defaultText: "none: the credentials the SDK finds are the host's session already",
-    help: "ComputeHostRole (stack output ComputeHostRoleArn), assumed with session name and tag novaless-host = the host.",
-  },
-  { section: "novaless", key: "concurrency", kind: "int", default: 8, help: "Builds at once." },
-  {
-    section: "novaless",
-    key: "wait_time_seconds",
-    kind: "int",
-    default: 20,
-    help: "The long poll's wait (SQS WaitTimeSeconds, 1-20).",
-  },
-  { section: "fake", key: "build_ms", kind: "int", default: 1000, help: "How long a fake build takes." },
-  {
-    section: "fake",
-    key: "fail_builds",
-    kind: "bool",
-    default: false,
-    help: "The fake driver fails every build.",
-  },
-];
-
-export type AgentConfig = Record<Option["section"], Record<string, string | number | boolean | undefined>>;
+export type AgentConfig = Record<AgentSection, Record<string, string | number | boolean | undefined>>;
 
 const STACK_OUTPUTS: Record<string, string> = {
   ComputeEventsQueueUrl: "events_queue_url",
@@ -201,29 +29,23 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-const envName = (o: Option) => `NOVALESS_${o.section.toUpperCase()}_${o.key.toUpperCase()}`;
+const envName = agentEnvName;
+const sectionOf = (o: Option) => o.group as AgentSection;
+
+/** The kind an error names: int, float, bool or string. */
+const kindName = (o: Option) => o.kind.replace("?", "");
 
 function coerce(o: Option, raw: unknown, where: string): string | number | boolean {
-  const schema =
-    o.kind === "int"
-      ? z.coerce.number().int()
-      : o.kind === "float"
-        ? z.coerce.number()
-        : o.kind === "bool"
-          ? z
-              .union([z.boolean(), z.enum(["true", "false", "True", "False", "1", "0", "yes", "no"])])
-              .transform((v) => (typeof v === "boolean" ? v : ["true", "True", "1", "yes"].includes(v)))
-          : z.string().min(1);
-  const r = schema.safeParse(typeof raw === "string" ? raw.trim() : raw);
-  if (!r.success)
-    throw new ConfigError(
-      `[${o.section}] ${o.key} = ${JSON.stringify(raw)} (${where}) is not a valid ${o.kind}`,
-    );
-  if (o.choices && !o.choices.includes(String(r.data)))
-    throw new ConfigError(
-      `[${o.section}] ${o.key} = ${JSON.stringify(raw)} (${where}) must be one of ${o.choices.join(", ")}`,
-    );
-  return r.data;
+  const r =
+    typeof raw === "string" || typeof raw === "number" || typeof raw === "boolean"
+      ? checkOption(o, typeof raw === "string" ? raw.trim() : raw)
+      : ({ ok: false, problem: "is not a value" } as const);
+  if (r.ok && r.value !== null && !Array.isArray(r.value)) return r.value;
+  const problem = r.ok ? "is not a value" : r.problem;
+  const typeError = !/^(must be one of|is below its minimum)/.test(problem);
+  throw new ConfigError(
+    `[${o.group}] ${o.name} = ${JSON.stringify(raw)} (${where}) ${typeError ? `is not a valid ${kindName(o)}` : problem}`,
+  );
 }
 
 export interface LoadOptions {
@@ -245,7 +67,7 @@ export function loadAgentConfig(o: LoadOptions): { config: AgentConfig; help: bo
     "stack-outputs",
     "stack",
     "set",
-    ...OPTIONS.flatMap((x) => (x.flag ? [x.flag] : [])),
+    ...AGENT_OPTIONS.flatMap((x) => (x.agent?.flag ? [x.agent.flag] : [])),
   ]);
   for (let i = 0; i < o.argv.length; i++) {
     const a = o.argv[i]!;
@@ -259,9 +81,12 @@ export function loadAgentConfig(o: LoadOptions): { config: AgentConfig; help: bo
   }
   const config = emptyConfig();
   const put = (x: Option, raw: unknown, where: string) => {
-    if (raw !== undefined && raw !== "") config[x.section][x.key] = coerce(x, raw, where);
+    if (raw !== undefined && raw !== "") config[sectionOf(x)][x.name] = coerce(x, raw, where);
   };
-  for (const x of OPTIONS) if (x.default !== undefined) config[x.section][x.key] = x.default;
+  for (const x of AGENT_OPTIONS) {
+    const d = agentDefault(x);
+    if (d !== undefined) config[sectionOf(x)][x.name] = d;
+  }
   config.DEFAULT.host = o.machine.fqdn;
   config.DEFAULT.my_ip = o.machine.ip;
 
@@ -283,7 +108,7 @@ export function loadAgentConfig(o: LoadOptions): { config: AgentConfig; help: bo
       );
     }
     for (const [output, key] of Object.entries(STACK_OUTPUTS)) {
-      const x = OPTIONS.find((p) => p.section === "novaless" && p.key === key)!;
+      const x = AGENT_OPTIONS.find((p) => p.group === "novaless" && p.name === key)!;
       put(x, all[stack][output], `${outputsFile} output ${output}`);
     }
   }
@@ -299,31 +124,34 @@ export function loadAgentConfig(o: LoadOptions): { config: AgentConfig; help: bo
       s === "DEFAULT" ? { ...pickScalars(ini), ...(ini.DEFAULT as object) } : ini[s];
     for (const s of Object.keys(ini)) {
       if (typeof ini[s] !== "object") continue;
-      if (!["DEFAULT", "libvirt", "novaless", "fake"].includes(s))
+      if (!(AGENT_SECTIONS as readonly string[]).includes(s))
         throw new ConfigError(`${file}: unknown section [${s}]`);
     }
-    for (const section of ["DEFAULT", "libvirt", "novaless", "fake"] as const) {
+    for (const section of AGENT_SECTIONS) {
       const values = (sectionOf(section) ?? {}) as Record<string, unknown>;
       for (const [key, raw] of Object.entries(values)) {
-        const x = OPTIONS.find((p) => p.section === section && p.key === key);
+        const x = AGENT_OPTIONS.find((p) => p.group === section && p.name === key);
         if (!x) throw new ConfigError(`${file}: unknown option ${key} in [${section}]`);
         put(x, raw, file);
       }
     }
   }
-  for (const x of OPTIONS) put(x, o.env[envName(x)], envName(x));
-  for (const x of OPTIONS) if (x.flag && flags[x.flag] !== undefined) put(x, flags[x.flag], `--${x.flag}`);
+  for (const x of AGENT_OPTIONS) put(x, o.env[envName(x)], envName(x));
+  for (const x of AGENT_OPTIONS) {
+    const flag = x.agent?.flag;
+    if (flag && flags[flag] !== undefined) put(x, flags[flag], `--${flag}`);
+  }
   for (const s of sets) {
     const m = /^([A-Za-z]+)\.([a-z_]+)=(.*)$/.exec(s);
-    const x = m && OPTIONS.find((p) => p.section === m[1] && p.key === m[2]);
+    const x = m && AGENT_OPTIONS.find((p) => p.group === m[1] && p.name === m[2]);
     if (!m || !x) throw new ConfigError(`--set ${s}: expected section.key=value of a known option`);
     put(x, m[3], `--set ${s}`);
   }
   config.libvirt.images_path ??= `${String(config.DEFAULT.instances_path).replace(/\/$/, "")}/_base`;
-  for (const x of OPTIONS) {
-    if (x.required && config[x.section][x.key] === undefined) {
+  for (const x of AGENT_OPTIONS) {
+    if (x.agent?.required && config[sectionOf(x)][x.name] === undefined) {
       throw new ConfigError(
-        `[${x.section}] ${x.key} is required: ${x.help} Set it in ${file}, with ${envName(x)}, or from the stack's outputs with --stack-outputs FILE`,
+        `[${x.group}] ${x.name} is required: ${x.help} Set it in ${file}, with ${envName(x)}, or from the stack's outputs with --stack-outputs FILE`,
       );
     }
   }
@@ -341,8 +169,10 @@ function emptyConfig(): AgentConfig {
   return { DEFAULT: {}, libvirt: {}, novaless: {}, fake: {} };
 }
 
-const defaultOf = (x: Option) =>
-  x.default !== undefined ? String(x.default) : (x.defaultText ?? (x.required ? "required" : "unset"));
+const defaultOf = (x: Option) => {
+  const d = agentDefault(x);
+  return d !== undefined ? String(d) : (x.agent?.defaultText ?? x.defaultText ?? "unset");
+};
 
 export function helpText(): string {
   const lines = [
@@ -352,8 +182,9 @@ export function helpText(): string {
     "",
     "Options (file section and key; environment NOVALESS_<SECTION>_<KEY>; default):",
   ];
-  for (const x of OPTIONS) {
-    lines.push(`  [${x.section}] ${x.key}${x.flag ? ` (--${x.flag})` : ""}  default: ${defaultOf(x)}`);
+  for (const x of AGENT_OPTIONS) {
+    const flag = x.agent?.flag;
+    lines.push(`  [${x.group}] ${x.name}${flag ? ` (--${flag})` : ""}  default: ${defaultOf(x)}`);
     lines.push(`      ${x.help}`);
   }
   return `${lines.join("\n")}\n`;
@@ -363,16 +194,16 @@ export function helpText(): string {
 export function exampleConf(): string {
   const out = [
     "# /etc/novaless/compute.conf: novaless-compute's configuration (nova.conf's INI style).",
-    "# Generated from lib/compute/agent-config.ts; every option is shown commented with its default.",
+    "# Generated from lib/config.ts by `npm run docs:config`; every option is shown commented with its default.",
     "# `novaless-compute --stack-outputs outputs.json` fills the [novaless] section from `cdk deploy --outputs-file`.",
   ];
-  for (const section of ["DEFAULT", "libvirt", "novaless", "fake"] as const) {
+  for (const section of AGENT_SECTIONS) {
     out.push("", `[${section}]`);
-    for (const x of OPTIONS.filter((p) => p.section === section)) {
-      const literal = x.default !== undefined;
+    for (const x of AGENT_OPTIONS.filter((p) => p.group === section)) {
+      const literal = agentDefault(x) !== undefined;
       out.push(
         `# ${x.help}${literal ? "" : ` Default: ${defaultOf(x)}.`}`,
-        `#${x.key} =${literal ? ` ${String(x.default)}` : ""}`,
+        `#${x.name} =${literal ? ` ${String(agentDefault(x))}` : ""}`,
       );
     }
   }

@@ -4,6 +4,7 @@
 // of calls costs Keystone one request. The token validates itself (X-Auth-Token: the same token),
 // which needs no service user.
 import { createHash } from "node:crypto";
+import { identityOptions } from "../config.js";
 
 export interface ValidatedToken {
   user_id: string;
@@ -87,7 +88,7 @@ let shared: { url: string; validator: KeystoneValidator } | undefined;
 
 /** NOVALESS_KEYSTONE_URL: when set, tokens are Keystone's and /identity is not served here. */
 export function keystoneUrl(): string | undefined {
-  return process.env.NOVALESS_KEYSTONE_URL || undefined;
+  return identityOptions().keystoneUrl || undefined;
 }
 
 /** The process's validator for NOVALESS_KEYSTONE_URL (one cache per process, as the middleware's). */
@@ -95,12 +96,7 @@ export function keystoneValidator(): KeystoneValidator | undefined {
   const url = keystoneUrl();
   if (!url) return undefined;
   if (shared?.url !== url) {
-    const raw = process.env.NOVALESS_KEYSTONE_CACHE_SECONDS;
-    const cacheSeconds = raw ? Number(raw) : 300;
-    if (!Number.isInteger(cacheSeconds) || cacheSeconds < 0)
-      throw new Error(
-        `configuration NOVALESS_KEYSTONE_CACHE_SECONDS=${raw} is not a whole number of seconds`,
-      );
+    const cacheSeconds = identityOptions().keystoneCacheSeconds;
     shared = { url, validator: new KeystoneValidator({ url, cacheSeconds }) };
   }
   return shared.validator;

@@ -6,6 +6,7 @@ import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
+import { resources } from "../config.js";
 
 export interface Domain {
   id: string;
@@ -49,7 +50,7 @@ export interface Assignment {
 type Kind = "domain" | "project" | "user" | "role" | "assignment";
 
 export function identityTable(): string {
-  return process.env.NOVALESS_IDENTITY_TABLE || "novaless-identity";
+  return resources().identityTable;
 }
 
 function strip<T>(item: Record<string, unknown>): T {

@@ -3,6 +3,7 @@
 // key and no store. Not encrypted: it carries ids and names, no secret.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { secretString } from "../aws/secrets.js";
+import { identityOptions } from "../config.js";
 
 export interface Named {
   id: string;
@@ -25,12 +26,7 @@ const PREFIX = "nl1.";
 
 /** Keystone's [token] expiration: 3600 s unless NOVALESS_TOKEN_EXPIRATION says otherwise. */
 export function tokenExpirationSeconds(): number {
-  const raw = process.env.NOVALESS_TOKEN_EXPIRATION;
-  if (raw === undefined || raw === "") return 3600;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`configuration NOVALESS_TOKEN_EXPIRATION=${raw} is not a positive integer`);
-  return n;
+  return identityOptions().tokenExpiration;
 }
 
 /** A new audit id, as Keystone's: 16 random bytes, urlsafe base64 without padding. */
@@ -73,8 +69,8 @@ let localKey: Buffer | undefined;
  * process (locally: tokens die with the process, as Fernet tokens do when the keys are replaced).
  */
 export async function tokenKey(): Promise<Buffer> {
-  const secretId = process.env.NOVALESS_TOKEN_KEY_SECRET;
-  const raw = secretId ? await secretString(secretId) : process.env.NOVALESS_TOKEN_KEY;
+  const { tokenKeySecret: secretId, tokenKey: key } = identityOptions();
+  const raw = secretId ? await secretString(secretId) : (key ?? undefined);
   if (raw !== undefined && raw !== "") return createHash("sha256").update(raw).digest();
   if (secretId) throw new Error(`the token key secret ${secretId} is empty`);
   localKey ??= randomBytes(32);

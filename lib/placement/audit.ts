@@ -12,7 +12,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { scanAll } from "../aws/dynamo-pages.js";
-import { resources } from "../config.js";
+import { placementAuditGraceSeconds, resources } from "../config.js";
 import { getAllocation, listAllocations } from "./allocations.js";
 import { claimLimits, freeFor, sumAllocations } from "./capacity.js";
 import { stamp } from "./feed.js";
@@ -23,12 +23,7 @@ import type { AllocationRecord, HostRecord, ResourceClass, Resources } from "./t
 export const DEFAULT_AUDIT_GRACE_SECONDS = 300;
 
 export function auditGraceSeconds(): number {
-  const raw = process.env.NOVALESS_PLACEMENT_AUDIT_GRACE_SECONDS;
-  const n = raw === undefined || raw === "" ? DEFAULT_AUDIT_GRACE_SECONDS : Number(raw);
-  if (!Number.isFinite(n) || n < 0) {
-    throw new Error(`configuration NOVALESS_PLACEMENT_AUDIT_GRACE_SECONDS=${raw} is not a number of seconds`);
-  }
-  return n;
+  return placementAuditGraceSeconds();
 }
 
 export type AuditKind =

@@ -2,23 +2,10 @@
 // own over the default class), and what a create may reserve, with Nova's messages. Pure: the
 // store (store.ts) reads and writes the items these functions reason about.
 
-/** Every quota resource Nova has had, with its default ([quota] options in nova/conf/quota.py). */
-export const NOVA_DEFAULTS = {
-  instances: 10,
-  cores: 20,
-  ram: 51200,
-  floating_ips: 10,
-  fixed_ips: -1,
-  metadata_items: 128,
-  injected_files: 5,
-  injected_file_content_bytes: 10240,
-  injected_file_path_bytes: 255,
-  key_pairs: 100,
-  security_groups: 10,
-  security_group_rules: 20,
-  server_groups: 10,
-  server_group_members: 10,
-} as const;
+import { NOVA_QUOTA_DEFAULTS, quotaDefaults } from "../config.js";
+
+/** Every quota resource Nova has had, with its default ([quota] options, lib/config.ts's table). */
+export const NOVA_DEFAULTS = NOVA_QUOTA_DEFAULTS;
 
 export type QuotaResource = keyof typeof NOVA_DEFAULTS;
 export const QUOTA_RESOURCES = Object.keys(NOVA_DEFAULTS) as QuotaResource[];
@@ -35,12 +22,6 @@ export interface Usage {
 
 export const NO_USAGE: Usage = { instances: 0, cores: 0, ram: 0 };
 
-/** The server groups' settings from before quota sets, still honoured. */
-const LEGACY_NAMES: Partial<Record<QuotaResource, string>> = {
-  server_groups: "NOVALESS_MAX_SERVER_GROUPS",
-  server_group_members: "NOVALESS_MAX_SERVER_GROUP_MEMBERS",
-};
-
 /** A limit as a ceiling to compare counts with: -1 (unlimited) is Infinity. */
 export const ceiling = (limit: number): number => (limit === -1 ? Number.POSITIVE_INFINITY : limit);
 
@@ -48,13 +29,8 @@ export const ceiling = (limit: number): number => (limit === -1 ? Number.POSITIV
  * The deployment's defaults: Nova's [quota] options, here NOVALESS_QUOTA_<RESOURCE> (for example
  * NOVALESS_QUOTA_INSTANCES=-1); a value that is not an integer >= -1 is ignored.
  */
-export function configuredDefaults(env: Record<string, string | undefined> = process.env): Partial<Limits> {
-  const out: Partial<Limits> = {};
-  for (const r of QUOTA_RESOURCES) {
-    const raw = env[`NOVALESS_QUOTA_${r.toUpperCase()}`] ?? env[LEGACY_NAMES[r] ?? ""];
-    if (raw !== undefined && /^-?[0-9]+$/.test(raw.trim()) && Number(raw) >= -1) out[r] = Number(raw);
-  }
-  return out;
+export function configuredDefaults(env?: Record<string, string | undefined>): Partial<Limits> {
+  return quotaDefaults(env);
 }
 
 /**

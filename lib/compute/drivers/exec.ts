@@ -19,6 +19,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { inheritedPath } from "../../config.js";
 import { type CgroupSupport, cgroupSupport, confine, release } from "./cgroups.js";
 import {
   BuildFailure,
@@ -299,7 +300,7 @@ export class ExecDriver implements Driver {
         detached: true,
         stdio: ["ignore", log, log],
         env: {
-          PATH: process.env.PATH ?? "/usr/bin:/bin",
+          PATH: inheritedPath(),
           HOME: dir,
           NOVALESS_HOST: this.opts.host,
           NOVALESS_INSTANCE_UUID: id,
