@@ -1,5 +1,6 @@
 // The I/O the routes do, in one object: the real repositories by default, fakes in unit tests.
 import type { listDeadLetterQueues, peekDeadLetters, redrive } from "../aws/dead-letters.js";
+import { castToCompute, sendBuildRequest } from "../aws/send.js";
 import {
   createAggregate,
   deleteAggregate,
@@ -30,7 +31,7 @@ import {
   listServerGroups,
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
-import { castToCompute, sendBuildRequest } from "../conductor/queues.js";
+import { planDestinations } from "../conductor/select-destinations.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
@@ -49,7 +50,6 @@ import { deleteInventory, setInventory } from "../placement/inventory.js";
 import { getServiceHeartbeat, listServiceHeartbeats } from "../placement/liveness.js";
 import { deleteComputeService, setServiceStatus } from "../placement/services.js";
 import { dynamoQuotaStore, type QuotaStore } from "../quotas/store.js";
-import { planDestinations } from "../scheduler/manager.js";
 
 export interface ApiDeps {
   getFlavor: typeof getFlavor;

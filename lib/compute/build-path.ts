@@ -11,8 +11,7 @@ import {
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
-import { sendToDeadLetter } from "../conductor/queues.js";
-import { tailLog } from "../instances/console-log.js";
+import { sendToDeadLetter } from "../aws/send.js";
 import type { Logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import {
@@ -22,6 +21,7 @@ import {
   receivedComputeMessage,
   type SpawnInstance,
 } from "../messages/compute.js";
+import { tailLog } from "../messages/console-log.js";
 import { type ComputeReport, computeReport, type ReportBody } from "../messages/reports.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";

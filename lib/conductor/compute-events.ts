@@ -5,6 +5,7 @@
 // duplicated, late or reordered one changes nothing. Who sent a report is SQS's SenderId (the
 // role session, which IAM forces to be the host's session name), never the body.
 import { ensureQueueWithDlq } from "../aws/queues.js";
+import { castToCompute, sendBuildRequest, sendToDeadLetter } from "../aws/send.js";
 import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
 import { rescheduledText, withoutHosts } from "../instances/faults.js";
@@ -36,7 +37,6 @@ import { getHost, recordBuildResult, registerHost } from "../placement/hosts.js"
 import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
-import { castToCompute, sendBuildRequest, sendToDeadLetter } from "./queues.js";
 
 export interface ReportRecord {
   messageId: string;

@@ -1,7 +1,7 @@
 // The conductor Lambda's one entry: the state machine names the step in `action`.
-import { NOTHING_SCHEDULED } from "./scheduled.js";
+import { type ConductorInput, NOTHING_SCHEDULED, type Scheduled } from "../messages/scheduled.js";
 import { buildFailed, buildInstances, claimAlternate, maxRetriesExceeded, noValidHost } from "./tasks.js";
-import type { ConductorInput, Scheduled, StatesError } from "./types.js";
+import type { StatesError } from "./types.js";
 
 export interface ConductorEvent {
   action: "max_retries_exceeded" | "claim_alternate" | "no_valid_host" | "build_instances" | "build_failed";

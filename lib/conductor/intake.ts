@@ -2,11 +2,11 @@
 import { createHash } from "node:crypto";
 import { StartExecutionCommand } from "@aws-sdk/client-sfn";
 import { sfnClient } from "../aws/clients.js";
+import { sendToDeadLetter } from "../aws/send.js";
 import { resources, schedulerConfig } from "../config.js";
 import { log } from "../log.js";
 import { type BuildRequest, parseBuildRequest } from "../messages/build-request.js";
-import { sendToDeadLetter } from "./queues.js";
-import type { ConductorInput } from "./types.js";
+import type { ConductorInput } from "../messages/scheduled.js";
 
 export interface IntakeRecord {
   messageId: string;

@@ -1,28 +1,23 @@
 // The conductor's steps (Nova's ComputeTaskManager), each called by the state machine and each
 // safe to run twice: every write is a fenced, idempotent transition.
+import { computeMessageBody } from "../aws/send.js";
 import { fault, maxRetriesFault } from "../instances/faults.js";
 import { EVENT_SCHEDULE, event, getInstance, placeInstance, setError } from "../instances/repo.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log } from "../log.js";
-import { metrics } from "../metrics.js";
-import { claim, findClaim, release, releaseAttemptClaims } from "../placement/claims.js";
-import { getHost } from "../placement/hosts.js";
-import { resourcesFromFlavor } from "../scheduler/resources.js";
-import { computeMessageBody } from "./queues.js";
 import {
+  type ConductorInput,
   type InstanceSelection,
   NOTHING_SCHEDULED,
   type Scheduled,
   scheduledOf,
   selectionIn,
-} from "./scheduled.js";
-import {
-  AlternatesExhausted,
-  type Cast,
-  type ConductorInput,
-  NO_VALID_HOST_MESSAGE,
-  type StatesError,
-} from "./types.js";
+} from "../messages/scheduled.js";
+import { metrics } from "../metrics.js";
+import { claim, findClaim, release, releaseAttemptClaims } from "../placement/claims.js";
+import { getHost } from "../placement/hosts.js";
+import { resourcesFromFlavor } from "../scheduler/resources.js";
+import { AlternatesExhausted, type Cast, NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
 
 /** The cause text of a Lambda error as Step Functions reports it (a JSON errorMessage or text). */
 export function causeOf(err: StatesError | undefined): { message: string; details: string } {

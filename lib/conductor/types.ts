@@ -1,11 +1,3 @@
-import type { BuildRequest } from "../messages/build-request.js";
-import type { Scheduled } from "./scheduled.js";
-
-/** The conductor execution's input: a build request plus the options the intake adds. */
-export type ConductorInput = BuildRequest & { config: { max_attempts: number }; scheduled?: Scheduled };
-
-export type { InstanceSelection, Scheduled } from "./scheduled.js";
-
 export interface Cast {
   queue_url: string;
   message_body: string;

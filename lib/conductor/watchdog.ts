@@ -5,6 +5,7 @@
 // build request down the failure path again, so the attempt counts and max_attempts still bounds
 // it. Its reasons end up in the owner's fault (MaxRetriesExceeded's "Last exception"), so they do
 // not name the host: the event records which host it was, for admins.
+import { sendBuildRequest } from "../aws/send.js";
 import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../config.js";
 import { rescheduledText } from "../instances/faults.js";
 import { EVENT_BUILD, event, extendDeadline, fenceAttempt, listBuilding } from "../instances/repo.js";
@@ -13,7 +14,6 @@ import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
 import { isHeartbeatAlive, sweepLiveness } from "../placement/liveness.js";
-import { sendBuildRequest } from "./queues.js";
 
 export interface WatchdogAction {
   instance_uuid: string;

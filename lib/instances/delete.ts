@@ -1,12 +1,12 @@
 // Deleting a server wherever it is in the flow: mark it deleted (every later fenced write then
 // fails), tell its host to tear down whatever it built, and give its claim back.
 
-import { castToCompute } from "../conductor/queues.js";
+import { castToCompute } from "../aws/send.js";
 import { log } from "../log.js";
 import { release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
-import { markDeletedReleasing } from "../quotas/release.js";
+import { markDeletedReleasing } from "./quota-release.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
 
 /**
@@ -24,7 +24,7 @@ export async function deleteServer(
   by?: { user_id: string; project_id: string },
 ): Promise<InstanceRecord | undefined> {
   // the quota is given back, and Nova's delete action recorded, in the same write
-  // (lib/quotas/release.ts)
+  // (lib/instances/quota-release.ts)
   const now = new Date();
   const action: InstanceAction | undefined = by && {
     action: "delete",

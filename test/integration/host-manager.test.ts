@@ -8,14 +8,18 @@ import { DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
-import type { ConductorInput } from "../../lib/conductor/types.js";
+import {
+  hostManager,
+  resetHostManagers,
+  selectDestinations,
+} from "../../lib/conductor/select-destinations.js";
 import { schedulerConfig } from "../../lib/config.js";
 import { createInstances } from "../../lib/instances/repo.js";
+import type { ConductorInput } from "../../lib/messages/scheduled.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
 import { claim } from "../../lib/placement/claims.js";
 import { getHost, readAllHosts, readChangedHosts, registerHost } from "../../lib/placement/hosts.js";
 import { HostManager } from "../../lib/scheduler/host-manager.js";
-import { hostManager, resetHostManagers, selectDestinations } from "../../lib/scheduler/manager.js";
 import { record } from "../unit/api/records.js";
 import { useLocalAws } from "./local-aws.js";
 

@@ -1,8 +1,8 @@
 // Quotas on the embedded DynamoDB through the real SDK: concurrent reservations never pass a
 // limit, and a delete releases its instance's usage exactly once.
 import { describe, expect, it } from "vitest";
+import { markDeletedReleasing } from "../../lib/instances/quota-release.js";
 import { createInstances, getInstance } from "../../lib/instances/repo.js";
-import { markDeletedReleasing } from "../../lib/quotas/release.js";
 import {
   deleteProjectLimits,
   getProjectLimits,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { tailLog } from "../../lib/instances/console-log.js";
+import { tailLog } from "../../lib/messages/console-log.js";
 
 describe("tailLog (Nova's _tail_log)", () => {
   it("keeps the last `length` pieces, the empty one after a final newline counting", () => {

@@ -2,10 +2,10 @@
 // power actions (os-stop, os-start, reboot) and os-getConsoleOutput, which go to the server's
 // host through its queue; each recorded as an instance action. The actions that need what this
 // system does not have answer 501, saying so; anything else is Nova's 400 for an unknown action.
-import { tailLog } from "../../instances/console-log.js";
 import { withoutHosts } from "../../instances/faults.js";
 import type { PowerActionName, RebootType } from "../../instances/power.js";
 import type { ActionName, InstanceAction, InstanceRecord } from "../../instances/types.js";
+import { tailLog } from "../../messages/console-log.js";
 import type { PowerDeps } from "../deps.js";
 import { ApiError, badRequest, conflict, instanceNotFound, policyForbidden } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";

@@ -3,8 +3,8 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { buildFailed, maxRetriesExceeded } from "../../../lib/conductor/tasks.js";
-import type { ConductorInput } from "../../../lib/conductor/types.js";
 import { createInstances, getInstance } from "../../../lib/instances/repo.js";
+import type { ConductorInput } from "../../../lib/messages/scheduled.js";
 import { useLocalAws } from "../../integration/local-aws.js";
 import { record } from "../api/records.js";
 

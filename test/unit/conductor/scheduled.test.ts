@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { destinationAt, scheduledOf, selectionIn } from "../../../lib/conductor/scheduled.js";
+import { destinationAt, scheduledOf, selectionIn } from "../../../lib/messages/scheduled.js";
 
 const at = (host: string, availability_zone = "az1", nodename = host) => ({
   host,

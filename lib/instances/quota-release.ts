@@ -4,10 +4,10 @@
 // counting from instance records: see the report of issue 10), so a failed build releases nothing.
 import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { getInstance, markDeletedItem } from "../instances/repo.js";
-import type { InstanceAction, InstanceRecord } from "../instances/types.js";
-import { deltaOf } from "./quotas.js";
-import { releaseItem } from "./store.js";
+import { deltaOf } from "../quotas/quotas.js";
+import { releaseItem } from "../quotas/store.js";
+import { getInstance, markDeletedItem } from "./repo.js";
+import type { InstanceAction, InstanceRecord } from "./types.js";
 
 /** Cancelled because the record moved meanwhile (or a concurrent transaction held it): read again. */
 function raced(e: unknown): boolean {

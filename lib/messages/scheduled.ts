@@ -3,7 +3,11 @@
 // up to 255 characters). Each host is written once, with where it is (its node, only when it is
 // not named as the host, and its zone); the instances refer to hosts by their index in that
 // list. The amounts claimed are the instance's flavor's, read from its record.
-import type { Destination } from "../messages/common.js";
+import type { BuildRequest } from "./build-request.js";
+import type { Destination } from "./common.js";
+
+/** The conductor execution's input: a build request plus the options the intake adds. */
+export type ConductorInput = BuildRequest & { config: { max_attempts: number }; scheduled?: Scheduled };
 
 /** A host the selections name, and where it is. */
 export interface ScheduledHost {

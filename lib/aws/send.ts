@@ -1,11 +1,11 @@
 // Sending to the queues of the flow. Bodies are validated before they leave, so a bug here shows
 // up at the sender and not as a dead letter downstream.
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { sqsClient } from "../aws/clients.js";
-import { REASON_ATTRIBUTE, SOURCE_ATTRIBUTE } from "../aws/dead-letters.js";
 import { resources } from "../config.js";
 import { type BuildRequest, buildRequestV2 } from "../messages/build-request.js";
 import { type ComputeMessage, computeMessage } from "../messages/compute.js";
+import { sqsClient } from "./clients.js";
+import { REASON_ATTRIBUTE, SOURCE_ATTRIBUTE } from "./dead-letters.js";
 
 export async function sendBuildRequest(msg: BuildRequest): Promise<void> {
   const body = JSON.stringify(buildRequestV2.parse(msg));

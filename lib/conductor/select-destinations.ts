@@ -1,0 +1,275 @@
+// The scheduler Lambda's select_destinations, which the conductor state machine invokes
+// synchronously, as load → decide → record. Loading reads the instances' records (the request
+// spec, claims an earlier run of this step made) and what the request's hints and server group
+// name; deciding runs lib/scheduler/manager.ts over the warm HostManager's host states, one
+// decision at a time, answering its claims with Placement's conditional writes; recording keeps
+// each decision on its instance. A multi-create is all-or-nothing: its claims are released before
+// NoValidHost.
+import { randomUUID } from "node:crypto";
+import { perIdentity } from "../aws/identity.js";
+import { listAggregates } from "../catalog/aggregates.js";
+import { getServerGroup } from "../catalog/server-groups.js";
+import { type SchedulerConfig, schedulerConfig } from "../config.js";
+import { getInstance, recordSchedulingDecision } from "../instances/repo.js";
+import { requestSpecOf } from "../instances/request-spec.js";
+import type { InstanceRecord } from "../instances/types.js";
+import { log as baseLog, type Logger } from "../log.js";
+import {
+  type ConductorInput,
+  NOTHING_SCHEDULED,
+  type Scheduled,
+  scheduledOf,
+} from "../messages/scheduled.js";
+import { metrics } from "../metrics.js";
+import { claim, findClaim, release } from "../placement/claims.js";
+import { NoValidHost } from "../scheduler/errors.js";
+import type { Fleet } from "../scheduler/fleet.js";
+import { schedulerHint } from "../scheduler/hints.js";
+import { HostManager } from "../scheduler/host-manager.js";
+import {
+  type DecisionRecord,
+  decide,
+  type HeldHost,
+  type Outcome,
+  type PlanResult,
+  plan,
+  type SchedulingRequest,
+} from "../scheduler/manager.js";
+import type { ClaimAnswer } from "../scheduler/select.js";
+import type { InstanceGroup, RequestSpec } from "../scheduler/types.js";
+
+/**
+ * One HostManager per warm function (per identity locally: the API's dry run and the scheduler are
+ * separate Lambdas), and one decision at a time over it, as a Lambda container serves one
+ * invocation at a time: the claim loop consumes in the shared host states as it claims.
+ */
+const managers = perIdentity(() => ({ hosts: new HostManager(), queue: Promise.resolve() }));
+
+async function exclusively<T>(fn: (hosts: HostManager) => Promise<T>): Promise<T> {
+  const m = managers.get();
+  const turn = m.queue.then(() => fn(m.hosts));
+  m.queue = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  return turn;
+}
+
+/** Forget every warm scheduler's host states (the local runtime switching tables; tests). */
+export function resetHostManagers(): void {
+  managers.reset();
+}
+
+/** The warm HostManager of the current identity (tests and benches read its last refresh). */
+export function hostManager(): HostManager {
+  return managers.get().hosts;
+}
+
+/** A request loaded for its decision. */
+export interface Loaded {
+  request: SchedulingRequest;
+  log: Logger;
+  /** when the decision started (the scheduler's decision time includes the loading) */
+  started: number;
+}
+
+/** A decision made, and the claims it made (released again if it came to NoValidHost). */
+export interface Decided {
+  outcome: Outcome;
+  claimed: { instance_uuid: string; host: string }[];
+}
+
+/** select_destinations: load → decide → record. */
+export async function selectDestinations(
+  req: ConductorInput,
+  config: SchedulerConfig = schedulerConfig(),
+  random: () => number = Math.random,
+): Promise<Scheduled> {
+  const loaded = await loadRequest(req);
+  if (!loaded) return NOTHING_SCHEDULED;
+  return recordOutcome(loaded, await decideDestinations(loaded, config, random));
+}
+
+/**
+ * Everything the decision needs that does not touch the host states, read before the one-at-a-time
+ * section: the request spec, from the instances' records (one copy per instance, written by the
+ * API; a consistent read, so a retried step sees them too), the instances its hints name, and what
+ * an earlier run of this step placed. Undefined when none of the instances exists.
+ */
+export async function loadRequest(req: ConductorInput): Promise<Loaded | undefined> {
+  const started = performance.now();
+  const n = req.retry.num_attempts;
+  const log = baseLog.child({ request_id: req.request_id, attempt: n });
+  const records = await Promise.all(req.instance_uuids.map((id) => getInstance(id)));
+  const first = records.find((r) => r !== undefined);
+  if (!first) {
+    log.warn("scheduler.instances_not_found", { instance_uuids: req.instance_uuids });
+    return undefined;
+  }
+  const { spec, instanceHosts } = await withInstances(
+    requestSpecOf(first, req.instance_uuids.length),
+    req.instance_uuids,
+  );
+  // A re-run of this step (the state machine retries it) keeps what an earlier run placed: the
+  // placement it recorded, or a claim it made for this attempt whose answer was lost.
+  const building = (rec: InstanceRecord | undefined): rec is InstanceRecord =>
+    !!rec && !rec.deleted && rec.vm_state === "building" && rec.attempt <= n;
+  const held = new Map<string, HeldHost>();
+  await Promise.all(
+    req.instance_uuids.map(async (id, i) => {
+      const rec = records[i];
+      if (!building(rec)) return;
+      const host = rec.attempt === n && rec.host ? rec.host : await findClaim(id, n);
+      if (host) held.set(id, { host, node: rec.node, availability_zone: rec.availability_zone });
+    }),
+  );
+  const toPlace = req.instance_uuids.filter((id, i) => building(records[i]) && !held.has(id));
+  return {
+    request: {
+      instance_uuids: req.instance_uuids,
+      attempt: n,
+      excludeHosts: req.retry.hosts,
+      spec,
+      instanceHosts,
+      held,
+      toPlace,
+    },
+    log,
+    started,
+  };
+}
+
+/** The decision, over the warm host states, its claims answered by Placement. */
+export async function decideDestinations(
+  loaded: Loaded,
+  config: SchedulerConfig = schedulerConfig(),
+  random: () => number = Math.random,
+): Promise<Decided> {
+  const { request, log } = loaded;
+  const n = request.attempt;
+  const claimed: Decided["claimed"] = [];
+  const outcome = await exclusively(async (hosts) =>
+    decide(await refreshed(hosts, config), request, config, random, async (c): Promise<ClaimAnswer> => {
+      const r = await claim(c.host.host, c.instance_uuid, c.resources, n).catch(async (e: unknown) => {
+        // Placement unreachable: give back what this run claimed, so the retried step starts clean.
+        await releaseAll(claimed, n, log);
+        throw e;
+      });
+      if (!r.claimed) {
+        // The cache was stale about this host: take its current state (the claim read it to
+        // say why), so the next decision does not bet on it again.
+        if (r.current) hosts.learn(r.current, config);
+        return { claimed: false, reason: r.reason };
+      }
+      claimed.push({ instance_uuid: c.instance_uuid, host: c.host.host });
+      return { claimed: true };
+    }),
+  );
+  metrics.schedulerDecisionTime(performance.now() - loaded.started);
+  return { outcome, claimed };
+}
+
+/** Keep each decision on its instance; NoValidHost gives back the claims first. */
+export async function recordOutcome(
+  { request, log }: Loaded,
+  { outcome, claimed }: Decided,
+): Promise<Scheduled> {
+  if (!outcome.ok) {
+    await releaseAll(claimed, request.attempt, log);
+    const { details, explanation } = outcome;
+    log.warn("scheduler.no_valid_host", { instance_uuid: outcome.instance_uuid, details, explanation });
+    await recordDecisions(
+      log,
+      request.instance_uuids.map((id) => ({
+        id,
+        attempt: request.attempt,
+        host: null,
+        summary: details,
+        explanation,
+      })),
+    );
+    throw new NoValidHost(details);
+  }
+  for (const d of outcome.decisions)
+    log.info("scheduler.selected", { instance_uuid: d.id, host: d.host, summary: d.summary });
+  await recordDecisions(log, outcome.decisions);
+  return scheduledOf(outcome.selections);
+}
+
+/**
+ * The dry run: the same reads and the same decisions as selectDestinations for a create of
+ * `spec.num_instances` instances, as if every claim succeeded. Claims nothing, writes nothing.
+ */
+export async function planDestinations(spec: RequestSpec): Promise<PlanResult> {
+  const config = schedulerConfig();
+  const uuids = Array.from({ length: Math.max(1, spec.num_instances) }, () => randomUUID());
+  return exclusively(async (hosts) => {
+    const [fleet, request] = await Promise.all([refreshed(hosts, config), withInstances(spec, uuids)]);
+    return plan(fleet, request.spec, uuids, request.instanceHosts, config);
+  });
+}
+
+/** The warm host states, refreshed with what changed, over the catalog's aggregates. */
+async function refreshed(hosts: HostManager, config: SchedulerConfig): Promise<Fleet> {
+  const started = performance.now();
+  const fleet = await hosts.hostStates(await listAggregates(), config);
+  metrics.schedulerFleetReadTime(performance.now() - started);
+  return fleet;
+}
+
+/**
+ * The request spec with its server group resolved, and where the instances it names run: its
+ * same_host/different_host hints and its group's members (Nova reads them as HostState.instances;
+ * here they are read by id, so the read grows with the request, not with the fleet).
+ */
+async function withInstances(
+  request: RequestSpec,
+  scheduling: readonly string[],
+): Promise<{ spec: RequestSpec; instanceHosts: Map<string, string> }> {
+  const now = new Set(scheduling);
+  const hinted = ["same_host", "different_host"].flatMap((name) => {
+    const v = schedulerHint(request, name);
+    return (Array.isArray(v) ? v : [v]).filter((u): u is string => typeof u === "string" && u.length > 0);
+  });
+  const groupId = schedulerHint(request, "group");
+  const group = typeof groupId === "string" && groupId ? await getServerGroup(groupId) : undefined;
+  const wanted = [...new Set([...hinted, ...(group?.members ?? [])])].filter((id) => !now.has(id));
+  const located = await Promise.all(wanted.map((id) => getInstance(id)));
+  const instanceHosts = new Map<string, string>();
+  for (const m of located) if (m && !m.deleted && m.host) instanceHosts.set(m.id, m.host);
+  if (!group) return { spec: request, instanceHosts };
+  // Nova's setup_instance_group: the group's hosts are those of its members already placed (not
+  // deleted, not the instances being scheduled now).
+  const instance_group: InstanceGroup = {
+    uuid: group.id,
+    policy: group.policy,
+    rules: { ...group.rules },
+    // the instances being scheduled are members (a create adds them first; a dry run does not)
+    members: [...new Set([...group.members, ...scheduling])],
+    hosts: [...new Set(group.members.flatMap((m) => instanceHosts.get(m) ?? []))],
+  };
+  return { spec: { ...request, instance_group }, instanceHosts };
+}
+
+async function releaseAll(
+  claimed: { instance_uuid: string; host: string }[],
+  attempt: number,
+  log: Logger,
+): Promise<void> {
+  for (const c of claimed.splice(0)) {
+    await release(c.host, c.instance_uuid, attempt);
+    log.info("scheduler.claim_released", { instance_uuid: c.instance_uuid, host: c.host });
+  }
+}
+
+/** Keep each decision on its instance; an explanation that cannot be written fails no build. */
+async function recordDecisions(log: Logger, decisions: DecisionRecord[]): Promise<void> {
+  const decided_at = new Date().toISOString();
+  await Promise.all(
+    decisions.map(({ id, attempt, host, summary, explanation }) =>
+      recordSchedulingDecision(id, { attempt, decided_at, host, summary, explanation }).catch((e: unknown) =>
+        log.warn("scheduler.explanation_not_recorded", { instance_uuid: id, error: e }),
+      ),
+    ),
+  );
+}
