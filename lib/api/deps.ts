@@ -32,6 +32,7 @@ import {
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
 import { planDestinations } from "../conductor/select-destinations.js";
+import { apiOptions } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
@@ -134,7 +135,7 @@ export const defaultDeps: ApiDeps = {
     castToCompute,
     guestSpecFor,
     readConsoleOutput,
-    consoleTimeoutMs: Number(process.env.NOVALESS_CONSOLE_TIMEOUT_S ?? 10) * 1000,
+    consoleTimeoutMs: apiOptions().consoleTimeoutSeconds * 1000,
     consolePollMs: 200,
   },
   getFlavor,
