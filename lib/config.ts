@@ -935,7 +935,7 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     kind: "string?",
     default: null,
     defaultText: "one generated per process (tokens die with it)",
-    help: "The key that signs /identity's tokens, when token_key_secret is unset.",
+    help: "The key that signs /identity's tokens, when signing_key_secret is unset.",
     topic: "identity",
   }),
   row({
@@ -984,7 +984,7 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     default: null,
     defaultText: "metrics on in Lambda, off elsewhere",
     lenient: true,
-    help: "Whether build metrics (CloudWatch EMF) are not printed; false prints them outside Lambda too.",
+    help: "true stops the build metrics (CloudWatch EMF); false prints them outside Lambda too.",
     topic: "observability",
   }),
 ];
