@@ -1,0 +1,54 @@
+// The tables, one per spec in lib/resources.ts (the local runtime creates the same ones).
+import { CfnOutput, type RemovalPolicy, type Stack } from "aws-cdk-lib";
+import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import { type Projection, TABLES, type TableSpec } from "../../lib/resources.js";
+
+/** A spec's projection as the CDK takes it (a list of attributes is INCLUDE). */
+function cdkProjection(
+  p: Projection,
+): Pick<dynamodb.GlobalSecondaryIndexProps, "projectionType" | "nonKeyAttributes"> {
+  if (p === "ALL") return { projectionType: dynamodb.ProjectionType.ALL };
+  if (p === "KEYS_ONLY") return { projectionType: dynamodb.ProjectionType.KEYS_ONLY };
+  return { projectionType: dynamodb.ProjectionType.INCLUDE, nonKeyAttributes: p };
+}
+
+export interface DataProps {
+  /** What CloudFormation does with the tables when they leave the stack. */
+  removalPolicy: RemovalPolicy;
+}
+
+/**
+ * Like every part in this folder, a plain class whose resources are the stack's own children: a
+ * construct in between would change their logical IDs, and CloudFormation would replace the tables.
+ */
+export class Data {
+  readonly tables: Record<TableSpec["id"], dynamodb.Table>;
+
+  constructor(stack: Stack, props: DataProps) {
+    const tables = {} as Record<TableSpec["id"], dynamodb.Table>;
+    for (const spec of TABLES) {
+      const table = new dynamodb.Table(stack, spec.id, {
+        partitionKey: { name: spec.partitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: spec.sortKey ? { name: spec.sortKey, type: dynamodb.AttributeType.STRING } : undefined,
+        billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        timeToLiveAttribute: spec.id === "Instances" ? "expires_at" : undefined,
+        removalPolicy: props.removalPolicy,
+      });
+      for (const gsi of spec.gsis) {
+        table.addGlobalSecondaryIndex({
+          indexName: gsi.indexName,
+          partitionKey: { name: gsi.partitionKey, type: dynamodb.AttributeType.STRING },
+          sortKey: gsi.sortKey ? { name: gsi.sortKey, type: dynamodb.AttributeType.STRING } : undefined,
+          ...cdkProjection(gsi.projection),
+        });
+      }
+      tables[spec.id] = table;
+      new CfnOutput(stack, `${spec.id}TableName`, {
+        value: table.tableName,
+        description: `${spec.env} of the handlers`,
+      });
+    }
+    this.tables = tables;
+  }
+}

@@ -1,0 +1,312 @@
+// The six Lambdas, bundled by local esbuild from functions/<folder>/handler.ts, with one shared
+// environment, their triggers (queues, the watchdog's schedule) and least-privilege grants.
+import { fileURLToPath } from "node:url";
+import { Duration, RemovalPolicy, type Stack } from "aws-cdk-lib";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as events from "aws-cdk-lib/aws-events";
+import * as targets from "aws-cdk-lib/aws-events-targets";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import * as logs from "aws-cdk-lib/aws-logs";
+import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
+import { NagSuppressions } from "cdk-nag";
+import { type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
+import { COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX, TABLES } from "../../lib/resources.js";
+import type { Data } from "./data.js";
+import { COMPUTE_QUEUES_REASON, computeQueuesFinding } from "./nag.js";
+import type { Queues } from "./queues.js";
+import type { Secrets } from "./secrets.js";
+
+/** Lambda's Node.js runtimes have no `require` in ESM; bundled CommonJS dependencies need one. */
+const ESM_REQUIRE_SHIM =
+  "import { createRequire } from 'module'; const require = createRequire(import.meta.url);";
+
+const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
+
+export interface FunctionsProps {
+  data: Data;
+  queues: Queues;
+  secrets: Secrets;
+  scheduler: SchedulerConfig;
+  logLevel: string;
+  instanceBuildTimeout: number;
+  logRetention: logs.RetentionDays;
+}
+
+interface FunctionOptions {
+  memorySize: number;
+  timeout: Duration;
+  environment?: Record<string, string>;
+}
+
+export class Functions {
+  readonly api: NodejsFunction;
+  readonly buildIntake: NodejsFunction;
+  readonly scheduler: NodejsFunction;
+  readonly conductor: NodejsFunction;
+  readonly buildWatchdog: NodejsFunction;
+  readonly computeEvents: NodejsFunction;
+  private readonly queues: Queues;
+
+  constructor(stack: Stack, props: FunctionsProps) {
+    const { data, queues, secrets } = props;
+    this.queues = queues;
+    const { tables } = data;
+    const environment: Record<string, string> = {
+      ...Object.fromEntries(TABLES.map((spec) => [spec.env, tables[spec.id].tableName])),
+      NOVALESS_BUILD_REQUESTS_QUEUE_URL: queues.buildRequests.queueUrl,
+      NOVALESS_BUILD_REQUESTS_DLQ_URL: queues.buildRequestsDlq.queueUrl,
+      NOVALESS_COMPUTE_QUEUE_PREFIX: queues.computeQueuePrefix,
+      NOVALESS_COMPUTE_EVENTS_QUEUE_URL: queues.computeEvents.queueUrl,
+      NOVALESS_COMPUTE_EVENTS_DLQ_URL: queues.computeEventsDlq.queueUrl,
+      NOVALESS_LOG_LEVEL: props.logLevel,
+      NOVALESS_INSTANCE_BUILD_TIMEOUT: String(props.instanceBuildTimeout),
+      ...schedulerEnvironment(props.scheduler),
+      NODE_OPTIONS: "--enable-source-maps",
+    };
+    const handler = (id: string, folder: string, options: FunctionOptions): NodejsFunction =>
+      new NodejsFunction(stack, id, {
+        entry: fileURLToPath(new URL(`../../functions/${folder}/handler.ts`, import.meta.url)),
+        handler: "handler",
+        projectRoot,
+        depsLockFilePath: `${projectRoot}package-lock.json`,
+        runtime: lambda.Runtime.NODEJS_22_X,
+        architecture: lambda.Architecture.ARM_64,
+        memorySize: options.memorySize,
+        timeout: options.timeout,
+        // POWERTOOLS_SERVICE_NAME: the `service` of each function's logs and metrics.
+        environment: { ...environment, POWERTOOLS_SERVICE_NAME: folder, ...options.environment },
+        logGroup: new logs.LogGroup(stack, `${id}LogGroup`, {
+          retention: props.logRetention,
+          removalPolicy: RemovalPolicy.DESTROY,
+        }),
+        bundling: {
+          format: OutputFormat.ESM,
+          target: "node22",
+          minify: true,
+          sourceMap: true,
+          mainFields: ["module", "main"],
+          banner: ESM_REQUIRE_SHIM,
+          // Bundle the AWS SDK too: the version the tests ran against, not the runtime's.
+          externalModules: [],
+          forceDockerBundling: false,
+        },
+      });
+
+    this.api = handler("Api", "api", {
+      memorySize: 512,
+      timeout: Duration.seconds(29),
+      environment: secrets.apiEnvironment,
+    });
+    this.scheduler = handler("Scheduler", "scheduler", { memorySize: 1024, timeout: Duration.seconds(30) });
+    this.conductor = handler("Conductor", "conductor", { memorySize: 512, timeout: Duration.seconds(30) });
+    // Its NOVALESS_CONDUCTOR_ARN comes with startsBuildsOn.
+    this.buildIntake = handler("BuildIntake", "build-intake", {
+      memorySize: 256,
+      timeout: Duration.seconds(30),
+    });
+    this.buildIntake.addEventSource(
+      new SqsEventSource(queues.buildRequests, { batchSize: 10, reportBatchItemFailures: true }),
+    );
+    // The build watchdog: every minute, fence and reschedule builds whose host died or hung.
+    this.buildWatchdog = handler("BuildWatchdog", "build-watchdog", {
+      memorySize: 512,
+      timeout: Duration.seconds(55),
+    });
+    new events.Rule(stack, "BuildWatchdogSchedule", {
+      description: "novaless: run the build watchdog",
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new targets.LambdaFunction(this.buildWatchdog, { retryAttempts: 0 })],
+    });
+    // nova-compute's database proxy (Nova's conductor): applies the hosts' reports.
+    this.computeEvents = handler("ComputeEvents", "compute-events", {
+      memorySize: 512,
+      timeout: Duration.seconds(COMPUTE_EVENTS_QUEUE.visibilityTimeout / 2),
+    });
+    this.computeEvents.addEventSource(
+      new SqsEventSource(queues.computeEvents, { batchSize: 10, reportBatchItemFailures: true }),
+    );
+
+    this.grant(data, queues, secrets);
+    this.suppressFindings(stack, data);
+  }
+
+  /** [name, function], the names the alarms and the dashboard give them. */
+  get all(): [string, NodejsFunction][] {
+    return [
+      ["Api", this.api],
+      ["BuildIntake", this.buildIntake],
+      ["Scheduler", this.scheduler],
+      ["Conductor", this.conductor],
+      ["BuildWatchdog", this.buildWatchdog],
+      ["ComputeEvents", this.computeEvents],
+    ];
+  }
+
+  /** The build intake starts the conductor's executions; a request it cannot start is dead-lettered. */
+  startsBuildsOn(conductor: sfn.StateMachine): void {
+    this.buildIntake.addEnvironment("NOVALESS_CONDUCTOR_ARN", conductor.stateMachineArn);
+    conductor.grantStartExecution(this.buildIntake);
+    this.queues.buildRequestsDlq.grantSendMessages(this.buildIntake);
+  }
+
+  private grant(data: Data, queues: Queues, secrets: Secrets): void {
+    const { Hosts: hosts, Allocations: allocations, Instances: instances } = data.tables;
+    const { Catalog: catalog, Services: services, Scheduling: scheduling, Identity: identity } = data.tables;
+    const { api, scheduler, conductor, buildWatchdog, computeEvents } = this;
+    const computeQueues = queues.computeQueuesArn;
+
+    instances.grantReadWriteData(api);
+    // The admin API creates flavors and images and sets extra specs.
+    catalog.grantReadWriteData(api);
+    // Deleting an instance during its build releases its claim, an UpdateItem on its host.
+    hosts.grantReadData(api);
+    hosts.grant(api, "dynamodb:UpdateItem");
+    // ...and deletes its allocation item (the audit's repair too); os-hypervisors reads them.
+    allocations.grantReadData(api);
+    allocations.grant(api, "dynamodb:DeleteItem");
+    // os-services reads the heartbeats and mirrors forced_down onto them; os-scheduling reads.
+    services.grantReadData(api);
+    services.grant(api, "dynamodb:UpdateItem");
+    scheduling.grantReadData(api);
+    queues.buildRequests.grantSendMessages(api);
+    api.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
+    );
+    // os-dead-letters (admins): find the DLQs, read them (each message made visible again) and
+    // redrive one to its source (sent there, then deleted here; compute-events' DLQ is never
+    // redriven: its reports are trusted for their SenderId). Host DLQs only, not host queues.
+    api.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: "DeadLetters",
+        actions: [
+          "sqs:GetQueueAttributes",
+          "sqs:ReceiveMessage",
+          "sqs:ChangeMessageVisibility",
+          "sqs:DeleteMessage",
+        ],
+        resources: [
+          queues.buildRequestsDlq.queueArn,
+          queues.computeEventsDlq.queueArn,
+          queues.computeDlqsArn,
+        ],
+      }),
+    );
+    api.addToRolePolicy(
+      // ListQueues names no queue: SQS authorizes it on no resource
+      new iam.PolicyStatement({ sid: "FindDeadLetterQueues", actions: ["sqs:ListQueues"], resources: ["*"] }),
+    );
+    secrets.authTokens.grantRead(api);
+    // /identity reads users, projects and assignments; only the operator's seed writes them.
+    identity.grantReadData(api);
+    secrets.tokenKey?.grantRead(api);
+
+    hosts.grantReadWriteData(scheduler);
+    // Exactly what the claim loop does: find a consumer's claims (Query), read one to release it,
+    // put and delete allocation items. (Its own statement: never merged with the Catalog's read.)
+    allocations.grant(
+      scheduler,
+      "dynamodb:GetItem",
+      "dynamodb:Query",
+      "dynamodb:PutItem",
+      "dynamodb:DeleteItem",
+    );
+    instances.grantReadWriteData(scheduler);
+    // The explanation of each decision, kept apart from the instance.
+    scheduling.grantWriteData(scheduler);
+    // Flavors, images, aggregates and server groups: the filters read them on every decision.
+    catalog.grantReadData(scheduler);
+
+    hosts.grantReadWriteData(conductor);
+    // Alternates are claimed here; an aborted attempt's claims are released.
+    allocations.grantReadData(conductor);
+    allocations.grant(conductor, "dynamodb:PutItem", "dynamodb:DeleteItem");
+    instances.grantReadWriteData(conductor);
+    queues.buildRequests.grantSendMessages(conductor);
+
+    hosts.grantReadWriteData(buildWatchdog);
+    // A fenced attempt's claim is released; the watchdog never claims.
+    allocations.grantReadData(buildWatchdog);
+    allocations.grant(buildWatchdog, "dynamodb:DeleteItem");
+    instances.grantReadWriteData(buildWatchdog);
+    // The liveness sweep: heartbeats read, transitions marked.
+    services.grantReadWriteData(buildWatchdog);
+    queues.buildRequests.grantSendMessages(buildWatchdog);
+
+    // What the hosts used to write themselves: registration, liveness, build and power results,
+    // claims released, failures rescheduled; and each host's queues, created and tagged here.
+    hosts.grantReadWriteData(computeEvents);
+    instances.grantReadWriteData(computeEvents);
+    services.grantReadWriteData(computeEvents);
+    allocations.grant(computeEvents, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem");
+    // a start or reboot carries the owner's public key (Nova passes it to the driver)
+    catalog.grantReadData(computeEvents);
+    queues.buildRequests.grantSendMessages(computeEvents);
+    queues.computeEventsDlq.grantSendMessages(computeEvents);
+    computeEvents.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ["sqs:CreateQueue", "sqs:TagQueue", "sqs:GetQueueAttributes", "sqs:SendMessage"],
+        resources: [computeQueues],
+      }),
+    );
+  }
+
+  /** cdk-nag (AwsSolutions): what is not fixed, and why. After the grants: it marks what exists. */
+  private suppressFindings(stack: Stack, data: Data): void {
+    const indexes = (table: dynamodb.Table) =>
+      `Resource::<${stack.getLogicalId(table.node.defaultChild as dynamodb.CfnTable)}.Arn>/index/*`;
+    const prefix = this.queues.computeQueuePrefix;
+    for (const [, fn] of this.all) {
+      NagSuppressions.addResourceSuppressions(
+        fn,
+        [
+          {
+            id: "AwsSolutions-IAM4",
+            reason:
+              "AWSLambdaBasicExecutionRole only lets the function write its own CloudWatch Logs; it grants no data access",
+            appliesTo: [
+              "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+            ],
+          },
+          {
+            id: "AwsSolutions-IAM5",
+            reason:
+              "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog) and the Hosts table's host-changes (the scheduler's refresh): a table grant covers its indexes as <table>/index/*",
+            appliesTo: [indexes(data.tables.Instances), indexes(data.tables.Hosts)],
+          },
+          {
+            id: "AwsSolutions-L1",
+            reason:
+              "nodejs22.x is a supported Lambda runtime and the one this project builds and tests for (esbuild target node22); moving to the next major is a deliberate upgrade, not a lint fix",
+          },
+        ],
+        true,
+      );
+    }
+    NagSuppressions.addResourceSuppressions(
+      this.api,
+      [
+        { id: "AwsSolutions-IAM5", reason: COMPUTE_QUEUES_REASON, appliesTo: [computeQueuesFinding(prefix)] },
+        {
+          id: "AwsSolutions-IAM5",
+          reason: `${COMPUTE_QUEUES_REASON}; the API reads only their dead-letter queues (os-dead-letters)`,
+          appliesTo: [computeQueuesFinding(prefix, DLQ_SUFFIX)],
+        },
+        {
+          id: "AwsSolutions-IAM5",
+          reason:
+            "sqs:ListQueues supports no resource-level permission: os-dead-letters finds the hosts' DLQs by prefix",
+          appliesTo: ["Resource::*"],
+        },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.computeEvents,
+      [{ id: "AwsSolutions-IAM5", reason: COMPUTE_QUEUES_REASON, appliesTo: [computeQueuesFinding(prefix)] }],
+      true,
+    );
+  }
+}

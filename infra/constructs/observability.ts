@@ -1,0 +1,213 @@
+// The alarms and the dashboard. Builds in ERROR come from the conductor's BuildsError metric
+// (EMF), not from the execution's status: an execution that SUCCEEDED may well have put its build
+// in ERROR (NoValidHost, max retries, an aborted build). Per-host DLQs are created at run time, so
+// one Metrics Insights query covers them all by name (alarms accept a query that returns one
+// series, not SEARCH).
+import { CfnOutput, Duration, type Stack } from "aws-cdk-lib";
+import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
+import { METRIC, METRICS_NAMESPACE } from "../../lib/metrics.js";
+import { BUILD_REQUESTS_QUEUE, TABLES } from "../../lib/resources.js";
+import type { Data } from "./data.js";
+import type { Functions } from "./functions.js";
+import type { Queues } from "./queues.js";
+
+export interface ObservabilityProps {
+  data: Data;
+  queues: Queues;
+  functions: Functions;
+  conductor: sfn.StateMachine;
+  httpApi: apigwv2.HttpApi;
+  /** Builds sent to ERROR (any reason) in five minutes that raise the alarm. */
+  buildErrorAlarmThreshold: number;
+  /** NoValidHost builds in five minutes that raise the alarm (the fleet is full). */
+  noValidHostAlarmThreshold: number;
+  alarmActions: cloudwatch.IAlarmAction[];
+}
+
+const fiveMinutes = Duration.minutes(5);
+const oneMinute = Duration.minutes(1);
+const sum = { period: fiveMinutes, statistic: cloudwatch.Stats.SUM };
+
+const query = (label: string, expression: string, period = fiveMinutes) =>
+  new cloudwatch.MathExpression({ label, expression, period });
+
+const tableThrottles = (table: dynamodb.Table) =>
+  new cloudwatch.MathExpression({
+    label: "Read + write throttle events",
+    // A period with only one kind of throttle still counts.
+    expression: "FILL(r, 0) + FILL(w, 0)",
+    usingMetrics: {
+      r: table.metric("ReadThrottleEvents", sum),
+      w: table.metric("WriteThrottleEvents", sum),
+    },
+    period: fiveMinutes,
+  });
+
+export class Observability {
+  readonly alarms: cloudwatch.Alarm[];
+  readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(stack: Stack, props: ObservabilityProps) {
+    const { queues, conductor } = props;
+    const { tables } = props.data;
+    const functions = props.functions.all;
+    const buildsError = `SELECT SUM(${METRIC.buildsError}) FROM SCHEMA("${METRICS_NAMESPACE}", reason, service)`;
+    const computeDlqDepth = query(
+      "Compute DLQs: most messages visible",
+      `SELECT MAX(ApproximateNumberOfMessagesVisible) FROM SCHEMA("AWS/SQS", QueueName) WHERE QueueName LIKE '${queues.computeQueuePrefix}%-dlq'`,
+      oneMinute,
+    );
+    const alarm = (id: string, description: string, metric: cloudwatch.IMetric, threshold = 0) =>
+      new cloudwatch.Alarm(stack, id, {
+        alarmDescription: description,
+        metric,
+        threshold,
+        comparisonOperator:
+          threshold === 0
+            ? cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
+            : cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    this.alarms = [
+      alarm(
+        "BuildRequestsDlqNotEmpty",
+        `Build requests dead-lettered after ${BUILD_REQUESTS_QUEUE.maxReceiveCount} receives`,
+        queues.buildRequestsDlq.metricApproximateNumberOfMessagesVisible({
+          period: oneMinute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+      ),
+      alarm(
+        "ComputeEventsDlqNotEmpty",
+        "Compute hosts' reports the compute-events consumer could not apply (malformed, or a host speaking for another)",
+        queues.computeEventsDlq.metricApproximateNumberOfMessagesVisible({
+          period: oneMinute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+      ),
+      alarm(
+        "ComputeDlqsNotEmpty",
+        `A compute host's DLQ (${queues.computeQueuePrefix}<host>-dlq) holds build messages its agent could not process`,
+        computeDlqDepth,
+      ),
+      alarm(
+        "ConductorExecutionsFailed",
+        "Conductor executions failed (builds may be stuck in BUILD)",
+        conductor.metricFailed({ period: oneMinute, statistic: cloudwatch.Stats.SUM }),
+      ),
+      alarm(
+        "BuildsToError",
+        "Builds went to ERROR (any reason: NoValidHost, MaxRetriesExceeded, BuildAborted), whatever their execution's status",
+        query("Builds to ERROR", buildsError),
+        props.buildErrorAlarmThreshold,
+      ),
+      alarm(
+        "NoValidHostRate",
+        "Builds went to ERROR with NoValidHost: the fleet has no room for what is asked",
+        query("NoValidHost", `${buildsError} WHERE reason = 'NoValidHost'`),
+        props.noValidHostAlarmThreshold,
+      ),
+      ...functions.flatMap(([name, fn]) => [
+        alarm(`${name}FunctionErrors`, `The ${name} function failed invocations`, fn.metricErrors(sum)),
+        alarm(`${name}FunctionThrottles`, `The ${name} function was throttled`, fn.metricThrottles(sum)),
+      ]),
+      ...TABLES.map((spec) =>
+        alarm(
+          `${spec.id}TableThrottled`,
+          `DynamoDB throttled reads or writes on the ${spec.id} table`,
+          tableThrottles(tables[spec.id]),
+        ),
+      ),
+    ];
+    for (const a of this.alarms) a.addAlarmAction(...props.alarmActions);
+
+    // The same signals, for an operator.
+    const novaless = (stat: "SUM" | "AVG" | "MAX", metric: string, rest = "") =>
+      `SELECT ${stat}(${metric}) FROM "${METRICS_NAMESPACE}"${rest}`;
+    const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = []) =>
+      new cloudwatch.GraphWidget({ title, left, right, width: 12, height: 6 });
+    const apiMetric = (metricName: string) =>
+      new cloudwatch.Metric({
+        namespace: "AWS/ApiGateway",
+        metricName,
+        dimensionsMap: { ApiId: props.httpApi.apiId, Stage: "$default" },
+        ...sum,
+      });
+    this.dashboard = new cloudwatch.Dashboard(stack, "Dashboard", {
+      dashboardName: `${stack.stackName}-builds`,
+      widgets: [
+        [new cloudwatch.AlarmStatusWidget({ title: "Alarms", alarms: this.alarms, width: 24, height: 4 })],
+        [
+          graph("Builds", [
+            query("Started", novaless("SUM", METRIC.buildsStarted)),
+            query("ACTIVE", novaless("SUM", METRIC.buildsActive)),
+            query("ERROR", novaless("SUM", METRIC.buildsError)),
+          ]),
+          graph("Builds to ERROR by reason", [
+            query("ERROR", novaless("SUM", METRIC.buildsError, " GROUP BY reason")),
+          ]),
+        ],
+        [
+          graph(
+            "Scheduler (ms)",
+            [
+              query("Decision, average", novaless("AVG", METRIC.schedulerDecisionTime)),
+              query("Decision, max", novaless("MAX", METRIC.schedulerDecisionTime)),
+            ],
+            [
+              query("Fleet read, average", novaless("AVG", METRIC.schedulerFleetReadTime)),
+              query("Fleet read, max", novaless("MAX", METRIC.schedulerFleetReadTime)),
+            ],
+          ),
+          graph("Reschedules and claim conflicts", [
+            query("Reschedules", novaless("SUM", METRIC.reschedules)),
+            query("Claim conflicts", novaless("SUM", METRIC.claimConflicts)),
+          ]),
+        ],
+        [
+          graph("Dead letters (messages visible)", [
+            queues.buildRequestsDlq.metricApproximateNumberOfMessagesVisible({
+              label: "build-requests DLQ",
+              period: oneMinute,
+              statistic: cloudwatch.Stats.MAXIMUM,
+            }),
+            computeDlqDepth,
+          ]),
+          graph("Conductor executions", [
+            conductor.metricStarted(sum),
+            conductor.metricSucceeded(sum),
+            conductor.metricFailed(sum),
+            conductor.metricTimedOut(sum),
+          ]),
+        ],
+        [
+          graph(
+            "Lambda errors",
+            functions.map(([name, fn]) => fn.metricErrors({ ...sum, label: name })),
+          ),
+          graph(
+            "Lambda throttles",
+            functions.map(([name, fn]) => fn.metricThrottles({ ...sum, label: name })),
+          ),
+        ],
+        [
+          graph(
+            "DynamoDB throttle events",
+            TABLES.map((spec) =>
+              tables[spec.id].metric("ReadThrottleEvents", { ...sum, label: `${spec.id} reads` }),
+            ),
+            TABLES.map((spec) =>
+              tables[spec.id].metric("WriteThrottleEvents", { ...sum, label: `${spec.id} writes` }),
+            ),
+          ),
+          graph("API", [apiMetric("Count"), apiMetric("5xx")]),
+        ],
+      ],
+    });
+    new CfnOutput(stack, "DashboardName", { value: this.dashboard.dashboardName });
+  }
+}
