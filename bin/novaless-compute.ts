@@ -1,4 +1,3 @@
-#!/usr/bin/env tsx
 // `novaless-compute`: the compute service an operator installs on a hypervisor (Nova's
 // nova-compute). Shipped as one file (`npm run bundle:agent` → dist/novaless-compute.mjs) with a
 // systemd unit (packaging/). It reads /etc/novaless/compute.conf (or --config-file, the stack's
