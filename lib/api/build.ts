@@ -2,6 +2,7 @@
 import { randomInt, randomUUID } from "node:crypto";
 import type { Flavor, Image } from "../catalog/types.js";
 import type { InstanceRecord } from "../instances/types.js";
+import { zoneRequest } from "../messages/availability-zone.js";
 import type { BuildRequest } from "../messages/build-request.js";
 import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
 import type { AuthContext } from "./auth.js";
@@ -66,11 +67,9 @@ export function requestSpecFor(
     user_id: auth.user_id,
     flavor,
     image,
-    // Nova's _handle_availability_zone: "az:host:node" asks for the zone and forces the host
-    // and/or node (admin only, checked in validation); forcing skips the filters.
-    ...(req.az?.zone ? { availability_zone: req.az.zone } : {}),
-    ...(req.az?.host ? { force_hosts: [req.az.host] } : {}),
-    ...(req.az?.node ? { force_nodes: [req.az.node] } : {}),
+    // "az:host:node" asks for the zone and forces the host and/or node (admin only, checked in
+    // validation)
+    ...zoneRequest(req.az),
     // 2.74: a requested destination goes through the filters, unlike a forced host
     ...(req.requestedDestination
       ? {

@@ -2,7 +2,7 @@
 // turn the request into Placement's query — aggregates a host must (member_of) or must not be in,
 // traits it must or must not have — before any host is looked at. In Nova's order.
 import type { SchedulerConfig } from "../config.js";
-import { parseAvailabilityZone } from "./filters/availability-zone.js";
+import { requestedZone } from "../messages/availability-zone.js";
 import { resourcesFromFlavor, traitsFromRequest } from "./resources.js";
 import type { HostAggregate, RequestSpec, ResourceAmounts } from "./types.js";
 
@@ -53,7 +53,7 @@ const requireTenantAggregate: Prefilter = (spec, aggregates, config, req) => {
  */
 const mapAzToPlacementAggregate: Prefilter = (spec, aggregates, config, req) => {
   if (!config.query_placement_for_availability_zone) return;
-  const zone = spec.availability_zone ? parseAvailabilityZone(spec.availability_zone)?.zone : undefined;
+  const zone = requestedZone(spec.availability_zone);
   if (!zone) return;
   const inZone = aggregates.filter((a) => a.metadata.availability_zone === zone);
   if (inZone.length > 0) {

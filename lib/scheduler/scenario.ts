@@ -9,10 +9,10 @@ import {
   SCHEDULER_OPTIONS,
   type SchedulerConfig,
 } from "../config.js";
+import { parseAvailabilityZone, zoneRequest } from "../messages/availability-zone.js";
 import type { Inventory } from "../placement-rules.js";
 import type { Decision } from "./decision.js";
 import { summarizeNoValidHost, summarizeSelection } from "./explain.js";
-import { parseAvailabilityZone } from "./filters/availability-zone.js";
 import { Fleet } from "./fleet.js";
 import {
   computeNodeInventories,
@@ -326,10 +326,6 @@ function scenarioRequest(
 ): { spec: RequestSpec; instance_uuids: string[]; exclude_hosts: string[] } {
   const n = q.instance_uuids?.length ?? q.num_instances ?? 1;
   const uuids = q.instance_uuids ?? Array.from({ length: n }, (_, i) => planUuid(k, i));
-  // The API's split of az:host:node into a zone and forced hosts/nodes.
-  const az = q.availability_zone ? parseAvailabilityZone(q.availability_zone) : undefined;
-  const forceHosts = [...(q.force_hosts ?? []), ...(az?.host ? [az.host] : [])];
-  const forceNodes = [...(q.force_nodes ?? []), ...(az?.node ? [az.node] : [])];
   let group: InstanceGroup | undefined;
   if (q.instance_group) {
     const members = [...(q.instance_group.members ?? [])];
@@ -361,12 +357,11 @@ function scenarioRequest(
       name: q.image?.name ?? q.image?.id ?? "image",
       properties: { ...(q.image?.properties ?? {}) },
     },
-    ...(az?.zone ? { availability_zone: az.zone } : {}),
+    // the API's split of az:host:node into a zone and forced hosts/nodes
+    ...zoneRequest(q.availability_zone ? parseAvailabilityZone(q.availability_zone) : undefined, q),
     scheduler_hints: { ...(q.scheduler_hints ?? {}) },
     num_instances: uuids.length,
     ...(q.ignore_hosts ? { ignore_hosts: [...q.ignore_hosts] } : {}),
-    ...(forceHosts.length ? { force_hosts: forceHosts } : {}),
-    ...(forceNodes.length ? { force_nodes: forceNodes } : {}),
     ...(q.requested_destination ? { requested_destination: { ...q.requested_destination } } : {}),
     ...(group ? { instance_group: group } : {}),
   };

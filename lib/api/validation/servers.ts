@@ -2,6 +2,7 @@
 // forms, multi-create names, and the list filters.
 import { z } from "zod";
 import type { InstanceRecord } from "../../instances/types.js";
+import { parseAvailabilityZone, type RequestedAz } from "../../messages/availability-zone.js";
 import type { AuthContext } from "../auth.js";
 import { RULES } from "../auth.js";
 import { badRequest, forbidden, policyForbidden } from "../errors.js";
@@ -149,24 +150,11 @@ function createSchemaFor(v: ApiVersion): z.ZodType {
   return schema;
 }
 
-/** Nova's parse_availability_zone: the zone, and a forced host and/or node. */
-export interface RequestedAz {
-  /** null when only a host or node was given (then any zone) */
-  zone: string | null;
-  host: string | null;
-  node: string | null;
-}
-
-export function parseAvailabilityZone(requested: string): RequestedAz {
-  const parts = requested.split(":");
-  let zone: string;
-  let host = "";
-  let node = "";
-  if (parts.length === 1) zone = requested;
-  else if (parts.length === 2) [zone, host] = parts as [string, string];
-  else if (parts.length === 3) [zone, host, node] = parts as [string, string, string];
-  else throw badRequest("Invalid input received: Unable to parse availability_zone");
-  return { zone: zone || null, host: host || null, node: node || null };
+/** The create's availability_zone, or Nova's 400 for a form it cannot parse. */
+export function requestedAvailabilityZone(requested: string): RequestedAz {
+  const az = parseAvailabilityZone(requested);
+  if (!az) throw badRequest("Invalid input received: Unable to parse availability_zone");
+  return az;
 }
 
 export interface CreateServerRequest {
@@ -256,7 +244,7 @@ export function parseCreateServer(
 
   let az: RequestedAz | null = null;
   if (s.availability_zone !== undefined) {
-    az = parseAvailabilityZone(s.availability_zone);
+    az = requestedAvailabilityZone(s.availability_zone);
     if ((az.host || az.node) && !auth.isAdmin) throw policyForbidden(RULES.forcedHost);
   }
 

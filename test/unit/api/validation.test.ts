@@ -14,11 +14,12 @@ import {
   type CreateServerRequest,
   filterServers,
   instanceNames,
-  parseAvailabilityZone,
   parseCreateServer,
   parseServerListQuery,
+  requestedAvailabilityZone,
 } from "../../../lib/api/validation/servers.js";
 import { SEED_FLAVORS } from "../../../lib/catalog/seed.js";
+import { parseAvailabilityZone } from "../../../lib/messages/availability-zone.js";
 import { record } from "./records.js";
 
 const member: AuthContext = { user_id: "demo", project_id: "demo", roles: ["member"], isAdmin: false };
@@ -273,7 +274,7 @@ describe("availability zone forms", () => {
     expect(parseAvailabilityZone(s)).toEqual(want);
   });
   it("more than two colons is unparseable", () => {
-    expect(fails(() => parseAvailabilityZone("a:b:c:d")).status).toBe(400);
+    expect(fails(() => requestedAvailabilityZone("a:b:c:d")).status).toBe(400);
   });
 });
 

@@ -2,8 +2,8 @@
 // fleet (with others when a case needs them), the instances it runs given by the request's locator.
 import { describe, expect, it } from "vitest";
 import type { SchedulerConfig } from "../../../lib/config.js";
+import { parseAvailabilityZone } from "../../../lib/messages/availability-zone.js";
 import { SchedulerHostFilterNotFound } from "../../../lib/scheduler/errors.js";
-import { parseAvailabilityZone } from "../../../lib/scheduler/filters/availability-zone.js";
 import { parseVersionPredicate, versionToString } from "../../../lib/scheduler/filters/image-properties.js";
 import { enabledFilters, FILTERS } from "../../../lib/scheduler/filters/index.js";
 import type { HostState, RequestSpec } from "../../../lib/scheduler/types.js";
@@ -140,11 +140,11 @@ describe("AvailabilityZoneFilter", () => {
   });
 
   it.each([
-    ["az", { zone: "az" }],
-    ["az:host", { zone: "az", host: "host" }],
-    ["az::node", { zone: "az", node: "node" }],
+    ["az", { zone: "az", host: null, node: null }],
+    ["az:host", { zone: "az", host: "host", node: null }],
+    ["az::node", { zone: "az", host: null, node: "node" }],
     ["az:host:node", { zone: "az", host: "host", node: "node" }],
-    [":host", { host: "host" }],
+    [":host", { zone: null, host: "host", node: null }],
     ["a:b:c:d", undefined],
   ])("parses %s", (value, parsed) => {
     expect(parseAvailabilityZone(value)).toEqual(parsed);
