@@ -45,12 +45,3 @@ export function maskCheck(mask: Uint8Array, passWhen: 0 | 1, rejection: Rejectio
   };
   return check;
 }
-
-/**
- * `check` with its key (HostCheck.key): all its verdicts depend on besides the facet it reads, so
- * the fleet may keep them for later requests.
- */
-export function keyed(check: HostCheck, key: string): HostCheck {
-  check.key = key;
-  return check;
-}

@@ -16,6 +16,7 @@ import type {
   PositionsPass,
   Rejection,
   RequestSpec,
+  SpecField,
 } from "./types.js";
 import { weighCandidates } from "./weigh.js";
 import { enabledWeighers } from "./weighers/index.js";
@@ -69,6 +70,11 @@ export interface StageCheck {
   check: HostCheck;
   /** the verdict reads only this facet of the host: computed once per class of hosts sharing it */
   reads?: HostFacet;
+  /**
+   * With `reads`: all else the verdicts depend on (plain data). The runner keys the verdicts it
+   * keeps with the fleet by it, so later requests with the same inputs reuse them.
+   */
+  inputs?: unknown;
   /** `check` over many positions at once (HostCheck.pass), when it has one of its own */
   pass?: PositionsPass | undefined;
 }
@@ -110,12 +116,7 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   const bulk = new Uint8Array(classes);
   // Per aggregate check, how many classes not rejected whole it turns away: none, no pass needed.
   const failing = new Int32Array(ops.length);
-  const cached = aggregateOps.map((at) => {
-    const key = ops[at]!.check.check.key;
-    return key === undefined
-      ? undefined
-      : fleet.verdicts("aggregates", `${stages[ops[at]!.stage]!.name}\u0000${key}`);
-  });
+  const cached = aggregateOps.map((at) => keptVerdicts(fleet, stages[ops[at]!.stage]!, ops[at]!.check));
   for (let c = 0; c < classes; c++) {
     // A class whose hosts all moved to others (Fleet.update) has no host to ask.
     if (members[c]!.length === 0) continue;
@@ -170,11 +171,7 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
         } else next[kept++] = i;
       }
     } else {
-      const key = op.check.check.key;
-      const memo =
-        op.check.reads && key !== undefined
-          ? fleet.verdicts(op.check.reads, `${stages[op.stage]!.name}\u0000${key}`)
-          : undefined;
+      const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
       kept = runCheck(fleet, op.check, live, count, next, out, why, memo);
     }
     [live, next] = [next, live];
@@ -202,6 +199,19 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     reaching -= gone;
   }
   return { candidates: live.slice(0, count), trace };
+}
+
+/**
+ * The verdicts the fleet keeps for a check reading one facet and declaring its inputs, keyed by
+ * the stage and the inputs' values; none for a check that does not declare them.
+ */
+function keptVerdicts(
+  fleet: Fleet,
+  stage: Stage,
+  check: StageCheck,
+): (Rejection | null | undefined)[] | undefined {
+  if (!check.reads || check.inputs === undefined) return undefined;
+  return fleet.verdicts(check.reads, `${stage.name}\u0000${JSON.stringify(check.inputs)}`);
 }
 
 /** A stage's rejections, made by several checks (each run in order), merged into fleet order. */
@@ -379,10 +389,18 @@ function filterStage(filter: HostFilter, spec: RequestSpec, ctx: FilterContext):
     return { name: filter.name, skipped: "run_filter_once_per_request", checks: [] };
   }
   const check = filter.prepare(spec, ctx);
-  return {
-    name: filter.name,
-    checks: check ? [{ check, ...(filter.reads ? { reads: filter.reads } : {}) }] : [],
-  };
+  if (!check) return { name: filter.name, checks: [] };
+  if (!filter.reads) return { name: filter.name, checks: [{ check }] };
+  const { host, spec: fields = [], config: options = [] } = filter.reads;
+  const inputs = [fields.map((f) => specField(spec, f)), options.map((o) => ctx.config[o])];
+  return { name: filter.name, checks: [{ check, reads: host, inputs }] };
+}
+
+/** The value at a RequestSpec field's path ("flavor.name"). */
+function specField(spec: RequestSpec, field: SpecField): unknown {
+  let v: unknown = spec;
+  for (const k of field.split(".")) v = (v as Record<string, unknown> | undefined)?.[k];
+  return v;
 }
 
 /**

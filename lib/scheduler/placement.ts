@@ -2,7 +2,6 @@
 // then required and forbidden traits, then the resources (capacity, min_unit, max_unit,
 // step_size). The claim (a conditional write) remains the authority; this only narrows.
 
-import { keyed } from "./checks.js";
 import type { Fleet } from "./fleet.js";
 import type { StageCheck } from "./pipeline.js";
 import { COMPUTE_STATUS_DISABLED, type PlacementRequest } from "./prefilters.js";
@@ -30,14 +29,12 @@ export function placementChecks(req: PlacementRequest, fleet: Fleet): StageCheck
   if (memberOf.length > 0 || forbidden.length > 0) {
     checks.push({
       reads: "aggregates",
-      check: keyed(
-        (host) => {
-          for (const m of memberOf) if (!inAny(host, m.ids)) return m.rejection;
-          for (const m of forbidden) if (inAny(host, m.ids)) return m.rejection;
-          return null;
-        },
-        JSON.stringify([req.member_of, req.forbidden_aggregates]),
-      ),
+      inputs: [req.member_of, req.forbidden_aggregates],
+      check: (host) => {
+        for (const m of memberOf) if (!inAny(host, m.ids)) return m.rejection;
+        for (const m of forbidden) if (inAny(host, m.ids)) return m.rejection;
+        return null;
+      },
     });
   }
   const required = req.required_traits;
@@ -49,15 +46,12 @@ export function placementChecks(req: PlacementRequest, fleet: Fleet): StageCheck
     }));
     checks.push({
       reads: "traits",
-      check: keyed(
-        (host) => {
-          for (let k = 0; k < required.length; k++)
-            if (!host.traits.includes(required[k]!)) return lacking[k]!;
-          for (let k = 0; k < unwanted.length; k++) if (host.traits.includes(unwanted[k]!)) return having[k]!;
-          return null;
-        },
-        JSON.stringify([required, unwanted]),
-      ),
+      inputs: [required, unwanted],
+      check: (host) => {
+        for (let k = 0; k < required.length; k++) if (!host.traits.includes(required[k]!)) return lacking[k]!;
+        for (let k = 0; k < unwanted.length; k++) if (host.traits.includes(unwanted[k]!)) return having[k]!;
+        return null;
+      },
     });
   }
   const check = resourceCheck(req, fleet);

@@ -168,6 +168,25 @@ export interface FilterContext {
  */
 export type HostFacet = "aggregates" | "traits" | "hypervisor" | "metrics" | "service";
 
+/** RequestSpec fields a filter's verdict may read, as paths ("flavor.name" is spec.flavor.name). */
+export type SpecField =
+  | "project_id"
+  | "availability_zone"
+  | "flavor.name"
+  | "flavor.extra_specs"
+  | "image.properties";
+
+/**
+ * What a filter's verdict for one host depends on: one static part of the host, and the request's
+ * fields and options it reads. The stage runner keys the verdicts it keeps with the fleet by the
+ * values of these, so that later requests asking the same reuse them.
+ */
+export interface FilterReads {
+  host: HostFacet;
+  spec?: readonly SpecField[];
+  config?: readonly (keyof SchedulerConfig)[];
+}
+
 /**
  * A host's check for one request: null when the host passes. `i` is its position in the fleet.
  * It may also carry `pass`, the same check over many positions at once, for the fleet's loops.
@@ -175,11 +194,6 @@ export type HostFacet = "aggregates" | "traits" | "hypervisor" | "metrics" | "se
 export interface HostCheck {
   (host: HostState, i: number): Rejection | null;
   pass?: PositionsPass;
-  /**
-   * For a check reading one facet (HostFilter.reads): everything else its verdicts depend on,
-   * as text. Verdicts may then be kept with the fleet and reused by later requests.
-   */
-  key?: string;
 }
 
 /**
@@ -200,11 +214,15 @@ export interface HostFilter {
   /** Nova's run_filter_once_per_request: skipped for the 2nd+ instance of a multi-create. */
   runOncePerRequest: boolean;
   /**
-   * The one static part of the host the verdict depends on, when there is one: the verdict is then
-   * computed once per distinct value of it (hosts sharing their aggregates, traits, …) and reused.
+   * When the verdict depends on one static part of the host and on these inputs alone: it is then
+   * computed once per distinct value of that part (hosts sharing their aggregates, traits, …) and
+   * reused, by later requests reading the same inputs too. Nothing else may be read.
    */
-  reads?: HostFacet;
-  /** The check for this request, or null when the request asks nothing of this filter (all pass). */
+  reads?: FilterReads;
+  /**
+   * Nova's host_passes for this request: the check, or null when the request asks nothing of this
+   * filter (all pass).
+   */
   prepare(spec: RequestSpec, ctx: FilterContext): HostCheck | null;
 }
 

@@ -4,7 +4,6 @@
 // aggregate take any image.
 
 import { aggregateMetadataByHost } from "../aggregates.js";
-import { keyed } from "../checks.js";
 import { imageMetaProps, isImageMetaProp } from "../image-props.js";
 import type { HostFilter } from "../types.js";
 
@@ -12,29 +11,33 @@ export const AggregateImagePropertiesIsolation: HostFilter = {
   name: "AggregateImagePropertiesIsolation",
   // Aggregate data and the image do not change within a request.
   runOncePerRequest: true,
-  reads: "aggregates",
+  reads: {
+    host: "aggregates",
+    spec: ["image.properties"],
+    config: [
+      "aggregate_image_properties_isolation_namespace",
+      "aggregate_image_properties_isolation_separator",
+    ],
+  },
   prepare(spec, ctx) {
     const props = imageMetaProps(spec.image.properties);
     if (props.size === 0) return null;
     const ns = ctx.config.aggregate_image_properties_isolation_namespace;
     const prefix = ns ? `${ns}${ctx.config.aggregate_image_properties_isolation_separator}` : "";
-    return keyed(
-      (host) => {
-        for (const [key, options] of aggregateMetadataByHost(host.aggregates)) {
-          if (prefix && !key.startsWith(prefix)) continue;
-          // Nova reads the key as an ImageMetaProps field: others are not image properties.
-          if (!isImageMetaProp(key)) continue;
-          const prop = props.get(key);
-          if (prop && !options.has(prop)) {
-            return {
-              summary: `are in an aggregate isolating image property ${key}`,
-              reason: `the host's aggregates take ${key} in ${[...options].join(",")}, the image has ${prop}`,
-            };
-          }
+    return (host) => {
+      for (const [key, options] of aggregateMetadataByHost(host.aggregates)) {
+        if (prefix && !key.startsWith(prefix)) continue;
+        // Nova reads the key as an ImageMetaProps field: others are not image properties.
+        if (!isImageMetaProp(key)) continue;
+        const prop = props.get(key);
+        if (prop && !options.has(prop)) {
+          return {
+            summary: `are in an aggregate isolating image property ${key}`,
+            reason: `the host's aggregates take ${key} in ${[...options].join(",")}, the image has ${prop}`,
+          };
         }
-        return null;
-      },
-      JSON.stringify([[...props], prefix]),
-    );
+      }
+      return null;
+    };
   },
 };

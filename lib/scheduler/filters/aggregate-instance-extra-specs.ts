@@ -3,7 +3,6 @@
 // the metadata of one of the host's aggregates (values split on commas; extra_specs_ops operators).
 
 import { aggregateMetadataByHost } from "../aggregates.js";
-import { keyed } from "../checks.js";
 import { extraSpecMatcher } from "../extra-specs-ops.js";
 import type { HostFilter, Rejection } from "../types.js";
 
@@ -13,7 +12,7 @@ export const AggregateInstanceExtraSpecsFilter: HostFilter = {
   name: "AggregateInstanceExtraSpecsFilter",
   // Aggregate data and the flavor do not change within a request.
   runOncePerRequest: true,
-  reads: "aggregates",
+  reads: { host: "aggregates", spec: ["flavor.extra_specs"] },
   prepare(spec) {
     const wanted: { key: string; req: string; matches: (v: string) => boolean; rejection: Rejection }[] = [];
     for (const [specKey, req] of Object.entries(spec.flavor.extra_specs)) {
@@ -28,8 +27,7 @@ export const AggregateInstanceExtraSpecsFilter: HostFilter = {
       });
     }
     if (wanted.length === 0) return null;
-    const key = JSON.stringify(wanted.map((w) => [w.rejection.summary, w.key, w.req]));
-    return keyed((host) => {
+    return (host) => {
       const metadata = aggregateMetadataByHost(host.aggregates);
       for (const { key, req, matches, rejection } of wanted) {
         const values = metadata.get(key);
@@ -43,6 +41,6 @@ export const AggregateInstanceExtraSpecsFilter: HostFilter = {
         }
       }
       return null;
-    }, key);
+    };
   },
 };

@@ -1,5 +1,4 @@
 // Nova's ComputeFilter: only enabled compute services that are up.
-import { keyed } from "../checks.js";
 import type { HostFilter, Rejection } from "../types.js";
 
 const FORCED_DOWN: Rejection = { summary: "are down", reason: "compute service is forced down" };
@@ -8,13 +7,13 @@ export const ComputeFilter: HostFilter = {
   name: "ComputeFilter",
   // Host state does not change within a request.
   runOncePerRequest: true,
-  reads: "service",
+  reads: { host: "service", config: ["service_down_time"] },
   prepare(_spec, ctx) {
     const notHeard: Rejection = {
       summary: "are down",
       reason: `compute service has not been heard from in ${ctx.config.service_down_time}s`,
     };
-    return keyed(({ service }) => {
+    return ({ service }) => {
       // Nova checks disabled first, so a disabled host that is also down reports "disabled".
       if (service.disabled) {
         const why = service.disabled_reason ? ` (${service.disabled_reason})` : "";
@@ -24,6 +23,6 @@ export const ComputeFilter: HostFilter = {
       if (service.forced_down) return FORCED_DOWN;
       if (!service.up) return notHeard;
       return null;
-    }, String(ctx.config.service_down_time));
+    };
   },
 };

@@ -1,7 +1,6 @@
 // Nova's ImagePropertiesFilter: the image's architecture, hypervisor type and VM mode must be
 // one of the host's supported_instances triples, and its hypervisor version must satisfy the
 // image's img_hv_requested_version (e.g. ">=2.6, <3.0").
-import { keyed } from "../checks.js";
 import {
   canonicalArchitecture,
   canonicalHypervisorType,
@@ -14,7 +13,11 @@ export const ImagePropertiesFilter: HostFilter = {
   name: "ImagePropertiesFilter",
   // Image properties and compute capabilities do not change within a request.
   runOncePerRequest: true,
-  reads: "hypervisor",
+  reads: {
+    host: "hypervisor",
+    spec: ["image.properties"],
+    config: ["image_properties_default_architecture"],
+  },
   prepare(spec, ctx) {
     const props = imageMetaProps(spec.image.properties);
     const wanted = [
@@ -28,24 +31,21 @@ export const ImagePropertiesFilter: HostFilter = {
     const required = props.get("img_hv_requested_version");
     const predicate = required ? parseVersionPredicate(required) : undefined;
     const rejection: Rejection = { summary: `do not support image properties ${described}` };
-    return keyed(
-      (host) => {
-        if (host.supported_instances.length === 0) {
-          return { ...rejection, reason: "host advertises no supported instances" };
-        }
-        for (const triple of host.supported_instances) {
-          if (!wanted.every((p) => !p || triple.includes(p))) continue;
-          // Nova skips the version check when either side is missing (hypervisor_version 0).
-          if (!required || !host.hypervisor_version) return null;
-          if (predicate?.(versionToString(host.hypervisor_version))) return null;
-        }
-        return {
-          ...rejection,
-          reason: `host supports ${host.supported_instances.map((t) => t.join("/")).join(", ")} at hypervisor version ${versionToString(host.hypervisor_version)}, the image needs ${described}${required ? ` at ${required}` : ""}`,
-        };
-      },
-      JSON.stringify([wanted, required ?? null]),
-    );
+    return (host) => {
+      if (host.supported_instances.length === 0) {
+        return { ...rejection, reason: "host advertises no supported instances" };
+      }
+      for (const triple of host.supported_instances) {
+        if (!wanted.every((p) => !p || triple.includes(p))) continue;
+        // Nova skips the version check when either side is missing (hypervisor_version 0).
+        if (!required || !host.hypervisor_version) return null;
+        if (predicate?.(versionToString(host.hypervisor_version))) return null;
+      }
+      return {
+        ...rejection,
+        reason: `host supports ${host.supported_instances.map((t) => t.join("/")).join(", ")} at hypervisor version ${versionToString(host.hypervisor_version)}, the image needs ${described}${required ? ` at ${required}` : ""}`,
+      };
+    };
   },
 };
 
