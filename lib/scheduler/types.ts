@@ -1,6 +1,8 @@
 // The scheduler's own view of the world: pure data, no AWS and nothing of lib/placement (Placement's
 // pure rules, lib/placement-rules.ts, are below both).
+import type { z } from "zod";
 import type { SchedulerConfig } from "../config.js";
+import type { flavorSpec, imageSpec } from "../messages/common.js";
 import type { UnitRule } from "../placement-rules.js";
 
 export type ResourceAmounts = Record<string, number>;
@@ -73,22 +75,9 @@ export interface HostState {
   };
 }
 
-export interface FlavorSpec {
-  id: string;
-  name: string;
-  vcpus: number;
-  memory_mb: number;
-  root_gb: number;
-  ephemeral_gb: number;
-  swap: number;
-  extra_specs: Record<string, string>;
-}
-
-export interface ImageSpec {
-  id: string;
-  name: string;
-  properties: Record<string, string>;
-}
+/** The flavor and image a RequestSpec carries: the message schemas' own (lib/messages/common.ts). */
+export type FlavorSpec = z.infer<typeof flavorSpec>;
+export type ImageSpec = z.infer<typeof imageSpec>;
 
 export type ServerGroupPolicy = "affinity" | "anti-affinity" | "soft-affinity" | "soft-anti-affinity";
 
@@ -169,12 +158,7 @@ export interface FilterContext {
 export type HostFacet = "aggregates" | "traits" | "hypervisor" | "metrics" | "service";
 
 /** RequestSpec fields a filter's verdict may read, as paths ("flavor.name" is spec.flavor.name). */
-export type SpecField =
-  | "project_id"
-  | "availability_zone"
-  | "flavor.name"
-  | "flavor.extra_specs"
-  | "image.properties";
+export type SpecField = keyof RequestSpec | `flavor.${keyof FlavorSpec}` | `image.${keyof ImageSpec}`;
 
 /**
  * What a filter's verdict for one host depends on: one static part of the host, and the request's
