@@ -2,19 +2,22 @@
 // `max_instances_per_host` metadata (the smallest), else the option.
 import { aggregateValuesFromKey, minAggregateValue } from "../aggregates.js";
 import { belowLimit } from "../checks.js";
-import type { FleetIndex, HostFilter, HostState } from "../types.js";
-import { tooMany } from "./num-instances.js";
+import type { FilterContext, FleetIndex, HostCheck, HostFilter, HostState } from "../types.js";
+import { COUNTED, tooMany } from "./num-instances.js";
 
 export const AggregateNumInstancesFilter: HostFilter = {
   name: "AggregateNumInstancesFilter",
   runOncePerRequest: false,
-  prepare(_spec, ctx) {
-    const limit = perAggregateLimit("max_instances_per_host", ctx.config.max_instances_per_host, ctx.fleet);
-    const reject = tooMany("instances", "max_instances_per_host");
-    const hosts = ctx.fleet;
-    return belowLimit(hosts.column("num_instances"), (i) => limit(hosts.hostAt(i), i), reject);
-  },
+  prepare: (_spec, ctx) => belowAggregateLimit("max_instances_per_host", ctx),
 };
+
+/** A host passes while its count is below its aggregates' value of the option, else the option. */
+export function belowAggregateLimit(option: keyof typeof COUNTED, ctx: FilterContext): HostCheck {
+  const limit = perAggregateLimit(option, ctx.config[option], ctx.fleet);
+  const { column, what } = COUNTED[option];
+  const hosts = ctx.fleet;
+  return belowLimit(hosts.column(column), (i) => limit(hosts.hostAt(i), i), tooMany(what, option));
+}
 
 /**
  * The aggregates' value of `key` (the smallest; an unparsable one means the option), worked out
