@@ -36,14 +36,9 @@ import { apiOptions } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
-import {
-  createInstances,
-  getInstance,
-  getSchedulingDecision,
-  listInstances,
-  markDeleted,
-  updateServer,
-} from "../instances/repo.js";
+import { getInstance, listInstances } from "../instances/queries.js";
+import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
+import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
 import { listAllocations } from "../placement/allocations.js";
 import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts, readChangedHosts } from "../placement/hosts.js";

@@ -2,3 +2,32 @@
 export function isConditionalCheckFailed(e: unknown): boolean {
   return (e as { name?: string })?.name === "ConditionalCheckFailedException";
 }
+
+/**
+ * A conditional write's output, or undefined when its condition did not hold (lost to a
+ * concurrent writer, or fenced). `settled` runs either way: a cache of what the write may have
+ * changed is reset whether it won or lost.
+ */
+export async function unlessConditionFails<T>(
+  write: Promise<T>,
+  settled?: () => void,
+): Promise<T | undefined> {
+  try {
+    return await write;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return undefined;
+    throw e;
+  } finally {
+    settled?.();
+  }
+}
+
+/** A conditional write: true when it was applied, false when its condition did not hold. */
+export async function conditionHeld(write: Promise<unknown>, settled?: () => void): Promise<boolean> {
+  return (
+    (await unlessConditionFails(
+      write.then(() => true),
+      settled,
+    )) ?? false
+  );
+}

@@ -8,17 +8,13 @@ import { ensureQueueWithDlq } from "../aws/queues.js";
 import { castToCompute, sendBuildRequest, sendToDeadLetter } from "../aws/send.js";
 import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
+import { markActive, recordBuildFailure, startSpawn } from "../instances/build.js";
+import { EVENT_BUILD } from "../instances/codec.js";
 import { rescheduledText, withoutHosts } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
-import {
-  EVENT_BUILD,
-  event,
-  listInstancesOnHost,
-  markActive,
-  recordBuildFailure,
-  startSpawn,
-} from "../instances/repo.js";
+import { listInstancesOnHost } from "../instances/queries.js";
+import { event } from "../instances/transition.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";

@@ -10,8 +10,9 @@ import { perIdentity } from "../aws/identity.js";
 import { listAggregates } from "../catalog/aggregates.js";
 import { getServerGroup } from "../catalog/server-groups.js";
 import { type SchedulerConfig, schedulerConfig } from "../config.js";
-import { getInstance, recordSchedulingDecision } from "../instances/repo.js";
+import { getInstance } from "../instances/queries.js";
 import { requestSpecOf } from "../instances/request-spec.js";
+import { recordSchedulingDecision } from "../instances/scheduling-decisions.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
 import {

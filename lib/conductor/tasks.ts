@@ -1,8 +1,11 @@
 // The conductor's steps (Nova's ComputeTaskManager), each called by the state machine and each
 // safe to run twice: every write is a fenced, idempotent transition.
 import { computeMessageBody } from "../aws/send.js";
+import { placeInstance, setError } from "../instances/build.js";
+import { EVENT_SCHEDULE } from "../instances/codec.js";
 import { fault, maxRetriesFault } from "../instances/faults.js";
-import { EVENT_SCHEDULE, event, getInstance, placeInstance, setError } from "../instances/repo.js";
+import { getInstance } from "../instances/queries.js";
+import { event } from "../instances/transition.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log } from "../log.js";
 import {

@@ -7,9 +7,11 @@
 // not name the host: the event records which host it was, for admins.
 import { sendBuildRequest } from "../aws/send.js";
 import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../config.js";
+import { EVENT_BUILD } from "../instances/codec.js";
 import { rescheduledText } from "../instances/faults.js";
-import { EVENT_BUILD, event, extendDeadline, fenceAttempt, listBuilding } from "../instances/repo.js";
+import { event } from "../instances/transition.js";
 import type { WatchedBuild } from "../instances/types.js";
+import { extendDeadline, fenceAttempt, listBuilding } from "../instances/watch.js";
 import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";

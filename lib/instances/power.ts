@@ -7,7 +7,9 @@ import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { resources } from "../config.js";
 import type { ActionDoneReport, ActionStartedReport } from "../messages/reports.js";
-import { event, eventKey, getInstance, storedEvent, transition } from "./repo.js";
+import { eventKey, storedEvent } from "./codec.js";
+import { getInstance } from "./queries.js";
+import { event, transition } from "./transition.js";
 import type { InstanceAction, InstanceRecord, TaskState } from "./types.js";
 
 export type PowerActionName = "stop" | "start" | "reboot";

@@ -6,7 +6,8 @@ import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { deltaOf } from "../quotas/quotas.js";
 import { releaseItem } from "../quotas/store.js";
-import { getInstance, markDeletedItem } from "./repo.js";
+import { getInstance } from "./queries.js";
+import { markDeletedItem } from "./server-writes.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
 
 /** Cancelled because the record moved meanwhile (or a concurrent transaction held it): read again. */

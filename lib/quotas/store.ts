@@ -5,7 +5,7 @@
 // transaction that marks the instance deleted (release.ts), so neither can happen twice.
 import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import {
   checkInstances,
@@ -138,8 +138,8 @@ export async function reserveInstances(
       return `(attribute_not_exists(#${r}) AND :zero <= :max_${r}) OR #${r} <= :max_${r}`;
     });
     if (conditions.length) values[":zero"] = 0;
-    try {
-      await dynamo().send(
+    const reserved = await conditionHeld(
+      dynamo().send(
         new UpdateCommand({
           TableName: table(),
           Key: { pk: usageKey(project) },
@@ -148,11 +148,10 @@ export async function reserveInstances(
           ExpressionAttributeNames: conditions.length ? names : undefined,
           ExpressionAttributeValues: values,
         }),
-      );
-      return { ok: true, count: check.count, delta };
-    } catch (e) {
-      if (!isConditionalCheckFailed(e)) throw e;
-    }
+      ),
+    );
+    // lost to a concurrent reservation: read the usage again
+    if (reserved) return { ok: true, count: check.count, delta };
   }
 }
 

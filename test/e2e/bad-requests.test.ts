@@ -1,6 +1,6 @@
 // Bad input gets a clear 4xx in OpenStack's error shape, and nothing is created or enqueued.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listInstances } from "../../lib/instances/repo.js";
+import { listInstances } from "../../lib/instances/queries.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, conductorExecutions, DEMO, startTestRuntime } from "./harness.js";
 

@@ -1,7 +1,7 @@
 // Deleting while the host is spawning: the host finishes, finds itself fenced off, and destroys
 // what it built; the claim comes back.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { getInstance } from "../../lib/instances/repo.js";
+import { getInstance } from "../../lib/instances/queries.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 

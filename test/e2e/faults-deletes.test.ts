@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
-import { getInstance } from "../../lib/instances/repo.js";
+import { getInstance } from "../../lib/instances/queries.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 

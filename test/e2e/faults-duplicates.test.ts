@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { sfnClient, sqsClient } from "../../lib/aws/clients.js";
 import { computeMessageBody } from "../../lib/aws/send.js";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
-import { getInstance } from "../../lib/instances/repo.js";
+import { getInstance } from "../../lib/instances/queries.js";
 import type { BuildRequest } from "../../lib/messages/build-request.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import type { Runtime } from "../../local/runtime.js";

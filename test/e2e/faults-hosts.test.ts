@@ -2,7 +2,7 @@
 // disables or forces down. Nothing stays in BUILD and no claim leaks.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
-import { getInstance } from "../../lib/instances/repo.js";
+import { getInstance } from "../../lib/instances/queries.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { resources } from "../../lib/config.js";
-import { getInstance } from "../../lib/instances/repo.js";
+import { getInstance } from "../../lib/instances/queries.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
 import type { Runtime } from "../../local/runtime.js";

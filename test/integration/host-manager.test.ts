@@ -14,7 +14,7 @@ import {
   selectDestinations,
 } from "../../lib/conductor/select-destinations.js";
 import { schedulerConfig } from "../../lib/config.js";
-import { createInstances } from "../../lib/instances/repo.js";
+import { createInstances } from "../../lib/instances/server-writes.js";
 import type { ConductorInput } from "../../lib/messages/scheduled.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
 import { claim } from "../../lib/placement/claims.js";

@@ -9,24 +9,15 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "../../lib/aws/clients.js";
 import { runWatchdog } from "../../lib/conductor/watchdog.js";
 import { resources, SCHEDULER_DEFAULTS } from "../../lib/config.js";
-import {
-  buildWatchKey,
-  createInstances,
-  EVENT_BUILD,
-  EVENT_SCHEDULE,
-  event,
-  getInstance,
-  getSchedulingDecision,
-  listBuilding,
-  listInstances,
-  markActive,
-  markDeleted,
-  placeInstance,
-  recordSchedulingDecision,
-  startSpawn,
-} from "../../lib/instances/repo.js";
+import { markActive, placeInstance, startSpawn } from "../../lib/instances/build.js";
+import { buildWatchKey, EVENT_BUILD, EVENT_SCHEDULE } from "../../lib/instances/codec.js";
+import { getInstance, listInstances } from "../../lib/instances/queries.js";
 import { requestSpecOf } from "../../lib/instances/request-spec.js";
+import { getSchedulingDecision, recordSchedulingDecision } from "../../lib/instances/scheduling-decisions.js";
+import { createInstances, markDeleted } from "../../lib/instances/server-writes.js";
+import { event } from "../../lib/instances/transition.js";
 import type { SchedulingRecord } from "../../lib/instances/types.js";
+import { listBuilding } from "../../lib/instances/watch.js";
 import { BUILD_WATCH_SHARDS, WATCHED_ATTRIBUTES } from "../../lib/resources.js";
 import { applyEnv } from "../../local/emulators.js";
 import { createQueues } from "../../local/tables.js";

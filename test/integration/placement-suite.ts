@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { resources } from "../../lib/config.js";
 import { getAllocation, listAllocations } from "../../lib/placement/allocations.js";
-import { auditExitCode, auditPlacement, formatAuditReport } from "../../lib/placement/audit.js";
+import { auditExitCode, formatAuditReport } from "../../bin/novaless-audit.js";
+import { auditPlacement } from "../../lib/placement/audit.js";
 import { INVENTORY_DEFAULTS, PlacementConflict, sumAllocations } from "../../lib/placement/capacity.js";
 import {
   type ClaimResult,

@@ -1,8 +1,9 @@
 // Quotas on the embedded DynamoDB through the real SDK: concurrent reservations never pass a
 // limit, and a delete releases its instance's usage exactly once.
 import { describe, expect, it } from "vitest";
+import { getInstance } from "../../lib/instances/queries.js";
 import { markDeletedReleasing } from "../../lib/instances/quota-release.js";
-import { createInstances, getInstance } from "../../lib/instances/repo.js";
+import { createInstances } from "../../lib/instances/server-writes.js";
 import {
   deleteProjectLimits,
   getProjectLimits,

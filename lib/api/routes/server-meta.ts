@@ -1,7 +1,7 @@
 // /servers/{id}/metadata and /servers/{id}/tags (2.26): Nova's server_metadata.py and
 // server_tags.py. A change is a read-modify-write of the whole map or list, written only if the
 // record is still as read (updated_at), retried a few times against concurrent writers.
-import type { ServerFields } from "../../instances/repo.js";
+import type { ServerFields } from "../../instances/server-writes.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import { ApiError, conflict, notFound } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";

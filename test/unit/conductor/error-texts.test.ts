@@ -3,7 +3,8 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { buildFailed, maxRetriesExceeded } from "../../../lib/conductor/tasks.js";
-import { createInstances, getInstance } from "../../../lib/instances/repo.js";
+import { getInstance } from "../../../lib/instances/queries.js";
+import { createInstances } from "../../../lib/instances/server-writes.js";
 import type { ConductorInput } from "../../../lib/messages/scheduled.js";
 import { useLocalAws } from "../../integration/local-aws.js";
 import { record } from "../api/records.js";

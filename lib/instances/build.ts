@@ -1,0 +1,254 @@
+// A build's transitions, each fenced on the attempt and host it is for: the conductor places the
+// instance, compute takes the build, finishes it or fails it back to scheduling, and the conductor
+// ends it in ERROR.
+import type { Destination } from "../messages/common.js";
+import { buildDeadline, storedDestination } from "./codec.js";
+import { getInstance } from "./queries.js";
+import { eventClause, merge, transition } from "./transition.js";
+import type { ActionEvent, Fault, InstanceRecord } from "./types.js";
+
+export type PlaceOutcome =
+  | { kind: "placed"; record: InstanceRecord }
+  | { kind: "already-placed"; record: InstanceRecord }
+  | { kind: "gone"; record: InstanceRecord | undefined };
+
+/**
+ * Conductor: point the instance at its host for attempt `attempt` (the fencing token every later
+ * compute write is conditioned on), with the alternates a reschedule of this attempt goes to
+ * (so no cast carries them). Succeeds only from the previous attempt; a re-run for the same
+ * attempt and host is `already-placed`; anything else (deleted, a newer attempt, placed on
+ * another host by a concurrent run) is `gone`.
+ */
+export async function placeInstance(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  attempt: number,
+  { host, nodename, availability_zone }: Destination,
+  alternates: readonly Destination[],
+  ev: ActionEvent,
+): Promise<PlaceOutcome> {
+  const now = new Date().toISOString();
+  const placed = await transition(
+    rec.id,
+    merge(
+      {
+        set: [
+          "attempt = :n",
+          "host = :h",
+          "node = :node",
+          "availability_zone = :az",
+          "alternates = :alts",
+          "updated_at = :now",
+          // The first attempt keeps the deadline it was created with (instance_build_timeout
+          // counts from creation, as Nova's does); a reschedule gets a whole timeout again.
+          ...(attempt > 1 ? ["build_deadline = :deadline"] : []),
+        ],
+        condition: "deleted = :false AND vm_state = :building AND attempt = :prev",
+        values: {
+          ...(attempt > 1 ? { ":deadline": buildDeadline() } : {}),
+          ":n": attempt,
+          ":prev": attempt - 1,
+          ":h": host,
+          ":node": nodename,
+          ":az": availability_zone,
+          ":alts": alternates.map(storedDestination),
+          ":now": now,
+          ":false": false,
+          ":building": "building",
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+  if (placed) return { kind: "placed", record: placed };
+  const current = await getInstance(rec.id);
+  if (current && !current.deleted && current.attempt === attempt && current.host === host) {
+    return { kind: "already-placed", record: current };
+  }
+  return { kind: "gone", record: current };
+}
+
+export type SpawnOutcome =
+  | { outcome: "started" | "in-progress" | "failure-recorded" | "finished"; record: InstanceRecord }
+  | { outcome: "fenced"; record: InstanceRecord | undefined };
+
+/**
+ * Compute: take the build for `attempt` on `host`. `in-progress` means this attempt was already
+ * taken (a duplicate delivery or an agent restarted mid-build); `failure-recorded` means it
+ * already failed and only the reschedule may be unfinished; `finished` means it ran its course
+ * on this host (a late duplicate).
+ */
+export async function startSpawn(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<SpawnOutcome> {
+  const started = await transition(
+    rec.id,
+    merge(
+      {
+        set: ["task_state = :spawning", "spawn_attempt = :n", "updated_at = :now"],
+        condition:
+          "deleted = :false AND vm_state = :building AND host = :h AND attempt = :n AND " +
+          "spawn_attempt < :n",
+        values: {
+          ":spawning": "spawning",
+          ":n": attempt,
+          ":h": host,
+          ":now": new Date().toISOString(),
+          ":false": false,
+          ":building": "building",
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+  if (started) return { outcome: "started", record: started };
+  const current = await getInstance(rec.id);
+  const mine =
+    current &&
+    !current.deleted &&
+    current.vm_state === "building" &&
+    current.host === host &&
+    current.attempt === attempt &&
+    current.spawn_attempt === attempt;
+  if (!mine) {
+    // This attempt already ran its course here (ACTIVE, or ERROR keeping its guest): a late
+    // duplicate, not a build to undo.
+    const finished =
+      current &&
+      !current.deleted &&
+      current.vm_state !== "building" &&
+      current.host === host &&
+      current.attempt === attempt;
+    return finished ? { outcome: "finished", record: current } : { outcome: "fenced", record: current };
+  }
+  return { outcome: current.task_state === "spawning" ? "in-progress" : "failure-recorded", record: current };
+}
+
+const FENCE = "deleted = :false AND vm_state = :building AND host = :h AND attempt = :n";
+
+/** Compute: the build succeeded. False when fenced (deleted or moved meanwhile). */
+export async function markActive(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  const now = new Date().toISOString();
+  return transition(
+    rec.id,
+    merge(
+      {
+        set: [
+          "vm_state = :active",
+          "task_state = :null",
+          "launched_at = :now",
+          "updated_at = :now",
+          "fault = :null",
+        ],
+        // The alternates were for a reschedule of this attempt: the build is over.
+        remove: ["build_watch", "build_deadline", "alternates"],
+        condition: `${FENCE} AND task_state = :spawning`,
+        values: {
+          ":active": "active",
+          ":null": null,
+          ":now": now,
+          ":spawning": "spawning",
+          ":false": false,
+          ":building": "building",
+          ":h": host,
+          ":n": attempt,
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+}
+
+/**
+ * Compute: the build failed on `host`; record it and hand the instance back to scheduling (Nova's
+ * reschedule sets task_state back to scheduling). Keeps host and attempt, so the failure path is
+ * resumable if the agent dies before it re-enqueues.
+ */
+export async function recordBuildFailure(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return failAttempt(rec, host, attempt, ev, "task_state = :spawning");
+}
+
+/**
+ * An attempt ends in failure on `host`: back to scheduling, the host added to those tried, and
+ * spawn_attempt = n so no late start of this attempt can succeed. `guard` says from which states.
+ */
+export async function failAttempt(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+  guard: string,
+): Promise<InstanceRecord | undefined> {
+  return transition(
+    rec.id,
+    merge(
+      {
+        set: [
+          "task_state = :scheduling",
+          "spawn_attempt = :n",
+          "retry_hosts = list_append(if_not_exists(retry_hosts, :empty), :host)",
+          "updated_at = :now",
+          "build_deadline = :deadline",
+        ],
+        condition: `${FENCE} AND (${guard})`,
+        values: {
+          ":deadline": buildDeadline(),
+          ":scheduling": "scheduling",
+          ":spawning": "spawning",
+          ":empty": [],
+          ":host": [host],
+          ":now": new Date().toISOString(),
+          ":false": false,
+          ":building": "building",
+          ":h": host,
+          ":n": attempt,
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+}
+
+/**
+ * Conductor: the build ends in ERROR (NoValidHost, MaxRetriesExceeded, an unexpected failure).
+ * Only from `attempt` (the last one made), so a stale message cannot fail a newer build.
+ */
+export async function setError(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  attempt: number,
+  fault: Fault,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transition(
+    rec.id,
+    merge(
+      {
+        set: ["vm_state = :error", "task_state = :null", "fault = :fault", "updated_at = :now"],
+        remove: ["build_watch", "build_deadline", "alternates"],
+        condition: "deleted = :false AND vm_state = :building AND attempt = :n",
+        values: {
+          ":error": "error",
+          ":null": null,
+          ":fault": fault,
+          ":now": new Date().toISOString(),
+          ":false": false,
+          ":building": "building",
+          ":n": attempt,
+        },
+      },
+      eventClause(rec, ev),
+    ),
+  );
+}

@@ -1,0 +1,80 @@
+// The watchdog's side of a build: the builds in flight (the building index) and its fenced
+// writes, the failure it records on a dead host's behalf and the deadline it extends.
+import { batchGetAll } from "../aws/dynamo-batch.js";
+import { queryAll } from "../aws/dynamo-pages.js";
+import { BUILD_WATCH_SHARDS, INSTANCES_BUILDING_INDEX, WATCHED_ATTRIBUTES } from "../resources.js";
+import { failAttempt } from "./build.js";
+import { buildDeadline, destinationFrom, instancesTable } from "./codec.js";
+import { transition } from "./transition.js";
+import type { ActionEvent, InstanceRecord, WatchedBuild } from "./types.js";
+
+/**
+ * Every instance still in BUILD (the sparse index holds nothing else), with what the watchdog
+ * reads: each shard queried in parallel for its keys, then the items read by BatchGetItem. The
+ * index carries only its keys so that the writes of a build (its placement, its spawn) do not
+ * rewrite the index entry: a build costs the index one put and one delete. Oldest deadline first.
+ */
+export async function listBuilding(): Promise<WatchedBuild[]> {
+  const shards = await Promise.all(
+    Array.from({ length: BUILD_WATCH_SHARDS }, (_, n) =>
+      queryAll<Pick<WatchedBuild, "id">>({
+        TableName: instancesTable(),
+        IndexName: INSTANCES_BUILDING_INDEX,
+        KeyConditionExpression: "build_watch = :b",
+        ExpressionAttributeValues: { ":b": `building#${n}` },
+      }),
+    ),
+  );
+  const ids = shards.flat().map((k) => k.id);
+  const names = Object.fromEntries(WATCHED.map((a, i) => [`#w${i}`, a]));
+  const items = await batchGetAll<WatchedBuild>(
+    instancesTable(),
+    ids.map((id) => ({ id })),
+    { ProjectionExpression: Object.keys(names).join(", "), ExpressionAttributeNames: names },
+  );
+  const out: WatchedBuild[] = [];
+  for (const b of items) {
+    // Ended between the index read and this one: no longer a build to watch.
+    if (b.build_watch === undefined) continue;
+    out.push(b.alternates ? { ...b, alternates: b.alternates.map(destinationFrom) } : b);
+  }
+  return out.sort((a, b) => (a.build_deadline ?? "").localeCompare(b.build_deadline ?? ""));
+}
+
+/** What the watchdog reads of a build in flight. */
+const WATCHED = ["id", "build_watch", "build_deadline", ...WATCHED_ATTRIBUTES];
+
+/**
+ * Watchdog: attempt `attempt` on `host` is dead (its host stopped heartbeating, or it passed its
+ * deadline). Record the failure on the host's behalf, exactly as compute would: afterwards
+ * neither a late start nor a late finish of that attempt can succeed (spawn_attempt = n and
+ * task_state = scheduling fence both), and the attempt counts.
+ */
+export async function fenceAttempt(
+  rec: Pick<InstanceRecord, "id" | "request_id">,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  // Taken (spawning) or cast but not yet taken: either way the attempt is still live.
+  return failAttempt(rec, host, attempt, ev, "task_state = :spawning OR spawn_attempt < :n");
+}
+
+/**
+ * Watchdog: give a build that is only waiting (queued, or rescheduling) a new deadline before
+ * sending its request again; conditioned on nothing having moved since it was read.
+ */
+export async function extendDeadline(rec: WatchedBuild): Promise<boolean> {
+  const done = await transition(rec.id, {
+    set: ["build_deadline = :deadline"],
+    condition: "deleted = :false AND vm_state = :building AND attempt = :n AND build_deadline = :was",
+    values: {
+      ":deadline": buildDeadline(),
+      ":false": false,
+      ":building": "building",
+      ":n": rec.attempt,
+      ":was": rec.build_deadline ?? "",
+    },
+  });
+  return Boolean(done);
+}
