@@ -54,7 +54,42 @@ function current(): PowertoolsLogger {
   return root;
 }
 
+/**
+ * "json" (the default, and always on Lambda): Powertools' lines. "human": one short line per
+ * event for a person at a terminal (the local runtime's `npm start` on a TTY).
+ */
+export type LogFormat = "json" | "human";
+let format: LogFormat = "json";
+const ORDER: readonly Level[] = ["debug", "info", "warn", "error"];
+
+export function setLogFormat(f: LogFormat): void {
+  format = f;
+}
+
+/** `12:04:05.123 event key=value …`, warnings and errors marked and on stderr. */
+function humanLine(level: Level, event: string, fields: LogFields): string {
+  const time = new Date().toISOString().slice(11, 23);
+  const mark = level === "warn" ? " WARN" : level === "error" ? " ERROR" : "";
+  const parts = Object.entries(fields)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => {
+      if (v instanceof Error) return `${k}=${JSON.stringify(v.stack ?? v.message)}`;
+      // a bare word as is, other strings quoted, numbers and objects as JSON
+      if (typeof v !== "string") return `${k}=${JSON.stringify(v)}`;
+      return `${k}=${/^[^\s"=]+$/.test(v) ? v : JSON.stringify(v)}`;
+    });
+  return `${time}${mark} ${event}${parts.length ? ` ${parts.join(" ")}` : ""}\n`;
+}
+
 function write(level: Level, event: string, fields: LogFields): void {
+  if (format === "human") {
+    current();
+    if (ORDER.indexOf(level) < ORDER.indexOf(levelSet)) return;
+    (level === "warn" || level === "error" ? process.stderr : process.stdout).write(
+      humanLine(level, event, fields),
+    );
+    return;
+  }
   const attributes: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(fields)) attributes[RESERVED.has(k) ? `${k}_field` : k] = v;
   current()[level](event, attributes);

@@ -1,6 +1,10 @@
 // The local stand-in for Lambda's SQS event source mapping: long-poll a queue, hand batches to
 // the handler, delete what succeeded and leave failures to be redelivered (and, after the
 // queue's maxReceiveCount, moved to its DLQ by SQS itself).
+// With a doorbell (the IAM gateway's "a message was sent to this queue"), the pollers are pushed
+// to instead of polling: one poller receives (without waiting) per message sent, and a slow sweep
+// catches what no send announced (a failed message visible again, an emulator's own redrive). A
+// long poll of every poller would wake them all for each message (fauxqs does), each an SQS call.
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
@@ -23,24 +27,65 @@ export interface EventSourceOptions {
   retryDelaySeconds?: number;
   /** concurrent pollers, as Lambda scales its pollers */
   pollers?: number;
+  /**
+   * Registers `ring`, to be called for each message sent to the queue (after its delay); the
+   * pollers then receive when rung instead of long-polling.
+   */
+  doorbell?: (ring: () => void) => void;
+  /** with a doorbell: how often, in all, the pollers look without being rung (ms) */
+  sweepMs?: number;
 }
 
 export function startEventSource(opts: EventSourceOptions): EventSource {
   const abort = new AbortController();
   let running = true;
+  const pollers = opts.pollers ?? 2;
+  const batchSize = opts.batchSize ?? 10;
+  // rings not yet taken by a poller, and the pollers waiting for one
+  let rings = 0;
+  const waiting = new Set<() => void>();
+  const ring = () => {
+    if (!running) return;
+    const next = waiting.values().next();
+    if (next.done) rings++;
+    else next.value();
+  };
+  opts.doorbell?.(ring);
+  /** until rung, or the poller's share of the sweep has passed */
+  const rung = (): Promise<void> => {
+    if (rings > 0) {
+      rings--;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        waiting.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, (opts.sweepMs ?? 1000) * pollers);
+      waiting.add(done);
+    });
+  };
   const poller = async () => {
+    let idle = true;
     while (running) {
       try {
+        if (opts.doorbell && idle) await rung();
+        if (!running) break;
         const r = await sqsClient().send(
           new ReceiveMessageCommand({
             QueueUrl: opts.queueUrl,
-            MaxNumberOfMessages: opts.batchSize ?? 10,
-            WaitTimeSeconds: 1,
+            MaxNumberOfMessages: batchSize,
+            WaitTimeSeconds: opts.doorbell ? 0 : 1,
             MessageSystemAttributeNames: ["ApproximateReceiveCount", "SentTimestamp", "SenderId"],
           }),
           { abortSignal: abort.signal },
         );
         const messages = r.Messages ?? [];
+        // a full batch: more may wait, so look again at once (and wake another poller)
+        idle = messages.length === 0;
+        if (messages.length === batchSize) ring();
         if (!messages.length) continue;
         const records: SQSRecord[] = messages.map((m) => ({
           messageId: m.MessageId!,
@@ -96,10 +141,11 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
       }
     }
   };
-  const loops = Array.from({ length: opts.pollers ?? 2 }, () => poller());
+  const loops = Array.from({ length: pollers }, () => poller());
   return {
     async stop() {
       running = false;
+      for (const wake of [...waiting]) wake();
       abort.abort();
       await Promise.allSettled(loops);
     },

@@ -2,7 +2,12 @@
 import { availableParallelism } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
+import { log, setLogFormat } from "../lib/log.js";
 import { startRuntime } from "./runtime.js";
+
+// The SDK warns once that its releases after January 2027 need node 22: news for the maintainers
+// (package.json's engines), not a fault of this start.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
 const { values } = parseArgs({
   options: {
@@ -15,6 +20,8 @@ const { values } = parseArgs({
     "instances-path": { type: "string" },
     // unset: the runtime heartbeats at the configured report_interval (Nova's, 40 s by default)
     "heartbeat-seconds": { type: "string" },
+    // human-readable lines on a terminal; JSON (as on Lambda) when the output is not a TTY
+    "log-format": { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -24,9 +31,11 @@ if (values.help) {
     "usage: npm start -- [--port 8774] [--hosts 8 | --hosts compute-1.example.org,compute-2.example.org]\n" +
       "                    [--fail-hosts host-1,host-2] [--build-ms 1000] [--long-poll]\n" +
       "                    [--heartbeat-seconds report_interval] [--driver fake|exec] [--instances-path DIR]\n" +
+      "                    [--log-format human|json]\n" +
       "hosts are simulated (event-driven, 10,000 on 2 cores); --long-poll runs one long-polling agent\n" +
       "per host instead, as novaless-compute does on a real host. --driver exec runs each server as a\n" +
-      "real process (image sleeper), with long-polling agents\n",
+      "real process (image sleeper), with long-polling agents. Logs: one line per event, readable on a\n" +
+      "terminal, JSON when the output is not a TTY or with --log-format json; one build.finished line per build\n",
   );
   process.exit(0);
 }
@@ -54,6 +63,13 @@ function hosts(raw: string): number | string[] {
   return names;
 }
 
+const logFormat = values["log-format"] ?? (process.stdout.isTTY ? "human" : "json");
+if (logFormat !== "human" && logFormat !== "json") {
+  process.stderr.write(`--log-format must be human or json, got ${logFormat}\n`);
+  process.exit(2);
+}
+setLogFormat(logFormat);
+
 if (values.driver !== "fake" && values.driver !== "exec") {
   process.stderr.write(`--driver must be fake or exec, got ${values.driver}\n`);
   process.exit(2);
@@ -78,19 +94,33 @@ const runtime = await startRuntime({
 const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
 const seconds = (us: number) => (us / 1e6).toFixed(1);
 const cpu = process.cpuUsage();
-process.stdout.write(
-  `\nnovaless is up: ${runtime.url}  (${runtime.agents.length} hosts; tokens admin-token, demo-token)\n` +
-    `ready in ${seconds(performance.now() * 1000)} s from process start (CPU ${seconds(cpu.user + cpu.system)} s ` +
-    `on ${availableParallelism()} cores); RSS ${mib(process.memoryUsage().rss)}\n` +
-    `try: curl -s ${runtime.url}/v2.1/flavors/detail -H 'X-Auth-Token: demo-token'\n` +
-    (exec ? `servers of image sleeper are processes: ps -eo pid,args | grep 'sleep 2147483647'\n\n` : "\n"),
-);
+if (logFormat === "json") {
+  // every line of a JSON run is JSON, the banner too
+  log.info("runtime.up", {
+    url: runtime.url,
+    hosts: runtime.agents.length,
+    tokens: ["admin-token", "demo-token"],
+    ready_s: Number(seconds(performance.now() * 1000)),
+    cpu_s: Number(seconds(cpu.user + cpu.system)),
+    cores: availableParallelism(),
+    rss_mib: Math.round(process.memoryUsage().rss / 2 ** 20),
+  });
+} else {
+  process.stdout.write(
+    `\nnovaless is up: ${runtime.url}  (${runtime.agents.length} hosts; tokens admin-token, demo-token)\n` +
+      `ready in ${seconds(performance.now() * 1000)} s from process start (CPU ${seconds(cpu.user + cpu.system)} s ` +
+      `on ${availableParallelism()} cores); RSS ${mib(process.memoryUsage().rss)}\n` +
+      `try: curl -s ${runtime.url}/v2.1/flavors/detail -H 'X-Auth-Token: demo-token'\n` +
+      (exec ? `servers of image sleeper are processes: ps -eo pid,args | grep 'sleep 2147483647'\n\n` : "\n"),
+  );
+}
 
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
-  process.stdout.write("stopping…\n");
+  if (logFormat === "json") log.info("runtime.stopping", {});
+  else process.stdout.write("stopping…\n");
   await runtime.stop();
   process.exit(0);
 };

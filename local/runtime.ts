@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { handler as intakeHandler } from "../functions/build-intake/handler.js";
 import { handler as computeEventsHandler } from "../functions/compute-events/handler.js";
 import { handler as conductorHandler } from "../functions/conductor/handler.js";
@@ -32,7 +33,7 @@ import { seedIdentity } from "../lib/identity/seed.js";
 import { log } from "../lib/log.js";
 import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../lib/resources.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
-import { type EventSource, startEventSource } from "./event-source.js";
+import { type EventSource, type EventSourceOptions, startEventSource } from "./event-source.js";
 import { type HttpFront, startHttpFront } from "./http.js";
 import { evaluate, type Statement } from "./iam/evaluate.js";
 import {
@@ -394,13 +395,19 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       new GetQueueAttributesCommand({ QueueUrl: events.queueUrl, AttributeNames: ["QueueArn"] }),
     );
     const eventsFunction = functionOf("compute-events", timeouts, computeEventsHandler);
+    const builds = buildLines();
     const eventsSource: EventSource = as("compute-events")(() =>
       startEventSource({
         queueUrl: events.queueUrl,
         queueArn: eventsArn.Attributes?.QueueArn ?? "",
-        handler: (event) => eventsFunction.invoke(event) as ReturnType<typeof computeEventsHandler>,
+        handler: async (event) => {
+          const out = await (eventsFunction.invoke(event) as ReturnType<typeof computeEventsHandler>);
+          builds.reported(event, out);
+          return out;
+        },
         // a fleet registering at once: Lambda scales its pollers with the backlog
         pollers: 8,
+        ...doorbellOf(emulators, events.queueUrl),
       }),
     );
     stops.push(() => eventsSource.stop());
@@ -464,7 +471,11 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       startEventSource({
         queueUrl: build.queueUrl,
         queueArn: arn.Attributes?.QueueArn ?? "",
-        handler: (event) => intakeFunction.invoke(event) as ReturnType<typeof intakeHandler>,
+        handler: (event) => {
+          builds.requested(event);
+          return intakeFunction.invoke(event) as ReturnType<typeof intakeHandler>;
+        },
+        ...doorbellOf(emulators, build.queueUrl),
       }),
     );
     stops.push(() => intake.stop());
@@ -517,6 +528,78 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     await stopAll();
     throw e;
   }
+}
+
+/**
+ * One log line per finished build (build.finished: instance, host, attempts, ms since its create
+ * was queued), read from the messages the local runtime hands its functions: the build request's
+ * SentTimestamp, then the host's build_succeeded report that compute-events took. A failed
+ * attempt is a line of its own (build.attempt_failed); the retry or the ERROR follows.
+ */
+function buildLines() {
+  const queued = new Map<string, number>();
+  const QUEUED_MAX = 100_000;
+  const bodies = (event: SQSEvent, failed: Set<string>) =>
+    event.Records.filter((r) => !failed.has(r.messageId)).flatMap((r) => {
+      try {
+        return [{ record: r, body: JSON.parse(r.body) as Record<string, unknown> }];
+      } catch {
+        return [];
+      }
+    });
+  return {
+    requested(event: SQSEvent) {
+      for (const { record, body } of bodies(event, new Set())) {
+        const at = Number(record.attributes.SentTimestamp) || Date.now();
+        for (const id of (body.instance_uuids as string[] | undefined) ?? []) {
+          if (queued.has(id)) continue;
+          if (queued.size >= QUEUED_MAX) queued.delete(queued.keys().next().value as string);
+          queued.set(id, at);
+        }
+      }
+    },
+    reported(event: SQSEvent, out: SQSBatchResponse) {
+      const failed = new Set(out.batchItemFailures.map((f) => f.itemIdentifier));
+      for (const { body } of bodies(event, failed)) {
+        const id = String(body.instance_uuid ?? "");
+        const since = queued.get(id);
+        if (body.kind === "build_succeeded") {
+          queued.delete(id);
+          log.info("build.finished", {
+            instance_uuid: id,
+            host: body.host,
+            attempts: body.attempt,
+            ...(since !== undefined ? { ms: Date.now() - since } : {}),
+          });
+        } else if (body.kind === "build_failed") {
+          log.info("build.attempt_failed", {
+            instance_uuid: id,
+            host: body.host,
+            attempt: body.attempt,
+            reason: body.reason,
+          });
+        }
+      }
+    },
+  };
+}
+
+/**
+ * The gateway's word that a message was sent to the queue (once its delay is over): an event
+ * source rung by it receives then, rather than long-polling. None without the gateway.
+ */
+function doorbellOf(emulators: Emulators, queueUrl: string): Pick<EventSourceOptions, "doorbell"> {
+  const gateway = emulators.gateway;
+  if (!gateway) return {};
+  const name = queueUrl.slice(queueUrl.lastIndexOf("/") + 1);
+  return {
+    doorbell: (ring) =>
+      gateway.onMessageSent((sent) => {
+        if (sent.queueUrl.slice(sent.queueUrl.lastIndexOf("/") + 1) !== name) return;
+        if (sent.delaySeconds > 0) setTimeout(ring, sent.delaySeconds * 1000).unref();
+        else ring();
+      }),
+  };
 }
 
 function handle(hosts: Map<string, HostHandle>, name: string): HostHandle {

@@ -281,6 +281,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const createdListeners: ((queueName: string) => void)[] = [];
   /** queue name → tags, from the CreateQueue/TagQueue requests allowed through */
   const queueTags = new Map<string, Record<string, string>>();
+  /** queues SQS created through the gateway: a GetQueueUrl refused for another is expected */
+  const queues = new Set<string>();
   /** the tags of the request being checked, recorded once it is allowed */
   let pendingTags: { name: string; tags: Record<string, string> } | undefined;
   /**
@@ -457,10 +459,15 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         decisions.set(cacheKey, d);
       }
       if (!d.allowed) {
-        log.warn("iam.access_denied", {
+        // A host asks for its queue before compute-events has created (and tagged) it: refused,
+        // as on AWS, and it waits for the queue. Only a refusal of what exists is a warning.
+        const expected =
+          service === "sqs" && op === "GetQueueUrl" && !queues.has(String(parsed.QueueName ?? ""));
+        log[expected ? "debug" : "warn"]("iam.access_denied", {
           principal: principal.name,
           action: need.action,
           resource: need.resource,
+          ...(expected ? { queue_exists: false } : {}),
         });
         return {
           status: service === "sqs" ? 403 : 400,
@@ -533,7 +540,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     // whatever becomes of the send (refused, failed, answered), receives stop waiting for it
     const sent = sends ? beginSend(queueNameOf(body)) : undefined;
     const created =
-      service === "sqs" && op === "CreateQueue" && createdListeners.length
+      service === "sqs" && op === "CreateQueue"
         ? String((JSON.parse(body.toString("utf8") || "{}") as { QueueName?: string }).QueueName ?? "")
         : undefined;
     let res: RawResponse;
@@ -549,7 +556,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       });
     }
     // after the answer, as a caller of CreateQueue would see it
-    if (created && res.status === 200) for (const l of createdListeners) l(created);
+    if (created && res.status === 200) {
+      queues.add(created);
+      for (const l of createdListeners) l(created);
+    }
     if (!(sends || receives) || res.status !== 200) {
       sent?.();
       return res;
