@@ -1,9 +1,15 @@
 // Placement's rules for one resource provider, each written once: the inventory record a host
 // reports and Placement keeps, its capacity, the unit rules a request must respect, Nova's used
-// and free, and whether a host's compute service is up. Pure, at the bottom of lib/'s graph beside config and resources:
+// and free, whether a host's compute service is up, and the inventories a compute node reports. Pure, at the bottom of lib/'s graph beside config and resources:
 // lib/scheduler may not import lib/placement, and both need these (so do the API's views, the
 // planner and the compute agent), so they live below both.
 import { z } from "zod";
+import type { SchedulerConfig } from "./config.js";
+
+export const STANDARD_RESOURCE_CLASSES = ["VCPU", "MEMORY_MB", "DISK_GB"] as const;
+export type StandardResourceClass = (typeof STANDARD_RESOURCE_CLASSES)[number];
+/** Placement's resource classes: the standard ones, or CUSTOM_*. */
+export type ResourceClass = StandardResourceClass | `CUSTOM_${string}`;
 
 /** One resource class of a provider: Placement's inventory record, as a host reports it. */
 export const inventorySchema = z.object({
@@ -97,4 +103,66 @@ export function isHeartbeatAlive(
 /** The heartbeat at `lastHeartbeat` (ISO) is within service_down_time (seconds) of `now` (ms). */
 export function heardWithin(lastHeartbeat: string, serviceDownTime: number, now: number): boolean {
   return now - Date.parse(lastHeartbeat) <= serviceDownTime * 1000;
+}
+
+/** A compute node's size and its nova.conf overrides (unset: the [DEFAULT] options). */
+export interface ComputeNodeSize {
+  vcpus: number;
+  memory_mb: number;
+  local_gb: number;
+  cpu_allocation_ratio?: number | undefined;
+  ram_allocation_ratio?: number | undefined;
+  disk_allocation_ratio?: number | undefined;
+  reserved_host_memory_mb?: number | undefined;
+  reserved_host_cpus?: number | undefined;
+  reserved_host_disk_mb?: number | undefined;
+}
+
+type InventoryOptions = Pick<
+  SchedulerConfig,
+  | "reserved_host_cpus"
+  | "reserved_host_memory_mb"
+  | "reserved_host_disk_mb"
+  | "cpu_allocation_ratio"
+  | "ram_allocation_ratio"
+  | "disk_allocation_ratio"
+  | "initial_cpu_allocation_ratio"
+  | "initial_ram_allocation_ratio"
+  | "initial_disk_allocation_ratio"
+>;
+
+/**
+ * The inventories a compute node reports to Placement, as Nova's resource tracker builds them:
+ * its size, with ratios and reserved amounts from nova.conf (a ratio unset falls back to the
+ * initial_* option). Shared by the compute agent and novaless-plan's scenarios.
+ */
+export function computeNodeInventories(
+  size: ComputeNodeSize,
+  c: InventoryOptions,
+): Record<StandardResourceClass, Inventory> {
+  const inv = (total: number, reserved: number, allocation_ratio: number): Inventory => ({
+    total,
+    reserved,
+    allocation_ratio,
+    min_unit: 1,
+    max_unit: total,
+    step_size: 1,
+  });
+  return {
+    VCPU: inv(
+      size.vcpus,
+      size.reserved_host_cpus ?? c.reserved_host_cpus,
+      size.cpu_allocation_ratio ?? c.cpu_allocation_ratio ?? c.initial_cpu_allocation_ratio,
+    ),
+    MEMORY_MB: inv(
+      size.memory_mb,
+      size.reserved_host_memory_mb ?? c.reserved_host_memory_mb,
+      size.ram_allocation_ratio ?? c.ram_allocation_ratio ?? c.initial_ram_allocation_ratio,
+    ),
+    DISK_GB: inv(
+      size.local_gb,
+      Math.ceil((size.reserved_host_disk_mb ?? c.reserved_host_disk_mb) / 1024),
+      size.disk_allocation_ratio ?? c.disk_allocation_ratio ?? c.initial_disk_allocation_ratio,
+    ),
+  };
 }

@@ -23,7 +23,7 @@ import {
 } from "../messages/compute.js";
 import { tailLog } from "../messages/console-log.js";
 import { type ComputeReport, computeReport, type ReportBody } from "../messages/reports.js";
-import type { Inventory, ResourceClass } from "../placement/types.js";
+import type { Inventory, ResourceClass } from "../placement-rules.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
 import type { Driver } from "./drivers/driver.js";
 import { computeQueueName } from "./queue-name.js";

@@ -1,6 +1,5 @@
 import { schedulerConfig } from "../config.js";
-import type { Inventory, ResourceClass } from "../placement/types.js";
-import { computeNodeInventories } from "../scheduler/host-state.js";
+import { computeNodeInventories, type Inventory, type ResourceClass } from "../placement-rules.js";
 
 export interface HostSize {
   vcpus: number;

@@ -21,6 +21,9 @@ export const imageSpec = z.object({
   properties: z.record(z.string(), z.string()),
 });
 
+export type FlavorSpec = z.infer<typeof flavorSpec>;
+export type ImageSpec = z.infer<typeof imageSpec>;
+
 export const requestSpec = z.object({
   project_id: z.string(),
   user_id: z.string().optional(),

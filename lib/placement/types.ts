@@ -1,11 +1,15 @@
 // Placement's model: one resource provider item per compute host, one allocation item per claim.
-import type { Inventory } from "../placement-rules.js";
+import type { Inventory, ResourceClass } from "../placement-rules.js";
 
-// The inventory record and its capacity are Placement's rules, below both placement and the scheduler.
-export { capacity, type Inventory } from "../placement-rules.js";
+// The resource classes, the inventory record and its capacity are Placement's rules, below both
+// placement and the scheduler.
+export {
+  capacity,
+  type Inventory,
+  type ResourceClass,
+  STANDARD_RESOURCE_CLASSES,
+} from "../placement-rules.js";
 
-export const STANDARD_RESOURCE_CLASSES = ["VCPU", "MEMORY_MB", "DISK_GB"] as const;
-export type ResourceClass = (typeof STANDARD_RESOURCE_CLASSES)[number] | `CUSTOM_${string}`;
 export type Resources = Partial<Record<ResourceClass, number>>;
 
 /** Placement's (and MySQL's) largest integer: the bound of every inventory field. */

@@ -10,16 +10,11 @@ import {
   type SchedulerConfig,
 } from "../config.js";
 import { parseAvailabilityZone, zoneRequest } from "../messages/availability-zone.js";
-import type { Inventory } from "../placement-rules.js";
+import { computeNodeInventories, type Inventory } from "../placement-rules.js";
 import type { Decision } from "./decision.js";
 import { summarizeNoValidHost, summarizeSelection } from "./explain.js";
 import { Fleet } from "./fleet.js";
-import {
-  computeNodeInventories,
-  hostAggregates as hostAggregatesOf,
-  hostStateOf,
-  type ProviderView,
-} from "./host-state.js";
+import { hostAggregates as hostAggregatesOf, hostStateOf, type ProviderView } from "./host-state.js";
 import { runSchedule, schedule } from "./select.js";
 import type {
   DecisionExplanation,

@@ -1,8 +1,7 @@
 // The scheduler's own view of the world: pure data, no AWS and nothing of lib/placement (Placement's
 // pure rules, lib/placement-rules.ts, are below both).
-import type { z } from "zod";
 import type { SchedulerConfig } from "../config.js";
-import type { flavorSpec, imageSpec } from "../messages/common.js";
+import type { FlavorSpec, ImageSpec } from "../messages/common.js";
 import type { UnitRule } from "../placement-rules.js";
 
 export type ResourceAmounts = Record<string, number>;
@@ -75,9 +74,8 @@ export interface HostState {
   };
 }
 
-/** The flavor and image a RequestSpec carries: the message schemas' own (lib/messages/common.ts). */
-export type FlavorSpec = z.infer<typeof flavorSpec>;
-export type ImageSpec = z.infer<typeof imageSpec>;
+// The flavor and image a RequestSpec carries are the request messages' own.
+export type { FlavorSpec, ImageSpec };
 
 export type ServerGroupPolicy = "affinity" | "anti-affinity" | "soft-affinity" | "soft-anti-affinity";
 

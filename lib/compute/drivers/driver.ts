@@ -1,4 +1,4 @@
-import type { FlavorSpec, ImageSpec } from "../../scheduler/types.js";
+import type { FlavorSpec, ImageSpec } from "../../messages/common.js";
 
 /** What a guest is built from: the instance's record, as the build cast carries it. */
 export interface GuestSpec {
