@@ -1,6 +1,7 @@
-// Placement's rules for one resource provider, each written once: the inventory record a host
-// reports and Placement keeps, its capacity, the unit rules a request must respect, Nova's used
-// and free, whether a host's compute service is up, and the inventories a compute node reports. Pure, at the bottom of lib/'s graph beside config and resources:
+// Placement's rules for one resource provider, each written once: the resource classes, the
+// inventory record a host reports and Placement keeps, its capacity, the unit rules a request must
+// respect, Nova's used and free, whether a host's compute service is up, and the inventories a
+// compute node reports. Pure, at the bottom of lib/'s graph beside config and resources:
 // lib/scheduler may not import lib/placement, and both need these (so do the API's views, the
 // planner and the compute agent), so they live below both.
 import { z } from "zod";
