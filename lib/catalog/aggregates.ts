@@ -6,7 +6,7 @@
 // The list is cached per process for a few seconds; this process's writes drop the cache.
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { perIdentity } from "../aws/identity.js";
 import { resources } from "../config.js";
@@ -124,42 +124,32 @@ export async function createAggregate(a: Aggregate): Promise<CreateAggregateResu
 
 /** Write an aggregate read at `revision`. False when it changed (or went) meanwhile. */
 export async function saveAggregate(a: Aggregate, revision: number): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new PutCommand({
         TableName: table(),
         Item: toItem(a, revision + 1),
         ConditionExpression: "revision = :r",
         ExpressionAttributeValues: { ":r": revision },
       }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  } finally {
-    caches.reset();
-  }
+    ),
+    () => caches.reset(),
+  );
 }
 
 /** Delete an aggregate read at `revision`. False when it changed (or went) meanwhile. */
 export async function deleteAggregate(id: string, revision: number): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new DeleteCommand({
         TableName: table(),
         Key: { pk: `${PREFIX}${id}` },
         ConditionExpression: "revision = :r",
         ExpressionAttributeValues: { ":r": revision },
       }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  } finally {
-    caches.reset();
-  }
+    ),
+    () => caches.reset(),
+  );
 }
 
 // ── the join, pure ──

@@ -2,26 +2,21 @@
 // so the catalog's reads stay where they are; it drops the process's list cache like every write.
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import { resetCatalogCache } from "./repo.js";
 import type { Image } from "./types.js";
 
 /** Store a new image; false when an image with its id exists. */
 export async function createImage(image: Image): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new PutCommand({
         TableName: resources().catalogTable,
         Item: { ...image, pk: `image#${image.id}`, kind: "image" },
         ConditionExpression: "attribute_not_exists(pk)",
       }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  } finally {
-    resetCatalogCache();
-  }
+    ),
+    () => resetCatalogCache(),
+  );
 }

@@ -4,7 +4,7 @@
 // process creates it sees at once (other containers see it within the TTL).
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { perIdentity } from "../aws/identity.js";
 import { resources } from "../config.js";
@@ -94,16 +94,10 @@ export async function createFlavor(flavor: Flavor): Promise<CreateFlavorResult> 
   // an empty set cannot be stored: a flavor without access has no `projects`
   const { projects: _projects, ...rest } = flavor;
   const item: Stored<Omit<Flavor, "projects">> = { ...rest, pk: `${FLAVOR}${flavor.id}`, kind: "flavor" };
-  try {
-    await dynamo().send(
-      new PutCommand({ TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" }),
-    );
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return { ok: false, reason: "id-exists" };
-    throw e;
-  } finally {
-    caches.reset();
-  }
+  const put = dynamo().send(
+    new PutCommand({ TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" }),
+  );
+  if (!(await conditionHeld(put, () => caches.reset()))) return { ok: false, reason: "id-exists" };
   return { ok: true, flavor: { ...flavor, projects: [] } };
 }
 
@@ -121,8 +115,8 @@ export async function setFlavorExtraSpecs(
     values[`:v${i}`] = specs[k];
     return `extra_specs.#k${i} = :v${i}`;
   });
-  try {
-    const r = await dynamo().send(
+  const r = await unlessConditionFails(
+    dynamo().send(
       new UpdateCommand({
         TableName: table(),
         Key: { pk: `${FLAVOR}${id}` },
@@ -132,14 +126,10 @@ export async function setFlavorExtraSpecs(
         ExpressionAttributeValues: values,
         ReturnValues: "ALL_NEW",
       }),
-    );
-    return r.Attributes ? flavorOf(r.Attributes) : undefined;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return undefined;
-    throw e;
-  } finally {
-    caches.reset();
-  }
+    ),
+    () => caches.reset(),
+  );
+  return r?.Attributes ? flavorOf(r.Attributes) : undefined;
 }
 
 /** One conditional update of a flavor item; undefined when the condition fails. */
@@ -147,22 +137,18 @@ async function updateFlavor(
   id: string,
   update: Omit<ConstructorParameters<typeof UpdateCommand>[0], "TableName" | "Key" | "ReturnValues">,
 ): Promise<Flavor | undefined> {
-  try {
-    const r = await dynamo().send(
+  const r = await unlessConditionFails(
+    dynamo().send(
       new UpdateCommand({
         TableName: table(),
         Key: { pk: `${FLAVOR}${id}` },
         ReturnValues: "ALL_NEW",
         ...update,
       }),
-    );
-    return r.Attributes ? flavorOf(r.Attributes) : undefined;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return undefined;
-    throw e;
-  } finally {
-    caches.reset();
-  }
+    ),
+    () => caches.reset(),
+  );
+  return r?.Attributes ? flavorOf(r.Attributes) : undefined;
 }
 
 /** Remove one extra spec; says which of the flavor or the key was missing. */
@@ -181,21 +167,16 @@ export async function deleteFlavorExtraSpec(
 
 /** Nova's flavor delete (admin); false if there was no such flavor. */
 export async function deleteFlavor(id: string): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new DeleteCommand({
         TableName: table(),
         Key: { pk: `${FLAVOR}${id}` },
         ConditionExpression: "attribute_exists(pk)",
       }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  } finally {
-    caches.reset();
-  }
+    ),
+    () => caches.reset(),
+  );
 }
 
 /** PUT /flavors/{id} (2.55): the description is the one thing that changes. */
@@ -264,15 +245,11 @@ export async function getImage(idOrName: string): Promise<Image | undefined> {
 // ── seeding ──
 
 async function putIfAbsent(item: Record<string, unknown>): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new PutCommand({ TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  }
+    ),
+  );
 }
 
 /**

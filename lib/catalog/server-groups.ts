@@ -12,7 +12,7 @@ import {
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
 import type { ServerGroup } from "./types.js";
@@ -43,8 +43,8 @@ async function read(id: string): Promise<{ group: ServerGroup; revision: number 
 
 /** Replace the members of a group read at `revision`; false when it changed meanwhile. */
 async function writeMembers(id: string, revision: number, members: string[]): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new UpdateCommand({
         TableName: table(),
         Key: { pk: `${PREFIX}${id}` },
@@ -52,12 +52,8 @@ async function writeMembers(id: string, revision: number, members: string[]): Pr
         ConditionExpression: "revision = :r",
         ExpressionAttributeValues: { ":m": members, ":r": revision, ":next": revision + 1 },
       }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  }
+    ),
+  );
 }
 
 /** The server group, or undefined. Visibility (project) is the caller's business. */
@@ -91,19 +87,15 @@ export async function createServerGroup(g: ServerGroup): Promise<ServerGroup> {
 
 /** False when there was no such group. Members' pointers stay; a server delete ignores them. */
 export async function deleteServerGroup(id: string): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new DeleteCommand({
         TableName: table(),
         Key: { pk: `${PREFIX}${id}` },
         ConditionExpression: "attribute_exists(pk)",
       }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  }
+    ),
+  );
 }
 
 export type AddMembersResult =

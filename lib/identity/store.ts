@@ -4,7 +4,7 @@
 // lookup by name scans the kind's prefix, as the catalog does.
 import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
 
@@ -80,19 +80,15 @@ async function all<T>(kind: Kind): Promise<T[]> {
 
 /** Write an item unless one with its key exists; true when written. */
 export async function putIfAbsent(kind: Kind, key: string, item: object): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new PutCommand({
         TableName: identityTable(),
         Item: { ...item, pk: `${kind}#${key}`, kind },
         ConditionExpression: "attribute_not_exists(pk)",
       }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  }
+    ),
+  );
 }
 
 /** Replace an item (an operator resetting the admin password). */

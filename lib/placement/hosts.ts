@@ -2,7 +2,7 @@
 // and the reads the scheduler's cache is built from (the whole fleet once, then the change feed).
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
 import { HOSTS_CHANGES_INDEX } from "../resources.js";
@@ -112,15 +112,12 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
         ...(reg.hypervisor_facts ? { hypervisor_facts: reg.hypervisor_facts } : {}),
         started_at: new Date().toISOString(),
       });
-      try {
-        await dynamo().send(
-          new PutCommand({ TableName: table, Item: item, ConditionExpression: "attribute_not_exists(host)" }),
-        );
-        return item;
-      } catch (e) {
-        if (isConditionalCheckFailed(e)) continue;
-        throw e;
-      }
+      const put = dynamo().send(
+        new PutCommand({ TableName: table, Item: item, ConditionExpression: "attribute_not_exists(host)" }),
+      );
+      // registered meanwhile: read it and update
+      if (await conditionHeld(put)) return item;
+      continue;
     }
     const planned = planInventory(current, withOverrides(reg.inventories, current.inventory_overrides));
     const facts: Record<string, unknown> = {
@@ -157,8 +154,8 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
         forced_down: current.service.forced_down,
       };
     }
-    try {
-      const r = await dynamo().send(
+    const r = await unlessConditionFails(
+      dynamo().send(
         new UpdateCommand({
           TableName: table,
           Key: { host: reg.host },
@@ -168,12 +165,10 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
           ExpressionAttributeValues: values,
           ReturnValues: "ALL_NEW",
         }),
-      );
-      return r.Attributes as HostRecord;
-    } catch (e) {
-      if (isConditionalCheckFailed(e)) continue;
-      throw e;
-    }
+      ),
+    );
+    // a claim or release moved the generation on: read again
+    if (r) return r.Attributes as HostRecord;
   }
 }
 

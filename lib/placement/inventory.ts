@@ -4,7 +4,7 @@
 // refused (409) when what is allocated would no longer fit.
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { unlessConditionFails } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import { GENERATION_CONFLICT, PlacementConflict, planInventory } from "./capacity.js";
 import { stamp } from "./feed.js";
@@ -45,8 +45,8 @@ export async function changeInventory(
       ":g": current.generation,
     };
     const changed = stamp(values);
-    try {
-      const r = await dynamo().send(
+    const r = await unlessConditionFails(
+      dynamo().send(
         new UpdateCommand({
           TableName: resources().hostsTable,
           Key: { host },
@@ -58,13 +58,12 @@ export async function changeInventory(
           ExpressionAttributeValues: values,
           ReturnValues: "ALL_NEW",
         }),
-      );
-      return r.Attributes as HostRecord;
-    } catch (e) {
-      if (!isConditionalCheckFailed(e)) throw e;
-      if (change.generation !== undefined) {
-        throw new PlacementConflict(GENERATION_CONFLICT, "placement.concurrent_update");
-      }
+      ),
+    );
+    if (r) return r.Attributes as HostRecord;
+    // the generation moved on: a caller that named one is told, otherwise plan again
+    if (change.generation !== undefined) {
+      throw new PlacementConflict(GENERATION_CONFLICT, "placement.concurrent_update");
     }
   }
 }

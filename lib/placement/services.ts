@@ -3,7 +3,7 @@
 // onto the host's Services item, where the watchdog reads liveness.
 import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import { stamp } from "./feed.js";
 import { mirrorForcedDown } from "./liveness.js";
@@ -35,9 +35,8 @@ export async function setServiceStatus(host: string, u: ServiceUpdate): Promise<
   if (!sets.length) throw new Error("setServiceStatus: nothing to change");
   // Every provider write moves it on the scheduler's change feed.
   sets.push(stamp(values));
-  let updated: HostRecord;
-  try {
-    const r = await dynamo().send(
+  const r = await unlessConditionFails(
+    dynamo().send(
       new UpdateCommand({
         TableName: resources().hostsTable,
         Key: { host },
@@ -46,12 +45,10 @@ export async function setServiceStatus(host: string, u: ServiceUpdate): Promise<
         ExpressionAttributeValues: values,
         ReturnValues: "ALL_NEW",
       }),
-    );
-    updated = r.Attributes as HostRecord;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return undefined;
-    throw e;
-  }
+    ),
+  );
+  if (!r) return undefined;
+  const updated = r.Attributes as HostRecord;
   if (u.forced_down !== undefined) await mirrorForcedDown(host, u.forced_down);
   return updated;
 }
@@ -70,8 +67,8 @@ export async function deleteComputeService(
   at: string,
 ): Promise<"deleted" | "not-found" | "busy"> {
   const values: Record<string, unknown> = { ":at": at, ":true": true, ":reason": DELETED_REASON, ":zero": 0 };
-  try {
-    await dynamo().send(
+  const deleted = await conditionHeld(
+    dynamo().send(
       new UpdateCommand({
         TableName: resources().hostsTable,
         Key: { host },
@@ -80,11 +77,9 @@ export async function deleteComputeService(
           "attribute_exists(host) AND attribute_not_exists(service.deleted_at) AND num_instances = :zero",
         ExpressionAttributeValues: values,
       }),
-    );
-    return "deleted";
-  } catch (e) {
-    if (!isConditionalCheckFailed(e)) throw e;
-  }
+    ),
+  );
+  if (deleted) return "deleted";
   const r = await dynamo().send(
     new GetCommand({ TableName: resources().hostsTable, Key: { host }, ConsistentRead: true }),
   );
