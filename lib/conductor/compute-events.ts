@@ -6,6 +6,7 @@
 // role session, which IAM forces to be the host's session name), never the body.
 import { ensureQueueWithDlq } from "../aws/queues.js";
 import { castToCompute, sendBuildRequest, sendToDeadLetter } from "../aws/send.js";
+import { failedMessageIds } from "../aws/sqs-batch.js";
 import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
 import { markActive, recordBuildFailure, startSpawn } from "../instances/build.js";
@@ -67,20 +68,21 @@ async function castToHost(host: string, msg: ComputeMessage, log: Logger): Promi
   await castToCompute(url, msg);
 }
 
-/** Returns the message ids that failed and must be redelivered (SQS partial batch response). */
-export async function applyReports(records: ReportRecord[]): Promise<string[]> {
-  const failed: string[] = [];
-  await Promise.all(
-    records.map(async (r) => {
-      try {
-        await applyRecord(r);
-      } catch (e) {
-        rootLog.error("compute_events.report_failed", { message_id: r.messageId, error: e });
-        failed.push(r.messageId);
-      }
-    }),
+/** Stop a guest that runs while its instance is stopped (the power-state sync's one cast). */
+function stopGuest(host: string, instance_uuid: string, log: Logger): Promise<void> {
+  const request_id = `req-sync-${instance_uuid}`;
+  return castToHost(
+    host,
+    { version: 1, kind: "power_action", action: "stop", request_id, instance_uuid, host },
+    log,
   );
-  return failed;
+}
+
+/** Returns the message ids that failed and must be redelivered (SQS partial batch response). */
+export function applyReports(records: ReportRecord[]): Promise<string[]> {
+  return failedMessageIds(records, applyRecord, (r, error) =>
+    rootLog.error("compute_events.report_failed", { message_id: r.messageId, error }),
+  );
 }
 
 async function deadLetter(r: ReportRecord, reason: string): Promise<void> {
@@ -124,18 +126,7 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
       );
       if (outcome === "stop-guest") {
         // Nova's _sync_instance_power_state: a stopped instance whose guest runs is stopped again.
-        await castToHost(
-          report.host,
-          {
-            version: 1,
-            kind: "power_action",
-            action: "stop",
-            request_id: `req-sync-${report.instance_uuid}`,
-            instance_uuid: report.instance_uuid,
-            host: report.host,
-          },
-          log,
-        );
+        await stopGuest(report.host, report.instance_uuid, log);
       }
       log.info("compute_events.power_state", {
         instance_uuid: report.instance_uuid,
@@ -249,37 +240,21 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
     if (inst.vm_state === "building") {
       if (inst.task_state !== "spawning" || inst.spawn_attempt !== inst.attempt) continue;
       // The build was spawning here when the host went away.
+      const report = {
+        version: 1,
+        host: r.host,
+        sent_at: r.sent_at,
+        request_id: inst.request_id,
+        instance_uuid: inst.id,
+        attempt: inst.attempt,
+        started_at: r.sent_at,
+        in_flight: 0,
+      } as const;
       if (power === POWER_RUNNING) {
-        await applyBuildReport(
-          {
-            version: 1,
-            kind: "build_succeeded",
-            host: r.host,
-            sent_at: r.sent_at,
-            request_id: inst.request_id,
-            instance_uuid: inst.id,
-            attempt: inst.attempt,
-            started_at: r.sent_at,
-            in_flight: 0,
-          },
-          log,
-        );
+        await applyBuildReport({ ...report, kind: "build_succeeded" }, log);
       } else {
-        await applyBuildReport(
-          {
-            version: 1,
-            kind: "build_failed",
-            host: r.host,
-            sent_at: r.sent_at,
-            request_id: inst.request_id,
-            instance_uuid: inst.id,
-            attempt: inst.attempt,
-            started_at: r.sent_at,
-            reason: `the compute service on ${r.host} restarted while the build was spawning`,
-            in_flight: 0,
-          },
-          log,
-        );
+        const reason = `the compute service on ${r.host} restarted while the build was spawning`;
+        await applyBuildReport({ ...report, kind: "build_failed", reason }, log);
         failed++;
       }
       continue;
@@ -313,18 +288,7 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
     if (inst.vm_state === "active" || inst.vm_state === "stopped") {
       const outcome = await syncPowerState(inst.id, r.host, power, r.sent_at);
       if (outcome === "stop-guest") {
-        await castToHost(
-          r.host,
-          {
-            version: 1,
-            kind: "power_action",
-            action: "stop",
-            request_id: `req-sync-${inst.id}`,
-            instance_uuid: inst.id,
-            host: r.host,
-          },
-          log,
-        );
+        await stopGuest(r.host, inst.id, log);
       }
       if (outcome !== "ignored") synced++;
     }

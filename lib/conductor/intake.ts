@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { StartExecutionCommand } from "@aws-sdk/client-sfn";
 import { sfnClient } from "../aws/clients.js";
 import { sendToDeadLetter } from "../aws/send.js";
+import { failedMessageIds } from "../aws/sqs-batch.js";
 import { resources, schedulerConfig } from "../config.js";
 import { log } from "../log.js";
 import { type BuildRequest, parseBuildRequest } from "../messages/build-request.js";
@@ -26,19 +27,10 @@ export function executionName(msg: BuildRequest): string {
 }
 
 /** Returns the message ids that failed and must be redelivered (SQS partial batch response). */
-export async function intake(records: IntakeRecord[]): Promise<string[]> {
-  const failed: string[] = [];
-  await Promise.all(
-    records.map(async (r) => {
-      try {
-        await intakeOne(r);
-      } catch (e) {
-        log.error("intake.start_failed", { message_id: r.messageId, error: e });
-        failed.push(r.messageId);
-      }
-    }),
+export function intake(records: IntakeRecord[]): Promise<string[]> {
+  return failedMessageIds(records, intakeOne, (r, error) =>
+    log.error("intake.start_failed", { message_id: r.messageId, error }),
   );
-  return failed;
 }
 
 async function intakeOne(r: IntakeRecord): Promise<void> {

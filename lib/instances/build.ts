@@ -4,8 +4,24 @@
 import type { Destination } from "../messages/common.js";
 import { buildDeadline, storedDestination } from "./codec.js";
 import { getInstance } from "./queries.js";
-import { eventClause, merge, transition } from "./transition.js";
+import { type InstanceRef, transitionWithEvent } from "./transition.js";
 import type { ActionEvent, Fault, InstanceRecord } from "./types.js";
+
+/** A write by the attempt `attempt` on `host`, of a build still live. */
+const FENCE = "deleted = :false AND vm_state = :building AND host = :h AND attempt = :n";
+
+/** The values FENCE names: attempt `attempt` on `host`, of a build still live. */
+function fenced(host: string, attempt: number): Record<string, unknown> {
+  return { ":false": false, ":building": "building", ":h": host, ":n": attempt };
+}
+
+/** A write by attempt `attempt` on `host`, with its event; undefined when fenced. */
+export type AttemptWrite = (
+  rec: InstanceRef,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+) => Promise<InstanceRecord | undefined>;
 
 export type PlaceOutcome =
   | { kind: "placed"; record: InstanceRecord }
@@ -20,45 +36,39 @@ export type PlaceOutcome =
  * another host by a concurrent run) is `gone`.
  */
 export async function placeInstance(
-  rec: Pick<InstanceRecord, "id" | "request_id">,
+  rec: InstanceRef,
   attempt: number,
   { host, nodename, availability_zone }: Destination,
   alternates: readonly Destination[],
   ev: ActionEvent,
 ): Promise<PlaceOutcome> {
   const now = new Date().toISOString();
-  const placed = await transition(
-    rec.id,
-    merge(
-      {
-        set: [
-          "attempt = :n",
-          "host = :h",
-          "node = :node",
-          "availability_zone = :az",
-          "alternates = :alts",
-          "updated_at = :now",
-          // The first attempt keeps the deadline it was created with (instance_build_timeout
-          // counts from creation, as Nova's does); a reschedule gets a whole timeout again.
-          ...(attempt > 1 ? ["build_deadline = :deadline"] : []),
-        ],
-        condition: "deleted = :false AND vm_state = :building AND attempt = :prev",
-        values: {
-          ...(attempt > 1 ? { ":deadline": buildDeadline() } : {}),
-          ":n": attempt,
-          ":prev": attempt - 1,
-          ":h": host,
-          ":node": nodename,
-          ":az": availability_zone,
-          ":alts": alternates.map(storedDestination),
-          ":now": now,
-          ":false": false,
-          ":building": "building",
-        },
-      },
-      eventClause(rec, ev),
-    ),
-  );
+  const placed = await transitionWithEvent(rec, ev, {
+    set: [
+      "attempt = :n",
+      "host = :h",
+      "node = :node",
+      "availability_zone = :az",
+      "alternates = :alts",
+      "updated_at = :now",
+      // The first attempt keeps the deadline it was created with (instance_build_timeout
+      // counts from creation, as Nova's does); a reschedule gets a whole timeout again.
+      ...(attempt > 1 ? ["build_deadline = :deadline"] : []),
+    ],
+    condition: "deleted = :false AND vm_state = :building AND attempt = :prev",
+    values: {
+      ...(attempt > 1 ? { ":deadline": buildDeadline() } : {}),
+      ":n": attempt,
+      ":prev": attempt - 1,
+      ":h": host,
+      ":node": nodename,
+      ":az": availability_zone,
+      ":alts": alternates.map(storedDestination),
+      ":now": now,
+      ":false": false,
+      ":building": "building",
+    },
+  });
   if (placed) return { kind: "placed", record: placed };
   const current = await getInstance(rec.id);
   if (current && !current.deleted && current.attempt === attempt && current.host === host) {
@@ -78,31 +88,16 @@ export type SpawnOutcome =
  * on this host (a late duplicate).
  */
 export async function startSpawn(
-  rec: Pick<InstanceRecord, "id" | "request_id">,
+  rec: InstanceRef,
   host: string,
   attempt: number,
   ev: ActionEvent,
 ): Promise<SpawnOutcome> {
-  const started = await transition(
-    rec.id,
-    merge(
-      {
-        set: ["task_state = :spawning", "spawn_attempt = :n", "updated_at = :now"],
-        condition:
-          "deleted = :false AND vm_state = :building AND host = :h AND attempt = :n AND " +
-          "spawn_attempt < :n",
-        values: {
-          ":spawning": "spawning",
-          ":n": attempt,
-          ":h": host,
-          ":now": new Date().toISOString(),
-          ":false": false,
-          ":building": "building",
-        },
-      },
-      eventClause(rec, ev),
-    ),
-  );
+  const started = await transitionWithEvent(rec, ev, {
+    set: ["task_state = :spawning", "spawn_attempt = :n", "updated_at = :now"],
+    condition: `${FENCE} AND spawn_attempt < :n`,
+    values: { ":spawning": "spawning", ":now": new Date().toISOString(), ...fenced(host, attempt) },
+  });
   if (started) return { outcome: "started", record: started };
   const current = await getInstance(rec.id);
   const mine =
@@ -126,99 +121,62 @@ export async function startSpawn(
   return { outcome: current.task_state === "spawning" ? "in-progress" : "failure-recorded", record: current };
 }
 
-const FENCE = "deleted = :false AND vm_state = :building AND host = :h AND attempt = :n";
-
 /** Compute: the build succeeded. False when fenced (deleted or moved meanwhile). */
-export async function markActive(
-  rec: Pick<InstanceRecord, "id" | "request_id">,
-  host: string,
-  attempt: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
+export const markActive: AttemptWrite = (rec, host, attempt, ev) => {
   const now = new Date().toISOString();
-  return transition(
-    rec.id,
-    merge(
-      {
-        set: [
-          "vm_state = :active",
-          "task_state = :null",
-          "launched_at = :now",
-          "updated_at = :now",
-          "fault = :null",
-        ],
-        // The alternates were for a reschedule of this attempt: the build is over.
-        remove: ["build_watch", "build_deadline", "alternates"],
-        condition: `${FENCE} AND task_state = :spawning`,
-        values: {
-          ":active": "active",
-          ":null": null,
-          ":now": now,
-          ":spawning": "spawning",
-          ":false": false,
-          ":building": "building",
-          ":h": host,
-          ":n": attempt,
-        },
-      },
-      eventClause(rec, ev),
-    ),
-  );
-}
+  return transitionWithEvent(rec, ev, {
+    set: [
+      "vm_state = :active",
+      "task_state = :null",
+      "launched_at = :now",
+      "updated_at = :now",
+      "fault = :null",
+    ],
+    // The alternates were for a reschedule of this attempt: the build is over.
+    remove: ["build_watch", "build_deadline", "alternates"],
+    condition: `${FENCE} AND task_state = :spawning`,
+    values: {
+      ":active": "active",
+      ":null": null,
+      ":now": now,
+      ":spawning": "spawning",
+      ...fenced(host, attempt),
+    },
+  });
+};
 
 /**
  * Compute: the build failed on `host`; record it and hand the instance back to scheduling (Nova's
  * reschedule sets task_state back to scheduling). Keeps host and attempt, so the failure path is
  * resumable if the agent dies before it re-enqueues.
  */
-export async function recordBuildFailure(
-  rec: Pick<InstanceRecord, "id" | "request_id">,
-  host: string,
-  attempt: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return failAttempt(rec, host, attempt, ev, "task_state = :spawning");
-}
+export const recordBuildFailure: AttemptWrite = failAttempt("task_state = :spawning");
 
 /**
  * An attempt ends in failure on `host`: back to scheduling, the host added to those tried, and
  * spawn_attempt = n so no late start of this attempt can succeed. `guard` says from which states.
  */
-export async function failAttempt(
-  rec: Pick<InstanceRecord, "id" | "request_id">,
-  host: string,
-  attempt: number,
-  ev: ActionEvent,
-  guard: string,
-): Promise<InstanceRecord | undefined> {
-  return transition(
-    rec.id,
-    merge(
-      {
-        set: [
-          "task_state = :scheduling",
-          "spawn_attempt = :n",
-          "retry_hosts = list_append(if_not_exists(retry_hosts, :empty), :host)",
-          "updated_at = :now",
-          "build_deadline = :deadline",
-        ],
-        condition: `${FENCE} AND (${guard})`,
-        values: {
-          ":deadline": buildDeadline(),
-          ":scheduling": "scheduling",
-          ":spawning": "spawning",
-          ":empty": [],
-          ":host": [host],
-          ":now": new Date().toISOString(),
-          ":false": false,
-          ":building": "building",
-          ":h": host,
-          ":n": attempt,
-        },
+export function failAttempt(guard: string): AttemptWrite {
+  return (rec, host, attempt, ev) =>
+    transitionWithEvent(rec, ev, {
+      set: [
+        "task_state = :scheduling",
+        "spawn_attempt = :n",
+        "retry_hosts = list_append(if_not_exists(retry_hosts, :empty), :host)",
+        "updated_at = :now",
+        "build_deadline = :deadline",
+      ],
+      condition: `${FENCE} AND (${guard})`,
+      values: {
+        ":deadline": buildDeadline(),
+        ":scheduling": "scheduling",
+        ":spawning": "spawning",
+        ":empty": [],
+        ":host": [host],
+        ":now": new Date().toISOString(),
+        ...fenced(host, attempt),
       },
-      eventClause(rec, ev),
-    ),
-  );
+    });
 }
 
 /**
@@ -226,29 +184,23 @@ export async function failAttempt(
  * Only from `attempt` (the last one made), so a stale message cannot fail a newer build.
  */
 export async function setError(
-  rec: Pick<InstanceRecord, "id" | "request_id">,
+  rec: InstanceRef,
   attempt: number,
   fault: Fault,
   ev: ActionEvent,
 ): Promise<InstanceRecord | undefined> {
-  return transition(
-    rec.id,
-    merge(
-      {
-        set: ["vm_state = :error", "task_state = :null", "fault = :fault", "updated_at = :now"],
-        remove: ["build_watch", "build_deadline", "alternates"],
-        condition: "deleted = :false AND vm_state = :building AND attempt = :n",
-        values: {
-          ":error": "error",
-          ":null": null,
-          ":fault": fault,
-          ":now": new Date().toISOString(),
-          ":false": false,
-          ":building": "building",
-          ":n": attempt,
-        },
-      },
-      eventClause(rec, ev),
-    ),
-  );
+  return transitionWithEvent(rec, ev, {
+    set: ["vm_state = :error", "task_state = :null", "fault = :fault", "updated_at = :now"],
+    remove: ["build_watch", "build_deadline", "alternates"],
+    condition: "deleted = :false AND vm_state = :building AND attempt = :n",
+    values: {
+      ":error": "error",
+      ":null": null,
+      ":fault": fault,
+      ":now": new Date().toISOString(),
+      ":false": false,
+      ":building": "building",
+      ":n": attempt,
+    },
+  });
 }

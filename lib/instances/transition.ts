@@ -76,3 +76,15 @@ export function event(
     details,
   };
 }
+
+/** The instance a transition writes, and its create action (where the transition's event goes). */
+export type InstanceRef = Pick<InstanceRecord, "id" | "request_id">;
+
+/** Apply `u` and record `ev` under the instance's create action, in the one write. */
+export function transitionWithEvent(
+  rec: InstanceRef,
+  ev: ActionEvent,
+  u: Update,
+): Promise<InstanceRecord | undefined> {
+  return transition(rec.id, merge(u, eventClause(rec, ev)));
+}

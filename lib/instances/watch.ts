@@ -3,10 +3,10 @@
 import { batchGetAll } from "../aws/dynamo-batch.js";
 import { queryAll } from "../aws/dynamo-pages.js";
 import { BUILD_WATCH_SHARDS, INSTANCES_BUILDING_INDEX, WATCHED_ATTRIBUTES } from "../resources.js";
-import { failAttempt } from "./build.js";
+import { type AttemptWrite, failAttempt } from "./build.js";
 import { buildDeadline, destinationFrom, instancesTable } from "./codec.js";
 import { transition } from "./transition.js";
-import type { ActionEvent, InstanceRecord, WatchedBuild } from "./types.js";
+import type { WatchedBuild } from "./types.js";
 
 /**
  * Every instance still in BUILD (the sparse index holds nothing else), with what the watchdog
@@ -50,15 +50,8 @@ const WATCHED = ["id", "build_watch", "build_deadline", ...WATCHED_ATTRIBUTES];
  * neither a late start nor a late finish of that attempt can succeed (spawn_attempt = n and
  * task_state = scheduling fence both), and the attempt counts.
  */
-export async function fenceAttempt(
-  rec: Pick<InstanceRecord, "id" | "request_id">,
-  host: string,
-  attempt: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  // Taken (spawning) or cast but not yet taken: either way the attempt is still live.
-  return failAttempt(rec, host, attempt, ev, "task_state = :spawning OR spawn_attempt < :n");
-}
+// Taken (spawning) or cast but not yet taken: either way the attempt is still live.
+export const fenceAttempt: AttemptWrite = failAttempt("task_state = :spawning OR spawn_attempt < :n");
 
 /**
  * Watchdog: give a build that is only waiting (queued, or rescheduling) a new deadline before
