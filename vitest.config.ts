@@ -8,15 +8,18 @@ const files = inProcessOnly
   ? readdirSync("test", { recursive: true, encoding: "utf8" }).map((f) => `test/${f}`)
   : [];
 
+/**
+ * The unit files load lib/ and run no runtime: they share one module graph per worker thread
+ * (isolate: false), so lib/ and the SDK are imported once, not once per file (their import was
+ * most of each file's time). Each file restores the env and spies it changes.
+ */
+const UNIT = ["test/unit/**/*.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    exclude: [...configDefaults.exclude, ...(inProcessOnly ? leftToExternal(files) : [])],
     globalSetup: ["test/global-setup.ts"],
-    // Emulator-backed suites start their own servers; two cores, so keep workers few.
-    pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     testTimeout: 150_000,
+    hookTimeout: 120_000,
     // Errors only: the fault tests provoke warnings by the hundred on purpose; a failing
     // assertion says what went wrong.
     // The SDK's Node 20 notice is known (this machine has Node 20; Lambda runs 22).
@@ -25,6 +28,32 @@ export default defineConfig({
       NOVALESS_LOG_LEVEL: process.env.DEBUG_LOG_LEVEL ?? "error",
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
     },
-    hookTimeout: 120_000,
+    // Two cores, so few workers (each pool's own limit).
+    poolOptions: {
+      threads: { maxThreads: 2, minThreads: 1 },
+      forks: { maxForks: 2, minForks: 1 },
+    },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: UNIT,
+          pool: "threads",
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "runtime",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...UNIT, ...(inProcessOnly ? leftToExternal(files) : [])],
+          // Emulator-backed suites start their own servers, each file in a fresh process (a
+          // runtime sets the process's env and the SDK's request handler).
+          pool: "forks",
+        },
+      },
+    ],
   },
 });

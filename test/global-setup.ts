@@ -3,5 +3,8 @@
 import { buildConsole } from "../scripts/build-console.js";
 
 export default function setup(): void {
+  // Each vitest project runs the global setup; the assets are built once per run.
+  if (process.env.NOVALESS_TEST_CONSOLE_BUILT === "1") return;
   buildConsole();
+  process.env.NOVALESS_TEST_CONSOLE_BUILT = "1";
 }
