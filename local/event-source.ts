@@ -83,7 +83,9 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
           { abortSignal: abort.signal },
         );
         const messages = r.Messages ?? [];
-        // a full batch: more may wait, so look again at once (and wake another poller)
+        // Each message taken answers its ring; an empty answer, every ring so far. A full batch:
+        // more may wait, so look again at once (and wake another poller).
+        rings = messages.length ? Math.max(0, rings - (messages.length - 1)) : 0;
         idle = messages.length === 0;
         if (messages.length === batchSize) ring();
         if (!messages.length) continue;
