@@ -72,12 +72,17 @@ interface Row {
   "p99 ms": string;
   "max ms": string;
   "POST p50 ms": string;
+  "polls/build": string;
   /** this process's CPU (user + system) over the builds, per build: what the figures cost on a shared machine */
   "CPU ms/build": string;
   note: string;
 }
 
+/** GET /v2.1/servers/{id} calls so far: each is an API request with its reads, on this same CPU */
+let polls = 0;
+
 async function serverStatus(url: string, id: string): Promise<string | undefined> {
+  polls++;
   const res = await fetch(`${url}/v2.1/servers/${id}`, { headers: { "x-auth-token": DEMO_TOKEN } });
   const text = await res.text();
   if (res.status !== 200) return `HTTP ${res.status}`;
@@ -114,6 +119,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     for (let i = 0; i < warmup; i++) await before(deadline, "warm-up builds", build(`warmup-${i}`, false));
     const w0 = performance.now();
     const cpu0 = process.cpuUsage();
+    const polls0 = polls;
     await before(
       deadline,
       "builds",
@@ -140,6 +146,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     row["p99 ms"] = fmt(percentile(latencies, 0.99));
     row["max ms"] = fmt(latencies.at(-1) ?? Number.NaN);
     row["POST p50 ms"] = fmt(percentile(posts, 0.5));
+    row["polls/build"] = fmt((polls - polls0) / Math.max(1, latencies.length));
     row["CPU ms/build"] = fmt((cpu.user + cpu.system) / 1000 / Math.max(1, latencies.length));
     if (failures.length) row.note ||= failures[0]!.slice(0, 120);
     if (socketWarnings.count) {
@@ -149,7 +156,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     print(
       `${hosts} hosts: ${row.builds} builds in ${fmt(seconds)} s = ${row["builds/s"]} builds/s; ` +
         `POST->ACTIVE p50 ${row["p50 ms"]} p90 ${row["p90 ms"]} p99 ${row["p99 ms"]} ms; ` +
-        `CPU ${row["CPU ms/build"]} ms/build; ${load()}`,
+        `${row["polls/build"]} status polls and CPU ${row["CPU ms/build"]} ms per build; ${load()}`,
     );
     return row;
   } finally {
@@ -172,6 +179,7 @@ function emptyRow(hosts: number, note = ""): Row {
     "p99 ms": "-",
     "max ms": "-",
     "POST p50 ms": "-",
+    "polls/build": "-",
     "CPU ms/build": "-",
     note,
   };
