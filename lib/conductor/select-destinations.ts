@@ -23,6 +23,7 @@ import {
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
 import { claim, findClaim, release } from "../placement/claims.js";
+import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
 import { NoValidHost } from "../scheduler/errors.js";
 import type { Fleet } from "../scheduler/fleet.js";
 import { schedulerHint } from "../scheduler/hints.js";
@@ -44,7 +45,9 @@ import type { InstanceGroup, RequestSpec } from "../scheduler/types.js";
  * separate Lambdas), and one decision at a time over it, as a Lambda container serves one
  * invocation at a time: the claim loop consumes in the shared host states as it claims.
  */
-const managers = perIdentity(() => ({ hosts: new HostManager(), queue: Promise.resolve() }));
+// The scheduler reads no table itself: its host states come from Placement's records, read here.
+const HOST_READS = { all: () => readAllHosts(), changedSince: readChangedHosts };
+const managers = perIdentity(() => ({ hosts: new HostManager(HOST_READS), queue: Promise.resolve() }));
 
 async function exclusively<T>(fn: (hosts: HostManager) => Promise<T>): Promise<T> {
   const m = managers.get();

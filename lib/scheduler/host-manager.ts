@@ -6,7 +6,6 @@
 // and the host is read again (Nova's claim loop; Nomad's snapshot and plan applier).
 import type { Aggregate } from "../catalog/types.js";
 import type { SchedulerConfig } from "../config.js";
-import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
 import type { HostRecord } from "../placement/types.js";
 import { isServiceUp } from "../placement-rules.js";
 import { Fleet } from "./fleet.js";
@@ -73,7 +72,7 @@ export class HostManager {
   private readonly lagMs: number;
 
   constructor(
-    private readonly reads: HostReads = { all: () => readAllHosts(), changedSince: readChangedHosts },
+    private readonly reads: HostReads,
     opts: { lagMs?: number } = {},
   ) {
     this.lagMs = opts.lagMs ?? FEED_LAG_MS;

@@ -106,6 +106,19 @@ describe("the layers of lib/", () => {
     expect(cycles).toEqual([]);
   });
 
+  it("keeps the scheduler free of I/O: no value from placement/, aws/ or the AWS SDK", () => {
+    // ARCHITECTURE.md: the scheduler Lambda composes load → decide → record; lib/scheduler only
+    // decides. Placement's record types may be named (`import type`), its reads may not be called.
+    const VALUE_IMPORT = /^\s*import\s+(?!type\b)[^;]*?from\s+["']([^"']+)["']/gm;
+    const io = sources(join(LIB, "scheduler")).flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(VALUE_IMPORT)]
+        .map((m) => m[1]!)
+        .filter((spec) => /(^|\/)(placement|aws)\/|^@aws-sdk\//.test(spec))
+        .map((spec) => `${relative(LIB, file)} → ${spec}`),
+    );
+    expect(io).toEqual([]);
+  });
+
   it("reads the imports it checks", () => {
     // the parse finds the imports it is meant to find: a regex that silently matches nothing
     // would pass every check above
