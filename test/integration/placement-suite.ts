@@ -4,10 +4,10 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { auditExitCode, formatAuditReport } from "../../bin/novaless-audit.js";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { resources } from "../../lib/config.js";
 import { getAllocation, listAllocations } from "../../lib/placement/allocations.js";
-import { auditExitCode, formatAuditReport } from "../../bin/novaless-audit.js";
 import { auditPlacement } from "../../lib/placement/audit.js";
 import { INVENTORY_DEFAULTS, PlacementConflict, sumAllocations } from "../../lib/placement/capacity.js";
 import {
