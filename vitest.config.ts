@@ -28,9 +28,9 @@ export default defineConfig({
       NOVALESS_LOG_LEVEL: process.env.DEBUG_LOG_LEVEL ?? "error",
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
     },
-    // Two cores, so few workers (each pool's own limit).
+    // Two cores, so few workers (each pool's own limit; the two pools run side by side).
     poolOptions: {
-      threads: { maxThreads: 2, minThreads: 1 },
+      threads: { maxThreads: 1, minThreads: 1 },
       forks: { maxForks: 2, minForks: 1 },
     },
     projects: [
