@@ -1,6 +1,7 @@
 import { readdirSync } from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
 import { leftToExternal } from "./test/external/suites.js";
+import LongestFirst from "./test/sequencer.js";
 
 // npm test's in-process run leaves the external suites to `npm run test:external` (one run each).
 const inProcessOnly = process.env.NOVALESS_SUITES === "in-process";
@@ -18,6 +19,7 @@ const UNIT = ["test/unit/**/*.test.ts"];
 export default defineConfig({
   test: {
     globalSetup: ["test/global-setup.ts"],
+    sequence: { sequencer: LongestFirst },
     testTimeout: 150_000,
     hookTimeout: 120_000,
     // Errors only: the fault tests provoke warnings by the hundred on purpose; a failing

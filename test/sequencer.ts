@@ -1,0 +1,31 @@
+// The longest files start first. On a clean checkout vitest has no durations cached and orders
+// files by size, so a long file started last (the soak, about 50 s) kept the run going after
+// the other workers had finished. These were the longest of the in-process run (2026-11-25).
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+const LONGEST_FIRST = [
+  "test/clients/openstack-cli.test.ts",
+  "test/e2e/state-size.test.ts",
+  "test/soak/soak.test.ts",
+  "test/e2e/simulator.test.ts",
+  "test/e2e/faults-deletes.test.ts",
+  "test/e2e/quotas.test.ts",
+  "test/e2e/scheduling.test.ts",
+  "test/unit/scheduler/reference.test.ts",
+];
+
+const rank = (spec: TestSpecification): number => {
+  const i = LONGEST_FIRST.findIndex((f) => spec.moduleId.endsWith(f));
+  return i < 0 ? LONGEST_FIRST.length : i;
+};
+
+export default class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    // a stable sort: the rest keep vitest's own order
+    return sorted
+      .map((spec, i) => ({ spec, i }))
+      .sort((a, b) => rank(a.spec) - rank(b.spec) || a.i - b.i)
+      .map((x) => x.spec);
+  }
+}
