@@ -16,7 +16,7 @@ const TOPICS: Record<Topic, { title: string; intro: string }> = {
   scheduler: {
     title: "Scheduler",
     intro:
-      "Nova's scheduler options, with Nova's (Zed) names and defaults. The stack sets each on every function from its `schedulerOptions` (infra/app.ts); lists are comma-separated, an empty value is an empty list or unset. The [DEFAULT] options marked *compute.conf* are also novaless-compute's: it reads them from compute.conf or its own variable (below).",
+      "Nova's scheduler options, with Nova's (Zed) names and defaults. The stack sets each on every function from its `scheduler` prop (infra/stacks/novaless-stack.ts); lists are comma-separated, an empty value is an empty list or unset. The [DEFAULT] options marked *compute.conf* are also novaless-compute's: it reads them from compute.conf or its own variable (below).",
   },
   compute: {
     title: "Compute host (novaless-compute)",

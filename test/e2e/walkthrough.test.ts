@@ -1,4 +1,4 @@
-// The README's anti-affinity walk-through, as written: three members of an anti-affinity group in
+// The anti-affinity walk-through of docs/api.md, as written: three members of an anti-affinity group in
 // a three-host zone land on its three hosts; a fourth has nowhere to go and the NoValidHost names
 // the zone and the group (not "an earlier instance"); a hint whose filter is off is a warning.
 import { afterAll, beforeAll, expect, it } from "vitest";
