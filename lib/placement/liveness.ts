@@ -7,7 +7,7 @@
 // short, still ends with the provider telling the truth (no transaction needed).
 import { GetCommand, ScanCommand, type ScanCommandInput, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import { heardWithin } from "../placement-rules.js";
 import { stamp } from "./feed.js";
@@ -57,9 +57,8 @@ export async function heartbeat(host: string, now = new Date()): Promise<void> {
 async function markUp(host: string, old: ServiceHeartbeat): Promise<void> {
   const clearProvider = () => updateProvider(host, "REMOVE service.down_since", {});
   await clearProvider();
-  let cleared: ServiceHeartbeat | undefined;
-  try {
-    const r = await dynamo().send(
+  const r = await unlessConditionFails(
+    dynamo().send(
       new UpdateCommand({
         TableName: servicesTable(),
         Key: { host },
@@ -68,12 +67,10 @@ async function markUp(host: string, old: ServiceHeartbeat): Promise<void> {
         ExpressionAttributeValues: { ":was": old.down_since },
         ReturnValues: "ALL_OLD",
       }),
-    );
-    cleared = r.Attributes as ServiceHeartbeat;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return;
-    throw e;
-  }
+    ),
+  );
+  if (!r) return;
+  const cleared = r.Attributes as ServiceHeartbeat;
   // A sweep finished marking the provider between the two writes: clear it again.
   if (!old.provider_marked && cleared.provider_marked) await clearProvider();
 }
@@ -207,12 +204,6 @@ export async function mirrorForcedDown(host: string, forcedDown: boolean): Promi
   );
 }
 
-async function conditional(cmd: UpdateCommand): Promise<boolean> {
-  try {
-    await dynamo().send(cmd);
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  }
+function conditional(cmd: UpdateCommand): Promise<boolean> {
+  return conditionHeld(dynamo().send(cmd));
 }
