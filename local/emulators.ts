@@ -95,7 +95,7 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
         inProcess: {
           ...(dynamodb.inProcess ? { dynamodb: dynamodb.inProcess } : {}),
           ...(sqs.inProcess ? { sqs: sqs.inProcess } : {}),
-          ...(sfn ? { states: listenerUpstream(sfn.listener) } : {}),
+          ...(sfn ? { states: listenerUpstream(sfn.listener).call } : {}),
         },
         policy: opts.iam.policy,
         dynamodbThrottleRate: opts.iam.dynamodbThrottleRate,
@@ -167,15 +167,18 @@ async function startDynalite(port: number): Promise<Started> {
   });
   const { port: actual } = server.address() as AddressInfo;
   const [listener] = server.listeners("request") as RequestListener[];
+  const inProcess = listener ? listenerUpstream(listener) : undefined;
   return {
     endpoint: `http://${HOST}:${actual}`,
-    ...(listener ? { inProcess: listenerUpstream(listener) } : {}),
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
+    ...(inProcess ? { inProcess: inProcess.call } : {}),
+    stop: async () => {
+      await inProcess?.close();
+      await new Promise<void>((resolve, reject) => {
         server.close((err?: Error) => (err ? reject(err) : resolve()));
         // SDK clients keep connections alive; close() alone would wait for them.
         server.closeAllConnections();
-      }),
+      });
+    },
   };
 }
 

@@ -10,17 +10,41 @@ import { inject } from "light-my-request";
 import type { SdkRequestHandler } from "../lib/aws/clients.js";
 import type { Gateway, RawRequest, RawResponse, Upstream } from "./iam/gateway.js";
 
-/** A node request listener (an emulator's HTTP server) as the gateway's upstream. */
-export function listenerUpstream(listener: RequestListener): Upstream {
+/**
+ * A node request listener (an emulator's HTTP server) as the gateway's upstream, and its close:
+ * from then on a call is refused, as a closed socket would refuse it, and close waits for the calls
+ * in flight. Without it a call still on its way when a runtime stops reaches dynalite after its
+ * store closed, and dynalite throws "Database is closed" from its request handler, uncaught.
+ */
+export function listenerUpstream(listener: RequestListener): { call: Upstream; close(): Promise<void> } {
+  let open = true;
+  const inFlight = new Set<Promise<unknown>>();
   // not aborted: a listener answers soon, a long poll within its wait (the caller stops waiting)
-  return async (req) => {
-    const res = await inject(listener, {
+  const call: Upstream = async (req) => {
+    if (!open)
+      throw Object.assign(new Error("connect ECONNREFUSED: the emulator has stopped"), {
+        code: "ECONNREFUSED",
+      });
+    const injected = inject(listener, {
       method: req.method as "POST",
       url: req.path,
       headers: req.headers as Record<string, string>,
       payload: req.body,
     });
-    return { status: res.statusCode, headers: res.headers, body: res.rawPayload };
+    inFlight.add(injected);
+    try {
+      const res = await injected;
+      return { status: res.statusCode, headers: res.headers, body: res.rawPayload };
+    } finally {
+      inFlight.delete(injected);
+    }
+  };
+  return {
+    call,
+    close: async () => {
+      open = false;
+      await Promise.allSettled([...inFlight]);
+    },
   };
 }
 
