@@ -46,36 +46,14 @@ export class Queues {
     this.computeQueuesArn = hostQueues("");
     this.computeDlqsArn = hostQueues(DLQ_SUFFIX);
 
-    this.buildRequestsDlq = new sqs.Queue(stack, "BuildRequestsDlq", {
-      retentionPeriod: Duration.seconds(DLQ_RETENTION_SECONDS),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
-    this.buildRequests = new sqs.Queue(stack, "BuildRequests", {
-      visibilityTimeout: Duration.seconds(BUILD_REQUESTS_QUEUE.visibilityTimeout),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      deadLetterQueue: {
-        queue: this.buildRequestsDlq,
-        maxReceiveCount: BUILD_REQUESTS_QUEUE.maxReceiveCount,
-      },
-    });
-
+    [this.buildRequests, this.buildRequestsDlq] = queueWithDlq(stack, "BuildRequests", BUILD_REQUESTS_QUEUE);
     // Registration, heartbeats, builds, power states: the compute-events function applies them.
-    this.computeEventsDlq = new sqs.Queue(stack, "ComputeEventsDlq", {
-      retentionPeriod: Duration.seconds(DLQ_RETENTION_SECONDS),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
-    this.computeEvents = new sqs.Queue(stack, "ComputeEventsQueue", {
-      visibilityTimeout: Duration.seconds(COMPUTE_EVENTS_QUEUE.visibilityTimeout),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      deadLetterQueue: {
-        queue: this.computeEventsDlq,
-        maxReceiveCount: COMPUTE_EVENTS_QUEUE.maxReceiveCount,
-      },
-    });
+    [this.computeEvents, this.computeEventsDlq] = queueWithDlq(
+      stack,
+      "ComputeEventsQueue",
+      COMPUTE_EVENTS_QUEUE,
+      "ComputeEventsDlq",
+    );
 
     new CfnOutput(stack, "BuildRequestsQueueUrl", { value: this.buildRequests.queueUrl });
     new CfnOutput(stack, "BuildRequestsDlqUrl", { value: this.buildRequestsDlq.queueUrl });
@@ -83,4 +61,24 @@ export class Queues {
     new CfnOutput(stack, "ComputeEventsQueueUrl", { value: this.computeEvents.queueUrl });
     new CfnOutput(stack, "ComputeEventsDlqUrl", { value: this.computeEventsDlq.queueUrl });
   }
+}
+
+/** An encrypted, TLS-only queue and its DLQ (created first, so the logical IDs keep their order). */
+function queueWithDlq(
+  stack: Stack,
+  id: string,
+  spec: { visibilityTimeout: number; maxReceiveCount: number },
+  dlqId = `${id}Dlq`,
+): [queue: sqs.Queue, dlq: sqs.Queue] {
+  const common = { encryption: sqs.QueueEncryption.SQS_MANAGED, enforceSSL: true };
+  const dlq = new sqs.Queue(stack, dlqId, {
+    retentionPeriod: Duration.seconds(DLQ_RETENTION_SECONDS),
+    ...common,
+  });
+  const queue = new sqs.Queue(stack, id, {
+    visibilityTimeout: Duration.seconds(spec.visibilityTimeout),
+    ...common,
+    deadLetterQueue: { queue: dlq, maxReceiveCount: spec.maxReceiveCount },
+  });
+  return [queue, dlq];
 }
