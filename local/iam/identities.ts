@@ -25,14 +25,9 @@ export const COMPONENTS = [
 export type Component = (typeof COMPONENTS)[number];
 /** The components that are Lambda functions in the stack. */
 export type FunctionComponent = Exclude<Component, "state-machine" | "compute-host">;
-export const FUNCTION_COMPONENTS: FunctionComponent[] = [
-  "api",
-  "build-intake",
-  "scheduler",
-  "conductor",
-  "build-watchdog",
-  "compute-events",
-];
+export const FUNCTION_COMPONENTS = COMPONENTS.filter(
+  (c): c is FunctionComponent => c !== "state-machine" && c !== "compute-host",
+);
 
 /** The deploying admin: creates tables and queues, seeds, and reads for the tests. */
 export const OPERATOR = "operator";

@@ -31,6 +31,7 @@ import { schedulerConfig } from "../../lib/config.js";
 import {
   accessKeyIdOf,
   COMPONENTS,
+  FUNCTION_COMPONENTS,
   type FunctionComponent,
   hostAccessKeyIdOf,
   OPERATOR,
@@ -257,14 +258,7 @@ function dynamoUnits(f: Figures): { read: number; write: number } {
   return { read: f.tableRead + f.indexRead, write: f.tableWrite + f.indexWrite + f.failedWrite };
 }
 
-const LAMBDA_LOGS: ReadonlySet<Caller> = new Set([
-  "api",
-  "build-intake",
-  "scheduler",
-  "conductor",
-  "build-watchdog",
-  "compute-events",
-]);
+const LAMBDA_LOGS: ReadonlySet<Caller> = new Set(FUNCTION_COMPONENTS);
 
 function dollars(f: Figures, caller: Caller): number {
   const u = dynamoUnits(f);
