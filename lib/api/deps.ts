@@ -35,6 +35,7 @@ import { planDestinations } from "../conductor/select-destinations.js";
 import { apiOptions } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
+import { listInstanceMigrations, listMigrations } from "../instances/migrations.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances } from "../instances/queries.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
@@ -67,6 +68,9 @@ export interface ApiDeps {
   getInstance: typeof getInstance;
   listInstances: typeof listInstances;
   getSchedulingDecision: typeof getSchedulingDecision;
+  /** the Migrations table (os-migrations, /servers/{id}/migrations) */
+  listMigrations: typeof listMigrations;
+  listInstanceMigrations: typeof listInstanceMigrations;
   markDeleted: typeof markDeleted;
   updateServer: typeof updateServer;
   deleteServer: typeof deleteServer;
@@ -152,6 +156,8 @@ export const defaultDeps: ApiDeps = {
   getInstance,
   listInstances,
   getSchedulingDecision,
+  listMigrations,
+  listInstanceMigrations,
   markDeleted,
   updateServer,
   deleteServer,

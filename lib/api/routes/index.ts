@@ -10,6 +10,7 @@ import { hypervisorRoutes } from "./hypervisors.js";
 import { imageRoutes } from "./images.js";
 import { keypairRoutes } from "./keypairs.js";
 import { limitsRoutes } from "./limits.js";
+import { migrationRoutes } from "./migrations.js";
 import { placementAuditRoutes } from "./placement-audit.js";
 import { quotaRoutes } from "./quotas.js";
 import { schedulingRoutes } from "./scheduling.js";
@@ -25,6 +26,7 @@ export const ROUTES: Route[] = [
   ...serverMetaRoutes,
   ...serverActionRoutes,
   ...instanceActionRoutes,
+  ...migrationRoutes,
   ...schedulingRoutes,
   ...flavorRoutes,
   ...imageRoutes,

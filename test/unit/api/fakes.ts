@@ -5,7 +5,7 @@ import type { Keypair } from "../../../lib/catalog/keypairs.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "../../../lib/catalog/seed.js";
 import type { Flavor, Image } from "../../../lib/catalog/types.js";
 import { requestSpecOf } from "../../../lib/instances/request-spec.js";
-import type { InstanceRecord, SchedulingRecord } from "../../../lib/instances/types.js";
+import type { InstanceRecord, MigrationRecord, SchedulingRecord } from "../../../lib/instances/types.js";
 import type { BuildRequest } from "../../../lib/messages/build-request.js";
 import type { ServiceHeartbeat } from "../../../lib/placement/liveness.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
@@ -24,6 +24,8 @@ export interface FakeWorld {
   heartbeats: Map<string, ServiceHeartbeat>;
   /** the Scheduling table: each instance's last decision */
   scheduling: Map<string, SchedulingRecord>;
+  /** the Migrations table, by uuid */
+  migrations: Map<string, MigrationRecord>;
   sent: BuildRequest[];
   deleted: { id: string; requestId: string }[];
   failEnqueue: boolean;
@@ -97,6 +99,7 @@ export function fakeWorld(): FakeWorld {
       ["host-1", "host-2"].map((host) => [host, { host, last_heartbeat: NOW.toISOString() }]),
     ),
     scheduling: new Map(),
+    migrations: new Map(),
     sent: [],
     deleted: [],
     failEnqueue: false,
@@ -178,6 +181,13 @@ export function fakeWorld(): FakeWorld {
     },
     getInstance: async (id) => structuredClone(w.instances.get(id)),
     getSchedulingDecision: async (id) => structuredClone(w.scheduling.get(id)),
+    listMigrations: async () =>
+      [...w.migrations.values()].sort((a, b) => a.id - b.id).map((m) => structuredClone(m)),
+    listInstanceMigrations: async (uuid) =>
+      [...w.migrations.values()]
+        .filter((m) => m.instance_uuid === uuid)
+        .sort((a, b) => a.created_at.localeCompare(b.created_at))
+        .map((m) => structuredClone(m)),
     listInstances: async (projectId) =>
       [...w.instances.values()]
         .filter((r) => !r.deleted && (!projectId || r.project_id === projectId))
