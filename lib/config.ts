@@ -799,6 +799,29 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     topic: "conductor",
   }),
   row({
+    key: "allow_resize_to_same_host",
+    group: "DEFAULT",
+    name: "allow_resize_to_same_host",
+    nova: true,
+    env: "NOVALESS_ALLOW_RESIZE_TO_SAME_HOST",
+    kind: "bool",
+    default: false,
+    help: "A resize may stay on its host; when false (Nova's default) the source is in the request's ignore list. A cold migration always leaves its host.",
+    topic: "conductor",
+  }),
+  row({
+    key: "resize_confirm_window",
+    group: "DEFAULT",
+    name: "resize_confirm_window",
+    nova: true,
+    env: "NOVALESS_RESIZE_CONFIRM_WINDOW",
+    kind: "int",
+    default: 0,
+    min: 0,
+    help: "Seconds after which the watchdog confirms a finished resize or migration left in VERIFY_RESIZE; 0 turns it off.",
+    topic: "conductor",
+  }),
+  row({
     key: "max_request_body_size",
     group: "oslo_middleware",
     name: "max_request_body_size",
@@ -1092,6 +1115,13 @@ export const RESOURCE_OPTIONS: readonly ConfigOption[] = [
     "The scheduler's records and decisions.",
   ),
   resource(
+    "migrationsTable",
+    "migrations_table",
+    "NOVALESS_MIGRATIONS_TABLE",
+    "novaless-migrations",
+    "Migration records (resize, cold migration).",
+  ),
+  resource(
     "catalogTable",
     "catalog_table",
     "NOVALESS_CATALOG_TABLE",
@@ -1194,6 +1224,7 @@ export interface Resources {
   instancesTable: string;
   servicesTable: string;
   schedulingTable: string;
+  migrationsTable: string;
   catalogTable: string;
   identityTable: string;
   buildRequestsQueueUrl: string;
@@ -1208,6 +1239,14 @@ export interface Resources {
 
 export function resources(): Resources {
   return Object.fromEntries(RESOURCE_OPTIONS.map((o) => [o.key, readOption(o)])) as unknown as Resources;
+}
+
+/** [DEFAULT] allow_resize_to_same_host and resize_confirm_window (seconds, 0 = off). */
+export function moveOptions(): { allowResizeToSameHost: boolean; resizeConfirmWindow: number } {
+  return {
+    allowResizeToSameHost: read<boolean>("allow_resize_to_same_host"),
+    resizeConfirmWindow: read<number>("resize_confirm_window"),
+  };
 }
 
 /** [DEFAULT] instance_build_timeout (seconds). */

@@ -16,7 +16,15 @@ export interface GsiSpec {
 
 export interface TableSpec {
   /** logical id in the stack, and the local table name */
-  id: "Hosts" | "Allocations" | "Instances" | "Catalog" | "Services" | "Scheduling" | "Identity";
+  id:
+    | "Hosts"
+    | "Allocations"
+    | "Instances"
+    | "Catalog"
+    | "Services"
+    | "Scheduling"
+    | "Identity"
+    | "Migrations";
   localName: string;
   partitionKey: string;
   sortKey?: string;
@@ -108,6 +116,17 @@ export const TABLES: TableSpec[] = [
     env: "NOVALESS_SCHEDULING_TABLE",
     gsis: [],
   },
+  // Nova's migration records (os-migrations): one item per move, listed by instance through the
+  // index; the instance's record carries the move in progress.
+  {
+    id: "Migrations",
+    localName: "novaless-migrations",
+    partitionKey: "uuid",
+    env: "NOVALESS_MIGRATIONS_TABLE",
+    gsis: [
+      { indexName: "by-instance", partitionKey: "instance_uuid", sortKey: "created_at", projection: "ALL" },
+    ],
+  },
   {
     id: "Catalog",
     localName: "novaless-catalog",
@@ -129,6 +148,7 @@ export const TABLES: TableSpec[] = [
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
 export const INSTANCES_BUILDING_INDEX = "building-by-deadline";
 export const INSTANCES_BY_HOST_INDEX = "by-host";
+export const MIGRATIONS_BY_INSTANCE_INDEX = "by-instance";
 
 export interface QueueSpec {
   localName: string;

@@ -155,6 +155,7 @@ export class Functions {
   private grant(data: Data, queues: Queues, secrets: Secrets): void {
     const { Hosts: hosts, Allocations: allocations, Instances: instances } = data.tables;
     const { Catalog: catalog, Services: services, Scheduling: scheduling, Identity: identity } = data.tables;
+    const { Migrations: migrations } = data.tables;
     const { api, scheduler, conductor, buildWatchdog, computeEvents } = this;
     const computeQueues = queues.computeQueuesArn;
 
@@ -172,6 +173,8 @@ export class Functions {
     services.grant(api, "dynamodb:UpdateItem");
     scheduling.grantReadData(api);
     queues.buildRequests.grantSendMessages(api);
+    // Resize and migrate create the migration record; confirm and revert move it on; os-migrations lists.
+    migrations.grantReadWriteData(api);
     api.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
     );
@@ -224,13 +227,22 @@ export class Functions {
     allocations.grantReadData(conductor);
     allocations.grant(conductor, "dynamodb:PutItem", "dynamodb:DeleteItem");
     instances.grantReadWriteData(conductor);
+    migrations.grantReadWriteData(conductor);
     queues.buildRequests.grantSendMessages(conductor);
+    // A move that fails gives back what a resize up reserved (the usage item) and starts the
+    // source's guest again if it was shut down for the move.
+    catalog.grant(conductor, "dynamodb:UpdateItem");
+    conductor.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
+    );
 
     hosts.grantReadWriteData(buildWatchdog);
     // A fenced attempt's claim is released; the watchdog never claims.
     allocations.grantReadData(buildWatchdog);
     allocations.grant(buildWatchdog, "dynamodb:DeleteItem");
     instances.grantReadWriteData(buildWatchdog);
+    // resize_confirm_window: a move left in VERIFY_RESIZE is confirmed
+    migrations.grantReadWriteData(buildWatchdog);
     // The liveness sweep: heartbeats read, transitions marked.
     services.grantReadWriteData(buildWatchdog);
     queues.buildRequests.grantSendMessages(buildWatchdog);
@@ -240,7 +252,17 @@ export class Functions {
     hosts.grantReadWriteData(computeEvents);
     instances.grantReadWriteData(computeEvents);
     services.grantReadWriteData(computeEvents);
-    allocations.grant(computeEvents, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem");
+    // (PutItem: a reverted or failed move gives the source's allocation back to the instance)
+    allocations.grant(
+      computeEvents,
+      "dynamodb:GetItem",
+      "dynamodb:Query",
+      "dynamodb:PutItem",
+      "dynamodb:DeleteItem",
+    );
+    migrations.grantReadWriteData(computeEvents);
+    // (a move that fails at its source gives back what a resize up reserved)
+    catalog.grant(computeEvents, "dynamodb:UpdateItem");
     // a start or reboot carries the owner's public key (Nova passes it to the driver)
     catalog.grantReadData(computeEvents);
     queues.buildRequests.grantSendMessages(computeEvents);
@@ -303,10 +325,18 @@ export class Functions {
       ],
       true,
     );
-    NagSuppressions.addResourceSuppressions(
-      this.computeEvents,
-      [{ id: "AwsSolutions-IAM5", reason: COMPUTE_QUEUES_REASON, appliesTo: [computeQueuesFinding(prefix)] }],
-      true,
-    );
+    for (const fn of [this.computeEvents, this.conductor]) {
+      NagSuppressions.addResourceSuppressions(
+        fn,
+        [
+          {
+            id: "AwsSolutions-IAM5",
+            reason: COMPUTE_QUEUES_REASON,
+            appliesTo: [computeQueuesFinding(prefix)],
+          },
+        ],
+        true,
+      );
+    }
   }
 }

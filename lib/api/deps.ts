@@ -35,7 +35,14 @@ import { planDestinations } from "../conductor/select-destinations.js";
 import { apiOptions } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
-import { listInstanceMigrations, listMigrations } from "../instances/migrations.js";
+import {
+  createMigration,
+  listInstanceMigrations,
+  listMigrations,
+  nextMigrationId,
+  updateMigration,
+} from "../instances/migrations.js";
+import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances } from "../instances/queries.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
@@ -107,7 +114,20 @@ export interface ApiDeps {
   quotas: QuotaStore;
   /** the power actions and console output (server-actions.ts); optional for fakes that skip them */
   power?: PowerDeps;
+  moves?: MoveDeps;
   now: () => Date;
+}
+
+/** What resize, migrate, confirmResize and revertResize need besides the record. */
+export interface MoveDeps {
+  nextMigrationId: typeof nextMigrationId;
+  createMigration: typeof createMigration;
+  updateMigration: typeof updateMigration;
+  begin: typeof beginMove;
+  abandon: typeof abandonMove;
+  beginConfirm: typeof beginConfirm;
+  beginRevert: typeof beginRevert;
+  castToCompute: typeof castToCompute;
 }
 
 /** What os-dead-letters needs (lib/aws/dead-letters.ts). */
@@ -129,6 +149,16 @@ export interface PowerDeps {
 }
 
 export const defaultDeps: ApiDeps = {
+  moves: {
+    nextMigrationId,
+    createMigration,
+    updateMigration,
+    begin: beginMove,
+    abandon: abandonMove,
+    beginConfirm,
+    beginRevert,
+    castToCompute,
+  },
   power: {
     begin: beginPowerAction,
     castToCompute,

@@ -16,6 +16,7 @@ import type { Logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import {
   type GetConsoleOutput,
+  type MoveStepMessage,
   type PowerAction,
   type ReceivedComputeMessage,
   receivedComputeMessage,
@@ -25,7 +26,7 @@ import { tailLog } from "../messages/console-log.js";
 import { type ComputeReport, computeReport, type ReportBody } from "../messages/reports.js";
 import type { Inventory, ResourceClass } from "../placement-rules.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
-import type { Driver } from "./drivers/driver.js";
+import { type Driver, type GuestSpec, POWER_STATE } from "./drivers/driver.js";
 import { computeQueueName } from "./queue-name.js";
 
 /** What a compute host is: its name, place, size and hypervisor. */
@@ -262,6 +263,13 @@ export class BuildPath {
       case "get_console_output":
         await this.consoleOutput(msg);
         break;
+      case "resize_instance":
+      case "finish_resize":
+      case "confirm_resize":
+      case "revert_resize":
+      case "finish_revert_resize":
+        await this.keepHidden(m, queue, () => this.moveStep(msg, log));
+        break;
     }
     await this.ack(m, queue);
   }
@@ -401,6 +409,77 @@ export class BuildPath {
       power_state: power as 0,
     });
     log.info("compute.power_action_done", { action: msg.action, ok, power_state: power });
+  }
+
+  /**
+   * A step of a resize or cold migration, then its report. Each is safe to repeat: the source
+   * powers its guest off (and keeps it until confirm or revert), the destination creates the
+   * guest with the new flavor unless it has it, confirm and revert destroy the copy that is no
+   * longer wanted, and finish_revert_resize brings the old guest back. A same-host move has one
+   * guest: it is replaced in place, and confirm leaves it alone.
+   */
+  private async moveStep(msg: MoveStepMessage, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    const started = new Date().toISOString();
+    this.acting.add(id);
+    let ok = true;
+    let details: string | null = null;
+    try {
+      switch (msg.kind) {
+        case "resize_instance":
+          if (this.driver.has(id)) await this.driver.powerOff(id);
+          break;
+        case "finish_resize":
+          if (msg.same_host || !this.driver.has(id)) {
+            if (msg.same_host) await this.driver.destroy(id);
+            await this.guestAs(msg.guest, msg.power_on);
+          }
+          break;
+        case "confirm_resize":
+          if (!msg.same_host) await this.driver.destroy(id);
+          break;
+        case "revert_resize":
+          await this.driver.destroy(id);
+          break;
+        case "finish_revert_resize":
+          if (!this.driver.has(id)) await this.guestAs(msg.guest, msg.power_on);
+          else if (msg.power_on && this.driver.powerState(id) !== POWER_STATE.RUNNING)
+            await this.driver.powerOn(id);
+          break;
+      }
+    } catch (e) {
+      ok = false;
+      details = e instanceof Error ? e.message : String(e);
+      log.warn("compute.move_step_failed", { step: msg.kind, details });
+      // a destination that failed keeps nothing half-built for the next one
+      if (msg.kind === "finish_resize" && !msg.same_host) {
+        await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
+      }
+    } finally {
+      this.acting.delete(id);
+    }
+    if (this.dead) throw new Error(`host ${this.host} died during ${msg.kind} of ${id}`);
+    const power = this.driver.powerState(id);
+    if (this.driver.has(id)) this.reported.set(id, power);
+    else this.reported.delete(id);
+    await this.reporter.send("move_step", {
+      step: msg.kind,
+      request_id: msg.request_id,
+      instance_uuid: id,
+      migration_uuid: msg.migration_uuid,
+      attempt: msg.attempt,
+      started_at: started,
+      ok,
+      details,
+      power_state: power as 0,
+    });
+    log.info("compute.move_step_done", { step: msg.kind, ok, power_state: power });
+  }
+
+  /** Create the guest, and leave it shut down when the server was stopped. */
+  private async guestAs(guest: GuestSpec, powerOn: boolean): Promise<void> {
+    await this.driver.spawn(guest, this.spawnAbort.signal);
+    if (!powerOn) await this.driver.powerOff(guest.instance_uuid);
   }
 
   /** os-getConsoleOutput: the log's end, the last `length` lines when asked. */

@@ -14,7 +14,7 @@ import { EVENT_BUILD } from "../instances/codec.js";
 import { rescheduledText, withoutHosts } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
-import { listInstancesOnHost } from "../instances/queries.js";
+import { getInstance, listInstancesOnHost } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
@@ -34,6 +34,7 @@ import { getHost, recordBuildResult, registerHost } from "../placement/hosts.js"
 import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
+import { applyMoveReport } from "./move-events.js";
 
 export interface ReportRecord {
   messageId: string;
@@ -161,6 +162,8 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
     case "console_output":
       await storeConsoleOutput(report.instance_uuid, report.request_id, report.output, report.error);
       return;
+    case "move_step":
+      return applyMoveReport(report, log, castToHost);
   }
 }
 
@@ -220,6 +223,10 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
   let resent = 0;
   for (const g of r.guests) {
     if (byId.has(g.instance_uuid)) continue;
+    // A move's other copy (the source's guest until confirm or revert): the record points at one
+    // host, the migration at both.
+    const moving = (await getInstance(g.instance_uuid))?.migration;
+    if (moving && (moving.source_host === r.host || moving.dest_host === r.host)) continue;
     // Deleted (or moved) while the host was away: its claim went with the delete (Nova's local
     // delete); only the guest remains.
     await castToHost(
@@ -259,7 +266,8 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
       }
       continue;
     }
-    if (inst.task_state && inst.task_state !== "deleting") {
+    // (a move's steps are casts still queued for the host, not lost actions)
+    if (inst.task_state && inst.task_state !== "deleting" && !inst.migration) {
       // A power action the host took and lost: send it again (Nova retries it at init).
       const action =
         inst.task_state === "powering-off" ? "stop" : inst.task_state === "powering-on" ? "start" : "reboot";

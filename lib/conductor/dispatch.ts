@@ -1,7 +1,17 @@
 // The conductor Lambda's one entry: the state machine names the step in `action`.
+
+import { fault, maxRetriesFault } from "../instances/faults.js";
 import { type ConductorInput, NOTHING_SCHEDULED, type Scheduled } from "../messages/scheduled.js";
-import { buildFailed, buildInstances, claimAlternate, maxRetriesExceeded, noValidHost } from "./tasks.js";
-import type { StatesError } from "./types.js";
+import { asMove, claimMoveAlternate, type MoveInput, moveStepFailed, startMove } from "./moves.js";
+import {
+  buildFailed,
+  buildInstances,
+  causeOf,
+  claimAlternate,
+  maxRetriesExceeded,
+  noValidHost,
+} from "./tasks.js";
+import { NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
 
 export interface ConductorEvent {
   action: "max_retries_exceeded" | "claim_alternate" | "no_valid_host" | "build_instances" | "build_failed";
@@ -11,6 +21,8 @@ export interface ConductorEvent {
 }
 
 export async function conductorStep(e: ConductorEvent): Promise<unknown> {
+  const move = asMove(e.request);
+  if (move) return moveStep(e, move);
   switch (e.action) {
     case "max_retries_exceeded":
       return maxRetriesExceeded(e.request).then(() => ({}));
@@ -22,6 +34,39 @@ export async function conductorStep(e: ConductorEvent): Promise<unknown> {
       return buildInstances(e.request, e.scheduled ?? NOTHING_SCHEDULED);
     case "build_failed":
       return buildFailed(e.request, e.error).then(() => ({}));
+    default:
+      throw new Error(`unknown conductor action ${(e as { action: string }).action}`);
+  }
+}
+
+/**
+ * The same steps for a resize or cold migration (Nova's MigrationTask). Its failures leave the
+ * server as it was, with a fault (Nova's NoValidHost on a resize is a fault on an ACTIVE server).
+ */
+async function moveStep(e: ConductorEvent, req: MoveInput): Promise<unknown> {
+  const id = req.instance_uuids[0]!;
+  switch (e.action) {
+    case "claim_alternate":
+      return claimMoveAlternate(req);
+    case "build_instances":
+      return startMove(req, e.scheduled ?? NOTHING_SCHEDULED);
+    case "no_valid_host": {
+      const { details } = causeOf(e.error);
+      await moveStepFailed(req, fault(NO_VALID_HOST_MESSAGE, details, 400));
+      return {};
+    }
+    case "max_retries_exceeded":
+      await moveStepFailed(
+        req,
+        maxRetriesFault(id, req.config.max_attempts, req.retry.last_fault, req.retry.hosts),
+      );
+      return {};
+    case "build_failed": {
+      const { message } = causeOf(e.error);
+      const text = `Migration of instance ${id} aborted: ${e.error?.Error ?? "error"}`;
+      await moveStepFailed(req, fault(text, `${text}: ${message}`));
+      return {};
+    }
     default:
       throw new Error(`unknown conductor action ${(e as { action: string }).action}`);
   }

@@ -20,10 +20,12 @@ export interface IntakeRecord {
  */
 export function executionName(msg: BuildRequest): string {
   const digest = createHash("sha256")
-    .update(`${msg.request_id}|${msg.instance_uuids.join(",")}|${msg.retry.num_attempts}`)
+    .update(
+      `${msg.request_id}|${msg.instance_uuids.join(",")}|${msg.retry.num_attempts}${msg.move ? `|${msg.move.migration_uuid}` : ""}`,
+    )
     .digest("hex")
     .slice(0, 40);
-  return `build-${msg.retry.num_attempts}-${digest}`;
+  return `${msg.move ? "move" : "build"}-${msg.retry.num_attempts}-${digest}`;
 }
 
 /** Returns the message ids that failed and must be redelivered (SQS partial batch response). */

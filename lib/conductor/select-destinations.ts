@@ -15,6 +15,7 @@ import { requestSpecOf } from "../instances/request-spec.js";
 import { recordSchedulingDecision } from "../instances/scheduling-decisions.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
+import { isMove, type MoveRequest, moveAttempt } from "../messages/build-request.js";
 import {
   type ConductorInput,
   NOTHING_SCHEDULED,
@@ -22,7 +23,7 @@ import {
   scheduledOf,
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
-import { claim, findClaim, release } from "../placement/claims.js";
+import { claim, findClaim, moveAllocation, release } from "../placement/claims.js";
 import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
 import { NoValidHost } from "../scheduler/errors.js";
 import type { Fleet } from "../scheduler/fleet.js";
@@ -101,6 +102,7 @@ export async function selectDestinations(
  * an earlier run of this step placed. Undefined when none of the instances exists.
  */
 export async function loadRequest(req: ConductorInput): Promise<Loaded | undefined> {
+  if (isMove(req)) return loadMoveRequest(req);
   const started = performance.now();
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
@@ -137,6 +139,73 @@ export async function loadRequest(req: ConductorInput): Promise<Loaded | undefin
       instanceHosts,
       held,
       toPlace,
+    },
+    log,
+    started,
+  };
+}
+
+/**
+ * A resize or cold migration's request (Nova's MigrationTask._execute): the instance's spec with
+ * the new flavor, the source ignored unless it may stay there, a cold migration's requested host
+ * as the requested destination, and no forced host. Before the first decision the source's
+ * allocation becomes the migration's (Nova's replace_allocation_with_migration), so the
+ * instance's own claim is free for the destination and the source stays counted.
+ */
+async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
+  const started = performance.now();
+  const n = moveAttempt(req);
+  const id = req.instance_uuids[0]!;
+  const log = baseLog.child({
+    request_id: req.request_id,
+    attempt: n,
+    migration_uuid: req.move.migration_uuid,
+  });
+  const rec = await getInstance(id);
+  const move = rec?.migration;
+  if (
+    !rec ||
+    rec.deleted ||
+    move?.uuid !== req.move.migration_uuid ||
+    (rec.task_state !== "resize_prep" && rec.task_state !== "resize_migrated")
+  ) {
+    log.warn("scheduler.move_not_found", { instance_uuid: id, task_state: rec?.task_state });
+    return undefined;
+  }
+  if (rec.task_state === "resize_prep") {
+    await moveAllocation(move.source_host, id, move.uuid, { fromAttempt: move.source_attempt });
+  }
+  const own = requestSpecOf(rec, 1);
+  const {
+    force_hosts: _forced,
+    force_nodes: _forcedNodes,
+    requested_destination: _dest,
+    ignore_hosts: _ignored,
+    ...rest
+  } = own;
+  const { spec, instanceHosts } = await withInstances(
+    {
+      ...rest,
+      // a zone asked for as `az:host` forced the create's host, never a move's
+      ...(own.availability_zone ? { availability_zone: own.availability_zone.split(":")[0]! } : {}),
+      flavor: move.new_flavor,
+      ...(move.same_host_allowed ? {} : { ignore_hosts: [move.source_host] }),
+      ...(move.requested_host ? { requested_destination: { host: move.requested_host } } : {}),
+    },
+    [id],
+  );
+  const heldHost = move.attempt === n && move.dest_host ? move.dest_host : await findClaim(id, n);
+  const held = new Map<string, HeldHost>();
+  if (heldHost) held.set(id, { host: heldHost, node: move.dest_node, availability_zone: move.dest_az });
+  return {
+    request: {
+      instance_uuids: [id],
+      attempt: n,
+      excludeHosts: req.retry.hosts,
+      spec,
+      instanceHosts,
+      held,
+      toPlace: held.has(id) ? [] : [id],
     },
     log,
     started,

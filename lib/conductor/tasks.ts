@@ -13,14 +13,14 @@ import {
   type InstanceSelection,
   NOTHING_SCHEDULED,
   type Scheduled,
-  scheduledOf,
   selectionIn,
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
-import { claim, findClaim, release, releaseAttemptClaims } from "../placement/claims.js";
+import { release, releaseAttemptClaims } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
-import { AlternatesExhausted, type Cast, NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
+import { claimFirstAlternate } from "./alternates.js";
+import { type Cast, NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
 
 /** The cause text of a Lambda error as Step Functions reports it (a JSON errorMessage or text). */
 export function causeOf(err: StatesError | undefined): { message: string; details: string } {
@@ -92,41 +92,17 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
   const id = req.instance_uuids[0]!;
   const rec = await getInstance(id);
   if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) return NOTHING_SCHEDULED;
-  const alternates = req.alternates ?? [];
   // The amounts the scheduler claimed for it on its first host: its flavor's.
-  const resources = resourcesFromFlavor(rec.flavor);
-  if (rec.attempt === n && rec.host) {
-    // A re-run of this step: the alternate was claimed and recorded already.
-    const i = alternates.findIndex((a) => a.host === rec.host);
-    if (i >= 0)
-      return scheduledOf([
-        { instance_uuid: id, selected: alternates[i]!, alternates: alternates.slice(i + 1) },
-      ]);
-  }
-  // A re-run after an alternate was claimed but before the answer reached the state machine:
-  // keep that claim (an earlier alternate may fit by now, and claiming it would count twice).
-  const held = await findClaim(
+  return claimFirstAlternate(
     id,
     n,
-    alternates.map((a) => a.host),
+    req.alternates ?? [],
+    req.retry.hosts,
+    resourcesFromFlavor(rec.flavor),
+    log.child({ request_id: req.request_id, instance_uuid: id, attempt: n }),
+    // A re-run of this step: the alternate was claimed and recorded already.
+    { recorded: rec.attempt === n && rec.host ? rec.host : undefined },
   );
-  const start = held === undefined ? 0 : alternates.findIndex((a) => a.host === held);
-  for (let i = start; i < alternates.length; i++) {
-    const alt = alternates[i]!;
-    if (req.retry.hosts.includes(alt.host)) continue;
-    const r = await claim(alt.host, id, resources, n);
-    log.info("conductor.claim_alternate", {
-      request_id: req.request_id,
-      instance_uuid: id,
-      attempt: n,
-      host: alt.host,
-      claimed: r.claimed,
-      reason: r.claimed ? undefined : r.reason,
-    });
-    if (r.claimed)
-      return scheduledOf([{ instance_uuid: id, selected: alt, alternates: alternates.slice(i + 1) }]);
-  }
-  throw new AlternatesExhausted(`no alternate could be claimed for instance ${id} (attempt ${n})`);
 }
 
 /**

@@ -6,6 +6,7 @@ import { log } from "../log.js";
 import { release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
+import { updateMigration } from "./migrations.js";
 import { markDeletedReleasing } from "./quota-release.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
 
@@ -56,6 +57,7 @@ export async function deleteServer(
       });
     }
   }
+  if (rec.migration) await endMoveOnDelete(rec, requestId);
   log.info("instance.deleted", {
     request_id: requestId,
     instance_uuid: id,
@@ -64,4 +66,41 @@ export async function deleteServer(
     claim_released_by: releasedBy,
   });
   return rec;
+}
+
+/**
+ * A server deleted during a move, or in VERIFY_RESIZE: the host the record does not point at has
+ * its own copy (the destination's new guest before the move finished, the source's old guest
+ * after) and its own claim (the instance's on the destination, the migration's on the source).
+ * Both go; the migration ends in error (Nova's delete of a resizing server does not confirm it).
+ */
+async function endMoveOnDelete(rec: InstanceRecord, requestId: string): Promise<void> {
+  const move = rec.migration!;
+  await release(move.source_host, move.uuid);
+  const other = rec.host === move.source_host ? move.dest_host : move.source_host;
+  if (
+    rec.host === move.source_host &&
+    move.dest_host &&
+    move.attempt !== null &&
+    move.dest_host !== rec.host
+  ) {
+    await release(move.dest_host, rec.id, move.attempt);
+  }
+  if (other && other !== rec.host) {
+    const host = await getHost(other);
+    if (host?.queue_url) {
+      await castToCompute(host.queue_url, {
+        version: 1,
+        kind: "terminate_instance",
+        request_id: requestId,
+        instance_uuid: rec.id,
+        host: other,
+      });
+    }
+  }
+  await updateMigration(
+    move.uuid,
+    ["pre-migrating", "migrating", "post-migrating", "finished", "confirming", "reverting"],
+    "error",
+  );
 }

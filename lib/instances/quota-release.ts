@@ -4,7 +4,7 @@
 // counting from instance records: see the report of issue 10), so a failed build releases nothing.
 import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { deltaOf } from "../quotas/quotas.js";
+import { deltaOf, type Usage, upsizeDelta } from "../quotas/quotas.js";
 import { releaseItem } from "../quotas/store.js";
 import { getInstance } from "./queries.js";
 import { markDeletedItem } from "./server-writes.js";
@@ -19,6 +19,19 @@ function raced(e: unknown): boolean {
   return (
     codes.length === 0 || codes.some((c) => c === "ConditionalCheckFailed" || c === "TransactionConflict")
   );
+}
+
+/**
+ * What the instance counts in its project's usage: its flavor, and while a move is unconfirmed
+ * the larger of the move's two flavors (a resize counts the larger until confirm or revert).
+ */
+export function usageOf(rec: InstanceRecord): Usage {
+  const own = deltaOf(1, rec.flavor);
+  const m = rec.migration;
+  if (!m) return own;
+  const other = rec.flavor.id === m.new_flavor.id ? m.old_flavor : m.new_flavor;
+  const extra = upsizeDelta(rec.flavor, other);
+  return { instances: own.instances, cores: own.cores + extra.cores, ram: own.ram + extra.ram };
 }
 
 /**
@@ -37,10 +50,7 @@ export async function markDeletedReleasing(
     try {
       await dynamo().send(
         new TransactWriteCommand({
-          TransactItems: [
-            markDeletedItem(seen, now, action),
-            releaseItem(seen.project_id, deltaOf(1, seen.flavor)),
-          ],
+          TransactItems: [markDeletedItem(seen, now, action), releaseItem(seen.project_id, usageOf(seen))],
         }),
       );
       return seen;

@@ -1,7 +1,8 @@
 import type { Destination } from "../messages/common.js";
 import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
 
-export type VmState = "building" | "active" | "stopped" | "error" | "deleted";
+/** Nova's vm_states this system sets; `resized` is a finished resize or migration awaiting confirm/revert (VERIFY_RESIZE). */
+export type VmState = "building" | "active" | "stopped" | "resized" | "error" | "deleted";
 /** Nova's task states this system sets (nova/compute/task_states.py). */
 export type TaskState =
   | "scheduling"
@@ -13,6 +14,12 @@ export type TaskState =
   | "reboot_started"
   | "rebooting_hard"
   | "reboot_started_hard"
+  // a resize or cold migration (Nova's task_states.py): accepted, source powering off, source
+  // done (the destination finishing); then a revert in progress
+  | "resize_prep"
+  | "resize_migrating"
+  | "resize_migrated"
+  | "resize_reverting"
   | null;
 
 export interface Fault {
@@ -35,7 +42,98 @@ export interface ActionEvent {
 }
 
 /** Nova's instance_actions names this system records. */
-export type ActionName = "create" | "delete" | "lock" | "unlock" | "stop" | "start" | "reboot";
+export type ActionName =
+  | "create"
+  | "delete"
+  | "lock"
+  | "unlock"
+  | "stop"
+  | "start"
+  | "reboot"
+  | "resize"
+  | "migrate"
+  | "confirmResize"
+  | "revertResize";
+
+/** Nova's Migration.migration_type. */
+export type MigrationType = "migration" | "resize" | "live-migration" | "evacuation";
+
+/**
+ * Nova's Migration.status values for cold moves: pre-migrating (accepted), migrating (the
+ * destination is claimed and the source is powering off), post-migrating (the source is done),
+ * finished (VERIFY_RESIZE), confirming/confirmed, reverting/reverted, error.
+ */
+export type MigrationStatus =
+  | "pre-migrating"
+  | "migrating"
+  | "post-migrating"
+  | "finished"
+  | "confirming"
+  | "confirmed"
+  | "reverting"
+  | "reverted"
+  | "error";
+
+/**
+ * A move, as the Migrations table keeps it (Nova's Migration object, what os-migrations lists).
+ * The record of one move; the instance carries the one in progress as its MoveContext.
+ */
+export interface MigrationRecord {
+  uuid: string;
+  /** Nova's integer id (an atomic counter, as Nova's autoincrement) */
+  id: number;
+  instance_uuid: string;
+  project_id: string;
+  user_id: string;
+  migration_type: MigrationType;
+  status: MigrationStatus;
+  source_compute: string;
+  source_node: string;
+  dest_compute: string | null;
+  dest_node: string | null;
+  /** Nova's dest_host (the destination's IP in Nova); the host's name here, null until claimed */
+  dest_host: string | null;
+  /** the flavors' ids (Nova's old/new_instance_type_id) */
+  old_instance_type_id: string;
+  new_instance_type_id: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * The move in progress, or awaiting confirm/revert, on the instance's record (Nova's
+ * migration_context with the flavors and the old vm_state). Every write of a move is
+ * conditioned on its uuid and, for the hosts' reports, on its attempt.
+ */
+export interface MoveContext {
+  uuid: string;
+  id: number;
+  type: "resize" | "migration";
+  status: MigrationStatus;
+  source_host: string;
+  source_node: string;
+  source_az: string | null;
+  /**
+   * the instance's attempt when the move began: the source's allocation, which the migration's
+   * consumer (its uuid) holds while the move lasts, keeps it
+   */
+  source_attempt: number;
+  dest_host: string | null;
+  dest_node: string | null;
+  dest_az: string | null;
+  /** the destination claim's attempt: the fencing token of the move's casts and reports */
+  attempt: number | null;
+  old_flavor: FlavorSpec;
+  new_flavor: FlavorSpec;
+  /** where confirm and revert return it: a stopped server stays stopped */
+  old_vm_state: "active" | "stopped";
+  /** the host a cold migration asked for (2.56), checked by the scheduler; null: any */
+  requested_host: string | null;
+  /** the source may be the destination (a resize with allow_resize_to_same_host) */
+  same_host_allowed: boolean;
+  /** destinations that failed to finish it, oldest first (the reschedule's retry hosts) */
+  tried: string[];
+}
 
 export interface InstanceAction {
   action: ActionName;
@@ -128,6 +226,8 @@ export interface InstanceRecord {
   build_watch?: string;
   /** when the current attempt must have finished (instance_build_timeout from its placement) */
   build_deadline?: string;
+  /** the move in progress or awaiting confirm/revert; absent otherwise */
+  migration?: MoveContext;
 }
 
 /** The fields of a request spec that the stored one may leave out (requestSpecOf restores them). */

@@ -31,6 +31,18 @@ export const buildRequestV2 = z.object({
   ...ids,
   /** remaining unclaimed alternates, in order; only on a reschedule of one instance */
   alternates: z.array(destination).optional(),
+  /**
+   * A resize or cold migration of the one instance instead of a build (Nova's MigrationTask):
+   * the instance's record carries the move (its MoveContext, with the new flavor). Attempt n of
+   * the move claims and casts with the token base_attempt + n.
+   */
+  move: z
+    .object({
+      migration_uuid: uuid,
+      /** the instance's attempt when the move was accepted */
+      base_attempt: z.number().int().min(0),
+    })
+    .optional(),
 });
 
 /** v1 carried the whole request spec, and alternates with their amounts. */
@@ -47,6 +59,16 @@ export const buildRequestV1 = z
   });
 
 export type BuildRequest = z.infer<typeof buildRequestV2>;
+export type MoveRequest = BuildRequest & { move: NonNullable<BuildRequest["move"]> };
+
+/** The token of a move's attempt: above every attempt the instance had before it. */
+export function moveAttempt(req: MoveRequest): number {
+  return req.move.base_attempt + req.retry.num_attempts;
+}
+
+export function isMove(req: BuildRequest): req is MoveRequest {
+  return req.move !== undefined;
+}
 
 /**
  * What the intake accepts: v2, and a v1 message still queued (or redriven from the dead-letter

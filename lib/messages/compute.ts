@@ -131,17 +131,83 @@ export const getConsoleOutputV1 = z.object({
   length: z.number().int().min(1).optional(),
 });
 
+/**
+ * A step of a resize or cold migration, cast to one of its two hosts (Nova's resize_instance,
+ * finish_resize, confirm_resize, revert_resize, finish_revert_resize). `attempt` is the move's
+ * fencing token (its destination claim's attempt): a host's report of the step carries it back,
+ * and compute-events applies the report only to that move at that attempt.
+ */
+const moveStep = {
+  version: z.literal(1),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+  migration_uuid: uuid,
+  attempt: z.number().int().min(1),
+  /** source and destination are one host (allow_resize_to_same_host): one guest, replaced in place */
+  same_host: z.boolean(),
+};
+
+/** To the source: shut the guest down and hand it over; it stays defined until confirm or revert. */
+export const resizeInstanceV1 = z.object({ ...moveStep, kind: z.literal("resize_instance") });
+
+/** To the destination: create the guest with the new flavor (running if it ran before the move). */
+export const finishResizeV1 = z.object({
+  ...moveStep,
+  kind: z.literal("finish_resize"),
+  guest: guestSpec,
+  power_on: z.boolean(),
+});
+
+/** To the source, after confirm: destroy the old guest (its claim is given back once it is gone). */
+export const confirmResizeV1 = z.object({ ...moveStep, kind: z.literal("confirm_resize") });
+
+/** To the destination, on revert: destroy the new guest. */
+export const revertResizeV1 = z.object({ ...moveStep, kind: z.literal("revert_resize") });
+
+/** To the source, after revert_resize: the old guest back, with the old flavor. */
+export const finishRevertResizeV1 = z.object({
+  ...moveStep,
+  kind: z.literal("finish_revert_resize"),
+  guest: guestSpec,
+  power_on: z.boolean(),
+});
+
+export const MOVE_STEPS = [
+  "resize_instance",
+  "finish_resize",
+  "confirm_resize",
+  "revert_resize",
+  "finish_revert_resize",
+] as const;
+export type MoveStepName = (typeof MOVE_STEPS)[number];
+
 export type BuildAndRunInstance = z.infer<typeof buildAndRunInstanceV3>;
 export type TerminateInstance = z.infer<typeof terminateInstanceV1>;
 export type SpawnInstance = z.infer<typeof spawnInstanceV1>;
 export type PowerAction = z.infer<typeof powerActionV1>;
 export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
+export type MoveStepMessage =
+  | z.infer<typeof resizeInstanceV1>
+  | z.infer<typeof finishResizeV1>
+  | z.infer<typeof confirmResizeV1>
+  | z.infer<typeof revertResizeV1>
+  | z.infer<typeof finishRevertResizeV1>;
 export type ComputeMessage =
   | BuildAndRunInstance
   | TerminateInstance
   | SpawnInstance
   | PowerAction
-  | GetConsoleOutput;
+  | GetConsoleOutput
+  | MoveStepMessage;
+
+const MOVE_MESSAGES = [
+  resizeInstanceV1,
+  finishResizeV1,
+  confirmResizeV1,
+  revertResizeV1,
+  finishRevertResizeV1,
+] as const;
 
 /**
  * A build cast as compute reads it: v3, or an older cast still in the host's queue with the
@@ -157,6 +223,7 @@ export const computeMessage = z.discriminatedUnion("kind", [
   spawnInstanceV1,
   powerActionV1,
   getConsoleOutputV1,
+  ...MOVE_MESSAGES,
 ]);
 
 /**
@@ -170,6 +237,7 @@ export const receivedComputeMessage = z
     spawnInstanceV1,
     powerActionV1,
     getConsoleOutputV1,
+    ...MOVE_MESSAGES,
   ])
   .transform((m): ReceivedComputeMessage => {
     if (m.kind !== "build_and_run_instance" || m.version === 3) return m;

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { inventorySchema } from "../placement-rules.js";
 import { uuid } from "./common.js";
+import { MOVE_STEPS } from "./compute.js";
 
 const powerState = z.union(
   [0, 1, 3, 4, 6, 7].map((n) => z.literal(n)) as [z.ZodLiteral<0>, ...z.ZodLiteral<number>[]],
@@ -116,6 +117,25 @@ export const consoleOutputReport = z.object({
   error: z.string().nullable(),
 });
 
+/**
+ * A step of a move done on this host (or not): the step and the move's token as the cast named
+ * them; compute-events moves the instance and the migration on, fenced by both.
+ */
+export const moveStepReport = z.object({
+  ...base,
+  kind: z.literal("move_step"),
+  step: z.enum(MOVE_STEPS),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  migration_uuid: uuid,
+  attempt: z.number().int().min(1),
+  started_at: z.string().datetime(),
+  ok: z.boolean(),
+  /** the driver's error when not ok */
+  details: z.string().nullable(),
+  power_state: powerState,
+});
+
 export const computeReport = z.discriminatedUnion("kind", [
   registerReport,
   heartbeatReport,
@@ -127,6 +147,7 @@ export const computeReport = z.discriminatedUnion("kind", [
   actionDoneReport,
   guestDestroyedReport,
   consoleOutputReport,
+  moveStepReport,
 ]);
 
 export type ComputeReport = z.infer<typeof computeReport>;
@@ -134,6 +155,7 @@ export type RegisterReport = z.infer<typeof registerReport>;
 export type PowerStateReport = z.infer<typeof powerStateReport>;
 export type ActionDoneReport = z.infer<typeof actionDoneReport>;
 export type ActionStartedReport = z.infer<typeof actionStartedReport>;
+export type MoveStepReport = z.infer<typeof moveStepReport>;
 export type BuildReport =
   | z.infer<typeof buildStartedReport>
   | z.infer<typeof buildSucceededReport>

@@ -371,3 +371,69 @@ export async function releaseAttemptClaims(consumers: readonly string[], attempt
   );
   return released.flat();
 }
+
+/**
+ * Hand `from`'s allocation on `host` to `to`, unchanged in amount (Placement's move of
+ * allocations between consumers, which Nova's conductor makes before it schedules a move: the
+ * migration's consumer holds the source while the instance's claims the destination). The
+ * provider's usage does not change, so only the two allocation items are written, in one
+ * transaction. `attempt` is the attempt the new holder's allocation carries (the old one's when
+ * absent); with `fromAttempt`, only an allocation of that attempt is moved (a later claim of the
+ * same consumer on the same host, a same-host resize's, stays). Idempotent: true when `to`
+ * holds it now, by this call or an earlier one; false when neither holds one.
+ */
+export async function moveAllocation(
+  host: string,
+  from: string,
+  to: string,
+  opts: { attempt?: number; fromAttempt?: number } = {},
+  now = new Date(),
+): Promise<boolean> {
+  const table = resourceNames().allocationsTable;
+  const { attempt, fromAttempt } = opts;
+  for (let tries = 0; ; tries++) {
+    const found = await getAllocation(from, host);
+    const held = found && (fromAttempt === undefined || found.attempt === fromAttempt) ? found : undefined;
+    if (!held) return (await getAllocation(to, host)) !== undefined;
+    const moved: AllocationRecord = {
+      consumer: to,
+      host,
+      attempt: attempt ?? held.attempt,
+      resources: held.resources,
+      claimed_at: now.toISOString(),
+    };
+    try {
+      await dynamo().send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Delete: {
+                TableName: table,
+                Key: { consumer: from, host },
+                ConditionExpression: "attempt = :a AND claimed_at = :t",
+                ExpressionAttributeValues: { ":a": held.attempt, ":t": held.claimed_at },
+              },
+            },
+            {
+              Put: {
+                TableName: table,
+                Item: moved,
+                ConditionExpression: "attribute_not_exists(#c)",
+                ExpressionAttributeNames: { "#c": "consumer" },
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (!isRefused(err)) throw err;
+      // moved by a concurrent copy of this step, or `to` holds another allocation here already
+      if (tries >= CLAIM_RETRIES) {
+        throw new Error(
+          `moving the allocation of ${from} on ${host} to ${to}: refused ${tries + 1} times (${cancellationCodes(err).join(", ")})`,
+        );
+      }
+    }
+  }
+}

@@ -83,15 +83,50 @@ export function checkInstances(
     cores: String(want.cores),
     ram: String(want.ram),
   };
+  return { ok: false, message: exceeded(overs, requested, used, limits) };
+}
+
+/** Nova's TooManyInstances / OverQuota text, the resources sorted. */
+function exceeded(
+  overs: readonly (typeof COUNTED)[number][],
+  requested: Record<(typeof COUNTED)[number], string>,
+  used: Usage,
+  limits: Limits,
+): string {
   const sorted = [...overs].sort();
   const list = (f: (r: (typeof COUNTED)[number]) => string) => sorted.map(f).join(", ");
   const names = sorted.join(", ");
+  return (
+    `Quota exceeded for ${names}: Requested ${list((r) => requested[r])}, ` +
+    `but already used ${list((r) => String(used[r]))} of ${list((r) => String(limits[r]))} ${names}`
+  );
+}
+
+/**
+ * What a resize adds while it is unconfirmed: usage counts the larger flavor (Nova counts the
+ * new flavor's cores and ram when they grow, and gives the old back only on confirm).
+ */
+export function upsizeDelta(
+  from: { vcpus: number; memory_mb: number },
+  to: { vcpus: number; memory_mb: number },
+): Usage {
   return {
-    ok: false,
-    message:
-      `Quota exceeded for ${names}: Requested ${list((r) => requested[r])}, ` +
-      `but already used ${list((r) => String(used[r]))} of ${list((r) => String(limits[r]))} ${names}`,
+    instances: 0,
+    cores: Math.max(0, to.vcpus - from.vcpus),
+    ram: Math.max(0, to.memory_mb - from.memory_mb),
   };
+}
+
+/** Whether `delta` fits on top of `used` (Nova's quota check of a resize up). */
+export function checkDelta(limits: Limits, used: Usage, delta: Usage): QuotaCheck {
+  const overs = COUNTED.filter((r) => delta[r] > 0 && limits[r] !== -1 && used[r] + delta[r] > limits[r]);
+  if (overs.length === 0) return { ok: true, count: 0 };
+  const requested = {
+    instances: String(delta.instances),
+    cores: String(delta.cores),
+    ram: String(delta.ram),
+  };
+  return { ok: false, message: exceeded(overs, requested, used, limits) };
 }
 
 /**

@@ -8,6 +8,7 @@ import { dynamo } from "../aws/clients.js";
 import { conditionHeld } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import {
+  checkDelta,
   checkInstances,
   deltaOf,
   effectiveLimits,
@@ -124,35 +125,53 @@ export async function reserveInstances(
     const check = checkInstances(limits, used, flavor, minCount, maxCount);
     if (!check.ok) return check;
     const delta = deltaOf(check.count, flavor);
-    const ceilings = reserveCeilings(limits, delta);
-    const names: Record<string, string> = {};
-    const values: Record<string, unknown> = {
-      ":i": delta.instances,
-      ":c": delta.cores,
-      ":r": delta.ram,
-      ":kind": "usage",
-    };
-    const conditions = Object.entries(ceilings).map(([r, max]) => {
-      names[`#${r}`] = r;
-      values[`:max_${r}`] = max;
-      return `(attribute_not_exists(#${r}) AND :zero <= :max_${r}) OR #${r} <= :max_${r}`;
-    });
-    if (conditions.length) values[":zero"] = 0;
-    const reserved = await conditionHeld(
-      dynamo().send(
-        new UpdateCommand({
-          TableName: table(),
-          Key: { pk: usageKey(project) },
-          UpdateExpression: "SET kind = :kind ADD instances :i, cores :c, ram :r",
-          ConditionExpression: conditions.length ? conditions.map((c) => `(${c})`).join(" AND ") : undefined,
-          ExpressionAttributeNames: conditions.length ? names : undefined,
-          ExpressionAttributeValues: values,
-        }),
-      ),
-    );
     // lost to a concurrent reservation: read the usage again
-    if (reserved) return { ok: true, count: check.count, delta };
+    if (await addUsage(project, delta, limits)) return { ok: true, count: check.count, delta };
   }
+}
+
+/**
+ * Reserve what a resize up adds (cores and ram; see upsizeDelta), in one conditional write that
+ * never passes a limit; Nova's message when it does not fit.
+ */
+export async function reserveDelta(project: string, delta: Usage): Promise<ReserveResult> {
+  if (!delta.instances && !delta.cores && !delta.ram) return { ok: true, count: 0, delta };
+  const limits = await getProjectLimits(project);
+  for (;;) {
+    const check = checkDelta(limits, await getUsage(project), delta);
+    if (!check.ok) return check;
+    if (await addUsage(project, delta, limits)) return { ok: true, count: 0, delta };
+  }
+}
+
+/** ADD `delta` to the project's usage unless a limit would be passed; false when refused. */
+async function addUsage(project: string, delta: Usage, limits: Limits): Promise<boolean> {
+  const ceilings = reserveCeilings(limits, delta);
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {
+    ":i": delta.instances,
+    ":c": delta.cores,
+    ":r": delta.ram,
+    ":kind": "usage",
+  };
+  const conditions = Object.entries(ceilings).map(([r, max]) => {
+    names[`#${r}`] = r;
+    values[`:max_${r}`] = max;
+    return `(attribute_not_exists(#${r}) AND :zero <= :max_${r}) OR #${r} <= :max_${r}`;
+  });
+  if (conditions.length) values[":zero"] = 0;
+  return conditionHeld(
+    dynamo().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: { pk: usageKey(project) },
+        UpdateExpression: "SET kind = :kind ADD instances :i, cores :c, ram :r",
+        ConditionExpression: conditions.length ? conditions.map((c) => `(${c})`).join(" AND ") : undefined,
+        ExpressionAttributeNames: conditions.length ? names : undefined,
+        ExpressionAttributeValues: values,
+      }),
+    ),
+  );
 }
 
 /** Give back what a reservation took (a create that failed after reserving). */
@@ -188,6 +207,7 @@ export interface QuotaStore {
   deleteProjectLimits: typeof deleteProjectLimits;
   getUsage: typeof getUsage;
   reserveInstances: typeof reserveInstances;
+  reserveDelta: typeof reserveDelta;
   releaseUsage: typeof releaseUsage;
 }
 
@@ -199,5 +219,6 @@ export const dynamoQuotaStore: QuotaStore = {
   deleteProjectLimits,
   getUsage,
   reserveInstances,
+  reserveDelta,
   releaseUsage,
 };

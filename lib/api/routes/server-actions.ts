@@ -12,6 +12,7 @@ import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-actions.js";
 import { parseLockBody } from "../validation/servers.js";
+import { confirmResize, migrate, resize, revertResize } from "./server-moves.js";
 import { findServer } from "./servers.js";
 
 /** Nova's lock_server unlock_override rule: only it may lift another's (an admin's) lock. */
@@ -63,7 +64,7 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 
 /**
  * Nova's actions that need what this system does not have yet: graphical consoles, pause and
- * suspend, moving or rebuilding a server, images and backups, networks and volumes.
+ * suspend, live migration, evacuation and rebuild, images and backups, networks and volumes.
  */
 const UNSUPPORTED = new Set([
   "os-getVNCConsole",
@@ -79,10 +80,6 @@ const UNSUPPORTED = new Set([
   "unshelve",
   "rescue",
   "unrescue",
-  "resize",
-  "confirmResize",
-  "revertResize",
-  "migrate",
   "os-migrateLive",
   "evacuate",
   "rebuild",
@@ -231,10 +228,14 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "os-start") return power(call, rec, "start", name, undefined);
   if (name === "reboot") return power(call, rec, "reboot", name, parseRebootBody(arg));
   if (name === "os-getConsoleOutput") return consoleOutput(call, rec, parseConsoleOutputBody(arg));
+  if (name === "resize") return resize(call, rec, arg);
+  if (name === "migrate") return migrate(call, rec, arg);
+  if (name === "confirmResize") return confirmResize(call, rec);
+  if (name === "revertResize") return revertResize(call, rec);
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(
       "notImplemented",
-      `The requested functionality is not supported: novaless cannot '${name}' a server yet (it has no hypervisor operations beyond build and delete).`,
+      `The requested functionality is not supported: novaless cannot '${name}' a server yet.`,
     );
   }
   throw badRequest(`There is no such action: ${name}`);

@@ -33,3 +33,30 @@ export function parseConsoleOutputBody(raw: unknown): number | undefined {
     );
   return n === -1 ? undefined : n;
 }
+
+/** resize: {"flavorRef": string | int, "OS-DCF:diskConfig"?: "AUTO" | "MANUAL"} (Nova's schemas/servers.py resize). */
+const resizeSchema = z.strictObject({
+  flavorRef: z.union([z.string().min(1).max(255), z.number().int().min(0)]),
+  "OS-DCF:diskConfig": z.enum(["AUTO", "MANUAL"]).optional(),
+});
+
+export function parseResizeBody(raw: unknown): { flavorRef: string } {
+  return { flavorRef: String(validate(resizeSchema, raw).flavorRef) };
+}
+
+/** migrate: null; from 2.56 also {"host": string | null} (Nova's schemas/migrate_server.py). */
+const migrateSchema = z.union([
+  z.null(),
+  z.strictObject({ host: z.union([z.string().min(1).max(255), z.null()]).optional() }),
+]);
+
+export function parseMigrateBody(raw: unknown, hostAllowed: boolean): { host: string | null } {
+  if (!hostAllowed) {
+    if (raw !== null) {
+      const v = JSON.stringify(raw);
+      throw badRequest(`Invalid input for field/attribute migrate. Value: ${v}. ${v} is not of type 'null'`);
+    }
+    return { host: null };
+  }
+  return { host: validate(migrateSchema, raw)?.host ?? null };
+}

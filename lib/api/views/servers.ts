@@ -18,6 +18,7 @@ const STATUS: Record<VmState, string> = {
   building: "BUILD",
   active: "ACTIVE",
   stopped: "SHUTOFF",
+  resized: "VERIFY_RESIZE",
   error: "ERROR",
   deleted: "DELETED",
 };
@@ -25,14 +26,21 @@ const STATUS: Record<VmState, string> = {
 const PROGRESS_STATUSES = new Set(["ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING"]);
 
 /** Task states that show as another status (Nova's common._STATE_MAP). */
+const RESIZING = {
+  resize_prep: "RESIZE",
+  resize_migrating: "RESIZE",
+  resize_migrated: "RESIZE",
+};
 const TASK_STATUS: Partial<Record<VmState, Record<string, string>>> = {
   active: {
     rebooting: "REBOOT",
     reboot_started: "REBOOT",
     rebooting_hard: "HARD_REBOOT",
     reboot_started_hard: "HARD_REBOOT",
+    ...RESIZING,
   },
-  stopped: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT" },
+  stopped: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT", ...RESIZING },
+  resized: { resize_reverting: "REVERT_RESIZE" },
   error: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT" },
 };
 

@@ -20,6 +20,7 @@ beforeAll(() => {
       Services: "services-x",
       Scheduling: "scheduling-x",
       Identity: "identity-x",
+      Migrations: "migrations-x",
     },
     buildRequestsQueue: "build-x",
     buildRequestsDlq: "build-x-dlq",
@@ -111,20 +112,22 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("compute-events", "dynamodb:UpdateItem", `${ARN}instances-x`)).toBe(true);
     expect(can("compute-events", "dynamodb:Query", `${ARN}instances-x/index/by-host`)).toBe(true);
     expect(can("compute-events", "dynamodb:DeleteItem", `${ARN}allocations-x`)).toBe(true);
-    expect(can("compute-events", "dynamodb:PutItem", `${ARN}allocations-x`)).toBe(false);
+    // a revert hands the source's allocation back from the migration to the instance (a Put)
+    expect(can("compute-events", "dynamodb:PutItem", `${ARN}allocations-x`)).toBe(true);
+    expect(can("compute-events", "dynamodb:UpdateItem", `${ARN}migrations-x`)).toBe(true);
     expect(can("compute-events", "sqs:CreateQueue", `${SQS}novaless-x-compute-host-1-abc`)).toBe(true);
     expect(can("compute-events", "sqs:SendMessage", `${SQS}build-x`)).toBe(true);
     expect(can("compute-events", "sqs:ReceiveMessage", `${SQS}novaless-x-compute-host-1-abc`)).toBe(false);
   });
 
-  it("Allocations: the claimers put and delete, the releasers only delete, nobody updates", () => {
+  it("Allocations: the claimers (and compute-events' revert of a move) put and delete, the releasers only delete, nobody updates", () => {
     const t = `${ARN}allocations-x`;
-    for (const c of ["scheduler", "conductor"] as const) {
+    for (const c of ["scheduler", "conductor", "compute-events"] as const) {
       expect(can(c, "dynamodb:PutItem", t), c).toBe(true);
       expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
       expect(can(c, "dynamodb:Query", t), c).toBe(true);
     }
-    for (const c of ["api", "build-watchdog", "compute-events"] as const) {
+    for (const c of ["api", "build-watchdog"] as const) {
       expect(can(c, "dynamodb:PutItem", t), c).toBe(false);
       expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
       expect(can(c, "dynamodb:GetItem", t), c).toBe(true);

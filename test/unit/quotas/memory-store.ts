@@ -1,6 +1,7 @@
 // The quota store in memory, with the DynamoDB store's semantics (lib/quotas/store.ts), for the
 // API's unit tests.
 import {
+  checkDelta,
   checkInstances,
   deltaOf,
   effectiveLimits,
@@ -50,6 +51,12 @@ export function memoryQuotaStore(
       const delta = deltaOf(check.count, flavor);
       add(p, delta, 1);
       return { ok: true, count: check.count, delta };
+    },
+    reserveDelta: async (p, delta) => {
+      const check = checkDelta(await limits(p), usage(p), delta);
+      if (!check.ok) return check;
+      add(p, delta, 1);
+      return { ok: true, count: 0, delta };
     },
     releaseUsage: async (p, d) => add(p, d, -1),
   };

@@ -1,0 +1,265 @@
+// POST /servers/{id}/action: resize, migrate, confirmResize and revertResize (Nova's servers.py
+// _action_resize / _action_confirm_resize / _action_revert_resize and migrate_server.py
+// _migrate, with compute/api.py's checks). A move is accepted here (the migration record, the
+// task state and the instance action, then the request to the conductor) and answered 202; the
+// conductor and the hosts do the rest. Confirm and revert are cast to the host that holds what
+// must go.
+import { randomUUID } from "node:crypto";
+import { moveOptions } from "../../config.js";
+import type { InstanceAction, InstanceRecord, MigrationRecord, MoveContext } from "../../instances/types.js";
+import { log } from "../../log.js";
+import type { FlavorSpec } from "../../messages/common.js";
+import { upsizeDelta } from "../../quotas/quotas.js";
+import { flavorSpec } from "../build.js";
+import type { MoveDeps } from "../deps.js";
+import { ApiError, badRequest, conflict, forbidden, instanceNotFound, policyForbidden } from "../errors.js";
+import type { ApiResult, RouteCall } from "../request.js";
+import { canSeeFlavor } from "../validation/flavors.js";
+import { parseMigrateBody, parseResizeBody } from "../validation/server-actions.js";
+
+const MIGRATE_POLICY = "os_compute_api:os-migrate-server:migrate";
+const MIGRATE_HOST_POLICY = "os_compute_api:os-migrate-server:migrate:host";
+
+/** Nova's InstanceInvalidState, as the API words it. */
+const invalidState = (id: string, apiAction: string, attr: "vm_state" | "task_state", state: string | null) =>
+  conflict(`Cannot '${apiAction}' instance ${id} while it is in ${attr} ${state ?? "None"}`);
+
+function moveDeps(call: RouteCall): MoveDeps {
+  const m = call.deps.moves;
+  if (!m) throw new Error("the API was built without its move dependencies");
+  return m;
+}
+
+function action(name: InstanceAction["action"], call: RouteCall): InstanceAction {
+  const { auth, requestId } = call.ctx;
+  return {
+    action: name,
+    request_id: requestId,
+    user_id: auth.user_id,
+    project_id: auth.project_id,
+    start_time: call.deps.now().toISOString(),
+    message: null,
+    events: {},
+  };
+}
+
+/** Nova's check_instance_lock: a locked server refuses its owner, not an admin. */
+function checkLock(call: RouteCall, rec: InstanceRecord): void {
+  if (rec.locked_by && !call.ctx.auth.isAdmin) throw conflict(`Instance ${rec.id} is locked`);
+}
+
+/** The state after a refused conditional write: the 409 its state now calls for. */
+async function refusedBy(call: RouteCall, rec: InstanceRecord, apiAction: string): Promise<never> {
+  const now = await call.deps.getInstance(rec.id);
+  if (!now || now.deleted) throw instanceNotFound(rec.id);
+  throw now.task_state !== rec.task_state
+    ? invalidState(rec.id, apiAction, "task_state", now.task_state)
+    : invalidState(rec.id, apiAction, "vm_state", now.vm_state);
+}
+
+/** resize: a new flavor (Nova's compute API resize with a flavor id). */
+export async function resize(call: RouteCall, rec: InstanceRecord, arg: unknown): Promise<ApiResult> {
+  const { flavorRef } = parseResizeBody(arg);
+  checkLock(call, rec);
+  checkMovable(rec, "resize");
+  const flavor = await call.deps.getFlavor(flavorRef);
+  if (!flavor || flavor.disabled || !canSeeFlavor(flavor, call.ctx.auth))
+    throw badRequest("Unable to locate requested flavor.");
+  if (flavor.id === rec.flavor.id) throw badRequest("When resizing, instances must change flavor!");
+  if (flavor.root_gb === 0 && rec.flavor.root_gb !== 0) {
+    throw badRequest(
+      "Server disk was unable to be resized because: Resize to zero disk flavor is not allowed.",
+    );
+  }
+  return accept(call, rec, "resize", flavorSpec(flavor), null);
+}
+
+/** migrate: the same flavor elsewhere; an admin's, with a host to ask for from 2.56. */
+export async function migrate(call: RouteCall, rec: InstanceRecord, arg: unknown): Promise<ApiResult> {
+  const { auth, version } = call.ctx;
+  if (!auth.isAdmin) throw policyForbidden(MIGRATE_POLICY);
+  const { host } = parseMigrateBody(arg, version.atLeast("2.56"));
+  if (host && !auth.isAdmin) throw policyForbidden(MIGRATE_HOST_POLICY);
+  checkLock(call, rec);
+  checkMovable(rec, "migrate");
+  if (host) {
+    const found = await call.deps.getHost(host);
+    if (!found || found.service.deleted_at) throw badRequest(`Compute host ${host} could not be found.`);
+    if (host === rec.host) throw badRequest("Cannot migrate to the host where the server exists.");
+  }
+  return accept(call, rec, "migrate", rec.flavor, host);
+}
+
+/** Nova's check_instance_state(vm_state=[ACTIVE, STOPPED], task_state=[None]) for resize and migrate. */
+function checkMovable(rec: InstanceRecord, apiAction: string): void {
+  if (rec.vm_state !== "active" && rec.vm_state !== "stopped")
+    throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
+  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+  if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
+}
+
+/**
+ * The move accepted: quota for a resize up (usage counts the larger flavor until confirm or
+ * revert), the migration record, the instance's one conditional write, then the request to the
+ * conductor. Whatever fails after the reservation is undone, so a refused or failed request
+ * leaves nothing behind.
+ */
+async function accept(
+  call: RouteCall,
+  rec: InstanceRecord,
+  kind: "resize" | "migrate",
+  newFlavor: FlavorSpec,
+  requestedHost: string | null,
+): Promise<ApiResult> {
+  const m = moveDeps(call);
+  const { ctx, deps } = call;
+  const delta = upsizeDelta(rec.flavor, newFlavor);
+  const reserved = await deps.quotas.reserveDelta(rec.project_id, delta);
+  if (!reserved.ok) throw forbidden(reserved.message);
+  const giveBack = () =>
+    deps.quotas
+      .releaseUsage(rec.project_id, delta)
+      .catch((error: unknown) =>
+        log.error("api.move.quota_not_released", { request_id: ctx.requestId, instance_uuid: rec.id, error }),
+      );
+  const now = deps.now().toISOString();
+  const id = await m.nextMigrationId();
+  const migration: MigrationRecord = {
+    uuid: randomUUID(),
+    id,
+    instance_uuid: rec.id,
+    project_id: rec.project_id,
+    user_id: rec.user_id,
+    migration_type: kind === "resize" ? "resize" : "migration",
+    status: "pre-migrating",
+    source_compute: rec.host!,
+    source_node: rec.node ?? rec.host!,
+    dest_compute: null,
+    dest_node: null,
+    dest_host: null,
+    old_instance_type_id: rec.flavor.id,
+    new_instance_type_id: newFlavor.id,
+    created_at: now,
+    updated_at: now,
+  };
+  const move: MoveContext = {
+    uuid: migration.uuid,
+    id,
+    type: migration.migration_type as MoveContext["type"],
+    status: "pre-migrating",
+    source_host: migration.source_compute,
+    source_node: migration.source_node,
+    source_az: rec.availability_zone,
+    source_attempt: rec.attempt,
+    dest_host: null,
+    dest_node: null,
+    dest_az: null,
+    attempt: null,
+    old_flavor: rec.flavor,
+    new_flavor: newFlavor,
+    old_vm_state: rec.vm_state as MoveContext["old_vm_state"],
+    requested_host: requestedHost,
+    // Nova puts the source in the ignore list unless a resize may stay (a migration never does)
+    same_host_allowed: kind === "resize" && moveOptions().allowResizeToSameHost,
+    tried: [],
+  };
+  ctx.logFields.migration_uuid = migration.uuid;
+  try {
+    await m.createMigration(migration);
+    const begun = await m.begin(rec, move, action(kind, call));
+    if (!begun) {
+      await m.updateMigration(migration.uuid, ["pre-migrating"], "error");
+      await refusedBy(call, rec, kind);
+    }
+  } catch (e) {
+    await giveBack();
+    throw e;
+  }
+  try {
+    await deps.sendBuildRequest({
+      version: 2,
+      request_id: ctx.requestId,
+      reservation_id: rec.reservation_id,
+      project_id: rec.project_id,
+      user_id: rec.user_id,
+      instance_uuids: [rec.id],
+      retry: { num_attempts: 1, hosts: [] },
+      move: { migration_uuid: migration.uuid, base_attempt: rec.attempt },
+    });
+  } catch (e) {
+    ctx.logFields.error = e;
+    await m.abandon(rec.id, migration.uuid);
+    await m.updateMigration(migration.uuid, ["pre-migrating"], "error");
+    await giveBack();
+    throw new ApiError(
+      "computeFault",
+      `The server could not be ${kind === "resize" ? "resized" : "migrated"}: its request could not be queued. Please try again.`,
+    );
+  }
+  return { status: 202 };
+}
+
+/** Nova: confirm and revert need VERIFY_RESIZE and its finished migration. */
+function checkResized(rec: InstanceRecord, apiAction: string): NonNullable<InstanceRecord["migration"]> {
+  if (rec.vm_state !== "resized") throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
+  if (!rec.migration || rec.migration.status !== "finished")
+    throw badRequest("Instance has not been resized.");
+  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+  return rec.migration;
+}
+
+/** confirmResize: the source's copy and its claim go; 204 (Nova's answer). */
+export async function confirmResize(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
+  const m = moveDeps(call);
+  checkLock(call, rec);
+  const move = checkResized(rec, "confirmResize");
+  const begun = await m.beginConfirm(rec, action("confirmResize", call));
+  if (!begun) await refusedBy(call, rec, "confirmResize");
+  await m.updateMigration(move.uuid, ["finished"], "confirming");
+  // a resize down counted the old (larger) flavor until now
+  await call.deps.quotas.releaseUsage(rec.project_id, upsizeDelta(move.new_flavor, move.old_flavor));
+  await cast(call, move.source_host, {
+    version: 1,
+    kind: "confirm_resize",
+    request_id: call.ctx.requestId,
+    instance_uuid: rec.id,
+    host: move.source_host,
+    migration_uuid: move.uuid,
+    attempt: move.attempt ?? rec.attempt,
+    same_host: move.source_host === move.dest_host,
+  });
+  return { status: 204 };
+}
+
+/** revertResize: the destination's copy goes, then the source's comes back; 202. */
+export async function revertResize(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
+  const m = moveDeps(call);
+  checkLock(call, rec);
+  const move = checkResized(rec, "revertResize");
+  const begun = await m.beginRevert(rec, action("revertResize", call));
+  if (!begun) await refusedBy(call, rec, "revertResize");
+  await m.updateMigration(move.uuid, ["finished"], "reverting");
+  // a resize up counted the new (larger) flavor until now
+  await call.deps.quotas.releaseUsage(rec.project_id, upsizeDelta(move.old_flavor, move.new_flavor));
+  await cast(call, rec.host!, {
+    version: 1,
+    kind: "revert_resize",
+    request_id: call.ctx.requestId,
+    instance_uuid: rec.id,
+    host: rec.host!,
+    migration_uuid: move.uuid,
+    attempt: rec.attempt,
+    same_host: move.source_host === move.dest_host,
+  });
+  return { status: 202 };
+}
+
+async function cast(
+  call: RouteCall,
+  host: string,
+  msg: Parameters<MoveDeps["castToCompute"]>[1],
+): Promise<void> {
+  const found = await call.deps.getHost(host);
+  if (!found?.queue_url) throw conflict(`Instance ${msg.instance_uuid} is not ready`);
+  await moveDeps(call).castToCompute(found.queue_url, msg);
+}

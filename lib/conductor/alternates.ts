@@ -1,0 +1,49 @@
+// Nova's conductor claims a reschedule's alternates in order, without running the filters again:
+// one loop for builds and moves.
+import type { Logger } from "../log.js";
+import type { Destination } from "../messages/common.js";
+import { type Scheduled, scheduledOf } from "../messages/scheduled.js";
+import { claim, findClaim } from "../placement/claims.js";
+import type { Resources } from "../placement/types.js";
+import { AlternatesExhausted } from "./types.js";
+
+/**
+ * Claim the first of `alternates` (skipping `exclude`) that takes `resources` for `consumer` at
+ * attempt `n`. A re-run of the step keeps what it did: the host already `recorded` for this
+ * attempt, or a claim made before its answer was lost (an earlier alternate may fit by now, and
+ * claiming it would count twice). Throws AlternatesExhausted when none can be claimed.
+ */
+export async function claimFirstAlternate(
+  consumer: string,
+  n: number,
+  alternates: readonly Destination[],
+  exclude: readonly string[],
+  resources: Resources,
+  log: Logger,
+  opts: { recorded?: string } = {},
+): Promise<Scheduled> {
+  const chosen = (i: number) =>
+    scheduledOf([{ instance_uuid: consumer, selected: alternates[i]!, alternates: alternates.slice(i + 1) }]);
+  if (opts.recorded) {
+    const i = alternates.findIndex((a) => a.host === opts.recorded);
+    if (i >= 0) return chosen(i);
+  }
+  const held = await findClaim(
+    consumer,
+    n,
+    alternates.map((a) => a.host),
+  );
+  const start = held === undefined ? 0 : alternates.findIndex((a) => a.host === held);
+  for (let i = start; i < alternates.length; i++) {
+    const alt = alternates[i]!;
+    if (exclude.includes(alt.host)) continue;
+    const r = await claim(alt.host, consumer, resources, n);
+    log.info("conductor.claim_alternate", {
+      host: alt.host,
+      claimed: r.claimed,
+      reason: r.claimed ? undefined : r.reason,
+    });
+    if (r.claimed) return chosen(i);
+  }
+  throw new AlternatesExhausted(`no alternate could be claimed for instance ${consumer} (attempt ${n})`);
+}

@@ -1,0 +1,243 @@
+// compute-events' half of a resize or cold migration: each host's report of a step moves the
+// instance, the migration and the claims on, then casts the next step (Nova's resize_instance →
+// finish_resize, confirm_resize, revert_resize → finish_revert_resize). Each report is fenced
+// by the move's uuid, its attempt and the host it must come from. A repeated report finds its
+// transition applied already and repeats only what is idempotent (releases, the next cast), so a
+// Lambda that died between a write and its cast is finished by the redelivery.
+import { sendBuildRequest } from "../aws/send.js";
+import { fault, withoutHosts } from "../instances/faults.js";
+import { guestSpecFor } from "../instances/guest.js";
+import { updateMigration } from "../instances/migrations.js";
+import {
+  confirmed,
+  destinationFailed,
+  destinationFinished,
+  MOVE_EVENTS,
+  revertedOnDestination,
+  revertFinished,
+  sourceMigrated,
+} from "../instances/move.js";
+import { getInstance } from "../instances/queries.js";
+import { event } from "../instances/transition.js";
+import type { InstanceRecord, MoveContext } from "../instances/types.js";
+import type { Logger } from "../log.js";
+import type { ComputeMessage } from "../messages/compute.js";
+import type { MoveStepReport } from "../messages/reports.js";
+import { moveAllocation, release } from "../placement/claims.js";
+import { failMove, nextMoveCast } from "./moves.js";
+
+export type CastToHost = (host: string, msg: ComputeMessage, log: Logger) => Promise<void>;
+
+export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: CastToHost): Promise<void> {
+  const id = r.instance_uuid;
+  const mlog = log.child({
+    request_id: r.request_id,
+    instance_uuid: id,
+    migration_uuid: r.migration_uuid,
+    step: r.step,
+    attempt: r.attempt,
+  });
+  const rec = await getInstance(id);
+  const move = rec?.migration;
+  if (!rec || rec.deleted || move?.uuid !== r.migration_uuid) return fenced(r, rec, mlog, cast);
+  const ref = { id, request_id: r.request_id };
+  const ev = (ok: boolean) =>
+    event(
+      MOVE_EVENTS[r.step],
+      r.attempt,
+      ok ? "Success" : "Error",
+      r.host,
+      r.details,
+      new Date(r.started_at),
+      new Date(r.sent_at),
+    );
+  switch (r.step) {
+    case "resize_instance": {
+      if (!r.ok) {
+        const text = `Resize of instance ${id} failed on its source host: ${withoutHosts(r.details ?? "error", [r.host])}`;
+        await failMove(rec, r.request_id, fault(text, r.details ?? text), mlog);
+        return;
+      }
+      const done = await sourceMigrated(ref, move.uuid, r.host, r.attempt, ev(true));
+      if (done) await updateMigration(move.uuid, ["migrating"], "post-migrating");
+      const now = done ?? (await getInstance(id));
+      // the destination's turn (again, if this report is a redelivery and it has not finished)
+      if (now?.migration?.uuid === move.uuid && now.migration.attempt === r.attempt) {
+        const next = await nextMoveCast(now, r.request_id);
+        if (next?.kind === "finish_resize") await cast(next.host, next, mlog);
+      }
+      mlog.info("compute_events.move_source_done", { applied: Boolean(done) });
+      return;
+    }
+    case "finish_resize":
+      return r.ok ? finished(r, rec, move, mlog) : destinationFailedReport(r, rec, move, mlog);
+    case "confirm_resize": {
+      // the old guest is gone: the source's space is free only now (Nova's order)
+      await release(move.source_host, move.uuid);
+      const done = await confirmed(ref, move, r.host, ev(r.ok));
+      if (done) await updateMigration(move.uuid, ["confirming"], "confirmed");
+      mlog.info("compute_events.move_confirmed", { applied: Boolean(done) });
+      return;
+    }
+    case "revert_resize": {
+      if (!r.ok) {
+        // the new guest could not be destroyed: the revert stays in progress for an operator
+        mlog.error("compute_events.revert_failed", { details: r.details });
+        return;
+      }
+      // Placement's revert: the destination's claim goes, the source's is the instance's again,
+      // at the next attempt (the fencing token of the source's finish_revert_resize).
+      const next = r.attempt + 1;
+      if (rec.host === r.host && rec.attempt === r.attempt) {
+        await release(r.host, id, r.attempt);
+        await moveAllocation(move.source_host, move.uuid, id, { attempt: next });
+      }
+      const done = await revertedOnDestination(ref, move, r.host, r.attempt, next, ev(true));
+      const now = done ?? (await getInstance(id));
+      if (
+        now?.migration?.uuid === move.uuid &&
+        now.task_state === "resize_reverting" &&
+        now.host === move.source_host &&
+        now.attempt === next
+      ) {
+        await cast(
+          move.source_host,
+          {
+            version: 1,
+            kind: "finish_revert_resize",
+            request_id: r.request_id,
+            instance_uuid: id,
+            host: move.source_host,
+            migration_uuid: move.uuid,
+            attempt: next,
+            same_host: move.source_host === r.host,
+            guest: await guestSpecFor(now),
+            power_on: move.old_vm_state === "active",
+          },
+          mlog,
+        );
+      }
+      mlog.info("compute_events.move_reverted_on_destination", { applied: Boolean(done) });
+      return;
+    }
+    case "finish_revert_resize": {
+      const done = await revertFinished(ref, move, r.host, r.attempt, r.power_state, ev(r.ok));
+      if (done) await updateMigration(move.uuid, ["reverting"], "reverted");
+      mlog.info("compute_events.move_reverted", { applied: Boolean(done) });
+      return;
+    }
+  }
+}
+
+/** The destination runs it: VERIFY_RESIZE. */
+async function finished(
+  r: MoveStepReport,
+  rec: InstanceRecord,
+  move: MoveContext,
+  log: Logger,
+): Promise<void> {
+  const ref = { id: rec.id, request_id: r.request_id };
+  const ev = event(
+    MOVE_EVENTS.finish_resize,
+    r.attempt,
+    "Success",
+    r.host,
+    null,
+    new Date(r.started_at),
+    new Date(r.sent_at),
+  );
+  const done = await destinationFinished(ref, move, r.host, r.attempt, r.power_state, ev);
+  if (done) await updateMigration(move.uuid, ["post-migrating"], "finished");
+  log.info("compute_events.move_finished", { applied: Boolean(done), host: r.host });
+}
+
+/**
+ * The destination could not finish: its claim goes back and the move goes to the next alternate
+ * through the conductor, as a failed build does (Nova's MigrationTask reschedule); past
+ * max_attempts the conductor fails the move.
+ */
+async function destinationFailedReport(
+  r: MoveStepReport,
+  rec: InstanceRecord,
+  move: MoveContext,
+  log: Logger,
+): Promise<void> {
+  const ref = { id: rec.id, request_id: r.request_id };
+  const ev = event(
+    MOVE_EVENTS.finish_resize,
+    r.attempt,
+    "Error",
+    r.host,
+    r.details,
+    new Date(r.started_at),
+    new Date(r.sent_at),
+  );
+  const failed = await destinationFailed(ref, move.uuid, r.host, r.attempt, ev);
+  // a redelivery after the write: the record says this host failed last at this attempt
+  const now = failed ?? (await getInstance(rec.id));
+  const m = now?.migration;
+  if (
+    !now ||
+    m?.uuid !== move.uuid ||
+    m.attempt !== r.attempt ||
+    m.dest_host !== null ||
+    m.tried.at(-1) !== r.host ||
+    now.task_state !== "resize_migrated"
+  ) {
+    return;
+  }
+  await release(r.host, rec.id, r.attempt);
+  const alternates = (now.alternates ?? []).filter((a) => a.host !== r.host);
+  const tried = [...new Set(m.tried)];
+  await sendBuildRequest({
+    version: 2,
+    request_id: r.request_id,
+    reservation_id: rec.reservation_id,
+    project_id: rec.project_id,
+    user_id: rec.user_id,
+    instance_uuids: [rec.id],
+    retry: {
+      num_attempts: r.attempt - m.source_attempt + 1,
+      hosts: tried,
+      last_fault: `Resize of instance ${rec.id} was re-scheduled: ${withoutHosts(r.details ?? "error", [...tried, ...alternates.map((a) => a.host)])}`,
+    },
+    alternates,
+    move: { migration_uuid: move.uuid, base_attempt: m.source_attempt },
+  });
+  log.info("compute_events.move_rescheduled", {
+    host: r.host,
+    next_attempt: r.attempt + 1,
+    alternates: alternates.map((a) => a.host),
+  });
+}
+
+/**
+ * A report for a move the record is not in (over, failed, or the instance deleted). A
+ * destination that built a guest for it must not keep the guest or its claim; anything else
+ * changes nothing.
+ */
+async function fenced(
+  r: MoveStepReport,
+  rec: InstanceRecord | undefined,
+  log: Logger,
+  cast: CastToHost,
+): Promise<void> {
+  const livesThere = rec && !rec.deleted && rec.host === r.host;
+  if (r.step === "finish_resize" && r.ok && !(livesThere && rec.attempt === r.attempt)) {
+    await release(r.host, r.instance_uuid, r.attempt);
+    // a same-host move's guest is the instance's own: only the claim goes
+    if (livesThere) return;
+    await cast(
+      r.host,
+      {
+        version: 1,
+        kind: "terminate_instance",
+        request_id: r.request_id,
+        instance_uuid: r.instance_uuid,
+        host: r.host,
+      },
+      log,
+    );
+  }
+  log.info("compute_events.move_report_fenced", { current_host: rec?.host, deleted: rec?.deleted });
+}

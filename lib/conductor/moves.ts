@@ -1,0 +1,198 @@
+// The conductor's resize and cold migration (Nova's MigrationTask): the same state machine as a
+// build, its steps here when the request is a move. The scheduler claims the destination for the
+// instance (lib/conductor/select-destinations.ts, after the source's allocation became the
+// migration's); StartMove records the destination and casts the next step; a failure at any
+// point puts the instance back where it was, its claims whole (failMove).
+import { castToCompute, computeMessageBody } from "../aws/send.js";
+import { guestSpecFor } from "../instances/guest.js";
+import { updateMigration } from "../instances/migrations.js";
+import { EVENT_MIGRATE, moveFailed, placeMove } from "../instances/move.js";
+import { getInstance } from "../instances/queries.js";
+import { event } from "../instances/transition.js";
+import type { Fault, InstanceRecord } from "../instances/types.js";
+import { type Logger, log as rootLog } from "../log.js";
+import { isMove, type MoveRequest, moveAttempt } from "../messages/build-request.js";
+import type { ComputeMessage, MoveStepMessage } from "../messages/compute.js";
+import {
+  type ConductorInput,
+  NOTHING_SCHEDULED,
+  type Scheduled,
+  selectionIn,
+} from "../messages/scheduled.js";
+import { consumerAllocations } from "../placement/allocations.js";
+import { moveAllocation, release } from "../placement/claims.js";
+import { getHost } from "../placement/hosts.js";
+import { upsizeDelta } from "../quotas/quotas.js";
+import { releaseUsage } from "../quotas/store.js";
+import { resourcesFromFlavor } from "../scheduler/resources.js";
+import { claimFirstAlternate } from "./alternates.js";
+import type { Cast } from "./types.js";
+
+export type MoveInput = ConductorInput & MoveRequest;
+
+export function asMove(req: ConductorInput): MoveInput | undefined {
+  return isMove(req) ? (req as MoveInput) : undefined;
+}
+
+async function queueUrlOf(host: string): Promise<string> {
+  const url = (await getHost(host))?.queue_url;
+  if (!url) throw new Error(`host ${host} has no queue_url; cannot cast a move step to it`);
+  return url;
+}
+
+/**
+ * The cast that moves a placed move on, from the record's state: the source powers off
+ * (resize_migrating), or the destination finishes (resize_migrated: the source is done).
+ */
+export async function nextMoveCast(
+  rec: InstanceRecord,
+  requestId: string,
+): Promise<MoveStepMessage | undefined> {
+  const move = rec.migration;
+  if (!move?.attempt) return undefined;
+  const step = {
+    version: 1 as const,
+    request_id: requestId,
+    instance_uuid: rec.id,
+    migration_uuid: move.uuid,
+    attempt: move.attempt,
+    same_host: move.dest_host === move.source_host,
+  };
+  if (rec.task_state === "resize_migrating")
+    return { ...step, kind: "resize_instance", host: move.source_host };
+  if (rec.task_state === "resize_migrated" && move.dest_host) {
+    return {
+      ...step,
+      kind: "finish_resize",
+      host: move.dest_host,
+      guest: await guestSpecFor({ ...rec, flavor: move.new_flavor }),
+      power_on: move.old_vm_state === "active",
+    };
+  }
+  return undefined;
+}
+
+/** BuildInstances for a move: record the claimed destination (the move's token) and cast the next step. */
+export async function startMove(req: MoveInput, scheduled: Scheduled): Promise<{ casts: Cast[] }> {
+  const sel = scheduled.selections[0];
+  if (!sel) return { casts: [] };
+  const n = moveAttempt(req);
+  const { instance_uuid: id, selected, alternates } = selectionIn(scheduled, sel);
+  const log = rootLog.child({ request_id: req.request_id, instance_uuid: id, attempt: n });
+  const rec = await getInstance(id);
+  const placed = rec
+    ? await placeMove(
+        { id, request_id: req.request_id },
+        rec,
+        n,
+        selected,
+        alternates,
+        event(
+          EVENT_MIGRATE,
+          n,
+          "Success",
+          selected.host,
+          `scheduled to ${selected.host} (attempt ${req.retry.num_attempts})`,
+          new Date(),
+        ),
+      )
+    : ({ kind: "gone", record: undefined } as const);
+  if (placed.kind === "gone") {
+    // deleted, or the move ended meanwhile: the claim made for it goes back
+    await release(selected.host, id, n);
+    log.info("conductor.move_abandoned", { host: selected.host, migration_uuid: req.move.migration_uuid });
+    return { casts: [] };
+  }
+  const now = placed.record;
+  const dest = { dest_compute: selected.host, dest_node: selected.nodename, dest_host: selected.host };
+  if (now.task_state === "resize_migrating") {
+    await updateMigration(req.move.migration_uuid, ["pre-migrating", "migrating"], "migrating", dest);
+  } else {
+    await updateMigration(req.move.migration_uuid, ["post-migrating"], "post-migrating", dest);
+  }
+  const msg = await nextMoveCast(now, req.request_id);
+  if (!msg) return { casts: [] };
+  log.info("conductor.cast_move", {
+    step: msg.kind,
+    host: msg.host,
+    alternates: alternates.map((a) => a.host),
+  });
+  return { casts: [{ queue_url: await queueUrlOf(msg.host), message_body: computeMessageBody(msg) }] };
+}
+
+/** ClaimAlternate for a move: the next alternate that takes the new flavor, without the filters. */
+export async function claimMoveAlternate(req: MoveInput): Promise<Scheduled> {
+  const n = moveAttempt(req);
+  const id = req.instance_uuids[0]!;
+  const rec = await getInstance(id);
+  const move = rec?.migration;
+  if (!rec || rec.deleted || move?.uuid !== req.move.migration_uuid) return NOTHING_SCHEDULED;
+  const exclude = [...req.retry.hosts, ...(move.same_host_allowed ? [] : [move.source_host])];
+  const log = rootLog.child({ request_id: req.request_id, instance_uuid: id, attempt: n });
+  return claimFirstAlternate(
+    id,
+    n,
+    req.alternates ?? [],
+    exclude,
+    resourcesFromFlavor(move.new_flavor),
+    log,
+    {
+      recorded: move.attempt === n && move.dest_host ? move.dest_host : undefined,
+    },
+  );
+}
+
+/** NoValidHost, MaxRetriesExceeded or an error in the workflow, for a move. */
+export async function moveStepFailed(req: MoveInput, f: Fault): Promise<void> {
+  const id = req.instance_uuids[0]!;
+  const rec = await getInstance(id);
+  if (!rec || rec.deleted || rec.migration?.uuid !== req.move.migration_uuid) return;
+  await failMove(rec, req.request_id, f, rootLog.child({ request_id: req.request_id, instance_uuid: id }));
+}
+
+/**
+ * The move failed before it finished: the instance back in its old state with a fault, the
+ * migration in error, every claim made for it released and the source's allocation the
+ * instance's again (Nova's MigrationTask rollback, and its revert of the allocations). The
+ * transition goes first, so a move that finished meanwhile is never undone; the releases are
+ * idempotent and run again when a repeated step finds the move already failed. A source that
+ * already powered its guest off is told to start it again.
+ */
+export async function failMove(
+  rec: InstanceRecord,
+  requestId: string,
+  f: Fault,
+  log: Logger,
+): Promise<boolean> {
+  const move = rec.migration;
+  if (!move) return false;
+  const failed = await moveFailed(
+    { id: rec.id, request_id: requestId },
+    move.uuid,
+    f,
+    event(EVENT_MIGRATE, move.attempt ?? move.source_attempt + 1, "Error", null, f.details, new Date()),
+  );
+  const settled = failed !== undefined || (await getInstance(rec.id))?.migration?.uuid !== move.uuid;
+  if (!settled) return false;
+  for (const a of await consumerAllocations(rec.id)) {
+    if (a.attempt > move.source_attempt) await release(a.host, rec.id, a.attempt);
+  }
+  await moveAllocation(move.source_host, move.uuid, rec.id, { attempt: move.source_attempt });
+  await updateMigration(move.uuid, ["pre-migrating", "migrating", "post-migrating"], "error");
+  if (!failed) return false;
+  await releaseUsage(rec.project_id, upsizeDelta(move.old_flavor, move.new_flavor));
+  if (rec.task_state === "resize_migrated" && move.old_vm_state === "active") {
+    const start: ComputeMessage = {
+      version: 1,
+      kind: "power_action",
+      action: "start",
+      request_id: requestId,
+      instance_uuid: rec.id,
+      host: move.source_host,
+      guest: await guestSpecFor(rec),
+    };
+    await castToCompute(await queueUrlOf(move.source_host), start);
+  }
+  log.warn("conductor.move_failed", { migration_uuid: move.uuid, fault: f.message, details: f.details });
+  return true;
+}

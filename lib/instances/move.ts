@@ -1,0 +1,399 @@
+// A resize or cold migration on the instance's record (Nova's MigrationTask, resize_instance,
+// finish_resize, confirm_resize and revert_resize): the API begins it, the conductor places it on
+// the destination, compute-events applies each host's report. Every write is ONE conditional
+// UpdateItem on the move's uuid (the record's MoveContext) and on the state the step expects; a
+// host's report is also fenced by the move's attempt and the host it must come from, so a
+// duplicated, late or zombie report changes nothing.
+import type { Destination } from "../messages/common.js";
+import type { MoveStepName } from "../messages/compute.js";
+import { storedDestination } from "./codec.js";
+import { type InstanceRef, merge, transition, transitionWithEvent, type Update } from "./transition.js";
+import type {
+  ActionEvent,
+  Fault,
+  InstanceAction,
+  InstanceRecord,
+  MigrationStatus,
+  MoveContext,
+  TaskState,
+} from "./types.js";
+
+/** The conductor's event of a move (Nova's MigrationTask reports `cold_migrate`). */
+export const EVENT_MIGRATE = "cold_migrate";
+
+/** Nova's compute events of each step (wrap_instance_event on the compute manager's methods). */
+export const MOVE_EVENTS: Record<MoveStepName, string> = {
+  resize_instance: "compute_resize_instance",
+  finish_resize: "compute_finish_resize",
+  confirm_resize: "compute_confirm_resize",
+  revert_resize: "compute_revert_resize",
+  finish_revert_resize: "compute_finish_revert_resize",
+};
+
+const NO_CHANGE: Update = { set: [], condition: "attribute_exists(id)", values: {} };
+
+/** The record is in this move: not deleted, and its MoveContext is this migration's. */
+function inMove(migration: string, more: Update = NO_CHANGE): Update {
+  return merge(
+    {
+      set: ["updated_at = :now"],
+      condition: "deleted = :false AND migration.#mu = :mig",
+      names: { "#mu": "uuid" },
+      values: { ":false": false, ":mig": migration, ":now": new Date().toISOString() },
+    },
+    more,
+  );
+}
+
+/** SET migration.status (a reserved word, hence the name). */
+const status = (s: MigrationStatus): Update => ({
+  set: ["migration.#ms = :ms"],
+  condition: "attribute_exists(migration)",
+  names: { "#ms": "status" },
+  values: { ":ms": s },
+});
+
+/**
+ * API: accept a move. The task state, the move and Nova's instance action in one write,
+ * conditioned on the state the API checked (and on no move being under way), so two concurrent
+ * requests give one 202 and one 409. Undefined when the state changed meanwhile.
+ */
+export function beginMove(
+  rec: InstanceRecord,
+  move: MoveContext,
+  a: InstanceAction,
+): Promise<InstanceRecord | undefined> {
+  return transition(rec.id, {
+    set: ["task_state = :task", "migration = :move", "updated_at = :now", "actions.#rid = :action"],
+    condition:
+      "deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h AND attribute_not_exists(migration)",
+    names: { "#rid": a.request_id },
+    values: {
+      ":task": "resize_prep",
+      ":move": move,
+      ":now": a.start_time,
+      ":action": a,
+      ":false": false,
+      ":vm": rec.vm_state,
+      ":seen": rec.task_state,
+      ":h": rec.host,
+    },
+  });
+}
+
+/** API: take back a move whose request could not be sent (nothing else happened yet). */
+export function abandonMove(id: string, migration: string): Promise<InstanceRecord | undefined> {
+  return transition(
+    id,
+    inMove(migration, {
+      set: ["task_state = :null"],
+      remove: ["migration"],
+      condition: "task_state = :prep",
+      values: { ":null": null, ":prep": "resize_prep" },
+    }),
+  );
+}
+
+export type PlaceMoveOutcome =
+  | { kind: "placed"; record: InstanceRecord }
+  | { kind: "already-placed"; record: InstanceRecord }
+  | { kind: "gone"; record: InstanceRecord | undefined };
+
+/**
+ * Conductor: the destination is claimed for attempt `attempt` (the move's fencing token). From
+ * resize_prep the source is told next (resize_migrating); from resize_migrated (a reschedule: the
+ * source is done already) the destination is. Succeeds only from an earlier attempt; the same
+ * attempt on the same host again is `already-placed`; anything else is `gone`.
+ */
+export async function placeMove(
+  ref: InstanceRef,
+  rec: InstanceRecord,
+  attempt: number,
+  dest: Destination,
+  alternates: readonly Destination[],
+  ev: ActionEvent,
+): Promise<PlaceMoveOutcome> {
+  const move = rec.migration;
+  if (!move || rec.deleted) return { kind: "gone", record: rec };
+  if (move.attempt === attempt && move.dest_host === dest.host)
+    return { kind: "already-placed", record: rec };
+  const from = rec.task_state;
+  if (from !== "resize_prep" && from !== "resize_migrated") return { kind: "gone", record: rec };
+  const placed = await transitionWithEvent(
+    ref,
+    ev,
+    inMove(
+      move.uuid,
+      // a reschedule's source is done already: the migration stays post-migrating
+      merge(from === "resize_prep" ? status("migrating") : NO_CHANGE, {
+        set: [
+          "task_state = :next",
+          "migration.dest_host = :dh",
+          "migration.dest_node = :dn",
+          "migration.dest_az = :daz",
+          "migration.attempt = :n",
+          "alternates = :alts",
+        ],
+        condition: "task_state = :from AND (migration.attempt = :null OR migration.attempt < :n)",
+        values: {
+          ":next": from === "resize_prep" ? "resize_migrating" : "resize_migrated",
+          ":from": from,
+          ":dh": dest.host,
+          ":dn": dest.nodename,
+          ":daz": dest.availability_zone || null,
+          ":n": attempt,
+          ":null": null,
+          ":alts": alternates.map(storedDestination),
+        },
+      }),
+    ),
+  );
+  return placed ? { kind: "placed", record: placed } : { kind: "gone", record: rec };
+}
+
+/** A report of `step` by `host` at `attempt` of this move: the fence every report write shares. */
+function reported(
+  migration: string,
+  host: string,
+  hostField: "migration.source_host" | "migration.dest_host" | "host",
+  attempt?: number,
+): Update {
+  return inMove(migration, {
+    set: [],
+    condition: `${hostField} = :rh${attempt === undefined ? "" : " AND migration.attempt = :ra"}`,
+    values: { ":rh": host, ...(attempt === undefined ? {} : { ":ra": attempt }) },
+  });
+}
+
+/** compute-events: the source shut the guest down and handed it over (resize_migrated). */
+export function sourceMigrated(
+  ref: InstanceRef,
+  migration: string,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(migration, host, "migration.source_host", attempt), status("post-migrating"), {
+      set: ["task_state = :next"],
+      condition: "task_state = :from",
+      values: { ":next": "resize_migrated", ":from": "resize_migrating" },
+    }),
+  );
+}
+
+/**
+ * compute-events: the destination runs the guest with the new flavor. The instance is on the
+ * destination now, at the move's attempt, in VERIFY_RESIZE (Nova's finish_resize).
+ */
+export function destinationFinished(
+  ref: InstanceRef,
+  move: MoveContext,
+  host: string,
+  attempt: number,
+  power: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(move.uuid, host, "migration.dest_host", attempt), status("finished"), {
+      set: [
+        "host = :rh",
+        "node = :node",
+        "availability_zone = :az",
+        "flavor = :flavor",
+        "attempt = :ra",
+        "spawn_attempt = :ra",
+        "vm_state = :resized",
+        "task_state = :null",
+        "power_state = :power",
+        "power_state_at = :now",
+      ],
+      remove: ["alternates"],
+      condition: "task_state = :from",
+      values: {
+        ":node": move.dest_node ?? host,
+        ":az": move.dest_az,
+        ":flavor": move.new_flavor,
+        ":resized": "resized",
+        ":null": null,
+        ":power": power,
+        ":from": "resize_migrated",
+      },
+    }),
+  );
+}
+
+/** compute-events: the destination could not finish; the event says why (the move reschedules). */
+export function destinationFailed(
+  ref: InstanceRef,
+  migration: string,
+  host: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(migration, host, "migration.dest_host", attempt), {
+      set: [
+        "migration.dest_host = :null",
+        "migration.dest_node = :null",
+        "migration.tried = list_append(migration.tried, :tried)",
+      ],
+      condition: "task_state = :from",
+      values: { ":null": null, ":from": "resize_migrated", ":tried": [host] },
+    }),
+  );
+}
+
+/**
+ * The move failed before it finished (NoValidHost, the source or every destination failed, an
+ * error in the workflow): the instance is back where it was, in its old state, with a fault. Not
+ * after the destination finished (VERIFY_RESIZE is undone by revert, not here).
+ */
+export function moveFailed(
+  ref: InstanceRef,
+  migration: string,
+  f: Fault,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    inMove(migration, {
+      set: ["task_state = :null", "fault = :fault"],
+      remove: ["migration", "alternates"],
+      condition: "task_state IN (:t1, :t2, :t3)",
+      values: {
+        ":null": null,
+        ":fault": f,
+        ":t1": "resize_prep",
+        ":t2": "resize_migrating",
+        ":t3": "resize_migrated",
+      },
+    }),
+  );
+}
+
+/** API: confirmResize accepted (Nova's migration `confirming`; the task state stays none). */
+export function beginConfirm(rec: InstanceRecord, a: InstanceAction): Promise<InstanceRecord | undefined> {
+  return settledBegin(rec, a, "confirming", null);
+}
+
+/** API: revertResize accepted (resize_reverting, migration `reverting`). */
+export function beginRevert(rec: InstanceRecord, a: InstanceAction): Promise<InstanceRecord | undefined> {
+  return settledBegin(rec, a, "reverting", "resize_reverting");
+}
+
+function settledBegin(
+  rec: InstanceRecord,
+  a: InstanceAction,
+  next: MigrationStatus,
+  task: TaskState,
+): Promise<InstanceRecord | undefined> {
+  if (!rec.migration) return Promise.resolve(undefined);
+  return transition(
+    rec.id,
+    inMove(
+      rec.migration.uuid,
+      merge(status(next), {
+        set: ["task_state = :task", "actions.#rid = :action"],
+        condition: "vm_state = :resized AND task_state = :null AND migration.#ms = :finished",
+        names: { "#rid": a.request_id },
+        values: {
+          ":task": task,
+          ":action": a,
+          ":resized": "resized",
+          ":null": null,
+          ":finished": "finished",
+        },
+      }),
+    ),
+  );
+}
+
+/** compute-events: the source destroyed the old guest; the move is over (Nova's confirm_resize). */
+export function confirmed(
+  ref: InstanceRef,
+  move: MoveContext,
+  host: string,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(move.uuid, host, "migration.source_host"), {
+      set: ["vm_state = :old"],
+      remove: ["migration"],
+      condition: "vm_state = :resized AND migration.#ms = :confirming",
+      names: { "#ms": "status" },
+      values: { ":old": move.old_vm_state, ":resized": "resized", ":confirming": "confirming" },
+    }),
+  );
+}
+
+/**
+ * compute-events: the destination destroyed the new guest (Nova's revert_resize). The instance
+ * points back at the source, with the old flavor, at attempt `next` (its allocation there is the
+ * instance's again, at that attempt), for the source's finish_revert_resize.
+ */
+export function revertedOnDestination(
+  ref: InstanceRef,
+  move: MoveContext,
+  host: string,
+  attempt: number,
+  next: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(move.uuid, host, "host", attempt), {
+      set: [
+        "host = :sh",
+        "node = :sn",
+        "availability_zone = :saz",
+        "flavor = :old",
+        "attempt = :next",
+        "spawn_attempt = :next",
+        "migration.attempt = :next",
+      ],
+      condition: "attempt = :ra AND task_state = :reverting AND migration.#ms = :reverting_m",
+      names: { "#ms": "status" },
+      values: {
+        ":sh": move.source_host,
+        ":sn": move.source_node,
+        ":saz": move.source_az,
+        ":old": move.old_flavor,
+        ":next": next,
+        ":reverting": "resize_reverting",
+        ":reverting_m": "reverting",
+      },
+    }),
+  );
+}
+
+/** compute-events: the source runs the old guest again; the revert is over (finish_revert_resize). */
+export function revertFinished(
+  ref: InstanceRef,
+  move: MoveContext,
+  host: string,
+  attempt: number,
+  power: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(move.uuid, host, "host", attempt), {
+      set: ["vm_state = :old", "task_state = :null", "power_state = :power", "power_state_at = :now"],
+      remove: ["migration"],
+      condition: "attempt = :ra AND task_state = :reverting",
+      values: { ":old": move.old_vm_state, ":null": null, ":power": power, ":reverting": "resize_reverting" },
+    }),
+  );
+}
