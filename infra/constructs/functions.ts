@@ -295,8 +295,12 @@ export class Functions {
           {
             id: "AwsSolutions-IAM5",
             reason:
-              "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog) and the Hosts table's host-changes (the scheduler's refresh): a table grant covers its indexes as <table>/index/*",
-            appliesTo: [indexes(data.tables.Instances), indexes(data.tables.Hosts)],
+              "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog), the Hosts table's host-changes (the scheduler's refresh) and the Migrations table's by-instance (a server's migrations): a table grant covers its indexes as <table>/index/*",
+            appliesTo: [
+              indexes(data.tables.Instances),
+              indexes(data.tables.Hosts),
+              indexes(data.tables.Migrations),
+            ],
           },
           {
             id: "AwsSolutions-L1",

@@ -54,6 +54,10 @@ export interface ConsumerRecord {
   vm_state: string;
   host: string | null;
   attempt: number;
+  /** the move in progress (lib/instances/types.ts MoveContext, the fields read here) */
+  migration?: { uuid: string; source_host: string; dest_host: string | null; attempt: number | null };
+  /** this record was found through a migration's consumer: the instance that migration moves */
+  via_migration?: boolean;
 }
 
 /**
@@ -69,6 +73,15 @@ export function classifyAllocation(
   const { host, consumer } = alloc;
   const base = { host, consumer, attempt: alloc.attempt };
   if (!rec) return { ...base, kind: "consumer_missing", detail: `instance ${consumer} does not exist` };
+  const move = rec.deleted ? undefined : rec.migration;
+  if (rec.via_migration) {
+    // Nova's migration-based allocation: the source, held by the move's own consumer while it lasts
+    if (move?.uuid === consumer && move.source_host === host) return undefined;
+    const detail = `migration ${consumer} of instance ${rec.id} ${rec.deleted ? "(deleted)" : "is over"}`;
+    return { ...base, kind: rec.deleted ? "consumer_deleted" : "consumer_elsewhere", detail };
+  }
+  // the destination, claimed for the instance before the record points there
+  if (move?.dest_host === host && move.attempt === alloc.attempt) return undefined;
   if (rec.deleted) return { ...base, kind: "consumer_deleted", detail: `instance ${consumer} is deleted` };
   if (rec.vm_state === "error") {
     return { ...base, kind: "consumer_error", detail: `instance ${consumer} is in ERROR` };

@@ -9,29 +9,61 @@ import { getAllocation } from "./allocations.js";
 import type { AuditFinding, ConsumerRecord } from "./audit-classify.js";
 import type { AllocationRecord } from "./types.js";
 
-/** The audit's view of these instances, read consistently. */
+const CONSUMER_PROJECTION = {
+  ProjectionExpression: "id, deleted, vm_state, #h, attempt, #m",
+  ExpressionAttributeNames: { "#h": "host", "#m": "migration" },
+};
+
+/**
+ * The audit's view of these consumers, read consistently: an instance by its id, and a
+ * migration's consumer (its uuid, in the Migrations table) as the instance it moves, marked
+ * `via_migration`.
+ */
 export async function readConsumers(ids: string[]): Promise<Map<string, ConsumerRecord>> {
-  const items = await batchGetAll<ConsumerRecord>(
-    resources().instancesTable,
-    ids.map((id) => ({ id })),
-    { ConsistentRead: true, ProjectionExpression: "id, deleted, vm_state, host, attempt" },
+  const read = (keys: string[]) =>
+    batchGetAll<ConsumerRecord>(
+      resources().instancesTable,
+      keys.map((id) => ({ id })),
+      { ConsistentRead: true, ...CONSUMER_PROJECTION },
+    );
+  const out = new Map((await read(ids)).map((item) => [item.id, item]));
+  const others = ids.filter((id) => !out.has(id));
+  if (!others.length) return out;
+  const migrations = await batchGetAll<{ uuid: string; instance_uuid: string }>(
+    resources().migrationsTable,
+    others.map((uuid) => ({ uuid })),
+    {
+      ConsistentRead: true,
+      ProjectionExpression: "#u, instance_uuid",
+      ExpressionAttributeNames: { "#u": "uuid" },
+    },
   );
-  return new Map(items.map((item) => [item.id, item]));
+  const owners = new Map(
+    (await read([...new Set(migrations.map((m) => m.instance_uuid))])).map((r) => [r.id, r]),
+  );
+  for (const m of migrations) {
+    const owner = owners.get(m.instance_uuid);
+    if (owner) out.set(m.uuid, { ...owner, via_migration: true });
+  }
+  return out;
 }
 
-/** One instance as the audit sees it, read consistently. */
+/** One consumer as the audit sees it, read consistently. */
 export async function readConsumer(id: string): Promise<ConsumerRecord | undefined> {
-  const r = await dynamo().send(
-    new GetCommand({ TableName: resources().instancesTable, Key: { id }, ConsistentRead: true }),
-  );
-  return r.Item as ConsumerRecord | undefined;
+  return (await readConsumers([id])).get(id);
 }
 
 /** The instance fields a missing claim is judged by; the Instances table's `host` and `attempt`. */
-const MISSING_PROJECTION = {
-  ProjectionExpression: "id, deleted, vm_state, #h, attempt",
-  ExpressionAttributeNames: { "#h": "host" },
-};
+const MISSING_PROJECTION = CONSUMER_PROJECTION;
+
+/**
+ * Who holds the allocation of the host a record names: its move's consumer while the record
+ * still points at the source at the source's attempt (not yet finished, or not yet reverted).
+ */
+const holder = (rec: ConsumerRecord): string =>
+  rec.migration && rec.migration.source_host === rec.host && rec.attempt !== rec.migration.attempt
+    ? rec.migration.uuid
+    : rec.id;
 
 /**
  * Instances that run on one of `hosts` (by their record) without an allocation there. Instances
@@ -55,11 +87,11 @@ export async function missingClaims(
       hosts.has(rec.host) &&
       rec.vm_state !== "building" &&
       rec.vm_state !== "error" &&
-      !(byHost.get(rec.host) ?? []).some((a) => a.consumer === rec.id),
+      !(byHost.get(rec.host) ?? []).some((a) => a.consumer === holder(rec)),
   );
   const out: AuditFinding[] = [];
   for (const rec of candidates) {
-    if (await getAllocation(rec.id, rec.host!)) continue;
+    if (await getAllocation(holder(rec), rec.host!)) continue;
     out.push({
       kind: "claim_missing",
       host: rec.host!,

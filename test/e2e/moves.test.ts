@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listInstanceMigrations } from "../../lib/instances/migrations.js";
 import { getInstance } from "../../lib/instances/queries.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
+import { auditPlacement } from "../../lib/placement/audit.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
 
@@ -55,6 +56,10 @@ describe("resize", () => {
       [`instance@${rec.host}`]: "1/2048",
       [`migration@${source}`]: "1/512",
     });
+    // the placement audit knows a migration's consumer and a destination claimed before the record moved
+    const audit = await auditPlacement({ repair: true });
+    expect(audit.findings).toEqual([]);
+    expect(await claims(id, move.uuid)).toHaveProperty(`migration@${source}`);
     const hosts = await hostsByName();
     expect(hosts.get(source)!.usage.MEMORY_MB).toBe(512);
     expect(hosts.get(rec.host!)!.usage.MEMORY_MB).toBe(2048);
