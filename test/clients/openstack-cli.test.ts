@@ -1,13 +1,23 @@
 // The `openstack` CLI (Debian python3-openstackclient 6.0) with a plain clouds.yaml against the
 // whole local runtime, at the microversions operators use: 2.1 (its default), 2.47, 2.79, latest.
 // Each command runs as the child process an operator would start; a failure prints the
-// client's own error. Not here, for a real reason: volumes (no Cinder), networks, ports,
-// floating IPs and security groups (no Neutron), console, migrations and resize (no such
-// operations in novaless).
+// client's own error. Resize and cold migration run once, at latest (and 2.56 for `migrate
+// --host`). Not here, for a real reason: volumes (no Cinder), networks, ports, floating IPs and
+// security groups (no Neutron), console, and live migration, evacuate and rebuild (not built in
+// novaless yet: they answer 501).
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type Cloud, cloudsYaml, type Json, missing, startCloud, unique, VERSIONS } from "./harness.js";
+import {
+  type Cloud,
+  type CommandOptions,
+  cloudsYaml,
+  type Json,
+  missing,
+  startCloud,
+  unique,
+  VERSIONS,
+} from "./harness.js";
 import { atLeast, below, sshPublicKey } from "./versions.js";
 
 // Python start-up is most of each command: several at once on two cores take their time.
@@ -80,6 +90,128 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
       version: "2.92",
     });
     expect(err.stderr).toMatch(/400.*'public_key' is a required property/);
+  });
+
+  // Resize and cold migration, once each rather than at every version: each `--wait` polls every
+  // 5 s, and the suite's time is tight. These run together with the concurrent versions below
+  // (consecutive concurrent suites do), first, being the longest; each keeps to its own server.
+  describe.concurrent("moves", () => {
+    /** `server show` until `status` (revert and confirm have no --wait): the server as shown then. */
+    const waitForStatus = async (id: string, status: string, o: CommandOptions): Promise<Json> => {
+      for (let tries = 0; tries < 60; tries++) {
+        const shown = await cloud.openstack(["server", "show", id], o);
+        if (shown.status === status) return shown;
+        if (shown.status === "ERROR")
+          throw new Error(`server ${id} went to ERROR: ${JSON.stringify(shown.fault)}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      throw new Error(`server ${id} never became ${status}`);
+    };
+    // from 2.47 Nova embeds the flavor (OSC shows its original_name); before, a link to its id
+    const flavorName = (shown: Json): string =>
+      typeof shown.flavor === "string" ? shown.flavor.split(" ")[0] : shown.flavor.original_name;
+    const boot = async (o: CommandOptions): Promise<string> => {
+      const name = unique("moving");
+      const created = await cloud.openstack(
+        ["server", "create", "--flavor", "m1.tiny", "--image", "cirros", "--nic", "none", "--wait", name],
+        o,
+      );
+      expect(created.status).toBe("ACTIVE");
+      return created.id as string;
+    };
+
+    it("server resize --flavor --wait, resize confirm, and resize revert back to the old flavor", async () => {
+      const demo = { cloud: "demo", version: "latest" } as const;
+      const admin = { cloud: "admin", version: "latest" } as const;
+      const id = await boot(demo);
+      const source = (await cloud.openstack(["server", "show", id], admin))["OS-EXT-SRV-ATTR:host"];
+
+      // --wait returns at VERIFY_RESIZE: the resize waits for the owner's confirm or revert
+      await cloud.openstack(["server", "resize", "--flavor", "m1.small", "--wait", id], {
+        ...demo,
+        json: false,
+      });
+      const resized = await cloud.openstack(["server", "show", id], admin);
+      expect(resized.status).toBe("VERIFY_RESIZE");
+      expect(flavorName(resized)).toBe("m1.small");
+      // Nova's allow_resize_to_same_host is off: the server moved
+      expect(resized["OS-EXT-SRV-ATTR:host"]).not.toBe(source);
+      await cloud.openstack(["server", "resize", "confirm", id], { ...demo, json: false });
+      const confirmed = await waitForStatus(id, "ACTIVE", demo);
+      expect(flavorName(confirmed)).toBe("m1.small");
+
+      await cloud.openstack(["server", "resize", "--flavor", "m1.medium", "--wait", id], {
+        ...demo,
+        json: false,
+      });
+      expect(flavorName(await cloud.openstack(["server", "show", id], demo))).toBe("m1.medium");
+      await cloud.openstack(["server", "resize", "revert", id], { ...demo, json: false });
+      const reverted = await waitForStatus(id, "ACTIVE", admin);
+      expect(flavorName(reverted)).toBe("m1.small");
+      expect(reverted["OS-EXT-SRV-ATTR:host"]).toBe(resized["OS-EXT-SRV-ATTR:host"]);
+
+      // the two resizes' migration records, as an admin lists them
+      const migrations: Json[] = await cloud.openstack(
+        ["server", "migration", "list", "--server", id],
+        admin,
+      );
+      expect(migrations.map((m) => [m.Type, m.Status]).sort()).toEqual([
+        ["resize", "confirmed"],
+        ["resize", "reverted"],
+      ]);
+      await cloud.openstack(["server", "delete", "--wait", id], { ...demo, json: false });
+    });
+
+    it("server migrate --wait (admin), migrate --host at 2.56, migration confirm, migration list", async () => {
+      const latest = { cloud: "admin", version: "latest" } as const;
+      const at256 = { cloud: "admin", version: "2.56" } as const;
+      const id = await boot({ cloud: "demo", version: "latest" });
+      const source = (await cloud.openstack(["server", "show", id], latest))["OS-EXT-SRV-ATTR:host"];
+
+      // a member may not migrate: Nova's policy
+      const refused = await cloud.openstackFails(["server", "migrate", id], {
+        cloud: "demo",
+        version: "latest",
+        json: false,
+      });
+      expect(refused.stderr).toMatch(/os_compute_api:os-migrate-server:migrate|HTTP 403/);
+
+      await cloud.openstack(["server", "migrate", "--wait", id], { ...latest, json: false });
+      const migrated = await cloud.openstack(["server", "show", id], latest);
+      expect(migrated.status).toBe("VERIFY_RESIZE");
+      expect(flavorName(migrated)).toBe("m1.tiny");
+      const first = migrated["OS-EXT-SRV-ATTR:host"];
+      expect(first).not.toBe(source);
+      // the deprecated spelling OSC 6.0 still has, then the current one below
+      await cloud.openstack(["server", "migrate", "confirm", id], { ...latest, json: false });
+      await waitForStatus(id, "ACTIVE", latest);
+
+      // --host is the requested destination, checked by the scheduler (2.56)
+      const target = ["host-1", "host-2", "host-3", "host-4"].find((h) => h !== first)!;
+      await cloud.openstack(["server", "migrate", "--host", target, "--wait", id], { ...at256, json: false });
+      const placed = await cloud.openstack(["server", "show", id], at256);
+      expect(placed).toMatchObject({ status: "VERIFY_RESIZE", "OS-EXT-SRV-ATTR:host": target });
+      await cloud.openstack(["server", "migration", "confirm", id], { ...at256, json: false });
+      await waitForStatus(id, "ACTIVE", at256);
+
+      const migrations: Json[] = await cloud.openstack(
+        ["server", "migration", "list", "--server", id],
+        latest,
+      );
+      expect(migrations).toHaveLength(2);
+      for (const m of migrations)
+        expect(m).toMatchObject({ Type: "migration", Status: "confirmed", "Server UUID": id });
+      expect(migrations.map((m) => [m["Source Compute"], m["Dest Compute"]])).toEqual(
+        // from 2.59 newest first
+        [
+          [first, target],
+          [source, first],
+        ],
+      );
+      const byHost: Json[] = await cloud.openstack(["server", "migration", "list", "--host", target], latest);
+      expect(byHost.map((m) => m["Server UUID"])).toContain(id);
+      await cloud.openstack(["server", "delete", "--wait", id], { ...latest, json: false });
+    });
   });
 
   // The versions and their tests run concurrently: each command is a Python process, mostly
