@@ -166,11 +166,13 @@ export async function failMove(
 ): Promise<boolean> {
   const move = rec.migration;
   if (!move) return false;
+  const restart = rec.task_state === "resize_migrated" && move.old_vm_state === "active";
   const failed = await moveFailed(
     { id: rec.id, request_id: requestId },
     move.uuid,
     f,
     event(EVENT_MIGRATE, move.attempt ?? move.source_attempt + 1, "Error", null, f.details, new Date()),
+    restart ? "powering-on" : null,
   );
   const settled = failed !== undefined || (await getInstance(rec.id))?.migration?.uuid !== move.uuid;
   if (!settled) return false;
@@ -181,7 +183,7 @@ export async function failMove(
   await updateMigration(move.uuid, ["pre-migrating", "migrating", "post-migrating"], "error");
   if (!failed) return false;
   await releaseUsage(rec.project_id, upsizeDelta(move.old_flavor, move.new_flavor));
-  if (rec.task_state === "resize_migrated" && move.old_vm_state === "active") {
+  if (restart) {
     const start: ComputeMessage = {
       version: 1,
       kind: "power_action",

@@ -253,23 +253,26 @@ export function destinationFailed(
 /**
  * The move failed before it finished (NoValidHost, the source or every destination failed, an
  * error in the workflow): the instance is back where it was, in its old state, with a fault. Not
- * after the destination finished (VERIFY_RESIZE is undone by revert, not here).
+ * after the destination finished (VERIFY_RESIZE is undone by revert, not here). `next` is
+ * powering-on when the source had shut the guest down and is told to start it again (its
+ * action_done then ends the task under the move's action).
  */
 export function moveFailed(
   ref: InstanceRef,
   migration: string,
   f: Fault,
   ev: ActionEvent,
+  next: TaskState = null,
 ): Promise<InstanceRecord | undefined> {
   return transitionWithEvent(
     ref,
     ev,
     inMove(migration, {
-      set: ["task_state = :null", "fault = :fault"],
+      set: ["task_state = :next", "fault = :fault"],
       remove: ["migration", "alternates"],
       condition: "task_state IN (:t1, :t2, :t3)",
       values: {
-        ":null": null,
+        ":next": next,
         ":fault": f,
         ":t1": "resize_prep",
         ":t2": "resize_migrating",
