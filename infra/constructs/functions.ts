@@ -241,8 +241,15 @@ export class Functions {
     allocations.grantReadData(buildWatchdog);
     allocations.grant(buildWatchdog, "dynamodb:DeleteItem");
     instances.grantReadWriteData(buildWatchdog);
-    // resize_confirm_window: a move left in VERIFY_RESIZE is confirmed
+    // Moves: resize_confirm_window confirms one left in VERIFY_RESIZE (a cast to the source); one
+    // whose host died fails back to its source (the source's allocation handed back to the
+    // instance, a resize up's reservation given back, the source told to start its guest again).
     migrations.grantReadWriteData(buildWatchdog);
+    allocations.grant(buildWatchdog, "dynamodb:PutItem");
+    catalog.grant(buildWatchdog, "dynamodb:UpdateItem");
+    buildWatchdog.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
+    );
     // The liveness sweep: heartbeats read, transitions marked.
     services.grantReadWriteData(buildWatchdog);
     queues.buildRequests.grantSendMessages(buildWatchdog);
@@ -329,7 +336,7 @@ export class Functions {
       ],
       true,
     );
-    for (const fn of [this.computeEvents, this.conductor]) {
+    for (const fn of [this.computeEvents, this.conductor, this.buildWatchdog]) {
       NagSuppressions.addResourceSuppressions(
         fn,
         [

@@ -1,4 +1,5 @@
-// The build watchdog (a scheduled Lambda; a timer locally): nothing stays in BUILD because a
+// The build watchdog (a scheduled Lambda; a timer locally): nothing stays in BUILD (nor in a
+// move: lib/conductor/move-watch.ts) because a
 // host died, a message was lost or a build hung. It first sweeps host liveness (marking down, on
 // their provider items, hosts that stopped heartbeating), then reads only instances in BUILD (a
 // sparse, sharded index), fences dead attempts exactly as a failing compute would, and sends the
@@ -16,12 +17,14 @@ import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
 import { isHeartbeatAlive, sweepLiveness } from "../placement/liveness.js";
+import { type MoveWatchAction, watchMoves } from "./move-watch.js";
 
 export interface WatchdogAction {
   instance_uuid: string;
   attempt: number;
   host: string | null;
-  action: "fenced" | "resent";
+  /** fenced and resent: builds; the others: moves (lib/conductor/move-watch.ts) */
+  action: "fenced" | "resent" | MoveWatchAction["action"];
   reason: string;
 }
 
@@ -34,11 +37,19 @@ export async function runWatchdog(
     listBuilding(),
   ]);
   if (markedDown.length) log.warn("watchdog.hosts_down", { hosts: markedDown });
-  if (!building.length) return [];
   const up = new Map(
     services.map((s) => [s.host, isHeartbeatAlive(s, config.service_down_time, now.getTime())]),
   );
   const actions: WatchdogAction[] = [];
+  for (const m of await watchMoves(now, up)) {
+    actions.push({
+      instance_uuid: m.instance_uuid,
+      attempt: 0,
+      host: null,
+      action: m.action,
+      reason: m.reason,
+    });
+  }
   for (const rec of building) {
     if (rec.deleted || rec.vm_state !== "building") continue;
     const action = await watch(rec, up, now, config);

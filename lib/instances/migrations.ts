@@ -105,3 +105,28 @@ export async function listMigrations(): Promise<MigrationRecord[]> {
   });
   return items.sort((a, b) => a.id - b.id);
 }
+
+/** The statuses of a move not over yet (the watchdog's to look after). */
+export const OPEN_MIGRATION_STATUSES: readonly MigrationStatus[] = [
+  "pre-migrating",
+  "migrating",
+  "post-migrating",
+  "finished",
+  "confirming",
+  "reverting",
+];
+
+/** Migrations not over yet (a Scan of the moves-only table, filtered: the watchdog's once a minute). */
+export async function listOpenMigrations(): Promise<MigrationRecord[]> {
+  const values: Record<string, unknown> = { ":c": COUNTER };
+  OPEN_MIGRATION_STATUSES.forEach((s, i) => {
+    values[`:s${i}`] = s;
+  });
+  return scanAll<MigrationRecord>({
+    TableName: table(),
+    FilterExpression: `#u <> :c AND #st IN (${OPEN_MIGRATION_STATUSES.map((_, i) => `:s${i}`).join(", ")})`,
+    ExpressionAttributeNames: { "#u": "uuid", "#st": "status" },
+    ExpressionAttributeValues: values,
+    ConsistentRead: true,
+  });
+}

@@ -5,7 +5,8 @@
 // host's report is also fenced by the move's attempt and the host it must come from, so a
 // duplicated, late or zombie report changes nothing.
 import type { Destination } from "../messages/common.js";
-import type { MoveStepName } from "../messages/compute.js";
+import type { MoveStepMessage, MoveStepName } from "../messages/compute.js";
+import { type Usage, upsizeDelta } from "../quotas/quotas.js";
 import { storedDestination } from "./codec.js";
 import { type InstanceRef, merge, transition, transitionWithEvent, type Update } from "./transition.js";
 import type {
@@ -399,4 +400,40 @@ export function revertFinished(
       values: { ":old": move.old_vm_state, ":null": null, ":power": power, ":reverting": "resize_reverting" },
     }),
   );
+}
+
+/** What confirming a move does besides the record (the API's deps, or the real ones). */
+export interface ConfirmIo {
+  beginConfirm: typeof beginConfirm;
+  updateMigration: (
+    uuid: string,
+    from: readonly MigrationStatus[],
+    status: MigrationStatus,
+  ) => Promise<boolean>;
+  releaseUsage: (project: string, delta: Usage) => Promise<void>;
+  castToHost: (host: string, msg: MoveStepMessage) => Promise<void>;
+}
+
+/**
+ * Confirm a finished move (the API's confirmResize, or the watchdog past resize_confirm_window):
+ * the migration `confirming`, a resize down's old (larger) flavor no longer counted, and the
+ * source told to destroy its copy; its report frees the source's claim. False when the record
+ * was not in VERIFY_RESIZE with that move any more.
+ */
+export async function confirmMove(rec: InstanceRecord, a: InstanceAction, io: ConfirmIo): Promise<boolean> {
+  const move = rec.migration;
+  if (!move || !(await io.beginConfirm(rec, a))) return false;
+  await io.updateMigration(move.uuid, ["finished"], "confirming");
+  await io.releaseUsage(rec.project_id, upsizeDelta(move.new_flavor, move.old_flavor));
+  await io.castToHost(move.source_host, {
+    version: 1,
+    kind: "confirm_resize",
+    request_id: a.request_id,
+    instance_uuid: rec.id,
+    host: move.source_host,
+    migration_uuid: move.uuid,
+    attempt: move.attempt ?? rec.attempt,
+    same_host: move.source_host === move.dest_host,
+  });
+  return true;
 }

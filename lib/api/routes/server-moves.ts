@@ -6,6 +6,7 @@
 // must go.
 import { randomUUID } from "node:crypto";
 import { moveOptions } from "../../config.js";
+import { confirmMove } from "../../instances/move.js";
 import type { InstanceAction, InstanceRecord, MigrationRecord, MoveContext } from "../../instances/types.js";
 import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
@@ -212,22 +213,14 @@ function checkResized(rec: InstanceRecord, apiAction: string): NonNullable<Insta
 export async function confirmResize(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
   const m = moveDeps(call);
   checkLock(call, rec);
-  const move = checkResized(rec, "confirmResize");
-  const begun = await m.beginConfirm(rec, action("confirmResize", call));
-  if (!begun) await refusedBy(call, rec, "confirmResize");
-  await m.updateMigration(move.uuid, ["finished"], "confirming");
-  // a resize down counted the old (larger) flavor until now
-  await call.deps.quotas.releaseUsage(rec.project_id, upsizeDelta(move.new_flavor, move.old_flavor));
-  await cast(call, move.source_host, {
-    version: 1,
-    kind: "confirm_resize",
-    request_id: call.ctx.requestId,
-    instance_uuid: rec.id,
-    host: move.source_host,
-    migration_uuid: move.uuid,
-    attempt: move.attempt ?? rec.attempt,
-    same_host: move.source_host === move.dest_host,
+  checkResized(rec, "confirmResize");
+  const confirmed = await confirmMove(rec, action("confirmResize", call), {
+    beginConfirm: m.beginConfirm,
+    updateMigration: m.updateMigration,
+    releaseUsage: call.deps.quotas.releaseUsage,
+    castToHost: (host, msg) => cast(call, host, msg),
   });
+  if (!confirmed) await refusedBy(call, rec, "confirmResize");
   return { status: 204 };
 }
 

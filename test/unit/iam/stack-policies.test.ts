@@ -120,14 +120,14 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("compute-events", "sqs:ReceiveMessage", `${SQS}novaless-x-compute-host-1-abc`)).toBe(false);
   });
 
-  it("Allocations: the claimers (and compute-events' revert of a move) put and delete, the releasers only delete, nobody updates", () => {
+  it("Allocations: the claimers (and the revert or failure of a move: compute-events, the watchdog) put and delete, the releasers only delete, nobody updates", () => {
     const t = `${ARN}allocations-x`;
-    for (const c of ["scheduler", "conductor", "compute-events"] as const) {
+    for (const c of ["scheduler", "conductor", "compute-events", "build-watchdog"] as const) {
       expect(can(c, "dynamodb:PutItem", t), c).toBe(true);
       expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
       expect(can(c, "dynamodb:Query", t), c).toBe(true);
     }
-    for (const c of ["api", "build-watchdog"] as const) {
+    for (const c of ["api"] as const) {
       expect(can(c, "dynamodb:PutItem", t), c).toBe(false);
       expect(can(c, "dynamodb:DeleteItem", t), c).toBe(true);
       expect(can(c, "dynamodb:GetItem", t), c).toBe(true);
