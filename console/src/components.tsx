@@ -31,14 +31,17 @@ export interface ConfirmRequest {
   text: string;
   /** a reason the operator types (os-services disable) */
   reasonLabel?: string;
+  /** one of a list the operator picks (a resize's flavor, a migration's host) */
+  choice?: { label: string; options: { value: string; label: string }[]; initial?: string };
   confirm: string;
-  run: (reason: string) => Promise<unknown>;
+  run: (reason: string, choice: string) => Promise<unknown>;
 }
 
 /** Asks before an admin action; shows the API's answer if it refuses. */
 export function Confirm({ request, onDone }: { request: ConfirmRequest | null; onDone: () => void }) {
   const ref = useRef<HTMLDialogElement>(null);
   const [reason, setReason] = useState("");
+  const [choice, setChoice] = useState("");
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   useEffect(() => {
@@ -46,6 +49,7 @@ export function Confirm({ request, onDone }: { request: ConfirmRequest | null; o
     if (!d) return;
     if (request && !d.open) {
       setReason("");
+      setChoice(request.choice?.initial ?? request.choice?.options[0]?.value ?? "");
       setError(undefined);
       d.showModal();
     }
@@ -56,7 +60,7 @@ export function Confirm({ request, onDone }: { request: ConfirmRequest | null; o
     e.preventDefault();
     setBusy(true);
     try {
-      await request.run(reason);
+      await request.run(reason, choice);
       onDone();
     } catch (x) {
       setError((x as Error).message);
@@ -73,6 +77,18 @@ export function Confirm({ request, onDone }: { request: ConfirmRequest | null; o
           <label>
             {request.reasonLabel}
             <input name="reason" value={reason} onInput={(e) => setReason(e.currentTarget.value)} required />
+          </label>
+        )}
+        {request.choice && (
+          <label>
+            {request.choice.label}
+            <select name="choice" value={choice} onChange={(e) => setChoice(e.currentTarget.value)}>
+              {request.choice.options.map((o) => (
+                <option key={o.value} value={o.value}>
+                  {o.label}
+                </option>
+              ))}
+            </select>
           </label>
         )}
         <ErrorNote error={error} />

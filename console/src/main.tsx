@@ -119,7 +119,7 @@ function App() {
   if (adminOnly && !admin) view = <p role="alert">This page is for administrators.</p>;
   else if (page === "fleet") view = <FleetView />;
   else if (page === "hosts" && arg) view = <HostView name={arg} onConfirm={setConfirm} />;
-  else if (page === "servers" && arg) view = <ServerView id={arg} />;
+  else if (page === "servers" && arg) view = <ServerView id={arg} onConfirm={setConfirm} />;
   else if (page === "servers") view = <ServersView />;
   else if (page === "plan") view = <DryRunView />;
   else if (page === "operations") view = <OperationsView onConfirm={setConfirm} />;

@@ -266,7 +266,23 @@ export interface TimelineEntry {
   /** the build attempt this event belongs to (1 = the first), for builds rescheduled */
   attempt?: number;
   details?: string | null;
+  /** what Nova's action or event name means, in words (the moves' names are terse) */
+  gloss?: string;
 }
+
+/** Words for the names of moves' actions and events (Nova's own names stay the titles). */
+export const GLOSSES: Readonly<Record<string, string>> = {
+  resize: "resize to another flavor",
+  migrate: "cold migration to another host",
+  confirmResize: "the move is confirmed",
+  revertResize: "the move is reverted",
+  cold_migrate: "the conductor picks a destination and claims it",
+  compute_resize_instance: "the source stops the guest and hands it over",
+  compute_finish_resize: "the destination starts it; it waits for confirm or revert",
+  compute_confirm_resize: "the source lets its copy and its claim go",
+  compute_revert_resize: "the destination lets the guest and its claim go",
+  compute_finish_revert_resize: "the source takes the guest back with its old flavor",
+};
 
 const BUILD_EVENT = "compute_build_and_run_instance";
 
@@ -274,7 +290,13 @@ const BUILD_EVENT = "compute_build_and_run_instance";
 export function timeline(actions: readonly InstanceAction[]): TimelineEntry[] {
   const out: TimelineEntry[] = [];
   for (const a of actions) {
-    out.push({ at: a.start_time, kind: "action", title: a.action, result: a.message });
+    out.push({
+      at: a.start_time,
+      kind: "action",
+      title: a.action,
+      result: a.message,
+      ...(GLOSSES[a.action] ? { gloss: GLOSSES[a.action] } : {}),
+    });
     let attempt = 0;
     for (const e of [...(a.events ?? [])].sort((x, y) => x.start_time.localeCompare(y.start_time))) {
       const isBuild = e.event === BUILD_EVENT;
@@ -288,6 +310,7 @@ export function timeline(actions: readonly InstanceAction[]): TimelineEntry[] {
         ...(e.host ? { host: e.host } : {}),
         ...(isBuild ? { attempt } : {}),
         ...(e.details ? { details: e.details } : {}),
+        ...(GLOSSES[e.event] ? { gloss: GLOSSES[e.event] } : {}),
       });
     }
   }

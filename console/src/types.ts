@@ -134,3 +134,27 @@ export interface DeadLetterQueue {
   not_redrivable_reason?: string;
   messages: { message_id: string; sent_at: string; reason: string; receive_count: number; body: string }[];
 }
+
+/** os-migrations' item (admins), at the console's microversion. */
+export interface Migration {
+  id: number;
+  uuid?: string;
+  instance_uuid: string;
+  migration_type: "resize" | "migration" | "live-migration" | "evacuation";
+  status: string;
+  source_compute: string;
+  dest_compute: string | null;
+  /** flavor ids: integers when the flavor's id is all digits */
+  old_instance_type_id: number | string;
+  new_instance_type_id: number | string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Flavor {
+  id: string;
+  name: string;
+  vcpus?: number;
+  ram?: number;
+  disk?: number;
+}

@@ -1,7 +1,8 @@
 // The web console in a real browser (Debian's chromium through puppeteer-core, no download):
 // sign in through the form, watch a server go ACTIVE on the fleet map, open its explanation, run
-// a dry run that fits and one that cannot, disable a service with a reason, and see that a
-// member gets its own servers and never a host name. Screenshots go to test-artifacts/console/.
+// a dry run that fits and one that cannot, disable a service with a reason, resize a server and
+// confirm, migrate it and revert, and see that a member gets its own servers and never a host
+// name nor a migrate button. Screenshots go to test-artifacts/console/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "puppeteer-core";
@@ -151,6 +152,76 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await shot("operations");
   });
 
+  it("resizes a server and confirms, then migrates it to a chosen host and reverts, each after asking", async () => {
+    const admin = client.as(ADMIN);
+    const id = await admin.createServer({ name: "console-move", flavorRef: "1" });
+    await admin.waitForStatus(id, ["ACTIVE"]);
+    await page.goto(`${runtime.url}/console#/servers/${id}`);
+    const status = (want: string) =>
+      until(
+        `document.querySelector("[data-testid=server-status]")?.textContent?.trim() === ${JSON.stringify(want)}`,
+        30_000,
+      );
+    /** clicks a move's button, picks from the dialog's list, confirms; an API refusal fails here */
+    const act = async (action: string, choice?: (values: string[]) => string) => {
+      const button = `[data-testid=server-actions] button[data-action=${action}]:not([disabled])`;
+      await page.waitForSelector(button, { timeout: 20_000 });
+      await page.click(button);
+      await page.waitForSelector("dialog[open] button[type=submit]");
+      let picked: string | undefined;
+      if (choice) {
+        const values = await page.$$eval("dialog[open] select[name=choice] option", (os) =>
+          os.map((o) => (o as unknown as { value: string }).value),
+        );
+        picked = choice(values);
+        await page.select("dialog[open] select[name=choice]", picked);
+      }
+      await page.click("dialog[open] button[type=submit]");
+      await until(
+        `!document.querySelector("dialog[open]") || document.querySelector("dialog[open] [role=alert]")`,
+      );
+      const refused = await page.$("dialog[open] [role=alert]");
+      if (refused) throw new Error(`${action}: ${await text("dialog[open] [role=alert]")}`);
+      return picked;
+    };
+    await status("ACTIVE");
+
+    // resize to m1.small (flavor 2), confirm: ACTIVE with the new flavor
+    await act("resize", () => "2");
+    await status("VERIFY_RESIZE");
+    expect(await text("[data-testid=server-flavor]")).toBe("m1.small");
+    await act("confirmResize");
+    await status("ACTIVE");
+    expect(await text("[data-testid=server-flavor]")).toBe("m1.small");
+    await until(
+      `document.querySelector("[data-testid=migrations] tr[data-type=resize][data-status=confirmed]")`,
+    );
+    await until(`document.querySelector("[data-testid=timeline]")?.textContent?.includes("confirmResize")`);
+    expect(await text("[data-testid=timeline]")).toContain("compute_finish_resize");
+
+    // migrate to a host picked in the dialog (2.56), then revert: back on its source
+    const from = await text("[data-testid=server-host]");
+    const target = await act("migrate", (hosts) => hosts.find((h) => h && h !== from)!);
+    expect(target).toMatch(/^host-\d$/);
+    await status("VERIFY_RESIZE");
+    expect(await text("[data-testid=server-host]")).toBe(target);
+    await until(
+      `document.querySelector("[data-testid=migrations] tr[data-type=migration][data-status=finished] [data-testid=migration-dest]")?.textContent === ${JSON.stringify(target)}`,
+    );
+    await act("revertResize");
+    await status("ACTIVE");
+    expect(await text("[data-testid=server-host]")).toBe(from);
+    expect(await text("[data-testid=server-flavor]")).toBe("m1.small");
+    await until(
+      `document.querySelector("[data-testid=migrations] tr[data-type=migration][data-status=reverted]")`,
+    );
+    await until(
+      `document.querySelector("[data-testid=timeline]")?.textContent?.includes("compute_finish_revert_resize")`,
+    );
+    expect(await text("[data-testid=timeline]")).toContain("cold migration to another host");
+    await shot("moves");
+  });
+
   it("shows a member its own servers and never a host name", async () => {
     await client.createServer({ name: "demo-own" });
     await page.click("header button");
@@ -165,6 +236,25 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await page.click("[data-testid=servers-table] tr[data-server='demo-own'] a");
     await page.waitForSelector("[data-testid=server-status]");
     await until(`document.querySelector("[data-testid=timeline]")?.textContent?.includes("create")`);
+    // a member may resize its server (here to its own flavor: Nova's 400, shown in the dialog),
+    // never migrate it
+    await page.waitForSelector("[data-testid=server-actions] button[data-action=resize]:not([disabled])");
+    expect(await page.$("[data-testid=server-actions] button[data-action=migrate]")).toBeNull();
+    await page.click("[data-testid=server-actions] button[data-action=resize]");
+    await page.waitForSelector("dialog[open] select[name=choice]");
+    const current = await page.$$eval(
+      "dialog[open] select[name=choice] option",
+      (os) =>
+        os
+          .map((o) => o as unknown as { value: string; textContent: string })
+          .find((o) => o.textContent.endsWith("(current)"))?.value,
+    );
+    await page.select("dialog[open] select[name=choice]", current!);
+    await page.click("dialog[open] button[type=submit]");
+    await page.waitForSelector("dialog[open] [role=alert]");
+    expect(await text("dialog[open] [role=alert]")).toBe("When resizing, instances must change flavor!");
+    await page.click("dialog[open] button[type=button]");
+    expect(await page.$("[data-testid=migrations]")).toBeNull();
     const html = await page.content();
     expect(html).not.toMatch(/host-\d/);
     expect(await page.$("[data-testid=servers-table] tr[data-server='console-watch']")).toBeNull();

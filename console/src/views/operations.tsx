@@ -84,8 +84,8 @@ function Services({ onConfirm }: { onConfirm: Ask }) {
   const ask: Ask = (r) =>
     onConfirm({
       ...r,
-      run: async (x) => {
-        await r.run(x);
+      run: async (x, c) => {
+        await r.run(x, c);
         reload();
       },
     });

@@ -1,15 +1,28 @@
 // Servers: a filterable table (a member sees its project's, never a host; an admin sees every
-// project's, with hosts), and a server's page: its timeline (every action and event, across
-// attempts and hosts), its fault, its reschedules, and for admins the decision explainer.
-import { useEffect, useState } from "preact/hooks";
-import { currentSession, get } from "../api.js";
-import { ago, Badge, ErrorNote } from "../components.js";
-import { usePoll } from "../hooks.js";
+// project's, with hosts), and a server's page: its moves (resize, confirm or revert, and for
+// admins migrate), its timeline (every action and event, across attempts and hosts), its fault,
+// its reschedules, and for admins its migration records and the decision explainer.
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { currentSession, get, post } from "../api.js";
+import { ago, Badge, type ConfirmRequest, ErrorNote } from "../components.js";
+import { type Polled, usePoll } from "../hooks.js";
 import { reschedules, timeline } from "../model.js";
-import type { InstanceAction, Scheduling, Server } from "../types.js";
+import type { Flavor, InstanceAction, Migration, Scheduling, Server, Service } from "../types.js";
 import { Explainer } from "./explainer.js";
 
-const STATUSES = ["", "ACTIVE", "BUILD", "ERROR", "SHUTOFF", "REBOOT", "HARD_REBOOT", "DELETED"];
+const STATUSES = [
+  "",
+  "ACTIVE",
+  "BUILD",
+  "ERROR",
+  "SHUTOFF",
+  "REBOOT",
+  "HARD_REBOOT",
+  "RESIZE",
+  "VERIFY_RESIZE",
+  "REVERT_RESIZE",
+  "DELETED",
+];
 
 export function ServerTable({ servers, admin }: { servers: Server[]; admin: boolean }) {
   if (!servers.length) return <p>No servers.</p>;
@@ -109,9 +122,13 @@ export function ServersView() {
 }
 
 /** Each action with its events (the list has none; each action's own page has them). */
-function useActions(id: string, everyMs: number): { actions: InstanceAction[]; error?: string } {
+function useActions(
+  id: string,
+  everyMs: number,
+): { actions: InstanceAction[]; error?: string; reload: () => void } {
   const [actions, setActions] = useState<InstanceAction[]>([]);
   const [error, setError] = useState<string>();
+  const [tick, setTick] = useState(0);
   useEffect(() => {
     let alive = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -144,19 +161,236 @@ function useActions(id: string, everyMs: number): { actions: InstanceAction[]; e
       alive = false;
       if (timer) clearTimeout(timer);
     };
-  }, [id, everyMs]);
-  return { actions, ...(error ? { error } : {}) };
+  }, [id, everyMs, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { actions, reload, ...(error ? { error } : {}) };
 }
 
-export function ServerView({ id }: { id: string }) {
+const serverAction = (id: string, body: unknown) => post(`/v2.1/servers/${id}/action`, body);
+
+/** Nova lets a server move only when ACTIVE or SHUTOFF with no task in progress. */
+const canMove = (s: Server) => ["ACTIVE", "SHUTOFF"].includes(s.status) && !s["OS-EXT-STS:task_state"];
+
+/**
+ * The moves a server's status allows, each asking first: resize (owner or admin), confirm and
+ * revert (VERIFY_RESIZE), and migrate (admins: a member never picks, or sees, a host).
+ */
+function MoveButtons({
+  server: s,
+  admin,
+  flavors,
+  onConfirm,
+}: {
+  server: Server;
+  admin: boolean;
+  flavors: Flavor[];
+  onConfirm: (r: ConfirmRequest) => void;
+}) {
+  // compute hosts to migrate to: enabled and up, not the server's own (admins only)
+  const services = usePoll<{ services: Service[] }>(
+    admin ? "/v2.1/os-services?binary=nova-compute" : null,
+    0,
+  );
+  const here = s["OS-EXT-SRV-ATTR:host"];
+  const targets = (services.data?.services ?? [])
+    .filter((x) => x.status === "enabled" && x.state === "up" && !x.forced_down && x.host !== here)
+    .map((x) => x.host)
+    .sort();
+  const current = s.flavor?.original_name;
+  const verify = s.status === "VERIFY_RESIZE";
+  if (!canMove(s) && !verify)
+    return (
+      <p class="note">
+        No move while the server is {s.status}
+        {s["OS-EXT-STS:task_state"] ? ` (${s["OS-EXT-STS:task_state"]})` : ""}.
+      </p>
+    );
+  return (
+    <div class="buttons">
+      {canMove(s) && (
+        <button
+          type="button"
+          data-action="resize"
+          disabled={!flavors.length}
+          onClick={() =>
+            onConfirm({
+              title: `Resize ${s.name}?`,
+              text: `The scheduler finds a host that fits the new flavor; the server stops, moves there, and waits as VERIFY_RESIZE for you to confirm or revert. It has ${current ?? "its flavor"} now.`,
+              choice: {
+                label: "New flavor",
+                options: flavors.map((f) => ({
+                  value: f.id,
+                  label: `${f.name}${f.vcpus !== undefined ? ` (${f.vcpus} vCPU, ${f.ram} MB, ${f.disk} GB)` : ""}${f.name === current ? " (current)" : ""}`,
+                })),
+                initial: flavors.find((f) => f.name !== current)?.id ?? flavors[0]?.id,
+              },
+              confirm: "Resize",
+              run: (_, flavorRef) => serverAction(s.id, { resize: { flavorRef } }),
+            })
+          }
+        >
+          Resize…
+        </button>
+      )}
+      {admin && canMove(s) && (
+        <button
+          type="button"
+          data-action="migrate"
+          onClick={() =>
+            onConfirm({
+              title: `Migrate ${s.name}?`,
+              text: `A cold migration: the server stops on ${here ?? "its host"}, moves with its flavor, and waits as VERIFY_RESIZE for you to confirm or revert. A named host is checked by the scheduler (2.56).`,
+              choice: {
+                label: "Destination",
+                options: [
+                  { value: "", label: "any host the scheduler picks" },
+                  ...targets.map((h) => ({ value: h, label: h })),
+                ],
+              },
+              confirm: "Migrate",
+              run: (_, host) => serverAction(s.id, { migrate: host ? { host } : null }),
+            })
+          }
+        >
+          Migrate…
+        </button>
+      )}
+      {verify && (
+        <>
+          <button
+            type="button"
+            data-action="confirmResize"
+            onClick={() =>
+              onConfirm({
+                title: `Confirm the move of ${s.name}?`,
+                text: `It keeps running where it is now, with ${current ?? "its flavor"}; the source's copy and claim are let go. There is no revert after this.`,
+                confirm: "Confirm resize",
+                run: () => serverAction(s.id, { confirmResize: null }),
+              })
+            }
+          >
+            Confirm resize
+          </button>
+          <button
+            type="button"
+            data-action="revertResize"
+            onClick={() =>
+              onConfirm({
+                title: `Revert the move of ${s.name}?`,
+                text: "It goes back to its source host with its old flavor; the destination's copy and claim are let go.",
+                confirm: "Revert resize",
+                run: () => serverAction(s.id, { revertResize: null }),
+              })
+            }
+          >
+            Revert resize
+          </button>
+        </>
+      )}
+    </div>
+  );
+}
+
+/** A server's migration records (os-migrations is admin only), newest first. */
+function Migrations({
+  migrations: { data, error },
+  flavors,
+}: {
+  migrations: Polled<{ migrations: Migration[] }>;
+  flavors: Flavor[];
+}) {
+  const flavorName = (fid: number | string) => flavors.find((f) => f.id === String(fid))?.name ?? String(fid);
+  const rows = [...(data?.migrations ?? [])].sort(
+    (a, b) => b.created_at.localeCompare(a.created_at) || b.id - a.id,
+  );
+  return (
+    <>
+      <h2>Migrations</h2>
+      <ErrorNote error={error} />
+      {!data ? (
+        <p>Loading…</p>
+      ) : !rows.length ? (
+        <p>This server has not moved.</p>
+      ) : (
+        <table aria-label="Migrations" data-testid="migrations">
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">Type</th>
+              <th scope="col">Status</th>
+              <th scope="col">Source</th>
+              <th scope="col">Destination</th>
+              <th scope="col">Flavor</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((m) => (
+              <tr key={m.id} data-type={m.migration_type} data-status={m.status}>
+                <th scope="row">{m.id}</th>
+                <td>{m.migration_type}</td>
+                <td>
+                  <Badge value={m.status} />
+                </td>
+                <td>{m.source_compute}</td>
+                <td data-testid="migration-dest">{m.dest_compute ?? "not chosen yet"}</td>
+                <td>
+                  {m.old_instance_type_id === m.new_instance_type_id
+                    ? flavorName(m.old_instance_type_id)
+                    : `${flavorName(m.old_instance_type_id)} → ${flavorName(m.new_instance_type_id)}`}
+                </td>
+                <td title={m.created_at}>{ago(`${m.created_at}Z`)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
+export function ServerView({ id, onConfirm }: { id: string; onConfirm: (r: ConfirmRequest) => void }) {
   const admin = currentSession()?.admin ?? false;
-  const server = usePoll<{ server: Server }>(`/v2.1/servers/${id}`, 2_000);
-  const { actions, error } = useActions(id, 4_000);
+  const [moving, setMoving] = useState(false);
+  // poll faster while a task is in progress (a move's states pass in seconds)
+  const server = usePoll<{ server: Server }>(`/v2.1/servers/${id}`, moving ? 1_000 : 2_000);
+  const { actions, error, reload: reloadActions } = useActions(id, moving ? 2_000 : 4_000);
+  const flavors = usePoll<{ flavors: Flavor[] }>("/v2.1/flavors/detail", 0);
   const scheduling = usePoll<{ scheduling: Scheduling | null }>(
     admin ? `/v2.1/servers/${id}/os-scheduling` : null,
     5_000,
   );
+  // os-migrations is admin only: a member is never shown a migration's hosts
+  const migrations = usePoll<{ migrations: Migration[] }>(
+    admin ? `/v2.1/os-migrations?instance_uuid=${id}` : null,
+    moving ? 1_000 : 5_000,
+  );
+  const { reload: reloadMigrations } = migrations;
+  const { reload: reloadScheduling } = scheduling;
   const s = server.data?.server;
+  const task = Boolean(s?.["OS-EXT-STS:task_state"]);
+  const hadTask = useRef<boolean>();
+  useEffect(() => {
+    setMoving(task);
+    const before = hadTask.current;
+    hadTask.current = s ? task : undefined;
+    if (before === undefined || before === task) return;
+    // a task began or ended: the move's last events, record and decision are there now
+    reloadActions();
+    reloadMigrations();
+    reloadScheduling();
+  }, [s, task, reloadActions, reloadMigrations, reloadScheduling]);
+  const reloadServer = server.reload;
+  const ask = (r: ConfirmRequest) =>
+    onConfirm({
+      ...r,
+      run: async (reason, choice) => {
+        await r.run(reason, choice);
+        reloadServer();
+        reloadActions();
+        reloadMigrations();
+      },
+    });
   const entries = timeline(actions);
   const moved = reschedules(actions);
   return (
@@ -173,7 +407,7 @@ export function ServerView({ id }: { id: string }) {
             <Badge value={s.status} /> {s["OS-EXT-STS:task_state"] ?? ""}
           </dd>
           <dt>Flavor</dt>
-          <dd>{s.flavor?.original_name ?? ""}</dd>
+          <dd data-testid="server-flavor">{s.flavor?.original_name ?? ""}</dd>
           <dt>Zone</dt>
           <dd>{s["OS-EXT-AZ:availability_zone"] ?? ""}</dd>
           {admin && (
@@ -204,15 +438,31 @@ export function ServerView({ id }: { id: string }) {
           {s.fault.details && <pre>{s.fault.details}</pre>}
         </div>
       )}
+      {s && (
+        <section aria-labelledby="server-actions-title" data-testid="server-actions">
+          <h2 id="server-actions-title">Actions</h2>
+          <MoveButtons server={s} admin={admin} flavors={flavors.data?.flavors ?? []} onConfirm={ask} />
+        </section>
+      )}
       <h2>Why here</h2>
       {admin ? (
         <>
           <ErrorNote error={scheduling.error} />
           {scheduling.data?.scheduling?.explanation ? (
-            <Explainer
-              explanation={scheduling.data.scheduling.explanation}
-              summary={scheduling.data.scheduling.summary}
-            />
+            <>
+              {s?.["OS-EXT-SRV-ATTR:host"] &&
+                scheduling.data.scheduling.host &&
+                scheduling.data.scheduling.host !== s["OS-EXT-SRV-ATTR:host"] && (
+                  <p class="note">
+                    The last decision chose {scheduling.data.scheduling.host}; the server is on{" "}
+                    {s["OS-EXT-SRV-ATTR:host"]} (its move was reverted, failed, or has not finished).
+                  </p>
+                )}
+              <Explainer
+                explanation={scheduling.data.scheduling.explanation}
+                summary={scheduling.data.scheduling.summary}
+              />
+            </>
           ) : (
             <p>{scheduling.data ? "No decision recorded for this server yet." : "Loading…"}</p>
           )}
@@ -226,6 +476,7 @@ export function ServerView({ id }: { id: string }) {
         {entries.map((e, i) => (
           <li key={`${e.at}-${i}`} class={`tl-${e.kind} ${e.result === "Error" ? "tl-error" : ""}`}>
             <time dateTime={e.at}>{e.at.replace("T", " ").slice(0, 23)}</time> <strong>{e.title}</strong>
+            {e.gloss && <span class="gloss"> ({e.gloss})</span>}
             {e.attempt !== undefined && <span> (attempt {e.attempt})</span>}
             {e.result && <> · {e.result}</>}
             {e.host && <> · on {e.host}</>}
@@ -233,6 +484,7 @@ export function ServerView({ id }: { id: string }) {
           </li>
         ))}
       </ol>
+      {admin && <Migrations migrations={migrations} flavors={flavors.data?.flavors ?? []} />}
     </div>
   );
 }
