@@ -6,12 +6,17 @@ import { parseArgs } from "node:util";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { listDeadLetterQueues, peekDeadLetters } from "../../lib/aws/dead-letters.js";
+import { listMigrations, OPEN_MIGRATION_STATUSES } from "../../lib/instances/migrations.js";
 import { listInstances } from "../../lib/instances/queries.js";
+import type { InstanceRecord } from "../../lib/instances/types.js";
 import { listBuilding } from "../../lib/instances/watch.js";
+import { setLogFormat } from "../../lib/log.js";
 import { listAllocations } from "../../lib/placement/allocations.js";
 import { auditPlacement } from "../../lib/placement/audit.js";
 import { listHosts } from "../../lib/placement/hosts.js";
-import { capacity, type Inventory } from "../../lib/placement/types.js";
+import { capacity, type HostRecord, type Inventory } from "../../lib/placement/types.js";
+import { deltaOf } from "../../lib/quotas/quotas.js";
+import { getUsage } from "../../lib/quotas/store.js";
 import { seededRandom } from "../../lib/scheduler/scenario.js";
 import { type Runtime, startRuntime } from "../../local/runtime.js";
 
@@ -26,29 +31,71 @@ export interface SoakOptions {
 
 export interface SoakReport {
   seed: number;
+  /** every create, delete and move request */
   requests: number;
+  creates: number;
   instances: number;
   active: number;
   error_by_reason: Record<string, number>;
   deleted: number;
+  /** move requests made and how they were answered (202/204 accepted, 4xx refused as the state changed) */
+  moves: Record<MoveRequest, { accepted: number; refused: number }>;
+  /** deletes of servers in the middle of a move (RESIZE, REVERT_RESIZE) or in VERIFY_RESIZE */
+  deleted_moving: number;
+  deleted_verify_resize: number;
+  /** VERIFY_RESIZE left at the end of the load, confirmed or reverted before the final checks */
+  settled_verify_resize: number;
+  /** migrations in error, by why: the fault the failed move left, or the server's delete */
+  failed_moves: Record<string, number>;
+  /** migration records at the end, by status */
+  migrations_by_status: Record<string, number>;
   host_kills: number;
+  /** seconds from the end of the load until quiet (both settlings, the VERIFY_RESIZEs settled between) */
+  settle_seconds: number;
   /** DynamoDB requests the gateway answered ProvisionedThroughputExceededException */
   dynamodb_throttles: number;
   stuck_in_build: number;
+  /** live instances left with a task state (resize_* counted apart), or still inside a move */
+  stuck_task_state: number;
+  stuck_resize_task_state: number;
+  moves_in_progress: number;
+  /** migration records not in a final status (confirmed, reverted, error) */
+  open_migrations: number;
+  /** usage checks of every host, during the load and the settling, and at the end */
+  overcommit_checks: number;
+  /** (check, host) pairs whose usage passed capacity in some resource class */
   overcommitted_hosts: number;
+  /**
+   * allocations that do not belong to a live instance on its record's host at its attempt
+   * (nothing may be in progress at the end, so a migration's consumer counts too)
+   */
   leaked_claims: number;
+  leaked_migration_claims: number;
+  /** the placement audit's findings (it knows migration consumers) */
+  audit_findings: number;
   missing_claims: number;
+  /** per project and counted resource, usage that differs from what its live servers' flavors count */
+  quota_mismatches: number;
+  /** instances whose guest is defined on more than one host */
+  double_builds: number;
+  /** guests defined on a host their instance's record does not name (or of a deleted instance) */
+  guests_off_record: number;
   dead_letters: { queue: string; reason: string }[];
   problems: string[];
 }
 
 const ADMIN = { "x-auth-token": "admin-token", "content-type": "application/json" };
 const DEMO = { "x-auth-token": "demo-token", "content-type": "application/json" };
+const FLAVORS = ["1", "2", "3", "4"];
+
+type MoveRequest = "resize" | "migrate" | "migrate_host" | "confirmResize" | "revertResize";
 
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const random = seededRandom(opts.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const say = opts.log ?? (() => {});
+  // a soak with its own log (npm run soak, SOAK_LOG=1) shows the product's lines as a person reads them
+  if (opts.log) setLogFormat("human");
   const hostCount = opts.hosts ?? 12;
   const runtime: Runtime = await startRuntime({
     port: 0,
@@ -92,18 +139,85 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const report: SoakReport = {
     seed: opts.seed,
     requests: 0,
+    creates: 0,
     instances: 0,
     active: 0,
     error_by_reason: {},
     deleted: 0,
+    moves: {
+      resize: { accepted: 0, refused: 0 },
+      migrate: { accepted: 0, refused: 0 },
+      migrate_host: { accepted: 0, refused: 0 },
+      confirmResize: { accepted: 0, refused: 0 },
+      revertResize: { accepted: 0, refused: 0 },
+    },
+    deleted_moving: 0,
+    deleted_verify_resize: 0,
+    settled_verify_resize: 0,
+    migrations_by_status: {},
+    failed_moves: {},
     host_kills: 0,
+    settle_seconds: 0,
     dynamodb_throttles: 0,
     stuck_in_build: 0,
+    stuck_task_state: 0,
+    stuck_resize_task_state: 0,
+    moves_in_progress: 0,
+    open_migrations: 0,
+    overcommit_checks: 0,
     overcommitted_hosts: 0,
     leaked_claims: 0,
+    leaked_migration_claims: 0,
+    audit_findings: 0,
     missing_claims: 0,
+    quota_mismatches: 0,
+    double_builds: 0,
+    guests_off_record: 0,
     dead_letters: [],
     problems: [],
+  };
+  // No host's usage above its capacity, at every check (not only at the end).
+  const checkOvercommit = (hosts: HostRecord[], when: string) => {
+    report.overcommit_checks++;
+    for (const h of hosts) {
+      const over = Object.entries(h.inventories).filter(
+        ([rc, inv]) => (h.usage[rc as keyof typeof h.usage] ?? 0) > capacity(inv as Inventory),
+      );
+      if (over.length) {
+        report.overcommitted_hosts++;
+        report.problems.push(
+          `overcommitted ${h.host} ${when}: ${over.map(([rc]) => `${rc} ${h.usage[rc as keyof typeof h.usage]}`).join(", ")}`,
+        );
+      }
+    }
+  };
+  let nextCheck = 0;
+  const maybeCheckOvercommit = async (when: string) => {
+    if (Date.now() < nextCheck) return;
+    nextCheck = Date.now() + 2000;
+    checkOvercommit(await listHosts(), when);
+  };
+  /** A move action; 4xx answers are the state having changed since it was read (a race, counted). */
+  const moveAction = async (
+    id: string,
+    kind: MoveRequest,
+    body: unknown,
+    headers: Record<string, string> = DEMO,
+  ) => {
+    const r = await api("POST", `/v2.1/servers/${id}/action`, body, headers);
+    report.requests++;
+    const ok = r.status === 202 || r.status === 204;
+    if (ok) report.moves[kind].accepted++;
+    else if (r.status === 400 || r.status === 404 || r.status === 409) report.moves[kind].refused++;
+    else report.problems.push(`${kind} ${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return ok;
+  };
+  const deleteServer = async (id: string) => {
+    const r = await api("DELETE", `/v2.1/servers/${id}`);
+    report.requests++;
+    if (r.status === 204) report.deleted++;
+    else if (r.status !== 404) report.problems.push(`delete ${id} answered ${r.status}`);
+    return r.status === 204;
   };
   try {
     const groups: string[] = [];
@@ -122,10 +236,71 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     }
     const live: string[] = [];
     const dead = new Map<string, number>(); // host → when to restart it
+    const moving = new Map<string, string>(); // server → its source host, for moves accepted
+    const deleteAt = new Map<string, number>(); // server → when to delete it, mid-move
+    const hostNames = [...runtime.hosts.keys()];
+    const forget = (id: string) => {
+      const i = live.indexOf(id);
+      if (i >= 0) live.splice(i, 1);
+      moving.delete(id);
+      deleteAt.delete(id);
+    };
+    /**
+     * One move step on a server, by the state an admin reads: an ACTIVE one is resized (up or
+     * down among the seeded flavors) or cold-migrated (from 2.56 sometimes to a named host), and
+     * sometimes deleted soon after, mid-move; one in VERIFY_RESIZE is confirmed, reverted or
+     * deleted; one in RESIZE or REVERT_RESIZE is sometimes deleted.
+     */
+    const moveStep = async (id: string) => {
+      const got = await api("GET", `/v2.1/servers/${id}`, undefined, ADMIN);
+      if (got.status !== 200) return;
+      const s = got.body.server;
+      const host: string | null = s["OS-EXT-SRV-ATTR:host"];
+      if (s.status === "ACTIVE" && host) {
+        const r = random();
+        let ok: boolean;
+        if (r < 0.6) {
+          const flavorRef = pick(FLAVORS.filter((f) => f !== s.flavor.id));
+          ok = await moveAction(id, "resize", { resize: { flavorRef } });
+        } else if (r < 0.85) {
+          ok = await moveAction(id, "migrate", { migrate: null }, ADMIN);
+        } else {
+          const to = pick(hostNames.filter((h) => h !== host));
+          ok = await moveAction(
+            id,
+            "migrate_host",
+            { migrate: { host: to } },
+            {
+              ...ADMIN,
+              "OpenStack-API-Version": "compute 2.56",
+            },
+          );
+        }
+        if (ok) {
+          moving.set(id, host);
+          if (random() < 0.3) deleteAt.set(id, Date.now() + random() * 1500);
+        }
+      } else if (s.status === "VERIFY_RESIZE") {
+        const r = random();
+        if (r < 0.45) await moveAction(id, "confirmResize", { confirmResize: null });
+        else if (r < 0.85) await moveAction(id, "revertResize", { revertResize: null });
+        else {
+          forget(id);
+          if (await deleteServer(id)) report.deleted_verify_resize++;
+        }
+      } else if ((s.status === "RESIZE" || s.status === "REVERT_RESIZE") && random() < 0.3) {
+        forget(id);
+        if (await deleteServer(id)) report.deleted_moving++;
+      }
+    };
     const until = Date.now() + opts.minutes * 60_000;
+    // No new host deaths in the load's last 10 s: a step a dead host had taken comes back only
+    // after its queue's visibility timeout, which the settling would otherwise wait out (moves
+    // give the hosts more such steps; the suite's budget has no room for that wait).
+    const killsUntil = until - 10_000;
     while (Date.now() < until) {
       const roll = random();
-      if (roll < 0.55) {
+      if (roll < 0.42) {
         const multi = random() < 0.15;
         const count = multi ? 2 + Math.floor(random() * 2) : 1;
         const hints: Record<string, unknown> = {};
@@ -142,6 +317,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         };
         const r = await api("POST", "/v2.1/servers", { server, "os:scheduler_hints": hints });
         report.requests++;
+        report.creates++;
         if (r.status === 202) {
           const list = await api("GET", `/v2.1/servers?reservation_id=${r.body.reservation_id ?? ""}`);
           const ids: string[] = r.body.reservation_id
@@ -152,18 +328,28 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         } else if (r.status >= 500) {
           report.problems.push(`create answered ${r.status}: ${JSON.stringify(r.body)}`);
         }
-      } else if (roll < 0.8 && live.length) {
-        const id = live.splice(Math.floor(random() * live.length), 1)[0]!;
-        const r = await api("DELETE", `/v2.1/servers/${id}`);
-        if (r.status === 204) report.deleted++;
-        else if (r.status !== 404) report.problems.push(`delete ${id} answered ${r.status}`);
-      } else if (roll < 0.84 && dead.size < hostCount / 4) {
-        const victim = pick([...runtime.hosts.keys()].filter((h) => !dead.has(h)));
+      } else if (roll < 0.6 && live.length) {
+        const id = pick(live);
+        forget(id);
+        await deleteServer(id);
+      } else if (roll < 0.64 && dead.size < hostCount / 4 && Date.now() < killsUntil) {
+        // half the time the source of a move accepted earlier (it may be mid-move, or back there)
+        const sources = [...moving.values()].filter((h) => !dead.has(h));
+        const victim =
+          sources.length && random() < 0.5 ? pick(sources) : pick(hostNames.filter((h) => !dead.has(h)));
         await runtime.killHost(victim);
         dead.set(victim, Date.now() + 3000 + random() * 8000);
         report.host_kills++;
         say(`killed ${victim}`);
+      } else if (roll < 0.92 && live.length) {
+        await moveStep(pick(live));
       }
+      for (const [id, at] of deleteAt) {
+        if (Date.now() < at) continue;
+        forget(id);
+        if (await deleteServer(id)) report.deleted_moving++;
+      }
+      await maybeCheckOvercommit("during the load");
       for (const [host, at] of dead) {
         if (Date.now() >= at) {
           await runtime.restartHost(host);
@@ -174,23 +360,54 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       await sleep(50 + random() * 150);
     }
     for (const host of dead.keys()) await runtime.restartHost(host);
+    // the deletes still due: they land mid-move now
+    for (const id of [...deleteAt.keys()]) {
+      forget(id);
+      if (await deleteServer(id)) report.deleted_moving++;
+    }
     say(`load stopped after ${report.requests} requests; waiting for quiescence`);
 
-    // Quiescence: nothing left in BUILD (the watchdog and the failure loop finish the rest) and
+    // Quiescence: nothing left in BUILD (the watchdog and the failure loop finish the rest),
     // nothing left to do in any queue (a terminate a killed host had taken comes back to its
-    // successor after the host queue's visibility timeout).
+    // successor after the host queue's visibility timeout), and no live server with a task in
+    // progress (a move between its steps, a revert, a failed move's source starting its guest).
     const settleBy = Date.now() + (opts.settleSeconds ?? 120) * 1000;
     const queues = [
       process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL!,
       ...(await listHosts()).map((h) => h.queue_url),
     ];
     let building = await listBuilding();
-    let pending = await pendingMessages(queues);
-    while ((building.length || pending) && Date.now() < settleBy) {
-      await sleep(500);
-      building = await listBuilding();
-      pending = await pendingMessages(queues);
+    let pending = 0;
+    let busy: InstanceRecord[] = [];
+    const settleFrom = Date.now();
+    let lastWait = "";
+    const settle = async () => {
+      for (;;) {
+        building = await listBuilding();
+        pending = await pendingMessages(queues);
+        busy = (await listInstances()).filter((r) => r.task_state !== null && r.vm_state !== "building");
+        await maybeCheckOvercommit("while settling");
+        const waitingFor = `${building.length} building, ${pending} queued, busy: ${busy.map((r) => `${r.id.slice(0, 8)} ${r.vm_state}/${r.task_state}`).join(" ")}`;
+        if (waitingFor !== lastWait)
+          say(`settling (${Math.round((Date.now() - settleFrom) / 1000)} s): ${waitingFor}`);
+        lastWait = waitingFor;
+        if ((!building.length && !pending && !busy.length) || Date.now() >= settleBy) return;
+        await sleep(500);
+      }
+    };
+    await settle();
+    // Nothing may be in progress at the end: every VERIFY_RESIZE is confirmed or reverted.
+    const resized = (await listInstances()).filter((r) => r.vm_state === "resized" && r.task_state === null);
+    for (const r of resized) {
+      const ok =
+        random() < 0.5
+          ? await moveAction(r.id, "confirmResize", { confirmResize: null })
+          : await moveAction(r.id, "revertResize", { revertResize: null });
+      if (ok) report.settled_verify_resize++;
+      else report.problems.push(`could not confirm or revert ${r.id} after the load`);
     }
+    if (resized.length) await settle();
+    report.settle_seconds = Math.round((Date.now() - settleBy) / 1000 + (opts.settleSeconds ?? 120));
     if (pending) report.problems.push(`${pending} message(s) still queued after settling`);
     await runtime.emulators.sfn?.waitForIdle();
     report.stuck_in_build = building.length;
@@ -199,29 +416,78 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       report.problems.push(`stuck in BUILD: ${b.id} attempt ${b.attempt} on ${b.host}`);
 
     const instances = await listInstances();
+    const byId = new Map(instances.map((r) => [r.id, r]));
     for (const r of instances) {
       if (r.vm_state === "active") report.active++;
       if (r.vm_state === "error") {
         const reason = (r.fault?.message ?? "unknown").split(".")[0]!;
         report.error_by_reason[reason] = (report.error_by_reason[reason] ?? 0) + 1;
       }
+      if (r.task_state !== null && r.vm_state !== "building") {
+        report.stuck_task_state++;
+        if (r.task_state.startsWith("resize_")) report.stuck_resize_task_state++;
+        report.problems.push(`stuck task_state: ${r.id} ${r.vm_state}/${r.task_state} on ${r.host}`);
+      }
+      if (r.migration || r.vm_state === "resized") {
+        report.moves_in_progress++;
+        report.problems.push(
+          `move in progress: ${r.id} ${r.vm_state}/${r.task_state} migration ${r.migration?.uuid} ${r.migration?.status} ${r.migration?.source_host}→${r.migration?.dest_host}`,
+        );
+      }
     }
-    const hosts = await listHosts();
-    for (const h of hosts) {
-      const over = Object.entries(h.inventories).filter(
-        ([rc, inv]) => (h.usage[rc as keyof typeof h.usage] ?? 0) > capacity(inv as Inventory),
-      );
-      if (over.length) {
-        report.overcommitted_hosts++;
-        report.problems.push(`overcommitted ${h.host}: ${over.map(([rc]) => rc).join(", ")}`);
+    const migrations = await listMigrations();
+    const migrationsByUuid = new Map(migrations.map((m) => [m.uuid, m]));
+    const everyInstance = new Map(
+      (await listInstances(undefined, { withDeleted: true })).map((r) => [r.id, r]),
+    );
+    for (const m of migrations.filter((m) => m.status === "error")) {
+      const r = everyInstance.get(m.instance_uuid);
+      const why =
+        r?.fault && r.fault.created >= m.created_at
+          ? `${r.fault.message.split(".")[0]}: ${r.fault.details.slice(0, 70)}`
+          : r?.deleted
+            ? "the server was deleted"
+            : "no fault";
+      report.failed_moves[why] = (report.failed_moves[why] ?? 0) + 1;
+    }
+    for (const m of migrations) {
+      report.migrations_by_status[m.status] = (report.migrations_by_status[m.status] ?? 0) + 1;
+      if (OPEN_MIGRATION_STATUSES.includes(m.status)) {
+        report.open_migrations++;
+        const owner = byId.get(m.instance_uuid);
+        report.problems.push(
+          `open migration ${m.uuid} (${m.migration_type}) ${m.status} since ${m.updated_at} of ${m.instance_uuid} (${owner ? `${owner.vm_state}/${owner.task_state} on ${owner.host}` : "deleted"}) ${m.source_compute}→${m.dest_compute}`,
+          ...history(everyInstance.get(m.instance_uuid)),
+        );
+      }
+    }
+    checkOvercommit(await listHosts(), "at the end");
+
+    // Leaked: an allocation that is not a live instance's on its record's host at its attempt.
+    const allocations = await listAllocations();
+    for (const a of allocations) {
+      const rec = byId.get(a.consumer);
+      if (rec && rec.vm_state !== "error" && rec.host === a.host && rec.attempt === a.attempt) continue;
+      report.leaked_claims++;
+      const m = migrationsByUuid.get(a.consumer);
+      if (m) {
+        report.leaked_migration_claims++;
+        const owner = byId.get(m.instance_uuid);
+        report.problems.push(
+          `leaked claim of migration ${a.consumer} (${m.migration_type} ${m.status}) on ${a.host}: instance ${m.instance_uuid} ${owner ? `${owner.vm_state} on ${owner.host}` : "deleted"}`,
+        );
+      } else {
+        report.problems.push(
+          `leaked claim of ${a.consumer} on ${a.host} attempt ${a.attempt}: ${rec ? `${rec.vm_state} on ${rec.host} attempt ${rec.attempt}` : "deleted or missing"}`,
+        );
       }
     }
     const audit = await auditPlacement({ graceSeconds: 0 });
-    report.leaked_claims = audit.findings.length + audit.pending.length;
+    report.audit_findings = audit.findings.length + audit.pending.length;
     for (const f of [...audit.findings, ...audit.pending])
       report.problems.push(`audit: ${f.kind} ${f.host} ${f.detail}`);
     // Missing: a running (or spawning) instance whose host holds no claim for it.
-    const held = new Map((await listAllocations()).map((a) => [`${a.consumer}@${a.host}`, a]));
+    const held = new Map(allocations.map((a) => [`${a.consumer}@${a.host}`, a]));
     for (const r of instances) {
       const running = r.vm_state === "active" || (r.vm_state === "building" && r.task_state === "spawning");
       if (!running || !r.host) continue;
@@ -231,6 +497,46 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         report.problems.push(`missing claim: ${r.id} (${r.vm_state}) on ${r.host} attempt ${r.attempt}`);
       }
     }
+
+    // Quota: each project's usage is what its live servers' flavors count (no move is unconfirmed now).
+    const projects = new Set([...everyInstance.values()].map((r) => r.project_id));
+    for (const project of projects) {
+      const counted = { instances: 0, cores: 0, ram: 0 };
+      for (const r of instances.filter((i) => i.project_id === project)) {
+        const d = deltaOf(1, r.flavor);
+        counted.instances += d.instances;
+        counted.cores += d.cores;
+        counted.ram += d.ram;
+      }
+      const usage = await getUsage(project);
+      for (const k of ["instances", "cores", "ram"] as const) {
+        if (usage[k] === counted[k]) continue;
+        report.quota_mismatches++;
+        report.problems.push(
+          `quota: project ${project} ${k} usage ${usage[k]}, its live servers count ${counted[k]}`,
+        );
+      }
+    }
+
+    // Double builds: a guest defined on two hosts, or on a host its record does not name.
+    const guestHosts = new Map<string, string[]>();
+    for (const [name, h] of runtime.hosts) {
+      for (const g of h.driver.list()) {
+        guestHosts.set(g.instance_uuid, [...(guestHosts.get(g.instance_uuid) ?? []), name]);
+        const rec = byId.get(g.instance_uuid);
+        if (rec?.host === name) continue;
+        report.guests_off_record++;
+        report.problems.push(
+          `guest of ${g.instance_uuid} on ${name} (power ${g.power_state}): ${rec ? `${rec.vm_state} on ${rec.host}` : "deleted"}`,
+        );
+      }
+    }
+    for (const [id, on] of guestHosts) {
+      if (on.length < 2) continue;
+      report.double_builds++;
+      report.problems.push(`double build: ${id} defined on ${on.join(", ")}`);
+    }
+
     for (const q of await listDeadLetterQueues()) {
       for (const l of await peekDeadLetters(q.url))
         report.dead_letters.push({ queue: q.name, reason: l.reason });
@@ -242,6 +548,20 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     await runtime.stop();
   }
   return report;
+}
+
+/** An instance's actions and their events, oldest first: what a problem's reader needs to replay it. */
+function history(rec: InstanceRecord | undefined): string[] {
+  if (!rec) return [];
+  return Object.values(rec.actions)
+    .sort((a, b) => a.start_time.localeCompare(b.start_time))
+    .map(
+      (a) =>
+        `  ${a.start_time.slice(11, 23)} ${a.action} ${a.request_id.slice(0, 12)}: ${Object.values(a.events)
+          .sort((x, y) => x.start_time.localeCompare(y.start_time))
+          .map((e) => `${e.event}@${e.host}#${e.attempt}:${e.result} ${e.finish_time?.slice(11, 23) ?? ""}`)
+          .join(", ")}`,
+    );
 }
 
 /** Messages waiting, in flight or delayed, over the given queues. */
@@ -266,29 +586,54 @@ async function pendingMessages(queueUrls: string[]): Promise<number> {
 export function mustBeZero(r: SoakReport): string[] {
   const bad: string[] = [];
   if (r.stuck_in_build) bad.push(`stuck in BUILD: ${r.stuck_in_build}`);
+  if (r.stuck_task_state) bad.push(`stuck task_state: ${r.stuck_task_state}`);
+  if (r.moves_in_progress) bad.push(`moves still in progress: ${r.moves_in_progress}`);
+  if (r.open_migrations) bad.push(`open migrations: ${r.open_migrations}`);
   if (r.overcommitted_hosts) bad.push(`overcommitted hosts: ${r.overcommitted_hosts}`);
   if (r.leaked_claims) bad.push(`leaked claims: ${r.leaked_claims}`);
+  if (r.audit_findings) bad.push(`audit findings: ${r.audit_findings}`);
   if (r.missing_claims) bad.push(`missing claims: ${r.missing_claims}`);
+  if (r.quota_mismatches) bad.push(`quota mismatches: ${r.quota_mismatches}`);
+  if (r.double_builds) bad.push(`double builds: ${r.double_builds}`);
+  if (r.guests_off_record) bad.push(`guests off record: ${r.guests_off_record}`);
   return bad;
 }
 
 export function printReport(r: SoakReport): string {
+  const moves = Object.entries(r.moves).map(([k, v]) => `${k} ${v.accepted}/${v.accepted + v.refused}`);
   const lines = [
     `soak (seed ${r.seed})`,
-    `  requests made          ${r.requests} (${r.instances} instances)`,
+    `  requests made          ${r.requests} (${r.creates} creates, ${r.instances} instances)`,
+    `  moves accepted/asked   ${moves.join(", ")}`,
+    `  migrations             ${
+      Object.entries(r.migrations_by_status)
+        .map(([s, n]) => `${n} ${s}`)
+        .join(", ") || "none"
+    }`,
+    ...Object.entries(r.failed_moves).map(([why, n]) => `    ${n} × error: ${why}`),
     `  ACTIVE                 ${r.active}`,
+
     `  ERROR                  ${Object.values(r.error_by_reason).reduce((a, b) => a + b, 0)}`,
     ...Object.entries(r.error_by_reason).map(([reason, n]) => `    ${n} × ${reason}`),
-    `  deleted                ${r.deleted}`,
+    `  deleted                ${r.deleted} (${r.deleted_moving} mid-move, ${r.deleted_verify_resize} in VERIFY_RESIZE)`,
+    `  VERIFY_RESIZE settled  ${r.settled_verify_resize}   (confirmed or reverted after the load)`,
     `  host kills             ${r.host_kills}`,
+    `  settled in             ${r.settle_seconds} s`,
     `  DynamoDB throttles     ${r.dynamodb_throttles}   (injected, retried)`,
     `  stuck in BUILD         ${r.stuck_in_build}   (must be 0)`,
-    `  overcommitted hosts    ${r.overcommitted_hosts}   (must be 0)`,
-    `  leaked claims (audit)  ${r.leaked_claims}   (must be 0)`,
+    `  stuck task_state       ${r.stuck_task_state} (${r.stuck_resize_task_state} resize_*)   (must be 0)`,
+    `  moves in progress      ${r.moves_in_progress}   (must be 0)`,
+    `  open migrations        ${r.open_migrations}   (must be 0)`,
+    `  overcommitted hosts    ${r.overcommitted_hosts} over ${r.overcommit_checks} checks   (must be 0)`,
+    `  leaked claims          ${r.leaked_claims} (${r.leaked_migration_claims} migration consumers)   (must be 0)`,
+    `  audit findings         ${r.audit_findings}   (must be 0)`,
     `  missing claims         ${r.missing_claims}   (must be 0)`,
+    `  quota mismatches       ${r.quota_mismatches}   (must be 0)`,
+    `  double builds          ${r.double_builds}   (must be 0)`,
+    `  guests off record      ${r.guests_off_record}   (must be 0)`,
     `  dead letters           ${r.dead_letters.length}`,
     ...r.dead_letters.map((d) => `    ${d.queue}: ${d.reason}`),
-    ...(r.problems.length ? ["  problems:", ...r.problems.slice(0, 30).map((p) => `    ${p}`)] : []),
+    ...(r.problems.length ? ["  problems:", ...r.problems.slice(0, 40).map((p) => `    ${p}`)] : []),
   ];
   return lines.join("\n");
 }
