@@ -822,6 +822,30 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     topic: "conductor",
   }),
   row({
+    key: "auto_evacuate_grace",
+    group: "novaless",
+    name: "auto_evacuate_grace",
+    nova: false,
+    env: "NOVALESS_AUTO_EVACUATE_GRACE",
+    kind: "int",
+    default: 60,
+    min: 0,
+    help: "Seconds a host opted in to automatic evacuation (aggregate metadata novaless:auto_evacuate=true) must stay down beyond service_down_time before the watchdog fences it (forced_down) and evacuates its servers.",
+    topic: "conductor",
+  }),
+  row({
+    key: "auto_evacuate_rate",
+    group: "novaless",
+    name: "auto_evacuate_rate",
+    nova: false,
+    env: "NOVALESS_AUTO_EVACUATE_RATE",
+    kind: "int",
+    default: 10,
+    min: 1,
+    help: "Most servers the watchdog evacuates automatically per run (once a minute on AWS), over every fenced host: a dead rack does not flood the scheduler.",
+    topic: "conductor",
+  }),
+  row({
     key: "max_request_body_size",
     group: "oslo_middleware",
     name: "max_request_body_size",
@@ -1242,10 +1266,17 @@ export function resources(): Resources {
 }
 
 /** [DEFAULT] allow_resize_to_same_host and resize_confirm_window (seconds, 0 = off). */
-export function moveOptions(): { allowResizeToSameHost: boolean; resizeConfirmWindow: number } {
+export function moveOptions(): {
+  allowResizeToSameHost: boolean;
+  resizeConfirmWindow: number;
+  autoEvacuateGrace: number;
+  autoEvacuateRate: number;
+} {
   return {
     allowResizeToSameHost: read<boolean>("allow_resize_to_same_host"),
     resizeConfirmWindow: read<number>("resize_confirm_window"),
+    autoEvacuateGrace: read<number>("auto_evacuate_grace"),
+    autoEvacuateRate: read<number>("auto_evacuate_rate"),
   };
 }
 

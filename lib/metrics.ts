@@ -20,6 +20,7 @@ export const METRIC = {
   claimConflicts: "ClaimConflicts",
   schedulerDecisionTime: "SchedulerDecisionTime",
   schedulerFleetReadTime: "SchedulerFleetReadTime",
+  autoEvacuations: "AutoEvacuations",
 } as const;
 
 /** Why a build went to ERROR: the value of BuildsError's `reason` dimension. */
@@ -67,6 +68,8 @@ export const metrics = {
   reschedule: () => record(METRIC.reschedules, MetricUnit.Count, 1),
   /** A claim's conditional write failed (full, changed meanwhile, or held by another attempt). */
   claimConflict: () => record(METRIC.claimConflicts, MetricUnit.Count, 1),
+  /** Servers the watchdog evacuated off a fenced, opted-in host. */
+  autoEvacuations: (count: number) => record(METRIC.autoEvacuations, MetricUnit.Count, count),
   /** select_destinations, from its first read to its last claim. */
   schedulerDecisionTime: (ms: number) => record(METRIC.schedulerDecisionTime, MetricUnit.Milliseconds, ms),
   /** Reading hosts, aggregates, building instances and the server group for one decision. */

@@ -498,7 +498,19 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       stops.push(async () => clearInterval(timer));
     }
 
-    const front: HttpFront = await startHttpFront(opts.port ?? 8774, as("api"));
+    const killHost = (name: string) => asHost(name)(() => handle(hosts, name).agent.kill());
+    const restartHost = (name: string) =>
+      asHost(name)(async () => {
+        const h = handle(hosts, name);
+        await h.agent.stop();
+        h.agent = newAgent(h, [...hosts.keys()].indexOf(name));
+        await h.agent.start();
+      });
+    const front: HttpFront = await startHttpFront(opts.port ?? 8774, as("api"), {
+      stop: killHost,
+      start: restartHost,
+      has: (name) => hosts.has(name),
+    });
     stops.push(() => front.stop());
     log.info("runtime.ready", { url: front.url, hosts: hosts.size, endpoints: emulators.endpoints });
     return {
@@ -509,14 +521,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         return [...hosts.values()].map((h) => h.agent);
       },
       hosts,
-      killHost: (name) => asHost(name)(() => handle(hosts, name).agent.kill()),
-      restartHost: (name) =>
-        asHost(name)(async () => {
-          const h = handle(hosts, name);
-          await h.agent.stop();
-          h.agent = newAgent(h, [...hosts.keys()].indexOf(name));
-          await h.agent.start();
-        }),
+      killHost,
+      restartHost,
       hostCredentials: (name) => {
         emulators.gateway?.addPrincipal(...hostPrincipal(name, statements["compute-host"]));
         return hostIdentityOf(name);

@@ -247,6 +247,8 @@ export class Functions {
     migrations.grantReadWriteData(buildWatchdog);
     allocations.grant(buildWatchdog, "dynamodb:PutItem");
     catalog.grant(buildWatchdog, "dynamodb:UpdateItem");
+    // automatic evacuation: which hosts are opted in (aggregates' metadata)
+    catalog.grantReadData(buildWatchdog);
     buildWatchdog.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
     );

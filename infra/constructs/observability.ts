@@ -111,6 +111,14 @@ export class Observability {
         query("NoValidHost", `${buildsError} WHERE reason = 'NoValidHost'`),
         props.noValidHostAlarmThreshold,
       ),
+      alarm(
+        "AutoEvacuations",
+        "The watchdog fenced a host opted in to automatic evacuation (novaless:auto_evacuate) and evacuated its servers",
+        query(
+          "Automatic evacuations",
+          `SELECT SUM(${METRIC.autoEvacuations}) FROM SCHEMA("${METRICS_NAMESPACE}", service)`,
+        ),
+      ),
       ...functions.flatMap(([name, fn]) => [
         alarm(`${name}FunctionErrors`, `The ${name} function failed invocations`, fn.metricErrors(sum)),
         alarm(`${name}FunctionThrottles`, `The ${name} function was throttled`, fn.metricThrottles(sum)),

@@ -254,6 +254,7 @@ export class BuildPath {
           request_id: msg.request_id,
           instance_uuid: msg.instance_uuid,
           ...(msg.attempt !== undefined ? { attempt: msg.attempt } : {}),
+          ...(msg.migration_uuid ? { migration_uuid: msg.migration_uuid } : {}),
         });
         log.info("compute.terminated", {});
         break;
@@ -263,6 +264,7 @@ export class BuildPath {
       case "get_console_output":
         await this.consoleOutput(msg);
         break;
+      case "rebuild_instance":
       case "resize_instance":
       case "finish_resize":
       case "confirm_resize":
@@ -426,6 +428,11 @@ export class BuildPath {
     let details: string | null = null;
     try {
       switch (msg.kind) {
+        case "rebuild_instance":
+          // an evacuation's destination: the guest anew from its image (a stale copy goes first)
+          if (this.driver.has(id)) await this.driver.destroy(id);
+          await this.guestAs(msg.guest, msg.power_on);
+          break;
         case "resize_instance":
           if (this.driver.has(id)) await this.driver.powerOff(id);
           break;
@@ -452,7 +459,7 @@ export class BuildPath {
       details = e instanceof Error ? e.message : String(e);
       log.warn("compute.move_step_failed", { step: msg.kind, details });
       // a destination that failed keeps nothing half-built for the next one
-      if (msg.kind === "finish_resize" && !msg.same_host) {
+      if ((msg.kind === "finish_resize" && !msg.same_host) || msg.kind === "rebuild_instance") {
         await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
       }
     } finally {

@@ -13,6 +13,7 @@ import { markActive, recordBuildFailure, startSpawn } from "../instances/build.j
 import { EVENT_BUILD } from "../instances/codec.js";
 import { rescheduledText, withoutHosts } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
+import { listDoneEvacuationsFrom, updateMigration } from "../instances/migrations.js";
 import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
 import { getInstance, listInstancesOnHost } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
@@ -154,6 +155,8 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
     case "guest_destroyed":
       // Destroyed first, then the claim given back (Nova's order): the space is free only now.
       if (report.attempt !== undefined) await release(report.host, report.instance_uuid, report.attempt);
+      // an evacuated guest on its returning source: the evacuation's claim there goes too
+      if (report.migration_uuid) await evacuationCleaned(report.host, report.migration_uuid);
       log.info("compute_events.guest_destroyed", {
         instance_uuid: report.instance_uuid,
         request_id: report.request_id,
@@ -218,11 +221,21 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
   const byId = new Map(expected.map((i) => [i.id, i]));
   const guests = new Map(r.guests.map((g) => [g.instance_uuid, g.power_state]));
   let destroyed = 0;
+  // Nova's _destroy_evacuated_instances: what was evacuated away while this host was down goes
+  // (the guest if it is still here, then the evacuation's claim on this host).
+  const evacuatedAway = new Set<string>();
+  for (const m of await listDoneEvacuationsFrom(r.host)) {
+    evacuatedAway.add(m.instance_uuid);
+    if (guests.has(m.instance_uuid)) {
+      await castToHost(r.host, evacuatedGuestTerminate(r.host, m.instance_uuid, m.uuid), log);
+      destroyed++;
+    } else await evacuationCleaned(r.host, m.uuid);
+  }
   let synced = 0;
   let failed = 0;
   let resent = 0;
   for (const g of r.guests) {
-    if (byId.has(g.instance_uuid)) continue;
+    if (byId.has(g.instance_uuid) || evacuatedAway.has(g.instance_uuid)) continue;
     // A move's other copy (the source's guest until confirm or revert): the record points at one
     // host, the migration at both.
     const moving = (await getInstance(g.instance_uuid))?.migration;
@@ -307,6 +320,28 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
     builds_failed: failed,
     actions_resent: resent,
   };
+}
+
+/** The terminate an evacuated guest's source gets: its report frees the evacuation's claim there. */
+export function evacuatedGuestTerminate(
+  host: string,
+  instanceUuid: string,
+  migrationUuid: string,
+): ComputeMessage {
+  return {
+    version: 1,
+    kind: "terminate_instance",
+    request_id: `req-evacuated-${migrationUuid}`,
+    instance_uuid: instanceUuid,
+    host,
+    migration_uuid: migrationUuid,
+  };
+}
+
+/** The source's copy of an evacuated server is gone: its claim there goes, the evacuation is completed. */
+async function evacuationCleaned(host: string, migrationUuid: string): Promise<void> {
+  await release(host, migrationUuid);
+  await updateMigration(migrationUuid, ["done"], "completed");
 }
 
 /**

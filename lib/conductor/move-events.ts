@@ -12,6 +12,8 @@ import {
   confirmed,
   destinationFailed,
   destinationFinished,
+  destinationTask,
+  evacuated,
   MOVE_EVENTS,
   revertedOnDestination,
   revertFinished,
@@ -24,6 +26,9 @@ import type { Logger } from "../log.js";
 import type { ComputeMessage } from "../messages/compute.js";
 import type { MoveStepReport } from "../messages/reports.js";
 import { moveAllocation, release } from "../placement/claims.js";
+import { getHost } from "../placement/hosts.js";
+import { isServiceUp } from "../placement/liveness.js";
+import { evacuatedGuestTerminate } from "./compute-events.js";
 import { failMove, nextMoveCast } from "./moves.js";
 
 export type CastToHost = (host: string, msg: ComputeMessage, log: Logger) => Promise<void>;
@@ -71,6 +76,27 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
     }
     case "finish_resize":
       return r.ok ? finished(r, rec, move, mlog) : destinationFailedReport(r, rec, move, mlog);
+    case "rebuild_instance": {
+      if (!r.ok) return destinationFailedReport(r, rec, move, mlog);
+      const done = await evacuated(
+        ref,
+        move,
+        r.host,
+        r.attempt,
+        r.power_state,
+        move.power_on !== false,
+        ev(true),
+      );
+      if (done) {
+        await updateMigration(move.uuid, ["pre-migrating"], "done");
+        // a source already back (up again before the rebuild ended) destroys its copy now
+        const source = await getHost(move.source_host);
+        if (source && isServiceUp(source))
+          await cast(move.source_host, evacuatedGuestTerminate(move.source_host, id, move.uuid), mlog);
+      }
+      mlog.info("compute_events.evacuated", { applied: Boolean(done), host: r.host });
+      return;
+    }
     case "confirm_resize": {
       // the old guest is gone: the source's space is free only now (Nova's order)
       await release(move.source_host, move.uuid);
@@ -172,7 +198,7 @@ async function destinationFailedReport(
     new Date(r.started_at),
     new Date(r.sent_at),
   );
-  const failed = await destinationFailed(ref, move.uuid, r.host, r.attempt, ev);
+  const failed = await destinationFailed(ref, move, r.host, r.attempt, ev);
   // a redelivery after the write: the record says this host failed last at this attempt
   const now = failed ?? (await getInstance(rec.id));
   const m = now?.migration;
@@ -182,7 +208,7 @@ async function destinationFailedReport(
     m.attempt !== r.attempt ||
     m.dest_host !== null ||
     m.tried.at(-1) !== r.host ||
-    now.task_state !== "resize_migrated"
+    now.task_state !== destinationTask(m)
   ) {
     return;
   }
@@ -199,7 +225,7 @@ async function destinationFailedReport(
     retry: {
       num_attempts: r.attempt - m.source_attempt + 1,
       hosts: tried,
-      last_fault: `Resize of instance ${rec.id} was re-scheduled: ${withoutHosts(r.details ?? "error", [...tried, ...alternates.map((a) => a.host)])}`,
+      last_fault: `${move.type === "evacuation" ? "Evacuation" : "Resize"} of instance ${rec.id} was re-scheduled: ${withoutHosts(r.details ?? "error", [...tried, ...alternates.map((a) => a.host)])}`,
     },
     alternates,
     move: { migration_uuid: move.uuid, base_attempt: m.source_attempt },
@@ -223,7 +249,8 @@ async function fenced(
   cast: CastToHost,
 ): Promise<void> {
   const livesThere = rec && !rec.deleted && rec.host === r.host;
-  if (r.step === "finish_resize" && r.ok && !(livesThere && rec.attempt === r.attempt)) {
+  const built = r.step === "finish_resize" || r.step === "rebuild_instance";
+  if (built && r.ok && !(livesThere && rec.attempt === r.attempt)) {
     await release(r.host, r.instance_uuid, r.attempt);
     // a same-host move's guest is the instance's own: only the claim goes
     if (livesThere) return;

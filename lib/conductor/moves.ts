@@ -6,7 +6,7 @@
 import { castToCompute, computeMessageBody } from "../aws/send.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { updateMigration } from "../instances/migrations.js";
-import { EVENT_MIGRATE, moveFailed, placeMove } from "../instances/move.js";
+import { EVENT_MIGRATE, EVENT_REBUILD, moveFailed, placeMove } from "../instances/move.js";
 import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { Fault, InstanceRecord } from "../instances/types.js";
@@ -60,6 +60,15 @@ export async function nextMoveCast(
   };
   if (rec.task_state === "resize_migrating")
     return { ...step, kind: "resize_instance", host: move.source_host };
+  if (rec.task_state === "rebuild_spawning" && move.dest_host) {
+    return {
+      ...step,
+      kind: "rebuild_instance",
+      host: move.dest_host,
+      guest: await guestSpecFor(rec),
+      power_on: move.power_on !== false,
+    };
+  }
   if (rec.task_state === "resize_migrated" && move.dest_host) {
     return {
       ...step,
@@ -88,7 +97,7 @@ export async function startMove(req: MoveInput, scheduled: Scheduled): Promise<{
         selected,
         alternates,
         event(
-          EVENT_MIGRATE,
+          rec.migration?.type === "evacuation" ? EVENT_REBUILD : EVENT_MIGRATE,
           n,
           "Success",
           selected.host,
@@ -108,7 +117,9 @@ export async function startMove(req: MoveInput, scheduled: Scheduled): Promise<{
   if (now.task_state === "resize_migrating") {
     await updateMigration(req.move.migration_uuid, ["pre-migrating", "migrating"], "migrating", dest);
   } else {
-    await updateMigration(req.move.migration_uuid, ["post-migrating"], "post-migrating", dest);
+    // a reschedule after the source handed over, or an evacuation: the status stays, the destination changes
+    const status = now.migration?.type === "evacuation" ? "pre-migrating" : "post-migrating";
+    await updateMigration(req.move.migration_uuid, [status], status, dest);
   }
   const msg = await nextMoveCast(now, req.request_id);
   if (!msg) return { casts: [] };
@@ -171,7 +182,14 @@ export async function failMove(
     { id: rec.id, request_id: requestId },
     move.uuid,
     f,
-    event(EVENT_MIGRATE, move.attempt ?? move.source_attempt + 1, "Error", null, f.details, new Date()),
+    event(
+      move.type === "evacuation" ? EVENT_REBUILD : EVENT_MIGRATE,
+      move.attempt ?? move.source_attempt + 1,
+      "Error",
+      null,
+      f.details,
+      new Date(),
+    ),
     restart ? "powering-on" : null,
   );
   const settled = failed !== undefined || (await getInstance(rec.id))?.migration?.uuid !== move.uuid;

@@ -167,12 +167,12 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
     !rec ||
     rec.deleted ||
     move?.uuid !== req.move.migration_uuid ||
-    (rec.task_state !== "resize_prep" && rec.task_state !== "resize_migrated")
+    !["resize_prep", "resize_migrated", "rebuilding", "rebuild_spawning"].includes(rec.task_state ?? "")
   ) {
     log.warn("scheduler.move_not_found", { instance_uuid: id, task_state: rec?.task_state });
     return undefined;
   }
-  if (rec.task_state === "resize_prep") {
+  if (rec.task_state === "resize_prep" || rec.task_state === "rebuilding") {
     await moveAllocation(move.source_host, id, move.uuid, { fromAttempt: move.source_attempt });
   }
   const own = requestSpecOf(rec, 1);

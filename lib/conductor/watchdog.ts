@@ -17,6 +17,7 @@ import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
 import { isHeartbeatAlive, sweepLiveness } from "../placement/liveness.js";
+import { autoEvacuate } from "./auto-evacuate.js";
 import { type MoveWatchAction, watchMoves } from "./move-watch.js";
 
 export interface WatchdogAction {
@@ -24,7 +25,7 @@ export interface WatchdogAction {
   attempt: number;
   host: string | null;
   /** fenced and resent: builds; the others: moves (lib/conductor/move-watch.ts) */
-  action: "fenced" | "resent" | MoveWatchAction["action"];
+  action: "fenced" | "resent" | "evacuated" | MoveWatchAction["action"];
   reason: string;
 }
 
@@ -49,6 +50,17 @@ export async function runWatchdog(
       action: m.action,
       reason: m.reason,
     });
+  }
+  for (const e of await autoEvacuate(services, config.service_down_time, now)) {
+    for (const id of e.evacuated) {
+      actions.push({
+        instance_uuid: id,
+        attempt: 0,
+        host: e.host,
+        action: "evacuated",
+        reason: `host ${e.host} is down and opted in to automatic evacuation`,
+      });
+    }
   }
   for (const rec of building) {
     if (rec.deleted || rec.vm_state !== "building") continue;

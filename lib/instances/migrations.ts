@@ -130,3 +130,18 @@ export async function listOpenMigrations(): Promise<MigrationRecord[]> {
     ConsistentRead: true,
   });
 }
+
+/**
+ * Evacuations away from `host` that are done but whose source copy is not yet destroyed (Nova's
+ * _destroy_evacuated_instances reads these when a compute service starts). A Scan of the
+ * moves-only table, filtered: once per host registration.
+ */
+export async function listDoneEvacuationsFrom(host: string): Promise<MigrationRecord[]> {
+  return scanAll<MigrationRecord>({
+    TableName: table(),
+    FilterExpression: "migration_type = :e AND source_compute = :h AND #st = :done",
+    ExpressionAttributeNames: { "#st": "status" },
+    ExpressionAttributeValues: { ":e": "evacuation", ":h": host, ":done": "done" },
+    ConsistentRead: true,
+  });
+}

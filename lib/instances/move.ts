@@ -21,9 +21,17 @@ import type {
 
 /** The conductor's event of a move (Nova's MigrationTask reports `cold_migrate`). */
 export const EVENT_MIGRATE = "cold_migrate";
+/** ... and of an evacuation (Nova's conductor rebuild_instance). */
+export const EVENT_REBUILD = "conductor_rebuild_server";
+
+/** The task state a destination works in: finishing a resize, or rebuilding an evacuated server. */
+export const DESTINATION_TASK = { resize: "resize_migrated", evacuation: "rebuild_spawning" } as const;
+export const destinationTask = (m: Pick<MoveContext, "type">) =>
+  m.type === "evacuation" ? DESTINATION_TASK.evacuation : DESTINATION_TASK.resize;
 
 /** Nova's compute events of each step (wrap_instance_event on the compute manager's methods). */
 export const MOVE_EVENTS: Record<MoveStepName, string> = {
+  rebuild_instance: "compute_rebuild_instance",
   resize_instance: "compute_resize_instance",
   finish_resize: "compute_finish_resize",
   confirm_resize: "compute_confirm_resize",
@@ -63,6 +71,7 @@ export function beginMove(
   rec: InstanceRecord,
   move: MoveContext,
   a: InstanceAction,
+  task: TaskState = "resize_prep",
 ): Promise<InstanceRecord | undefined> {
   return transition(rec.id, {
     set: ["task_state = :task", "migration = :move", "updated_at = :now", "actions.#rid = :action"],
@@ -70,7 +79,7 @@ export function beginMove(
       "deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h AND attribute_not_exists(migration)",
     names: { "#rid": a.request_id },
     values: {
-      ":task": "resize_prep",
+      ":task": task,
       ":move": move,
       ":now": a.start_time,
       ":action": a,
@@ -89,8 +98,8 @@ export function abandonMove(id: string, migration: string): Promise<InstanceReco
     inMove(migration, {
       set: ["task_state = :null"],
       remove: ["migration"],
-      condition: "task_state = :prep",
-      values: { ":null": null, ":prep": "resize_prep" },
+      condition: "task_state IN (:prep, :rebuilding)",
+      values: { ":null": null, ":prep": "resize_prep", ":rebuilding": "rebuilding" },
     }),
   );
 }
@@ -119,7 +128,17 @@ export async function placeMove(
   if (move.attempt === attempt && move.dest_host === dest.host)
     return { kind: "already-placed", record: rec };
   const from = rec.task_state;
-  if (from !== "resize_prep" && from !== "resize_migrated") return { kind: "gone", record: rec };
+  if (
+    from !== "resize_prep" &&
+    from !== "resize_migrated" &&
+    from !== "rebuilding" &&
+    from !== "rebuild_spawning"
+  )
+    return { kind: "gone", record: rec };
+  // resize_prep → the source powers off; an evacuation's destination rebuilds at once; a
+  // reschedule (the source done, or an evacuation) goes straight to the next destination
+  const next: TaskState =
+    from === "resize_prep" ? "resize_migrating" : from === "rebuilding" ? "rebuild_spawning" : from;
   const placed = await transitionWithEvent(
     ref,
     ev,
@@ -137,7 +156,7 @@ export async function placeMove(
         ],
         condition: "task_state = :from AND (migration.attempt = :null OR migration.attempt < :n)",
         values: {
-          ":next": from === "resize_prep" ? "resize_migrating" : "resize_migrated",
+          ":next": next,
           ":from": from,
           ":dh": dest.host,
           ":dn": dest.nodename,
@@ -228,10 +247,53 @@ export function destinationFinished(
   );
 }
 
+/**
+ * compute-events: an evacuated server runs (or is SHUTOFF, 2.95) on its destination, at the move's
+ * attempt. The move is over for the instance; the source's allocation stays with the evacuation's
+ * consumer until the source comes back and destroys its copy (Nova's _destroy_evacuated_instances).
+ */
+export function evacuated(
+  ref: InstanceRef,
+  move: MoveContext,
+  host: string,
+  attempt: number,
+  power: number,
+  running: boolean,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(move.uuid, host, "migration.dest_host", attempt), {
+      set: [
+        "host = :rh",
+        "node = :node",
+        "availability_zone = :az",
+        "attempt = :ra",
+        "spawn_attempt = :ra",
+        "vm_state = :vm",
+        "task_state = :null",
+        "power_state = :power",
+        "power_state_at = :now",
+      ],
+      remove: ["alternates", "migration"],
+      condition: "task_state = :from",
+      values: {
+        ":node": move.dest_node ?? host,
+        ":az": move.dest_az,
+        ":vm": running ? "active" : "stopped",
+        ":null": null,
+        ":power": power,
+        ":from": "rebuild_spawning",
+      },
+    }),
+  );
+}
+
 /** compute-events: the destination could not finish; the event says why (the move reschedules). */
 export function destinationFailed(
   ref: InstanceRef,
-  migration: string,
+  move: MoveContext,
   host: string,
   attempt: number,
   ev: ActionEvent,
@@ -239,14 +301,14 @@ export function destinationFailed(
   return transitionWithEvent(
     ref,
     ev,
-    merge(reported(migration, host, "migration.dest_host", attempt), {
+    merge(reported(move.uuid, host, "migration.dest_host", attempt), {
       set: [
         "migration.dest_host = :null",
         "migration.dest_node = :null",
         "migration.tried = list_append(migration.tried, :tried)",
       ],
       condition: "task_state = :from",
-      values: { ":null": null, ":from": "resize_migrated", ":tried": [host] },
+      values: { ":null": null, ":from": destinationTask(move), ":tried": [host] },
     }),
   );
 }
@@ -271,13 +333,15 @@ export function moveFailed(
     inMove(migration, {
       set: ["task_state = :next", "fault = :fault"],
       remove: ["migration", "alternates"],
-      condition: "task_state IN (:t1, :t2, :t3)",
+      condition: "task_state IN (:t1, :t2, :t3, :t4, :t5)",
       values: {
         ":next": next,
         ":fault": f,
         ":t1": "resize_prep",
         ":t2": "resize_migrating",
         ":t3": "resize_migrated",
+        ":t4": "rebuilding",
+        ":t5": "rebuild_spawning",
       },
     }),
   );

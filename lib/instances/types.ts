@@ -20,6 +20,9 @@ export type TaskState =
   | "resize_migrating"
   | "resize_migrated"
   | "resize_reverting"
+  // an evacuation (Nova's rebuild on another host): accepted, the destination creating the guest
+  | "rebuilding"
+  | "rebuild_spawning"
   | null;
 
 export interface Fault {
@@ -53,7 +56,8 @@ export type ActionName =
   | "resize"
   | "migrate"
   | "confirmResize"
-  | "revertResize";
+  | "revertResize"
+  | "evacuate";
 
 /** Nova's Migration.migration_type. */
 export type MigrationType = "migration" | "resize" | "live-migration" | "evacuation";
@@ -72,6 +76,10 @@ export type MigrationStatus =
   | "confirmed"
   | "reverting"
   | "reverted"
+  // an evacuation: rebuilt on the destination (done), then the source came back and destroyed
+  // its copy (completed)
+  | "done"
+  | "completed"
   | "error";
 
 /**
@@ -108,7 +116,7 @@ export interface MigrationRecord {
 export interface MoveContext {
   uuid: string;
   id: number;
-  type: "resize" | "migration";
+  type: "resize" | "migration" | "evacuation";
   status: MigrationStatus;
   source_host: string;
   source_node: string;
@@ -133,6 +141,8 @@ export interface MoveContext {
   same_host_allowed: boolean;
   /** destinations that failed to finish it, oldest first (the reschedule's retry hosts) */
   tried: string[];
+  /** an evacuation: whether the destination starts the server (false from 2.95: SHUTOFF) */
+  power_on?: boolean;
 }
 
 export interface InstanceAction {

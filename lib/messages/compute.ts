@@ -72,6 +72,8 @@ export const terminateInstanceV1 = z.object({
   host: z.string().min(1),
   /** the attempt whose claim the host releases once the guest is destroyed */
   attempt: z.number().int().min(0).optional(),
+  /** an evacuated guest on its returning source: the evacuation whose claim here goes once it is gone */
+  migration_uuid: uuid.optional(),
 });
 
 /** What a host builds or starts a guest from: the instance's record, with its key's public half. */
@@ -173,7 +175,19 @@ export const finishRevertResizeV1 = z.object({
   power_on: z.boolean(),
 });
 
+/**
+ * To an evacuation's destination: create the guest anew from its image (Nova's rebuild_instance
+ * with evacuate), running unless the server ends SHUTOFF (2.95).
+ */
+export const rebuildInstanceV1 = z.object({
+  ...moveStep,
+  kind: z.literal("rebuild_instance"),
+  guest: guestSpec,
+  power_on: z.boolean(),
+});
+
 export const MOVE_STEPS = [
+  "rebuild_instance",
   "resize_instance",
   "finish_resize",
   "confirm_resize",
@@ -188,6 +202,7 @@ export type SpawnInstance = z.infer<typeof spawnInstanceV1>;
 export type PowerAction = z.infer<typeof powerActionV1>;
 export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
 export type MoveStepMessage =
+  | z.infer<typeof rebuildInstanceV1>
   | z.infer<typeof resizeInstanceV1>
   | z.infer<typeof finishResizeV1>
   | z.infer<typeof confirmResizeV1>
@@ -202,6 +217,7 @@ export type ComputeMessage =
   | MoveStepMessage;
 
 const MOVE_MESSAGES = [
+  rebuildInstanceV1,
   resizeInstanceV1,
   finishResizeV1,
   confirmResizeV1,

@@ -104,6 +104,8 @@ export const guestDestroyedReport = z.object({
   instance_uuid: uuid,
   /** the attempt whose claim is released now (a terminate's); absent: no claim to give back */
   attempt: z.number().int().min(0).optional(),
+  /** the evacuation whose claim on this host is released now (Nova's _destroy_evacuated_instances) */
+  migration_uuid: uuid.optional(),
 });
 
 /** The answer to get_console_output. SQS's 256 KiB bounds it; the host sends the log's end. */

@@ -58,6 +58,8 @@ export interface ConsumerRecord {
   migration?: { uuid: string; source_host: string; dest_host: string | null; attempt: number | null };
   /** this record was found through a migration's consumer: the instance that migration moves */
   via_migration?: boolean;
+  /** ...an evacuation done, whose source (this host) has not come back to destroy its copy */
+  evacuated_from?: string;
 }
 
 /**
@@ -77,6 +79,8 @@ export function classifyAllocation(
   if (rec.via_migration) {
     // Nova's migration-based allocation: the source, held by the move's own consumer while it lasts
     if (move?.uuid === consumer && move.source_host === host) return undefined;
+    // Nova keeps an evacuated server's source allocation until its source is back and cleans up
+    if (!rec.deleted && rec.evacuated_from === host) return undefined;
     const detail = `migration ${consumer} of instance ${rec.id} ${rec.deleted ? "(deleted)" : "is over"}`;
     return { ...base, kind: rec.deleted ? "consumer_deleted" : "consumer_elsewhere", detail };
   }

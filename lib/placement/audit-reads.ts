@@ -29,13 +29,19 @@ export async function readConsumers(ids: string[]): Promise<Map<string, Consumer
   const out = new Map((await read(ids)).map((item) => [item.id, item]));
   const others = ids.filter((id) => !out.has(id));
   if (!others.length) return out;
-  const migrations = await batchGetAll<{ uuid: string; instance_uuid: string }>(
+  const migrations = await batchGetAll<{
+    uuid: string;
+    instance_uuid: string;
+    migration_type: string;
+    status: string;
+    source_compute: string;
+  }>(
     resources().migrationsTable,
     others.map((uuid) => ({ uuid })),
     {
       ConsistentRead: true,
-      ProjectionExpression: "#u, instance_uuid",
-      ExpressionAttributeNames: { "#u": "uuid" },
+      ProjectionExpression: "#u, instance_uuid, migration_type, #st, source_compute",
+      ExpressionAttributeNames: { "#u": "uuid", "#st": "status" },
     },
   );
   const owners = new Map(
@@ -43,7 +49,13 @@ export async function readConsumers(ids: string[]): Promise<Map<string, Consumer
   );
   for (const m of migrations) {
     const owner = owners.get(m.instance_uuid);
-    if (owner) out.set(m.uuid, { ...owner, via_migration: true });
+    if (!owner) continue;
+    const waits = m.migration_type === "evacuation" && m.status === "done";
+    out.set(m.uuid, {
+      ...owner,
+      via_migration: true,
+      ...(waits ? { evacuated_from: m.source_compute } : {}),
+    });
   }
   return out;
 }

@@ -471,8 +471,10 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
 
   it("alarms on every DLQ, failed executions, builds in ERROR and NoValidHost, functions and tables", () => {
     const alarms = Object.values(s.template.findResources("AWS::CloudWatch::Alarm")) as Resource[];
-    // 3 DLQ alarms, executions failed, builds to ERROR, NoValidHost, 6 × (errors, throttles), the tables
-    expect(alarms).toHaveLength(3 + 1 + 2 + 12 + TABLES.length);
+    // 3 DLQ alarms, executions failed, builds to ERROR, NoValidHost, automatic evacuations,
+    // 6 × (errors, throttles), the tables
+    expect(alarms).toHaveLength(3 + 1 + 2 + 1 + 12 + TABLES.length);
+
     const expressions = alarms.flatMap((a) =>
       ((a.Properties.Metrics ?? []) as { Expression?: string }[]).map((m) => m.Expression ?? ""),
     );
@@ -482,6 +484,8 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     const buildsError = `SELECT SUM(BuildsError) FROM SCHEMA("novaless", reason, service)`;
     expect(expressions).toContain(buildsError);
     expect(expressions).toContain(`${buildsError} WHERE reason = 'NoValidHost'`);
+    expect(expressions).toContain(`SELECT SUM(AutoEvacuations) FROM SCHEMA("novaless", service)`);
+
     for (const a of alarms) {
       expect(a.Properties.AlarmDescription).toEqual(expect.any(String));
       expect(a.Properties.TreatMissingData).toBe("notBreaching");

@@ -12,7 +12,7 @@ import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-actions.js";
 import { parseLockBody } from "../validation/servers.js";
-import { confirmResize, migrate, resize, revertResize } from "./server-moves.js";
+import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
 import { findServer } from "./servers.js";
 
 /** Nova's lock_server unlock_override rule: only it may lift another's (an admin's) lock. */
@@ -64,7 +64,7 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 
 /**
  * Nova's actions that need what this system does not have yet: graphical consoles, pause and
- * suspend, live migration, evacuation and rebuild, images and backups, networks and volumes.
+ * suspend, live migration and rebuild, images and backups, networks and volumes.
  */
 const UNSUPPORTED = new Set([
   "os-getVNCConsole",
@@ -81,7 +81,6 @@ const UNSUPPORTED = new Set([
   "rescue",
   "unrescue",
   "os-migrateLive",
-  "evacuate",
   "rebuild",
   "createImage",
   "createBackup",
@@ -230,6 +229,7 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "os-getConsoleOutput") return consoleOutput(call, rec, parseConsoleOutputBody(arg));
   if (name === "resize") return resize(call, rec, arg);
   if (name === "migrate") return migrate(call, rec, arg);
+  if (name === "evacuate") return evacuate(call, rec, arg);
   if (name === "confirmResize") return confirmResize(call, rec);
   if (name === "revertResize") return revertResize(call, rec);
   if (UNSUPPORTED.has(name)) {

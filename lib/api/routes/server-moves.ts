@@ -4,22 +4,32 @@
 // task state and the instance action, then the request to the conductor) and answered 202; the
 // conductor and the hosts do the rest. Confirm and revert are cast to the host that holds what
 // must go.
-import { randomUUID } from "node:crypto";
 import { moveOptions } from "../../config.js";
 import { confirmMove } from "../../instances/move.js";
-import type { InstanceAction, InstanceRecord, MigrationRecord, MoveContext } from "../../instances/types.js";
+import { acceptMove, type MoveKind, MoveNotQueued } from "../../instances/move-accept.js";
+import type { InstanceAction, InstanceRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
+import { isServiceUp } from "../../placement/liveness.js";
 import { upsizeDelta } from "../../quotas/quotas.js";
-import { flavorSpec } from "../build.js";
+import { flavorSpec, newAdminPass } from "../build.js";
 import type { MoveDeps } from "../deps.js";
-import { ApiError, badRequest, conflict, forbidden, instanceNotFound, policyForbidden } from "../errors.js";
+import {
+  ApiError,
+  badRequest,
+  conflict,
+  forbidden,
+  instanceNotFound,
+  notFound,
+  policyForbidden,
+} from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { canSeeFlavor } from "../validation/flavors.js";
-import { parseMigrateBody, parseResizeBody } from "../validation/server-actions.js";
+import { parseEvacuateBody, parseMigrateBody, parseResizeBody } from "../validation/server-actions.js";
 
 const MIGRATE_POLICY = "os_compute_api:os-migrate-server:migrate";
 const MIGRATE_HOST_POLICY = "os_compute_api:os-migrate-server:migrate:host";
+const EVACUATE_POLICY = "os_compute_api:os-evacuate";
 
 /** Nova's InstanceInvalidState, as the API words it. */
 const invalidState = (id: string, apiAction: string, attr: "vm_state" | "task_state", state: string | null) =>
@@ -72,7 +82,8 @@ export async function resize(call: RouteCall, rec: InstanceRecord, arg: unknown)
       "Server disk was unable to be resized because: Resize to zero disk flavor is not allowed.",
     );
   }
-  return accept(call, rec, "resize", flavorSpec(flavor), null);
+  await accept(call, rec, "resize", flavorSpec(flavor), null);
+  return { status: 202 };
 }
 
 /** migrate: the same flavor elsewhere; an admin's, with a host to ask for from 2.56. */
@@ -88,7 +99,37 @@ export async function migrate(call: RouteCall, rec: InstanceRecord, arg: unknown
     if (!found || found.service.deleted_at) throw badRequest(`Compute host ${host} could not be found.`);
     if (host === rec.host) throw badRequest("Cannot migrate to the host where the server exists.");
   }
-  return accept(call, rec, "migrate", rec.flavor, host);
+  await accept(call, rec, "migration", rec.flavor, host);
+  return { status: 202 };
+}
+
+/**
+ * evacuate (an admin's): rebuild the server on another host because its own is down (Nova's
+ * evacuate.py and compute/api.py evacuate). Refused while the source's compute service is up
+ * (Nova's ComputeServiceInUse, a 400). From 2.95 the server ends SHUTOFF on its new host.
+ */
+export async function evacuate(call: RouteCall, rec: InstanceRecord, arg: unknown): Promise<ApiResult> {
+  const { auth, version } = call.ctx;
+  if (!auth.isAdmin) throw policyForbidden(EVACUATE_POLICY);
+  const { host, adminPass } = parseEvacuateBody(arg, version);
+  if (host) {
+    const found = await call.deps.getHost(host);
+    if (!found || found.service.deleted_at) throw notFound(`Compute host ${host} not found.`);
+    if (host === rec.host) throw badRequest("The target host can't be the same one.");
+  }
+  if (!["active", "stopped", "error"].includes(rec.vm_state))
+    throw invalidState(rec.id, "evacuate", "vm_state", rec.vm_state);
+  if (rec.task_state !== null) throw invalidState(rec.id, "evacuate", "task_state", rec.task_state);
+  if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
+  const source = await call.deps.getHost(rec.host);
+  if (source && isServiceUp(source)) throw badRequest(`Compute service of ${rec.host} is still in use.`);
+  await accept(call, rec, "evacuation", rec.flavor, host, {
+    // Nova before 2.95 started an evacuated server; from 2.95 it ends SHUTOFF
+    powerOn: !version.atLeast("2.95") && rec.vm_state !== "stopped",
+  });
+  // the admin password only before 2.14 (Nova then returned it); none is set on a guest here
+  if (!version.atLeast("2.14")) return { status: 200, body: { adminPass: adminPass ?? newAdminPass() } };
+  return { status: 200 };
 }
 
 /** Nova's check_instance_state(vm_state=[ACTIVE, STOPPED], task_state=[None]) for resize and migrate. */
@@ -99,105 +140,56 @@ function checkMovable(rec: InstanceRecord, apiAction: string): void {
   if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
 }
 
-/**
- * The move accepted: quota for a resize up (usage counts the larger flavor until confirm or
- * revert), the migration record, the instance's one conditional write, then the request to the
- * conductor. Whatever fails after the reservation is undone, so a refused or failed request
- * leaves nothing behind.
- */
+/** The move accepted (lib/instances/move-accept.ts), its refusals as Nova's answers. */
 async function accept(
   call: RouteCall,
   rec: InstanceRecord,
-  kind: "resize" | "migrate",
+  kind: MoveKind,
   newFlavor: FlavorSpec,
   requestedHost: string | null,
-): Promise<ApiResult> {
+  extra: { powerOn?: boolean } = {},
+): Promise<void> {
   const m = moveDeps(call);
   const { ctx, deps } = call;
-  const delta = upsizeDelta(rec.flavor, newFlavor);
-  const reserved = await deps.quotas.reserveDelta(rec.project_id, delta);
-  if (!reserved.ok) throw forbidden(reserved.message);
-  const giveBack = () =>
-    deps.quotas
-      .releaseUsage(rec.project_id, delta)
-      .catch((error: unknown) =>
-        log.error("api.move.quota_not_released", { request_id: ctx.requestId, instance_uuid: rec.id, error }),
-      );
-  const now = deps.now().toISOString();
-  const id = await m.nextMigrationId();
-  const migration: MigrationRecord = {
-    uuid: randomUUID(),
-    id,
-    instance_uuid: rec.id,
-    project_id: rec.project_id,
-    user_id: rec.user_id,
-    migration_type: kind === "resize" ? "resize" : "migration",
-    status: "pre-migrating",
-    source_compute: rec.host!,
-    source_node: rec.node ?? rec.host!,
-    dest_compute: null,
-    dest_node: null,
-    dest_host: null,
-    old_instance_type_id: rec.flavor.id,
-    new_instance_type_id: newFlavor.id,
-    created_at: now,
-    updated_at: now,
-  };
-  const move: MoveContext = {
-    uuid: migration.uuid,
-    id,
-    type: migration.migration_type as MoveContext["type"],
-    status: "pre-migrating",
-    source_host: migration.source_compute,
-    source_node: migration.source_node,
-    source_az: rec.availability_zone,
-    source_attempt: rec.attempt,
-    dest_host: null,
-    dest_node: null,
-    dest_az: null,
-    attempt: null,
-    old_flavor: rec.flavor,
-    new_flavor: newFlavor,
-    old_vm_state: rec.vm_state as MoveContext["old_vm_state"],
-    requested_host: requestedHost,
-    // Nova puts the source in the ignore list unless a resize may stay (a migration never does)
-    same_host_allowed: kind === "resize" && moveOptions().allowResizeToSameHost,
-    tried: [],
-  };
-  ctx.logFields.migration_uuid = migration.uuid;
+  const apiAction = kind === "migration" ? "migrate" : kind === "evacuation" ? "evacuate" : "resize";
   try {
-    await m.createMigration(migration);
-    const begun = await m.begin(rec, move, action(kind, call));
-    if (!begun) {
-      await m.updateMigration(migration.uuid, ["pre-migrating"], "error");
-      await refusedBy(call, rec, kind);
-    }
+    const r = await acceptMove(
+      rec,
+      {
+        kind,
+        newFlavor,
+        requestedHost,
+        // Nova puts the source in the ignore list unless a resize may stay (a migration never does)
+        sameHostAllowed: kind === "resize" && moveOptions().allowResizeToSameHost,
+        ...extra,
+        action: action(apiAction, call),
+      },
+      {
+        ...m,
+        sendBuildRequest: deps.sendBuildRequest,
+        reserveDelta: deps.quotas.reserveDelta,
+        releaseUsage: (project, delta) =>
+          deps.quotas.releaseUsage(project, delta).catch((error: unknown) =>
+            log.error("api.move.quota_not_released", {
+              request_id: ctx.requestId,
+              instance_uuid: rec.id,
+              error,
+            }),
+          ),
+        now: deps.now,
+      },
+    );
+    if (!r.ok && r.reason === "quota") throw forbidden(r.message);
+    if (!r.ok) await refusedBy(call, rec, apiAction);
+    else ctx.logFields.migration_uuid = r.migration.uuid;
   } catch (e) {
-    await giveBack();
-    throw e;
-  }
-  try {
-    await deps.sendBuildRequest({
-      version: 2,
-      request_id: ctx.requestId,
-      reservation_id: rec.reservation_id,
-      project_id: rec.project_id,
-      user_id: rec.user_id,
-      instance_uuids: [rec.id],
-      retry: { num_attempts: 1, hosts: [] },
-      move: { migration_uuid: migration.uuid, base_attempt: rec.attempt },
-    });
-  } catch (e) {
+    if (!(e instanceof MoveNotQueued)) throw e;
     ctx.logFields.error = e;
-    await m.abandon(rec.id, migration.uuid);
-    await m.updateMigration(migration.uuid, ["pre-migrating"], "error");
-    await giveBack();
     throw new ApiError(
       "computeFault",
-      `The server could not be ${kind === "resize" ? "resized" : "migrated"}: its request could not be queued. Please try again.`,
+      `The server could not be ${kind === "resize" ? "resized" : kind === "evacuation" ? "evacuated" : "migrated"}: its request could not be queued. Please try again.`,
     );
   }
-  return { status: 202 };
 }
 
 /** Nova: confirm and revert need VERIFY_RESIZE and its finished migration. */

@@ -57,3 +57,26 @@ export function parseMigrateBody(raw: unknown, hostAllowed: boolean): { host: st
   if (!hostAllowed) return { host: null };
   return { host: validate(migrateSchema, raw)?.host ?? null };
 }
+
+/**
+ * evacuate (Nova's schemas/evacuate.py): {host?, onSharedStorage (required), adminPass?} at 2.1;
+ * onSharedStorage gone from 2.14; force (boolean) from 2.29 to 2.67.
+ */
+export function parseEvacuateBody(
+  raw: unknown,
+  version: { atLeast(v: string): boolean },
+): { host: string | null; adminPass: string | null; force: boolean } {
+  const host = z.string().min(1).max(255).optional();
+  const adminPass = z.string().optional();
+  const schema = !version.atLeast("2.14")
+    ? z.strictObject({
+        host,
+        adminPass,
+        onSharedStorage: z.union([z.boolean(), z.enum(["True", "False", "true", "false"])]),
+      })
+    : version.atLeast("2.29") && !version.atLeast("2.68")
+      ? z.strictObject({ host, adminPass, force: z.boolean().optional() })
+      : z.strictObject({ host, adminPass });
+  const body = validate(schema, raw) as { host?: string; adminPass?: string; force?: boolean };
+  return { host: body.host ?? null, adminPass: body.adminPass ?? null, force: body.force ?? false };
+}

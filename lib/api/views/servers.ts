@@ -30,6 +30,8 @@ const RESIZING = {
   resize_prep: "RESIZE",
   resize_migrating: "RESIZE",
   resize_migrated: "RESIZE",
+  rebuilding: "REBUILD",
+  rebuild_spawning: "REBUILD",
 };
 const TASK_STATUS: Partial<Record<VmState, Record<string, string>>> = {
   active: {
@@ -41,7 +43,12 @@ const TASK_STATUS: Partial<Record<VmState, Record<string, string>>> = {
   },
   stopped: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT", ...RESIZING },
   resized: { resize_reverting: "REVERT_RESIZE" },
-  error: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT" },
+  error: {
+    rebooting_hard: "HARD_REBOOT",
+    reboot_started_hard: "HARD_REBOOT",
+    rebuilding: "REBUILD",
+    rebuild_spawning: "REBUILD",
+  },
 };
 
 export function serverStatus(rec: Pick<InstanceRecord, "vm_state" | "task_state">): string {

@@ -1,0 +1,139 @@
+// A move accepted (resize, cold migration, evacuation), by the API or by the watchdog's automatic
+// evacuation: quota for a resize up (usage counts the larger flavor until confirm or revert), the
+// migration record, the instance's one conditional write (its task state, its MoveContext and the
+// instance action), then the request to the conductor. Whatever fails after the reservation is
+// undone, so a refused or failed request leaves nothing behind.
+import { randomUUID } from "node:crypto";
+import type { BuildRequest } from "../messages/build-request.js";
+import type { FlavorSpec } from "../messages/common.js";
+import { type Usage, upsizeDelta } from "../quotas/quotas.js";
+import type { ReserveResult } from "../quotas/store.js";
+import type { createMigration, nextMigrationId, updateMigration } from "./migrations.js";
+import type { abandonMove, beginMove } from "./move.js";
+import type { InstanceAction, InstanceRecord, MigrationRecord, MoveContext, TaskState } from "./types.js";
+
+export type MoveKind = "resize" | "migration" | "evacuation";
+
+export interface MoveRequestSpec {
+  kind: MoveKind;
+  newFlavor: FlavorSpec;
+  /** the host asked for (a migration's 2.56 host, an evacuation's), checked by the scheduler */
+  requestedHost: string | null;
+  /** a resize may stay on its host (allow_resize_to_same_host) */
+  sameHostAllowed: boolean;
+  /** an evacuation: the destination starts the server (false from 2.95) */
+  powerOn?: boolean;
+  action: InstanceAction;
+}
+
+export interface AcceptIo {
+  nextMigrationId: typeof nextMigrationId;
+  createMigration: typeof createMigration;
+  updateMigration: typeof updateMigration;
+  begin: typeof beginMove;
+  abandon: typeof abandonMove;
+  sendBuildRequest: (msg: BuildRequest) => Promise<void>;
+  reserveDelta: (project: string, delta: Usage) => Promise<ReserveResult>;
+  releaseUsage: (project: string, delta: Usage) => Promise<void>;
+  now: () => Date;
+}
+
+export type AcceptResult =
+  | { ok: true; migration: MigrationRecord }
+  /** over quota (Nova's 403 text) */
+  | { ok: false; reason: "quota"; message: string }
+  /** the record changed between the caller's checks and the write (a 409 by its state now) */
+  | { ok: false; reason: "state" };
+
+/** The request did not reach the conductor; everything was undone. */
+export class MoveNotQueued extends Error {
+  override name = "MoveNotQueued";
+}
+
+/** The task state a move starts in (Nova: resize_prep, or rebuilding for an evacuation). */
+const FIRST_TASK: Record<MoveKind, TaskState> = {
+  resize: "resize_prep",
+  migration: "resize_prep",
+  evacuation: "rebuilding",
+};
+
+export async function acceptMove(
+  rec: InstanceRecord,
+  spec: MoveRequestSpec,
+  io: AcceptIo,
+): Promise<AcceptResult> {
+  const delta = upsizeDelta(rec.flavor, spec.newFlavor);
+  const reserved = await io.reserveDelta(rec.project_id, delta);
+  if (!reserved.ok) return { ok: false, reason: "quota", message: reserved.message };
+  const now = io.now().toISOString();
+  const id = await io.nextMigrationId();
+  const migration: MigrationRecord = {
+    uuid: randomUUID(),
+    id,
+    instance_uuid: rec.id,
+    project_id: rec.project_id,
+    user_id: rec.user_id,
+    migration_type: spec.kind,
+    status: "pre-migrating",
+    source_compute: rec.host!,
+    source_node: rec.node ?? rec.host!,
+    dest_compute: null,
+    dest_node: null,
+    dest_host: null,
+    old_instance_type_id: rec.flavor.id,
+    new_instance_type_id: spec.newFlavor.id,
+    created_at: now,
+    updated_at: now,
+  };
+  const move: MoveContext = {
+    uuid: migration.uuid,
+    id,
+    type: spec.kind,
+    status: "pre-migrating",
+    source_host: migration.source_compute,
+    source_node: migration.source_node,
+    source_az: rec.availability_zone,
+    source_attempt: rec.attempt,
+    dest_host: null,
+    dest_node: null,
+    dest_az: null,
+    attempt: null,
+    old_flavor: rec.flavor,
+    new_flavor: spec.newFlavor,
+    old_vm_state: rec.vm_state === "stopped" ? "stopped" : "active",
+    requested_host: spec.requestedHost,
+    same_host_allowed: spec.sameHostAllowed,
+    tried: [],
+    ...(spec.powerOn === undefined ? {} : { power_on: spec.powerOn }),
+  };
+  const giveBack = () => io.releaseUsage(rec.project_id, delta);
+  try {
+    await io.createMigration(migration);
+    if (!(await io.begin(rec, move, spec.action, FIRST_TASK[spec.kind]))) {
+      await io.updateMigration(migration.uuid, ["pre-migrating"], "error");
+      await giveBack();
+      return { ok: false, reason: "state" };
+    }
+  } catch (e) {
+    await giveBack();
+    throw e;
+  }
+  try {
+    await io.sendBuildRequest({
+      version: 2,
+      request_id: spec.action.request_id,
+      reservation_id: rec.reservation_id,
+      project_id: rec.project_id,
+      user_id: rec.user_id,
+      instance_uuids: [rec.id],
+      retry: { num_attempts: 1, hosts: [] },
+      move: { migration_uuid: migration.uuid, base_attempt: rec.attempt },
+    });
+  } catch (e) {
+    await io.abandon(rec.id, migration.uuid);
+    await io.updateMigration(migration.uuid, ["pre-migrating"], "error");
+    await giveBack();
+    throw new MoveNotQueued(`the move of instance ${rec.id} could not be queued: ${(e as Error).message}`);
+  }
+  return { ok: true, migration };
+}
