@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../../lib/aws/clients.js";
 import { listDeadLetterQueues, peekDeadLetters } from "../../lib/aws/dead-letters.js";
+import { resources } from "../../lib/config.js";
 import { listMigrations, OPEN_MIGRATION_STATUSES } from "../../lib/instances/migrations.js";
 import { listInstances } from "../../lib/instances/queries.js";
 import type { InstanceRecord } from "../../lib/instances/types.js";
@@ -373,7 +374,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // progress (a move between its steps, a revert, a failed move's source starting its guest).
     const settleBy = Date.now() + (opts.settleSeconds ?? 120) * 1000;
     const queues = [
-      process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL!,
+      resources().buildRequestsQueueUrl,
+      // the hosts' reports: a confirm's or a restarted host's is applied (and casts) from here
+      resources().computeEventsQueueUrl,
       ...(await listHosts()).map((h) => h.queue_url),
     ];
     let building = await listBuilding();
@@ -385,9 +388,14 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       for (;;) {
         building = await listBuilding();
         pending = await pendingMessages(queues);
-        busy = (await listInstances()).filter((r) => r.task_state !== null && r.vm_state !== "building");
+        // a task in progress, or a move between its steps (a confirm has no task state: Nova's)
+        busy = (await listInstances()).filter(
+          (r) =>
+            (r.task_state !== null && r.vm_state !== "building") ||
+            (r.migration && r.migration.status !== "finished"),
+        );
         await maybeCheckOvercommit("while settling");
-        const waitingFor = `${building.length} building, ${pending} queued, busy: ${busy.map((r) => `${r.id.slice(0, 8)} ${r.vm_state}/${r.task_state}`).join(" ")}`;
+        const waitingFor = `${building.length} building, ${pending} queued, busy: ${busy.map((r) => `${r.id.slice(0, 8)} ${r.vm_state}/${r.task_state}/${r.migration?.status ?? "-"}`).join(" ")}`;
         if (waitingFor !== lastWait)
           say(`settling (${Math.round((Date.now() - settleFrom) / 1000)} s): ${waitingFor}`);
         lastWait = waitingFor;
@@ -528,6 +536,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         report.guests_off_record++;
         report.problems.push(
           `guest of ${g.instance_uuid} on ${name} (power ${g.power_state}): ${rec ? `${rec.vm_state} on ${rec.host}` : "deleted"}`,
+          ...history(everyInstance.get(g.instance_uuid)),
         );
       }
     }
