@@ -1,7 +1,7 @@
 // The web console in a real browser (Debian's chromium through puppeteer-core, no download):
 // sign in through the form, watch a server go ACTIVE on the fleet map, open its explanation, run
 // a dry run that fits and one that cannot, disable a service with a reason, resize a server and
-// confirm, migrate it and revert, and see that a member gets its own servers and never a host
+// confirm, migrate it and revert, drain a host, and see that a member gets its own servers and never a host
 // name nor a migrate button. Screenshots go to test-artifacts/console/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -222,6 +222,39 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await shot("moves");
   });
 
+  it("drains a host after asking, each server's outcome shown as it goes", async () => {
+    const admin = client.as(ADMIN);
+    const ids: string[] = [];
+    for (const name of ["drain-1", "drain-2"])
+      ids.push(await admin.createServer({ name, availability_zone: "nova:host-4" }));
+    for (const id of ids) await admin.waitForStatus(id, ["ACTIVE"]);
+    await page.goto(`${runtime.url}/console#/hosts/host-4`);
+    await page.waitForSelector("[data-testid=drain] button[data-action=drain]:not([disabled])");
+    await page.click("[data-testid=drain] button[data-action=drain]");
+    await page.waitForSelector("dialog[open] input[name=reason]");
+    expect(await text("dialog[open] h2")).toBe("Drain host-4?");
+    await page.type("dialog[open] input[name=reason]", "maintenance: drain");
+    await page.click("dialog[open] button[type=submit]");
+    // the rows appear as the moves begin, then each ends migrated
+    await page.waitForSelector("[data-testid=drain-table] tr[data-server='drain-1']", { timeout: 20_000 });
+    await page.waitForSelector("[data-testid=drain][data-done=true]", { timeout: 60_000 });
+    for (const name of ["drain-1", "drain-2"])
+      expect(await text(`[data-testid=drain-table] tr[data-server='${name}']`)).toMatch(
+        /migrated\s+to host-\d$/,
+      );
+    // earlier tests' servers may have been on host-4 too: every one of them left
+    expect(await text("[data-testid=drain-summary]")).toMatch(
+      /^(\d+) of \1 server\(s\) migrated, 0 failed, 0 skipped; host-4 is empty\.$/,
+    );
+    expect((await admin.get("/v2.1/servers/detail?all_tenants=1&host=host-4")).body.servers).toEqual([]);
+    expect((await admin.get("/v2.1/os-services?host=host-4")).body.services[0]).toMatchObject({
+      status: "disabled",
+      disabled_reason: "maintenance: drain",
+    });
+    for (const id of ids) expect((await admin.get(`/v2.1/servers/${id}`)).body.server.status).toBe("ACTIVE");
+    await shot("drain");
+  });
+
   it("shows a member its own servers and never a host name", async () => {
     await client.createServer({ name: "demo-own" });
     await page.click("header button");
@@ -259,5 +292,9 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     expect(html).not.toMatch(/host-\d/);
     expect(await page.$("[data-testid=servers-table] tr[data-server='console-watch']")).toBeNull();
     await shot("member");
+    // nor a host's page, nor its drain
+    await page.goto(`${runtime.url}/console#/hosts/host-4`);
+    await page.waitForSelector("main [role=alert]");
+    expect(await page.$("[data-action=drain]")).toBeNull();
   });
 });

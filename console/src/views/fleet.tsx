@@ -20,6 +20,7 @@ import {
   utilizationColor,
 } from "../model.js";
 import type { Fleet, FleetHost, Server } from "../types.js";
+import { DrainHost } from "./drain.js";
 import { ServiceButtons } from "./operations.js";
 import { ServerTable } from "./servers.js";
 
@@ -366,6 +367,7 @@ export function HostView({ name, onConfirm }: { name: string; onConfirm: (r: Con
         </table>
       )}
       {row && <ServiceButtons host={row} onConfirm={onConfirm} />}
+      <DrainHost host={name} servers={list.length} onConfirm={onConfirm} />
       <h2>Instances ({list.length})</h2>
       <ErrorNote error={servers.error} />
       <ServerTable servers={list} admin />
