@@ -17,8 +17,8 @@ let admin: Client;
 beforeAll(async () => {
   ({ runtime, client } = await startTestRuntime({
     hosts: 3,
-    // host-3's guests take a minute to come up: a move there is still finishing when it dies
-    slowHosts: { [SLOW]: 60_000 },
+    // host-3's guests take 15 s to come up: a move there is still finishing when it dies
+    slowHosts: { [SLOW]: 15_000 },
     heartbeatSeconds: 1,
     watchdogIntervalMs: 0, // the tests run it when they mean to
     env: { NOVALESS_SERVICE_DOWN_TIME: "3", NOVALESS_RESIZE_CONFIRM_WINDOW: "1" },
