@@ -60,7 +60,8 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
     case "resize_instance": {
       if (!r.ok) {
         const text = `Resize of instance ${id} failed on its source host: ${withoutHosts(r.details ?? "error", [r.host])}`;
-        await failMove(rec, r.request_id, fault(text, r.details ?? text), mlog);
+        await failMove(rec, fault(text, r.details ?? text), mlog, { event: ev(false) });
+
         return;
       }
       const done = await sourceMigrated(ref, move.uuid, r.host, r.attempt, ev(true));

@@ -10,8 +10,9 @@ import { instanceBuildTimeout, moveOptions } from "../config.js";
 import { fault } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { listOpenMigrations, updateMigration } from "../instances/migrations.js";
-import { beginConfirm, confirmMove } from "../instances/move.js";
+import { beginConfirm, confirmMove, MOVE_EVENTS } from "../instances/move.js";
 import { getInstance } from "../instances/queries.js";
+import { event } from "../instances/transition.js";
 import type { InstanceRecord, MigrationRecord } from "../instances/types.js";
 import { log } from "../log.js";
 import type { MoveStepMessage } from "../messages/compute.js";
@@ -92,12 +93,22 @@ async function watchMove(
         ? "its host is down (no heartbeat within service_down_time, or forced down)"
         : `it made no progress within instance_build_timeout (${instanceBuildTimeout()}s)`;
       const text = `Migration of instance ${rec.id} failed: ${reason}`;
-      const failed = await failMove(
-        rec,
-        rec.request_id,
-        fault(text, `${text} (waiting on ${waitsOn ?? "the conductor"})`),
-        log,
-      );
+      // the step that never came, as that host's event (the conductor's own when none was placed)
+      const step =
+        rec.task_state === "resize_migrating"
+          ? "resize_instance"
+          : rec.task_state === "resize_migrated"
+            ? "finish_resize"
+            : rec.task_state === "rebuild_spawning"
+              ? "rebuild_instance"
+              : undefined;
+      const f = fault(text, `${text} (waiting on ${waitsOn ?? "the conductor"})`);
+      const failed = await failMove(rec, f, log, {
+        ...(step && move.attempt
+          ? { event: event(MOVE_EVENTS[step], move.attempt, "Error", waitsOn, f.details, now) }
+          : {}),
+      });
+
       return failed ? { ...base, action: "failed", reason } : undefined;
     }
     case "confirming":

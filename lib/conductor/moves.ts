@@ -9,7 +9,7 @@ import { updateMigration } from "../instances/migrations.js";
 import { EVENT_MIGRATE, EVENT_REBUILD, moveFailed, placeMove } from "../instances/move.js";
 import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
-import type { Fault, InstanceRecord } from "../instances/types.js";
+import type { ActionEvent, Fault, InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
 import { isMove, type MoveRequest, moveAttempt } from "../messages/build-request.js";
 import type { ComputeMessage, MoveStepMessage } from "../messages/compute.js";
@@ -158,7 +158,9 @@ export async function moveStepFailed(req: MoveInput, f: Fault): Promise<void> {
   const id = req.instance_uuids[0]!;
   const rec = await getInstance(id);
   if (!rec || rec.deleted || rec.migration?.uuid !== req.move.migration_uuid) return;
-  await failMove(rec, req.request_id, f, rootLog.child({ request_id: req.request_id, instance_uuid: id }));
+  await failMove(rec, f, rootLog.child({ request_id: req.request_id, instance_uuid: id }), {
+    attempt: moveAttempt(req),
+  });
 }
 
 /**
@@ -171,27 +173,35 @@ export async function moveStepFailed(req: MoveInput, f: Fault): Promise<void> {
  */
 export async function failMove(
   rec: InstanceRecord,
-  requestId: string,
   f: Fault,
   log: Logger,
+  opts: {
+    /** the event that says why, under the move's action: a host's step, or else the conductor's at `attempt` */
+    event?: ActionEvent;
+    /** the move's attempt that failed (the conductor's event is keyed by it) */
+    attempt?: number;
+  } = {},
 ): Promise<boolean> {
   const move = rec.migration;
   if (!move) return false;
+  const requestId = move.request_id ?? rec.request_id;
   const restart = rec.task_state === "resize_migrated" && move.old_vm_state === "active";
   const failed = await moveFailed(
     { id: rec.id, request_id: requestId },
     move.uuid,
     f,
-    event(
-      move.type === "evacuation" ? EVENT_REBUILD : EVENT_MIGRATE,
-      move.attempt ?? move.source_attempt + 1,
-      "Error",
-      null,
-      f.details,
-      new Date(),
-    ),
+    opts.event ??
+      event(
+        move.type === "evacuation" ? EVENT_REBUILD : EVENT_MIGRATE,
+        opts.attempt ?? move.attempt ?? move.source_attempt + 1,
+        "Error",
+        null,
+        f.details,
+        new Date(),
+      ),
     restart ? "powering-on" : null,
   );
+
   const settled = failed !== undefined || (await getInstance(rec.id))?.migration?.uuid !== move.uuid;
   if (!settled) return false;
   for (const a of await consumerAllocations(rec.id)) {

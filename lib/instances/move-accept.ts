@@ -87,8 +87,10 @@ export async function acceptMove(
   };
   const move: MoveContext = {
     uuid: migration.uuid,
+    request_id: spec.action.request_id,
     id,
     type: spec.kind,
+
     status: "pre-migrating",
     source_host: migration.source_compute,
     source_node: migration.source_node,

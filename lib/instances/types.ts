@@ -115,6 +115,9 @@ export interface MigrationRecord {
  */
 export interface MoveContext {
   uuid: string;
+  /** the request that began it: its instance action holds the move's events */
+  request_id?: string;
+
   id: number;
   type: "resize" | "migration" | "evacuation";
   status: MigrationStatus;

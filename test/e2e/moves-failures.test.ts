@@ -71,6 +71,16 @@ describe("a destination that fails to finish", () => {
     expect(after!.fault).not.toBeNull();
     expect(await hostsOf(id)).toEqual([source]);
     expect((await listInstanceMigrations(id))[0]!.status).toBe("error");
+    // every step kept: the placement, the destination's failure, the NoValidHost of the reschedule
+    const migrate = Object.values(after!.actions).find((a) => a.action === "migrate")!;
+    const shown = await admin.get(`/v2.1/servers/${id}/os-instance-actions/${migrate.request_id}`);
+    const events = shown.body.instanceAction.events.map(
+      (e: { event: string; result: string }) => `${e.event}:${e.result}`,
+    );
+    expect(events).toEqual(
+      expect.arrayContaining(["cold_migrate:Success", "compute_finish_resize:Error", "cold_migrate:Error"]),
+    );
+
     expect((await client.get(`/v2.1/servers/${id}`)).body.server.status).toBe("ACTIVE");
     expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
   });
