@@ -98,3 +98,48 @@ it("an image without a command cannot be built by exec hosts (ImagePropertiesFil
   const s = await client.waitForStatus(id, ["ACTIVE", "ERROR"]);
   expect(s.status).toBe("ERROR");
 });
+
+it("a resize moves the process: stopped on the source, running on the destination; revert and confirm settle it", async () => {
+  const admin = client.as(ADMIN);
+  const hostOf = async (id: string) =>
+    (await admin.get(`/v2.1/servers/${id}`)).body.server["OS-EXT-SRV-ATTR:host"] as string;
+  const driverOf = (host: string) => runtime.hosts.get(host)!.driver as ExecDriver;
+  const id = await client.createServer({ imageRef: "sleeper", name: "mover" });
+  await client.waitForStatus(id, ["ACTIVE"]);
+  const source = await hostOf(id);
+
+  expect((await client.post(`/v2.1/servers/${id}/action`, { resize: { flavorRef: "2" } })).status).toBe(202);
+  await client.waitForStatus(id, ["VERIFY_RESIZE"]);
+  const dest = await hostOf(id);
+  expect(dest).not.toBe(source);
+  // one process, on the destination; the source keeps its (stopped) guest for a revert
+  expect(driverOf(dest).pidOf(id)).toBeDefined();
+  expect(driverOf(source).has(id)).toBe(true);
+  expect(driverOf(source).pidOf(id)).toBeUndefined();
+  expect(processesOf(id)).toHaveLength(1);
+
+  expect((await client.post(`/v2.1/servers/${id}/action`, { revertResize: null })).status).toBe(202);
+  await eventually(
+    async () => (await admin.get(`/v2.1/servers/${id}`)).body.server,
+    (s) => s.status === "ACTIVE" && s["OS-EXT-STS:task_state"] === null,
+  );
+  expect(await hostOf(id)).toBe(source);
+  expect(driverOf(dest).has(id)).toBe(false);
+  expect(driverOf(source).pidOf(id)).toBeDefined();
+
+  expect((await client.post(`/v2.1/servers/${id}/action`, { resize: { flavorRef: "2" } })).status).toBe(202);
+  await client.waitForStatus(id, ["VERIFY_RESIZE"]);
+  expect((await client.post(`/v2.1/servers/${id}/action`, { confirmResize: null })).status).toBe(204);
+  await client.waitForStatus(id, ["ACTIVE"]);
+  await eventually(
+    async () => driverOf(source).has(id),
+    (has) => !has,
+  );
+  expect(driverOf(source).has(id)).toBe(false);
+  expect(processesOf(id)).toHaveLength(1);
+  expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+  await eventually(
+    async () => processesOf(id),
+    (ps) => ps.length === 0,
+  );
+});
