@@ -143,10 +143,10 @@ async function main(): Promise<number> {
     return 2;
   }
   const host = positionals[0]!;
-  const url = (v.url ?? process.env.NOVALESS_URL ?? "http://127.0.0.1:8774").replace(/\/+$/, "");
+  const url = (v.url || process.env.NOVALESS_URL || "http://127.0.0.1:8774").replace(/\/+$/, "");
 
   try {
-    const token = v.token ?? process.env.OS_TOKEN ?? (await passwordToken(url));
+    const token = v.token || process.env.OS_TOKEN || (await passwordToken(url));
     if (!token) {
       process.stderr.write(`novaless-drain: no token: give --token, OS_TOKEN, or OS_USERNAME/OS_PASSWORD\n`);
       return 2;

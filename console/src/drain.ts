@@ -121,7 +121,10 @@ export async function drainHost(request: DrainRequest, o: DrainOptions): Promise
     if (!MOVABLE.includes(s.status) || task) {
       set(i, {
         state: "skipped",
-        detail: `${s.status}${task ? ` (task ${task})` : ""}: only ACTIVE or SHUTOFF servers can be migrated`,
+        detail:
+          s.status === "VERIFY_RESIZE" && !task
+            ? "VERIFY_RESIZE: confirm or revert its move first"
+            : `${s.status}${task ? ` (task ${task})` : ""}: only ACTIVE or SHUTOFF servers can be migrated`,
       });
     } else o.onUpdate?.(outcomes[i]!);
   });

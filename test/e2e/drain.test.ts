@@ -1,8 +1,8 @@
 // Draining a host with `novaless-drain` (bin/novaless-drain.ts), run as an operator would, as its
 // own process against the local runtime: the host disabled first, every server on it
 // cold-migrated and confirmed (a SHUTOFF one stays SHUTOFF), one line per server, exit 0 with
-// the host empty, nothing leaked; --live is refused (not built) and an unknown host is the API's
-// message.
+// the host empty, nothing leaked; a server waiting in VERIFY_RESIZE is skipped (exit 1); --live
+// is refused (not built), and an unknown host or a member's token is the API's message.
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../local/runtime.js";
@@ -89,6 +89,26 @@ describe("novaless-drain", () => {
 
     for (const id of ids) expect((await admin.delete(`/v2.1/servers/${id}`)).status).toBe(204);
     for (const id of ids) await admin.waitForStatus(id, ["GONE"]);
+    expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
+  });
+
+  it("skips a server whose move waits for a confirm, and exits 1 with it still there", async () => {
+    const id = await admin.createServer({ name: "drain-waiting", availability_zone: "nova:host-2" });
+    await admin.waitForStatus(id, ["ACTIVE"]);
+    const moved = await admin.at("2.56").post(`/v2.1/servers/${id}/action`, { migrate: { host: "host-3" } });
+    expect(moved.status).toBe(202);
+    await admin.waitForStatus(id, ["VERIFY_RESIZE"]);
+    const r = await drain("host-3", "--no-disable");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe(
+      "host-3 left enabled: new servers may land on it\n" +
+        `${id}  drain-waiting  skipped: VERIFY_RESIZE: confirm or revert its move first\n` +
+        "host-3: 0 of 1 server(s) migrated, 0 failed, 1 skipped; 1 still on host-3\n",
+    );
+    expect((await admin.post(`/v2.1/servers/${id}/action`, { confirmResize: null })).status).toBe(204);
+    await admin.waitForStatus(id, ["ACTIVE"]);
+    expect((await admin.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+    await admin.waitForStatus(id, ["GONE"]);
     expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
   });
 
