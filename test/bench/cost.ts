@@ -1,5 +1,6 @@
 // npm run bench:cost [-- --hosts 10,1000,10000 --builds 50 --concurrency 4 --idle-seconds 20
-//                       --heartbeat-seconds <report_interval> --timeout 600 --dynamodb auto|local|dynalite]
+//                       --heartbeat-seconds <report_interval> --timeout 600 --dynamodb auto|local|dynalite
+//                       --moves 5 --move-hosts 10]
 //
 // What a build and an idle host cost, counted at the SDK boundary (lib/aws/meter.ts) by component
 // (the identity each client signs as), on the local runtime with every component under its own
@@ -14,11 +15,19 @@
 // public API at the given concurrency, each waited to ACTIVE by reading its item with the bench's
 // own (unmetered) client. In the build window the idle traffic is taken out: empty polls by
 // their answer, heartbeats by their table (Services), the rest at the idle window's rate.
+//
+// Then the moves (--moves N of each kind; 0 skips them), on a runtime of their own whose hosts
+// heartbeat every 2 s with service_down_time 6 s, so that a stopped host is down soon enough to
+// evacuate: resize + confirm, resize + revert, an admin's cold migration + confirm, evacuate (its
+// source stopped), and the evacuated source's return (it destroys its copies, then frees their
+// claims). One move at a time, each step timed from its POST to its final state; the figures are
+// per move as for a build, with the claim transactions each component wrote (claims, allocation
+// moves, releases), counted at the IAM gateway.
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { currentIdentity } from "../../lib/aws/identity.js";
 import {
   type CallerUsage,
@@ -28,6 +37,7 @@ import {
   stopMeter,
 } from "../../lib/aws/meter.js";
 import { schedulerConfig } from "../../lib/config.js";
+import { MIGRATIONS_BY_INSTANCE_INDEX } from "../../lib/resources.js";
 import {
   accessKeyIdOf,
   COMPONENTS,
@@ -44,9 +54,11 @@ import {
   backend,
   before,
   createServer,
+  DEMO_TOKEN,
   hardStop,
   load,
   machine,
+  percentile,
   pool,
   quietLogs,
   sizesOf,
@@ -68,6 +80,8 @@ const { values } = parseArgs({
     "poll-seconds": { type: "string", default: "20" },
     timeout: { type: "string", default: "600" },
     dynamodb: { type: "string", default: "auto" },
+    moves: { type: "string", default: "5" },
+    "move-hosts": { type: "string", default: "10" },
   },
 });
 const sizes = sizesOf(values.hosts);
@@ -536,8 +550,461 @@ function report(
   result.idle = { usdPerHostMonth: idleUsd };
 }
 
+// --- moves
+
+type MoveKind =
+  | "resize + confirm"
+  | "resize + revert"
+  | "migrate + confirm"
+  | "evacuate"
+  | "evacuated source back";
+/** The placement transactions of one caller (claims.ts): what a move costs the hosts' claims. */
+interface ClaimWrites {
+  /** a host's usage up and the consumer's allocation written (claim) */
+  claims: number;
+  /** an allocation handed from one consumer to another (moveAllocation), the host unchanged */
+  moves: number;
+  /** the allocation deleted and the host's usage down (release) */
+  releases: number;
+  /** any other transaction on those tables (the audit's repairs) */
+  other: number;
+  /** refused by a condition or a conflict (nothing written) */
+  refused: number;
+}
+const claimWrites = new Map<Caller, ClaimWrites>();
+const noClaims = (): ClaimWrites => ({ claims: 0, moves: 0, releases: 0, other: 0, refused: 0 });
+
+/**
+ * Counts the TransactWriteItems on the Hosts and Allocations tables as they reach the runtime's
+ * IAM gateway (every component's SDK call passes it, signed with the component's key): the
+ * meter counts requests by operation, not which transaction a request was.
+ */
+function watchClaimWrites(runtime: Runtime): boolean {
+  const gateway = runtime.emulators.gateway;
+  if (!gateway) return false;
+  const hostsTable = process.env.NOVALESS_HOSTS_TABLE!;
+  const allocationsTable = process.env.NOVALESS_ALLOCATIONS_TABLE!;
+  const serve = gateway.serve.bind(gateway);
+  gateway.serve = async (req, signal) => {
+    const res = await serve(req, signal);
+    const target = String(req.headers["x-amz-target"] ?? "");
+    if (!target.endsWith(".TransactWriteItems")) return res;
+    const items = (
+      JSON.parse(req.body.toString("utf8")) as { TransactItems?: Record<string, { TableName?: string }>[] }
+    ).TransactItems;
+    const actions = new Set(
+      (items ?? []).flatMap((item) =>
+        Object.entries(item).map(
+          ([verb, a]) =>
+            `${verb}:${a.TableName === hostsTable ? "H" : a.TableName === allocationsTable ? "A" : "?"}`,
+        ),
+      ),
+    );
+    if (![...actions].some((a) => a.endsWith(":H") || a.endsWith(":A"))) return res;
+    const key = /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ""))?.[1] ?? "";
+    const c = claimWrites.get(nameOf(key)) ?? noClaims();
+    claimWrites.set(nameOf(key), c);
+    if (res.status !== 200) c.refused++;
+    else if (actions.has("Update:H") && actions.has("Put:A")) c.claims++;
+    else if (actions.has("Update:H") && actions.has("Delete:A")) c.releases++;
+    else if (actions.has("Delete:A") && actions.has("Put:A") && !actions.has("Update:H")) c.moves++;
+    else c.other++;
+    return res;
+  };
+  return true;
+}
+
+interface MoveResult {
+  kind: MoveKind;
+  moves: number;
+  /** per step of the move: its name and the seconds each took, POST to final state */
+  steps: { name: string; seconds: number[] }[];
+  perMove: Map<Caller, Figures>;
+  claims: Map<Caller, ClaimWrites>;
+  sfnExecutions: number;
+  transitions: number;
+  apiRequests: number;
+  usd: number;
+  note?: string;
+}
+
+const ADMIN_TOKEN = "admin-token";
+
+/** One request to the public API; the answer and how long it took. */
+async function call(
+  url: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  version?: string,
+): Promise<{ status: number; json: Record<string, unknown>; ms: number }> {
+  const t0 = performance.now();
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      "content-type": "application/json",
+      "x-auth-token": token,
+      ...(version ? { "openstack-api-version": `compute ${version}` } : {}),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  const ms = performance.now() - t0;
+  return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : {}, ms };
+}
+
+async function runMoves(
+  n: number,
+  hosts: number,
+  be: Awaited<ReturnType<typeof backend>>,
+  memory: Record<FunctionComponent, number>,
+): Promise<MoveResult[]> {
+  const deadline = Date.now() + timeoutMs;
+  const moveHeartbeat = 2;
+  print(
+    `\n## moves: ${n} of each, one at a time, on ${hosts} hosts (heartbeat ${moveHeartbeat} s, service_down_time ${3 * moveHeartbeat} s)`,
+  );
+  const starting = be.start({
+    port: 0,
+    hosts,
+    buildMs: 0,
+    heartbeatSeconds: moveHeartbeat,
+    watchdogIntervalMs: 0,
+    env: { NOVALESS_SERVICE_DOWN_TIME: String(3 * moveHeartbeat) },
+  });
+  let runtime: Runtime;
+  try {
+    runtime = await before(deadline, `starting ${hosts} hosts`, starting);
+  } catch (e) {
+    void starting.then((r) => r.stop()).catch(() => {});
+    throw e;
+  }
+  const reader = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+  const instancesTable = process.env.NOVALESS_INSTANCES_TABLE!;
+  const migrationsTable = process.env.NOVALESS_MIGRATIONS_TABLE!;
+  servicesTable = process.env.NOVALESS_SERVICES_TABLE!;
+  if (!watchClaimWrites(runtime)) print("no IAM gateway in this runtime: claim transactions not counted");
+  const results: MoveResult[] = [];
+  let posts = 0;
+  /** a POST of the move, as API Gateway and the API function count it */
+  const post = async (token: string, path: string, body: unknown, want: number, version?: string) => {
+    const r = await call(runtime.url, token, "POST", path, body, version);
+    invocations.push({ name: "novaless-api", memory: memory.api, durationMs: r.ms, ok: true });
+    posts++;
+    if (r.status !== want)
+      throw new Error(`POST ${path}: HTTP ${r.status} ${JSON.stringify(r.json).slice(0, 300)}`);
+    return r;
+  };
+  const instance = async (id: string) =>
+    (
+      await reader.send(
+        new GetCommand({
+          TableName: instancesTable,
+          Key: { id },
+          ProjectionExpression: "vm_state, task_state, #h",
+          ExpressionAttributeNames: { "#h": "host" },
+        }),
+      )
+    ).Item as { vm_state: string; task_state: string | null; host: string } | undefined;
+  /** "VERIFY_RESIZE", "ACTIVE" or "ERROR" once the server is at rest (no task), else its task state */
+  const status = async (id: string) => {
+    const rec = await instance(id);
+    if (!rec) return undefined;
+    if (rec.vm_state === "error") return "ERROR";
+    if (rec.task_state) return rec.task_state;
+    return rec.vm_state === "resized" ? "VERIFY_RESIZE" : rec.vm_state === "active" ? "ACTIVE" : rec.vm_state;
+  };
+  /** one step: its POST, then until the server is at `want` (and, for an evacuation, off `from`) */
+  const step = async (
+    id: string,
+    action: unknown,
+    token: string,
+    want: string,
+    code: number,
+    version?: string,
+    from?: string,
+  ) => {
+    const t0 = performance.now();
+    await post(token, `/v2.1/servers/${id}/action`, action, code, version);
+    await until(
+      `server ${id}`,
+      deadline,
+      async () => {
+        const s = await status(id);
+        return from !== undefined && s === want && (await instance(id))?.host === from
+          ? "still on its source"
+          : s;
+      },
+      want,
+      20,
+    );
+    return (performance.now() - t0) / 1000;
+  };
+  const boot = async (name: string, host?: string) => {
+    const r = await call(runtime.url, host ? ADMIN_TOKEN : DEMO_TOKEN, "POST", "/v2.1/servers", {
+      server: {
+        name,
+        flavorRef: "1",
+        imageRef: "cirros",
+        ...(host ? { availability_zone: `nova:${host}` } : {}),
+      },
+    });
+    if (r.status !== 202)
+      throw new Error(`create ${name}: HTTP ${r.status} ${JSON.stringify(r.json).slice(0, 300)}`);
+    const id = (r.json.server as { id: string }).id;
+    await until(`server ${id}`, deadline, () => status(id), "ACTIVE", 20);
+    return id;
+  };
+  /** everything a window's moves left running lands in it */
+  const settle = async () => {
+    await runtime.emulators.sfn?.waitForIdle();
+    await sleep(1000);
+  };
+  const measure = async (
+    kind: MoveKind,
+    servers: string[],
+    stepNames: string[],
+    move: (id: string) => Promise<number[]>,
+    idle: Window,
+  ) => {
+    // the first move of each kind warms its functions: not counted
+    await move(servers[0]!);
+    await settle();
+    const steps = stepNames.map((name) => ({ name, seconds: [] as number[] }));
+    posts = 0;
+    openWindow();
+    claimWrites.clear();
+    for (const id of servers.slice(1)) {
+      const times = await before(deadline, kind, move(id));
+      for (const [i, t] of times.entries()) steps[i]!.seconds.push(t);
+    }
+    const apiPosts = posts;
+    await settle();
+    results.push(moveFigures(kind, servers.length - 1, steps, closeWindow(), idle, memory, apiPosts));
+  };
+
+  try {
+    // servers first, not measured: the resized and migrated ones anywhere, the evacuated ones on host-1
+    const plain: string[] = [];
+    for (let i = 0; i < 3 * (n + 1); i++) plain.push(await before(deadline, "boots", boot(`move-${i}`)));
+    const evacuees: string[] = [];
+    for (let i = 0; i <= n; i++)
+      evacuees.push(await before(deadline, "boots", boot(`evacuee-${i}`, "host-1")));
+    await settle();
+    startMeter();
+    openWindow();
+    await before(
+      deadline,
+      "idle window",
+      sleep(Math.max(Number(values["idle-seconds"]), 2 * moveHeartbeat) * 1000),
+    );
+    const idle = closeWindow();
+
+    await measure(
+      "resize + confirm",
+      plain.slice(0, n + 1),
+      ["resize → VERIFY_RESIZE", "confirm → ACTIVE"],
+      async (id) => [
+        await step(id, { resize: { flavorRef: "2" } }, DEMO_TOKEN, "VERIFY_RESIZE", 202),
+        await step(id, { confirmResize: null }, DEMO_TOKEN, "ACTIVE", 204),
+      ],
+      idle,
+    );
+    await measure(
+      "resize + revert",
+      plain.slice(n + 1, 2 * n + 2),
+      ["resize → VERIFY_RESIZE", "revert → ACTIVE"],
+      async (id) => [
+        await step(id, { resize: { flavorRef: "2" } }, DEMO_TOKEN, "VERIFY_RESIZE", 202),
+        await step(id, { revertResize: null }, DEMO_TOKEN, "ACTIVE", 202),
+      ],
+      idle,
+    );
+    await measure(
+      "migrate + confirm",
+      plain.slice(2 * n + 2),
+      ["migrate → VERIFY_RESIZE", "confirm → ACTIVE"],
+      async (id) => [
+        await step(id, { migrate: null }, ADMIN_TOKEN, "VERIFY_RESIZE", 202),
+        await step(id, { confirmResize: null }, ADMIN_TOKEN, "ACTIVE", 204),
+      ],
+      idle,
+    );
+
+    // host-1 stops; once service_down_time has passed (and the watchdog saw it) it may be evacuated
+    await runtime.killHost("host-1");
+    await before(deadline, "service_down_time", sleep((3 * moveHeartbeat + 1) * 1000));
+    await runtime.runWatchdog();
+    await measure(
+      "evacuate",
+      evacuees,
+      ["evacuate → ACTIVE"],
+      async (id) => [await step(id, { evacuate: {} }, ADMIN_TOKEN, "ACTIVE", 200, "2.68", "host-1")],
+      idle,
+    );
+
+    // host-1 back: it destroys its copies of the evacuated servers, then their source claims go
+    const evacuations = async () =>
+      (
+        await Promise.all(
+          evacuees.map(
+            async (id) =>
+              (
+                await reader.send(
+                  new QueryCommand({
+                    TableName: migrationsTable,
+                    IndexName: MIGRATIONS_BY_INSTANCE_INDEX,
+                    KeyConditionExpression: "instance_uuid = :i",
+                    ExpressionAttributeValues: { ":i": id },
+                  }),
+                )
+              ).Items ?? [],
+          ),
+        )
+      ).flat() as { migration_type: string; status: string }[];
+    posts = 0;
+    openWindow();
+    claimWrites.clear();
+    const t0 = performance.now();
+    await runtime.restartHost("host-1");
+    await until(
+      "the evacuations' completion",
+      deadline,
+      async () => {
+        const open = (await evacuations()).filter(
+          (m) => m.migration_type === "evacuation" && m.status !== "completed",
+        );
+        return open.length === 0 ? "completed" : `${open.length} open`;
+      },
+      "completed",
+      50,
+    );
+    const back = (performance.now() - t0) / 1000;
+    await settle();
+    results.push(
+      moveFigures(
+        "evacuated source back",
+        evacuees.length,
+        [{ name: `host-1 restarted → its ${evacuees.length} evacuations completed`, seconds: [back] }],
+        closeWindow(),
+        idle,
+        memory,
+        0,
+      ),
+    );
+    stopMeter();
+    return results;
+  } finally {
+    stopMeter();
+    reader.destroy();
+    await runtime.stop().catch((e) => print(`stop failed: ${(e as Error).message}`));
+  }
+}
+
+/** One kind's window, per move, less the idle rate; printed by component. */
+function moveFigures(
+  kind: MoveKind,
+  n: number,
+  steps: { name: string; seconds: number[] }[],
+  window: Window,
+  idle: Window,
+  memory: Record<FunctionComponent, number>,
+  apiPosts: number,
+): MoveResult {
+  const idleBy = byComponent(idle, memory);
+  const by = byComponent(window, memory);
+  const perMove = new Map<Caller, Figures>();
+  for (const c of new Set([...idleBy.keys(), ...by.keys()])) {
+    if (c === "heartbeat") continue;
+    const f = add(by.get(c) ?? zero(), idleBy.get(c) ?? zero(), -window.seconds / idle.seconds);
+    for (const k of Object.keys(f) as (keyof Figures)[]) f[k] = Math.max(0, f[k]) / n;
+    perMove.set(c, f);
+  }
+  // copies: the next kind's warm-up adds to the live counts before they are cleared
+  const claims = new Map([...claimWrites].map(([c, w]) => [c, { ...w }] as const));
+  print(`\n### ${kind}: ${n} in ${fmt(window.seconds, 1)} s (${load()})`);
+  for (const s of steps) {
+    const sorted = [...s.seconds].sort((a, b) => a - b);
+    print(
+      `  ${s.name}: p50 ${fmt(percentile(sorted, 0.5))} s, max ${fmt(sorted.at(-1) ?? Number.NaN)} s (${sorted.map((t) => fmt(t)).join(", ")})`,
+    );
+  }
+  const rows: Record<string, Record<string, string>> = {};
+  let usd = 0;
+  for (const c of [...new Set([...perMove.keys(), ...claims.keys()])].sort()) {
+    const f = perMove.get(c) ?? zero();
+    const w = claims.get(c);
+    if (Object.values(f).every((v) => v === 0) && !w) continue;
+    const u = dynamoUnits(f);
+    rows[c] = {
+      "ddb req": fmt(f.ddbRequests),
+      RRU: fmt(u.read),
+      WRU: fmt(u.write),
+      "WRU refused": fmt(f.failedWrite),
+      "sqs req": fmt(f.sqsRequests),
+      "lambda inv": fmt(f.invocations),
+      "GB-s": fmt(f.gbSeconds, 4),
+      "claim/move/release": w ? `${fmt(w.claims / n)}/${fmt(w.moves / n)}/${fmt(w.releases / n)}` : "",
+      "refused tx": w ? fmt(w.refused / n) : "",
+      "$/M moves": fmt(dollars(f, c) * 1e6),
+    };
+    usd += dollars(f, c);
+  }
+  console.table(rows);
+  const sfnExecutions = window.executions.length / n;
+  const transitions = window.executions.reduce((s, e) => s + e.transitions, 0) / n;
+  const expressGbS =
+    window.executions.reduce((s, e) => s + Math.ceil(e.durationMs / 100) * 0.1 * (64 / 1024), 0) / n;
+  const sfnUsd = sfnExecutions * PRICES.expressRequest.usd + expressGbS * PRICES.expressGbSecond.usd;
+  const apiRequests = apiPosts / n;
+  usd += sfnUsd + apiRequests * PRICES.httpApiRequest.usd;
+  const machines = [...new Set(window.executions.map((e) => e.stateMachineName))].join(", ");
+  print(
+    `  Step Functions: ${fmt(sfnExecutions)} executions (${machines || "none"}), ${fmt(transitions, 1)} transitions; ` +
+      `API: ${fmt(apiRequests)} requests; $ per million: ${fmt(usd * 1e6)}`,
+  );
+  return { kind, moves: n, steps, perMove, claims, sfnExecutions, transitions, apiRequests, usd };
+}
+
+function printMoveSummary(results: MoveResult[]): void {
+  print("\n## moves summary (per move; DynamoDB units include indexes and refused writes)");
+  console.table(
+    results.map((r) => {
+      let total = zero();
+      for (const f of r.perMove.values()) total = add(total, f);
+      const w = noClaims();
+      for (const c of r.claims.values())
+        for (const k of Object.keys(w) as (keyof ClaimWrites)[]) w[k] += c[k];
+      const u = dynamoUnits(total);
+      return {
+        move: r.kind,
+        n: r.moves,
+        "s (p50 per step)": r.steps
+          .map((s) =>
+            fmt(
+              percentile(
+                [...s.seconds].sort((a, b) => a - b),
+                0.5,
+              ),
+            ),
+          )
+          .join(" + "),
+        "ddb req": fmt(total.ddbRequests, 1),
+        RRU: fmt(u.read, 1),
+        WRU: fmt(u.write, 1),
+        "sqs req": fmt(total.sqsRequests, 1),
+        "sfn exec": fmt(r.sfnExecutions),
+        "lambda inv": fmt(total.invocations, 1),
+        "claim/move/release": `${fmt(w.claims / r.moves)}/${fmt(w.moves / r.moves)}/${fmt(w.releases / r.moves)}`,
+        "$/M moves": fmt(r.usd * 1e6),
+      };
+    }),
+  );
+}
+
 // --- main
-hardStop("bench:cost", timeoutMs * sizes.length + 120_000);
+hardStop("bench:cost", timeoutMs * (sizes.length + (Number(values.moves) > 0 ? 1 : 0)) + 120_000);
 print(`bench:cost on ${machine()}; ${load()}`);
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
@@ -575,5 +1042,14 @@ console.table(
     note: r.note ?? "",
   })),
 );
+const moves = Number(values.moves);
+if (moves > 0) {
+  try {
+    printMoveSummary(await runMoves(moves, Number(values["move-hosts"]), be, memory));
+  } catch (e) {
+    print(`moves: ${(e as Error).message}`);
+    if (lastErrors.length) print(`last errors logged:\n${lastErrors.join("\n")}`);
+  }
+}
 await be.stop();
 process.exit(0);
