@@ -112,6 +112,40 @@ describe("novaless-drain", () => {
     expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
   });
 
+  it("reports a move that found no host with the scheduler's reason, the server left where it was", async () => {
+    const id = await admin.createServer({ name: "drain-stuck", availability_zone: "nova:host-2" });
+    await admin.waitForStatus(id, ["ACTIVE"]);
+    const serviceIds = new Map<string, string>(
+      (await admin.get("/v2.1/os-services")).body.services.map((x: { host: string; id: string }) => [
+        x.host,
+        x.id,
+      ]),
+    );
+    const set = (host: string, status: string) =>
+      admin.at("2.53").call("PUT", `/v2.1/os-services/${serviceIds.get(host)}`, {
+        status,
+        disabled_reason: status === "disabled" ? "full" : undefined,
+      });
+    // host-1 is still disabled from the first test; host-3 too now: nowhere to go
+    expect((await set("host-3", "disabled")).status).toBe(200);
+    const r = await drain("host-2");
+    expect(r.code).toBe(1);
+    expect(r.stdout.split("\n")).toEqual([
+      "disabled host-2 (draining for maintenance): the scheduler places nothing new on it",
+      `${id}  drain-stuck  failed: cold_migrate: 0/3 hosts are available: 2 are disabled, 1 is in ignore_hosts.`,
+      "host-2: 0 of 1 server(s) migrated, 1 failed, 0 skipped; 1 still on host-2",
+      "",
+    ]);
+    const s = await hostOf(id);
+    expect(s).toMatchObject({ status: "ACTIVE", "OS-EXT-SRV-ATTR:host": "host-2" });
+    const m = (await admin.get(`/v2.1/os-migrations?instance_uuid=${id}`)).body.migrations;
+    expect(m.map((x: { status: string }) => x.status)).toEqual(["error"]);
+    for (const h of ["host-1", "host-2", "host-3"]) expect((await set(h, "enabled")).status).toBe(200);
+    expect((await admin.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+    await admin.waitForStatus(id, ["GONE"]);
+    expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
+  });
+
   it("refuses --live (not built), and an unknown host is the API's message", async () => {
     const live = await drain("host-2", "--live");
     expect(live.code).toBe(2);
