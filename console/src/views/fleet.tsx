@@ -367,7 +367,7 @@ export function HostView({ name, onConfirm }: { name: string; onConfirm: (r: Con
         </table>
       )}
       {row && <ServiceButtons host={row} onConfirm={onConfirm} />}
-      <DrainHost host={name} servers={list.length} onConfirm={onConfirm} />
+      <DrainHost key={name} host={name} servers={list.length} onConfirm={onConfirm} />
       <h2>Instances ({list.length})</h2>
       <ErrorNote error={servers.error} />
       <ServerTable servers={list} admin />
