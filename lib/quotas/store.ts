@@ -118,11 +118,20 @@ export async function reserveInstances(
   flavor: { vcpus: number; memory_mb: number },
   minCount: number,
   maxCount: number,
+  /** the project's limits, when the caller read them already */
+  known?: Limits,
 ): Promise<ReserveResult> {
-  const limits = await getProjectLimits(project);
+  const limits = known ?? (await getProjectLimits(project));
+
+  // The common case first, without reading the usage: all of max_count in one conditional ADD,
+  // whose condition is the limits themselves. Only a refusal reads the usage, to fit fewer or
+  // to say why.
+  const whole = deltaOf(maxCount, flavor);
+  if (await addUsage(project, whole, limits)) return { ok: true, count: maxCount, delta: whole };
   for (;;) {
     const used = await getUsage(project);
     const check = checkInstances(limits, used, flavor, minCount, maxCount);
+
     if (!check.ok) return check;
     const delta = deltaOf(check.count, flavor);
     // lost to a concurrent reservation: read the usage again

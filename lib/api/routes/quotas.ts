@@ -151,8 +151,10 @@ export async function reserveForCreate(
   flavor: { vcpus: number; memory_mb: number },
   req: { minCount: number; maxCount: number },
   requestId: string,
+  limits?: Limits,
 ): Promise<CreateReservation> {
-  const r = await deps.quotas.reserveInstances(project, flavor, req.minCount, req.maxCount);
+  const r = await deps.quotas.reserveInstances(project, flavor, req.minCount, req.maxCount, limits);
+
   if (!r.ok) throw forbidden(r.message);
   let given = false;
   const giveBack = async () => {

@@ -5,6 +5,7 @@ import type { InstanceRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import { metrics } from "../../metrics.js";
 import { isServiceUp } from "../../placement/liveness.js";
+import type { Limits } from "../../quotas/quotas.js";
 import type { AuthContext } from "../auth.js";
 import { checkFlavorFitsImage, newAdminPass, planCreate } from "../build.js";
 import type { ApiDeps } from "../deps.js";
@@ -78,6 +79,8 @@ export interface ResolvedCreate {
   flavor: Flavor;
   image: Image;
   group: ServerGroup | undefined;
+  /** the project's limits as the checks read them (the reservation reuses them) */
+  limits: Limits;
 }
 
 /**
@@ -88,7 +91,8 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   const { auth } = ctx;
   const settings = apiSettings();
   // Nova checks a create's metadata against the project's metadata_items quota (-1: unlimited)
-  const metadataItems = (await deps.quotas.getProjectLimits(auth.project_id)).metadata_items;
+  const limits = await deps.quotas.getProjectLimits(auth.project_id);
+  const metadataItems = limits.metadata_items;
   const req = parseCreateServer(
     parseJsonBody(body),
     auth,
@@ -112,7 +116,7 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   if (req.az?.zone && !req.az.host) await checkZoneAvailable(deps, req.az.zone);
   if (req.requestedDestination) await checkDestination(deps, req.requestedDestination);
   const group = await findHintedGroup(deps, req.schedulerHints, auth);
-  return { req, flavor, image, group };
+  return { req, flavor, image, group, limits };
 }
 
 /** Best effort: a record that cannot be deleted either is logged, for an operator to clean up. */
@@ -132,9 +136,9 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps } = call;
   const { auth } = ctx;
   const settings = apiSettings();
-  const { req, flavor, image, group } = await resolveCreate(call);
+  const { req, flavor, image, group, limits } = await resolveCreate(call);
   // Nova's instance quota: max_count reduced to what fits; given back if the create fails below
-  const quota = await reserveForCreate(deps, auth.project_id, flavor, req, ctx.requestId);
+  const quota = await reserveForCreate(deps, auth.project_id, flavor, req, ctx.requestId, limits);
 
   const plan = planCreate({
     req: { ...req, maxCount: quota.count },
