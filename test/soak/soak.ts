@@ -98,6 +98,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   // a soak with its own log (npm run soak, SOAK_LOG=1) shows the product's lines as a person reads them
   if (opts.log) setLogFormat("human");
   const hostCount = opts.hosts ?? 12;
+  const starting = Date.now();
   const runtime: Runtime = await startRuntime({
     port: 0,
     hosts: hostCount,
@@ -122,6 +123,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       maxHostMessageDelaySeconds: 2,
     },
   });
+  say(`runtime started in ${Math.round((Date.now() - starting) / 1000)} s`);
   const api = async (
     method: string,
     path: string,
@@ -239,6 +241,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const dead = new Map<string, number>(); // host → when to restart it
     const moving = new Map<string, string>(); // server → its source host, for moves accepted
     const deleteAt = new Map<string, number>(); // server → when to delete it, mid-move
+    let midMoveDeletes = 0;
     const hostNames = [...runtime.hosts.keys()];
     const forget = (id: string) => {
       const i = live.indexOf(id);
@@ -258,7 +261,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       const s = got.body.server;
       const host: string | null = s["OS-EXT-SRV-ATTR:host"];
       if (s.status === "ACTIVE" && host) {
-        const r = random();
+        // each kind at least once, however little load a busy machine lets through
+        const r = !report.moves.resize.accepted ? 0 : !report.moves.migrate.accepted ? 0.7 : random();
         let ok: boolean;
         if (r < 0.6) {
           const flavorRef = pick(FLAVORS.filter((f) => f !== s.flavor.id));
@@ -279,10 +283,17 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         }
         if (ok) {
           moving.set(id, host);
-          if (random() < 0.3) deleteAt.set(id, Date.now() + random() * 1500);
+          if (!midMoveDeletes || random() < 0.3) {
+            midMoveDeletes++;
+            deleteAt.set(id, Date.now() + random() * 1500);
+          }
         }
       } else if (s.status === "VERIFY_RESIZE") {
-        const r = random();
+        const r = !report.moves.confirmResize.accepted
+          ? 0
+          : !report.moves.revertResize.accepted
+            ? 0.5
+            : random();
         if (r < 0.45) await moveAction(id, "confirmResize", { confirmResize: null });
         else if (r < 0.85) await moveAction(id, "revertResize", { revertResize: null });
         else {
@@ -384,15 +395,30 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     let busy: InstanceRecord[] = [];
     const settleFrom = Date.now();
     let lastWait = "";
+    // Nothing may be in progress at the end: every VERIFY_RESIZE is confirmed or reverted as soon
+    // as the settling sees it (alongside the builds still finishing, to keep within the budget).
     const settle = async () => {
       for (;;) {
         building = await listBuilding();
         pending = await pendingMessages(queues);
-        // a task in progress, or a move between its steps (a confirm has no task state: Nova's)
-        busy = (await listInstances()).filter(
+        const live = await listInstances();
+        for (const r of live) {
+          if (r.vm_state !== "resized" || r.task_state !== null || r.migration?.status !== "finished")
+            continue;
+          const confirm = !report.moves.confirmResize.accepted
+            ? true
+            : !report.moves.revertResize.accepted
+              ? false
+              : random() < 0.5;
+          const ok = confirm
+            ? await moveAction(r.id, "confirmResize", { confirmResize: null })
+            : await moveAction(r.id, "revertResize", { revertResize: null });
+          if (ok) report.settled_verify_resize++;
+        }
+        // a task in progress, or a move not over (a confirm has no task state: Nova's)
+        busy = live.filter(
           (r) =>
-            (r.task_state !== null && r.vm_state !== "building") ||
-            (r.migration && r.migration.status !== "finished"),
+            (r.task_state !== null && r.vm_state !== "building") || r.migration || r.vm_state === "resized",
         );
         await maybeCheckOvercommit("while settling");
         const waitingFor = `${building.length} building, ${pending} queued, busy: ${busy.map((r) => `${r.id.slice(0, 8)} ${r.vm_state}/${r.task_state}/${r.migration?.status ?? "-"}`).join(" ")}`;
@@ -404,18 +430,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       }
     };
     await settle();
-    // Nothing may be in progress at the end: every VERIFY_RESIZE is confirmed or reverted.
-    const resized = (await listInstances()).filter((r) => r.vm_state === "resized" && r.task_state === null);
-    for (const r of resized) {
-      const ok =
-        random() < 0.5
-          ? await moveAction(r.id, "confirmResize", { confirmResize: null })
-          : await moveAction(r.id, "revertResize", { revertResize: null });
-      if (ok) report.settled_verify_resize++;
-      else report.problems.push(`could not confirm or revert ${r.id} after the load`);
-    }
-    if (resized.length) await settle();
     report.settle_seconds = Math.round((Date.now() - settleBy) / 1000 + (opts.settleSeconds ?? 120));
+    say(`settled after ${Math.round((Date.now() - settleFrom) / 1000)} s`);
     if (pending) report.problems.push(`${pending} message(s) still queued after settling`);
     await runtime.emulators.sfn?.waitForIdle();
     report.stuck_in_build = building.length;
@@ -550,11 +566,14 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       for (const l of await peekDeadLetters(q.url))
         report.dead_letters.push({ queue: q.name, reason: l.reason });
     }
+    say(`checked after ${Math.round((Date.now() - settleFrom) / 1000)} s`);
     // Not drawn from the must-be-zero list, but worth knowing: the whole API answered.
     const check = await api("GET", "/v2.1/servers/detail?all_tenants=1", undefined, ADMIN);
     if (check.status !== 200) report.problems.push(`final listing answered ${check.status}`);
   } finally {
+    const stopping = Date.now();
     await runtime.stop();
+    say(`runtime stopped in ${Math.round((Date.now() - stopping) / 1000)} s`);
   }
   return report;
 }
