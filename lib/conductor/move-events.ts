@@ -250,7 +250,10 @@ async function fenced(
   cast: CastToHost,
 ): Promise<void> {
   const livesThere = rec && !rec.deleted && rec.host === r.host;
-  const built = r.step === "finish_resize" || r.step === "rebuild_instance";
+  // every step that leaves a guest running where it ran
+  const built =
+    r.step === "finish_resize" || r.step === "rebuild_instance" || r.step === "finish_revert_resize";
+
   if (built && r.ok && !(livesThere && rec.attempt === r.attempt)) {
     await release(r.host, r.instance_uuid, r.attempt);
     // a same-host move's guest is the instance's own: only the claim goes

@@ -205,6 +205,43 @@ export function sourceMigrated(
 }
 
 /**
+ * The destination reported the guest running there (its report's fence included): the record
+ * points at it, at the move's attempt, out of the task `from`, in `vm`.
+ */
+function landed(
+  move: MoveContext,
+  host: string,
+  attempt: number,
+  power: number,
+  from: TaskState,
+  vm: InstanceRecord["vm_state"],
+): Update {
+  return merge(reported(move.uuid, host, "migration.dest_host", attempt), {
+    set: [
+      "host = :rh",
+      "node = :node",
+      "availability_zone = :az",
+      "attempt = :ra",
+      "spawn_attempt = :ra",
+      "vm_state = :vm",
+      "task_state = :null",
+      "power_state = :power",
+      "power_state_at = :now",
+    ],
+    remove: ["alternates"],
+    condition: "task_state = :from",
+    values: {
+      ":node": move.dest_node ?? host,
+      ":az": move.dest_az,
+      ":vm": vm,
+      ":null": null,
+      ":power": power,
+      ":from": from,
+    },
+  });
+}
+
+/**
  * compute-events: the destination runs the guest with the new flavor. The instance is on the
  * destination now, at the move's attempt, in VERIFY_RESIZE (Nova's finish_resize).
  */
@@ -219,30 +256,10 @@ export function destinationFinished(
   return transitionWithEvent(
     ref,
     ev,
-    merge(reported(move.uuid, host, "migration.dest_host", attempt), status("finished"), {
-      set: [
-        "host = :rh",
-        "node = :node",
-        "availability_zone = :az",
-        "flavor = :flavor",
-        "attempt = :ra",
-        "spawn_attempt = :ra",
-        "vm_state = :resized",
-        "task_state = :null",
-        "power_state = :power",
-        "power_state_at = :now",
-      ],
-      remove: ["alternates"],
-      condition: "task_state = :from",
-      values: {
-        ":node": move.dest_node ?? host,
-        ":az": move.dest_az,
-        ":flavor": move.new_flavor,
-        ":resized": "resized",
-        ":null": null,
-        ":power": power,
-        ":from": "resize_migrated",
-      },
+    merge(landed(move, host, attempt, power, "resize_migrated", "resized"), status("finished"), {
+      set: ["flavor = :flavor"],
+      condition: "attribute_exists(migration)",
+      values: { ":flavor": move.new_flavor },
     }),
   );
 }
@@ -264,28 +281,11 @@ export function evacuated(
   return transitionWithEvent(
     ref,
     ev,
-    merge(reported(move.uuid, host, "migration.dest_host", attempt), {
-      set: [
-        "host = :rh",
-        "node = :node",
-        "availability_zone = :az",
-        "attempt = :ra",
-        "spawn_attempt = :ra",
-        "vm_state = :vm",
-        "task_state = :null",
-        "power_state = :power",
-        "power_state_at = :now",
-      ],
-      remove: ["alternates", "migration"],
-      condition: "task_state = :from",
-      values: {
-        ":node": move.dest_node ?? host,
-        ":az": move.dest_az,
-        ":vm": running ? "active" : "stopped",
-        ":null": null,
-        ":power": power,
-        ":from": "rebuild_spawning",
-      },
+    merge(landed(move, host, attempt, power, "rebuild_spawning", running ? "active" : "stopped"), {
+      set: [],
+      remove: ["migration"],
+      condition: "attribute_exists(migration)",
+      values: {},
     }),
   );
 }
@@ -487,7 +487,9 @@ export interface ConfirmIo {
 export async function confirmMove(rec: InstanceRecord, a: InstanceAction, io: ConfirmIo): Promise<boolean> {
   const move = rec.migration;
   if (!move || !(await io.beginConfirm(rec, a))) return false;
-  await io.updateMigration(move.uuid, ["finished"], "confirming");
+  // (the record may still say post-migrating: compute-events writes the instance first, then it)
+  await io.updateMigration(move.uuid, ["post-migrating", "finished"], "confirming");
+
   await io.releaseUsage(rec.project_id, upsizeDelta(move.new_flavor, move.old_flavor));
   await io.castToHost(move.source_host, {
     version: 1,

@@ -12,24 +12,12 @@ import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-actions.js";
 import { parseLockBody } from "../validation/servers.js";
+import { actionRecord } from "./instance-action.js";
 import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
 import { findServer } from "./servers.js";
 
 /** Nova's lock_server unlock_override rule: only it may lift another's (an admin's) lock. */
 const UNLOCK_OVERRIDE = "os_compute_api:os-lock-server:unlock:unlock_override";
-
-function actionRecord(name: ActionName, call: RouteCall): InstanceAction {
-  const { auth, requestId } = call.ctx;
-  return {
-    action: name,
-    request_id: requestId,
-    user_id: auth.user_id,
-    project_id: auth.project_id,
-    start_time: call.deps.now().toISOString(),
-    message: null,
-    events: {},
-  };
-}
 
 async function write(
   call: RouteCall,

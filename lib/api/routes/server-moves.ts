@@ -26,6 +26,7 @@ import {
 import type { ApiResult, RouteCall } from "../request.js";
 import { canSeeFlavor } from "../validation/flavors.js";
 import { parseEvacuateBody, parseMigrateBody, parseResizeBody } from "../validation/server-actions.js";
+import { actionRecord } from "./instance-action.js";
 
 const MIGRATE_POLICY = "os_compute_api:os-migrate-server:migrate";
 const MIGRATE_HOST_POLICY = "os_compute_api:os-migrate-server:migrate:host";
@@ -39,19 +40,6 @@ function moveDeps(call: RouteCall): MoveDeps {
   const m = call.deps.moves;
   if (!m) throw new Error("the API was built without its move dependencies");
   return m;
-}
-
-function action(name: InstanceAction["action"], call: RouteCall): InstanceAction {
-  const { auth, requestId } = call.ctx;
-  return {
-    action: name,
-    request_id: requestId,
-    user_id: auth.user_id,
-    project_id: auth.project_id,
-    start_time: call.deps.now().toISOString(),
-    message: null,
-    events: {},
-  };
 }
 
 /** Nova's check_instance_lock: a locked server refuses its owner, not an admin. */
@@ -162,7 +150,7 @@ async function accept(
         // Nova puts the source in the ignore list unless a resize may stay (a migration never does)
         sameHostAllowed: kind === "resize" && moveOptions().allowResizeToSameHost,
         ...extra,
-        action: action(apiAction, call),
+        action: actionRecord(apiAction, call),
       },
       {
         ...m,
@@ -206,7 +194,7 @@ export async function confirmResize(call: RouteCall, rec: InstanceRecord): Promi
   const m = moveDeps(call);
   checkLock(call, rec);
   checkResized(rec, "confirmResize");
-  const confirmed = await confirmMove(rec, action("confirmResize", call), {
+  const confirmed = await confirmMove(rec, actionRecord("confirmResize", call), {
     beginConfirm: m.beginConfirm,
     updateMigration: m.updateMigration,
     releaseUsage: call.deps.quotas.releaseUsage,
@@ -221,9 +209,11 @@ export async function revertResize(call: RouteCall, rec: InstanceRecord): Promis
   const m = moveDeps(call);
   checkLock(call, rec);
   const move = checkResized(rec, "revertResize");
-  const begun = await m.beginRevert(rec, action("revertResize", call));
+  const begun = await m.beginRevert(rec, actionRecord("revertResize", call));
   if (!begun) await refusedBy(call, rec, "revertResize");
-  await m.updateMigration(move.uuid, ["finished"], "reverting");
+  // (the record may still say post-migrating: compute-events writes the instance first, then it)
+  await m.updateMigration(move.uuid, ["post-migrating", "finished"], "reverting");
+
   // a resize up counted the new (larger) flavor until now
   await call.deps.quotas.releaseUsage(rec.project_id, upsizeDelta(move.old_flavor, move.new_flavor));
   await cast(call, rec.host!, {
