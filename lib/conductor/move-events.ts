@@ -44,7 +44,10 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
   });
   const rec = await getInstance(id);
   const move = rec?.migration;
-  if (!rec || rec.deleted || move?.uuid !== r.migration_uuid) return fenced(r, rec, mlog, cast);
+  // (a move marked failed is over for its hosts: what they report now is fenced)
+  if (!rec || rec.deleted || move?.uuid !== r.migration_uuid || move.status === "error")
+    return fenced(r, rec, mlog, cast);
+
   const ref = { id, request_id: r.request_id };
   const ev = (ok: boolean) =>
     event(

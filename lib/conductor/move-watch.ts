@@ -67,6 +67,12 @@ async function watchMove(
     return undefined;
   }
   const stale = age > instanceBuildTimeout();
+  // a failure marked on the record whose settling died half-way: finish it
+  if (move.status === "error") {
+    const closed = await failMove(rec, fault("", ""), log);
+    return closed ? { ...base, action: "failed", reason: "its failure's settling was finished" } : undefined;
+  }
+
   const window = moveOptions().resizeConfirmWindow;
   const isUp = (host: string | null) => host === null || up.get(host) === true;
   switch (m.status) {

@@ -6,7 +6,7 @@
 import { castToCompute, computeMessageBody } from "../aws/send.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { updateMigration } from "../instances/migrations.js";
-import { EVENT_MIGRATE, EVENT_REBUILD, moveFailed, placeMove } from "../instances/move.js";
+import { closeFailedMove, EVENT_MIGRATE, EVENT_REBUILD, moveFailed, placeMove } from "../instances/move.js";
 import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { ActionEvent, Fault, InstanceRecord } from "../instances/types.js";
@@ -22,8 +22,6 @@ import {
 import { consumerAllocations } from "../placement/allocations.js";
 import { moveAllocation, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
-import { upsizeDelta } from "../quotas/quotas.js";
-import { releaseUsage } from "../quotas/store.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { claimFirstAlternate } from "./alternates.js";
 import type { Cast } from "./types.js";
@@ -185,33 +183,35 @@ export async function failMove(
   const move = rec.migration;
   if (!move) return false;
   const requestId = move.request_id ?? rec.request_id;
-  const restart = rec.task_state === "resize_migrated" && move.old_vm_state === "active";
-  const failed = await moveFailed(
-    { id: rec.id, request_id: requestId },
-    move.uuid,
-    f,
-    opts.event ??
-      event(
-        move.type === "evacuation" ? EVENT_REBUILD : EVENT_MIGRATE,
-        opts.attempt ?? move.attempt ?? move.source_attempt + 1,
-        "Error",
-        null,
-        f.details,
-        new Date(),
-      ),
-    restart ? "powering-on" : null,
-  );
-
-  const settled = failed !== undefined || (await getInstance(rec.id))?.migration?.uuid !== move.uuid;
-  if (!settled) return false;
+  let now: InstanceRecord | undefined = rec;
+  if (move.status !== "error") {
+    const restart = rec.task_state === "resize_migrated" && move.old_vm_state === "active";
+    now = await moveFailed(
+      { id: rec.id, request_id: requestId },
+      move.uuid,
+      f,
+      opts.event ??
+        event(
+          move.type === "evacuation" ? EVENT_REBUILD : EVENT_MIGRATE,
+          opts.attempt ?? move.attempt ?? move.source_attempt + 1,
+          "Error",
+          null,
+          f.details,
+          new Date(),
+        ),
+      restart ? "powering-on" : null,
+    );
+    // lost to a concurrent step: failed by it already (then finish its settling), or moved on
+    now ??= await getInstance(rec.id);
+    if (now?.migration?.uuid !== move.uuid || now.migration.status !== "error") return false;
+  }
+  // Marked failed: settle the claims (each idempotent, so a re-run finishes what a dead one began).
   for (const a of await consumerAllocations(rec.id)) {
     if (a.attempt > move.source_attempt) await release(a.host, rec.id, a.attempt);
   }
   await moveAllocation(move.source_host, move.uuid, rec.id, { attempt: move.source_attempt });
-  await updateMigration(move.uuid, ["pre-migrating", "migrating", "post-migrating"], "error");
-  if (!failed) return false;
-  await releaseUsage(rec.project_id, upsizeDelta(move.old_flavor, move.new_flavor));
-  if (restart) {
+  if (now?.task_state === "powering-on") {
+    // the source shut its guest down for the move: it starts again (a repeated start is harmless)
     const start: ComputeMessage = {
       version: 1,
       kind: "power_action",
@@ -219,10 +219,15 @@ export async function failMove(
       request_id: requestId,
       instance_uuid: rec.id,
       host: move.source_host,
-      guest: await guestSpecFor(rec),
+      guest: await guestSpecFor({ ...rec, flavor: move.old_flavor }),
     };
     await castToCompute(await queueUrlOf(move.source_host), start);
   }
-  log.warn("conductor.move_failed", { migration_uuid: move.uuid, fault: f.message, details: f.details });
-  return true;
+  const closed = await closeFailedMove(rec, move);
+  // last: while it is open, the watchdog finds the move (and closes an orphaned record)
+  await updateMigration(move.uuid, ["pre-migrating", "migrating", "post-migrating"], "error");
+
+  if (closed)
+    log.warn("conductor.move_failed", { migration_uuid: move.uuid, fault: f.message, details: f.details });
+  return closed;
 }

@@ -4,10 +4,15 @@
 // UpdateItem on the move's uuid (the record's MoveContext) and on the state the step expects; a
 // host's report is also fenced by the move's attempt and the host it must come from, so a
 // duplicated, late or zombie report changes nothing.
+
+import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.js";
 import type { Destination } from "../messages/common.js";
 import type { MoveStepMessage, MoveStepName } from "../messages/compute.js";
 import { type Usage, upsizeDelta } from "../quotas/quotas.js";
-import { storedDestination } from "./codec.js";
+import { releaseItem } from "../quotas/store.js";
+import { instancesTable, storedDestination } from "./codec.js";
+
 import { type InstanceRef, merge, transition, transitionWithEvent, type Update } from "./transition.js";
 import type {
   ActionEvent,
@@ -315,8 +320,10 @@ export function destinationFailed(
 
 /**
  * The move failed before it finished (NoValidHost, the source or every destination failed, an
- * error in the workflow): the instance is back where it was, in its old state, with a fault. Not
- * after the destination finished (VERIFY_RESIZE is undone by revert, not here). `next` is
+ * error in the workflow): the instance is back where it was, in its old state, with a fault; its
+ * MoveContext stays, marked `error`, until the claims are settled (closeFailedMove), so a step
+ * that dies in between is finished by the next and the audit still sees who holds the source.
+ * Not after the destination finished (VERIFY_RESIZE is undone by revert, not here). `next` is
  * powering-on when the source had shut the guest down and is told to start it again (its
  * action_done then ends the task under the move's action).
  */
@@ -331,13 +338,17 @@ export function moveFailed(
     ref,
     ev,
     inMove(migration, {
-      set: ["task_state = :next", "fault = :fault"],
-      remove: ["migration", "alternates"],
-      condition: "task_state IN (:t1, :t2, :t3, :t4, :t5)",
+      set: ["task_state = :next", "fault = :fault", "migration.#ms = :failed"],
+      remove: ["alternates"],
+      condition: "task_state IN (:t1, :t2, :t3, :t4, :t5) AND migration.#ms <> :failed",
+      names: { "#ms": "status" },
+
       values: {
         ":next": next,
         ":fault": f,
+        ":failed": "error",
         ":t1": "resize_prep",
+
         ":t2": "resize_migrating",
         ":t3": "resize_migrated",
         ":t4": "rebuilding",
@@ -502,4 +513,37 @@ export async function confirmMove(rec: InstanceRecord, a: InstanceAction, io: Co
     same_host: move.source_host === move.dest_host,
   });
   return true;
+}
+
+/**
+ * The end of a failed move, once its claims are settled: the MoveContext goes, and what a resize
+ * up reserved is given back in the same transaction, so neither can happen twice. False when it
+ * was closed already.
+ */
+export async function closeFailedMove(rec: InstanceRecord, move: MoveContext): Promise<boolean> {
+  const back = upsizeDelta(move.old_flavor, move.new_flavor);
+  try {
+    await dynamo().send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: instancesTable(),
+              Key: { id: rec.id },
+              UpdateExpression: "REMOVE migration",
+              // (a delete in between gave the usage back whole: usageOf counts the move)
+              ConditionExpression: "deleted = :false AND migration.#mu = :mig AND migration.#ms = :failed",
+              ExpressionAttributeNames: { "#mu": "uuid", "#ms": "status" },
+              ExpressionAttributeValues: { ":mig": move.uuid, ":failed": "error", ":false": false },
+            },
+          },
+          ...(back.cores || back.ram ? [releaseItem(rec.project_id, back)] : []),
+        ],
+      }),
+    );
+    return true;
+  } catch (e) {
+    if ((e as { name?: string }).name === "TransactionCanceledException") return false;
+    throw e;
+  }
 }

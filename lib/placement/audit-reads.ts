@@ -1,7 +1,5 @@
 // What the placement audit reads of the Instances table: its consumers, by id, and the instances
 // recorded on a host without an allocation there.
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
-import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";

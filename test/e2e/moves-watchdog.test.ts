@@ -36,7 +36,7 @@ async function boot(): Promise<{ id: string; host: string }> {
 
 describe("the watchdog and moves", () => {
   it("confirms a move left in VERIFY_RESIZE past resize_confirm_window", async () => {
-    const { id, host: source } = await boot();
+    const { id } = await boot();
     const target = "host-2";
     expect(
       (await admin.at("2.56").post(`/v2.1/servers/${id}/action`, { migrate: { host: target } })).status,

@@ -7,7 +7,7 @@
 import { moveOptions } from "../../config.js";
 import { confirmMove } from "../../instances/move.js";
 import { acceptMove, type MoveKind, MoveNotQueued } from "../../instances/move-accept.js";
-import type { InstanceAction, InstanceRecord } from "../../instances/types.js";
+import type { InstanceRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
 import { isServiceUp } from "../../placement/liveness.js";
@@ -183,8 +183,7 @@ async function accept(
 /** Nova: confirm and revert need VERIFY_RESIZE and its finished migration. */
 function checkResized(rec: InstanceRecord, apiAction: string): NonNullable<InstanceRecord["migration"]> {
   if (rec.vm_state !== "resized") throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
-  if (!rec.migration || rec.migration.status !== "finished")
-    throw badRequest("Instance has not been resized.");
+  if (rec.migration?.status !== "finished") throw badRequest("Instance has not been resized.");
   if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
   return rec.migration;
 }
