@@ -33,6 +33,19 @@ import { failMove, nextMoveCast } from "./moves.js";
 
 export type CastToHost = (host: string, msg: ComputeMessage, log: Logger) => Promise<void>;
 
+/** The host's event of the step it reports (Nova's wrap_instance_event), with its result. */
+function reportEvent(r: MoveStepReport, ok: boolean) {
+  return event(
+    MOVE_EVENTS[r.step],
+    r.attempt,
+    ok ? "Success" : "Error",
+    r.host,
+    r.details,
+    new Date(r.started_at),
+    new Date(r.sent_at),
+  );
+}
+
 export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: CastToHost): Promise<void> {
   const id = r.instance_uuid;
   const mlog = log.child({
@@ -49,16 +62,7 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
     return fenced(r, rec, mlog, cast);
 
   const ref = { id, request_id: r.request_id };
-  const ev = (ok: boolean) =>
-    event(
-      MOVE_EVENTS[r.step],
-      r.attempt,
-      ok ? "Success" : "Error",
-      r.host,
-      r.details,
-      new Date(r.started_at),
-      new Date(r.sent_at),
-    );
+  const ev = (ok: boolean) => reportEvent(r, ok);
   switch (r.step) {
     case "resize_instance": {
       if (!r.ok) {
@@ -167,16 +171,7 @@ async function finished(
   log: Logger,
 ): Promise<void> {
   const ref = { id: rec.id, request_id: r.request_id };
-  const ev = event(
-    MOVE_EVENTS.finish_resize,
-    r.attempt,
-    "Success",
-    r.host,
-    null,
-    new Date(r.started_at),
-    new Date(r.sent_at),
-  );
-  const done = await destinationFinished(ref, move, r.host, r.attempt, r.power_state, ev);
+  const done = await destinationFinished(ref, move, r.host, r.attempt, r.power_state, reportEvent(r, true));
   if (done) await updateMigration(move.uuid, ["post-migrating"], "finished");
   log.info("compute_events.move_finished", { applied: Boolean(done), host: r.host });
 }
@@ -193,16 +188,8 @@ async function destinationFailedReport(
   log: Logger,
 ): Promise<void> {
   const ref = { id: rec.id, request_id: r.request_id };
-  const ev = event(
-    MOVE_EVENTS.finish_resize,
-    r.attempt,
-    "Error",
-    r.host,
-    r.details,
-    new Date(r.started_at),
-    new Date(r.sent_at),
-  );
-  const failed = await destinationFailed(ref, move, r.host, r.attempt, ev);
+  // (the step's own event: finish_resize, or an evacuation's rebuild_instance)
+  const failed = await destinationFailed(ref, move, r.host, r.attempt, reportEvent(r, false));
   // a redelivery after the write: the record says this host failed last at this attempt
   const now = failed ?? (await getInstance(rec.id));
   const m = now?.migration;
