@@ -35,7 +35,7 @@ import { getHost, recordBuildResult, registerHost } from "../placement/hosts.js"
 import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
-import { applyMoveReport } from "./move-events.js";
+import { applyMoveReport, evacuatedGuestTerminate } from "./move-events.js";
 
 export interface ReportRecord {
   messageId: string;
@@ -224,7 +224,8 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
   // Nova's _destroy_evacuated_instances: what was evacuated away while this host was down goes
   // (the guest if it is still here, then the evacuation's claim on this host).
   const evacuatedAway = new Set<string>();
-  for (const m of await listDoneEvacuationsFrom(r.host)) {
+  // (a fresh host never ran anything, so nothing was evacuated away from it: no read at start-up)
+  for (const m of fresh ? [] : await listDoneEvacuationsFrom(r.host)) {
     evacuatedAway.add(m.instance_uuid);
     if (guests.has(m.instance_uuid)) {
       await castToHost(r.host, evacuatedGuestTerminate(r.host, m.instance_uuid, m.uuid), log);
@@ -319,22 +320,6 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
     instances_synced: synced,
     builds_failed: failed,
     actions_resent: resent,
-  };
-}
-
-/** The terminate an evacuated guest's source gets: its report frees the evacuation's claim there. */
-export function evacuatedGuestTerminate(
-  host: string,
-  instanceUuid: string,
-  migrationUuid: string,
-): ComputeMessage {
-  return {
-    version: 1,
-    kind: "terminate_instance",
-    request_id: `req-evacuated-${migrationUuid}`,
-    instance_uuid: instanceUuid,
-    host,
-    migration_uuid: migrationUuid,
   };
 }
 

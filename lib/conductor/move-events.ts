@@ -28,10 +28,25 @@ import type { MoveStepReport } from "../messages/reports.js";
 import { moveAllocation, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
-import { evacuatedGuestTerminate } from "./compute-events.js";
 import { failMove, nextMoveCast } from "./moves.js";
 
 export type CastToHost = (host: string, msg: ComputeMessage, log: Logger) => Promise<void>;
+
+/** The terminate an evacuated guest's source gets: its report frees the evacuation's claim there. */
+export function evacuatedGuestTerminate(
+  host: string,
+  instanceUuid: string,
+  migrationUuid: string,
+): ComputeMessage {
+  return {
+    version: 1,
+    kind: "terminate_instance",
+    request_id: `req-evacuated-${migrationUuid}`,
+    instance_uuid: instanceUuid,
+    host,
+    migration_uuid: migrationUuid,
+  };
+}
 
 /** The host's event of the step it reports (Nova's wrap_instance_event), with its result. */
 function reportEvent(r: MoveStepReport, ok: boolean) {
