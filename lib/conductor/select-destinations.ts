@@ -15,6 +15,7 @@ import { requestSpecOf } from "../instances/request-spec.js";
 import { recordSchedulingDecision } from "../instances/scheduling-decisions.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
+import { requestedZone } from "../messages/availability-zone.js";
 import { isMove, type MoveRequest, moveAttempt } from "../messages/build-request.js";
 import {
   type ConductorInput,
@@ -176,6 +177,7 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
     await moveAllocation(move.source_host, id, move.uuid, { fromAttempt: move.source_attempt });
   }
   const own = requestSpecOf(rec, 1);
+  const zone = requestedZone(own.availability_zone);
   const {
     force_hosts: _forced,
     force_nodes: _forcedNodes,
@@ -187,7 +189,7 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
     {
       ...rest,
       // a zone asked for as `az:host` forced the create's host, never a move's
-      ...(own.availability_zone ? { availability_zone: own.availability_zone.split(":")[0]! } : {}),
+      ...(zone ? { availability_zone: zone } : {}),
       flavor: move.new_flavor,
       ...(move.same_host_allowed ? {} : { ignore_hosts: [move.source_host] }),
       ...(move.requested_host ? { requested_destination: { host: move.requested_host } } : {}),
