@@ -87,7 +87,12 @@ function synthesizeOnce(computeQueuePrefix: string): Synthesized {
   const cdkJson = JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")) as {
     context: Record<string, unknown>;
   };
-  const app = new App({ context: { ...cdkJson.context, "aws:cdk:bundling-stacks": [] } });
+  // The template is validated where it is deployed (`cdk synth`, test/infra); here the
+  // validator's WebAssembly engine would cost each runtime's start seconds of CPU.
+  const app = new App({
+    context: { ...cdkJson.context, "aws:cdk:bundling-stacks": [] },
+    builtinCloudFormationValidation: false,
+  });
   const stack = new NovalessStack(app, "NovalessStack", { computeQueuePrefix });
   // The local runtime has its own tokens; the deploy-time warning about them is noise here.
   Annotations.of(stack.apiFunction).acknowledgeWarning("novaless:apiAuthTokens");
