@@ -84,9 +84,11 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
         );
         const messages = r.Messages ?? [];
         // Each message taken answers its ring; an empty answer, every ring so far. A full batch:
-        // more may wait, so look again at once (and wake another poller).
+        // more may wait, so look again at once (and wake another poller). A smaller one took all
+        // there was: the next receive waits for a ring (a message sent meanwhile rang already),
+        // not an empty receive after every batch.
         rings = messages.length ? Math.max(0, rings - (messages.length - 1)) : 0;
-        idle = messages.length === 0;
+        idle = messages.length < batchSize;
         if (messages.length === batchSize) ring();
         if (!messages.length) continue;
         const records: SQSRecord[] = messages.map((m) => ({

@@ -301,7 +301,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const buildRequestsQueue = `${BUILD_REQUESTS_QUEUE.localName}${suffix}`;
   const computeEventsQueue = `${COMPUTE_EVENTS_QUEUE.localName}${suffix}`;
   const names = hostNames(opts.hosts ?? 8);
-  const policies = stackPolicies({
+  const policies = await stackPolicies({
     tables: Object.fromEntries(tables.map((t) => [t.id, t.localName])) as Record<
       (typeof tables)[number]["id"],
       string

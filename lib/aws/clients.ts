@@ -71,10 +71,18 @@ function clientsFor(): {
     : { clients, caller: key, transport, ...(defaultCredentials ? { credentials: defaultCredentials } : {}) };
 }
 
+const COMMON = { maxAttempts: 5 } as const;
+/**
+ * cacheMiddleware: the resolved middleware stack is kept per command class instead of rebuilt
+ * (sorted, merged) on every call; our middleware (the meter) is added once, at creation, which is
+ * what the SDK asks of that option. lib-dynamodb refuses it for the document client.
+ */
+const CACHED = { ...COMMON, cacheMiddleware: true } as const;
+
 export function dynamo(): DynamoDBDocumentClient {
   const { clients, credentials, caller, transport } = clientsFor();
   if (!clients.ddb) {
-    const client = new DynamoDBClient({ maxAttempts: 5, credentials, ...transport });
+    const client = new DynamoDBClient({ ...COMMON, credentials, ...transport });
     attachMeter(client, "dynamodb", caller);
     clients.ddb = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   }
@@ -86,7 +94,7 @@ export function sqsClient(): SQSClient {
   // Every call to the configured endpoint, whatever host a queue URL names: locally that endpoint
   // is the IAM gateway (an external SQS may hand out URLs of its own host); on AWS both agree.
   if (!clients.sqs) {
-    clients.sqs = new SQSClient({ maxAttempts: 5, credentials, useQueueUrlAsEndpoint: false, ...transport });
+    clients.sqs = new SQSClient({ ...CACHED, credentials, useQueueUrlAsEndpoint: false, ...transport });
     attachMeter(clients.sqs, "sqs", caller);
   }
   return clients.sqs;
@@ -95,7 +103,7 @@ export function sqsClient(): SQSClient {
 export function sfnClient(): SFNClient {
   const { clients, credentials, caller, transport } = clientsFor();
   if (!clients.sfn) {
-    clients.sfn = new SFNClient({ maxAttempts: 5, credentials, ...transport });
+    clients.sfn = new SFNClient({ ...CACHED, credentials, ...transport });
     attachMeter(clients.sfn, "sfn", caller);
   }
   return clients.sfn;

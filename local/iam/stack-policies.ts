@@ -3,9 +3,12 @@
 // full synth), and the template's intrinsics are resolved against the LOCAL resources (table and
 // queue names with the runtime's suffix, the local function and state machine ARNs), so the local
 // gateway checks every call against exactly what AWS would.
-import { readFileSync } from "node:fs";
-import { Annotations, App, type CfnElement, type Stack } from "aws-cdk-lib";
-import { NovalessStack } from "../../infra/stacks/novaless-stack.js";
+import { createHash } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CfnElement, Stack } from "aws-cdk-lib";
+import type { NovalessStack } from "../../infra/stacks/novaless-stack.js";
 import type { TableSpec } from "../../lib/resources.js";
 import type { Statement } from "./evaluate.js";
 import {
@@ -68,22 +71,83 @@ interface Synthesized {
  * it in the template (a synth costs about a second, and every runtime has a prefix of its own).
  */
 const PREFIX_SENTINEL = "novalesslocalprefixsentinel-";
-let synthesized: Synthesized | undefined;
+let synthesized: Promise<Synthesized> | undefined;
 
 /** The stack as synthesized with `computeQueuePrefix`. */
-function synthesizeStack(computeQueuePrefix: string): Synthesized {
+async function synthesizeStack(computeQueuePrefix: string): Promise<Synthesized> {
   // a prefix the stack would refuse: synthesize with it, for the stack's own error
   if (!/^[A-Za-z0-9_-]{1,60}$/.test(computeQueuePrefix)) return synthesizeOnce(computeQueuePrefix);
-  synthesized ??= synthesizeOnce(PREFIX_SENTINEL);
+  synthesized ??= cachedSynth();
+  const s = await synthesized;
   return {
-    ...synthesized,
+    ...s,
     template: JSON.parse(
-      JSON.stringify(synthesized.template).replaceAll(PREFIX_SENTINEL, computeQueuePrefix),
+      JSON.stringify(s.template).replaceAll(PREFIX_SENTINEL, computeQueuePrefix),
     ) as Template,
   };
 }
 
-function synthesizeOnce(computeQueuePrefix: string): Synthesized {
+/**
+ * What the stack is made of: every source file it can import (infra/, lib/, this file), cdk.json
+ * and the locked package versions. Equal hashes, equal templates.
+ */
+function sourcesHash(): string {
+  const root = fileURLToPath(new URL("../../", import.meta.url));
+  const hash = createHash("sha256");
+  const files = ["infra", "lib"].flatMap((dir) =>
+    readdirSync(join(root, dir), { recursive: true, encoding: "utf8" })
+      .filter((f) => f.endsWith(".ts"))
+      .map((f) => join(dir, f)),
+  );
+  for (const f of [...files.sort(), "cdk.json", "package-lock.json", "local/iam/stack-policies.ts"])
+    hash
+      .update(f)
+      .update("\0")
+      .update(readFileSync(join(root, f)))
+      .update("\0");
+  return hash.digest("hex").slice(0, 32);
+}
+
+interface CachedSynth extends Omit<Synthesized, "roles" | "functions" | "tables"> {
+  roles: [string, Component][];
+  functions: [string, FunctionComponent][];
+  tables: [string, TableSpec["id"]][];
+}
+
+/**
+ * The sentinel synth, from node_modules/.cache when the sources are unchanged: every test file
+ * starts runtimes in a fresh process, and loading aws-cdk-lib and synthesizing cost each about
+ * 1.5 s of CPU. Any change to a source the stack imports changes the hash, and so the file.
+ */
+async function cachedSynth(): Promise<Synthesized> {
+  const dir = fileURLToPath(new URL("../../node_modules/.cache/novaless/", import.meta.url));
+  const file = join(dir, `stack-${sourcesHash()}.json`);
+  try {
+    const c = JSON.parse(readFileSync(file, "utf8")) as CachedSynth;
+    return { ...c, roles: new Map(c.roles), functions: new Map(c.functions), tables: new Map(c.tables) };
+  } catch {
+    // not cached yet (or unreadable): synthesize and keep it
+  }
+  const s = await synthesizeOnce(PREFIX_SENTINEL);
+  const c: CachedSynth = { ...s, roles: [...s.roles], functions: [...s.functions], tables: [...s.tables] };
+  try {
+    mkdirSync(dir, { recursive: true });
+    // several processes may write it at once: each writes its own file, and the rename is atomic
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(c));
+    renameSync(tmp, file);
+  } catch {
+    // a read-only tree: synthesize every time
+  }
+  return s;
+}
+
+async function synthesizeOnce(computeQueuePrefix: string): Promise<Synthesized> {
+  // loaded only when synthesizing: aws-cdk-lib alone takes a second to import
+  const [{ Annotations, App }, { NovalessStack }] = await Promise.all([
+    import("aws-cdk-lib"),
+    import("../../infra/stacks/novaless-stack.js"),
+  ]);
   const cdkJson = JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")) as {
     context: Record<string, unknown>;
   };
@@ -133,8 +197,8 @@ function logicalId(stack: Stack, construct: { node: { defaultChild?: unknown } }
 }
 
 /** The stack's policies, resolved against the local resources. */
-export function stackPolicies(local: LocalResources): StackPolicies {
-  const s = synthesizeStack(local.computeQueuePrefix);
+export async function stackPolicies(local: LocalResources): Promise<StackPolicies> {
+  const s = await synthesizeStack(local.computeQueuePrefix);
   const resolve = resolver(s, local);
   const identity = Object.fromEntries(COMPONENTS.map((c) => [c, [] as Statement[]])) as Record<
     Component,

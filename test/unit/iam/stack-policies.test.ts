@@ -10,8 +10,8 @@ const SQS = "arn:aws:sqs:us-east-1:000000000000:";
 const SM = "arn:aws:states:us-east-1:000000000000:stateMachine:novaless-conductor";
 
 let policies: StackPolicies;
-beforeAll(() => {
-  policies = stackPolicies({
+beforeAll(async () => {
+  policies = await stackPolicies({
     tables: {
       Hosts: "hosts-x",
       Allocations: "allocations-x",
