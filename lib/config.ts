@@ -752,6 +752,13 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
   agentOpt("novaless", "wait_time_seconds", "int", 20, "The long poll's wait (SQS WaitTimeSeconds, 1-20)."),
   agentOpt("fake", "build_ms", "int", 1000, "How long a fake build takes."),
   agentOpt("fake", "fail_builds", "bool", false, "The fake driver fails every build."),
+  agentOpt(
+    "fake",
+    "live_migration_ms",
+    "int",
+    2000,
+    "How long a fake live migration takes; its source reports its progress meanwhile. force_complete ends it at once, an abort cancels it.",
+  ),
 ];
 
 /** The sections of compute.conf, in its order. */

@@ -37,11 +37,13 @@ import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
 import {
   createMigration,
+  getMigration,
   listInstanceMigrations,
   listMigrations,
   nextMigrationId,
   updateMigration,
 } from "../instances/migrations.js";
+import { markLiveAbort, recordLiveAction } from "../instances/live-move.js";
 import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances } from "../instances/queries.js";
@@ -115,7 +117,19 @@ export interface ApiDeps {
   /** the power actions and console output (server-actions.ts); optional for fakes that skip them */
   power?: PowerDeps;
   moves?: MoveDeps;
+  /** os-migrateLive's wait and the in-progress live migration's actions (server-live-migrate.ts) */
+  liveMigration?: LiveMigrationDeps;
   now: () => Date;
+}
+
+/** What a live migration needs besides the moves' (lib/instances/live-move.ts). */
+export interface LiveMigrationDeps {
+  getMigration: typeof getMigration;
+  markAbort: typeof markLiveAbort;
+  recordAction: typeof recordLiveAction;
+  /** how long os-migrateLive waits for the conductor's verdict before 2.34, and how often it looks */
+  verdictTimeoutMs: number;
+  verdictPollMs: number;
 }
 
 /** What resize, migrate, confirmResize and revertResize need besides the record. */
@@ -149,6 +163,14 @@ export interface PowerDeps {
 }
 
 export const defaultDeps: ApiDeps = {
+  liveMigration: {
+    getMigration,
+    markAbort: markLiveAbort,
+    recordAction: recordLiveAction,
+    // well inside API Gateway's 29 s: a later verdict lands on the action (the answer is 202)
+    verdictTimeoutMs: 20_000,
+    verdictPollMs: 200,
+  },
   moves: {
     nextMigrationId,
     createMigration,

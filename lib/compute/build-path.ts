@@ -27,6 +27,7 @@ import { type ComputeReport, computeReport, type ReportBody } from "../messages/
 import type { Inventory, ResourceClass } from "../placement-rules.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
 import { type Driver, type GuestSpec, POWER_STATE } from "./drivers/driver.js";
+import { LivePath } from "./live-path.js";
 import { computeQueueName } from "./queue-name.js";
 
 /** What a compute host is: its name, place, size and hypervisor. */
@@ -158,12 +159,23 @@ export class BuildPath {
   /** the power state last reported per guest (the sync reports changes) */
   private readonly reported = new Map<string, number>();
 
+  /** the live migrations' steps (lib/compute/live-path.ts) */
+  private readonly live: LivePath;
+
   constructor(
     private readonly host: string,
     private readonly driver: Driver,
     private readonly reporter: Reporter,
     private readonly log: Logger,
   ) {
+    this.live = new LivePath(
+      host,
+      driver,
+      reporter,
+      this.acting,
+      (id) => this.reported.delete(id),
+      () => this.dead,
+    );
     driver.onLifecycle((id, power) => {
       if (this.dead || this.acting.has(id) || this.building.has(id)) return;
       this.reportPower(id, power, "lifecycle");
@@ -271,6 +283,14 @@ export class BuildPath {
       case "revert_resize":
       case "finish_revert_resize":
         await this.keepHidden(m, queue, () => this.moveStep(msg, log));
+        break;
+      case "pre_live_migration":
+      case "live_migration":
+      case "post_live_migration_at_destination":
+        await this.keepHidden(m, queue, () => this.live.step(msg, log));
+        break;
+      case "live_migration_control":
+        this.live.control(msg, log);
         break;
     }
     await this.ack(m, queue);

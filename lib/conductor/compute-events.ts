@@ -35,6 +35,7 @@ import { getHost, recordBuildResult, registerHost } from "../placement/hosts.js"
 import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
+import { applyLiveProgress } from "./live-migrate.js";
 import { applyMoveReport, evacuatedGuestTerminate } from "./move-events.js";
 
 export interface ReportRecord {
@@ -167,6 +168,8 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
       return;
     case "move_step":
       return applyMoveReport(report, log, castToHost);
+    case "live_migration_progress":
+      return applyLiveProgress(report, log);
   }
 }
 

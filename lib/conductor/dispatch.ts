@@ -2,6 +2,7 @@
 
 import { fault, maxRetriesFault } from "../instances/faults.js";
 import { type ConductorInput, NOTHING_SCHEDULED, type Scheduled } from "../messages/scheduled.js";
+import { liveRefusalFault } from "./live-migrate.js";
 import { asMove, claimMoveAlternate, type MoveInput, moveStepFailed, startMove } from "./moves.js";
 import {
   buildFailed,
@@ -64,7 +65,11 @@ async function moveStep(e: ConductorEvent, req: MoveInput): Promise<unknown> {
     case "build_failed": {
       const { message } = causeOf(e.error);
       const text = `Migration of instance ${id} aborted: ${e.error?.Error ?? "error"}`;
-      await moveStepFailed(req, fault(text, `${text}: ${message}`));
+      // a live migration's checks refused it (lib/conductor/live-migrate.ts): Nova's own text
+      await moveStepFailed(
+        req,
+        liveRefusalFault(e.error?.Error, message) ?? fault(text, `${text}: ${message}`),
+      );
       return {};
     }
     default:

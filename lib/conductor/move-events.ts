@@ -28,6 +28,7 @@ import type { MoveStepReport } from "../messages/reports.js";
 import { moveAllocation, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
+import { applyLiveReport, isLiveMigrationStep } from "./live-migrate.js";
 import { failMove, nextMoveCast } from "./moves.js";
 
 export type CastToHost = (host: string, msg: ComputeMessage, log: Logger) => Promise<void>;
@@ -76,6 +77,7 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
   if (!rec || rec.deleted || move?.uuid !== r.migration_uuid || move.status === "error")
     return fenced(r, rec, mlog, cast);
 
+  if (isLiveMigrationStep(r.step)) return applyLiveReport(r, rec, move, mlog, cast);
   const ref = { id, request_id: r.request_id };
   const ev = (ok: boolean) => reportEvent(r, ok);
   switch (r.step) {

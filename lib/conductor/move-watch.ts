@@ -18,6 +18,7 @@ import { log } from "../log.js";
 import type { MoveStepMessage } from "../messages/compute.js";
 import { getHost } from "../placement/hosts.js";
 import { releaseUsage } from "../quotas/store.js";
+import { watchLiveMigration } from "./live-migrate.js";
 import { failMove } from "./moves.js";
 
 /** A record without its instance's move for this long is closed (the API writes the record first). */
@@ -75,6 +76,10 @@ async function watchMove(
 
   const window = moveOptions().resizeConfirmWindow;
   const isUp = (host: string | null) => host === null || up.get(host) === true;
+  if (move.type === "live-migration") {
+    const a = await watchLiveMigration(rec, m.status, age, instanceBuildTimeout(), isUp, log, castToHost);
+    return a ? { ...base, ...a } : undefined;
+  }
   switch (m.status) {
     case "finished": {
       if (window <= 0 || age <= window) return undefined;

@@ -6,7 +6,14 @@
 import { castToCompute, computeMessageBody } from "../aws/send.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { updateMigration } from "../instances/migrations.js";
-import { closeFailedMove, EVENT_MIGRATE, EVENT_REBUILD, moveFailed, placeMove } from "../instances/move.js";
+import {
+  closeFailedMove,
+  EVENT_LIVE_MIGRATE,
+  EVENT_MIGRATE,
+  EVENT_REBUILD,
+  moveFailed,
+  placeMove,
+} from "../instances/move.js";
 import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { ActionEvent, Fault, InstanceRecord } from "../instances/types.js";
@@ -24,6 +31,7 @@ import { moveAllocation, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { claimFirstAlternate } from "./alternates.js";
+import { startLiveMigration } from "./live-migrate.js";
 import type { Cast } from "./types.js";
 
 export type MoveInput = ConductorInput & MoveRequest;
@@ -87,6 +95,8 @@ export async function startMove(req: MoveInput, scheduled: Scheduled): Promise<{
   const { instance_uuid: id, selected, alternates } = selectionIn(scheduled, sel);
   const log = rootLog.child({ request_id: req.request_id, instance_uuid: id, attempt: n });
   const rec = await getInstance(id);
+  // a live migration places the same way, then goes its own way (lib/conductor/live-migrate.ts)
+  if (rec?.migration?.type === "live-migration") return startLiveMigration(req, scheduled, rec);
   const placed = rec
     ? await placeMove(
         { id, request_id: req.request_id },
@@ -178,6 +188,11 @@ export async function failMove(
     event?: ActionEvent;
     /** the move's attempt that failed (the conductor's event is keyed by it) */
     attempt?: number;
+    /**
+     * the migration record's end: error, or a live migration's failed (a host's rollback) or
+     * cancelled (aborted), as Nova's _rollback_live_migration sets it
+     */
+    status?: "error" | "failed" | "cancelled";
   } = {},
 ): Promise<boolean> {
   const move = rec.migration;
@@ -192,7 +207,11 @@ export async function failMove(
       f,
       opts.event ??
         event(
-          move.type === "evacuation" ? EVENT_REBUILD : EVENT_MIGRATE,
+          move.type === "evacuation"
+            ? EVENT_REBUILD
+            : move.type === "live-migration"
+              ? EVENT_LIVE_MIGRATE
+              : EVENT_MIGRATE,
           opts.attempt ?? move.attempt ?? move.source_attempt + 1,
           "Error",
           null,
@@ -225,7 +244,11 @@ export async function failMove(
   }
   const closed = await closeFailedMove(rec, move);
   // last: while it is open, the watchdog finds the move (and closes an orphaned record)
-  await updateMigration(move.uuid, ["pre-migrating", "migrating", "post-migrating"], "error");
+  await updateMigration(
+    move.uuid,
+    ["pre-migrating", "migrating", "post-migrating", "accepted", "queued", "preparing", "running"],
+    opts.status ?? "error",
+  );
 
   if (closed)
     log.warn("conductor.move_failed", { migration_uuid: move.uuid, fault: f.message, details: f.details });

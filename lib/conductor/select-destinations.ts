@@ -25,6 +25,7 @@ import {
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
 import { claim, findClaim, moveAllocation, release } from "../placement/claims.js";
+import { liveMigrationChecks } from "./live-migrate.js";
 import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
 import { NoValidHost } from "../scheduler/errors.js";
 import type { Fleet } from "../scheduler/fleet.js";
@@ -168,15 +169,22 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
     !rec ||
     rec.deleted ||
     move?.uuid !== req.move.migration_uuid ||
-    !["resize_prep", "resize_migrated", "rebuilding", "rebuild_spawning"].includes(rec.task_state ?? "")
+    !["resize_prep", "resize_migrated", "rebuilding", "rebuild_spawning", "migrating"].includes(
+      rec.task_state ?? "",
+    )
   ) {
     log.warn("scheduler.move_not_found", { instance_uuid: id, task_state: rec?.task_state });
     return undefined;
   }
-  if (rec.task_state === "resize_prep" || rec.task_state === "rebuilding") {
+  const own = requestSpecOf(rec, 1);
+  // a live migration's checks come before anything is claimed (lib/conductor/live-migrate.ts)
+  const live =
+    move.type === "live-migration" && move.attempt === null
+      ? await liveMigrationChecks(rec, move, own, log)
+      : {};
+  if (rec.task_state === "resize_prep" || rec.task_state === "rebuilding" || rec.task_state === "migrating") {
     await moveAllocation(move.source_host, id, move.uuid, { fromAttempt: move.source_attempt });
   }
-  const own = requestSpecOf(rec, 1);
   const zone = requestedZone(own.availability_zone);
   const {
     force_hosts: _forced,
@@ -192,7 +200,8 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
       ...(zone ? { availability_zone: zone } : {}),
       flavor: move.new_flavor,
       ...(move.same_host_allowed ? {} : { ignore_hosts: [move.source_host] }),
-      ...(move.requested_host ? { requested_destination: { host: move.requested_host } } : {}),
+      ...(move.requested_host && !move.force ? { requested_destination: { host: move.requested_host } } : {}),
+      ...live,
     },
     [id],
   );

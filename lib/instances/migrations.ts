@@ -54,7 +54,17 @@ export async function updateMigration(
   uuid: string,
   from: readonly MigrationStatus[],
   status: MigrationStatus,
-  fields: Partial<Pick<MigrationRecord, "dest_compute" | "dest_node" | "dest_host">> = {},
+  fields: Partial<
+    Pick<
+      MigrationRecord,
+      | "dest_compute"
+      | "dest_node"
+      | "dest_host"
+      | "memory_total_bytes"
+      | "memory_processed_bytes"
+      | "memory_remaining_bytes"
+    >
+  > = {},
   now = new Date(),
 ): Promise<boolean> {
   const values: Record<string, unknown> = { ":s": status, ":now": now.toISOString() };
@@ -108,6 +118,10 @@ export async function listMigrations(): Promise<MigrationRecord[]> {
 
 /** The statuses of a move not over yet (the watchdog's to look after). */
 export const OPEN_MIGRATION_STATUSES: readonly MigrationStatus[] = [
+  "accepted",
+  "queued",
+  "preparing",
+  "running",
   "pre-migrating",
   "migrating",
   "post-migrating",

@@ -12,7 +12,7 @@ import type { createMigration, nextMigrationId, updateMigration } from "./migrat
 import type { abandonMove, beginMove } from "./move.js";
 import type { InstanceAction, InstanceRecord, MigrationRecord, MoveContext, TaskState } from "./types.js";
 
-export type MoveKind = "resize" | "migration" | "evacuation";
+export type MoveKind = "resize" | "migration" | "evacuation" | "live-migration";
 
 export interface MoveRequestSpec {
   kind: MoveKind;
@@ -23,6 +23,10 @@ export interface MoveRequestSpec {
   sameHostAllowed: boolean;
   /** an evacuation: the destination starts the server (false from 2.95) */
   powerOn?: boolean;
+  /** a live migration forced to its requested host (2.30 to 2.67) */
+  force?: boolean;
+  /** a live migration's block_migration (null: "auto") */
+  blockMigration?: boolean | null;
   action: InstanceAction;
 }
 
@@ -55,7 +59,11 @@ const FIRST_TASK: Record<MoveKind, TaskState> = {
   resize: "resize_prep",
   migration: "resize_prep",
   evacuation: "rebuilding",
+  "live-migration": "migrating",
 };
+
+/** A live migration's record starts `accepted` (Nova's conductor), a cold move's pre-migrating. */
+const FIRST_STATUS = (kind: MoveKind) => (kind === "live-migration" ? "accepted" : "pre-migrating");
 
 export async function acceptMove(
   rec: InstanceRecord,
@@ -74,7 +82,7 @@ export async function acceptMove(
     project_id: rec.project_id,
     user_id: rec.user_id,
     migration_type: spec.kind,
-    status: "pre-migrating",
+    status: FIRST_STATUS(spec.kind),
     source_compute: rec.host!,
     source_node: rec.node ?? rec.host!,
     dest_compute: null,
@@ -91,7 +99,7 @@ export async function acceptMove(
     id,
     type: spec.kind,
 
-    status: "pre-migrating",
+    status: FIRST_STATUS(spec.kind),
     source_host: migration.source_compute,
     source_node: migration.source_node,
     source_az: rec.availability_zone,
@@ -107,12 +115,14 @@ export async function acceptMove(
     same_host_allowed: spec.sameHostAllowed,
     tried: [],
     ...(spec.powerOn === undefined ? {} : { power_on: spec.powerOn }),
+    ...(spec.force ? { force: true } : {}),
+    ...(spec.blockMigration === undefined ? {} : { block_migration: spec.blockMigration }),
   };
   const giveBack = () => io.releaseUsage(rec.project_id, delta);
   try {
     await io.createMigration(migration);
     if (!(await io.begin(rec, move, spec.action, FIRST_TASK[spec.kind]))) {
-      await io.updateMigration(migration.uuid, ["pre-migrating"], "error");
+      await io.updateMigration(migration.uuid, [migration.status], "error");
       await giveBack();
       return { ok: false, reason: "state" };
     }
@@ -133,7 +143,7 @@ export async function acceptMove(
     });
   } catch (e) {
     await io.abandon(rec.id, migration.uuid);
-    await io.updateMigration(migration.uuid, ["pre-migrating"], "error");
+    await io.updateMigration(migration.uuid, [migration.status], "error");
     await giveBack();
     throw new MoveNotQueued(`the move of instance ${rec.id} could not be queued: ${(e as Error).message}`);
   }

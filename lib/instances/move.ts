@@ -28,6 +28,8 @@ import type {
 export const EVENT_MIGRATE = "cold_migrate";
 /** ... and of an evacuation (Nova's conductor rebuild_instance). */
 export const EVENT_REBUILD = "conductor_rebuild_server";
+/** ... and of a live migration (Nova's conductor live_migrate_instance). */
+export const EVENT_LIVE_MIGRATE = "conductor_live_migrate_instance";
 
 /** The task state a destination works in: finishing a resize, or rebuilding an evacuated server. */
 export const DESTINATION_TASK = { resize: "resize_migrated", evacuation: "rebuild_spawning" } as const;
@@ -42,12 +44,15 @@ export const MOVE_EVENTS: Record<MoveStepName, string> = {
   confirm_resize: "compute_confirm_resize",
   revert_resize: "compute_revert_resize",
   finish_revert_resize: "compute_finish_revert_resize",
+  pre_live_migration: "compute_pre_live_migration",
+  live_migration: "compute_live_migration",
+  post_live_migration_at_destination: "compute_post_live_migration_at_destination",
 };
 
 const NO_CHANGE: Update = { set: [], condition: "attribute_exists(id)", values: {} };
 
 /** The record is in this move: not deleted, and its MoveContext is this migration's. */
-function inMove(migration: string, more: Update = NO_CHANGE): Update {
+export function inMove(migration: string, more: Update = NO_CHANGE): Update {
   return merge(
     {
       set: ["updated_at = :now"],
@@ -103,8 +108,8 @@ export function abandonMove(id: string, migration: string): Promise<InstanceReco
     inMove(migration, {
       set: ["task_state = :null"],
       remove: ["migration"],
-      condition: "task_state IN (:prep, :rebuilding)",
-      values: { ":null": null, ":prep": "resize_prep", ":rebuilding": "rebuilding" },
+      condition: "task_state IN (:prep, :rebuilding, :migrating)",
+      values: { ":null": null, ":prep": "resize_prep", ":rebuilding": "rebuilding", ":migrating": "migrating" },
     }),
   );
 }
@@ -137,7 +142,8 @@ export async function placeMove(
     from !== "resize_prep" &&
     from !== "resize_migrated" &&
     from !== "rebuilding" &&
-    from !== "rebuild_spawning"
+    from !== "rebuild_spawning" &&
+    from !== "migrating"
   )
     return { kind: "gone", record: rec };
   // resize_prep → the source powers off; an evacuation's destination rebuilds at once; a
@@ -177,7 +183,7 @@ export async function placeMove(
 }
 
 /** A report of `step` by `host` at `attempt` of this move: the fence every report write shares. */
-function reported(
+export function reported(
   migration: string,
   host: string,
   hostField: "migration.source_host" | "migration.dest_host" | "host",
@@ -340,7 +346,7 @@ export function moveFailed(
     inMove(migration, {
       set: ["task_state = :next", "fault = :fault", "migration.#ms = :failed"],
       remove: ["alternates"],
-      condition: "task_state IN (:t1, :t2, :t3, :t4, :t5) AND migration.#ms <> :failed",
+      condition: "task_state IN (:t1, :t2, :t3, :t4, :t5, :t6) AND migration.#ms <> :failed",
       names: { "#ms": "status" },
 
       values: {
@@ -353,6 +359,8 @@ export function moveFailed(
         ":t3": "resize_migrated",
         ":t4": "rebuilding",
         ":t5": "rebuild_spawning",
+        // a live migration: it fails back to its source wherever it was
+        ":t6": "migrating",
       },
     }),
   );

@@ -23,6 +23,8 @@ export type TaskState =
   // an evacuation (Nova's rebuild on another host): accepted, the destination creating the guest
   | "rebuilding"
   | "rebuild_spawning"
+  // a live migration (Nova's task_states.MIGRATING), from the API's accept to its end
+  | "migrating"
   | null;
 
 export interface Fault {
@@ -57,7 +59,11 @@ export type ActionName =
   | "migrate"
   | "confirmResize"
   | "revertResize"
-  | "evacuate";
+  | "evacuate"
+  // Nova's instance_actions.LIVE_MIGRATION, LIVE_MIGRATION_FORCE_COMPLETE, LIVE_MIGRATION_CANCEL
+  | "live-migration"
+  | "live_migration_force_complete"
+  | "live_migration_cancel";
 
 /** Nova's Migration.migration_type. */
 export type MigrationType = "migration" | "resize" | "live-migration" | "evacuation";
@@ -80,6 +86,15 @@ export type MigrationStatus =
   // its copy (completed)
   | "done"
   | "completed"
+  // a live migration (Nova's compute manager): accepted by the API, queued (placed), preparing
+  // (the destination's pre_live_migration), running (the source copies it), then completed;
+  // error when it failed, cancelled when aborted
+  | "accepted"
+  | "queued"
+  | "preparing"
+  | "running"
+  | "failed"
+  | "cancelled"
   | "error";
 
 /**
@@ -106,6 +121,13 @@ export interface MigrationRecord {
   new_instance_type_id: string;
   created_at: string;
   updated_at: string;
+  /** a live migration's progress as its source's driver reports it (server_migrations' fields) */
+  memory_total_bytes?: number | null;
+  memory_processed_bytes?: number | null;
+  memory_remaining_bytes?: number | null;
+  disk_total_bytes?: number | null;
+  disk_processed_bytes?: number | null;
+  disk_remaining_bytes?: number | null;
 }
 
 /**
@@ -119,7 +141,7 @@ export interface MoveContext {
   request_id?: string;
 
   id: number;
-  type: "resize" | "migration" | "evacuation";
+  type: "resize" | "migration" | "evacuation" | "live-migration";
   status: MigrationStatus;
   source_host: string;
   source_node: string;
@@ -146,6 +168,12 @@ export interface MoveContext {
   tried: string[];
   /** an evacuation: whether the destination starts the server (false from 2.95: SHUTOFF) */
   power_on?: boolean;
+  /** a live migration forced to its requested host (2.30 to 2.67): no scheduler filters */
+  force?: boolean;
+  /** a live migration's block_migration (null: "auto", 2.25) */
+  block_migration?: boolean | null;
+  /** an abort was asked for (DELETE /servers/{id}/migrations/{mid}): no further step starts */
+  abort_requested?: boolean;
 }
 
 export interface InstanceAction {

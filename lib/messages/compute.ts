@@ -186,6 +186,44 @@ export const rebuildInstanceV1 = z.object({
   power_on: z.boolean(),
 });
 
+/**
+ * A live migration's steps (Nova's compute manager), each reported. To the destination first:
+ * prepare for the guest (pre_live_migration).
+ */
+export const preLiveMigrationV1 = z.object({
+  ...moveStep,
+  kind: z.literal("pre_live_migration"),
+  guest: guestSpec,
+});
+
+/** To the source: copy the running guest to the destination (Nova's live_migration). */
+export const liveMigrationV1 = z.object({
+  ...moveStep,
+  kind: z.literal("live_migration"),
+  dest: z.string().min(1),
+  /** the destination's address (a libvirt source migrates to it) */
+  dest_ip: z.string().min(1),
+  /** null: "auto" (2.25), the driver decides */
+  block_migration: z.boolean().nullable(),
+});
+
+/** To the destination, once the source is done: the guest is its own now. */
+export const postLiveMigrationAtDestinationV1 = z.object({
+  ...moveStep,
+  kind: z.literal("post_live_migration_at_destination"),
+  guest: guestSpec,
+});
+
+/**
+ * API → the source of a running live migration: force it to complete (2.22) or abort it (2.24).
+ * Not a step: the live_migration step's report says how it ended.
+ */
+export const liveMigrationControlV1 = z.object({
+  ...moveStep,
+  kind: z.literal("live_migration_control"),
+  action: z.enum(["force_complete", "abort"]),
+});
+
 export const MOVE_STEPS = [
   "rebuild_instance",
   "resize_instance",
@@ -193,6 +231,9 @@ export const MOVE_STEPS = [
   "confirm_resize",
   "revert_resize",
   "finish_revert_resize",
+  "pre_live_migration",
+  "live_migration",
+  "post_live_migration_at_destination",
 ] as const;
 export type MoveStepName = (typeof MOVE_STEPS)[number];
 
@@ -201,7 +242,13 @@ export type TerminateInstance = z.infer<typeof terminateInstanceV1>;
 export type SpawnInstance = z.infer<typeof spawnInstanceV1>;
 export type PowerAction = z.infer<typeof powerActionV1>;
 export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
+export type LiveMigrationStepMessage =
+  | z.infer<typeof preLiveMigrationV1>
+  | z.infer<typeof liveMigrationV1>
+  | z.infer<typeof postLiveMigrationAtDestinationV1>;
+export type LiveMigrationControl = z.infer<typeof liveMigrationControlV1>;
 export type MoveStepMessage =
+  | LiveMigrationStepMessage
   | z.infer<typeof rebuildInstanceV1>
   | z.infer<typeof resizeInstanceV1>
   | z.infer<typeof finishResizeV1>
@@ -214,6 +261,7 @@ export type ComputeMessage =
   | SpawnInstance
   | PowerAction
   | GetConsoleOutput
+  | LiveMigrationControl
   | MoveStepMessage;
 
 const MOVE_MESSAGES = [
@@ -223,6 +271,10 @@ const MOVE_MESSAGES = [
   confirmResizeV1,
   revertResizeV1,
   finishRevertResizeV1,
+  preLiveMigrationV1,
+  liveMigrationV1,
+  postLiveMigrationAtDestinationV1,
+  liveMigrationControlV1,
 ] as const;
 
 /**

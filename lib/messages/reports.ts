@@ -138,6 +138,19 @@ export const moveStepReport = z.object({
   power_state: powerState,
 });
 
+/** A running live migration's progress, from its source (Nova's driver's migration stats). */
+export const liveMigrationProgressReport = z.object({
+  ...base,
+  kind: z.literal("live_migration_progress"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  migration_uuid: uuid,
+  attempt: z.number().int().min(1),
+  memory_total_bytes: z.number().int().min(0),
+  memory_processed_bytes: z.number().int().min(0),
+  memory_remaining_bytes: z.number().int().min(0),
+});
+
 export const computeReport = z.discriminatedUnion("kind", [
   registerReport,
   heartbeatReport,
@@ -150,6 +163,7 @@ export const computeReport = z.discriminatedUnion("kind", [
   guestDestroyedReport,
   consoleOutputReport,
   moveStepReport,
+  liveMigrationProgressReport,
 ]);
 
 export type ComputeReport = z.infer<typeof computeReport>;
@@ -158,6 +172,7 @@ export type PowerStateReport = z.infer<typeof powerStateReport>;
 export type ActionDoneReport = z.infer<typeof actionDoneReport>;
 export type ActionStartedReport = z.infer<typeof actionStartedReport>;
 export type MoveStepReport = z.infer<typeof moveStepReport>;
+export type LiveMigrationProgressReport = z.infer<typeof liveMigrationProgressReport>;
 export type BuildReport =
   | z.infer<typeof buildStartedReport>
   | z.infer<typeof buildSucceededReport>

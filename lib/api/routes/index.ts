@@ -11,6 +11,7 @@ import { imageRoutes } from "./images.js";
 import { keypairRoutes } from "./keypairs.js";
 import { limitsRoutes } from "./limits.js";
 import { migrationRoutes } from "./migrations.js";
+import { liveMigrationRoutes } from "./server-live-migrate.js";
 import { placementAuditRoutes } from "./placement-audit.js";
 import { quotaRoutes } from "./quotas.js";
 import { schedulingRoutes } from "./scheduling.js";
@@ -27,6 +28,7 @@ export const ROUTES: Route[] = [
   ...serverActionRoutes,
   ...instanceActionRoutes,
   ...migrationRoutes,
+  ...liveMigrationRoutes,
   ...schedulingRoutes,
   ...flavorRoutes,
   ...imageRoutes,

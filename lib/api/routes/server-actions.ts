@@ -13,6 +13,7 @@ import { parseJsonBody } from "../validation/common.js";
 import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-actions.js";
 import { parseLockBody } from "../validation/servers.js";
 import { actionRecord } from "./instance-action.js";
+import { migrateLive } from "./server-live-migrate.js";
 import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
 import { findServer } from "./servers.js";
 
@@ -52,7 +53,7 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 
 /**
  * Nova's actions that need what this system does not have yet: graphical consoles, pause and
- * suspend, live migration and rebuild, images and backups, networks and volumes.
+ * suspend, rebuild, images and backups, networks and volumes.
  */
 const UNSUPPORTED = new Set([
   "os-getVNCConsole",
@@ -68,7 +69,6 @@ const UNSUPPORTED = new Set([
   "unshelve",
   "rescue",
   "unrescue",
-  "os-migrateLive",
   "rebuild",
   "createImage",
   "createBackup",
@@ -220,6 +220,7 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "evacuate") return evacuate(call, rec, arg);
   if (name === "confirmResize") return confirmResize(call, rec);
   if (name === "revertResize") return revertResize(call, rec);
+  if (name === "os-migrateLive") return migrateLive(call, rec, arg);
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(
       "notImplemented",

@@ -6,8 +6,13 @@
 // must go.
 import { moveOptions } from "../../config.js";
 import { confirmMove } from "../../instances/move.js";
-import { acceptMove, type MoveKind, MoveNotQueued } from "../../instances/move-accept.js";
-import type { InstanceRecord } from "../../instances/types.js";
+import {
+  acceptMove,
+  type MoveKind,
+  MoveNotQueued,
+  type MoveRequestSpec,
+} from "../../instances/move-accept.js";
+import type { ActionName, InstanceRecord, MigrationRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
 import { isServiceUp } from "../../placement/liveness.js";
@@ -32,9 +37,29 @@ const MIGRATE_POLICY = "os_compute_api:os-migrate-server:migrate";
 const MIGRATE_HOST_POLICY = "os_compute_api:os-migrate-server:migrate:host";
 const EVACUATE_POLICY = "os_compute_api:os-evacuate";
 
+/** The API action each move is refused as (Nova's InstanceInvalidState names it). */
+const API_ACTION: Record<MoveKind, string> = {
+  resize: "resize",
+  migration: "migrate",
+  evacuation: "evacuate",
+  "live-migration": "os-migrateLive",
+};
+
+/** ... and the instance action it records (Nova's instance_actions). */
+const ACTION_NAME: Record<MoveKind, ActionName> = {
+  resize: "resize",
+  migration: "migrate",
+  evacuation: "evacuate",
+  "live-migration": "live-migration",
+};
+
 /** Nova's InstanceInvalidState, as the API words it. */
-const invalidState = (id: string, apiAction: string, attr: "vm_state" | "task_state", state: string | null) =>
-  conflict(`Cannot '${apiAction}' instance ${id} while it is in ${attr} ${state ?? "None"}`);
+export const invalidState = (
+  id: string,
+  apiAction: string,
+  attr: "vm_state" | "task_state",
+  state: string | null,
+) => conflict(`Cannot '${apiAction}' instance ${id} while it is in ${attr} ${state ?? "None"}`);
 
 function moveDeps(call: RouteCall): MoveDeps {
   const m = call.deps.moves;
@@ -43,7 +68,7 @@ function moveDeps(call: RouteCall): MoveDeps {
 }
 
 /** Nova's check_instance_lock: a locked server refuses its owner, not an admin. */
-function checkLock(call: RouteCall, rec: InstanceRecord): void {
+export function checkLock(call: RouteCall, rec: InstanceRecord): void {
   if (rec.locked_by && !call.ctx.auth.isAdmin) throw conflict(`Instance ${rec.id} is locked`);
 }
 
@@ -129,17 +154,17 @@ function checkMovable(rec: InstanceRecord, apiAction: string): void {
 }
 
 /** The move accepted (lib/instances/move-accept.ts), its refusals as Nova's answers. */
-async function accept(
+export async function accept(
   call: RouteCall,
   rec: InstanceRecord,
   kind: MoveKind,
   newFlavor: FlavorSpec,
   requestedHost: string | null,
-  extra: { powerOn?: boolean } = {},
-): Promise<void> {
+  extra: Partial<Pick<MoveRequestSpec, "powerOn" | "force" | "blockMigration">> = {},
+): Promise<MigrationRecord> {
   const m = moveDeps(call);
   const { ctx, deps } = call;
-  const apiAction = kind === "migration" ? "migrate" : kind === "evacuation" ? "evacuate" : "resize";
+  const apiAction = API_ACTION[kind];
   try {
     const r = await acceptMove(
       rec,
@@ -150,7 +175,7 @@ async function accept(
         // Nova puts the source in the ignore list unless a resize may stay (a migration never does)
         sameHostAllowed: kind === "resize" && moveOptions().allowResizeToSameHost,
         ...extra,
-        action: actionRecord(apiAction, call),
+        action: actionRecord(ACTION_NAME[kind], call),
       },
       {
         ...m,
@@ -168,8 +193,9 @@ async function accept(
       },
     );
     if (!r.ok && r.reason === "quota") throw forbidden(r.message);
-    if (!r.ok) await refusedBy(call, rec, apiAction);
-    else ctx.logFields.migration_uuid = r.migration.uuid;
+    if (!r.ok) return await refusedBy(call, rec, apiAction);
+    ctx.logFields.migration_uuid = r.migration.uuid;
+    return r.migration;
   } catch (e) {
     if (!(e instanceof MoveNotQueued)) throw e;
     ctx.logFields.error = e;

@@ -66,8 +66,9 @@ export const migrationView = viewFields<MigrationRecord, MigrationViewContext>([
 
 /**
  * /servers/{id}/migrations' item (2.23+): server_uuid rather than instance_uuid, and the live
- * migration's memory and disk progress, which novaless does not measure (null, as Nova's for a
- * migration whose driver reported none); uuid from 2.59, user_id/project_id from 2.80.
+ * migration's memory progress as its source's driver last reported it (null until then; disk
+ * progress is never reported: hosts share no block device to copy, as Nova's for a driver that
+ * reports none); uuid from 2.59, user_id/project_id from 2.80.
  */
 export const serverMigrationView = viewFields<MigrationRecord, MigrationViewContext>([
   {
@@ -76,13 +77,13 @@ export const serverMigrationView = viewFields<MigrationRecord, MigrationViewCont
       dest_compute: m.dest_compute,
       dest_host: m.dest_host,
       dest_node: m.dest_node,
-      disk_processed_bytes: null,
-      disk_remaining_bytes: null,
-      disk_total_bytes: null,
+      disk_processed_bytes: m.disk_processed_bytes ?? null,
+      disk_remaining_bytes: m.disk_remaining_bytes ?? null,
+      disk_total_bytes: m.disk_total_bytes ?? null,
       id: m.id,
-      memory_processed_bytes: null,
-      memory_remaining_bytes: null,
-      memory_total_bytes: null,
+      memory_processed_bytes: m.memory_processed_bytes ?? null,
+      memory_remaining_bytes: m.memory_remaining_bytes ?? null,
+      memory_total_bytes: m.memory_total_bytes ?? null,
       server_uuid: m.instance_uuid,
       source_compute: m.source_compute,
       source_node: m.source_node,

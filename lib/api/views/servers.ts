@@ -40,6 +40,8 @@ const TASK_STATUS: Partial<Record<VmState, Record<string, string>>> = {
     rebooting_hard: "HARD_REBOOT",
     reboot_started_hard: "HARD_REBOOT",
     ...RESIZING,
+    // a live migration (Nova's task_states.MIGRATING)
+    migrating: "MIGRATING",
   },
   stopped: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT", ...RESIZING },
   resized: { resize_reverting: "REVERT_RESIZE" },

@@ -81,6 +81,50 @@ export interface Driver {
   onLifecycle(listener: LifecycleListener): void;
   /** release connections and supervisors; guests keep running (as nova-compute's stop). */
   close(): Promise<void>;
+  /**
+   * Live migration, for drivers that can move a running guest; absent for those that cannot
+   * (exec: a process cannot move live). Its facts() then say so (`live_migration: false`), and the
+   * conductor refuses before anything is claimed.
+   */
+  readonly live?: LiveMigrationDriver;
+}
+
+/** A live migration's memory figures, as Nova's driver reports them (server_migrations' fields). */
+export interface LiveMigrationProgress {
+  memory_total_bytes: number;
+  memory_processed_bytes: number;
+  memory_remaining_bytes: number;
+}
+
+/** What the source's copy is told while it runs. */
+export interface LiveMigrationJob {
+  /** aborted: stop and leave the guest running on the source (Nova's live_migration_abort) */
+  readonly abort: AbortSignal;
+  /** aborted: complete now (Nova's live_migration_force_complete pauses the guest to converge) */
+  readonly forceComplete: AbortSignal;
+  onProgress(p: LiveMigrationProgress): void;
+}
+
+/** Nova's virt driver calls for a live migration. Each is safe to repeat. */
+export interface LiveMigrationDriver {
+  /** the destination: get ready for the guest (Nova's pre_live_migration) */
+  preLiveMigration(guest: GuestSpec): Promise<void>;
+  /**
+   * the source: copy the running guest to `dest`; resolves once it runs there and is gone from
+   * here; rejects with LiveMigrationAborted when aborted (the guest still runs here)
+   */
+  liveMigrate(
+    instanceUuid: string,
+    dest: { host: string; ip: string; blockMigration: boolean | null },
+    job: LiveMigrationJob,
+  ): Promise<void>;
+  /** the destination: the guest is its own now (Nova's post_live_migration_at_destination) */
+  postLiveMigrationAtDestination(guest: GuestSpec): Promise<void>;
+}
+
+/** The live migration was aborted; the guest still runs on its source. */
+export class LiveMigrationAborted extends Error {
+  override name = "LiveMigrationAborted";
 }
 
 /** Nova's RescheduledException: this host could not build it; another one may. */

@@ -141,6 +141,9 @@ export class ExecDriver implements Driver {
       limits_enforced: this.cgroups.enforced,
       why: this.cgroups.why,
       instances_path: this.opts.instancesPath,
+      // the conductor refuses a live migration from here with Nova's MigrationPreCheckError
+      live_migration: false,
+      live_migration_unsupported: "a process cannot move live",
     };
   }
 

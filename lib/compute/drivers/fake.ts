@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { COMPUTE_OPTIONS } from "../../config.js";
 import {
   BuildFailure,
   type Driver,
@@ -6,6 +7,9 @@ import {
   GuestNotFound,
   type GuestSpec,
   type LifecycleListener,
+  LiveMigrationAborted,
+  type LiveMigrationDriver,
+  type LiveMigrationJob,
   POWER_STATE,
   type PowerState,
   type RebootType,
@@ -22,7 +26,19 @@ export interface FakeDriverOptions {
   buildMs: number;
   /** this host fails every build (a "black hole" host) */
   failAll: boolean;
+  /** how long a live migration from this host takes ([fake] live_migration_ms when absent) */
+  liveMigrationMs?: number;
 }
+
+/** [fake] live_migration_ms: from the environment as the agent's options read it, else its default. */
+function liveMigrationMsOption(): number {
+  const env = process.env.NOVALESS_FAKE_LIVE_MIGRATION_MS;
+  if (env !== undefined && env !== "") return Number(env);
+  return Number(COMPUTE_OPTIONS.find((o) => o.key === "compute_fake_live_migration_ms")?.default ?? 2000);
+}
+
+/** Progress reports a fake live migration sends (one per tenth of its time). */
+const FAKE_LIVE_MIGRATION_STEPS = 10;
 
 /** Nova's fake virt driver: guests are entries in a map; spawning takes buildMs. */
 export class FakeDriver implements Driver {
@@ -35,11 +51,54 @@ export class FakeDriver implements Driver {
   private readonly listeners: LifecycleListener[] = [];
   /** spawns started per instance: tests use it to prove nothing was built twice */
   readonly spawns = new Map<string, number>();
+  /** how long a live migration from here takes (tests change it per host) */
+  liveMigrationMs: number;
+  /** fails every pre_live_migration here (tests: a destination that cannot prepare) */
+  failLiveMigrationPrepare = false;
+  /** live migrations copied out of this host, per instance: tests prove none ran twice */
+  readonly liveMigrations = new Map<string, number>();
 
-  constructor(private readonly opts: FakeDriverOptions) {}
+  constructor(private readonly opts: FakeDriverOptions) {
+    this.liveMigrationMs = opts.liveMigrationMs ?? liveMigrationMsOption();
+  }
 
   facts(): Record<string, unknown> {
-    return { limits_enforced: false, why: "the fake driver runs nothing" };
+    return { limits_enforced: false, why: "the fake driver runs nothing", live_migration: true };
+  }
+
+  /**
+   * Nova's fake driver's live migration: the copy takes liveMigrationMs, with progress every
+   * tenth; the guest then leaves this host's map and the destination's post step adds it to its own.
+   */
+  readonly live: LiveMigrationDriver = {
+    preLiveMigration: async (guest) => {
+      if (this.failLiveMigrationPrepare || this.opts.failAll)
+        throw new Error(`fake driver on ${this.opts.host} cannot prepare for instance ${guest.instance_uuid}`);
+    },
+    liveMigrate: async (id, dest, job) => this.liveMigrate(id, dest.host, job),
+    postLiveMigrationAtDestination: async (guest) => {
+      if (!this.guests.has(guest.instance_uuid)) this.adopt(guest);
+    },
+  };
+
+  private async liveMigrate(id: string, dest: string, job: LiveMigrationJob): Promise<void> {
+    const g = this.guest(id);
+    this.liveMigrations.set(id, (this.liveMigrations.get(id) ?? 0) + 1);
+    const total = g.spec.flavor.memory_mb * 1024 * 1024;
+    const tick = this.liveMigrationMs / FAKE_LIVE_MIGRATION_STEPS;
+    for (let i = 1; i <= FAKE_LIVE_MIGRATION_STEPS; i++) {
+      if (job.abort.aborted) throw new LiveMigrationAborted(`live migration of ${id} to ${dest} aborted`);
+      if (job.forceComplete.aborted) break;
+      await sleep(tick, undefined, { signal: AbortSignal.any([job.abort, job.forceComplete]) }).catch(() => {});
+      if (job.abort.aborted) throw new LiveMigrationAborted(`live migration of ${id} to ${dest} aborted`);
+      const processed = Math.round((total * i) / FAKE_LIVE_MIGRATION_STEPS);
+      job.onProgress({
+        memory_total_bytes: total,
+        memory_processed_bytes: processed,
+        memory_remaining_bytes: total - processed,
+      });
+    }
+    this.guests.delete(id);
   }
 
   async init(): Promise<void> {}

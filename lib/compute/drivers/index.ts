@@ -11,7 +11,12 @@ export function createDriver(c: AgentConfig): Driver {
   const shutdownTimeoutSeconds = Number(c.DEFAULT.shutdown_timeout);
   switch (c.DEFAULT.compute_driver) {
     case "fake":
-      return new FakeDriver({ host, buildMs: Number(c.fake.build_ms), failAll: Boolean(c.fake.fail_builds) });
+      return new FakeDriver({
+        host,
+        buildMs: Number(c.fake.build_ms),
+        failAll: Boolean(c.fake.fail_builds),
+        liveMigrationMs: Number(c.fake.live_migration_ms),
+      });
     case "libvirt":
       return new LibvirtDriver({
         host,

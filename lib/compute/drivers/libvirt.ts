@@ -28,6 +28,9 @@ import {
   GuestNotFound,
   type GuestSpec,
   type LifecycleListener,
+  LiveMigrationAborted,
+  type LiveMigrationDriver,
+  type LiveMigrationJob,
   POWER_STATE,
   type PowerState,
   type RebootType,
@@ -100,7 +103,90 @@ export class LibvirtDriver implements Driver {
       why: "libvirt enforces the domain's vCPUs and memory",
       images_path: this.opts.imagesPath,
       disk_overlays: this.overlays,
+      // `virsh migrate --live` needs a QEMU connection at both ends (test:/// has none)
+      live_migration: this.liveCapable(),
+      ...(this.liveCapable()
+        ? {}
+        : { live_migration_unsupported: `connection ${this.opts.uri} cannot migrate a domain live` }),
     };
+  }
+
+  private liveCapable(): boolean {
+    return this.opts.uri.startsWith("qemu");
+  }
+
+  /**
+   * Nova's libvirt live migration: the destination gets the instance's directory and disks of
+   * the same sizes (the copy fills them: --copy-storage-all, Nova's block migration, as novaless
+   * hosts share no storage), then `virsh migrate --live --persistent --undefinesource` to
+   * qemu+tcp://<destination>/system (Nova's default live_migration_uri), with its job's progress
+   * from `virsh domjobinfo`; abort is `virsh domjobabort`, force_complete pauses the domain so the
+   * copy converges (Nova's default without post-copy), and the destination resumes it.
+   */
+  get live(): LiveMigrationDriver | undefined {
+    return this.liveCapable() ? this.liveOps : undefined;
+  }
+
+  private readonly liveOps: LiveMigrationDriver = {
+    preLiveMigration: async (guest) => {
+      const dir = this.dir(guest.instance_uuid);
+      mkdirSync(dir, { recursive: true });
+      if (!existsSync(join(dir, "disk"))) sparse(join(dir, "disk"), guest.flavor.root_gb * 2 ** 30);
+      if (guest.flavor.ephemeral_gb > 0 && !existsSync(join(dir, "disk.eph0")))
+        sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);
+      if (guest.flavor.swap > 0 && !existsSync(join(dir, "disk.swap")))
+        sparse(join(dir, "disk.swap"), guest.flavor.swap * 2 ** 20);
+      writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
+    },
+    liveMigrate: (id, dest, job) => this.liveMigrate(id, dest.ip, job),
+    postLiveMigrationAtDestination: async (guest) => {
+      const id = guest.instance_uuid;
+      const name = domainName(id);
+      if ((await this.domstate(id)) === POWER_STATE.PAUSED) await this.virsh.run(`resume ${name}`);
+      this.guests.set(id, await this.domstate(id));
+    },
+  };
+
+  private async liveMigrate(id: string, destIp: string, job: LiveMigrationJob): Promise<void> {
+    this.known(id);
+    const name = domainName(id);
+    const onAbort = () => void this.virsh.run(`domjobabort ${name}`).catch(() => undefined);
+    const onForce = () => void this.virsh.run(`suspend ${name}`).catch(() => undefined);
+    job.abort.addEventListener("abort", onAbort);
+    job.forceComplete.addEventListener("abort", onForce);
+    const progress = setInterval(() => {
+      this.virsh
+        .run(`domjobinfo ${name}`)
+        .then((out) => {
+          const p = jobProgress(out);
+          if (p) job.onProgress(p);
+        })
+        .catch(() => undefined);
+    }, 1000);
+    try {
+      await this.act(id, () =>
+        run("virsh", [
+          "-c",
+          this.opts.uri,
+          "migrate",
+          "--live",
+          "--persistent",
+          "--undefinesource",
+          "--copy-storage-all",
+          name,
+          `qemu+tcp://${destIp}/system`,
+        ]),
+      );
+    } catch (e) {
+      if (job.abort.aborted) throw new LiveMigrationAborted(`live migration of ${id} aborted`);
+      throw e;
+    } finally {
+      clearInterval(progress);
+      job.abort.removeEventListener("abort", onAbort);
+      job.forceComplete.removeEventListener("abort", onForce);
+    }
+    rmSync(this.dir(id), { recursive: true, force: true });
+    this.guests.delete(id);
   }
 
   async init(): Promise<void> {
@@ -328,6 +414,21 @@ export class LibvirtDriver implements Driver {
       return undefined;
     }
   }
+}
+
+const UNITS: Record<string, number> = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40 };
+
+/** `virsh domjobinfo`'s memory lines ("Memory processed:  1.234 GiB") as bytes. */
+export function jobProgress(out: string) {
+  const read = (label: string) => {
+    const m = new RegExp(`^${label}:\\s+([0-9.]+)\\s*(B|KiB|MiB|GiB|TiB)?`, "m").exec(out);
+    return m ? Math.round(Number(m[1]) * (UNITS[m[2] ?? "B"] ?? 1)) : undefined;
+  };
+  const total = read("Memory total");
+  const processed = read("Memory processed");
+  const remaining = read("Memory remaining");
+  if (total === undefined || processed === undefined || remaining === undefined) return undefined;
+  return { memory_total_bytes: total, memory_processed_bytes: processed, memory_remaining_bytes: remaining };
 }
 
 /** A sparse file of `bytes` (a disk the guest fills). */

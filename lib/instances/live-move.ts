@@ -1,0 +1,100 @@
+// A live migration on the instance's record (Nova's live_migration, post_live_migration and
+// post_live_migration_at_destination): accepted by the API as any move (move-accept.ts, task
+// state `migrating`), placed by the conductor (placeMove), then each host's report applied here.
+// Every write is one conditional UpdateItem on the move's uuid and, for a host's report, on its
+// attempt and the host it must come from (move.ts's fences), so a duplicated, late or zombie
+// report changes nothing. The guest never stops: vm_state stays active throughout.
+
+import { inMove, reported } from "./move.js";
+import { type InstanceRef, merge, transition, transitionWithEvent } from "./transition.js";
+import type { ActionEvent, InstanceAction, InstanceRecord, MoveContext } from "./types.js";
+
+/**
+ * compute-events: the source copied the guest over and let its own go (Nova's
+ * _post_live_migration): the instance points at the destination from now on, at the move's
+ * attempt; the task stays `migrating` until the destination has taken it over.
+ */
+export function liveMigrated(
+  ref: InstanceRef,
+  move: MoveContext,
+  source: string,
+  attempt: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(move.uuid, source, "migration.source_host", attempt), {
+      set: ["host = :dh", "node = :dn", "availability_zone = :daz", "attempt = :ra", "spawn_attempt = :ra"],
+      remove: ["alternates"],
+      condition: "task_state = :migrating AND host = :rh",
+      values: {
+        ":dh": move.dest_host,
+        ":dn": move.dest_node ?? move.dest_host,
+        ":daz": move.dest_az,
+        ":migrating": "migrating",
+      },
+    }),
+  );
+}
+
+/**
+ * compute-events: the destination took the guest over (Nova's post_live_migration_at_destination):
+ * the move is over for the instance, ACTIVE with no task on its new host.
+ */
+export function liveCompleted(
+  ref: InstanceRef,
+  move: MoveContext,
+  dest: string,
+  attempt: number,
+  power: number,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    merge(reported(move.uuid, dest, "migration.dest_host", attempt), {
+      set: ["task_state = :null", "power_state = :power", "power_state_at = :now"],
+      remove: ["migration"],
+      condition: "task_state = :migrating AND host = :rh AND attempt = :ra",
+      values: { ":null": null, ":power": power, ":migrating": "migrating" },
+    }),
+  );
+}
+
+/**
+ * API: an abort of the live migration (DELETE /servers/{id}/migrations/{mid}), recorded as its
+ * own instance action (Nova's live_migration_cancel). The mark stops any step not yet begun; the
+ * source stops the copy under way.
+ */
+export function markLiveAbort(rec: InstanceRecord, a: InstanceAction): Promise<InstanceRecord | undefined> {
+  const move = rec.migration;
+  if (!move) return Promise.resolve(undefined);
+  return transition(
+    rec.id,
+    inMove(move.uuid, {
+      set: ["migration.abort_requested = :true", "actions.#rid = :action"],
+      condition: "task_state = :migrating",
+      names: { "#rid": a.request_id },
+      values: { ":true": true, ":action": a, ":migrating": "migrating" },
+    }),
+  );
+}
+
+/** API: force_complete's own instance action (Nova's live_migration_force_complete). */
+export function recordLiveAction(
+  rec: InstanceRecord,
+  a: InstanceAction,
+): Promise<InstanceRecord | undefined> {
+  const move = rec.migration;
+  if (!move) return Promise.resolve(undefined);
+  return transition(
+    rec.id,
+    inMove(move.uuid, {
+      set: ["actions.#rid = :action"],
+      condition: "task_state = :migrating",
+      names: { "#rid": a.request_id },
+      values: { ":action": a, ":migrating": "migrating" },
+    }),
+  );
+}
