@@ -21,7 +21,7 @@ const FEATURES_OFF = [
   "spice_console",
   "serial_console",
   "change_password",
-  // server actions novaless does not implement (resize and cold migration it does: issue 19)
+  // server actions novaless does not implement (resize, cold and live migration it does: issue 19)
   "pause",
   "suspend",
   "shelve",
@@ -29,8 +29,6 @@ const FEATURES_OFF = [
   "rescue",
   "stable_rescue",
   "snapshot",
-  "live_migration",
-  "block_migration_for_live_migration",
   "can_migrate_between_any_hosts",
   // no Neutron, no Cinder, no metadata service or config drive
   "interface_attach",
@@ -45,8 +43,11 @@ const FEATURES_OFF = [
   "hostname_fqdn_sanitization",
 ];
 
-/** Compute features novaless has (issue 19); tempest leaves resize off unless told. */
-const FEATURES_ON = ["resize", "cold_migration"];
+/**
+ * Compute features novaless has (issue 19); tempest leaves resize off unless told. Live
+ * migration is a block migration: hosts share no storage (Nova's "auto" picks it).
+ */
+const FEATURES_ON = ["resize", "cold_migration", "live_migration", "block_migration_for_live_migration"];
 
 export function tempestConf(p: TempestPaths): string {
   const features = [
