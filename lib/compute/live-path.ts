@@ -101,6 +101,8 @@ export class LivePath {
             abort: abort.signal,
             forceComplete: forceComplete.signal,
             onProgress: (p) => {
+              // a dead host reports nothing more, and its copy stops where it is
+              if (this.isDead()) return abort.abort();
               void this.reporter
                 .send("live_migration_progress", {
                   request_id: msg.request_id,

@@ -67,7 +67,12 @@ function otherHost(...not: string[]): string {
 
 describe("on fake hosts", () => {
   beforeAll(async () => {
-    ({ runtime, client } = await startTestRuntime({ hosts: 3 }));
+    ({ runtime, client } = await startTestRuntime({
+      hosts: 3,
+      heartbeatSeconds: 1,
+      watchdogIntervalMs: 0, // the watchdog's test runs it when it means to
+      env: { NOVALESS_SERVICE_DOWN_TIME: "3" },
+    }));
     admin = client.as(ADMIN);
     for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 300;
   });
@@ -378,6 +383,36 @@ describe("on fake hosts", () => {
       expect(await consumerAllocations(id)).toHaveLength(1);
       expect((await auditPlacement({ repair: false })).findings).toEqual([]);
       fake(source).liveMigrationMs = 300;
+      await admin.delete(`/v2.1/servers/${id}`);
+    });
+  });
+
+  describe("the watchdog", () => {
+    it("fails a live migration whose source died mid-copy back to its source, claims whole", async () => {
+      const { id, host: source } = await boot();
+      fake(source).liveMigrationMs = 60_000;
+      await live(admin.at("2.25"), id, { host: null, block_migration: "auto" });
+      const running = await eventually(
+        () => lastMigration(id),
+        (m) => m.status === "running",
+      );
+      await runtime.killHost(source);
+      const actions = await eventually(
+        () => runtime.runWatchdog(),
+        (a) => a.some((x) => x.instance_uuid === id),
+        20_000,
+      );
+      expect(actions).toEqual(
+        expect.arrayContaining([expect.objectContaining({ instance_uuid: id, action: "failed" })]),
+      );
+      expect(await settled(id)).toMatchObject({ status: "failed" });
+      expect((await getInstance(id))!).toMatchObject({ host: source, vm_state: "active", task_state: null });
+      expect(await claims(id, running.uuid)).toEqual({ [`instance@${source}`]: 512 });
+      expect((await auditPlacement({ repair: false })).findings).toEqual([]);
+      await runtime.restartHost(source);
+      fake(source).liveMigrationMs = 300;
+      // (the copy stopped where it was: the guest never left)
+      expect(fake(source).has(id)).toBe(true);
       await admin.delete(`/v2.1/servers/${id}`);
     });
   });
