@@ -232,6 +232,8 @@ export class Functions {
     // A move that fails gives back what a resize up reserved (the usage item) and starts the
     // source's guest again if it was shut down for the move.
     catalog.grant(conductor, "dynamodb:UpdateItem");
+    // a guest it casts (a rebuild's, an evacuation's, a resize's) carries the owner's public key
+    catalog.grantReadData(conductor);
     conductor.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
     );

@@ -47,6 +47,7 @@ import { markLiveAbort, recordLiveAction } from "../instances/live-move.js";
 import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances } from "../instances/queries.js";
+import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
 import { listAllocations } from "../placement/allocations.js";
@@ -119,7 +120,14 @@ export interface ApiDeps {
   moves?: MoveDeps;
   /** os-migrateLive's wait and the in-progress live migration's actions (server-live-migrate.ts) */
   liveMigration?: LiveMigrationDeps;
+  rebuild?: RebuildDeps;
   now: () => Date;
+}
+
+/** What the rebuild action needs besides the record (lib/instances/rebuild.ts). */
+export interface RebuildDeps {
+  begin: typeof beginRebuild;
+  abandon: typeof abandonRebuild;
 }
 
 /** What a live migration needs besides the moves' (lib/instances/live-move.ts). */
@@ -171,6 +179,7 @@ export const defaultDeps: ApiDeps = {
     verdictTimeoutMs: 20_000,
     verdictPollMs: 200,
   },
+  rebuild: { begin: beginRebuild, abandon: abandonRebuild },
   moves: {
     nextMigrationId,
     createMigration,

@@ -158,6 +158,8 @@ export class BuildPath {
   private dead = false;
   /** the power state last reported per guest (the sync reports changes) */
   private readonly reported = new Map<string, number>();
+  /** the rebuild (its token and attempt) each guest was last rebuilt for by this incarnation */
+  private readonly rebuiltFor = new Map<string, string>();
 
   /** the live migrations' steps (lib/compute/live-path.ts) */
   private readonly live: LivePath;
@@ -262,6 +264,7 @@ export class BuildPath {
         // Destroy first; compute-events gives the claim back once it is gone (Nova's order).
         await this.driver.destroy(msg.instance_uuid);
         this.reported.delete(msg.instance_uuid);
+        this.rebuiltFor.delete(msg.instance_uuid);
         await this.reporter.send("guest_destroyed", {
           request_id: msg.request_id,
           instance_uuid: msg.instance_uuid,
@@ -434,11 +437,12 @@ export class BuildPath {
   }
 
   /**
-   * A step of a resize or cold migration, then its report. Each is safe to repeat: the source
-   * powers its guest off (and keeps it until confirm or revert), the destination creates the
-   * guest with the new flavor unless it has it, confirm and revert destroy the copy that is no
-   * longer wanted, and finish_revert_resize brings the old guest back. A same-host move has one
-   * guest: it is replaced in place, and confirm leaves it alone.
+   * A step of a resize, cold migration, evacuation or rebuild, then its report. Each is safe to
+   * repeat: the source powers its guest off (and keeps it until confirm or revert), the
+   * destination creates the guest with the new flavor unless it has it, confirm and revert destroy
+   * the copy that is no longer wanted, finish_revert_resize brings the old guest back, and a
+   * rebuild re-spawns the guest from its image once per rebuild. A same-host move has one guest:
+   * it is replaced in place, and confirm leaves it alone.
    */
   private async moveStep(msg: MoveStepMessage, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
@@ -448,11 +452,17 @@ export class BuildPath {
     let details: string | null = null;
     try {
       switch (msg.kind) {
-        case "rebuild_instance":
-          // an evacuation's destination: the guest anew from its image (a stale copy goes first)
+        case "rebuild_instance": {
+          // a rebuild on its own host, or an evacuation's destination: the guest anew from its
+          // image (what was there goes first); a redelivered cast of one done here is only
+          // reported again, so nothing is rebuilt twice
+          const token = `${msg.migration_uuid}#${msg.attempt}`;
+          if (this.rebuiltFor.get(id) === token && this.driver.has(id)) break;
           if (this.driver.has(id)) await this.driver.destroy(id);
           await this.guestAs(msg.guest, msg.power_on);
+          this.rebuiltFor.set(id, token);
           break;
+        }
         case "resize_instance":
           if (this.driver.has(id)) await this.driver.powerOff(id);
           break;

@@ -283,8 +283,8 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
       }
       continue;
     }
-    // (a move's steps are casts still queued for the host, not lost actions)
-    if (inst.task_state && inst.task_state !== "deleting" && !inst.migration) {
+    // (a move's or a rebuild's steps are casts still queued for the host, not lost actions)
+    if (inst.task_state && inst.task_state !== "deleting" && !inst.migration && !inst.rebuild) {
       // A power action the host took and lost: send it again (Nova retries it at init).
       const action =
         inst.task_state === "powering-off" ? "stop" : inst.task_state === "powering-on" ? "start" : "reboot";

@@ -4,6 +4,7 @@ import { fault, maxRetriesFault } from "../instances/faults.js";
 import { type ConductorInput, NOTHING_SCHEDULED, type Scheduled } from "../messages/scheduled.js";
 import { liveRefusalFault } from "./live-migrate.js";
 import { asMove, claimMoveAlternate, type MoveInput, moveStepFailed, startMove } from "./moves.js";
+import { asRebuild, rebuildStep } from "./rebuild.js";
 import {
   buildFailed,
   buildInstances,
@@ -24,6 +25,8 @@ export interface ConductorEvent {
 export async function conductorStep(e: ConductorEvent): Promise<unknown> {
   const move = asMove(e.request);
   if (move) return moveStep(e, move);
+  const rebuild = asRebuild(e.request);
+  if (rebuild) return rebuildStep(e.action, rebuild, e.scheduled, e.error);
   switch (e.action) {
     case "max_retries_exceeded":
       return maxRetriesExceeded(e.request).then(() => ({}));

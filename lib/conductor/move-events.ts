@@ -30,6 +30,7 @@ import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
 import { applyLiveReport, isLiveMigrationStep } from "./live-migrate.js";
 import { failMove, nextMoveCast } from "./moves.js";
+import { applyRebuildReport } from "./rebuild.js";
 
 export type CastToHost = (host: string, msg: ComputeMessage, log: Logger) => Promise<void>;
 
@@ -72,6 +73,9 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
     attempt: r.attempt,
   });
   const rec = await getInstance(id);
+  // a rebuild on the server's own host: its token travels as the step's migration_uuid
+  if (r.step === "rebuild_instance" && rec && !rec.deleted && rec.rebuild?.uuid === r.migration_uuid)
+    return applyRebuildReport(r, rec, mlog);
   const move = rec?.migration;
   // (a move marked failed is over for its hosts: what they report now is fenced)
   if (!rec || rec.deleted || move?.uuid !== r.migration_uuid || move.status === "error")

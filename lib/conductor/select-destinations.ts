@@ -16,7 +16,13 @@ import { recordSchedulingDecision } from "../instances/scheduling-decisions.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
 import { requestedZone } from "../messages/availability-zone.js";
-import { isMove, type MoveRequest, moveAttempt } from "../messages/build-request.js";
+import {
+  isMove,
+  isRebuild,
+  type MoveRequest,
+  moveAttempt,
+  type RebuildRequest,
+} from "../messages/build-request.js";
 import {
   type ConductorInput,
   NOTHING_SCHEDULED,
@@ -25,7 +31,6 @@ import {
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
 import { claim, findClaim, moveAllocation, release } from "../placement/claims.js";
-import { liveMigrationChecks } from "./live-migrate.js";
 import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
 import { NoValidHost } from "../scheduler/errors.js";
 import type { Fleet } from "../scheduler/fleet.js";
@@ -42,6 +47,7 @@ import {
 } from "../scheduler/manager.js";
 import type { ClaimAnswer } from "../scheduler/select.js";
 import type { InstanceGroup, RequestSpec } from "../scheduler/types.js";
+import { liveMigrationChecks } from "./live-migrate.js";
 
 /**
  * One HostManager per warm function (per identity locally: the API's dry run and the scheduler are
@@ -92,6 +98,7 @@ export async function selectDestinations(
   config: SchedulerConfig = schedulerConfig(),
   random: () => number = Math.random,
 ): Promise<Scheduled> {
+  if (isRebuild(req)) return checkRebuild(req, config);
   const loaded = await loadRequest(req);
   if (!loaded) return NOTHING_SCHEDULED;
   return recordOutcome(loaded, await decideDestinations(loaded, config, random));
@@ -221,6 +228,69 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
     log,
     started,
   };
+}
+
+/**
+ * A rebuild's check (Nova's conductor rebuild_instance with a new image): the server's own host,
+ * forced, under scheduler_hints._nova_check_type = ["rebuild"], so only the filters that judge the
+ * image run and Placement is not asked; nothing is claimed, and what the decision consumed in the
+ * warm host states is given back (the instance keeps its allocation). The same image is not
+ * checked at all (Nova's API passes the host and the conductor skips the scheduler). The decision
+ * is recorded and explained as any other; NoValidHost when the host refuses the image.
+ */
+async function checkRebuild(req: RebuildRequest, config: SchedulerConfig): Promise<Scheduled> {
+  const started = performance.now();
+  const id = req.instance_uuids[0]!;
+  const log = baseLog.child({ request_id: req.request_id, instance_uuid: id });
+  const rec = await getInstance(id);
+  const rebuild = rec?.rebuild;
+  if (!rec?.host || rec.deleted || rebuild?.uuid !== req.rebuild.rebuild_uuid) {
+    log.warn("scheduler.rebuild_not_found", { task_state: rec?.task_state });
+    return NOTHING_SCHEDULED;
+  }
+  const here = {
+    host: rec.host,
+    nodename: rec.node ?? rec.host,
+    availability_zone: rec.availability_zone ?? "",
+  };
+  const stay = () => scheduledOf([{ instance_uuid: id, selected: here, alternates: [] }]);
+  if (!rebuild.image_changed) return stay();
+  const {
+    force_hosts: _forced,
+    force_nodes: _forcedNodes,
+    requested_destination: _dest,
+    ignore_hosts: _ignored,
+    ...rest
+  } = requestSpecOf(rec, 1);
+  const { spec, instanceHosts } = await withInstances(
+    {
+      ...rest,
+      scheduler_hints: { ...rest.scheduler_hints, _nova_check_type: ["rebuild"] },
+      force_hosts: [here.host],
+      force_nodes: [here.nodename],
+    },
+    [id],
+  );
+  const result = await exclusively(async (hosts) =>
+    plan(await refreshed(hosts, config), spec, [id], instanceHosts, config),
+  );
+  metrics.schedulerDecisionTime(performance.now() - started);
+  const explanation = result.explanations.at(-1)!;
+  await recordDecisions(log, [
+    {
+      id,
+      attempt: rec.attempt,
+      host: result.no_valid_host ? null : here.host,
+      summary: result.summary,
+      explanation,
+    },
+  ]);
+  if (result.no_valid_host) {
+    log.warn("scheduler.no_valid_host", { instance_uuid: id, details: result.summary, rebuild: true });
+    throw new NoValidHost(result.summary);
+  }
+  log.info("scheduler.rebuild_checked", { host: here.host });
+  return stay();
 }
 
 /** The decision, over the warm host states, its claims answered by Placement. */

@@ -20,7 +20,7 @@ export type TaskState =
   | "resize_migrating"
   | "resize_migrated"
   | "resize_reverting"
-  // an evacuation (Nova's rebuild on another host): accepted, the destination creating the guest
+  // a rebuild, or an evacuation (Nova's rebuild on another host): accepted, the host creating the guest
   | "rebuilding"
   | "rebuild_spawning"
   // a live migration (Nova's task_states.MIGRATING), from the API's accept to its end
@@ -60,6 +60,7 @@ export type ActionName =
   | "confirmResize"
   | "revertResize"
   | "evacuate"
+  | "rebuild"
   // Nova's instance_actions.LIVE_MIGRATION, LIVE_MIGRATION_FORCE_COMPLETE, LIVE_MIGRATION_CANCEL
   | "live-migration"
   | "live_migration_force_complete"
@@ -176,6 +177,24 @@ export interface MoveContext {
   abort_requested?: boolean;
 }
 
+/**
+ * A rebuild on the instance's own host in progress (Nova's rebuild without evacuate: no migration
+ * record, no new claim, the instance keeps its allocation). Its uuid is the rebuild's fencing
+ * token: the conductor's and the host's writes are conditioned on it, as a move's are on its
+ * migration's.
+ */
+export interface RebuildContext {
+  uuid: string;
+  /** the rebuild action's request id: its events go under it */
+  request_id: string;
+  /** the image the server had (Nova's orig_image_ref): NoValidHost puts it back */
+  orig_image: ImageSpec;
+  /** the image changed: the scheduler checks the host against it (Nova's _nova_check_type rebuild) */
+  image_changed: boolean;
+  /** where the server ends: a stopped server is stopped again, an active or errored one runs */
+  old_vm_state: "active" | "stopped" | "error";
+}
+
 export interface InstanceAction {
   action: ActionName;
   request_id: string;
@@ -269,6 +288,8 @@ export interface InstanceRecord {
   build_deadline?: string;
   /** the move in progress or awaiting confirm/revert; absent otherwise */
   migration?: MoveContext;
+  /** the rebuild in progress on its own host; absent otherwise */
+  rebuild?: RebuildContext;
 }
 
 /** The fields of a request spec that the stored one may leave out (requestSpecOf restores them). */

@@ -43,6 +43,12 @@ export const buildRequestV2 = z.object({
       base_attempt: z.number().int().min(0),
     })
     .optional(),
+  /**
+   * A rebuild of the one instance on its own host instead of a build (Nova's conductor
+   * rebuild_instance without evacuate): the instance's record carries the rebuild (its
+   * RebuildContext, with the image it had). No claim is made: the instance keeps its allocation.
+   */
+  rebuild: z.object({ rebuild_uuid: uuid }).optional(),
 });
 
 /** v1 carried the whole request spec, and alternates with their amounts. */
@@ -60,6 +66,7 @@ export const buildRequestV1 = z
 
 export type BuildRequest = z.infer<typeof buildRequestV2>;
 export type MoveRequest = BuildRequest & { move: NonNullable<BuildRequest["move"]> };
+export type RebuildRequest = BuildRequest & { rebuild: NonNullable<BuildRequest["rebuild"]> };
 
 /** The token of a move's attempt: above every attempt the instance had before it. */
 export function moveAttempt(req: MoveRequest): number {
@@ -68,6 +75,10 @@ export function moveAttempt(req: MoveRequest): number {
 
 export function isMove(req: BuildRequest): req is MoveRequest {
   return req.move !== undefined;
+}
+
+export function isRebuild(req: BuildRequest): req is RebuildRequest {
+  return req.rebuild !== undefined;
 }
 
 /**

@@ -54,6 +54,8 @@ export interface ConsumerRecord {
   vm_state: string;
   host: string | null;
   attempt: number;
+  /** when it last ran (a build's or a rebuild's spawn); absent or null for one that never ran */
+  launched_at?: string | null;
   /** the move in progress (lib/instances/types.ts MoveContext, the fields read here) */
   migration?: { uuid: string; source_host: string; dest_host: string | null; attempt: number | null };
   /** this record was found through a migration's consumer: the instance that migration moves */
@@ -87,7 +89,10 @@ export function classifyAllocation(
   // the destination, claimed for the instance before the record points there
   if (move?.dest_host === host && move.attempt === alloc.attempt) return undefined;
   if (rec.deleted) return { ...base, kind: "consumer_deleted", detail: `instance ${consumer} is deleted` };
-  if (rec.vm_state === "error") {
+  // Nova keeps the allocation of a server that ran on its host and failed there (a failed
+  // rebuild); a build in ERROR released its claims, so one it still holds is a leak
+  const ranHere = rec.launched_at && rec.host === host && rec.attempt === alloc.attempt;
+  if (rec.vm_state === "error" && !ranHere) {
     return { ...base, kind: "consumer_error", detail: `instance ${consumer} is in ERROR` };
   }
   if (rec.host === host && rec.attempt === alloc.attempt) return undefined;

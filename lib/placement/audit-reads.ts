@@ -8,7 +8,7 @@ import type { AuditFinding, ConsumerRecord } from "./audit-classify.js";
 import type { AllocationRecord } from "./types.js";
 
 const CONSUMER_PROJECTION = {
-  ProjectionExpression: "id, deleted, vm_state, #h, attempt, #m",
+  ProjectionExpression: "id, deleted, vm_state, #h, attempt, #m, launched_at",
   ExpressionAttributeNames: { "#h": "host", "#m": "migration" },
 };
 

@@ -49,7 +49,9 @@ export function filterAndWeigh(fleet: Fleet, spec: RequestSpec, ctx: PipelineCon
   const stages: Stage[] = [
     ...previousInstanceStage(fleet, ctx.previous),
     ...hostListStages(fleet, spec, ctx.excludeHosts),
-    { name: "placement", checks: placementChecks(placement, fleet) },
+    requestIsRebuild(spec)
+      ? { name: "placement", skipped: "rebuild: the instance keeps its allocation", checks: [] }
+      : { name: "placement", checks: placementChecks(placement, fleet) },
     ...filters.map((f) => filterStage(f, spec, filterCtx)),
   ];
   const { candidates, trace } = runStages(fleet, stages);
@@ -385,6 +387,9 @@ function hostListStages(fleet: Fleet, spec: RequestSpec, exclude: ReadonlySet<st
 
 function filterStage(filter: HostFilter, spec: RequestSpec, ctx: FilterContext): Stage {
   if (forcesHosts(spec)) return { name: filter.name, skipped: "forced host", checks: [] };
+  if (!filter.runOnRebuild && requestIsRebuild(spec)) {
+    return { name: filter.name, skipped: "rebuild (RUN_ON_REBUILD is False)", checks: [] };
+  }
   if (filter.runOncePerRequest && ctx.index > 0) {
     return { name: filter.name, skipped: "run_filter_once_per_request", checks: [] };
   }
@@ -401,6 +406,16 @@ function specField(spec: RequestSpec, field: SpecField): unknown {
   let v: unknown = spec;
   for (const k of field.split(".")) v = (v as Record<string, unknown> | undefined)?.[k];
   return v;
+}
+
+/**
+ * Nova's request_is_rebuild: the conductor asks whether a rebuild's new image suits the server's
+ * own host. Only the filters that judge the image run (RUN_ON_REBUILD), and Placement is not
+ * asked: the instance keeps the allocation it has there (Nova claims nothing for it either).
+ */
+export function requestIsRebuild(spec: RequestSpec): boolean {
+  const t = spec.scheduler_hints._nova_check_type;
+  return Array.isArray(t) && t.length === 1 && t[0] === "rebuild";
 }
 
 /**

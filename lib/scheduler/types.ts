@@ -196,6 +196,11 @@ export interface HostFilter {
   /** Nova's run_filter_once_per_request: skipped for the 2nd+ instance of a multi-create. */
   runOncePerRequest: boolean;
   /**
+   * Nova's RUN_ON_REBUILD: whether the filter checks a rebuild's new image against the server's
+   * own host (scheduler_hints._nova_check_type = ["rebuild"]); the others pass every host then.
+   */
+  runOnRebuild: boolean;
+  /**
    * When the verdict depends on one static part of the host and on these inputs alone: it is then
    * computed once per distinct value of that part (hosts sharing their aggregates, traits, …) and
    * reused, by later requests reading the same inputs too. Nothing else may be read.

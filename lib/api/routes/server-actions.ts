@@ -1,7 +1,9 @@
-// POST /servers/{id}/action: Nova's server actions. lock and unlock (lock_server.py), and the
-// power actions (os-stop, os-start, reboot) and os-getConsoleOutput, which go to the server's
-// host through its queue; each recorded as an instance action. The actions that need what this
-// system does not have answer 501, saying so; anything else is Nova's 400 for an unknown action.
+// POST /servers/{id}/action: Nova's server actions. lock and unlock (lock_server.py), the power
+// actions (os-stop, os-start, reboot) and os-getConsoleOutput, which go to the server's host
+// through its queue, and the moves and the rebuild, which go through the conductor
+// (server-moves.ts, server-rebuild.ts); each recorded as an instance action. The actions that
+// need what this system does not have answer 501, saying so; anything else is Nova's 400 for an
+// unknown action.
 import { withoutHosts } from "../../instances/faults.js";
 import type { PowerActionName, RebootType } from "../../instances/power.js";
 import type { ActionName, InstanceAction, InstanceRecord } from "../../instances/types.js";
@@ -15,6 +17,7 @@ import { parseLockBody } from "../validation/servers.js";
 import { actionRecord } from "./instance-action.js";
 import { migrateLive } from "./server-live-migrate.js";
 import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
+import { rebuild } from "./server-rebuild.js";
 import { findServer } from "./servers.js";
 
 /** Nova's lock_server unlock_override rule: only it may lift another's (an admin's) lock. */
@@ -53,7 +56,8 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 
 /**
  * Nova's actions that need what this system does not have yet: graphical consoles, pause and
- * suspend, rebuild, images and backups, networks and volumes.
+ * suspend, shelve and rescue, images and backups, passwords, state resets, networks and
+ * volumes, soft delete.
  */
 const UNSUPPORTED = new Set([
   "os-getVNCConsole",
@@ -69,7 +73,6 @@ const UNSUPPORTED = new Set([
   "unshelve",
   "rescue",
   "unrescue",
-  "rebuild",
   "createImage",
   "createBackup",
   "changePassword",
@@ -220,6 +223,7 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "evacuate") return evacuate(call, rec, arg);
   if (name === "confirmResize") return confirmResize(call, rec);
   if (name === "revertResize") return revertResize(call, rec);
+  if (name === "rebuild") return rebuild(call, rec, arg);
   if (name === "os-migrateLive") return migrateLive(call, rec, arg);
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(

@@ -73,7 +73,7 @@ export function checkLock(call: RouteCall, rec: InstanceRecord): void {
 }
 
 /** The state after a refused conditional write: the 409 its state now calls for. */
-async function refusedBy(call: RouteCall, rec: InstanceRecord, apiAction: string): Promise<never> {
+export async function refusedBy(call: RouteCall, rec: InstanceRecord, apiAction: string): Promise<never> {
   const now = await call.deps.getInstance(rec.id);
   if (!now || now.deleted) throw instanceNotFound(rec.id);
   throw now.task_state !== rec.task_state

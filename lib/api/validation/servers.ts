@@ -50,12 +50,12 @@ export const tagSchema = z
 export const MAX_TAGS = 50;
 
 /** Nova's parameter_types.accessIPv4/6: strings in the ipv4/ipv6 formats. */
-const accessIPv4 = z.ipv4();
+export const accessIPv4 = z.ipv4();
 // kept in the canonical (compressed) form, as Nova's netaddr writes it
-const accessIPv6 = z.ipv6().transform((ip) => new URL(`http://[${ip}]`).hostname.slice(1, -1));
+export const accessIPv6 = z.ipv6().transform((ip) => new URL(`http://[${ip}]`).hostname.slice(1, -1));
 
 /** Nova's user_data: base64 (format "base64"), at most 65535 characters. */
-const userData = z
+export const userData = z
   .string()
   .max(65535)
   .refine((s) => /^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(s) && s.replace(/\s/g, "").length % 4 === 0, {
@@ -91,15 +91,15 @@ const baseServer = {
 };
 
 /** 2.19 description, 2.52 tags, 2.90 hostname: Nova's create schema grows with the version. */
-const description = z.string().max(255).nullable().optional();
+export const description = z.string().max(255).nullable().optional();
 const tags = z.array(tagSchema).max(MAX_TAGS).optional();
 /** Nova's parameter_types.hostname (2.90): an RFC 1123 label; 2.94 fqdn: dotted labels, ≤ 255. */
-const hostname = z
+export const hostname = z
   .string()
   .max(63)
   .regex(/^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/)
   .optional();
-const fqdn = z
+export const fqdn = z
   .string()
   .max(255)
   .regex(/^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*$/)

@@ -11,6 +11,8 @@ export const AggregateImagePropertiesIsolation: HostFilter = {
   name: "AggregateImagePropertiesIsolation",
   // Aggregate data and the image do not change within a request.
   runOncePerRequest: true,
+  // Nova's RUN_ON_REBUILD: it judges the image, so a rebuild's new one is checked on its host
+  runOnRebuild: true,
   reads: {
     host: "aggregates",
     spec: ["image.properties"],

@@ -12,6 +12,7 @@ export const AggregateInstanceExtraSpecsFilter: HostFilter = {
   name: "AggregateInstanceExtraSpecsFilter",
   // Aggregate data and the flavor do not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   reads: { host: "aggregates", spec: ["flavor.extra_specs"] },
   prepare(spec) {
     const wanted: { key: string; req: string; matches: (v: string) => boolean; rejection: Rejection }[] = [];

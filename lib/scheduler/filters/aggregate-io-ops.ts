@@ -7,5 +7,6 @@ import { belowAggregateLimit } from "./aggregate-num-instances.js";
 export const AggregateIoOpsFilter: HostFilter = {
   name: "AggregateIoOpsFilter",
   runOncePerRequest: false,
+  runOnRebuild: false,
   prepare: (_spec, ctx) => belowAggregateLimit("max_io_ops_per_host", ctx),
 };

@@ -8,6 +8,7 @@ export const AggregateMultiTenancyIsolation: HostFilter = {
   name: "AggregateMultiTenancyIsolation",
   // Aggregate data and the project do not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   reads: { host: "aggregates", spec: ["project_id"] },
   prepare(spec) {
     const project = spec.project_id;

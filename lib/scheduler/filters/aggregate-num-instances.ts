@@ -8,6 +8,7 @@ import { COUNTED, tooMany } from "./num-instances.js";
 export const AggregateNumInstancesFilter: HostFilter = {
   name: "AggregateNumInstancesFilter",
   runOncePerRequest: false,
+  runOnRebuild: false,
   prepare: (_spec, ctx) => belowAggregateLimit("max_instances_per_host", ctx),
 };
 

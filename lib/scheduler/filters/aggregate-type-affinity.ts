@@ -8,6 +8,7 @@ export const AggregateTypeAffinityFilter: HostFilter = {
   name: "AggregateTypeAffinityFilter",
   // Aggregate data does not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   reads: { host: "aggregates", spec: ["flavor.name"] },
   prepare(spec) {
     const flavor = spec.flavor.name;

@@ -5,5 +5,6 @@ export const AllHostsFilter: HostFilter = {
   name: "AllHostsFilter",
   // The list of hosts does not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   prepare: () => null,
 };

@@ -9,6 +9,7 @@ export const AvailabilityZoneFilter: HostFilter = {
   name: "AvailabilityZoneFilter",
   // Availability zones do not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   reads: { host: "aggregates", spec: ["availability_zone"], config: ["default_availability_zone"] },
   prepare(spec, ctx) {
     // Only the az part is compared; a forced host/node is the force_* stages' business.

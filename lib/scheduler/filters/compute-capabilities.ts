@@ -23,6 +23,7 @@ export const ComputeCapabilitiesFilter: HostFilter = {
   name: "ComputeCapabilitiesFilter",
   // Instance type and host capabilities do not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   prepare(spec) {
     const requirements: Requirement[] = [];
     for (const [key, req] of Object.entries(spec.flavor.extra_specs)) {

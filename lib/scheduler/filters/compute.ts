@@ -7,6 +7,7 @@ export const ComputeFilter: HostFilter = {
   name: "ComputeFilter",
   // Host state does not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   reads: { host: "service", config: ["service_down_time"] },
   prepare(_spec, ctx) {
     const notHeard: Rejection = {

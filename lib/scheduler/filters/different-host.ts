@@ -7,5 +7,6 @@ export const DifferentHostFilter: HostFilter = {
   name: "DifferentHostFilter",
   // The hosts the instances are running on do not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   prepare: byHintedInstances("different_host", false, { summary: "run a different_host instance" }),
 };

@@ -13,6 +13,8 @@ export const ImagePropertiesFilter: HostFilter = {
   name: "ImagePropertiesFilter",
   // Image properties and compute capabilities do not change within a request.
   runOncePerRequest: true,
+  // Nova's RUN_ON_REBUILD: it judges the image, so a rebuild's new one is checked on its host
+  runOnRebuild: true,
   reads: {
     host: "hypervisor",
     spec: ["image.properties"],

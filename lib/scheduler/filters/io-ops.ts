@@ -8,5 +8,6 @@ export const IoOpsFilter: HostFilter = {
   name: "IoOpsFilter",
   // Runs for every instance: each placed instance is one more build.
   runOncePerRequest: false,
+  runOnRebuild: false,
   prepare: (_spec, ctx) => belowOption("max_io_ops_per_host", ctx),
 };

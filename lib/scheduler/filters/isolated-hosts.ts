@@ -7,6 +7,8 @@ export const IsolatedHostsFilter: HostFilter = {
   name: "IsolatedHostsFilter",
   // The configuration does not change within a request.
   runOncePerRequest: true,
+  // Nova's RUN_ON_REBUILD: it judges the image, so a rebuild's new one is checked on its host
+  runOnRebuild: true,
   prepare(spec, ctx) {
     const {
       isolated_hosts,

@@ -41,6 +41,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
 export const JsonFilter: HostFilter = {
   name: "JsonFilter",
   runOncePerRequest: false,
+  runOnRebuild: false,
   prepare(spec) {
     const hint = schedulerHint(spec, "query");
     if (!truthy(hint)) return null;

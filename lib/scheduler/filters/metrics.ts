@@ -6,6 +6,7 @@ import { parseWeightSetting } from "../weighers/metrics.js";
 export const MetricsFilter: HostFilter = {
   name: "MetricsFilter",
   runOncePerRequest: false,
+  runOnRebuild: false,
   reads: { host: "metrics", config: ["metrics_weight_setting"] },
   prepare(_spec, ctx) {
     const names = [...new Set(parseWeightSetting(ctx.config.metrics_weight_setting).map(([name]) => name))];

@@ -13,6 +13,7 @@ export const NumInstancesFilter: HostFilter = {
   name: "NumInstancesFilter",
   // Runs for every instance: each placed instance counts.
   runOncePerRequest: false,
+  runOnRebuild: false,
   prepare: (_spec, ctx) => belowOption("max_instances_per_host", ctx),
 };
 

@@ -7,6 +7,7 @@ export const SameHostFilter: HostFilter = {
   name: "SameHostFilter",
   // The hosts the instances are running on do not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   prepare: byHintedInstances("same_host", true, { summary: "run none of the same_host instances" }),
 };
 

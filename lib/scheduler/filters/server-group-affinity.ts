@@ -7,6 +7,7 @@ export const ServerGroupAffinityFilter: HostFilter = {
   name: "ServerGroupAffinityFilter",
   // Runs for every instance: each placed instance adds its host to the group.
   runOncePerRequest: false,
+  runOnRebuild: false,
   prepare(spec, ctx) {
     const group = spec.instance_group;
     if (group?.policy !== "affinity" || group.hosts.length === 0) return null;

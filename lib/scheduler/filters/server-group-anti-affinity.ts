@@ -8,6 +8,7 @@ import type { HostFilter } from "../types.js";
 export const ServerGroupAntiAffinityFilter: HostFilter = {
   name: "ServerGroupAntiAffinityFilter",
   runOncePerRequest: false,
+  runOnRebuild: false,
   prepare(spec, ctx) {
     const group = spec.instance_group;
     if (group?.policy !== "anti-affinity") return null;

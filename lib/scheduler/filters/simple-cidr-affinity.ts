@@ -8,6 +8,7 @@ export const SimpleCIDRAffinityFilter: HostFilter = {
   name: "SimpleCIDRAffinityFilter",
   // The address of a host does not change within a request.
   runOncePerRequest: true,
+  runOnRebuild: false,
   prepare(spec) {
     const near = schedulerHint(spec, "build_near_host_ip");
     if (!near) return null;

@@ -1,0 +1,111 @@
+// POST /servers/{id}/action {"rebuild": {...}} (Nova's servers.py _rebuild with compute/api.py's
+// rebuild checks): the server rebuilt on its own host from an image, with the fields the request
+// changes. Accepted here (the new image and fields, rebuilding, the instance action, then the
+// request to the conductor) and answered 202 with the server; the conductor checks a new image
+// against the host and casts to it (lib/conductor/rebuild.ts).
+import { randomUUID } from "node:crypto";
+import type { RebuildFields } from "../../instances/rebuild.js";
+import type { InstanceRecord, RebuildContext } from "../../instances/types.js";
+import { log } from "../../log.js";
+import { imageSpec, newAdminPass } from "../build.js";
+import type { RebuildDeps } from "../deps.js";
+import { ApiError, badRequest, conflict } from "../errors.js";
+import type { ApiResult, RouteCall } from "../request.js";
+import { parseRebuildBody } from "../validation/server-rebuild.js";
+import { checkMetadataLimit } from "../validation/servers.js";
+import { serverUpdateView } from "../views/servers.js";
+import { actionRecord } from "./instance-action.js";
+import { checkLock, invalidState, refusedBy } from "./server-moves.js";
+
+function rebuildDeps(call: RouteCall): RebuildDeps {
+  const r = call.deps.rebuild;
+  if (!r) throw new Error("the API was built without its rebuild dependencies");
+  return r;
+}
+
+/** rebuild: Nova's check_instance_lock and check_instance_state(ACTIVE, STOPPED, ERROR; task None). */
+export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown): Promise<ApiResult> {
+  const { ctx, deps } = call;
+  const { auth, version } = ctx;
+  const body = parseRebuildBody(arg, version);
+  checkLock(call, rec);
+  if (!["active", "stopped", "error"].includes(rec.vm_state))
+    throw invalidState(rec.id, "rebuild", "vm_state", rec.vm_state);
+  if (rec.task_state !== null) throw invalidState(rec.id, "rebuild", "task_state", rec.task_state);
+  // never placed (NoValidHost at its build): no host to rebuild it on
+  if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
+
+  // a key pair is the caller's, not the owner's (Nova looks it up with the request's user)
+  if (body.key_name && !(await deps.getKeypair(auth.user_id, body.key_name)))
+    throw badRequest("Invalid key_name provided.");
+  const image = await deps.getImage(body.imageRef);
+  if (!image) throw badRequest("Cannot find image for rebuild");
+  if (image.status !== "active") throw badRequest(`Image ${image.id} is not active.`);
+  // Nova's _validate_flavor_image against the server's flavor
+  if (rec.flavor.memory_mb < image.min_ram)
+    throw badRequest("Flavor's memory is too small for requested image.");
+  if (rec.flavor.root_gb > 0 && rec.flavor.root_gb < image.min_disk)
+    throw badRequest("Flavor's disk is too small for requested image.");
+  if (body.metadata) {
+    const limit = (await deps.quotas.getProjectLimits(rec.project_id)).metadata_items;
+    checkMetadataLimit(body.metadata, limit === -1 ? Number.POSITIVE_INFINITY : limit);
+  }
+
+  const fields: RebuildFields = {
+    ...(body.name !== undefined ? { name: body.name } : {}),
+    ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
+    ...(body.description !== undefined ? { description: body.description } : {}),
+    ...(body.key_name !== undefined ? { key_name: body.key_name } : {}),
+    ...(body.user_data !== undefined ? { user_data: body.user_data } : {}),
+    ...(body.hostname !== undefined ? { hostname: body.hostname } : {}),
+    ...(body.accessIPv4 !== undefined ? { access_ip_v4: body.accessIPv4 } : {}),
+    ...(body.accessIPv6 !== undefined ? { access_ip_v6: body.accessIPv6 } : {}),
+  };
+  const action = actionRecord("rebuild", call);
+  const rebuildCtx: RebuildContext = {
+    uuid: randomUUID(),
+    request_id: action.request_id,
+    orig_image: rec.image,
+    image_changed: image.id !== rec.image.id,
+    old_vm_state: rec.vm_state === "stopped" ? "stopped" : rec.vm_state === "error" ? "error" : "active",
+  };
+  const r = rebuildDeps(call);
+  const begun = await r.begin(rec, rebuildCtx, imageSpec(image), fields, action);
+  if (!begun) return refusedBy(call, rec, "rebuild");
+  ctx.logFields.rebuild_uuid = rebuildCtx.uuid;
+  try {
+    await deps.sendBuildRequest({
+      version: 2,
+      request_id: action.request_id,
+      reservation_id: rec.reservation_id,
+      project_id: rec.project_id,
+      user_id: rec.user_id,
+      instance_uuids: [rec.id],
+      retry: { num_attempts: 1, hosts: [] },
+      rebuild: { rebuild_uuid: rebuildCtx.uuid },
+    });
+  } catch (e) {
+    await r
+      .abandon(rec.id, rebuildCtx)
+      .catch((error: unknown) =>
+        log.error("api.rebuild.not_abandoned", { request_id: ctx.requestId, instance_uuid: rec.id, error }),
+      );
+    ctx.logFields.error = e;
+    throw new ApiError(
+      "computeFault",
+      "The server could not be rebuilt: its request could not be queued. Please try again.",
+    );
+  }
+
+  // Nova's rebuild answer: PUT's view of the server, with key_name from 2.54 and user_data from
+  // 2.57 (everything from 2.75), and the admin password (enable_instance_password)
+  const server = serverUpdateView(begun, { baseUrl: ctx.baseUrl, isAdmin: auth.isAdmin, version });
+  if (version.atLeast("2.54")) server.key_name = begun.key_name ?? null;
+  if (version.atLeast("2.57")) server.user_data = begun.user_data ?? null;
+  server.adminPass = body.adminPass ?? newAdminPass();
+  return {
+    status: 202,
+    headers: { location: `${ctx.baseUrl}/v2.1/servers/${rec.id}` },
+    body: { server },
+  };
+}

@@ -1,0 +1,216 @@
+// A rebuild on the instance's own host (Nova's compute API rebuild, the conductor's
+// rebuild_instance without evacuate, the compute manager's rebuild_instance): the API begins it,
+// the conductor has the scheduler check a new image against the host and casts to it,
+// compute-events applies the host's report. Every write is ONE conditional UpdateItem on the
+// rebuild's uuid (the record's RebuildContext) and the task state the step expects; the host's
+// report is also fenced by the host and the instance's attempt, so a duplicated, late or zombie
+// report changes nothing. No claim is made or released: the instance keeps its allocation.
+import { type InstanceRef, merge, transition, transitionWithEvent, type Update } from "./transition.js";
+import type { ActionEvent, Fault, InstanceAction, InstanceRecord, RebuildContext } from "./types.js";
+
+/** The conductor's event (Nova's EventReporter 'rebuild_server', for rebuild and evacuate alike). */
+export { EVENT_REBUILD } from "./move.js";
+/** The host's event (wrap_instance_event on the compute manager's rebuild_instance). */
+export const EVENT_COMPUTE_REBUILD = "compute_rebuild_instance";
+
+/** What a rebuild changes on the record as it begins (Nova's instance.update(kwargs) in the API). */
+export type RebuildFields = Partial<
+  Pick<
+    InstanceRecord,
+    | "name"
+    | "metadata"
+    | "description"
+    | "key_name"
+    | "user_data"
+    | "hostname"
+    | "access_ip_v4"
+    | "access_ip_v6"
+  >
+>;
+
+/** The record is in this rebuild: not deleted, and its RebuildContext is this one. */
+function inRebuild(uuid: string, more: Update): Update {
+  return merge(
+    {
+      set: ["updated_at = :now"],
+      condition: "deleted = :false AND #rb.#ru = :rb",
+      // (both are DynamoDB reserved words)
+      names: { "#rb": "rebuild", "#ru": "uuid" },
+      values: { ":false": false, ":rb": uuid, ":now": new Date().toISOString() },
+    },
+    more,
+  );
+}
+
+/**
+ * API: accept a rebuild. The new image and fields, the task state, the RebuildContext and Nova's
+ * instance action in one write, conditioned on the state the API checked and on no move or
+ * rebuild being under way, so two concurrent requests give one 202 and one 409. Undefined when
+ * the state changed meanwhile.
+ */
+export function beginRebuild(
+  rec: InstanceRecord,
+  ctx: RebuildContext,
+  image: InstanceRecord["image"],
+  fields: RebuildFields,
+  a: InstanceAction,
+): Promise<InstanceRecord | undefined> {
+  const names: Record<string, string> = { "#rid": a.request_id, "#rb": "rebuild", "#img": "image" };
+  const values: Record<string, unknown> = {
+    ":task": "rebuilding",
+    ":ctx": ctx,
+    ":image": image,
+    ":now": a.start_time,
+    ":action": a,
+    ":false": false,
+    ":vm": rec.vm_state,
+    ":seen": rec.task_state,
+    ":h": rec.host,
+  };
+  const set = [
+    "task_state = :task",
+    "#rb = :ctx",
+    "#img = :image",
+    "updated_at = :now",
+    "actions.#rid = :action",
+  ];
+  Object.entries(fields).forEach(([k, v], i) => {
+    names[`#f${i}`] = k;
+    values[`:f${i}`] = v ?? null;
+    set.push(`#f${i} = :f${i}`);
+  });
+  return transition(rec.id, {
+    set,
+    condition:
+      "deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h AND attribute_not_exists(migration) AND attribute_not_exists(#rb)",
+    names,
+    values,
+  });
+}
+
+/** API: take back a rebuild whose request could not be sent (the image it had comes back). */
+export function abandonRebuild(id: string, ctx: RebuildContext): Promise<InstanceRecord | undefined> {
+  return transition(
+    id,
+    inRebuild(ctx.uuid, {
+      set: ["task_state = :null", "#img = :orig"],
+      remove: ["#rb"],
+      names: { "#img": "image" },
+      condition: "task_state = :rebuilding",
+      values: { ":null": null, ":orig": ctx.orig_image, ":rebuilding": "rebuilding" },
+    }),
+  );
+}
+
+/**
+ * Conductor: the host may rebuild (its check passed, or the image is the same): rebuild_spawning,
+ * with the conductor's event. Undefined when the record is not in this rebuild's first step.
+ */
+export function rebuildScheduled(
+  ref: InstanceRef,
+  ctx: RebuildContext,
+  host: string,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    inRebuild(ctx.uuid, {
+      set: ["task_state = :spawning"],
+      condition: "task_state = :rebuilding AND host = :h",
+      values: { ":spawning": "rebuild_spawning", ":rebuilding": "rebuilding", ":h": host },
+    }),
+  );
+}
+
+/**
+ * Conductor: the rebuild failed before its host took it (NoValidHost, an error in the workflow).
+ * Nova's outcome: ERROR with a fault, the task state cleared, and the image it had put back
+ * (Nova's conductor rolls back image_ref); the other fields keep what the request set.
+ */
+export function rebuildRefused(
+  ref: InstanceRef,
+  ctx: RebuildContext,
+  f: Fault,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    inRebuild(ctx.uuid, {
+      set: ["vm_state = :error", "task_state = :null", "#img = :orig", "fault = :fault"],
+      remove: ["#rb"],
+      names: { "#img": "image" },
+      condition: "task_state IN (:rebuilding, :spawning)",
+      values: {
+        ":error": "error",
+        ":null": null,
+        ":orig": ctx.orig_image,
+        ":fault": f,
+        ":rebuilding": "rebuilding",
+        ":spawning": "rebuild_spawning",
+      },
+    }),
+  );
+}
+
+/** A report of this rebuild by `host` at `attempt`, out of rebuild_spawning. */
+function reported(ctx: RebuildContext, host: string, attempt: number, more: Update): Update {
+  return inRebuild(
+    ctx.uuid,
+    merge(
+      {
+        set: ["task_state = :null"],
+        remove: ["#rb"],
+        condition: "host = :rh AND attempt = :ra AND task_state = :spawning",
+        values: { ":rh": host, ":ra": attempt, ":null": null, ":spawning": "rebuild_spawning" },
+      },
+      more,
+    ),
+  );
+}
+
+/**
+ * compute-events: the host rebuilt the guest from the new image. A stopped server is stopped
+ * again and an active or errored one runs (Nova's _do_rebuild_instance and its stop afterwards).
+ */
+export function rebuilt(
+  ref: InstanceRef,
+  ctx: RebuildContext,
+  host: string,
+  attempt: number,
+  power: number,
+  at: string,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    reported(ctx, host, attempt, {
+      set: ["vm_state = :vm", "power_state = :power", "power_state_at = :at", "launched_at = :at"],
+      condition: "attribute_exists(#rb)",
+      values: { ":vm": ctx.old_vm_state === "stopped" ? "stopped" : "active", ":power": power, ":at": at },
+    }),
+  );
+}
+
+/** compute-events: the host could not rebuild it: ERROR with a fault (Nova's _set_instance_obj_error_state). */
+export function rebuildFailed(
+  ref: InstanceRef,
+  ctx: RebuildContext,
+  host: string,
+  attempt: number,
+  power: number,
+  f: Fault,
+  ev: ActionEvent,
+): Promise<InstanceRecord | undefined> {
+  return transitionWithEvent(
+    ref,
+    ev,
+    reported(ctx, host, attempt, {
+      set: ["vm_state = :error", "fault = :fault", "power_state = :power"],
+      condition: "attribute_exists(#rb)",
+      values: { ":error": "error", ":fault": f, ":power": power },
+    }),
+  );
+}
