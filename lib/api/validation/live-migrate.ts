@@ -16,7 +16,9 @@ export interface LiveMigrateBody {
 
 /**
  * Before 2.25 block_migration and disk_over_commit (booleans) and host are all required; from
- * 2.25 disk_over_commit is gone and block_migration may be "auto"; force (boolean) from 2.30 to 2.67.
+ * 2.25 disk_over_commit is gone and block_migration may be "auto"; force (boolean) from 2.30 to
+ * 2.67. A host is forced before 2.30 (Nova's force None), checked by the scheduler from 2.30
+ * unless forced.
  */
 export function parseLiveMigrateBody(
   raw: unknown,
@@ -27,7 +29,8 @@ export function parseLiveMigrateBody(
       z.strictObject({ block_migration: novaBoolean, disk_over_commit: novaBoolean, host }),
       raw,
     );
-    return { host: body.host, blockMigration: body.block_migration, force: false };
+    // before 2.30 a host is Nova's forced destination (force None: the conductor skips the scheduler)
+    return { host: body.host, blockMigration: body.block_migration, force: body.host !== null };
   }
   const blockMigration = z.union([z.literal("auto"), novaBoolean]);
   if (version.atLeast("2.30") && !version.atLeast("2.68")) {
@@ -40,7 +43,12 @@ export function parseLiveMigrateBody(
     return { host: body.host, blockMigration: auto(body.block_migration), force };
   }
   const body = validate(z.strictObject({ block_migration: blockMigration, host }), raw);
-  return { host: body.host, blockMigration: auto(body.block_migration), force: false };
+  // 2.25 to 2.29 as before 2.25; from 2.68 (no force) the scheduler checks the host
+  return {
+    host: body.host,
+    blockMigration: auto(body.block_migration),
+    force: !version.atLeast("2.68") && body.host !== null,
+  };
 }
 
 const auto = (v: boolean | "auto"): boolean | null => (v === "auto" ? null : v);

@@ -121,11 +121,15 @@ describe("os-migrateLive's schema (Nova's schemas/migrate_server.py)", () => {
   });
 
   it("takes auto from 2.25, force from 2.30 to 2.67", () => {
+    // before 2.30 a host is forced (Nova's force None); from 2.30 the scheduler checks it
     expect(parseLiveMigrateBody({ block_migration: "auto", host: "h" }, at("2.25"))).toEqual({
       host: "h",
       blockMigration: null,
-      force: false,
+      force: true,
     });
+    expect(parseLiveMigrateBody({ block_migration: "auto", host: "h" }, at("2.30")).force).toBe(false);
+    expect(parseLiveMigrateBody({ block_migration: "auto", host: "h" }, at("2.68")).force).toBe(false);
+    expect(parseLiveMigrateBody({ block_migration: "auto", host: null }, at("2.25")).force).toBe(false);
     expect(
       status(() => parseLiveMigrateBody({ block_migration: "auto", host: "h", force: true }, at("2.29"))),
     ).toBe(400);
