@@ -1,10 +1,10 @@
 // The `openstack` CLI (Debian python3-openstackclient 6.0) with a plain clouds.yaml against the
 // whole local runtime, at the microversions operators use: 2.1 (its default), 2.47, 2.79, latest.
 // Each command runs as the child process an operator would start; a failure prints the
-// client's own error. Resize and cold migration run once, at latest (and 2.56 for `migrate
-// --host`). Not here, for a real reason: volumes (no Cinder), networks, ports, floating IPs and
-// security groups (no Neutron), console, and live migration, evacuate and rebuild (not built in
-// novaless yet: they answer 501).
+// client's own error. Resize, cold migration and rebuild run once, at latest (and 2.56 for
+// `migrate --host`). Not here, for a real reason: volumes (no Cinder), networks, ports, floating
+// IPs and security groups (no Neutron), console, and live migration and evacuate (not built in
+// novaless yet when this was written: they answered 501).
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -159,6 +159,23 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
         ["resize", "confirmed"],
         ["resize", "reverted"],
       ]);
+      await cloud.openstack(["server", "delete", "--wait", id], { ...demo, json: false });
+    });
+
+    it("server rebuild --image --name --wait: the same server, on the same host, from another image", async () => {
+      const demo = { cloud: "demo", version: "latest" } as const;
+      const admin = { cloud: "admin", version: "latest" } as const;
+      const id = await boot(demo);
+      const before = await cloud.openstack(["server", "show", id], admin);
+      const name = unique("rebuilt");
+      await cloud.openstack(["server", "rebuild", "--image", "ubuntu", "--name", name, "--wait", id], {
+        ...demo,
+        json: false,
+      });
+      const after = await waitForStatus(id, "ACTIVE", admin);
+      expect(after.name).toBe(name);
+      expect(JSON.stringify(after.image)).toMatch(/ubuntu|a1b2c3d4-0000-4000-8000-000000000002/);
+      expect(after["OS-EXT-SRV-ATTR:host"]).toBe(before["OS-EXT-SRV-ATTR:host"]);
       await cloud.openstack(["server", "delete", "--wait", id], { ...demo, json: false });
     });
 

@@ -16,6 +16,7 @@ import { checkMetadataLimit } from "../validation/servers.js";
 import { serverUpdateView } from "../views/servers.js";
 import { actionRecord } from "./instance-action.js";
 import { checkLock, invalidState, refusedBy } from "./server-moves.js";
+import { viewOf } from "./servers.js";
 
 function rebuildDeps(call: RouteCall): RebuildDeps {
   const r = call.deps.rebuild;
@@ -99,8 +100,12 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
 
   // Nova's rebuild answer: PUT's view of the server, with key_name from 2.54 and user_data from
   // 2.57 (everything from 2.75), and the admin password (enable_instance_password)
-  const server = serverUpdateView(begun, { baseUrl: ctx.baseUrl, isAdmin: auth.isAdmin, version });
+  const server = version.atLeast("2.75")
+    ? await viewOf(begun, call)
+    : serverUpdateView(begun, { baseUrl: ctx.baseUrl, isAdmin: auth.isAdmin, version });
   if (version.atLeast("2.54")) server.key_name = begun.key_name ?? null;
+  // (Nova's rebuild view leaves out the admin's OS-EXT-SRV-ATTR:user_data: user_data says it)
+  delete server["OS-EXT-SRV-ATTR:user_data"];
   if (version.atLeast("2.57")) server.user_data = begun.user_data ?? null;
   server.adminPass = body.adminPass ?? newAdminPass();
   return {
