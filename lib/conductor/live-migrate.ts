@@ -23,10 +23,11 @@ import { type MoveRequest, moveAttempt } from "../messages/build-request.js";
 import type { ComputeMessage, LiveMigrationStepMessage } from "../messages/compute.js";
 import type { LiveMigrationProgressReport, MoveStepReport } from "../messages/reports.js";
 import { type ConductorInput, type Scheduled, selectionIn } from "../messages/scheduled.js";
-import { release } from "../placement/claims.js";
+import { claim, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
 import type { HostRecord } from "../placement/types.js";
+import { resourcesFromFlavor } from "../scheduler/resources.js";
 import type { RequestSpec } from "../scheduler/types.js";
 import { failMove } from "./moves.js";
 import type { Cast } from "./types.js";
@@ -151,14 +152,17 @@ export function liveMigrationPrecheck(
 /**
  * select_destinations' checks of a live migration, before anything is claimed. A refusal is
  * thrown (LiveMigrationRefused): the conductor then fails the move (migration `error`, the server
- * ACTIVE with no task, the action's event saying why); otherwise the request spec's changes: a forced host is Nova's force_hosts (no filters, still
- * claimed); else the destination must run the source's hypervisor (ImagePropertiesFilter's
- * img_hv_type and img_hv_requested_version).
+ * ACTIVE with no task, the action's event saying why). A forced host is then claimed here for the
+ * instance at `attempt`, without the scheduler (Nova's claim_resources_on_destination): the
+ * decision finds that claim held. Otherwise the request spec's changes for the scheduler: the
+ * destination must run the source's hypervisor (ImagePropertiesFilter's img_hv_type and
+ * img_hv_requested_version).
  */
 export async function liveMigrationChecks(
   rec: InstanceRecord,
   move: MoveContext,
   spec: Pick<RequestSpec, "image">,
+  attempt: number,
   log: Logger,
 ): Promise<Partial<RequestSpec>> {
   const source = await getHost(move.source_host);
@@ -168,7 +172,18 @@ export async function liveMigrationChecks(
     log.info("scheduler.live_migration_refused", { reason: refused.message });
     throw new LiveMigrationRefused(refused);
   }
-  if (move.force && move.requested_host) return { force_hosts: [move.requested_host] };
+  if (move.force && move.requested_host) {
+    const host = move.requested_host;
+    const claimed = await claim(host, rec.id, resourcesFromFlavor(move.new_flavor), attempt);
+    if (!claimed.claimed) {
+      log.info("scheduler.live_migration_forced_claim_failed", { host, reason: claimed.reason });
+      throw new LiveMigrationRefused({
+        message: `No valid host was found. Unable to move instance ${rec.id} to host ${host}. There is not enough capacity on the host for the instance.`,
+        code: 400,
+      });
+    }
+    return {};
+  }
   if (!source) return {};
   return {
     image: {

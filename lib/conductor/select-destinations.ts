@@ -187,7 +187,7 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
   // a live migration's checks come before anything is claimed (lib/conductor/live-migrate.ts)
   const live =
     move.type === "live-migration" && move.attempt === null
-      ? await liveMigrationChecks(rec, move, own, log)
+      ? await liveMigrationChecks(rec, move, own, n, log)
       : {};
   if (rec.task_state === "resize_prep" || rec.task_state === "rebuilding" || rec.task_state === "migrating") {
     await moveAllocation(move.source_host, id, move.uuid, { fromAttempt: move.source_attempt });

@@ -177,6 +177,26 @@ describe("on fake hosts", () => {
       expect(forced.status).toBe(202);
       expect(await settled(id)).toMatchObject({ status: "completed", dest_compute: forcedTo });
       expect(await consumerAllocations(id)).toHaveLength(1);
+      // a disabled host: the scheduler refuses it (NoValidHost), forcing skips the filters
+      const disabled = otherHost(forcedTo);
+      await admin.call("PUT", "/v2.1/os-services/disable", { host: disabled, binary: "nova-compute" });
+      try {
+        const checked = await live(admin.at("2.30"), id, { host: disabled, block_migration: "auto" });
+        expect(checked.status).toBe(400);
+        expect(checked.body.badRequest.message).toBe(
+          "No valid host was found. There are not enough hosts available.",
+        );
+        await settled(id);
+        const there = await live(admin.at("2.30"), id, {
+          host: disabled,
+          block_migration: "auto",
+          force: true,
+        });
+        expect(there.status).toBe(202);
+        expect(await settled(id)).toMatchObject({ status: "completed", dest_compute: disabled });
+      } finally {
+        await admin.call("PUT", "/v2.1/os-services/enable", { host: disabled, binary: "nova-compute" });
+      }
       // force without a host, force from 2.68, disk_over_commit from 2.25: Nova's 400s
       const noHost = await live(admin.at("2.30"), id, { host: null, block_migration: "auto", force: true });
       expect(noHost.body.badRequest.message).toBe("Can't force to a non-provided destination");
@@ -295,6 +315,41 @@ describe("on fake hosts", () => {
       expect(await claims(id, running.uuid)).toEqual({ [`instance@${source}`]: 512 });
       expect((await auditPlacement({ repair: false })).findings).toEqual([]);
       fake(source).liveMigrationMs = 300;
+      await admin.delete(`/v2.1/servers/${id}`);
+    });
+
+    it("an abort while preparing is Nova's 400 before 2.65 and cancels it from 2.65", async () => {
+      const { id, host: source } = await boot();
+      const dest = otherHost(source);
+      fake(dest).liveMigrationPrepareMs = 4000;
+      try {
+        await live(admin.at("2.30"), id, { host: dest, block_migration: "auto" });
+        const preparing = await eventually(
+          () => lastMigration(id),
+          (m) => m.status === "preparing",
+        );
+        const path = `/v2.1/servers/${id}/migrations/${preparing.id}`;
+        const early = await admin.at("2.64").delete(path);
+        expect(early.status).toBe(400);
+        expect(early.body.badRequest.message).toBe(
+          `Migration ${preparing.id} state of instance ${id} is preparing. Cannot abort live migration while the migration is in this state.`,
+        );
+        const force = await admin.at("2.22").post(`${path}/action`, { force_complete: null });
+        expect(force.body.badRequest.message).toBe(
+          `Migration ${preparing.id} state of instance ${id} is preparing. Cannot force complete while the migration is in this state.`,
+        );
+        expect((await admin.at("2.65").delete(path)).status).toBe(202);
+        expect(await settled(id)).toMatchObject({ status: "cancelled" });
+        expect((await getInstance(id))!).toMatchObject({
+          host: source,
+          vm_state: "active",
+          task_state: null,
+        });
+        expect(await claims(id, preparing.uuid)).toEqual({ [`instance@${source}`]: 512 });
+        expect(fake(source).liveMigrations.get(id)).toBeUndefined();
+      } finally {
+        fake(dest).liveMigrationPrepareMs = 0;
+      }
       await admin.delete(`/v2.1/servers/${id}`);
     });
 

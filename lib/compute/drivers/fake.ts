@@ -55,6 +55,8 @@ export class FakeDriver implements Driver {
   liveMigrationMs: number;
   /** fails every pre_live_migration here (tests: a destination that cannot prepare) */
   failLiveMigrationPrepare = false;
+  /** how long a pre_live_migration here takes (tests: a migration held in `preparing`) */
+  liveMigrationPrepareMs = 0;
   /** live migrations copied out of this host, per instance: tests prove none ran twice */
   readonly liveMigrations = new Map<string, number>();
 
@@ -72,8 +74,11 @@ export class FakeDriver implements Driver {
    */
   readonly live: LiveMigrationDriver = {
     preLiveMigration: async (guest) => {
+      if (this.liveMigrationPrepareMs > 0) await sleep(this.liveMigrationPrepareMs);
       if (this.failLiveMigrationPrepare || this.opts.failAll)
-        throw new Error(`fake driver on ${this.opts.host} cannot prepare for instance ${guest.instance_uuid}`);
+        throw new Error(
+          `fake driver on ${this.opts.host} cannot prepare for instance ${guest.instance_uuid}`,
+        );
     },
     liveMigrate: async (id, dest, job) => this.liveMigrate(id, dest.host, job),
     postLiveMigrationAtDestination: async (guest) => {
@@ -89,7 +94,9 @@ export class FakeDriver implements Driver {
     for (let i = 1; i <= FAKE_LIVE_MIGRATION_STEPS; i++) {
       if (job.abort.aborted) throw new LiveMigrationAborted(`live migration of ${id} to ${dest} aborted`);
       if (job.forceComplete.aborted) break;
-      await sleep(tick, undefined, { signal: AbortSignal.any([job.abort, job.forceComplete]) }).catch(() => {});
+      await sleep(tick, undefined, { signal: AbortSignal.any([job.abort, job.forceComplete]) }).catch(
+        () => {},
+      );
       if (job.abort.aborted) throw new LiveMigrationAborted(`live migration of ${id} to ${dest} aborted`);
       const processed = Math.round((total * i) / FAKE_LIVE_MIGRATION_STEPS);
       job.onProgress({
