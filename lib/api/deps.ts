@@ -35,6 +35,7 @@ import { planDestinations } from "../conductor/select-destinations.js";
 import { apiOptions } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
+import { markLiveAbort, recordLiveAction } from "../instances/live-move.js";
 import {
   createMigration,
   getMigration,
@@ -43,7 +44,6 @@ import {
   nextMigrationId,
   updateMigration,
 } from "../instances/migrations.js";
-import { markLiveAbort, recordLiveAction } from "../instances/live-move.js";
 import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances } from "../instances/queries.js";

@@ -109,7 +109,12 @@ export function abandonMove(id: string, migration: string): Promise<InstanceReco
       set: ["task_state = :null"],
       remove: ["migration"],
       condition: "task_state IN (:prep, :rebuilding, :migrating)",
-      values: { ":null": null, ":prep": "resize_prep", ":rebuilding": "rebuilding", ":migrating": "migrating" },
+      values: {
+        ":null": null,
+        ":prep": "resize_prep",
+        ":rebuilding": "rebuilding",
+        ":migrating": "migrating",
+      },
     }),
   );
 }
