@@ -100,7 +100,19 @@ async function endMoveOnDelete(rec: InstanceRecord, requestId: string): Promise<
   }
   await updateMigration(
     move.uuid,
-    ["pre-migrating", "migrating", "post-migrating", "finished", "confirming", "reverting"],
+    [
+      "pre-migrating",
+      "migrating",
+      "post-migrating",
+      "finished",
+      "confirming",
+      "reverting",
+      // a live migration's
+      "accepted",
+      "queued",
+      "preparing",
+      "running",
+    ],
     "error",
   );
 }

@@ -353,6 +353,31 @@ describe("on fake hosts", () => {
       await admin.delete(`/v2.1/servers/${id}`);
     });
 
+    it("a server deleted mid-copy leaves no claim on either host, its migration in error", async () => {
+      const { id, host: source } = await boot();
+      fake(source).liveMigrationMs = 60_000;
+      await live(admin.at("2.25"), id, { host: null, block_migration: "auto" });
+      const running = await eventually(
+        () => lastMigration(id),
+        (m) => m.status === "running",
+      );
+      expect(Object.keys(await claims(id, running.uuid))).toHaveLength(2);
+      expect((await admin.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+      await client.waitForStatus(id, ["GONE"]);
+      // nothing held for it or its migration, and every host's usage is its allocations' sum
+      expect(
+        await eventually(
+          () => claims(id, running.uuid),
+          (c) => Object.keys(c).length === 0,
+        ),
+      ).toEqual({});
+      expect((await auditPlacement({ repair: false })).findings).toEqual([]);
+      expect(await claims(id, running.uuid)).toEqual({});
+      expect((await lastMigration(id)).status).toBe("error");
+      expect(fake(running.dest_compute!).has(id)).toBe(false);
+      fake(source).liveMigrationMs = 300;
+    });
+
     it("a destination that cannot prepare rolls back: failed, ACTIVE on the source, nothing held", async () => {
       const { id, host: source } = await boot();
       const dest = otherHost(source);

@@ -98,6 +98,8 @@ export class FakeDriver implements Driver {
         () => {},
       );
       if (job.abort.aborted) throw new LiveMigrationAborted(`live migration of ${id} to ${dest} aborted`);
+      // destroyed meanwhile (the server deleted): the migration fails, as a domain's would
+      if (this.guests.get(id) !== g) throw new GuestNotFound(id, this.opts.host);
       const processed = Math.round((total * i) / FAKE_LIVE_MIGRATION_STEPS);
       job.onProgress({
         memory_total_bytes: total,
