@@ -4,7 +4,7 @@
 // `accepted`); select_destinations runs Nova's checks first (liveMigrationChecks, before anything
 // is claimed), hands the source's allocation to the migration's consumer and claims the
 // destination for the instance (by the scheduler, with the requested host as Nova's
-// requested_destination, or forced); StartMove places it and casts pre_live_migration to the
+// requested_destination; a forced host is claimed without it); StartMove places it and casts pre_live_migration to the
 // destination. Each host's report moves it on (applyLiveReport): the source copies the guest, the
 // destination takes it over, the source's claim goes (no confirm). A failure anywhere fails back
 // to the source (failMove: the destination's claim released, the source's allocation the
@@ -20,7 +20,7 @@ import { event, merge, transitionWithEvent } from "../instances/transition.js";
 import type { Fault, InstanceRecord, MoveContext } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
 import { type MoveRequest, moveAttempt } from "../messages/build-request.js";
-import type { ComputeMessage, LiveMigrationStepMessage } from "../messages/compute.js";
+import type { LiveMigrationStepMessage } from "../messages/compute.js";
 import type { LiveMigrationProgressReport, MoveStepReport } from "../messages/reports.js";
 import { type ConductorInput, type Scheduled, selectionIn } from "../messages/scheduled.js";
 import { claim, release } from "../placement/claims.js";
@@ -29,6 +29,7 @@ import { isServiceUp } from "../placement/liveness.js";
 import type { HostRecord } from "../placement/types.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import type { RequestSpec } from "../scheduler/types.js";
+import type { CastToHost } from "./move-events.js";
 import { failMove } from "./moves.js";
 import type { Cast } from "./types.js";
 
@@ -315,8 +316,6 @@ export async function startLiveMigration(
   log.info("conductor.cast_move", { step: msg.kind, host: msg.host });
   return { casts: [{ queue_url: await queueUrlOf(msg.host), message_body: computeMessageBody(msg) }] };
 }
-
-export type CastToHost = (host: string, msg: ComputeMessage, log: Logger) => Promise<void>;
 
 const LIVE_STEPS: ReadonlySet<string> = new Set([
   "pre_live_migration",
