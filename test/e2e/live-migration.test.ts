@@ -71,7 +71,8 @@ describe("on fake hosts", () => {
       hosts: 3,
       heartbeatSeconds: 1,
       watchdogIntervalMs: 0, // the watchdog's test runs it when it means to
-      env: { NOVALESS_SERVICE_DOWN_TIME: "3" },
+      // a step with no answer for 4 s is stuck (the watchdog runs only when a test asks)
+      env: { NOVALESS_SERVICE_DOWN_TIME: "3", NOVALESS_INSTANCE_BUILD_TIMEOUT: "4" },
     }));
     admin = client.as(ADMIN);
     for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 300;
@@ -468,6 +469,39 @@ describe("on fake hosts", () => {
   });
 
   describe("the watchdog", () => {
+    it("fails a live migration stuck in preparing back to its source; the late report is fenced", async () => {
+      const { id, host: source } = await boot();
+      const dest = otherHost(source);
+      fake(dest).liveMigrationPrepareMs = 8000;
+      try {
+        await live(admin.at("2.30"), id, { host: dest, block_migration: "auto" });
+        const preparing = await eventually(
+          () => lastMigration(id),
+          (m) => m.status === "preparing",
+        );
+        await new Promise((r) => setTimeout(r, 4500));
+        const actions = await runtime.runWatchdog();
+        expect(actions).toEqual(
+          expect.arrayContaining([expect.objectContaining({ instance_uuid: id, action: "failed" })]),
+        );
+        expect(await settled(id)).toMatchObject({ status: "failed" });
+        expect(await claims(id, preparing.uuid)).toEqual({ [`instance@${source}`]: 512 });
+        // the destination answers late: its report changes nothing
+        await new Promise((r) => setTimeout(r, 4000));
+        expect((await getInstance(id))!).toMatchObject({
+          host: source,
+          vm_state: "active",
+          task_state: null,
+        });
+        expect((await lastMigration(id)).status).toBe("failed");
+        expect(fake(source).liveMigrations.get(id)).toBeUndefined();
+        expect((await auditPlacement({ repair: false })).findings).toEqual([]);
+      } finally {
+        fake(dest).liveMigrationPrepareMs = 0;
+      }
+      await admin.delete(`/v2.1/servers/${id}`);
+    });
+
     it("fails a live migration whose source died mid-copy back to its source, claims whole", async () => {
       const { id, host: source } = await boot();
       fake(source).liveMigrationMs = 60_000;
