@@ -146,9 +146,9 @@ describe("server changes on DynamoDB", () => {
     const unknown = await client.post(action, { fly: null });
     expect(unknown.status).toBe(400);
     expect(unknown.body.badRequest.message).toBe("There is no such action: fly");
-    const rebuild = await client.post(action, { rebuild: { imageRef: "cirros" } });
-    expect(rebuild.status).toBe(501);
-    expect(rebuild.body.notImplemented.message).toContain("'rebuild'");
+    const pause = await client.post(action, { pause: null });
+    expect(pause.status).toBe(501);
+    expect(pause.body.notImplemented.message).toContain("'pause'");
     expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
   });
 
