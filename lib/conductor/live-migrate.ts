@@ -9,7 +9,7 @@
 // destination takes it over, the source's claim goes (no confirm). A failure anywhere fails back
 // to the source (failMove: the destination's claim released, the source's allocation the
 // instance's again, the server ACTIVE with no task).
-import { computeMessageBody } from "../aws/send.js";
+import { castToCompute, computeMessageBody } from "../aws/send.js";
 import { fault } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { liveCompleted, liveMigrated } from "../instances/live-move.js";
@@ -363,11 +363,13 @@ export async function applyLiveReport(
     log.info("compute_events.move_report_fenced", { current_attempt: move.attempt });
     return;
   }
-  const failed = (text: string, status: "failed" | "cancelled") =>
-    failMove(rec, fault(text, r.details ? `${text}: ${r.details}` : text), log, {
+  const failed = async (text: string, status: "failed" | "cancelled") => {
+    const closed = await failMove(rec, fault(text, r.details ? `${text}: ${r.details}` : text), log, {
       event: ev(false),
       status,
     });
+    if (closed) await rollbackAtDestination(rec.id, move, r.request_id, log);
+  };
   switch (r.step) {
     case "pre_live_migration": {
       if (r.host !== move.dest_host || rec.host !== move.source_host) return;
@@ -491,5 +493,31 @@ export async function watchLiveMigration(
       : {}),
     status: status === "accepted" ? "error" : "failed",
   });
+  if (failed && status !== "accepted" && isUp(move.dest_host))
+    await rollbackAtDestination(rec.id, move, move.request_id ?? rec.request_id, log);
   return failed ? { action: "failed", reason } : undefined;
+}
+
+/**
+ * Nova's rollback_live_migration_at_destination: what the destination prepared goes (its files;
+ * a guest it never took over). A terminate without a claim to give back: compute-events only
+ * notes the guest gone. Best effort: a destination that cannot be reached keeps nothing that
+ * runs, and its next start finds no guest of it.
+ */
+async function rollbackAtDestination(
+  instanceUuid: string,
+  move: MoveContext,
+  requestId: string,
+  log: Logger,
+): Promise<void> {
+  if (!move.dest_host) return;
+  const url = (await getHost(move.dest_host))?.queue_url;
+  if (!url) return;
+  await castToCompute(url, {
+    version: 1,
+    kind: "terminate_instance",
+    request_id: requestId,
+    instance_uuid: instanceUuid,
+    host: move.dest_host,
+  }).catch((e: unknown) => log.warn("conductor.live_migration_rollback_not_cast", { error: e }));
 }
