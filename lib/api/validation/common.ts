@@ -64,7 +64,7 @@ function unionTypes(errors: z.core.$ZodIssue[][]): string[] {
   return out;
 }
 
-const ENVELOPES = new Set(["server", "flavor", "keypair"]);
+const ENVELOPES = new Set(["server", "flavor", "keypair", "rebuild"]);
 
 function fieldName(path: readonly PropertyKey[]): string {
   const names = path.map(String);
