@@ -248,6 +248,14 @@ describe("Nova's refusals", () => {
       `Cannot 'rebuild' instance ${a.id} while it is in vm_state resized`,
     );
     expect((await client.delete(`/v2.1/servers/${a.id}`)).status).toBe(204);
+
+    // a build that failed everywhere never ran: nothing to rebuild it on
+    const failed = await client.createServer({ flavorRef: "1", imageRef: "broken" });
+    await client.waitForStatus(failed, ["ERROR"]);
+    const never = await action(client, failed, { rebuild: { imageRef: CIRROS } });
+    expect(never.status).toBe(409);
+    expect(never.body.conflictingRequest.message).toBe(`Instance ${failed} is not ready`);
+    expect((await client.delete(`/v2.1/servers/${failed}`)).status).toBe(204);
   });
 
   it("400: the image, the key pair, and the schema at each microversion", async () => {

@@ -33,8 +33,8 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
   if (!["active", "stopped", "error"].includes(rec.vm_state))
     throw invalidState(rec.id, "rebuild", "vm_state", rec.vm_state);
   if (rec.task_state !== null) throw invalidState(rec.id, "rebuild", "task_state", rec.task_state);
-  // never placed (NoValidHost at its build): no host to rebuild it on
-  if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
+  // a build that failed never ran anywhere: there is no host (nor claim) to rebuild it on
+  if (!rec.host || !rec.launched_at) throw conflict(`Instance ${rec.id} is not ready`);
 
   // a key pair is the caller's, not the owner's (Nova looks it up with the request's user)
   if (body.key_name && !(await deps.getKeypair(auth.user_id, body.key_name)))
