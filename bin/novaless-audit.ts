@@ -19,6 +19,7 @@ const LABEL: Record<AuditKind, string> = {
   instances_mismatch: "mismatch",
   free_mismatch: "mismatch",
   units_mismatch: "mismatch",
+  group_ledger_mismatch: "mismatch",
 };
 
 /** The report as the command prints it: one line per finding, what was changed after an arrow. */
@@ -57,7 +58,8 @@ const USAGE =
   "                    (default: NOVALESS_PLACEMENT_AUDIT_GRACE_SECONDS, else 300)\n" +
   "  --host            audit only this host (repeatable)\n" +
   "  --json            print the report as JSON\n" +
-  "environment needed: NOVALESS_HOSTS_TABLE, NOVALESS_ALLOCATIONS_TABLE, NOVALESS_INSTANCES_TABLE (and\n" +
+  "environment needed: NOVALESS_HOSTS_TABLE, NOVALESS_ALLOCATIONS_TABLE, NOVALESS_INSTANCES_TABLE,\n" +
+  "NOVALESS_MIGRATIONS_TABLE, NOVALESS_CATALOG_TABLE (server groups' ledgers) (and\n" +
   "AWS credentials/region, or AWS_ENDPOINT_URL_DYNAMODB for a local DynamoDB)\n" +
   "exit codes: 0 nothing found, 3 found, 4 all found repaired, 1 error, 127 invalid input\n";
 

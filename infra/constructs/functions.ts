@@ -221,6 +221,9 @@ export class Functions {
     scheduling.grantWriteData(scheduler);
     // Flavors, images, aggregates and server groups: the filters read them on every decision.
     catalog.grantReadData(scheduler);
+    // A claim of a server group's member writes the group's ledger in its transaction (the late
+    // affinity / anti-affinity check, lib/placement/group-claims.ts): UpdateItem only.
+    catalog.grant(scheduler, "dynamodb:UpdateItem");
 
     hosts.grantReadWriteData(conductor);
     // Alternates are claimed here; an aborted attempt's claims are released.

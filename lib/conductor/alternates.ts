@@ -1,10 +1,15 @@
 // Nova's conductor claims a reschedule's alternates in order, without running the filters again:
 // one loop for builds and moves.
+import { getServerGroup } from "../catalog/server-groups.js";
+import { getInstance } from "../instances/queries.js";
+import { requestSpecOf } from "../instances/request-spec.js";
 import type { Logger } from "../log.js";
 import type { Destination } from "../messages/common.js";
 import { type Scheduled, scheduledOf } from "../messages/scheduled.js";
 import { claim, findClaim } from "../placement/claims.js";
+import { type ClaimGroup, claimGroupOf } from "../placement/group-claims.js";
 import type { Resources } from "../placement/types.js";
+import { schedulerHint } from "../scheduler/hints.js";
 import { AlternatesExhausted } from "./types.js";
 
 /**
@@ -34,10 +39,13 @@ export async function claimFirstAlternate(
     alternates.map((a) => a.host),
   );
   const start = held === undefined ? 0 : alternates.findIndex((a) => a.host === held);
+  let group: Promise<ClaimGroup | undefined> | undefined;
   for (let i = start; i < alternates.length; i++) {
     const alt = alternates[i]!;
     if (exclude.includes(alt.host)) continue;
-    const r = await claim(alt.host, consumer, resources, n);
+    // the group's late check holds for an alternate as for the scheduler's pick
+    group ??= instanceClaimGroup(consumer);
+    const r = await claim(alt.host, consumer, resources, n, { group: await group });
     log.info("conductor.claim_alternate", {
       host: alt.host,
       claimed: r.claimed,
@@ -46,4 +54,14 @@ export async function claimFirstAlternate(
     if (r.claimed) return chosen(i);
   }
   throw new AlternatesExhausted(`no alternate could be claimed for instance ${consumer} (attempt ${n})`);
+}
+
+/**
+ * The server group whose policy the instance's claims must hold (its request spec's `group`
+ * hint), read when an alternate is claimed: a reschedule, never a build's first path.
+ */
+export async function instanceClaimGroup(instance: string): Promise<ClaimGroup | undefined> {
+  const rec = await getInstance(instance);
+  const hint = rec ? schedulerHint(requestSpecOf(rec, 1), "group") : undefined;
+  return typeof hint === "string" && hint ? claimGroupOf(await getServerGroup(hint)) : undefined;
 }

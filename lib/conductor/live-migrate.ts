@@ -29,6 +29,7 @@ import { isServiceUp } from "../placement/liveness.js";
 import type { HostRecord } from "../placement/types.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import type { RequestSpec } from "../scheduler/types.js";
+import { instanceClaimGroup } from "./alternates.js";
 import type { CastToHost } from "./move-events.js";
 import { failMove } from "./moves.js";
 import type { Cast } from "./types.js";
@@ -175,11 +176,15 @@ export async function liveMigrationChecks(
   }
   if (move.force && move.requested_host) {
     const host = move.requested_host;
-    const claimed = await claim(host, rec.id, resourcesFromFlavor(move.new_flavor), attempt);
+    // a forced host still holds the group's policy (Nova's check_can_live_migrate_destination)
+    const group = await instanceClaimGroup(rec.id);
+    const claimed = await claim(host, rec.id, resourcesFromFlavor(move.new_flavor), attempt, { group });
     if (!claimed.claimed) {
       log.info("scheduler.live_migration_forced_claim_failed", { host, reason: claimed.reason });
       throw new LiveMigrationRefused({
-        message: `No valid host was found. Unable to move instance ${rec.id} to host ${host}. There is not enough capacity on the host for the instance.`,
+        message: claimed.reason.startsWith("server group ")
+          ? `Migration pre-check error: Failed to validate instance group policy due to: ${claimed.reason}`
+          : `No valid host was found. Unable to move instance ${rec.id} to host ${host}. There is not enough capacity on the host for the instance.`,
         code: 400,
       });
     }

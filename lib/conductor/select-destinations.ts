@@ -31,6 +31,7 @@ import {
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
 import { claim, findClaim, moveAllocation, release } from "../placement/claims.js";
+import { claimGroupOf } from "../placement/group-claims.js";
 import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
 import { NoValidHost } from "../scheduler/errors.js";
 import type { Fleet } from "../scheduler/fleet.js";
@@ -302,13 +303,17 @@ export async function decideDestinations(
   const { request, log } = loaded;
   const n = request.attempt;
   const claimed: Decided["claimed"] = [];
+  // the group's late check, in each claim's transaction (the in-process queue spans one container)
+  const group = claimGroupOf(request.spec.instance_group);
   const outcome = await exclusively(async (hosts) =>
     decide(await refreshed(hosts, config), request, config, random, async (c): Promise<ClaimAnswer> => {
-      const r = await claim(c.host.host, c.instance_uuid, c.resources, n).catch(async (e: unknown) => {
-        // Placement unreachable: give back what this run claimed, so the retried step starts clean.
-        await releaseAll(claimed, n, log);
-        throw e;
-      });
+      const r = await claim(c.host.host, c.instance_uuid, c.resources, n, { group }).catch(
+        async (e: unknown) => {
+          // Placement unreachable: give back what this run claimed, so the retried step starts clean.
+          await releaseAll(claimed, n, log);
+          throw e;
+        },
+      );
       if (!r.claimed) {
         // The cache was stale about this host: take its current state (the claim read it to
         // say why), so the next decision does not bet on it again.

@@ -23,7 +23,12 @@ export type AuditKind =
   | "instances_mismatch"
   | "free_mismatch"
   /** `claim_limit` does not match the inventories (claims would skip a unit check, or read) */
-  | "units_mismatch";
+  | "units_mismatch"
+  /**
+   * a server group's ledger (the late affinity check) counts an instance on a host other than
+   * its allocation items there do: an entry with no allocation behind it, typically
+   */
+  | "group_ledger_mismatch";
 
 export interface AuditFinding {
   kind: AuditKind;

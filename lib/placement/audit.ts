@@ -3,7 +3,8 @@
 // and num_instances against their count, every free against capacity − usage. Repair deletes the
 // leaked allocations and recomputes the provider's counters in one transaction per host,
 // conditioned on the generation read, after checking each leak again against a fresh read; run it
-// twice and the second run finds and changes nothing.
+// twice and the second run finds and changes nothing. The server groups' ledgers (the late
+// affinity check) are checked against the allocations that carry their group (audit-groups.ts).
 import { placementAuditGraceSeconds } from "../config.js";
 import { listAllocations } from "./allocations.js";
 import {
@@ -12,6 +13,7 @@ import {
   classifyAllocation,
   countingFindings,
 } from "./audit-classify.js";
+import { auditGroupLedgers } from "./audit-groups.js";
 import { missingClaims, readConsumers } from "./audit-reads.js";
 import { repairHost } from "./audit-repair.js";
 import { getHost, listHosts } from "./hosts.js";
@@ -73,5 +75,9 @@ export async function auditPlacement(opts: AuditOptions = {}): Promise<AuditRepo
       await repairHost(h, allocations, leaks, counting, now, grace);
     report.findings.push(...leaks, ...counting);
   }
+  // After the hosts' repair (a leaked allocation deleted there leaves its group's ledger counting it).
+  report.findings.push(
+    ...(await auditGroupLedgers({ repair: Boolean(opts.repair), ...(opts.hosts ? { hosts: wanted } : {}) })),
+  );
   return report;
 }

@@ -3,7 +3,11 @@
 // `free >= requested` and the inventory's unit rules atomically with the write, so two claimers
 // can never both take the last slot and a concurrent inventory change is seen by the same
 // evaluation; the allocation's `attribute_not_exists` makes a consumer's claim on a host count once.
+// A member of an affinity or anti-affinity server group adds a third item, its group's ledger,
+// judged and written in the same transaction (group-claims.ts): the late check Nova's compute
+// runs, without its race.
 import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { resources as resourceNames } from "../config.js";
@@ -11,6 +15,16 @@ import { metrics } from "../metrics.js";
 import { consumerAllocations, getAllocation } from "./allocations.js";
 import { invalidAmount, unitViolation } from "./capacity.js";
 import { stamp } from "./feed.js";
+import {
+  type ClaimGroup,
+  groupRefusal,
+  type Ledger,
+  ledgerKey,
+  ledgerTouch,
+  ledgerUpdate,
+  readLedger,
+  withAllocation,
+} from "./group-claims.js";
 import { getHost } from "./hosts.js";
 import { type AllocationRecord, capacity, type HostRecord, type Inventory, type Resources } from "./types.js";
 
@@ -26,6 +40,12 @@ export type ClaimResult =
 
 /** Writes after the first that a claim tries while a re-read says it still fits. */
 const CLAIM_RETRIES = 2;
+/**
+ * ...for a member of a group: its ledger is one item per group (affinity) or per group and host
+ * (anti-affinity), which a group's concurrent claims contend for by design, each losing write
+ * re-judged on a fresh read.
+ */
+const GROUP_CLAIM_RETRIES = 8;
 
 /** Placeholders for one expression; equal numbers share one value placeholder. */
 class Expr {
@@ -70,11 +90,11 @@ function classTerms(res: Resources, e: Expr): Term[] {
  * minutes is applied once; a later claim of the same consumer, host and attempt (after its
  * release) has another time, hence another token, and is not mistaken for the first.
  */
-function requestToken(op: "claim" | "release", a: AllocationRecord): string {
-  return createHash("sha256")
-    .update([op, a.consumer, a.host, String(a.attempt), a.claimed_at].join("\n"))
-    .digest("hex")
-    .slice(0, 36);
+function requestToken(op: "claim" | "release", a: AllocationRecord, ledger?: Ledger): string {
+  // a group's ledger is part of the write: another version read is another request
+  const parts = [op, a.consumer, a.host, String(a.attempt), a.claimed_at];
+  if (ledger) parts.push(ledger.pk, String(ledger.version));
+  return createHash("sha256").update(parts.join("\n")).digest("hex").slice(0, 36);
 }
 
 /** A transaction DynamoDB refused as a whole: every failure here means nothing was written. */
@@ -94,8 +114,10 @@ function cancellationCodes(err: unknown): (string | undefined)[] {
   );
 }
 
-/** A claim's transaction: written, or refused with the codes of its two items (provider, allocation). */
-type ClaimWrite = { written: true } | { written: false; provider?: string; allocation?: string };
+/** A claim's transaction: written, or refused with the codes of its items (provider, allocation, ledger). */
+type ClaimWrite =
+  | { written: true }
+  | { written: false; provider?: string; allocation?: string; ledger?: string };
 
 /**
  * One class's unit rules as a condition. Without a read: `claim_limit` (max_unit, present only
@@ -111,7 +133,11 @@ function unitCondition(t: Term, e: Expr, read: Inventory | undefined): string {
 }
 
 /** The claim's transaction; refused when a condition failed or a concurrent transaction held an item. */
-async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined): Promise<ClaimWrite> {
+async function writeClaim(
+  alloc: AllocationRecord,
+  read: HostRecord | undefined,
+  ledger?: Ledger,
+): Promise<ClaimWrite> {
   const e = new Expr();
   const terms = classTerms(alloc.resources, e);
   const one = e.num(1);
@@ -143,7 +169,7 @@ async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined)
   try {
     await dynamo().send(
       new TransactWriteCommand({
-        ClientRequestToken: requestToken("claim", alloc),
+        ClientRequestToken: requestToken("claim", alloc, ledger),
         TransactItems: [
           {
             Update: {
@@ -163,15 +189,31 @@ async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined)
               ExpressionAttributeNames: { "#c": "consumer" },
             },
           },
+          ...(ledger && alloc.group
+            ? [
+                ledgerUpdate(
+                  ledger.pk,
+                  ledger.version,
+                  withAllocation(ledger.members, alloc.group.instance, alloc.host, 1),
+                ),
+              ]
+            : []),
         ],
       }),
     );
     return { written: true };
   } catch (err) {
     if (!isRefused(err)) throw err;
-    const [provider, allocation] = cancellationCodes(err);
-    return { written: false, provider, allocation };
+    const [provider, allocation, ledgerCode] = cancellationCodes(err);
+    return { written: false, provider, allocation, ...(ledgerCode ? { ledger: ledgerCode } : {}) };
   }
+}
+
+/** A claim's options: its time, and the server group whose policy it must hold. */
+export interface ClaimOptions {
+  now?: Date;
+  /** the instance's group when its policy is affinity or anti-affinity (claimGroupOf) */
+  group?: ClaimGroup;
 }
 
 /**
@@ -184,20 +226,40 @@ async function writeClaim(alloc: AllocationRecord, read: HostRecord | undefined)
  * duplicate, held for another attempt, insufficient or against the unit rules); if by that read
  * the claim fits (a concurrent write or transaction was in the way, or a class has unit rules
  * that the request satisfies), it is written again, conditioned on the rules read.
+ *
+ * With `group` (`consumer` being the instance), the group's ledger is read first and the policy
+ * judged on it; a host it refuses is `{claimed: false}` with the group's reason, as any claim
+ * that does not fit (Nova's late check fails the build into a reschedule). A claim without a
+ * group reads and writes nothing more.
  */
 export async function claim(
   host: string,
   consumer: string,
   res: Resources,
   attempt: number,
-  now = new Date(),
+  opts: Date | ClaimOptions = {},
 ): Promise<ClaimResult> {
+  const { now = new Date(), group } = opts instanceof Date ? { now: opts } : opts;
   const bad = invalidAmount(res);
   if (bad) return { claimed: false, host, reason: bad };
-  const alloc: AllocationRecord = { consumer, host, attempt, resources: res, claimed_at: now.toISOString() };
+  const alloc: AllocationRecord = {
+    consumer,
+    host,
+    attempt,
+    resources: res,
+    claimed_at: now.toISOString(),
+    ...(group ? { group: { id: group.id, policy: group.policy, instance: consumer } } : {}),
+  };
+  const retries = group ? GROUP_CLAIM_RETRIES : CLAIM_RETRIES;
   let read: HostRecord | undefined;
   for (let tries = 0; ; tries++) {
-    const w = await writeClaim(alloc, read);
+    let ledger: Ledger | undefined;
+    if (group) {
+      ledger = await readLedger(ledgerKey(group, host));
+      const refused = groupRefusal(group, ledger.members, consumer, host);
+      if (refused) return { claimed: false, host, reason: refused };
+    }
+    const w = await writeClaim(alloc, read, ledger);
     if (w.written) return { claimed: true, host, duplicate: false };
     if (tries === 0) metrics.claimConflict();
     // Both items are read: a refused transaction need not evaluate every condition, so its
@@ -206,12 +268,14 @@ export async function claim(
     const why = explainFailedClaim(current, held, host, consumer, res, attempt);
     if (why.claimed) return why;
     if (!/^concurrent update/.test(why.reason)) return { ...why, ...(current ? { current } : {}) };
-    if (tries >= CLAIM_RETRIES) {
-      const conflicted = [w.provider, w.allocation].includes("TransactionConflict");
+    if (tries >= retries) {
+      const conflicted = [w.provider, w.allocation, w.ledger].includes("TransactionConflict");
       const reason = conflicted ? `${why.reason} (another transaction held it)` : why.reason;
       return { ...why, reason, ...(current ? { current } : {}) };
     }
     read = current;
+    // the group's claimers contend for its ledger: spread their next reads
+    if (group) await sleep(5 + Math.random() * 20 * (tries + 1));
   }
 }
 
@@ -286,6 +350,8 @@ export async function release(host: string, consumer: string, attempt?: number):
     const alloc = await getAllocation(consumer, host);
     if (!alloc) return false;
     if (attempt !== undefined && alloc.attempt !== attempt) return false;
+    // the group's ledger stops counting this allocation in the same transaction
+    const ledger = alloc.group ? await readLedger(ledgerKey(alloc.group, host)) : undefined;
     const e = new Expr();
     const terms = classTerms(alloc.resources, e);
     const one = e.num(1);
@@ -301,7 +367,7 @@ export async function release(host: string, consumer: string, attempt?: number):
     try {
       await dynamo().send(
         new TransactWriteCommand({
-          ClientRequestToken: requestToken("release", alloc),
+          ClientRequestToken: requestToken("release", alloc, ledger),
           TransactItems: [
             {
               // exactly the allocation we read: its amounts are what we subtract
@@ -322,6 +388,15 @@ export async function release(host: string, consumer: string, attempt?: number):
                 ExpressionAttributeValues: e.values,
               },
             },
+            ...(ledger && alloc.group
+              ? [
+                  ledgerUpdate(
+                    ledger.pk,
+                    ledger.version,
+                    withAllocation(ledger.members, alloc.group.instance, host, -1),
+                  ),
+                ]
+              : []),
           ],
         }),
       );
@@ -333,7 +408,8 @@ export async function release(host: string, consumer: string, attempt?: number):
           `release of ${consumer} (attempt ${alloc.attempt}) on ${host}: host ${host} is not registered`,
         );
       }
-      // released or replaced concurrently: look again
+      // released or replaced concurrently (or the group's ledger moved on): look again
+      if (alloc.group) await sleep(5 + Math.random() * 20);
     }
   }
 }
@@ -401,6 +477,8 @@ export async function moveAllocation(
       attempt: attempt ?? held.attempt,
       resources: held.resources,
       claimed_at: now.toISOString(),
+      // the group's ledger counts the instance whichever consumer holds it: nothing to write there
+      ...(held.group ? { group: held.group } : {}),
     };
     try {
       await dynamo().send(
@@ -422,6 +500,9 @@ export async function moveAllocation(
                 ExpressionAttributeNames: { "#c": "consumer" },
               },
             },
+            // the ledger's count is unchanged, its version is not: an audit that read the
+            // ledger before this write must not repair it from the allocations it reads after
+            ...(held.group ? [ledgerTouch(ledgerKey(held.group, host))] : []),
           ],
         }),
       );

@@ -26,6 +26,20 @@ export interface AllocationRecord {
   attempt: number;
   resources: Resources;
   claimed_at: string;
+  /**
+   * The server group (affinity or anti-affinity) whose ledger counts this allocation
+   * (lib/placement/group-claims.ts): a release takes it off in the same transaction, a move of
+   * the allocation to a migration consumer keeps it, still counting the instance.
+   */
+  group?: AllocationGroup;
+}
+
+/** What an allocation item keeps of its group, so a release or a move finds the ledger. */
+export interface AllocationGroup {
+  id: string;
+  policy: "affinity" | "anti-affinity";
+  /** the member counted (a migration consumer's allocation counts its instance) */
+  instance: string;
 }
 
 export interface ServiceRecord {

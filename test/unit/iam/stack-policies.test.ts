@@ -55,10 +55,15 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(text).toContain(`${SQS}novaless-x-compute-*`);
   });
 
-  it("the scheduler reads the Catalog (flavors, images, aggregates, server groups) but does not write it", () => {
+  it("the scheduler reads the Catalog (flavors, images, aggregates, server groups) and only updates it (group ledgers)", () => {
     expect(can("scheduler", "dynamodb:GetItem", `${ARN}catalog-x`)).toBe(true);
     expect(can("scheduler", "dynamodb:Scan", `${ARN}catalog-x`)).toBe(true);
     expect(can("scheduler", "dynamodb:PutItem", `${ARN}catalog-x`)).toBe(false);
+    expect(can("scheduler", "dynamodb:DeleteItem", `${ARN}catalog-x`)).toBe(false);
+    // a claim of a server group's member writes the group's ledger in its transaction
+    expect(can("scheduler", "dynamodb:UpdateItem", `${ARN}catalog-x`)).toBe(true);
+    for (const c of ["api", "conductor", "build-watchdog", "compute-events"] as const)
+      expect(can(c, "dynamodb:UpdateItem", `${ARN}catalog-x`)).toBe(true);
     expect(can("scheduler", "dynamodb:UpdateItem", `${ARN}hosts-x`)).toBe(true);
   });
 
