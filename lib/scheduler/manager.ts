@@ -114,7 +114,9 @@ export async function decide(
       alternates: got.alternates.map(destinationOf),
     });
     const explanation = got.p.decision.compact({ chosen: got.p.selected });
-    const summary = summarizeSelection(explanation);
+    // a host ranked before it refused the claim: say why (a race, a server group's late check)
+    const lost = got.p.conflicts?.length ? ` Claims lost to races: ${got.p.conflicts.join("; ")}.` : "";
+    const summary = `${summarizeSelection(explanation)}${lost}`;
     outcome.decisions.push({ id, attempt: request.attempt, host: got.p.selected.host, summary, explanation });
   }
   return outcome;

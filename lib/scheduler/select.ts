@@ -47,6 +47,8 @@ export interface Placement {
   position: number;
   selected: Selection;
   decision: Decision;
+  /** claims lost to races on hosts ranked before it (a server group's late check among them) */
+  conflicts?: string[];
 }
 
 export type ScheduleResult =
@@ -118,6 +120,7 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
       position: claimed,
       selected: selectionOf(host, decision.requested),
       decision,
+      ...(conflicts.length ? { conflicts } : {}),
     });
   }
 
