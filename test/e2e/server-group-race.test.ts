@@ -6,7 +6,8 @@
 // the group's members before the one-at-a-time section, so a concurrent create's claim is not in
 // what it filtered by, as with two scheduler containers on AWS.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { listLedgers } from "../../lib/placement/group-claims.js";
+import { consumerAllocations } from "../../lib/placement/allocations.js";
+import { ledgerKey, listLedgers, readLedger } from "../../lib/placement/group-claims.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
@@ -119,5 +120,31 @@ describe("affinity under concurrent creates", () => {
     } finally {
       process.env.NOVALESS_RAM_WEIGHT_MULTIPLIER = "-1";
     }
+  });
+});
+
+describe("a move into an anti-affinity group's host", () => {
+  it("a live migration forced onto another member's host is refused by the group (400), and nothing is claimed there", async () => {
+    const group = await newGroup("anti-affinity");
+    const [a] = await race(group, 1, "lm-a");
+    const [b] = await race(group, 1, "lm-b");
+    expect([a!.status, b!.status]).toEqual(["ACTIVE", "ACTIVE"]);
+    expect(a!.host).not.toBe(b!.host);
+    // forced (2.30 to 2.67): no filters, but the claim's late check still holds the policy; before
+    // 2.34 the API waits for the conductor's verdict (Nova's synchronous pre-checks)
+    const r = await admin.at("2.30").post(`/v2.1/servers/${b!.id}/action`, {
+      "os-migrateLive": { host: a!.host, block_migration: "auto", force: true },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body.badRequest.message).toMatch(
+      new RegExp(
+        `Failed to validate instance group policy due to: server group ${group} policy anti-affinity: host ${a!.host} already runs 1 of its members`,
+      ),
+    );
+    await admin.waitForStatus(b!.id, ["ACTIVE"]);
+    expect((await consumerAllocations(b!.id)).map((x) => x.host)).toEqual([b!.host]);
+    const ledger = (host: string) => readLedger(ledgerKey({ id: group, policy: "anti-affinity" }, host));
+    expect((await ledger(a!.host!)).members).toEqual({ [a!.id]: { [a!.host!]: 1 } });
+    expect((await ledger(b!.host!)).members).toEqual({ [b!.id]: { [b!.host!]: 1 } });
   });
 });
