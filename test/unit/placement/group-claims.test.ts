@@ -1,6 +1,7 @@
 // The server group ledger's pure rules: which claims a group's policy refuses, and how the
 // ledger counts instances (not allocations).
 import { describe, expect, it } from "vitest";
+import { countedByAllocations, ledgerDrift } from "../../../lib/placement/audit-groups.js";
 import {
   type ClaimGroup,
   claimGroupOf,
@@ -9,6 +10,7 @@ import {
   ledgerKey,
   withAllocation,
 } from "../../../lib/placement/group-claims.js";
+import type { AllocationRecord } from "../../../lib/placement/types.js";
 
 const anti = (max?: number): ClaimGroup => ({
   id: "g1",
@@ -97,5 +99,62 @@ describe("groupRefusal: affinity", () => {
     // while it is on both, another member fits neither alone
     expect(groupRefusal(aff, moving, "vm-2", "h1")).toMatch(/run on h2, not on h1/);
     expect(groupRefusal(aff, moving, "vm-2", "h3")).toMatch(/run on h1, h2, not on h3/);
+  });
+});
+
+describe("the audit's ledger check (pure)", () => {
+  const alloc = (consumer: string, host: string, instance = consumer): AllocationRecord => ({
+    consumer,
+    host,
+    attempt: 0,
+    resources: { VCPU: 1 },
+    claimed_at: "2026-01-01T00:00:00.000Z",
+    group: { id: "g1", policy: "anti-affinity", instance },
+  });
+
+  it("counts a migration consumer's allocation as its instance's", () => {
+    const counted = countedByAllocations([
+      alloc("vm-1", "h1"),
+      alloc("mig-1", "h1", "vm-1"),
+      alloc("vm-2", "h2"),
+      { ...alloc("vm-3", "h1"), group: undefined },
+    ]);
+    expect(Object.fromEntries(counted)).toEqual({
+      "server_group_ledger#g1#h1": { "vm-1": { h1: 2 } },
+      "server_group_ledger#g1#h2": { "vm-2": { h2: 1 } },
+    });
+  });
+
+  it("an entry with no allocation behind it is a finding, and the fix drops it; a matching ledger is none", () => {
+    const pk = "server_group_ledger#g1#h1";
+    const { findings, fixed } = ledgerDrift(
+      { pk, members: { "vm-1": { h1: 1 }, "vm-ghost": { h1: 1 } } },
+      {
+        "vm-1": { h1: 1 },
+      },
+    );
+    expect(findings).toEqual([
+      {
+        kind: "group_ledger_mismatch",
+        host: "h1",
+        consumer: "vm-ghost",
+        detail: "server group g1 counts instance vm-ghost on h1 (1) with no allocation behind it",
+      },
+    ]);
+    expect(fixed).toEqual({ "vm-1": { h1: 1 } });
+    expect(ledgerDrift({ pk, members: fixed }, { "vm-1": { h1: 1 } }).findings).toEqual([]);
+  });
+
+  it("an allocation the ledger does not count is a finding too; hosts not audited are left alone", () => {
+    const pk = "server_group_ledger#g2";
+    const drift = ledgerDrift(
+      { pk, members: { "vm-1": { h1: 1, h9: 1 } } },
+      { "vm-1": { h1: 2 } },
+      new Set(["h1"]),
+    );
+    expect(drift.findings.map((f) => f.detail)).toEqual([
+      "server group g2 counts 1 allocation(s) of instance vm-1 on h1, the allocations say 2",
+    ]);
+    expect(drift.fixed).toEqual({ "vm-1": { h1: 2, h9: 1 } });
   });
 });
