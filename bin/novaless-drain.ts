@@ -1,9 +1,11 @@
 #!/usr/bin/env tsx
 // `novaless-drain HOST`: cold-migrate every server off a compute host, as novaclient's
-// host-servers-migrate does, for maintenance. It disables the host's service first (unless
-// --no-disable), waits for each migration and confirms it (unless --no-confirm), and prints one
-// line per server: migrated to X, failed: why, or skipped: why. Talks only to the Compute API,
-// as an admin; the procedure is the console's own (console/src/drain.ts).
+// host-servers-migrate does, for maintenance; with --live, live-migrate each running one, as its
+// host-evacuate-live does (--fallback-cold: cold-migrate those that cannot go live). It disables
+// the host's service first (unless --no-disable), waits for each migration and confirms a cold one
+// (unless --no-confirm), and prints one line per server: migrated to X, failed: why, or skipped:
+// why. Talks only to the Compute API, as an admin; the procedure is the console's own
+// (console/src/drain.ts).
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -11,7 +13,7 @@ import { DEFAULT_REASON, type DrainOutcome, type DrainRequest, drainHost } from 
 
 const USAGE =
   "usage: novaless-drain HOST [--url URL] [--token TOKEN] [--concurrency N] [--no-confirm]\n" +
-  "                      [--no-disable] [--reason TEXT] [--timeout S]\n" +
+  "                      [--no-disable] [--reason TEXT] [--timeout S] [--live [--fallback-cold]]\n" +
   "  --url          the API's root (default: NOVALESS_URL, else http://127.0.0.1:8774)\n" +
   "  --token        an admin's token (default: OS_TOKEN; else a password token from OS_USERNAME,\n" +
   "                 OS_PASSWORD, OS_PROJECT_NAME at OS_AUTH_URL, default <url>/identity/v3)\n" +
@@ -20,7 +22,10 @@ const USAGE =
   "  --no-disable   leave the host's compute service as it is (by default it is disabled first,\n" +
   `                 reason --reason, default "${DEFAULT_REASON}")\n` +
   "  --timeout      seconds each server may take to move and be confirmed (default 600)\n" +
-  "  --live         live migration (host-evacuate-live): not available yet\n" +
+  "  --live         live-migrate each ACTIVE server instead (host-evacuate-live): it keeps running;\n" +
+  "                 the scheduler picks its host; one that cannot go live (stopped, or its host's\n" +
+  "                 driver cannot: exec) is skipped\n" +
+  "  --fallback-cold  with --live: cold-migrate (and confirm) the servers that cannot go live\n" +
   "exit codes: 0 every server left the host, 1 some did not (or an error), 2 invalid input\n";
 
 /** OpenStack's error bodies: {"badRequest": {"message": …}} (Compute), {"error": {…}} (Keystone). */
@@ -35,15 +40,18 @@ export async function apiMessage(res: Response): Promise<string> {
   return text || `${res.status} ${res.statusText}`;
 }
 
-/** The Compute API at `url` as `token`, at 2.96 (the console's version: services by uuid, 2.53+). */
+/**
+ * The Compute API at `url` as `token`, at 2.96 (the console's version: services by uuid, 2.53+)
+ * unless a call names its own.
+ */
 export function computeRequest(url: string, token: string): DrainRequest {
-  return async <T>(method: string, path: string, body?: unknown) => {
+  return async <T>(method: string, path: string, body?: unknown, microversion?: string) => {
     const res = await fetch(`${url}${path}`, {
       method,
       headers: {
         accept: "application/json",
         "x-auth-token": token,
-        "openstack-api-version": "compute 2.96",
+        "openstack-api-version": `compute ${microversion ?? "2.96"}`,
         ...(body === undefined ? {} : { "content-type": "application/json" }),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -93,6 +101,24 @@ export function outcomeLine(o: DrainOutcome): string {
   return `${o.id}  ${o.name}  ${what}`;
 }
 
+/** The last line: how many moved (live and cold, in a live drain), failed, skipped; what is left. */
+export function summaryLine(
+  host: string,
+  outcomes: DrainOutcome[],
+  remaining: number,
+  live: boolean,
+): string {
+  const count = (f: (o: DrainOutcome) => boolean) => outcomes.filter(f).length;
+  const migrated = count((o) => o.state === "migrated");
+  const how = live
+    ? ` (${count((o) => o.state === "migrated" && o.how === "live")} live, ${count((o) => o.state === "migrated" && o.how === "cold")} cold)`
+    : "";
+  return (
+    `${host}: ${migrated} of ${outcomes.length} server(s) migrated${how}, ${count((o) => o.state === "failed")} failed, ` +
+    `${count((o) => o.state === "skipped")} skipped; ${remaining ? `${remaining} still on ${host}` : `${host} is empty`}`
+  );
+}
+
 async function main(): Promise<number> {
   let parsed: ReturnType<typeof parse>;
   const parse = () =>
@@ -108,6 +134,7 @@ async function main(): Promise<number> {
         reason: { type: "string" },
         timeout: { type: "string", default: "600" },
         live: { type: "boolean", default: false },
+        "fallback-cold": { type: "boolean", default: false },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -122,12 +149,6 @@ async function main(): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  if (v.live) {
-    process.stderr.write(
-      "novaless-drain: live migration is not available yet (os-migrateLive answers 501); drain without --live to cold-migrate\n",
-    );
-    return 2;
-  }
   const concurrency = Number(v.concurrency);
   const timeout = Number(v.timeout);
   const bad =
@@ -137,7 +158,9 @@ async function main(): Promise<number> {
         ? `--concurrency ${v.concurrency} is not a positive integer`
         : !(timeout > 0)
           ? `--timeout ${v.timeout} is not a number of seconds`
-          : undefined;
+          : v["fallback-cold"] && !v.live
+            ? "--fallback-cold goes with --live"
+            : undefined;
   if (bad) {
     process.stderr.write(`novaless-drain: ${bad}\n${USAGE}`);
     return 2;
@@ -159,16 +182,14 @@ async function main(): Promise<number> {
       disable: v.disable,
       ...(v.reason ? { disabledReason: v.reason } : {}),
       timeoutMs: timeout * 1000,
+      live: v.live,
+      fallbackCold: v["fallback-cold"],
       onNote: say,
       onUpdate: (o) => {
         if (o.state === "migrated" || o.state === "failed" || o.state === "skipped") say(outcomeLine(o));
       },
     });
-    const count = (s: DrainOutcome["state"]) => r.outcomes.filter((o) => o.state === s).length;
-    say(
-      `${host}: ${count("migrated")} of ${r.outcomes.length} server(s) migrated, ${count("failed")} failed, ` +
-        `${count("skipped")} skipped; ${r.remaining ? `${r.remaining} still on ${host}` : `${host} is empty`}`,
-    );
+    say(summaryLine(host, r.outcomes, r.remaining, v.live));
     return r.ok ? 0 : 1;
   } catch (e) {
     process.stderr.write(`novaless-drain: ${(e as Error).message}\n`);

@@ -1,14 +1,19 @@
 // Draining a host: every server on it cold-migrated elsewhere, as novaclient's
-// host-servers-migrate does, each migration waited for and confirmed. Shared by the console's
-// "Drain host" and `novaless-drain` (bin/novaless-drain.ts): it only talks to the public Compute
-// API through the `request` it is given, so it runs in the browser and in Node alike. Live
-// migration (host-evacuate-live) is not built: os-migrateLive answers 501.
+// host-servers-migrate does, each migration waited for and confirmed; or live-migrated, as its
+// host-evacuate-live does, with a cold migration for the servers that cannot go live if asked.
+// Shared by the console's "Drain host" and `novaless-drain` (bin/novaless-drain.ts): it only talks
+// to the public Compute API through the `request` it is given, so it runs in the browser and in
+// Node alike.
 
-/** One call to the Compute API; it throws an Error carrying the API's message on a refusal. */
+/**
+ * One call to the Compute API (at `microversion`, else the caller's own); it throws an Error
+ * carrying the API's message on a refusal.
+ */
 export type DrainRequest = <T>(
   method: string,
   path: string,
   body?: unknown,
+  microversion?: string,
 ) => Promise<{ body: T; requestId: string | null }>;
 
 export type DrainState = "waiting" | "migrating" | "confirming" | "migrated" | "failed" | "skipped";
@@ -19,8 +24,13 @@ export interface DrainOutcome {
   state: DrainState;
   /** where it went (migrated), or the host it is on */
   host: string | null;
-  /** why it failed or was skipped; "awaiting confirmation" for a move left in VERIFY_RESIZE */
+  /**
+   * why it failed or was skipped; "awaiting confirmation" for a move left in VERIFY_RESIZE; how
+   * it went in a live drain ("live", or "cold, as it cannot go live: …"); a live copy's progress
+   */
   detail: string;
+  /** how it moves or moved, once it does */
+  how?: "live" | "cold";
 }
 
 export interface DrainOptions {
@@ -32,6 +42,13 @@ export interface DrainOptions {
   /** disable the host's compute service first, so nothing new lands on it (default true) */
   disable?: boolean;
   disabledReason?: string;
+  /**
+   * live-migrate each ACTIVE server (os-migrateLive, the scheduler picks the host) instead of
+   * cold-migrating it, as novaclient's host-evacuate-live (default false)
+   */
+  live?: boolean;
+  /** live: cold-migrate (and confirm) the servers that cannot go live instead of skipping them */
+  fallbackCold?: boolean;
   /** how long each server may take to move and be confirmed (default 600 s) */
   timeoutMs?: number;
   pollMs?: number;
@@ -70,9 +87,27 @@ interface ActionEvents {
   instanceAction: { events?: { event: string; result: string | null; details?: string | null }[] };
 }
 
+interface LiveMigrationView {
+  id: number;
+  status: string;
+  memory_total_bytes?: number | null;
+  memory_processed_bytes?: number | null;
+}
+
 const MOVABLE = ["ACTIVE", "SHUTOFF"];
 const SETTLED = ["ACTIVE", "SHUTOFF", "VERIFY_RESIZE", "ERROR"];
 export const DEFAULT_REASON = "draining for maintenance";
+/**
+ * os-migrateLive's microversion: block_migration "auto" (2.25), and before 2.34, so that the API
+ * answers the conductor's checks and scheduling at once (a MigrationPreCheckError is its 400)
+ * rather than as a migration in error found later.
+ */
+export const LIVE_MICROVERSION = "2.25";
+/** Nova's texts for a server that cannot move live: its driver's pre-check, or a guest not running. */
+const CANNOT_GO_LIVE = [
+  /^Migration pre-check error/,
+  /^Cannot 'os-migrateLive' instance \S+ while it is in /,
+];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const enc = encodeURIComponent;
@@ -116,9 +151,18 @@ export async function drainHost(request: DrainRequest, o: DrainOptions): Promise
     outcomes[i] = { ...outcomes[i]!, ...patch };
     o.onUpdate?.(outcomes[i]!);
   };
+  const cold = new Set<number>();
   servers.forEach((s, i) => {
     const task = s["OS-EXT-STS:task_state"];
-    if (!MOVABLE.includes(s.status) || task) {
+    if (o.live && s.status === "SHUTOFF" && !task) {
+      // only a running guest moves live (Nova's check_instance_state(vm_state=[ACTIVE, PAUSED]))
+      const why = "cannot go live: SHUTOFF: only a running server can be live-migrated";
+      if (o.fallbackCold) {
+        cold.add(i);
+        outcomes[i] = { ...outcomes[i]!, detail: why };
+        o.onUpdate?.(outcomes[i]!);
+      } else set(i, { state: "skipped", detail: why });
+    } else if (!MOVABLE.includes(s.status) || task) {
       set(i, {
         state: "skipped",
         detail:
@@ -133,19 +177,31 @@ export async function drainHost(request: DrainRequest, o: DrainOptions): Promise
   const queue = outcomes.flatMap((x, i) => (x.state === "waiting" ? [i] : []));
   const worker = async () => {
     for (let i = queue.shift(); i !== undefined; i = queue.shift()) {
-      try {
-        set(
-          i,
-          await moveOne(
-            request,
-            outcomes[i]!,
-            host,
-            (p) => set(i, p),
-            o.confirm !== false,
-            timeoutMs,
-            pollMs,
-          ),
+      const progress = (p: Partial<DrainOutcome>) => set(i, p);
+      const coldMove = async (why?: string): Promise<Partial<DrainOutcome>> => {
+        const r = await moveOne(
+          request,
+          outcomes[i]!,
+          host,
+          progress,
+          o.confirm !== false,
+          timeoutMs,
+          pollMs,
         );
+        if (!why) return r;
+        // in a live drain, say why this one went cold
+        const because = `cold, as it ${why}`;
+        return r.state === "migrated" ? { ...r, detail: r.detail ? `${because}; ${r.detail}` : because } : r;
+      };
+      try {
+        if (!o.live) set(i, await coldMove());
+        else if (cold.has(i)) set(i, await coldMove(outcomes[i]!.detail));
+        else {
+          const r = await liveOne(request, outcomes[i]!, host, progress, timeoutMs, pollMs);
+          if (!("cannot" in r)) set(i, r);
+          else if (o.fallbackCold) set(i, await coldMove(`cannot go live: ${r.cannot}`));
+          else set(i, { state: "skipped", detail: `cannot go live: ${r.cannot}` });
+        }
       } catch (e) {
         set(i, { state: "failed", detail: (e as Error).message });
       }
@@ -188,7 +244,7 @@ async function moveOne(
   const deadline = Date.now() + timeoutMs;
   const path = `/v2.1/servers/${enc(s.id)}`;
   const { requestId } = await request("POST", `${path}/action`, { migrate: null });
-  progress({ state: "migrating" });
+  progress({ state: "migrating", how: "cold", detail: "" });
   // settled: no task in progress and a state a move ends in
   const settle = async (done: (v: ServerView) => boolean): Promise<ServerView> => {
     for (;;) {
@@ -214,22 +270,133 @@ async function moveOne(
   return { state: "failed", host: at(), detail: await whyFailed(request, v, requestId) };
 }
 
+/**
+ * One server live-migrated: os-migrateLive with no host (the scheduler picks), then watched until
+ * its task ends, its copy's progress reported meanwhile. `cannot` when it cannot go live.
+ */
+async function liveOne(
+  request: DrainRequest,
+  s: DrainOutcome,
+  source: string,
+  progress: (p: Partial<DrainOutcome>) => void,
+  timeoutMs: number,
+  pollMs: number,
+): Promise<Partial<DrainOutcome> | { cannot: string }> {
+  const deadline = Date.now() + timeoutMs;
+  const path = `/v2.1/servers/${enc(s.id)}`;
+  progress({ state: "migrating", how: "live", detail: "" });
+  let requestId: string | null;
+  try {
+    ({ requestId } = await request(
+      "POST",
+      `${path}/action`,
+      { "os-migrateLive": { host: null, block_migration: "auto" } },
+      LIVE_MICROVERSION,
+    ));
+  } catch (e) {
+    const message = (e as Error).message;
+    if (CANNOT_GO_LIVE.some((r) => r.test(message))) return { cannot: message };
+    // refused by the conductor (NoValidHost …): its event says more than the API's 400
+    const event = await failedEvent(request, s.id, null, "live-migration");
+    return { state: "failed", host: source, detail: `live migration refused: ${event ?? message}` };
+  }
+  let v: ServerView;
+  for (;;) {
+    v = (await request<{ server: ServerView }>("GET", path)).body.server;
+    if (!v["OS-EXT-STS:task_state"] && v.status !== "MIGRATING") break;
+    const copy = await liveProgress(request, s.id);
+    if (copy) progress({ detail: copy });
+    if (Date.now() > deadline) {
+      const task = v["OS-EXT-STS:task_state"];
+      throw new Error(`timed out after ${timeoutMs / 1000} s, ${v.status}${task ? ` (task ${task})` : ""}`);
+    }
+    await sleep(pollMs);
+  }
+  const at = v["OS-EXT-SRV-ATTR:host"] ?? null;
+  if (at !== source && v.status === "ACTIVE") return { state: "migrated", host: at, detail: "live" };
+  // back on its source: the migration's end (error, failed, cancelled) and its failed step
+  const m = await lastLiveMigration(request, s.id);
+  const event = await failedEvent(request, s.id, requestId, "live-migration");
+  return {
+    state: "failed",
+    host: at,
+    detail: `live migration ${m?.status ?? "ended"}${event ? `: ${event}` : `, ${v.status} on ${at ?? "no host"}`}`,
+  };
+}
+
+/** "running, 40% of 512 MiB copied": the in-progress live migration (2.23), or undefined. */
+async function liveProgress(request: DrainRequest, id: string): Promise<string | undefined> {
+  try {
+    const { body } = await request<{ migrations: LiveMigrationView[] }>(
+      "GET",
+      `/v2.1/servers/${enc(id)}/migrations`,
+    );
+    const m = body.migrations[0];
+    if (!m) return undefined;
+    const total = m.memory_total_bytes ?? 0;
+    const done = m.memory_processed_bytes ?? 0;
+    return total > 0
+      ? `${m.status}, ${Math.round((100 * done) / total)}% of ${Math.round(total / 2 ** 20)} MiB copied`
+      : m.status;
+  } catch {
+    return undefined; // progress is a courtesy
+  }
+}
+
+async function lastLiveMigration(request: DrainRequest, id: string): Promise<LiveMigrationView | undefined> {
+  try {
+    const { body } = await request<{ migrations: LiveMigrationView[] }>(
+      "GET",
+      `/v2.1/os-migrations?instance_uuid=${enc(id)}&migration_type=live-migration`,
+    );
+    return [...body.migrations].sort((a, b) => b.id - a.id)[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * "event: details" of the action's failed event, as Nova records it: the action `requestId`, else
+ * the newest action named `action`. The conductor's own failure says why no host was left; a
+ * host's says what went wrong there.
+ */
+async function failedEvent(
+  request: DrainRequest,
+  id: string,
+  requestId: string | null,
+  action: string,
+): Promise<string | undefined> {
+  try {
+    let rid = requestId;
+    if (!rid) {
+      const { body } = await request<{
+        instanceActions: { action: string; request_id: string; start_time: string }[];
+      }>("GET", `/v2.1/servers/${enc(id)}/os-instance-actions`);
+      rid =
+        body.instanceActions
+          .filter((a) => a.action === action)
+          .sort((a, b) => b.start_time.localeCompare(a.start_time))[0]?.request_id ?? null;
+    }
+    if (!rid) return undefined;
+    const { body } = await request<ActionEvents>(
+      "GET",
+      `/v2.1/servers/${enc(id)}/os-instance-actions/${enc(rid)}`,
+    );
+    const failed = (body.instanceAction.events ?? []).filter((e) => e.result === "Error");
+    const last =
+      failed.find((e) => e.event === "cold_migrate" || e.event === "conductor_live_migrate_instance") ??
+      failed[failed.length - 1];
+    return last ? `${last.event}: ${last.details ?? "Error"}` : undefined;
+  } catch {
+    return undefined; // the reason is a courtesy: the state still says what happened
+  }
+}
+
 /** The fault if the server has one (ERROR), else the migrate action's failed event, as Nova records it. */
 async function whyFailed(request: DrainRequest, v: ServerView, requestId: string | null): Promise<string> {
   if (v.fault?.message) return v.fault.message;
-  if (requestId) {
-    try {
-      const { body } = await request<ActionEvents>(
-        "GET",
-        `/v2.1/servers/${enc(v.id)}/os-instance-actions/${enc(requestId)}`,
-      );
-      const failed = (body.instanceAction.events ?? []).filter((e) => e.result === "Error");
-      // the conductor's own failure says why no host was left; a host's says what went wrong there
-      const last = failed.find((e) => e.event === "cold_migrate") ?? failed[failed.length - 1];
-      if (last) return `${last.event}: ${last.details ?? "Error"}`;
-    } catch {
-      // the reason is a courtesy: the state below still says what happened
-    }
-  }
-  return `${v.status} on ${v["OS-EXT-SRV-ATTR:host"] ?? "no host"}`;
+  return (
+    (await failedEvent(request, v.id, requestId, "migrate")) ??
+    `${v.status} on ${v["OS-EXT-SRV-ATTR:host"] ?? "no host"}`
+  );
 }
