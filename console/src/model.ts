@@ -282,6 +282,18 @@ export const GLOSSES: Readonly<Record<string, string>> = {
   compute_confirm_resize: "the source lets its copy and its claim go",
   compute_revert_resize: "the destination lets the guest and its claim go",
   compute_finish_revert_resize: "the source takes the guest back with its old flavor",
+  "live-migration": "live migration: the server keeps running while it moves",
+  live_migration_force_complete: "the live migration is forced to complete",
+  live_migration_cancel: "the live migration is aborted",
+  conductor_live_migrate_instance: "the conductor checks the move, picks a destination and claims it",
+  compute_pre_live_migration: "the destination gets ready for the guest",
+  compute_live_migration: "the source copies the running guest over",
+  compute_post_live_migration_at_destination:
+    "the guest runs on the destination; the source lets its claim go",
+  rebuild: "rebuild from an image on the same host",
+  evacuate: "evacuation: rebuilt on another host, its own being down",
+  conductor_rebuild_server: "the scheduler checks its host (rebuild) or picks another (evacuate)",
+  compute_rebuild_instance: "the host builds the guest again from its image",
 };
 
 const BUILD_EVENT = "compute_build_and_run_instance";

@@ -151,6 +151,22 @@ export interface Migration {
   updated_at: string;
 }
 
+/** /servers/{id}/migrations' item (2.23, admins): a live migration in progress and its copy. */
+export interface LiveMigration {
+  id: number;
+  status: string;
+  source_compute: string;
+  dest_compute: string | null;
+  memory_total_bytes: number | null;
+  memory_processed_bytes: number | null;
+  memory_remaining_bytes: number | null;
+}
+
+export interface Image {
+  id: string;
+  name: string;
+}
+
 export interface Flavor {
   id: string;
   name: string;

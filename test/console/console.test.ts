@@ -1,12 +1,15 @@
 // The web console in a real browser (Debian's chromium through puppeteer-core, no download):
 // sign in through the form, watch a server go ACTIVE on the fleet map, open its explanation, run
 // a dry run that fits and one that cannot, disable a service with a reason, resize a server and
-// confirm, migrate it and revert, drain a host, and see that a member gets its own servers and never a host
-// name nor a migrate button. Screenshots go to test-artifacts/console/.
+// confirm, migrate it and revert, live-migrate one (its progress shown) and force it to complete,
+// rebuild it from another image, drain a host cold and another live, and see that a member gets
+// its own servers and never a host name nor a migrate button. Screenshots go to
+// test-artifacts/console/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "../e2e/harness.js";
 import { ARTIFACTS, findChromium, launch } from "./browsers.js";
@@ -46,6 +49,34 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
   const text = (selector: string) =>
     page.$eval(selector, (e) => (e as unknown as { innerText: string }).innerText);
   const until = (expression: string, timeout = 20_000) => page.waitForFunction(expression, { timeout });
+  /** the server page's status reads `want` */
+  const status = (want: string) =>
+    until(
+      `document.querySelector("[data-testid=server-status]")?.textContent?.trim() === ${JSON.stringify(want)}`,
+      30_000,
+    );
+  /** clicks a move's button, picks from the dialog's list, confirms; an API refusal fails here */
+  const act = async (action: string, choice?: (values: string[]) => string) => {
+    const button = `[data-testid=server-actions] button[data-action=${action}]:not([disabled])`;
+    await page.waitForSelector(button, { timeout: 20_000 });
+    await page.click(button);
+    await page.waitForSelector("dialog[open] button[type=submit]");
+    let picked: string | undefined;
+    if (choice) {
+      const values = await page.$$eval("dialog[open] select[name=choice] option", (os) =>
+        os.map((o) => (o as unknown as { value: string }).value),
+      );
+      picked = choice(values);
+      await page.select("dialog[open] select[name=choice]", picked);
+    }
+    await page.click("dialog[open] button[type=submit]");
+    await until(
+      `!document.querySelector("dialog[open]") || document.querySelector("dialog[open] [role=alert]")`,
+    );
+    const refused = await page.$("dialog[open] [role=alert]");
+    if (refused) throw new Error(`${action}: ${await text("dialog[open] [role=alert]")}`);
+    return picked;
+  };
 
   it("refuses a wrong password in the form, saying why", async () => {
     await page.goto(`${runtime.url}/console`, { waitUntil: "domcontentloaded" });
@@ -157,33 +188,6 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     const id = await admin.createServer({ name: "console-move", flavorRef: "1" });
     await admin.waitForStatus(id, ["ACTIVE"]);
     await page.goto(`${runtime.url}/console#/servers/${id}`);
-    const status = (want: string) =>
-      until(
-        `document.querySelector("[data-testid=server-status]")?.textContent?.trim() === ${JSON.stringify(want)}`,
-        30_000,
-      );
-    /** clicks a move's button, picks from the dialog's list, confirms; an API refusal fails here */
-    const act = async (action: string, choice?: (values: string[]) => string) => {
-      const button = `[data-testid=server-actions] button[data-action=${action}]:not([disabled])`;
-      await page.waitForSelector(button, { timeout: 20_000 });
-      await page.click(button);
-      await page.waitForSelector("dialog[open] button[type=submit]");
-      let picked: string | undefined;
-      if (choice) {
-        const values = await page.$$eval("dialog[open] select[name=choice] option", (os) =>
-          os.map((o) => (o as unknown as { value: string }).value),
-        );
-        picked = choice(values);
-        await page.select("dialog[open] select[name=choice]", picked);
-      }
-      await page.click("dialog[open] button[type=submit]");
-      await until(
-        `!document.querySelector("dialog[open]") || document.querySelector("dialog[open] [role=alert]")`,
-      );
-      const refused = await page.$("dialog[open] [role=alert]");
-      if (refused) throw new Error(`${action}: ${await text("dialog[open] [role=alert]")}`);
-      return picked;
-    };
     await status("ACTIVE");
 
     // resize to m1.small (flavor 2), confirm: ACTIVE with the new flavor
@@ -222,6 +226,58 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await shot("moves");
   });
 
+  it("live-migrates a server after asking, shows its copy's progress, forces it to complete; then rebuilds it", async () => {
+    const admin = client.as(ADMIN);
+    const id = await admin.createServer({ name: "console-live", flavorRef: "1" });
+    await admin.waitForStatus(id, ["ACTIVE"]);
+    // a slow copy, so that its progress shows and force complete has something to end
+    for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 60_000;
+    await page.goto(`${runtime.url}/console#/servers/${id}`);
+    await status("ACTIVE");
+    const from = await text("[data-testid=server-host]");
+    const target = await act("live-migrate", (hosts) => hosts.find((h) => h && h !== from)!);
+    await page.waitForSelector("[data-testid=live-migration][data-status=running]", { timeout: 20_000 });
+    await until(
+      `/^\\d+% of \\d+ MiB copied$/.test(document.querySelector("[data-testid=live-progress]")?.textContent ?? "")`,
+    );
+    expect(await text("[data-testid=server-status]")).toMatch(/MIGRATING\s+migrating/);
+    await shot("live-migration");
+    await act("force_complete");
+    await until(
+      `document.querySelector("[data-testid=server-host]")?.textContent === ${JSON.stringify(target)} && document.querySelector("[data-testid=server-status]")?.textContent?.trim() === "ACTIVE"`,
+      30_000,
+    );
+    for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 300;
+    await until(
+      `document.querySelector("[data-testid=migrations] tr[data-type=live-migration][data-status=completed]")`,
+    );
+    await until(
+      `document.querySelector("[data-testid=timeline]")?.textContent?.includes("compute_post_live_migration_at_destination")`,
+    );
+    const live = await text("[data-testid=timeline]");
+    expect(live).toContain("live-migration (live migration: the server keeps running while it moves)");
+    expect(live).toContain("live_migration_force_complete");
+    expect(live).toContain("compute_live_migration");
+
+    // rebuild from another image, on the same host
+    const before = (await admin.get(`/v2.1/servers/${id}`)).body.server.image.id;
+    // ubuntu (the fake hypervisor's, as cirros is): its host accepts it
+    const ubuntu = "a1b2c3d4-0000-4000-8000-000000000002";
+    expect(before).not.toBe(ubuntu);
+    const image = await act("rebuild", () => ubuntu);
+    await until(
+      `[...document.querySelectorAll("[data-testid=timeline] li")].some((li) => li.textContent.includes("compute_rebuild_instance") && li.textContent.includes("Success"))`,
+      30_000,
+    );
+    await status("ACTIVE");
+    expect(await text("[data-testid=server-host]")).toBe(target);
+    expect(await text("[data-testid=timeline]")).toContain(
+      "rebuild (rebuild from an image on the same host)",
+    );
+    expect((await admin.get(`/v2.1/servers/${id}`)).body.server.image.id).toBe(image);
+    await shot("rebuild");
+  });
+
   it("drains a host after asking, each server's outcome shown as it goes", async () => {
     const admin = client.as(ADMIN);
     const ids: string[] = [];
@@ -253,6 +309,30 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     });
     for (const id of ids) expect((await admin.get(`/v2.1/servers/${id}`)).body.server.status).toBe("ACTIVE");
     await shot("drain");
+  });
+
+  it("drains a host live after asking: each server keeps running while it moves", async () => {
+    const admin = client.as(ADMIN);
+    const id = await admin.createServer({ name: "live-drain", availability_zone: "nova:host-5" });
+    await admin.waitForStatus(id, ["ACTIVE"]);
+    await page.goto(`${runtime.url}/console#/hosts/host-5`);
+    await page.waitForSelector("[data-testid=drain] button[data-action=drain]:not([disabled])");
+    await page.click("[data-testid=drain] button[data-action=drain]");
+    await page.waitForSelector("dialog[open] input[name=reason]");
+    await page.type("dialog[open] input[name=reason]", "maintenance: live");
+    await page.select("dialog[open] select[name=choice]", "live");
+    await page.click("dialog[open] button[type=submit]");
+    await page.waitForSelector("[data-testid=drain][data-done=true]", { timeout: 60_000 });
+    expect(await text("[data-testid=drain-table] tr[data-server='live-drain']")).toMatch(
+      /migrated\s+to host-\d \(live\)$/,
+    );
+    expect(await text("[data-testid=drain-summary]")).toMatch(
+      /^(\d+) of \1 server\(s\) migrated \(\1 live, 0 cold\), 0 failed, 0 skipped; host-5 is empty\.$/,
+    );
+    const m = (await admin.at("2.23").get(`/v2.1/os-migrations?instance_uuid=${id}`)).body.migrations;
+    expect(m.map((x: { migration_type: string; status: string }) => [x.migration_type, x.status])).toEqual([
+      ["live-migration", "completed"],
+    ]);
   });
 
   it("shows a member its own servers and never a host name", async () => {

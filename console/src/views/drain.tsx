@@ -1,5 +1,6 @@
 // Draining a host (admins, on the host's page): after asking, the host is disabled and every
-// server on it cold-migrated and confirmed, two at a time, each server's outcome shown as it goes.
+// server on it cold-migrated and confirmed, or live-migrated (with a cold move for those that
+// cannot go live, if chosen), two at a time, each server's outcome shown as it goes.
 // The procedure is novaless-drain's own (../drain.ts), through the public API with the admin's
 // token. It runs in this tab: leaving the page stops watching, not the moves under way.
 import { useState } from "preact/hooks";
@@ -7,12 +8,33 @@ import { request } from "../api.js";
 import { Badge, type ConfirmRequest, ErrorNote } from "../components.js";
 import { type DrainOutcome, type DrainRequest, type DrainResult, drainHost } from "../drain.js";
 
-const consoleRequest: DrainRequest = async <T,>(method: string, path: string, body?: unknown) => {
-  const r = await request<T>(method, path, body);
+const consoleRequest: DrainRequest = async <T,>(
+  method: string,
+  path: string,
+  body?: unknown,
+  microversion?: string,
+) => {
+  const r = await request<T>(
+    method,
+    path,
+    body,
+    microversion ? { headers: { "openstack-api-version": `compute ${microversion}` } } : {},
+  );
   return { body: r.body, requestId: r.headers.get("x-openstack-request-id") };
 };
 
+/** The dialog's choice: how each server moves. */
+const HOW = [
+  {
+    value: "cold",
+    label: "cold: migrate and confirm each (a running server is powered off, and on again)",
+  },
+  { value: "live", label: "live: each running server keeps running; skip those that cannot go live" },
+  { value: "live-fallback", label: "live, and cold for those that cannot go live" },
+];
+
 interface DrainRun {
+  live: boolean;
   notes: string[];
   rows: DrainOutcome[];
   result?: DrainResult;
@@ -36,13 +58,16 @@ export function DrainHost({
 
   // resolves once the host is disabled and the moves begin (the dialog then closes), rejects with
   // the API's message if it refuses before that (shown in the dialog)
-  const begin = (reason: string) =>
+  const begin = (reason: string, how: string) =>
     new Promise<void>((resolve, reject) => {
       let started = false;
-      setRun({ notes: [], rows: [] });
+      const live = how !== "cold";
+      setRun({ live, notes: [], rows: [] });
       drainHost(consoleRequest, {
         host,
         disabledReason: reason,
+        live,
+        fallbackCold: how === "live-fallback",
         onNote: (text) => {
           started = true;
           patch((r) => ({ ...r, notes: [...r.notes, text] }));
@@ -69,13 +94,15 @@ export function DrainHost({
     onConfirm({
       title: `Drain ${host}?`,
       text:
-        `${host} is disabled first, so nothing new lands on it. Then each of its ${servers} server(s) is ` +
-        "cold-migrated to a host the scheduler picks, two at a time, and the move confirmed. Servers " +
-        "that are not ACTIVE or SHUTOFF are skipped. Live migration is not available yet: a cold " +
-        "migration powers a running server off, and on again on its new host.",
+        `${host} is disabled first, so nothing new lands on it. Then each of its ${servers} server(s) ` +
+        "moves to a host the scheduler picks, two at a time. A cold migration powers a running server " +
+        "off, and on again on its new host, and is confirmed. A live migration keeps it running; only " +
+        "an ACTIVE server on a host whose driver can (not exec) goes live. Servers that are not ACTIVE " +
+        "or SHUTOFF, or have a task in progress, are skipped.",
       reasonLabel: "Reason for disabling",
+      choice: { label: "How", options: HOW },
       confirm: "Drain",
-      run: (reason) => begin(reason),
+      run: (reason, how) => begin(reason, how),
     });
 
   const count = (s: string) => run?.rows.filter((o) => o.state === s).length ?? 0;
@@ -119,7 +146,9 @@ export function DrainHost({
                           ? o.detail
                           : o.state === "confirming"
                             ? `confirming on ${o.host}`
-                            : ""}
+                            : o.state === "migrating"
+                              ? `${o.how ?? ""}${o.detail ? `: ${o.detail}` : ""}`
+                              : o.detail}
                     </td>
                   </tr>
                 ))}
@@ -129,8 +158,11 @@ export function DrainHost({
           <ErrorNote error={run.error} />
           {run.result && (
             <p data-testid="drain-summary" data-ok={String(run.result.ok)}>
-              {count("migrated")} of {run.rows.length} server(s) migrated, {count("failed")} failed,{" "}
-              {count("skipped")} skipped;{" "}
+              {count("migrated")} of {run.rows.length} server(s) migrated
+              {run.live
+                ? ` (${run.rows.filter((o) => o.state === "migrated" && o.how === "live").length} live, ${run.rows.filter((o) => o.state === "migrated" && o.how === "cold").length} cold)`
+                : ""}
+              , {count("failed")} failed, {count("skipped")} skipped;{" "}
               {run.result.remaining ? `${run.result.remaining} still on ${host}` : `${host} is empty`}.
             </p>
           )}

@@ -1,13 +1,23 @@
 // Servers: a filterable table (a member sees its project's, never a host; an admin sees every
-// project's, with hosts), and a server's page: its moves (resize, confirm or revert, and for
-// admins migrate), its timeline (every action and event, across attempts and hosts), its fault,
-// its reschedules, and for admins its migration records and the decision explainer.
+// project's, with hosts), and a server's page: its moves (resize, confirm or revert, rebuild, and
+// for admins migrate and live-migrate, a live migration's progress with force complete and
+// abort), its timeline (every action and event, across attempts and hosts), its fault, its
+// reschedules, and for admins its migration records and the decision explainer.
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { currentSession, get, post } from "../api.js";
+import { currentSession, get, post, request } from "../api.js";
 import { ago, Badge, type ConfirmRequest, ErrorNote } from "../components.js";
 import { type Polled, usePoll } from "../hooks.js";
 import { reschedules, timeline } from "../model.js";
-import type { Flavor, InstanceAction, Migration, Scheduling, Server, Service } from "../types.js";
+import type {
+  Flavor,
+  Image,
+  InstanceAction,
+  LiveMigration,
+  Migration,
+  Scheduling,
+  Server,
+  Service,
+} from "../types.js";
 import { Explainer } from "./explainer.js";
 
 const STATUSES = [
@@ -21,6 +31,8 @@ const STATUSES = [
   "RESIZE",
   "VERIFY_RESIZE",
   "REVERT_RESIZE",
+  "MIGRATING",
+  "REBUILD",
   "DELETED",
 ];
 
@@ -170,20 +182,39 @@ const serverAction = (id: string, body: unknown) => post(`/v2.1/servers/${id}/ac
 
 /** Nova lets a server move only when ACTIVE or SHUTOFF with no task in progress. */
 const canMove = (s: Server) => ["ACTIVE", "SHUTOFF"].includes(s.status) && !s["OS-EXT-STS:task_state"];
+/** Nova's rebuild: ACTIVE, SHUTOFF or ERROR with no task in progress. */
+const canRebuild = (s: Server) =>
+  ["ACTIVE", "SHUTOFF", "ERROR"].includes(s.status) && !s["OS-EXT-STS:task_state"];
 
 /**
- * The moves a server's status allows, each asking first: resize (owner or admin), confirm and
- * revert (VERIFY_RESIZE), and migrate (admins: a member never picks, or sees, a host).
+ * os-migrateLive at 2.30, before 2.34: the API answers the conductor's checks and scheduling, so a
+ * refusal (no valid host, a driver that cannot move live) shows in the dialog rather than later as
+ * a migration in error; a named host is checked by the scheduler, not forced.
+ */
+const liveMigrate = (id: string, host: string) =>
+  request(
+    "POST",
+    `/v2.1/servers/${id}/action`,
+    { "os-migrateLive": { host: host || null, block_migration: "auto" } },
+    { headers: { "openstack-api-version": "compute 2.30" } },
+  );
+
+/**
+ * The moves a server's status allows, each asking first: resize and rebuild (owner or admin),
+ * confirm and revert (VERIFY_RESIZE), and migrate and live-migrate (admins: a member never picks,
+ * or sees, a host).
  */
 function MoveButtons({
   server: s,
   admin,
   flavors,
+  images,
   onConfirm,
 }: {
   server: Server;
   admin: boolean;
   flavors: Flavor[];
+  images: Image[];
   onConfirm: (r: ConfirmRequest) => void;
 }) {
   // compute hosts to migrate to: enabled and up, not the server's own (admins only)
@@ -197,8 +228,13 @@ function MoveButtons({
     .map((x) => x.host)
     .sort();
   const current = s.flavor?.original_name;
+  const image = typeof s.image === "object" ? s.image.id : undefined;
   const verify = s.status === "VERIFY_RESIZE";
-  if (!canMove(s) && !verify)
+  const destinations = [
+    { value: "", label: "any host the scheduler picks" },
+    ...targets.map((h) => ({ value: h, label: h })),
+  ];
+  if (!canMove(s) && !verify && !canRebuild(s))
     return (
       <p class="note">
         No move while the server is {s.status}
@@ -240,19 +276,55 @@ function MoveButtons({
             onConfirm({
               title: `Migrate ${s.name}?`,
               text: `A cold migration: the server stops on ${here ?? "its host"}, moves with its flavor, and waits as VERIFY_RESIZE for you to confirm or revert. A named host is checked by the scheduler (2.56).`,
-              choice: {
-                label: "Destination",
-                options: [
-                  { value: "", label: "any host the scheduler picks" },
-                  ...targets.map((h) => ({ value: h, label: h })),
-                ],
-              },
+              choice: { label: "Destination", options: destinations },
               confirm: "Migrate",
               run: (_, host) => serverAction(s.id, { migrate: host ? { host } : null }),
             })
           }
         >
           Migrate…
+        </button>
+      )}
+      {admin && canMove(s) && s.status === "ACTIVE" && (
+        <button
+          type="button"
+          data-action="live-migrate"
+          onClick={() =>
+            onConfirm({
+              title: `Live-migrate ${s.name}?`,
+              text: `It keeps running while it is copied from ${here ?? "its host"} to the destination, then runs there: there is nothing to confirm. The scheduler picks the host, or checks the one named. A host whose driver cannot move a guest live (exec) refuses. While it runs you can force it to complete or abort it.`,
+              choice: { label: "Destination", options: destinations },
+              confirm: "Live-migrate",
+              run: (_, host) => liveMigrate(s.id, host),
+            })
+          }
+        >
+          Live-migrate…
+        </button>
+      )}
+      {canRebuild(s) && (
+        <button
+          type="button"
+          data-action="rebuild"
+          disabled={!images.length}
+          onClick={() =>
+            onConfirm({
+              title: `Rebuild ${s.name}?`,
+              text: "Its disk is replaced by the image's, on the host it is on; its name, flavor and addresses stay. The scheduler checks that its host accepts the image: if not, the server stays as it was, with a fault.",
+              choice: {
+                label: "Image",
+                options: images.map((i) => ({
+                  value: i.id,
+                  label: `${i.name}${i.id === image ? " (current)" : ""}`,
+                })),
+                ...(image ? { initial: image } : {}),
+              },
+              confirm: "Rebuild",
+              run: (_, imageRef) => serverAction(s.id, { rebuild: { imageRef } }),
+            })
+          }
+        >
+          Rebuild…
         </button>
       )}
       {verify && (
@@ -288,6 +360,80 @@ function MoveButtons({
         </>
       )}
     </div>
+  );
+}
+
+const MIB = 2 ** 20;
+
+/**
+ * A live migration in progress (admins): its status and copy from GET /servers/{id}/migrations
+ * (2.23), with force complete (running) and abort (queued, preparing or running: 2.65).
+ */
+function LiveMigrationPanel({
+  server: s,
+  onConfirm,
+}: {
+  server: Server;
+  onConfirm: (r: ConfirmRequest) => void;
+}) {
+  const { data, error } = usePoll<{ migrations: LiveMigration[] }>(`/v2.1/servers/${s.id}/migrations`, 1_000);
+  const m = data?.migrations[0];
+  const total = m?.memory_total_bytes ?? 0;
+  const done = m?.memory_processed_bytes ?? 0;
+  const path = m && `/v2.1/servers/${s.id}/migrations/${m.id}`;
+  return (
+    <section aria-labelledby="live-title" data-testid="live-migration" data-status={m?.status ?? ""}>
+      <h3 id="live-title">Live migration</h3>
+      <ErrorNote error={error} />
+      {!m ? (
+        <p>{data ? "Finishing…" : "Loading…"}</p>
+      ) : (
+        <>
+          <p>
+            Migration {m.id}: <Badge value={m.status} /> from {m.source_compute} to{" "}
+            {m.dest_compute ?? "a host not chosen yet"}.{" "}
+            <span data-testid="live-progress">
+              {total > 0
+                ? `${Math.round((100 * done) / total)}% of ${Math.round(total / MIB)} MiB copied`
+                : "no copy reported yet"}
+            </span>
+          </p>
+          {total > 0 && <meter min={0} max={total} value={done} aria-label="Memory copied" />}
+          <div class="buttons">
+            <button
+              type="button"
+              data-action="force_complete"
+              disabled={m.status !== "running"}
+              onClick={() =>
+                onConfirm({
+                  title: `Force the live migration of ${s.name} to complete?`,
+                  text: "The guest is paused so that its copy ends, and it resumes on the destination: a short pause rather than a copy that may never converge.",
+                  confirm: "Force complete",
+                  run: () => post(`${path}/action`, { force_complete: null }),
+                })
+              }
+            >
+              Force complete
+            </button>
+            <button
+              type="button"
+              data-action="abort"
+              disabled={!["queued", "preparing", "running"].includes(m.status)}
+              onClick={() =>
+                onConfirm({
+                  title: `Abort the live migration of ${s.name}?`,
+                  text: `It stops, and the server keeps running on ${m.source_compute}; the destination's claim is let go.`,
+                  confirm: "Abort",
+                  run: () => request("DELETE", path!),
+                })
+              }
+            >
+              Abort
+            </button>
+          </div>
+        </>
+      )}
+    </section>
   );
 }
 
@@ -356,6 +502,7 @@ export function ServerView({ id, onConfirm }: { id: string; onConfirm: (r: Confi
   const server = usePoll<{ server: Server }>(`/v2.1/servers/${id}`, moving ? 1_000 : 2_000);
   const { actions, error, reload: reloadActions } = useActions(id, moving ? 2_000 : 4_000);
   const flavors = usePoll<{ flavors: Flavor[] }>("/v2.1/flavors/detail", 0);
+  const images = usePoll<{ images: Image[] }>("/image/v2/images?limit=1000", 0);
   const scheduling = usePoll<{ scheduling: Scheduling | null }>(
     admin ? `/v2.1/servers/${id}/os-scheduling` : null,
     5_000,
@@ -441,7 +588,16 @@ export function ServerView({ id, onConfirm }: { id: string; onConfirm: (r: Confi
       {s && (
         <section aria-labelledby="server-actions-title" data-testid="server-actions">
           <h2 id="server-actions-title">Actions</h2>
-          <MoveButtons server={s} admin={admin} flavors={flavors.data?.flavors ?? []} onConfirm={ask} />
+          <MoveButtons
+            server={s}
+            admin={admin}
+            flavors={flavors.data?.flavors ?? []}
+            images={images.data?.images ?? []}
+            onConfirm={ask}
+          />
+          {admin && s["OS-EXT-STS:task_state"] === "migrating" && (
+            <LiveMigrationPanel server={s} onConfirm={ask} />
+          )}
         </section>
       )}
       <h2>Why here</h2>
