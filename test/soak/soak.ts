@@ -390,6 +390,17 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       resources().computeEventsQueueUrl,
       ...(await listHosts()).map((h) => h.queue_url),
     ];
+    // Confirm and revert each at least once however little load a busy machine let through: a
+    // kind not accepted yet gets a resize of a quiet server, which the settling below confirms
+    // (the first) or reverts (the next).
+    const missing = (["confirmResize", "revertResize"] as const).filter((k) => !report.moves[k].accepted);
+    const quiet = (await listInstances()).filter(
+      (r) => r.vm_state === "active" && r.task_state === null && !r.migration && r.host,
+    );
+    for (const r of quiet.slice(0, missing.length)) {
+      const flavorRef = pick(FLAVORS.filter((f) => f !== r.flavor.id));
+      await moveAction(r.id, "resize", { resize: { flavorRef } });
+    }
     let building = await listBuilding();
     let pending = 0;
     let busy: InstanceRecord[] = [];
