@@ -36,7 +36,7 @@ import {
   startMeter,
   stopMeter,
 } from "../../lib/aws/meter.js";
-import { schedulerConfig } from "../../lib/config.js";
+import { optionValue, schedulerConfig } from "../../lib/config.js";
 import { MIGRATIONS_BY_INSTANCE_INDEX } from "../../lib/resources.js";
 import {
   accessKeyIdOf,
@@ -556,6 +556,8 @@ type MoveKind =
   | "resize + confirm"
   | "resize + revert"
   | "migrate + confirm"
+  | "live migrate"
+  | "rebuild (new image)"
   | "evacuate"
   | "evacuated source back";
 /** The placement transactions of one caller (claims.ts): what a move costs the hosts' claims. */
@@ -787,7 +789,7 @@ async function runMoves(
   try {
     // servers first, not measured: the resized and migrated ones anywhere, the evacuated ones on host-1
     const plain: string[] = [];
-    for (let i = 0; i < 3 * (n + 1); i++) plain.push(await before(deadline, "boots", boot(`move-${i}`)));
+    for (let i = 0; i < 5 * (n + 1); i++) plain.push(await before(deadline, "boots", boot(`move-${i}`)));
     const evacuees: string[] = [];
     for (let i = 0; i <= n; i++)
       evacuees.push(await before(deadline, "boots", boot(`evacuee-${i}`, "host-1")));
@@ -823,12 +825,34 @@ async function runMoves(
     );
     await measure(
       "migrate + confirm",
-      plain.slice(2 * n + 2),
+      plain.slice(2 * n + 2, 3 * n + 3),
       ["migrate → VERIFY_RESIZE", "confirm → ACTIVE"],
       async (id) => [
         await step(id, { migrate: null }, ADMIN_TOKEN, "VERIFY_RESIZE", 202),
         await step(id, { confirmResize: null }, ADMIN_TOKEN, "ACTIVE", 204),
       ],
+      idle,
+    );
+    // the scheduler picks the destination; the fake driver's copy takes [fake] live_migration_ms
+    await measure(
+      "live migrate",
+      plain.slice(3 * n + 3, 4 * n + 4),
+      [
+        `live migrate → ACTIVE on another host (copy ${optionValue<number>("compute_fake_live_migration_ms")} ms)`,
+      ],
+      async (id) => {
+        const from = (await instance(id))?.host ?? undefined;
+        const live = { "os-migrateLive": { host: null, block_migration: "auto" } };
+        return [await step(id, live, ADMIN_TOKEN, "ACTIVE", 202, "2.68", from)];
+      },
+      idle,
+    );
+    // a new image: the scheduler checks the server's own host (RUN_ON_REBUILD filters), no claim
+    await measure(
+      "rebuild (new image)",
+      plain.slice(4 * n + 4),
+      ["rebuild → ACTIVE"],
+      async (id) => [await step(id, { rebuild: { imageRef: "ubuntu" } }, DEMO_TOKEN, "ACTIVE", 202)],
       idle,
     );
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { COMPUTE_OPTIONS } from "../../config.js";
+import { optionValue } from "../../config.js";
 import {
   BuildFailure,
   type Driver,
@@ -30,12 +30,8 @@ export interface FakeDriverOptions {
   liveMigrationMs?: number;
 }
 
-/** [fake] live_migration_ms: from the environment as the agent's options read it, else its default. */
-function liveMigrationMsOption(): number {
-  const env = process.env.NOVALESS_FAKE_LIVE_MIGRATION_MS;
-  if (env !== undefined && env !== "") return Number(env);
-  return Number(COMPUTE_OPTIONS.find((o) => o.key === "compute_fake_live_migration_ms")?.default ?? 2000);
-}
+/** [fake] live_migration_ms, read through the option table as every option is. */
+const liveMigrationMsOption = (): number => optionValue<number>("compute_fake_live_migration_ms");
 
 /** Progress reports a fake live migration sends (one per tenth of its time). */
 const FAKE_LIVE_MIGRATION_STEPS = 10;
