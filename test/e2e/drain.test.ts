@@ -3,7 +3,8 @@
 // cold-migrated and confirmed (a SHUTOFF one stays SHUTOFF), one line per server, exit 0 with
 // the host empty, nothing leaked; a server waiting in VERIFY_RESIZE is skipped (exit 1); an unknown
 // host or a member's token is the API's message. --live live-migrates each running server (the
-// guest keeps running) and skips a stopped one, or cold-migrates it with --fallback-cold; on exec
+// guest keeps running) and skips a stopped one, or cold-migrates it with --fallback-cold; one the
+// scheduler cannot place fails with the conductor's reason at once; on exec
 // hosts, which cannot move a process live, each is skipped with Nova's MigrationPreCheckError, or
 // cold-migrated with --fallback-cold.
 import { spawn } from "node:child_process";
@@ -162,6 +163,16 @@ describe("novaless-drain", () => {
     expect(s).toMatchObject({ status: "ACTIVE", "OS-EXT-SRV-ATTR:host": "host-2" });
     const m = (await admin.get(`/v2.1/os-migrations?instance_uuid=${id}`)).body.migrations;
     expect(m.map((x: { status: string }) => x.status)).toEqual(["error"]);
+    // live: the conductor's refusal is the API's 400 at once, its event the reason
+    const live = await drain("host-2", "--live");
+    expect(live.code).toBe(1);
+    expect(live.stdout.split("\n")).toEqual([
+      "host-2 was already disabled (draining for maintenance)",
+      `${id}  drain-stuck  failed: live migration refused: conductor_live_migrate_instance: 0/3 hosts are available: 2 are disabled, 1 is in ignore_hosts.`,
+      "host-2: 0 of 1 server(s) migrated (0 live, 0 cold), 1 failed, 0 skipped; 1 still on host-2",
+      "",
+    ]);
+    expect(await hostOf(id)).toMatchObject({ status: "ACTIVE", "OS-EXT-SRV-ATTR:host": "host-2" });
     for (const h of ["host-1", "host-2", "host-3"]) expect((await set(h, "enabled")).status).toBe(200);
     expect((await admin.delete(`/v2.1/servers/${id}`)).status).toBe(204);
     await admin.waitForStatus(id, ["GONE"]);
