@@ -106,7 +106,7 @@ export const LIVE_MICROVERSION = "2.25";
 /** Nova's texts for a server that cannot move live: its driver's pre-check, or a guest not running. */
 const CANNOT_GO_LIVE = [
   /^Migration pre-check error/,
-  /^Cannot 'os-migrateLive' instance \S+ while it is in /,
+  /^Cannot 'os-migrateLive' instance \S+ while it is in (vm_state|power_state) /,
 ];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
