@@ -231,7 +231,7 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     const id = await admin.createServer({ name: "console-live", flavorRef: "1" });
     await admin.waitForStatus(id, ["ACTIVE"]);
     // a slow copy, so that its progress shows and force complete has something to end
-    for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 60_000;
+    for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 20_000;
     await page.goto(`${runtime.url}/console#/servers/${id}`);
     await status("ACTIVE");
     const from = await text("[data-testid=server-host]");
