@@ -148,6 +148,9 @@ export async function registerComputeHost(
  * incarnation: a restarted host gets a new one, as a restarted nova-compute process starts with
  * nothing in flight.
  */
+/** Terminated guests a host remembers (a start is at most minutes behind its terminate). */
+const TERMINATED_KEPT = 10_000;
+
 export class BuildPath {
   /** instances this incarnation is spawning right now */
   private readonly building = new Set<string>();
@@ -160,6 +163,14 @@ export class BuildPath {
   private readonly reported = new Map<string, number>();
   /** the rebuild (its token and attempt) each guest was last rebuilt for by this incarnation */
   private readonly rebuiltFor = new Map<string, string>();
+  /**
+   * Guests this incarnation destroyed on a terminate, oldest first: a start that finds such a
+   * guest gone does not create it again. The host reads no database, so it cannot see that the
+   * server was deleted; a failed move's start of its source guest and the delete's terminate can
+   * reach the host in either order (Nova serializes them per instance and the start then finds the
+   * instance deleted). A spawn or a move step here makes the instance welcome again.
+   */
+  private readonly terminated = new Set<string>();
 
   /** the live migrations' steps (lib/compute/live-path.ts) */
   private readonly live: LivePath;
@@ -261,6 +272,7 @@ export class BuildPath {
         await this.keepHidden(m, queue, () => this.spawn(msg, log));
         break;
       case "terminate_instance":
+        this.tombstone(msg.instance_uuid);
         // Destroy first; compute-events gives the claim back once it is gone (Nova's order).
         await this.driver.destroy(msg.instance_uuid);
         this.reported.delete(msg.instance_uuid);
@@ -348,6 +360,7 @@ export class BuildPath {
   /** Nova's _build_and_run_instance: spawn, then report the outcome (the failure path is compute-events'). */
   private async spawn(msg: SpawnInstance, log: Logger): Promise<void> {
     const { instance_uuid: id, attempt } = msg;
+    this.terminated.delete(id);
     const build = { request_id: msg.request_id, instance_uuid: id, attempt };
     if (this.building.has(id)) {
       log.info("compute.duplicate_spawn_ignored", {});
@@ -396,6 +409,14 @@ export class BuildPath {
     }
   }
 
+  /** Remembers a terminated guest (bounded: the oldest are forgotten first). */
+  private tombstone(id: string): void {
+    this.terminated.delete(id);
+    this.terminated.add(id);
+    if (this.terminated.size > TERMINATED_KEPT)
+      this.terminated.delete(this.terminated.values().next().value!);
+  }
+
   /** Nova's stop_instance, start_instance and reboot_instance. */
   private async powerAction(msg: PowerAction, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
@@ -413,6 +434,10 @@ export class BuildPath {
         // The guest is gone from this host (a host reboot took it): create it again from the
         // instance, as Nova's hard reboot and start recreate the domain from the database.
         if (!msg.guest) throw new Error(`instance ${id} is not defined on host ${this.host}`);
+        if (this.terminated.has(id))
+          throw new Error(
+            `instance ${id} was terminated on host ${this.host}: a ${msg.action} does not bring it back`,
+          );
         await this.driver.spawn(msg.guest);
       } else if (msg.action === "start") await this.driver.powerOn(id);
       else await this.driver.reboot(id, msg.reboot_type ?? "SOFT");
@@ -446,6 +471,7 @@ export class BuildPath {
    */
   private async moveStep(msg: MoveStepMessage, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
+    this.terminated.delete(id);
     const started = new Date().toISOString();
     this.acting.add(id);
     let ok = true;

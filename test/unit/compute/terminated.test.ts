@@ -1,0 +1,73 @@
+// A host never brings back a guest it terminated: a failed move's start of its source guest and
+// the delete's terminate can reach the host in either order (the host reads no database), and a
+// start that finds its guest gone recreates it from the message, as Nova's start does. The soak
+// found the deleted server's guest running on its source after exactly that race.
+import { describe, expect, it } from "vitest";
+import { BuildPath, type Reporter } from "../../../lib/compute/build-path.js";
+import { FakeDriver } from "../../../lib/compute/drivers/fake.js";
+import { log } from "../../../lib/log.js";
+import type { PowerAction } from "../../../lib/messages/compute.js";
+
+const ID = "6f1c2d3e-0000-4000-8000-000000000002";
+const guest = {
+  instance_uuid: ID,
+  name: "vm",
+  hostname: "vm",
+  project_id: "p",
+  user_id: "u",
+  flavor: {
+    id: "1",
+    name: "m1.tiny",
+    vcpus: 1,
+    memory_mb: 512,
+    root_gb: 1,
+    ephemeral_gb: 0,
+    swap: 0,
+    extra_specs: {},
+  },
+  image: { id: "i", name: "cirros", properties: {} },
+  metadata: {},
+};
+const start: PowerAction = {
+  version: 1,
+  kind: "power_action",
+  action: "start",
+  request_id: "req-1",
+  instance_uuid: ID,
+  host: "h",
+  guest,
+} as PowerAction;
+
+function setup() {
+  const driver = new FakeDriver({ host: "h", buildMs: 0, failAll: false });
+  const sent: { kind: string; body: Record<string, unknown> }[] = [];
+  const reporter = {
+    send: async (kind: string, body: Record<string, unknown>) => void sent.push({ kind, body }),
+  } as unknown as Reporter;
+  // the private steps, as handle() calls them once a message is parsed
+  const path = new BuildPath("h", driver, reporter, log) as unknown as {
+    tombstone(id: string): void;
+    powerAction(msg: PowerAction, l: typeof log): Promise<void>;
+  };
+  return { driver, sent, path };
+}
+
+describe("a start after a terminate", () => {
+  it("recreates a guest a host reboot took (Nova's start from the database)", async () => {
+    const { driver, path } = setup();
+    await path.powerAction(start, log);
+    expect(driver.has(ID)).toBe(true);
+  });
+
+  it("does not bring back a guest this host terminated, and says why", async () => {
+    const { driver, path, sent } = setup();
+    driver.adopt(guest);
+    path.tombstone(ID);
+    await driver.destroy(ID);
+    await path.powerAction(start, log);
+    expect(driver.has(ID)).toBe(false);
+    const done = sent.find((s) => s.kind === "action_done")!.body;
+    expect(done.ok).toBe(false);
+    expect(done.details).toBe(`instance ${ID} was terminated on host h: a start does not bring it back`);
+  });
+});
