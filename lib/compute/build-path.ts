@@ -148,8 +148,8 @@ export async function registerComputeHost(
  * incarnation: a restarted host gets a new one, as a restarted nova-compute process starts with
  * nothing in flight.
  */
-/** Terminated guests a host remembers (a start is at most minutes behind its terminate). */
-const TERMINATED_KEPT = 10_000;
+/** Destroyed guests a host remembers (a late message is at most minutes behind). */
+const GONE_KEPT = 10_000;
 
 export class BuildPath {
   /** instances this incarnation is spawning right now */
@@ -164,13 +164,17 @@ export class BuildPath {
   /** the rebuild (its token and attempt) each guest was last rebuilt for by this incarnation */
   private readonly rebuiltFor = new Map<string, string>();
   /**
-   * Guests this incarnation destroyed on a terminate, oldest first: a start that finds such a
-   * guest gone does not create it again. The host reads no database, so it cannot see that the
-   * server was deleted; a failed move's start of its source guest and the delete's terminate can
-   * reach the host in either order (Nova serializes them per instance and the start then finds the
-   * instance deleted). A spawn or a move step here makes the instance welcome again.
+   * Guests this incarnation destroyed, oldest first, with the attempt they went at (Infinity: a
+   * terminate that names none, a delete's). The host reads no database, so it cannot see that a
+   * server was deleted or rebuilt elsewhere, and SQS may hand it a message twice or late:
+   * - a start that finds such a guest gone does not create it again (a failed move's start of
+   *   its source guest and the delete's terminate reach the host in either order; Nova
+   *   serializes them per instance, and its start then finds the instance deleted);
+   * - a spawn of an attempt that already failed or was terminated here is not built again (a
+   *   redelivered spawn after the build was rescheduled elsewhere).
+   * A spawn of a later attempt, or a move step here, makes the instance welcome again.
    */
-  private readonly terminated = new Set<string>();
+  private readonly gone = new Map<string, number>();
 
   /** the live migrations' steps (lib/compute/live-path.ts) */
   private readonly live: LivePath;
@@ -272,7 +276,7 @@ export class BuildPath {
         await this.keepHidden(m, queue, () => this.spawn(msg, log));
         break;
       case "terminate_instance":
-        this.tombstone(msg.instance_uuid);
+        this.tombstone(msg.instance_uuid, msg.attempt ?? Number.POSITIVE_INFINITY);
         // Destroy first; compute-events gives the claim back once it is gone (Nova's order).
         await this.driver.destroy(msg.instance_uuid);
         this.reported.delete(msg.instance_uuid);
@@ -302,6 +306,8 @@ export class BuildPath {
       case "pre_live_migration":
       case "live_migration":
       case "post_live_migration_at_destination":
+        // a live migration to this host makes the instance welcome again
+        if (msg.kind === "pre_live_migration") this.gone.delete(msg.instance_uuid);
         await this.keepHidden(m, queue, () => this.live.step(msg, log));
         break;
       case "live_migration_control":
@@ -360,8 +366,20 @@ export class BuildPath {
   /** Nova's _build_and_run_instance: spawn, then report the outcome (the failure path is compute-events'). */
   private async spawn(msg: SpawnInstance, log: Logger): Promise<void> {
     const { instance_uuid: id, attempt } = msg;
-    this.terminated.delete(id);
     const build = { request_id: msg.request_id, instance_uuid: id, attempt };
+    const goneAt = this.gone.get(id);
+    if (goneAt !== undefined && goneAt >= attempt) {
+      // its outcome again (at-least-once): the attempt ended here, a copy must not come back
+      log.info("compute.spawn_of_ended_attempt_ignored", { attempt, ended_at_attempt: goneAt });
+      await this.reporter.send("build_failed", {
+        ...build,
+        started_at: new Date().toISOString(),
+        reason: `attempt ${attempt} of instance ${id} already ended on host ${this.host}`,
+        in_flight: this.inFlight,
+      });
+      return;
+    }
+    this.gone.delete(id);
     if (this.building.has(id)) {
       log.info("compute.duplicate_spawn_ignored", {});
       return;
@@ -386,6 +404,7 @@ export class BuildPath {
       const reason = e instanceof Error ? e.message : String(e);
       log.warn("compute.build_failed", { reason, attempt });
       // Nothing half-built stays behind for the next attempt elsewhere.
+      this.tombstone(id, attempt);
       await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
       await this.reporter.send("build_failed", {
         ...build,
@@ -409,12 +428,12 @@ export class BuildPath {
     }
   }
 
-  /** Remembers a terminated guest (bounded: the oldest are forgotten first). */
-  private tombstone(id: string): void {
-    this.terminated.delete(id);
-    this.terminated.add(id);
-    if (this.terminated.size > TERMINATED_KEPT)
-      this.terminated.delete(this.terminated.values().next().value!);
+  /** Remembers a destroyed guest and its attempt (bounded: the oldest are forgotten first). */
+  private tombstone(id: string, attempt: number): void {
+    const at = Math.max(attempt, this.gone.get(id) ?? 0);
+    this.gone.delete(id);
+    this.gone.set(id, at);
+    if (this.gone.size > GONE_KEPT) this.gone.delete(this.gone.keys().next().value!);
   }
 
   /** Nova's stop_instance, start_instance and reboot_instance. */
@@ -434,7 +453,7 @@ export class BuildPath {
         // The guest is gone from this host (a host reboot took it): create it again from the
         // instance, as Nova's hard reboot and start recreate the domain from the database.
         if (!msg.guest) throw new Error(`instance ${id} is not defined on host ${this.host}`);
-        if (this.terminated.has(id))
+        if (this.gone.has(id))
           throw new Error(
             `instance ${id} was terminated on host ${this.host}: a ${msg.action} does not bring it back`,
           );
@@ -471,7 +490,7 @@ export class BuildPath {
    */
   private async moveStep(msg: MoveStepMessage, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
-    this.terminated.delete(id);
+    this.gone.delete(id);
     const started = new Date().toISOString();
     this.acting.add(id);
     let ok = true;
