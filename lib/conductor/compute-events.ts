@@ -359,7 +359,14 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
       await release(host, id, n);
       await castToHost(
         host,
-        { version: 1, kind: "terminate_instance", request_id: r.request_id, instance_uuid: id, host },
+        {
+          version: 1,
+          kind: "terminate_instance",
+          request_id: r.request_id,
+          instance_uuid: id,
+          host,
+          attempt: n,
+        },
         blog,
       );
       blog.info("compute_events.build_fenced", {
@@ -386,7 +393,14 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
       await release(host, id, n);
       await castToHost(
         host,
-        { version: 1, kind: "terminate_instance", request_id: r.request_id, instance_uuid: id, host },
+        {
+          version: 1,
+          kind: "terminate_instance",
+          request_id: r.request_id,
+          instance_uuid: id,
+          host,
+          attempt: n,
+        },
         blog,
       );
     }
