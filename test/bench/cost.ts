@@ -552,6 +552,9 @@ function report(
 
 // --- moves
 
+/** the seeded ubuntu image (a rebuild takes an image by id, as Nova's schema wants) */
+const UBUNTU = "a1b2c3d4-0000-4000-8000-000000000002";
+
 type MoveKind =
   | "resize + confirm"
   | "resize + revert"
@@ -852,7 +855,7 @@ async function runMoves(
       "rebuild (new image)",
       plain.slice(4 * n + 4),
       ["rebuild → ACTIVE"],
-      async (id) => [await step(id, { rebuild: { imageRef: "ubuntu" } }, DEMO_TOKEN, "ACTIVE", 202)],
+      async (id) => [await step(id, { rebuild: { imageRef: UBUNTU } }, DEMO_TOKEN, "ACTIVE", 202)],
       idle,
     );
 
