@@ -375,6 +375,22 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
       });
       return;
     case "failure-recorded":
+      if (r.kind === "build_succeeded") {
+        // Built after all, after its failure was recorded (the host's restart reported no guest
+        // while the spawn was still finishing): the attempt stays failed, and what it built goes.
+        await castToHost(
+          host,
+          {
+            version: 1,
+            kind: "terminate_instance",
+            request_id: r.request_id,
+            instance_uuid: id,
+            host,
+            attempt: n,
+          },
+          blog,
+        );
+      }
       // This attempt failed before and the reschedule may not have gone out: finish it.
       await reschedule(
         r,
