@@ -332,6 +332,16 @@ async function evacuationCleaned(host: string, migrationUuid: string): Promise<v
   await updateMigration(migrationUuid, ["done"], "completed");
 }
 
+/** What a host built for an attempt that is over goes: its terminate names that attempt. */
+function terminateAttempt(r: BuildReport, log: Logger): Promise<void> {
+  const { host, instance_uuid, attempt, request_id } = r;
+  return castToHost(
+    host,
+    { version: 1, kind: "terminate_instance", request_id, instance_uuid, host, attempt },
+    log,
+  );
+}
+
 /**
  * Nova's build_and_run_instance, applied from the host's reports. The end of a build is tried
  * first as the one conditional write it usually is; only when that is refused (a duplicate, a
@@ -357,18 +367,7 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
     case "fenced":
       // Deleted, or moved to a newer attempt: the host must not keep what it built for it.
       await release(host, id, n);
-      await castToHost(
-        host,
-        {
-          version: 1,
-          kind: "terminate_instance",
-          request_id: r.request_id,
-          instance_uuid: id,
-          host,
-          attempt: n,
-        },
-        blog,
-      );
+      await terminateAttempt(r, blog);
       blog.info("compute_events.build_fenced", {
         current_host: taken.record?.host,
         current_attempt: taken.record?.attempt,
@@ -378,18 +377,7 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
       if (r.kind === "build_succeeded") {
         // Built after all, after its failure was recorded (the host's restart reported no guest
         // while the spawn was still finishing): the attempt stays failed, and what it built goes.
-        await castToHost(
-          host,
-          {
-            version: 1,
-            kind: "terminate_instance",
-            request_id: r.request_id,
-            instance_uuid: id,
-            host,
-            attempt: n,
-          },
-          blog,
-        );
+        await terminateAttempt(r, blog);
       }
       // This attempt failed before and the reschedule may not have gone out: finish it.
       await reschedule(
@@ -407,18 +395,7 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
     // Taken just now (its "started" is late): the end applies now.
     if (!(await finishBuild(r, blog))) {
       await release(host, id, n);
-      await castToHost(
-        host,
-        {
-          version: 1,
-          kind: "terminate_instance",
-          request_id: r.request_id,
-          instance_uuid: id,
-          host,
-          attempt: n,
-        },
-        blog,
-      );
+      await terminateAttempt(r, blog);
     }
     return;
   }

@@ -2,7 +2,7 @@
 // running, as a host cut off from the network would leave them); evacuated, the server is a new
 // process on another host; when the source comes back it kills its own copy (Nova's
 // _destroy_evacuated_instances) and only then is its claim released.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -10,7 +10,7 @@ import type { ExecDriver } from "../../lib/compute/drivers/exec.js";
 import { listInstanceMigrations } from "../../lib/instances/migrations.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
 import type { Runtime } from "../../local/runtime.js";
-import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
+import { ADMIN, type Client, eventually, processesOf, startTestRuntime } from "./harness.js";
 
 const instances = mkdtempSync(join(tmpdir(), "novaless-e2e-evacuate-exec-"));
 let runtime: Runtime;
@@ -32,22 +32,6 @@ afterAll(async () => {
   await runtime?.stop();
   rmSync(instances, { recursive: true, force: true });
 });
-
-/** The processes whose environment names the instance. */
-function processesOf(id: string): number[] {
-  return readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/environ`, "utf8")
-          .split("\0")
-          .includes(`NOVALESS_INSTANCE_UUID=${id}`);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 it("the server becomes a process on another host; the returning source kills its copy, then its claim goes", async () => {
   const driverOf = (host: string) => runtime.hosts.get(host)!.driver as ExecDriver;

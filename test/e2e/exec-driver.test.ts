@@ -1,13 +1,13 @@
 // `npm start -- --driver exec`, as a test: servers of the `sleeper` image are real processes
 // (with their instance's uuid in their environment) that os-stop, os-start, reboot and delete act
 // on, and whose output is the console log.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { ExecDriver } from "../../lib/compute/drivers/exec.js";
 import type { Runtime } from "../../local/runtime.js";
-import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
+import { ADMIN, type Client, eventually, processesOf, startTestRuntime } from "./harness.js";
 
 const instances = mkdtempSync(join(tmpdir(), "novaless-e2e-exec-"));
 let runtime: Runtime;
@@ -25,22 +25,6 @@ afterAll(async () => {
   await runtime?.stop();
   rmSync(instances, { recursive: true, force: true });
 });
-
-/** Processes whose environment names the instance. */
-function processesOf(id: string): number[] {
-  return readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/environ`, "utf8")
-          .split("\0")
-          .includes(`NOVALESS_INSTANCE_UUID=${id}`);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 it("a server is a process that stop, start, reboot and delete act on", async () => {
   const id = await client.createServer({ imageRef: "sleeper", name: "proc" });

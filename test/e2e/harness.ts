@@ -1,5 +1,6 @@
 // A running local novaless for a test file, and a small OpenStack client for it.
 
+import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
 import { sfnClient } from "../../lib/aws/clients.js";
@@ -152,4 +153,20 @@ export async function eventually<T>(
     v = await fn();
   }
   return v;
+}
+
+/** An exec guest's processes: those whose environment names the instance. */
+export function processesOf(id: string): number[] {
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/environ`, "utf8")
+          .split("\0")
+          .includes(`NOVALESS_INSTANCE_UUID=${id}`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }

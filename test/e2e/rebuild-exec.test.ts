@@ -2,7 +2,7 @@
 // started again from its image on the same host; an image the exec hypervisor cannot run (the
 // fake driver's cirros) is refused by the scheduler's check of the host, and the process is left
 // alone.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -10,7 +10,7 @@ import { SEED_IMAGES } from "../../lib/catalog/seed.js";
 import type { ExecDriver } from "../../lib/compute/drivers/exec.js";
 import { getInstance } from "../../lib/instances/queries.js";
 import type { Runtime } from "../../local/runtime.js";
-import { type Client, startTestRuntime } from "./harness.js";
+import { type Client, processesOf, startTestRuntime } from "./harness.js";
 
 const image = (name: string) => SEED_IMAGES.find((i) => i.name === name)!.id;
 const instances = mkdtempSync(join(tmpdir(), "novaless-e2e-rebuild-exec-"));
@@ -29,22 +29,6 @@ afterAll(async () => {
   await runtime?.stop();
   rmSync(instances, { recursive: true, force: true });
 });
-
-/** Processes whose environment names the instance. */
-function processesOf(id: string): number[] {
-  return readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/environ`, "utf8")
-          .split("\0")
-          .includes(`NOVALESS_INSTANCE_UUID=${id}`);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 it("a rebuild replaces the server's process; an image exec cannot run leaves it alone", async () => {
   const id = await client.createServer({ imageRef: "sleeper", name: "proc" });
