@@ -207,6 +207,28 @@ describe("ExecDriver", () => {
     expect(second.has(g.instance_uuid)).toBe(false);
   });
 
+  it("a stray process is adopted only from this driver's instances path, not from another agent of the same host name", async () => {
+    const mine = join(root, "strays");
+    const first = driver(mine);
+    await first.init();
+    const g = guest(SLEEPER);
+    await first.spawn(g);
+    const pid = first.pidOf(g.instance_uuid)!;
+    await first.close();
+    drivers.splice(drivers.indexOf(first), 1);
+    rmSync(join(mine, g.instance_uuid), { recursive: true }); // an agent that died mid-destroy
+
+    const other = driver(); // same host name, its own path
+    await other.init();
+    expect(other.has(g.instance_uuid)).toBe(false);
+
+    const successor = driver(mine);
+    await successor.init();
+    expect(successor.pidOf(g.instance_uuid)).toBe(pid);
+    await successor.destroy(g.instance_uuid);
+    expect(running(pid)).toBe(false);
+  });
+
   it("an aborted spawn leaves no process and no directory", async () => {
     const d = driver();
     await d.init();

@@ -204,8 +204,12 @@ export class ExecDriver implements Driver {
       const vars = env.split("\0");
       if (!vars.includes(`NOVALESS_HOST=${this.opts.host}`)) continue;
       const id = vars.find((v) => v.startsWith("NOVALESS_INSTANCE_UUID="))?.slice(23);
+      if (!id || !UUID_DIR.test(id)) continue;
+      // A host's name alone does not make a guest ours: another agent of the same name on this
+      // machine (a second runtime, a test) keeps its guests under another instances path.
+      if (!vars.includes(`NOVALESS_CONFIG_DIR=${join(this.dir(id), "config")}`)) continue;
       // the group leader only: its group is the guest
-      if (id && UUID_DIR.test(id) && Number(p) === this.pgidOf(Number(p))) yield [id, Number(p)];
+      if (Number(p) === this.pgidOf(Number(p))) yield [id, Number(p)];
     }
   }
 
