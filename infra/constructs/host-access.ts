@@ -4,23 +4,45 @@
 // the same tag (the consumer creates them), and it may send only to compute-events, only as a
 // session named after its tag, so SenderId names the host (the consumer checks reports against
 // it). A session without the tag matches nothing.
-import { CfnOutput, Duration, type Stack } from "aws-cdk-lib";
+import { Aws, CfnOutput, Duration, type Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
+import * as rolesanywhere from "aws-cdk-lib/aws-rolesanywhere";
 import { NagSuppressions } from "cdk-nag";
 import { HOST_TAG } from "../../lib/resources.js";
 import { COMPUTE_QUEUES_REASON, computeQueuesFinding } from "./nag.js";
 import type { Queues } from "./queues.js";
 
+/**
+ * IAM Roles Anywhere for hypervisors outside AWS. The trust names its trust anchor: without
+ * `aws:SourceArn`, a certificate from any trust anchor in the account (any CA someone registered
+ * for another purpose) with the right issuer CN could become a host.
+ */
+export interface RolesAnywhereTrust {
+  /** The CN of the CA certificate that signs the hosts' certificates (their CN is the host). */
+  issuerCn: string;
+  /** The operator's CA certificate (PEM): the stack creates the trust anchor and its profile. */
+  caCertificatePem?: string;
+  /** Or a trust anchor created outside the stack. */
+  trustAnchorArn?: string;
+}
+
 export interface HostAccessProps {
   queues: Queues;
-  /** The CN of the CA certificate of the IAM Roles Anywhere trust anchor for on-premises hosts. */
-  rolesAnywhereIssuerCn: string;
+  /** Off when absent: hosts then take their sessions from EC2 instance-profile roles only. */
+  rolesAnywhere?: RolesAnywhereTrust;
+  /**
+   * The IAM path (`/…/`) of the roles that may take a host session: each EC2 host's
+   * instance-profile role, and ComputeHostRole itself (the Roles Anywhere hop).
+   */
+  hostRolePath: string;
 }
 
 export class HostAccess {
   readonly computeAgentPolicy: iam.ManagedPolicy;
   readonly computeHostRole: iam.Role;
   readonly computeHostAssumePolicy: iam.ManagedPolicy;
+  /** the Roles Anywhere trust anchor the role trusts, when on */
+  readonly trustAnchorArn: string | undefined;
 
   constructor(stack: Stack, props: HostAccessProps) {
     const { queues } = props;
@@ -56,46 +78,23 @@ export class HostAccess {
       ],
     });
     // The role hosts' sessions are of. Who may take a session, and with which tag, is the trust
-    // policy's: a principal that carries `novaless-host` itself (an EC2 instance-profile role
-    // tagged per host, or an IAM Roles Anywhere session whose certificate CN is the host) may
-    // tag the session only with its own value and must name it so.
-    const rolesAnywhere = { StringEquals: { "aws:PrincipalTag/x509Issuer/CN": props.rolesAnywhereIssuerCn } };
+    // policy's: a role under the hosts' path that carries `novaless-host` itself (an EC2
+    // instance-profile role tagged per host), or a Roles Anywhere session of this role whose
+    // certificate CN is the host, may tag the session only with its own value and must name it so.
     this.computeHostRole = new iam.Role(stack, "ComputeHostRole", {
       description: "novaless compute host sessions (tagged novaless-host=<host>, named <host>)",
-      // IAM Roles Anywhere, for hypervisors outside AWS: a certificate from the operator's CA
-      // gets a session whose tags are the certificate's (x509Subject/CN = the host), which then
-      // takes its tagged session below.
-      assumedBy: new iam.ServicePrincipal("rolesanywhere.amazonaws.com").withConditions(rolesAnywhere),
+      // under the hosts' path: its own Roles Anywhere sessions take the tagged session below
+      path: props.hostRolePath,
+      // Only roles under the path, not every principal of the account that could carry the tag.
+      // A path and not a list of roles: a trust policy holds at most 4,096 characters (2,048 by
+      // default), far fewer than a fleet's role ARNs.
+      assumedBy: new iam.AccountPrincipal(stack.account)
+        .withConditions(hostSession(`\${aws:PrincipalTag/${HOST_TAG}}`, props.hostRolePath))
+        .withSessionTags(),
       managedPolicies: [this.computeAgentPolicy],
       maxSessionDuration: Duration.hours(12),
     });
-    const trust = this.computeHostRole.assumeRolePolicy!;
-    trust.addStatements(
-      new iam.PolicyStatement({
-        actions: ["sts:TagSession", "sts:SetSourceIdentity"],
-        principals: [new iam.ServicePrincipal("rolesanywhere.amazonaws.com")],
-        conditions: rolesAnywhere,
-      }),
-    );
-    // A principal may tag its session only with the host it is, and name it so: an EC2
-    // instance-profile role tagged `novaless-host`, or the Roles Anywhere session's CN.
-    for (const [sid, identity] of [
-      ["TaggedPrincipal", `\${aws:PrincipalTag/${HOST_TAG}}`],
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: an IAM policy variable, not a template
-      ["RolesAnywhereCertificate", "${aws:PrincipalTag/x509Subject/CN}"],
-    ] as const) {
-      trust.addStatements(
-        new iam.PolicyStatement({
-          sid,
-          actions: ["sts:AssumeRole", "sts:TagSession"],
-          principals: [new iam.AccountPrincipal(stack.account)],
-          conditions: {
-            StringEquals: { [`aws:RequestTag/${HOST_TAG}`]: identity, "sts:RoleSessionName": identity },
-            "ForAllValues:StringEquals": { "aws:TagKeys": [HOST_TAG] },
-          },
-        }),
-      );
-    }
+    this.trustAnchorArn = props.rolesAnywhere ? this.trustRolesAnywhere(stack, props) : undefined;
 
     // Taking the tagged session also needs an identity policy allowing it (a trust policy naming
     // the account delegates to the account's own policies): attached here to the role itself for
@@ -118,6 +117,7 @@ export class HostAccess {
     new CfnOutput(stack, "ComputeHostAssumePolicyArn", {
       value: this.computeHostAssumePolicy.managedPolicyArn,
     });
+    new CfnOutput(stack, "HostRolePath", { value: props.hostRolePath });
 
     NagSuppressions.addResourceSuppressions(this.computeAgentPolicy, [
       {
@@ -127,4 +127,68 @@ export class HostAccess {
       },
     ]);
   }
+
+  /**
+   * A certificate from the operator's CA, through this trust anchor only, gets a session of this
+   * role whose tags are the certificate's (x509Subject/CN = the host); that session then takes
+   * its tagged session (the role is under the hosts' path). Returns the trust anchor's ARN.
+   */
+  private trustRolesAnywhere(stack: Stack, props: HostAccessProps): string {
+    const ra = props.rolesAnywhere!;
+    if (Boolean(ra.caCertificatePem) === Boolean(ra.trustAnchorArn))
+      throw new Error("Roles Anywhere needs exactly one of a CA certificate or a trust anchor ARN");
+    let anchorArn = ra.trustAnchorArn;
+    if (ra.caCertificatePem) {
+      const anchor = new rolesanywhere.CfnTrustAnchor(stack, "HostsTrustAnchor", {
+        name: `${stack.stackName}-hosts`,
+        enabled: true,
+        source: {
+          sourceType: "CERTIFICATE_BUNDLE",
+          sourceData: { x509CertificateData: ra.caCertificatePem },
+        },
+      });
+      const profile = new rolesanywhere.CfnProfile(stack, "HostsProfile", {
+        name: `${stack.stackName}-hosts`,
+        enabled: true,
+        roleArns: [this.computeHostRole.roleArn],
+        durationSeconds: 3600,
+      });
+      anchorArn = anchor.attrTrustAnchorArn;
+      new CfnOutput(stack, "HostsTrustAnchorArn", { value: anchor.attrTrustAnchorArn });
+      new CfnOutput(stack, "HostsProfileArn", { value: profile.attrProfileArn });
+    }
+    // Roles Anywhere's own call: only through this account's anchor (the confused deputy guard
+    // AWS recommends), only for the operator's CA.
+    this.computeHostRole.assumeRolePolicy!.addStatements(
+      new iam.PolicyStatement({
+        sid: "RolesAnywhere",
+        actions: ["sts:AssumeRole", "sts:TagSession", "sts:SetSourceIdentity"],
+        principals: [new iam.ServicePrincipal("rolesanywhere.amazonaws.com")],
+        conditions: {
+          ArnEquals: { "aws:SourceArn": anchorArn! },
+          StringEquals: {
+            "aws:SourceAccount": Aws.ACCOUNT_ID,
+            "aws:PrincipalTag/x509Issuer/CN": ra.issuerCn,
+          },
+        },
+      }),
+      new iam.PolicyStatement({
+        sid: "RolesAnywhereCertificate",
+        actions: ["sts:AssumeRole", "sts:TagSession"],
+        principals: [new iam.AccountPrincipal(stack.account)],
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: an IAM policy variable, not a template
+        conditions: hostSession("${aws:PrincipalTag/x509Subject/CN}", props.hostRolePath),
+      }),
+    );
+    return anchorArn!;
+  }
+}
+
+/** The session is tagged and named as the host `identity` is, and asked for by a hosts' role. */
+function hostSession(identity: string, hostRolePath: string): Record<string, unknown> {
+  return {
+    StringEquals: { [`aws:RequestTag/${HOST_TAG}`]: identity, "sts:RoleSessionName": identity },
+    "ForAllValues:StringEquals": { "aws:TagKeys": [HOST_TAG] },
+    ArnLike: { "aws:PrincipalArn": `arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role${hostRolePath}*` },
+  };
 }

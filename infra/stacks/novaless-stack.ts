@@ -20,7 +20,7 @@ import { Api } from "../constructs/api.js";
 import { Conductor, type ConductorType } from "../constructs/conductor.js";
 import { Data } from "../constructs/data.js";
 import { Functions } from "../constructs/functions.js";
-import { HostAccess } from "../constructs/host-access.js";
+import { HostAccess, type RolesAnywhereTrust } from "../constructs/host-access.js";
 import { Observability } from "../constructs/observability.js";
 import { Queues } from "../constructs/queues.js";
 import { Secrets } from "../constructs/secrets.js";
@@ -41,10 +41,13 @@ export interface NovalessStackProps extends StackProps {
    */
   computeQueuePrefix?: string;
   /**
-   * The CN of the CA certificate of the IAM Roles Anywhere trust anchor for on-premises hosts
-   * (their certificates' CN is the host name). Default `novaless-hosts-ca`.
+   * IAM Roles Anywhere for on-premises hosts (their certificates' CN is the host name): the CA's
+   * CN and either its certificate (the stack creates the trust anchor and profile) or an existing
+   * trust anchor's ARN. Off by default: hosts are then EC2 instances with their own roles.
    */
-  rolesAnywhereIssuerCn?: string;
+  rolesAnywhere?: RolesAnywhereTrust;
+  /** The IAM path of the hosts' roles, the only roles that may take a host session. Default `/novaless-hosts/`. */
+  hostRolePath?: string;
   /** Scheduler options (Nova's names); unset ones keep Nova's defaults, see SCHEDULER_DEFAULTS in lib/config.ts. */
   scheduler?: Partial<SchedulerConfig>;
   /** The HTTP API's $default stage throttling: steady requests per second. Default 50. */
@@ -130,7 +133,8 @@ export class NovalessStack extends Stack {
     });
     const hostAccess = new HostAccess(this, {
       queues,
-      rolesAnywhereIssuerCn: props.rolesAnywhereIssuerCn ?? "novaless-hosts-ca",
+      rolesAnywhere: props.rolesAnywhere,
+      hostRolePath: iamPath(props.hostRolePath ?? "/novaless-hosts/"),
     });
     const observability = new Observability(this, {
       data,
@@ -169,4 +173,13 @@ export class NovalessStack extends Stack {
     // Each part outputs what an operator and `novaless-compute --stack-outputs` read of it.
     new CfnOutput(this, "Region", { value: this.region });
   }
+}
+
+/** IAM's path rule: `/`, or `/`-delimited names of IAM's characters, at most 512 characters. */
+function iamPath(path: string): string {
+  if (path.length > 512 || !/^\/(?:[\w+=,.@-]+\/)*$/.test(path))
+    throw new Error(
+      `hostRolePath ${JSON.stringify(path)}: an IAM path starts and ends with / (e.g. /novaless-hosts/)`,
+    );
+  return path;
 }

@@ -433,23 +433,27 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         ]),
       },
     });
-    // The role's trust: a principal may tag and name its session only as the host it is.
-    s.template.hasResourceProperties("AWS::IAM::Role", {
-      AssumeRolePolicyDocument: {
-        Statement: Match.arrayWith([
-          Match.objectLike({ Principal: { Service: "rolesanywhere.amazonaws.com" } }),
-          Match.objectLike({
-            Sid: "TaggedPrincipal",
-            Condition: Match.objectLike({
-              StringEquals: {
-                "aws:RequestTag/novaless-host": tag("aws:PrincipalTag/novaless-host"),
-                "sts:RoleSessionName": tag("aws:PrincipalTag/novaless-host"),
-              },
-            }),
-          }),
-        ]),
+    // The role's trust: only a role under the hosts' path, and it may tag and name its session
+    // only as the host it is. Roles Anywhere is off unless its trust anchor is named.
+    const hostRole = s.template.toJSON().Resources[logicalId(s.stack, s.stack.computeHostRole)] as Resource;
+    expect(hostRole.Properties.Path).toBe("/novaless-hosts/");
+    const trust = hostRole.Properties.AssumeRolePolicyDocument as { Statement: Record<string, unknown>[] };
+    expect(trust.Statement).toHaveLength(1);
+    expect(trust.Statement[0]).toMatchObject({
+      Action: ["sts:AssumeRole", "sts:TagSession"],
+      Condition: {
+        StringEquals: {
+          "aws:RequestTag/novaless-host": tag("aws:PrincipalTag/novaless-host"),
+          "sts:RoleSessionName": tag("aws:PrincipalTag/novaless-host"),
+        },
+        "ForAllValues:StringEquals": { "aws:TagKeys": ["novaless-host"] },
       },
     });
+    expect(JSON.stringify(trust.Statement[0]!.Condition)).toMatch(
+      /aws:PrincipalArn.*:role\/novaless-hosts\/\*/,
+    );
+    expect(JSON.stringify(trust)).not.toContain("rolesanywhere");
+    expect(s.template.findResources("AWS::RolesAnywhere::TrustAnchor")).toEqual({});
     // Taking the tagged session: a policy allowing only that, attached to the role (the Roles
     // Anywhere session takes it) and output for EC2 hosts' instance-profile roles.
     const roleId = logicalId(s.stack, s.stack.computeHostRole);
@@ -600,6 +604,11 @@ describe("NovalessStack (Standard conductor, options set)", () => {
         apiThrottleBurstLimit: 9,
         buildErrorAlarmThreshold: 3,
         keystoneUrl: "https://keystone.example.org:5000",
+        rolesAnywhere: {
+          issuerCn: "fleet-ca",
+          caCertificatePem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        },
+        hostRolePath: "/fleet/hosts/",
       },
       false,
     );
@@ -624,6 +633,50 @@ describe("NovalessStack (Standard conductor, options set)", () => {
     expect(environmentOf(s, s.stack.apiFunction).NOVALESS_TOKEN_KEY_SECRET).toBeUndefined();
     expect(s.stack.tokenKeySecret).toBeUndefined();
     expect(Object.keys(s.template.findResources("AWS::SecretsManager::Secret"))).toHaveLength(1);
+  });
+
+  it("with Roles Anywhere, trusts only its own trust anchor from this account, and the hosts' path", () => {
+    const roleOf = (t: Synth) =>
+      t.template.toJSON().Resources[logicalId(t.stack, t.stack.computeHostRole)] as Resource;
+    const statements = (t: Synth) =>
+      (roleOf(t).Properties.AssumeRolePolicyDocument as { Statement: Record<string, unknown>[] }).Statement;
+    const sid = (t: Synth, id: string) => statements(t).find((st) => st.Sid === id);
+    // s: the stack creates the trust anchor from the CA certificate, and the profile
+    const anchorId = Object.keys(s.template.findResources("AWS::RolesAnywhere::TrustAnchor"))[0]!;
+    expect(anchorId).toBeDefined();
+    s.template.hasResourceProperties("AWS::RolesAnywhere::Profile", {
+      RoleArns: [{ "Fn::GetAtt": [logicalId(s.stack, s.stack.computeHostRole), "Arn"] }],
+    });
+    expect(roleOf(s).Properties.Path).toBe("/fleet/hosts/");
+    expect(sid(s, "RolesAnywhere")).toMatchObject({
+      Principal: { Service: "rolesanywhere.amazonaws.com" },
+      Action: ["sts:AssumeRole", "sts:SetSourceIdentity", "sts:TagSession"],
+      Condition: {
+        ArnEquals: { "aws:SourceArn": { "Fn::GetAtt": [anchorId, "TrustAnchorArn"] } },
+        StringEquals: {
+          "aws:SourceAccount": { Ref: "AWS::AccountId" },
+          "aws:PrincipalTag/x509Issuer/CN": "fleet-ca",
+        },
+      },
+    });
+    expect(JSON.stringify(sid(s, "RolesAnywhereCertificate"))).toMatch(
+      /x509Subject\/CN.*aws:PrincipalArn.*:role\/fleet\/hosts\/\*/,
+    );
+    expect(Object.keys(s.template.toJSON().Outputs)).toEqual(
+      expect.arrayContaining(["HostsTrustAnchorArn", "HostsProfileArn", "HostRolePath"]),
+    );
+
+    // an anchor made outside the stack: named as it is, nothing created
+    const arn =
+      "arn:aws:rolesanywhere:us-east-1:123456789012:trust-anchor/4579702c-9abb-47c2-88b2-c734e0b29539";
+    const outside = synth({ rolesAnywhere: { issuerCn: "fleet-ca", trustAnchorArn: arn } }, false);
+    expect(outside.template.findResources("AWS::RolesAnywhere::TrustAnchor")).toEqual({});
+    expect(sid(outside, "RolesAnywhere")).toMatchObject({
+      Condition: { ArnEquals: { "aws:SourceArn": arn } },
+    });
+
+    expect(() => synth({ rolesAnywhere: { issuerCn: "fleet-ca" } }, false)).toThrow(/exactly one/);
+    expect(() => synth({ hostRolePath: "novaless-hosts" }, false)).toThrow(/IAM path/);
   });
 
   it("applies the removal policy, queue prefix and scheduler options", () => {
