@@ -6,6 +6,7 @@ import { hashPassword } from "./password.js";
 import {
   type Domain,
   getUser,
+  indexNames,
   type Project,
   put,
   putAssignment,
@@ -54,6 +55,8 @@ export async function seedIdentity(opts: SeedIdentityOptions): Promise<{ written
   const count = (ok: boolean) => {
     if (ok) written++;
   };
+  // names of what an older release stored, before anything is looked up by name
+  written += await indexNames();
   count(await putIfAbsent("domain", DEFAULT_DOMAIN.id, DEFAULT_DOMAIN));
   for (const r of ROLES) count(await putIfAbsent("role", r.id, r));
   count(

@@ -4,10 +4,20 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultDeps } from "../../lib/api/deps.js";
 import { handleHttp } from "../../lib/api/router.js";
+import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { seedCatalog } from "../../lib/catalog/repo.js";
 import { verifyPassword } from "../../lib/identity/password.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
-import { getUser, listProjects } from "../../lib/identity/store.js";
+import {
+  assignmentsOf,
+  findUserByName,
+  getUser,
+  indexNames,
+  listProjects,
+  listUsers,
+  put,
+  putIfAbsent,
+} from "../../lib/identity/store.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -70,6 +80,22 @@ describe("the store", () => {
     await seedIdentity({ adminPassword: "rotated", resetAdminPassword: true });
     expect(await verifyPassword("rotated", (await getUser("admin"))!.password_hash)).toBe(true);
     await seedIdentity({ adminPassword: "admin-secret", resetAdminPassword: true });
+  });
+
+  it("a token by names reads by key (no Scan), and the user's projects too", async () => {
+    startMeter();
+    try {
+      await login("demo", "demo-secret", "demo");
+      const ops = Object.values(meterReading()).flatMap((c) => Object.keys(c.requests));
+      expect(ops.length).toBeGreaterThan(0);
+      expect(ops).not.toContain("dynamodb:Scan");
+      expect((await assignmentsOf("admin")).map((a) => a.project_id)).toEqual(["admin"]);
+      expect(Object.values(meterReading()).flatMap((c) => Object.keys(c.requests))).not.toContain(
+        "dynamodb:Scan",
+      );
+    } finally {
+      stopMeter();
+    }
   });
 });
 
@@ -354,5 +380,33 @@ describe("/image", () => {
     ).toBe(400);
     expect((await call("POST", "/image/v2/images", { token, body: { ...body, hw_x: 3 } })).status).toBe(400);
     expect((await call("PUT", `/image/v2/images/${id}/file`, { token, body: "x" })).status).toBe(409);
+  });
+});
+
+// last: it leaves users behind that the listings above would see
+describe("the store, after the API tests", () => {
+  it("a name is unique in its domain under concurrent creates, and names stored before the index are found after a reseed", async () => {
+    const user = (id: string, name: string) => ({
+      id,
+      name,
+      domain_id: "default",
+      enabled: true,
+      password_hash: "scrypt$x",
+      password_expires_at: null,
+    });
+    const wins = await Promise.all(
+      ["u-1", "u-2", "u-3", "u-4"].map((id) => putIfAbsent("user", id, user(id, "racer"))),
+    );
+    expect(wins.filter(Boolean)).toHaveLength(1);
+    const winner = ["u-1", "u-2", "u-3", "u-4"][wins.indexOf(true)];
+    expect((await findUserByName("racer", "default"))?.id).toBe(winner);
+    // the losers left nothing behind
+    expect((await listUsers()).filter((u) => u.name === "racer").map((u) => u.id)).toEqual([winner]);
+
+    // a user written as an older release did (no name item): found once the seed indexes it
+    await put("user", "old-timer", user("old-timer", "old-timer"));
+    expect(await findUserByName("old-timer", "default")).toBeUndefined();
+    expect(await indexNames()).toBe(1);
+    expect((await findUserByName("old-timer", "default"))?.id).toBe("old-timer");
   });
 });
