@@ -97,6 +97,22 @@ export const TABLES: TableSpec[] = [
         sortKey: "build_deadline",
         projection: "KEYS_ONLY",
       },
+      // The servers listings of every project, and the status filter (Nova's status is a vm_state,
+      // then a task_state checked on the item): one partition per vm_state, merged newest first.
+      // Keys only: an entry is written when the instance is created and when its vm_state
+      // changes (a delete and a put), not on its other writes. Console outputs have no vm_state and
+      // stay out.
+      { indexName: "by-vm-state", partitionKey: "vm_state", sortKey: "created_at", projection: "KEYS_ONLY" },
+      // changes-since/changes-before (Nova's polling filter; deleted ones included): by updated_at,
+      // so every write of an instance moves its entry (a delete and a put, under 1 KB each).
+      // change_shard (set at create) spreads those writes over CHANGE_SHARDS partitions. What
+      // the filters read is projected; it changes only with updated_at, so it costs no extra write.
+      {
+        indexName: "changes",
+        partitionKey: "change_shard",
+        sortKey: "updated_at",
+        projection: ["created_at", "project_id", "host", "vm_state", "deleted"],
+      },
     ],
   },
   // The compute service's heartbeat, apart from the provider item so a heartbeat is a tiny write.
@@ -148,6 +164,8 @@ export const TABLES: TableSpec[] = [
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
 export const INSTANCES_BUILDING_INDEX = "building-by-deadline";
 export const INSTANCES_BY_HOST_INDEX = "by-host";
+export const INSTANCES_BY_VM_STATE_INDEX = "by-vm-state";
+export const INSTANCES_CHANGES_INDEX = "changes";
 export const MIGRATIONS_BY_INSTANCE_INDEX = "by-instance";
 
 export interface QueueSpec {

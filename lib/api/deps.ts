@@ -46,7 +46,7 @@ import {
 } from "../instances/migrations.js";
 import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
-import { getInstance, listInstances } from "../instances/queries.js";
+import { getInstance, listInstances, listServerPage } from "../instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
@@ -77,6 +77,8 @@ export interface ApiDeps {
   createInstances: typeof createInstances;
   getInstance: typeof getInstance;
   listInstances: typeof listInstances;
+  /** one page of GET /servers(/detail), read by index (lib/instances/queries.ts) */
+  listServerPage: typeof listServerPage;
   getSchedulingDecision: typeof getSchedulingDecision;
   /** the Migrations table (os-migrations, /servers/{id}/migrations) */
   listMigrations: typeof listMigrations;
@@ -216,6 +218,7 @@ export const defaultDeps: ApiDeps = {
   createInstances,
   getInstance,
   listInstances,
+  listServerPage,
   getSchedulingDecision,
   listMigrations,
   listInstanceMigrations,

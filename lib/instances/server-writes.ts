@@ -3,6 +3,7 @@
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { buildDeadline, buildWatchKey, instancesTable, itemOf } from "./codec.js";
+import { changeShard } from "./queries.js";
 import { merge, transition, type Update } from "./transition.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
 
@@ -14,7 +15,13 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
         new PutCommand({
           TableName: instancesTable(),
           // Watched from the start: a build request lost before the conductor is found too.
-          Item: { ...itemOf(r), build_watch: buildWatchKey(r.id), build_deadline: deadline },
+          // change_shard: the partition of the `changes` index (the listings' changes-since)
+          Item: {
+            ...itemOf(r),
+            build_watch: buildWatchKey(r.id),
+            build_deadline: deadline,
+            change_shard: changeShard(r.id),
+          },
           ConditionExpression: "attribute_not_exists(id)",
         }),
       ),

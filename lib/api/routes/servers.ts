@@ -1,6 +1,7 @@
 // /servers: create, list, show, delete. Validation and views are pure (validation/, views/);
 // this file is the I/O around them.
 import type { Flavor, Image, ServerGroup } from "../../catalog/types.js";
+import { MarkerNotFound, type ServerPage } from "../../instances/queries.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import { metrics } from "../../metrics.js";
@@ -17,13 +18,15 @@ import { canSeeFlavor } from "../validation/flavors.js";
 import { canSeeServerGroup, groupNotFoundMessage } from "../validation/server-groups.js";
 import {
   type CreateServerRequest,
-  filterServers,
+  compareServers,
+  MAX_LIMIT,
+  matchesServer,
   parseCreateServer,
   parseServerListQuery,
   parseUpdateServer,
 } from "../validation/servers.js";
 import { resourceLinks } from "../views/format.js";
-import { serverSummaryView, serverUpdateView, serverView } from "../views/servers.js";
+import { serverSummaryView, serverUpdateView, serverView, vmStatesShowing } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
 import { reserveForCreate } from "./quotas.js";
 import { joinServerGroup, leaveServerGroup } from "./server-groups.js";
@@ -225,19 +228,41 @@ async function hostStatuses(
 
 export async function listServers({ ctx, deps, query }: RouteCall, detail: boolean): Promise<ApiResult> {
   const { auth } = ctx;
-  const filters = parseServerListQuery(query, auth, detail, ctx.version);
-  const all = await deps.listInstances(filters.allTenants ? undefined : auth.project_id);
-  const { servers, more } = filterServers(all, filters);
+  const f = parseServerListQuery(query, auth, detail, ctx.version);
+  const changes = f.changesSince !== undefined || f.changesBefore !== undefined;
+  const vmStates = f.statuses && [...new Set([...f.statuses].flatMap(vmStatesShowing))];
+  // Nova's osapi max_limit when no limit is given
+  const limit = f.limit ?? MAX_LIMIT;
+  let page: ServerPage;
+  try {
+    page = await deps.listServerPage({
+      project: f.allTenants ? f.projectId : auth.project_id,
+      host: f.host,
+      vmStates,
+      // Nova: live servers only, unless `deleted` says otherwise or changes-since/-before is given
+      deleted: f.deleted ?? (changes ? undefined : false),
+      changesSince: f.changesSince,
+      changesBefore: f.changesBefore,
+      match: (r) => matchesServer(r, f),
+      marker: f.marker,
+      limit,
+      compare: f.sort && compareServers(f.sort),
+    });
+  } catch (e) {
+    if (e instanceof MarkerNotFound) throw badRequest(e.message);
+    throw e;
+  }
+  const servers = page.records;
   ctx.logFields.count = servers.length;
   const hostStatus = detail ? await hostStatuses(deps, servers, ctx) : undefined;
   const opts = { baseUrl: ctx.baseUrl, isAdmin: auth.isAdmin, version: ctx.version, hostStatus };
   const body: Record<string, unknown> = {
     servers: servers.map((r) => (detail ? serverView(r, opts) : serverSummaryView(r, ctx.baseUrl))),
   };
-  if (more && servers.length) {
+  if (page.next) {
     const next = new URLSearchParams();
     for (const [k, vs] of Object.entries(query)) if (k !== "marker") for (const v of vs) next.append(k, v);
-    next.set("marker", servers[servers.length - 1]!.id);
+    next.set("marker", page.next);
     body.servers_links = [
       { rel: "next", href: `${ctx.baseUrl}/v2.1/servers${detail ? "/detail" : ""}?${next.toString()}` },
     ];

@@ -372,6 +372,11 @@ export interface ServerListFilters {
   changesBefore?: string;
   /** Nova's sort keys and directions, in order; newest first when absent */
   sort?: { key: SortKey; dir: "asc" | "desc" }[];
+  /**
+   * Nova's `deleted` (admins; status DELETED alone implies it): true lists deleted servers only,
+   * false live ones only; absent: live ones, or both with changes-since/changes-before.
+   */
+  deleted?: boolean;
 }
 
 /** The sort keys this listing supports (Nova's, for the fields a record has). */
@@ -491,6 +496,14 @@ export function parseServerListQuery(
     if (node) f.node = node;
     const project = queryOne(query, "project_id") ?? queryOne(query, "tenant_id");
     if (project && allTenants) f.projectId = project;
+    // Nova: bool_from_string(default=False)
+    const deleted = queryOne(query, "deleted");
+    if (deleted !== undefined) f.deleted = boolFromString(deleted) ?? false;
+  }
+  // Nova: status DELETED alone lists deleted servers, for admins only
+  if (f.statuses?.size === 1 && f.statuses.has("DELETED")) {
+    if (!auth.isAdmin) throw forbidden("Only administrators may list deleted instances");
+    f.deleted = true;
   }
 
   const limit = queryOne(query, "limit");
@@ -541,25 +554,34 @@ function compareBy(sort: NonNullable<ServerListFilters["sort"]>) {
   };
 }
 
+/** Does this server pass the filters (the page's selection aside: project scope, deleted)? */
+export function matchesServer(r: InstanceRecord, f: ServerListFilters): boolean {
+  return (
+    (!f.projectId || r.project_id === f.projectId) &&
+    (!f.statuses || f.statuses.has(serverStatus(r))) &&
+    (!f.name || f.name.test(r.name)) &&
+    (!f.reservationId || r.reservation_id === f.reservationId) &&
+    (!f.flavorId || r.flavor.id === f.flavorId) &&
+    (!f.imageId || r.image.id === f.imageId) &&
+    (!f.host || r.host === f.host) &&
+    (!f.node || r.node === f.node) &&
+    (!f.changesSince || r.updated_at >= f.changesSince) &&
+    (!f.changesBefore || r.updated_at <= f.changesBefore) &&
+    tagsMatch(r, f)
+  );
+}
+
+/** Nova's order for sort_key/sort_dir (id last, so a page boundary is stable). */
+export function compareServers(sort: NonNullable<ServerListFilters["sort"]>) {
+  return compareBy(sort);
+}
+
 /** Apply the filters and the page to servers already sorted newest first. */
 export function filterServers(
   servers: InstanceRecord[],
   f: ServerListFilters,
 ): { servers: InstanceRecord[]; more: boolean } {
-  let out = servers.filter(
-    (r) =>
-      (!f.projectId || r.project_id === f.projectId) &&
-      (!f.statuses || f.statuses.has(serverStatus(r))) &&
-      (!f.name || f.name.test(r.name)) &&
-      (!f.reservationId || r.reservation_id === f.reservationId) &&
-      (!f.flavorId || r.flavor.id === f.flavorId) &&
-      (!f.imageId || r.image.id === f.imageId) &&
-      (!f.host || r.host === f.host) &&
-      (!f.node || r.node === f.node) &&
-      (!f.changesSince || r.updated_at >= f.changesSince) &&
-      (!f.changesBefore || r.updated_at <= f.changesBefore) &&
-      tagsMatch(r, f),
-  );
+  let out = servers.filter((r) => matchesServer(r, f));
   if (f.sort) out.sort(compareBy(f.sort));
   if (f.marker) {
     const i = out.findIndex((r) => r.id === f.marker);

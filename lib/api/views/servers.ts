@@ -53,6 +53,13 @@ const TASK_STATUS: Partial<Record<VmState, Record<string, string>>> = {
   },
 };
 
+/** The vm_states whose servers can show this status (the listings' index on vm_state). */
+export function vmStatesShowing(status: string): VmState[] {
+  return (Object.keys(STATUS) as VmState[]).filter(
+    (v) => STATUS[v] === status || Object.values(TASK_STATUS[v] ?? {}).includes(status),
+  );
+}
+
 export function serverStatus(rec: Pick<InstanceRecord, "vm_state" | "task_state">): string {
   return (rec.task_state && TASK_STATUS[rec.vm_state]?.[rec.task_state]) || STATUS[rec.vm_state] || "UNKNOWN";
 }

@@ -4,6 +4,7 @@ import { handleHttp } from "../../../lib/api/router.js";
 import type { Keypair } from "../../../lib/catalog/keypairs.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "../../../lib/catalog/seed.js";
 import type { Flavor, Image } from "../../../lib/catalog/types.js";
+import { MarkerNotFound } from "../../../lib/instances/queries.js";
 import { requestSpecOf } from "../../../lib/instances/request-spec.js";
 import type { InstanceRecord, MigrationRecord, SchedulingRecord } from "../../../lib/instances/types.js";
 import type { BuildRequest } from "../../../lib/messages/build-request.js";
@@ -193,6 +194,32 @@ export function fakeWorld(): FakeWorld {
         .filter((r) => !r.deleted && (!projectId || r.project_id === projectId))
         .sort((a, b) => b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id))
         .map((r) => structuredClone(r)),
+    // the same page as lib/instances/queries.ts answers, from the records in memory
+    listServerPage: async (q) => {
+      const newest = (a: InstanceRecord, b: InstanceRecord) =>
+        b.created_at.localeCompare(a.created_at) || a.id.localeCompare(b.id);
+      let out = [...w.instances.values()]
+        .filter(
+          (r) =>
+            (q.deleted === undefined || r.deleted === q.deleted) &&
+            (!q.project || r.project_id === q.project) &&
+            (!q.host || r.host === q.host) &&
+            (!q.vmStates || q.vmStates.includes(r.vm_state)) &&
+            (!q.changesSince || r.updated_at >= q.changesSince) &&
+            (!q.changesBefore || r.updated_at <= q.changesBefore) &&
+            q.match(r),
+        )
+        .sort(q.compare ?? newest)
+        .map((r) => structuredClone(r));
+      if (q.marker) {
+        const m = w.instances.get(q.marker);
+        const i = q.compare ? out.findIndex((r) => r.id === q.marker) : 0;
+        if (!m || i === -1) throw new MarkerNotFound(q.marker);
+        out = q.compare ? out.slice(i + 1) : out.filter((r) => newest(m, r) < 0);
+      }
+      const records = out.slice(0, q.limit);
+      return { records, next: out.length > q.limit ? records[records.length - 1]?.id : undefined };
+    },
     markDeleted: async (id) => {
       const r = w.instances.get(id);
       if (!r || r.deleted) return undefined;
