@@ -31,3 +31,30 @@ export async function conditionHeld(write: Promise<unknown>, settled?: () => voi
     )) ?? false
   );
 }
+
+/**
+ * A transaction cancelled by a condition of one of its actions, or by a concurrent transaction
+ * on the same items (TransactionConflict): the same normal outcome as a lost conditional write.
+ */
+export function isTransactionLost(e: unknown): boolean {
+  if ((e as { name?: string })?.name !== "TransactionCanceledException") return false;
+  const codes = ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
+    (r) => r.Code,
+  );
+  return (
+    codes.length === 0 || codes.some((c) => c === "ConditionalCheckFailed" || c === "TransactionConflict")
+  );
+}
+
+/** A conditional write or transaction: true when applied, false when a condition or a conflict refused it. */
+export async function writeHeld(write: Promise<unknown>, settled?: () => void): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e) || isTransactionLost(e)) return false;
+    throw e;
+  } finally {
+    settled?.();
+  }
+}

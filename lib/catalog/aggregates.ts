@@ -3,10 +3,15 @@
 // Nova's aggregate_hosts: a host's aggregates (and so its availability zone) are found by joining
 // the hosts with this list. Every change is a read-modify-write of the one item, conditioned on
 // the `revision` it was read at, so concurrent actions on one aggregate cannot lose each other.
-// The list is cached per process for a few seconds; this process's writes drop the cache.
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+// `aggregates#index` holds every aggregate's id and a revision every change bumps, in the same
+// transaction: a reader (the scheduler, every few seconds in every warm container) reads that one
+// item and the aggregates again only when it moved, never a Scan of the Catalog (whose size grows
+// with keypairs, quotas and groups). The list is cached per process for a few seconds; this
+// process's writes drop the cache.
+import { GetCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { conditionHeld } from "../aws/dynamo-errors.js";
+import { batchGetAll } from "../aws/dynamo-batch.js";
+import { writeHeld } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { perIdentity } from "../aws/identity.js";
 import { resources } from "../config.js";
@@ -15,6 +20,8 @@ import type { Aggregate } from "./types.js";
 const PREFIX = "aggregate#";
 /** The counter Nova's integer aggregate ids come from (outside PREFIX, so no list sees it). */
 const SERIAL = "serial#aggregates";
+/** Every aggregate's id and the revision of the whole list (outside PREFIX too). */
+const INDEX = "aggregates#index";
 const LIST_TTL_MS = 5_000;
 
 /** Nova's metadata key that puts an aggregate's hosts in an availability zone. */
@@ -46,7 +53,7 @@ function toItem(a: Aggregate, revision: number): Stored {
 }
 
 // One cache per identity: the API's reads must not serve the scheduler (each is its own Lambda).
-const caches = perIdentity<{ list?: { at: number; items: Aggregate[] } }>(() => ({}));
+const caches = perIdentity<{ list?: { at: number; revision: number; items: Aggregate[] } }>(() => ({}));
 
 /** Forget the cached list (tests and the local runtime switch tables between runs). */
 export function resetAggregateCache(): void {
@@ -58,17 +65,75 @@ export async function listAggregates(opts: { fresh?: boolean } = {}): Promise<Ag
   const now = Date.now();
   const cache = caches.get();
   if (!opts.fresh && cache.list && now - cache.list.at < LIST_TTL_MS) return cache.list.items.map(clone);
+  const index = (
+    await dynamo().send(new GetCommand({ TableName: table(), Key: { pk: INDEX }, ConsistentRead: true }))
+  ).Item;
+  const revision = (index?.revision as number | undefined) ?? 0;
+  if (cache.list && cache.list.revision === revision) {
+    cache.list.at = now;
+    return cache.list.items.map(clone);
+  }
+  const ids = [...((index?.ids as Set<string> | undefined) ?? [])];
   const items = (
-    await scanAll({
-      TableName: table(),
-      FilterExpression: "begins_with(pk, :p)",
-      ExpressionAttributeValues: { ":p": PREFIX },
-      ConsistentRead: true,
-    })
+    await batchGetAll(
+      table(),
+      ids.map((id) => ({ pk: `${PREFIX}${id}` })),
+      { ConsistentRead: true },
+    )
   ).map((item) => fromItem(item).aggregate);
   items.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
-  cache.list = { at: now, items };
+  cache.list = { at: now, revision, items };
   return items.map(clone);
+}
+
+/** The index's update in a change's transaction: the id in (or out), and the revision bumped. */
+function indexUpdate(id: string, membership: "ADD" | "DELETE" | undefined) {
+  return {
+    Update: {
+      TableName: table(),
+      Key: { pk: INDEX },
+      UpdateExpression: {
+        ADD: "SET kind = :k ADD revision :one, ids :id",
+        DELETE: "SET kind = :k ADD revision :one DELETE ids :id",
+        none: "SET kind = :k ADD revision :one",
+      }[membership ?? "none"],
+      ExpressionAttributeValues: {
+        ":k": "aggregates-index",
+        ":one": 1,
+        ...(membership ? { ":id": new Set([id]) } : {}),
+      },
+    },
+  };
+}
+
+/**
+ * The index of what an older release stored (aggregates without it): built by the seed with one
+ * Scan, never on a request path. Returns how many ids it added.
+ */
+export async function indexAggregates(): Promise<number> {
+  const items = await scanAll({
+    TableName: table(),
+    FilterExpression: "begins_with(pk, :p)",
+    ExpressionAttributeValues: { ":p": PREFIX },
+    ConsistentRead: true,
+  });
+  const index = (
+    await dynamo().send(new GetCommand({ TableName: table(), Key: { pk: INDEX }, ConsistentRead: true }))
+  ).Item;
+  const known = (index?.ids as Set<string> | undefined) ?? new Set<string>();
+  const missing = items.map((i) => fromItem(i).aggregate.id).filter((id) => !known.has(id));
+  if (missing.length > 0) {
+    await dynamo().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: { pk: INDEX },
+        UpdateExpression: "SET kind = :k ADD revision :one, ids :ids",
+        ExpressionAttributeValues: { ":k": "aggregates-index", ":one": 1, ":ids": new Set(missing) },
+      }),
+    );
+    caches.reset();
+  }
+  return missing.length;
 }
 
 function clone(a: Aggregate): Aggregate {
@@ -110,10 +175,17 @@ export async function createAggregate(a: Aggregate): Promise<CreateAggregateResu
   const created: Aggregate = { ...a, number: counter.Attributes!.serial as number };
   try {
     await dynamo().send(
-      new PutCommand({
-        TableName: table(),
-        Item: toItem(created, 1),
-        ConditionExpression: "attribute_not_exists(pk)",
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: table(),
+              Item: toItem(created, 1),
+              ConditionExpression: "attribute_not_exists(pk)",
+            },
+          },
+          indexUpdate(created.id, "ADD"),
+        ],
       }),
     );
   } finally {
@@ -124,13 +196,20 @@ export async function createAggregate(a: Aggregate): Promise<CreateAggregateResu
 
 /** Write an aggregate read at `revision`. False when it changed (or went) meanwhile. */
 export async function saveAggregate(a: Aggregate, revision: number): Promise<boolean> {
-  return conditionHeld(
+  return writeHeld(
     dynamo().send(
-      new PutCommand({
-        TableName: table(),
-        Item: toItem(a, revision + 1),
-        ConditionExpression: "revision = :r",
-        ExpressionAttributeValues: { ":r": revision },
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: table(),
+              Item: toItem(a, revision + 1),
+              ConditionExpression: "revision = :r",
+              ExpressionAttributeValues: { ":r": revision },
+            },
+          },
+          indexUpdate(a.id, undefined),
+        ],
       }),
     ),
     () => caches.reset(),
@@ -139,13 +218,20 @@ export async function saveAggregate(a: Aggregate, revision: number): Promise<boo
 
 /** Delete an aggregate read at `revision`. False when it changed (or went) meanwhile. */
 export async function deleteAggregate(id: string, revision: number): Promise<boolean> {
-  return conditionHeld(
+  return writeHeld(
     dynamo().send(
-      new DeleteCommand({
-        TableName: table(),
-        Key: { pk: `${PREFIX}${id}` },
-        ConditionExpression: "revision = :r",
-        ExpressionAttributeValues: { ":r": revision },
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Delete: {
+              TableName: table(),
+              Key: { pk: `${PREFIX}${id}` },
+              ConditionExpression: "revision = :r",
+              ExpressionAttributeValues: { ":r": revision },
+            },
+          },
+          indexUpdate(id, "DELETE"),
+        ],
       }),
     ),
     () => caches.reset(),

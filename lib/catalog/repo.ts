@@ -8,6 +8,7 @@ import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { perIdentity } from "../aws/identity.js";
 import { resources } from "../config.js";
+import { indexAggregates } from "./aggregates.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "./seed.js";
 import type { Flavor, Image } from "./types.js";
 
@@ -264,6 +265,8 @@ export async function seedCatalog(): Promise<{ flavors: number; images: number }
     SEED_IMAGES.map((i) => putIfAbsent({ ...i, pk: `${IMAGE}${i.id}`, kind: "image" })),
   );
   resetCatalogCache();
+  // what an older release stored, listed before anyone reads the list
+  await indexAggregates();
   return {
     flavors: flavorsWritten.filter(Boolean).length,
     images: imagesWritten.filter(Boolean).length,

@@ -7,7 +7,7 @@
 // cannot both win. `user-projects#<user>` lists the projects a user has a role on.
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { conditionHeld } from "../aws/dynamo-errors.js";
+import { conditionHeld, writeHeld } from "../aws/dynamo-errors.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
 
@@ -65,12 +65,6 @@ function nameKeyOf(kind: Kind, item: object): string | undefined {
   return nameKey(kind as NamedKind, name, domain_id);
 }
 
-/** A write that lost its condition, alone or in a transaction: a duplicate, not a fault. */
-function isDuplicate(e: unknown): boolean {
-  const name = (e as { name?: string })?.name;
-  return name === "ConditionalCheckFailedException" || name === "TransactionCanceledException";
-}
-
 export function identityTable(): string {
   return resources().identityTable;
 }
@@ -115,8 +109,8 @@ export async function putIfAbsent(kind: Kind, key: string, item: object): Promis
     );
   }
   const absent = "attribute_not_exists(pk)";
-  try {
-    await dynamo().send(
+  return writeHeld(
+    dynamo().send(
       new TransactWriteCommand({
         TransactItems: [
           {
@@ -135,12 +129,8 @@ export async function putIfAbsent(kind: Kind, key: string, item: object): Promis
           },
         ],
       }),
-    );
-    return true;
-  } catch (e) {
-    if (isDuplicate(e)) return false;
-    throw e;
-  }
+    ),
+  );
 }
 
 /**
