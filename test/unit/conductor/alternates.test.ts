@@ -3,7 +3,12 @@
 // compute's reschedule and the watchdog's resend read them back from the record, and BuildFailed
 // still finds the claims the scheduler made from its answer. Hosts have 250-character names.
 import { randomUUID } from "node:crypto";
-import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqsClient } from "../../../lib/aws/clients.js";
 import { inventoriesFor } from "../../../lib/compute/inventory.js";
@@ -18,6 +23,7 @@ import { log } from "../../../lib/log.js";
 import { type BuildRequest, parseBuildRequest } from "../../../lib/messages/build-request.js";
 import type { Destination } from "../../../lib/messages/common.js";
 import { computeMessage } from "../../../lib/messages/compute.js";
+import type { ComputeReport } from "../../../lib/messages/reports.js";
 import type { ConductorInput } from "../../../lib/messages/scheduled.js";
 import { scheduledOf } from "../../../lib/messages/scheduled.js";
 import { consumerAllocations } from "../../../lib/placement/allocations.js";
@@ -50,7 +56,7 @@ const at = (host: string, nodename = host): Destination => ({ host, nodename, av
 const TINY = { VCPU: 1, MEMORY_MB: 512, DISK_GB: 1 };
 
 /** A host registered with Placement; its heartbeat `ageSeconds` old. */
-async function host(name: string, ageSeconds = 0): Promise<void> {
+async function host(name: string, ageSeconds = 0, queueUrl?: string): Promise<void> {
   const heard = new Date(Date.now() - ageSeconds * 1000);
   await registerHost({
     host: name,
@@ -60,7 +66,7 @@ async function host(name: string, ageSeconds = 0): Promise<void> {
     hypervisor_version: 1000,
     host_ip: "10.0.0.1",
     supported_instances: [["x86_64", "fake", "hvm"]],
-    queue_url: `http://127.0.0.1:1/000000000000/q-${name.slice(0, 12)}`,
+    queue_url: queueUrl ?? `http://127.0.0.1:1/000000000000/q-${name.slice(0, 12)}`,
   });
   await heartbeat(name, heard);
 }
@@ -207,6 +213,42 @@ describe("compute's reschedule (compute-events applying a failed build)", () => 
     expect(sent[0]).toMatchObject({ retry: { num_attempts: 2, hosts: [a] }, alternates: [at(b), at(c)] });
     expect(sent[0]!.retry.last_fault).not.toContain(b);
     expect(sent[0]!.retry.last_fault).not.toContain(a);
+  });
+});
+
+describe("a build that succeeds after its failure was recorded", () => {
+  it("is terminated on its host (the cast names the attempt), stays failed, and holds no claim there", async () => {
+    const [a, b] = [longName("late-a"), longName("late-b")];
+    const queueUrl = (
+      await sqsClient().send(new CreateQueueCommand({ QueueName: `late-${randomUUID().slice(0, 8)}` }))
+    ).QueueUrl!;
+    await host(a, 0, queueUrl);
+    await host(b);
+    const { id, req } = await building();
+    await buildInstances(req, scheduledOf([{ instance_uuid: id, selected: at(a), alternates: [at(b)] }]));
+    const report = (kind: "build_failed" | "build_succeeded") => {
+      const now = new Date().toISOString();
+      const base = { version: 1, host: a, sent_at: now, request_id: req.request_id, instance_uuid: id };
+      return kind === "build_failed"
+        ? { ...base, kind, attempt: 1, started_at: now, reason: "the host restarted: no guest", in_flight: 0 }
+        : { ...base, kind, attempt: 1, started_at: now, in_flight: 0 };
+    };
+    await applyReport(report("build_failed") as ComputeReport, log);
+    expect(await buildRequestsFor(id)).toHaveLength(1);
+
+    // the spawn finished after all: the host's build_succeeded for the failed attempt
+    await applyReport(report("build_succeeded") as ComputeReport, log);
+
+    const casts = await sqsClient().send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    const sent = (casts.Messages ?? []).map((m) => computeMessage.parse(JSON.parse(m.Body ?? "")));
+    expect(sent).toEqual([
+      expect.objectContaining({ kind: "terminate_instance", instance_uuid: id, attempt: 1, host: a }),
+    ]);
+    const rec = (await getInstance(id))!;
+    expect(rec.vm_state).not.toBe("active");
+    expect((await consumerAllocations(id)).map((x) => x.host)).not.toContain(a);
   });
 });
 
