@@ -201,6 +201,14 @@ export class Functions {
       // ListQueues names no queue: SQS authorizes it on no resource
       new iam.PolicyStatement({ sid: "FindDeadLetterQueues", actions: ["sqs:ListQueues"], resources: ["*"] }),
     );
+    // DELETE /os-services/{id}: the host's queue and DLQ, counted, then deleted with the service
+    api.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: "ServiceQueues",
+        actions: ["sqs:GetQueueAttributes", "sqs:DeleteQueue"],
+        resources: [computeQueues],
+      }),
+    );
     secrets.authTokens.grantRead(api);
     // /identity reads users, projects and assignments; only the operator's seed writes them.
     identity.grantReadData(api);
@@ -283,7 +291,15 @@ export class Functions {
     queues.computeEventsDlq.grantSendMessages(computeEvents);
     computeEvents.addToRolePolicy(
       new iam.PolicyStatement({
-        actions: ["sqs:CreateQueue", "sqs:TagQueue", "sqs:GetQueueAttributes", "sqs:SendMessage"],
+        // (GetQueueUrl, SetQueueAttributes: a queue whose attributes drifted is set back, lib/aws/queues.ts)
+        actions: [
+          "sqs:CreateQueue",
+          "sqs:TagQueue",
+          "sqs:GetQueueAttributes",
+          "sqs:SendMessage",
+          "sqs:GetQueueUrl",
+          "sqs:SetQueueAttributes",
+        ],
         resources: [computeQueues],
       }),
     );

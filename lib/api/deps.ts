@@ -1,5 +1,6 @@
 // The I/O the routes do, in one object: the real repositories by default, fakes in unit tests.
 import type { listDeadLetterQueues, peekDeadLetters, redrive } from "../aws/dead-letters.js";
+import { queuedMessages } from "../aws/queues.js";
 import { castToCompute, sendBuildRequest } from "../aws/send.js";
 import {
   createAggregate,
@@ -92,6 +93,8 @@ export interface ApiDeps {
   listAllocations: typeof listAllocations;
   setServiceStatus: typeof setServiceStatus;
   deleteComputeService: typeof deleteComputeService;
+  /** a host queue's messages (DELETE /os-services); optional, as the Placement admin's below */
+  queuedMessages?: typeof queuedMessages;
   listServiceHeartbeats: typeof listServiceHeartbeats;
   getServiceHeartbeat: typeof getServiceHeartbeat;
   /** Placement admin; optional, so fakes that do not exercise them need not provide them */
@@ -231,6 +234,7 @@ export const defaultDeps: ApiDeps = {
   listAllocations,
   setServiceStatus,
   deleteComputeService,
+  queuedMessages,
   listServiceHeartbeats,
   getServiceHeartbeat,
   setInventory,

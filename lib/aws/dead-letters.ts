@@ -16,6 +16,8 @@ import { sqsClient } from "./clients.js";
 export const REASON_ATTRIBUTE = "novaless.dead_letter_reason";
 export const SOURCE_ATTRIBUTE = "novaless.source_queue";
 const ATTRIBUTE_READS_AT_ONCE = 32;
+/** SQS's largest ListQueues page */
+const LIST_QUEUES_PAGE = 1000;
 
 export interface DeadLetterQueue {
   url: string;
@@ -47,10 +49,16 @@ export async function listDeadLetterQueues(): Promise<DeadLetterQueue[]> {
   if (buildRequestsDlqUrl) pairs.push([buildRequestsDlqUrl, buildRequestsQueueUrl]);
   // hosts' reports the consumer could not apply (malformed, or speaking for another host)
   if (computeEventsDlqUrl) pairs.push([computeEventsDlqUrl, computeEventsQueueUrl]);
+  // MaxResults set: without it SQS answers at most 1,000 queues and no NextToken, so past about
+  // 500 hosts (two queues each) their DLQs would silently fall out of sight.
   let next: string | undefined;
   do {
     const r = await sqsClient().send(
-      new ListQueuesCommand({ QueueNamePrefix: computeQueuePrefix, NextToken: next }),
+      new ListQueuesCommand({
+        QueueNamePrefix: computeQueuePrefix,
+        MaxResults: LIST_QUEUES_PAGE,
+        NextToken: next,
+      }),
     );
     for (const url of r.QueueUrls ?? []) {
       if (url.endsWith(DLQ_SUFFIX)) pairs.push([url, url.slice(0, -DLQ_SUFFIX.length)]);

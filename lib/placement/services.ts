@@ -4,6 +4,7 @@
 import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
+import { deleteQueueWithDlq } from "../aws/queues.js";
 import { resources } from "../config.js";
 import { stamp } from "./feed.js";
 import { mirrorForcedDown } from "./liveness.js";
@@ -61,10 +62,14 @@ export const DELETED_REASON = "deleted";
  * allocation (one conditional write, so a concurrent claim either lands first and refuses the
  * delete, or finds the host disabled). The provider item stays (the API may not delete it: least
  * privilege), disabled and on the change feed so the scheduler drops it at once.
+ * With `queueUrl`, the host's queue and its DLQ go too, after the write (a delete refused by a
+ * claim keeps the queue its new instance needs): the stack did not create them, so nothing else
+ * would. The caller has checked that they are empty, or that the service is forced down.
  */
 export async function deleteComputeService(
   host: string,
   at: string,
+  queueUrl?: string,
 ): Promise<"deleted" | "not-found" | "busy"> {
   const values: Record<string, unknown> = { ":at": at, ":true": true, ":reason": DELETED_REASON, ":zero": 0 };
   const deleted = await conditionHeld(
@@ -79,7 +84,10 @@ export async function deleteComputeService(
       }),
     ),
   );
-  if (deleted) return "deleted";
+  if (deleted) {
+    if (queueUrl) await deleteQueueWithDlq(queueUrl);
+    return "deleted";
+  }
   const r = await dynamo().send(
     new GetCommand({ TableName: resources().hostsTable, Key: { host }, ConsistentRead: true }),
   );

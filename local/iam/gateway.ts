@@ -6,12 +6,14 @@
 // header included, so fauxqs builds queue URLs that point back at the gateway.
 // In process (the local runtime): the SDK clients hand their signed requests to serve() without a
 // socket (in-process.ts), and serve() hands the allowed ones to the emulators' request listeners.
-// It also enforces SQS's queue-name rule (fauxqs does not) and can inject DynamoDB throttling.
+// It also enforces SQS's queue-name rule (fauxqs does not) and SQS's limits (../sqs-limits.ts), and
+// can inject DynamoDB throttling.
 import { createHash, randomUUID } from "node:crypto";
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DYNAMODB_DATA_OPERATIONS } from "../../lib/aws/meter.js";
 import { log } from "../../lib/log.js";
+import { sqsLimits } from "../sqs-limits.js";
 import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
 import { ACCOUNT, PARTITION, REGION } from "./identities.js";
 
@@ -277,6 +279,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   let throttled = 0;
   const random = opts.random ?? Math.random;
   const agent = new Agent({ keepAlive: true });
+  const limits = sqsLimits();
   const sentListeners: ((sent: MessageSent) => void)[] = [];
   const createdListeners: ((queueName: string) => void)[] = [];
   /** queue name → tags, from the CreateQueue/TagQueue requests allowed through */
@@ -545,7 +548,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         : undefined;
     let res: RawResponse;
     try {
-      res = await upstream.call(req, signal);
+      // SQS's documented limits the emulators lack (local/sqs-limits.ts)
+      res =
+        service === "sqs"
+          ? await limits.call(op, req, (r) => upstream.call(r, signal))
+          : await upstream.call(req, signal);
     } catch (e) {
       sent?.();
       if (signal?.aborted) throw e;

@@ -73,6 +73,10 @@ export async function legacyUpdateService({ ctx, deps, params, body }: RouteCall
  * DELETE /os-services/{id}: as Nova, refused (409) while the host has instances; otherwise the
  * host leaves its aggregates and its service is marked deleted (see deleteComputeService). Its
  * agent, if still running, brings it back at its next registration, as Nova's nova-compute does.
+ * The host's queue and DLQ are deleted with it (created at registration, not by the stack, they
+ * would outlive it). Nova's API has no force here, so Nova's own force-down is the force: while
+ * they hold messages the delete is refused (409), unless the service is forced down, declaring
+ * the host dead and what waits for it abandoned.
  */
 export async function deleteService({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, SERVICE_RULES.delete);
@@ -81,18 +85,31 @@ export async function deleteService({ ctx, deps, params }: RouteCall): Promise<A
   if (!h || h.service.deleted_at) throw notFound(`Service ${id} not found.`);
   const hosting = (await deps.listInstances()).some((r) => r.host === h.host);
   if (hosting || h.num_instances > 0) throw conflict(HOSTING_INSTANCES);
+  if (h.queue_url && !h.service.forced_down) {
+    const queued = (await deps.queuedMessages?.(h.queue_url)) ?? 0;
+    if (queued > 0) throw conflict(queuedText(queued));
+  }
   for (const a of await deps.listAggregates({ fresh: true })) {
     if (a.hosts.includes(h.host)) await removeHostFromAggregate(deps, a.id, h.host);
   }
-  const r = await deps.deleteComputeService(h.host, deps.now().toISOString());
+  const r = await deps.deleteComputeService(h.host, deps.now().toISOString(), h.queue_url || undefined);
   if (r === "not-found") throw notFound(`Service ${id} not found.`);
   if (r === "busy") throw conflict(HOSTING_INSTANCES);
-  log.info("api.service_deleted", { request_id: ctx.requestId, host: h.host });
+  log.info("api.service_deleted", {
+    request_id: ctx.requestId,
+    host: h.host,
+    forced_down: h.service.forced_down,
+  });
   return { status: 204 };
 }
 
 const HOSTING_INSTANCES =
   "Unable to delete compute service that is hosting instances. Migrate or delete the instances first.";
+
+const queuedText = (n: number) =>
+  `Unable to delete compute service whose queues still hold ${n} message(s). Let its agent take them, ` +
+  "or force the service down (the host is then declared dead) and delete it again: its queues are deleted " +
+  "with what they hold. novaless-dlq list shows what its dead-letter queue holds.";
 
 const SERVICE_RULES = { delete: "os_compute_api:os-services:delete" } as const;
 
