@@ -1,7 +1,7 @@
 // The console's pure parts: the fleet map's grouping, layout and colors, the decision
 // explainer's bars and funnel, the server timeline. No DOM, no fetch: unit-tested in
 // test/unit/console.
-import type { Explanation, FleetAggregate, FleetHost, InstanceAction } from "./types.js";
+import type { Explanation, FleetAggregate, FleetHost, InstanceAction, Server } from "./types.js";
 
 /** used / capacity of a resource class, or undefined when the host has none of it. */
 export function utilization(h: FleetHost, rc: string): number | undefined {
@@ -353,4 +353,77 @@ export function parseHints(text: string): Record<string, string | string[]> {
     out[k] = had === undefined ? v : Array.isArray(had) ? [...had, v] : [had, v];
   }
   return out;
+}
+
+/** What a servers list shows, as the API's filters: the polls of changes apply them here. */
+export interface ServerFilters {
+  allTenants: boolean;
+  status?: string;
+  /** Nova's name filter: a regular expression searched in the name (literal when invalid) */
+  name?: string;
+  project?: string;
+  host?: string;
+}
+
+/** The full listing's query string (without limit). */
+export function serverQuery(f: ServerFilters): URLSearchParams {
+  const q = new URLSearchParams();
+  if (f.allTenants) q.set("all_tenants", "1");
+  if (f.status) q.set("status", f.status);
+  if (f.name) q.set("name", f.name);
+  if (f.project) q.set("project_id", f.project);
+  if (f.host) q.set("host", f.host);
+  return q;
+}
+
+/**
+ * The changes poll's query string: only what a change cannot move a server out of (its project
+ * never changes), since a server that changed status, name or host must reach the list to leave it.
+ */
+export function changesQuery(f: ServerFilters, since: string): URLSearchParams {
+  const q = new URLSearchParams();
+  if (f.allTenants) q.set("all_tenants", "1");
+  if (f.project) q.set("project_id", f.project);
+  q.set("changes-since", since);
+  return q;
+}
+
+export function serverMatches(s: Server, f: ServerFilters): boolean {
+  if (s.status === "DELETED") return false;
+  if (f.status && s.status !== f.status) return false;
+  if (f.project && s.tenant_id !== f.project) return false;
+  if (f.host && s["OS-EXT-SRV-ATTR:host"] !== f.host) return false;
+  if (f.name) {
+    try {
+      if (!new RegExp(f.name).test(s.name)) return false;
+    } catch {
+      if (!s.name.includes(f.name)) return false;
+    }
+  }
+  return true;
+}
+
+/** The API's order: newest first, then by id. */
+const newestFirst = (a: Server, b: Server) => b.created.localeCompare(a.created) || a.id.localeCompare(b.id);
+
+/**
+ * Changes-since rows applied to a servers list: changed ones that still match in (the newer copy
+ * kept: the poll looks back), the others and the deleted out; the `limit` newest kept.
+ */
+export function mergeServers(
+  held: readonly Server[],
+  changes: readonly Server[],
+  f: ServerFilters,
+  limit?: number,
+): Server[] {
+  if (!changes.length) return held as Server[];
+  const byId = new Map(held.map((s) => [s.id, s]));
+  for (const c of changes) {
+    const old = byId.get(c.id);
+    if (old && old.updated > c.updated) continue;
+    if (serverMatches(c, f)) byId.set(c.id, c);
+    else byId.delete(c.id);
+  }
+  const out = [...byId.values()].sort(newestFirst);
+  return limit === undefined ? out : out.slice(0, limit);
 }

@@ -100,6 +100,12 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
   });
 
   it("watches a server go ACTIVE on the fleet map, and the map answers the keyboard", async () => {
+    // the newest servers are read whole once, then only what changed (changes-since)
+    const listings: string[] = [];
+    const onRequest = (r: { url(): string }) => {
+      if (r.url().includes("/servers/detail")) listings.push(r.url());
+    };
+    page.on("request", onRequest);
     const id = await client.as(ADMIN).createServer({ name: "console-watch", flavorRef: "3" });
     await page.waitForSelector("[data-testid=recent-servers] li[data-server='console-watch']", {
       timeout: 20_000,
@@ -120,6 +126,9 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await shot("fleet");
     const server = await client.as(ADMIN).get(`/v2.1/servers/${id}`);
     expect(server.body.server.status).toBe("ACTIVE");
+    page.off("request", onRequest);
+    expect(listings.length).toBeGreaterThan(0);
+    expect(listings.every((u) => u.includes("changes-since="))).toBe(true);
   });
 
   it("opens the server: its timeline and why the scheduler chose its host", async () => {

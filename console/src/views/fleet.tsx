@@ -5,7 +5,7 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { get, getFresh } from "../api.js";
 import { Badge, type ConfirmRequest, ErrorNote, UsageBar } from "../components.js";
-import { usePoll } from "../hooks.js";
+import { usePoll, useServerList } from "../hooks.js";
 import {
   cellAt,
   cellSize,
@@ -19,12 +19,13 @@ import {
   utilization,
   utilizationColor,
 } from "../model.js";
-import type { Fleet, FleetHost, Server } from "../types.js";
+import type { Fleet, FleetHost } from "../types.js";
 import { DrainHost } from "./drain.js";
 import { ServiceButtons } from "./operations.js";
 import { ServerTable } from "./servers.js";
 
 const FLEET_POLL_MS = 2_000;
+const ALL_TENANTS = { allTenants: true };
 
 /** The fleet, full once, then changes-since. */
 function useFleet(): { fleet: Fleet | undefined; error: string | undefined } {
@@ -181,10 +182,8 @@ function FleetCanvas({
 }
 
 function RecentServers() {
-  const { data, error } = usePoll<{ servers: Server[] }>(
-    "/v2.1/servers/detail?all_tenants=1&limit=12",
-    2_000,
-  );
+  // the 12 newest, kept by changes-since after the first read
+  const { data, error } = useServerList(ALL_TENANTS, 12, 2_000);
   return (
     <aside class="recent" aria-labelledby="recent-title">
       <h2 id="recent-title">Newest servers</h2>
@@ -300,10 +299,7 @@ interface Placement {
 
 export function HostView({ name, onConfirm }: { name: string; onConfirm: (r: ConfirmRequest) => void }) {
   const placement = usePoll<Placement>(`/v2.1/os-hypervisors/${encodeURIComponent(name)}/placement`, 3_000);
-  const servers = usePoll<{ servers: Server[] }>(
-    `/v2.1/servers/detail?all_tenants=1&host=${encodeURIComponent(name)}`,
-    3_000,
-  );
+  const servers = useServerList({ allTenants: true, host: name }, undefined, 3_000);
   const [row, setRow] = useState<FleetHost>();
   useEffect(() => {
     let alive = true;

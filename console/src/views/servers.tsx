@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { currentSession, get, post, request } from "../api.js";
 import { ago, Badge, type ConfirmRequest, ErrorNote } from "../components.js";
-import { type Polled, usePoll } from "../hooks.js";
+import { type Polled, usePoll, useServerList } from "../hooks.js";
 import { reschedules, timeline } from "../model.js";
 import type {
   Flavor,
@@ -88,14 +88,18 @@ export function ServersView() {
   const [name, setName] = useState("");
   const [project, setProject] = useState("");
   const [host, setHost] = useState("");
-  const q = new URLSearchParams();
-  if (admin) q.set("all_tenants", "1");
-  if (status) q.set("status", status);
-  if (name) q.set("name", name);
-  if (admin && project) q.set("project_id", project);
-  if (admin && host) q.set("host", host);
-  q.set("limit", "500");
-  const { data, error } = usePoll<{ servers: Server[] }>(`/v2.1/servers/detail?${q}`, 3_000);
+  // read whole once (and when a filter changes), then only what changed
+  const { data, error } = useServerList(
+    {
+      allTenants: admin,
+      status: status || undefined,
+      name: name || undefined,
+      project: (admin && project) || undefined,
+      host: (admin && host) || undefined,
+    },
+    500,
+    3_000,
+  );
   return (
     <div>
       <h1>Servers</h1>

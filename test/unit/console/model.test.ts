@@ -2,21 +2,25 @@ import { describe, expect, it } from "vitest";
 import {
   barExtent,
   cellAt,
+  changesQuery,
   funnel,
   groupHosts,
   layoutFleet,
   markOf,
   mergeFleet,
+  mergeServers,
   moveCursor,
   parseHints,
   reschedules,
+  serverMatches,
+  serverQuery,
   summarize,
   timeline,
   utilization,
   utilizationColor,
   weightBars,
 } from "../../../console/src/model.js";
-import type { Explanation, FleetHost, InstanceAction } from "../../../console/src/types.js";
+import type { Explanation, FleetHost, InstanceAction, Server } from "../../../console/src/types.js";
 
 const host = (name: string, over: Partial<FleetHost> = {}): FleetHost => ({
   host: name,
@@ -240,5 +244,62 @@ describe("dry-run hints", () => {
     expect(parseHints('{"different_host": ["x"]}')).toEqual({ different_host: ["x"] });
     expect(parseHints("")).toEqual({});
     expect(() => parseHints("nonsense")).toThrow('hint "nonsense": expected key=value');
+  });
+});
+
+describe("a servers list kept by changes-since", () => {
+  const server = (id: string, over: Partial<Server> = {}): Server => ({
+    id,
+    name: `vm-${id}`,
+    status: "ACTIVE",
+    tenant_id: "p1",
+    created: `2026-11-25T10:00:0${id}Z`,
+    updated: "2026-11-25T10:00:10Z",
+    "OS-EXT-SRV-ATTR:host": "h1",
+    ...over,
+  });
+
+  it("asks the changes without the filters a change can leave (status, name, host)", () => {
+    const f = { allTenants: true, status: "ACTIVE", name: "web", project: "p1", host: "h1" };
+    expect(serverQuery(f).toString()).toBe("all_tenants=1&status=ACTIVE&name=web&project_id=p1&host=h1");
+    expect(changesQuery(f, "2026-11-25T10:00:00.000Z").toString()).toBe(
+      "all_tenants=1&project_id=p1&changes-since=2026-11-25T10%3A00%3A00.000Z",
+    );
+    expect(changesQuery({ allTenants: false }, "t").toString()).toBe("changes-since=t");
+  });
+
+  it("matches as the API's filters do: status, name (a regular expression), project, host; never DELETED", () => {
+    const s = server("1", { name: "web-1" });
+    expect(serverMatches(s, { allTenants: true, name: "^web-[0-9]$", host: "h1", status: "ACTIVE" })).toBe(
+      true,
+    );
+    expect(serverMatches(s, { allTenants: true, name: "db" })).toBe(false);
+    expect(serverMatches(s, { allTenants: true, name: "[" })).toBe(false);
+    expect(serverMatches(s, { allTenants: true, host: "h2" })).toBe(false);
+    expect(serverMatches(s, { allTenants: true, project: "p2" })).toBe(false);
+    expect(serverMatches({ ...s, status: "DELETED" }, { allTenants: true })).toBe(false);
+  });
+
+  it("merges: changed in, new in their place, deleted and no longer matching out, an older copy ignored, cut to the limit", () => {
+    const f = { allTenants: true, status: "ACTIVE" };
+    const held = [server("4"), server("3"), server("2")];
+    const merged = mergeServers(
+      held,
+      [
+        server("5"),
+        server("3", { status: "SHUTOFF", updated: "2026-11-25T10:00:11Z" }),
+        server("2", { status: "DELETED", updated: "2026-11-25T10:00:12Z" }),
+        server("4", { name: "stale", updated: "2026-11-25T10:00:09Z" }),
+        server("1"),
+      ],
+      f,
+      3,
+    );
+    expect(merged.map((s) => [s.id, s.name])).toEqual([
+      ["5", "vm-5"],
+      ["4", "vm-4"],
+      ["1", "vm-1"],
+    ]);
+    expect(mergeServers(held, [], f, 3)).toBe(held);
   });
 });
