@@ -21,20 +21,51 @@ export const CONDUCTOR_TASKS = {
   buildFailed: "BuildFailed",
 } as const;
 
+/** The Choice states that route on a step's answer (capacity outcomes are answers, not errors). */
+export const CONDUCTOR_CHOICES = {
+  checkAttempts: "CheckAttempts",
+  alternateClaimed: "AlternateClaimed",
+  hostFound: "HostFound",
+} as const;
+
 /**
- * What the Lambda service reports when an Invoke itself fails (Step Functions prefixes the
- * service's exception with "Lambda."), and a function that ran past its timeout: the function
- * never finished, so the step is re-run whole (every step is idempotent).
+ * The timeouts of the two functions the conductor invokes, declared here once: the stack
+ * (infra/constructs/functions.ts) deploys them and the retry budget
+ * (test/unit/conductor/retry-budget.test.ts) is computed from them.
+ * - scheduler, 30 s: a cold start at 10,000 hosts reads every host once (3.3 s on dynalite,
+ *   docs/benchmarks.md) and rebuilds the fleet (about 60 ms), then decides and claims for up to
+ *   max_count instances (a few ms and one transaction each).
+ * - conductor, 15 s: its longest step writes two or three items per instance, one after the
+ *   other (BuildInstances, BuildFailed): about 300 calls at max_count 100, some 6 s at 20 ms.
  */
-export const LAMBDA_TRANSIENT_ERRORS = [
+export const CONDUCTOR_FUNCTION_TIMEOUT_SECONDS = { scheduler: 30, conductor: 15 } as const;
+
+/**
+ * Errors that may mean the function ran out its time (or ran and died): each costs a whole
+ * function timeout. AWS reports a function timeout or an out-of-memory end as Lambda.Unknown,
+ * and the Invoke client's own timeout as Lambda.ClientExecutionTimeoutException (Step Functions'
+ * "Handle Lambda service exceptions"); the local runtime reports Sandbox.Timedout.
+ */
+export const LAMBDA_TIMEOUT_ERRORS = [
+  "Sandbox.Timedout",
+  "States.Timeout",
+  "Lambda.Unknown",
+  "Lambda.ClientExecutionTimeoutException",
+] as const;
+
+/**
+ * What the Lambda service answers when it refuses an Invoke without running the function (Step
+ * Functions prefixes the service's exception with "Lambda."): a throttle, a 5xx, a failed call.
+ */
+export const LAMBDA_SERVICE_ERRORS = [
   "Lambda.ServiceException",
   "Lambda.AWSLambdaException",
   "Lambda.SdkClientException",
   "Lambda.TooManyRequestsException",
-  "Lambda.Unknown",
-  "Sandbox.Timedout",
-  "States.Timeout",
 ] as const;
+
+/** Every Lambda error a step retries; every step is idempotent, so a step is re-run whole. */
+export const LAMBDA_TRANSIENT_ERRORS = [...LAMBDA_SERVICE_ERRORS, ...LAMBDA_TIMEOUT_ERRORS] as const;
 
 /**
  * DynamoDB throttling and server faults raised inside a handler: the function error's
@@ -59,33 +90,26 @@ export const SQS_TRANSIENT_ERRORS = [
 ] as const;
 
 // Exponential backoff with full jitter (each wait drawn from [0, interval x rate^n], at most
-// MaxDelaySeconds): builds that failed together do not all come back together. Attempts are
-// bounded so an Express execution (5 minutes at most) still reaches BuildFailed.
+// MaxDelaySeconds): builds that failed together do not all come back together.
+//
+// Attempts are bounded so that every path through the state machine, each step retried to its
+// last attempt, still reaches its end (BuildFailed at worst) inside an Express execution's 5
+// minutes with a fifth to spare: test/unit/conductor/retry-budget.test.ts walks this definition
+// and fails when a MaxAttempts or a function's timeout outgrows it.
 const backoff = { IntervalSeconds: 1, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: "FULL" } as const;
-
-/**
- * Timeouts are retried once only: a function that ran out its time once (30 s) is likely to do
- * it again, and three of them would not fit in an Express execution. No Task TimeoutSeconds: a
- * synchronous invoke ends when the function does (Sandbox.Timedout at its own timeout), so
- * Step Functions never waits longer than the function's timeout.
- */
-const timeoutErrors: readonly string[] = ["Sandbox.Timedout", "States.Timeout"];
 
 /** The Retry list of a Task that invokes one of our Lambda functions. */
 const lambdaRetry = [
-  { ErrorEquals: [...timeoutErrors], ...backoff, MaxAttempts: 1 },
-  {
-    ErrorEquals: [
-      ...LAMBDA_TRANSIENT_ERRORS.filter((e) => !timeoutErrors.includes(e)),
-      ...DYNAMODB_TRANSIENT_ERRORS,
-    ],
-    ...backoff,
-    MaxAttempts: 4,
-  },
+  // The function ran (to its timeout, or failed inside on DynamoDB's throttling or a fault):
+  // once more only, since each costs up to a whole function timeout. No Task TimeoutSeconds: a
+  // synchronous invoke ends when the function does.
+  { ErrorEquals: [...LAMBDA_TIMEOUT_ERRORS, ...DYNAMODB_TRANSIENT_ERRORS], ...backoff, MaxAttempts: 1 },
+  // Refused before the function ran: cheap, so a few times.
+  { ErrorEquals: [...LAMBDA_SERVICE_ERRORS], ...backoff, MaxAttempts: 3 },
 ];
 
 /** The Retry list of the sqs:sendMessage cast. */
-const sqsRetry = [{ ErrorEquals: [...SQS_TRANSIENT_ERRORS], ...backoff, MaxAttempts: 4 }];
+const sqsRetry = [{ ErrorEquals: [...SQS_TRANSIENT_ERRORS], ...backoff, MaxAttempts: 2 }];
 
 const failed = { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: CONDUCTOR_TASKS.buildFailed };
 
@@ -100,11 +124,12 @@ function conductorTask(arns: ConductorArns, action: string, extra: Record<string
 
 export function conductorDefinition(arns: ConductorArns) {
   const T = CONDUCTOR_TASKS;
+  const C = CONDUCTOR_CHOICES;
   return {
     Comment: "novaless conductor: schedule, claim and cast builds to compute hosts",
-    StartAt: "CheckAttempts",
+    StartAt: C.checkAttempts,
     States: {
-      CheckAttempts: {
+      [C.checkAttempts]: {
         Type: "Choice",
         Choices: [
           {
@@ -125,11 +150,14 @@ export function conductorDefinition(arns: ConductorArns) {
       [T.claimAlternate]: {
         ...conductorTask(arns, "claim_alternate", {}),
         ResultPath: "$.scheduled",
-        Catch: [
-          { ErrorEquals: ["AlternatesExhausted"], ResultPath: "$.exhausted", Next: T.selectDestinations },
-          failed,
-        ],
-        Next: T.buildInstances,
+        Catch: [failed],
+        Next: C.alternateClaimed,
+      },
+      // None could be claimed (lib/conductor/types.ts AlternatesExhaustedAnswer): reschedule.
+      [C.alternateClaimed]: {
+        Type: "Choice",
+        Choices: [{ Variable: "$.scheduled.exhausted", IsPresent: true, Next: T.selectDestinations }],
+        Default: T.buildInstances,
       },
       // Synchronous: the conductor waits for the scheduler, as Nova's select_destinations call.
       [T.selectDestinations]: {
@@ -138,11 +166,17 @@ export function conductorDefinition(arns: ConductorArns) {
         Parameters: { "request.$": "$" },
         ResultPath: "$.scheduled",
         Retry: lambdaRetry,
-        Catch: [{ ErrorEquals: ["NoValidHost"], ResultPath: "$.error", Next: T.noValidHost }, failed],
-        Next: T.buildInstances,
+        Catch: [failed],
+        Next: C.hostFound,
+      },
+      // The scheduler's NoValidHost answer (lib/conductor/types.ts NoValidHostAnswer).
+      [C.hostFound]: {
+        Type: "Choice",
+        Choices: [{ Variable: "$.scheduled.no_valid_host", IsPresent: true, Next: T.noValidHost }],
+        Default: T.buildInstances,
       },
       [T.noValidHost]: {
-        ...conductorTask(arns, "no_valid_host", { "error.$": "$.error" }),
+        ...conductorTask(arns, "no_valid_host", { "no_valid_host.$": "$.scheduled.no_valid_host" }),
         Catch: [failed],
         End: true,
       },
@@ -152,11 +186,13 @@ export function conductorDefinition(arns: ConductorArns) {
         Catch: [failed],
         Next: T.castToCompute,
       },
-      // Fan-out: cast each build to its host's own queue; the conductor does not wait for it.
+      // Fan-out: cast each build to its host's own queue; the conductor does not wait for it. 40
+      // at a time, the most an inline Map runs ("Using Map state in Inline mode"): the casts of a
+      // max_count create take a few rounds of the retry budget, not one per ten instances.
       [T.castToCompute]: {
         Type: "Map",
         ItemsPath: "$.build.casts",
-        MaxConcurrency: 10,
+        MaxConcurrency: 40,
         ItemProcessor: {
           ProcessorConfig: { Mode: "INLINE" },
           StartAt: T.sendToHost,

@@ -14,6 +14,7 @@ import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { NagSuppressions } from "cdk-nag";
 import { type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
 import { COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX, TABLES } from "../../lib/resources.js";
+import { CONDUCTOR_FUNCTION_TIMEOUT_SECONDS } from "../conductor/definition.js";
 import type { Data } from "./data.js";
 import { COMPUTE_QUEUES_REASON, computeQueuesFinding } from "./nag.js";
 import type { Queues } from "./queues.js";
@@ -100,8 +101,15 @@ export class Functions {
       timeout: Duration.seconds(29),
       environment: secrets.apiEnvironment,
     });
-    this.scheduler = handler("Scheduler", "scheduler", { memorySize: 1024, timeout: Duration.seconds(30) });
-    this.conductor = handler("Conductor", "conductor", { memorySize: 512, timeout: Duration.seconds(30) });
+    // The conductor's steps: their timeouts are part of its retry budget (infra/conductor/definition.ts).
+    this.scheduler = handler("Scheduler", "scheduler", {
+      memorySize: 1024,
+      timeout: Duration.seconds(CONDUCTOR_FUNCTION_TIMEOUT_SECONDS.scheduler),
+    });
+    this.conductor = handler("Conductor", "conductor", {
+      memorySize: 512,
+      timeout: Duration.seconds(CONDUCTOR_FUNCTION_TIMEOUT_SECONDS.conductor),
+    });
     // Its NOVALESS_CONDUCTOR_ARN comes with startsBuildsOn.
     this.buildIntake = handler("BuildIntake", "build-intake", {
       memorySize: 256,

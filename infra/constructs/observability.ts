@@ -7,7 +7,7 @@ import { CfnOutput, Duration, type Stack } from "aws-cdk-lib";
 import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
-import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
+import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { METRIC, METRICS_NAMESPACE } from "../../lib/metrics.js";
 import { BUILD_REQUESTS_QUEUE, TABLES } from "../../lib/resources.js";
 import type { Data } from "./data.js";
@@ -54,6 +54,8 @@ export class Observability {
     const { queues, conductor } = props;
     const { tables } = props.data;
     const functions = props.functions.all;
+    const standard =
+      (conductor.node.defaultChild as sfn.CfnStateMachine).stateMachineType === sfn.StateMachineType.STANDARD;
     const buildsError = `SELECT SUM(${METRIC.buildsError}) FROM SCHEMA("${METRICS_NAMESPACE}", reason, service)`;
     const computeDlqDepth = query(
       "Compute DLQs: most messages visible",
@@ -99,6 +101,25 @@ export class Observability {
         "Conductor executions failed (builds may be stuck in BUILD)",
         conductor.metricFailed({ period: oneMinute, statistic: cloudwatch.Stats.SUM }),
       ),
+      // An Express execution past its 5 minutes ends TIMED_OUT, which no Catch sees: its builds
+      // stay in BUILD until the watchdog. The retries are bounded to fit
+      // (test/unit/conductor/retry-budget.test.ts), so one means a step far slower than its budget.
+      alarm(
+        "ConductorExecutionsTimedOut",
+        "Conductor executions timed out (builds stay in BUILD until the watchdog fails or resends them)",
+        conductor.metricTimedOut({ period: oneMinute, statistic: cloudwatch.Stats.SUM }),
+      ),
+      // Only a Standard execution can be stopped (StopExecution "is not supported by EXPRESS
+      // state machines"): an aborted one leaves its builds in BUILD as a timed-out one does.
+      ...(standard
+        ? [
+            alarm(
+              "ConductorExecutionsAborted",
+              "Conductor executions were stopped (builds stay in BUILD until the watchdog fails or resends them)",
+              conductor.metricAborted({ period: oneMinute, statistic: cloudwatch.Stats.SUM }),
+            ),
+          ]
+        : []),
       alarm(
         "BuildsToError",
         "Builds went to ERROR (any reason: NoValidHost, MaxRetriesExceeded, BuildAborted), whatever their execution's status",

@@ -10,13 +10,14 @@ import { claim, findClaim } from "../placement/claims.js";
 import { type ClaimGroup, claimGroupOf } from "../placement/group-claims.js";
 import type { Resources } from "../placement/types.js";
 import { schedulerHint } from "../scheduler/hints.js";
-import { AlternatesExhausted } from "./types.js";
+import { type AlternatesExhaustedAnswer, alternatesExhausted } from "./types.js";
 
 /**
  * Claim the first of `alternates` (skipping `exclude`) that takes `resources` for `consumer` at
  * attempt `n`. A re-run of the step keeps what it did: the host already `recorded` for this
  * attempt, or a claim made before its answer was lost (an earlier alternate may fit by now, and
- * claiming it would count twice). Throws AlternatesExhausted when none can be claimed.
+ * claiming it would count twice). Answers AlternatesExhausted when none can be claimed (an
+ * ordinary outcome: the state machine reschedules).
  */
 export async function claimFirstAlternate(
   consumer: string,
@@ -26,7 +27,7 @@ export async function claimFirstAlternate(
   resources: Resources,
   log: Logger,
   opts: { recorded?: string } = {},
-): Promise<Scheduled> {
+): Promise<Scheduled | AlternatesExhaustedAnswer> {
   const chosen = (i: number) =>
     scheduledOf([{ instance_uuid: consumer, selected: alternates[i]!, alternates: alternates.slice(i + 1) }]);
   if (opts.recorded) {
@@ -53,7 +54,7 @@ export async function claimFirstAlternate(
     });
     if (r.claimed) return chosen(i);
   }
-  throw new AlternatesExhausted(`no alternate could be claimed for instance ${consumer} (attempt ${n})`);
+  return alternatesExhausted(`no alternate could be claimed for instance ${consumer} (attempt ${n})`);
 }
 
 /**

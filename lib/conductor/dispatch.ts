@@ -13,27 +13,37 @@ import {
   maxRetriesExceeded,
   noValidHost,
 } from "./tasks.js";
-import { NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
+import { NO_VALID_HOST_MESSAGE, type NoValidHostAnswer, type StatesError } from "./types.js";
 
 export interface ConductorEvent {
   action: "max_retries_exceeded" | "claim_alternate" | "no_valid_host" | "build_instances" | "build_failed";
   request: ConductorInput;
   scheduled?: Scheduled;
+  /** the scheduler's NoValidHost answer, for no_valid_host */
+  no_valid_host?: NoValidHostAnswer["no_valid_host"];
   error?: StatesError;
+}
+
+/**
+ * The NoValidHost summary for operators: the scheduler's answer, or (an execution of the
+ * definition before NoValidHost was an answer, during a deploy) the error its Catch recorded.
+ */
+function noValidHostDetails(e: ConductorEvent): string {
+  return e.no_valid_host?.details ?? causeOf(e.error).details;
 }
 
 export async function conductorStep(e: ConductorEvent): Promise<unknown> {
   const move = asMove(e.request);
   if (move) return moveStep(e, move);
   const rebuild = asRebuild(e.request);
-  if (rebuild) return rebuildStep(e.action, rebuild, e.scheduled, e.error);
+  if (rebuild) return rebuildStep(e.action, rebuild, e.scheduled, e.error, noValidHostDetails(e));
   switch (e.action) {
     case "max_retries_exceeded":
       return maxRetriesExceeded(e.request).then(() => ({}));
     case "claim_alternate":
       return claimAlternate(e.request);
     case "no_valid_host":
-      return noValidHost(e.request, e.error ?? { Error: "NoValidHost" }).then(() => ({}));
+      return noValidHost(e.request, noValidHostDetails(e)).then(() => ({}));
     case "build_instances":
       return buildInstances(e.request, e.scheduled ?? NOTHING_SCHEDULED);
     case "build_failed":
@@ -54,11 +64,9 @@ async function moveStep(e: ConductorEvent, req: MoveInput): Promise<unknown> {
       return claimMoveAlternate(req);
     case "build_instances":
       return startMove(req, e.scheduled ?? NOTHING_SCHEDULED);
-    case "no_valid_host": {
-      const { details } = causeOf(e.error);
-      await moveStepFailed(req, fault(NO_VALID_HOST_MESSAGE, details, 400));
+    case "no_valid_host":
+      await moveStepFailed(req, fault(NO_VALID_HOST_MESSAGE, noValidHostDetails(e), 400));
       return {};
-    }
     case "max_retries_exceeded":
       await moveStepFailed(
         req,

@@ -32,7 +32,7 @@ import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { claimFirstAlternate } from "./alternates.js";
 import { startLiveMigration } from "./live-migrate.js";
-import type { Cast } from "./types.js";
+import type { AlternatesExhaustedAnswer, Cast } from "./types.js";
 
 export type MoveInput = ConductorInput & MoveRequest;
 
@@ -140,7 +140,7 @@ export async function startMove(req: MoveInput, scheduled: Scheduled): Promise<{
 }
 
 /** ClaimAlternate for a move: the next alternate that takes the new flavor, without the filters. */
-export async function claimMoveAlternate(req: MoveInput): Promise<Scheduled> {
+export async function claimMoveAlternate(req: MoveInput): Promise<Scheduled | AlternatesExhaustedAnswer> {
   const n = moveAttempt(req);
   const id = req.instance_uuids[0]!;
   const rec = await getInstance(id);

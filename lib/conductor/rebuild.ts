@@ -52,6 +52,7 @@ export async function rebuildStep(
   req: RebuildInput,
   scheduled: Scheduled | undefined,
   error: StatesError | undefined,
+  noValidHostDetails = "",
 ): Promise<unknown> {
   const id = req.instance_uuids[0]!;
   switch (action) {
@@ -59,11 +60,13 @@ export async function rebuildStep(
       return NOTHING_SCHEDULED;
     case "build_instances":
       return startRebuild(req, scheduled ?? NOTHING_SCHEDULED);
-    case "no_valid_host": {
-      const { details } = causeOf(error);
-      await refuse(req, fault(NO_VALID_HOST_MESSAGE, details), `NoValidHost: ${details}`);
+    case "no_valid_host":
+      await refuse(
+        req,
+        fault(NO_VALID_HOST_MESSAGE, noValidHostDetails),
+        `NoValidHost: ${noValidHostDetails}`,
+      );
       return {};
-    }
     case "max_retries_exceeded":
     case "build_failed": {
       const { message } = causeOf(error);

@@ -4,7 +4,7 @@
 // name; deciding runs lib/scheduler/manager.ts over the warm HostManager's host states, one
 // decision at a time, answering its claims with Placement's conditional writes; recording keeps
 // each decision on its instance. A multi-create is all-or-nothing: its claims are released before
-// NoValidHost.
+// the NoValidHost answer (an answer, not a thrown error: the invocation succeeds).
 import { randomUUID } from "node:crypto";
 import { perIdentity } from "../aws/identity.js";
 import { listAggregates } from "../catalog/aggregates.js";
@@ -33,7 +33,6 @@ import { metrics } from "../metrics.js";
 import { claim, findClaim, moveAllocation, release } from "../placement/claims.js";
 import { claimGroupOf } from "../placement/group-claims.js";
 import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
-import { NoValidHost } from "../scheduler/errors.js";
 import type { Fleet } from "../scheduler/fleet.js";
 import { schedulerHint } from "../scheduler/hints.js";
 import { HostManager } from "../scheduler/host-manager.js";
@@ -49,6 +48,7 @@ import {
 import type { ClaimAnswer } from "../scheduler/select.js";
 import type { InstanceGroup, RequestSpec } from "../scheduler/types.js";
 import { liveMigrationChecks } from "./live-migrate.js";
+import { type NoValidHostAnswer, noValidHostAnswer } from "./types.js";
 
 /**
  * One HostManager per warm function (per identity locally: the API's dry run and the scheduler are
@@ -93,12 +93,15 @@ export interface Decided {
   claimed: { instance_uuid: string; host: string }[];
 }
 
+/** What select_destinations answers: the hosts claimed, or NoValidHost. */
+export type SchedulerAnswer = Scheduled | NoValidHostAnswer;
+
 /** select_destinations: load → decide → record. */
 export async function selectDestinations(
   req: ConductorInput,
   config: SchedulerConfig = schedulerConfig(),
   random: () => number = Math.random,
-): Promise<Scheduled> {
+): Promise<SchedulerAnswer> {
   if (isRebuild(req)) return checkRebuild(req, config);
   const loaded = await loadRequest(req);
   if (!loaded) return NOTHING_SCHEDULED;
@@ -239,7 +242,7 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
  * checked at all (Nova's API passes the host and the conductor skips the scheduler). The decision
  * is recorded and explained as any other; NoValidHost when the host refuses the image.
  */
-async function checkRebuild(req: RebuildRequest, config: SchedulerConfig): Promise<Scheduled> {
+async function checkRebuild(req: RebuildRequest, config: SchedulerConfig): Promise<SchedulerAnswer> {
   const started = performance.now();
   const id = req.instance_uuids[0]!;
   const log = baseLog.child({ request_id: req.request_id, instance_uuid: id });
@@ -288,7 +291,7 @@ async function checkRebuild(req: RebuildRequest, config: SchedulerConfig): Promi
   ]);
   if (result.no_valid_host) {
     log.warn("scheduler.no_valid_host", { instance_uuid: id, details: result.summary, rebuild: true });
-    throw new NoValidHost(result.summary);
+    return noValidHostAnswer(result.summary);
   }
   log.info("scheduler.rebuild_checked", { host: here.host });
   return stay();
@@ -332,7 +335,7 @@ export async function decideDestinations(
 export async function recordOutcome(
   { request, log }: Loaded,
   { outcome, claimed }: Decided,
-): Promise<Scheduled> {
+): Promise<SchedulerAnswer> {
   if (!outcome.ok) {
     await releaseAll(claimed, request.attempt, log);
     const { details, explanation } = outcome;
@@ -347,7 +350,7 @@ export async function recordOutcome(
         explanation,
       })),
     );
-    throw new NoValidHost(details);
+    return noValidHostAnswer(details);
   }
   for (const d of outcome.decisions)
     log.info("scheduler.selected", { instance_uuid: d.id, host: d.host, summary: d.summary });

@@ -20,7 +20,12 @@ import { release, releaseAttemptClaims } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { claimFirstAlternate } from "./alternates.js";
-import { type Cast, NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
+import {
+  type AlternatesExhaustedAnswer,
+  type Cast,
+  NO_VALID_HOST_MESSAGE,
+  type StatesError,
+} from "./types.js";
 
 /** The cause text of a Lambda error as Step Functions reports it (a JSON errorMessage or text). */
 export function causeOf(err: StatesError | undefined): { message: string; details: string } {
@@ -63,9 +68,8 @@ export async function maxRetriesExceeded(req: ConductorInput): Promise<void> {
 }
 
 /** No host fits: ERROR with Nova's generic message; the operator detail goes to `details`. */
-export async function noValidHost(req: ConductorInput, err: StatesError): Promise<void> {
+export async function noValidHost(req: ConductorInput, details: string): Promise<void> {
   const n = req.retry.num_attempts;
-  const { details } = causeOf(err);
   for (const id of req.instance_uuids) {
     await setError(
       { id, request_id: req.request_id },
@@ -85,9 +89,9 @@ export async function noValidHost(req: ConductorInput, err: StatesError): Promis
 
 /**
  * Reschedule onto the next alternate, claiming it without running the filters again, as Nova's
- * conductor does. Throws AlternatesExhausted when none can be claimed.
+ * conductor does. Answers AlternatesExhausted when none can be claimed.
  */
-export async function claimAlternate(req: ConductorInput): Promise<Scheduled> {
+export async function claimAlternate(req: ConductorInput): Promise<Scheduled | AlternatesExhaustedAnswer> {
   const n = req.retry.num_attempts;
   const id = req.instance_uuids[0]!;
   const rec = await getInstance(id);
@@ -191,9 +195,10 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
   const building = (await Promise.all(req.instance_uuids.map((id) => getInstance(id)))).filter(
     (rec): rec is InstanceRecord => Boolean(rec && !rec.deleted && rec.vm_state === "building"),
   );
-  if (!req.scheduled && building.length) {
-    // No answer from the scheduler (it timed out, or failed after claiming): its claims for this
-    // attempt are found on the hosts themselves.
+  if (!req.scheduled?.selections.length && building.length) {
+    // No answer from the scheduler (it timed out, or failed after claiming; $.scheduled then holds
+    // nothing, or ClaimAlternate's exhausted answer): its claims for this attempt are found on
+    // the hosts themselves.
     const released = await releaseAttemptClaims(
       building.map((rec) => rec.id),
       n,

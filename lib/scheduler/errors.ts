@@ -1,20 +1,8 @@
-// Scheduler errors. `name` is what the conductor state machine catches on (Lambda errorType).
+// Scheduler errors: configuration errors only. NoValidHost is an answer, not an error
+// (lib/conductor/types.ts noValidHostAnswer): a full fleet is no failure of the function.
 
 /** Nova's user-facing NoValidHost message; the per-filter detail is for operators only. */
 export const NO_VALID_HOST_MESSAGE = "No valid host was found. There are not enough hosts available.";
-
-export class NoValidHost extends Error {
-  override name = "NoValidHost";
-  /** the operator summary (summarizeNoValidHost); never shown to a non-admin user */
-  readonly details: string;
-
-  constructor(details: string) {
-    // The message carries the operator detail because a Lambda error reaches the state machine
-    // as errorType + errorMessage only; the conductor stores NO_VALID_HOST_MESSAGE for users.
-    super(details);
-    this.details = details;
-  }
-}
 
 /** A name in [filter_scheduler] enabled_filters that no filter answers to: a configuration error. */
 export class SchedulerHostFilterNotFound extends Error {

@@ -1,9 +1,11 @@
 // The metrics an operator alarms on, emitted by the real flow on the local runtime: a build that
-// goes ACTIVE, and one that goes to ERROR with NoValidHost while its conductor execution succeeds.
+// goes ACTIVE, and one that goes to ERROR with NoValidHost while its conductor execution and
+// every function invocation succeed (a full fleet is no function error: no Errors alarm fires).
 import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { sfnClient } from "../../lib/aws/clients.js";
 import { METRIC } from "../../lib/metrics.js";
+import { type InvocationRecord, observeInvocations } from "../../local/lambda.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
@@ -61,14 +63,27 @@ describe("metrics from the local flow", () => {
     for (const l of emf) expect(l._aws.CloudWatchMetrics[0]!.Namespace).toBe("novaless");
   });
 
-  it("counts a NoValidHost build in BuildsError although its conductor execution SUCCEEDED", async () => {
+  it("counts a NoValidHost build in BuildsError although its conductor execution and the scheduler's invocation SUCCEEDED", async () => {
     const admin = client.as(ADMIN);
     const f = await admin.post("/v2.1/flavors", {
       flavor: { name: "m1.colossal", ram: 524288, vcpus: 2, disk: 1 },
     });
     expect(f.status).toBe(200);
+    const invocations: InvocationRecord[] = [];
+    const stop = observeInvocations((r) => invocations.push(r));
     const id = await client.createServer({ name: "too-big", flavorRef: f.body.flavor.id });
-    expect((await client.waitForStatus(id, ["ACTIVE", "ERROR"])).status).toBe("ERROR");
+    const server = await client.waitForStatus(id, ["ACTIVE", "ERROR"]);
+    expect(server.status).toBe("ERROR");
+    expect(server.fault.message).toBe("No valid host was found. There are not enough hosts available.");
+    // select_destinations answered NoValidHost, and the conductor recorded it: both succeeded
+    // (an invocation is recorded once it has settled, maybe after the server shows ERROR)
+    const steps = await eventually(
+      async () => invocations.filter((r) => ["novaless-scheduler", "novaless-conductor"].includes(r.name)),
+      (l) => l.length >= 2,
+    );
+    stop();
+    expect(steps.map((r) => r.name).sort()).toEqual(["novaless-conductor", "novaless-scheduler"]);
+    expect(steps.every((r) => r.ok)).toBe(true);
     const errors = await eventually(
       async () => points(METRIC.buildsError),
       (p) => p.length > 0,

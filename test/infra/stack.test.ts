@@ -5,7 +5,11 @@ import { join } from "node:path";
 import { App, type CfnElement, RemovalPolicy } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { CONDUCTOR_TASKS, conductorDefinition } from "../../infra/conductor/definition.js";
+import {
+  CONDUCTOR_FUNCTION_TIMEOUT_SECONDS,
+  CONDUCTOR_TASKS,
+  conductorDefinition,
+} from "../../infra/conductor/definition.js";
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
 import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
 import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
@@ -316,6 +320,16 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
+  it("gives the conductor's two functions the timeouts its retry budget is computed from", () => {
+    for (const [fn, seconds] of [
+      [s.stack.schedulerFunction, CONDUCTOR_FUNCTION_TIMEOUT_SECONDS.scheduler],
+      [s.stack.conductorFunction, CONDUCTOR_FUNCTION_TIMEOUT_SECONDS.conductor],
+    ] as const) {
+      const resource = s.template.toJSON().Resources[logicalId(s.stack, fn)] as Resource;
+      expect(resource.Properties.Timeout).toBe(seconds);
+    }
+  });
+
   it("deploys the conductor definition the local runtime runs, as an Express workflow", () => {
     const definition = definitionOf(s);
     expect(definition).toEqual(
@@ -473,11 +487,11 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("alarms on every DLQ, failed executions, builds in ERROR and NoValidHost, functions and tables", () => {
+  it("alarms on every DLQ, failed and timed-out executions, builds in ERROR and NoValidHost, functions and tables", () => {
     const alarms = Object.values(s.template.findResources("AWS::CloudWatch::Alarm")) as Resource[];
-    // 3 DLQ alarms, executions failed, builds to ERROR, NoValidHost, automatic evacuations,
-    // 6 × (errors, throttles), the tables
-    expect(alarms).toHaveLength(3 + 1 + 2 + 1 + 12 + TABLES.length);
+    // 3 DLQ alarms, executions failed and timed out (an Express execution cannot be aborted),
+    // builds to ERROR, NoValidHost, automatic evacuations, 6 × (errors, throttles), the tables
+    expect(alarms).toHaveLength(3 + 2 + 2 + 1 + 12 + TABLES.length);
 
     const expressions = alarms.flatMap((a) =>
       ((a.Properties.Metrics ?? []) as { Expression?: string }[]).map((m) => m.Expression ?? ""),
@@ -512,12 +526,16 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
       Threshold: 0,
       ComparisonOperator: "GreaterThanThreshold",
     });
-    s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
-      MetricName: "ExecutionsFailed",
-      Namespace: "AWS/States",
-      Threshold: 0,
-      ComparisonOperator: "GreaterThanThreshold",
-    });
+    for (const metric of ["ExecutionsFailed", "ExecutionsTimedOut"]) {
+      s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+        MetricName: metric,
+        Namespace: "AWS/States",
+        Dimensions: [{ Name: "StateMachineArn", Value: { Ref: logicalId(s.stack, s.stack.conductor) } }],
+        Threshold: 0,
+        ComparisonOperator: "GreaterThanThreshold",
+      });
+    }
+    expect(alarms.filter((a) => a.Properties.MetricName === "ExecutionsAborted")).toEqual([]);
     for (const fn of [
       s.stack.apiFunction,
       s.stack.buildIntakeFunction,
@@ -612,6 +630,16 @@ describe("NovalessStack (Standard conductor, options set)", () => {
       },
       false,
     );
+  });
+
+  it("alarms on aborted executions too: only a Standard execution can be stopped", () => {
+    for (const metric of ["ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"]) {
+      s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+        MetricName: metric,
+        Namespace: "AWS/States",
+        Threshold: 0,
+      });
+    }
   });
 
   it("deploys the same definition as a Standard workflow", () => {

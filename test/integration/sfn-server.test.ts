@@ -39,6 +39,17 @@ const definition = JSON.stringify(
   }),
 );
 
+/** How many times a Task of the definition runs when every attempt fails with `error`. */
+function attemptsOf(task: string, error: string): number {
+  const states = (
+    JSON.parse(definition) as {
+      States: Record<string, { Retry?: { ErrorEquals: string[]; MaxAttempts?: number }[] }>;
+    }
+  ).States;
+  const retrier = states[task]!.Retry?.find((r) => r.ErrorEquals.includes(error));
+  return 1 + (retrier ? (retrier.MaxAttempts ?? 3) : 0);
+}
+
 function named(name: string, message: string): Error {
   const e = new Error(message);
   e.name = name;
@@ -109,17 +120,22 @@ describe("local Step Functions: the conductor", () => {
       return { MessageId: out.MessageId };
     },
   });
+  // Capacity outcomes are answers (lib/conductor/types.ts): the invocations succeed.
   scenario("no-valid-host", {
-    [T.selectDestinations]: () => {
-      throw named("NoValidHost", "No valid host was found. There are not enough hosts available.");
-    },
+    [T.selectDestinations]: () => ({
+      hosts: [],
+      selections: [],
+      no_valid_host: { details: "0/1 hosts are available: 1 has not enough RAM." },
+    }),
   });
   scenario("max-retries");
   scenario("alternate");
   scenario("alternates-exhausted", {
-    [T.claimAlternate]: () => {
-      throw named("AlternatesExhausted", "no alternate could be claimed");
-    },
+    [T.claimAlternate]: () => ({
+      hosts: [],
+      selections: [],
+      exhausted: { message: "no alternate could be claimed" },
+    }),
   });
   scenario("unexpected", {
     [T.buildInstances]: () => {
@@ -278,18 +294,13 @@ describe("local Step Functions: the conductor", () => {
     expect(got.Messages?.map((m) => JSON.parse(m.Body!).id).sort()).toEqual(["a", "b"]);
   });
 
-  it("NoValidHost from the scheduler: the NoValidHost task runs with $.error", async () => {
+  it("the scheduler's NoValidHost answer: the NoValidHost task runs with its details", async () => {
     const out = await runConductor("no-valid-host", buildRequest());
     expect(out.status).toBe("SUCCEEDED");
     expect(out.tasks).toEqual([T.selectDestinations, T.noValidHost]);
-    const input = out.calls[1]!.input as { action: string; error: { Error: string; Cause: string } };
+    const input = out.calls[1]!.input as { action: string; no_valid_host: { details: string } };
     expect(input.action).toBe("no_valid_host");
-    expect(input.error.Error).toBe("NoValidHost");
-    // For a Lambda resource, Cause is what AWS writes for a function error: JSON.
-    expect(JSON.parse(input.error.Cause)).toMatchObject({
-      errorType: "NoValidHost",
-      errorMessage: "No valid host was found. There are not enough hosts available.",
-    });
+    expect(input.no_valid_host).toEqual({ details: "0/1 hosts are available: 1 has not enough RAM." });
     expect(JSON.parse(out.output!)).toEqual({ instances: "ERROR" });
   });
 
@@ -336,12 +347,14 @@ describe("local Step Functions: the conductor", () => {
     expect(out.tasks).toEqual([T.selectDestinations, T.buildInstances, T.sendToHost]);
   });
 
-  it("AlternatesExhausted: back to SelectDestinations", async () => {
+  it("AlternatesExhausted (ClaimAlternate's answer): back to SelectDestinations", async () => {
     const alternates = [{ host: "alt-1", nodename: "alt-1", availability_zone: "nova", resources: {} }];
     const out = await runConductor("alternates-exhausted", buildRequest({ alternates }));
     expect(out.status).toBe("SUCCEEDED");
     expect(out.tasks).toEqual([T.claimAlternate, T.selectDestinations, T.buildInstances, T.sendToHost]);
-    expect(out.calls[1]!.input).toMatchObject({ request: { exhausted: { Error: "AlternatesExhausted" } } });
+    expect(out.calls[1]!.input).toMatchObject({
+      request: { scheduled: { exhausted: { message: "no alternate could be claimed" } } },
+    });
   });
 
   it("an unexpected error: BuildFailed with the error", async () => {
@@ -390,17 +403,22 @@ describe("local Step Functions: the conductor", () => {
     },
   );
 
-  it("a throttle that outlasts the retries: BuildFailed after 5 attempts, naming the AWS error", async () => {
+  it("a throttle that outlasts the retries: BuildFailed after the last attempt, naming the AWS error", async () => {
     const error = "ProvisionedThroughputExceededException";
+    const n = attemptsOf(T.selectDestinations, error);
+    expect(n).toBe(2);
     const out = await runConductor(
       "retry",
       buildRequest({ request_id: "req-throttled", inject: { step: T.selectDestinations, error, times: 99 } }),
     );
     expect(out.status).toBe("SUCCEEDED");
-    expect(out.tasks).toEqual([...Array(5).fill(T.selectDestinations), T.buildFailed]);
-    const failed = out.calls[5]!.input as { error: { Error: string; Cause: string } };
+    expect(out.tasks).toEqual([...Array(n).fill(T.selectDestinations), T.buildFailed]);
+    const failed = out.calls[n]!.input as { error: { Error: string; Cause: string } };
     expect(failed.error.Error).toBe(error);
-    expect(JSON.parse(failed.error.Cause)).toMatchObject({ errorType: error, errorMessage: /#5 in/ });
+    expect(JSON.parse(failed.error.Cause)).toMatchObject({
+      errorType: error,
+      errorMessage: `injected ${error} #${n} in ${T.selectDestinations}`,
+    });
   });
 
   it("a local Lambda throttled, then timed out, is retried each time: Lambda.TooManyRequestsException, Sandbox.Timedout", async () => {
@@ -408,8 +426,10 @@ describe("local Step Functions: the conductor", () => {
       "lambda",
       buildRequest({ request_id: "req-lambda-throttle", inject: { step: "throttle", error: "", times: 99 } }),
     );
-    expect(throttled.tasks).toEqual([...Array(5).fill(T.selectDestinations), T.buildFailed]);
-    const throttleError = (throttled.calls[5]!.input as { error: { Error: string; Cause: string } }).error;
+    const n = attemptsOf(T.selectDestinations, "Lambda.TooManyRequestsException");
+    expect(n).toBe(4);
+    expect(throttled.tasks).toEqual([...Array(n).fill(T.selectDestinations), T.buildFailed]);
+    const throttleError = (throttled.calls[n]!.input as { error: { Error: string; Cause: string } }).error;
     expect(throttleError.Error).toBe("Lambda.TooManyRequestsException");
     expect(throttleError.Cause).toMatch(
       /^Rate Exceeded\. \(Service: AWSLambda; Status Code: 429; Error Code: TooManyRequestsException; Request ID: /,

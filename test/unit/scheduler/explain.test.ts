@@ -1,6 +1,7 @@
 // Explanations as sentences (kube-scheduler style), and bounded whatever the fleet's size.
 import { describe, expect, it } from "vitest";
-import { NO_VALID_HOST_MESSAGE, NoValidHost } from "../../../lib/scheduler/errors.js";
+import { noValidHostAnswer } from "../../../lib/conductor/types.js";
+import { NO_VALID_HOST_MESSAGE } from "../../../lib/scheduler/errors.js";
 import {
   compactExplanation,
   summarizeNoValidHost,
@@ -120,12 +121,13 @@ describe("compact explanations", () => {
 });
 
 describe("NoValidHost", () => {
-  it("carries the operator detail in its message (all a Lambda error keeps) and is caught by name", () => {
-    const err = new NoValidHost("0/1 hosts are available: 1 is down.");
-    expect(err).toBeInstanceOf(Error);
-    expect(err.name).toBe("NoValidHost");
-    expect(err.message).toBe("0/1 hosts are available: 1 is down.");
-    expect(err.details).toBe(err.message);
+  it("is an answer that carries the operator detail and schedules nothing (a full fleet is no function error)", () => {
+    const answer = noValidHostAnswer("0/1 hosts are available: 1 is down.");
+    expect(answer).toEqual({
+      hosts: [],
+      selections: [],
+      no_valid_host: { details: "0/1 hosts are available: 1 is down." },
+    });
     expect(NO_VALID_HOST_MESSAGE).toBe("No valid host was found. There are not enough hosts available.");
   });
 });
