@@ -43,6 +43,7 @@ import {
   listInstanceMigrations,
   listMigrations,
   nextMigrationId,
+  pageMigrations,
   updateMigration,
 } from "../instances/migrations.js";
 import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
@@ -83,6 +84,9 @@ export interface ApiDeps {
   getSchedulingDecision: typeof getSchedulingDecision;
   /** the Migrations table (os-migrations, /servers/{id}/migrations) */
   listMigrations: typeof listMigrations;
+  /** os-migrations' pages from 2.59, read by index */
+  pageMigrations: typeof pageMigrations;
+  getMigration: typeof getMigration;
   listInstanceMigrations: typeof listInstanceMigrations;
   markDeleted: typeof markDeleted;
   updateServer: typeof updateServer;
@@ -224,6 +228,8 @@ export const defaultDeps: ApiDeps = {
   listServerPage,
   getSchedulingDecision,
   listMigrations,
+  pageMigrations,
+  getMigration,
   listInstanceMigrations,
   markDeleted,
   updateServer,

@@ -1,12 +1,12 @@
 // Nova's migration records (os-migrations), in the Migrations table: one item per move, written
 // by the API when it accepts the move and moved along by the conductor and compute-events. Every
 // status change is conditioned on the status it expects, so a repeated step changes nothing.
-import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { unlessConditionFails } from "../aws/dynamo-errors.js";
 import { queryAll, scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
-import { MIGRATIONS_BY_INSTANCE_INDEX } from "../resources.js";
+import { MIGRATIONS_BY_CREATED_INDEX, MIGRATIONS_BY_INSTANCE_INDEX } from "../resources.js";
 import type { MigrationRecord, MigrationStatus } from "./types.js";
 
 const table = () => resources().migrationsTable;
@@ -33,7 +33,8 @@ export async function createMigration(m: MigrationRecord): Promise<void> {
     dynamo().send(
       new PutCommand({
         TableName: table(),
-        Item: m,
+        // listed: the key of the by-created index (os-migrations' pages)
+        Item: { ...m, listed: MIGRATIONS_LISTED },
         ConditionExpression: "attribute_not_exists(#u)",
         ExpressionAttributeNames: { "#u": "uuid" },
       }),
@@ -101,19 +102,94 @@ export async function listInstanceMigrations(instanceUuid: string): Promise<Migr
   });
 }
 
+/** The `by-created` index's one partition key: every migration carries it (see lib/resources.ts). */
+export const MIGRATIONS_LISTED = "migration";
+
 /**
- * Every migration (GET /os-migrations, an admin's read), by id. A Scan: the table holds moves
- * only, and Nova's own list reads its whole migrations table the same way before filtering.
+ * Every migration (GET /os-migrations before 2.59, an admin's read), by id; one instance's by its
+ * index. By index, never a Scan: the counter item is not read.
  */
-export async function listMigrations(): Promise<MigrationRecord[]> {
-  const items = await scanAll<MigrationRecord>({
-    TableName: table(),
-    FilterExpression: "#u <> :c",
-    ExpressionAttributeNames: { "#u": "uuid" },
-    ExpressionAttributeValues: { ":c": COUNTER },
-    ConsistentRead: true,
-  });
+export async function listMigrations(opts: { instanceUuid?: string } = {}): Promise<MigrationRecord[]> {
+  const items = opts.instanceUuid
+    ? await listInstanceMigrations(opts.instanceUuid)
+    : await queryAll<MigrationRecord>({
+        TableName: table(),
+        IndexName: MIGRATIONS_BY_CREATED_INDEX,
+        KeyConditionExpression: "listed = :l",
+        ExpressionAttributeValues: { ":l": MIGRATIONS_LISTED },
+      });
   return items.sort((a, b) => a.id - b.id);
+}
+
+/** Migrations one page request reads at most (2 × Nova's max_limit), as the servers listing. */
+export const MIGRATION_READ_BUDGET = 2000;
+
+export interface MigrationListing {
+  /** instance_uuid: that instance's index, else every migration's */
+  instanceUuid?: string;
+  /** the filters no index answers */
+  match: (m: MigrationRecord) => boolean;
+  /** the migration the page starts after (Nova looks it up among every migration) */
+  after?: MigrationRecord;
+  limit: number;
+  /** items this request may read (MIGRATION_READ_BUDGET unless a test says otherwise) */
+  readBudget?: number;
+}
+
+/** 2.59's order: created_at, then id, both descending. */
+function newestFirst(a: MigrationRecord, b: MigrationRecord): number {
+  return b.created_at.localeCompare(a.created_at) || b.id - a.id;
+}
+
+/**
+ * One page of os-migrations from 2.59 (Nova's order, limit, marker), read from the index in that
+ * order: `by-instance` for one instance's (read whole: a server has few), else `by-created`, in
+ * pages, until the page is full or the read budget is spent. `next`: the uuid the next page
+ * starts after, when the budget cut the page short (the last one read, matching or not).
+ */
+export async function pageMigrations(
+  q: MigrationListing,
+): Promise<{ migrations: MigrationRecord[]; next?: string }> {
+  const after = q.after;
+  const isAfter = (m: MigrationRecord) => !after || newestFirst(after, m) < 0;
+  if (q.instanceUuid) {
+    const all = (await listInstanceMigrations(q.instanceUuid)).filter((m) => isAfter(m) && q.match(m));
+    return { migrations: all.sort(newestFirst).slice(0, q.limit) };
+  }
+  const budget = q.readBudget ?? MIGRATION_READ_BUDGET;
+  const out: MigrationRecord[] = [];
+  let read = 0;
+  let lastRead: string | undefined;
+  let start: Record<string, unknown> | undefined;
+  // entries of equal created_at come in no documented order: a run is held until it is complete
+  let held: MigrationRecord[] = [];
+  do {
+    const r = await dynamo().send(
+      new QueryCommand({
+        TableName: table(),
+        IndexName: MIGRATIONS_BY_CREATED_INDEX,
+        KeyConditionExpression: `listed = :l${after ? " AND created_at <= :c" : ""}`,
+        ExpressionAttributeValues: { ":l": MIGRATIONS_LISTED, ...(after ? { ":c": after.created_at } : {}) },
+        ScanIndexForward: false,
+        Limit: Math.min(1000, q.limit + 1),
+        ExclusiveStartKey: start,
+      }),
+    );
+    start = r.LastEvaluatedKey;
+    held.push(...((r.Items ?? []) as MigrationRecord[]).filter(isAfter));
+    held.sort(newestFirst);
+    const last = held[held.length - 1]?.created_at;
+    const done = start ? held.filter((m) => m.created_at !== last) : held;
+    held = start ? held.filter((m) => m.created_at === last) : [];
+    for (const m of done) {
+      if (out.length === q.limit) return { migrations: out };
+      if (read >= budget) return { migrations: out, next: lastRead };
+      read++;
+      lastRead = m.uuid;
+      if (q.match(m)) out.push(m);
+    }
+  } while (start);
+  return { migrations: out };
 }
 
 /** The statuses of a move not over yet (the watchdog's to look after). */

@@ -8,6 +8,12 @@ import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { resources } from "../../lib/config.js";
 import {
+  createMigration,
+  listMigrations,
+  MIGRATION_READ_BUDGET,
+  pageMigrations,
+} from "../../lib/instances/migrations.js";
+import {
   CHANGE_SHARDS,
   changeShard,
   LIST_READ_BUDGET,
@@ -17,7 +23,7 @@ import {
   type ServerListing,
 } from "../../lib/instances/queries.js";
 import { createInstances, markDeleted } from "../../lib/instances/server-writes.js";
-import type { InstanceRecord, VmState } from "../../lib/instances/types.js";
+import type { InstanceRecord, MigrationRecord, VmState } from "../../lib/instances/types.js";
 import { javaAvailable, startDynamoDbLocal } from "../../local/dynamodb-local.js";
 import { applyEnv, startEmulators } from "../../local/emulators.js";
 import { createTables, localTables } from "../../local/tables.js";
@@ -42,7 +48,28 @@ const records: InstanceRecord[] = Array.from({ length: 30 }, (_, n) =>
 const deletedIds = new Set([uuid(1), uuid(7), uuid(12), uuid(20), uuid(25), uuid(29)]);
 let deletedAt = "";
 
+/** 12 migrations of 3 instances; runs of equal created_at (ordered by id, descending). */
+const migrations: MigrationRecord[] = Array.from({ length: 12 }, (_, n) => ({
+  uuid: uuid(500 + n),
+  id: n + 1,
+  instance_uuid: uuid(n % 3),
+  project_id: "p0",
+  user_id: "u",
+  migration_type: n % 2 ? "migration" : "resize",
+  status: n % 4 ? "confirmed" : "finished",
+  source_compute: "host-0",
+  source_node: "host-0",
+  dest_compute: "host-1",
+  dest_node: "host-1",
+  dest_host: "host-1",
+  old_instance_type_id: "1",
+  new_instance_type_id: "2",
+  created_at: `2026-03-02T12:00:0${Math.floor(n / 3)}.000Z`,
+  updated_at: `2026-03-02T12:00:0${Math.floor(n / 3)}.000Z`,
+}));
+
 async function seed(): Promise<void> {
+  for (const m of [...migrations].reverse()) await createMigration(m);
   // newest last, so the writes' own order does not give the listing's
   await createInstances(records);
   deletedAt = new Date().toISOString();
@@ -202,5 +229,43 @@ function suite(backend: DynamoBackend): void {
     const ops = Object.values(meterReading({ reset: true })).flatMap((u) => Object.keys(u.requests));
     stopMeter();
     expect(ops).not.toContain("dynamodb:Scan");
+  });
+
+  describe("os-migrations by index", () => {
+    const newestMigration = (a: MigrationRecord, b: MigrationRecord) =>
+      b.created_at.localeCompare(a.created_at) || b.id - a.id;
+    const uuids = (ms: MigrationRecord[]) => ms.map((m) => m.uuid);
+
+    it("pages in 2.59's order with a marker, filters on the items, and never Scans", async () => {
+      startMeter();
+      meterReading({ reset: true });
+      const all: string[] = [];
+      let after: MigrationRecord | undefined;
+      for (let n = 0; n < 10; n++) {
+        const page = await pageMigrations({ match: (m) => m.status === "confirmed", after, limit: 2 });
+        all.push(...uuids(page.migrations));
+        if (page.migrations.length < 2) break;
+        after = page.migrations.at(-1);
+      }
+      expect(all).toEqual(uuids(migrations.filter((m) => m.status === "confirmed").sort(newestMigration)));
+      // one instance's, from its own index
+      const one = await pageMigrations({ instanceUuid: uuid(1), match: () => true, limit: 10 });
+      expect(uuids(one.migrations)).toEqual(
+        uuids(migrations.filter((m) => m.instance_uuid === uuid(1)).sort(newestMigration)),
+      );
+      // before 2.59: every one, by id
+      expect((await listMigrations()).map((m) => m.id)).toEqual(migrations.map((m) => m.id));
+      expect((await listMigrations({ instanceUuid: uuid(2) })).map((m) => m.id)).toEqual([3, 6, 9, 12]);
+      const ops = Object.values(meterReading({ reset: true })).flatMap((u) => Object.keys(u.requests));
+      stopMeter();
+      expect(ops).toContain("dynamodb:Query");
+      expect(ops).not.toContain("dynamodb:Scan");
+    });
+
+    it(`reads at most MIGRATION_READ_BUDGET (${MIGRATION_READ_BUDGET}) migrations a page; next follows the last read`, async () => {
+      const r = await pageMigrations({ match: () => false, limit: 5, readBudget: 3 });
+      expect(r.migrations).toEqual([]);
+      expect(r.next).toBe([...migrations].sort(newestMigration)[2]!.uuid);
+    });
   });
 }

@@ -39,11 +39,6 @@ function matches(m: MigrationRecord, f: MigrationFilters): boolean {
   return true;
 }
 
-/** 2.59's order: created_at, then id, both descending. */
-function newestFirst(a: MigrationRecord, b: MigrationRecord): number {
-  return Date.parse(b.created_at) - Date.parse(a.created_at) || b.id - a.id;
-}
-
 /**
  * Nova's next link (common.ViewBuilder._get_next_link): the request's parameters sorted, one
  * value each (the last in that order), the marker set to the page's last uuid.
@@ -65,25 +60,33 @@ export async function listMigrations({ ctx, deps, query }: RouteCall): Promise<A
   if (f.changesSince && f.changesBefore && f.changesBefore < f.changesSince) {
     throw badRequest("The value of changes-since must be less than or equal to changes-before.");
   }
-  const all = await deps.listMigrations();
-  let page = all.filter((m) => matches(m, f));
+  let page: MigrationRecord[];
+  let cut: string | undefined;
   if (q.paged) {
-    page.sort(newestFirst);
-    if (q.marker) {
-      // Nova reads the marker by uuid among every migration, whatever the filters
-      const marker = all.find((m) => m.uuid === q.marker);
-      if (!marker) throw badRequest(`Marker ${q.marker} could not be found.`);
-      page = page.filter((m) => newestFirst(marker, m) < 0);
-    }
-    page = page.slice(0, q.limit);
+    // Nova reads the marker by uuid among every migration, whatever the filters
+    const after = q.marker ? await deps.getMigration(q.marker) : undefined;
+    if (q.marker && !after) throw badRequest(`Marker ${q.marker} could not be found.`);
+    const r = await deps.pageMigrations({
+      instanceUuid: f.instance_uuid,
+      match: (m) => matches(m, f),
+      after,
+      limit: q.limit,
+    });
+    page = r.migrations;
+    cut = r.next;
+  } else {
+    page = (await deps.listMigrations({ instanceUuid: f.instance_uuid })).filter((m) => matches(m, f));
   }
   ctx.logFields.count = page.length;
   const body: Record<string, unknown> = {
     migrations: page.map((m) => migrationView(m, { baseUrl: ctx.baseUrl }, ctx.version)),
   };
   // Nova's _get_collection_links: a next link whenever the page is full, even if nothing follows
+  // (or when the read budget cut it short: then after the last one read)
   if (q.paged && q.limit > 0 && page.length === q.limit) {
     body.migrations_links = [{ rel: "next", href: nextHref(ctx.baseUrl, query, page.at(-1)!.uuid) }];
+  } else if (cut) {
+    body.migrations_links = [{ rel: "next", href: nextHref(ctx.baseUrl, query, cut) }];
   }
   return { status: 200, body };
 }

@@ -182,8 +182,28 @@ export function fakeWorld(): FakeWorld {
     },
     getInstance: async (id) => structuredClone(w.instances.get(id)),
     getSchedulingDecision: async (id) => structuredClone(w.scheduling.get(id)),
-    listMigrations: async () =>
-      [...w.migrations.values()].sort((a, b) => a.id - b.id).map((m) => structuredClone(m)),
+    listMigrations: async (opts = {}) =>
+      [...w.migrations.values()]
+        .filter((m) => !opts.instanceUuid || m.instance_uuid === opts.instanceUuid)
+        .sort((a, b) => a.id - b.id)
+        .map((m) => structuredClone(m)),
+    getMigration: async (uuid) => structuredClone([...w.migrations.values()].find((m) => m.uuid === uuid)),
+    // the same page as lib/instances/migrations.ts answers, from the records in memory
+    pageMigrations: async (q) => {
+      const newest = (a: MigrationRecord, b: MigrationRecord) =>
+        b.created_at.localeCompare(a.created_at) || b.id - a.id;
+      const migrations = [...w.migrations.values()]
+        .filter(
+          (m) =>
+            (!q.instanceUuid || m.instance_uuid === q.instanceUuid) &&
+            (!q.after || newest(q.after, m) < 0) &&
+            q.match(m),
+        )
+        .sort(newest)
+        .slice(0, q.limit)
+        .map((m) => structuredClone(m));
+      return { migrations };
+    },
     listInstanceMigrations: async (uuid) =>
       [...w.migrations.values()]
         .filter((m) => m.instance_uuid === uuid)
