@@ -69,4 +69,36 @@ describe("servers routes", () => {
     const list = await call("GET", "/v2.1/servers/detail?all_tenants=1", "2.16", "admin-token");
     expect(list.json.servers[0].host_status).toBe("DOWN");
   });
+
+  it("deleted servers: hidden, except with changes-since, `deleted` (admins) or status DELETED (admins), as Nova", async () => {
+    const kept = (await create({ name: "kept" })).json.server.id;
+    const gone = (await create({ name: "gone" })).json.server.id;
+    expect((await call("DELETE", `/v2.1/servers/${gone}`, "latest")).status).toBe(204);
+    const names = async (q: string, token = "demo-token") =>
+      (await call("GET", `/v2.1/servers/detail?${q}`, "latest", token)).json.servers.map(
+        (x: { name: string }) => x.name,
+      );
+    expect(await names("")).toEqual(["kept"]);
+    // changes-since: the deleted one too, DELETED
+    const since = await call("GET", "/v2.1/servers/detail?changes-since=2000-01-01T00:00:00Z", "latest");
+    expect(since.json.servers.map((x: { id: string; status: string }) => [x.id, x.status]).sort()).toEqual(
+      [
+        [kept, "BUILD"],
+        [gone, "DELETED"],
+      ].sort(),
+    );
+    // Nova's `deleted` is an admin's filter (a member's is dropped)
+    expect(await names("deleted=true")).toEqual(["kept"]);
+    expect(await names("all_tenants=1&deleted=true", "admin-token")).toEqual(["gone"]);
+    expect(await names("all_tenants=1&deleted=false", "admin-token")).toEqual(["kept"]);
+    expect(await names("all_tenants=1&status=DELETED", "admin-token")).toEqual(["gone"]);
+    const member = await call("GET", "/v2.1/servers/detail?status=deleted", "latest");
+    expect(member.status).toBe(403);
+    expect(member.json.forbidden.message).toBe("Only administrators may list deleted instances");
+    // a deleted server's id is still a marker (Nova reads it with read_deleted); an unknown one is 400
+    expect((await call("GET", `/v2.1/servers?marker=${gone}`, "latest")).status).toBe(200);
+    const unknown = await call("GET", "/v2.1/servers?marker=6a1f0b8e-0000-4000-8000-000000000000", "latest");
+    expect(unknown.status).toBe(400);
+    expect(unknown.json.badRequest.message).toBe("marker [6a1f0b8e-0000-4000-8000-000000000000] not found");
+  });
 });
