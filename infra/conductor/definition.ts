@@ -21,11 +21,12 @@ export const CONDUCTOR_TASKS = {
   buildFailed: "BuildFailed",
 } as const;
 
-/** The Choice states that route on a step's answer (capacity outcomes are answers, not errors). */
-export const CONDUCTOR_CHOICES = {
+/** The states that route on a step's answer (capacity outcomes are answers, not errors). */
+export const CONDUCTOR_ROUTING = {
   checkAttempts: "CheckAttempts",
   alternateClaimed: "AlternateClaimed",
   hostFound: "HostFound",
+  moveRefused: "MoveRefused",
 } as const;
 
 /**
@@ -124,7 +125,7 @@ function conductorTask(arns: ConductorArns, action: string, extra: Record<string
 
 export function conductorDefinition(arns: ConductorArns) {
   const T = CONDUCTOR_TASKS;
-  const C = CONDUCTOR_CHOICES;
+  const C = CONDUCTOR_ROUTING;
   return {
     Comment: "novaless conductor: schedule, claim and cast builds to compute hosts",
     StartAt: C.checkAttempts,
@@ -169,11 +170,22 @@ export function conductorDefinition(arns: ConductorArns) {
         Catch: [failed],
         Next: C.hostFound,
       },
-      // The scheduler's NoValidHost answer (lib/conductor/types.ts NoValidHostAnswer).
+      // The scheduler's NoValidHost answer, or a live migration its checks refused
+      // (lib/conductor/types.ts NoValidHostAnswer, MoveRefusedAnswer).
       [C.hostFound]: {
         Type: "Choice",
-        Choices: [{ Variable: "$.scheduled.no_valid_host", IsPresent: true, Next: T.noValidHost }],
+        Choices: [
+          { Variable: "$.scheduled.no_valid_host", IsPresent: true, Next: T.noValidHost },
+          { Variable: "$.scheduled.refused", IsPresent: true, Next: C.moveRefused },
+        ],
         Default: T.buildInstances,
+      },
+      // BuildFailed fails the move with the refusal's text and status (liveRefusalFault).
+      [C.moveRefused]: {
+        Type: "Pass",
+        Parameters: { "Error.$": "$.scheduled.refused.error", "Cause.$": "$.scheduled.refused.message" },
+        ResultPath: "$.error",
+        Next: T.buildFailed,
       },
       [T.noValidHost]: {
         ...conductorTask(arns, "no_valid_host", { "no_valid_host.$": "$.scheduled.no_valid_host" }),

@@ -32,7 +32,7 @@ import type { RequestSpec } from "../scheduler/types.js";
 import { instanceClaimGroup } from "./alternates.js";
 import type { CastToHost } from "./move-events.js";
 import { failMove } from "./moves.js";
-import type { Cast } from "./types.js";
+import type { Cast, MoveRefusedAnswer } from "./types.js";
 
 /** The driver's fact that says whether its guests can move live (os-hypervisors shows it). */
 export const LIVE_MIGRATION_FACT = "live_migration";
@@ -56,14 +56,23 @@ export interface LiveCheckFailure {
 }
 
 /**
- * A refusal thrown by select_destinations: the state machine's catch-all sends it to the
- * conductor's build_failed, which fails the move with its text (liveRefusalFault). Its name
- * carries the API's status, as a Lambda error reaches the state machine as name and message only.
+ * A refusal of the checks, thrown inside select_destinations' load step and answered by
+ * selectDestinations as a MoveRefusedAnswer (a refusal is no function error): the state machine
+ * hands it to the conductor's build_failed as $.error, which fails the move with its text
+ * (liveRefusalFault). Its name carries the API's status.
  */
 export class LiveMigrationRefused extends Error {
   constructor(f: LiveCheckFailure) {
     super(f.message);
     this.name = f.code === 409 ? "LiveMigrationConflict" : "LiveMigrationRefused";
+  }
+
+  answer(): MoveRefusedAnswer {
+    return {
+      hosts: [],
+      selections: [],
+      refused: { error: this.name as MoveRefusedAnswer["refused"]["error"], message: this.message },
+    };
   }
 }
 
@@ -153,7 +162,7 @@ export function liveMigrationPrecheck(
 
 /**
  * select_destinations' checks of a live migration, before anything is claimed. A refusal is
- * thrown (LiveMigrationRefused): the conductor then fails the move (migration `error`, the server
+ * thrown (LiveMigrationRefused, answered as MoveRefusedAnswer): the conductor then fails the move (migration `error`, the server
  * ACTIVE with no task, the action's event saying why). A forced host is then claimed here for the
  * instance at `attempt`, without the scheduler (Nova's claim_resources_on_destination): the
  * decision finds that claim held. Otherwise the request spec's changes for the scheduler: the

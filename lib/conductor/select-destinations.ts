@@ -47,8 +47,8 @@ import {
 } from "../scheduler/manager.js";
 import type { ClaimAnswer } from "../scheduler/select.js";
 import type { InstanceGroup, RequestSpec } from "../scheduler/types.js";
-import { liveMigrationChecks } from "./live-migrate.js";
-import { type NoValidHostAnswer, noValidHostAnswer } from "./types.js";
+import { LiveMigrationRefused, liveMigrationChecks } from "./live-migrate.js";
+import { type MoveRefusedAnswer, type NoValidHostAnswer, noValidHostAnswer } from "./types.js";
 
 /**
  * One HostManager per warm function (per identity locally: the API's dry run and the scheduler are
@@ -93,8 +93,8 @@ export interface Decided {
   claimed: { instance_uuid: string; host: string }[];
 }
 
-/** What select_destinations answers: the hosts claimed, or NoValidHost. */
-export type SchedulerAnswer = Scheduled | NoValidHostAnswer;
+/** What select_destinations answers: the hosts claimed, NoValidHost, or a live migration refused. */
+export type SchedulerAnswer = Scheduled | NoValidHostAnswer | MoveRefusedAnswer;
 
 /** select_destinations: load → decide → record. */
 export async function selectDestinations(
@@ -103,7 +103,14 @@ export async function selectDestinations(
   random: () => number = Math.random,
 ): Promise<SchedulerAnswer> {
   if (isRebuild(req)) return checkRebuild(req, config);
-  const loaded = await loadRequest(req);
+  let loaded: Loaded | undefined;
+  try {
+    loaded = await loadRequest(req);
+  } catch (e) {
+    // a live migration's checks refused it: an answer, as NoValidHost is
+    if (e instanceof LiveMigrationRefused) return e.answer();
+    throw e;
+  }
   if (!loaded) return NOTHING_SCHEDULED;
   return recordOutcome(loaded, await decideDestinations(loaded, config, random));
 }

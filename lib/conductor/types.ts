@@ -31,6 +31,15 @@ export interface AlternatesExhaustedAnswer extends Scheduled {
   exhausted: { message: string };
 }
 
+/**
+ * select_destinations' answer when a live migration's checks refuse it (Nova's
+ * MigrationPreCheckError and the like, a forced host without room): `error` names the API's status
+ * (lib/conductor/live-migrate.ts liveRefusalFault), `message` is Nova's text.
+ */
+export interface MoveRefusedAnswer extends Scheduled {
+  refused: { error: "LiveMigrationRefused" | "LiveMigrationConflict"; message: string };
+}
+
 export function noValidHostAnswer(details: string): NoValidHostAnswer {
   return { hosts: [], selections: [], no_valid_host: { details } };
 }

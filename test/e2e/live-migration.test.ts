@@ -16,6 +16,7 @@ import type { MigrationRecord } from "../../lib/instances/types.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
 import { auditPlacement } from "../../lib/placement/audit.js";
 import { getHost } from "../../lib/placement/hosts.js";
+import { type InvocationRecord, observeInvocations } from "../../local/lambda.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, hostsByName, startTestRuntime } from "./harness.js";
 
@@ -219,6 +220,9 @@ describe("on fake hosts", () => {
 
     it("answers the conductor's refusal as Nova's 400 before 2.34, as an error event from 2.34", async () => {
       const { id, host: source } = await boot();
+      // a refusal and NoValidHost are select_destinations' answers, not function errors
+      const invocations: InvocationRecord[] = [];
+      const stop = observeInvocations((r) => invocations.push(r));
       // to itself: UnableToMigrateToSelf, forced
       const self = await live(admin.at("2.30"), id, { host: source, block_migration: "auto", force: true });
       expect(self.status).toBe(400);
@@ -253,9 +257,13 @@ describe("on fake hosts", () => {
           "conductor_live_migrate_instance:Error",
         );
       } finally {
+        stop();
         for (const h of others)
           await admin.call("PUT", `/v2.1/os-services/enable`, { host: h, binary: "nova-compute" });
       }
+      const scheduler = invocations.filter((r) => r.name === "novaless-scheduler");
+      expect(scheduler).toHaveLength(3);
+      expect(scheduler.filter((r) => !r.ok)).toEqual([]);
       // nothing held for the failed moves
       expect((await consumerAllocations(id)).map((a) => a.host)).toEqual([source]);
       // a stopped server: Nova's 409s

@@ -130,6 +130,16 @@ describe("local Step Functions: the conductor", () => {
   });
   scenario("max-retries");
   scenario("alternate");
+  scenario("move-refused", {
+    [T.selectDestinations]: () => ({
+      hosts: [],
+      selections: [],
+      refused: {
+        error: "LiveMigrationRefused",
+        message: "Migration pre-check error: host-1 cannot live-migrate",
+      },
+    }),
+  });
   scenario("alternates-exhausted", {
     [T.claimAlternate]: () => ({
       hosts: [],
@@ -302,6 +312,19 @@ describe("local Step Functions: the conductor", () => {
     expect(input.action).toBe("no_valid_host");
     expect(input.no_valid_host).toEqual({ details: "0/1 hosts are available: 1 has not enough RAM." });
     expect(JSON.parse(out.output!)).toEqual({ instances: "ERROR" });
+  });
+
+  it("a live migration its checks refused (the scheduler's answer): BuildFailed with the refusal as $.error", async () => {
+    const out = await runConductor("move-refused", buildRequest());
+    expect(out.status).toBe("SUCCEEDED");
+    expect(out.tasks).toEqual([T.selectDestinations, T.buildFailed]);
+    expect(out.calls[1]!.input).toMatchObject({
+      action: "build_failed",
+      error: {
+        Error: "LiveMigrationRefused",
+        Cause: "Migration pre-check error: host-1 cannot live-migrate",
+      },
+    });
   });
 
   it("num_attempts past max_attempts: MaxRetriesExceeded, without scheduling", async () => {

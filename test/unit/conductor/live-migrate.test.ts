@@ -95,6 +95,17 @@ describe("a refusal through the state machine", () => {
     expect(liveRefusalFault("LiveMigrationRefused", "x")?.code).toBe(400);
     expect(liveRefusalFault("States.TaskFailed", "x")).toBeUndefined();
   });
+
+  it("is select_destinations' answer, not a function error: nothing scheduled, the name and the text", () => {
+    expect(new LiveMigrationRefused({ code: 409, message: "no" }).answer()).toEqual({
+      hosts: [],
+      selections: [],
+      refused: { error: "LiveMigrationConflict", message: "no" },
+    });
+    expect(new LiveMigrationRefused({ code: 400, message: "x" }).answer().refused.error).toBe(
+      "LiveMigrationRefused",
+    );
+  });
 });
 
 describe("os-migrateLive's schema (Nova's schemas/migrate_server.py)", () => {
