@@ -84,6 +84,7 @@ const agent = new ComputeAgent({
   waitTimeSeconds: Number(c.novaless.wait_time_seconds),
   heartbeatSeconds: Number(c.DEFAULT.report_interval),
   syncPowerStateSeconds: Number(c.DEFAULT.sync_power_state_interval),
+  deadLetterCheckSeconds: Number(c.novaless.dead_letter_check_interval),
   log,
 });
 

@@ -751,6 +751,14 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
   agentOpt("novaless", "concurrency", "int", 8, "Builds at once."),
   agentOpt("novaless", "wait_time_seconds", "int", 20, "The long poll's wait (SQS WaitTimeSeconds, 1-20)."),
   agentOpt("fake", "build_ms", "int", 1000, "How long a fake build takes."),
+  // One GetQueueAttributes a count: every 300 s is 8,640 requests, $0.0035 a host-month.
+  agentOpt(
+    "novaless",
+    "dead_letter_check_interval",
+    "int",
+    300,
+    "Seconds between the agent's counts of its dead-letter queue, reported with its heartbeats while not empty (the ComputeDeadLetters alarm's source); -1 disables them.",
+  ),
   agentOpt("fake", "fail_builds", "bool", false, "The fake driver fails every build."),
   agentOpt(
     "fake",

@@ -21,6 +21,7 @@ export const METRIC = {
   schedulerDecisionTime: "SchedulerDecisionTime",
   schedulerFleetReadTime: "SchedulerFleetReadTime",
   autoEvacuations: "AutoEvacuations",
+  computeDeadLetters: "ComputeDeadLetters",
 } as const;
 
 /** Why a build went to ERROR: the value of BuildsError's `reason` dimension. */
@@ -70,6 +71,8 @@ export const metrics = {
   claimConflict: () => record(METRIC.claimConflicts, MetricUnit.Count, 1),
   /** Servers the watchdog evacuated off a fenced, opted-in host. */
   autoEvacuations: (count: number) => record(METRIC.autoEvacuations, MetricUnit.Count, count),
+  /** Messages in a host's dead-letter queue, as its agent last counted them (sent while not 0). */
+  computeDeadLetters: (count: number) => record(METRIC.computeDeadLetters, MetricUnit.Count, count),
   /** select_destinations, from its first read to its last claim. */
   schedulerDecisionTime: (ms: number) => record(METRIC.schedulerDecisionTime, MetricUnit.Milliseconds, ms),
   /** Reading hosts, aggregates, building instances and the server group for one decision. */

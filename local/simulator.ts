@@ -18,6 +18,7 @@ import { runAs } from "../lib/aws/identity.js";
 import type { HostAgent } from "../lib/compute/agent.js";
 import {
   BuildPath,
+  DeadLetterCount,
   type HostIdentity,
   type HostQueue,
   Reporter,
@@ -42,6 +43,8 @@ export interface SimulatorOptions {
 /** How often the heartbeat wheel turns: each turn beats the hosts of one slot. */
 const WHEEL_TICK_MS = 250;
 const SWEEP_TICK_MS = 1000;
+/** A simulated host that parked messages counts its DLQ again this often (the agent's default). */
+const DEAD_LETTER_RECOUNT_MS = 300_000;
 
 /** The simulated hosts of one runtime, and the timers and doorbell that drive them. */
 export class Fleet {
@@ -165,6 +168,7 @@ export class SimulatedAgent implements HostAgent {
   /** rung while receiving or full: receive again when able */
   private pending = false;
   private beating = false;
+  private readonly deadLetters: DeadLetterCount;
 
   constructor(
     private readonly fleet: Fleet,
@@ -174,6 +178,7 @@ export class SimulatedAgent implements HostAgent {
     this.credentials = hostIdentityOf(identity.host);
     this.reporter = new Reporter(identity.host, fleet.opts.eventsQueueUrl, (fn) => this.as(fn));
     this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
+    this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
   }
 
   /** Runs `fn` as this host's own session, whatever context the event came from. */
@@ -222,8 +227,12 @@ export class SimulatedAgent implements HostAgent {
   heartbeat(): void {
     if (!this.running || this.beating) return;
     this.beating = true;
-    this.reporter
-      .send("heartbeat", {})
+    // A simulated host counts its DLQ only once it has parked something there (a fleet's worth of
+    // counts would cost the local runtime more than its builds).
+    const count =
+      this.deadLetters.value > 0 ? this.deadLetters.recount(DEAD_LETTER_RECOUNT_MS) : Promise.resolve();
+    count
+      .then(() => this.reporter.send("heartbeat", this.deadLetters.heartbeat()))
       .catch((e) => this.log.warn("compute.heartbeat_failed", { error: e }))
       .finally(() => {
         this.beating = false;

@@ -1,7 +1,9 @@
 // The alarms and the dashboard. Builds in ERROR come from the conductor's BuildsError metric
 // (EMF), not from the execution's status: an execution that SUCCEEDED may well have put its build
-// in ERROR (NoValidHost, max retries, an aborted build). Per-host DLQs are created at run time, so
-// one Metrics Insights query covers them all by name (alarms accept a query that returns one
+// in ERROR (NoValidHost, max retries, an aborted build). Per-host DLQs are created at run time, and
+// Metrics Insights' WHERE has only = and != (no LIKE to match their names), so their depth comes
+// from the agents: each counts its own DLQ and reports it with its heartbeats while not empty,
+// and compute-events records it as ComputeDeadLetters (alarms accept a query that returns one
 // series, not SEARCH).
 import { CfnOutput, Duration, type Stack } from "aws-cdk-lib";
 import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
@@ -58,9 +60,9 @@ export class Observability {
       (conductor.node.defaultChild as sfn.CfnStateMachine).stateMachineType === sfn.StateMachineType.STANDARD;
     const buildsError = `SELECT SUM(${METRIC.buildsError}) FROM SCHEMA("${METRICS_NAMESPACE}", reason, service)`;
     const computeDlqDepth = query(
-      "Compute DLQs: most messages visible",
-      `SELECT MAX(ApproximateNumberOfMessagesVisible) FROM SCHEMA("AWS/SQS", QueueName) WHERE QueueName LIKE '${queues.computeQueuePrefix}%-dlq'`,
-      oneMinute,
+      "Compute DLQs: most messages a host reported",
+      `SELECT MAX(${METRIC.computeDeadLetters}) FROM SCHEMA("${METRICS_NAMESPACE}", service)`,
+      fiveMinutes,
     );
     const alarm = (id: string, description: string, metric: cloudwatch.IMetric, threshold = 0) =>
       new cloudwatch.Alarm(stack, id, {

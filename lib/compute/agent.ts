@@ -6,7 +6,14 @@ import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
 import { schedulerConfig } from "../config.js";
 import { type Logger, logger } from "../log.js";
-import { BuildPath, type HostIdentity, type HostQueue, Reporter, registerComputeHost } from "./build-path.js";
+import {
+  BuildPath,
+  DeadLetterCount,
+  type HostIdentity,
+  type HostQueue,
+  Reporter,
+  registerComputeHost,
+} from "./build-path.js";
 
 /** How long a stop lets the current long poll finish before aborting it. */
 const STOP_POLL_GRACE_MS = 1200;
@@ -26,6 +33,8 @@ export interface AgentOptions extends HostIdentity {
   heartbeatSeconds?: number;
   /** seconds between power-state syncs ([DEFAULT] sync_power_state_interval, 600); ≤ 0 disables */
   syncPowerStateSeconds?: number;
+  /** seconds between counts of the host's DLQ ([novaless] dead_letter_check_interval, 300); ≤ 0 disables */
+  deadLetterCheckSeconds?: number;
   /** how long registration waits for compute-events to create the host's queues (ms) */
   queueWaitMs?: number;
   log?: Logger;
@@ -59,11 +68,13 @@ export class ComputeAgent implements HostAgent {
   private readonly abort = new AbortController();
   private readonly reporter: Reporter;
   private readonly path: BuildPath;
+  private readonly deadLetters: DeadLetterCount;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.log ?? logger({ host: opts.host });
     this.reporter = new Reporter(opts.host, opts.eventsQueueUrl, opts.asHost);
     this.path = new BuildPath(opts.host, opts.driver, this.reporter, this.log);
+    this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
   }
 
   get host(): string {
@@ -84,7 +95,19 @@ export class ComputeAgent implements HostAgent {
     });
     this.running = true;
     const every = (this.opts.heartbeatSeconds ?? schedulerConfig().report_interval) * 1000;
-    this.every(every, () => this.reporter.send("heartbeat", {}), "compute.heartbeat_failed");
+    this.every(
+      every,
+      () => this.reporter.send("heartbeat", this.deadLetters.heartbeat()),
+      "compute.heartbeat_failed",
+    );
+    const check = this.opts.deadLetterCheckSeconds ?? 300;
+    if (check > 0) {
+      // counted at start too: an agent that crashed on a message left it to SQS's redrive
+      await this.deadLetters
+        .recount()
+        .catch((e) => this.log.warn("compute.dead_letter_count_failed", { error: e }));
+      this.every(check * 1000, () => this.deadLetters.recount(), "compute.dead_letter_count_failed");
+    }
     const sync = this.opts.syncPowerStateSeconds ?? 600;
     if (sync > 0) this.every(sync * 1000, () => this.path.syncPowerStates(true), "compute.power_sync_failed");
     this.loop = this.poll();

@@ -6,6 +6,7 @@
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageCommand,
+  GetQueueAttributesCommand,
   GetQueueUrlCommand,
   type Message,
   SendMessageCommand,
@@ -200,6 +201,9 @@ export class BuildPath {
   }
 
   /** the host died: abandon in-flight work mid-way, report nothing more */
+  /** messages this host parked in its dead-letter queue (the agent reports its DLQ while not empty) */
+  deadLettered = 0;
+
   kill(): void {
     this.dead = true;
     this.spawnAbort.abort();
@@ -246,6 +250,7 @@ export class BuildPath {
     const parsed = parseJsonMessage(receivedComputeMessage, m.Body ?? "");
     if (!parsed.ok) {
       await sendToDeadLetter(queue.dlqUrl, m.Body ?? "", parsed.reason, queue.queueUrl);
+      this.deadLettered++;
       this.log.warn("compute.message_dead_lettered", { reason: parsed.reason, message_id: m.MessageId });
       await this.ack(m, queue);
       return;
@@ -258,6 +263,7 @@ export class BuildPath {
         `message for host ${msg.host} on ${this.host}`,
         queue.queueUrl,
       );
+      this.deadLettered++;
       await this.ack(m, queue);
       return;
     }
@@ -580,5 +586,46 @@ export class BuildPath {
       output,
       error,
     });
+  }
+}
+
+/**
+ * The host's dead-letter queue as its heartbeats report it: SQS's count when last taken, plus
+ * what this host parked since (SQS's approximate count may not show those yet). Per-host DLQs are
+ * made at run time, so the stack's alarm learns of them only through these reports.
+ */
+export class DeadLetterCount {
+  private counted = 0;
+  private parkedBefore = 0;
+  private countedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly path: BuildPath,
+    private readonly dlqUrl: () => string,
+  ) {}
+
+  get value(): number {
+    return this.counted + this.path.deadLettered - this.parkedBefore;
+  }
+
+  /** What a heartbeat carries: the count while not 0. */
+  heartbeat(): { dead_letters?: number } {
+    const n = this.value;
+    return n > 0 ? { dead_letters: n } : {};
+  }
+
+  /** Count again when `everyMs` has passed since the last count (one GetQueueAttributes). */
+  async recount(everyMs = 0): Promise<void> {
+    if (Date.now() - this.countedAt < everyMs) return;
+    const parkedBefore = this.path.deadLettered;
+    const r = await sqsClient().send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.dlqUrl(),
+        AttributeNames: ["ApproximateNumberOfMessages"],
+      }),
+    );
+    this.counted = Number(r.Attributes?.ApproximateNumberOfMessages ?? 0);
+    this.parkedBefore = parkedBefore;
+    this.countedAt = Date.now();
   }
 }

@@ -115,6 +115,10 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
     case "register":
       return register(report, log);
     case "heartbeat":
+      if (report.dead_letters) {
+        metrics.computeDeadLetters(report.dead_letters);
+        log.warn("compute_events.dead_letters", { host: report.host, dead_letters: report.dead_letters });
+      }
       return heartbeat(report.host);
     case "build_started":
     case "build_succeeded":

@@ -36,7 +36,16 @@ export const registerReport = z.object({
   guests: z.array(guestInfo),
 });
 
-export const heartbeatReport = z.object({ ...base, kind: z.literal("heartbeat") });
+export const heartbeatReport = z.object({
+  ...base,
+  kind: z.literal("heartbeat"),
+  /**
+   * Messages in the host's dead-letter queue as the agent last counted them, sent while not 0.
+   * Per-host DLQs are created at run time, so no stack alarm can name them, and CloudWatch's
+   * Metrics Insights has no LIKE to match their names: the count reaches the alarm as a metric.
+   */
+  dead_letters: z.number().int().min(1).optional(),
+});
 
 const build = {
   ...base,

@@ -2,9 +2,11 @@
 // goes ACTIVE, and one that goes to ERROR with NoValidHost while its conductor execution and
 // every function invocation succeed (a full fleet is no function error: no Errors alarm fires).
 import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { sfnClient } from "../../lib/aws/clients.js";
+import { sfnClient, sqsClient } from "../../lib/aws/clients.js";
 import { METRIC } from "../../lib/metrics.js";
+import { getHost } from "../../lib/placement/hosts.js";
 import { type InvocationRecord, observeInvocations } from "../../local/lambda.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
@@ -29,7 +31,7 @@ beforeAll(async () => {
     }
     return true;
   });
-  ({ runtime, client } = await startTestRuntime({ hosts: 2, buildMs: 20 }));
+  ({ runtime, client } = await startTestRuntime({ hosts: 2, buildMs: 20, heartbeatSeconds: 1 }));
 });
 afterAll(async () => {
   await runtime?.stop();
@@ -46,6 +48,16 @@ function points(name: string): Record<string, unknown>[] {
 }
 
 describe("metrics from the local flow", () => {
+  it("counts what a host parked in its DLQ, as its heartbeats report it (the ComputeDeadLetters alarm's source)", async () => {
+    const queueUrl = (await getHost("host-1"))!.queue_url;
+    await sqsClient().send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "{not a cast" }));
+    const parked = await eventually(
+      async () => points(METRIC.computeDeadLetters),
+      (p) => p.length > 0,
+    );
+    expect(parked[0]).toMatchObject({ value: 1 });
+  });
+
   it("counts a build started and ACTIVE, and times the scheduler's decision and fleet read", async () => {
     const id = await client.createServer({ name: "counted", flavorRef: "1" });
     expect((await client.waitForStatus(id, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
