@@ -105,8 +105,10 @@ export const TABLES: TableSpec[] = [
       { indexName: "by-vm-state", partitionKey: "vm_state", sortKey: "created_at", projection: "KEYS_ONLY" },
       // changes-since/changes-before (Nova's polling filter; deleted ones included): by updated_at,
       // so every write of an instance moves its entry (a delete and a put, under 1 KB each).
-      // change_shard (set at create) spreads those writes over CHANGE_SHARDS partitions. What
-      // the filters read is projected; it changes only with updated_at, so it costs no extra write.
+      // change_shard spreads those writes over CHANGE_SHARDS partitions; it is set when the
+      // instance leaves BUILD, so a build's own writes cost this index one put (the builds in
+      // flight are read from by-vm-state: lib/instances/queries.ts). What the filters read is
+      // projected; it changes only with updated_at, so it costs no extra write.
       {
         indexName: "changes",
         partitionKey: "change_shard",

@@ -3,7 +3,7 @@
 // ends it in ERROR.
 import type { Destination } from "../messages/common.js";
 import { buildDeadline, storedDestination } from "./codec.js";
-import { getInstance } from "./queries.js";
+import { changeShard, getInstance } from "./queries.js";
 import { type InstanceRef, transitionWithEvent } from "./transition.js";
 import type { ActionEvent, Fault, InstanceRecord } from "./types.js";
 
@@ -131,11 +131,14 @@ export const markActive: AttemptWrite = (rec, host, attempt, ev) => {
       "launched_at = :now",
       "updated_at = :now",
       "fault = :null",
+      // out of BUILD: into the listings' changes index (lib/instances/queries.ts)
+      "change_shard = :cs",
     ],
     // The alternates were for a reschedule of this attempt: the build is over.
     remove: ["build_watch", "build_deadline", "alternates"],
     condition: `${FENCE} AND task_state = :spawning`,
     values: {
+      ":cs": changeShard(rec.id),
       ":active": "active",
       ":null": null,
       ":now": now,
@@ -190,10 +193,18 @@ export async function setError(
   ev: ActionEvent,
 ): Promise<InstanceRecord | undefined> {
   return transitionWithEvent(rec, ev, {
-    set: ["vm_state = :error", "task_state = :null", "fault = :fault", "updated_at = :now"],
+    // out of BUILD: into the listings' changes index (lib/instances/queries.ts)
+    set: [
+      "vm_state = :error",
+      "task_state = :null",
+      "fault = :fault",
+      "updated_at = :now",
+      "change_shard = :cs",
+    ],
     remove: ["build_watch", "build_deadline", "alternates"],
     condition: "deleted = :false AND vm_state = :building AND attempt = :n",
     values: {
+      ":cs": changeShard(rec.id),
       ":error": "error",
       ":null": null,
       ":fault": fault,

@@ -84,13 +84,20 @@ async function getInstances(ids: string[], withDeleted = false): Promise<Instanc
 // ---- Listings (GET /servers, /servers/detail) ----------------------------------------------------
 // Nova's order (created_at newest first; equal times by id, as before), read from an index in that
 // order and paged with Nova's limit/marker: never a Scan. Which index reads the selection:
-//   - changes-since / changes-before: `changes` (every instance, deleted ones included, by
-//     updated_at, in CHANGE_SHARDS partitions), only the keys changed in the window;
+//   - changes-since / changes-before: `changes` (by updated_at, deleted ones included, in
+//     CHANGE_SHARDS partitions), only the keys changed in the window; and the builds in flight
+//     from `by-vm-state` (see below);
 //   - a host: `by-host`; a project (a member's own, or an admin's project filter): `by-project`;
 //   - otherwise (all tenants, with or without a status): `by-vm-state`, one partition per vm_state
 //     asked for (a status is Nova's vm_state plus a task_state checked on the item), merged.
 // Filters no index answers (name, ip, flavor, image, tags, a task_state's status...) are checked on
 // the items read, in order, until the page is full or LIST_READ_BUDGET items were read.
+//
+// An instance enters the `changes` index when it leaves BUILD (markActive, setError, the delete
+// set its change_shard), not at create: a build's own writes (placed, spawning...) would each
+// move its entry (a delete and a put) and so cost about 7 write units a build. The builds in
+// flight are the `building` partition of `by-vm-state` instead, read whole (keys only) by a
+// changes-since request and checked on the items: what a build's writes cost is then 1 unit.
 
 /** Partitions of the `changes` index: every write of an instance moves its entry there. */
 export const CHANGE_SHARDS = 8;
@@ -100,8 +107,20 @@ export function changeShard(id: string): string {
   return `changes#${createHash("sha256").update(id, "utf8").digest().readUInt32BE(0) % CHANGE_SHARDS}`;
 }
 
+/** Every vm_state, whether it is live: a record, so that a new vm_state cannot be left out. */
+const VM_STATE_LIVE: Record<VmState, boolean> = {
+  building: true,
+  active: true,
+  stopped: true,
+  resized: true,
+  error: true,
+  deleted: false,
+};
+
 /** The vm_states of live instances (every one but `deleted`): the all-tenant listing's partitions. */
-export const LIVE_VM_STATES: readonly VmState[] = ["building", "active", "stopped", "resized", "error"];
+export const LIVE_VM_STATES: readonly VmState[] = (Object.keys(VM_STATE_LIVE) as VmState[]).filter(
+  (v) => VM_STATE_LIVE[v],
+);
 
 /**
  * Items one listing request reads at most when filters no index answers reject what it reads
@@ -232,7 +251,7 @@ function partitionsOf(q: ServerListing): Partition[] {
       { index: INSTANCES_BY_PROJECT_INDEX, key: "project_id", value: q.project, filter: deletedFilter },
     ];
   }
-  const states = (q.vmStates ?? [...LIVE_VM_STATES, "deleted"]).filter(
+  const states = (q.vmStates ?? (Object.keys(VM_STATE_LIVE) as VmState[])).filter(
     (s) => q.deleted === undefined || (s === "deleted") === q.deleted,
   );
   return states.map((s) => ({ index: INSTANCES_BY_VM_STATE_INDEX, key: "vm_state", value: s }));
@@ -271,8 +290,19 @@ async function changedKeys(q: ServerListing): Promise<Position[]> {
       values[`:v${i}`] = s;
     });
   }
-  const shards = await Promise.all(
-    Array.from({ length: CHANGE_SHARDS }, (_, n) =>
+  // the builds in flight are not in the changes index yet: their keys, their items checked later
+  const building =
+    q.deleted !== true && (!q.vmStates || q.vmStates.includes("building"))
+      ? queryAll<Position>({
+          TableName: instancesTable(),
+          IndexName: INSTANCES_BY_VM_STATE_INDEX,
+          KeyConditionExpression: "vm_state = :b",
+          ExpressionAttributeValues: { ":b": "building" },
+        })
+      : Promise.resolve([]);
+  const shards = await Promise.all([
+    building,
+    ...Array.from({ length: CHANGE_SHARDS }, (_, n) =>
       queryAll<Position>({
         TableName: instancesTable(),
         IndexName: INSTANCES_CHANGES_INDEX,
@@ -282,8 +312,10 @@ async function changedKeys(q: ServerListing): Promise<Position[]> {
         ProjectionExpression: "id, created_at",
       }),
     ),
-  );
-  return shards.flat().sort(before);
+  ]);
+  // an entry may show in both for a moment (an index is eventually consistent)
+  const byId = new Map(shards.flat().map((k) => [k.id, k]));
+  return [...byId.values()].sort(before);
 }
 
 /** The index's answer may be stale (indexes are eventually consistent): the item decides. */

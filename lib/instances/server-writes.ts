@@ -15,12 +15,12 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
         new PutCommand({
           TableName: instancesTable(),
           // Watched from the start: a build request lost before the conductor is found too.
-          // change_shard: the partition of the `changes` index (the listings' changes-since)
           Item: {
             ...itemOf(r),
             build_watch: buildWatchKey(r.id),
             build_deadline: deadline,
-            change_shard: changeShard(r.id),
+            // a record written outside BUILD (an import, a test) is in the changes index at once
+            ...(r.vm_state === "building" ? {} : { change_shard: changeShard(r.id) }),
           },
           ConditionExpression: "attribute_not_exists(id)",
         }),
@@ -35,12 +35,14 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
  * who must release the claim), or undefined if it was already deleted.
  */
 export async function markDeleted(id: string, now = new Date()): Promise<InstanceRecord | undefined> {
-  return transition(id, deleteUpdate(now), "ALL_OLD");
+  return transition(id, deleteUpdate(id, now), "ALL_OLD");
 }
 
-function deleteUpdate(now: Date): Update {
+function deleteUpdate(id: string, now: Date): Update {
   return {
     set: [
+      // in the listings' changes index from now on (a build leaving BUILD: lib/instances/queries.ts)
+      "change_shard = :cs",
       "deleted = :true",
       "vm_state = :deleted",
       "task_state = :null",
@@ -57,6 +59,7 @@ function deleteUpdate(now: Date): Update {
       ":null": null,
       ":now": now.toISOString(),
       ":ttl": Math.floor(now.getTime() / 1000) + 7 * 86400,
+      ":cs": changeShard(id),
     },
   };
 }
@@ -67,7 +70,7 @@ function deleteUpdate(now: Date): Update {
  * update), since a transaction cannot return the record it changed.
  */
 export function markDeletedItem(seen: InstanceRecord, now = new Date(), action?: InstanceAction) {
-  const u = merge(deleteUpdate(now), {
+  const u = merge(deleteUpdate(seen.id, now), {
     // Nova's delete instance action, kept with the (soft-deleted) record: os-instance-actions reads
     // it from 2.21
     set: action ? ["actions.#rid = :action"] : [],

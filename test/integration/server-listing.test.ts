@@ -2,7 +2,7 @@
 // Query of its index (never a Scan), pages follow Nova's limit/marker in Nova's order across pages,
 // and deleted servers show only with changes-since or `deleted`, as in Nova.
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { PutCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo, resetClients } from "../../lib/aws/clients.js";
 import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
@@ -168,8 +168,8 @@ function suite(backend: DynamoBackend): void {
     expect(new Set(since.ids)).toEqual(deletedIds);
     expect(since.ids).toEqual(ids(records.filter((r) => deletedIds.has(r.id)).sort(newest)));
     expect(since.ops["dynamodb:Scan"]).toBeUndefined();
-    // one Query per shard of the changes index (each page again), no more
-    expect(since.ops["dynamodb:Query"]).toBe(CHANGE_SHARDS * since.sizes.length);
+    // one Query per shard of the changes index and one of the builds in flight (each page again)
+    expect(since.ops["dynamodb:Query"]).toBe((CHANGE_SHARDS + 1) * since.sizes.length);
     // with a project, and with changes-before only
     expect((await allPages({ changesSince: deletedAt, project: "p2" }, 10)).ids).toEqual(
       ids(records.filter((r) => deletedIds.has(r.id) && r.project_id === "p2").sort(newest)),
@@ -185,8 +185,26 @@ function suite(backend: DynamoBackend): void {
     );
   });
 
-  it("every instance carries its changes partition", () => {
+  it("an instance enters the changes index when it leaves BUILD; a build in flight is found all the same", async () => {
+    const raw = async (id: string) =>
+      (await dynamo().send(new GetCommand({ TableName: resources().instancesTable, Key: { id } }))).Item!;
+    const building = records.find((r) => r.vm_state === "building" && !deletedIds.has(r.id))!;
+    expect((await raw(building.id)).change_shard).toBeUndefined();
+    expect((await raw(records[3]!.id)).change_shard).toBe(changeShard(records[3]!.id));
+    expect((await raw(uuid(12))).change_shard).toBe(changeShard(uuid(12)));
     expect(new Set(records.map((r) => changeShard(r.id))).size).toBeGreaterThan(1);
+    // the builds in flight answer changes-since from their own partition
+    const since = await allPages({ changesSince: building.updated_at, vmStates: ["building"] }, 10);
+    expect(since.ids).toContain(building.id);
+    expect(since.ids).toEqual(
+      ids(
+        records
+          .filter(
+            (r) => r.vm_state === "building" && !deletedIds.has(r.id) && r.updated_at >= building.updated_at,
+          )
+          .sort(newest),
+      ),
+    );
   });
 
   it("a marker that is no instance is MarkerNotFound; a deleted one still places the page", async () => {
