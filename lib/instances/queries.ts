@@ -190,6 +190,8 @@ interface Partition {
 async function* partitionKeys(p: Partition, pageSize: number, after?: Position): AsyncGenerator<Position> {
   let start: Record<string, unknown> | undefined;
   let held: Position[] = [];
+  // the first page as the listing's; doubled after each (filters may reject what was read)
+  let size = pageSize;
   do {
     const r = await dynamo().send(
       new QueryCommand({
@@ -204,11 +206,12 @@ async function* partitionKeys(p: Partition, pageSize: number, after?: Position):
           ...p.filter?.values,
         },
         ScanIndexForward: false,
-        Limit: pageSize,
+        Limit: size,
         ExclusiveStartKey: start,
       }),
     );
     start = r.LastEvaluatedKey;
+    size = Math.min(1000, size * 2);
     for (const it of r.Items ?? []) {
       const k = { id: it.id as string, created_at: it.created_at as string };
       if (!after || before(after, k) < 0) held.push(k);
@@ -384,7 +387,9 @@ export async function listServerPage(q: ServerListing): Promise<ServerPage> {
       return { records: out, next: n.done ? undefined : lastRead };
     }
     const batch: Position[] = [];
-    const want = Math.min(q.limit - out.length, budget - read, 100);
+    // the page's remainder first; when filters reject what was read, at least 25 a round
+    const need = q.limit - out.length;
+    const want = Math.min(read ? Math.max(need, 25) : need, budget - read, 100);
     while (batch.length < want) {
       const n = await keys.next();
       if (n.done) break;
@@ -394,6 +399,7 @@ export async function listServerPage(q: ServerListing): Promise<ServerPage> {
     read += batch.length;
     lastRead = batch[batch.length - 1]!.id;
     for (const r of await recordsOf(batch)) if (selected(q, r)) out.push(r);
+    if (out.length > q.limit) return { records: out.slice(0, q.limit), next: out[q.limit - 1]!.id };
   }
 }
 
