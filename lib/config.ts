@@ -20,6 +20,7 @@ export type Topic =
   | "quota"
   | "placement"
   | "observability"
+  | "deployment"
   | "resources";
 
 export interface ConfigOption {
@@ -750,7 +751,6 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
   ),
   agentOpt("novaless", "concurrency", "int", 8, "Builds at once."),
   agentOpt("novaless", "wait_time_seconds", "int", 20, "The long poll's wait (SQS WaitTimeSeconds, 1-20)."),
-  agentOpt("fake", "build_ms", "int", 1000, "How long a fake build takes."),
   // One GetQueueAttributes a count: every 300 s is 8,640 requests, $0.0035 a host-month.
   agentOpt(
     "novaless",
@@ -759,6 +759,7 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
     300,
     "Seconds between the agent's counts of its dead-letter queue, reported with its heartbeats while not empty (the ComputeDeadLetters alarm's source); -1 disables them.",
   ),
+  agentOpt("fake", "build_ms", "int", 1000, "How long a fake build takes."),
   agentOpt("fake", "fail_builds", "bool", false, "The fake driver fails every build."),
   agentOpt(
     "fake",
@@ -1051,6 +1052,37 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
   }),
 ];
 
+/**
+ * What the stack is sized for, read when it is synthesized (`-c <name>=…` or the variable): the
+ * build path's Lambda concurrency (infra/constructs/functions.ts, docs/deploy.md).
+ */
+export const DEPLOYMENT_OPTIONS: readonly ConfigOption[] = [
+  row({
+    key: "fleet_size",
+    group: "deployment",
+    name: "fleet_size",
+    nova: false,
+    env: "NOVALESS_FLEET_SIZE",
+    kind: "int",
+    default: 1000,
+    min: 0,
+    help: "Compute hosts the stack is sized for. compute-events gets a reserved concurrency (and its queue's event source the same maximum concurrency) of max(5, ceil(fleet_size / 100)), build-intake max(5, ceil(fleet_size / 200)): a fleet-wide re-registration or heartbeat storm waits in its queue instead of taking the account's concurrency from the API, scheduler and conductor. 0: no reservation (an account whose limit cannot spare it).",
+    topic: "deployment",
+  }),
+  row({
+    key: "lambda_concurrency_limit",
+    group: "deployment",
+    name: "lambda_concurrency_limit",
+    nova: false,
+    env: "NOVALESS_LAMBDA_CONCURRENCY_LIMIT",
+    kind: "int",
+    default: 1000,
+    min: 1,
+    help: "The account's Lambda concurrency limit in the stack's region (Service Quotas, Concurrent executions: 1,000 by default, as low as 10 on a new account). A synth whose reservations would leave less than the 100 Lambda keeps unreserved fails. The local runtime models this limit.",
+    topic: "deployment",
+  }),
+];
+
 /** Nova's [quota] defaults (nova/conf/quota.py); lib/quotas/quotas.ts reasons about them. */
 export const NOVA_QUOTA_DEFAULTS = {
   instances: 10,
@@ -1224,6 +1256,7 @@ export const OPTIONS: readonly ConfigOption[] = [
   ...COMPUTE_OPTIONS,
   ...SERVICE_OPTIONS,
   ...QUOTA_OPTIONS,
+  ...DEPLOYMENT_OPTIONS,
   ...RESOURCE_OPTIONS,
 ];
 

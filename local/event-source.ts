@@ -5,6 +5,11 @@
 // to instead of polling: one poller receives (without waiting) per message sent, and a slow sweep
 // catches what no send announced (a failed message visible again, an emulator's own redrive). A
 // long poll of every poller would wake them all for each message (fauxqs does), each an SQS call.
+// Concurrency, as Lambda's SQS event source mapping (docs.aws.amazon.com/lambda/latest/dg/
+// services-sqs-scaling.html, services-sqs-errorhandling.html): with ScalingConfig.MaximumConcurrency
+// it never has more invocations in flight than that (one poller each here); a throttled invoke
+// (TooManyRequestsException) is retried with a growing backoff while the batch is still hidden,
+// then left: its messages come back after the queue's visibility timeout, not lost, not failed.
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
@@ -13,6 +18,12 @@ import {
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { sqsClient } from "../lib/aws/clients.js";
 import { log } from "../lib/log.js";
+import { LambdaServiceError } from "./lambda.js";
+
+/** A throttled batch's retries: from the first wait, doubling up to the last. */
+const THROTTLE_BACKOFF_MS = { first: 100, max: 2000 } as const;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface EventSource {
   stop(): Promise<void>;
@@ -25,8 +36,15 @@ export interface EventSourceOptions {
   batchSize?: number;
   /** how soon a failed message is retried locally (Lambda would wait for the visibility timeout) */
   retryDelaySeconds?: number;
-  /** concurrent pollers, as Lambda scales its pollers */
+  /** concurrent pollers, as Lambda scales its pollers (without maximumConcurrency) */
   pollers?: number;
+  /**
+   * The mapping's ScalingConfig.MaximumConcurrency (2–1000): at most this many invocations at
+   * once; it replaces `pollers`.
+   */
+  maximumConcurrency?: number;
+  /** the queue's visibility timeout (seconds): how long a throttled batch is retried (default 30) */
+  visibilityTimeoutSeconds?: number;
   /**
    * Registers `ring`, to be called for each message sent to the queue (after its delay); the
    * pollers then receive when rung instead of long-polling.
@@ -39,7 +57,17 @@ export interface EventSourceOptions {
 export function startEventSource(opts: EventSourceOptions): EventSource {
   const abort = new AbortController();
   let running = true;
-  const pollers = opts.pollers ?? 2;
+  if (
+    opts.maximumConcurrency !== undefined &&
+    !(
+      Number.isInteger(opts.maximumConcurrency) &&
+      opts.maximumConcurrency >= 2 &&
+      opts.maximumConcurrency <= 1000
+    )
+  )
+    throw new Error(`MaximumConcurrency must be an integer from 2 to 1000, got ${opts.maximumConcurrency}`);
+  const pollers = opts.maximumConcurrency ?? opts.pollers ?? 2;
+  const visibilityMs = (opts.visibilityTimeoutSeconds ?? 30) * 1000;
   const batchSize = opts.batchSize ?? 10;
   // rings not yet taken by a poller, and the pollers waiting for one
   let rings = 0;
@@ -108,13 +136,33 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
           eventSourceARN: opts.queueArn,
           awsRegion: process.env.AWS_REGION ?? "us-east-1",
         }));
+        const hiddenUntil = Date.now() + visibilityMs;
         let failed = new Set<string>();
-        try {
-          const res = await opts.handler({ Records: records });
-          failed = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
-        } catch (e) {
-          log.error("event_source.handler_failed", { queue_url: opts.queueUrl, error: e });
-          failed = new Set(records.map((rec) => rec.messageId));
+        let backoff: number = THROTTLE_BACKOFF_MS.first;
+        let left = false;
+        for (;;) {
+          try {
+            const res = await opts.handler({ Records: records });
+            failed = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
+          } catch (e) {
+            if (throttled(e)) {
+              if (running && Date.now() + backoff < hiddenUntil) {
+                await sleep(backoff);
+                backoff = Math.min(THROTTLE_BACKOFF_MS.max, backoff * 2);
+                continue;
+              }
+              left = true;
+            } else {
+              log.error("event_source.handler_failed", { queue_url: opts.queueUrl, error: e });
+              failed = new Set(records.map((rec) => rec.messageId));
+            }
+          }
+          break;
+        }
+        if (left) {
+          // The batch goes back to the queue when its visibility timeout runs out.
+          log.warn("event_source.throttled", { queue_url: opts.queueUrl, messages: records.length });
+          continue;
         }
         const done = messages.filter((m) => !failed.has(m.MessageId!));
         const retry = messages.filter((m) => failed.has(m.MessageId!));
@@ -154,4 +202,9 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
       await Promise.allSettled(loops);
     },
   };
+}
+
+/** Lambda refused the invoke for concurrency: the function never ran. */
+function throttled(e: unknown): boolean {
+  return e instanceof LambdaServiceError && e.name === "TooManyRequestsException";
 }

@@ -4,6 +4,8 @@
 //   with RequestTooLargeException (HTTP 413) and the handler never runs;
 // - the function runs at most its timeout (from the stack), else the invocation fails with
 //   errorType Sandbox.Timedout;
+// - with the account's concurrency (concurrency.ts), an invoke past the function's reservation or
+//   the unreserved pool is refused with TooManyRequestsException (HTTP 429) before it runs;
 // - the response payload is at most the size Lambda's own message states (6,291,556 bytes), else
 //   the invocation fails with errorType Function.ResponseSizeTooLarge;
 // - a handler error keeps its errorType (the error's name) and message, as the runtime reports it.
@@ -31,6 +33,8 @@ export interface LocalFunctionOptions {
   handler: LambdaHandler;
   /** runs every invocation inside this wrapper, e.g. under the function role's identity */
   runAs?: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** the account's concurrency (concurrency.ts): each invocation holds a slot while it runs */
+  concurrency?: { acquire(fn: string, requestId?: string): () => void };
 }
 
 export interface LocalFunction {
@@ -95,6 +99,8 @@ export class LambdaServiceError extends Error {
     readonly statusCode: number,
     message: string,
     readonly requestId: string = randomUUID(),
+    /** a throttle's Reason, e.g. ReservedFunctionConcurrentInvocationLimitExceeded */
+    readonly reason?: string,
   ) {
     super(message);
   }
@@ -176,6 +182,8 @@ export function localFunction(opts: LocalFunctionOptions): LocalFunction {
     };
     // The handler sees its event as Lambda delivers it: parsed from JSON, never the caller's object.
     const event = JSON.parse(request) as unknown;
+    // Throttled before it runs: no invocation, no duration (Lambda's Throttles metric, not Errors).
+    const release = opts.concurrency?.acquire(opts.name, requestId);
     const started = performance.now();
     let ok = false;
     const run = runAs(async () => opts.handler(event, context));
@@ -202,6 +210,8 @@ export function localFunction(opts: LocalFunctionOptions): LocalFunction {
       if (e instanceof LambdaFunctionError) throw e;
       throw new LambdaFunctionError(functionErrorOf(e));
     } finally {
+      // the slot is free when the invocation ends, or at its timeout (Lambda stops the sandbox)
+      release?.();
       clearTimeout(timer);
       const durationMs = performance.now() - started;
       for (const o of invocationObservers) o({ name: opts.name, memory, durationMs, ok });

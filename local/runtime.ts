@@ -28,10 +28,11 @@ import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
 import { resetHostManagers } from "../lib/conductor/select-destinations.js";
 import { runWatchdog, type WatchdogAction } from "../lib/conductor/watchdog.js";
-import { schedulerConfig } from "../lib/config.js";
+import { optionValue, schedulerConfig } from "../lib/config.js";
 import { seedIdentity } from "../lib/identity/seed.js";
 import { log } from "../lib/log.js";
 import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../lib/resources.js";
+import { AccountConcurrency, type AccountConcurrencyOptions } from "./concurrency.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, type EventSourceOptions, startEventSource } from "./event-source.js";
 import { type HttpFront, startHttpFront } from "./http.js";
@@ -81,6 +82,11 @@ export interface FaultOptions {
   maxHostMessageDelaySeconds?: number;
   /** the scheduler answers this much later, after it has claimed (a slow Lambda response) */
   schedulerDelayMs?: number;
+  /**
+   * each compute-events invocation lasts this much longer: on AWS its calls cross the network
+   * (here they stay in process), and the time is what holds its concurrency
+   */
+  computeEventsDelayMs?: number;
 }
 
 export interface RuntimeOptions {
@@ -128,6 +134,12 @@ export interface RuntimeOptions {
    * process (in-process.ts); the same IAM and the same emulators either way.
    */
   sockets?: boolean;
+  /**
+   * The account's Lambda concurrency (concurrency.ts): its limit (default lambda_concurrency_limit)
+   * and the unreserved floor (100 on AWS); the reservations and the event sources' maximum
+   * concurrency come from the stack, or none with `unprotected` (tests of the starvation they prevent).
+   */
+  concurrency?: Omit<AccountConcurrencyOptions, "reserved"> & { unprotected?: boolean };
 }
 
 /** A compute host: its driver outlives agent restarts, as a hypervisor would. */
@@ -156,6 +168,8 @@ export interface Runtime {
   hostCredentials(name: string): ReturnType<typeof hostIdentityOf>;
   /** run the watchdog now (besides its timer) */
   runWatchdog(): Promise<WatchdogAction[]>;
+  /** the account's Lambda concurrency: in flight, throttles */
+  concurrency: AccountConcurrency;
   stop(): Promise<void>;
 }
 
@@ -211,13 +225,19 @@ function lambdaThrottled(fn: string): Error {
  * A component's function as Lambda runs it: its own identity, the stack's timeout
  * (Sandbox.Timedout past it) and Lambda's payload limits.
  */
-function functionOf(fn: FunctionComponent, timeouts: StackPolicies["timeouts"], handler: LambdaHandler) {
+function functionOf(
+  fn: FunctionComponent,
+  timeouts: StackPolicies["timeouts"],
+  handler: LambdaHandler,
+  concurrency: AccountConcurrency,
+) {
   return localFunction({
     name: `novaless-${fn}`,
     arn: functionArnOf(fn),
     timeoutSeconds: timeouts[fn],
     handler,
     runAs: (run) => runAs(identityOf(fn), run),
+    concurrency,
   });
 }
 
@@ -230,6 +250,7 @@ function taskHandlersFor(
   definition: ReturnType<typeof conductorDefinition>,
   stateMachine: Statement[],
   timeouts: StackPolicies["timeouts"],
+  concurrency: AccountConcurrency,
   faults?: FaultOptions,
 ): TaskHandlers {
   const chance = (p: number | undefined) => Boolean(faults && p && faults.random() < p);
@@ -255,7 +276,7 @@ function taskHandlersFor(
   };
   // Refusals (no permission, a throttle) come from the Lambda service before the function runs.
   const lambda = (fn: FunctionComponent, handler: LambdaHandler, throttleRate?: number): TaskHandler => {
-    const f = functionOf(fn, timeouts, handler);
+    const f = functionOf(fn, timeouts, handler, concurrency);
     return (input) => {
       checkInvoke(stateMachine, f.arn);
       if (chance(throttleRate)) throw lambdaThrottled(f.arn);
@@ -322,10 +343,17 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   // Every host's own session, as it gets one on AWS (tagged novaless-host=<host>).
   for (const name of names) gateway.principals.set(...hostPrincipal(name, statements["compute-host"]));
   const timeouts = { ...policies.timeouts, ...opts.lambdaTimeouts };
+  const { account, scaling } = accountConcurrency(policies, opts.concurrency);
   const emulators = await startEmulators({
     sfn: {
       taskHandlers: {
-        [CONDUCTOR_NAME]: taskHandlersFor(definition, statements["state-machine"], timeouts, opts.faults),
+        [CONDUCTOR_NAME]: taskHandlersFor(
+          definition,
+          statements["state-machine"],
+          timeouts,
+          account,
+          opts.faults,
+        ),
       },
       ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
     },
@@ -394,7 +422,19 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const eventsArn = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: events.queueUrl, AttributeNames: ["QueueArn"] }),
     );
-    const eventsFunction = functionOf("compute-events", timeouts, computeEventsHandler);
+    const eventsDelay = opts.faults?.computeEventsDelayMs;
+    const eventsFunction = functionOf(
+      "compute-events",
+      timeouts,
+      eventsDelay
+        ? async (event, context) => {
+            const out = await computeEventsHandler(event, context);
+            await new Promise((r) => setTimeout(r, eventsDelay));
+            return out;
+          }
+        : computeEventsHandler,
+      account,
+    );
     const builds = buildLines();
     const eventsSource: EventSource = as("compute-events")(() =>
       startEventSource({
@@ -405,8 +445,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           builds.reported(event, out);
           return out;
         },
-        // a fleet registering at once: Lambda scales its pollers with the backlog
-        pollers: 8,
+        ...scaling("compute-events", COMPUTE_EVENTS_QUEUE.visibilityTimeout),
         ...doorbellOf(emulators, events.queueUrl),
       }),
     );
@@ -466,7 +505,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const arn = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
     );
-    const intakeFunction = functionOf("build-intake", timeouts, intakeHandler);
+    const intakeFunction = functionOf("build-intake", timeouts, intakeHandler, account);
     const intake: EventSource = as("build-intake")(() =>
       startEventSource({
         queueUrl: build.queueUrl,
@@ -475,13 +514,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           builds.requested(event);
           return intakeFunction.invoke(event) as ReturnType<typeof intakeHandler>;
         },
+        ...scaling("build-intake", BUILD_REQUESTS_QUEUE.visibilityTimeout),
         ...doorbellOf(emulators, build.queueUrl),
       }),
     );
     stops.push(() => intake.stop());
 
     // The deployed handler answers only a count; locally the actions themselves come back.
-    const watchdogFunction = functionOf("build-watchdog", timeouts, () => runWatchdog());
+    const watchdogFunction = functionOf("build-watchdog", timeouts, () => runWatchdog(), account);
     const watchdog = () => watchdogFunction.invoke({}) as Promise<WatchdogAction[]>;
     const watchdogEvery = opts.watchdogIntervalMs ?? 10_000;
     if (watchdogEvery > 0) {
@@ -528,12 +568,45 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         return hostIdentityOf(name);
       },
       runWatchdog: watchdog,
+      concurrency: account,
       stop: stopAll,
     };
   } catch (e) {
     await stopAll();
     throw e;
   }
+}
+
+/**
+ * The account's Lambda concurrency with the stack's reservations (refused, as the deploy would
+ * be, when they leave less than the unreserved floor), and each SQS event source's scaling: the
+ * stack's MaximumConcurrency, else pollers as Lambda scales them (to 1,000; here 64, which
+ * outnumber the small account a starvation test models).
+ */
+const UNBOUNDED_POLLERS = 64;
+
+function accountConcurrency(policies: StackPolicies, opts: RuntimeOptions["concurrency"] = {}) {
+  const { unprotected, ...limits } = opts;
+  const reserved = unprotected
+    ? {}
+    : Object.fromEntries(
+        Object.entries(policies.reservedConcurrency).map(([fn, n]) => [`novaless-${fn}`, n]),
+      );
+  const account = new AccountConcurrency({
+    accountLimit: optionValue<number>("lambda_concurrency_limit"),
+    ...limits,
+    reserved,
+  });
+  const scaling = (
+    fn: FunctionComponent,
+    visibilityTimeoutSeconds: number,
+  ): Pick<EventSourceOptions, "maximumConcurrency" | "pollers" | "visibilityTimeoutSeconds"> => {
+    const max = unprotected ? undefined : policies.maximumConcurrency[fn];
+    return max !== undefined
+      ? { maximumConcurrency: max, visibilityTimeoutSeconds }
+      : { pollers: UNBOUNDED_POLLERS, visibilityTimeoutSeconds };
+  };
+  return { account, scaling };
 }
 
 /**

@@ -45,6 +45,11 @@ const TOPICS: Record<Topic, { title: string; intro: string }> = {
     title: "Logs and metrics",
     intro: "Read by every function, the local runtime and novaless-compute.",
   },
+  deployment: {
+    title: "Deployment",
+    intro:
+      "Read by the stack when it is synthesized (`npx cdk deploy -c fleet_size=5000`, or the variable); docs/deploy.md explains the sizing.",
+  },
   resources: {
     title: "Resources",
     intro:

@@ -7,6 +7,7 @@ const LONGEST_FIRST = [
   "test/clients/openstack-cli.test.ts",
   "test/e2e/state-size.test.ts",
   "test/soak/soak.test.ts",
+  "test/e2e/storm.test.ts",
   "test/e2e/simulator.test.ts",
   "test/e2e/faults-deletes.test.ts",
   "test/e2e/quotas.test.ts",

@@ -12,7 +12,7 @@ import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { NagSuppressions } from "cdk-nag";
-import { type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
+import { option, parseOption, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
 import { COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX, TABLES } from "../../lib/resources.js";
 import { CONDUCTOR_FUNCTION_TIMEOUT_SECONDS } from "../conductor/definition.js";
 import type { Data } from "./data.js";
@@ -25,6 +25,65 @@ const ESM_REQUIRE_SHIM =
   "import { createRequire } from 'module'; const require = createRequire(import.meta.url);";
 
 const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
+
+/** What Lambda keeps unreserved in every account (configuration-concurrency.html). */
+export const LAMBDA_UNRESERVED_MINIMUM = 100;
+/** ScalingConfig.MaximumConcurrency's range on an SQS event source mapping. */
+const MAXIMUM_CONCURRENCY = { min: 2, max: 1000 } as const;
+
+/** The reserved concurrency of the functions the SQS queues drive; undefined: none. */
+export interface BuildPathConcurrency {
+  computeEvents?: number;
+  buildIntake?: number;
+}
+
+/**
+ * The build path's share of the account's Lambda concurrency, sized from the fleet.
+ *
+ * Without it a fleet-wide re-registration or heartbeat storm through compute-events scales its
+ * event source up to 1,000 concurrent invocations and takes the account's whole concurrency: the
+ * API, the scheduler and the conductor are then throttled (Lambda.TooManyRequestsException, the
+ * builds end in ERROR). A reservation both guarantees and caps a function, so:
+ * - compute-events (the hosts' reports, build results among them): ceil(fleet / 100), at least 5.
+ *   A storm is one report per host: ceil(fleet / 100) invocations of 10 reports take the whole
+ *   fleet in 10 rounds (seconds); steady heartbeats (fleet / report_interval a second, 10 a batch)
+ *   need a fifth of it. The rest waits in the queue.
+ * - build-intake (starts one conductor execution per build): ceil(fleet / 200), at least 5.
+ * - Each queue's event source gets MaximumConcurrency equal to the reservation: above it Lambda
+ *   would read batches it cannot invoke, throttle them and leave them to the visibility timeout.
+ * - The API, scheduler, conductor and watchdog keep the unreserved pool (at least 100, Lambda's
+ *   floor), which nothing driven by the hosts can take now; unreserved, a burst of builds is not
+ *   capped by a reservation of its own.
+ * fleet_size 0 reserves nothing. A fleet whose reservations would leave less than 100 of the
+ * account's limit fails here, as the deploy would.
+ */
+export function buildPathConcurrency(fleetSize: number, accountLimit: number): BuildPathConcurrency {
+  if (fleetSize === 0) return {};
+  const computeEvents = Math.max(5, Math.ceil(fleetSize / 100));
+  const buildIntake = Math.max(5, Math.ceil(fleetSize / 200));
+  const reserved = computeEvents + buildIntake;
+  if (accountLimit - reserved < LAMBDA_UNRESERVED_MINIMUM)
+    throw new Error(
+      `fleet_size ${fleetSize} reserves ${reserved} concurrent executions (compute-events ${computeEvents}, ` +
+        `build-intake ${buildIntake}); the account's limit of ${accountLimit} (lambda_concurrency_limit) would ` +
+        `leave ${accountLimit - reserved} unreserved, below the ${LAMBDA_UNRESERVED_MINIMUM} Lambda keeps. ` +
+        `Raise the account's limit (Service Quotas, Lambda Concurrent executions) and lambda_concurrency_limit with it, or lower fleet_size.`,
+    );
+  return { computeEvents, buildIntake };
+}
+
+/** A deployment option (lib/config.ts): `-c <name>=…`, else its variable, else its default. */
+function deploymentOption(stack: Stack, key: string): number {
+  const o = option(key);
+  const raw: unknown = stack.node.tryGetContext(o.name) ?? process.env[o.env];
+  return (raw === undefined || raw === "" ? o.default : parseOption(o, String(raw))) as number;
+}
+
+/** The event source's MaximumConcurrency for a reservation (in its range). */
+const maxConcurrencyOf = (reserved: number | undefined) =>
+  reserved === undefined
+    ? {}
+    : { maxConcurrency: Math.min(MAXIMUM_CONCURRENCY.max, Math.max(MAXIMUM_CONCURRENCY.min, reserved)) };
 
 export interface FunctionsProps {
   data: Data;
@@ -40,6 +99,7 @@ interface FunctionOptions {
   memorySize: number;
   timeout: Duration;
   environment?: Record<string, string>;
+  reservedConcurrentExecutions?: number;
 }
 
 export class Functions {
@@ -49,12 +109,18 @@ export class Functions {
   readonly conductor: NodejsFunction;
   readonly buildWatchdog: NodejsFunction;
   readonly computeEvents: NodejsFunction;
+  /** the reservations the stack gives the functions the queues drive */
+  readonly concurrency: BuildPathConcurrency;
   private readonly queues: Queues;
 
   constructor(stack: Stack, props: FunctionsProps) {
     const { data, queues, secrets } = props;
     this.queues = queues;
     const { tables } = data;
+    this.concurrency = buildPathConcurrency(
+      deploymentOption(stack, "fleet_size"),
+      deploymentOption(stack, "lambda_concurrency_limit"),
+    );
     const environment: Record<string, string> = {
       ...Object.fromEntries(TABLES.map((spec) => [spec.env, tables[spec.id].tableName])),
       NOVALESS_BUILD_REQUESTS_QUEUE_URL: queues.buildRequests.queueUrl,
@@ -77,6 +143,7 @@ export class Functions {
         architecture: lambda.Architecture.ARM_64,
         memorySize: options.memorySize,
         timeout: options.timeout,
+        reservedConcurrentExecutions: options.reservedConcurrentExecutions,
         // POWERTOOLS_SERVICE_NAME: the `service` of each function's logs and metrics.
         environment: { ...environment, POWERTOOLS_SERVICE_NAME: folder, ...options.environment },
         logGroup: new logs.LogGroup(stack, `${id}LogGroup`, {
@@ -114,9 +181,14 @@ export class Functions {
     this.buildIntake = handler("BuildIntake", "build-intake", {
       memorySize: 256,
       timeout: Duration.seconds(30),
+      reservedConcurrentExecutions: this.concurrency.buildIntake,
     });
     this.buildIntake.addEventSource(
-      new SqsEventSource(queues.buildRequests, { batchSize: 10, reportBatchItemFailures: true }),
+      new SqsEventSource(queues.buildRequests, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        ...maxConcurrencyOf(this.concurrency.buildIntake),
+      }),
     );
     // The build watchdog: every minute, fence and reschedule builds whose host died or hung.
     this.buildWatchdog = handler("BuildWatchdog", "build-watchdog", {
@@ -132,9 +204,14 @@ export class Functions {
     this.computeEvents = handler("ComputeEvents", "compute-events", {
       memorySize: 512,
       timeout: Duration.seconds(COMPUTE_EVENTS_QUEUE.visibilityTimeout / 2),
+      reservedConcurrentExecutions: this.concurrency.computeEvents,
     });
     this.computeEvents.addEventSource(
-      new SqsEventSource(queues.computeEvents, { batchSize: 10, reportBatchItemFailures: true }),
+      new SqsEventSource(queues.computeEvents, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        ...maxConcurrencyOf(this.concurrency.computeEvents),
+      }),
     );
 
     this.grant(data, queues, secrets);

@@ -42,6 +42,10 @@ export interface StackPolicies {
   resource: Statement[];
   /** each function's Timeout from the template, seconds */
   timeouts: Record<FunctionComponent, number>;
+  /** the functions' ReservedConcurrentExecutions, where the template sets one */
+  reservedConcurrency: Partial<Record<FunctionComponent, number>>;
+  /** the ScalingConfig.MaximumConcurrency of each function's SQS event source, where set */
+  maximumConcurrency: Partial<Record<FunctionComponent, number>>;
 }
 
 type Json = unknown;
@@ -206,6 +210,8 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
   >;
   const resource: Statement[] = [];
   const timeouts = {} as Record<FunctionComponent, number>;
+  const reservedConcurrency: StackPolicies["reservedConcurrency"] = {};
+  const maximumConcurrency: StackPolicies["maximumConcurrency"] = {};
   // Customer managed policies by logical id: a role names them in ManagedPolicyArns.
   const managed = new Map<string, Statement[]>();
   for (const [logical, r] of Object.entries(s.template.Resources))
@@ -237,9 +243,15 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
     } else if (r.Type === "AWS::Lambda::Function") {
       const c = s.functions.get(logical);
       if (c) timeouts[c] = Number(p.Timeout ?? 3);
+      if (c && p.ReservedConcurrentExecutions !== undefined)
+        reservedConcurrency[c] = Number(p.ReservedConcurrentExecutions);
+    } else if (r.Type === "AWS::Lambda::EventSourceMapping") {
+      const c = s.functions.get((p.FunctionName as { Ref?: string } | undefined)?.Ref ?? "");
+      const max = (p.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency;
+      if (c && max !== undefined) maximumConcurrency[c] = Number(max);
     }
   }
-  return { identity, resource, timeouts };
+  return { identity, resource, timeouts, reservedConcurrency, maximumConcurrency };
 }
 
 function statementsOf(document: Json): Statement[] {

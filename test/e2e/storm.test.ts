@@ -1,0 +1,109 @@
+// Starvation (issue 20): every host re-registers at once, again and again, while builds run, in
+// an account whose Lambda concurrency is small enough to bite. With the stack's reserved
+// concurrency and event-source maximum concurrency (infra/constructs/functions.ts), compute-events
+// takes at most its reservation and the builds end ACTIVE; the same storm without them takes the
+// whole account and the conductor's Lambda tasks are throttled (Lambda.TooManyRequestsException).
+import { afterEach, expect, it } from "vitest";
+import { seededRandom } from "../../lib/scheduler/scenario.js";
+import type { Runtime } from "../../local/runtime.js";
+import { ADMIN, type Client, startTestRuntime } from "./harness.js";
+
+let runtime: Runtime | undefined;
+afterEach(async () => {
+  await runtime?.stop();
+  runtime = undefined;
+});
+
+const HOSTS = 80;
+/** the hosts the builds are forced onto (admin az:host), one build each */
+const BUILDERS = Array.from({ length: 8 }, (_, i) => `host-${i + 1}`);
+const BUILDS = BUILDERS.length;
+/** each round every other host restarts once */
+const ROUNDS = 8;
+/** the runtime's availability zones alternate az1, az2 from host-1 */
+const azOf = (host: string) => (Number(host.slice("host-".length)) % 2 === 1 ? "az1" : "az2");
+
+interface Outcome {
+  statuses: string[];
+  faults: string[];
+  throttles: Record<string, number>;
+  peaks: Record<string, number>;
+}
+
+/** Builds started at the height of a re-registration storm; how they ended, and the account's counts. */
+async function storm(unprotected: boolean): Promise<Outcome> {
+  const started = await startTestRuntime({
+    hosts: HOSTS,
+    retryIntervalMs: 10,
+    watchdogIntervalMs: 0,
+    // An account of 25: the stack's reservations (compute-events 10, build-intake 5) leave 10 to
+    // the scheduler, conductor and watchdog, enough for 8 builds (an execution runs one Task at a
+    // time). AWS's floor of 100 unreserved, scaled down with the account.
+    concurrency: { accountLimit: 25, unreservedMinimum: 5, unprotected },
+    // a report takes compute-events about this long on AWS (its calls cross the network)
+    faults: { random: seededRandom(20), computeEventsDelayMs: 500 },
+  });
+  runtime = started.runtime;
+  const rt = runtime;
+  const client: Client = started.client;
+  // Every other host re-registers at once (restarts), round after round: a report per host each
+  // round, far more than the build path's own. (The builders stay up: a restart may leave a cast
+  // hidden for its visibility timeout, a delay of its own.)
+  const storming = [...rt.hosts.keys()].filter((h) => !BUILDERS.includes(h));
+  const rounds = (async () => {
+    for (let round = 0; round < ROUNDS; round++) await Promise.all(storming.map((h) => rt.restartHost(h)));
+  })();
+  // The builds come at the storm's height: compute-events runs all it may (its reservation, or
+  // without one the whole account).
+  const cap = rt.concurrency.reservedOf("novaless-compute-events") ?? rt.concurrency.accountLimit;
+  while (rt.concurrency.inFlightOf("novaless-compute-events") < cap)
+    await new Promise((r) => setTimeout(r, 10));
+  const admin = client.as(ADMIN);
+  const ids = await Promise.all(
+    BUILDERS.map((host, i) =>
+      admin.createServer({ name: `storm-${i}`, availability_zone: `${azOf(host)}:${host}` }),
+    ),
+  );
+  // ACTIVE once the storm's backlog is through compute-events: tens of seconds on a busy machine
+  const servers = await Promise.all(
+    ids.map((id) =>
+      client.waitForStatus(id, ["ACTIVE", "ERROR"], 150_000).catch(() => ({ status: "BUILD" })),
+    ),
+  );
+  await rounds;
+  const faults = await Promise.all(
+    ids.map(async (id) => {
+      const s = (await client.as(ADMIN).get(`/v2.1/servers/${id}`)).body.server;
+      return String(s.fault?.message ?? "");
+    }),
+  );
+  return {
+    statuses: servers.map((s) => String(s.status)),
+    faults,
+    throttles: Object.fromEntries(rt.concurrency.throttles),
+    peaks: Object.fromEntries(rt.concurrency.peaks),
+  };
+}
+
+it("with the stack's reservations a re-registration storm leaves the build path alone: builds end ACTIVE", async () => {
+  const out = await storm(false);
+  expect(out.statuses).toEqual(Array(BUILDS).fill("ACTIVE"));
+  const reserved = runtime!.concurrency.reservedOf("novaless-compute-events")!;
+  expect(reserved).toBeGreaterThan(0);
+  // compute-events never ran more than its reservation (its event source's maximum concurrency)
+  expect(out.peaks["novaless-compute-events"]).toBeLessThanOrEqual(reserved);
+  // ...and was never throttled itself (its event source reads no batch it cannot invoke), nor were
+  // the scheduler and conductor
+  expect(out.throttles).toEqual({});
+}, 400_000);
+
+it("the same storm without them takes the account: the conductor's tasks are throttled and builds fail", async () => {
+  const out = await storm(true);
+  const throttled = (out.throttles["novaless-scheduler"] ?? 0) + (out.throttles["novaless-conductor"] ?? 0);
+  expect(throttled).toBeGreaterThan(0);
+  expect(out.peaks["novaless-compute-events"]).toBeGreaterThan(runtime!.concurrency.accountLimit / 2);
+  // ERROR with the throttle as its fault, or stuck in BUILD: not every build ends ACTIVE
+  expect(out.statuses.filter((s) => s !== "ACTIVE").length).toBeGreaterThan(0);
+  for (const [i, s] of out.statuses.entries())
+    if (s === "ERROR") expect(out.faults[i]).toContain("Lambda.TooManyRequestsException");
+}, 400_000);
