@@ -148,6 +148,18 @@ export const TABLES: TableSpec[] = [
       // its 1,000 writes a second. ALL: a page is read from the index alone; a migration item is
       // under 1 KB, so a status change costs the index one write unit.
       { indexName: "by-created", partitionKey: "listed", sortKey: "created_at", projection: "ALL" },
+      // The moves not over yet (the watchdog's, every minute): sparse, `open` is set while the
+      // status is open and removed when the move ends. Keys only: a put when the move starts and a
+      // delete when it ends, nothing for the steps between; the few open ones are then read whole.
+      { indexName: "open", partitionKey: "open", sortKey: "created_at", projection: "KEYS_ONLY" },
+      // A host's moves away (a registering host's evacuations to clean up). Its keys and the
+      // type never change: one put per move.
+      {
+        indexName: "by-source",
+        partitionKey: "source_compute",
+        sortKey: "created_at",
+        projection: ["migration_type"],
+      },
     ],
   },
   {
@@ -175,6 +187,8 @@ export const INSTANCES_BY_VM_STATE_INDEX = "by-vm-state";
 export const INSTANCES_CHANGES_INDEX = "changes";
 export const MIGRATIONS_BY_INSTANCE_INDEX = "by-instance";
 export const MIGRATIONS_BY_CREATED_INDEX = "by-created";
+export const MIGRATIONS_OPEN_INDEX = "open";
+export const MIGRATIONS_BY_SOURCE_INDEX = "by-source";
 
 export interface QueueSpec {
   localName: string;

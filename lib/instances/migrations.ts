@@ -3,10 +3,16 @@
 // status change is conditioned on the status it expects, so a repeated step changes nothing.
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { batchGetAll } from "../aws/dynamo-batch.js";
 import { unlessConditionFails } from "../aws/dynamo-errors.js";
-import { queryAll, scanAll } from "../aws/dynamo-pages.js";
+import { queryAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
-import { MIGRATIONS_BY_CREATED_INDEX, MIGRATIONS_BY_INSTANCE_INDEX } from "../resources.js";
+import {
+  MIGRATIONS_BY_CREATED_INDEX,
+  MIGRATIONS_BY_INSTANCE_INDEX,
+  MIGRATIONS_BY_SOURCE_INDEX,
+  MIGRATIONS_OPEN_INDEX,
+} from "../resources.js";
 import type { MigrationRecord, MigrationStatus } from "./types.js";
 
 const table = () => resources().migrationsTable;
@@ -33,8 +39,8 @@ export async function createMigration(m: MigrationRecord): Promise<void> {
     dynamo().send(
       new PutCommand({
         TableName: table(),
-        // listed: the key of the by-created index (os-migrations' pages)
-        Item: { ...m, listed: MIGRATIONS_LISTED },
+        // listed: the key of the by-created index (os-migrations' pages); open: of the open index
+        Item: { ...m, listed: MIGRATIONS_LISTED, ...openKey(m.status) },
         ConditionExpression: "attribute_not_exists(#u)",
         ExpressionAttributeNames: { "#u": "uuid" },
       }),
@@ -70,6 +76,12 @@ export async function updateMigration(
 ): Promise<boolean> {
   const values: Record<string, unknown> = { ":s": status, ":now": now.toISOString() };
   const sets = ["#st = :s", "updated_at = :now"];
+  // the open index holds the moves not over yet
+  const open = isOpen(status);
+  if (open) {
+    sets.push("#open = :open");
+    values[":open"] = OPEN;
+  }
   for (const [k, v] of Object.entries(fields)) {
     sets.push(`${k} = :${k}`);
     values[`:${k}`] = v;
@@ -82,9 +94,9 @@ export async function updateMigration(
       new UpdateCommand({
         TableName: table(),
         Key: { uuid },
-        UpdateExpression: `SET ${sets.join(", ")}`,
+        UpdateExpression: `SET ${sets.join(", ")}${open ? "" : " REMOVE #open"}`,
         ConditionExpression: `attribute_exists(#u) AND #st IN (${from.map((_, i) => `:f${i}`).join(", ")})`,
-        ExpressionAttributeNames: { "#u": "uuid", "#st": "status" },
+        ExpressionAttributeNames: { "#u": "uuid", "#st": "status", "#open": "open" },
         ExpressionAttributeValues: values,
       }),
     ),
@@ -206,32 +218,56 @@ export const OPEN_MIGRATION_STATUSES: readonly MigrationStatus[] = [
   "reverting",
 ];
 
-/** Migrations not over yet (a Scan of the moves-only table, filtered: the watchdog's once a minute). */
+/** The open index's key: present while a move is not over. */
+const OPEN = "open";
+
+function isOpen(status: MigrationStatus): boolean {
+  return OPEN_MIGRATION_STATUSES.includes(status);
+}
+
+function openKey(status: MigrationStatus): { open?: string } {
+  return isOpen(status) ? { open: OPEN } : {};
+}
+
+/** These migrations, read whole and consistently (those that exist). */
+async function migrationsOf(keys: { uuid: string }[]): Promise<MigrationRecord[]> {
+  const uuids = [...new Set(keys.map((k) => k.uuid))];
+  return batchGetAll<MigrationRecord>(
+    table(),
+    uuids.map((uuid) => ({ uuid })),
+    { ConsistentRead: true },
+  );
+}
+
+/**
+ * Migrations not over yet (the watchdog's, once a minute): the open index's keys, then the items
+ * (whose status decides: the index may lag a write).
+ */
 export async function listOpenMigrations(): Promise<MigrationRecord[]> {
-  const values: Record<string, unknown> = { ":c": COUNTER };
-  OPEN_MIGRATION_STATUSES.forEach((s, i) => {
-    values[`:s${i}`] = s;
-  });
-  return scanAll<MigrationRecord>({
+  const keys = await queryAll<{ uuid: string }>({
     TableName: table(),
-    FilterExpression: `#u <> :c AND #st IN (${OPEN_MIGRATION_STATUSES.map((_, i) => `:s${i}`).join(", ")})`,
-    ExpressionAttributeNames: { "#u": "uuid", "#st": "status" },
-    ExpressionAttributeValues: values,
-    ConsistentRead: true,
+    IndexName: MIGRATIONS_OPEN_INDEX,
+    KeyConditionExpression: "#o = :o",
+    ExpressionAttributeNames: { "#o": "open" },
+    ExpressionAttributeValues: { ":o": OPEN },
   });
+  return (await migrationsOf(keys)).filter((m) => isOpen(m.status));
 }
 
 /**
  * Evacuations away from `host` that are done but whose source copy is not yet destroyed (Nova's
- * _destroy_evacuated_instances reads these when a compute service starts). A Scan of the
- * moves-only table, filtered: once per host registration.
+ * _destroy_evacuated_instances reads these when a compute service starts): the host's evacuations
+ * from the by-source index, then the items.
  */
 export async function listDoneEvacuationsFrom(host: string): Promise<MigrationRecord[]> {
-  return scanAll<MigrationRecord>({
+  const keys = await queryAll<{ uuid: string }>({
     TableName: table(),
-    FilterExpression: "migration_type = :e AND source_compute = :h AND #st = :done",
-    ExpressionAttributeNames: { "#st": "status" },
-    ExpressionAttributeValues: { ":e": "evacuation", ":h": host, ":done": "done" },
-    ConsistentRead: true,
+    IndexName: MIGRATIONS_BY_SOURCE_INDEX,
+    KeyConditionExpression: "source_compute = :h",
+    FilterExpression: "migration_type = :e",
+    ExpressionAttributeValues: { ":h": host, ":e": "evacuation" },
   });
+  return (await migrationsOf(keys)).filter(
+    (m) => m.migration_type === "evacuation" && m.source_compute === host && m.status === "done",
+  );
 }

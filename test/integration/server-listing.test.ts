@@ -9,9 +9,13 @@ import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { resources } from "../../lib/config.js";
 import {
   createMigration,
+  listDoneEvacuationsFrom,
   listMigrations,
+  listOpenMigrations,
   MIGRATION_READ_BUDGET,
+  OPEN_MIGRATION_STATUSES,
   pageMigrations,
+  updateMigration,
 } from "../../lib/instances/migrations.js";
 import {
   CHANGE_SHARDS,
@@ -67,6 +71,22 @@ const migrations: MigrationRecord[] = Array.from({ length: 12 }, (_, n) => ({
   created_at: `2026-03-02T12:00:0${Math.floor(n / 3)}.000Z`,
   updated_at: `2026-03-02T12:00:0${Math.floor(n / 3)}.000Z`,
 }));
+// and two evacuations from host-0, one done (its source copy to destroy), one just accepted
+for (const [n, status] of [
+  [12, "done"],
+  [13, "accepted"],
+] as const) {
+  migrations.push({
+    ...migrations[0]!,
+    uuid: uuid(500 + n),
+    id: n + 1,
+    instance_uuid: uuid(900 + n),
+    migration_type: "evacuation",
+    status,
+    created_at: "2026-03-02T12:00:05.000Z",
+    updated_at: "2026-03-02T12:00:05.000Z",
+  });
+}
 
 async function seed(): Promise<void> {
   for (const m of [...migrations].reverse()) await createMigration(m);
@@ -278,6 +298,30 @@ function suite(backend: DynamoBackend): void {
       stopMeter();
       expect(ops).toContain("dynamodb:Query");
       expect(ops).not.toContain("dynamodb:Scan");
+    });
+
+    it("the watchdog's open moves and a registering host's done evacuations: by index, never Scan", async () => {
+      startMeter();
+      meterReading({ reset: true });
+      const open = (await listOpenMigrations()).map((m) => m.id).sort((a, b) => a - b);
+      expect(open).toEqual(
+        migrations.filter((m) => OPEN_MIGRATION_STATUSES.includes(m.status)).map((m) => m.id),
+      );
+      expect(open).toEqual([1, 5, 9, 14]);
+      expect((await listDoneEvacuationsFrom("host-0")).map((m) => m.id)).toEqual([13]);
+      expect(await listDoneEvacuationsFrom("host-1")).toEqual([]);
+      // a move that ends leaves the open index; one that goes on stays
+      expect(await updateMigration(uuid(500), ["finished"], "confirmed")).toBe(true);
+      expect(await updateMigration(uuid(513), ["accepted"], "pre-migrating")).toBe(true);
+      const ops = Object.values(meterReading({ reset: true })).flatMap((u) => Object.keys(u.requests));
+      stopMeter();
+      expect(ops).not.toContain("dynamodb:Scan");
+      const raw = async (u: string) =>
+        (await dynamo().send(new GetCommand({ TableName: resources().migrationsTable, Key: { uuid: u } })))
+          .Item!;
+      expect((await raw(uuid(500))).open).toBeUndefined();
+      expect((await raw(uuid(513))).open).toBe("open");
+      expect((await listOpenMigrations()).map((m) => m.id).sort((a, b) => a - b)).toEqual([5, 9, 14]);
     });
 
     it(`reads at most MIGRATION_READ_BUDGET (${MIGRATION_READ_BUDGET}) migrations a page; next follows the last read`, async () => {
