@@ -689,7 +689,13 @@ function getItem(itemDb: ItemDb, key: string): Promise<Item | undefined> {
 }
 
 const kb = (item: Item | null | undefined, per: number) =>
-  Math.max(1, Math.ceil((item ? db.itemSize(item) : 0) / per));
+  Math.max(1, Math.ceil((item ? db.itemSize(present(item)) : 0) / per));
+/**
+ * Its attributes that hold a value: dynalite's index projection (INCLUDE, KEYS_ONLY) names every
+ * projected attribute, undefined where the item has none, which its size function cannot read.
+ */
+const present = (item: Item): Item =>
+  Object.fromEntries(Object.entries(item).filter(([, v]) => v !== undefined)) as Item;
 /** A transactional write: 2 units per KB of the larger of the item before and after. */
 const writeUnits = (before: Item | null | undefined, after: Item | null | undefined) =>
   2 * Math.max(kb(before, 1024), kb(after, 1024));

@@ -611,6 +611,54 @@ describe("transactions on dynalite", () => {
     ]);
   });
 
+  it("an INCLUDE index whose projected attribute the item lacks: written and counted", async () => {
+    const table = `tx-include${suffix()}`;
+    await client.send(
+      new CreateTableCommand({
+        TableName: table,
+        BillingMode: "PAY_PER_REQUEST",
+        AttributeDefinitions: [
+          { AttributeName: "id", AttributeType: "S" },
+          { AttributeName: "shard", AttributeType: "S" },
+          { AttributeName: "at", AttributeType: "S" },
+        ],
+        KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: "changes",
+            KeySchema: [
+              { AttributeName: "shard", KeyType: "HASH" },
+              { AttributeName: "at", KeyType: "RANGE" },
+            ],
+            Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: ["host", "deleted"] },
+          },
+        ],
+      }),
+    );
+    // no host: dynalite's projection names it, undefined (the Instances table's `changes` index)
+    const put = (at: string) => ({
+      Put: { TableName: table, Item: { id: S("vm-1"), shard: S("3"), at: S(at), deleted: { BOOL: false } } },
+    });
+    const r = await client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [put("2026-11-26T07:00:00Z")],
+        ReturnConsumedCapacity: "INDEXES",
+      }),
+    );
+    expect(r.ConsumedCapacity?.[0]?.GlobalSecondaryIndexes?.changes?.CapacityUnits).toBe(2);
+    await client.send(new TransactWriteItemsCommand({ TransactItems: [put("2026-11-26T07:01:00Z")] }));
+    const found = await client.send(
+      new QueryCommand({
+        TableName: table,
+        IndexName: "changes",
+        KeyConditionExpression: "#shard = :s",
+        ExpressionAttributeNames: { "#shard": "shard" },
+        ExpressionAttributeValues: { ":s": S("3") },
+      }),
+    );
+    expect(found.Items?.map((i) => i.at?.S)).toEqual(["2026-11-26T07:01:00Z"]);
+  });
+
   it("ClientRequestToken: a repeat is answered without writing again; a changed request is refused", async () => {
     const t = await createTables(client, `-token${suffix()}`);
     await client.send(new PutItemCommand({ TableName: t.hosts, Item: { host: S("node-1"), free: N(5) } }));
