@@ -1,6 +1,7 @@
 // The policy set the local runtime enforces comes from the synthesized stack, resolved against the
 // local resource names: check that resolution and the grants each component's code needs.
 import { beforeAll, describe, expect, it } from "vitest";
+import { CONDUCTOR_FUNCTION_TIMEOUT_SECONDS } from "../../../infra/conductor/definition.js";
 import { evaluate } from "../../../local/iam/evaluate.js";
 import { functionArnOf } from "../../../local/iam/identities.js";
 import { type StackPolicies, stackPolicies } from "../../../local/iam/stack-policies.js";
@@ -177,8 +178,8 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(policies.timeouts).toEqual({
       api: 29,
       "build-intake": 30,
-      scheduler: 30,
-      conductor: 30,
+      scheduler: CONDUCTOR_FUNCTION_TIMEOUT_SECONDS.scheduler,
+      conductor: CONDUCTOR_FUNCTION_TIMEOUT_SECONDS.conductor,
       "build-watchdog": 55,
       "compute-events": 30,
     });
