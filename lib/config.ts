@@ -874,18 +874,6 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     topic: "api",
   }),
   row({
-    key: "max_count",
-    group: "api",
-    name: "max_count",
-    nova: false,
-    env: "NOVALESS_MAX_COUNT",
-    kind: "int",
-    default: 100,
-    min: 1,
-    help: "Most instances one create may ask for: a larger max_count is a 400.",
-    topic: "api",
-  }),
-  row({
     key: "multi_instance_display_name_template",
     group: "DEFAULT",
     name: "multi_instance_display_name_template",
@@ -1337,7 +1325,6 @@ export function instanceBuildTimeout(): number {
 export const MAX_REQUEST_BODY_BYTES = read<number>("max_request_body_size");
 
 export interface ApiOptions {
-  maxCount: number;
   multiInstanceNameTemplate: string;
   /** the public base URL for links, without trailing slashes; undefined: from the request */
   publicUrl: string | undefined;
@@ -1349,7 +1336,6 @@ export interface ApiOptions {
 
 export function apiOptions(): ApiOptions {
   return {
-    maxCount: read("max_count"),
     multiInstanceNameTemplate: read("multi_instance_display_name_template"),
     publicUrl: read<string | null>("compute_link_prefix")?.replace(/\/+$/, "") || undefined,
     consoleTimeoutSeconds: read("console_timeout"),

@@ -3,7 +3,7 @@ import { randomInt, randomUUID } from "node:crypto";
 import type { Flavor, Image } from "../catalog/types.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { zoneRequest } from "../messages/availability-zone.js";
-import type { BuildRequest } from "../messages/build-request.js";
+import { type BuildRequest, MAX_INSTANCES_PER_REQUEST } from "../messages/build-request.js";
 import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
 import type { AuthContext } from "./auth.js";
 import { badRequest } from "./errors.js";
@@ -100,10 +100,16 @@ export interface CreatePlanInput {
 export interface CreatePlan {
   reservationId: string;
   records: InstanceRecord[];
-  buildRequest: BuildRequest;
+  /** one per MAX_INSTANCES_PER_REQUEST instances, in launch order */
+  buildRequests: BuildRequest[];
 }
 
-/** One record per instance (max_count of them), and the one build request for all of them. */
+/**
+ * One record per instance (max_count of them), and their build requests: one for up to
+ * MAX_INSTANCES_PER_REQUEST instances, more for a larger create (each its own conductor
+ * execution, so a full fleet may build the first ones and put the rest in ERROR with
+ * NoValidHost, where Nova's single scheduling would put them all in ERROR).
+ */
 export function planCreate(input: CreatePlanInput): CreatePlan {
   const { req, auth, requestId } = input;
   const n = req.maxCount;
@@ -166,14 +172,17 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     },
   }));
 
-  const buildRequest: BuildRequest = {
-    version: 2,
-    request_id: requestId,
-    reservation_id: reservationId,
-    project_id: auth.project_id,
-    user_id: auth.user_id,
-    instance_uuids: ids,
-    retry: { num_attempts: 1, hosts: [] },
-  };
-  return { reservationId, records, buildRequest };
+  const buildRequests: BuildRequest[] = [];
+  for (let i = 0; i < ids.length; i += MAX_INSTANCES_PER_REQUEST) {
+    buildRequests.push({
+      version: 2,
+      request_id: requestId,
+      reservation_id: reservationId,
+      project_id: auth.project_id,
+      user_id: auth.user_id,
+      instance_uuids: ids.slice(i, i + MAX_INSTANCES_PER_REQUEST),
+      retry: { num_attempts: 1, hosts: [] },
+    });
+  }
+  return { reservationId, records, buildRequests };
 }

@@ -49,8 +49,6 @@ export function authTokens(): Record<string, Principal> {
 }
 
 export interface ApiSettings {
-  /** NOVALESS_MAX_COUNT: most instances one create may ask for (Nova's instance quota's role). */
-  maxCount: number;
   /** NOVALESS_MULTI_INSTANCE_NAME_TEMPLATE: Nova's multi_instance_display_name_template. */
   multiInstanceNameTemplate: string;
   /** NOVALESS_API_URL: the public base URL for links; derived from the request when unset. */
@@ -60,7 +58,6 @@ export interface ApiSettings {
 export function apiSettings(): ApiSettings {
   const o = apiOptions();
   return {
-    maxCount: o.maxCount,
     multiInstanceNameTemplate: o.multiInstanceNameTemplate,
     publicUrl: o.publicUrl,
   };

@@ -9,13 +9,21 @@ import {
   uuid,
 } from "./common.js";
 
+/**
+ * The most instances one build request (and so one conductor execution) carries. A create of
+ * more is sent as several requests of at most this many, each scheduled and built on its own: the
+ * conductor's state, its casts and its retries' time (test/unit/conductor/retry-budget) stay
+ * those of this many instances, whatever max_count is (Nova bounds it only by quota).
+ */
+export const MAX_INSTANCES_PER_REQUEST = 100;
+
 const ids = {
   /** the create action's request id (req-…), shared by every attempt */
   request_id: z.string().min(1),
   reservation_id: z.string().min(1),
   project_id: z.string().min(1),
   user_id: z.string().min(1),
-  instance_uuids: z.array(uuid).min(1),
+  instance_uuids: z.array(uuid).min(1).max(MAX_INSTANCES_PER_REQUEST),
   retry: retry,
 };
 

@@ -1,5 +1,6 @@
-// The conductor's state stays small whatever the request: a create at the API's own max_count
-// with 100 scheduler hints goes ACTIVE, and no state of its execution comes near Step
+// The conductor's state stays small whatever the request: a create of more servers than one build
+// request carries (max_count is bounded by quota only; the API sends MAX_INSTANCES_PER_REQUEST a
+// request, each its own execution) with 100 scheduler hints goes ACTIVE, and no state of its execution comes near Step
 // Functions' 256 KiB (States.DataLimitExceeded, which no Catch can handle on AWS). The state is
 // measured at the Task states' handlers, which the local Step Functions server calls with the
 // Parameters applied to it ("request.$": "$" is the whole state) and whose result it merges
@@ -8,7 +9,7 @@
 // of instances placed on it or offered it as an alternate.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { apiSettings } from "../../lib/api/settings.js";
+import { MAX_INSTANCES_PER_REQUEST } from "../../lib/messages/build-request.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
@@ -81,15 +82,14 @@ function longHostName(i: number): string {
 }
 
 /**
- * Create max_count servers with 100 scheduler hints on the runtime, wait for all of them to go
+ * Create `maxCount` servers with 100 scheduler hints on the runtime, wait for all of them to go
  * ACTIVE, and answer the largest payloads seen; the servers are deleted again, leaking no claim.
  */
 async function wideCreate(
   client: Client,
+  maxCount: number,
 ): Promise<{ maxCount: number; hintBytes: number; hosts: Set<string>; largest: typeof seen.largest }> {
   for (const k of Object.keys(seen.largest)) delete seen.largest[k];
-  const maxCount = apiSettings().maxCount;
-  expect(maxCount).toBeGreaterThanOrEqual(100);
   // 100 hints: different_host naming 100 instances (long gone, so it excludes no host and every
   // host has room for all of them) and 99 that no filter reads, each with a long value, as a
   // request may carry.
@@ -124,7 +124,7 @@ async function wideCreate(
   const done = await eventually(
     servers,
     (s) => s.length === maxCount && s.every((x) => x.status !== "BUILD"),
-    120_000,
+    300_000,
   );
   expect(done).toHaveLength(maxCount);
   for (const s of done) expect(s.status, JSON.stringify(s.fault)).toBe("ACTIVE");
@@ -158,8 +158,11 @@ describe("with short host names (host-N)", () => {
   });
   afterAll(async () => runtime?.stop());
 
-  it("max_count servers with 100 scheduler hints go ACTIVE, every state under 64 KiB", async () => {
-    const { hintBytes, largest } = await wideCreate(client);
+  // Two build requests (one full, one part); NOVALESS_STATE_SIZE_SERVERS=1000 measures the
+  // 1,000-server create docs/benchmarks.md records.
+  const servers = Number(process.env.NOVALESS_STATE_SIZE_SERVERS ?? MAX_INSTANCES_PER_REQUEST + 10);
+  it(`${servers} servers in one create, with 100 scheduler hints, go ACTIVE, every state under 64 KiB`, async () => {
+    const { hintBytes, largest } = await wideCreate(client, servers);
     // The whole request spec (its hints alone are hintBytes) would have been in every one of these.
     expect(largest.state!.bytes).toBeLessThanOrEqual(ROOM);
     expect(largest["task input"]!.bytes).toBeLessThanOrEqual(ROOM);
@@ -177,8 +180,8 @@ describe("with 250-character FQDN host names", () => {
   });
   afterAll(async () => runtime?.stop());
 
-  it("max_count servers with 100 scheduler hints go ACTIVE, every state under 128 KiB", async () => {
-    const { hosts, largest } = await wideCreate(client);
+  it("a full build request's servers with 100 scheduler hints go ACTIVE, every state under 128 KiB", async () => {
+    const { hosts, largest } = await wideCreate(client, MAX_INSTANCES_PER_REQUEST);
     // Spread over the long-named hosts, each selection with its alternates: were every host
     // named in full wherever an instance refers to it (its selection, its alternates, its cast),
     // the state would be about 300 KB, past Step Functions' 256 KiB.

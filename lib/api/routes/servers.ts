@@ -99,10 +99,7 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   const req = parseCreateServer(
     parseJsonBody(body),
     auth,
-    {
-      maxCount: settings.maxCount,
-      maxMetadataItems: metadataItems === -1 ? Number.POSITIVE_INFINITY : metadataItems,
-    },
+    { maxMetadataItems: metadataItems === -1 ? Number.POSITIVE_INFINITY : metadataItems },
     ctx.version,
   );
 
@@ -170,7 +167,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const writeFailure = written.find((w): w is PromiseRejectedResult => w.status === "rejected");
   try {
     if (writeFailure) throw writeFailure.reason;
-    await deps.sendBuildRequest(plan.buildRequest);
+    await Promise.all(plan.buildRequests.map((r) => deps.sendBuildRequest(r)));
   } catch (e) {
     ctx.logFields.error = e;
     await softDelete(deps, ids, ctx.requestId);

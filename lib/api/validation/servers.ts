@@ -184,8 +184,8 @@ export interface CreateServerRequest {
   requestedDestination: { host: string | null; node: string | null } | null;
 }
 
+/** max_count has none: Nova bounds it only by the instances quota. */
 export interface CreateLimits {
-  maxCount: number;
   maxMetadataItems: number;
 }
 
@@ -231,11 +231,6 @@ export function parseCreateServer(
   const minCount = s.min_count ?? 1;
   const maxCount = s.max_count ?? minCount;
   if (minCount > maxCount) throw badRequest("min_count must be <= max_count");
-  if (maxCount > limits.maxCount) {
-    throw badRequest(
-      `max_count ${maxCount} is more than the ${limits.maxCount} instances one request may create.`,
-    );
-  }
 
   const metadata = s.metadata ?? {};
   if (Object.keys(metadata).length > limits.maxMetadataItems) {

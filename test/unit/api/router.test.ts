@@ -7,7 +7,7 @@ import { nodeNumber } from "../../../lib/api/host-ids.js";
 import type { HttpRequest } from "../../../lib/api/request.js";
 import { handleHttp } from "../../../lib/api/router.js";
 import { MAX_REQUEST_BODY_BYTES } from "../../../lib/config.js";
-import { buildRequestV2 } from "../../../lib/messages/build-request.js";
+import { buildRequestV2, MAX_INSTANCES_PER_REQUEST } from "../../../lib/messages/build-request.js";
 import { type FakeWorld, fakeWorld, NOW, sentSpec } from "./fakes.js";
 
 const ADMIN = "admin-token";
@@ -30,7 +30,6 @@ beforeEach(() => {
 afterEach(() => {
   vi.restoreAllMocks();
   delete process.env.NOVALESS_AUTH_TOKENS;
-  delete process.env.NOVALESS_MAX_COUNT;
 });
 
 async function call(
@@ -339,11 +338,22 @@ describe("POST /v2.1/servers", () => {
     ).toBe(403);
   });
 
-  it("NOVALESS_MAX_COUNT caps max_count", async () => {
-    process.env.NOVALESS_MAX_COUNT = "2";
-    const r = await call("POST", "/v2.1/servers", { body: server({ max_count: 3 }) });
-    expect(r.status).toBe(400);
-    expect(r.json.badRequest.message).toMatch(/max_count 3 is more than the 2/);
+  it("max_count is bounded by quota only; past MAX_INSTANCES_PER_REQUEST the create is several build requests", async () => {
+    const n = 2 * MAX_INSTANCES_PER_REQUEST + 7;
+    await w.deps.quotas.setDefaultLimits({ instances: -1, cores: -1, ram: -1 });
+    const r = await call("POST", "/v2.1/servers", {
+      body: server({ min_count: n, max_count: n, return_reservation_id: true }),
+    });
+    expect(r.status).toBe(202);
+    expect(w.sent.map((m) => m.instance_uuids.length)).toEqual([
+      MAX_INSTANCES_PER_REQUEST,
+      MAX_INSTANCES_PER_REQUEST,
+      7,
+    ]);
+    const sent = w.sent.flatMap((m) => m.instance_uuids);
+    expect(new Set(sent).size).toBe(n);
+    expect(sent.map((id) => w.instances.get(id)!.launch_index)).toEqual([...Array(n).keys()]);
+    expect(new Set(w.sent.map((m) => m.request_id)).size).toBe(1);
   });
 
   it("if a record cannot be written: 500, nothing enqueued, the others soft-deleted", async () => {

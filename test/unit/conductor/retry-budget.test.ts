@@ -9,7 +9,7 @@ import {
   type ConductorArns,
   conductorDefinition,
 } from "../../../infra/conductor/definition.js";
-import { option } from "../../../lib/config.js";
+import { MAX_INSTANCES_PER_REQUEST } from "../../../lib/messages/build-request.js";
 
 /** An Express execution runs at most 5 minutes, then it is TIMED_OUT (no Catch sees it). */
 const EXPRESS_SECONDS = 300;
@@ -34,10 +34,10 @@ const ANSWERED_WITHOUT_RUNNING = new Set([
 /** The most iterations an inline Map runs at once ("Using Map state in Inline mode"). */
 const INLINE_MAP_CONCURRENCY = 40;
 /**
- * The casts of one execution: one per instance, and a create has at most max_count instances
- * (its default; an operator who raises it widens the Map's rounds past this budget).
+ * The casts of one execution: one per instance, and a build request carries at most
+ * MAX_INSTANCES_PER_REQUEST (a larger create is sent as several, each its own execution).
  */
-const MAX_CASTS = option("max_count").default as number;
+const MAX_CASTS = MAX_INSTANCES_PER_REQUEST;
 
 interface Retrier {
   ErrorEquals: string[];
