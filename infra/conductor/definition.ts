@@ -35,9 +35,10 @@ export const CONDUCTOR_ROUTING = {
  * (test/unit/conductor/retry-budget.test.ts) is computed from them.
  * - scheduler, 30 s: a cold start at 10,000 hosts reads every host once (3.3 s on dynalite,
  *   docs/benchmarks.md) and rebuilds the fleet (about 60 ms), then decides and claims for up to
- *   max_count instances (a few ms and one transaction each).
+ *   the 100 instances of one build request (MAX_INSTANCES_PER_REQUEST; a few ms and one
+ *   transaction each).
  * - conductor, 15 s: its longest step writes two or three items per instance, one after the
- *   other (BuildInstances, BuildFailed): about 300 calls at max_count 100, some 6 s at 20 ms.
+ *   other (BuildInstances, BuildFailed): about 300 calls for a build request's 100 instances, some 6 s at 20 ms.
  */
 export const CONDUCTOR_FUNCTION_TIMEOUT_SECONDS = { scheduler: 30, conductor: 15 } as const;
 
