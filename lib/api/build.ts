@@ -105,6 +105,17 @@ export interface CreatePlan {
 }
 
 /**
+ * The delay of a large create's k-th build request (0 for the first): the requests follow each
+ * other about as fast as one is scheduled and cast, so they do not all claim the same best hosts
+ * at once (each would lose claims to the others) nor share the scheduler's and conductor's time.
+ * Capped well inside instance_build_timeout (600 s by default), past which the watchdog would take
+ * a waiting request for a lost one.
+ */
+export function buildRequestDelaySeconds(k: number): number {
+  return Math.min(k * 5, 300);
+}
+
+/**
  * One record per instance (max_count of them), and their build requests: one for up to
  * MAX_INSTANCES_PER_REQUEST instances, more for a larger create (each its own conductor
  * execution, so a full fleet may build the first ones and put the rest in ERROR with

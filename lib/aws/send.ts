@@ -7,10 +7,15 @@ import { type ComputeMessage, computeMessage } from "../messages/compute.js";
 import { sqsClient } from "./clients.js";
 import { REASON_ATTRIBUTE, SOURCE_ATTRIBUTE } from "./dead-letters.js";
 
-export async function sendBuildRequest(msg: BuildRequest): Promise<void> {
+/** `delaySeconds`: SQS's DelaySeconds (0-900), the message hidden that long after it is sent. */
+export async function sendBuildRequest(msg: BuildRequest, delaySeconds = 0): Promise<void> {
   const body = JSON.stringify(buildRequestV2.parse(msg));
   await sqsClient().send(
-    new SendMessageCommand({ QueueUrl: resources().buildRequestsQueueUrl, MessageBody: body }),
+    new SendMessageCommand({
+      QueueUrl: resources().buildRequestsQueueUrl,
+      MessageBody: body,
+      ...(delaySeconds > 0 ? { DelaySeconds: delaySeconds } : {}),
+    }),
   );
 }
 

@@ -8,7 +8,7 @@ import { metrics } from "../../metrics.js";
 import { isServiceUp } from "../../placement/liveness.js";
 import type { Limits } from "../../quotas/quotas.js";
 import type { AuthContext } from "../auth.js";
-import { checkFlavorFitsImage, newAdminPass, planCreate } from "../build.js";
+import { buildRequestDelaySeconds, checkFlavorFitsImage, newAdminPass, planCreate } from "../build.js";
 import type { ApiDeps } from "../deps.js";
 import { ApiError, badRequest, conflict, instanceNotFound } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
@@ -167,7 +167,9 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const writeFailure = written.find((w): w is PromiseRejectedResult => w.status === "rejected");
   try {
     if (writeFailure) throw writeFailure.reason;
-    await Promise.all(plan.buildRequests.map((r) => deps.sendBuildRequest(r)));
+    await Promise.all(
+      plan.buildRequests.map((r, k) => deps.sendBuildRequest(r, buildRequestDelaySeconds(k))),
+    );
   } catch (e) {
     ctx.logFields.error = e;
     await softDelete(deps, ids, ctx.requestId);

@@ -28,6 +28,8 @@ export interface FakeWorld {
   /** the Migrations table, by uuid */
   migrations: Map<string, MigrationRecord>;
   sent: BuildRequest[];
+  /** each sent request's DelaySeconds, in order */
+  sentDelays: number[];
   deleted: { id: string; requestId: string }[];
   failEnqueue: boolean;
   /** createInstances fails for the record with this name */
@@ -102,6 +104,7 @@ export function fakeWorld(): FakeWorld {
     scheduling: new Map(),
     migrations: new Map(),
     sent: [],
+    sentDelays: [],
     deleted: [],
     failEnqueue: false,
     failWriteOf: undefined,
@@ -265,9 +268,10 @@ export function fakeWorld(): FakeWorld {
       if (r) w.deleted.push({ id, requestId });
       return r;
     },
-    sendBuildRequest: async (msg) => {
+    sendBuildRequest: async (msg, delaySeconds = 0) => {
       if (w.failEnqueue) throw new Error("queue unavailable");
       w.sent.push(structuredClone(msg));
+      w.sentDelays.push(delaySeconds);
     },
     listHosts: async () => [...w.hosts.values()].map((h) => structuredClone(h)),
     getHost: async (name) => structuredClone(w.hosts.get(name)),

@@ -354,6 +354,8 @@ describe("POST /v2.1/servers", () => {
     expect(new Set(sent).size).toBe(n);
     expect(sent.map((id) => w.instances.get(id)!.launch_index)).toEqual([...Array(n).keys()]);
     expect(new Set(w.sent.map((m) => m.request_id)).size).toBe(1);
+    // one after the other, about as fast as one is scheduled, not all at once
+    expect(w.sentDelays).toEqual([0, 5, 10]);
   });
 
   it("if a record cannot be written: 500, nothing enqueued, the others soft-deleted", async () => {
