@@ -92,7 +92,6 @@ export interface ResolvedCreate {
  */
 export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<ResolvedCreate> {
   const { auth } = ctx;
-  const settings = apiSettings();
   // Nova checks a create's metadata against the project's metadata_items quota (-1: unlimited)
   const limits = await deps.quotas.getProjectLimits(auth.project_id);
   const metadataItems = limits.metadata_items;
