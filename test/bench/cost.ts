@@ -37,7 +37,8 @@ import {
   stopMeter,
 } from "../../lib/aws/meter.js";
 import { optionValue, schedulerConfig } from "../../lib/config.js";
-import { MIGRATIONS_BY_INSTANCE_INDEX } from "../../lib/resources.js";
+import { FEED_SHARDS, feedOf } from "../../lib/placement/feed.js";
+import { HOSTS_CHANGES_INDEX, MIGRATIONS_BY_INSTANCE_INDEX } from "../../lib/resources.js";
 import {
   accessKeyIdOf,
   COMPONENTS,
@@ -323,6 +324,7 @@ async function runSize(
   }
   result.startSeconds = (performance.now() - t0) / 1000;
   print(`runtime ready in ${fmt(result.startSeconds, 1)} s`);
+  watchFeedWrites(runtime);
   const reader = DynamoDBDocumentClient.from(new DynamoDBClient({}));
   const instancesTable = process.env.NOVALESS_INSTANCES_TABLE!;
   servicesTable = process.env.NOVALESS_SERVICES_TABLE!;
@@ -359,6 +361,7 @@ async function runSize(
     };
     for (let i = 0; i < warmup; i++) await before(deadline, "warm-up builds", build(`warmup-${i}`));
     openWindow();
+    feedWrites.clear();
     await before(
       deadline,
       "builds",
@@ -392,6 +395,7 @@ async function runSize(
       return result;
     }
     report(hosts, done, idle, watchdog, window, memory, result);
+    reportFeed(done, window);
     if (socketWarnings.count) {
       print(`the SDK warned ${socketWarnings.count} times that a client's 50 sockets were all taken`);
       socketWarnings.count = 0;
@@ -402,6 +406,32 @@ async function runSize(
     reader.destroy();
     await runtime.stop().catch((e) => print(`stop failed: ${(e as Error).message}`));
   }
+}
+
+/**
+ * The host-changes index at 100 builds/s: its write units per build (the meter's, this window)
+ * scaled, and how they spread over the feed's partitions (the writes counted at the gateway).
+ * A partition takes 1,000 write units a second.
+ */
+function reportFeed(done: number, window: Window): void {
+  const hostsTable = process.env.NOVALESS_HOSTS_TABLE!;
+  let units = 0;
+  for (const usage of Object.values(window.meter)) {
+    units += usage.tables[hostsTable]?.indexes[HOSTS_CHANGES_INDEX]?.write ?? 0;
+  }
+  const writes = [...feedWrites.values()].reduce((a, b) => a + b, 0);
+  if (writes === 0) {
+    print("host-changes index: no host-item write counted (no IAM gateway?)");
+    return;
+  }
+  const busiest = Math.max(...FEED_SHARDS.map((f) => feedWrites.get(f) ?? 0)) / writes;
+  const perSecond = (units / done) * 100;
+  print(
+    `host-changes index: ${fmt(units / done)} write units and ${fmt(writes / done)} host-item writes per build; ` +
+      `at 100 builds/s ${fmt(perSecond, 0)} units/s over ${FEED_SHARDS.length} feed partitions: ` +
+      `${fmt(perSecond / FEED_SHARDS.length, 0)} each if even, the busiest here ${fmt(busiest * 100, 0)}% ` +
+      `of the writes (${fmt(perSecond * busiest, 0)} units/s; a partition takes 1,000)`,
+  );
 }
 
 function report(
@@ -614,6 +644,44 @@ function watchClaimWrites(runtime: Runtime): boolean {
     else if (actions.has("Update:H") && actions.has("Delete:A")) c.releases++;
     else if (actions.has("Delete:A") && actions.has("Put:A") && !actions.has("Update:H")) c.moves++;
     else c.other++;
+    return res;
+  };
+  return true;
+}
+
+/** Writes to host items by feed shard, counted at the gateway as they pass (all components). */
+const feedWrites = new Map<string, number>();
+
+/**
+ * Counts the writes to the Hosts table's items by their feed shard (lib/placement/feed.ts): each
+ * lands in that shard's partition of the host-changes index. The meter has the index's units,
+ * not how they spread.
+ */
+function watchFeedWrites(runtime: Runtime): boolean {
+  const gateway = runtime.emulators.gateway;
+  if (!gateway) return false;
+  const hostsTable = process.env.NOVALESS_HOSTS_TABLE!;
+  const serve = gateway.serve.bind(gateway);
+  gateway.serve = async (req, signal) => {
+    const res = await serve(req, signal);
+    if (res.status !== 200) return res;
+    const target = String(req.headers["x-amz-target"] ?? "");
+    const op = target.slice(target.indexOf(".") + 1);
+    if (!["UpdateItem", "PutItem", "TransactWriteItems"].includes(op)) return res;
+    type Write = { TableName?: string; Key?: { host?: { S?: string } }; Item?: { host?: { S?: string } } };
+    const body = JSON.parse(req.body.toString("utf8")) as Write & { TransactItems?: Record<string, Write>[] };
+    const writes: Write[] =
+      op === "TransactWriteItems"
+        ? (body.TransactItems ?? []).flatMap((t) =>
+            Object.entries(t)
+              .filter(([v]) => v !== "ConditionCheck")
+              .map(([, w]) => w),
+          )
+        : [body];
+    for (const w of writes) {
+      const host = w.TableName === hostsTable ? (w.Key?.host?.S ?? w.Item?.host?.S) : undefined;
+      if (host) feedWrites.set(feedOf(host), (feedWrites.get(feedOf(host)) ?? 0) + 1);
+    }
     return res;
   };
   return true;
