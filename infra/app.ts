@@ -5,7 +5,10 @@
 // -c hostRolePath=</path/ of the EC2 hosts' roles, default /novaless-hosts/>, and for IAM Roles
 // Anywhere (on-premises hosts) -c rolesAnywhereIssuerCn=<the CN of the CA that signs the hosts'
 // certificates> with -c rolesAnywhereCaFile=<that CA's certificate, PEM: the stack creates the
-// trust anchor> or -c rolesAnywhereTrustAnchorArn=<an existing trust anchor>. The API's token table is not part of the app: after the first
+// trust anchor> or -c rolesAnywhereTrustAnchorArn=<an existing trust anchor>. -c fleet_size=<hosts
+// the build path's Lambda concurrency is reserved for, default 1000> and -c
+// lambda_concurrency_limit=<the account's limit, default 1000> (docs/deploy.md, "Lambda
+// concurrency"). The API's token table is not part of the app: after the first
 // deploy, put it into the secret the stack outputs (AuthTokensSecretArn) with
 // `aws secretsmanager put-secret-value`. Every synth runs cdk-nag's AwsSolutions checks: a finding
 // that is neither fixed nor suppressed with its reason (in the stack) fails the synth.
