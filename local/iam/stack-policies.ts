@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CfnElement, Stack } from "aws-cdk-lib";
 import type { NovalessStack } from "../../infra/stacks/novaless-stack.js";
+import { DEPLOYMENT_OPTIONS } from "../../lib/config.js";
 import type { TableSpec } from "../../lib/resources.js";
 import type { Statement } from "./evaluate.js";
 import {
@@ -75,14 +76,25 @@ interface Synthesized {
  * it in the template (a synth costs about a second, and every runtime has a prefix of its own).
  */
 const PREFIX_SENTINEL = "novalesslocalprefixsentinel-";
-let synthesized: Promise<Synthesized> | undefined;
+/** by environmentKey(): a process may start runtimes under different deployment options */
+const synthesized = new Map<string, Promise<Synthesized>>();
+
+/**
+ * What the synth reads from the environment besides the sources: the deployment options
+ * (NOVALESS_FLEET_SIZE… sizes the reserved concurrency). Part of the cache's key, or a runtime
+ * started with another value would enforce a template sized for the first.
+ */
+function environmentKey(): string {
+  return DEPLOYMENT_OPTIONS.map((o) => `${o.env}=${process.env[o.env] ?? ""}`).join("\n");
+}
 
 /** The stack as synthesized with `computeQueuePrefix`. */
 async function synthesizeStack(computeQueuePrefix: string): Promise<Synthesized> {
   // a prefix the stack would refuse: synthesize with it, for the stack's own error
   if (!/^[A-Za-z0-9_-]{1,60}$/.test(computeQueuePrefix)) return synthesizeOnce(computeQueuePrefix);
-  synthesized ??= cachedSynth();
-  const s = await synthesized;
+  const key = environmentKey();
+  if (!synthesized.has(key)) synthesized.set(key, cachedSynth());
+  const s = await synthesized.get(key)!;
   return {
     ...s,
     template: JSON.parse(
@@ -92,8 +104,9 @@ async function synthesizeStack(computeQueuePrefix: string): Promise<Synthesized>
 }
 
 /**
- * What the stack is made of: every source file it can import (infra/, lib/, this file), cdk.json
- * and the locked package versions. Equal hashes, equal templates.
+ * What the stack is made of: every source file it can import (infra/, lib/, this file), cdk.json,
+ * the locked package versions and the deployment options in the environment. Equal hashes, equal
+ * templates.
  */
 function sourcesHash(): string {
   const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -109,7 +122,7 @@ function sourcesHash(): string {
       .update("\0")
       .update(readFileSync(join(root, f)))
       .update("\0");
-  return hash.digest("hex").slice(0, 32);
+  return hash.update(environmentKey()).digest("hex").slice(0, 32);
 }
 
 interface CachedSynth extends Omit<Synthesized, "roles" | "functions" | "tables"> {

@@ -11,8 +11,9 @@ const SQS = "arn:aws:sqs:us-east-1:000000000000:";
 const SM = "arn:aws:states:us-east-1:000000000000:stateMachine:novaless-conductor";
 
 let policies: StackPolicies;
+let local: Parameters<typeof stackPolicies>[0];
 beforeAll(async () => {
-  policies = await stackPolicies({
+  local = {
     tables: {
       Hosts: "hosts-x",
       Allocations: "allocations-x",
@@ -37,7 +38,8 @@ beforeAll(async () => {
       "compute-events": functionArnOf("compute-events"),
     },
     stateMachineArn: SM,
-  });
+  };
+  policies = await stackPolicies(local);
 }, 120_000);
 
 const can = (c: keyof StackPolicies["identity"], action: string, resource: string) =>
@@ -173,6 +175,21 @@ describe("the stack's policies, resolved to the local resources", () => {
       true,
     );
   });
+
+  it("a runtime started with another fleet_size enforces the template sized for it (not a cached one)", async () => {
+    expect(policies.reservedConcurrency["compute-events"]).toBe(10);
+    const saved = process.env.NOVALESS_FLEET_SIZE;
+    process.env.NOVALESS_FLEET_SIZE = "5000";
+    try {
+      const larger = await stackPolicies(local);
+      expect(larger.reservedConcurrency["compute-events"]).toBe(50);
+      expect(larger.reservedConcurrency["build-intake"]).toBe(25);
+    } finally {
+      if (saved === undefined) delete process.env.NOVALESS_FLEET_SIZE;
+      else process.env.NOVALESS_FLEET_SIZE = saved;
+    }
+    expect((await stackPolicies(local)).reservedConcurrency["compute-events"]).toBe(10);
+  }, 60_000);
 
   it("each function's timeout comes from the template", () => {
     expect(policies.timeouts).toEqual({
