@@ -65,25 +65,32 @@ export async function listAggregates(opts: { fresh?: boolean } = {}): Promise<Ag
   const now = Date.now();
   const cache = caches.get();
   if (!opts.fresh && cache.list && now - cache.list.at < LIST_TTL_MS) return cache.list.items.map(clone);
-  const index = (
-    await dynamo().send(new GetCommand({ TableName: table(), Key: { pk: INDEX }, ConsistentRead: true }))
-  ).Item;
-  const revision = (index?.revision as number | undefined) ?? 0;
+  const { revision, ids } = await readIndex();
   if (cache.list && cache.list.revision === revision) {
     cache.list.at = now;
     return cache.list.items.map(clone);
   }
-  const ids = [...((index?.ids as Set<string> | undefined) ?? [])];
   const items = (
     await batchGetAll(
       table(),
-      ids.map((id) => ({ pk: `${PREFIX}${id}` })),
+      [...ids].map((id) => ({ pk: `${PREFIX}${id}` })),
       { ConsistentRead: true },
     )
   ).map((item) => fromItem(item).aggregate);
   items.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
   cache.list = { at: now, revision, items };
   return items.map(clone);
+}
+
+/** The list's index: every aggregate's id, and the revision of the whole list (0 before any). */
+async function readIndex(): Promise<{ revision: number; ids: Set<string> }> {
+  const item = (
+    await dynamo().send(new GetCommand({ TableName: table(), Key: { pk: INDEX }, ConsistentRead: true }))
+  ).Item;
+  return {
+    revision: (item?.revision as number | undefined) ?? 0,
+    ids: (item?.ids as Set<string> | undefined) ?? new Set<string>(),
+  };
 }
 
 /** The index's update in a change's transaction: the id in (or out), and the revision bumped. */
@@ -117,10 +124,7 @@ export async function indexAggregates(): Promise<number> {
     ExpressionAttributeValues: { ":p": PREFIX },
     ConsistentRead: true,
   });
-  const index = (
-    await dynamo().send(new GetCommand({ TableName: table(), Key: { pk: INDEX }, ConsistentRead: true }))
-  ).Item;
-  const known = (index?.ids as Set<string> | undefined) ?? new Set<string>();
+  const known = (await readIndex()).ids;
   const missing = items.map((i) => fromItem(i).aggregate.id).filter((id) => !known.has(id));
   if (missing.length > 0) {
     await dynamo().send(

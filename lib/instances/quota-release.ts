@@ -4,22 +4,12 @@
 // counting from instance records: see the report of issue 10), so a failed build releases nothing.
 import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { isTransactionLost } from "../aws/dynamo-errors.js";
 import { deltaOf, type Usage, upsizeDelta } from "../quotas/quotas.js";
 import { releaseItem } from "../quotas/store.js";
 import { getInstance } from "./queries.js";
 import { markDeletedItem } from "./server-writes.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
-
-/** Cancelled because the record moved meanwhile (or a concurrent transaction held it): read again. */
-function raced(e: unknown): boolean {
-  if ((e as { name?: string }).name !== "TransactionCanceledException") return false;
-  const codes = ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
-    (r) => r.Code,
-  );
-  return (
-    codes.length === 0 || codes.some((c) => c === "ConditionalCheckFailed" || c === "TransactionConflict")
-  );
-}
 
 /**
  * What the instance counts in its project's usage: its flavor, and while a move is unconfirmed
@@ -55,7 +45,8 @@ export async function markDeletedReleasing(
       );
       return seen;
     } catch (e) {
-      if (!raced(e)) throw e;
+      // cancelled because the record moved meanwhile (or a concurrent transaction held it): read again
+      if (!isTransactionLost(e)) throw e;
     }
   }
 }
