@@ -59,6 +59,18 @@ function guest(command: string | undefined, id = crypto.randomUUID()): GuestSpec
 }
 
 const SLEEPER = `sh -c 'echo "up $NOVALESS_INSTANCE_UUID"; exec sleep 300'`;
+
+/** A guest spawned under `path` by a driver that then closed (an agent gone), still running. */
+async function leftRunning(path: string): Promise<{ g: GuestSpec; pid: number }> {
+  const first = driver(path);
+  await first.init();
+  const g = guest(SLEEPER);
+  await first.spawn(g);
+  const pid = first.pidOf(g.instance_uuid)!;
+  await first.close();
+  drivers.splice(drivers.indexOf(first), 1);
+  return { g, pid };
+}
 const environOf = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
 const running = (pid: number) => {
   try {
@@ -183,13 +195,7 @@ describe("ExecDriver", () => {
 
   it("a restarted agent finds its running guest, supervises it, and destroys it leaving nothing", async () => {
     const path = join(root, "restart");
-    const first = driver(path);
-    await first.init();
-    const g = guest(SLEEPER);
-    await first.spawn(g);
-    const pid = first.pidOf(g.instance_uuid)!;
-    await first.close();
-    drivers.splice(drivers.indexOf(first), 1);
+    const { g, pid } = await leftRunning(path);
 
     const second = driver(path);
     await second.init();
@@ -209,13 +215,7 @@ describe("ExecDriver", () => {
 
   it("a stray process is adopted only from this driver's instances path, not from another agent of the same host name", async () => {
     const mine = join(root, "strays");
-    const first = driver(mine);
-    await first.init();
-    const g = guest(SLEEPER);
-    await first.spawn(g);
-    const pid = first.pidOf(g.instance_uuid)!;
-    await first.close();
-    drivers.splice(drivers.indexOf(first), 1);
+    const { g, pid } = await leftRunning(mine);
     rmSync(join(mine, g.instance_uuid), { recursive: true }); // an agent that died mid-destroy
 
     const other = driver(); // same host name, its own path

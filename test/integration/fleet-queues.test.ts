@@ -18,23 +18,10 @@ import {
 import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../../lib/resources.js";
 import { applyEnv, type Emulators, startEmulators } from "../../local/emulators.js";
-import type { GatewayPrincipal } from "../../local/iam/gateway.js";
-import { identityOf } from "../../local/iam/identities.js";
 import { runSuffix } from "../../local/tables.js";
+import { operatorOnly } from "./local-aws.js";
 
-const ACCOUNT = "000000000000";
-const operator = identityOf("operator");
-const principals = new Map<string, GatewayPrincipal>([
-  [
-    operator.accessKeyId,
-    {
-      name: "operator",
-      roleArn: `arn:aws:iam::${ACCOUNT}:role/novaless-operator`,
-      sessionArn: `arn:aws:sts::${ACCOUNT}:assumed-role/novaless-operator/operator`,
-      statements: [{ Effect: "Allow", Action: ["*"], Resource: ["*"] }],
-    },
-  ],
-]);
+const principals = operatorOnly();
 const PREFIX = `fleet${runSuffix()}-compute-`;
 const HOSTS = 520; // 1,040 queues: past what one ListQueues answers without MaxResults
 const queueOf = (host: string) => computeQueueName(PREFIX, host, DLQ_SUFFIX);

@@ -4,6 +4,8 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll } from "vitest";
 import { resetClients } from "../../lib/aws/clients.js";
 import { applyEnv, type Emulators, startEmulators } from "../../local/emulators.js";
+import type { GatewayPrincipal } from "../../local/iam/gateway.js";
+import { identityOf } from "../../local/iam/identities.js";
 import { createTables, localTables, runSuffix } from "../../local/tables.js";
 
 export function useLocalAws(): { emulators: () => Emulators } {
@@ -33,4 +35,20 @@ export function useLocalAws(): { emulators: () => Emulators } {
       return emulators;
     },
   };
+}
+
+/** The gateway's principals for a test that acts as the operator, allowed everything. */
+export function operatorOnly(): Map<string, GatewayPrincipal> {
+  const account = "000000000000";
+  return new Map([
+    [
+      identityOf("operator").accessKeyId,
+      {
+        name: "operator",
+        roleArn: `arn:aws:iam::${account}:role/novaless-operator`,
+        sessionArn: `arn:aws:sts::${account}:assumed-role/novaless-operator/operator`,
+        statements: [{ Effect: "Allow", Action: ["*"], Resource: ["*"] }],
+      },
+    ],
+  ]);
 }

@@ -10,24 +10,12 @@ import {
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Emulators, startEmulators } from "../../local/emulators.js";
-import type { GatewayPrincipal } from "../../local/iam/gateway.js";
 import { identityOf } from "../../local/iam/identities.js";
 import { inProcessHandler } from "../../local/in-process.js";
 import { runSuffix } from "../../local/tables.js";
+import { operatorOnly } from "./local-aws.js";
 
-const ACCOUNT = "000000000000";
-const operator = identityOf("operator");
-const principals = new Map<string, GatewayPrincipal>([
-  [
-    operator.accessKeyId,
-    {
-      name: "operator",
-      roleArn: `arn:aws:iam::${ACCOUNT}:role/novaless-operator`,
-      sessionArn: `arn:aws:sts::${ACCOUNT}:assumed-role/novaless-operator/operator`,
-      statements: [{ Effect: "Allow", Action: ["*"], Resource: ["*"] }],
-    },
-  ],
-]);
+const principals = operatorOnly();
 // its own names when the SQS is shared (NOVALESS_EXTERNAL_AWS=1)
 const P = `limits${runSuffix()}-`;
 const MANY = 1_005;
@@ -51,7 +39,7 @@ function client(transport: "sockets" | "in-process"): SQSClient {
   return new SQSClient({
     endpoint: emulators.gateway!.endpoint,
     region: "us-east-1",
-    credentials: operator,
+    credentials: identityOf("operator"),
     maxAttempts: 1,
     ...(transport === "in-process" ? { requestHandler: inProcessHandler(emulators.gateway!) } : {}),
   });
