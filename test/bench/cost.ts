@@ -615,15 +615,11 @@ const noClaims = (): ClaimWrites => ({ claims: 0, moves: 0, releases: 0, other: 
  * meter counts requests by operation, not which transaction a request was.
  */
 function watchClaimWrites(runtime: Runtime): boolean {
-  const gateway = runtime.emulators.gateway;
-  if (!gateway) return false;
   const hostsTable = process.env.NOVALESS_HOSTS_TABLE!;
   const allocationsTable = process.env.NOVALESS_ALLOCATIONS_TABLE!;
-  const serve = gateway.serve.bind(gateway);
-  gateway.serve = async (req, signal) => {
-    const res = await serve(req, signal);
+  return onGatewayAnswer(runtime, (req, res) => {
     const target = String(req.headers["x-amz-target"] ?? "");
-    if (!target.endsWith(".TransactWriteItems")) return res;
+    if (!target.endsWith(".TransactWriteItems")) return;
     const items = (
       JSON.parse(req.body.toString("utf8")) as { TransactItems?: Record<string, { TableName?: string }>[] }
     ).TransactItems;
@@ -635,7 +631,7 @@ function watchClaimWrites(runtime: Runtime): boolean {
         ),
       ),
     );
-    if (![...actions].some((a) => a.endsWith(":H") || a.endsWith(":A"))) return res;
+    if (![...actions].some((a) => a.endsWith(":H") || a.endsWith(":A"))) return;
     const key = /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ""))?.[1] ?? "";
     const c = claimWrites.get(nameOf(key)) ?? noClaims();
     claimWrites.set(nameOf(key), c);
@@ -644,6 +640,23 @@ function watchClaimWrites(runtime: Runtime): boolean {
     else if (actions.has("Update:H") && actions.has("Delete:A")) c.releases++;
     else if (actions.has("Delete:A") && actions.has("Put:A") && !actions.has("Update:H")) c.moves++;
     else c.other++;
+  });
+}
+
+/**
+ * Calls `seen` with every request that passes the runtime's IAM gateway and its answer (every
+ * component's SDK call does, signed with its own key); false when the runtime has no gateway.
+ */
+function onGatewayAnswer(
+  runtime: Runtime,
+  seen: (req: { headers: Record<string, unknown>; body: Buffer }, res: { status: number }) => void,
+): boolean {
+  const gateway = runtime.emulators.gateway;
+  if (!gateway) return false;
+  const serve = gateway.serve.bind(gateway);
+  gateway.serve = async (req, signal) => {
+    const res = await serve(req, signal);
+    seen(req, res);
     return res;
   };
   return true;
@@ -658,16 +671,12 @@ const feedWrites = new Map<string, number>();
  * not how they spread.
  */
 function watchFeedWrites(runtime: Runtime): boolean {
-  const gateway = runtime.emulators.gateway;
-  if (!gateway) return false;
   const hostsTable = process.env.NOVALESS_HOSTS_TABLE!;
-  const serve = gateway.serve.bind(gateway);
-  gateway.serve = async (req, signal) => {
-    const res = await serve(req, signal);
-    if (res.status !== 200) return res;
+  return onGatewayAnswer(runtime, (req, res) => {
+    if (res.status !== 200) return;
     const target = String(req.headers["x-amz-target"] ?? "");
     const op = target.slice(target.indexOf(".") + 1);
-    if (!["UpdateItem", "PutItem", "TransactWriteItems"].includes(op)) return res;
+    if (!["UpdateItem", "PutItem", "TransactWriteItems"].includes(op)) return;
     type Write = { TableName?: string; Key?: { host?: { S?: string } }; Item?: { host?: { S?: string } } };
     const body = JSON.parse(req.body.toString("utf8")) as Write & { TransactItems?: Record<string, Write>[] };
     const writes: Write[] =
@@ -682,9 +691,7 @@ function watchFeedWrites(runtime: Runtime): boolean {
       const host = w.TableName === hostsTable ? (w.Key?.host?.S ?? w.Item?.host?.S) : undefined;
       if (host) feedWrites.set(feedOf(host), (feedWrites.get(feedOf(host)) ?? 0) + 1);
     }
-    return res;
-  };
-  return true;
+  });
 }
 
 interface MoveResult {
