@@ -24,6 +24,7 @@ import {
   Reporter,
   registerComputeHost,
 } from "../lib/compute/build-path.js";
+import { option } from "../lib/config.js";
 import { type Logger, logger } from "../lib/log.js";
 import { COMPUTE_QUEUE } from "../lib/resources.js";
 import type { MessageSent } from "./iam/gateway.js";
@@ -44,7 +45,8 @@ export interface SimulatorOptions {
 const WHEEL_TICK_MS = 250;
 const SWEEP_TICK_MS = 1000;
 /** A simulated host that parked messages counts its DLQ again this often (the agent's default). */
-const DEAD_LETTER_RECOUNT_MS = 300_000;
+const DEAD_LETTER_RECOUNT_MS =
+  (option("compute_novaless_dead_letter_check_interval").default as number) * 1000;
 
 /** The simulated hosts of one runtime, and the timers and doorbell that drive them. */
 export class Fleet {

@@ -4,7 +4,7 @@
 // It touches no database: its credentials allow its own queue and compute-events, nothing else.
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
-import { schedulerConfig } from "../config.js";
+import { option, schedulerConfig } from "../config.js";
 import { type Logger, logger } from "../log.js";
 import {
   BuildPath,
@@ -100,7 +100,9 @@ export class ComputeAgent implements HostAgent {
       () => this.reporter.send("heartbeat", this.deadLetters.heartbeat()),
       "compute.heartbeat_failed",
     );
-    const check = this.opts.deadLetterCheckSeconds ?? 300;
+    const check =
+      this.opts.deadLetterCheckSeconds ??
+      (option("compute_novaless_dead_letter_check_interval").default as number);
     if (check > 0) {
       // counted at start too: an agent that crashed on a message left it to SQS's redrive
       await this.deadLetters
