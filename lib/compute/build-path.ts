@@ -17,6 +17,7 @@ import type { Logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import {
   type GetConsoleOutput,
+  type GetDiagnostics,
   type MoveStepMessage,
   type PowerAction,
   type ReceivedComputeMessage,
@@ -300,6 +301,9 @@ export class BuildPath {
         break;
       case "get_console_output":
         await this.consoleOutput(msg);
+        break;
+      case "get_diagnostics":
+        await this.diagnostics(msg);
         break;
       case "rebuild_instance":
       case "resize_instance":
@@ -586,6 +590,36 @@ export class BuildPath {
       output,
       error,
     });
+  }
+
+  /**
+   * Nova's get_instance_diagnostics: the driver's figures for a running guest; for one that is
+   * not running, its power state (Nova's InstanceInvalidState); the driver's error otherwise.
+   */
+  private async diagnostics(msg: GetDiagnostics): Promise<void> {
+    const id = msg.instance_uuid;
+    const power = this.driver.powerState(id);
+    const answer = { request_id: msg.request_id, instance_uuid: id, diagnostics: null, error: null };
+    if (!this.driver.has(id)) {
+      await this.reporter.send("diagnostics", {
+        ...answer,
+        error: `instance ${id} is not defined on host ${this.host}`,
+      });
+    } else if (power !== POWER_STATE.RUNNING) {
+      await this.reporter.send("diagnostics", { ...answer, power_state: power as 0 });
+    } else {
+      try {
+        await this.reporter.send("diagnostics", {
+          ...answer,
+          diagnostics: await this.driver.diagnostics(id),
+        });
+      } catch (e) {
+        await this.reporter.send("diagnostics", {
+          ...answer,
+          error: e instanceof Error ? e.message : String(e),
+        });
+      }
+    }
   }
 }
 

@@ -13,6 +13,7 @@ import { markActive, recordBuildFailure, startSpawn } from "../instances/build.j
 import { EVENT_BUILD } from "../instances/codec.js";
 import { rescheduledText, withoutHosts } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
+import { storeHostAnswer } from "../instances/host-answers.js";
 import { listDoneEvacuationsFrom, updateMigration } from "../instances/migrations.js";
 import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
 import { getInstance, listInstancesOnHost } from "../instances/queries.js";
@@ -169,6 +170,14 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
       return;
     case "console_output":
       await storeConsoleOutput(report.instance_uuid, report.request_id, report.output, report.error);
+      return;
+    case "diagnostics":
+      // kept under the request's id, which only the host the API asked knows
+      await storeHostAnswer("diagnostics", report.instance_uuid, report.request_id, {
+        diagnostics: report.diagnostics,
+        power_state: report.power_state ?? null,
+        error: report.error,
+      });
       return;
     case "move_step":
       return applyMoveReport(report, log, castToHost);

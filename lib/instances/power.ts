@@ -3,11 +3,9 @@
 // the host reports (the action's event, the new vm_state and power_state). Every write is
 // conditioned on the state it expects, so a duplicated or late report changes nothing.
 import { randomUUID } from "node:crypto";
-import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
-import { dynamo } from "../aws/clients.js";
-import { resources } from "../config.js";
 import type { ActionDoneReport, ActionStartedReport } from "../messages/reports.js";
 import { eventKey, storedEvent } from "./codec.js";
+import { readHostAnswer, storeHostAnswer } from "./host-answers.js";
 import { getInstance } from "./queries.js";
 import { event, transition } from "./transition.js";
 import type { InstanceAction, InstanceRecord, TaskState } from "./types.js";
@@ -210,48 +208,20 @@ export async function syncPowerState(
   return rec.vm_state === "stopped" && running ? "stop-guest" : "updated";
 }
 
-/** How long a host's console output is kept for the API to read (DynamoDB TTL). */
-const CONSOLE_TTL_SECONDS = 3600;
-
-/**
- * The host's answer to os-getConsoleOutput, kept in the Instances table under a key no instance
- * can have (`console#<uuid>#<request id>`), without the attributes the instance listings read.
- */
+/** The host's answer to os-getConsoleOutput, kept for the API (host-answers.ts). */
 export async function storeConsoleOutput(
   instanceUuid: string,
   requestId: string,
   output: string,
   error: string | null,
 ): Promise<void> {
-  await dynamo().send(
-    new PutCommand({
-      TableName: resources().instancesTable,
-      Item: {
-        id: consoleKey(instanceUuid, requestId),
-        output,
-        error,
-        expires_at: Math.floor(Date.now() / 1000) + CONSOLE_TTL_SECONDS,
-      },
-    }),
-  );
+  await storeHostAnswer("console", instanceUuid, requestId, { output, error });
 }
 
 export async function readConsoleOutput(
   instanceUuid: string,
   requestId: string,
 ): Promise<{ output: string; error: string | null } | undefined> {
-  const r = await dynamo().send(
-    new GetCommand({
-      TableName: resources().instancesTable,
-      Key: { id: consoleKey(instanceUuid, requestId) },
-      ConsistentRead: true,
-    }),
-  );
-  return r.Item
-    ? { output: String(r.Item.output ?? ""), error: (r.Item.error as string | null) ?? null }
-    : undefined;
-}
-
-function consoleKey(instanceUuid: string, requestId: string): string {
-  return `console#${instanceUuid}#${requestId}`;
+  const a = await readHostAnswer("console", instanceUuid, requestId);
+  return a ? { output: String(a.output ?? ""), error: (a.error as string | null) ?? null } : undefined;
 }

@@ -64,7 +64,9 @@ export type ActionName =
   // Nova's instance_actions.LIVE_MIGRATION, LIVE_MIGRATION_FORCE_COMPLETE, LIVE_MIGRATION_CANCEL
   | "live-migration"
   | "live_migration_force_complete"
-  | "live_migration_cancel";
+  | "live_migration_cancel"
+  // Nova's instance_actions.RESET_STATE (os-resetState)
+  | "resetState";
 
 /** Nova's Migration.migration_type. */
 export type MigrationType = "migration" | "resize" | "live-migration" | "evacuation";

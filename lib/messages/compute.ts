@@ -133,6 +133,15 @@ export const getConsoleOutputV1 = z.object({
   length: z.number().int().min(1).optional(),
 });
 
+/** API → compute: send the guest's diagnostics back (GET /servers/{id}/diagnostics). */
+export const getDiagnosticsV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("get_diagnostics"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+});
+
 /**
  * A step of a resize or cold migration, cast to one of its two hosts (Nova's resize_instance,
  * finish_resize, confirm_resize, revert_resize, finish_revert_resize). `attempt` is the move's
@@ -242,6 +251,7 @@ export type TerminateInstance = z.infer<typeof terminateInstanceV1>;
 export type SpawnInstance = z.infer<typeof spawnInstanceV1>;
 export type PowerAction = z.infer<typeof powerActionV1>;
 export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
+export type GetDiagnostics = z.infer<typeof getDiagnosticsV1>;
 export type LiveMigrationStepMessage =
   | z.infer<typeof preLiveMigrationV1>
   | z.infer<typeof liveMigrationV1>
@@ -261,6 +271,7 @@ export type ComputeMessage =
   | SpawnInstance
   | PowerAction
   | GetConsoleOutput
+  | GetDiagnostics
   | LiveMigrationControl
   | MoveStepMessage;
 
@@ -291,6 +302,7 @@ export const computeMessage = z.discriminatedUnion("kind", [
   spawnInstanceV1,
   powerActionV1,
   getConsoleOutputV1,
+  getDiagnosticsV1,
   ...MOVE_MESSAGES,
 ]);
 
@@ -305,6 +317,7 @@ export const receivedComputeMessage = z
     spawnInstanceV1,
     powerActionV1,
     getConsoleOutputV1,
+    getDiagnosticsV1,
     ...MOVE_MESSAGES,
   ])
   .transform((m): ReceivedComputeMessage => {

@@ -128,6 +128,72 @@ export const consoleOutputReport = z.object({
   error: z.string().nullable(),
 });
 
+const figure = z.number().int().nullable();
+
+/**
+ * A guest's diagnostics as its driver reads them: Nova's Diagnostics object (2.48's standard
+ * shape) without the counts, which the API derives from the lists as Nova's add_cpu and friends do.
+ */
+export const instanceDiagnostics = z.object({
+  state: z.enum(["pending", "running", "paused", "shutdown", "crashed", "suspended"]),
+  /** Nova's HypervisorDriver name, or the novaless driver's own where none fits (exec) */
+  driver: z.string().min(1),
+  hypervisor: z.string().nullable(),
+  hypervisor_os: z.string().nullable(),
+  /** seconds since the guest started */
+  uptime: figure,
+  config_drive: z.boolean(),
+  /** MiB */
+  memory_details: z.object({ maximum: figure, used: figure }),
+  /** time in ns, utilisation in % */
+  cpu_details: z.array(z.object({ id: figure, time: figure, utilisation: figure })).max(1024),
+  nic_details: z
+    .array(
+      z.object({
+        mac_address: z.string().nullable(),
+        rx_octets: figure,
+        rx_errors: figure,
+        rx_drop: figure,
+        rx_packets: figure,
+        rx_rate: figure,
+        tx_octets: figure,
+        tx_errors: figure,
+        tx_drop: figure,
+        tx_packets: figure,
+        tx_rate: figure,
+      }),
+    )
+    .max(64),
+  disk_details: z
+    .array(
+      z.object({
+        /** the device's name in the guest (vda): Nova's pre-2.48 keys are named after it */
+        device: z.string().optional(),
+        read_bytes: figure,
+        read_requests: figure,
+        write_bytes: figure,
+        write_requests: figure,
+        errors_count: figure,
+      }),
+    )
+    .max(64),
+});
+
+/**
+ * The answer to get_diagnostics: the figures, or why not: the guest is not running (its power
+ * state, Nova's InstanceInvalidState) or the driver could not read them (`error`).
+ */
+export const diagnosticsReport = z.object({
+  ...base,
+  kind: z.literal("diagnostics"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  diagnostics: instanceDiagnostics.nullable(),
+  /** the guest's power state when it is not running (no figures then) */
+  power_state: powerState.optional(),
+  error: z.string().nullable(),
+});
+
 /**
  * A step of a move done on this host (or not): the step and the move's token as the cast named
  * them; compute-events moves the instance and the migration on, fenced by both.
@@ -171,11 +237,14 @@ export const computeReport = z.discriminatedUnion("kind", [
   actionDoneReport,
   guestDestroyedReport,
   consoleOutputReport,
+  diagnosticsReport,
   moveStepReport,
   liveMigrationProgressReport,
 ]);
 
 export type ComputeReport = z.infer<typeof computeReport>;
+export type InstanceDiagnostics = z.infer<typeof instanceDiagnostics>;
+export type DiagnosticsReport = z.infer<typeof diagnosticsReport>;
 export type RegisterReport = z.infer<typeof registerReport>;
 export type PowerStateReport = z.infer<typeof powerStateReport>;
 export type ActionDoneReport = z.infer<typeof actionDoneReport>;

@@ -154,6 +154,24 @@ describe.skipIf(!virsh)("LibvirtDriver on test:///default", () => {
     expect(d.has(g.instance_uuid)).toBe(false);
   });
 
+  it("reads a running domain's diagnostics (domstats, and dominfo and friends where the test driver has no groups)", async () => {
+    const g = guest({ config_drive: false });
+    await d.spawn(g);
+    const diag = await d.diagnostics(g.instance_uuid);
+    expect(diag).toMatchObject({
+      state: "running",
+      driver: "libvirt",
+      hypervisor: "test",
+      config_drive: false,
+      memory_details: { maximum: 2048 },
+    });
+    expect(diag.cpu_details).toHaveLength(2);
+    expect(diag.cpu_details[0]).toMatchObject({ id: 0, time: expect.any(Number) });
+    expect(diag.disk_details.length).toBeGreaterThan(0);
+    await d.destroy(g.instance_uuid);
+    await expect(d.diagnostics(g.instance_uuid)).rejects.toThrow(/not defined on host kvm-1/);
+  });
+
   it("maps libvirt's states as Nova does", () => {
     expect(powerStateOf("running")).toBe(POWER_STATE.RUNNING);
     expect(powerStateOf("idle")).toBe(POWER_STATE.RUNNING);

@@ -4,6 +4,7 @@ import type { Route } from "../request.js";
 import { instanceActionRoutes } from "./actions.js";
 import { aggregateRoutes } from "./aggregates.js";
 import { deadLetterRoutes } from "./dead-letters.js";
+import { externalEventRoutes } from "./external-events.js";
 import { flavorRoutes } from "./flavors.js";
 import { fleetRoutes } from "./fleet.js";
 import { hypervisorRoutes } from "./hypervisors.js";
@@ -15,17 +16,22 @@ import { placementAuditRoutes } from "./placement-audit.js";
 import { quotaRoutes } from "./quotas.js";
 import { schedulingRoutes } from "./scheduling.js";
 import { serverActionRoutes } from "./server-actions.js";
+import { serverDiagnosticsRoutes } from "./server-diagnostics.js";
 import { serverGroupRoutes } from "./server-groups.js";
 import { liveMigrationRoutes } from "./server-live-migrate.js";
 import { serverMetaRoutes } from "./server-meta.js";
+import { serverPasswordRoutes } from "./server-password.js";
 import { serverRoutes } from "./servers.js";
 import { serviceRoutes } from "./services.js";
 import { usageRoutes } from "./usage.js";
+import { usageAuditLogRoutes } from "./usage-audit-log.js";
 
 export const ROUTES: Route[] = [
   ...serverRoutes,
   ...serverMetaRoutes,
   ...serverActionRoutes,
+  ...serverPasswordRoutes,
+  ...serverDiagnosticsRoutes,
   ...instanceActionRoutes,
   ...migrationRoutes,
   ...liveMigrationRoutes,
@@ -43,4 +49,6 @@ export const ROUTES: Route[] = [
   ...quotaRoutes,
   ...limitsRoutes,
   ...usageRoutes,
+  ...usageAuditLogRoutes,
+  ...externalEventRoutes,
 ];

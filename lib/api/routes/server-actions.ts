@@ -14,10 +14,12 @@ import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-actions.js";
 import { parseLockBody } from "../validation/servers.js";
+import { askHost } from "./host-answer.js";
 import { actionRecord } from "./instance-action.js";
 import { migrateLive } from "./server-live-migrate.js";
 import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
 import { rebuild } from "./server-rebuild.js";
+import { resetState } from "./server-reset-state.js";
 import { findServer } from "./servers.js";
 
 /** Nova's lock_server unlock_override rule: only it may lift another's (an admin's) lock. */
@@ -77,7 +79,6 @@ const UNSUPPORTED = new Set([
   "createBackup",
   "changePassword",
   "trigger_crash_dump",
-  "os-resetState",
   "injectNetworkInfo",
   "resetNetwork",
   "addFixedIp",
@@ -172,33 +173,31 @@ async function consoleOutput(
   const host = rec.host ? await call.deps.getHost(rec.host) : undefined;
   if (!rec.host || !host || !running) throw conflict(`Instance ${rec.id} is not ready`);
   const requestId = call.ctx.requestId;
-  await p.castToCompute(host.queue_url, {
-    version: 1,
-    kind: "get_console_output",
-    request_id: requestId,
-    instance_uuid: rec.id,
-    host: rec.host,
-    ...(length !== undefined ? { length } : {}),
-  });
-  const deadline = Date.now() + p.consoleTimeoutMs;
-  for (;;) {
-    const answer = await p.readConsoleOutput(rec.id, requestId);
-    if (answer) {
-      if (answer.error !== null) {
-        const text = call.ctx.auth.isAdmin ? answer.error : withoutHosts(answer.error, [rec.host]);
-        throw conflict(`Unable to get the console output of instance ${rec.id}: ${text}`);
-      }
-      // the host tailed it already (Nova tails on the host); tailing again changes nothing
-      const output = tailLog(answer.output, length);
-      return { status: 200, body: { output: output.replace(NOT_PRINTABLE, "?") } };
-    }
-    if (Date.now() >= deadline) {
-      throw conflict(
-        `Instance ${rec.id} is not ready: its host did not send the console output within ${p.consoleTimeoutMs / 1000} s`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, p.consolePollMs));
+  const answer = await askHost(
+    p,
+    host.queue_url,
+    {
+      version: 1,
+      kind: "get_console_output",
+      request_id: requestId,
+      instance_uuid: rec.id,
+      host: rec.host,
+      ...(length !== undefined ? { length } : {}),
+    },
+    () => p.readConsoleOutput(rec.id, requestId),
+  );
+  if (!answer) {
+    throw conflict(
+      `Instance ${rec.id} is not ready: its host did not send the console output within ${p.consoleTimeoutMs / 1000} s`,
+    );
   }
+  if (answer.error !== null) {
+    const text = call.ctx.auth.isAdmin ? answer.error : withoutHosts(answer.error, [rec.host]);
+    throw conflict(`Unable to get the console output of instance ${rec.id}: ${text}`);
+  }
+  // the host tailed it already (Nova tails on the host); tailing again changes nothing
+  const output = tailLog(answer.output, length);
+  return { status: 200, body: { output: output.replace(NOT_PRINTABLE, "?") } };
 }
 
 export async function serverAction(call: RouteCall): Promise<ApiResult> {
@@ -225,6 +224,7 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "revertResize") return revertResize(call, rec);
   if (name === "rebuild") return rebuild(call, rec, arg);
   if (name === "os-migrateLive") return migrateLive(call, rec, arg);
+  if (name === "os-resetState") return resetState(call, rec, arg);
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(
       "notImplemented",

@@ -110,3 +110,25 @@ export function release(root: string, instanceUuid: string): void {
     // gone already, or never created (limits not enforced)
   }
 }
+
+/** A guest's group's own figures (cgroup v2): memory in bytes, CPU time in µs; absent when unreadable. */
+export function groupStats(
+  root: string,
+  instanceUuid: string,
+): { memoryCurrent?: number; memoryMax?: number; cpuUsageUsec?: number } {
+  const read = (file: string): string | undefined => {
+    try {
+      return readFileSync(join(root, PARENT, instanceUuid, file), "utf8").trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const num = (t: string | undefined) => (t !== undefined && /^\d+$/.test(t) ? Number(t) : undefined);
+  const usage = /^usage_usec (\d+)$/m.exec(read("cpu.stat") ?? "");
+  return {
+    memoryCurrent: num(read("memory.current")),
+    // "max" when unlimited
+    memoryMax: num(read("memory.max")),
+    cpuUsageUsec: usage ? Number(usage[1]) : undefined,
+  };
+}

@@ -1,4 +1,5 @@
 import type { FlavorSpec, ImageSpec } from "../../messages/common.js";
+import type { InstanceDiagnostics } from "../../messages/reports.js";
 
 /** What a guest is built from: the instance's record, as the build cast carries it. */
 export interface GuestSpec {
@@ -72,6 +73,11 @@ export interface Driver {
   reboot(instanceUuid: string, type: RebootType): Promise<void>;
   /** the guest's console log, at most `maxBytes` of its end */
   consoleOutput(instanceUuid: string, maxBytes?: number): Promise<string>;
+  /**
+   * A running guest's figures (Nova's get_instance_diagnostics): what the hypervisor measures,
+   * null where it measures nothing. GuestNotFound when the guest is not here.
+   */
+  diagnostics(instanceUuid: string): Promise<InstanceDiagnostics>;
   /** defined guests and their power state (Nova's list_instances + get_info) */
   list(): GuestInfo[];
   has(instanceUuid: string): boolean;

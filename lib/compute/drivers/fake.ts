@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { optionValue } from "../../config.js";
+import type { InstanceDiagnostics } from "../../messages/reports.js";
 import {
   BuildFailure,
   type Driver,
@@ -42,7 +43,7 @@ export class FakeDriver implements Driver {
   readonly hypervisorVersion = 1000;
   private readonly guests = new Map<
     string,
-    { spec: GuestSpec; power: PowerState; boots: number; console: string[] }
+    { spec: GuestSpec; power: PowerState; boots: number; console: string[]; bootedAt?: number }
   >();
   private readonly listeners: LifecycleListener[] = [];
   /** spawns started per instance: tests use it to prove nothing was built twice */
@@ -155,6 +156,7 @@ export class FakeDriver implements Driver {
   private boot(instanceUuid: string): void {
     const g = this.guest(instanceUuid);
     g.boots++;
+    g.bootedAt = Date.now();
     g.console.push(
       `fake console of ${g.spec.name} (${instanceUuid}): boot ${g.boots}`,
       "Booting the fake kernel",
@@ -166,6 +168,42 @@ export class FakeDriver implements Driver {
 
   async consoleOutput(instanceUuid: string): Promise<string> {
     return `${this.guest(instanceUuid).console.join("\n")}\n`;
+  }
+
+  /**
+   * Synthetic figures, marked as such in hypervisor_os: uptime is the guest's, the rest follow
+   * from it and the flavor. `driver` is "libvirt", as Nova's fake driver says: Nova's API only
+   * knows its real drivers' names (HypervisorDriver).
+   */
+  async diagnostics(instanceUuid: string): Promise<InstanceDiagnostics> {
+    const g = this.guest(instanceUuid);
+    const uptime = Math.floor((Date.now() - (g.bootedAt ?? Date.now())) / 1000);
+    const { vcpus, memory_mb } = g.spec.flavor;
+    return {
+      state: g.power === POWER_STATE.RUNNING ? "running" : "shutdown",
+      driver: "libvirt",
+      hypervisor: "fake",
+      hypervisor_os: "novaless fake driver: synthetic figures",
+      uptime,
+      config_drive: g.spec.config_drive ?? false,
+      memory_details: { maximum: memory_mb, used: Math.floor(memory_mb / 2) },
+      cpu_details: Array.from({ length: vcpus }, (_, id) => ({
+        id,
+        time: uptime * 100_000_000,
+        utilisation: 10,
+      })),
+      nic_details: [],
+      disk_details: [
+        {
+          device: "vda",
+          read_bytes: 512 * 1024 * g.boots,
+          read_requests: 64 * g.boots,
+          write_bytes: 4096 * uptime,
+          write_requests: uptime,
+          errors_count: 0,
+        },
+      ],
+    };
   }
 
   has(instanceUuid: string): boolean {

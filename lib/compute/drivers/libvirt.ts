@@ -20,6 +20,7 @@ import {
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
+import type { InstanceDiagnostics } from "../../messages/reports.js";
 import { makeConfigDrive } from "./config-drive.js";
 import {
   BuildFailure,
@@ -35,6 +36,7 @@ import {
   type PowerState,
   type RebootType,
 } from "./driver.js";
+import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { domainName, domainXml } from "./libvirt-xml.js";
 import { VirshShell } from "./virsh.js";
 
@@ -360,6 +362,15 @@ export class LibvirtDriver implements Driver {
         await this.virsh.run(`start ${name}`);
       }
       this.guests.set(instanceUuid, await this.domstate(instanceUuid));
+    });
+  }
+
+  /** Nova's get_instance_diagnostics: `virsh domstats` and its fallbacks (libvirt-diagnostics.ts). */
+  async diagnostics(instanceUuid: string): Promise<InstanceDiagnostics> {
+    this.known(instanceUuid);
+    return domainDiagnostics((c) => this.virsh.run(c), domainName(instanceUuid), {
+      virtType: this.opts.virtType ?? "kvm",
+      configDrive: existsSync(join(this.dir(instanceUuid), "disk.config")),
     });
   }
 
