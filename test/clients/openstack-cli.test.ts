@@ -670,6 +670,50 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
       expect(refused.stderr).toMatch(/HTTP 403|os_compute_api:os-quota-sets/);
     });
   });
+  describe("admin actions", () => {
+    it("server set --state error and active (os-resetState), server show --diagnostics at 2.1 and 2.48", async () => {
+      const admin = { cloud: "admin", version: "2.48" } as const;
+      const created = await cloud.openstack(
+        [
+          "server",
+          "create",
+          "--flavor",
+          "m1.tiny",
+          "--image",
+          "cirros",
+          "--nic",
+          "none",
+          "--wait",
+          unique("admin"),
+        ],
+        admin,
+      );
+      const id = created.id as string;
+      const refused = await cloud.openstackFails(["server", "set", "--state", "error", id], {
+        cloud: "demo",
+        json: false,
+      });
+      expect(refused.stderr).toMatch(/403|not found|No server/i);
+
+      await cloud.openstack(["server", "set", "--state", "error", id], { ...admin, json: false });
+      expect((await cloud.openstack(["server", "show", id], admin)).status).toBe("ERROR");
+      await cloud.openstack(["server", "set", "--state", "active", id], { ...admin, json: false });
+      expect((await cloud.openstack(["server", "show", id], admin)).status).toBe("ACTIVE");
+
+      const standard = await cloud.openstack(["server", "show", "--diagnostics", id], admin);
+      expect(standard).toMatchObject({
+        state: "running",
+        driver: "libvirt",
+        hypervisor: "fake",
+        num_cpus: 1,
+      });
+      const legacy = await cloud.openstack(["server", "show", "--diagnostics", id], { cloud: "admin" });
+      expect(legacy).toMatchObject({ memory: 512 * 1024, cpu0_time: expect.any(Number) });
+
+      await cloud.openstack(["server", "delete", "--wait", id], { ...admin, json: false });
+    });
+  });
+
   // Last, alone: it stops a host and forces its service down.
   describe("evacuate", () => {
     it("server evacuate: refused while the host is up; once it is forced down, the request is sent and the server rebuilt on --host (2.29), though OSC 6.0 then fails on its own bug", async () => {
