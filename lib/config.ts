@@ -738,6 +738,14 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
     "Compute queues' prefix (stack output ComputeQueuePrefix).",
     { defaultText: "required", agent: { required: true } },
   ),
+  agentOpt(
+    "novaless",
+    "images_bucket",
+    "string",
+    undefined,
+    "The S3 bucket of snapshots' image data (stack output ImagesBucket): a snapshot is uploaded there, and a host boots one from it.",
+    { defaultText: "the resource images_bucket (NOVALESS_IMAGES_BUCKET)" },
+  ),
   agentOpt("novaless", "region", "string", undefined, "The stack's AWS region (stack output Region).", {
     defaultText: "the SDK's (AWS_REGION)",
   }),
@@ -835,6 +843,18 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     default: 0,
     min: 0,
     help: "Seconds after which the watchdog confirms a finished resize or migration left in VERIFY_RESIZE; 0 turns it off.",
+    topic: "conductor",
+  }),
+  row({
+    key: "shelved_offload_time",
+    group: "DEFAULT",
+    name: "shelved_offload_time",
+    nova: true,
+    env: "NOVALESS_SHELVED_OFFLOAD_TIME",
+    kind: "int",
+    default: 0,
+    min: -1,
+    help: "Seconds a SHELVED server keeps its host before the watchdog offloads it (SHELVED_OFFLOADED, its claim freed); 0 offloads it as it is shelved, -1 never (only shelveOffload does).",
     topic: "conductor",
   }),
   row({
@@ -1230,6 +1250,13 @@ export const RESOURCE_OPTIONS: readonly ConfigOption[] = [
     "compute → conductor reports (lib/messages/reports.ts).",
   ),
   resource(
+    "imagesBucket",
+    "images_bucket",
+    "NOVALESS_IMAGES_BUCKET",
+    "novaless-images",
+    "The S3 bucket of snapshots' and backups' image data (images/<image id>), which any host reads to boot them.",
+  ),
+  resource(
     "computeEventsDlqUrl",
     "compute_events_dlq_url",
     "NOVALESS_COMPUTE_EVENTS_DLQ_URL",
@@ -1292,6 +1319,8 @@ export interface Resources {
   conductorStateMachineArn: string;
   /** Prefix of every compute host's queue name (see computeQueueName in lib/compute/queue-name.ts). */
   computeQueuePrefix: string;
+  /** snapshots' image data, images/<image id> (lib/compute/image-store.ts) */
+  imagesBucket: string;
   /** compute → conductor reports (lib/messages/reports.ts) and their dead-letter queue */
   computeEventsQueueUrl: string;
   computeEventsDlqUrl: string;
@@ -1305,12 +1334,14 @@ export function resources(): Resources {
 export function moveOptions(): {
   allowResizeToSameHost: boolean;
   resizeConfirmWindow: number;
+  shelvedOffloadTime: number;
   autoEvacuateGrace: number;
   autoEvacuateRate: number;
 } {
   return {
     allowResizeToSameHost: read<boolean>("allow_resize_to_same_host"),
     resizeConfirmWindow: read<number>("resize_confirm_window"),
+    shelvedOffloadTime: read<number>("shelved_offload_time"),
     autoEvacuateGrace: read<number>("auto_evacuate_grace"),
     autoEvacuateRate: read<number>("auto_evacuate_rate"),
   };

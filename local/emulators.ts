@@ -1,4 +1,4 @@
-// The embedded AWS: dynalite (DynamoDB, with transactions: dynalite-tx.ts) and fauxqs (SQS) in this process, and optionally the
+// The embedded AWS: dynalite (DynamoDB, with transactions: dynalite-tx.ts) and fauxqs (SQS, and S3) in this process, and optionally the
 // local Step Functions endpoint, all on 127.0.0.1. The handlers reach them through the standard
 // AWS_ENDPOINT_URL_* variables (see lib/aws/clients.ts), exactly as they reach AWS. With `iam`,
 // those variables point at the IAM gateway (iam/gateway.ts) in front of all three instead, and
@@ -108,6 +108,8 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
     const env: Record<string, string> = {
       AWS_ENDPOINT_URL_DYNAMODB: front(dynamodb.endpoint),
       AWS_ENDPOINT_URL_SQS: front(sqs.endpoint),
+      // fauxqs serves S3 beside SQS (the images bucket)
+      AWS_ENDPOINT_URL_S3: front(sqs.endpoint),
       AWS_REGION: "us-east-1",
       AWS_ACCESS_KEY_ID: gateway ? operator.accessKeyId : "novaless-local",
       AWS_SECRET_ACCESS_KEY: gateway ? operator.secretAccessKey : "novaless-local",

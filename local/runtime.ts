@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
@@ -16,7 +17,7 @@ import { handler as computeEventsHandler } from "../functions/compute-events/han
 import { handler as conductorHandler } from "../functions/conductor/handler.js";
 import { handler as schedulerHandler } from "../functions/scheduler/handler.js";
 import { conductorDefinition } from "../infra/conductor/definition.js";
-import { resetClients, sfnClient, sqsClient, useRequestHandler } from "../lib/aws/clients.js";
+import { resetClients, s3Client, sfnClient, sqsClient, useRequestHandler } from "../lib/aws/clients.js";
 import { runAs } from "../lib/aws/identity.js";
 import { ensureQueueWithDlq } from "../lib/aws/queues.js";
 import { resetAggregateCache } from "../lib/catalog/aggregates.js";
@@ -28,7 +29,7 @@ import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
 import { resetHostManagers } from "../lib/conductor/select-destinations.js";
 import { runWatchdog, type WatchdogAction } from "../lib/conductor/watchdog.js";
-import { optionValue, schedulerConfig } from "../lib/config.js";
+import { option, optionValue, schedulerConfig } from "../lib/config.js";
 import { seedIdentity } from "../lib/identity/seed.js";
 import { log } from "../lib/log.js";
 import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../lib/resources.js";
@@ -321,6 +322,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const computeQueuePrefix = opts.computeQueuePrefix ?? `novaless${suffix}-compute-`;
   const buildRequestsQueue = `${BUILD_REQUESTS_QUEUE.localName}${suffix}`;
   const computeEventsQueue = `${COMPUTE_EVENTS_QUEUE.localName}${suffix}`;
+  const imagesBucket = `${String(option("imagesBucket").default)}${suffix}`;
   const names = hostNames(opts.hosts ?? 8);
   const policies = await stackPolicies({
     tables: Object.fromEntries(tables.map((t) => [t.id, t.localName])) as Record<
@@ -332,6 +334,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     computeEventsQueue,
     computeEventsDlq: `${computeEventsQueue}${DLQ_SUFFIX}`,
     computeQueuePrefix,
+    imagesBucket,
     functionArns: Object.fromEntries(FUNCTION_COMPONENTS.map((c) => [c, functionArnOf(c)])) as Record<
       FunctionComponent,
       string
@@ -378,6 +381,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       ...emulators.env,
       ...Object.fromEntries(tables.map((t) => [t.env, t.localName])),
       NOVALESS_COMPUTE_QUEUE_PREFIX: computeQueuePrefix,
+      NOVALESS_IMAGES_BUCKET: imagesBucket,
       ...localLiveness(names.length, opts),
       ...opts.env,
     });
@@ -397,6 +401,12 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     }
 
     await createTables(new DynamoDBClient({}), tables);
+    // the stack's images bucket (snapshots' data), S3 as fauxqs serves it behind the gateway
+    await s3Client()
+      .send(new CreateBucketCommand({ Bucket: imagesBucket }))
+      .catch((e: Error) => {
+        if (e.name !== "BucketAlreadyOwnedByYou") throw e;
+      });
     const build = await ensureQueueWithDlq(buildRequestsQueue, BUILD_REQUESTS_QUEUE);
     const sm = await sfnClient().send(
       new CreateStateMachineCommand({

@@ -1,6 +1,8 @@
-// The tables, one per spec in lib/resources.ts (the local runtime creates the same ones).
+// The tables, one per spec in lib/resources.ts (the local runtime creates the same ones), and the
+// images bucket: snapshots' and backups' data, which any host reads to boot them.
 import { CfnOutput, type RemovalPolicy, type Stack } from "aws-cdk-lib";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as s3 from "aws-cdk-lib/aws-s3";
 import { type Projection, TABLES, type TableSpec } from "../../lib/resources.js";
 
 /** A spec's projection as the CDK takes it (a list of attributes is INCLUDE). */
@@ -23,6 +25,8 @@ export interface DataProps {
  */
 export class Data {
   readonly tables: Record<TableSpec["id"], dynamodb.Table>;
+  /** images/<image id>: a snapshot's data (lib/compute/image-store.ts) */
+  readonly imagesBucket: s3.Bucket;
 
   constructor(stack: Stack, props: DataProps) {
     const tables = {} as Record<TableSpec["id"], dynamodb.Table>;
@@ -50,5 +54,15 @@ export class Data {
       });
     }
     this.tables = tables;
+    this.imagesBucket = new s3.Bucket(stack, "Images", {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      removalPolicy: props.removalPolicy,
+    });
+    new CfnOutput(stack, "ImagesBucket", {
+      value: this.imagesBucket.bucketName,
+      description: "NOVALESS_IMAGES_BUCKET of the handlers; [novaless] images_bucket of the hosts",
+    });
   }
 }

@@ -12,6 +12,7 @@ import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { NagSuppressions } from "cdk-nag";
+import { IMAGES_PREFIX } from "../../lib/compute/image-store.js";
 import { option, parseOption, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
 import { COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX, TABLES } from "../../lib/resources.js";
 import { CONDUCTOR_FUNCTION_TIMEOUT_SECONDS } from "../conductor/definition.js";
@@ -128,6 +129,7 @@ export class Functions {
       NOVALESS_COMPUTE_QUEUE_PREFIX: queues.computeQueuePrefix,
       NOVALESS_COMPUTE_EVENTS_QUEUE_URL: queues.computeEvents.queueUrl,
       NOVALESS_COMPUTE_EVENTS_DLQ_URL: queues.computeEventsDlq.queueUrl,
+      NOVALESS_IMAGES_BUCKET: data.imagesBucket.bucketName,
       NOVALESS_LOG_LEVEL: props.logLevel,
       NOVALESS_INSTANCE_BUILD_TIMEOUT: String(props.instanceBuildTimeout),
       ...schedulerEnvironment(props.scheduler),
@@ -368,8 +370,17 @@ export class Functions {
       "dynamodb:DeleteItem",
     );
     migrations.grantReadWriteData(computeEvents);
-    // (a move that fails at its source gives back what a resize up reserved)
-    catalog.grant(computeEvents, "dynamodb:UpdateItem");
+    // (a move that fails at its source gives back what a resize up reserved; a snapshot's image
+    // goes active, or is deleted when it failed or a backup rotates out)
+    catalog.grant(computeEvents, "dynamodb:UpdateItem", "dynamodb:DeleteItem");
+    // a snapshot's data deleted with its image (the hosts put it; the API serves and deletes it)
+    const images = data.imagesBucket.arnForObjects(`${IMAGES_PREFIX}*`);
+    computeEvents.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ["s3:DeleteObject"], resources: [images] }),
+    );
+    api.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ["s3:GetObject", "s3:DeleteObject"], resources: [images] }),
+    );
     // a start or reboot carries the owner's public key (Nova passes it to the driver)
     catalog.grantReadData(computeEvents);
     queues.buildRequests.grantSendMessages(computeEvents);

@@ -1,4 +1,4 @@
-// What a compute host may do: no database, its own queue, and compute-events. Nova's
+// What a compute host may do: no database, its own queue, compute-events, and the images bucket. Nova's
 // nova-compute never touches the database. A host's credentials are a session of
 // ComputeHostRole tagged `novaless-host=<host>` and named <host>: its own queue and DLQ carry
 // the same tag (the consumer creates them), and it may send only to compute-events, only as a
@@ -7,7 +7,9 @@
 import { Aws, CfnOutput, Duration, type Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as rolesanywhere from "aws-cdk-lib/aws-rolesanywhere";
+import type * as s3 from "aws-cdk-lib/aws-s3";
 import { NagSuppressions } from "cdk-nag";
+import { IMAGES_PREFIX } from "../../lib/compute/image-store.js";
 import { HOST_TAG } from "../../lib/resources.js";
 import { COMPUTE_QUEUES_REASON, computeQueuesFinding } from "./nag.js";
 import type { Queues } from "./queues.js";
@@ -28,6 +30,8 @@ export interface RolesAnywhereTrust {
 
 export interface HostAccessProps {
   queues: Queues;
+  /** snapshots' data: a host puts the ones it takes and gets the ones it boots */
+  imagesBucket: s3.IBucket;
   /** Off when absent: hosts then take their sessions from EC2 instance-profile roles only. */
   rolesAnywhere?: RolesAnywhereTrust;
   /**
@@ -66,6 +70,14 @@ export class HostAccess {
             StringEquals: { [`aws:ResourceTag/${HOST_TAG}`]: hostTag },
             StringLike: { "aws:userid": `*:${hostTag}` },
           },
+        }),
+        // Any host may boot any image, so reads are not per host; S3 has no per-object tags to
+        // scope writes by (the image ids are the API's, unguessable, and the reports say which)
+        new iam.PolicyStatement({
+          sid: "Images",
+          actions: ["s3:PutObject", "s3:GetObject"],
+          resources: [props.imagesBucket.arnForObjects(`${IMAGES_PREFIX}*`)],
+          conditions: { StringLike: { "aws:userid": `*:${hostTag}` } },
         }),
         new iam.PolicyStatement({
           sid: "Report",

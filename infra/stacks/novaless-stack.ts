@@ -133,6 +133,7 @@ export class NovalessStack extends Stack {
     });
     const hostAccess = new HostAccess(this, {
       queues,
+      imagesBucket: data.imagesBucket,
       rolesAnywhere: props.rolesAnywhere,
       hostRolePath: iamPath(props.hostRolePath ?? "/novaless-hosts/"),
     });

@@ -3,6 +3,7 @@
 // embedded emulators or LocalStack. Credentials: those of the current identity (identity.ts) when
 // one is set, one client per access key; otherwise the SDK's default chain (what runs on AWS).
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { S3Client } from "@aws-sdk/client-s3";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
@@ -15,6 +16,7 @@ interface Clients {
   ddb?: DynamoDBDocumentClient;
   sqs?: SQSClient;
   sfn?: SFNClient;
+  s3?: S3Client;
 }
 
 /** by access key id; "" is the default chain */
@@ -109,12 +111,27 @@ export function sfnClient(): SFNClient {
   return clients.sfn;
 }
 
+/**
+ * S3 (the images bucket). Path-style where an endpoint is configured (the local gateway, LocalStack
+ * name no bucket hosts); AWS's virtual-hosted style otherwise.
+ */
+export function s3Client(): S3Client {
+  const { clients, credentials, transport } = clientsFor();
+  if (!clients.s3) {
+    const forcePathStyle = Boolean(process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL);
+    // not metered: the meter counts the request-priced services of a build (bench:cost)
+    clients.s3 = new S3Client({ ...CACHED, credentials, forcePathStyle, ...transport });
+  }
+  return clients.s3;
+}
+
 /** Forget cached clients (the local runtime and tests change endpoints between runs). */
 export function resetClients(): void {
   for (const c of cache.values()) {
     c.ddb?.destroy();
     c.sqs?.destroy();
     c.sfn?.destroy();
+    c.s3?.destroy();
   }
   cache.clear();
 }

@@ -18,14 +18,31 @@ export interface Flavor {
   projects?: string[];
 }
 
+/** Glance's image statuses this catalog uses (a deleted image is gone). */
+export type ImageStatus = "queued" | "saving" | "active" | "killed";
+
 export interface Image {
   id: string;
   name: string;
-  status: "active";
+  status: ImageStatus;
   min_disk: number;
   min_ram: number;
   properties: Record<string, string>;
   created_at: string;
+  updated_at?: string;
+  /** the project that owns it (a snapshot's); absent: the catalog's own, public images */
+  owner?: string;
+  /** absent: public */
+  visibility?: "public" | "private" | "shared";
+  /** the projects a shared image is shared with (Glance's members; Nova's instance_owner) */
+  members?: string[];
+  /** its data, once uploaded (a snapshot's, in the images bucket); absent: a record only */
+  size?: number;
+  checksum?: string;
+  os_hash_algo?: string;
+  os_hash_value?: string;
+  /** a backup's rotation, kept for compute-events to rotate with once the backup is uploaded */
+  rotation?: number;
 }
 
 /** Nova's host aggregate: membership lives here (as Nova's aggregate_hosts), not on the host. */

@@ -22,6 +22,7 @@ const STACK_OUTPUTS: Record<string, string> = {
   ComputeEventsQueueUrl: "events_queue_url",
   ComputeQueuePrefix: "compute_queue_prefix",
   ComputeHostRoleArn: "assume_role_arn",
+  ImagesBucket: "images_bucket",
   Region: "region",
 };
 

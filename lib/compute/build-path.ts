@@ -22,13 +22,17 @@ import {
   type PowerAction,
   type ReceivedComputeMessage,
   receivedComputeMessage,
+  type SnapshotInstance,
+  type ShelveInstance,
   type SpawnInstance,
+  type UnshelveInstance,
 } from "../messages/compute.js";
 import { tailLog } from "../messages/console-log.js";
 import { type ComputeReport, computeReport, type ReportBody } from "../messages/reports.js";
 import type { Inventory, ResourceClass } from "../placement-rules.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
 import { type Driver, type GuestSpec, POWER_STATE } from "./drivers/driver.js";
+import type { SnapshotData } from "./image-store.js";
 import { LivePath } from "./live-path.js";
 import { computeQueueName } from "./queue-name.js";
 
@@ -305,6 +309,15 @@ export class BuildPath {
       case "get_diagnostics":
         await this.diagnostics(msg);
         break;
+      case "snapshot_instance":
+        await this.keepHidden(m, queue, () => this.snapshot(msg, log));
+        break;
+      case "shelve_instance":
+        await this.keepHidden(m, queue, () => this.shelveStep(msg, log));
+        break;
+      case "unshelve_instance":
+        await this.keepHidden(m, queue, () => this.unshelveStep(msg, log));
+        break;
       case "rebuild_instance":
       case "resize_instance":
       case "finish_resize":
@@ -446,7 +459,10 @@ export class BuildPath {
     if (this.gone.size > GONE_KEPT) this.gone.delete(this.gone.keys().next().value!);
   }
 
-  /** Nova's stop_instance, start_instance and reboot_instance. */
+  /**
+   * Nova's stop_instance, start_instance, reboot_instance, pause_instance, unpause_instance,
+   * suspend_instance and resume_instance.
+   */
   private async powerAction(msg: PowerAction, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
     const what = { request_id: msg.request_id, instance_uuid: id, action: msg.action };
@@ -469,7 +485,8 @@ export class BuildPath {
           );
         await this.driver.spawn(msg.guest);
       } else if (msg.action === "start") await this.driver.powerOn(id);
-      else await this.driver.reboot(id, msg.reboot_type ?? "SOFT");
+      else if (msg.action === "reboot") await this.driver.reboot(id, msg.reboot_type ?? "SOFT");
+      else await this.driver[msg.action](id);
     } catch (e) {
       ok = false;
       details = e instanceof Error ? e.message : String(e);
@@ -568,10 +585,164 @@ export class BuildPath {
     log.info("compute.move_step_done", { step: msg.kind, ok, power_state: power });
   }
 
+  /**
+   * Nova's shelve_instance (power off, snapshot, and offload at once when shelved_offload_time is
+   * 0), shelve_offload_instance (destroy: compute-events gives the claim back once it is gone)
+   * and, for an unshelve of a SHELVED server, start_instance. Each is safe to repeat: a guest
+   * already off or gone is left so, and the report says where it is.
+   */
+  private async shelveStep(msg: ShelveInstance, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    const started = new Date().toISOString();
+    this.acting.add(id);
+    let ok = true;
+    let details: string | null = null;
+    let image: SnapshotData | undefined;
+    try {
+      if (msg.op === "start") {
+        if (!this.driver.has(id)) {
+          // the host lost it (a host reboot): created again, as Nova's start recreates the domain
+          if (!msg.guest) throw new Error(`instance ${id} is not defined on host ${this.host}`);
+          this.gone.delete(id);
+          await this.driver.spawn(msg.guest);
+        } else if (this.driver.powerState(id) !== POWER_STATE.RUNNING) await this.driver.powerOn(id);
+      } else {
+        if (msg.op === "shelve" && this.driver.has(id) && this.driver.powerState(id) !== POWER_STATE.SHUTDOWN)
+          await this.driver.powerOff(id);
+        // Nova's shelve snapshots the stopped guest into the image the API created (once: a
+        // redelivered cast finds it taken); its upload's stages are not reported for a shelve
+        if (msg.op === "shelve" && msg.image_id && this.driver.has(id) && !this.snapshotted.has(msg.image_id)) {
+          image = await this.driver.snapshot(id, msg.image_id, async () => {});
+          this.snapshotted.add(msg.image_id);
+        }
+        if (msg.offload) {
+          try {
+            this.tombstone(id, msg.attempt);
+            await this.driver.destroy(id);
+          } catch (e) {
+            // shelved all the same (Nova saves SHELVED before it offloads): the guest stays here
+            if (msg.op !== "shelve") throw e;
+            details = `offload failed: ${e instanceof Error ? e.message : String(e)}`;
+          }
+        }
+      }
+    } catch (e) {
+      ok = false;
+      details = e instanceof Error ? e.message : String(e);
+      log.warn("compute.shelve_failed", { op: msg.op, details });
+    } finally {
+      this.acting.delete(id);
+    }
+    if (this.dead) throw new Error(`host ${this.host} died during the ${msg.op} of ${id}`);
+    const power = this.driver.powerState(id);
+    if (this.driver.has(id)) this.reported.set(id, power);
+    else this.reported.delete(id);
+    await this.reporter.send("shelve_done", {
+      op: msg.op,
+      request_id: msg.request_id,
+      instance_uuid: id,
+      attempt: msg.attempt,
+      started_at: started,
+      ok,
+      offloaded: !this.driver.has(id) && msg.op !== "start",
+      image_id: msg.image_id,
+      ...(image ? { image } : {}),
+      details,
+      power_state: power as 0,
+    });
+    log.info("compute.shelve_done", { op: msg.op, ok, power_state: power });
+  }
+
+  /**
+   * Nova's unshelve_instance on the host the conductor chose: the guest from its shelved image. A
+   * redelivered cast of one done here is only reported again, so nothing is spawned twice; a
+   * spawn that failed leaves nothing behind for the next host.
+   */
+  private async unshelveStep(msg: UnshelveInstance, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    this.gone.delete(id);
+    const started = new Date().toISOString();
+    const token = `${msg.unshelve_uuid}#${msg.attempt}`;
+    this.acting.add(id);
+    let ok = true;
+    let details: string | null = null;
+    try {
+      if (this.rebuiltFor.get(id) !== token || !this.driver.has(id)) {
+        if (this.driver.has(id)) await this.driver.destroy(id);
+        await this.driver.spawn(msg.guest, this.spawnAbort.signal);
+        this.rebuiltFor.set(id, token);
+      }
+    } catch (e) {
+      ok = false;
+      details = e instanceof Error ? e.message : String(e);
+      log.warn("compute.unshelve_failed", { details });
+      await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
+    } finally {
+      this.acting.delete(id);
+    }
+    if (this.dead) throw new Error(`host ${this.host} died during the unshelve of ${id}`);
+    const power = this.driver.powerState(id);
+    if (this.driver.has(id)) this.reported.set(id, power);
+    else this.reported.delete(id);
+    await this.reporter.send("unshelve_done", {
+      request_id: msg.request_id,
+      instance_uuid: id,
+      unshelve_uuid: msg.unshelve_uuid,
+      attempt: msg.attempt,
+      started_at: started,
+      ok,
+      details,
+      power_state: power as 0,
+    });
+    log.info("compute.unshelve_done", { ok, power_state: power });
+  }
+
   /** Create the guest, and leave it shut down when the server was stopped. */
   private async guestAs(guest: GuestSpec, powerOn: boolean): Promise<void> {
     await this.driver.spawn(guest, this.spawnAbort.signal);
     if (!powerOn) await this.driver.powerOff(guest.instance_uuid);
+  }
+
+  /** images this incarnation snapshotted: a redelivered cast does not take one twice */
+  private readonly snapshotted = new Set<string>();
+
+  /**
+   * Nova's snapshot_instance and backup_instance: the driver captures and uploads the image, each
+   * stage reported (compute-events moves the task state and the image on), then the outcome.
+   */
+  private async snapshot(msg: SnapshotInstance, log: Logger): Promise<void> {
+    if (this.snapshotted.has(msg.image_id)) return;
+    this.snapshotted.add(msg.image_id);
+    if (this.snapshotted.size > GONE_KEPT) this.snapshotted.delete(this.snapshotted.values().next().value!);
+    const id = msg.instance_uuid;
+    const what = { request_id: msg.request_id, instance_uuid: id, image_id: msg.image_id };
+    const started = new Date().toISOString();
+    let data: SnapshotData | undefined;
+    let details: string | null = null;
+    this.acting.add(id);
+    try {
+      await this.reporter.send("snapshot_progress", { ...what, task_state: "image_snapshot" });
+      data = await this.driver.snapshot(id, msg.image_id, (task_state) =>
+        this.reporter.send("snapshot_progress", { ...what, task_state }),
+      );
+    } catch (e) {
+      details = e instanceof Error ? e.message : String(e);
+      log.warn("compute.snapshot_failed", { image_id: msg.image_id, details });
+    } finally {
+      this.acting.delete(id);
+    }
+    if (this.dead) throw new Error(`host ${this.host} died during the snapshot of ${id}`);
+    const power = this.driver.powerState(id);
+    await this.reporter.send("snapshot_done", {
+      ...what,
+      image_type: msg.image_type,
+      started_at: started,
+      ok: data !== undefined,
+      details,
+      ...(data ?? {}),
+      power_state: power as 0,
+    });
+    log.info("compute.snapshot_done", { image_id: msg.image_id, ok: data !== undefined, size: data?.size });
   }
 
   /** os-getConsoleOutput: the log's end, the last `length` lines when asked. */

@@ -15,8 +15,15 @@ import { rescheduledText, withoutHosts } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { storeHostAnswer } from "../instances/host-answers.js";
 import { listDoneEvacuationsFrom, updateMigration } from "../instances/migrations.js";
-import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
+import {
+  actionOfTask,
+  actionStarted,
+  finishPowerAction,
+  storeConsoleOutput,
+  syncPowerState,
+} from "../instances/power.js";
 import { getInstance, listInstancesOnHost } from "../instances/queries.js";
+import { finishSnapshot, snapshotProgress } from "../instances/snapshot.js";
 import { event } from "../instances/transition.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
@@ -38,6 +45,7 @@ import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
 import { applyLiveProgress } from "./live-migrate.js";
 import { applyMoveReport, evacuatedGuestTerminate } from "./move-events.js";
+import { applyShelveReport, applyUnshelveReport } from "./shelve-events.js";
 
 export interface ReportRecord {
   messageId: string;
@@ -46,8 +54,20 @@ export interface ReportRecord {
   senderId?: string;
 }
 
+/** A shelve's, an offload's or an unshelve's task states: their casts, not power actions. */
+const SHELVE_TASKS = new Set<string>([
+  "shelving",
+  "shelving_image_pending_upload",
+  "shelving_image_uploading",
+  "shelving_offloading",
+  "unshelving",
+]);
+
 /** Nova's power_state values the sync treats as "not running". */
 const POWER_RUNNING = 1;
+
+/** The vm_states whose guests a registering host's list is synced against (Nova's _init_instance). */
+const SYNCED_AT_REGISTER = new Set(["active", "stopped", "paused", "suspended"]);
 
 /**
  * Host queue URLs by host, per warm container: a host's queue does not move (its name is a
@@ -183,6 +203,24 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
       return applyMoveReport(report, log, castToHost);
     case "live_migration_progress":
       return applyLiveProgress(report, log);
+    case "shelve_done":
+      return applyShelveReport(report, log);
+    case "unshelve_done":
+      return applyUnshelveReport(report, log, castToHost);
+    case "snapshot_progress":
+      await snapshotProgress(report);
+      return;
+    case "snapshot_done": {
+      const { outcome, rotated } = await finishSnapshot(report);
+      log.info("compute_events.snapshot_done", {
+        instance_uuid: report.instance_uuid,
+        image_id: report.image_id,
+        ok: report.ok,
+        outcome,
+        ...(rotated.length ? { rotated_out: rotated } : {}),
+      });
+      return;
+    }
   }
 }
 
@@ -296,11 +334,42 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
       }
       continue;
     }
-    // (a move's or a rebuild's steps are casts still queued for the host, not lost actions)
-    if (inst.task_state && inst.task_state !== "deleting" && !inst.migration && !inst.rebuild) {
+    if (inst.unshelve && inst.task_state === "spawning") {
+      // An unshelve was spawning here when the host went away: running is done, else it failed.
+      await applyUnshelveReport(
+        {
+          version: 1,
+          kind: "unshelve_done",
+          host: r.host,
+          sent_at: r.sent_at,
+          request_id: inst.unshelve.request_id,
+          instance_uuid: inst.id,
+          unshelve_uuid: inst.unshelve.uuid,
+          attempt: inst.attempt,
+          started_at: r.sent_at,
+          ok: power === POWER_RUNNING,
+          details:
+            power === POWER_RUNNING
+              ? null
+              : `the compute service on ${r.host} restarted while the unshelve was spawning`,
+          power_state: power as 0,
+        },
+        log,
+        castToHost,
+      );
+      continue;
+    }
+    // (a move's or a rebuild's steps, and a shelve's, are casts still queued for the host, not
+    // lost actions: SQS delivers them again)
+    if (
+      inst.task_state &&
+      inst.task_state !== "deleting" &&
+      !inst.migration &&
+      !inst.rebuild &&
+      !SHELVE_TASKS.has(inst.task_state)
+    ) {
       // A power action the host took and lost: send it again (Nova retries it at init).
-      const action =
-        inst.task_state === "powering-off" ? "stop" : inst.task_state === "powering-on" ? "start" : "reboot";
+      const action = actionOfTask(inst.task_state);
       const pending = Object.values(inst.actions)
         .filter((a) => a.action === action)
         .sort((a, b) => b.start_time.localeCompare(a.start_time))[0];
@@ -316,14 +385,16 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
           request_id: pending?.request_id ?? `req-init-${inst.id}`,
           instance_uuid: inst.id,
           host: r.host,
-          ...(action === "stop" ? {} : { guest: await guestSpecFor(inst) }),
+          ...(action === "start" || action === "reboot" || action === "resume"
+            ? { guest: await guestSpecFor(inst) }
+            : {}),
         },
         log,
       );
       resent++;
       continue;
     }
-    if (inst.vm_state === "active" || inst.vm_state === "stopped") {
+    if (SYNCED_AT_REGISTER.has(inst.vm_state)) {
       const outcome = await syncPowerState(inst.id, r.host, power, r.sent_at);
       if (outcome === "stop-guest") {
         await stopGuest(r.host, inst.id, log);

@@ -2,7 +2,19 @@ import type { Destination } from "../messages/common.js";
 import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
 
 /** Nova's vm_states this system sets; `resized` is a finished resize or migration awaiting confirm/revert (VERIFY_RESIZE). */
-export type VmState = "building" | "active" | "stopped" | "resized" | "error" | "deleted";
+export type VmState =
+  | "building"
+  | "active"
+  | "stopped"
+  | "resized"
+  | "error"
+  | "deleted"
+  // pause (the guest's CPUs held, memory kept) and suspend (its state saved, Nova's managed save)
+  | "paused"
+  | "suspended"
+  // shelved: stopped and snapshotted on its host; offloaded: gone from any host, its claim freed
+  | "shelved"
+  | "shelved_offloaded";
 /** Nova's task states this system sets (nova/compute/task_states.py). */
 export type TaskState =
   | "scheduling"
@@ -14,6 +26,11 @@ export type TaskState =
   | "reboot_started"
   | "rebooting_hard"
   | "reboot_started_hard"
+  // pause, unpause, suspend, resume (Nova's task_states.py): from the API's accept to the host's report
+  | "pausing"
+  | "unpausing"
+  | "suspending"
+  | "resuming"
   // a resize or cold migration (Nova's task_states.py): accepted, source powering off, source
   // done (the destination finishing); then a revert in progress
   | "resize_prep"
@@ -25,6 +42,20 @@ export type TaskState =
   | "rebuild_spawning"
   // a live migration (Nova's task_states.MIGRATING), from the API's accept to its end
   | "migrating"
+  // createImage and createBackup (Nova's task_states.py): accepted, the host taking the snapshot,
+  // the image captured and waiting to upload, uploading
+  | "image_snapshot_pending"
+  | "image_snapshot"
+  | "image_backup"
+  | "image_pending_upload"
+  | "image_uploading"
+  // shelve (Nova's task_states): accepted, the snapshot's upload, the guest leaving its host;
+  // unshelve: accepted (and scheduling), then spawning on the chosen host
+  | "shelving"
+  | "shelving_image_pending_upload"
+  | "shelving_image_uploading"
+  | "shelving_offloading"
+  | "unshelving"
   | null;
 
 export interface Fault {
@@ -55,6 +86,11 @@ export type ActionName =
   | "stop"
   | "start"
   | "reboot"
+  // Nova's instance_actions.PAUSE, UNPAUSE, SUSPEND, RESUME
+  | "pause"
+  | "unpause"
+  | "suspend"
+  | "resume"
   | "resize"
   | "migrate"
   | "confirmResize"
@@ -65,8 +101,15 @@ export type ActionName =
   | "live-migration"
   | "live_migration_force_complete"
   | "live_migration_cancel"
+  // Nova's instance_actions.SHELVE, SHELVE_OFFLOAD, UNSHELVE
+  | "shelve"
+  | "shelveOffload"
+  | "unshelve"
   // Nova's instance_actions.RESET_STATE (os-resetState)
-  | "resetState";
+  | "resetState"
+  // Nova's instance_actions.CREATE_IMAGE and BACKUP
+  | "createImage"
+  | "createBackup";
 
 /** Nova's Migration.migration_type. */
 export type MigrationType = "migration" | "resize" | "live-migration" | "evacuation";
@@ -197,6 +240,32 @@ export interface RebuildContext {
   old_vm_state: "active" | "stopped" | "error";
 }
 
+/** Nova's shelved_at, shelved_image_id and shelved_host system metadata. */
+export interface ShelveContext {
+  at: string;
+  /** the snapshot the server comes back from (null: the driver keeps no image; its own image is used) */
+  image_id: string | null;
+  /** the host it was shelved on */
+  host: string;
+}
+
+/**
+ * An unshelve through the conductor (Nova's conductor unshelve_instance): its uuid and attempts
+ * fence the conductor's and the chosen host's writes, as a move's migration and attempt do.
+ * Attempt n claims with the token base_attempt + n.
+ */
+export interface UnshelveContext {
+  uuid: string;
+  /** the unshelve action's request id: its events go under it */
+  request_id: string;
+  /** the instance's attempt when the unshelve was accepted */
+  base_attempt: number;
+  /** the host asked for (2.91, admins), checked by the scheduler; null: any */
+  requested_host: string | null;
+  /** hosts that failed to spawn it, oldest first */
+  tried: string[];
+}
+
 export interface InstanceAction {
   action: ActionName;
   request_id: string;
@@ -292,6 +361,10 @@ export interface InstanceRecord {
   migration?: MoveContext;
   /** the rebuild in progress on its own host; absent otherwise */
   rebuild?: RebuildContext;
+  /** while SHELVED or SHELVED_OFFLOADED (Nova's shelved_* system metadata); absent otherwise */
+  shelve?: ShelveContext;
+  /** the unshelve of a SHELVED_OFFLOADED server in progress; absent otherwise */
+  unshelve?: UnshelveContext;
 }
 
 /** The fields of a request spec that the stored one may leave out (requestSpecOf restores them). */

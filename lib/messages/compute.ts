@@ -106,15 +106,19 @@ export const spawnInstanceV1 = z.object({
   guest: guestSpec,
 });
 
+/** The power actions a host takes (Nova's compute manager's *_instance for each). */
+export const POWER_ACTIONS = ["stop", "start", "reboot", "pause", "unpause", "suspend", "resume"] as const;
+
 /**
- * API → compute: os-stop, os-start, reboot (Nova's stop_instance, start_instance,
- * reboot_instance). start and reboot carry the guest, so a host whose driver lost it (a guest
- * gone with a host reboot) recreates it, as Nova's hard reboot does from the database.
+ * API → compute: os-stop, os-start, reboot, pause, unpause, suspend, resume (Nova's
+ * stop_instance, start_instance, reboot_instance, pause_instance…). start, reboot and resume
+ * carry the guest, so a host whose driver lost it (a guest gone with a host reboot) recreates
+ * it, as Nova's hard reboot does from the database.
  */
 export const powerActionV1 = z.object({
   version: z.literal(1),
   kind: z.literal("power_action"),
-  action: z.enum(["stop", "start", "reboot"]),
+  action: z.enum(POWER_ACTIONS),
   reboot_type: z.enum(["SOFT", "HARD"]).optional(),
   request_id: z.string().min(1),
   instance_uuid: uuid,
@@ -196,6 +200,60 @@ export const rebuildInstanceV1 = z.object({
 });
 
 /**
+ * API or compute-events → the host of a shelved or shelving server (Nova's shelve_instance,
+ * shelve_offload_instance, and start_instance for an unshelve that needs no scheduler):
+ * - shelve: power the guest off, snapshot it into `image_id` (when the driver keeps images),
+ *   and destroy it too when `offload` (shelved_offload_time = 0);
+ * - offload: destroy the guest (its claim is given back once it is gone);
+ * - start: run the kept guest again (created anew from `guest` if the host lost it).
+ * `attempt` is the instance's placement on this host: its claim, which an offload gives back.
+ */
+export const shelveInstanceV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("shelve_instance"),
+  op: z.enum(["shelve", "offload", "start"]),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+  attempt: z.number().int().min(0),
+  offload: z.boolean(),
+  /** the snapshot image Nova's API created for the shelve (null: nothing to snapshot) */
+  image_id: uuid.nullable(),
+  guest: guestSpec.optional(),
+});
+
+/**
+ * The conductor → the host it chose for a shelved-offloaded server (Nova's unshelve_instance):
+ * create the guest from its shelved image. `unshelve_uuid` and `attempt` fence it, as a move's
+ * migration and attempt do; a redelivered cast of one done here is only reported again.
+ */
+export const unshelveInstanceV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("unshelve_instance"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+  unshelve_uuid: uuid,
+  attempt: z.number().int().min(1),
+  guest: guestSpec,
+});
+
+/**
+ * API → compute: createImage or createBackup (Nova's snapshot_instance, backup_instance): capture
+ * the guest's disk into the image the API recorded (`queued`) and upload its data to the images
+ * bucket; the host reports each stage, compute-events moves the task state and the image on.
+ */
+export const snapshotInstanceV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("snapshot_instance"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+  image_id: uuid,
+  image_type: z.enum(["snapshot", "backup"]),
+});
+
+/**
  * A live migration's steps (Nova's compute manager), each reported. To the destination first:
  * prepare for the guest (pre_live_migration).
  */
@@ -221,6 +279,8 @@ export const postLiveMigrationAtDestinationV1 = z.object({
   ...moveStep,
   kind: z.literal("post_live_migration_at_destination"),
   guest: guestSpec,
+  /** the server is PAUSED: its guest stays paused on the destination (Nova migrates it as it is) */
+  paused: z.boolean().optional(),
 });
 
 /**
@@ -252,6 +312,9 @@ export type SpawnInstance = z.infer<typeof spawnInstanceV1>;
 export type PowerAction = z.infer<typeof powerActionV1>;
 export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
 export type GetDiagnostics = z.infer<typeof getDiagnosticsV1>;
+export type SnapshotInstance = z.infer<typeof snapshotInstanceV1>;
+export type ShelveInstance = z.infer<typeof shelveInstanceV1>;
+export type UnshelveInstance = z.infer<typeof unshelveInstanceV1>;
 export type LiveMigrationStepMessage =
   | z.infer<typeof preLiveMigrationV1>
   | z.infer<typeof liveMigrationV1>
@@ -272,6 +335,9 @@ export type ComputeMessage =
   | PowerAction
   | GetConsoleOutput
   | GetDiagnostics
+  | SnapshotInstance
+  | ShelveInstance
+  | UnshelveInstance
   | LiveMigrationControl
   | MoveStepMessage;
 
@@ -303,6 +369,9 @@ export const computeMessage = z.discriminatedUnion("kind", [
   powerActionV1,
   getConsoleOutputV1,
   getDiagnosticsV1,
+  snapshotInstanceV1,
+  shelveInstanceV1,
+  unshelveInstanceV1,
   ...MOVE_MESSAGES,
 ]);
 
@@ -318,6 +387,9 @@ export const receivedComputeMessage = z
     powerActionV1,
     getConsoleOutputV1,
     getDiagnosticsV1,
+  snapshotInstanceV1,
+    shelveInstanceV1,
+    unshelveInstanceV1,
     ...MOVE_MESSAGES,
   ])
   .transform((m): ReceivedComputeMessage => {

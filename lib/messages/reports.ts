@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { inventorySchema } from "../placement-rules.js";
 import { uuid } from "./common.js";
-import { MOVE_STEPS } from "./compute.js";
+import { MOVE_STEPS, POWER_ACTIONS } from "./compute.js";
 
 const powerState = z.union(
   [0, 1, 3, 4, 6, 7].map((n) => z.literal(n)) as [z.ZodLiteral<0>, ...z.ZodLiteral<number>[]],
@@ -87,7 +87,7 @@ export const actionStartedReport = z.object({
   kind: z.literal("action_started"),
   request_id: z.string().min(1),
   instance_uuid: uuid,
-  action: z.enum(["stop", "start", "reboot"]),
+  action: z.enum(POWER_ACTIONS),
   reboot_type: z.enum(["SOFT", "HARD"]).optional(),
 });
 
@@ -96,7 +96,7 @@ export const actionDoneReport = z.object({
   kind: z.literal("action_done"),
   request_id: z.string().min(1),
   instance_uuid: uuid,
-  action: z.enum(["stop", "start", "reboot"]),
+  action: z.enum(POWER_ACTIONS),
   reboot_type: z.enum(["SOFT", "HARD"]).optional(),
   started_at: z.string().datetime(),
   ok: z.boolean(),
@@ -213,6 +213,51 @@ export const moveStepReport = z.object({
   power_state: powerState,
 });
 
+/**
+ * A shelve_instance done (or not): its op and the placement's attempt as the cast named them;
+ * `offloaded` when the guest is gone from the host (its claim is given back now).
+ */
+export const shelveDoneReport = z.object({
+  ...base,
+  kind: z.literal("shelve_done"),
+  op: z.enum(["shelve", "offload", "start"]),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  attempt: z.number().int().min(0),
+  started_at: z.string().datetime(),
+  ok: z.boolean(),
+  offloaded: z.boolean(),
+  /** the shelve's snapshot image, as the cast named it */
+  image_id: uuid.nullable(),
+  /** the snapshot's data as the driver stored it (Glance's fields; size 0: metadata only) */
+  image: z
+    .object({
+      disk_format: z.string(),
+      container_format: z.string(),
+      size: z.number().int().min(0),
+      checksum: z.string().optional(),
+      os_hash_value: z.string().optional(),
+    })
+    .optional(),
+  /** the driver's error when not ok (or, ok, why an offload did not happen) */
+  details: z.string().nullable(),
+  power_state: powerState,
+});
+
+/** An unshelve_instance done (or not) on this host, fenced by the unshelve and its attempt. */
+export const unshelveDoneReport = z.object({
+  ...base,
+  kind: z.literal("unshelve_done"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  unshelve_uuid: uuid,
+  attempt: z.number().int().min(1),
+  started_at: z.string().datetime(),
+  ok: z.boolean(),
+  details: z.string().nullable(),
+  power_state: powerState,
+});
+
 /** A running live migration's progress, from its source (Nova's driver's migration stats). */
 export const liveMigrationProgressReport = z.object({
   ...base,
@@ -224,6 +269,39 @@ export const liveMigrationProgressReport = z.object({
   memory_total_bytes: z.number().int().min(0),
   memory_processed_bytes: z.number().int().min(0),
   memory_remaining_bytes: z.number().int().min(0),
+});
+
+/**
+ * A snapshot's (createImage, createBackup) stage on its host, Nova's task states: the host took it
+ * (image_snapshot), captured the disk (image_pending_upload), is uploading (image_uploading).
+ */
+export const snapshotProgressReport = z.object({
+  ...base,
+  kind: z.literal("snapshot_progress"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  image_id: uuid,
+  task_state: z.enum(["image_snapshot", "image_pending_upload", "image_uploading"]),
+});
+
+/** A snapshot's end: the image's data as stored (ok), or the driver's error. */
+export const snapshotDoneReport = z.object({
+  ...base,
+  kind: z.literal("snapshot_done"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  image_id: uuid,
+  image_type: z.enum(["snapshot", "backup"]),
+  started_at: z.string().datetime(),
+  ok: z.boolean(),
+  details: z.string().nullable(),
+  /** Glance's fields of the data; size 0 and no checksum: the driver keeps no data (fake) */
+  disk_format: z.string().optional(),
+  container_format: z.string().optional(),
+  size: z.number().int().min(0).optional(),
+  checksum: z.string().optional(),
+  os_hash_value: z.string().optional(),
+  power_state: powerState,
 });
 
 export const computeReport = z.discriminatedUnion("kind", [
@@ -240,6 +318,10 @@ export const computeReport = z.discriminatedUnion("kind", [
   diagnosticsReport,
   moveStepReport,
   liveMigrationProgressReport,
+  snapshotProgressReport,
+  snapshotDoneReport,
+  shelveDoneReport,
+  unshelveDoneReport,
 ]);
 
 export type ComputeReport = z.infer<typeof computeReport>;
@@ -250,7 +332,11 @@ export type PowerStateReport = z.infer<typeof powerStateReport>;
 export type ActionDoneReport = z.infer<typeof actionDoneReport>;
 export type ActionStartedReport = z.infer<typeof actionStartedReport>;
 export type MoveStepReport = z.infer<typeof moveStepReport>;
+export type ShelveDoneReport = z.infer<typeof shelveDoneReport>;
+export type UnshelveDoneReport = z.infer<typeof unshelveDoneReport>;
 export type LiveMigrationProgressReport = z.infer<typeof liveMigrationProgressReport>;
+export type SnapshotProgressReport = z.infer<typeof snapshotProgressReport>;
+export type SnapshotDoneReport = z.infer<typeof snapshotDoneReport>;
 export type BuildReport =
   | z.infer<typeof buildStartedReport>
   | z.infer<typeof buildSucceededReport>

@@ -17,7 +17,7 @@ import { sqsLimits } from "../sqs-limits.js";
 import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
 import { ACCOUNT, PARTITION, REGION } from "./identities.js";
 
-export type Service = "dynamodb" | "sqs" | "states";
+export type Service = "dynamodb" | "sqs" | "states" | "s3";
 
 export interface GatewayPrincipal {
   /** for messages and logs: the component */
@@ -56,7 +56,8 @@ export interface RawResponse {
 export type Upstream = (req: RawRequest, signal?: AbortSignal) => Promise<RawResponse>;
 
 export interface GatewayOptions {
-  upstreams: { dynamodb: string; sqs: string; sfn?: string };
+  /** s3: fauxqs's, the sqs upstream, unless given */
+  upstreams: { dynamodb: string; sqs: string; sfn?: string; s3?: string };
   /** emulators served in process; the others are reached over HTTP at their upstream URL */
   inProcess?: Partial<Record<Service, Upstream>>;
   policy: GatewayPolicy;
@@ -175,6 +176,52 @@ export function statesAuthorizations(op: string, body: Record<string, unknown>):
     return [{ action, resource: arn("states", `stateMachine:${String(body.name)}`) }];
   const target = body.executionArn ?? body.stateMachineArn;
   return [{ action, resource: target === undefined ? "*" : String(target) }];
+}
+
+/**
+ * What S3 authorizes for a path-style REST request (the local endpoint names no bucket hosts):
+ * the bucket for bucket operations, the object for object operations, as S3's actions and ARNs
+ * (arn:aws:s3:::<bucket>/<key>) name them.
+ */
+export function s3Authorizations(method: string, path: string): Authorization[] {
+  const [pathname, query = ""] = path.split("?") as [string, string?];
+  const slash = pathname.indexOf("/", 1);
+  const bucket = decodeURIComponent(slash < 0 ? pathname.slice(1) : pathname.slice(1, slash));
+  const key = slash < 0 ? "" : decodeURIComponent(pathname.slice(slash + 1));
+  const m = method.toUpperCase();
+  if (!bucket) return [{ action: "s3:ListAllMyBuckets", resource: "*" }];
+  const bucketArn = `arn:${PARTITION}:s3:::${bucket}`;
+  if (!key) {
+    const params = new URLSearchParams(query);
+    const action =
+      m === "PUT"
+        ? "s3:CreateBucket"
+        : m === "DELETE"
+          ? "s3:DeleteBucket"
+          : m === "POST" && params.has("delete")
+            ? "s3:DeleteObject"
+            : "s3:ListBucket";
+    return [{ action, resource: action === "s3:DeleteObject" ? `${bucketArn}/*` : bucketArn }];
+  }
+  const action =
+    m === "GET" || m === "HEAD" ? "s3:GetObject" : m === "DELETE" ? "s3:DeleteObject" : "s3:PutObject";
+  return [{ action, resource: `${bucketArn}/${key}` }];
+}
+
+/** The service a SigV4 signature's credential scope names (…/<date>/<region>/<service>/aws4_request). */
+const scopeService = (authorization: string | undefined): string | undefined =>
+  /Credential=[^/,\s]+\/\d{8}\/[^/]+\/([^/]+)\/aws4_request/.exec(authorization ?? "")?.[1];
+
+/** S3's REST error document. */
+function s3Answer(status: number, code: string, message: string): RawResponse {
+  const body = Buffer.from(
+    `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message.replace(/&/g, "&amp;").replace(/</g, "&lt;")}</Message><RequestId>${randomUUID()}</RequestId></Error>`,
+  );
+  return {
+    status,
+    headers: { "content-type": "application/xml", "content-length": String(body.length) },
+    body,
+  };
 }
 
 /** SQS's rule for a queue name, with SQS's own message; undefined when the name is valid. */
@@ -386,11 +433,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     dynamodb: opts.upstreams.dynamodb,
     sqs: opts.upstreams.sqs,
     states: opts.upstreams.sfn,
+    // fauxqs serves S3 beside SQS, on the same endpoint
+    s3: opts.upstreams.s3 ?? opts.upstreams.sqs,
   };
+  const inProcessOf = { ...opts.inProcess, s3: opts.inProcess?.s3 ?? opts.inProcess?.sqs };
   const upstreamOf = Object.fromEntries(
     (Object.entries(upstreamUrls) as [Service, string | undefined][]).map(([service, url]) => [
       service,
-      url ? { url, call: opts.inProcess?.[service] ?? httpUpstream(url, agent) } : undefined,
+      url ? { url, call: inProcessOf[service] ?? httpUpstream(url, agent) } : undefined,
     ]),
   ) as Record<Service, { url: string; call: Upstream } | undefined>;
 
@@ -406,18 +456,22 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
         message: "The security token included in the request is invalid.",
       };
     }
-    let parsed: Record<string, unknown>;
-    try {
-      parsed = body.length ? (JSON.parse(body.toString("utf8")) as Record<string, unknown>) : {};
-    } catch {
-      return undefined; // malformed: the service itself answers SerializationException
+    let parsed: Record<string, unknown> = {};
+    if (service !== "s3") {
+      try {
+        parsed = body.length ? (JSON.parse(body.toString("utf8")) as Record<string, unknown>) : {};
+      } catch {
+        return undefined; // malformed: the service itself answers SerializationException
+      }
     }
     const needs =
       service === "dynamodb"
         ? dynamodbAuthorizations(op, parsed)
         : service === "sqs"
           ? sqsAuthorizations(op, parsed)
-          : statesAuthorizations(op, parsed);
+          : service === "s3"
+            ? s3Authorizations(req.method, req.path)
+            : statesAuthorizations(op, parsed);
     const contextOf = (): RequestContext => ({
       "aws:SecureTransport": "true", // the gateway stands in for HTTPS
       "aws:PrincipalArn": principal.roleArn,
@@ -516,8 +570,31 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   async function serve(req: RawRequest, signal?: AbortSignal): Promise<RawResponse> {
     const body = req.body;
     const target = req.headers["x-amz-target"] as string | undefined;
-    const service = serviceOf(target);
+    // S3 is REST: no target; its signature's scope names it
+    const service =
+      serviceOf(target) ?? (scopeService(req.headers.authorization) === "s3" ? "s3" : undefined);
     const upstream = service ? upstreamOf[service] : undefined;
+    if (service === "s3" && upstream) {
+      const refused = check("s3", req.method, req, body);
+      if (refused)
+        return refused.type.endsWith("UnrecognizedClientException")
+          ? s3Answer(
+              403,
+              "InvalidAccessKeyId",
+              "The AWS Access Key Id you provided does not exist in our records.",
+            )
+          : s3Answer(403, "AccessDenied", refused.message);
+      try {
+        return await upstream.call(req, signal);
+      } catch (e) {
+        if (signal?.aborted) throw e;
+        return s3Answer(
+          503,
+          "ServiceUnavailable",
+          `local IAM gateway: s3 at ${upstream.url} failed: ${(e as Error).message}`,
+        );
+      }
+    }
     if (!service || !upstream) {
       return answerOf({
         status: 400,

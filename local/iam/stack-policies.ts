@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CfnElement, Stack } from "aws-cdk-lib";
 import type { NovalessStack } from "../../infra/stacks/novaless-stack.js";
-import { DEPLOYMENT_OPTIONS } from "../../lib/config.js";
+import { DEPLOYMENT_OPTIONS, option } from "../../lib/config.js";
 import type { TableSpec } from "../../lib/resources.js";
 import type { Statement } from "./evaluate.js";
 import {
@@ -32,6 +32,8 @@ export interface LocalResources {
   computeEventsDlq: string;
   /** the local compute hosts' queue prefix (the stack's computeQueuePrefix) */
   computeQueuePrefix: string;
+  /** the images bucket's local name (default: the resource images_bucket's default) */
+  imagesBucket?: string;
   functionArns: Record<FunctionComponent, string>;
   stateMachineArn: string;
 }
@@ -327,6 +329,11 @@ function resolver(s: Synthesized, local: LocalResources): (v: Json) => Json {
     const arn = roleArnOf(c);
     known.set(logical, { ref: arn.split("/").pop()!, attrs: { Arn: arn } });
   }
+  // the stack's one bucket, the images bucket (S3 ARNs name no region or account)
+  const bucket = local.imagesBucket ?? String(option("imagesBucket").default);
+  for (const [logical, r] of Object.entries(s.template.Resources))
+    if (r.Type === "AWS::S3::Bucket")
+      known.set(logical, { ref: bucket, attrs: { Arn: `arn:${PARTITION}:s3:::${bucket}` } });
   known.set(s.stateMachine, {
     ref: local.stateMachineArn,
     attrs: { Arn: local.stateMachineArn, Name: local.stateMachineArn.split(":").pop()! },

@@ -1,11 +1,16 @@
 // Glance v2 on DevStack's path, /image: the catalog's images in Glance's shape (list with name,
-// visibility and status filters and marker/limit paging, show) and, for the admin, a metadata-only
-// create. Nova's own /v2.1/images proxy stays. Errors in Glance's plain-text shape; a missing or
+// visibility, status, owner and property filters and marker/limit paging, show, delete, a
+// snapshot's data) and, for the admin, a metadata-only create. What a project sees is Glance's:
+// public images, its own, those shared with it. Nova's own /v2.1/images proxy stays. Errors in Glance's plain-text shape; a missing or
 // unknown token is Keystone's 401, as keystonemiddleware answers it in front of Glance.
 import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
+import type { ReadableStream } from "node:stream/web";
 import { type Context, Hono } from "hono";
-import { createImage } from "../../catalog/image-create.js";
+import { createImage, imageVisibleTo } from "../../catalog/image-create.js";
 import type { Image } from "../../catalog/types.js";
+import { type ImageStore, s3ImageStore } from "../../compute/image-store.js";
+import { deleteServerImage } from "../../instances/snapshot.js";
 import { type AuthContext, type AuthDeps, authenticate } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { UNAUTHORIZED_BODY } from "../errors.js";
@@ -13,6 +18,28 @@ import { imageView, versionsDocument } from "./views.js";
 
 type ImageEnv = { Variables: { baseUrl: string; imageAuth: AuthContext } };
 type C = Context<ImageEnv>;
+
+/** The list's own parameters; any other filters on a property. */
+const LIST_PARAMS = new Set([
+  "limit",
+  "marker",
+  "name",
+  "status",
+  "visibility",
+  "owner",
+  "sort",
+  "sort_key",
+  "sort_dir",
+  "member_status",
+  "os_hidden",
+  "tag",
+]);
+
+let store: ImageStore | undefined;
+const imageData = (): ImageStore => {
+  store ??= s3ImageStore();
+  return store;
+};
 
 /** Glance's api_limit_max and limit_param_default. */
 const LIMIT_MAX = 1000;
@@ -56,11 +83,24 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
     const q = c.req.query();
     const limit = q.limit === undefined ? LIMIT_DEFAULT : Number(q.limit);
     if (!Number.isInteger(limit) || limit < 0) throw new GlanceError(400, "limit param must be positive");
+    const auth = c.get("imageAuth");
+    const own = (i: Image) => i.owner === auth.project_id;
+    // Glance's default listing: public, own and shared-with-me images; an admin's, every one
+    const shown = (i: Image) => {
+      const v = i.visibility ?? "public";
+      if (q.visibility === undefined || q.visibility === "all") return imageVisibleTo(i, auth);
+      if (q.visibility !== v) return false;
+      return v === "public" || auth.isAdmin || own(i) || (i.members ?? []).includes(auth.project_id);
+    };
+    // any other parameter filters on a property (Glance's ?<property>=<value>)
+    const props = Object.entries(q).filter(([k]) => !LIST_PARAMS.has(k));
     let images = (await deps.listImages()).filter(
       (i) =>
+        shown(i) &&
         (q.name === undefined || i.name === q.name) &&
         (q.status === undefined || i.status === q.status) &&
-        (q.visibility === undefined || q.visibility === "public" || q.visibility === "all"),
+        (q.owner === undefined || i.owner === q.owner) &&
+        props.every(([k, v]) => i.properties[k] === v),
     );
     if (q.marker !== undefined) {
       const at = images.findIndex((i) => i.id === q.marker);
@@ -82,12 +122,37 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
     });
   });
 
-  app.get("/v2/images/:id", async (c: C) => {
+  /** By id only: Glance has no lookup by name here (clients list with ?name=). */
+  const visible = async (c: C): Promise<Image> => {
     const id = c.req.param("id")!;
-    // by id only: Glance has no lookup by name here (clients list with ?name=)
     const image = UUID.test(id) ? await deps.getImage(id) : undefined;
-    if (!image || image.id !== id) throw new GlanceError(404, `No image found with ID ${id}`);
-    return c.json(imageView(image));
+    if (!image || image.id !== id || !imageVisibleTo(image, c.get("imageAuth")))
+      throw new GlanceError(404, `No image found with ID ${id}`);
+    return image;
+  };
+
+  app.get("/v2/images/:id", async (c: C) => c.json(imageView(await visible(c))));
+
+  // Glance's delete: the owner's project or an admin; a server's image takes its data along
+  app.delete("/v2/images/:id", async (c: C) => {
+    const image = await visible(c);
+    const auth = c.get("imageAuth");
+    if (!auth.isAdmin && image.owner !== auth.project_id)
+      throw new GlanceError(403, "You are not permitted to delete this image.");
+    await deleteServerImage(image.id);
+    return c.body(null, 204);
+  });
+
+  // The data of a server's snapshot, from the images bucket; an image without data is Glance's 204.
+  app.get("/v2/images/:id/file", async (c: C) => {
+    const image = await visible(c);
+    const data = image.status === "active" && image.size ? await imageData().open(image.id) : undefined;
+    if (!data) return c.body(null, 204);
+    return c.body(Readable.toWeb(data.body) as ReadableStream, 200, {
+      "Content-Type": "application/octet-stream",
+      "Content-Length": String(data.size),
+      ...(image.checksum ? { "Content-MD5": image.checksum } : {}),
+    });
   });
 
   app.post("/v2/images", async (c: C) => {
@@ -108,12 +173,10 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
     return c.json(imageView(image), 201);
   });
 
-  // The catalog keeps no image data (the compute driver boots from the record): an upload is refused
-  // as Glance refuses one to an image that is already active.
+  // Image data comes from servers' snapshots only (the compute driver boots a seeded image from its
+  // record): an upload is refused as Glance refuses one to an image that is already active.
   app.put("/v2/images/:id/file", async (c: C) => {
-    const id = c.req.param("id")!;
-    const image = UUID.test(id) ? await deps.getImage(id) : undefined;
-    if (!image || image.id !== id) throw new GlanceError(404, `No image found with ID ${id}`);
+    await visible(c);
     throw new GlanceError(
       409,
       "Image status transition from active to saving is not allowed: novaless keeps no image data, an image is its metadata",

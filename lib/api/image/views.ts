@@ -1,5 +1,6 @@
-// Glance v2's documents and image view over the catalog's images. The catalog holds no image
-// data (the compute driver boots from the record alone), so size and checksums are null.
+// Glance v2's documents and image view over the catalog's images. The seeded images are records
+// only (the compute driver boots from the record alone): their size and checksums are null. A
+// server's snapshot has its data in the images bucket, and its figures.
 import type { Image } from "../../catalog/types.js";
 
 /** GET /image: Glance answers 300 Multiple Choices with every API version it speaks. */
@@ -54,20 +55,20 @@ export function imageView(img: Image): Record<string, unknown> {
     id: img.id,
     name: img.name,
     status: img.status,
-    visibility: "public",
+    visibility: img.visibility ?? "public",
     protected: false,
     os_hidden: false,
-    checksum: null,
-    os_hash_algo: null,
-    os_hash_value: null,
-    size: null,
+    checksum: img.checksum ?? null,
+    os_hash_algo: img.os_hash_algo ?? null,
+    os_hash_value: img.os_hash_value ?? null,
+    size: img.status === "active" ? (img.size ?? null) : null,
     virtual_size: null,
     min_disk: img.min_disk,
     min_ram: img.min_ram,
-    owner: null,
+    owner: img.owner ?? null,
     tags: [],
     created_at: created,
-    updated_at: created,
+    updated_at: img.updated_at ? glanceTime(img.updated_at) : created,
     self: `/v2/images/${img.id}`,
     file: `/v2/images/${img.id}/file`,
     schema: "/v2/schemas/image",

@@ -1,5 +1,5 @@
 // POST /servers/{id}/action: Nova's server actions. lock and unlock (lock_server.py), the power
-// actions (os-stop, os-start, reboot) and os-getConsoleOutput, which go to the server's host
+// actions (os-stop, os-start, reboot, pause, unpause, suspend, resume) and os-getConsoleOutput, which go to the server's host
 // through its queue, and the moves and the rebuild, which go through the conductor
 // (server-moves.ts, server-rebuild.ts); each recorded as an instance action. The actions that
 // need what this system does not have answer 501, saying so; anything else is Nova's 400 for an
@@ -16,10 +16,12 @@ import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-ac
 import { parseLockBody } from "../validation/servers.js";
 import { askHost } from "./host-answer.js";
 import { actionRecord } from "./instance-action.js";
+import { createBackup, createImage } from "./server-images.js";
 import { migrateLive } from "./server-live-migrate.js";
 import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
 import { rebuild } from "./server-rebuild.js";
 import { resetState } from "./server-reset-state.js";
+import { shelve, shelveOffload, unshelve } from "./server-shelve.js";
 import { findServer } from "./servers.js";
 
 /** Nova's lock_server unlock_override rule: only it may lift another's (an admin's) lock. */
@@ -57,8 +59,8 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 }
 
 /**
- * Nova's actions that need what this system does not have yet: graphical consoles, pause and
- * suspend, shelve and rescue, images and backups, passwords, state resets, networks and
+ * Nova's actions that need what this system does not have yet: graphical consoles, shelve and
+ * rescue, images and backups, passwords, state resets, networks and
  * volumes, soft delete.
  */
 const UNSUPPORTED = new Set([
@@ -66,17 +68,8 @@ const UNSUPPORTED = new Set([
   "os-getSPICEConsole",
   "os-getSerialConsole",
   "os-getRDPConsole",
-  "pause",
-  "unpause",
-  "suspend",
-  "resume",
-  "shelve",
-  "shelveOffload",
-  "unshelve",
   "rescue",
   "unrescue",
-  "createImage",
-  "createBackup",
   "changePassword",
   "trigger_crash_dump",
   "injectNetworkInfo",
@@ -106,12 +99,20 @@ const ALLOWED: Record<string, { vm: string[]; task: (string | null)[] }> = {
   stop: { vm: ["active", "error"], task: [null] },
   start: { vm: ["stopped"], task: [null] },
   SOFT: { vm: ["active"], task: [null] },
-  // a hard reboot may take over a soft one in progress (Nova's reboot task-state list)
-  HARD: { vm: ["active", "stopped", "error"], task: [null, "rebooting", "reboot_started", "rebooting_hard"] },
+  // Nova's ALLOW_HARD_REBOOT and ALLOW_REBOOT: a hard reboot may take over a soft one, a pause,
+  // an unpause, a suspend or a resume in progress
+  HARD: {
+    vm: ["active", "stopped", "paused", "suspended", "error"],
+    task: [null, "rebooting", "reboot_started", "rebooting_hard", "pausing", "unpausing", "suspending", "resuming"],
+  },
+  pause: { vm: ["active"], task: [null] },
+  unpause: { vm: ["paused"], task: [null] },
+  suspend: { vm: ["active"], task: [null] },
+  resume: { vm: ["suspended"], task: [null] },
 };
 
 /**
- * os-stop, os-start, reboot: Nova's checks (lock, host, state), then one conditional write (the
+ * os-stop, os-start, reboot, pause, unpause, suspend, resume: Nova's checks (lock, host, state), then one conditional write (the
  * task state and the instance action) and the cast to the host. 202; the host's report finishes it.
  */
 async function power(
@@ -150,7 +151,9 @@ async function power(
     request_id: call.ctx.requestId,
     instance_uuid: rec.id,
     host: rec.host,
-    ...(action === "stop" ? {} : { guest: await p.guestSpecFor(rec) }),
+    ...(action === "start" || action === "reboot" || action === "resume"
+      ? { guest: await p.guestSpecFor(rec) }
+      : {}),
   });
   return { status: 202 };
 }
@@ -216,6 +219,9 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "os-stop") return power(call, rec, "stop", name, undefined);
   if (name === "os-start") return power(call, rec, "start", name, undefined);
   if (name === "reboot") return power(call, rec, "reboot", name, parseRebootBody(arg));
+  // pause_server.py and suspend_server.py: the owner or an admin (findServer), any body value
+  if (name === "pause" || name === "unpause" || name === "suspend" || name === "resume")
+    return power(call, rec, name, name, undefined);
   if (name === "os-getConsoleOutput") return consoleOutput(call, rec, parseConsoleOutputBody(arg));
   if (name === "resize") return resize(call, rec, arg);
   if (name === "migrate") return migrate(call, rec, arg);
@@ -224,6 +230,11 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "revertResize") return revertResize(call, rec);
   if (name === "rebuild") return rebuild(call, rec, arg);
   if (name === "os-migrateLive") return migrateLive(call, rec, arg);
+  if (name === "createImage") return createImage(call, rec, arg);
+  if (name === "createBackup") return createBackup(call, rec, arg);
+  if (name === "shelve") return shelve(call, rec);
+  if (name === "shelveOffload") return shelveOffload(call, rec);
+  if (name === "unshelve") return unshelve(call, rec, arg);
   if (name === "os-resetState") return resetState(call, rec, arg);
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(

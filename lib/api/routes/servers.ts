@@ -1,5 +1,6 @@
 // /servers: create, list, show, delete. Validation and views are pure (validation/, views/);
 // this file is the I/O around them.
+import { imageVisibleTo } from "../../catalog/image-create.js";
 import type { Flavor, Image, ServerGroup } from "../../catalog/types.js";
 import { MarkerNotFound, type ServerPage } from "../../instances/queries.js";
 import type { InstanceRecord } from "../../instances/types.js";
@@ -107,7 +108,9 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   if (flavor.disabled)
     throw badRequest(`Flavor ${req.flavorRef} is disabled and cannot be used to create servers.`);
   const image = await deps.getImage(req.imageRef);
-  if (!image) throw badRequest(`Image ${req.imageRef} could not be found.`);
+  if (!image || !imageVisibleTo(image, auth)) throw badRequest(`Image ${req.imageRef} could not be found.`);
+  // Nova's _check_requested_image: a snapshot still uploading cannot be booted
+  if (image.status !== "active") throw badRequest(`Image ${image.id} is not active.`);
   if (req.keyName && !(await deps.getKeypair(auth.user_id, req.keyName))) {
     throw badRequest(`Keypair ${req.keyName} not found for user ${auth.user_id}`);
   }

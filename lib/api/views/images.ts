@@ -13,19 +13,26 @@ export function imageSummaryView(img: Image, baseUrl: string): unknown {
   return { id: img.id, name: img.name, links: links(img, baseUrl) };
 }
 
+/** Nova's views/images.py _get_status and _get_progress of Glance's statuses. */
+const STATUS = { queued: "SAVING", saving: "SAVING", active: "ACTIVE", killed: "ERROR" } as const;
+const PROGRESS = { queued: 25, saving: 50, active: 100, killed: 0 } as const;
+
 export function imageView(img: Image, baseUrl: string): unknown {
   const created = isoSeconds(img.created_at);
+  const server = img.properties.instance_uuid;
   return {
     id: img.id,
     name: img.name,
-    status: "ACTIVE",
-    progress: 100,
+    status: STATUS[img.status] ?? "UNKNOWN",
+    progress: PROGRESS[img.status] ?? 0,
     minDisk: img.min_disk,
     minRam: img.min_ram,
     metadata: { ...img.properties },
     created,
-    updated: created,
-    "OS-EXT-IMG-SIZE:size": 0,
+    updated: img.updated_at ? isoSeconds(img.updated_at) : created,
+    "OS-EXT-IMG-SIZE:size": img.size ?? 0,
     links: links(img, baseUrl),
+    // an image made from a server names it (Nova's instance_uuid property)
+    ...(server ? { server: { id: server, links: resourceLinks(baseUrl, "servers", server) } } : {}),
   };
 }

@@ -1,5 +1,6 @@
 import type { FlavorSpec, ImageSpec } from "../../messages/common.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
+import type { SnapshotData, SnapshotStage } from "../image-store.js";
 
 /** What a guest is built from: the instance's record, as the build cast carries it. */
 export interface GuestSpec {
@@ -71,6 +72,20 @@ export interface Driver {
   powerOn(instanceUuid: string): Promise<void>;
   /** SOFT: clean shutdown then start (HARD after a timeout); HARD: destroy the process/domain and start. */
   reboot(instanceUuid: string, type: RebootType): Promise<void>;
+  /**
+   * Nova's pause and unpause: the guest's CPUs held, its memory kept where it is (PAUSED), then
+   * run on. Each is safe to repeat; a guest that is not running cannot be paused (an error naming
+   * the host and the instance).
+   */
+  pause(instanceUuid: string): Promise<void>;
+  unpause(instanceUuid: string): Promise<void>;
+  /**
+   * Nova's suspend and resume: the guest's state saved and the guest stopped (SUSPENDED), then run
+   * again from that state (libvirt: managed save; exec: stop-and-hold; fake: simulated). A resume
+   * whose saved state is lost boots the guest afresh.
+   */
+  suspend(instanceUuid: string): Promise<void>;
+  resume(instanceUuid: string): Promise<void>;
   /** the guest's console log, at most `maxBytes` of its end */
   consoleOutput(instanceUuid: string, maxBytes?: number): Promise<string>;
   /**
@@ -78,6 +93,13 @@ export interface Driver {
    * null where it measures nothing. GuestNotFound when the guest is not here.
    */
   diagnostics(instanceUuid: string): Promise<InstanceDiagnostics>;
+  /**
+   * Nova's snapshot: capture the guest's disk as image `imageId` and upload it to the images
+   * bucket (libvirt: a qcow2 copy of the disk; exec: an archive of the instance's directory; fake:
+   * nothing, the image is its metadata), calling `stage` as Nova's update_task_state. A host that
+   * lacks an image's data fetches it from the bucket when it spawns a guest of it.
+   */
+  snapshot(instanceUuid: string, imageId: string, stage: SnapshotStage): Promise<SnapshotData>;
   /** defined guests and their power state (Nova's list_instances + get_info) */
   list(): GuestInfo[];
   has(instanceUuid: string): boolean;

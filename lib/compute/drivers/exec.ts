@@ -4,7 +4,7 @@
 // Guests outlive the agent, as domains outlive nova-compute: each lives in
 // `<instances_path>/<uuid>/` (spec.json, pid, state, console.log, config/), which a restarted
 // agent reads back (init).
-import { type ChildProcess, spawn as spawnProcess } from "node:child_process";
+import { type ChildProcess, execFile, spawn as spawnProcess } from "node:child_process";
 import {
   closeSync,
   existsSync,
@@ -19,8 +19,16 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
 import { inheritedPath } from "../../config.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
+import {
+  captureAndUpload,
+  type ImageStore,
+  type SnapshotData,
+  type SnapshotStage,
+  s3ImageStore,
+} from "../image-store.js";
 import { type CgroupSupport, cgroupSupport, confine, groupStats, release } from "./cgroups.js";
 import {
   BuildFailure,
@@ -47,6 +55,50 @@ export interface ExecDriverOptions {
   cgroupRoot?: string | null;
   /** how often adopted guests (not children of this agent) are checked, ms */
   pollMs?: number;
+  /** where snapshots go and snapshot images come from (default: the images bucket) */
+  imageStore?: ImageStore;
+}
+
+/**
+ * What an exec snapshot leaves out of the instance's directory: the host's own files about the
+ * guest (process, state, log, the config drive), which a guest booted from it gets anew.
+ */
+const NOT_SNAPSHOTTED = ["pid", "state", "boots", "console.log", "spec.json", "config"];
+/** Nova's image_type of the images it makes from a server: booting one unpacks its archive. */
+const SERVER_IMAGE_TYPES = new Set(["snapshot", "backup"]);
+const runFile = promisify(execFile);
+
+/** The power states of a guest whose process lives (running, or held by pause or suspend). */
+const LIVE_POWER = new Set<PowerState>([POWER_STATE.RUNNING, POWER_STATE.PAUSED, POWER_STATE.SUSPENDED]);
+/** How long a pause or suspend waits to see the group leader stopped. */
+const HOLD_WAIT_MS = 2000;
+
+/** The process's state letter (/proc/<pid>/stat field 3): R, S, D, T (stopped)… */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+  } catch {
+    return undefined;
+  }
+}
+
+function signalGroup(pid: number, s: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, s);
+  } catch {
+    // the group is gone
+  }
+}
+
+/**
+ * A live guest found by a restarted agent: held (stopped by SIGSTOP) is paused or suspended, as
+ * its `state` file says; anything else runs.
+ */
+function heldPowerOf(dir: string, pid: number): PowerState {
+  if (processState(pid) !== "T") return POWER_STATE.RUNNING;
+  const state = existsSync(join(dir, "state")) ? readFileSync(join(dir, "state"), "utf8").trim() : "";
+  return state === "suspended" ? POWER_STATE.SUSPENDED : POWER_STATE.PAUSED;
 }
 
 /** A process that exits within this long of its start failed to boot. */
@@ -236,7 +288,7 @@ export class ExecDriver implements Driver {
       this.guests.set(id, {
         spec,
         ...(running ? { pid, started: started?.trim() } : {}),
-        power: running ? POWER_STATE.RUNNING : POWER_STATE.SHUTDOWN,
+        power: running ? heldPowerOf(dir, pid!) : POWER_STATE.SHUTDOWN,
         boots,
       });
     }
@@ -290,7 +342,7 @@ export class ExecDriver implements Driver {
   /** Adopted guests have no exit event: look whether they still run. */
   private poll(): void {
     for (const [id, g] of this.guests) {
-      if (g.child || g.stopping || g.power !== POWER_STATE.RUNNING) continue;
+      if (g.child || g.stopping || !LIVE_POWER.has(g.power)) continue;
       if (!alive(g.pid, g.started)) this.stoppedOnItsOwn(id, g, POWER_STATE.SHUTDOWN);
     }
   }
@@ -324,6 +376,7 @@ export class ExecDriver implements Driver {
       throw new BuildFailure(`image ${guest.image.name} (${guest.image.id}): ${(e as Error).message}`);
     }
     const dir = this.dir(id);
+    if (SERVER_IMAGE_TYPES.has(guest.image.properties.image_type ?? "")) await this.unpack(guest);
     mkdirSync(join(dir, "config", "openstack", "latest"), { recursive: true });
     writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
     this.writeConfig(guest);
@@ -338,6 +391,80 @@ export class ExecDriver implements Driver {
       if (e instanceof BuildFailure) throw e;
       throw new BuildFailure(`spawn of ${id} on ${this.opts.host} interrupted: ${(e as Error).message}`);
     }
+  }
+
+  private get store(): ImageStore {
+    return this.opts.imageStore ?? s3ImageStore();
+  }
+
+  /** Where snapshots are archived and snapshot images fetched to, beside the instances. */
+  private workDir(): string {
+    const work = join(this.opts.instancesPath, "_snapshots");
+    mkdirSync(work, { recursive: true });
+    return work;
+  }
+
+  /**
+   * A guest booted from a snapshot starts in the snapshotted guest's files: its archive, fetched
+   * from the images bucket, unpacked as the new instance's directory.
+   */
+  private async unpack(guest: GuestSpec): Promise<void> {
+    const { image, instance_uuid: id } = guest;
+    const archive = join(this.workDir(), `${image.id}.${id}.tar`);
+    const dir = this.dir(id);
+    try {
+      if (!(await this.store.fetch(image.id, archive)))
+        throw new Error(`its data is not in the images bucket`);
+      mkdirSync(dir, { recursive: true });
+      await runFile("tar", ["-C", dir, "-xf", archive]);
+    } catch (e) {
+      rmSync(dir, { recursive: true, force: true });
+      throw new BuildFailure(
+        `image ${image.name} (${image.id}) could not be unpacked for ${id} on ${this.opts.host}: ${(e as Error).message}`,
+      );
+    } finally {
+      rmSync(archive, { force: true });
+    }
+  }
+
+  /**
+   * Nova's snapshot, for a process: an archive (tar) of the instance's directory, the guest's own
+   * files. A running guest is held (SIGSTOP) while it is archived, so the copy is consistent, as
+   * Nova quiesces a guest; a paused one stays paused.
+   */
+  async snapshot(instanceUuid: string, imageId: string, stage: SnapshotStage): Promise<SnapshotData> {
+    const g = this.guest(instanceUuid);
+    const file = join(this.workDir(), `${imageId}.tar`);
+    return captureAndUpload(
+      this.store,
+      imageId,
+      file,
+      async (out) => {
+        const hold = g.power === POWER_STATE.RUNNING && alive(g.pid, g.started);
+        const signal = (s: NodeJS.Signals) => {
+          try {
+            process.kill(-g.pid!, s);
+          } catch {
+            // the group is gone
+          }
+        };
+        if (hold) signal("SIGSTOP");
+        try {
+          await runFile("tar", [
+            "-C",
+            this.dir(instanceUuid),
+            "-cf",
+            out,
+            ...NOT_SNAPSHOTTED.map((f) => `--exclude=./${f}`),
+            ".",
+          ]);
+        } finally {
+          if (hold) signal("SIGCONT");
+        }
+        return { disk_format: "raw", container_format: "compressed" };
+      },
+      stage,
+    );
   }
 
   /** Nova's config drive contents, as files the guest reads from NOVALESS_CONFIG_DIR. */
@@ -431,7 +558,7 @@ export class ExecDriver implements Driver {
     return parseCommandLine(command);
   }
 
-  private writeState(id: string, state: "running" | "stopped"): void {
+  private writeState(id: string, state: "running" | "stopped" | "paused" | "suspended"): void {
     try {
       writeFileSync(join(this.dir(id), "state"), state);
     } catch {
@@ -451,6 +578,8 @@ export class ExecDriver implements Driver {
       }
     };
     signal(timeoutMs > 0 ? "SIGTERM" : "SIGKILL");
+    // a held (paused, suspended) group gets its SIGTERM only once it runs again
+    if (timeoutMs > 0 && g.power !== POWER_STATE.RUNNING) signal("SIGCONT");
     const deadline = Date.now() + timeoutMs;
     while (alive(g.pid, g.started) && Date.now() < deadline) await sleep(50);
     if (alive(g.pid, g.started)) {
@@ -495,6 +624,59 @@ export class ExecDriver implements Driver {
     await this.terminate(g, type === "HARD" ? 0 : (this.opts.shutdownTimeoutSeconds ?? 60) * 1000);
     g.child = undefined;
     await this.boot(instanceUuid, g);
+  }
+
+  /** Nova's pause: SIGSTOP to the guest's process group; the kernel keeps its memory. */
+  async pause(instanceUuid: string): Promise<void> {
+    await this.hold(instanceUuid, POWER_STATE.PAUSED);
+  }
+
+  async unpause(instanceUuid: string): Promise<void> {
+    await this.runOn(instanceUuid, POWER_STATE.PAUSED);
+  }
+
+  /**
+   * Nova's suspend, for a process: stop-and-hold. A process's state cannot be saved to disk, so
+   * the group is held stopped (SIGSTOP) as a pause is, and reported SUSPENDED; the `state` file
+   * says so, and a restarted agent finds it still suspended. It does not survive the machine's
+   * reboot: the process is then gone (SHUTDOWN), and resume boots the guest afresh.
+   */
+  async suspend(instanceUuid: string): Promise<void> {
+    await this.hold(instanceUuid, POWER_STATE.SUSPENDED);
+  }
+
+  async resume(instanceUuid: string): Promise<void> {
+    await this.runOn(instanceUuid, POWER_STATE.SUSPENDED);
+  }
+
+  private async hold(id: string, power: typeof POWER_STATE.PAUSED | typeof POWER_STATE.SUSPENDED): Promise<void> {
+    const g = this.guest(id);
+    const what = power === POWER_STATE.PAUSED ? "paused" : "suspended";
+    if (!LIVE_POWER.has(g.power) || !alive(g.pid, g.started))
+      throw new Error(`instance ${id} is not running on host ${this.opts.host}: it cannot be ${what}`);
+    signalGroup(g.pid!, "SIGSTOP");
+    // SIGSTOP is delivered asynchronously: report the state once the group leader is held
+    const deadline = Date.now() + HOLD_WAIT_MS;
+    while (processState(g.pid!) !== "T" && alive(g.pid, g.started) && Date.now() < deadline) await sleep(10);
+    g.power = power;
+    this.writeState(id, what);
+  }
+
+  private async runOn(id: string, from: PowerState): Promise<void> {
+    const g = this.guest(id);
+    if (alive(g.pid, g.started)) {
+      signalGroup(g.pid!, "SIGCONT");
+      g.power = POWER_STATE.RUNNING;
+      this.writeState(id, "running");
+      return;
+    }
+    // the held process is gone (the machine rebooted): its memory with it, so it boots afresh
+    if (from === POWER_STATE.SUSPENDED) {
+      g.child = undefined;
+      await this.boot(id, g);
+      return;
+    }
+    throw new Error(`instance ${id} is not paused on host ${this.opts.host}: its process is gone`);
   }
 
   async consoleOutput(instanceUuid: string, maxBytes = 64 * 1024): Promise<string> {

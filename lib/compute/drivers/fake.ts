@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { optionValue } from "../../config.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
+import type { SnapshotData, SnapshotStage } from "../image-store.js";
 import {
   BuildFailure,
   type Driver,
@@ -150,6 +151,63 @@ export class FakeDriver implements Driver {
   async reboot(instanceUuid: string, _type: RebootType): Promise<void> {
     this.guest(instanceUuid).power = POWER_STATE.RUNNING;
     this.boot(instanceUuid);
+  }
+
+  /** fails every snapshot here (tests: a snapshot the host cannot take) */
+  failSnapshots = false;
+  /** how long a snapshot's capture takes here (tests: a server held in its image_* task states) */
+  snapshotMs = 0;
+  /** image ids snapshotted here, per instance: tests prove none was taken twice */
+  readonly snapshots = new Map<string, string[]>();
+
+  /** Nova's fake driver's snapshot: no data; the image is its metadata. */
+  async snapshot(instanceUuid: string, imageId: string, stage: SnapshotStage): Promise<SnapshotData> {
+    this.guest(instanceUuid);
+    this.snapshots.set(instanceUuid, [...(this.snapshots.get(instanceUuid) ?? []), imageId]);
+    if (this.snapshotMs > 0) await sleep(this.snapshotMs);
+    await stage("image_pending_upload");
+    if (this.failSnapshots)
+      throw new Error(
+        `fake driver on ${this.opts.host} is set to fail every snapshot (instance ${instanceUuid})`,
+      );
+    await stage("image_uploading");
+    return { disk_format: "raw", container_format: "bare", size: 0 };
+  }
+
+  async pause(instanceUuid: string): Promise<void> {
+    this.hold(instanceUuid, POWER_STATE.PAUSED, "paused");
+  }
+
+  async unpause(instanceUuid: string): Promise<void> {
+    this.runOn(instanceUuid, POWER_STATE.PAUSED, "unpaused");
+  }
+
+  async suspend(instanceUuid: string): Promise<void> {
+    this.hold(instanceUuid, POWER_STATE.SUSPENDED, "suspended");
+  }
+
+  async resume(instanceUuid: string): Promise<void> {
+    this.runOn(instanceUuid, POWER_STATE.SUSPENDED, "resumed");
+  }
+
+  /** pause and suspend, simulated: a running (or already held) guest takes the held state. */
+  private hold(instanceUuid: string, power: PowerState, what: string): void {
+    const g = this.guest(instanceUuid);
+    if (g.power === power) return;
+    if (g.power !== POWER_STATE.RUNNING)
+      throw new Error(`instance ${instanceUuid} is not running on host ${this.opts.host}: it cannot be ${what}`);
+    g.power = power;
+  }
+
+  /** unpause and resume: a guest held so (or already running) runs. */
+  private runOn(instanceUuid: string, from: PowerState, what: string): void {
+    const g = this.guest(instanceUuid);
+    if (g.power === POWER_STATE.RUNNING) return;
+    if (g.power !== from)
+      throw new Error(
+        `instance ${instanceUuid} on host ${this.opts.host} is in power state ${g.power}: it cannot be ${what}`,
+      );
+    g.power = POWER_STATE.RUNNING;
   }
 
   /** Each boot logs a few lines, as a guest's serial console would (tempest reads at least 3). */

@@ -1,5 +1,6 @@
 // The virt driver a compute host runs, from its configuration ([DEFAULT] compute_driver).
 import type { AgentConfig } from "../agent-config.js";
+import { s3ImageStore } from "../image-store.js";
 import type { Driver } from "./driver.js";
 import { ExecDriver } from "./exec.js";
 import { FakeDriver } from "./fake.js";
@@ -9,6 +10,7 @@ export function createDriver(c: AgentConfig): Driver {
   const host = String(c.DEFAULT.host);
   const instancesPath = String(c.DEFAULT.instances_path);
   const shutdownTimeoutSeconds = Number(c.DEFAULT.shutdown_timeout);
+  const imageStore = c.novaless.images_bucket ? s3ImageStore(String(c.novaless.images_bucket)) : undefined;
   switch (c.DEFAULT.compute_driver) {
     case "fake":
       return new FakeDriver({
@@ -25,8 +27,14 @@ export function createDriver(c: AgentConfig): Driver {
         instancesPath,
         imagesPath: String(c.libvirt.images_path),
         shutdownTimeoutSeconds,
+        ...(imageStore ? { imageStore } : {}),
       });
     default:
-      return new ExecDriver({ host, instancesPath, shutdownTimeoutSeconds });
+      return new ExecDriver({
+        host,
+        instancesPath,
+        shutdownTimeoutSeconds,
+        ...(imageStore ? { imageStore } : {}),
+      });
   }
 }

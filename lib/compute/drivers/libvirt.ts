@@ -21,6 +21,13 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
+import {
+  captureAndUpload,
+  type ImageStore,
+  type SnapshotData,
+  type SnapshotStage,
+  s3ImageStore,
+} from "../image-store.js";
 import { makeConfigDrive } from "./config-drive.js";
 import {
   BuildFailure,
@@ -53,6 +60,8 @@ export interface LibvirtDriverOptions {
   /** Nova's shutdown_timeout */
   shutdownTimeoutSeconds?: number;
   pollMs?: number;
+  /** where snapshots go and images missing from the cache come from (default: the images bucket) */
+  imageStore?: ImageStore;
 }
 
 /** Nova's LIBVIRT_POWER_STATE, by the words `virsh domstate` and `virsh list` print. */
@@ -67,10 +76,15 @@ const POWER_OF_STATE: Record<string, PowerState> = {
   "shut off": POWER_STATE.SHUTDOWN,
   crashed: POWER_STATE.CRASHED,
   pmsuspended: POWER_STATE.SUSPENDED,
+  // `virsh list --managed-save`: shut off with a managed save image, i.e. suspended (Nova's suspend)
+  saved: POWER_STATE.SUSPENDED,
 };
 
+/** A state as `virsh list` or `virsh domstate [--reason]` prints it: "shut off (saved)" is suspended. */
 export function powerStateOf(word: string): PowerState {
-  return POWER_OF_STATE[word.trim().toLowerCase()] ?? POWER_STATE.NOSTATE;
+  const m = /^(.*?)\s*(?:\((.*)\))?$/.exec(word.trim().toLowerCase())!;
+  if (m[1] === "shut off" && m[2] === "saved") return POWER_STATE.SUSPENDED;
+  return POWER_OF_STATE[m[1]!] ?? POWER_STATE.NOSTATE;
 }
 
 const DOMAIN = /^instance-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
@@ -210,7 +224,7 @@ export class LibvirtDriver implements Driver {
 
   /** novaless's domains (instance-<uuid>) and their power states; others are not ours. */
   private async domains(): Promise<Map<string, PowerState>> {
-    const out = await this.virsh.run("list --all");
+    const out = await this.virsh.run("list --all --managed-save");
     const found = new Map<string, PowerState>();
     for (const line of out.split("\n")) {
       const m = /^\s*(\S+)\s+(\S+)\s+(.+?)\s*$/.exec(line);
@@ -257,6 +271,15 @@ export class LibvirtDriver implements Driver {
     const id = guest.instance_uuid;
     const dir = this.dir(id);
     const base = join(this.opts.imagesPath, guest.image.id);
+    // an image made on another host (a snapshot) comes from the images bucket into the cache
+    if (!existsSync(base)) {
+      mkdirSync(this.opts.imagesPath, { recursive: true });
+      await this.store.fetch(guest.image.id, base).catch((e: Error) => {
+        throw new BuildFailure(
+          `image ${guest.image.name} (${guest.image.id}) could not be fetched from the images bucket to host ${this.opts.host}: ${e.message}`,
+        );
+      });
+    }
     if (!existsSync(base)) {
       throw new BuildFailure(
         `image ${guest.image.name} (${guest.image.id}) is not in the image cache ${this.opts.imagesPath} on host ${this.opts.host}`,
@@ -301,8 +324,50 @@ export class LibvirtDriver implements Driver {
     });
   }
 
+  private get store(): ImageStore {
+    return this.opts.imageStore ?? s3ImageStore();
+  }
+
+  /**
+   * Nova's libvirt snapshot, cold: a running domain is suspended while its root disk is copied
+   * (Nova's live snapshot needs QEMU's blockcopy), then resumed. The copy is a standalone qcow2,
+   * its backing image flattened in (`qemu-img convert`), where qemu-img is installed; else the
+   * disk file as it is, in its own format.
+   */
+  async snapshot(instanceUuid: string, imageId: string, stage: SnapshotStage): Promise<SnapshotData> {
+    this.known(instanceUuid);
+    const spec = this.specOf(instanceUuid);
+    const work = join(this.opts.instancesPath, "_snapshots");
+    mkdirSync(work, { recursive: true });
+    const name = domainName(instanceUuid);
+    return this.act(instanceUuid, () =>
+      captureAndUpload(
+        this.store,
+        imageId,
+        join(work, imageId),
+        async (file) => {
+          const running = (await this.domstate(instanceUuid)) === POWER_STATE.RUNNING;
+          if (running) await this.virsh.run(`suspend ${name}`);
+          try {
+            const disk = join(this.dir(instanceUuid), "disk");
+            if (this.overlays === "qcow2") {
+              await run("qemu-img", ["convert", "-U", "-O", "qcow2", disk, file]);
+              return { disk_format: "qcow2", container_format: "bare" };
+            }
+            copyFileSync(disk, file);
+            const format = spec?.image.properties.disk_format === "qcow2" ? "qcow2" : "raw";
+            return { disk_format: format, container_format: "bare" };
+          } finally {
+            if (running) await this.virsh.run(`resume ${name}`);
+          }
+        },
+        stage,
+      ),
+    );
+  }
+
   private async domstate(id: string): Promise<PowerState> {
-    return powerStateOf(await this.virsh.run(`domstate ${domainName(id)}`));
+    return powerStateOf(await this.virsh.run(`domstate --reason ${domainName(id)}`));
   }
 
   private known(id: string): void {
@@ -313,7 +378,8 @@ export class LibvirtDriver implements Driver {
     await this.act(instanceUuid, async () => {
       const name = domainName(instanceUuid);
       await this.virsh.run(`destroy ${name}`).catch(() => undefined); // not running: fine
-      await this.virsh.run(`undefine ${name}`).catch(() => undefined); // not defined: fine
+      // with its managed save image, if suspended; not defined: fine
+      await this.virsh.run(`undefine --managed-save ${name}`).catch(() => undefined);
       rmSync(this.dir(instanceUuid), { recursive: true, force: true });
       this.guests.delete(instanceUuid);
     });
@@ -355,13 +421,54 @@ export class LibvirtDriver implements Driver {
       if (type === "SOFT" && (await this.domstate(instanceUuid)) === POWER_STATE.RUNNING) {
         await this.virsh.run(`reboot ${name}`);
       } else {
-        // Nova's hard reboot: destroy, define again from the instance's XML, start
+        // Nova's hard reboot: destroy, define again from the instance's XML, start (a fresh boot,
+        // a suspended guest's saved state discarded)
         await this.virsh.run(`destroy ${name}`).catch(() => undefined);
         const xml = join(this.dir(instanceUuid), "libvirt.xml");
         if (existsSync(xml)) await this.virsh.run(`define "${xml}"`);
-        await this.virsh.run(`start ${name}`);
+        await this.virsh.run(`start --force-boot ${name}`);
       }
       this.guests.set(instanceUuid, await this.domstate(instanceUuid));
+    });
+  }
+
+  /** Nova's pause: `virsh suspend` (the domain's vCPUs stop, its memory stays). */
+  async pause(instanceUuid: string): Promise<void> {
+    await this.transit(instanceUuid, POWER_STATE.PAUSED, POWER_STATE.RUNNING, "suspend", "paused");
+  }
+
+  async unpause(instanceUuid: string): Promise<void> {
+    await this.transit(instanceUuid, POWER_STATE.RUNNING, POWER_STATE.PAUSED, "resume", "unpaused");
+  }
+
+  /** Nova's suspend: `virsh managedsave` (memory saved to disk, the domain shut off). */
+  async suspend(instanceUuid: string): Promise<void> {
+    await this.transit(instanceUuid, POWER_STATE.SUSPENDED, POWER_STATE.RUNNING, "managedsave", "suspended");
+  }
+
+  /** Nova's resume: `virsh start` restores the managed save (a domain without one boots afresh). */
+  async resume(instanceUuid: string): Promise<void> {
+    await this.transit(instanceUuid, POWER_STATE.RUNNING, POWER_STATE.SUSPENDED, "start", "resumed");
+  }
+
+  /**
+   * One virsh command taking the domain from `from` to `to`; nothing when it is there already (a
+   * redelivered cast). Any other state is refused, naming the host and the instance.
+   */
+  private async transit(id: string, to: PowerState, from: PowerState, command: string, what: string) {
+    this.known(id);
+    await this.act(id, async () => {
+      const now = await this.domstate(id);
+      if (now !== to) {
+        // resume may also start a domain that lost its saved state (shut off): it boots afresh
+        const startable = command === "start" && now === POWER_STATE.SHUTDOWN;
+        if (now !== from && !startable)
+          throw new Error(
+            `instance ${id} on host ${this.opts.host} is in power state ${now}: libvirt cannot have it ${what}`,
+          );
+        await this.virsh.run(`${command} ${domainName(id)}`);
+      }
+      this.guests.set(id, await this.domstate(id));
     });
   }
 

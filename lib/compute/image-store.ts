@@ -1,0 +1,138 @@
+// The images bucket: a snapshot's or backup's data at images/<image id>, put by the host that took
+// it and read by any host that boots it (and by Glance's GET /v2/images/{id}/file). S3, so the
+// data outlives its host and every host can read it: the host role may only put and get objects
+// under images/ (infra/constructs/host-access.ts), as AWS's S3 policies name them
+// (arn:aws:s3:::<bucket>/images/*; s3:PutObject, s3:GetObject).
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { s3Client } from "../aws/clients.js";
+import { resources } from "../config.js";
+
+export const IMAGES_PREFIX = "images/";
+export const imageKey = (imageId: string): string => `${IMAGES_PREFIX}${imageId}`;
+
+/** Glance's fields of an image's data. */
+export interface StoredImage {
+  size: number;
+  /** MD5, Glance's legacy checksum */
+  checksum: string;
+  /** SHA-512, Glance's os_hash_value (os_hash_algo sha512) */
+  os_hash_value: string;
+}
+
+/** What a driver's snapshot made: the data's formats and, when it kept data, the stored figures. */
+export interface SnapshotData extends Partial<StoredImage> {
+  disk_format: string;
+  container_format: string;
+  /** 0: the driver keeps no data (fake: the image is its metadata) */
+  size: number;
+}
+
+/** Nova's update_task_state as a driver's snapshot calls it: captured, then uploading. */
+export type SnapshotStage = (taskState: "image_pending_upload" | "image_uploading") => Promise<void>;
+
+export interface ImageStore {
+  /** upload `file` as the image's data */
+  put(imageId: string, file: string): Promise<StoredImage>;
+  /** download the image's data to `file` (whole, or not at all); false when the store has none */
+  fetch(imageId: string, file: string): Promise<boolean>;
+  /** the data as a stream (Glance's download); undefined when the store has none */
+  open(imageId: string): Promise<{ body: Readable; size: number } | undefined>;
+  /** idempotent */
+  remove(imageId: string): Promise<void>;
+}
+
+/**
+ * Bodies up to this size are sent whole; larger ones are streamed (the local runtime's in-process
+ * transport takes whole bodies only, and its images are small). One PutObject takes at most 5 GB.
+ */
+const WHOLE_BODY_MAX = 64 * 2 ** 20;
+
+async function digest(file: string): Promise<StoredImage> {
+  const md5 = createHash("md5");
+  const sha512 = createHash("sha512");
+  let size = 0;
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+    md5.update(chunk);
+    sha512.update(chunk);
+    size += chunk.length;
+  }
+  return { size, checksum: md5.digest("hex"), os_hash_value: sha512.digest("hex") };
+}
+
+const missing = (e: unknown) => {
+  const name = (e as { name?: string }).name;
+  const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return name === "NoSuchKey" || name === "NotFound" || status === 404;
+};
+
+/** The images bucket; its name read when used (the resource images_bucket, or `bucket`). */
+export function s3ImageStore(bucket?: string): ImageStore {
+  const Bucket = () => bucket ?? resources().imagesBucket;
+  return {
+    async put(imageId, file) {
+      const stored = await digest(file);
+      const Body = stored.size <= WHOLE_BODY_MAX ? readFileSync(file) : createReadStream(file);
+      await s3Client().send(
+        new PutObjectCommand({
+          Bucket: Bucket(),
+          Key: imageKey(imageId),
+          Body,
+          ContentLength: stored.size,
+          ContentType: "application/octet-stream",
+        }),
+      );
+      return stored;
+    },
+    async fetch(imageId, file) {
+      const got = await this.open(imageId);
+      if (!got) return false;
+      const part = `${file}.part-${process.pid}`;
+      try {
+        await pipeline(got.body, createWriteStream(part));
+        renameSync(part, file);
+      } finally {
+        rmSync(part, { force: true });
+      }
+      return true;
+    },
+    async open(imageId) {
+      try {
+        const r = await s3Client().send(new GetObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }));
+        return { body: r.Body as Readable, size: Number(r.ContentLength ?? 0) };
+      } catch (e) {
+        if (missing(e)) return undefined;
+        throw e;
+      }
+    },
+    async remove(imageId) {
+      await s3Client().send(new DeleteObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }));
+    },
+  };
+}
+
+/**
+ * A driver's snapshot from its capture: `capture` writes the guest's image into `file`, then the
+ * data is uploaded as the image's (Nova's IMAGE_PENDING_UPLOAD, then IMAGE_UPLOADING); the file
+ * goes whatever happens.
+ */
+export async function captureAndUpload(
+  store: ImageStore,
+  imageId: string,
+  file: string,
+  capture: (file: string) => Promise<{ disk_format: string; container_format: string }>,
+  stage: SnapshotStage,
+): Promise<SnapshotData> {
+  try {
+    const formats = await capture(file);
+    await stage("image_pending_upload");
+    statSync(file);
+    await stage("image_uploading");
+    return { ...formats, ...(await store.put(imageId, file)) };
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
