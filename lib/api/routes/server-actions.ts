@@ -1,7 +1,8 @@
 // POST /servers/{id}/action: Nova's server actions. lock and unlock (lock_server.py), the power
 // actions (os-stop, os-start, reboot, pause, unpause, suspend, resume) and os-getConsoleOutput, which go to the server's host
 // through its queue, and the moves and the rebuild, which go through the conductor
-// (server-moves.ts, server-rebuild.ts); each recorded as an instance action. The actions that
+// (server-moves.ts, server-rebuild.ts), and the admin's os-resetState (server-reset-state.ts); each
+// recorded as an instance action. The actions that
 // need what this system does not have answer 501, saying so; anything else is Nova's 400 for an
 // unknown action.
 import { withoutHosts } from "../../instances/faults.js";
@@ -60,7 +61,7 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 
 /**
  * Nova's actions that need what this system does not have yet: graphical consoles, shelve and
- * rescue, images and backups, passwords, state resets, networks and
+ * rescue, images and backups, passwords, networks and
  * volumes, soft delete.
  */
 const UNSUPPORTED = new Set([
