@@ -785,9 +785,10 @@ export class BuildPath {
           diagnostics: await this.driver.diagnostics(id),
         });
       } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
         await this.reporter.send("diagnostics", {
           ...answer,
-          error: e instanceof Error ? e.message : String(e),
+          error: `host ${this.host} cannot read the diagnostics of instance ${id}: ${why}`,
         });
       }
     }
