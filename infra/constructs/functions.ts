@@ -17,7 +17,7 @@ import { option, parseOption, type SchedulerConfig, schedulerEnvironment } from 
 import { COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX, TABLES } from "../../lib/resources.js";
 import { CONDUCTOR_FUNCTION_TIMEOUT_SECONDS } from "../conductor/definition.js";
 import type { Data } from "./data.js";
-import { COMPUTE_QUEUES_REASON, computeQueuesFinding } from "./nag.js";
+import { COMPUTE_QUEUES_REASON, computeQueuesFinding, IMAGES_REASON, imagesFinding } from "./nag.js";
 import type { Queues } from "./queues.js";
 import type { Secrets } from "./secrets.js";
 
@@ -455,6 +455,13 @@ export class Functions {
       ],
       true,
     );
+    // the API serves and deletes images' data; compute-events deletes it with a failed or rotated image
+    for (const fn of [this.api, this.computeEvents])
+      NagSuppressions.addResourceSuppressions(
+        fn,
+        [{ id: "AwsSolutions-IAM5", reason: IMAGES_REASON, appliesTo: [imagesFinding(data.imagesBucket)] }],
+        true,
+      );
     for (const fn of [this.computeEvents, this.conductor, this.buildWatchdog]) {
       NagSuppressions.addResourceSuppressions(
         fn,

@@ -11,7 +11,7 @@ import type * as s3 from "aws-cdk-lib/aws-s3";
 import { NagSuppressions } from "cdk-nag";
 import { IMAGES_PREFIX } from "../../lib/compute/image-store.js";
 import { HOST_TAG } from "../../lib/resources.js";
-import { COMPUTE_QUEUES_REASON, computeQueuesFinding } from "./nag.js";
+import { COMPUTE_QUEUES_REASON, computeQueuesFinding, IMAGES_REASON, imagesFinding } from "./nag.js";
 import type { Queues } from "./queues.js";
 
 /**
@@ -137,6 +137,7 @@ export class HostAccess {
         reason: `${COMPUTE_QUEUES_REASON}; the statement matches only the queues tagged with the session's own novaless-host`,
         appliesTo: [computeQueuesFinding(queues.computeQueuePrefix)],
       },
+      { id: "AwsSolutions-IAM5", reason: IMAGES_REASON, appliesTo: [imagesFinding(props.imagesBucket)] },
     ]);
   }
 
