@@ -33,7 +33,7 @@ import {
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
 import { planDestinations } from "../conductor/select-destinations.js";
-import { apiOptions } from "../config.js";
+import { apiOptions, moveOptions } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { markLiveAbort, recordLiveAction } from "../instances/live-move.js";
@@ -52,6 +52,7 @@ import { getInstance, listInstances, listServerPage } from "../instances/queries
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
+import { abandonShelveAction, beginShelveAction, createShelvedImage } from "../instances/shelve.js";
 import { listAllocations } from "../placement/allocations.js";
 import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts, readChangedHosts } from "../placement/hosts.js";
@@ -130,7 +131,19 @@ export interface ApiDeps {
   /** os-migrateLive's wait and the in-progress live migration's actions (server-live-migrate.ts) */
   liveMigration?: LiveMigrationDeps;
   rebuild?: RebuildDeps;
+  shelve?: ShelveDeps;
   now: () => Date;
+}
+
+/** What shelve, shelveOffload and unshelve need besides the record (lib/instances/shelve.ts). */
+export interface ShelveDeps {
+  begin: typeof beginShelveAction;
+  abandon: typeof abandonShelveAction;
+  createShelvedImage: typeof createShelvedImage;
+  castToCompute: typeof castToCompute;
+  guestSpecFor: typeof guestSpecFor;
+  /** [DEFAULT] shelved_offload_time: 0 offloads as it shelves */
+  shelvedOffloadTime: () => number;
 }
 
 /** What the rebuild action needs besides the record (lib/instances/rebuild.ts). */
@@ -189,6 +202,14 @@ export const defaultDeps: ApiDeps = {
     verdictPollMs: 200,
   },
   rebuild: { begin: beginRebuild, abandon: abandonRebuild },
+  shelve: {
+    begin: beginShelveAction,
+    abandon: abandonShelveAction,
+    createShelvedImage,
+    castToCompute,
+    guestSpecFor,
+    shelvedOffloadTime: () => moveOptions().shelvedOffloadTime,
+  },
   moves: {
     nextMigrationId,
     createMigration,

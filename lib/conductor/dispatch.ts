@@ -14,6 +14,7 @@ import {
   noValidHost,
 } from "./tasks.js";
 import { NO_VALID_HOST_MESSAGE, type NoValidHostAnswer, type StatesError } from "./types.js";
+import { asUnshelve, unshelveStep } from "./unshelve.js";
 
 export interface ConductorEvent {
   action: "max_retries_exceeded" | "claim_alternate" | "no_valid_host" | "build_instances" | "build_failed";
@@ -37,6 +38,8 @@ export async function conductorStep(e: ConductorEvent): Promise<unknown> {
   if (move) return moveStep(e, move);
   const rebuild = asRebuild(e.request);
   if (rebuild) return rebuildStep(e.action, rebuild, e.scheduled, e.error, noValidHostDetails(e));
+  const unshelve = asUnshelve(e.request);
+  if (unshelve) return unshelveStep(e.action, unshelve, e.scheduled, e.error, noValidHostDetails(e));
   switch (e.action) {
     case "max_retries_exceeded":
       return maxRetriesExceeded(e.request).then(() => ({}));

@@ -19,9 +19,12 @@ import { requestedZone } from "../messages/availability-zone.js";
 import {
   isMove,
   isRebuild,
+  isUnshelve,
   type MoveRequest,
   moveAttempt,
   type RebuildRequest,
+  type UnshelveRequest,
+  unshelveAttempt,
 } from "../messages/build-request.js";
 import {
   type ConductorInput,
@@ -123,6 +126,7 @@ export async function selectDestinations(
  */
 export async function loadRequest(req: ConductorInput): Promise<Loaded | undefined> {
   if (isMove(req)) return loadMoveRequest(req);
+  if (isUnshelve(req)) return loadUnshelveRequest(req);
   const started = performance.now();
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
@@ -226,6 +230,68 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
   const heldHost = move.attempt === n && move.dest_host ? move.dest_host : await findClaim(id, n);
   const held = new Map<string, HeldHost>();
   if (heldHost) held.set(id, { host: heldHost, node: move.dest_node, availability_zone: move.dest_az });
+  return {
+    request: {
+      instance_uuids: [id],
+      attempt: n,
+      excludeHosts: req.retry.hosts,
+      spec,
+      instanceHosts,
+      held,
+      toPlace: held.has(id) ? [] : [id],
+    },
+    log,
+    started,
+  };
+}
+
+/**
+ * An unshelve's request (Nova's conductor unshelve_instance): the instance's own spec with its
+ * forced destinations reset (reset_forced_destinations), the zone the API saved in it, and the
+ * host an admin asked for (2.91) as the requested destination. An offloaded server holds no
+ * claim: the unshelve's attempt claims as a build's does.
+ */
+async function loadUnshelveRequest(req: UnshelveRequest): Promise<Loaded | undefined> {
+  const started = performance.now();
+  const n = unshelveAttempt(req);
+  const id = req.instance_uuids[0]!;
+  const log = baseLog.child({
+    request_id: req.request_id,
+    attempt: n,
+    unshelve_uuid: req.unshelve.unshelve_uuid,
+  });
+  const rec = await getInstance(id);
+  const ctx = rec?.unshelve;
+  if (
+    !rec ||
+    rec.deleted ||
+    ctx?.uuid !== req.unshelve.unshelve_uuid ||
+    rec.vm_state !== "shelved_offloaded" ||
+    !["unshelving", "spawning"].includes(rec.task_state ?? "")
+  ) {
+    log.warn("scheduler.unshelve_not_found", { instance_uuid: id, task_state: rec?.task_state });
+    return undefined;
+  }
+  const {
+    force_hosts: _forced,
+    force_nodes: _forcedNodes,
+    requested_destination: _dest,
+    ...rest
+  } = requestSpecOf(rec, 1);
+  const zone = requestedZone(rest.availability_zone);
+  const { availability_zone: _zone, ...unzoned } = rest;
+  const { spec, instanceHosts } = await withInstances(
+    {
+      ...unzoned,
+      // a zone asked for as `az:host` forced the create's host, never an unshelve's
+      ...(zone ? { availability_zone: zone } : {}),
+      ...(ctx.requested_host ? { requested_destination: { host: ctx.requested_host } } : {}),
+    },
+    [id],
+  );
+  const heldHost = rec.attempt === n && rec.host ? rec.host : await findClaim(id, n);
+  const held = new Map<string, HeldHost>();
+  if (heldHost) held.set(id, { host: heldHost, node: rec.node, availability_zone: rec.availability_zone });
   return {
     request: {
       instance_uuids: [id],

@@ -6,6 +6,7 @@
 // build request down the failure path again, so the attempt counts and max_attempts still bounds
 // it. Its reasons end up in the owner's fault (MaxRetriesExceeded's "Last exception"), so they do
 // not name the host: the event records which host it was, for admins.
+
 import { sendBuildRequest } from "../aws/send.js";
 import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../config.js";
 import { EVENT_BUILD } from "../instances/codec.js";
@@ -19,13 +20,14 @@ import { release } from "../placement/claims.js";
 import { isHeartbeatAlive, sweepLiveness } from "../placement/liveness.js";
 import { autoEvacuate } from "./auto-evacuate.js";
 import { type MoveWatchAction, watchMoves } from "./move-watch.js";
+import { offloadShelved } from "./shelve-watch.js";
 
 export interface WatchdogAction {
   instance_uuid: string;
   attempt: number;
   host: string | null;
   /** fenced and resent: builds; the others: moves (lib/conductor/move-watch.ts) */
-  action: "fenced" | "resent" | "evacuated" | MoveWatchAction["action"];
+  action: "fenced" | "resent" | "evacuated" | "offloaded" | MoveWatchAction["action"];
   reason: string;
 }
 
@@ -61,6 +63,15 @@ export async function runWatchdog(
         reason: `host ${e.host} is down and opted in to automatic evacuation`,
       });
     }
+  }
+  for (const id of await offloadShelved(now)) {
+    actions.push({
+      instance_uuid: id,
+      attempt: 0,
+      host: null,
+      action: "offloaded",
+      reason: "shelved_offload_time passed",
+    });
   }
   for (const rec of building) {
     if (rec.deleted || rec.vm_state !== "building") continue;

@@ -8,6 +8,7 @@ import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
 import { updateMigration } from "./migrations.js";
 import { markDeletedReleasing } from "./quota-release.js";
+import { deleteServerImage } from "./snapshot.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
 
 /**
@@ -42,7 +43,12 @@ export async function deleteServer(
   if (rec.host) {
     const host = await getHost(rec.host);
     // `rec` is the record as the delete found it.
-    const mayRun = rec.vm_state === "active" || rec.task_state === "spawning";
+    // a paused or suspended guest still holds its host's memory (or its saved state) until destroyed
+    const mayRun =
+      rec.vm_state === "active" ||
+      rec.vm_state === "paused" ||
+      rec.vm_state === "suspended" ||
+      rec.task_state === "spawning";
     const hostUp = host !== undefined && isServiceUp(host);
     releasedBy = mayRun && hostUp ? "host" : "api";
     if (releasedBy === "api") await release(rec.host, id, rec.attempt);
@@ -58,6 +64,8 @@ export async function deleteServer(
     }
   }
   if (rec.migration) await endMoveOnDelete(rec, requestId);
+  // Nova's delete of a shelved server deletes its shelve's snapshot too
+  if (rec.shelve?.image_id) await deleteServerImage(rec.shelve.image_id);
   log.info("instance.deleted", {
     request_id: requestId,
     instance_uuid: id,

@@ -53,6 +53,18 @@ export async function listInstances(
   return (await recordsOf(keys.flat().sort(before))).filter((r) => selected(q, r));
 }
 
+/** Live instances in one vm_state (the watchdog's SHELVED servers): its partition of `by-vm-state`. */
+export async function listInstancesInVmState(vmState: VmState): Promise<InstanceRecord[]> {
+  const keys = await queryAll<Pick<InstanceRecord, "id">>({
+    TableName: instancesTable(),
+    IndexName: INSTANCES_BY_VM_STATE_INDEX,
+    KeyConditionExpression: "vm_state = :v",
+    ExpressionAttributeValues: { ":v": vmState },
+    ProjectionExpression: "id",
+  });
+  return (await getInstances(keys.map((r) => r.id))).filter((r) => r.vm_state === vmState);
+}
+
 /**
  * Live instances placed on `host` (Nova's InstanceList.get_by_host): what a starting compute
  * service reconciles its guests with. The index carries the keys and `deleted`.
@@ -114,6 +126,10 @@ const VM_STATE_LIVE: Record<VmState, boolean> = {
   stopped: true,
   resized: true,
   error: true,
+  paused: true,
+  suspended: true,
+  shelved: true,
+  shelved_offloaded: true,
   deleted: false,
 };
 

@@ -57,6 +57,18 @@ export const buildRequestV2 = z.object({
    * RebuildContext, with the image it had). No claim is made: the instance keeps its allocation.
    */
   rebuild: z.object({ rebuild_uuid: uuid }).optional(),
+  /**
+   * An unshelve of the one SHELVED_OFFLOADED instance instead of a build (Nova's conductor
+   * unshelve_instance): the instance's record carries it (its UnshelveContext). Attempt n claims
+   * and casts with the token base_attempt + n, as a move does.
+   */
+  unshelve: z
+    .object({
+      unshelve_uuid: uuid,
+      /** the instance's attempt when the unshelve was accepted */
+      base_attempt: z.number().int().min(0),
+    })
+    .optional(),
 });
 
 /** v1 carried the whole request spec, and alternates with their amounts. */
@@ -75,10 +87,20 @@ export const buildRequestV1 = z
 export type BuildRequest = z.infer<typeof buildRequestV2>;
 export type MoveRequest = BuildRequest & { move: NonNullable<BuildRequest["move"]> };
 export type RebuildRequest = BuildRequest & { rebuild: NonNullable<BuildRequest["rebuild"]> };
+export type UnshelveRequest = BuildRequest & { unshelve: NonNullable<BuildRequest["unshelve"]> };
 
 /** The token of a move's attempt: above every attempt the instance had before it. */
 export function moveAttempt(req: MoveRequest): number {
   return req.move.base_attempt + req.retry.num_attempts;
+}
+
+/** The token of an unshelve's attempt: above every attempt the instance had before it. */
+export function unshelveAttempt(req: UnshelveRequest): number {
+  return req.unshelve.base_attempt + req.retry.num_attempts;
+}
+
+export function isUnshelve(req: BuildRequest): req is UnshelveRequest {
+  return req.unshelve !== undefined;
 }
 
 export function isMove(req: BuildRequest): req is MoveRequest {

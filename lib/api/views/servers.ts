@@ -20,6 +20,10 @@ const STATUS: Record<VmState, string> = {
   stopped: "SHUTOFF",
   resized: "VERIFY_RESIZE",
   error: "ERROR",
+  paused: "PAUSED",
+  suspended: "SUSPENDED",
+  shelved: "SHELVED",
+  shelved_offloaded: "SHELVED_OFFLOADED",
   deleted: "DELETED",
 };
 
@@ -45,6 +49,8 @@ const TASK_STATUS: Partial<Record<VmState, Record<string, string>>> = {
   },
   stopped: { rebooting_hard: "HARD_REBOOT", reboot_started_hard: "HARD_REBOOT", ...RESIZING },
   resized: { resize_reverting: "REVERT_RESIZE" },
+  // Nova's _STATE_MAP: a paused server shows MIGRATING while it moves live, SUSPENDED nothing else
+  paused: { migrating: "MIGRATING" },
   error: {
     rebooting_hard: "HARD_REBOOT",
     reboot_started_hard: "HARD_REBOOT",

@@ -1,0 +1,221 @@
+// POST /servers/{id}/action {"shelve"|"shelveOffload"|"unshelve"} (Nova's shelve.py with
+// compute/api.py's checks). Shelve stops the server on its host and snapshots it; with
+// shelved_offload_time = 0 the host lets it go at once (SHELVED_OFFLOADED, its claim freed),
+// otherwise the watchdog offloads it later, or an admin does. Unshelve of a SHELVED server starts
+// it on its host again; of a SHELVED_OFFLOADED one goes through the conductor, which schedules it
+// as a build (lib/conductor/unshelve.ts). Each is an instance action; quota stays counted while
+// shelved, as in Nova.
+import { randomUUID } from "node:crypto";
+import { aggregateZoneByHost, hostAvailabilityZone } from "../../catalog/aggregates.js";
+import { schedulerConfig } from "../../config.js";
+import { SHELVE_FROM, unshelveFields } from "../../instances/shelve.js";
+import type { InstanceRecord, TaskState, UnshelveContext } from "../../instances/types.js";
+import { log } from "../../log.js";
+import type { ShelveInstance } from "../../messages/compute.js";
+import type { ShelveDeps } from "../deps.js";
+import { ApiError, badRequest, conflict, policyForbidden } from "../errors.js";
+import type { ApiResult, RouteCall } from "../request.js";
+import { parseUnshelveBody } from "../validation/server-shelve.js";
+import { serverStatus } from "../views/servers.js";
+import { availableZoneNames } from "../zones.js";
+import { actionRecord } from "./instance-action.js";
+import { checkLock, invalidState, refusedBy } from "./server-moves.js";
+
+/** Nova's shelve policies whose default is admin. */
+const SHELVE_OFFLOAD_POLICY = "os_compute_api:os-shelve:shelve_offload";
+const UNSHELVE_TO_HOST_POLICY = "os_compute_api:os-shelve:unshelve_to_host";
+
+function shelveDeps(call: RouteCall): ShelveDeps {
+  const s = call.deps.shelve;
+  if (!s) throw new Error("the API was built without its shelve dependencies");
+  return s;
+}
+
+function checkState(rec: InstanceRecord, apiAction: string, vmStates: readonly string[]): void {
+  if (!vmStates.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
+  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+}
+
+/** The server's host's queue, or Nova's 409 when it has none to act on it (check_instance_host). */
+async function hostQueue(call: RouteCall, rec: InstanceRecord): Promise<string> {
+  const host = rec.host ? await call.deps.getHost(rec.host) : undefined;
+  if (!rec.host || !host) throw conflict(`Instance ${rec.id} is not ready`);
+  return host.queue_url;
+}
+
+/**
+ * The cast after the accepting write; when it cannot be sent, the task state goes back (and an
+ * unshelve's context goes), so the server is not left in a task nobody carries out.
+ */
+async function sendOrAbandon(
+  call: RouteCall,
+  rec: InstanceRecord,
+  task: TaskState,
+  send: () => Promise<void>,
+  unshelveUuid?: string,
+): Promise<void> {
+  try {
+    await send();
+  } catch (e) {
+    await shelveDeps(call)
+      .abandon(rec.id, task, unshelveUuid)
+      .catch((error: unknown) =>
+        log.error("api.shelve.not_abandoned", {
+          request_id: call.ctx.requestId,
+          instance_uuid: rec.id,
+          error,
+        }),
+      );
+    call.ctx.logFields.error = e;
+    throw new ApiError(
+      "computeFault",
+      "The request could not be sent to the server's host. Please try again.",
+    );
+  }
+}
+
+/** shelve: Nova's check_instance_lock, check_instance_state(ACTIVE, STOPPED, PAUSED, SUSPENDED; task None). */
+export async function shelve(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
+  const s = shelveDeps(call);
+  checkLock(call, rec);
+  checkState(rec, "shelve", SHELVE_FROM);
+  const queueUrl = await hostQueue(call, rec);
+  const action = actionRecord("shelve", call);
+  const begun = await s.begin(rec, "shelving", action);
+  if (!begun) return refusedBy(call, rec, "shelve");
+  const offload = s.shelvedOffloadTime() === 0;
+  await sendOrAbandon(call, rec, "shelving", async () => {
+    // Nova's API creates the snapshot's image before the cast; the host's driver fills it
+    const imageId = await s.createShelvedImage(begun, call.ctx.auth);
+    const msg: ShelveInstance = {
+      version: 1,
+      kind: "shelve_instance",
+      op: "shelve",
+      request_id: action.request_id,
+      instance_uuid: rec.id,
+      host: rec.host!,
+      attempt: rec.attempt,
+      offload,
+      image_id: imageId,
+    };
+    await s.castToCompute(queueUrl, msg);
+  });
+  return { status: 202 };
+}
+
+/** shelveOffload: admin by default; check_instance_state(SHELVED). */
+export async function shelveOffload(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
+  const s = shelveDeps(call);
+  if (!call.ctx.auth.isAdmin) throw policyForbidden(SHELVE_OFFLOAD_POLICY);
+  checkLock(call, rec);
+  checkState(rec, "shelveOffload", ["shelved"]);
+  const queueUrl = await hostQueue(call, rec);
+  const action = actionRecord("shelveOffload", call);
+  const begun = await s.begin(rec, "shelving_offloading", action);
+  if (!begun) return refusedBy(call, rec, "shelveOffload");
+  await sendOrAbandon(call, rec, "shelving_offloading", () =>
+    s.castToCompute(queueUrl, {
+      version: 1,
+      kind: "shelve_instance",
+      op: "offload",
+      request_id: action.request_id,
+      instance_uuid: rec.id,
+      host: rec.host!,
+      attempt: rec.attempt,
+      offload: true,
+      image_id: null,
+    }),
+  );
+  return { status: 202 };
+}
+
+/**
+ * unshelve (Nova's compute API unshelve): a zone (2.77; null unpins it, 2.91) and a host (2.91,
+ * admins) only for a SHELVED_OFFLOADED server; the zone must be available and the host must be
+ * in the zone the server ends up pinned to.
+ */
+export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknown): Promise<ApiResult> {
+  const s = shelveDeps(call);
+  const { deps, ctx } = call;
+  const body = parseUnshelveBody(arg, ctx.version);
+  checkLock(call, rec);
+  checkState(rec, "unshelve", ["shelved", "shelved_offloaded"]);
+  const zonePassed = body.availability_zone !== undefined;
+  if ((zonePassed || body.host) && rec.vm_state !== "shelved_offloaded") {
+    throw conflict(
+      `Specifying an availability zone or a host when unshelving server "${rec.id}" with status "${serverStatus(rec)}" is not supported. The server status must be SHELVED_OFFLOADED.`,
+    );
+  }
+  if (zonePassed && body.availability_zone && !(await availableZoneNames(deps)).has(body.availability_zone))
+    throw badRequest("The requested availability zone is not available");
+  if (body.host) {
+    if (!ctx.auth.isAdmin) throw policyForbidden(UNSHELVE_TO_HOST_POLICY);
+    const found = await deps.getHost(body.host);
+    if (!found || found.service.deleted_at) throw badRequest(`Compute host ${body.host} could not be found.`);
+    const expected = zonePassed ? body.availability_zone : rec.request_spec?.availability_zone;
+    if (expected) {
+      const zone = hostAvailabilityZone(
+        found,
+        aggregateZoneByHost(await deps.listAggregates()),
+        schedulerConfig().default_availability_zone,
+      );
+      if (zone !== expected)
+        throw conflict(`Host "${body.host}" is not in the availability zone "${expected}".`);
+    }
+  }
+  const action = actionRecord("unshelve", call);
+  if (rec.vm_state === "shelved") {
+    // still on its host (Nova's conductor casts start_instance): no scheduler
+    const queueUrl = await hostQueue(call, rec);
+    const begun = await s.begin(rec, "unshelving", action);
+    if (!begun) return refusedBy(call, rec, "unshelve");
+    await sendOrAbandon(call, rec, "unshelving", async () =>
+      s.castToCompute(queueUrl, {
+        version: 1,
+        kind: "shelve_instance",
+        op: "start",
+        request_id: action.request_id,
+        instance_uuid: rec.id,
+        host: rec.host!,
+        attempt: rec.attempt,
+        offload: false,
+        image_id: null,
+        guest: await s.guestSpecFor(begun),
+      }),
+    );
+    return { status: 202 };
+  }
+  const unshelveCtx: UnshelveContext = {
+    uuid: randomUUID(),
+    request_id: action.request_id,
+    base_attempt: rec.attempt,
+    requested_host: body.host ?? null,
+    tried: [],
+  };
+  const begun = await s.begin(
+    rec,
+    "unshelving",
+    action,
+    unshelveFields(unshelveCtx, body.availability_zone, rec.request_spec !== undefined),
+  );
+  if (!begun) return refusedBy(call, rec, "unshelve");
+  ctx.logFields.unshelve_uuid = unshelveCtx.uuid;
+  await sendOrAbandon(
+    call,
+    rec,
+    "unshelving",
+    () =>
+      deps.sendBuildRequest({
+        version: 2,
+        request_id: action.request_id,
+        reservation_id: rec.reservation_id,
+        project_id: rec.project_id,
+        user_id: rec.user_id,
+        instance_uuids: [rec.id],
+        retry: { num_attempts: 1, hosts: [] },
+        unshelve: { unshelve_uuid: unshelveCtx.uuid, base_attempt: rec.attempt },
+      }),
+    unshelveCtx.uuid,
+  );
+  return { status: 202 };
+}
