@@ -52,6 +52,8 @@ export class LivePath {
           break;
         case "post_live_migration_at_destination":
           await live.postLiveMigrationAtDestination(msg.guest);
+          // a paused server's guest arrives held (or is resumed by the driver's post step): paused again
+          if (msg.paused) await this.driver.pause(id);
           break;
       }
     } catch (e) {

@@ -271,6 +271,7 @@ async function postAtDestination(rec: InstanceRecord, requestId: string): Promis
     kind: "post_live_migration_at_destination",
     host: move.dest_host!,
     guest: await guestSpecFor(rec),
+    ...(rec.vm_state === "paused" ? { paused: true } : {}),
   };
 }
 

@@ -8,9 +8,9 @@ import { eventKey, storedEvent } from "./codec.js";
 import { readHostAnswer, storeHostAnswer } from "./host-answers.js";
 import { getInstance } from "./queries.js";
 import { event, transition } from "./transition.js";
-import type { InstanceAction, InstanceRecord, TaskState } from "./types.js";
+import type { InstanceAction, InstanceRecord, TaskState, VmState } from "./types.js";
 
-export type PowerActionName = "stop" | "start" | "reboot";
+export type PowerActionName = "stop" | "start" | "reboot" | "pause" | "unpause" | "suspend" | "resume";
 export type RebootType = "SOFT" | "HARD";
 
 /** Nova's event names (nova/compute/manager.py's wrap_instance_event). */
@@ -18,12 +18,17 @@ export const POWER_EVENTS: Record<PowerActionName, string> = {
   stop: "compute_stop_instance",
   start: "compute_start_instance",
   reboot: "compute_reboot_instance",
+  pause: "compute_pause_instance",
+  unpause: "compute_unpause_instance",
+  suspend: "compute_suspend_instance",
+  resume: "compute_resume_instance",
 };
 
 /** The task state an action sets when the API accepts it (Nova's compute/api.py). */
 export function taskStateOf(action: PowerActionName, rebootType?: RebootType): Exclude<TaskState, null> {
   if (action === "stop") return "powering-off";
   if (action === "start") return "powering-on";
+  if (action !== "reboot") return ACTION_TASKS[action][0]!;
   return rebootType === "HARD" ? "rebooting_hard" : "rebooting";
 }
 
@@ -32,9 +37,29 @@ const ACTION_TASKS: Record<PowerActionName, TaskState[]> = {
   stop: ["powering-off"],
   start: ["powering-on"],
   reboot: ["rebooting", "reboot_started", "rebooting_hard", "reboot_started_hard"],
+  pause: ["pausing"],
+  unpause: ["unpausing"],
+  suspend: ["suspending"],
+  resume: ["resuming"],
 };
 
-const POWER_RUNNING = 1;
+/** The vm_state each action ends in when the host did it (Nova's compute manager). */
+const DONE_VM_STATE: Record<PowerActionName, VmState> = {
+  stop: "stopped",
+  start: "active",
+  reboot: "active",
+  pause: "paused",
+  unpause: "active",
+  suspend: "suspended",
+  resume: "active",
+};
+
+/** The task state a host's lost power action was in → the action to send again (compute-events' reconcile). */
+export function actionOfTask(task: TaskState): PowerActionName {
+  for (const [action, tasks] of Object.entries(ACTION_TASKS))
+    if (tasks.includes(task)) return action as PowerActionName;
+  return "reboot";
+}
 
 /**
  * API: accept a power action: the task state and Nova's instance action in one write,
@@ -129,13 +154,8 @@ export async function finishPowerAction(r: ActionDoneReport): Promise<"applied" 
     "power_state_at = :now",
     "actions.#rid.events.#ev = :ev",
   ];
-  const vm = r.ok
-    ? r.action === "stop"
-      ? "stopped"
-      : "active"
-    : r.action === "reboot"
-      ? "error"
-      : undefined;
+  // pause, unpause, suspend and resume revert only their task state on failure (reverts_task_state)
+  const vm = r.ok ? DONE_VM_STATE[r.action] : r.action === "reboot" ? "error" : undefined;
   if (vm) {
     set.push("vm_state = :vm");
     values[":vm"] = vm;
@@ -152,12 +172,42 @@ export async function finishPowerAction(r: ActionDoneReport): Promise<"applied" 
   return done?.finish_time ? "duplicate" : "fenced";
 }
 
+const POWER = { NOSTATE: 0, RUNNING: 1, PAUSED: 3, SHUTDOWN: 4, CRASHED: 6, SUSPENDED: 7 } as const;
+
+/**
+ * What Nova's _sync_instance_power_state does for a vm_state and the guest's power state, beyond
+ * recording the power state: "stop" marks the instance SHUTOFF (its stop API), "stop-guest" has
+ * the host power the guest off as well (force_stop of a stopped instance whose guest is not off;
+ * the stop of an active one whose guest is suspended). A guest missing from its host (NOSTATE,
+ * a host that lost it) stops an active or paused instance here, which Nova ignores, so that
+ * start recreates it. A suspended instance keeps its state whatever the guest says (Nova passes).
+ */
+export function syncOutcome(vm: VmState, power: number): "none" | "stop" | "stop-guest" {
+  const off = power === POWER.SHUTDOWN || power === POWER.CRASHED || power === POWER.NOSTATE;
+  if (vm === "active") {
+    if (off) return "stop";
+    // Nova: "Instance is suspended unexpectedly. Calling the stop API."; paused unexpectedly: ignored
+    return power === POWER.SUSPENDED ? "stop-guest" : "none";
+  }
+  if (vm === "paused") return off ? "stop" : "none";
+  if (vm === "stopped") return off ? "none" : "stop-guest";
+  return "none";
+}
+
+/** Why the sync stopped an instance, as its stop action says. */
+function syncStopMessage(vm: VmState, power: number): string {
+  if (power === POWER.SUSPENDED) return "The instance's guest was suspended unexpectedly (power state sync)";
+  if (vm === "paused") return "The paused instance's guest shut down by itself (power state sync)";
+  return "The instance's guest is not running on its host (power state sync)";
+}
+
 /**
  * compute-events: Nova's _sync_instance_power_state for one guest the host reported. Ignored for
  * an instance deleted, on another host, in a task (the task's own end will say), still
- * building, or when the report is older than the last one applied. An active instance whose
- * guest is not running goes SHUTOFF (Nova stops it); a stopped one whose guest runs is stopped
- * again by the host ("stop-guest").
+ * building, or when the report is older than the last one applied. Then as syncOutcome says: an
+ * active or paused instance whose guest is off goes SHUTOFF (Nova stops it); a stopped one whose
+ * guest is not off, or an active one whose guest is suspended, is stopped by the host too
+ * ("stop-guest").
  */
 export async function syncPowerState(
   instanceUuid: string,
@@ -169,7 +219,7 @@ export async function syncPowerState(
   if (!rec || rec.deleted || rec.host !== host || rec.task_state !== null) return "ignored";
   if (rec.vm_state === "building") return "ignored";
   if (rec.power_state_at && observedAt <= rec.power_state_at) return "ignored";
-  const running = powerState === POWER_RUNNING;
+  const outcome = syncOutcome(rec.vm_state, powerState);
   const values: Record<string, unknown> = {
     ":false": false,
     ":h": host,
@@ -180,7 +230,7 @@ export async function syncPowerState(
   };
   const set = ["power_state = :power", "power_state_at = :at"];
   const names: Record<string, string> = {};
-  if (rec.vm_state === "active" && !running) {
+  if (outcome === "stop" || (outcome === "stop-guest" && rec.vm_state !== "stopped")) {
     // Nova's sync calls the stop API: the instance is SHUTOFF, with a stop action saying why.
     const requestId = `req-${randomUUID()}`;
     set.push("vm_state = :stopped", "updated_at = :at", "actions.#rid = :action");
@@ -192,7 +242,7 @@ export async function syncPowerState(
       user_id: rec.user_id,
       project_id: rec.project_id,
       start_time: observedAt,
-      message: "The instance's guest is not running on its host (power state sync)",
+      message: syncStopMessage(rec.vm_state, powerState),
       events: {},
     } satisfies InstanceAction;
   }
@@ -205,7 +255,7 @@ export async function syncPowerState(
     values,
   });
   if (!updated) return "ignored";
-  return rec.vm_state === "stopped" && running ? "stop-guest" : "updated";
+  return outcome === "stop-guest" ? "stop-guest" : "updated";
 }
 
 /** The host's answer to os-getConsoleOutput, kept for the API (host-answers.ts). */

@@ -146,9 +146,9 @@ describe("server changes on DynamoDB", () => {
     const unknown = await client.post(action, { fly: null });
     expect(unknown.status).toBe(400);
     expect(unknown.body.badRequest.message).toBe("There is no such action: fly");
-    const pause = await client.post(action, { pause: null });
-    expect(pause.status).toBe(501);
-    expect(pause.body.notImplemented.message).toContain("'pause'");
+    const rescue = await client.post(action, { rescue: null });
+    expect(rescue.status).toBe(501);
+    expect(rescue.body.notImplemented.message).toContain("'rescue'");
     expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
   });
 

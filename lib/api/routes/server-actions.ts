@@ -104,7 +104,16 @@ const ALLOWED: Record<string, { vm: string[]; task: (string | null)[] }> = {
   // an unpause, a suspend or a resume in progress
   HARD: {
     vm: ["active", "stopped", "paused", "suspended", "error"],
-    task: [null, "rebooting", "reboot_started", "rebooting_hard", "pausing", "unpausing", "suspending", "resuming"],
+    task: [
+      null,
+      "rebooting",
+      "reboot_started",
+      "rebooting_hard",
+      "pausing",
+      "unpausing",
+      "suspending",
+      "resuming",
+    ],
   },
   pause: { vm: ["active"], task: [null] },
   unpause: { vm: ["paused"], task: [null] },

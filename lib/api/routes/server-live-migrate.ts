@@ -38,7 +38,8 @@ export async function migrateLive(call: RouteCall, rec: InstanceRecord, arg: unk
   if (!auth.isAdmin) throw policyForbidden(body.host ? POLICY.migrateLiveHost : POLICY.migrateLive);
   checkLock(call, rec);
   // Nova's check_instance_state(vm_state=[ACTIVE, PAUSED]) and task_state None
-  if (rec.vm_state !== "active") throw invalidState(rec.id, "os-migrateLive", "vm_state", rec.vm_state);
+  if (rec.vm_state !== "active" && rec.vm_state !== "paused")
+    throw invalidState(rec.id, "os-migrateLive", "vm_state", rec.vm_state);
   if (rec.task_state !== null) throw invalidState(rec.id, "os-migrateLive", "task_state", rec.task_state);
   if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
   if (body.host) {

@@ -649,7 +649,10 @@ export class ExecDriver implements Driver {
     await this.runOn(instanceUuid, POWER_STATE.SUSPENDED);
   }
 
-  private async hold(id: string, power: typeof POWER_STATE.PAUSED | typeof POWER_STATE.SUSPENDED): Promise<void> {
+  private async hold(
+    id: string,
+    power: typeof POWER_STATE.PAUSED | typeof POWER_STATE.SUSPENDED,
+  ): Promise<void> {
     const g = this.guest(id);
     const what = power === POWER_STATE.PAUSED ? "paused" : "suspended";
     if (!LIVE_POWER.has(g.power) || !alive(g.pid, g.started))

@@ -195,7 +195,9 @@ export class FakeDriver implements Driver {
     const g = this.guest(instanceUuid);
     if (g.power === power) return;
     if (g.power !== POWER_STATE.RUNNING)
-      throw new Error(`instance ${instanceUuid} is not running on host ${this.opts.host}: it cannot be ${what}`);
+      throw new Error(
+        `instance ${instanceUuid} is not running on host ${this.opts.host}: it cannot be ${what}`,
+      );
     g.power = power;
   }
 
