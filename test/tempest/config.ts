@@ -24,8 +24,6 @@ const FEATURES_OFF = [
   // server actions novaless does not implement (resize, cold and live migration it does: issue 19)
   "pause",
   "suspend",
-  "shelve",
-  "shelve_migrate",
   "rescue",
   "stable_rescue",
   "snapshot",
@@ -47,7 +45,15 @@ const FEATURES_OFF = [
  * Compute features novaless has (issue 19); tempest leaves resize off unless told. Live
  * migration is a block migration: hosts share no storage (Nova's "auto" picks it).
  */
-const FEATURES_ON = ["resize", "cold_migration", "live_migration", "block_migration_for_live_migration"];
+const FEATURES_ON = [
+  "resize",
+  "cold_migration",
+  "live_migration",
+  "block_migration_for_live_migration",
+  // shelve, shelveOffload and unshelve through the conductor, then moved as any server (issue 21)
+  "shelve",
+  "shelve_migrate",
+];
 
 export function tempestConf(p: TempestPaths): string {
   const features = [
