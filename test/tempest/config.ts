@@ -22,11 +22,8 @@ const FEATURES_OFF = [
   "serial_console",
   "change_password",
   // server actions novaless does not implement (resize, cold and live migration it does: issue 19)
-  "pause",
-  "suspend",
   "rescue",
   "stable_rescue",
-  "snapshot",
   "can_migrate_between_any_hosts",
   // no Neutron, no Cinder, no metadata service or config drive
   "interface_attach",
@@ -50,6 +47,11 @@ const FEATURES_ON = [
   "cold_migration",
   "live_migration",
   "block_migration_for_live_migration",
+  // pause and suspend (issue 21)
+  "pause",
+  "suspend",
+  // createImage and createBackup, booting from the image (issue 21)
+  "snapshot",
   // shelve, shelveOffload and unshelve through the conductor, then moved as any server (issue 21)
   "shelve",
   "shelve_migrate",

@@ -102,6 +102,7 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
         (q.owner === undefined || i.owner === q.owner) &&
         props.every(([k, v]) => i.properties[k] === v),
     );
+    images = sorted(images, q);
     if (q.marker !== undefined) {
       const at = images.findIndex((i) => i.id === q.marker);
       if (at === -1) throw new GlanceError(400, `marker [${q.marker}] not found`);
@@ -187,6 +188,40 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
     throw new GlanceError(404, "The resource could not be found.");
   });
   return app;
+}
+
+const SORT_KEYS = new Set([
+  "name",
+  "status",
+  "created_at",
+  "updated_at",
+  "id",
+  "size",
+  "min_disk",
+  "min_ram",
+]);
+
+/**
+ * Glance's sort_key/sort_dir (or sort=<key>:<dir>,…), the first key only; without either, the
+ * catalog's order (name, then id).
+ */
+function sorted(images: Image[], q: Record<string, string>): Image[] {
+  const [spec] = (q.sort ?? "").split(",");
+  const [sortKey, sortDir] = q.sort ? (spec ?? "").split(":") : [q.sort_key, q.sort_dir];
+  if (sortKey === undefined) return images;
+  if (!SORT_KEYS.has(sortKey)) throw new GlanceError(400, `Invalid sort key: ${sortKey}.`);
+  const dir = sortDir ?? "desc";
+  if (dir !== "asc" && dir !== "desc") throw new GlanceError(400, `Invalid sort direction: ${dir}`);
+  const value = (i: Image) => {
+    const v =
+      (i as unknown as Record<string, unknown>)[sortKey] ?? (sortKey === "updated_at" ? i.created_at : "");
+    return typeof v === "number" ? v : String(v);
+  };
+  const sign = dir === "asc" ? 1 : -1;
+  return [...images].sort((a, b) => {
+    const [x, y] = [value(a), value(b)];
+    return (x < y ? -1 : x > y ? 1 : a.id.localeCompare(b.id)) * sign;
+  });
 }
 
 const intField = (body: Record<string, unknown>, k: string): number => {

@@ -69,4 +69,12 @@ export const imageRoutes: Route[] = [
   { method: "GET", pattern: "/images/detail", handler: (c) => listImagesRoute(c, true) },
   { method: "GET", pattern: "/images/:id", handler: showImage },
   { method: "DELETE", pattern: "/images/:id", handler: deleteImageRoute },
+  // DELETE /images/ names no image (the router reads the trailing slash as none): Nova's 404
+  {
+    method: "DELETE",
+    pattern: "/images",
+    handler: () => {
+      throw notFound("Image not found.");
+    },
+  },
 ];
