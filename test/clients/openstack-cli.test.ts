@@ -721,6 +721,28 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
     });
   });
 
+  describe("pause and suspend", () => {
+    it("server pause, unpause, suspend and resume: PAUSED, SUSPENDED and ACTIVE again; Nova's 409 in the wrong state", async () => {
+      const demo = { cloud: "demo" } as const;
+      const created = await cloud.openstack(
+        ["server", "create", "--flavor", "m1.tiny", "--image", "cirros", "--wait", unique("held")],
+        demo,
+      );
+      const id = created.id as string;
+      await cloud.openstack(["server", "pause", id], { ...demo, json: false });
+      expect((await waitForStatus(id, "PAUSED", demo))["OS-EXT-STS:power_state"]).toBe(3);
+      const twice = await cloud.openstackFails(["server", "pause", id], { ...demo, json: false });
+      expect(twice.stderr).toContain(`Cannot 'pause' instance ${id} while it is in vm_state paused`);
+      await cloud.openstack(["server", "unpause", id], { ...demo, json: false });
+      await waitForStatus(id, "ACTIVE", demo);
+      await cloud.openstack(["server", "suspend", id], { ...demo, json: false });
+      expect((await waitForStatus(id, "SUSPENDED", demo))["OS-EXT-STS:power_state"]).toBe(7);
+      await cloud.openstack(["server", "resume", id], { ...demo, json: false });
+      expect((await waitForStatus(id, "ACTIVE", demo))["OS-EXT-STS:power_state"]).toBe(1);
+      await cloud.openstack(["server", "delete", "--wait", id], { ...demo, json: false });
+    });
+  });
+
   // Last, alone: it stops a host and forces its service down.
   describe("evacuate", () => {
     it("server evacuate: refused while the host is up; once it is forced down, the request is sent and the server rebuilt on --host (2.29), though OSC 6.0 then fails on its own bug", async () => {
