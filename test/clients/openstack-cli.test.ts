@@ -743,6 +743,77 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
     });
   });
 
+  describe("shelve", () => {
+    it("server shelve → SHELVED_OFFLOADED (its image listed), unshelve --availability-zone (2.77) → ACTIVE, the image gone; Nova's 409 in the wrong state", async () => {
+      const demo = { cloud: "demo" } as const;
+      const name = unique("shelf");
+      const created = await cloud.openstack(
+        ["server", "create", "--flavor", "m1.tiny", "--image", "cirros", "--wait", name],
+        demo,
+      );
+      const id = created.id as string;
+      await cloud.openstack(["server", "shelve", id], { ...demo, json: false });
+      const off = await waitForStatus(id, "SHELVED_OFFLOADED", { cloud: "admin" });
+      expect(off["OS-EXT-SRV-ATTR:host"]).toBeNull();
+      const images: Json[] = await cloud.openstack(["image", "list", "--name", `${name}-shelved`], demo);
+      expect(images.map((i) => i.Name)).toEqual([`${name}-shelved`]);
+      // (OSC 6.0's `server shelve` skips a server already shelved: a pause shows Nova's 409)
+      const paused = await cloud.openstackFails(["server", "pause", id], { ...demo, json: false });
+      expect(paused.stderr).toContain(
+        `Cannot 'pause' instance ${id} while it is in vm_state shelved_offloaded`,
+      );
+      await cloud.openstack(["server", "unshelve", "--availability-zone", "nova", "--wait", id], {
+        ...demo,
+        version: "2.77",
+        json: false,
+      });
+      expect((await cloud.openstack(["server", "show", id], demo)).status).toBe("ACTIVE");
+      expect(await cloud.openstack(["image", "list", "--name", `${name}-shelved`], demo)).toEqual([]);
+      await cloud.openstack(["server", "delete", "--wait", id], { ...demo, json: false });
+    });
+  });
+
+  describe("server image create", () => {
+    it("server image create --wait: an active snapshot Glance lists with Nova's properties; a server boots from it; server backup create rotates; image delete", async () => {
+      const demo = { cloud: "demo" } as const;
+      const created = await cloud.openstack(
+        ["server", "create", "--flavor", "m1.tiny", "--image", "cirros", "--wait", unique("origin")],
+        demo,
+      );
+      const id = created.id as string;
+      const snap = unique("snap");
+      const image = await cloud.openstack(["server", "image", "create", "--name", snap, "--wait", id], demo);
+      expect(image).toMatchObject({ name: snap, status: "active" });
+      const shown = await cloud.openstack(["image", "show", snap], demo);
+      expect(shown).toMatchObject({ visibility: "private", status: "active" });
+      expect(JSON.stringify(shown.properties)).toContain(id);
+      const listed: Json[] = await cloud.openstack(["image", "list", "--name", snap], demo);
+      expect(listed.map((i) => i.Name)).toEqual([snap]);
+
+      const child = await cloud.openstack(
+        ["server", "create", "--flavor", "m1.tiny", "--image", snap, "--wait", unique("from-snap")],
+        demo,
+      );
+      expect(child.status).toBe("ACTIVE");
+
+      const backups = [unique("daily"), unique("daily")];
+      for (const name of backups) {
+        await cloud.openstack(
+          ["server", "backup", "create", "--name", name, "--type", "daily", "--rotate", "1", "--wait", id],
+          demo,
+        );
+        await waitForStatus(id, "ACTIVE", demo);
+      }
+      // rotation 1: the second backup took the first one's place
+      expect(await cloud.openstack(["image", "list", "--name", backups[0]!], demo)).toEqual([]);
+      expect((await cloud.openstack(["image", "list", "--name", backups[1]!], demo)).length).toBe(1);
+
+      await cloud.openstack(["image", "delete", snap, backups[1]!], { ...demo, json: false });
+      expect(await cloud.openstack(["image", "list", "--name", snap], demo)).toEqual([]);
+      await cloud.openstack(["server", "delete", "--wait", id, child.id as string], { ...demo, json: false });
+    });
+  });
+
   // Last, alone: it stops a host and forces its service down.
   describe("evacuate", () => {
     it("server evacuate: refused while the host is up; once it is forced down, the request is sent and the server rebuilt on --host (2.29), though OSC 6.0 then fails on its own bug", async () => {
