@@ -61,8 +61,7 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 
 /**
  * Nova's actions that need what this system does not have yet: graphical consoles, shelve and
- * rescue, images and backups, passwords, networks and
- * volumes, soft delete.
+ * rescue, passwords, networks and volumes, soft delete.
  */
 const UNSUPPORTED = new Set([
   "os-getVNCConsole",
