@@ -762,7 +762,8 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
       expect(paused.stderr).toContain(
         `Cannot 'pause' instance ${id} while it is in vm_state shelved_offloaded`,
       );
-      await cloud.openstack(["server", "unshelve", "--availability-zone", "nova", "--wait", id], {
+      const zone = created["OS-EXT-AZ:availability_zone"] as string;
+      await cloud.openstack(["server", "unshelve", "--availability-zone", zone, "--wait", id], {
         ...demo,
         version: "2.77",
         json: false,
