@@ -222,9 +222,8 @@ const virsh = (() => {
 if (!virsh) console.warn("test/drivers/pause-suspend.test.ts: virsh is missing: the libvirt tests skip");
 
 describe("powerStateOf: a managed-saved domain is suspended", () => {
-  it("reads `virsh list --managed-save` and `domstate --reason`", () => {
+  it("reads `virsh list --managed-save` and `domstate [--reason]`", () => {
     expect(powerStateOf("saved")).toBe(POWER_STATE.SUSPENDED);
-    expect(powerStateOf("shut off (saved)")).toBe(POWER_STATE.SUSPENDED);
     expect(powerStateOf("shut off (destroyed)")).toBe(POWER_STATE.SHUTDOWN);
     expect(powerStateOf("paused (user)")).toBe(POWER_STATE.PAUSED);
     expect(powerStateOf("running (booted)")).toBe(POWER_STATE.RUNNING);
@@ -261,6 +260,21 @@ describe.skipIf(!virsh)("LibvirtDriver on test:///default: suspend/resume and ma
     await d.unpause(g.instance_uuid);
     expect(d.powerState(g.instance_uuid)).toBe(POWER_STATE.RUNNING);
     expect(await d.virshForTests(`domstate ${name}`)).toBe("running");
+    await d.destroy(g.instance_uuid);
+  });
+
+  it("a paused or suspended domain powers off (stop, shelve, the sync's force_stop): SHUTDOWN, its saved state dropped", async () => {
+    const g = guest();
+    await d.spawn(g);
+    const name = `instance-${g.instance_uuid}`;
+    await d.pause(g.instance_uuid);
+    await d.powerOff(g.instance_uuid);
+    expect(d.powerState(g.instance_uuid)).toBe(POWER_STATE.SHUTDOWN);
+    await d.powerOn(g.instance_uuid);
+    await d.suspend(g.instance_uuid);
+    await d.powerOff(g.instance_uuid);
+    expect(d.powerState(g.instance_uuid)).toBe(POWER_STATE.SHUTDOWN);
+    expect(await d.virshForTests(`dominfo ${name}`)).toMatch(/^Managed save:\s*no/m);
     await d.destroy(g.instance_uuid);
   });
 

@@ -80,11 +80,13 @@ const POWER_OF_STATE: Record<string, PowerState> = {
   saved: POWER_STATE.SUSPENDED,
 };
 
-/** A state as `virsh list` or `virsh domstate [--reason]` prints it: "shut off (saved)" is suspended. */
+/** A state as `virsh list --managed-save` or `virsh domstate [--reason]` prints it. */
 export function powerStateOf(word: string): PowerState {
-  const m = /^(.*?)\s*(?:\((.*)\))?$/.exec(word.trim().toLowerCase())!;
-  if (m[1] === "shut off" && m[2] === "saved") return POWER_STATE.SUSPENDED;
-  return POWER_OF_STATE[m[1]!] ?? POWER_STATE.NOSTATE;
+  const state = word
+    .trim()
+    .toLowerCase()
+    .replace(/\s*\(.*\)$/, "");
+  return POWER_OF_STATE[state] ?? POWER_STATE.NOSTATE;
 }
 
 const DOMAIN = /^instance-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
@@ -367,7 +369,15 @@ export class LibvirtDriver implements Driver {
   }
 
   private async domstate(id: string): Promise<PowerState> {
-    return powerStateOf(await this.virsh.run(`domstate --reason ${domainName(id)}`));
+    const name = domainName(id);
+    const power = powerStateOf(await this.virsh.run(`domstate ${name}`));
+    // shut off with a managed save image is suspended (the reason "saved" outlives the image)
+    if (
+      power === POWER_STATE.SHUTDOWN &&
+      /^Managed save:\s*yes/m.test(await this.virsh.run(`dominfo ${name}`))
+    )
+      return POWER_STATE.SUSPENDED;
+    return power;
   }
 
   private known(id: string): void {
@@ -392,7 +402,12 @@ export class LibvirtDriver implements Driver {
     this.known(instanceUuid);
     await this.act(instanceUuid, async () => {
       const name = domainName(instanceUuid);
-      if ((await this.domstate(instanceUuid)) === POWER_STATE.RUNNING) {
+      const state = await this.domstate(instanceUuid);
+      // a paused domain cannot shut down cleanly: it is destroyed (Nova's power_off); a suspended
+      // one is off already, its saved state dropped so that start boots it afresh
+      if (state === POWER_STATE.PAUSED) await this.virsh.run(`destroy ${name}`);
+      if (state === POWER_STATE.SUSPENDED) await this.virsh.run(`managedsave-remove ${name}`);
+      if (state === POWER_STATE.RUNNING) {
         await this.virsh.run(`shutdown ${name}`);
         const deadline = Date.now() + timeoutSeconds * 1000;
         while ((await this.domstate(instanceUuid)) !== POWER_STATE.SHUTDOWN && Date.now() < deadline)
