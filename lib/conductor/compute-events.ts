@@ -23,7 +23,7 @@ import {
   syncPowerState,
 } from "../instances/power.js";
 import { getInstance, listInstancesOnHost } from "../instances/queries.js";
-import { finishSnapshot, snapshotProgress } from "../instances/snapshot.js";
+import { finishSnapshot, SNAPSHOT_TASK_STATES, snapshotProgress } from "../instances/snapshot.js";
 import { event } from "../instances/transition.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
@@ -359,14 +359,15 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
       );
       continue;
     }
-    // (a move's or a rebuild's steps, and a shelve's, are casts still queued for the host, not
-    // lost actions: SQS delivers them again)
+    // (a move's or a rebuild's steps, and a shelve's or a snapshot's, are casts still queued for
+    // the host, not lost actions: SQS delivers them again)
     if (
       inst.task_state &&
       inst.task_state !== "deleting" &&
       !inst.migration &&
       !inst.rebuild &&
-      !SHELVE_TASKS.has(inst.task_state)
+      !SHELVE_TASKS.has(inst.task_state) &&
+      !SNAPSHOT_TASK_STATES.has(inst.task_state)
     ) {
       // A power action the host took and lost: send it again (Nova retries it at init).
       const action = actionOfTask(inst.task_state);

@@ -37,6 +37,8 @@ const SNAPSHOT_TASKS: TaskState[] = [
   "image_pending_upload",
   "image_uploading",
 ];
+/** The task states of a snapshot or backup in progress. */
+export const SNAPSHOT_TASK_STATES: ReadonlySet<TaskState> = new Set(SNAPSHOT_TASKS);
 
 /** What each reported stage may follow (a backup stays image_backup until it is captured). */
 const STAGE_FROM: Record<SnapshotProgressReport["task_state"], TaskState[]> = {

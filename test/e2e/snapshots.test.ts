@@ -193,6 +193,38 @@ describe("createImage", () => {
     expect((await client.delete(`/v2.1/images/${r.body.image_id}`)).status).toBe(404);
   });
 
+  it("a host that dies mid-snapshot takes it again from its queue once back; nothing else is resent", async () => {
+    const id = await active();
+    const host = (await server(id))["OS-EXT-SRV-ATTR:host"] as string;
+    const driver = await driverOf(id);
+    driver.snapshotMs = 2000;
+    try {
+      const r = await action(id, { createImage: { name: "interrupted" } }, at("2.45"));
+      expect(r.status).toBe(202);
+      await eventually(
+        () => server(id),
+        (s) => s["OS-EXT-STS:task_state"] === "image_snapshot",
+      );
+      await runtime.killHost(host);
+      driver.snapshotMs = 0;
+      await runtime.restartHost(host);
+      // the cast comes back after its visibility timeout (30 s) and the new agent takes it
+      const done = await eventually(
+        () => image(r.body.image_id),
+        (g) => g.body.image?.status === "ACTIVE",
+        90_000,
+      );
+      expect(done.body.image.status).toBe("ACTIVE");
+      expect((await settled(id)).status).toBe("ACTIVE");
+      const actions = (await client.get(`/v2.1/servers/${id}/os-instance-actions`)).body.instanceActions as {
+        action: string;
+      }[];
+      expect(actions.map((a) => a.action).sort()).toEqual(["create", "createImage"]);
+    } finally {
+      driver.snapshotMs = 0;
+    }
+  }, 120_000);
+
   it("a server in image_* task states is deleted, and its image finishes or goes", async () => {
     const id = await active();
     const r = await action(id, { createImage: { name: "while-deleting" } }, at("2.45"));
