@@ -1,6 +1,6 @@
 // About a minute of random load and faults with a fixed seed (40 s of load, then settling): nothing
-// stuck, overcommitted or leaked, with resizes, cold migrations, confirms, reverts and deletes
-// mid-move among the creates, deletes and dead hosts. Longer runs: `npm run soak -- --minutes M`.
+// stuck, overcommitted or leaked, with resizes, cold migrations, confirms, reverts, deletes
+// mid-move, pauses, shelves and unshelves among the creates, deletes and dead hosts. Longer runs: `npm run soak -- --minutes M`.
 import { expect, it } from "vitest";
 import { mustBeZero, printReport, runSoak } from "./soak.js";
 
@@ -17,7 +17,7 @@ it("survives 40 s of creates, deletes, moves, dead hosts, duplicate and delayed 
   expect(report.host_kills).toBeGreaterThan(0);
   expect(report.active).toBeGreaterThan(0);
   // the moves ran: each kind accepted at least once, and some deleted mid-move or in VERIFY_RESIZE
-  for (const kind of ["resize", "migrate", "confirmResize", "revertResize"] as const)
+  for (const kind of ["resize", "migrate", "confirmResize", "revertResize", "pause", "shelve"] as const)
     expect(report.moves[kind].accepted, kind).toBeGreaterThan(0);
   expect(report.deleted_moving + report.deleted_verify_resize).toBeGreaterThan(0);
   expect(mustBeZero(report), printReport(report)).toEqual([]);

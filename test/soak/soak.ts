@@ -89,7 +89,17 @@ const ADMIN = { "x-auth-token": "admin-token", "content-type": "application/json
 const DEMO = { "x-auth-token": "demo-token", "content-type": "application/json" };
 const FLAVORS = ["1", "2", "3", "4"];
 
-type MoveRequest = "resize" | "migrate" | "migrate_host" | "confirmResize" | "revertResize";
+type MoveRequest =
+  | "resize"
+  | "migrate"
+  | "migrate_host"
+  | "confirmResize"
+  | "revertResize"
+  // the rest of a server's life (issue 21): unshelve of an offloaded server goes through the conductor
+  | "pause"
+  | "unpause"
+  | "shelve"
+  | "unshelve";
 
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const random = seededRandom(opts.seed);
@@ -153,6 +163,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       migrate_host: { accepted: 0, refused: 0 },
       confirmResize: { accepted: 0, refused: 0 },
       revertResize: { accepted: 0, refused: 0 },
+      pause: { accepted: 0, refused: 0 },
+      unpause: { accepted: 0, refused: 0 },
+      shelve: { accepted: 0, refused: 0 },
+      unshelve: { accepted: 0, refused: 0 },
     },
     deleted_moving: 0,
     deleted_verify_resize: 0,
@@ -260,7 +274,16 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       if (got.status !== 200) return;
       const s = got.body.server;
       const host: string | null = s["OS-EXT-SRV-ATTR:host"];
-      if (s.status === "ACTIVE" && host) {
+      if (s.status === "ACTIVE" && host && (!report.moves.pause.accepted || random() < 0.2)) {
+        // pause or shelve (shelved_offload_time 0: offloaded at once, its claim freed)
+        if (!report.moves.pause.accepted || random() < 0.5) await moveAction(id, "pause", { pause: null });
+        else await moveAction(id, "shelve", { shelve: null });
+      } else if (s.status === "PAUSED") {
+        if (!report.moves.shelve.accepted || random() < 0.4) await moveAction(id, "shelve", { shelve: null });
+        else await moveAction(id, "unpause", { unpause: null });
+      } else if (s.status === "SHELVED_OFFLOADED" || s.status === "SHELVED") {
+        await moveAction(id, "unshelve", { unshelve: null });
+      } else if (s.status === "ACTIVE" && host) {
         // each kind at least once, however little load a busy machine lets through
         const r = !report.moves.resize.accepted ? 0 : !report.moves.migrate.accepted ? 0.7 : random();
         let ok: boolean;
@@ -524,7 +547,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // Missing: a running (or spawning) instance whose host holds no claim for it.
     const held = new Map(allocations.map((a) => [`${a.consumer}@${a.host}`, a]));
     for (const r of instances) {
-      const running = r.vm_state === "active" || (r.vm_state === "building" && r.task_state === "spawning");
+      // (a paused, suspended or SHELVED server keeps its host's claim; an offloaded one has none)
+      const running =
+        ["active", "paused", "suspended", "shelved"].includes(r.vm_state) ||
+        (r.vm_state === "building" && r.task_state === "spawning");
       if (!running || !r.host) continue;
       const a = held.get(`${r.id}@${r.host}`);
       if (!a || a.attempt !== r.attempt) {
