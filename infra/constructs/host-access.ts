@@ -75,7 +75,8 @@ export class HostAccess {
         // scope writes by (the image ids are the API's, unguessable, and the reports say which)
         new iam.PolicyStatement({
           sid: "Images",
-          actions: ["s3:PutObject", "s3:GetObject"],
+          // (PutObject also covers a multipart upload's steps; a failed one is aborted)
+          actions: ["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"],
           resources: [props.imagesBucket.arnForObjects(`${IMAGES_PREFIX}*`)],
           conditions: { StringLike: { "aws:userid": `*:${hostTag}` } },
         }),

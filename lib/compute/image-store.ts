@@ -2,12 +2,32 @@
 // it and read by any host that boots it (and by Glance's GET /v2/images/{id}/file). S3, so the
 // data outlives its host and every host can read it: the host role may only put and get objects
 // under images/ (infra/constructs/host-access.ts), as AWS's S3 policies name them
-// (arn:aws:s3:::<bucket>/images/*; s3:PutObject, s3:GetObject).
+// (arn:aws:s3:::<bucket>/images/*; s3:PutObject, which also authorizes a multipart upload's
+// create, parts and complete, s3:AbortMultipartUpload and s3:GetObject: the Service Authorization
+// Reference's "Actions, resources, and condition keys for Amazon S3").
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  closeSync,
+  createReadStream,
+  createWriteStream,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
 import { s3Client } from "../aws/clients.js";
 import { resources } from "../config.js";
 
@@ -46,10 +66,49 @@ export interface ImageStore {
 }
 
 /**
- * Bodies up to this size are sent whole; larger ones are streamed (the local runtime's in-process
- * transport takes whole bodies only, and its images are small). One PutObject takes at most 5 GB.
+ * Data up to this size is one PutObject; larger data a multipart upload of parts this size. S3
+ * takes at most 5 GB in one PUT, parts of 5 MiB to 5 GiB and at most 10,000 of them (S3 user
+ * guide, "Uploading objects" and "Amazon S3 multipart upload limits"): 64 MiB parts carry 640 GiB.
+ * Each body is whole bytes read from the file, never a stream (the local runtime's in-process
+ * transport takes whole bodies).
  */
-const WHOLE_BODY_MAX = 64 * 2 ** 20;
+const PART_BYTES = 64 * 2 ** 20;
+
+function readPart(file: string, offset: number, length: number): Buffer {
+  const buf = Buffer.alloc(length);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, buf, 0, length, offset);
+  } finally {
+    closeSync(fd);
+  }
+  return buf;
+}
+
+/** A multipart upload of `file` (Nova's glance upload, for disks past one PUT); aborted on failure. */
+async function multipartPut(Bucket: string, Key: string, file: string, size: number, partBytes: number) {
+  const { UploadId } = await s3Client().send(
+    new CreateMultipartUploadCommand({ Bucket, Key, ContentType: "application/octet-stream" }),
+  );
+  try {
+    const parts: { ETag: string; PartNumber: number }[] = [];
+    for (let offset = 0, n = 1; offset < size; offset += partBytes, n++) {
+      const Body = readPart(file, offset, Math.min(partBytes, size - offset));
+      const r = await s3Client().send(
+        new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: n, Body, ContentLength: Body.length }),
+      );
+      parts.push({ ETag: r.ETag!, PartNumber: n });
+    }
+    await s3Client().send(
+      new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }),
+    );
+  } catch (e) {
+    await s3Client()
+      .send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId }))
+      .catch(() => undefined);
+    throw e;
+  }
+}
 
 async function digest(file: string): Promise<StoredImage> {
   const md5 = createHash("md5");
@@ -69,18 +128,25 @@ const missing = (e: unknown) => {
   return name === "NoSuchKey" || name === "NotFound" || status === 404;
 };
 
-/** The images bucket; its name read when used (the resource images_bucket, or `bucket`). */
-export function s3ImageStore(bucket?: string): ImageStore {
+/**
+ * The images bucket; its name read when used (the resource images_bucket, or `bucket`).
+ * `partBytes`: the multipart threshold and part size (tests make it small).
+ */
+export function s3ImageStore(bucket?: string, opts: { partBytes?: number } = {}): ImageStore {
   const Bucket = () => bucket ?? resources().imagesBucket;
+  const partBytes = opts.partBytes ?? PART_BYTES;
   return {
     async put(imageId, file) {
       const stored = await digest(file);
-      const Body = stored.size <= WHOLE_BODY_MAX ? readFileSync(file) : createReadStream(file);
+      if (stored.size > partBytes) {
+        await multipartPut(Bucket(), imageKey(imageId), file, stored.size, partBytes);
+        return stored;
+      }
       await s3Client().send(
         new PutObjectCommand({
           Bucket: Bucket(),
           Key: imageKey(imageId),
-          Body,
+          Body: readFileSync(file),
           ContentLength: stored.size,
           ContentType: "application/octet-stream",
         }),

@@ -181,7 +181,9 @@ export function statesAuthorizations(op: string, body: Record<string, unknown>):
 /**
  * What S3 authorizes for a path-style REST request (the local endpoint names no bucket hosts):
  * the bucket for bucket operations, the object for object operations, as S3's actions and ARNs
- * (arn:aws:s3:::<bucket>/<key>) name them.
+ * (arn:aws:s3:::<bucket>/<key>) name them in the Service Authorization Reference ("Actions,
+ * resources, and condition keys for Amazon S3": HeadObject is s3:GetObject, HeadBucket
+ * s3:ListBucket, a multipart upload's steps s3:PutObject).
  */
 export function s3Authorizations(method: string, path: string): Authorization[] {
   const [pathname, query = ""] = path.split("?") as [string, string?];
@@ -203,8 +205,16 @@ export function s3Authorizations(method: string, path: string): Authorization[] 
             : "s3:ListBucket";
     return [{ action, resource: action === "s3:DeleteObject" ? `${bucketArn}/*` : bucketArn }];
   }
+  // (a multipart upload's create, parts and complete are s3:PutObject; its abort is its own action)
+  const uploads = new URLSearchParams(query).has("uploadId");
   const action =
-    m === "GET" || m === "HEAD" ? "s3:GetObject" : m === "DELETE" ? "s3:DeleteObject" : "s3:PutObject";
+    m === "GET" || m === "HEAD"
+      ? "s3:GetObject"
+      : m === "DELETE"
+        ? uploads
+          ? "s3:AbortMultipartUpload"
+          : "s3:DeleteObject"
+        : "s3:PutObject";
   return [{ action, resource: `${bucketArn}/${key}` }];
 }
 

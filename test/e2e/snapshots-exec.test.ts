@@ -11,7 +11,7 @@ import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sd
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3Client } from "../../lib/aws/clients.js";
 import { runAs } from "../../lib/aws/identity.js";
-import { imageKey } from "../../lib/compute/image-store.js";
+import { imageKey, s3ImageStore } from "../../lib/compute/image-store.js";
 import { resources } from "../../lib/config.js";
 import { hostIdentityOf, identityOf } from "../../local/iam/identities.js";
 import type { Runtime } from "../../local/runtime.js";
@@ -133,6 +133,23 @@ describe("the images bucket's IAM", () => {
         ),
       ),
     ).toBe("AccessDenied");
+  });
+
+  it("a host uploads an image past one part as a multipart upload (parts of at least S3's 5 MiB) and another reads it whole", async () => {
+    const [one, two] = [...runtime.hosts.keys()] as [string, string];
+    const file = join(instances, "big.img");
+    const data = Buffer.alloc(12 * 2 ** 20);
+    for (let i = 0; i < data.length; i += 4096) data[i] = i % 251;
+    writeFileSync(file, data);
+    const store = s3ImageStore(undefined, { partBytes: 5 * 2 ** 20 });
+    const id = "77777777-2222-3333-4444-555555555555";
+    const stored = await runAs(hostIdentityOf(one), () => store.put(id, file));
+    expect(stored.size).toBe(data.length);
+    expect(stored.checksum).toBe(createHash("md5").update(data).digest("hex"));
+    const back = join(instances, "big.back");
+    expect(await runAs(hostIdentityOf(two), () => store.fetch(id, back))).toBe(true);
+    expect(readFileSync(back).equals(data)).toBe(true);
+    await runAs(identityOf("api"), () => store.remove(id));
   });
 
   it("the API gets and deletes images, and cannot put one; the scheduler touches none", async () => {
