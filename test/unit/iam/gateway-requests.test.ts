@@ -3,6 +3,7 @@ import {
   accessDeniedMessage,
   dynamodbAuthorizations,
   queueNameError,
+  s3Authorizations,
   sqsAuthorizations,
   statesAuthorizations,
 } from "../../../local/iam/gateway.js";
@@ -79,5 +80,44 @@ describe("SQS queue names", () => {
     expect(queueNameError(`${"x".repeat(75)}.fifo`, true)).toBeUndefined();
     expect(queueNameError(`${"x".repeat(76)}.fifo`, true)).toMatch(/^The name of a FIFO queue/);
     expect(queueNameError("plain", true)).toMatch(/must end with \.fifo suffix/);
+  });
+});
+
+describe("S3 REST requests (path-style) → the action and the bucket or object ARN", () => {
+  const B = "arn:aws:s3:::images-bucket";
+  it("objects: GET and HEAD are s3:GetObject, PUT and a multipart upload's steps s3:PutObject, DELETE s3:DeleteObject, an abort its own", () => {
+    expect(s3Authorizations("GET", "/images-bucket/images/abc")).toEqual([
+      { action: "s3:GetObject", resource: `${B}/images/abc` },
+    ]);
+    expect(s3Authorizations("HEAD", "/images-bucket/images/abc")).toEqual([
+      { action: "s3:GetObject", resource: `${B}/images/abc` },
+    ]);
+    expect(s3Authorizations("PUT", "/images-bucket/images/a%20b?x-id=PutObject")).toEqual([
+      { action: "s3:PutObject", resource: `${B}/images/a b` },
+    ]);
+    expect(s3Authorizations("POST", "/images-bucket/images/abc?uploads")).toEqual([
+      { action: "s3:PutObject", resource: `${B}/images/abc` },
+    ]);
+    expect(s3Authorizations("PUT", "/images-bucket/images/abc?partNumber=2&uploadId=u")).toEqual([
+      { action: "s3:PutObject", resource: `${B}/images/abc` },
+    ]);
+    expect(s3Authorizations("DELETE", "/images-bucket/images/abc?uploadId=u")).toEqual([
+      { action: "s3:AbortMultipartUpload", resource: `${B}/images/abc` },
+    ]);
+    expect(s3Authorizations("DELETE", "/images-bucket/images/abc")).toEqual([
+      { action: "s3:DeleteObject", resource: `${B}/images/abc` },
+    ]);
+  });
+
+  it("buckets: create, delete, list (and HEAD), and the account's bucket list", () => {
+    expect(s3Authorizations("PUT", "/images-bucket")).toEqual([{ action: "s3:CreateBucket", resource: B }]);
+    expect(s3Authorizations("DELETE", "/images-bucket/")).toEqual([
+      { action: "s3:DeleteBucket", resource: B },
+    ]);
+    expect(s3Authorizations("GET", "/images-bucket?list-type=2&prefix=images%2F")).toEqual([
+      { action: "s3:ListBucket", resource: B },
+    ]);
+    expect(s3Authorizations("HEAD", "/images-bucket")).toEqual([{ action: "s3:ListBucket", resource: B }]);
+    expect(s3Authorizations("GET", "/")).toEqual([{ action: "s3:ListAllMyBuckets", resource: "*" }]);
   });
 });
