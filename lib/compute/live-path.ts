@@ -51,8 +51,8 @@ export class LivePath {
           ({ ok, details } = await this.copy(msg, live, log));
           break;
         case "post_live_migration_at_destination":
-          await live.postLiveMigrationAtDestination(msg.guest);
-          // a paused server's guest arrives held (or is resumed by the driver's post step): paused again
+          await live.postLiveMigrationAtDestination(msg.guest, { paused: msg.paused === true });
+          // a paused server's guest stays paused (a driver that adopts it running pauses it now)
           if (msg.paused) await this.driver.pause(id);
           break;
       }

@@ -146,8 +146,11 @@ export interface LiveMigrationDriver {
     dest: { host: string; ip: string; blockMigration: boolean | null },
     job: LiveMigrationJob,
   ): Promise<void>;
-  /** the destination: the guest is its own now (Nova's post_live_migration_at_destination) */
-  postLiveMigrationAtDestination(guest: GuestSpec): Promise<void>;
+  /**
+   * the destination: the guest is its own now (Nova's post_live_migration_at_destination); a
+   * `paused` server's guest is left paused (a force_complete's pause is undone otherwise)
+   */
+  postLiveMigrationAtDestination(guest: GuestSpec, opts?: { paused?: boolean }): Promise<void>;
 }
 
 /** The live migration was aborted; the guest still runs on its source. */

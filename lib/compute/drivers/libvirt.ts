@@ -157,10 +157,11 @@ export class LibvirtDriver implements Driver {
       writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
     },
     liveMigrate: (id, dest, job) => this.liveMigrate(id, dest.ip, job),
-    postLiveMigrationAtDestination: async (guest) => {
+    postLiveMigrationAtDestination: async (guest, opts) => {
       const id = guest.instance_uuid;
       const name = domainName(id);
-      if ((await this.domstate(id)) === POWER_STATE.PAUSED) await this.virsh.run(`resume ${name}`);
+      if (!opts?.paused && (await this.domstate(id)) === POWER_STATE.PAUSED)
+        await this.virsh.run(`resume ${name}`);
       this.guests.set(id, await this.domstate(id));
     },
   };
