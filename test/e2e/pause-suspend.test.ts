@@ -289,6 +289,25 @@ describe("power-state sync (Nova's _sync_instance_power_state)", () => {
   });
 });
 
+describe("a host that was away", () => {
+  it("a suspend sent while its host is down is done once the host is back, once (the registration's resend is a duplicate)", async () => {
+    const id = await active();
+    const host = await hostOf(id);
+    await runtime.killHost(host);
+    expect((await action(id, { suspend: null })).status).toBe(202);
+    expect((await getInstance(id))?.task_state).toBe("suspending");
+    await runtime.restartHost(host);
+    await settled(id, "SUSPENDED");
+    expect(driverOf(host).powerState(id)).toBe(7);
+    const done = await events(id, "suspend");
+    expect(done?.events).toEqual([
+      expect.objectContaining({ event: "compute_suspend_instance", result: "Success", host }),
+    ]);
+    expect((await action(id, { resume: null })).status).toBe(202);
+    await settled(id, "ACTIVE");
+  });
+});
+
 describe("delete", () => {
   it("deletes a paused and a suspended server: the guest goes and so does the claim", async () => {
     for (const [body, status] of [
