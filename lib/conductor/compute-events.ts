@@ -92,7 +92,7 @@ async function castToHost(host: string, msg: ComputeMessage, log: Logger): Promi
   await castToCompute(url, msg);
 }
 
-/** Stop a guest that runs while its instance is stopped (the power-state sync's one cast). */
+/** Power off a guest that is not off while its instance is stopped (the power-state sync's one cast). */
 function stopGuest(host: string, instance_uuid: string, log: Logger): Promise<void> {
   const request_id = `req-sync-${instance_uuid}`;
   return castToHost(
@@ -153,7 +153,8 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
         report.sent_at,
       );
       if (outcome === "stop-guest") {
-        // Nova's _sync_instance_power_state: a stopped instance whose guest runs is stopped again.
+        // Nova's _sync_instance_power_state: a stopped instance whose guest is not off is stopped
+        // again; an active one whose guest is suspended is stopped, its guest too.
         await stopGuest(report.host, report.instance_uuid, log);
       }
       log.info("compute_events.power_state", {
