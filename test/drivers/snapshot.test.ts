@@ -130,6 +130,11 @@ describe.skipIf(!virsh)("libvirt (test:///default)", () => {
       expect(two.powerState(child.instance_uuid)).toBe(POWER_STATE.RUNNING);
       expect(existsSync(join(root, "kvm-2", "_base", snapId))).toBe(true);
       await expect(one.snapshot(crypto.randomUUID(), crypto.randomUUID(), stage)).rejects.toThrow(/kvm-1/);
+      // its last guest here gone, the fetched image leaves the cache (the bucket keeps it)
+      await two.destroy(child.instance_uuid);
+      expect(existsSync(join(root, "kvm-2", "_base", snapId))).toBe(false);
+      await one.destroy(g.instance_uuid);
+      expect(existsSync(join(root, "kvm-1", "_base", base))).toBe(true);
     } finally {
       for (const h of hosts) {
         for (const x of h.list()) await h.destroy(x.instance_uuid);

@@ -89,6 +89,9 @@ export function powerStateOf(word: string): PowerState {
   return POWER_OF_STATE[state] ?? POWER_STATE.NOSTATE;
 }
 
+/** Nova's image_type of the images it makes from a server: fetched from the images bucket. */
+const SERVER_IMAGE_TYPES = new Set(["snapshot", "backup"]);
+
 const DOMAIN = /^instance-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 const run = promisify(execFile);
 
@@ -274,8 +277,9 @@ export class LibvirtDriver implements Driver {
     const id = guest.instance_uuid;
     const dir = this.dir(id);
     const base = join(this.opts.imagesPath, guest.image.id);
-    // an image made on another host (a snapshot) comes from the images bucket into the cache
-    if (!existsSync(base)) {
+    // an image made from a server (a snapshot, a backup) comes from the images bucket into the
+    // cache; the catalog's own images are the operator's to place
+    if (!existsSync(base) && SERVER_IMAGE_TYPES.has(guest.image.properties.image_type ?? "")) {
       mkdirSync(this.opts.imagesPath, { recursive: true });
       await this.store.fetch(guest.image.id, base).catch((e: Error) => {
         throw new BuildFailure(
@@ -391,9 +395,22 @@ export class LibvirtDriver implements Driver {
       await this.virsh.run(`destroy ${name}`).catch(() => undefined); // not running: fine
       // with its managed save image, if suspended; not defined: fine
       await this.virsh.run(`undefine --managed-save ${name}`).catch(() => undefined);
+      const image = this.specOf(instanceUuid)?.image;
       rmSync(this.dir(instanceUuid), { recursive: true, force: true });
       this.guests.delete(instanceUuid);
+      if (image) this.dropFetchedImage(image);
     });
+  }
+
+  /**
+   * A server's image (a snapshot or backup) this host fetched from the images bucket leaves the
+   * cache with its last guest here: the bucket keeps it, and a later guest fetches it again. The
+   * catalog's images stay (the operator put them there).
+   */
+  private dropFetchedImage(image: GuestSpec["image"]): void {
+    if (!SERVER_IMAGE_TYPES.has(image.properties.image_type ?? "")) return;
+    for (const id of this.guests.keys()) if (this.specOf(id)?.image.id === image.id) return;
+    rmSync(join(this.opts.imagesPath, image.id), { force: true });
   }
 
   async powerOff(
