@@ -10,6 +10,45 @@ import { beginShelveAction } from "../instances/shelve.js";
 import type { InstanceAction } from "../instances/types.js";
 import { log } from "../log.js";
 import { getHost } from "../placement/hosts.js";
+import { applyUnshelveReport } from "./shelve-events.js";
+
+/**
+ * An unshelve spawning on a host that went down (no heartbeat within service_down_time, or forced
+ * down) fails that attempt as the host's own failure would: its claim is given back and the
+ * unshelve goes to its alternates. A host that comes back finds it fenced (its restart's
+ * reconciliation reports the same failure, which then changes nothing).
+ */
+export async function watchUnshelves(now: Date, up: ReadonlyMap<string, boolean>): Promise<string[]> {
+  const failed: string[] = [];
+  for (const rec of await listInstancesInVmState("shelved_offloaded")) {
+    const ctx = rec.unshelve;
+    if (rec.deleted || !ctx || rec.task_state !== "spawning" || !rec.host || up.get(rec.host) !== false)
+      continue;
+    const at = now.toISOString();
+    await applyUnshelveReport(
+      {
+        version: 1,
+        kind: "unshelve_done",
+        host: rec.host,
+        sent_at: at,
+        request_id: ctx.request_id,
+        instance_uuid: rec.id,
+        unshelve_uuid: ctx.uuid,
+        attempt: rec.attempt,
+        started_at: at,
+        ok: false,
+        details: "its host is down (no heartbeat within service_down_time, or forced down)",
+        power_state: 0,
+      },
+      log,
+      // (a failure casts nothing to the host)
+      async () => {},
+    );
+    log.warn("watchdog.unshelve_fenced", { instance_uuid: rec.id, host: rec.host, attempt: rec.attempt });
+    failed.push(rec.id);
+  }
+  return failed;
+}
 
 /** The SHELVED servers offloaded now: their ids. */
 export async function offloadShelved(now: Date): Promise<string[]> {

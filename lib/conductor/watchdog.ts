@@ -20,7 +20,7 @@ import { release } from "../placement/claims.js";
 import { isHeartbeatAlive, sweepLiveness } from "../placement/liveness.js";
 import { autoEvacuate } from "./auto-evacuate.js";
 import { type MoveWatchAction, watchMoves } from "./move-watch.js";
-import { offloadShelved } from "./shelve-watch.js";
+import { offloadShelved, watchUnshelves } from "./shelve-watch.js";
 
 export interface WatchdogAction {
   instance_uuid: string;
@@ -63,6 +63,15 @@ export async function runWatchdog(
         reason: `host ${e.host} is down and opted in to automatic evacuation`,
       });
     }
+  }
+  for (const id of await watchUnshelves(now, up)) {
+    actions.push({
+      instance_uuid: id,
+      attempt: 0,
+      host: null,
+      action: "fenced",
+      reason: "its unshelve's host is down",
+    });
   }
   for (const id of await offloadShelved(now)) {
     actions.push({

@@ -20,7 +20,12 @@ beforeAll(async () => {
     failHosts: ["host-3"],
     // offloaded only when asked (shelveOffload), so SHELVED can be seen; one test sets 0
     // and is not weighed down for the builds it failed, so an unshelve is sent there first
-    env: { NOVALESS_SHELVED_OFFLOAD_TIME: "-1", NOVALESS_BUILD_FAILURE_WEIGHT_MULTIPLIER: "0" },
+    env: {
+      NOVALESS_SHELVED_OFFLOAD_TIME: "-1",
+      NOVALESS_BUILD_FAILURE_WEIGHT_MULTIPLIER: "0",
+      // a dead host is noticed within seconds, not Nova's 60
+      NOVALESS_SERVICE_DOWN_TIME: "3",
+    },
   }));
 });
 afterAll(async () => runtime?.stop());
@@ -231,6 +236,52 @@ describe("shelve and unshelve", () => {
       if (was === undefined) delete process.env.NOVALESS_SHELVED_OFFLOAD_TIME;
       else process.env.NOVALESS_SHELVED_OFFLOAD_TIME = was;
     }
+  });
+
+  it("an unshelve whose host dies before it spawns is fenced by the watchdog; the host, back, keeps nothing", async () => {
+    const id = await active();
+    await action(id, { shelve: null });
+    await settled(id, "SHELVED");
+    await action(id, { shelveOffload: null }, admin());
+    await settled(id, "SHELVED_OFFLOADED");
+    await runtime.killHost("host-2");
+    try {
+      expect((await action(id, { unshelve: { host: "host-2" } }, admin().at("2.91"))).status).toBe(202);
+      await eventually(
+        () => server(id),
+        (s) => s["OS-EXT-STS:task_state"] === "spawning",
+      );
+      // host-2 is down once service_down_time has passed: the watchdog fails the attempt, and a
+      // requested host has no alternates, so the server is SHELVED_OFFLOADED again
+      const fenced = await eventually(
+        async () => {
+          await runtime.runWatchdog();
+          return server(id);
+        },
+        (s) => s.status === "SHELVED_OFFLOADED" && s["OS-EXT-STS:task_state"] === null,
+        30_000,
+      );
+      expect(fenced["OS-EXT-SRV-ATTR:host"]).toBeNull();
+      expect(await claimHosts(id)).toEqual([]);
+    } finally {
+      await runtime.restartHost("host-2");
+    }
+    // back, host-2 takes the stale cast and spawns, and its report is fenced: the guest and claim go
+    expect(
+      await eventually(
+        () => Promise.resolve(driverOf("host-2").spawns.get(id) ?? 0),
+        (n) => n > 0,
+        90_000,
+      ),
+    ).toBeGreaterThan(0);
+    await eventually(
+      async () => driverOf("host-2").has(id) || (await claimHosts(id)).length > 0,
+      (busy) => !busy,
+      30_000,
+    );
+    expect(driverOf("host-2").has(id)).toBe(false);
+    expect(await claimHosts(id)).toEqual([]);
+    expect((await server(id)).status).toBe("SHELVED_OFFLOADED");
   });
 
   it("Nova's 409s: shelve twice, unshelve an ACTIVE server, a zone for a SHELVED one, a locked server", async () => {
