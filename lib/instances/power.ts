@@ -26,10 +26,8 @@ export const POWER_EVENTS: Record<PowerActionName, string> = {
 
 /** The task state an action sets when the API accepts it (Nova's compute/api.py). */
 export function taskStateOf(action: PowerActionName, rebootType?: RebootType): Exclude<TaskState, null> {
-  if (action === "stop") return "powering-off";
-  if (action === "start") return "powering-on";
-  if (action !== "reboot") return ACTION_TASKS[action][0]!;
-  return rebootType === "HARD" ? "rebooting_hard" : "rebooting";
+  if (action === "reboot") return rebootType === "HARD" ? "rebooting_hard" : "rebooting";
+  return ACTION_TASKS[action][0]!;
 }
 
 /** The task states an action may be in while the host works on it. */
