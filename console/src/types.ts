@@ -174,3 +174,41 @@ export interface Flavor {
   ram?: number;
   disk?: number;
 }
+
+type Figure = number | null;
+
+/** GET /servers/{id}/diagnostics at 2.48 and later (admins): Nova's standard shape. */
+export interface Diagnostics {
+  state: string;
+  driver: string;
+  hypervisor: string | null;
+  hypervisor_os: string | null;
+  /** seconds */
+  uptime: Figure;
+  config_drive: boolean;
+  num_cpus: number;
+  num_nics: number;
+  num_disks: number;
+  /** MiB */
+  memory_details: { maximum: Figure; used: Figure };
+  /** time in ns, utilisation in % */
+  cpu_details: { id: Figure; time: Figure; utilisation: Figure }[];
+  nic_details: {
+    mac_address: string | null;
+    rx_octets: Figure;
+    rx_packets: Figure;
+    rx_errors: Figure;
+    rx_drop: Figure;
+    tx_octets: Figure;
+    tx_packets: Figure;
+    tx_errors: Figure;
+    tx_drop: Figure;
+  }[];
+  disk_details: {
+    read_bytes: Figure;
+    read_requests: Figure;
+    write_bytes: Figure;
+    write_requests: Figure;
+    errors_count: Figure;
+  }[];
+}

@@ -29,7 +29,12 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    ({ runtime, client } = await startTestRuntime({ hosts: 6, buildMs: 400 }));
+    ({ runtime, client } = await startTestRuntime({
+      hosts: 6,
+      buildMs: 400,
+      // offloaded only when an admin asks, so that SHELVED and the offload can both be seen
+      env: { NOVALESS_SHELVED_OFFLOAD_TIME: "-1" },
+    }));
     browser = await launch("chromium", chromium!);
     page = await browser.newPage();
   }, 120_000);
@@ -55,12 +60,16 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
       `document.querySelector("[data-testid=server-status]")?.textContent?.trim() === ${JSON.stringify(want)}`,
       30_000,
     );
-  /** clicks a move's button, picks from the dialog's list, confirms; an API refusal fails here */
-  const act = async (action: string, choice?: (values: string[]) => string) => {
+  /**
+   * clicks an action's button, checks what the dialog says will happen, picks from its list,
+   * confirms; an API refusal fails here
+   */
+  const act = async (action: string, choice?: (values: string[]) => string, says?: RegExp) => {
     const button = `[data-testid=server-actions] button[data-action=${action}]:not([disabled])`;
     await page.waitForSelector(button, { timeout: 20_000 });
     await page.click(button);
     await page.waitForSelector("dialog[open] button[type=submit]");
+    if (says) expect(await text("dialog[open] p")).toMatch(says);
     let picked: string | undefined;
     if (choice) {
       const values = await page.$$eval("dialog[open] select[name=choice] option", (os) =>
@@ -342,6 +351,106 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     expect(m.map((x: { migration_type: string; status: string }) => [x.migration_type, x.status])).toEqual([
       ["live-migration", "completed"],
     ]);
+  });
+
+  it("pauses and unpauses a server, shelves it, offloads it (its claim leaves its host) and unshelves it onto another host, each after asking", async () => {
+    const admin = client.as(ADMIN);
+    const id = await admin.createServer({ name: "console-shelf", flavorRef: "1" });
+    await admin.waitForStatus(id, ["ACTIVE"]);
+    const vcpus = (await admin.get("/v2.1/flavors/1")).body.flavor.vcpus as number;
+    /** the host's page: its instances (os-fleet) and VCPU used (placement), once both are read */
+    const hostPage = async (host: string) => {
+      await page.goto(`${runtime.url}/console#/hosts/${host}`);
+      await page.waitForSelector("[data-testid=host-row]", { timeout: 20_000 });
+      await page.waitForSelector("tr[data-rc=VCPU]", { timeout: 20_000 });
+    };
+    const figures = () =>
+      page.evaluate(`({
+        instances: Number(document.querySelector("[data-testid=host-row]").getAttribute("data-instances")),
+        vcpu: Number(document.querySelector("tr[data-rc=VCPU]").getAttribute("data-used")),
+      })`) as Promise<{ instances: number; vcpu: number }>;
+    const onHost = `document.querySelector("[data-testid=servers-table] tr[data-server='console-shelf']")`;
+
+    await page.goto(`${runtime.url}/console#/servers/${id}`);
+    await status("ACTIVE");
+    const from = await text("[data-testid=server-host]");
+    // the fake driver's diagnostics, said to be synthetic
+    await until(`document.querySelector("[data-testid=diagnostics-state]")?.textContent === "running"`);
+    expect(await text("[data-testid=diagnostics]")).toContain("synthetic figures");
+    await act("pause", undefined, /frozen in memory .* keeps its host and its claim/);
+    await status("PAUSED");
+    expect(await page.$("[data-testid=server-actions] button[data-action=pause]")).toBeNull();
+    // read again as its status changed: Nova's compute answers only for a running guest
+    await until(
+      `document.querySelector("[data-testid=diagnostics] [role=alert]")?.textContent?.includes("while it is in power state paused")`,
+    );
+    await act("unpause");
+    await status("ACTIVE");
+
+    await hostPage(from);
+    await until(`${onHost} !== null`);
+    const before = await figures();
+    await page.goto(`${runtime.url}/console#/servers/${id}`);
+    await act("shelve", undefined, /SHELVED_OFFLOADED frees the host's claim/);
+    await status("SHELVED");
+    expect(await text("[data-testid=server-host]")).toBe(from);
+    expect(await text("[data-testid=shelf-note]")).toContain(`${from} keeps its claim`);
+    await act("shelveOffload", undefined, new RegExp(`^${from} destroys its guest and frees its claim`));
+    await status("SHELVED_OFFLOADED");
+    expect(await text("[data-testid=server-host]")).toBe("none");
+    expect(await text("[data-testid=shelf-note]")).toMatch(/no host holds a claim for it/);
+    expect(await text("[data-testid=diagnostics]")).toMatch(/No host runs it now/);
+    await shot("shelved-offloaded");
+    // in the list: its status, and no host
+    await page.goto(`${runtime.url}/console#/servers`);
+    await page.waitForSelector(
+      "[data-testid=servers-table] tr[data-server='console-shelf'][data-status=SHELVED_OFFLOADED]",
+      {
+        timeout: 20_000,
+      },
+    );
+    expect(await text("[data-testid=servers-table] tr[data-server='console-shelf']")).toMatch(
+      /SHELVED_OFFLOADED.*none/s,
+    );
+    // its host's page: the server gone, its instance and its VCPU no longer counted there
+    await hostPage(from);
+    await until(
+      `${onHost} === null && Number(document.querySelector("[data-testid=host-row]")?.getAttribute("data-instances")) === ${before.instances - 1} && Number(document.querySelector("tr[data-rc=VCPU]")?.getAttribute("data-used")) === ${before.vcpu - vcpus}`,
+    );
+    await shot("offloaded-host");
+
+    // unshelve to a host picked in the dialog (2.91): scheduled, claimed and spawned there
+    await page.goto(`${runtime.url}/console#/servers/${id}`);
+    await status("SHELVED_OFFLOADED");
+    const target = await act(
+      "unshelve",
+      (hosts) => hosts.find((h) => h && h !== from)!,
+      /schedules it as a build/,
+    );
+    expect(target).toMatch(/^host-\d$/);
+    await until(
+      `document.querySelector("[data-testid=server-host]")?.textContent === ${JSON.stringify(target)} && document.querySelector("[data-testid=server-status]")?.textContent?.trim() === "ACTIVE"`,
+      30_000,
+    );
+    await until(
+      `document.querySelector("[data-testid=timeline]")?.textContent?.includes("compute_unshelve_instance")`,
+    );
+    const timeline = await text("[data-testid=timeline]");
+    for (const entry of [
+      "pause (the guest is frozen in memory, on its host)",
+      "compute_pause_instance",
+      "compute_unpause_instance",
+      "compute_shelve_instance",
+      "shelveOffload (its host lets it go: the claim is freed)",
+      "compute_shelve_offload_instance",
+      "schedule_instances (the conductor picks a host and claims it, as for a build)",
+    ])
+      expect(timeline).toContain(entry);
+    expect(timeline).toMatch(new RegExp(`compute_unshelve_instance .* Success · on ${target}`));
+    await shot("unshelved");
+    await hostPage(target!);
+    await until(`${onHost} !== null`);
+    expect((await admin.get(`/v2.1/servers/${id}`)).body.server["OS-EXT-SRV-ATTR:host"]).toBe(target);
   });
 
   it("shows a member its own servers and never a host name", async () => {

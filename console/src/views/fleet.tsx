@@ -192,7 +192,7 @@ function RecentServers() {
         {(data?.servers ?? []).map((s) => (
           <li key={s.id} data-server={s.name} data-status={s.status}>
             <a href={`#/servers/${s.id}`}>{s.name}</a> <Badge value={s.status} />
-            <span class="host">{s["OS-EXT-SRV-ATTR:host"] ?? ""}</span>
+            <span class="host">{s["OS-EXT-SRV-ATTR:host"] ?? "no host"}</span>
           </li>
         ))}
       </ul>
@@ -324,7 +324,7 @@ export function HostView({ name, onConfirm }: { name: string; onConfirm: (r: Con
       </p>
       <h1>{name}</h1>
       {row && (
-        <p>
+        <p data-testid="host-row" data-instances={row.instances}>
           Zone <strong>{row.zone}</strong> · <Badge value={row.state} /> <Badge value={row.status} />
           {row.forced_down && <Badge value="forced down" />}
           {row.disabled_reason && <> · disabled: {row.disabled_reason}</>} · {row.instances} instances,{" "}
@@ -348,7 +348,7 @@ export function HostView({ name, onConfirm }: { name: string; onConfirm: (r: Con
           </thead>
           <tbody>
             {Object.entries(inv.inventories).map(([rc, i]) => (
-              <tr key={rc}>
+              <tr key={rc} data-rc={rc} data-used={inv.usages[rc] ?? 0}>
                 <th scope="row">{rc}</th>
                 <td>{i.total}</td>
                 <td>{i.reserved}</td>

@@ -1,8 +1,9 @@
 // Servers: a filterable table (a member sees its project's, never a host; an admin sees every
-// project's, with hosts), and a server's page: its moves (resize, confirm or revert, rebuild, and
-// for admins migrate and live-migrate, a live migration's progress with force complete and
-// abort), its timeline (every action and event, across attempts and hosts), its fault, its
-// reschedules, and for admins its migration records and the decision explainer.
+// project's, with hosts), and a server's page: its actions (server-actions.tsx: moves, pause,
+// suspend, shelve and unshelve, snapshots and backups, and for admins reset-state), a live
+// migration's progress with force complete and abort, its timeline (every action and event,
+// across attempts and hosts), its fault, its reschedules, and for admins its diagnostics, its
+// migration records and the decision explainer.
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { currentSession, get, post, request } from "../api.js";
 import { ago, Badge, type ConfirmRequest, ErrorNote } from "../components.js";
@@ -16,9 +17,10 @@ import type {
   Migration,
   Scheduling,
   Server,
-  Service,
 } from "../types.js";
+import { DiagnosticsPanel } from "./diagnostics.js";
 import { Explainer } from "./explainer.js";
+import { ServerActionButtons } from "./server-actions.js";
 
 const STATUSES = [
   "",
@@ -33,6 +35,10 @@ const STATUSES = [
   "REVERT_RESIZE",
   "MIGRATING",
   "REBUILD",
+  "PAUSED",
+  "SUSPENDED",
+  "SHELVED",
+  "SHELVED_OFFLOADED",
   "DELETED",
 ];
 
@@ -70,7 +76,7 @@ export function ServerTable({ servers, admin }: { servers: Server[]; admin: bool
                     {s["OS-EXT-SRV-ATTR:host"]}
                   </a>
                 ) : (
-                  ""
+                  <span class="note">none</span>
                 )}
               </td>
             )}
@@ -180,191 +186,6 @@ function useActions(
   }, [id, everyMs, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { actions, reload, ...(error ? { error } : {}) };
-}
-
-const serverAction = (id: string, body: unknown) => post(`/v2.1/servers/${id}/action`, body);
-
-/** Nova lets a server move only when ACTIVE or SHUTOFF with no task in progress. */
-const canMove = (s: Server) => ["ACTIVE", "SHUTOFF"].includes(s.status) && !s["OS-EXT-STS:task_state"];
-/** Nova's rebuild: ACTIVE, SHUTOFF or ERROR with no task in progress. */
-const canRebuild = (s: Server) =>
-  ["ACTIVE", "SHUTOFF", "ERROR"].includes(s.status) && !s["OS-EXT-STS:task_state"];
-
-/**
- * os-migrateLive at 2.30, before 2.34: the API answers the conductor's checks and scheduling, so a
- * refusal (no valid host, a driver that cannot move live) shows in the dialog rather than later as
- * a migration in error; a named host is checked by the scheduler, not forced.
- */
-const liveMigrate = (id: string, host: string) =>
-  request(
-    "POST",
-    `/v2.1/servers/${id}/action`,
-    { "os-migrateLive": { host: host || null, block_migration: "auto" } },
-    { headers: { "openstack-api-version": "compute 2.30" } },
-  );
-
-/**
- * The moves a server's status allows, each asking first: resize and rebuild (owner or admin),
- * confirm and revert (VERIFY_RESIZE), and migrate and live-migrate (admins: a member never picks,
- * or sees, a host).
- */
-function MoveButtons({
-  server: s,
-  admin,
-  flavors,
-  images,
-  onConfirm,
-}: {
-  server: Server;
-  admin: boolean;
-  flavors: Flavor[];
-  images: Image[];
-  onConfirm: (r: ConfirmRequest) => void;
-}) {
-  // compute hosts to migrate to: enabled and up, not the server's own (admins only)
-  const services = usePoll<{ services: Service[] }>(
-    admin ? "/v2.1/os-services?binary=nova-compute" : null,
-    0,
-  );
-  const here = s["OS-EXT-SRV-ATTR:host"];
-  const targets = (services.data?.services ?? [])
-    .filter((x) => x.status === "enabled" && x.state === "up" && !x.forced_down && x.host !== here)
-    .map((x) => x.host)
-    .sort();
-  const current = s.flavor?.original_name;
-  const image = typeof s.image === "object" ? s.image.id : undefined;
-  const verify = s.status === "VERIFY_RESIZE";
-  const destinations = [
-    { value: "", label: "any host the scheduler picks" },
-    ...targets.map((h) => ({ value: h, label: h })),
-  ];
-  if (!canMove(s) && !verify && !canRebuild(s))
-    return (
-      <p class="note">
-        No move while the server is {s.status}
-        {s["OS-EXT-STS:task_state"] ? ` (${s["OS-EXT-STS:task_state"]})` : ""}.
-      </p>
-    );
-  return (
-    <div class="buttons">
-      {canMove(s) && (
-        <button
-          type="button"
-          data-action="resize"
-          disabled={!flavors.length}
-          onClick={() =>
-            onConfirm({
-              title: `Resize ${s.name}?`,
-              text: `The scheduler finds a host that fits the new flavor; the server stops, moves there, and waits as VERIFY_RESIZE for you to confirm or revert. It has ${current ?? "its flavor"} now.`,
-              choice: {
-                label: "New flavor",
-                options: flavors.map((f) => ({
-                  value: f.id,
-                  label: `${f.name}${f.vcpus !== undefined ? ` (${f.vcpus} vCPU, ${f.ram} MB, ${f.disk} GB)` : ""}${f.name === current ? " (current)" : ""}`,
-                })),
-                initial: flavors.find((f) => f.name !== current)?.id ?? flavors[0]?.id,
-              },
-              confirm: "Resize",
-              run: (_, flavorRef) => serverAction(s.id, { resize: { flavorRef } }),
-            })
-          }
-        >
-          Resize…
-        </button>
-      )}
-      {admin && canMove(s) && (
-        <button
-          type="button"
-          data-action="migrate"
-          onClick={() =>
-            onConfirm({
-              title: `Migrate ${s.name}?`,
-              text: `A cold migration: the server stops on ${here ?? "its host"}, moves with its flavor, and waits as VERIFY_RESIZE for you to confirm or revert. A named host is checked by the scheduler (2.56).`,
-              choice: { label: "Destination", options: destinations },
-              confirm: "Migrate",
-              run: (_, host) => serverAction(s.id, { migrate: host ? { host } : null }),
-            })
-          }
-        >
-          Migrate…
-        </button>
-      )}
-      {admin && canMove(s) && s.status === "ACTIVE" && (
-        <button
-          type="button"
-          data-action="live-migrate"
-          onClick={() =>
-            onConfirm({
-              title: `Live-migrate ${s.name}?`,
-              text: `It keeps running while it is copied from ${here ?? "its host"} to the destination, then runs there: there is nothing to confirm. The scheduler picks the host, or checks the one named. A host whose driver cannot move a guest live (exec) refuses. While it runs you can force it to complete or abort it.`,
-              choice: { label: "Destination", options: destinations },
-              confirm: "Live-migrate",
-              run: (_, host) => liveMigrate(s.id, host),
-            })
-          }
-        >
-          Live-migrate…
-        </button>
-      )}
-      {canRebuild(s) && (
-        <button
-          type="button"
-          data-action="rebuild"
-          disabled={!images.length}
-          onClick={() =>
-            onConfirm({
-              title: `Rebuild ${s.name}?`,
-              text: "Its disk is replaced by the image's, on the host it is on; its name, flavor and addresses stay. The scheduler checks that its host accepts the image: if not, the server stays as it was, with a fault.",
-              choice: {
-                label: "Image",
-                options: images.map((i) => ({
-                  value: i.id,
-                  label: `${i.name}${i.id === image ? " (current)" : ""}`,
-                })),
-                ...(image ? { initial: image } : {}),
-              },
-              confirm: "Rebuild",
-              run: (_, imageRef) => serverAction(s.id, { rebuild: { imageRef } }),
-            })
-          }
-        >
-          Rebuild…
-        </button>
-      )}
-      {verify && (
-        <>
-          <button
-            type="button"
-            data-action="confirmResize"
-            onClick={() =>
-              onConfirm({
-                title: `Confirm the move of ${s.name}?`,
-                text: `It keeps running where it is now, with ${current ?? "its flavor"}; the source's copy and claim are let go. There is no revert after this.`,
-                confirm: "Confirm resize",
-                run: () => serverAction(s.id, { confirmResize: null }),
-              })
-            }
-          >
-            Confirm resize
-          </button>
-          <button
-            type="button"
-            data-action="revertResize"
-            onClick={() =>
-              onConfirm({
-                title: `Revert the move of ${s.name}?`,
-                text: "It goes back to its source host with its old flavor; the destination's copy and claim are let go.",
-                confirm: "Revert resize",
-                run: () => serverAction(s.id, { revertResize: null }),
-              })
-            }
-          >
-            Revert resize
-          </button>
-        </>
-      )}
-    </div>
-  );
 }
 
 const MIB = 2 ** 20;
@@ -499,6 +320,14 @@ function Migrations({
   );
 }
 
+/** What a shelved server keeps and lets go (the claim is what an operator shelves it for). */
+const SHELF_NOTES: Readonly<Record<string, (s: Server) => string>> = {
+  SHELVED: (s) =>
+    `Shelved: stopped, with its image kept. ${s["OS-EXT-SRV-ATTR:host"] ?? "Its host"} keeps its claim until it is offloaded; unshelve starts it there again.`,
+  SHELVED_OFFLOADED: () =>
+    "Shelved and offloaded: no host runs it and no host holds a claim for it; its quota stays counted. Unshelve schedules it again, as a build.",
+};
+
 export function ServerView({ id, onConfirm }: { id: string; onConfirm: (r: ConfirmRequest) => void }) {
   const admin = currentSession()?.admin ?? false;
   const [moving, setMoving] = useState(false);
@@ -583,6 +412,11 @@ export function ServerView({ id, onConfirm }: { id: string; onConfirm: (r: Confi
           <dd>{moved ? `${moved} time${moved > 1 ? "s" : ""}` : "no"}</dd>
         </dl>
       )}
+      {s && SHELF_NOTES[s.status] && (
+        <p class="note" data-testid="shelf-note">
+          {SHELF_NOTES[s.status]!(s)}
+        </p>
+      )}
       {s?.fault && (
         <div class="fault" role="note" aria-label="Fault">
           <strong>Fault {s.fault.code}:</strong> {s.fault.message}
@@ -592,7 +426,7 @@ export function ServerView({ id, onConfirm }: { id: string; onConfirm: (r: Confi
       {s && (
         <section aria-labelledby="server-actions-title" data-testid="server-actions">
           <h2 id="server-actions-title">Actions</h2>
-          <MoveButtons
+          <ServerActionButtons
             server={s}
             admin={admin}
             flavors={flavors.data?.flavors ?? []}
@@ -604,6 +438,7 @@ export function ServerView({ id, onConfirm }: { id: string; onConfirm: (r: Confi
           )}
         </section>
       )}
+      {admin && s && <DiagnosticsPanel server={s} />}
       <h2>Why here</h2>
       {admin ? (
         <>
