@@ -2,8 +2,10 @@
 // sign in through the form, watch a server go ACTIVE on the fleet map, open its explanation, run
 // a dry run that fits and one that cannot, disable a service with a reason, resize a server and
 // confirm, migrate it and revert, live-migrate one (its progress shown) and force it to complete,
-// rebuild it from another image, drain a host cold and another live, and see that a member gets
-// its own servers and never a host name nor a migrate button. Screenshots go to
+// rebuild it from another image, drain a host cold and another live, pause and unpause a server,
+// shelve it, offload it (its claim leaves its host's page) and unshelve it onto a host picked in
+// the dialog, snapshot it, and see that a member gets its own servers and never a host name nor
+// a migrate button. Screenshots go to
 // test-artifacts/console/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -62,9 +64,9 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     );
   /**
    * clicks an action's button, checks what the dialog says will happen, picks from its list,
-   * confirms; an API refusal fails here
+   * types its name (an image's), confirms; an API refusal fails here
    */
-  const act = async (action: string, choice?: (values: string[]) => string, says?: RegExp) => {
+  const act = async (action: string, choice?: (values: string[]) => string, says?: RegExp, name?: string) => {
     const button = `[data-testid=server-actions] button[data-action=${action}]:not([disabled])`;
     await page.waitForSelector(button, { timeout: 20_000 });
     await page.click(button);
@@ -78,6 +80,7 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
       picked = choice(values);
       await page.select("dialog[open] select[name=choice]", picked);
     }
+    if (name) await page.type("dialog[open] input[name=reason]", name);
     await page.click("dialog[open] button[type=submit]");
     await until(
       `!document.querySelector("dialog[open]") || document.querySelector("dialog[open] [role=alert]")`,
@@ -353,7 +356,7 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     ]);
   });
 
-  it("pauses and unpauses a server, shelves it, offloads it (its claim leaves its host) and unshelves it onto another host, each after asking", async () => {
+  it("pauses and unpauses a server, shelves it, offloads it (its claim leaves its host), unshelves it onto another host and snapshots it, each after asking", async () => {
     const admin = client.as(ADMIN);
     const id = await admin.createServer({ name: "console-shelf", flavorRef: "1" });
     await admin.waitForStatus(id, ["ACTIVE"]);
@@ -451,6 +454,18 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await hostPage(target!);
     await until(`${onHost} !== null`);
     expect((await admin.get(`/v2.1/servers/${id}`)).body.server["OS-EXT-SRV-ATTR:host"]).toBe(target);
+
+    // a snapshot named in the dialog: an image of the project (suspend and resume share pause's
+    // path through the table of actions)
+    await page.goto(`${runtime.url}/console#/servers/${id}`);
+    await status("ACTIVE");
+    await act("createImage", undefined, /copies its disk into a new image/, "console-shelf-snap");
+    await until(
+      `[...document.querySelectorAll("[data-testid=timeline] li")].some((li) => li.textContent.includes("compute_snapshot_instance") && li.textContent.includes("Success"))`,
+      30_000,
+    );
+    const images = (await admin.get("/image/v2/images?name=console-shelf-snap")).body.images;
+    expect(images.map((i: { status: string }) => i.status)).toEqual(["active"]);
   });
 
   it("shows a member its own servers and never a host name", async () => {
