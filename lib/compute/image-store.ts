@@ -28,6 +28,7 @@ import {
   PutObjectCommand,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { s3Client } from "../aws/clients.js";
 import { resources } from "../config.js";
 
@@ -63,6 +64,11 @@ export interface ImageStore {
   open(imageId: string): Promise<{ body: Readable; size: number } | undefined>;
   /** idempotent */
   remove(imageId: string): Promise<void>;
+  /**
+   * A URL that reads the data for `seconds` without other credentials (S3's presigned GetObject,
+   * signed with the caller's): Glance's download points there, as a Lambda answers at most 6 MB.
+   */
+  downloadUrl(imageId: string, seconds: number): Promise<string>;
 }
 
 /**
@@ -176,6 +182,11 @@ export function s3ImageStore(bucket?: string, opts: { partBytes?: number } = {})
     },
     async remove(imageId) {
       await s3Client().send(new DeleteObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }));
+    },
+    downloadUrl(imageId, seconds) {
+      return getSignedUrl(s3Client(), new GetObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }), {
+        expiresIn: seconds,
+      });
     },
   };
 }

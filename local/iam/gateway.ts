@@ -218,9 +218,35 @@ export function s3Authorizations(method: string, path: string): Authorization[] 
   return [{ action, resource: `${bucketArn}/${key}` }];
 }
 
-/** The service a SigV4 signature's credential scope names (…/<date>/<region>/<service>/aws4_request). */
-const scopeService = (authorization: string | undefined): string | undefined =>
-  /Credential=[^/,\s]+\/\d{8}\/[^/]+\/([^/]+)\/aws4_request/.exec(authorization ?? "")?.[1];
+/**
+ * A request's SigV4 credential (`<key id>/<date>/<region>/<service>/aws4_request`): the
+ * Authorization header's, or a presigned URL's `X-Amz-Credential` (S3's query authentication).
+ */
+function credentialOf(req: Pick<RawRequest, "headers" | "path">): string | undefined {
+  const header = /Credential=([^,\s]+)/.exec(req.headers.authorization ?? "")?.[1];
+  if (header) return header;
+  const query = req.path.includes("?")
+    ? new URLSearchParams(req.path.slice(req.path.indexOf("?") + 1))
+    : undefined;
+  return query?.get("X-Amz-Credential") ?? undefined;
+}
+
+/** The service a credential's scope names. */
+const scopeService = (credential: string | undefined): string | undefined => credential?.split("/")[3];
+
+/**
+ * A presigned request past its X-Amz-Date + X-Amz-Expires: S3's 403 AccessDenied "Request has
+ * expired" (S3's "Authenticating requests: using query parameters").
+ */
+export function presignExpired(path: string, now = Date.now()): boolean {
+  const q = new URLSearchParams(path.includes("?") ? path.slice(path.indexOf("?") + 1) : "");
+  const date = q.get("X-Amz-Date");
+  const expires = Number(q.get("X-Amz-Expires"));
+  const m = date ? /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(date) : undefined;
+  if (!m || !Number.isFinite(expires)) return false;
+  const signed = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!);
+  return now > signed + expires * 1000;
+}
 
 /** S3's REST error document. */
 function s3Answer(status: number, code: string, message: string): RawResponse {
@@ -457,7 +483,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   /** undefined: forward; otherwise the answer AWS would give instead. */
   function check(service: Service, op: string, req: RawRequest, body: Buffer): Answer | undefined {
     pendingTags = undefined;
-    const key = /Credential=([^/,\s]+)\//.exec(req.headers.authorization ?? "")?.[1];
+    const key = credentialOf(req)?.split("/")[0];
     const principal = key ? policy.principals.get(key) : undefined;
     if (!principal) {
       return {
@@ -581,10 +607,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const body = req.body;
     const target = req.headers["x-amz-target"] as string | undefined;
     // S3 is REST: no target; its signature's scope names it
-    const service =
-      serviceOf(target) ?? (scopeService(req.headers.authorization) === "s3" ? "s3" : undefined);
+    const service = serviceOf(target) ?? (scopeService(credentialOf(req)) === "s3" ? "s3" : undefined);
     const upstream = service ? upstreamOf[service] : undefined;
     if (service === "s3" && upstream) {
+      if (presignExpired(req.path)) return s3Answer(403, "AccessDenied", "Request has expired");
       const refused = check("s3", req.method, req, body);
       if (refused)
         return refused.type.endsWith("UnrecognizedClientException")

@@ -59,6 +59,9 @@ function dirStore(dir: string): ImageStore & { puts: string[] } {
     async remove(id) {
       rmSync(join(dir, id), { force: true });
     },
+    async downloadUrl(id) {
+      return `file://${join(dir, id)}`;
+    },
   };
 }
 

@@ -68,10 +68,19 @@ describe("createImage on exec", () => {
       (s) => s.body.server["OS-EXT-STS:task_state"] === null,
     );
 
-    // Glance's download: the archive, as its checksum says
-    const file = await fetch(`${client.url}/image/v2/images/${imageId}/file`, {
+    // Glance's download: a redirect to the bucket (a presigned URL, signed by the API's role),
+    // there the archive, as its checksum says
+    const redirect = await fetch(`${client.url}/image/v2/images/${imageId}/file`, {
       headers: { "x-auth-token": DEMO },
+      redirect: "manual",
     });
+    expect(redirect.status).toBe(302);
+    const url = new URL(redirect.headers.get("location")!);
+    expect(url.pathname).toBe(`/${resources().imagesBucket}/${imageKey(imageId)}`);
+    expect(url.searchParams.get("X-Amz-Credential")).toEqual(expect.any(String));
+    const unsigned = await fetch(`${url.origin}${url.pathname}`);
+    expect(unsigned.status).not.toBe(200);
+    const file = await fetch(url);
     expect(file.status).toBe(200);
     const data = Buffer.from(await file.arrayBuffer());
     expect(data.length).toBe(glance.body.size);

@@ -4,8 +4,6 @@
 // public images, its own, those shared with it. Nova's own /v2.1/images proxy stays. Errors in Glance's plain-text shape; a missing or
 // unknown token is Keystone's 401, as keystonemiddleware answers it in front of Glance.
 import { randomUUID } from "node:crypto";
-import { Readable } from "node:stream";
-import type { ReadableStream } from "node:stream/web";
 import { type Context, Hono } from "hono";
 import { createImage, imageVisibleTo } from "../../catalog/image-create.js";
 import type { Image } from "../../catalog/types.js";
@@ -34,6 +32,9 @@ const LIST_PARAMS = new Set([
   "os_hidden",
   "tag",
 ]);
+
+/** How long a download's presigned URL reads the data. */
+const DOWNLOAD_URL_SECONDS = 3600;
 
 let store: ImageStore | undefined;
 const imageData = (): ImageStore => {
@@ -144,16 +145,13 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
     return c.body(null, 204);
   });
 
-  // The data of a server's snapshot, from the images bucket; an image without data is Glance's 204.
+  // The data of a server's snapshot: a redirect to the images bucket, where a presigned URL reads
+  // it (Glance streams it itself; a Lambda's buffered answer holds at most 6 MB, Lambda quotas).
+  // An image without data is Glance's 204.
   app.get("/v2/images/:id/file", async (c: C) => {
     const image = await visible(c);
-    const data = image.status === "active" && image.size ? await imageData().open(image.id) : undefined;
-    if (!data) return c.body(null, 204);
-    return c.body(Readable.toWeb(data.body) as ReadableStream, 200, {
-      "Content-Type": "application/octet-stream",
-      "Content-Length": String(data.size),
-      ...(image.checksum ? { "Content-MD5": image.checksum } : {}),
-    });
+    if (image.status !== "active" || !image.size) return c.body(null, 204);
+    return c.redirect(await imageData().downloadUrl(image.id, DOWNLOAD_URL_SECONDS), 302);
   });
 
   app.post("/v2/images", async (c: C) => {

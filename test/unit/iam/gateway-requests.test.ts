@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   accessDeniedMessage,
   dynamodbAuthorizations,
+  presignExpired,
   queueNameError,
   s3Authorizations,
   sqsAuthorizations,
@@ -119,5 +120,15 @@ describe("S3 REST requests (path-style) → the action and the bucket or object 
     ]);
     expect(s3Authorizations("HEAD", "/images-bucket")).toEqual([{ action: "s3:ListBucket", resource: B }]);
     expect(s3Authorizations("GET", "/")).toEqual([{ action: "s3:ListAllMyBuckets", resource: "*" }]);
+  });
+});
+
+describe("S3 presigned URLs", () => {
+  it("expire at X-Amz-Date + X-Amz-Expires", () => {
+    const path =
+      "/b/images/x?X-Amz-Credential=k%2F20261126%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20261126T100000Z&X-Amz-Expires=3600";
+    expect(presignExpired(path, Date.UTC(2026, 10, 26, 10, 59, 59))).toBe(false);
+    expect(presignExpired(path, Date.UTC(2026, 10, 26, 11, 0, 1))).toBe(true);
+    expect(presignExpired("/b/images/x")).toBe(false);
   });
 });
