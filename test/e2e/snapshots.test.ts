@@ -193,6 +193,22 @@ describe("createImage", () => {
     expect((await client.delete(`/v2.1/images/${r.body.image_id}`)).status).toBe(404);
   });
 
+  it("an admin's snapshot of another project's server: the admin's project owns it, shared with the server's (instance_owner)", async () => {
+    const id = await active();
+    const owner = (await server(id)).tenant_id as string;
+    const r = await action(id, { createImage: { name: "by-admin" } }, new Client(client.url, ADMIN, "2.45"));
+    expect(r.status).toBe(202);
+    await imageActive(r.body.image_id);
+    const g = (await client.get(`/image/v2/images/${r.body.image_id}`)).body;
+    expect(g).toMatchObject({ visibility: "shared", instance_owner: owner });
+    expect(g.owner).not.toBe(owner);
+    // the server's project sees it, and may not delete what it does not own
+    expect((await client.get(`/v2.1/images/${r.body.image_id}`)).status).toBe(200);
+    expect((await client.delete(`/v2.1/images/${r.body.image_id}`)).status).toBe(403);
+    expect((await admin().delete(`/v2.1/images/${r.body.image_id}`)).status).toBe(204);
+    await settled(id);
+  });
+
   it("a host that dies mid-snapshot takes it again from its queue once back; nothing else is resent", async () => {
     const id = await active();
     const host = (await server(id))["OS-EXT-SRV-ATTR:host"] as string;
