@@ -22,9 +22,10 @@ import {
   type PowerAction,
   type ReceivedComputeMessage,
   receivedComputeMessage,
-  type SnapshotInstance,
   type ShelveInstance,
+  type SnapshotInstance,
   type SpawnInstance,
+  type TriggerCrashDump,
   type UnshelveInstance,
 } from "../messages/compute.js";
 import { tailLog } from "../messages/console-log.js";
@@ -317,6 +318,9 @@ export class BuildPath {
         break;
       case "unshelve_instance":
         await this.keepHidden(m, queue, () => this.unshelveStep(msg, log));
+        break;
+      case "trigger_crash_dump":
+        await this.crashDump(msg, log);
         break;
       case "rebuild_instance":
       case "resize_instance":
@@ -611,7 +615,12 @@ export class BuildPath {
           await this.driver.powerOff(id);
         // Nova's shelve snapshots the stopped guest into the image the API created (once: a
         // redelivered cast finds it taken); its upload's stages are not reported for a shelve
-        if (msg.op === "shelve" && msg.image_id && this.driver.has(id) && !this.snapshotted.has(msg.image_id)) {
+        if (
+          msg.op === "shelve" &&
+          msg.image_id &&
+          this.driver.has(id) &&
+          !this.snapshotted.has(msg.image_id)
+        ) {
           image = await this.driver.snapshot(id, msg.image_id, async () => {});
           this.snapshotted.add(msg.image_id);
         }
@@ -651,6 +660,31 @@ export class BuildPath {
       power_state: power as 0,
     });
     log.info("compute.shelve_done", { op: msg.op, ok, power_state: power });
+  }
+
+  /** Nova's trigger_crash_dump: the driver's NMI, or Nova's TriggerCrashDumpNotSupported. */
+  private async crashDump(msg: TriggerCrashDump, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    const started = new Date().toISOString();
+    let details: string | null = null;
+    try {
+      if (!this.driver.triggerCrashDump)
+        throw new Error(
+          `Triggering crash dump is not supported: the ${this.driver.hypervisorType} driver on host ${this.host} cannot send instance ${id} an NMI`,
+        );
+      if (!this.driver.has(id)) throw new Error(`instance ${id} is not defined on host ${this.host}`);
+      await this.driver.triggerCrashDump(id);
+    } catch (e) {
+      details = e instanceof Error ? e.message : String(e);
+      log.warn("compute.crash_dump_failed", { details });
+    }
+    await this.reporter.send("crash_dump_done", {
+      request_id: msg.request_id,
+      instance_uuid: id,
+      started_at: started,
+      ok: details === null,
+      details,
+    });
   }
 
   /**

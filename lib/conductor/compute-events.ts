@@ -11,6 +11,7 @@ import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
 import { markActive, recordBuildFailure, startSpawn } from "../instances/build.js";
 import { EVENT_BUILD } from "../instances/codec.js";
+import { crashDumpDone } from "../instances/crash-dump.js";
 import { rescheduledText, withoutHosts } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { storeHostAnswer } from "../instances/host-answers.js";
@@ -208,6 +209,16 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
       return applyShelveReport(report, log);
     case "unshelve_done":
       return applyUnshelveReport(report, log, castToHost);
+    case "crash_dump_done": {
+      const done = await crashDumpDone(report);
+      log.info("compute_events.crash_dump_done", {
+        instance_uuid: report.instance_uuid,
+        request_id: report.request_id,
+        ok: report.ok,
+        applied: Boolean(done),
+      });
+      return;
+    }
     case "snapshot_progress":
       await snapshotProgress(report);
       return;

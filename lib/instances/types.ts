@@ -101,6 +101,8 @@ export type ActionName =
   | "live-migration"
   | "live_migration_force_complete"
   | "live_migration_cancel"
+  // Nova's instance_actions.TRIGGER_CRASH_DUMP
+  | "trigger_crash_dump"
   // Nova's instance_actions.SHELVE, SHELVE_OFFLOAD, UNSHELVE
   | "shelve"
   | "shelveOffload"

@@ -223,6 +223,18 @@ export const shelveInstanceV1 = z.object({
 });
 
 /**
+ * API → compute: Nova's trigger_crash_dump (2.17), an NMI to the guest. No task state: the host's
+ * report finishes its instance action's event (a fault when the driver cannot).
+ */
+export const triggerCrashDumpV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("trigger_crash_dump"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+});
+
+/**
  * The conductor → the host it chose for a shelved-offloaded server (Nova's unshelve_instance):
  * create the guest from its shelved image. `unshelve_uuid` and `attempt` fence it, as a move's
  * migration and attempt do; a redelivered cast of one done here is only reported again.
@@ -314,6 +326,7 @@ export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
 export type GetDiagnostics = z.infer<typeof getDiagnosticsV1>;
 export type SnapshotInstance = z.infer<typeof snapshotInstanceV1>;
 export type ShelveInstance = z.infer<typeof shelveInstanceV1>;
+export type TriggerCrashDump = z.infer<typeof triggerCrashDumpV1>;
 export type UnshelveInstance = z.infer<typeof unshelveInstanceV1>;
 export type LiveMigrationStepMessage =
   | z.infer<typeof preLiveMigrationV1>
@@ -338,6 +351,7 @@ export type ComputeMessage =
   | SnapshotInstance
   | ShelveInstance
   | UnshelveInstance
+  | TriggerCrashDump
   | LiveMigrationControl
   | MoveStepMessage;
 
@@ -372,6 +386,7 @@ export const computeMessage = z.discriminatedUnion("kind", [
   snapshotInstanceV1,
   shelveInstanceV1,
   unshelveInstanceV1,
+  triggerCrashDumpV1,
   ...MOVE_MESSAGES,
 ]);
 
@@ -387,9 +402,10 @@ export const receivedComputeMessage = z
     powerActionV1,
     getConsoleOutputV1,
     getDiagnosticsV1,
-  snapshotInstanceV1,
+    snapshotInstanceV1,
     shelveInstanceV1,
     unshelveInstanceV1,
+    triggerCrashDumpV1,
     ...MOVE_MESSAGES,
   ])
   .transform((m): ReceivedComputeMessage => {

@@ -244,6 +244,17 @@ export const shelveDoneReport = z.object({
   power_state: powerState,
 });
 
+/** A trigger_crash_dump done (or not): the driver's error when it cannot. */
+export const crashDumpDoneReport = z.object({
+  ...base,
+  kind: z.literal("crash_dump_done"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  started_at: z.string().datetime(),
+  ok: z.boolean(),
+  details: z.string().nullable(),
+});
+
 /** An unshelve_instance done (or not) on this host, fenced by the unshelve and its attempt. */
 export const unshelveDoneReport = z.object({
   ...base,
@@ -322,6 +333,7 @@ export const computeReport = z.discriminatedUnion("kind", [
   snapshotDoneReport,
   shelveDoneReport,
   unshelveDoneReport,
+  crashDumpDoneReport,
 ]);
 
 export type ComputeReport = z.infer<typeof computeReport>;
@@ -334,6 +346,7 @@ export type ActionStartedReport = z.infer<typeof actionStartedReport>;
 export type MoveStepReport = z.infer<typeof moveStepReport>;
 export type ShelveDoneReport = z.infer<typeof shelveDoneReport>;
 export type UnshelveDoneReport = z.infer<typeof unshelveDoneReport>;
+export type CrashDumpDoneReport = z.infer<typeof crashDumpDoneReport>;
 export type LiveMigrationProgressReport = z.infer<typeof liveMigrationProgressReport>;
 export type SnapshotProgressReport = z.infer<typeof snapshotProgressReport>;
 export type SnapshotDoneReport = z.infer<typeof snapshotDoneReport>;

@@ -78,6 +78,33 @@ describe("shelve on exec", () => {
     );
     expect(gone.status).toBe(404);
 
+    // exec cannot send a process an NMI: the action's event fails, as Nova's TriggerCrashDumpNotSupported
+    expect(
+      (await client.at("2.17").post(`/v2.1/servers/${id}/action`, { trigger_crash_dump: null })).status,
+    ).toBe(202);
+    const crash = await eventually(
+      async () => {
+        const list = (await admin().get(`/v2.1/servers/${id}/os-instance-actions`)).body.instanceActions as {
+          action: string;
+          request_id: string;
+        }[];
+        const a = list.find((x) => x.action === "trigger_crash_dump");
+        return a
+          ? ((await admin().get(`/v2.1/servers/${id}/os-instance-actions/${a.request_id}`)).body
+              .instanceAction.events as {
+              event: string;
+              result: string;
+              traceback?: string;
+              details?: string;
+            }[])
+          : [];
+      },
+      (e) => e.length > 0 && e[0]!.result !== null,
+    );
+    expect(crash[0]).toMatchObject({ event: "compute_trigger_crash_dump", result: "Error" });
+    expect(JSON.stringify(crash[0])).toContain("Triggering crash dump is not supported");
+    expect(processesOf(id).length).toBeGreaterThan(0);
+
     expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
     await client.waitForStatus(id, ["GONE"]);
     expect(

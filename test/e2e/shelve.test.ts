@@ -284,6 +284,30 @@ describe("shelve and unshelve", () => {
     expect((await server(id)).status).toBe("SHELVED_OFFLOADED");
   });
 
+  it("trigger_crash_dump (2.17): an NMI on the host (the console says so), no task state; 404 before 2.17, 409 while shelved", async () => {
+    const id = await active();
+    const host = (await server(id))["OS-EXT-SRV-ATTR:host"] as string;
+    expect((await action(id, { trigger_crash_dump: null })).status).toBe(404);
+    expect((await action(id, { trigger_crash_dump: {} }, client.at("2.17"))).status).toBe(400);
+    expect((await action(id, { trigger_crash_dump: null }, client.at("2.17"))).status).toBe(202);
+    const ev = await eventually(
+      () => events(id, "trigger_crash_dump"),
+      (e) => e?.[0]?.result === "Success",
+    );
+    expect(ev).toEqual([
+      expect.objectContaining({ event: "compute_trigger_crash_dump", result: "Success", host }),
+    ]);
+    expect(await driverOf(host).consoleOutput(id)).toContain("NMI received");
+    expect((await server(id)).status).toBe("ACTIVE");
+    await action(id, { shelve: null });
+    await settled(id, "SHELVED");
+    const shelved = await action(id, { trigger_crash_dump: null }, client.at("2.17"));
+    expect(shelved.status).toBe(409);
+    expect(JSON.stringify(shelved.body)).toContain(
+      `Cannot 'trigger_crash_dump' instance ${id} while it is in vm_state shelved`,
+    );
+  });
+
   it("Nova's 409s: shelve twice, unshelve an ACTIVE server, a zone for a SHELVED one, a locked server", async () => {
     const id = await active();
     const unshelveActive = await action(id, { unshelve: null });

@@ -17,6 +17,7 @@ import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-ac
 import { parseLockBody } from "../validation/servers.js";
 import { askHost } from "./host-answer.js";
 import { actionRecord } from "./instance-action.js";
+import { triggerCrashDump } from "./server-crash-dump.js";
 import { createBackup, createImage } from "./server-images.js";
 import { migrateLive } from "./server-live-migrate.js";
 import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
@@ -71,7 +72,6 @@ const UNSUPPORTED = new Set([
   "rescue",
   "unrescue",
   "changePassword",
-  "trigger_crash_dump",
   "injectNetworkInfo",
   "resetNetwork",
   "addFixedIp",
@@ -244,6 +244,7 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "shelve") return shelve(call, rec);
   if (name === "shelveOffload") return shelveOffload(call, rec);
   if (name === "unshelve") return unshelve(call, rec, arg);
+  if (name === "trigger_crash_dump") return triggerCrashDump(call, rec, arg);
   if (name === "os-resetState") return resetState(call, rec, arg);
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(

@@ -78,6 +78,12 @@ export interface Driver {
    * the host and the instance).
    */
   pause(instanceUuid: string): Promise<void>;
+  /**
+   * Nova's trigger_crash_dump (2.17): an NMI to the guest, whose kernel may dump and reboot (its
+   * own configuration decides). Absent for a driver that cannot (exec: a process has no NMI);
+   * the host then answers as Nova's TriggerCrashDumpNotSupported.
+   */
+  triggerCrashDump?(instanceUuid: string): Promise<void>;
   unpause(instanceUuid: string): Promise<void>;
   /**
    * Nova's suspend and resume: the guest's state saved and the guest stopped (SUSPENDED), then run

@@ -174,6 +174,19 @@ export class FakeDriver implements Driver {
     return { disk_format: "raw", container_format: "bare", size: 0 };
   }
 
+  /** An NMI, simulated: the console says so, and the guest runs on (no kdump configured). */
+  async triggerCrashDump(instanceUuid: string): Promise<void> {
+    const g = this.guest(instanceUuid);
+    if (g.power !== POWER_STATE.RUNNING && g.power !== POWER_STATE.PAUSED)
+      throw new Error(
+        `instance ${instanceUuid} is not running on host ${this.opts.host}: no NMI can reach it`,
+      );
+    g.console.push(
+      "Uhhuh. NMI received for unknown reason 3d on CPU 0.",
+      "Do you have a strange power saving mode enabled?",
+    );
+  }
+
   async pause(instanceUuid: string): Promise<void> {
     this.hold(instanceUuid, POWER_STATE.PAUSED, "paused");
   }
