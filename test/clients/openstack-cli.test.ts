@@ -744,7 +744,7 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
   });
 
   describe("shelve", () => {
-    it("server shelve → SHELVED_OFFLOADED (its image listed), unshelve --availability-zone (2.77) → ACTIVE, the image gone; Nova's 409 in the wrong state", async () => {
+    it("server dump create (2.17); server shelve → SHELVED_OFFLOADED (its image listed), unshelve --availability-zone (2.77) → ACTIVE, the image gone; Nova's 409 in the wrong state", async () => {
       const demo = { cloud: "demo" } as const;
       const name = unique("shelf");
       const created = await cloud.openstack(
@@ -752,6 +752,10 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
         demo,
       );
       const id = created.id as string;
+      // server dump create: Nova's trigger_crash_dump (2.17), an instance action of its own
+      await cloud.openstack(["server", "dump", "create", id], { ...demo, version: "2.17", json: false });
+      const actions: Json[] = await cloud.openstack(["server", "event", "list", id], demo);
+      expect(actions.map((a) => a.Action)).toContain("trigger_crash_dump");
       await cloud.openstack(["server", "shelve", id], { ...demo, json: false });
       const off = await waitForStatus(id, "SHELVED_OFFLOADED", { cloud: "admin" });
       expect(off["OS-EXT-SRV-ATTR:host"]).toBeNull();
