@@ -4,6 +4,7 @@
 // request to the conductor) and answered 202 with the server; the conductor checks a new image
 // against the host and casts to it (lib/conductor/rebuild.ts).
 import { randomUUID } from "node:crypto";
+import { imageVisibleTo } from "../../catalog/image-create.js";
 import type { RebuildFields } from "../../instances/rebuild.js";
 import type { InstanceRecord, RebuildContext } from "../../instances/types.js";
 import { log } from "../../log.js";
@@ -40,7 +41,8 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
   if (body.key_name && !(await deps.getKeypair(auth.user_id, body.key_name)))
     throw badRequest("Invalid key_name provided.");
   const image = await deps.getImage(body.imageRef);
-  if (!image) throw badRequest("Cannot find image for rebuild");
+  // another project's private image is not found, as Glance hides it
+  if (!image || !imageVisibleTo(image, auth)) throw badRequest("Cannot find image for rebuild");
   if (image.status !== "active") throw badRequest(`Image ${image.id} is not active.`);
   // Nova's _validate_flavor_image against the server's flavor
   if (rec.flavor.memory_mb < image.min_ram)
