@@ -318,6 +318,8 @@ export const GLOSSES: Readonly<Record<string, string>> = {
   compute_snapshot_instance: "the host copies the disk and uploads the image",
   compute_backup_instance: "the host copies the disk and uploads the backup",
   resetState: "an admin set its state; nothing was done on its host",
+  trigger_crash_dump: "an NMI sent to the guest, for a crash dump",
+  compute_trigger_crash_dump: "the host sends the guest an NMI (exec cannot)",
 };
 
 const BUILD_EVENT = "compute_build_and_run_instance";

@@ -277,6 +277,24 @@ export const SERVER_ACTIONS: readonly ServerAction[] = [
     }),
   },
   {
+    action: "trigger_crash_dump",
+    label: "Crash dump…",
+    // Nova's ALLOW_TRIGGER_CRASH_DUMP: ACTIVE, PAUSED, VERIFY_RESIZE or ERROR, no task
+    when: (s) => idleIn("ACTIVE", "PAUSED", "VERIFY_RESIZE", "ERROR")(s),
+    ask: (s) => ({
+      title: `Trigger a crash dump of ${s.name}?`,
+      text: `An NMI is sent to its guest on ${hostOf(s)} (libvirt: virsh inject-nmi). What follows is the guest's own configuration: a kernel with kdump writes a dump and reboots. exec cannot send a process an NMI: the action then fails. Its state and claim do not change.`,
+      confirm: "Send the NMI",
+      run: () =>
+        request(
+          "POST",
+          `/v2.1/servers/${s.id}/action`,
+          { trigger_crash_dump: null },
+          { headers: { "openstack-api-version": "compute 2.17" } },
+        ),
+    }),
+  },
+  {
     action: "os-resetState",
     label: "Reset state…",
     // Nova's os-resetState checks no state: an admin says what the server is
