@@ -487,6 +487,50 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
+  it("keeps snapshots' data in a private, encrypted bucket: hosts put and get images/, the API gets and deletes, compute-events deletes", () => {
+    const buckets = s.template.findResources("AWS::S3::Bucket");
+    expect(Object.keys(buckets)).toHaveLength(1);
+    const [bucketId] = Object.keys(buckets) as [string];
+    s.template.hasResourceProperties("AWS::S3::Bucket", {
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: Match.anyValue(),
+    });
+    // TLS only (enforceSSL): the bucket policy denies aws:SecureTransport false
+    expect(JSON.stringify(s.template.findResources("AWS::S3::BucketPolicy"))).toContain(
+      "aws:SecureTransport",
+    );
+    const images = { "Fn::Join": ["", [{ "Fn::GetAtt": [bucketId, "Arn"] }, "/images/*"]] };
+    s.template.hasResourceProperties("AWS::IAM::ManagedPolicy", {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Sid: "Images",
+            Action: ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],
+            Resource: images,
+            Condition: { StringLike: { "aws:userid": `*:${tag("aws:PrincipalTag/novaless-host")}` } },
+          }),
+        ]),
+      },
+    });
+    const s3Statements = Object.values(s.template.findResources("AWS::IAM::Policy")).flatMap((p) =>
+      ((p as Resource).Properties.PolicyDocument as { Statement: { Action: unknown }[] }).Statement.filter(
+        (st) => JSON.stringify(st.Action).includes("s3:"),
+      ),
+    );
+    expect(s3Statements.map((st) => [st.Action, (st as { Resource?: unknown }).Resource])).toEqual(
+      expect.arrayContaining([
+        ["s3:DeleteObject", images],
+        [["s3:DeleteObject", "s3:GetObject"], images],
+      ]),
+    );
+    expect(s3Statements).toHaveLength(2);
+  });
+
   it("alarms on every DLQ, failed and timed-out executions, builds in ERROR and NoValidHost, functions and tables", () => {
     const alarms = Object.values(s.template.findResources("AWS::CloudWatch::Alarm")) as Resource[];
     // 3 DLQ alarms, executions failed and timed out (an Express execution cannot be aborted),
@@ -608,6 +652,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         "ComputeEventsQueueUrl",
         "ComputeHostRoleArn",
         "ComputeHostAssumePolicyArn",
+        "ImagesBucket",
         "Region",
         "AuthTokensSecretArn",
         "DashboardName",
