@@ -614,14 +614,23 @@ export class BuildPath {
         if (msg.op === "shelve" && this.driver.has(id) && this.driver.powerState(id) !== POWER_STATE.SHUTDOWN)
           await this.driver.powerOff(id);
         // Nova's shelve snapshots the stopped guest into the image the API created (once: a
-        // redelivered cast finds it taken); its upload's stages are not reported for a shelve
+        // redelivered cast finds it taken), each stage of its upload reported
         if (
           msg.op === "shelve" &&
           msg.image_id &&
           this.driver.has(id) &&
           !this.snapshotted.has(msg.image_id)
         ) {
-          image = await this.driver.snapshot(id, msg.image_id, async () => {});
+          const imageId = msg.image_id;
+          image = await this.driver.snapshot(id, imageId, (stage) =>
+            this.reporter.send("shelve_progress", {
+              request_id: msg.request_id,
+              instance_uuid: id,
+              attempt: msg.attempt,
+              image_id: imageId,
+              stage,
+            }),
+          );
           this.snapshotted.add(msg.image_id);
         }
         if (msg.offload) {
@@ -694,13 +703,16 @@ export class BuildPath {
    */
   private async unshelveStep(msg: UnshelveInstance, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
-    this.gone.delete(id);
     const started = new Date().toISOString();
     const token = `${msg.unshelve_uuid}#${msg.attempt}`;
     this.acting.add(id);
     let ok = true;
     let details: string | null = null;
     try {
+      // this attempt was terminated here already (its report was fenced): a redelivered cast of
+      // it builds nothing again; an earlier offload's tombstone is for an older attempt
+      if ((this.gone.get(id) ?? -1) >= msg.attempt)
+        throw new Error(`instance ${id} (attempt ${msg.attempt}) was terminated on host ${this.host}`);
       if (this.rebuiltFor.get(id) !== token || !this.driver.has(id)) {
         if (this.driver.has(id)) await this.driver.destroy(id);
         await this.driver.spawn(msg.guest, this.spawnAbort.signal);

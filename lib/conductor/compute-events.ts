@@ -24,7 +24,13 @@ import {
   syncPowerState,
 } from "../instances/power.js";
 import { getInstance, listInstancesOnHost } from "../instances/queries.js";
-import { finishSnapshot, SNAPSHOT_TASK_STATES, snapshotProgress } from "../instances/snapshot.js";
+import { shelveProgress } from "../instances/shelve.js";
+import {
+  finishSnapshot,
+  imageSaving,
+  SNAPSHOT_TASK_STATES,
+  snapshotProgress,
+} from "../instances/snapshot.js";
 import { event } from "../instances/transition.js";
 import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
@@ -209,6 +215,11 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
       return applyShelveReport(report, log);
     case "unshelve_done":
       return applyUnshelveReport(report, log, castToHost);
+    case "shelve_progress":
+      // the image is being uploaded: Glance's `saving`
+      if ((await shelveProgress(report)) && report.stage === "image_uploading")
+        await imageSaving(report.image_id, report.sent_at);
+      return;
     case "crash_dump_done": {
       const done = await crashDumpDone(report);
       log.info("compute_events.crash_dump_done", {

@@ -179,6 +179,38 @@ export function shelveDone(
   return transitionWithEvent(ref, ev, { set, remove, condition: condition.join(" AND "), names, values });
 }
 
+/** The task states a shelve's snapshot stage may follow (SQS does not keep the reports' order). */
+const STAGE_FROM: Record<"image_pending_upload" | "image_uploading", TaskState[]> = {
+  image_pending_upload: ["shelving"],
+  image_uploading: ["shelving", "shelving_image_pending_upload"],
+};
+
+/**
+ * compute-events: the shelve's snapshot moved on (Nova's update_task_state in _shelve_instance):
+ * shelving_image_pending_upload, then shelving_image_uploading. Fenced by host and attempt; a
+ * stage that arrives after a later one changes nothing.
+ */
+export function shelveProgress(r: {
+  instance_uuid: string;
+  host: string;
+  attempt: number;
+  stage: "image_pending_upload" | "image_uploading";
+  sent_at: string;
+}): Promise<InstanceRecord | undefined> {
+  const values: Record<string, unknown> = {
+    ":next": `shelving_${r.stage}`,
+    ":now": r.sent_at,
+    ":false": false,
+    ":h": r.host,
+    ":n": r.attempt,
+  };
+  return transition(r.instance_uuid, {
+    set: ["task_state = :next", "updated_at = :now"],
+    condition: `deleted = :false AND host = :h AND attempt = :n AND ${inState(values, "task_state", STAGE_FROM[r.stage] as string[])}`,
+    values,
+  });
+}
+
 /** The power state a shelved guest reports: shut down. */
 export const SHELVED_POWER = POWER_SHUTDOWN;
 

@@ -196,9 +196,13 @@ export async function snapshotProgress(r: SnapshotProgressReport): Promise<boole
     names,
     values,
   });
-  if (updated && r.task_state === "image_uploading")
-    await updateImage(r.image_id, ["queued"], { status: "saving", updated_at: r.sent_at });
+  if (updated && r.task_state === "image_uploading") await imageSaving(r.image_id, r.sent_at);
   return updated !== undefined;
+}
+
+/** Glance's `saving`: a host is uploading the image's data (a snapshot's, a backup's, a shelve's). */
+export async function imageSaving(imageId: string, at: string): Promise<void> {
+  await updateImage(imageId, ["queued"], { status: "saving", updated_at: at });
 }
 
 /**

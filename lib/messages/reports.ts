@@ -255,6 +255,17 @@ export const crashDumpDoneReport = z.object({
   details: z.string().nullable(),
 });
 
+/** A shelve's snapshot moved on (Nova's shelving_image_pending_upload, then _uploading). */
+export const shelveProgressReport = z.object({
+  ...base,
+  kind: z.literal("shelve_progress"),
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  attempt: z.number().int().min(0),
+  image_id: uuid,
+  stage: z.enum(["image_pending_upload", "image_uploading"]),
+});
+
 /** An unshelve_instance done (or not) on this host, fenced by the unshelve and its attempt. */
 export const unshelveDoneReport = z.object({
   ...base,
@@ -332,6 +343,7 @@ export const computeReport = z.discriminatedUnion("kind", [
   snapshotProgressReport,
   snapshotDoneReport,
   shelveDoneReport,
+  shelveProgressReport,
   unshelveDoneReport,
   crashDumpDoneReport,
 ]);
@@ -346,6 +358,7 @@ export type ActionStartedReport = z.infer<typeof actionStartedReport>;
 export type MoveStepReport = z.infer<typeof moveStepReport>;
 export type ShelveDoneReport = z.infer<typeof shelveDoneReport>;
 export type UnshelveDoneReport = z.infer<typeof unshelveDoneReport>;
+export type ShelveProgressReport = z.infer<typeof shelveProgressReport>;
 export type CrashDumpDoneReport = z.infer<typeof crashDumpDoneReport>;
 export type LiveMigrationProgressReport = z.infer<typeof liveMigrationProgressReport>;
 export type SnapshotProgressReport = z.infer<typeof snapshotProgressReport>;
