@@ -20,6 +20,8 @@ const BUILDERS = Array.from({ length: 8 }, (_, i) => `host-${i + 1}`);
 const BUILDS = BUILDERS.length;
 /** each round every other host restarts once */
 const ROUNDS = 8;
+/** unprotected, rounds go on while the builds last, up to this many */
+const MAX_ROUNDS = 40;
 /** the runtime's availability zones alternate az1, az2 from host-1 */
 const azOf = (host: string) => (Number(host.slice("host-".length)) % 2 === 1 ? "az1" : "az2");
 
@@ -50,8 +52,27 @@ async function storm(unprotected: boolean): Promise<Outcome> {
   // round, far more than the build path's own. (The builders stay up: a restart may leave a cast
   // hidden for its visibility timeout, a delay of its own.)
   const storming = [...rt.hosts.keys()].filter((h) => !BUILDERS.includes(h));
+  // Unprotected, the storm lasts until a build has failed of it (at most MAX_ROUNDS): how long
+  // ROUNDS keep compute-events saturated depends on the machine's speed, and a storm that ends
+  // before the builds' Lambda tasks would let them through.
+  let ids: string[] = [];
+  const throttled = () =>
+    (rt.concurrency.throttles.get("novaless-scheduler") ?? 0) +
+    (rt.concurrency.throttles.get("novaless-conductor") ?? 0);
+  const aBuildFailed = async () =>
+    throttled() > 0 &&
+    (
+      await Promise.all(
+        ids.map(async (id) => (await client.as(ADMIN).get(`/v2.1/servers/${id}`)).body.server?.status),
+      )
+    ).includes("ERROR");
   const rounds = (async () => {
-    for (let round = 0; round < ROUNDS; round++) await Promise.all(storming.map((h) => rt.restartHost(h)));
+    for (
+      let round = 0;
+      round < ROUNDS || (unprotected && round < MAX_ROUNDS && !(await aBuildFailed()));
+      round++
+    )
+      await Promise.all(storming.map((h) => rt.restartHost(h)));
   })();
   // The builds come at the storm's height: compute-events runs all it may (its reservation, or
   // without one the whole account).
@@ -59,14 +80,19 @@ async function storm(unprotected: boolean): Promise<Outcome> {
   while (rt.concurrency.inFlightOf("novaless-compute-events") < cap)
     await new Promise((r) => setTimeout(r, 10));
   const admin = client.as(ADMIN);
-  const ids = await Promise.all(
+  ids = await Promise.all(
     BUILDERS.map((host, i) =>
       admin.createServer({ name: `storm-${i}`, availability_zone: `${azOf(host)}:${host}` }),
     ),
   );
   // ACTIVE once the storm's backlog is through compute-events: tens of seconds on a busy machine
   const servers = await Promise.all(
-    ids.map((id) => client.waitForStatus(id, ["ACTIVE", "ERROR"]).catch(() => ({ status: "BUILD" }))),
+    // (unprotected, a build the storm left in BUILD counts as not ACTIVE: no need to wait it out)
+    ids.map((id) =>
+      client
+        .waitForStatus(id, ["ACTIVE", "ERROR"], unprotected ? 20_000 : 90_000)
+        .catch(() => ({ status: "BUILD" })),
+    ),
   );
   await rounds;
   const faults = await Promise.all(
