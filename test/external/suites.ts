@@ -23,6 +23,15 @@ export const EXTERNAL_SUITES = [
     "agent-registration",
     "host-isolation",
     "lifecycle",
+    // the conductor's other workflows and the server's life: fenced writes and casts throughout
+    // (and run beside tempest, in the suite's last phase, where a core is free)
+    "shelve",
+    "snapshots",
+    "pause-suspend",
+    "admin-actions",
+    "live-migration",
+    "drain",
+    "evacuate",
   ].map((f) => `test/e2e/${f}.test.ts`),
 ];
 

@@ -100,7 +100,9 @@ region = RegionOne
 endpoint_type = publicURL
 min_microversion = 2.1
 max_microversion = latest
-build_interval = 1
+# tempest's waiters sleep build_interval seconds between polls, an integer: 1 s is most of a wait
+# here, where a build or an action takes a fraction of a second. 0 polls again at once.
+build_interval = 0
 build_timeout = 60
 fixed_network_name =
 # the runtime runs 4 simulated hosts (run.ts): cold migration's multinode tests can run
@@ -117,6 +119,8 @@ scheduler_enabled_filters = AvailabilityZoneFilter,ComputeFilter,ComputeCapabili
 [image]
 region = RegionOne
 endpoint_type = public
+# (as [compute] build_interval: a snapshot is active within a second)
+build_interval = 0
 
 [image-feature-enabled]
 api_v1 = False
