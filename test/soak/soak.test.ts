@@ -17,7 +17,15 @@ it("survives 40 s of creates, deletes, moves, dead hosts, duplicate and delayed 
   expect(report.host_kills).toBeGreaterThan(0);
   expect(report.active).toBeGreaterThan(0);
   // the moves ran: each kind accepted at least once, and some deleted mid-move or in VERIFY_RESIZE
-  for (const kind of ["resize", "migrate", "confirmResize", "revertResize", "pause", "shelve"] as const)
+  for (const kind of [
+    "resize",
+    "migrate",
+    "confirmResize",
+    "revertResize",
+    "pause",
+    "shelve",
+    "unshelve",
+  ] as const)
     expect(report.moves[kind].accepted, kind).toBeGreaterThan(0);
   expect(report.deleted_moving + report.deleted_verify_resize).toBeGreaterThan(0);
   expect(mustBeZero(report), printReport(report)).toEqual([]);

@@ -257,7 +257,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const deleteAt = new Map<string, number>(); // server → when to delete it, mid-move
     let midMoveDeletes = 0;
     const hostNames = [...runtime.hosts.keys()];
+    const shelvedIds = new Set<string>(); // servers shelved during the load, until unshelved
     const forget = (id: string) => {
+      shelvedIds.delete(id);
       const i = live.indexOf(id);
       if (i >= 0) live.splice(i, 1);
       moving.delete(id);
@@ -277,12 +279,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       if (s.status === "ACTIVE" && host && (!report.moves.pause.accepted || random() < 0.2)) {
         // pause or shelve (shelved_offload_time 0: offloaded at once, its claim freed)
         if (!report.moves.pause.accepted || random() < 0.5) await moveAction(id, "pause", { pause: null });
-        else await moveAction(id, "shelve", { shelve: null });
+        else if (await moveAction(id, "shelve", { shelve: null })) shelvedIds.add(id);
       } else if (s.status === "PAUSED") {
-        if (!report.moves.shelve.accepted || random() < 0.4) await moveAction(id, "shelve", { shelve: null });
-        else await moveAction(id, "unpause", { unpause: null });
+        if (!report.moves.shelve.accepted || random() < 0.4) {
+          if (await moveAction(id, "shelve", { shelve: null })) shelvedIds.add(id);
+        } else await moveAction(id, "unpause", { unpause: null });
       } else if (s.status === "SHELVED_OFFLOADED" || s.status === "SHELVED") {
-        await moveAction(id, "unshelve", { unshelve: null });
+        if (await moveAction(id, "unshelve", { unshelve: null })) shelvedIds.delete(id);
       } else if (s.status === "ACTIVE" && host) {
         // each kind at least once, however little load a busy machine lets through
         const r = !report.moves.resize.accepted ? 0 : !report.moves.migrate.accepted ? 0.7 : random();
@@ -377,7 +380,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         report.host_kills++;
         say(`killed ${victim}`);
       } else if (roll < 0.92 && live.length) {
-        await moveStep(pick(live));
+        // a shelved server is unshelved at least once, however few steps a busy machine lets through
+        const shelf = !report.moves.unshelve.accepted ? [...shelvedIds][0] : undefined;
+        await moveStep(shelf ?? pick(live));
       }
       for (const [id, at] of deleteAt) {
         if (Date.now() < at) continue;
