@@ -106,8 +106,8 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
     throw new Error(`server ${id} never became ${status}`);
   };
 
-  // Resize and cold migration, once each rather than at every version: each `--wait` polls every
-  // 5 s, and the suite's time is tight. These run together with the concurrent versions below
+  // Resize and cold migration, once each rather than at every version: each `--wait` polls (every
+  // 0.2 s in the fork server, forkserver.py), and the suite's time is tight. These run together with the concurrent versions below
   // (consecutive concurrent suites do), first, being the longest; each keeps to its own server.
   describe.concurrent("moves", () => {
     // from 2.47 Nova embeds the flavor (OSC shows its original_name); before, a link to its id
@@ -330,7 +330,7 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
   });
 
   // The versions and their tests run concurrently: each command is a Python process, mostly
-  // start-up CPU, and `--wait` polls every 5 s. Each test keeps to its own resources.
+  // start-up CPU, and `--wait` polls while it waits. Each test keeps to its own resources.
   describe.concurrent.each(VERSIONS)("at compute microversion %s", (version) => {
     const as = (cloudName: "admin" | "demo" = "admin") => ({ cloud: cloudName, version });
     // a host of this version's own for the aggregate, so versions do not meet on one host
