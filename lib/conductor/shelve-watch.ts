@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { castToCompute } from "../aws/send.js";
 import { moveOptions } from "../config.js";
-import { listInstancesInVmState } from "../instances/queries.js";
+import { listInstancesInVmState, listInstancesOnHost } from "../instances/queries.js";
 import { beginShelveAction } from "../instances/shelve.js";
 import type { InstanceAction } from "../instances/types.js";
 import { log } from "../log.js";
@@ -20,10 +20,12 @@ import { applyUnshelveReport } from "./shelve-events.js";
  */
 export async function watchUnshelves(now: Date, up: ReadonlyMap<string, boolean>): Promise<string[]> {
   const failed: string[] = [];
-  for (const rec of await listInstancesInVmState("shelved_offloaded")) {
+  // read from the hosts that are down (the by-host index): usually none, and never every
+  // offloaded server
+  const down = [...up].filter(([, alive]) => !alive).map(([host]) => host);
+  for (const rec of (await Promise.all(down.map((h) => listInstancesOnHost(h)))).flat()) {
     const ctx = rec.unshelve;
-    if (rec.deleted || !ctx || rec.task_state !== "spawning" || !rec.host || up.get(rec.host) !== false)
-      continue;
+    if (rec.vm_state !== "shelved_offloaded" || !ctx || rec.task_state !== "spawning" || !rec.host) continue;
     const at = now.toISOString();
     await applyUnshelveReport(
       {

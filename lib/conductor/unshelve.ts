@@ -90,21 +90,24 @@ async function endUnshelve(req: UnshelveInput, f: Fault | null, details: string)
   const id = req.instance_uuids[0]!;
   const rec = await getInstance(id);
   const log = rootLog.child({ request_id: req.request_id, instance_uuid: id });
-  if (!rec || rec.unshelve?.uuid !== req.unshelve.unshelve_uuid) {
-    // over already (or deleted): only the releases may be unfinished
-    if (rec && !rec.deleted && rec.vm_state !== "shelved_offloaded") return;
-  } else {
+  // it runs (this unshelve finished after all, or a later one did): its claims are its own now
+  if (rec && !rec.deleted && rec.vm_state !== "shelved_offloaded") return;
+  const current = rec?.unshelve;
+  if (rec && current?.uuid === req.unshelve.unshelve_uuid) {
     const done = await unshelveEnded(
-      { id, request_id: rec.unshelve.request_id },
-      rec.unshelve.uuid,
+      { id, request_id: current.request_id },
+      current.uuid,
       f,
       event(EVENT_UNSHELVE_SCHEDULE, unshelveAttempt(req), "Error", null, details, new Date()),
     );
     log.warn("conductor.unshelve_failed", { details, applied: Boolean(done) });
     if (!done) return;
   }
+  // (ended already, or deleted: only the releases may be unfinished) This unshelve's claims are
+  // above its base attempt, and a later unshelve's are above that one's base: never released here.
+  const upTo = current && current.uuid !== req.unshelve.unshelve_uuid ? current.base_attempt : Infinity;
   for (const a of await consumerAllocations(id)) {
-    if (a.attempt > req.unshelve.base_attempt) await release(a.host, id, a.attempt);
+    if (a.attempt > req.unshelve.base_attempt && a.attempt <= upTo) await release(a.host, id, a.attempt);
   }
 }
 
