@@ -35,8 +35,6 @@ export async function applyShelveReport(r: ShelveDoneReport, log: Logger): Promi
   const id = r.instance_uuid;
   const slog = log.child({ request_id: r.request_id, instance_uuid: id, op: r.op });
   if (r.ok && r.offloaded) await release(r.host, id, r.attempt);
-  // the snapshot a start of a SHELVED server ends with (read before the write removes it)
-  const image = r.op === "start" && r.ok ? (await getInstance(id))?.shelve?.image_id : undefined;
   const started = new Date(r.started_at);
   const finished = new Date(r.sent_at);
   const ev = event(
@@ -72,8 +70,8 @@ export async function applyShelveReport(r: ShelveDoneReport, log: Logger): Promi
     else await deleteServerImage(r.image_id, { unlessActive: true });
   }
   if (done && r.op === "start" && r.ok) {
-    // Nova's start of a SHELVED server deletes the shelve's snapshot
-    if (image) await deleteServerImage(image);
+    // Nova's start of a SHELVED server deletes the shelve's snapshot (the cast named it)
+    if (r.image_id) await deleteServerImage(r.image_id);
   }
   slog.info("compute_events.shelve_done", {
     ok: r.ok,

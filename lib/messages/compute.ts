@@ -217,7 +217,10 @@ export const shelveInstanceV1 = z.object({
   host: z.string().min(1),
   attempt: z.number().int().min(0),
   offload: z.boolean(),
-  /** the snapshot image Nova's API created for the shelve (null: nothing to snapshot) */
+  /**
+   * shelve: the snapshot image Nova's API created for it (null: nothing to snapshot); start: the
+   * shelve's snapshot, which compute-events deletes once the server runs
+   */
   image_id: uuid.nullable(),
   guest: guestSpec.optional(),
 });

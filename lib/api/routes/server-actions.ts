@@ -20,7 +20,7 @@ import { actionRecord } from "./instance-action.js";
 import { triggerCrashDump } from "./server-crash-dump.js";
 import { createBackup, createImage } from "./server-images.js";
 import { migrateLive } from "./server-live-migrate.js";
-import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
+import { checkInstanceHost, confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
 import { rebuild } from "./server-rebuild.js";
 import { resetState } from "./server-reset-state.js";
 import { shelve, shelveOffload, unshelve } from "./server-shelve.js";
@@ -139,9 +139,7 @@ async function power(
   if (!allowed.vm.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
   if (!allowed.task.includes(rec.task_state))
     throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
-  // Nova's check_instance_host: a server never built anywhere has no one to act on it
-  const host = rec.host ? await call.deps.getHost(rec.host) : undefined;
-  if (!rec.host || !host) throw conflict(`Instance ${rec.id} is not ready`);
+  const host = await checkInstanceHost(call.deps, rec);
   const a: InstanceAction = { ...actionRecord(action, call) };
   const begun = await p.begin(rec, action, rebootType, a);
   if (!begun) {
@@ -159,7 +157,7 @@ async function power(
     ...(action === "reboot" ? { reboot_type: rebootType ?? "SOFT" } : {}),
     request_id: call.ctx.requestId,
     instance_uuid: rec.id,
-    host: rec.host,
+    host: host.host,
     ...(action === "start" || action === "reboot" || action === "resume"
       ? { guest: await p.guestSpecFor(rec) }
       : {}),

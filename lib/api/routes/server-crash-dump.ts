@@ -7,11 +7,11 @@
 import { z } from "zod";
 import type { InstanceRecord } from "../../instances/types.js";
 import type { PowerDeps } from "../deps.js";
-import { conflict, notFound, RESOURCE_NOT_FOUND } from "../errors.js";
+import { notFound, RESOURCE_NOT_FOUND } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { validate } from "../validation/common.js";
 import { actionRecord } from "./instance-action.js";
-import { checkLock, invalidState, refusedBy } from "./server-moves.js";
+import { checkInstanceHost, checkLock, invalidState, refusedBy } from "./server-moves.js";
 
 /** Nova's vm_states.ALLOW_TRIGGER_CRASH_DUMP (rescued: not a state this system has). */
 const ALLOWED = ["active", "paused", "resized", "error"];
@@ -31,8 +31,7 @@ export async function triggerCrashDump(
   if (!ALLOWED.includes(rec.vm_state))
     throw invalidState(rec.id, "trigger_crash_dump", "vm_state", rec.vm_state);
   if (rec.task_state !== null) throw invalidState(rec.id, "trigger_crash_dump", "task_state", rec.task_state);
-  const host = rec.host ? await call.deps.getHost(rec.host) : undefined;
-  if (!rec.host || !host) throw conflict(`Instance ${rec.id} is not ready`);
+  const host = await checkInstanceHost(call.deps, rec);
   const action = actionRecord("trigger_crash_dump", call);
   const updated = await call.deps.updateServer(rec.id, { fields: {}, action, now: call.deps.now() });
   if (!updated) return refusedBy(call, rec, "trigger_crash_dump");
@@ -41,7 +40,7 @@ export async function triggerCrashDump(
     kind: "trigger_crash_dump",
     request_id: action.request_id,
     instance_uuid: rec.id,
-    host: rec.host,
+    host: host.host,
   });
   return { status: 202 };
 }

@@ -3,6 +3,7 @@
 // calls its compute host. From 2.48 the answer is Nova's standard shape (views/
 // server_diagnostics.py); before, the free-form dictionary each Nova driver made its own, here
 // libvirt's keys (cpu0_time, vda_read, memory…) from the same figures.
+
 import { readHostAnswer } from "../../instances/host-answers.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
@@ -10,6 +11,7 @@ import { requireAdmin } from "../auth.js";
 import { conflict } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { askHost } from "./host-answer.js";
+import { checkInstanceHost } from "./server-moves.js";
 import { findServer } from "./servers.js";
 
 /** Nova's policy rule (nova/policies/server_diagnostics.py): admin only. */
@@ -96,14 +98,12 @@ async function showDiagnostics(call: RouteCall): Promise<ApiResult> {
   requireAdmin(ctx.auth, DIAGNOSTICS_RULE);
   const p = deps.power;
   if (!p) throw new Error("the API was built without its power-action dependencies");
-  // Nova's check_instance_host: InstanceNotReady
-  const host = rec.host ? await deps.getHost(rec.host) : undefined;
-  if (!rec.host || !host) throw conflict(`Instance ${rec.id} is not ready`);
+  const host = await checkInstanceHost(deps, rec);
   const requestId = ctx.requestId;
   const answer = await askHost(
     p,
     host.queue_url,
-    { version: 1, kind: "get_diagnostics", request_id: requestId, instance_uuid: rec.id, host: rec.host },
+    { version: 1, kind: "get_diagnostics", request_id: requestId, instance_uuid: rec.id, host: host.host },
     () => readHostAnswer("diagnostics", rec.id, requestId),
   );
   if (!answer) {

@@ -14,12 +14,12 @@ import {
   serverImageRecord,
 } from "../../instances/snapshot.js";
 import type { InstanceRecord } from "../../instances/types.js";
-import { conflict, forbidden } from "../errors.js";
+import { forbidden } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { nonNegativeInt, novaName, validate } from "../validation/common.js";
 import { metadataSchema } from "../validation/servers.js";
 import { actionRecord } from "./instance-action.js";
-import { invalidState, refusedBy } from "./server-moves.js";
+import { checkInstanceHost, invalidState, refusedBy } from "./server-moves.js";
 
 /** createImage: {name, metadata?} (Nova's schemas/servers.py create_image). */
 const createImageSchema = z.strictObject({ name: novaName, metadata: metadataSchema.optional() });
@@ -54,8 +54,7 @@ async function serverImage(
   if (!SNAPSHOT_VM_STATES.includes(rec.vm_state))
     throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
   if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
-  const host = rec.host ? await deps.getHost(rec.host) : undefined;
-  if (!rec.host || !host) throw conflict(`Instance ${rec.id} is not ready`);
+  const host = await checkInstanceHost(deps, rec);
   const image = await serverImageRecord(rec, {
     ...req,
     type,
@@ -75,7 +74,7 @@ async function serverImage(
     kind: "snapshot_instance",
     request_id: ctx.requestId,
     instance_uuid: rec.id,
-    host: rec.host,
+    host: host.host,
     image_id: image.id,
     image_type: type,
   });

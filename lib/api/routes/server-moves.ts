@@ -16,9 +16,10 @@ import type { ActionName, InstanceRecord, MigrationRecord } from "../../instance
 import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
 import { isServiceUp } from "../../placement/liveness.js";
+import type { HostRecord } from "../../placement/types.js";
 import { upsizeDelta } from "../../quotas/quotas.js";
 import { flavorSpec, newAdminPass } from "../build.js";
-import type { MoveDeps } from "../deps.js";
+import type { ApiDeps, MoveDeps } from "../deps.js";
 import {
   ApiError,
   badRequest,
@@ -65,6 +66,16 @@ function moveDeps(call: RouteCall): MoveDeps {
   const m = call.deps.moves;
   if (!m) throw new Error("the API was built without its move dependencies");
   return m;
+}
+
+/**
+ * Nova's check_instance_host: a server on no registered host (never built anywhere, or offloaded)
+ * has no one to act on it: InstanceNotReady, a 409. The host's record (its queue) otherwise.
+ */
+export async function checkInstanceHost(deps: ApiDeps, rec: InstanceRecord): Promise<HostRecord> {
+  const host = rec.host ? await deps.getHost(rec.host) : undefined;
+  if (!host) throw conflict(`Instance ${rec.id} is not ready`);
+  return host;
 }
 
 /** Nova's check_instance_lock: a locked server refuses its owner, not an admin. */

@@ -19,7 +19,7 @@ import { parseUnshelveBody } from "../validation/server-shelve.js";
 import { serverStatus } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
 import { actionRecord } from "./instance-action.js";
-import { checkLock, invalidState, refusedBy } from "./server-moves.js";
+import { checkInstanceHost, checkLock, invalidState, refusedBy } from "./server-moves.js";
 
 /** Nova's shelve policies whose default is admin. */
 const SHELVE_OFFLOAD_POLICY = "os_compute_api:os-shelve:shelve_offload";
@@ -36,12 +36,9 @@ function checkState(rec: InstanceRecord, apiAction: string, vmStates: readonly s
   if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
 }
 
-/** The server's host's queue, or Nova's 409 when it has none to act on it (check_instance_host). */
-async function hostQueue(call: RouteCall, rec: InstanceRecord): Promise<string> {
-  const host = rec.host ? await call.deps.getHost(rec.host) : undefined;
-  if (!rec.host || !host) throw conflict(`Instance ${rec.id} is not ready`);
-  return host.queue_url;
-}
+/** The server's host's queue (Nova's check_instance_host). */
+const hostQueue = async (call: RouteCall, rec: InstanceRecord): Promise<string> =>
+  (await checkInstanceHost(call.deps, rec)).queue_url;
 
 /**
  * The cast after the accepting write; when it cannot be sent, the task state goes back (and an
@@ -179,7 +176,8 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
         host: rec.host!,
         attempt: rec.attempt,
         offload: false,
-        image_id: null,
+        // the shelve's snapshot, deleted once the server runs again
+        image_id: rec.shelve?.image_id ?? null,
         guest: await s.guestSpecFor(begun),
       }),
     );
