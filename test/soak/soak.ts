@@ -429,6 +429,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       const flavorRef = pick(FLAVORS.filter((f) => f !== r.flavor.id));
       await moveAction(r.id, "resize", { resize: { flavorRef } });
     }
+    // Likewise pause and shelve (offloaded at once), on quiet servers the resizes left alone; the
+    // settling below unshelves a shelved one if none was.
+    const others = quiet.slice(missing.length);
+    if (!report.moves.pause.accepted && others[0]) await moveAction(others[0].id, "pause", { pause: null });
+    if (!report.moves.shelve.accepted && others[1])
+      await moveAction(others[1].id, "shelve", { shelve: null });
     let building = await listBuilding();
     let pending = 0;
     let busy: InstanceRecord[] = [];
@@ -441,6 +447,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         building = await listBuilding();
         pending = await pendingMessages(queues);
         const live = await listInstances();
+        const offloaded = live.find((r) => r.vm_state === "shelved_offloaded" && r.task_state === null);
+        if (!report.moves.unshelve.accepted && offloaded)
+          await moveAction(offloaded.id, "unshelve", { unshelve: null });
         for (const r of live) {
           if (r.vm_state !== "resized" || r.task_state !== null || r.migration?.status !== "finished")
             continue;
