@@ -74,6 +74,8 @@ export const post = async <T>(path: string, body: unknown): Promise<T> =>
   (await request<T>("POST", path, body)).body;
 export const put = async <T>(path: string, body: unknown): Promise<T> =>
   (await request<T>("PUT", path, body)).body;
+export const patch = async <T>(path: string, body: unknown): Promise<T> =>
+  (await request<T>("PATCH", path, body)).body;
 
 const etags = new Map<string, { etag: string; body: unknown }>();
 
@@ -98,13 +100,18 @@ export async function getFresh<T>(path: string): Promise<T> {
 }
 
 interface TokenBody {
-  token: { user: { name: string }; project?: { id: string; name: string }; roles?: { name: string }[] };
+  token: {
+    user: { id: string; name: string };
+    project?: { id: string; name: string };
+    roles?: { name: string }[];
+  };
 }
 
 function sessionOf(token: string, b: TokenBody): Session {
   return {
     token,
     user: b.token.user.name,
+    userId: b.token.user.id,
     project: b.token.project?.name ?? "",
     projectId: b.token.project?.id ?? "",
     admin: (b.token.roles ?? []).some((r) => r.name === "admin"),

@@ -1,4 +1,5 @@
-// Small hooks: the hash route, polling a GET with ETags, and a servers list kept by changes-since.
+// Small hooks: the hash route, polling a GET with ETags, a load run again on demand, and a servers
+// list kept by changes-since.
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { getFresh, request } from "./api.js";
 import { changesQuery, mergeServers, type ServerFilters, serverQuery } from "./model.js";
@@ -48,6 +49,34 @@ export function usePoll<T>(path: string | null, everyMs: number): Polled<T> {
       if (timer) clearTimeout(timer);
     };
   }, [path, everyMs, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { data, error, reload };
+}
+
+/**
+ * `load()` now and on each `reload()`: for pages that change only when their user acts (the
+ * Identity pages), read several resources together. The last data stays shown while it reloads.
+ */
+export function useLoad<T>(load: () => Promise<T>): Polled<T> {
+  const [data, setData] = useState<T>();
+  const [error, setError] = useState<string>();
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let alive = true;
+    load().then(
+      (d) => {
+        if (!alive) return;
+        setData(d);
+        setError(undefined);
+      },
+      (e: unknown) => {
+        if (alive) setError((e as Error).message);
+      },
+    );
+    return () => {
+      alive = false;
+    };
+  }, [tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data, error, reload };
 }

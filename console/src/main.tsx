@@ -10,6 +10,7 @@ import { useRoute } from "./hooks.js";
 import { DryRunView } from "./views/dryrun.js";
 import { FleetView, HostView } from "./views/fleet.js";
 import { OperationsView } from "./views/operations.js";
+import { ProjectsView } from "./views/projects.js";
 import { ServersView, ServerView } from "./views/servers.js";
 
 function SignIn() {
@@ -123,6 +124,8 @@ function App() {
   else if (page === "servers") view = <ServersView />;
   else if (page === "plan") view = <DryRunView />;
   else if (page === "operations") view = <OperationsView onConfirm={setConfirm} />;
+  // admins manage every project and user; a member reads its own (the view picks)
+  else if (page === "projects") view = <ProjectsView onConfirm={setConfirm} />;
   else view = <p role="alert">No such page.</p>;
   const link = (to: string, label: string) => (
     <a
@@ -141,6 +144,7 @@ function App() {
           {link("servers", "Servers")}
           {admin && link("plan", "Dry run")}
           {admin && link("operations", "Operations")}
+          {link("projects", admin ? "Projects and users" : "Project")}
         </nav>
         <div class="who">
           {session.user} · {session.project} {admin && <span class="badge">admin</span>}{" "}

@@ -1,7 +1,15 @@
 // The console's pure parts: the fleet map's grouping, layout and colors, the decision
-// explainer's bars and funnel, the server timeline. No DOM, no fetch: unit-tested in
-// test/unit/console.
-import type { Explanation, FleetAggregate, FleetHost, InstanceAction, Server } from "./types.js";
+// explainer's bars and funnel, the server timeline, a user's role assignments. No DOM, no fetch:
+// unit-tested in test/unit/console.
+import type {
+  Explanation,
+  FleetAggregate,
+  FleetHost,
+  InstanceAction,
+  Role,
+  RoleAssignment,
+  Server,
+} from "./types.js";
 
 /** used / capacity of a resource class, or undefined when the host has none of it. */
 export function utilization(h: FleetHost, rc: string): number | undefined {
@@ -452,4 +460,46 @@ export function mergeServers(
   }
   const out = [...byId.values()].sort(newestFirst);
   return limit === undefined ? out : out.slice(0, limit);
+}
+
+/** A user's roles on one target: a project (which the console can change), a domain or the system. */
+export interface ScopedRoles {
+  scope: "project" | "domain" | "system";
+  /** the project's or domain's id ("" for the system) */
+  id: string;
+  name: string;
+  roles: string[];
+}
+
+/**
+ * GET /v3/role_assignments?user.id=…&include_names, one row per target with its roles by name:
+ * projects first, by name. Group assignments (none here, but Keystone lists them) are left out.
+ */
+export function rolesByScope(assignments: readonly RoleAssignment[]): ScopedRoles[] {
+  const rows = new Map<string, ScopedRoles>();
+  for (const a of assignments) {
+    if (!a.user) continue;
+    const { project, domain } = a.scope;
+    const [scope, ref]: [ScopedRoles["scope"], { id: string; name?: string } | undefined] = project
+      ? ["project", project]
+      : domain
+        ? ["domain", domain]
+        : ["system", undefined];
+    const key = `${scope}/${ref?.id ?? ""}`;
+    const row = rows.get(key) ?? { scope, id: ref?.id ?? "", name: ref?.name ?? ref?.id ?? "all", roles: [] };
+    const role = a.role.name ?? a.role.id;
+    if (!row.roles.includes(role)) row.roles.push(role);
+    rows.set(key, row);
+  }
+  const rank = { project: 0, domain: 1, system: 2 };
+  return [...rows.values()]
+    .map((r) => ({ ...r, roles: r.roles.sort() }))
+    .sort((a, b) => rank[a.scope] - rank[b.scope] || a.name.localeCompare(b.name));
+}
+
+/** The roles a console form offers: Keystone's defaults, least surprising first, then any others. */
+export function roleChoices(roles: readonly Role[]): Role[] {
+  const order = ["member", "reader", "admin"];
+  const at = (r: Role) => (order.includes(r.name) ? order.indexOf(r.name) : order.length);
+  return [...roles].sort((a, b) => at(a) - at(b) || a.name.localeCompare(b.name));
 }

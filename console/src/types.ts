@@ -1,4 +1,5 @@
-// The API's shapes the console reads (Compute 2.x, novaless's os-fleet, os-scheduling, plan).
+// The API's shapes the console reads (Compute 2.x, novaless's os-fleet, os-scheduling, plan,
+// Keystone v3's projects, users, roles and role assignments).
 import type { FleetHost } from "../../lib/api/views/fleet-types.js";
 
 export type { FleetHost };
@@ -6,6 +7,7 @@ export type { FleetHost };
 export interface Session {
   token: string;
   user: string;
+  userId: string;
   project: string;
   projectId: string;
   admin: boolean;
@@ -211,4 +213,41 @@ export interface Diagnostics {
     write_requests: Figure;
     errors_count: Figure;
   }[];
+}
+
+/** Keystone v3's project. */
+export interface Project {
+  id: string;
+  name: string;
+  domain_id: string;
+  description: string | null;
+  enabled: boolean;
+}
+
+/** Keystone v3's user (its default project is optional). */
+export interface User {
+  id: string;
+  name: string;
+  domain_id: string;
+  enabled: boolean;
+  default_project_id?: string | null;
+}
+
+export interface Role {
+  id: string;
+  name: string;
+}
+
+interface NamedRef {
+  id: string;
+  name?: string;
+  domain?: { id: string; name?: string };
+}
+
+/** GET /v3/role_assignments' item, names included (?include_names). */
+export interface RoleAssignment {
+  role: NamedRef;
+  user?: NamedRef;
+  group?: NamedRef;
+  scope: { project?: NamedRef; domain?: NamedRef; system?: Record<string, unknown> };
 }

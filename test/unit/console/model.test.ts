@@ -12,6 +12,8 @@ import {
   moveCursor,
   parseHints,
   reschedules,
+  roleChoices,
+  rolesByScope,
   serverMatches,
   serverQuery,
   summarize,
@@ -20,7 +22,13 @@ import {
   utilizationColor,
   weightBars,
 } from "../../../console/src/model.js";
-import type { Explanation, FleetHost, InstanceAction, Server } from "../../../console/src/types.js";
+import type {
+  Explanation,
+  FleetHost,
+  InstanceAction,
+  RoleAssignment,
+  Server,
+} from "../../../console/src/types.js";
 
 const host = (name: string, over: Partial<FleetHost> = {}): FleetHost => ({
   host: name,
@@ -301,5 +309,41 @@ describe("a servers list kept by changes-since", () => {
       ["1", "vm-1"],
     ]);
     expect(mergeServers(held, [], f, 3)).toBe(held);
+  });
+});
+
+describe("a user's role assignments", () => {
+  const user = { id: "u1", name: "alice", domain: { id: "default", name: "Default" } };
+  const on = (project: string, role: string): RoleAssignment => ({
+    role: { id: role, name: role },
+    user,
+    scope: { project: { id: `id-${project}`, name: project, domain: { id: "default", name: "Default" } } },
+  });
+
+  it("groups Keystone's assignments (names included) by target: projects by name, then domains, then the system", () => {
+    const rows = rolesByScope([
+      on("p2", "reader"),
+      { role: { id: "admin", name: "admin" }, user, scope: { system: { all: true } } },
+      on("p1", "reader"),
+      on("p1", "member"),
+      { role: { id: "r9" }, user, scope: { domain: { id: "default", name: "Default" } } },
+      // a group's assignment is not the user's own
+      { role: { id: "admin", name: "admin" }, group: { id: "g1" }, scope: { project: { id: "id-p1" } } },
+      on("p1", "member"),
+    ]);
+    expect(rows).toEqual([
+      { scope: "project", id: "id-p1", name: "p1", roles: ["member", "reader"] },
+      { scope: "project", id: "id-p2", name: "p2", roles: ["reader"] },
+      { scope: "domain", id: "default", name: "Default", roles: ["r9"] },
+      { scope: "system", id: "", name: "all", roles: ["admin"] },
+    ]);
+    expect(rolesByScope([])).toEqual([]);
+  });
+
+  it("offers Keystone's default roles member, reader, admin first, then the others by name", () => {
+    const names = roleChoices(
+      ["admin", "zeta", "reader", "alpha", "member"].map((n) => ({ id: n, name: n })),
+    ).map((r) => r.name);
+    expect(names).toEqual(["member", "reader", "admin", "alpha", "zeta"]);
   });
 });
