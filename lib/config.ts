@@ -975,6 +975,21 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     topic: "identity",
   }),
   row({
+    key: "token_revocation_cache_time",
+    group: "token",
+    name: "revocation_cache_time",
+    nova: false,
+    env: "NOVALESS_TOKEN_REVOCATION_CACHE_TIME",
+    kind: "int",
+    default: 2,
+    min: 0,
+    // keystonemiddleware would keep a validation 300 s; our tokens are checked against the store
+    // (user, project, roles, revocation) in one read, so a short memory costs little and a
+    // disabled user or a removed role takes effect at once, as at Keystone itself.
+    help: "Seconds the compute and image APIs remember that a token /identity signed is still valid (its user, project, roles and revocation read again after). 0 reads them on every request; /identity itself always reads them.",
+    topic: "identity",
+  }),
+  row({
     key: "token_expiration",
     group: "token",
     name: "expiration",
@@ -1379,6 +1394,7 @@ export interface IdentityOptions {
   keystoneUrl: string | null;
   keystoneCacheSeconds: number;
   tokenExpiration: number;
+  tokenRevocationCacheTime: number;
   tokenKeySecret: string | null;
   tokenKey: string | null;
 }
@@ -1388,6 +1404,7 @@ export function identityOptions(): IdentityOptions {
     keystoneUrl: read("keystone_url"),
     keystoneCacheSeconds: read("keystone_cache_seconds"),
     tokenExpiration: read("token_expiration"),
+    tokenRevocationCacheTime: read("token_revocation_cache_time"),
     tokenKeySecret: read("token_key_secret"),
     tokenKey: read("token_key"),
   };

@@ -31,6 +31,8 @@ export interface TableSpec {
   /** environment variable that carries the table name to the handlers */
   env: string;
   gsis: GsiSpec[];
+  /** the attribute DynamoDB's TTL expires items by (epoch seconds), if the table has one */
+  ttlAttribute?: string;
 }
 
 /** The Hosts table's change feed: pk `feed` (a shard, see lib/placement/feed.ts), sk `changed_at`. */
@@ -83,6 +85,7 @@ export const TABLES: TableSpec[] = [
     localName: "novaless-instances",
     partitionKey: "id",
     env: "NOVALESS_INSTANCES_TABLE",
+    ttlAttribute: "expires_at",
     gsis: [
       // The listing reads the live ones' keys here, then the items themselves (BatchGetItem).
       { indexName: "by-project", partitionKey: "project_id", sortKey: "created_at", projection: ["deleted"] },
@@ -169,16 +172,21 @@ export const TABLES: TableSpec[] = [
     env: "NOVALESS_CATALOG_TABLE",
     gsis: [],
   },
-  // Keystone's users (scrypt hashes), projects, domains, roles and role assignments
-  // (lib/identity/store.ts): read by the API only, written by `npm run seed`.
+  // Keystone's users (scrypt hashes), projects, domains, roles, role assignments, application
+  // credentials and revoked tokens (lib/identity/store.ts): written by the seed and /identity.
   {
     id: "Identity",
     localName: "novaless-identity",
     partitionKey: "pk",
     env: "NOVALESS_IDENTITY_TABLE",
-    gsis: [],
+    // an admin's whole-kind listings (projects, users, role assignments) Query one kind
+    gsis: [{ indexName: "by-kind", partitionKey: "kind", sortKey: "pk", projection: "ALL" }],
+    // a revoked token's mark lasts until the token would have expired
+    ttlAttribute: "expires_at",
   },
 ];
+
+export const IDENTITY_BY_KIND_INDEX = "by-kind";
 
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
 export const INSTANCES_BUILDING_INDEX = "building-by-deadline";

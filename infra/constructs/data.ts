@@ -37,7 +37,7 @@ export class Data {
         sortKey: spec.sortKey ? { name: spec.sortKey, type: dynamodb.AttributeType.STRING } : undefined,
         billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-        timeToLiveAttribute: spec.id === "Instances" ? "expires_at" : undefined,
+        timeToLiveAttribute: spec.ttlAttribute,
         removalPolicy: props.removalPolicy,
       });
       for (const gsi of spec.gsis) {

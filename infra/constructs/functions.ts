@@ -297,8 +297,9 @@ export class Functions {
       }),
     );
     secrets.authTokens.grantRead(api);
-    // /identity reads users, projects and assignments; only the operator's seed writes them.
-    identity.grantReadData(api);
+    // /identity is Keystone: it reads and writes users, projects, assignments, application
+    // credentials and revoked tokens (TransactWriteItems for the name items: a write grant).
+    identity.grantReadWriteData(api);
     secrets.tokenKey?.grantRead(api);
 
     hosts.grantReadWriteData(scheduler);

@@ -5,7 +5,7 @@
 import { secretString } from "../aws/secrets.js";
 import { apiOptions } from "../config.js";
 import { keystoneValidator } from "../identity/keystone.js";
-import { tokenKey, verifyToken } from "../identity/token.js";
+import { validateToken } from "../identity/validate.js";
 import { policyForbidden } from "./errors.js";
 import { authTokens, type Principal, parseAuthTokens } from "./settings.js";
 
@@ -71,7 +71,8 @@ export async function authenticate(
       domain_id: v.domain_id,
     };
   }
-  const payload = verifyToken(token, await tokenKey(), deps.now());
+  // signed here, and its user, project, roles and revocation as they stand (lib/identity/validate.ts)
+  const payload = await validateToken(token, deps.now(), false);
   if (!payload?.project) return undefined;
   const roles = payload.roles.map((r) => r.name);
   return {

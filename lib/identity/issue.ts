@@ -1,8 +1,12 @@
-// Keystone's POST /v3/auth/tokens as a domain operation: identify (password or token), resolve the
-// scope (project by id, or by name and domain), read the roles the user holds there, sign. Errors
-// carry Keystone's status and message; lib/api/identity shapes them.
+// Keystone's POST /v3/auth/tokens as a domain operation: identify (password, token or application
+// credential), resolve the scope (project by id, or by name and domain; else the user's default
+// project when it holds a role there), read the roles the user holds there (implied ones added),
+// sign. Errors carry Keystone's status and message; lib/api/identity shapes them.
+import { authenticateApplicationCredential } from "./app-creds.js";
+import { expecting, IdentityError, unauthorized } from "./errors.js";
 import { verifyPassword } from "./password.js";
 import {
+  type ApplicationCredential,
   type Domain,
   findDomainByName,
   findProjectByName,
@@ -10,25 +14,14 @@ import {
   getAssignment,
   getDomain,
   getProject,
-  getRole,
   getUser,
+  type Project,
   type User,
 } from "./store.js";
-import { type Named, newAuditId, signToken, type TokenPayload, tokenExpirationSeconds } from "./token.js";
+import { newAuditId, signToken, type TokenPayload, tokenExpirationSeconds } from "./token.js";
+import { rolesOf } from "./validate.js";
 
-export class IdentityError extends Error {
-  constructor(
-    readonly status: 400 | 401 | 403 | 404,
-    message: string,
-  ) {
-    super(message);
-    this.name = "IdentityError";
-  }
-}
-
-const AUTH_FAILED = "The request you have made requires authentication.";
-const unauthorized = () => new IdentityError(401, AUTH_FAILED);
-const badRequest = (m: string) => new IdentityError(400, m);
+export { IdentityError };
 
 type Ref = { id?: unknown; name?: unknown; domain?: { id?: unknown; name?: unknown } };
 
@@ -37,30 +30,27 @@ function obj(v: unknown): Record<string, unknown> | undefined {
 }
 
 async function domainOf(ref: Ref["domain"], what: string): Promise<Domain> {
-  if (!ref || (typeof ref.id !== "string" && typeof ref.name !== "string"))
-    throw badRequest(
-      `Expecting to find domain in ${what}. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.`,
-    );
+  if (!ref || (typeof ref.id !== "string" && typeof ref.name !== "string")) throw expecting("domain", what);
   const d = typeof ref.id === "string" ? await getDomain(ref.id) : await findDomainByName(ref.name as string);
-  if (!d) throw unauthorized();
+  if (!d?.enabled) throw unauthorized();
   return d;
+}
+
+/** A user named by id, or by name and domain. */
+async function userOf(u: Ref): Promise<User | undefined> {
+  if (typeof u.id === "string") return getUser(u.id);
+  if (typeof u.name === "string") return findUserByName(u.name, (await domainOf(u.domain, "user")).id);
+  throw expecting("id or name", "user");
 }
 
 async function passwordUser(method: Record<string, unknown>): Promise<User> {
   const u = obj(method.user) as (Ref & { password?: unknown }) | undefined;
   if (!u || typeof u.password !== "string")
-    throw badRequest(
+    throw new IdentityError(
+      400,
       "Invalid input for field 'identity/password/user/password': None is not of type 'string'",
     );
-  let user: User | undefined;
-  if (typeof u.id === "string") user = await getUser(u.id);
-  else if (typeof u.name === "string") {
-    const d = await domainOf(u.domain, "user");
-    user = await findUserByName(u.name, d.id);
-  } else
-    throw badRequest(
-      "Expecting to find id or name in user. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
-    );
+  const user = await userOf(u);
   // Keystone answers an unknown user and a wrong password alike: nothing says which it was.
   if (!user?.enabled || !(await verifyPassword(u.password, user.password_hash))) throw unauthorized();
   return user;
@@ -76,62 +66,96 @@ export interface IssueInput {
   now: Date;
 }
 
+/** The project a scope names (by id, or by name and domain), enabled and in an enabled domain. */
+async function scopedProject(scope: unknown): Promise<Project> {
+  const p = obj(obj(scope)?.project) as Ref | undefined;
+  if (!p) throw new IdentityError(400, "Only project scope is supported.");
+  let found: Project | undefined;
+  if (typeof p.id === "string") found = await getProject(p.id);
+  else if (typeof p.name === "string")
+    found = await findProjectByName(p.name, (await domainOf(p.domain, "project")).id);
+  else throw expecting("id or name", "project");
+  if (!found?.enabled || !(await getDomain(found.domain_id))?.enabled) throw unauthorized();
+  return found;
+}
+
 /** A new token for a Keystone auth request body; its payload and its string. */
 export async function issueToken(input: IssueInput): Promise<{ token: string; payload: TokenPayload }> {
   const auth = obj(obj(input.body)?.auth);
   const identity = obj(auth?.identity);
   const methods = identity?.methods;
   if (!auth || !identity || !Array.isArray(methods) || methods.length === 0)
-    throw badRequest(
-      "Expecting to find identity in auth. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
-    );
+    throw expecting("identity", "auth");
   let user: User | undefined;
   let from: TokenPayload | undefined;
+  let credential: ApplicationCredential | undefined;
   if (methods.includes("password")) user = await passwordUser(obj(identity.password) ?? {});
-  else if (methods.includes("token")) {
+  else if (methods.includes("application_credential")) {
+    credential = await authenticateApplicationCredential(
+      obj(identity.application_credential) ?? {},
+      (ref) => userOf(ref as Ref),
+      input.now,
+    );
+    if (!credential) throw unauthorized();
+    user = await getUser(credential.user_id);
+  } else if (methods.includes("token")) {
     const id = obj(identity.token)?.id ?? input.headerToken;
     if (typeof id !== "string") throw unauthorized();
     from = await input.resolveToken(id);
-    if (!from) throw unauthorized();
+    // a credential's token is bound to its project: it is not rescoped (Keystone's rule)
+    if (!from || from.application_credential) throw unauthorized();
     user = await getUser(from.user.id);
-    if (!user?.enabled) throw unauthorized();
   } else throw unauthorized();
-  const userDomain = (await getDomain(user.domain_id)) ?? { id: user.domain_id, name: user.domain_id };
+  if (!user?.enabled) throw unauthorized();
+  const userDomain = await getDomain(user.domain_id);
+  if (!userDomain?.enabled) throw unauthorized();
 
+  let project: Project | undefined;
   const scope = auth.scope;
-  let project: TokenPayload["project"];
-  let roles: Named[] = [];
-  if (scope !== undefined && scope !== "unscoped") {
-    const p = obj(obj(scope)?.project) as Ref | undefined;
-    if (!p) throw badRequest("Only project scope is supported.");
-    let found: Awaited<ReturnType<typeof getProject>>;
-    if (typeof p.id === "string") found = await getProject(p.id);
-    else if (typeof p.name === "string")
-      found = await findProjectByName(p.name, (await domainOf(p.domain, "project")).id);
-    else
-      throw badRequest(
-        "Expecting to find id or name in project. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
-      );
-    if (!found?.enabled) throw unauthorized();
-    const assignment = await getAssignment(user.id, found.id);
-    if (!assignment?.role_ids.length) throw unauthorized();
-    const pd = (await getDomain(found.domain_id)) ?? { id: found.domain_id, name: found.domain_id };
-    project = { id: found.id, name: found.name, domain: { id: pd.id, name: pd.name } };
-    for (const rid of assignment.role_ids) {
-      const r = await getRole(rid);
-      if (r) roles.push({ id: r.id, name: r.name });
-    }
-    roles = roles.sort((a, b) => a.name.localeCompare(b.name));
+  if (credential) {
+    // the credential's project, whatever the body says
+    project = await getProject(credential.project_id);
+    if (!project?.enabled) throw unauthorized();
+  } else if (scope !== undefined && scope !== "unscoped") project = await scopedProject(scope);
+  else if (scope === undefined && user.default_project_id) {
+    // Keystone scopes to the default project when no scope is asked and the user holds a role there
+    const p = await getProject(user.default_project_id);
+    const a = p?.enabled ? await getAssignment(user.id, p.id) : undefined;
+    if (a?.role_ids.length) project = p;
   }
-  // A token from a token keeps the first one's expiry and audit chain, as Keystone's does.
-  const expires = from
+
+  let scoped: Pick<TokenPayload, "project" | "roles"> = { roles: [] };
+  if (project) {
+    const assignment = await getAssignment(user.id, project.id);
+    if (!assignment?.role_ids.length) throw unauthorized();
+    let roles = await rolesOf(assignment.role_ids);
+    if (credential) {
+      const held = new Set(roles.map((r) => r.id));
+      if (credential.role_ids.some((r) => !held.has(r))) throw unauthorized();
+      roles = await rolesOf(credential.role_ids);
+    }
+    const pd = (await getDomain(project.domain_id))!;
+    scoped = { project: { id: project.id, name: project.name, domain: { id: pd.id, name: pd.name } }, roles };
+  }
+  // A token from a token keeps the first one's expiry and audit chain, as Keystone's does; a
+  // credential's token expires no later than the credential.
+  let expires = from
     ? from.expires_at
     : new Date(input.now.getTime() + tokenExpirationSeconds() * 1000).toISOString();
+  if (credential?.expires_at && credential.expires_at < expires) expires = credential.expires_at;
   const payload: TokenPayload = {
-    methods: from ? ["token"] : ["password"],
+    methods: from ? ["token"] : credential ? ["application_credential"] : ["password"],
     user: { id: user.id, name: user.name, domain: { id: userDomain.id, name: userDomain.name } },
-    ...(project ? { project } : {}),
-    roles,
+    ...scoped,
+    ...(credential
+      ? {
+          application_credential: {
+            id: credential.id,
+            name: credential.name,
+            restricted: !credential.unrestricted,
+          },
+        }
+      : {}),
     issued_at: input.now.toISOString(),
     expires_at: expires,
     audit_ids: [newAuditId(), ...(from?.audit_ids.slice(0, 1) ?? [])],

@@ -16,6 +16,8 @@ export interface TokenPayload {
   /** absent for an unscoped token */
   project?: Named & { domain: Named };
   roles: Named[];
+  /** a token from an application credential: which one, and whether it may manage others */
+  application_credential?: Named & { restricted: boolean };
   /** ISO 8601 */
   issued_at: string;
   expires_at: string;

@@ -1,34 +1,33 @@
-// Keystone v3 on DevStack's path, /identity: enough of it for keystoneauth's discovery and
-// password/token authentication, and for what `openstack` reads (projects, users, roles, domains).
-// Keystone's default policy: listing projects, users, roles and domains is the admin's; a user sees
-// their own user, projects and domain.
+// Keystone v3 on DevStack's path, /identity: keystoneauth's discovery, password, token and
+// application-credential authentication, validation and revocation of tokens here; the admin API
+// (projects, users, domains, roles, role assignments, application credentials) in ./admin.ts.
 import { type Context, Hono } from "hono";
 import { IdentityError, issueToken } from "../../identity/issue.js";
+import { enabledProjectsOf } from "../../identity/manage.js";
+import { withImplied } from "../../identity/roles.js";
 import * as store from "../../identity/store.js";
-import { type TokenPayload, tokenExpirationSeconds, tokenKey, verifyToken } from "../../identity/token.js";
+import { type TokenPayload, tokenExpirationSeconds, tokenKey } from "../../identity/token.js";
+import { validateToken } from "../../identity/validate.js";
 import { type AuthDeps, tokenTable } from "../auth.js";
+import { adminRoutes, forbidden, type IdentityEnv, isAdmin, Refusal } from "./admin.js";
 import {
   collection,
-  domainView,
   keystoneError,
   projectView,
-  roleView,
   serviceCatalog,
   tokenView,
-  userView,
   versionDocument,
   versionsDocument,
 } from "./views.js";
 
-/** What the parent app puts in the context: the public base URL (lib/api/app.ts's observe). */
-type IdentityEnv = { Variables: { baseUrl: string } };
 type C = Context<IdentityEnv>;
 
 const AUTH_REQUIRED = "The request you have made requires authentication.";
 
 /**
- * The payload behind a token: one our /identity signed (scoped or not), or one of the static
- * table's, described as Keystone would (names are the ids; it expires an expiration from now).
+ * The payload behind a token: one our /identity signed (scoped or not) that is still valid (its
+ * user, project, roles and revocation read now), or one of the static table's, described as
+ * Keystone would (names are the ids; it expires an expiration from now).
  */
 export async function tokenPayload(token: string | undefined, now: Date): Promise<TokenPayload | undefined> {
   token = token?.trim();
@@ -41,28 +40,14 @@ export async function tokenPayload(token: string | undefined, now: Date): Promis
       methods: ["token"],
       user: { id: p.user_id, name: p.user_id, domain },
       project: { id: p.project_id, name: p.project_id, domain },
-      roles: p.roles.map((r) => ({ id: r, name: r })),
+      roles: withImplied(p.roles).map((r) => ({ id: r, name: r })),
       issued_at: now.toISOString(),
       expires_at: new Date(now.getTime() + tokenExpirationSeconds() * 1000).toISOString(),
       audit_ids: [],
     };
   }
-  return verifyToken(token, await tokenKey(), now);
+  return validateToken(token, now, true);
 }
-
-const isAdmin = (p: TokenPayload) => !!p.project && p.roles.some((r) => r.name === "admin");
-
-class Refusal extends Error {
-  constructor(
-    readonly status: 400 | 401 | 403 | 404,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-const forbidden = (action: string) =>
-  new Refusal(403, `You are not authorized to perform the requested action: identity:${action}.`);
 
 export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
   const app = new Hono<IdentityEnv>({ strict: false });
@@ -81,11 +66,6 @@ export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
     return p;
   };
   const self = (c: C) => `${base(c)}${c.req.path}`;
-  const admin = async (c: C, action: string) => {
-    const p = await caller(c);
-    if (!isAdmin(p)) throw forbidden(action);
-    return p;
-  };
 
   app.get("/", (c) => c.json(versionsDocument(base(c)), 300));
   app.get("/v3", (c) => c.json(versionDocument(base(c))));
@@ -107,13 +87,16 @@ export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
     return c.json(tokenView(payload, base(c)), 201, { "X-Subject-Token": token });
   });
 
-  const validate = async (c: C) => {
-    await caller(c);
+  /** The subject token, for its own user or an admin (identity:validate_token, revoke_token). */
+  const subjectOf = async (c: C, action: string) => {
+    const p = await caller(c);
     const subject = c.req.header("x-subject-token");
-    const p = await tokenPayload(subject, deps.now());
-    if (!p) throw new Refusal(404, `Could not find token: ${subject ?? ""}.`);
-    return p;
+    const s = await tokenPayload(subject, deps.now());
+    if (!s) throw new Refusal(404, `Could not find token: ${subject ?? ""}.`);
+    if (!isAdmin(p) && s.user.id !== p.user.id) throw forbidden(action);
+    return s;
   };
+  const validate = (c: C) => subjectOf(c, "validate_token");
   app.get("/v3/auth/tokens", async (c) => {
     const p = await validate(c);
     return c.json(tokenView(p, base(c)), 200, { "X-Subject-Token": c.req.header("x-subject-token")! });
@@ -121,6 +104,12 @@ export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
   app.on("HEAD", "/v3/auth/tokens", async (c) => {
     await validate(c);
     return c.body(null, 200);
+  });
+  // Keystone's revocation by audit id: the token, and no other, stops validating.
+  app.delete("/v3/auth/tokens", async (c) => {
+    const s = await subjectOf(c, "revoke_token");
+    if (s.audit_ids[0]) await store.putRevokedToken(s.audit_ids[0], s.expires_at);
+    return c.body(null, 204);
   });
 
   app.get("/v3/auth/catalog", async (c) => {
@@ -130,18 +119,9 @@ export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
     return c.json({ catalog: serviceCatalog(base(c)), links: { self: self(c), previous: null, next: null } });
   });
 
-  /** The projects the user holds a role on (enabled ones). */
-  const projectsOf = async (userId: string) => {
-    const out: store.Project[] = [];
-    for (const a of await store.assignmentsOf(userId)) {
-      const p = await store.getProject(a.project_id);
-      if (p?.enabled) out.push(p);
-    }
-    return out;
-  };
   app.get("/v3/auth/projects", async (c) => {
     const p = await caller(c);
-    const projects = await projectsOf(p.user.id);
+    const projects = await enabledProjectsOf(p.user.id);
     return c.json(
       collection(
         "projects",
@@ -155,99 +135,7 @@ export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
     return c.json(collection("domains", [], self(c)));
   });
 
-  app.get("/v3/projects", async (c) => {
-    await admin(c, "list_projects");
-    const { name, domain_id: domainId } = c.req.query();
-    const projects = (await store.listProjects()).filter(
-      (p) => (name === undefined || p.name === name) && (domainId === undefined || p.domain_id === domainId),
-    );
-    return c.json(
-      collection(
-        "projects",
-        projects.map((p) => projectView(p, base(c))),
-        self(c),
-      ),
-    );
-  });
-  app.get("/v3/projects/:id", async (c) => {
-    const p = await caller(c);
-    const id = c.req.param("id");
-    if (!isAdmin(p) && p.project?.id !== id) throw forbidden("get_project");
-    const project = await store.getProject(id);
-    if (!project) throw new Refusal(404, `Could not find project: ${id}.`);
-    return c.json({ project: projectView(project, base(c)) });
-  });
-
-  app.get("/v3/users", async (c) => {
-    await admin(c, "list_users");
-    const { name, domain_id: domainId } = c.req.query();
-    const users = (await store.listUsers()).filter(
-      (u) => (name === undefined || u.name === name) && (domainId === undefined || u.domain_id === domainId),
-    );
-    return c.json(
-      collection(
-        "users",
-        users.map((u) => userView(u, base(c))),
-        self(c),
-      ),
-    );
-  });
-  app.get("/v3/users/:id", async (c) => {
-    const p = await caller(c);
-    const id = c.req.param("id");
-    if (!isAdmin(p) && p.user.id !== id) throw forbidden("get_user");
-    const user = await store.getUser(id);
-    if (!user) throw new Refusal(404, `Could not find user: ${id}.`);
-    return c.json({ user: userView(user, base(c)) });
-  });
-  app.get("/v3/users/:id/projects", async (c) => {
-    const p = await caller(c);
-    const id = c.req.param("id");
-    if (!isAdmin(p) && p.user.id !== id) throw forbidden("list_user_projects");
-    if (!(await store.getUser(id))) throw new Refusal(404, `Could not find user: ${id}.`);
-    const projects = await projectsOf(id);
-    return c.json(
-      collection(
-        "projects",
-        projects.map((x) => projectView(x, base(c))),
-        self(c),
-      ),
-    );
-  });
-
-  app.get("/v3/roles", async (c) => {
-    await admin(c, "list_roles");
-    const { name } = c.req.query();
-    const roles = (await store.listRoles()).filter((r) => name === undefined || r.name === name);
-    return c.json(
-      collection(
-        "roles",
-        roles.map((r) => roleView(r, base(c))),
-        self(c),
-      ),
-    );
-  });
-
-  app.get("/v3/domains", async (c) => {
-    await admin(c, "list_domains");
-    const { name } = c.req.query();
-    const domains = (await store.listDomains()).filter((d) => name === undefined || d.name === name);
-    return c.json(
-      collection(
-        "domains",
-        domains.map((d) => domainView(d, base(c))),
-        self(c),
-      ),
-    );
-  });
-  app.get("/v3/domains/:id", async (c) => {
-    const p = await caller(c);
-    const id = c.req.param("id");
-    if (!isAdmin(p) && p.user.domain.id !== id && p.project?.domain.id !== id) throw forbidden("get_domain");
-    const domain = await store.getDomain(id);
-    if (!domain) throw new Refusal(404, `Could not find domain: ${id}.`);
-    return c.json({ domain: domainView(domain, base(c)) });
-  });
+  adminRoutes(app, { caller, self, base: (c) => base(c), now: deps.now });
 
   // (a mounted sub-app's notFound is not consulted: the parent's is, so the catch-all is a route)
   app.all("*", (c) => c.json(keystoneError(404, "The resource could not be found."), 404));

@@ -1,0 +1,368 @@
+// Keystone v3's admin API on /identity/v3: domains, projects, users (and a user's own password and
+// application credentials), roles, grants and role assignments, with Keystone's default policies:
+// managing and listing is the admin's (an `admin` role on a project-scoped token); a user reads
+// itself, its projects and its domain, changes its own password with the original one, and
+// manages its own application credentials.
+import type { Context, Hono } from "hono";
+import * as appCreds from "../../identity/app-creds.js";
+import * as manage from "../../identity/manage.js";
+import { impliedBy } from "../../identity/roles.js";
+import * as store from "../../identity/store.js";
+import type { TokenPayload } from "../../identity/token.js";
+import { rolesOf } from "../../identity/validate.js";
+import {
+  applicationCredentialView,
+  collection,
+  domainView,
+  projectView,
+  roleAssignmentView,
+  roleView,
+  userView,
+} from "./views.js";
+
+/** What the parent app puts in the context: the public base URL (lib/api/app.ts's observe). */
+export type IdentityEnv = { Variables: { baseUrl: string } };
+type C = Context<IdentityEnv>;
+
+export class Refusal extends Error {
+  constructor(
+    readonly status: 400 | 401 | 403 | 404,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const isAdmin = (p: TokenPayload) => !!p.project && p.roles.some((r) => r.name === "admin");
+
+export const forbidden = (action: string) =>
+  new Refusal(403, `You are not authorized to perform the requested action: identity:${action}.`);
+
+export interface AdminDeps {
+  caller: (c: C) => Promise<TokenPayload>;
+  self: (c: C) => string;
+  base: (c: C) => string;
+  now: () => Date;
+}
+
+async function bodyOf(c: C): Promise<unknown> {
+  try {
+    return await c.req.json();
+  } catch {
+    throw new Refusal(400, "Malformed request body");
+  }
+}
+
+/** Keystone's boolean query values: "0", "false", "no", "off" (any case) are false. */
+const truthy = (v: string | undefined): boolean | undefined =>
+  v === undefined ? undefined : !["0", "false", "no", "off", "n", "f"].includes(v.toLowerCase());
+
+/** A query flag present without a value (`?effective`) is set, as Keystone reads it. */
+const flag = (v: string | undefined): boolean => v !== undefined && v !== "0" && v.toLowerCase() !== "false";
+
+export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
+  const { caller, self, base } = deps;
+  const admin = async (c: C, action: string) => {
+    const p = await caller(c);
+    if (!isAdmin(p)) throw forbidden(action);
+    return p;
+  };
+  /** The caller's domain for a create that names none: its project's, else its user's. */
+  const domainOfCaller = (p: TokenPayload) => p.project?.domain.id ?? p.user.domain.id;
+  const list = <T>(c: C, kind: string, items: T[], view: (x: T, base: string) => unknown) =>
+    c.json(
+      collection(
+        kind,
+        items.map((x) => view(x, base(c))),
+        self(c),
+      ),
+    );
+
+  // ---- domains --------------------------------------------------------------------------------
+  app.get("/v3/domains", async (c) => {
+    await admin(c, "list_domains");
+    const { name, enabled } = c.req.query();
+    const on = truthy(enabled);
+    const domains = (await store.listDomains()).filter(
+      (d) => (name === undefined || d.name === name) && (on === undefined || d.enabled === on),
+    );
+    return list(c, "domains", domains, domainView);
+  });
+  app.post("/v3/domains", async (c) => {
+    await admin(c, "create_domain");
+    return c.json({ domain: domainView(await manage.createDomain(await bodyOf(c)), base(c)) }, 201);
+  });
+  app.get("/v3/domains/:id", async (c) => {
+    const p = await caller(c);
+    const id = c.req.param("id");
+    if (!isAdmin(p) && p.user.domain.id !== id && p.project?.domain.id !== id) throw forbidden("get_domain");
+    return c.json({ domain: domainView(await manage.requireDomain(id), base(c)) });
+  });
+  app.patch("/v3/domains/:id", async (c) => {
+    await admin(c, "update_domain");
+    return c.json({
+      domain: domainView(await manage.updateDomain(c.req.param("id"), await bodyOf(c)), base(c)),
+    });
+  });
+  app.delete("/v3/domains/:id", async (c) => {
+    await admin(c, "delete_domain");
+    await manage.deleteDomain(c.req.param("id"));
+    return c.body(null, 204);
+  });
+
+  // ---- projects -------------------------------------------------------------------------------
+  app.get("/v3/projects", async (c) => {
+    await admin(c, "list_projects");
+    const q = c.req.query();
+    const on = truthy(q.enabled);
+    const projects = (await store.listProjects()).filter(
+      (p) =>
+        (q.name === undefined || p.name === q.name) &&
+        (q.domain_id === undefined || p.domain_id === q.domain_id) &&
+        (q.parent_id === undefined || p.parent_id === q.parent_id) &&
+        (on === undefined || p.enabled === on) &&
+        (q.is_domain === undefined || truthy(q.is_domain) === p.is_domain),
+    );
+    return list(c, "projects", projects, projectView);
+  });
+  app.post("/v3/projects", async (c) => {
+    const p = await admin(c, "create_project");
+    const project = await manage.createProject(await bodyOf(c), domainOfCaller(p));
+    return c.json({ project: projectView(project, base(c)) }, 201);
+  });
+  app.get("/v3/projects/:id", async (c) => {
+    const p = await caller(c);
+    const id = c.req.param("id");
+    if (!isAdmin(p) && p.project?.id !== id) throw forbidden("get_project");
+    return c.json({ project: projectView(await manage.requireProject(id), base(c)) });
+  });
+  app.patch("/v3/projects/:id", async (c) => {
+    await admin(c, "update_project");
+    const project = await manage.updateProject(c.req.param("id"), await bodyOf(c));
+    return c.json({ project: projectView(project, base(c)) });
+  });
+  app.delete("/v3/projects/:id", async (c) => {
+    await admin(c, "delete_project");
+    await manage.deleteProject(c.req.param("id"));
+    return c.body(null, 204);
+  });
+
+  // ---- grants: a user's roles on a project ----------------------------------------------------
+  app.get("/v3/projects/:p/users/:u/roles", async (c) => {
+    await admin(c, "list_grants");
+    const { p, u } = c.req.param();
+    await manage.requireProject(p);
+    await manage.requireUser(u);
+    const a = await store.getAssignment(u, p);
+    const roles = (await Promise.all((a?.role_ids ?? []).map((r) => store.getRole(r)))).filter(
+      (r): r is store.Role => r !== undefined,
+    );
+    return list(c, "roles", roles, roleView);
+  });
+  app.put("/v3/projects/:p/users/:u/roles/:r", async (c) => {
+    await admin(c, "create_grant");
+    const { p, u, r } = c.req.param();
+    await manage.grant(p, u, r);
+    return c.body(null, 204);
+  });
+  app.on(["GET", "HEAD"], "/v3/projects/:p/users/:u/roles/:r", async (c) => {
+    await admin(c, "check_grant");
+    const { p, u, r } = c.req.param();
+    await manage.checkGrant(p, u, r);
+    return c.body(null, 204);
+  });
+  app.delete("/v3/projects/:p/users/:u/roles/:r", async (c) => {
+    await admin(c, "revoke_grant");
+    const { p, u, r } = c.req.param();
+    await manage.ungrant(p, u, r);
+    return c.body(null, 204);
+  });
+
+  // ---- users ----------------------------------------------------------------------------------
+  app.get("/v3/users", async (c) => {
+    await admin(c, "list_users");
+    const { name, domain_id: domainId, enabled } = c.req.query();
+    const on = truthy(enabled);
+    const users = (await store.listUsers()).filter(
+      (u) =>
+        (name === undefined || u.name === name) &&
+        (domainId === undefined || u.domain_id === domainId) &&
+        (on === undefined || u.enabled === on),
+    );
+    return list(c, "users", users, userView);
+  });
+  app.post("/v3/users", async (c) => {
+    const p = await admin(c, "create_user");
+    const user = await manage.createUser(await bodyOf(c), domainOfCaller(p));
+    return c.json({ user: userView(user, base(c)) }, 201);
+  });
+  app.get("/v3/users/:id", async (c) => {
+    const p = await caller(c);
+    const id = c.req.param("id");
+    if (!isAdmin(p) && p.user.id !== id) throw forbidden("get_user");
+    return c.json({ user: userView(await manage.requireUser(id), base(c)) });
+  });
+  app.patch("/v3/users/:id", async (c) => {
+    await admin(c, "update_user");
+    const user = await manage.updateUser(c.req.param("id"), await bodyOf(c), deps.now());
+    return c.json({ user: userView(user, base(c)) });
+  });
+  app.delete("/v3/users/:id", async (c) => {
+    await admin(c, "delete_user");
+    await manage.deleteUser(c.req.param("id"));
+    return c.body(null, 204);
+  });
+  // Keystone enforces no policy here: the original password is the credential.
+  app.post("/v3/users/:id/password", async (c) => {
+    await manage.changePassword(c.req.param("id"), await bodyOf(c), deps.now());
+    return c.body(null, 204);
+  });
+  app.get("/v3/users/:id/projects", async (c) => {
+    const p = await caller(c);
+    const id = c.req.param("id");
+    if (!isAdmin(p) && p.user.id !== id) throw forbidden("list_user_projects");
+    await manage.requireUser(id);
+    return list(c, "projects", await manage.enabledProjectsOf(id), projectView);
+  });
+  // no groups here: a user belongs to none
+  app.get("/v3/users/:id/groups", async (c) => {
+    const p = await caller(c);
+    const id = c.req.param("id");
+    if (!isAdmin(p) && p.user.id !== id) throw forbidden("list_groups_for_user");
+    await manage.requireUser(id);
+    return list(c, "groups", [], (x) => x);
+  });
+
+  // ---- application credentials ----------------------------------------------------------------
+  /** The owner, or an admin (Keystone's ADMIN_OR_SYSTEM_READER_OR_OWNER for reads and deletes). */
+  const ownerOrAdmin = async (c: C, action: string) => {
+    const p = await caller(c);
+    if (!isAdmin(p) && p.user.id !== c.req.param("id")) throw forbidden(action);
+    return p;
+  };
+  const credentialView = async (cred: store.ApplicationCredential & { secret?: string }, c: C) =>
+    applicationCredentialView(cred, await rolesOf(cred.role_ids), base(c));
+  app.get("/v3/users/:id/application_credentials", async (c) => {
+    await ownerOrAdmin(c, "list_application_credentials");
+    const { name } = c.req.query();
+    const creds = (await store.applicationCredentialsOf(c.req.param("id"))).filter(
+      (x) => name === undefined || x.name === name,
+    );
+    const views = await Promise.all(creds.map((x) => credentialView(x, c)));
+    return c.json(collection("application_credentials", views, self(c)));
+  });
+  app.post("/v3/users/:id/application_credentials", async (c) => {
+    const p = await caller(c);
+    const cred = await appCreds.createApplicationCredential(
+      c.req.param("id"),
+      await bodyOf(c),
+      p,
+      deps.now(),
+    );
+    return c.json({ application_credential: await credentialView(cred, c) }, 201);
+  });
+  app.get("/v3/users/:id/application_credentials/:cid", async (c) => {
+    await ownerOrAdmin(c, "get_application_credential");
+    const cred = await appCreds.requireApplicationCredential(c.req.param("id"), c.req.param("cid"));
+    return c.json({ application_credential: await credentialView(cred, c) });
+  });
+  app.delete("/v3/users/:id/application_credentials/:cid", async (c) => {
+    const p = await ownerOrAdmin(c, "delete_application_credential");
+    await appCreds.deleteApplicationCredential(c.req.param("id"), c.req.param("cid"), p);
+    return c.body(null, 204);
+  });
+
+  // ---- roles ----------------------------------------------------------------------------------
+  app.get("/v3/roles", async (c) => {
+    await admin(c, "list_roles");
+    const { name } = c.req.query();
+    const roles = (await store.listRoles()).filter((r) => name === undefined || r.name === name);
+    return list(c, "roles", roles, roleView);
+  });
+  app.post("/v3/roles", async (c) => {
+    await admin(c, "create_role");
+    return c.json({ role: roleView(await manage.createRole(await bodyOf(c)), base(c)) }, 201);
+  });
+  app.get("/v3/roles/:id", async (c) => {
+    await admin(c, "get_role");
+    return c.json({ role: roleView(await manage.requireRole(c.req.param("id")), base(c)) });
+  });
+  app.delete("/v3/roles/:id", async (c) => {
+    await admin(c, "delete_role");
+    await manage.deleteRole(c.req.param("id"));
+    return c.body(null, 204);
+  });
+
+  // ---- role assignments -----------------------------------------------------------------------
+  app.get("/v3/role_assignments", async (c) => {
+    await admin(c, "list_role_assignments");
+    const q = c.req.query();
+    const userId = q["user.id"];
+    const projectId = q["scope.project.id"];
+    const roleId = q["role.id"];
+    // no groups, no domain or system assignments here: those filters match nothing
+    if (q["group.id"] !== undefined || q["scope.domain.id"] !== undefined || q["scope.system"] !== undefined)
+      return c.json(collection("role_assignments", [], self(c)));
+    let assignments: store.Assignment[];
+    if (userId !== undefined) assignments = await store.assignmentsOf(userId);
+    else if (projectId !== undefined) assignments = await store.assignmentsOn(projectId);
+    else assignments = await store.listAllAssignments();
+    const effective = flag(q.effective);
+    const names = flag(q.include_names);
+    const rows: { user_id: string; project_id: string; role_id: string; prior?: string }[] = [];
+    for (const a of assignments) {
+      if (projectId !== undefined && a.project_id !== projectId) continue;
+      for (const role_id of a.role_ids) rows.push({ user_id: a.user_id, project_id: a.project_id, role_id });
+      if (effective)
+        for (const [role_id, prior] of impliedBy(a.role_ids))
+          rows.push({ user_id: a.user_id, project_id: a.project_id, role_id, prior });
+    }
+    const shown = rows.filter((r) => roleId === undefined || r.role_id === roleId);
+    const cache = new Map<string, Promise<unknown>>();
+    const once = <T>(key: string, read: () => Promise<T>) => {
+      if (!cache.has(key)) cache.set(key, read());
+      return cache.get(key) as Promise<T>;
+    };
+    const domainRef = async (id: string) => {
+      const d = await once(`d#${id}`, () => store.getDomain(id));
+      return { id, name: d?.name ?? id };
+    };
+    const views = await Promise.all(
+      shown.map(async (r) => {
+        if (!names)
+          return roleAssignmentView(
+            {
+              user: { id: r.user_id },
+              project: { id: r.project_id },
+              role: { id: r.role_id },
+              prior: r.prior,
+            },
+            base(c),
+          );
+        const [u, p, role] = await Promise.all([
+          once(`u#${r.user_id}`, () => store.getUser(r.user_id)),
+          once(`p#${r.project_id}`, () => store.getProject(r.project_id)),
+          once(`r#${r.role_id}`, () => store.getRole(r.role_id)),
+        ]);
+        return roleAssignmentView(
+          {
+            user: {
+              id: r.user_id,
+              name: u?.name ?? r.user_id,
+              domain: await domainRef(u?.domain_id ?? "default"),
+            },
+            project: {
+              id: r.project_id,
+              name: p?.name ?? r.project_id,
+              domain: await domainRef(p?.domain_id ?? "default"),
+            },
+            role: { id: r.role_id, name: role?.name ?? r.role_id },
+            prior: r.prior,
+          },
+          base(c),
+        );
+      }),
+    );
+    return c.json(collection("role_assignments", views, self(c)));
+  });
+}
