@@ -26,6 +26,7 @@ import {
 import { identityApp } from "./identity/app.js";
 import { imageApp } from "./image/app.js";
 import { type ApiVersion, negotiateVersion, versionHeaders } from "./microversion.js";
+import { enforceRoute } from "./policy.js";
 import { baseUrlFrom, type Query, type Route } from "./request.js";
 import { ROUTES } from "./routes/index.js";
 import { apiSettings } from "./settings.js";
@@ -145,6 +146,9 @@ function routeHandler(route: Route, deps: ApiDeps, legacy: boolean) {
       delete params.project_id;
     }
     if (!c.get("version").matches(route.min, route.max)) return next();
+    const body = await bodyOf(c);
+    // Nova's default policy for the route: a reader reads, a member writes (lib/api/policy.ts)
+    enforceRoute(route, c.get("auth"), body);
     const result = await route.handler({
       ctx: {
         requestId: c.get("requestId"),
@@ -156,7 +160,7 @@ function routeHandler(route: Route, deps: ApiDeps, legacy: boolean) {
       deps,
       params,
       query: queryOf(c),
-      body: await bodyOf(c),
+      body,
     });
     if (result.status === 204 || result.body === undefined)
       return c.body(null, result.status as 204, result.headers);

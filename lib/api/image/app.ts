@@ -12,6 +12,7 @@ import { deleteServerImage } from "../../instances/snapshot.js";
 import { type AuthContext, type AuthDeps, authenticate } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { UNAUTHORIZED_BODY } from "../errors.js";
+import { type GlanceRule, glanceDecision, glanceRefusal } from "../policy.js";
 import { imageView, versionsDocument } from "./views.js";
 
 type ImageEnv = { Variables: { baseUrl: string; imageAuth: AuthContext } };
@@ -61,6 +62,14 @@ class GlanceError extends Error {
 
 const TITLES = { 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict" } as const;
 
+/** Glance's policy check (lib/api/policy.ts): 403 with its text, or 404 where it hides the image. */
+function enforce(c: C, rule: GlanceRule, onImage: boolean): void {
+  const d = glanceDecision(c.get("imageAuth"), rule, onImage);
+  if (d === 403) throw new GlanceError(403, glanceRefusal(rule));
+  // webob's HTTPNotFound() as Glance raises it, with its default text
+  if (d === 404) throw new GlanceError(404, "The resource could not be found.");
+}
+
 export type ImageAppDeps = AuthDeps & Pick<ApiDeps, "listImages" | "getImage">;
 
 export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
@@ -81,6 +90,7 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
   });
 
   app.get("/v2/images", async (c: C) => {
+    enforce(c, "get_images", false);
     const q = c.req.query();
     const limit = q.limit === undefined ? LIMIT_DEFAULT : Number(q.limit);
     if (!Number.isInteger(limit) || limit < 0) throw new GlanceError(400, "limit param must be positive");
@@ -133,11 +143,16 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
     return image;
   };
 
-  app.get("/v2/images/:id", async (c: C) => c.json(imageView(await visible(c))));
+  app.get("/v2/images/:id", async (c: C) => {
+    const image = await visible(c);
+    enforce(c, "get_image", true);
+    return c.json(imageView(image));
+  });
 
   // Glance's delete: the owner's project or an admin; a server's image takes its data along
   app.delete("/v2/images/:id", async (c: C) => {
     const image = await visible(c);
+    enforce(c, "delete_image", true);
     const auth = c.get("imageAuth");
     if (!auth.isAdmin && image.owner !== auth.project_id)
       throw new GlanceError(403, "You are not permitted to delete this image.");
@@ -150,6 +165,7 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
   // An image without data is Glance's 204.
   app.get("/v2/images/:id/file", async (c: C) => {
     const image = await visible(c);
+    enforce(c, "download_image", true);
     if (image.status !== "active" || !image.size) return c.body(null, 204);
     return c.redirect(await imageData().downloadUrl(image.id, DOWNLOAD_URL_SECONDS), 302);
   });
@@ -176,6 +192,7 @@ export function imageApp(deps: ImageAppDeps): Hono<ImageEnv> {
   // record): an upload is refused as Glance refuses one to an image that is already active.
   app.put("/v2/images/:id/file", async (c: C) => {
     await visible(c);
+    enforce(c, "upload_image", true);
     throw new GlanceError(
       409,
       "Image status transition from active to saving is not allowed: novaless keeps no image data, an image is its metadata",

@@ -1,6 +1,8 @@
 // /os-quota-sets and /os-quota-class-sets: a project's limits (its own over the default class's),
 // their usage (/detail), and the default class an operator sets; and the instance quota a create
 // reserves (reserveForCreate), given back if the create fails after reserving.
+import { keystoneUrl } from "../../identity/keystone.js";
+import { getProject } from "../../identity/store.js";
 import { log } from "../../log.js";
 import type { Limits, QuotaResource } from "../../quotas/quotas.js";
 import type { AuthContext } from "../auth.js";
@@ -43,6 +45,19 @@ function readableProject(auth: AuthContext, project: string, rule: string): void
     throw policyForbidden(`os_compute_api:os-quota-sets:${rule}`);
 }
 
+/**
+ * Nova's identity.verify_project_id: it asks Keystone, with the caller's token, for the project,
+ * and only a 404 is "Project ID <id> is not a valid project." (400); Keystone's 403 to a caller who
+ * may not read that project lets the request through. So: the caller's own project (its token
+ * names it) and a non-admin's question pass unasked; an admin's is a lookup in our Identity. With
+ * an external Keystone (NOVALESS_KEYSTONE_URL) nothing is asked: novaless holds no service user
+ * there, so every project passes, as Nova's check lets one pass when it cannot ask Keystone.
+ */
+async function verifyProjectId(auth: AuthContext, project: string): Promise<void> {
+  if (project === auth.project_id || !auth.isAdmin || keystoneUrl()) return;
+  if (!(await getProject(project))) throw badRequest(`Project ID ${project} is not a valid project.`);
+}
+
 function adminOnly(auth: AuthContext, rule: string): void {
   if (!auth.isAdmin) throw policyForbidden(rule);
 }
@@ -58,6 +73,7 @@ async function showQuotaSet(call: RouteCall): Promise<ApiResult> {
   const project = params.project!;
   checkQuotaSetQuery(query, ctx.version);
   readableProject(ctx.auth, project, "show");
+  await verifyProjectId(ctx.auth, project);
   const limits = await deps.quotas.getProjectLimits(project);
   return { status: 200, body: { quota_set: quotaSetView(quotaSetResources(ctx.version), limits, project) } };
 }
@@ -67,6 +83,7 @@ async function showQuotaSetDetail(call: RouteCall): Promise<ApiResult> {
   const project = params.project!;
   checkQuotaSetQuery(query, ctx.version);
   readableProject(ctx.auth, project, "detail");
+  await verifyProjectId(ctx.auth, project);
   const [limits, inUse] = await Promise.all([
     deps.quotas.getProjectLimits(project),
     quotaUsage(deps, project, ctx.auth),
@@ -78,6 +95,7 @@ async function showQuotaSetDetail(call: RouteCall): Promise<ApiResult> {
 }
 
 async function showDefaults({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
+  await verifyProjectId(ctx.auth, params.project!);
   const limits = await deps.quotas.getDefaultLimits();
   return {
     status: 200,
@@ -93,6 +111,8 @@ async function updateQuotaSet(call: RouteCall): Promise<ApiResult> {
   noUserQuotas(call);
   const resources = quotaSetResources(ctx.version);
   const { set, force } = parseQuotaUpdate(parseJsonBody(body), "quota_set", resources);
+  // after the body's schema, as Nova's decorator validates it before the method asks Keystone
+  await verifyProjectId(ctx.auth, project);
   if (!force) checkNotBelowUsage(set, await quotaUsage(deps, project, ctx.auth));
   await deps.quotas.setProjectLimits(project, set);
   const limits = await deps.quotas.getProjectLimits(project);
