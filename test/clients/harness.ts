@@ -42,8 +42,11 @@ export function missing(tool: Tool): boolean {
   return absent;
 }
 
-/** The clouds the clouds.yaml names: password auth as each seeded user, and a token (when given). */
-export type CloudName = "admin" | "demo" | "token";
+/**
+ * The clouds the clouds.yaml names: password auth as each seeded user, a token (when given), and
+ * those a test adds (`addCloud`: a tenant's user, an application credential).
+ */
+export type CloudName = "admin" | "demo" | "token" | (string & {});
 
 export class ClientError extends Error {
   constructor(
@@ -67,6 +70,11 @@ export interface Cloud {
   openstackFails(args: string[], opts?: CommandOptions): Promise<ClientError>;
   /** `nova [--os-compute-api-version v] args…` with the cloud's OS_* variables; its stdout */
   nova(args: string[], opts?: CommandOptions): Promise<string>;
+  /**
+   * Another cloud in clouds.yaml, as an operator adds one for a new tenant: `auth` is its auth
+   * block (auth_url is added), `authType` keystoneauth's plugin (password unless said).
+   */
+  addCloud(name: string, auth: Record<string, string>, authType?: string): Promise<void>;
   /** test/clients/sdk_probe.py <cloud> <version> <operation> args…: its JSON on stdout */
   sdk(operation: string, args?: string[], opts?: CommandOptions): Promise<Json>;
   stop(): Promise<void>;
@@ -86,7 +94,7 @@ const PASSWORDS: Record<"admin" | "demo", string> = { admin: "admin-secret", dem
  * clouds.yaml as an operator writes it for DevStack: Keystone at <base>/identity, RegionOne;
  * with `token`, also a cloud "token" authenticating by Keystone's token method (project admin).
  */
-export function cloudsYaml(base: string, token?: string): string {
+export function cloudsYaml(base: string, token?: string, extra: string[] = []): string {
   const cloud = (name: string, authType: string, auth: string[]) =>
     [
       `  ${name}:`,
@@ -110,7 +118,25 @@ export function cloudsYaml(base: string, token?: string): string {
     clouds.push(
       cloud("token", "token", [`token: ${token}`, "project_name: admin", "project_domain_name: Default"]),
     );
-  return `clouds:\n${clouds.join("\n")}\n`;
+  return `clouds:\n${[...clouds, ...extra].join("\n")}\n`;
+}
+
+/** One more cloud's entry for clouds.yaml (the same layout as cloudsYaml's own). */
+export function cloudEntry(
+  base: string,
+  name: string,
+  authType: string,
+  auth: Record<string, string>,
+): string {
+  return [
+    `  ${name}:`,
+    `    auth_type: ${authType}`,
+    "    auth:",
+    `      auth_url: ${base}/identity`,
+    ...Object.entries(auth).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`),
+    "    region_name: RegionOne",
+    "    identity_api_version: 3",
+  ].join("\n");
 }
 
 /** The environment the children get: ours without any OS_* an operator's shell may carry. */
@@ -205,6 +231,7 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
   const dir = await mkdtemp(join(tmpdir(), "novaless-clients-"));
   const cloudsFile = join(dir, "clouds.yaml");
   await writeFile(cloudsFile, cloudsYaml(runtime.url));
+  const added: string[] = [];
   const env = childEnv({ OS_CLIENT_CONFIG_FILE: cloudsFile });
   const server = new ForkServer();
   const exec = (tool: Invocation["tool"], argv: string[], e: NodeJS.ProcessEnv) =>
@@ -236,11 +263,11 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
 
   // novaclient reads no clouds.yaml: it takes the same cloud as OS_* variables.
   const novaEnv = (cloud: CloudName) => {
-    if (cloud === "token") throw new Error("nova runs with password auth only here");
+    if (!(cloud === "admin" || cloud === "demo")) throw new Error("nova runs as the seeded users only here");
     return childEnv({
       OS_AUTH_URL: `${runtime.url}/identity/v3`,
       OS_USERNAME: cloud,
-      OS_PASSWORD: PASSWORDS[cloud],
+      OS_PASSWORD: PASSWORDS[cloud as "admin" | "demo"],
       OS_PROJECT_NAME: cloud,
       OS_USER_DOMAIN_NAME: "Default",
       OS_PROJECT_DOMAIN_NAME: "Default",
@@ -264,6 +291,10 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
     openstackFails,
     nova,
     sdk,
+    async addCloud(name, auth, authType = "password") {
+      added.push(cloudEntry(runtime.url, name, authType, auth));
+      await writeFile(cloudsFile, cloudsYaml(runtime.url, undefined, added));
+    },
     async stop() {
       server.stop();
       await runtime.stop();

@@ -820,6 +820,118 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
   });
 
   // Last, alone: it stops a host and forces its service down.
+  describe("tenancy", () => {
+    it("onboards a tenant: project, user with member, its own clouds.yaml entry boots a server demo cannot see; a reader lists and cannot create; a disabled user's token fails; an application credential boots", async () => {
+      const project = unique("tenant");
+      const user = unique("alice");
+      const p = await cloud.openstack(["project", "create", "--description", "a tenant", project]);
+      expect(p).toMatchObject({ name: project, domain_id: "default", enabled: true });
+      await cloud.openstack(["user", "create", "--password", "alice-pw", "--project", project, user]);
+      await cloud.openstack(["role", "add", "--user", user, "--project", project, "member"], { json: false });
+      const assigned: Json[] = await cloud.openstack([
+        "role",
+        "assignment",
+        "list",
+        "--names",
+        "--user",
+        user,
+      ]);
+      expect(assigned.map((a) => [a.Role, a.Project])).toEqual([["member", `${project}@Default`]]);
+      // --effective shows the role member implies
+      const effective: Json[] = await cloud.openstack([
+        "role",
+        "assignment",
+        "list",
+        "--names",
+        "--effective",
+        "--project",
+        project,
+      ]);
+      expect(effective.map((a) => a.Role).sort()).toEqual(["member", "reader"]);
+      // a new project's quotas are the defaults, and an admin sets them
+      await cloud.openstack(["quota", "set", "--instances", "3", project], { json: false });
+      const login = {
+        username: user,
+        password: "alice-pw",
+        project_name: project,
+        user_domain_name: "Default",
+        project_domain_name: "Default",
+      };
+      await cloud.addCloud(user, login);
+      const tenant = { cloud: user };
+      expect((await cloud.openstack(["quota", "show"], tenant)).instances).toBe(3);
+      const server = await cloud.openstack(
+        ["server", "create", "--flavor", "m1.tiny", "--image", "cirros", "--wait", unique("t")],
+        tenant,
+      );
+      expect(server.status).toBe("ACTIVE");
+      const demoSees: Json[] = await cloud.openstack(["server", "list"], { cloud: "demo" });
+      expect(demoSees.map((s) => s.ID)).not.toContain(server.id);
+      expect(
+        (await cloud.openstackFails(["server", "show", server.id], { cloud: "demo", json: false })).stderr,
+      ).toContain("No server with a name or ID");
+
+      // a reader lists and shows, and may not create
+      const reader = unique("rita");
+      await cloud.openstack(["user", "create", "--password", "rita-pw", reader]);
+      await cloud.openstack(["role", "add", "--user", reader, "--project", project, "reader"], {
+        json: false,
+      });
+      await cloud.addCloud(reader, { ...login, username: reader, password: "rita-pw" });
+      const seen: Json[] = await cloud.openstack(["server", "list"], { cloud: reader });
+      expect(seen.map((s) => s.ID)).toEqual([server.id]);
+      const refused = await cloud.openstackFails(
+        ["server", "create", "--flavor", "m1.tiny", "--image", "cirros", unique("r")],
+        { cloud: reader, json: false },
+      );
+      expect(refused.stderr).toContain("Policy doesn't allow os_compute_api:servers:create to be performed.");
+
+      // an application credential: the tenant's automation boots without the password
+      const credential = await cloud.openstack(["application", "credential", "create", "ci"], tenant);
+      expect(credential.roles).toContain("member");
+      await cloud.addCloud(
+        `${user}-ci`,
+        { application_credential_id: credential.id, application_credential_secret: credential.secret },
+        "v3applicationcredential",
+      );
+      const booted = await cloud.openstack(
+        ["server", "create", "--flavor", "m1.tiny", "--image", "cirros", "--wait", unique("ci")],
+        { cloud: `${user}-ci` },
+      );
+      expect((await cloud.openstack(["server", "show", booted.id])).project_id).toBe(p.id);
+      const listed: Json[] = await cloud.openstack(["application", "credential", "list"], tenant);
+      expect(listed.map((c) => c.Name)).toEqual(["ci"]);
+
+      // a token revoked stops working at once; a disabled user's tokens too (and its credentials go)
+      const token = await cloud.openstack(["token", "issue"], tenant);
+      await cloud.openstack(["token", "revoke", token.id], { ...tenant, json: false });
+      const revoked = await fetch(`${cloud.url}/v2.1/servers`, { headers: { "X-Auth-Token": token.id } });
+      expect(revoked.status).toBe(401);
+      const live = await cloud.openstack(["token", "issue"], tenant);
+      await cloud.openstack(["user", "set", "--disable", user], { json: false });
+      const disabled = await fetch(`${cloud.url}/v2.1/servers`, { headers: { "X-Auth-Token": live.id } });
+      expect(disabled.status).toBe(401);
+      expect((await cloud.openstackFails(["server", "list"], { ...tenant, json: false })).stderr).toContain(
+        "The request you have made requires authentication.",
+      );
+      expect(
+        (await cloud.openstackFails(["server", "list"], { cloud: `${user}-ci`, json: false })).stderr,
+      ).toContain("The request you have made requires authentication.");
+
+      // the project goes (Keystone allows it with servers); Nova keeps them, and an admin lists them
+      // by its id (novaclient passes the id through; OSC would look the project up in Keystone first)
+      await cloud.openstack(["project", "delete", project], { json: false });
+      expect(await cloud.openstack(["project", "list"])).not.toContainEqual(
+        expect.objectContaining({ Name: project }),
+      );
+      const orphans = await cloud.nova(["list", "--all-tenants", "1", "--tenant", p.id, "--fields", "name"]);
+      for (const id of [server.id, booted.id]) {
+        expect(orphans).toContain(id);
+        await cloud.openstack(["server", "delete", "--wait", id], { json: false });
+      }
+    });
+  });
+
   describe("evacuate", () => {
     it("server evacuate: refused while the host is up; once it is forced down, the request is sent and the server rebuilt on --host (2.29), though OSC 6.0 then fails on its own bug", async () => {
       const admin = { cloud: "admin", version: "2.29" } as const;
