@@ -1,7 +1,7 @@
-// tempest.conf and accounts.yaml for a local novaless: Keystone v3 at <base>/identity, the two
-// seeded users as pre-provisioned accounts (our Identity creates no projects, so tempest's
-// dynamic credentials cannot work), no Neutron, no Cinder, no Swift, no guest to log into, and
-// every compute feature switched off that novaless does not implement.
+// tempest.conf for a local novaless: Keystone v3 at <base>/identity with tempest's dynamic
+// credentials (a project and users of its own per test class, made by the seeded admin through
+// Keystone's admin API), no Neutron, no Cinder, no Swift, no guest to log into, and every compute
+// feature switched off that novaless does not implement.
 
 /** The seeded catalog (lib/catalog/seed.ts): cirros and ubuntu, m1.tiny and m1.small. */
 export const IMAGE_REF = "a1b2c3d4-0000-4000-8000-000000000001";
@@ -11,7 +11,6 @@ export interface TempestPaths {
   /** the API's base URL, http://127.0.0.1:port */
   base: string;
   workspace: string;
-  accountsFile: string;
 }
 
 /** Compute features tempest can test and novaless does not have (all [compute-feature-enabled]). */
@@ -57,6 +56,61 @@ const FEATURES_ON = [
   "shelve_migrate",
 ];
 
+/*
+ * IDENTITY: what tempest 33's dynamic credentials ask of Keystone (tempest/lib/common/
+ * dynamic_creds.py, cred_client.py; tempest/common/credentials_factory.py; the identity v3
+ * clients under tempest/lib/services/identity/v3), and so what our /identity must answer.
+ *
+ * Once per test class (each class has its own provider; stestr's group_regex keeps a class in
+ * one worker), before its tests:
+ *   POST /v3/auth/tokens  [auth] admin_* by name: user admin, domain {name: Default}, project
+ *        admin, domain {name: Default} (get_configured_admin_credentials(fill_in=True)); again
+ *        for the identity clients' own auth provider (project scope: [auth] admin_system unset,
+ *        [identity] admin_domain_scope False).
+ *   GET  /v3/domains?name=Default → 200 {"domains": [{"id": "default", "name": "Default", …}]}
+ *        (V3CredsClient takes [0]: an empty list is an IndexError, not a skip).
+ * Per credential type the class lists ('primary', 'alt', 'admin'; created on first use):
+ *   POST /v3/projects {"project": {"name": "tempest-<Class>-<n>", "description": "…-desc",
+ *        "domain_id": "default"}} → 201 {"project": {"id", "name", …}}
+ *   POST /v3/users {"user": {"name": "<project name>-project[-admin]", "password": <random>,
+ *        "domain_id": "default"}} → 201 {"user": {"id", "name", …}}
+ *   GET  /v3/roles → 200 {"roles": [...]} (looked up by name, case-insensitively; once more per
+ *        assignment). For primary and alt with no roles, 'member' is checked first and
+ *        POST /v3/roles {"role": {"name": "member"}} sent only if it is missing (409 tolerated).
+ *   PUT  /v3/projects/{project}/users/{user}/roles/{role id} → 204: 'member' for primary and
+ *        alt; for admin, [identity] admin_role ('admin') twice (as identity_admin_role, then as
+ *        admin_role): the second PUT must be 204 again (Keystone's is idempotent; 409 tolerated).
+ *   POST /v3/auth/tokens by id: {"password": {"user": {"id", "password", "domain": {"id":
+ *        "default"}}}, "scope": {"project": {"id", "domain": {"id": "default"}}}} (set_auth()
+ *        at once; names go unused once ids are known).
+ * After the class: DELETE /v3/users/{id} → 204, then DELETE /v3/projects/{id} → 204, per
+ * credential (404 tolerated). The project may still own deleted servers' records by then.
+ * The admin so made is admin on its own new project only: Keystone's default policies (admin
+ * on any project, role:admin) and Nova's (role:admin) must take it as the cloud's admin.
+ *
+ * In the tests themselves (the compute suite): admin.test_quotas creates a project
+ * (POST /v3/projects as that tempest admin, domain_id from GET /v3/domains?name=Default) and a
+ * user with "project_id" and "email" attributes Keystone keeps as extras (POST /v3/users), then
+ * deletes them; Nova then answers for a project and user only Keystone knows.
+ *
+ * Credential types in tempest.api.compute: 'primary' everywhere (base.BaseV2ComputeTest);
+ * 'admin' in every admin class (BaseV2ComputeAdminTest, test_keypairs_v210,
+ * test_device_tagging); 'alt' in admin.test_flavors_access_negative and
+ * servers.test_servers_negative.ServersNegativeTestMultiTenantJSON; force_tenant_isolation
+ * (dynamic credentials whatever the configuration) in admin.test_quotas,
+ * admin.test_quotas_negative and admin.test_auto_allocate_network. No compute class asks for
+ * 'project_reader', 'project_member', 'system_admin' or any other list-style ([scope_role, …])
+ * credentials, and none reads [enforce_scope] nova: it stays False (Nova's legacy admin, a
+ * project-scoped role:admin; no system-scope tokens are requested anywhere).
+ *
+ * Options that matter: [auth] use_dynamic_credentials, create_isolated_networks (networks would
+ * otherwise be made when neutron is available: it is not), admin_username/password/
+ * project_name/domain_name, default_credentials_domain_name (the domain looked up above),
+ * tempest_roles (extra roles for every user: none), admin_system (unset: project-scoped
+ * admin); [identity] admin_role, admin_domain_scope (False), uri_v3, v3_endpoint_type and
+ * region (the identity clients take the token catalog's identity endpoint, <base>/identity,
+ * with /v3 appended). [identity-feature-enabled] gates only the identity API tests, not run.
+ */
 export function tempestConf(p: TempestPaths): string {
   const features = [
     ...FEATURES_ON.map((f) => `${f} = True`),
@@ -70,10 +124,12 @@ log_file = tempest.log
 lock_path = ${p.workspace}/lock
 
 [auth]
-use_dynamic_credentials = False
-test_accounts_file = ${p.accountsFile}
-default_credentials_domain_name = Default
+# tempest makes a project and its users per test class (see IDENTITY above), so classes running
+# side by side never share a project, its quotas or its servers
+use_dynamic_credentials = True
+# networks are Neutron's: none to make for each project
 create_isolated_networks = False
+default_credentials_domain_name = Default
 admin_username = admin
 admin_password = admin-secret
 admin_project_name = admin
@@ -140,24 +196,5 @@ heat = False
 
 [validation]
 run_validation = False
-`;
-}
-
-/** The seeded users (lib/api/identity): admin for admin tests, demo as the primary member. */
-export function accountsYaml(): string {
-  return `- username: admin
-  project_name: admin
-  password: admin-secret
-  user_domain_name: Default
-  project_domain_name: Default
-  types:
-    - admin
-- username: demo
-  project_name: demo
-  password: demo-secret
-  user_domain_name: Default
-  project_domain_name: Default
-  roles:
-    - member
 `;
 }
