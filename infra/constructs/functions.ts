@@ -422,11 +422,12 @@ export class Functions {
           {
             id: "AwsSolutions-IAM5",
             reason:
-              "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog), the Hosts table's host-changes (the scheduler's refresh) and the Migrations table's by-instance (a server's migrations): a table grant covers its indexes as <table>/index/*",
+              "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog), the Hosts table's host-changes (the scheduler's refresh) and the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments): a table grant covers its indexes as <table>/index/*",
             appliesTo: [
               indexes(data.tables.Instances),
               indexes(data.tables.Hosts),
               indexes(data.tables.Migrations),
+              indexes(data.tables.Identity),
             ],
           },
           {
