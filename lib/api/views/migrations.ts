@@ -1,5 +1,6 @@
 // Nova's migration views: os-migrations (MigrationsController._output) and
 // /servers/{id}/migrations (server_migrations.output).
+import { createHash } from "node:crypto";
 import type { MigrationRecord } from "../../instances/types.js";
 import { viewFields } from "../microversion.js";
 import { isoMicro, resourceLinks } from "./format.js";
@@ -17,12 +18,15 @@ export function isLiveMigrationInProgress(m: Pick<MigrationRecord, "migration_ty
 }
 
 /**
- * Nova's old/new_instance_type_id are the flavors' integer database ids; novaless keeps the
- * flavors' ids (Nova's flavorid) there. An all-digits id ("1", "42") prints as the integer Nova's
- * clients expect; any other (a uuid, a name) stays a string, as no integer could stand for it.
+ * Nova's old/new_instance_type_id are the flavors' integer database ids, which no API takes back
+ * (clients and tempest's schema only need an integer or null). novaless keeps the flavors' ids
+ * (Nova's flavorid) on the record. An all-digits id ("1", "42") prints as that integer; any other
+ * (a uuid, a name: a flavor created without an id) as a stable integer derived from it, at or
+ * above 2^31 so that it never meets an all-digits flavorid below that.
  */
-export function instanceTypeId(flavorId: string): number | string {
-  return /^[0-9]+$/.test(flavorId) && Number.isSafeInteger(Number(flavorId)) ? Number(flavorId) : flavorId;
+export function instanceTypeId(flavorId: string): number {
+  if (/^[0-9]+$/.test(flavorId) && Number.isSafeInteger(Number(flavorId))) return Number(flavorId);
+  return 2 ** 31 + (createHash("sha256").update(flavorId).digest().readUInt32BE(0) >>> 1);
 }
 
 export interface MigrationViewContext {

@@ -85,11 +85,19 @@ describe("GET /os-migrations: the fields of each microversion", () => {
     });
   });
 
-  it("a flavor id that is not all digits stays a string", async () => {
-    seed(migration(1, { new_instance_type_id: "m1.custom" }));
-    const m = (await call("/v2.1/os-migrations")).json.migrations[0];
-    expect(m.new_instance_type_id).toBe("m1.custom");
-    expect(m.old_instance_type_id).toBe(1);
+  it("a flavor id that is not all digits prints as a stable integer of its own, at or above 2^31 (Nova's field is an integer)", async () => {
+    seed(
+      migration(1, { new_instance_type_id: "m1.custom" }),
+      migration(2, { new_instance_type_id: "m1.other" }),
+    );
+    const [a, b] = (await call("/v2.1/os-migrations")).json.migrations;
+    expect(Number.isSafeInteger(a.new_instance_type_id)).toBe(true);
+    expect(a.new_instance_type_id).toBeGreaterThanOrEqual(2 ** 31);
+    expect(b.new_instance_type_id).not.toBe(a.new_instance_type_id);
+    expect((await call("/v2.1/os-migrations")).json.migrations[0].new_instance_type_id).toBe(
+      a.new_instance_type_id,
+    );
+    expect(a.old_instance_type_id).toBe(1);
   });
 
   it("2.23: migration_type; links only for an in-progress live migration", async () => {
