@@ -4,16 +4,16 @@
 // confirm, migrate it and revert, live-migrate one (its progress shown) and force it to complete,
 // rebuild it from another image, drain a host cold and another live, pause and unpause a server,
 // shelve it, offload it (its claim leaves its host's page) and unshelve it onto a host picked in
-// the dialog, snapshot it, and see that a member gets its own servers and never a host name nor
-// a migrate button. Screenshots go to
-// test-artifacts/console/.
+// the dialog, snapshot it, create a project and a user with a role there and disable the user
+// (its token then refused), and see that a member gets its own servers and never a host name nor
+// a migrate button, and its own project only. Screenshots go to test-artifacts/console/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import type { Runtime } from "../../local/runtime.js";
-import { ADMIN, type Client, startTestRuntime } from "../e2e/harness.js";
+import { ADMIN, type Client, eventually, startTestRuntime } from "../e2e/harness.js";
 import { ARTIFACTS, findChromium, launch } from "./browsers.js";
 
 const chromium = findChromium();
@@ -468,6 +468,91 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     expect(images.map((i: { status: string }) => i.status)).toEqual(["active"]);
   });
 
+  it("creates a project and a user with member there, assigns and removes a role, and disables the user after asking: its token stops working", async () => {
+    await page.goto(`${runtime.url}/console#/projects`);
+    const form = (label: string) => `form[aria-label='${label}']`;
+    await page.waitForSelector(`${form("New project")} input[name=name]`, { timeout: 20_000 });
+    await page.type(`${form("New project")} input[name=name]`, "tenant-1");
+    await page.type(`${form("New project")} input[name=description]`, "made in the console");
+    await page.click(`${form("New project")} button[type=submit]`);
+    const project = "[data-testid=projects-table] tr[data-project='tenant-1']";
+    await page.waitForSelector(`${project}[data-enabled=true]`, { timeout: 20_000 });
+    expect(await text(project)).toMatch(/^tenant-1\s+\S+\s+default\s+enabled\s+made in the console/);
+
+    // alice: tenant-1 her default project, member there, given in the same form
+    await page.type(`${form("New user")} input[name=name]`, "alice");
+    await page.type(`${form("New user")} input[name=password]`, "alice-secret");
+    const optionValue = (select: string, label: string) =>
+      page.$$eval(
+        `${select} option`,
+        (os, l) =>
+          os
+            .map((o) => o as unknown as { value: string; textContent: string })
+            .find((o) => o.textContent === l)?.value,
+        label,
+      );
+    const tenant = (await optionValue(`${form("New user")} select[name=project]`, "tenant-1"))!;
+    await page.select(`${form("New user")} select[name=project]`, tenant);
+    await page.select(`${form("New user")} select[name=role]`, "member");
+    await page.click(`${form("New user")} button[type=submit]`);
+    const alice = "[data-testid=users-table] tr[data-user='alice']";
+    /** alice's roles as the page shows them: target:role, … */
+    const roles = (want: string) =>
+      until(
+        `[...document.querySelectorAll("${alice} [data-testid=user-roles] [data-role]")].map((e) => e.closest("li").dataset.target + ":" + e.dataset.role).join() === ${JSON.stringify(want)}`,
+      );
+    await roles("tenant-1:member");
+    expect(await text(`${alice} td:nth-of-type(2)`)).toBe("tenant-1");
+
+    // reader on demo too, then removed after asking
+    await page.select(
+      `${form("Assign a role")} select[name=user]`,
+      (await optionValue(`${form("Assign a role")} select[name=user]`, "alice"))!,
+    );
+    await page.select(`${form("Assign a role")} select[name=project]`, "demo");
+    await page.select(`${form("Assign a role")} select[name=role]`, "reader");
+    await page.click(`${form("Assign a role")} button[type=submit]`);
+    await roles("demo:reader,tenant-1:member");
+    await page.click(`${alice} li[data-target=demo] button[data-action=remove-role]`);
+    await page.waitForSelector("dialog[open] button[type=submit]");
+    expect(await text("dialog[open] h2")).toBe("Remove reader from alice on demo?");
+    await page.click("dialog[open] button[type=submit]");
+    await roles("tenant-1:member");
+    await shot("projects");
+
+    // her token, scoped to tenant-1, works until she is disabled
+    const signin = await client.post("/identity/v3/auth/tokens", {
+      auth: {
+        identity: {
+          methods: ["password"],
+          password: { user: { name: "alice", domain: { id: "default" }, password: "alice-secret" } },
+        },
+        scope: { project: { id: tenant } },
+      },
+    });
+    expect(signin.status).toBe(201);
+    const token = signin.headers.get("x-subject-token")!;
+    expect((await client.as(token).get("/v2.1/servers")).status).toBe(200);
+    await page.click(`${alice} button[data-action=disable]`);
+    await page.waitForSelector("dialog[open] button[type=submit]");
+    expect(await text("dialog[open] p")).toMatch(
+      /can no longer sign in, and the tokens it holds stop working/,
+    );
+    await page.click("dialog[open] button[type=submit]");
+    await page.waitForSelector(`${alice}[data-enabled=false]`, { timeout: 20_000 });
+    // Keystone's validation reads the user at once: a revoked token is 404 Could not find token
+    const validated = await fetch(`${runtime.url}/identity/v3/auth/tokens`, {
+      headers: { "x-auth-token": ADMIN, "x-subject-token": token },
+    });
+    expect(validated.status).toBe(404);
+    // Compute may remember a validation for [token] revocation_cache_time (2 s)
+    const refused = await eventually(
+      () => client.as(token).get("/v2.1/servers"),
+      (r) => r.status === 401,
+    );
+    expect(refused.status).toBe(401);
+  });
+
   it("shows a member its own servers and never a host name", async () => {
     await client.createServer({ name: "demo-own" });
     await page.click("header button");
@@ -509,5 +594,19 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await page.goto(`${runtime.url}/console#/hosts/host-4`);
     await page.waitForSelector("main [role=alert]");
     expect(await page.$("[data-action=drain]")).toBeNull();
+  });
+
+  it("shows a member its own project and itself, and nothing to create or change", async () => {
+    // still signed in as demo
+    await page.goto(`${runtime.url}/console#/projects`);
+    await page.waitForSelector("[data-testid=projects-table] tr[data-project=demo]", { timeout: 20_000 });
+    await page.waitForSelector("[data-testid=users-table] tr[data-user=demo]");
+    const names = (table: string, attr: string) =>
+      page.$$eval(`[data-testid=${table}] tbody tr`, (rows, a) => rows.map((r) => r.getAttribute(a)), attr);
+    expect(await names("projects-table", "data-project")).toEqual(["demo"]);
+    expect(await names("users-table", "data-user")).toEqual(["demo"]);
+    expect(await page.$("main form")).toBeNull();
+    expect(await page.$("main button")).toBeNull();
+    expect(await text("header nav")).toContain("Project");
   });
 });

@@ -249,7 +249,12 @@ function Select({
   return (
     <label>
       {label}
-      <select name={name} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+      <select
+        name={name}
+        // nothing picked yet: the first option, as the form's submit takes it
+        value={options.some((o) => o.value === value) ? value : options[0]?.value}
+        onChange={(e) => onChange(e.currentTarget.value)}
+      >
         {options.map((o) => (
           <option key={o.value} value={o.value}>
             {o.label}
