@@ -60,6 +60,21 @@ const truthy = (v: string | undefined): boolean | undefined =>
 /** A query flag present without a value (`?effective`) is set, as Keystone reads it. */
 const flag = (v: string | undefined): boolean => v !== undefined && v !== "0" && v.toLowerCase() !== "false";
 
+/**
+ * A listing filtered by name reads the name items by key (strongly consistent) rather than the
+ * by-kind index (eventually consistent): `openstack role add --project acme` right after `project
+ * create acme` looks the project up by name and must find it.
+ */
+async function byName<T>(
+  name: string,
+  domainId: string | undefined,
+  find: (name: string, domainId: string) => Promise<T | undefined>,
+): Promise<T[]> {
+  const domains = domainId !== undefined ? [domainId] : (await store.listDomains()).map((d) => d.id);
+  const found = await Promise.all(domains.map((d) => find(name, d)));
+  return found.filter((x): x is Awaited<T> & T => x !== undefined);
+}
+
 export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
   const { caller, self, base } = deps;
   const admin = async (c: C, action: string) => {
@@ -83,8 +98,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     await admin(c, "list_domains");
     const { name, enabled } = c.req.query();
     const on = truthy(enabled);
-    const domains = (await store.listDomains()).filter(
-      (d) => (name === undefined || d.name === name) && (on === undefined || d.enabled === on),
+    const all = name !== undefined ? [await store.findDomainByName(name)] : await store.listDomains();
+    const domains = all.filter(
+      (d): d is store.Domain => d !== undefined && (on === undefined || d.enabled === on),
     );
     return list(c, "domains", domains, domainView);
   });
@@ -115,9 +131,12 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     await admin(c, "list_projects");
     const q = c.req.query();
     const on = truthy(q.enabled);
-    const projects = (await store.listProjects()).filter(
+    const all =
+      q.name !== undefined
+        ? await byName(q.name, q.domain_id, store.findProjectByName)
+        : await store.listProjects();
+    const projects = all.filter(
       (p) =>
-        (q.name === undefined || p.name === q.name) &&
         (q.domain_id === undefined || p.domain_id === q.domain_id) &&
         (q.parent_id === undefined || p.parent_id === q.parent_id) &&
         (on === undefined || p.enabled === on) &&
@@ -183,11 +202,10 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     await admin(c, "list_users");
     const { name, domain_id: domainId, enabled } = c.req.query();
     const on = truthy(enabled);
-    const users = (await store.listUsers()).filter(
-      (u) =>
-        (name === undefined || u.name === name) &&
-        (domainId === undefined || u.domain_id === domainId) &&
-        (on === undefined || u.enabled === on),
+    const all =
+      name !== undefined ? await byName(name, domainId, store.findUserByName) : await store.listUsers();
+    const users = all.filter(
+      (u) => (domainId === undefined || u.domain_id === domainId) && (on === undefined || u.enabled === on),
     );
     return list(c, "users", users, userView);
   });
@@ -276,7 +294,8 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
   app.get("/v3/roles", async (c) => {
     await admin(c, "list_roles");
     const { name } = c.req.query();
-    const roles = (await store.listRoles()).filter((r) => name === undefined || r.name === name);
+    const all = name !== undefined ? [await store.findRoleByName(name)] : await store.listRoles();
+    const roles = all.filter((r): r is store.Role => r !== undefined);
     return list(c, "roles", roles, roleView);
   });
   app.post("/v3/roles", async (c) => {
