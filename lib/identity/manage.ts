@@ -172,11 +172,15 @@ export async function createProject(body: unknown, defaultDomainId: string): Pro
     tags: tagsOf(v) ?? [],
     extra: extraOf(v, PROJECT_FIELDS),
   };
-  if (!(await store.putIfAbsent("project", project.id, project)))
+  // the parent's list first: a delete of the parent racing this create sees the child
+  if (parentId !== domainId) await store.addChildProject(parentId, project.id);
+  if (!(await store.putIfAbsent("project", project.id, project))) {
+    if (parentId !== domainId) await store.dropChildProject(parentId, project.id);
     throw conflict(
       "project",
       `it is not permitted to have two projects with either the same name or same id in the same domain: name is ${project.name}, project id ${project.id}`,
     );
+  }
   return project;
 }
 
@@ -215,8 +219,7 @@ export async function updateProject(id: string, body: unknown): Promise<Project>
  */
 export async function deleteProject(id: string): Promise<void> {
   const project = await requireProject(id);
-  const children = (await store.listProjects()).filter((p) => p.parent_id === id);
-  if (children.length)
+  if ((await store.childProjectsOf(id)).length)
     throw forbidden(
       `Cannot delete the project ${id} since it is not a leaf in the hierarchy. Use the cascade option if you want to delete a whole subtree.`,
     );
@@ -230,6 +233,7 @@ async function removeProject(project: Project): Promise<void> {
   }
   await store.dropLists("project", project.id);
   await store.deleteNamed("project", project);
+  if (project.parent_id !== project.domain_id) await store.dropChildProject(project.parent_id, project.id);
 }
 
 // ---- users ------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@
 // `name#<kind>#<domain>#<name>` item holding its id, written in the same transaction: a token asked
 // for by names is GetItems, not Scans, and two concurrent creates of one name cannot both win.
 // Lookups go by key: `user-projects#<user>` lists the projects a user has a role on,
-// `project-users#<project>` the users with a role on a project, `user-appcreds#<user>` a user's
-// application credentials. Whole-kind listings (an admin's `project list`) Query the `by-kind`
+// `project-users#<project>` the users with a role on a project, `project-children#<project>` its
+// child projects, `user-appcreds#<user>` a user's application credentials. Whole-kind listings (an admin's `project list`) Query the `by-kind`
 // index, never Scan.
 import {
   DeleteCommand,
@@ -460,9 +460,19 @@ export async function dropAssignment(userId: string, projectId: string): Promise
   await removeFromSet(`project-users#${projectId}`, "user_ids", userId);
 }
 
+/** A project's children (projects whose parent it is), read by key: a delete must not orphan one. */
+export const childProjectsOf = (projectId: string) => readSet(`project-children#${projectId}`, "project_ids");
+export const addChildProject = (parentId: string, childId: string) =>
+  addToSet(`project-children#${parentId}`, "project_ids", childId);
+export const dropChildProject = (parentId: string, childId: string) =>
+  removeFromSet(`project-children#${parentId}`, "project_ids", childId);
+
 /** Forget a lookup list itself (its owner is deleted). */
 export async function dropLists(owner: "user" | "project", id: string): Promise<void> {
-  const pks = owner === "user" ? [`user-projects#${id}`, `user-appcreds#${id}`] : [`project-users#${id}`];
+  const pks =
+    owner === "user"
+      ? [`user-projects#${id}`, `user-appcreds#${id}`]
+      : [`project-users#${id}`, `project-children#${id}`];
   for (const pk of pks) await dynamo().send(new DeleteCommand({ TableName: identityTable(), Key: { pk } }));
 }
 
