@@ -38,6 +38,15 @@ describe("the tempest results section", () => {
     expect(out).toContain("| resize is not available. |");
   });
 
+  it("lists rows by test id, whatever order the workers reported them in", () => {
+    const skip = (id: string): TestResult => ({ id, status: "skip", reason: "r" });
+    const doc = `${START}\n${END}\n`;
+    const a = updateDoc(doc, [skip("t.b"), skip("setUpClass (t.c)"), skip("t.a")]);
+    expect(a).toBe(updateDoc(doc, [skip("t.a"), skip("t.b"), skip("setUpClass (t.c)")]));
+    expect(a.indexOf("`setUpClass (t.c)`")).toBeLessThan(a.indexOf("`t.a`"));
+    expect(a.indexOf("`t.a`")).toBeLessThan(a.indexOf("`t.b`"));
+  });
+
   it("refuses a doc without the section", () => {
     expect(() => updateDoc("# no markers\n", results)).toThrow(/tempest-results/);
   });

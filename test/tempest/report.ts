@@ -27,9 +27,11 @@ export function updateDoc(doc: string, results: TestResult[]): string {
   const to = doc.indexOf(END);
   if (from < 0 || to < from) throw new Error(`the doc has no ${START} … ${END} section`);
   const { passed, failed, skipped } = tally(results);
+  // sorted by id: workers finish in any order, and the same results must print the same section
   const rows = (status: TestResult["status"]) =>
     results
       .filter((r) => r.status === status)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       .map((r) => `| \`${r.id}\` | ${oneLine(r.reason)} |`)
       .join("\n");
   const section = [
