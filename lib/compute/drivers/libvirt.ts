@@ -45,7 +45,7 @@ import {
 } from "./driver.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { domainName, domainXml } from "./libvirt-xml.js";
-import { VirshShell } from "./virsh.js";
+import { VirshConnectionLost, VirshShell } from "./virsh.js";
 
 export interface LibvirtDriverOptions {
   host: string;
@@ -62,6 +62,12 @@ export interface LibvirtDriverOptions {
   pollMs?: number;
   /** where snapshots go and images missing from the cache come from (default: the images bucket) */
   imageStore?: ImageStore;
+  /** the virsh program (default: virsh on PATH; tests: a stand-in) */
+  virshBinary?: string;
+  /** how long a virsh command may go unanswered before the connection is made again (virsh.ts) */
+  virshTimeoutMs?: number;
+  /** the same for managedsave, save, dump and migrate, whose end virsh 9.0 can lose (virsh.ts) */
+  virshJobTimeoutMs?: number;
 }
 
 /** Nova's LIBVIRT_POWER_STATE, by the words `virsh domstate` and `virsh list` print. */
@@ -92,6 +98,15 @@ export function powerStateOf(word: string): PowerState {
 /** Nova's image_type of the images it makes from a server: fetched from the images bucket. */
 const SERVER_IMAGE_TYPES = new Set(["snapshot", "backup"]);
 
+/** libvirt's test driver without a transport: its domains live in the client's connection. */
+const STATE_IN_CONNECTION = /^test:\/\//;
+
+/**
+ * Tries of an action whose virsh connection is lost. More than two: the retry's own managedsave
+ * (or the test:/// restore's) can lose its end too, about one in a hundred on virsh 9.0.
+ */
+const ACT_ATTEMPTS = 3;
+
 const DOMAIN = /^instance-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 const run = promisify(execFile);
 
@@ -108,7 +123,32 @@ export class LibvirtDriver implements Driver {
   private overlays: "qcow2" | "copy" = "copy";
 
   constructor(private readonly opts: LibvirtDriverOptions) {
-    this.virsh = new VirshShell(opts.uri);
+    this.virsh = new VirshShell(opts.uri, {
+      binary: opts.virshBinary,
+      timeoutMs: opts.virshTimeoutMs,
+      jobTimeoutMs: opts.virshJobTimeoutMs,
+      restore: STATE_IN_CONNECTION.test(opts.uri) ? () => this.restoreCommands() : undefined,
+    });
+  }
+
+  /**
+   * What a new test:/// connection needs to hold what the lost one did (a real hypervisor's
+   * daemon keeps its domains): each guest defined again from its libvirt.xml and brought to the
+   * power state the driver recorded, a suspended one through managedsave again.
+   */
+  private restoreCommands(): string[] {
+    const commands: string[] = [];
+    for (const [id, power] of this.guests) {
+      const xml = join(this.dir(id), "libvirt.xml");
+      if (!existsSync(xml)) continue;
+      const name = domainName(id);
+      commands.push(`define "${xml}"`);
+      if (power === POWER_STATE.RUNNING || power === POWER_STATE.PAUSED || power === POWER_STATE.SUSPENDED)
+        commands.push(`start ${name}`);
+      if (power === POWER_STATE.PAUSED) commands.push(`suspend ${name}`);
+      if (power === POWER_STATE.SUSPENDED) commands.push(`managedsave ${name}`);
+    }
+    return commands;
   }
 
   /** For tests and operators: a virsh command over the driver's own connection. */
@@ -263,11 +303,21 @@ export class LibvirtDriver implements Driver {
     return join(this.opts.instancesPath, id);
   }
 
-  /** Acting on a guest: its state changes meanwhile are the driver's, not events. */
+  /**
+   * Acting on a guest: its state changes meanwhile are the driver's, not events. An action whose
+   * connection was lost (virsh's lost end of job, virsh.ts) runs again on the new one: each
+   * action reads the domain's state first, so a managedsave that did complete leaves it at that.
+   */
   private async act<T>(id: string, work: () => Promise<T>): Promise<T> {
     this.acting.add(id);
     try {
-      return await work();
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await work();
+        } catch (e) {
+          if (!(e instanceof VirshConnectionLost) || attempt === ACT_ATTEMPTS) throw e;
+        }
+      }
     } finally {
       this.acting.delete(id);
     }
