@@ -37,8 +37,8 @@ export interface AcceptIo {
   begin: typeof beginMove;
   abandon: typeof abandonMove;
   sendBuildRequest: (msg: BuildRequest) => Promise<void>;
-  reserveDelta: (project: string, delta: Usage) => Promise<ReserveResult>;
-  releaseUsage: (project: string, delta: Usage) => Promise<void>;
+  reserveDelta: (project: string, delta: Usage, user?: string) => Promise<ReserveResult>;
+  releaseUsage: (project: string, delta: Usage, user?: string) => Promise<void>;
   now: () => Date;
 }
 
@@ -71,7 +71,7 @@ export async function acceptMove(
   io: AcceptIo,
 ): Promise<AcceptResult> {
   const delta = upsizeDelta(rec.flavor, spec.newFlavor);
-  const reserved = await io.reserveDelta(rec.project_id, delta);
+  const reserved = await io.reserveDelta(rec.project_id, delta, rec.user_id);
   if (!reserved.ok) return { ok: false, reason: "quota", message: reserved.message };
   const now = io.now().toISOString();
   const id = await io.nextMigrationId();
@@ -118,7 +118,7 @@ export async function acceptMove(
     ...(spec.force ? { force: true } : {}),
     ...(spec.blockMigration === undefined ? {} : { block_migration: spec.blockMigration }),
   };
-  const giveBack = () => io.releaseUsage(rec.project_id, delta);
+  const giveBack = () => io.releaseUsage(rec.project_id, delta, rec.user_id);
   try {
     await io.createMigration(migration);
     if (!(await io.begin(rec, move, spec.action, FIRST_TASK[spec.kind]))) {

@@ -498,7 +498,7 @@ export interface ConfirmIo {
     from: readonly MigrationStatus[],
     status: MigrationStatus,
   ) => Promise<boolean>;
-  releaseUsage: (project: string, delta: Usage) => Promise<void>;
+  releaseUsage: (project: string, delta: Usage, user?: string) => Promise<void>;
   castToHost: (host: string, msg: MoveStepMessage) => Promise<void>;
 }
 
@@ -514,7 +514,7 @@ export async function confirmMove(rec: InstanceRecord, a: InstanceAction, io: Co
   // (the record may still say post-migrating: compute-events writes the instance first, then it)
   await io.updateMigration(move.uuid, ["post-migrating", "finished"], "confirming");
 
-  await io.releaseUsage(rec.project_id, upsizeDelta(move.new_flavor, move.old_flavor));
+  await io.releaseUsage(rec.project_id, upsizeDelta(move.new_flavor, move.old_flavor), rec.user_id);
   await io.castToHost(move.source_host, {
     version: 1,
     kind: "confirm_resize",
@@ -550,7 +550,7 @@ export async function closeFailedMove(rec: InstanceRecord, move: MoveContext): P
               ExpressionAttributeValues: { ":mig": move.uuid, ":failed": "error", ":false": false },
             },
           },
-          ...(back.cores || back.ram ? [releaseItem(rec.project_id, back)] : []),
+          ...(back.cores || back.ram ? [releaseItem(rec.project_id, back, rec.user_id)] : []),
         ],
       }),
     );

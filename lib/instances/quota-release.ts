@@ -40,7 +40,10 @@ export async function markDeletedReleasing(
     try {
       await dynamo().send(
         new TransactWriteCommand({
-          TransactItems: [markDeletedItem(seen, now, action), releaseItem(seen.project_id, usageOf(seen))],
+          TransactItems: [
+            markDeletedItem(seen, now, action),
+            releaseItem(seen.project_id, usageOf(seen), seen.user_id),
+          ],
         }),
       );
       return seen;

@@ -138,3 +138,92 @@ export function reserveCeilings(limits: Limits, delta: Usage): Partial<Usage> {
   for (const r of COUNTED) if (limits[r] !== -1) out[r] = limits[r] - delta[r];
   return out;
 }
+
+/**
+ * Nova's PER_PROJECT_QUOTAS (nova/db/main/api.py) that novaless keeps: limits a user cannot have
+ * of its own; a PUT with ?user_id= that names them sets the project's.
+ */
+export const PER_PROJECT_RESOURCES: readonly QuotaResource[] = ["fixed_ips", "floating_ips"];
+
+/** The counted resources, each a conditional counter of the project's and of each user's. */
+export const COUNTED_RESOURCES = COUNTED;
+
+/**
+ * A user's limits in force (Nova's DbQuotaDriver.get_user_quotas): its own, else its project's.
+ * `project` is the project's limits in force (its own over the class and the defaults).
+ */
+export function userLimits(project: Limits, own: Partial<Limits>): Limits {
+  return { ...project, ...own };
+}
+
+/**
+ * Whether a user's own limits name a counted resource: only then does Nova count the user's
+ * instances and check them (compute/utils.py check_num_instances_quota).
+ */
+export const limitsCounted = (own: Partial<Limits>): boolean => COUNTED.some((r) => own[r] !== undefined);
+
+/** A scope a create or resize is checked in: the project's limits and usage, or a user's. */
+export interface QuotaScope {
+  limits: Limits;
+  used: Usage;
+}
+
+/**
+ * checkInstances in each scope in turn, the project's first (Nova's
+ * limit_check_project_and_user): each scope may reduce max_count further, and the first scope
+ * that cannot fit min_count gives the message with its own limits and usage, as Nova's OverQuota
+ * carries the scope it was raised for.
+ */
+export function checkInstancesIn(
+  scopes: readonly QuotaScope[],
+  flavor: { vcpus: number; memory_mb: number },
+  minCount: number,
+  maxCount: number,
+): QuotaCheck {
+  let count = maxCount;
+  for (const s of scopes) {
+    const check = checkInstances(s.limits, s.used, flavor, minCount, count);
+    if (!check.ok) return check;
+    count = check.count;
+  }
+  return { ok: true, count };
+}
+
+/** checkDelta in each scope in turn, the project's first. */
+export function checkDeltaIn(scopes: readonly QuotaScope[], delta: Usage): QuotaCheck {
+  for (const s of scopes) {
+    const check = checkDelta(s.limits, s.used, delta);
+    if (!check.ok) return check;
+  }
+  return { ok: true, count: 0 };
+}
+
+/** Nova's "unlimited" in the settable arithmetic: any value at or below -1. */
+const unlimited = (v: number) => v <= -1;
+const sum = (a: number, b: number) => (unlimited(a) || unlimited(b) ? -1 : a + b);
+const sub = (a: number, b: number) => (unlimited(a) || unlimited(b) ? -1 : a - b);
+
+export interface Settable {
+  minimum: number;
+  /** -1: no maximum */
+  maximum: number;
+}
+
+/**
+ * The range an update may set (Nova's DbQuotaDriver.get_settable_quotas). A project's limit must
+ * be at least what is used and at least what its users' own limits add up to. A user's must be at
+ * least what the user uses, and at most what the project has not given its other users: the
+ * project's limit, less every user's own limit, plus this user's own.
+ */
+export function settableRange(
+  resource: QuotaResource,
+  project: Limits,
+  users: readonly Partial<Limits>[],
+  inUse: number,
+  user?: Partial<Limits>,
+): Settable {
+  let remains = project[resource];
+  for (const u of users) if (u[resource] !== undefined) remains -= u[resource];
+  if (user) return { minimum: inUse, maximum: sum(remains, user[resource] ?? 0) };
+  return { minimum: Math.max(sub(project[resource], remains), inUse), maximum: -1 };
+}

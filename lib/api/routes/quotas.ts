@@ -1,40 +1,54 @@
 // /os-quota-sets and /os-quota-class-sets: a project's limits (its own over the default class's),
-// their usage (/detail), and the default class an operator sets; and the instance quota a create
-// reserves (reserveForCreate), given back if the create fails after reserving.
+// a user's in it (?user_id=: its own over the project's, Nova's DbQuotaDriver), their usage
+// (/detail), and the default class an operator sets; and the instance quota a create reserves
+// (reserveForCreate: the project's and the user's), given back if the create fails after reserving.
 import { keystoneUrl } from "../../identity/keystone.js";
 import { getProject } from "../../identity/store.js";
 import { log } from "../../log.js";
-import type { Limits, QuotaResource } from "../../quotas/quotas.js";
+import {
+  type Limits,
+  PER_PROJECT_RESOURCES,
+  type QuotaResource,
+  settableRange,
+  userLimits,
+} from "../../quotas/quotas.js";
 import type { AuthContext } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { badRequest, forbidden, policyForbidden } from "../errors.js";
 import { type ApiResult, queryOne, type Route, type RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import {
-  checkNotBelowUsage,
   checkQuotaSetQuery,
+  checkSettable,
   parseQuotaUpdate,
   quotaClassResources,
   quotaSetResources,
 } from "../validation/quotas.js";
 import { quotaSetDetailView, quotaSetView } from "../views/quotas.js";
 
-/** What a project uses of each resource Nova counts (key pairs are the caller's own, as Nova). */
+/**
+ * What a project uses of each resource Nova counts (key pairs are the caller's own, as Nova); with
+ * `user`, what that user uses in it (its instances, cores and ram, its server groups, its key pairs).
+ */
 export async function quotaUsage(
   deps: ApiDeps,
   project: string,
   auth: AuthContext,
+  user?: string,
 ): Promise<Partial<Record<QuotaResource, number>>> {
   const [usage, groups, keypairs] = await Promise.all([
-    deps.quotas.getUsage(project),
+    deps.quotas.getUsage(project, user),
     deps.listServerGroups(project),
-    deps.listKeypairs(auth.user_id),
+    deps.listKeypairs(user ?? auth.user_id),
   ]);
+  // a user's share counts from when users' shares were first kept: instances created before then
+  // give back more than they added, so a share can dip below zero
+  const atLeastZero = (n: number) => (user ? Math.max(0, n) : n);
   return {
-    instances: usage.instances,
-    cores: usage.cores,
-    ram: usage.ram,
-    server_groups: groups.length,
+    instances: atLeastZero(usage.instances),
+    cores: atLeastZero(usage.cores),
+    ram: atLeastZero(usage.ram),
+    server_groups: user ? groups.filter((g) => g.user_id === user).length : groups.length,
     key_pairs: keypairs.ok ? keypairs.keypairs.length : 0,
   };
 }
@@ -62,10 +76,16 @@ function adminOnly(auth: AuthContext, rule: string): void {
   if (!auth.isAdmin) throw policyForbidden(rule);
 }
 
-/** Per-user quotas are not kept: a user's limits are its project's (Nova's fallback). */
-function noUserQuotas(call: RouteCall): void {
-  if (queryOne(call.query, "user_id") !== undefined)
-    throw badRequest("Per-user quotas are not supported; set the project's quota instead.");
+/** `?user_id=`: a user's quotas in the project (an empty value is none, as Python's parse_qs). */
+function userOf(call: RouteCall): string | undefined {
+  return queryOne(call.query, "user_id") || undefined;
+}
+
+/** The limits in force for the project, or for a user in it (its own over the project's). */
+async function limitsFor(deps: ApiDeps, project: string, user?: string): Promise<Limits> {
+  if (!user) return deps.quotas.getProjectLimits(project);
+  const q = await deps.quotas.getProjectQuotas(project);
+  return userLimits(q.limits, q.users[user] ?? {});
 }
 
 async function showQuotaSet(call: RouteCall): Promise<ApiResult> {
@@ -74,7 +94,7 @@ async function showQuotaSet(call: RouteCall): Promise<ApiResult> {
   checkQuotaSetQuery(query, ctx.version);
   readableProject(ctx.auth, project, "show");
   await verifyProjectId(ctx.auth, project);
-  const limits = await deps.quotas.getProjectLimits(project);
+  const limits = await limitsFor(deps, project, userOf(call));
   return { status: 200, body: { quota_set: quotaSetView(quotaSetResources(ctx.version), limits, project) } };
 }
 
@@ -84,9 +104,10 @@ async function showQuotaSetDetail(call: RouteCall): Promise<ApiResult> {
   checkQuotaSetQuery(query, ctx.version);
   readableProject(ctx.auth, project, "detail");
   await verifyProjectId(ctx.auth, project);
+  const user = userOf(call);
   const [limits, inUse] = await Promise.all([
-    deps.quotas.getProjectLimits(project),
-    quotaUsage(deps, project, ctx.auth),
+    limitsFor(deps, project, user),
+    quotaUsage(deps, project, ctx.auth, user),
   ]);
   return {
     status: 200,
@@ -108,15 +129,34 @@ async function updateQuotaSet(call: RouteCall): Promise<ApiResult> {
   const project = params.project!;
   checkQuotaSetQuery(call.query, ctx.version);
   adminOnly(ctx.auth, "os_compute_api:os-quota-sets:update");
-  noUserQuotas(call);
+  const user = userOf(call);
   const resources = quotaSetResources(ctx.version);
   const { set, force } = parseQuotaUpdate(parseJsonBody(body), "quota_set", resources);
   // after the body's schema, as Nova's decorator validates it before the method asks Keystone
   await verifyProjectId(ctx.auth, project);
-  if (!force) checkNotBelowUsage(set, await quotaUsage(deps, project, ctx.auth));
-  await deps.quotas.setProjectLimits(project, set);
-  const limits = await deps.quotas.getProjectLimits(project);
+  if (!force) {
+    // Nova's get_settable_quotas: a project's limit no lower than its usage and its users' own
+    // limits together; a user's no lower than its usage, no higher than what the project has left
+    const [q, inUse] = await Promise.all([
+      deps.quotas.getProjectQuotas(project),
+      quotaUsage(deps, project, ctx.auth, user),
+    ]);
+    const users = Object.values(q.users);
+    const own = user ? (q.users[user] ?? {}) : undefined;
+    checkSettable(set, (r) => settableRange(r, q.limits, users, inUse[r] ?? 0, own));
+  }
+  if (user) {
+    // the per-project resources (Nova's PER_PROJECT_QUOTAS) are the project's even when a user is named
+    const mine = Object.entries(set).filter(([r]) => !PER_PROJECT_RESOURCES.includes(r as QuotaResource));
+    const projects = Object.entries(set).filter(([r]) => PER_PROJECT_RESOURCES.includes(r as QuotaResource));
+    await Promise.all([
+      deps.quotas.setUserLimits(project, user, Object.fromEntries(mine)),
+      deps.quotas.setProjectLimits(project, Object.fromEntries(projects)),
+    ]);
+  } else await deps.quotas.setProjectLimits(project, set);
+  const limits = await limitsFor(deps, project, user);
   ctx.logFields.project = project;
+  if (user) ctx.logFields.quota_user = user;
   return { status: 200, body: { quota_set: quotaSetView(resources, limits) } };
 }
 
@@ -124,8 +164,9 @@ async function deleteQuotaSet(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps, params } = call;
   checkQuotaSetQuery(call.query, ctx.version);
   adminOnly(ctx.auth, "os_compute_api:os-quota-sets:delete");
-  noUserQuotas(call);
-  await deps.quotas.deleteProjectLimits(params.project!);
+  const user = userOf(call);
+  if (user) await deps.quotas.deleteUserLimits(params.project!, user);
+  else await deps.quotas.deleteProjectLimits(params.project!);
   return { status: 202 };
 }
 
@@ -164,26 +205,31 @@ export interface CreateReservation {
   undo: (e: unknown) => Promise<never>;
 }
 
-/** Reserve a create's instances, cores and ram, or 403 with Nova's TooManyInstances message. */
+/**
+ * Reserve a create's instances, cores and ram in its project and for its user (checked against the
+ * user's own limits when it has some), or 403 with Nova's TooManyInstances message.
+ */
 export async function reserveForCreate(
   deps: ApiDeps,
-  project: string,
+  owner: { project: string; user: string },
   flavor: { vcpus: number; memory_mb: number },
   req: { minCount: number; maxCount: number },
   requestId: string,
   limits?: Limits,
 ): Promise<CreateReservation> {
-  const r = await deps.quotas.reserveInstances(project, flavor, req.minCount, req.maxCount, limits);
+  const { project, user } = owner;
+  const r = await deps.quotas.reserveInstances(project, flavor, req.minCount, req.maxCount, limits, user);
 
   if (!r.ok) throw forbidden(r.message);
   let given = false;
   const giveBack = async () => {
     if (given) return;
     given = true;
-    await deps.quotas.releaseUsage(project, r.delta).catch((error: unknown) =>
+    await deps.quotas.releaseUsage(project, r.delta, user).catch((error: unknown) =>
       log.error("api.create.quota_not_released", {
         request_id: requestId,
         project_id: project,
+        user_id: user,
         ...r.delta,
         error,
       }),

@@ -192,8 +192,8 @@ export async function accept(
         ...m,
         sendBuildRequest: deps.sendBuildRequest,
         reserveDelta: deps.quotas.reserveDelta,
-        releaseUsage: (project, delta) =>
-          deps.quotas.releaseUsage(project, delta).catch((error: unknown) =>
+        releaseUsage: (project, delta, user) =>
+          deps.quotas.releaseUsage(project, delta, user).catch((error: unknown) =>
             log.error("api.move.quota_not_released", {
               request_id: ctx.requestId,
               instance_uuid: rec.id,
@@ -251,7 +251,11 @@ export async function revertResize(call: RouteCall, rec: InstanceRecord): Promis
   await m.updateMigration(move.uuid, ["post-migrating", "finished"], "reverting");
 
   // a resize up counted the new (larger) flavor until now
-  await call.deps.quotas.releaseUsage(rec.project_id, upsizeDelta(move.old_flavor, move.new_flavor));
+  await call.deps.quotas.releaseUsage(
+    rec.project_id,
+    upsizeDelta(move.old_flavor, move.new_flavor),
+    rec.user_id,
+  );
   await cast(call, rec.host!, {
     version: 1,
     kind: "revert_resize",

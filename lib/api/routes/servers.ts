@@ -140,7 +140,14 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const settings = apiSettings();
   const { req, flavor, image, group, limits } = await resolveCreate(call);
   // Nova's instance quota: max_count reduced to what fits; given back if the create fails below
-  const quota = await reserveForCreate(deps, auth.project_id, flavor, req, ctx.requestId, limits);
+  const quota = await reserveForCreate(
+    deps,
+    { project: auth.project_id, user: auth.user_id },
+    flavor,
+    req,
+    ctx.requestId,
+    limits,
+  );
 
   const plan = planCreate({
     req: { ...req, maxCount: quota.count },

@@ -2,7 +2,7 @@
 // microversion knows (network quotas gone at 2.36, injected files at 2.57; the classes' own steps
 // at 2.50), integer-or-numeric-string values from -1 to MAX_INT, and (2.75) no unknown query
 // parameters.
-import { type Limits, QUOTA_RESOURCES, type QuotaResource } from "../../quotas/quotas.js";
+import { type Limits, QUOTA_RESOURCES, type QuotaResource, type Settable } from "../../quotas/quotas.js";
 import { badRequest } from "../errors.js";
 import { type ApiVersion, forVersion } from "../microversion.js";
 import type { Query } from "../request.js";
@@ -140,6 +140,24 @@ export function checkNotBelowUsage(
       throw badRequest(
         `Quota limit ${limit} for ${k} must be greater than or equal to already used and reserved ${used}.`,
       );
+  }
+}
+
+/**
+ * Nova's _validate_quota_limit over each resource set, in the body's order: below the minimum
+ * (what is used, and for a project what its users' own limits add up to) or above the maximum (for
+ * a user, what its project has not given its other users) is a 400; -1 counts as infinite.
+ */
+export function checkSettable(set: Partial<Limits>, range: (r: QuotaResource) => Settable): void {
+  const inf = (v: number) => (v === -1 ? Number.POSITIVE_INFINITY : v);
+  for (const [k, limit] of Object.entries(set) as [QuotaResource, number][]) {
+    const { minimum, maximum } = range(k);
+    if (inf(limit) < inf(minimum))
+      throw badRequest(
+        `Quota limit ${limit} for ${k} must be greater than or equal to already used and reserved ${minimum}.`,
+      );
+    if (inf(limit) > inf(maximum))
+      throw badRequest(`Quota limit ${limit} for ${k} must be less than or equal to ${maximum}.`);
   }
 }
 
