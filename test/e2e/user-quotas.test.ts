@@ -2,7 +2,8 @@
 // shows (the user's own limits over the project's), details (the user's own usage) and deletes a
 // user's quotas; a user's limit above what its project has left is Nova's 400; concurrent creates
 // by a user at its own limit give exactly that many servers and Nova's 403, while another user of
-// the same project still creates; a delete gives the user's share back.
+// the same project still creates, and a resize up is held to the user's limits; a delete gives the
+// user's share back.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, DEMO, startTestRuntime } from "./harness.js";
@@ -119,6 +120,16 @@ describe("a create under a user's own limits", () => {
     expect(message(low)).toBe(
       "Quota limit 1 for instances must be greater than or equal to already used and reserved 2.",
     );
+  });
+
+  it("a resize up is held to the user's own limits too", async () => {
+    await demo.waitForStatus(mine[0]!, ["ACTIVE"]);
+    // m1.small's 2048 MB where m1.tiny had 512: 1536 more, over the user's 2048 with 1024 used
+    const r = await demo.post(`/v2.1/servers/${mine[0]}/action`, { resize: { flavorRef: "2" } });
+    expect([r.status, message(r)]).toEqual([
+      403,
+      "Quota exceeded for ram: Requested 1536, but already used 1024 of 2048 ram",
+    ]);
   });
 
   it("a delete gives the user's share back; DELETE ?user_id= lifts its own limits only", async () => {
