@@ -71,8 +71,9 @@ export interface Cloud {
   /** `nova [--os-compute-api-version v] args…` with the cloud's OS_* variables; its stdout */
   nova(args: string[], opts?: CommandOptions): Promise<string>;
   /**
-   * Another cloud in clouds.yaml, as an operator adds one for a new tenant: `auth` is its auth
-   * block (auth_url is added), `authType` keystoneauth's plugin (password unless said).
+   * Another cloud in clouds.yaml (or a new entry for one added before), as an operator adds one
+   * for a new tenant: `auth` is its auth block (auth_url is added), `authType` keystoneauth's
+   * plugin (password unless said).
    */
   addCloud(name: string, auth: Record<string, string>, authType?: string): Promise<void>;
   /** test/clients/sdk_probe.py <cloud> <version> <operation> args…: its JSON on stdout */
@@ -231,7 +232,7 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
   const dir = await mkdtemp(join(tmpdir(), "novaless-clients-"));
   const cloudsFile = join(dir, "clouds.yaml");
   await writeFile(cloudsFile, cloudsYaml(runtime.url));
-  const added: string[] = [];
+  const added = new Map<string, string>();
   const env = childEnv({ OS_CLIENT_CONFIG_FILE: cloudsFile });
   const server = new ForkServer();
   const exec = (tool: Invocation["tool"], argv: string[], e: NodeJS.ProcessEnv) =>
@@ -292,8 +293,9 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
     nova,
     sdk,
     async addCloud(name, auth, authType = "password") {
-      added.push(cloudEntry(runtime.url, name, authType, auth));
-      await writeFile(cloudsFile, cloudsYaml(runtime.url, undefined, added));
+      // a name added again replaces its entry (a user's new password)
+      added.set(name, cloudEntry(runtime.url, name, authType, auth));
+      await writeFile(cloudsFile, cloudsYaml(runtime.url, undefined, [...added.values()]));
     },
     async stop() {
       server.stop();

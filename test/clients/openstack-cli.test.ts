@@ -899,8 +899,20 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
         { cloud: `${user}-ci` },
       );
       expect((await cloud.openstack(["server", "show", booted.id])).project_id).toBe(p.id);
+      await cloud.openstack(["application", "credential", "create", "spare"], tenant);
+      await cloud.openstack(["application", "credential", "delete", "spare"], { ...tenant, json: false });
       const listed: Json[] = await cloud.openstack(["application", "credential", "list"], tenant);
       expect(listed.map((c) => c.Name)).toEqual(["ci"]);
+
+      // the user changes its own password (the original checked); its clouds.yaml entry follows
+      await cloud.openstack(
+        ["user", "password", "set", "--original-password", "alice-pw", "--password", "alice-pw2"],
+        { ...tenant, json: false },
+      );
+      expect((await cloud.openstackFails(["server", "list"], { ...tenant, json: false })).stderr).toContain(
+        "The request you have made requires authentication.",
+      );
+      await cloud.addCloud(user, { ...login, password: "alice-pw2" });
 
       // a token revoked stops working at once; a disabled user's tokens too (and its credentials go)
       const token = await cloud.openstack(["token", "issue"], tenant);
