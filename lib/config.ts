@@ -975,6 +975,18 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     topic: "identity",
   }),
   row({
+    key: "password_hash_rounds",
+    group: "identity",
+    name: "password_hash_rounds",
+    nova: false,
+    env: "NOVALESS_PASSWORD_HASH_ROUNDS",
+    kind: "int",
+    default: 14,
+    min: 10,
+    help: "scrypt's cost, as log2 of N, for the password and application-credential hashes /identity makes from now on (Keystone's [identity] password_hash_rounds); a stored hash keeps its own. 14 (N = 16384) is about 70 ms a hash on one core.",
+    topic: "identity",
+  }),
+  row({
     key: "token_revocation_cache_time",
     group: "token",
     name: "revocation_cache_time",
@@ -1395,6 +1407,7 @@ export interface IdentityOptions {
   keystoneCacheSeconds: number;
   tokenExpiration: number;
   tokenRevocationCacheTime: number;
+  passwordHashRounds: number;
   tokenKeySecret: string | null;
   tokenKey: string | null;
 }
@@ -1405,6 +1418,7 @@ export function identityOptions(): IdentityOptions {
     keystoneCacheSeconds: read("keystone_cache_seconds"),
     tokenExpiration: read("token_expiration"),
     tokenRevocationCacheTime: read("token_revocation_cache_time"),
+    passwordHashRounds: read("password_hash_rounds"),
     tokenKeySecret: read("token_key_secret"),
     tokenKey: read("token_key"),
   };

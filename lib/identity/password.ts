@@ -2,8 +2,8 @@
 // node:crypto's scrypt. The stored string carries its parameters, so they can be raised later
 // without breaking the hashes already stored: `scrypt$N$r$p$<salt b64>$<hash b64>`.
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import { identityOptions } from "../config.js";
 
-const N = 16384;
 const R = 8;
 const P = 1;
 const KEY_LEN = 32;
@@ -16,10 +16,12 @@ function derive(password: string, salt: Buffer, n: number, r: number, p: number)
   );
 }
 
+/** `[identity] password_hash_rounds`: N = 2^rounds for the hashes made from now on. */
 export async function hashPassword(password: string): Promise<string> {
+  const n = 2 ** identityOptions().passwordHashRounds;
   const salt = randomBytes(16);
-  const key = await derive(password, salt, N, R, P);
-  return `scrypt$${N}$${R}$${P}$${salt.toString("base64")}$${key.toString("base64")}`;
+  const key = await derive(password, salt, n, R, P);
+  return `scrypt$${n}$${R}$${P}$${salt.toString("base64")}$${key.toString("base64")}`;
 }
 
 /** Whether `password` matches `stored` (false for a hash in any other format). */

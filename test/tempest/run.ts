@@ -52,6 +52,10 @@ function exec(
 
 // The runtime's request log would bury tempest's own output; errors still show.
 process.env.NOVALESS_LOG_LEVEL ??= "error";
+// Dynamic credentials make a project, users and their tokens per test class: hundreds of scrypt
+// hashes at 70 ms each by default. The cheapest cost Keystone's option allows keeps them to a few
+// ms (Keystone's own tests lower password_hash_rounds the same way); a hash carries its cost.
+process.env.NOVALESS_PASSWORD_HASH_ROUNDS ??= "10";
 const { startRuntime } = await import("../../local/runtime.js");
 const started = Date.now();
 const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50 });
