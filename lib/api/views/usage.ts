@@ -19,10 +19,14 @@ export function hoursFor(rec: InstanceRecord, start: Date, stop: Date): number {
   return (to.getTime() - from.getTime()) / 3_600_000;
 }
 
-/** Did it run in the period at all (Nova's get_active_by_window_joined)? */
+/**
+ * Did it run in the period at all (Nova's get_active_by_window_joined)? An instance never
+ * launched is not: Nova's `launched_at < end` is false for a NULL launched_at (tempest's schema
+ * requires every listed server's started_at to be a date).
+ */
 export function activeIn(rec: InstanceRecord, start: Date, stop: Date): boolean {
   if (rec.deleted_at && new Date(rec.deleted_at) < start) return false;
-  return !rec.launched_at || new Date(rec.launched_at) <= stop;
+  return !!rec.launched_at && new Date(rec.launched_at) < stop;
 }
 
 export function serverUsage(

@@ -1,7 +1,7 @@
 // os-simple-tenant-usage's arithmetic, as Nova's _hours_for and summaries.
 import { describe, expect, it } from "vitest";
 import { parseUsageTime } from "../../../lib/api/routes/usage.js";
-import { hoursFor, novaTime, tenantUsages } from "../../../lib/api/views/usage.js";
+import { activeIn, hoursFor, novaTime, tenantUsages } from "../../../lib/api/views/usage.js";
 import { record } from "../api/records.js";
 
 const start = new Date("2026-03-01T00:00:00Z");
@@ -16,6 +16,19 @@ describe("usage", () => {
     expect(hoursFor(deleted, start, stop)).toBe(12);
     expect(hoursFor(record({ launched_at: null }), start, stop)).toBe(0);
     expect(hoursFor(record({ launched_at: "2026-03-02T01:00:00Z" }), start, stop)).toBe(0);
+  });
+
+  it("lists only instances that ran in the period: never launched (BUILD, an ERROR at build) is not, as Nova's launched_at < end", () => {
+    expect(activeIn(record({ launched_at: null }), start, stop)).toBe(false);
+    expect(activeIn(record({ launched_at: "2026-03-01T06:00:00Z" }), start, stop)).toBe(true);
+    expect(activeIn(record({ launched_at: "2026-03-03T00:00:00Z" }), start, stop)).toBe(false);
+    expect(
+      activeIn(
+        record({ launched_at: "2026-02-01T00:00:00Z", deleted_at: "2026-02-02T00:00:00Z" }),
+        start,
+        stop,
+      ),
+    ).toBe(false);
   });
 
   it("sums per project: hours times vcpus, memory and local disk; detailed lists the servers", () => {
