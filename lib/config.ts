@@ -1242,6 +1242,13 @@ export const RESOURCE_OPTIONS: readonly ConfigOption[] = [
     "Identity's domains, projects, users, roles.",
   ),
   resource(
+    "networkingTable",
+    "networking_table",
+    "NOVALESS_NETWORKING_TABLE",
+    "novaless-networking",
+    "Networking's networks, subnets, ports and allocated addresses.",
+  ),
+  resource(
     "buildRequestsQueueUrl",
     "build_requests_queue_url",
     "NOVALESS_BUILD_REQUESTS_QUEUE_URL",
@@ -1341,6 +1348,7 @@ export interface Resources {
   migrationsTable: string;
   catalogTable: string;
   identityTable: string;
+  networkingTable: string;
   buildRequestsQueueUrl: string;
   buildRequestsDlqUrl: string;
   conductorStateMachineArn: string;

@@ -24,7 +24,8 @@ export interface TableSpec {
     | "Services"
     | "Scheduling"
     | "Identity"
-    | "Migrations";
+    | "Migrations"
+    | "Networking";
   localName: string;
   partitionKey: string;
   sortKey?: string;
@@ -184,9 +185,28 @@ export const TABLES: TableSpec[] = [
     // a revoked token's mark lasts until the token would have expired
     ttlAttribute: "expires_at",
   },
+  // Neutron's networks, subnets and ports, and one item per allocated address (lib/network/store.ts).
+  {
+    id: "Networking",
+    localName: "novaless-networking",
+    partitionKey: "pk",
+    env: "NOVALESS_NETWORKING_TABLE",
+    gsis: [
+      // whole-kind listings (networks, subnets, ports); address and lookup items carry no kind
+      { indexName: "by-kind", partitionKey: "kind", sortKey: "pk", projection: "ALL" },
+      // Sparse, keys only: the addresses a port holds (only address items carry `holder`), so a
+      // port's delete frees what a crash left unrecorded on the port item.
+      { indexName: "by-holder", partitionKey: "holder", sortKey: "pk", projection: "KEYS_ONLY" },
+      // a network's subnets and ports (a delete's in-use checks, `port list --network`), whole
+      { indexName: "by-network", partitionKey: "network_id", sortKey: "pk", projection: "ALL" },
+    ],
+  },
 ];
 
 export const IDENTITY_BY_KIND_INDEX = "by-kind";
+export const NETWORKING_BY_KIND_INDEX = "by-kind";
+export const NETWORKING_BY_HOLDER_INDEX = "by-holder";
+export const NETWORKING_BY_NETWORK_INDEX = "by-network";
 
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
 export const INSTANCES_BUILDING_INDEX = "building-by-deadline";

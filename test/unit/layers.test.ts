@@ -15,7 +15,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["aws"],
   // the compute agent: its own edge, on hosts; it imports only the layers listed before it
   ["compute"],
-  ["placement", "catalog", "identity", "quotas"],
+  ["placement", "catalog", "identity", "network", "quotas"],
   ["scheduler"],
   ["instances"],
   ["conductor"],

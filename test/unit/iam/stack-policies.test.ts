@@ -23,6 +23,7 @@ beforeAll(async () => {
       Scheduling: "scheduling-x",
       Identity: "identity-x",
       Migrations: "migrations-x",
+      Networking: "networking-x",
     },
     buildRequestsQueue: "build-x",
     buildRequestsDlq: "build-x-dlq",
