@@ -318,6 +318,8 @@ export async function deleteSubnet(subnet: Subnet): Promise<boolean> {
           TableName: networkingTable(),
           Key: keyOf("network", subnet.network_id),
           UpdateExpression: "DELETE subnets :s ADD revision_number :one",
+          // an update of a missing item would create one: a network of nothing but these two
+          ConditionExpression: "attribute_exists(pk)",
           ExpressionAttributeValues: { ":s": new Set([subnet.id]), ":one": 1 },
         },
       },
@@ -370,7 +372,7 @@ export async function deletePort(id: string): Promise<boolean> {
 
 /** Unasked tries taken from the cursor before a walk (each one UpdateItem and one PutItem). */
 const CURSOR_TRIES = 3;
-/** Addresses a walk reads per BatchGetItem (its limit). */
+/** Addresses a walk reads per BatchGetItem (its limit of 100 keys a request: lib/aws/dynamo-batch.ts). */
 const WALK_BATCH = 100;
 
 /** The one conditional write that makes an address the port's: true when won. */
@@ -410,7 +412,12 @@ async function holderOf(subnetId: string, address: string): Promise<string | und
   return r.Item?.holder as string | undefined;
 }
 
-/** The cursor's next value (ADD creates it at 0): the tries it has handed out before this one. */
+/**
+ * The cursor's value before this advance: how many tries it handed out before this one. ADD on a
+ * missing item or attribute starts from 0 (DynamoDB API reference, AttributeValueUpdate: "If you
+ * use ADD to increment or decrement a number value for an item that doesn't exist before the
+ * update, DynamoDB uses 0 as the initial value"), so a new subnet needs no cursor item.
+ */
 async function advance(subnetId: string, by = 1): Promise<bigint> {
   const r = await dynamo().send(
     new UpdateCommand({
@@ -521,6 +528,8 @@ export async function allocateAddress(subnet: Subnet, portId: string, requested?
  * concurrent redelivery won first: ours is freed, theirs answered) or is gone (ours freed, 404).
  */
 async function record(subnetId: string, portId: string, address: string): Promise<string> {
+  // SET of a map's key needs the map itself (the developer guide's update expressions: a nested
+  // attribute's parent must exist), which createPort writes empty.
   try {
     await dynamo().send(
       new UpdateCommand({

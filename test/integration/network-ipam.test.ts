@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { describe, expect, it } from "vitest";
 import { dynamo } from "../../lib/aws/clients.js";
+import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { defaultGateway, defaultPools, NetworkingError, parseCidr } from "../../lib/network/cidr.js";
 import {
   addressHolder,
@@ -98,6 +99,23 @@ describe("address allocation (one conditional write per address)", () => {
     }
   });
 
+  it("an unasked allocation on a roomy subnet is O(1): the port, the cursor, the address, the record", async () => {
+    const net = await network();
+    const s = await subnet(net, "10.20.0.0/16");
+    for (let i = 0; i < 5; i++) await allocateAddress(s, await port(net));
+    const p = await port(net);
+    startMeter();
+    try {
+      expect(await allocateAddress(s, p)).toBe("10.20.0.7");
+      const requests: Record<string, number> = {};
+      for (const usage of Object.values(meterReading()))
+        for (const [op, n] of Object.entries(usage.requests)) requests[op] = (requests[op] ?? 0) + n;
+      expect(requests).toEqual({ "dynamodb:GetItem": 1, "dynamodb:UpdateItem": 2, "dynamodb:PutItem": 1 });
+    } finally {
+      stopMeter();
+    }
+  });
+
   it("a fixed IP asked by two ports at once goes to one; the other gets IpAddressAlreadyAllocated", async () => {
     const net = await network();
     const s = await subnet(net, "10.30.0.0/24");
@@ -149,6 +167,18 @@ describe("address allocation (one conditional write per address)", () => {
     expect(await releaseAddress(s.id, "10.40.0.4", ports[2]!)).toBe(false);
     expect((await getPort(ports[2]!))!.fixed_ips).toEqual([]);
     expect(await allocateAddress(s, late)).toBe("10.40.0.4");
+  });
+
+  it("the cursor keeps a released address out of reuse until it comes round, then wraps to it", async () => {
+    const net = await network();
+    const s = await subnet(net, "10.41.0.0/29"); // pool: .2 – .6
+    const first = await port(net);
+    expect(await allocateAddress(s, first)).toBe("10.41.0.2");
+    expect(await allocateAddress(s, await port(net))).toBe("10.41.0.3");
+    expect(await releaseAddress(s.id, "10.41.0.2", first)).toBe(true);
+    const next = [];
+    for (let i = 0; i < 4; i++) next.push(await allocateAddress(s, await port(net)));
+    expect(next).toEqual(["10.41.0.4", "10.41.0.5", "10.41.0.6", "10.41.0.2"]);
   });
 
   it("redelivery is idempotent: the same port asking again, even at once, gets its own address", async () => {
