@@ -92,6 +92,22 @@ export interface Port {
   [attribute: string]: unknown;
 }
 
+/** A network as created: what createSubnet maintains (subnets, revision_number) is not given. */
+export interface NewNetwork {
+  id: string;
+  name: string;
+  project_id: string;
+  [attribute: string]: unknown;
+}
+
+/** A port as created: it holds no address until allocateAddress gives it one. */
+export interface NewPort {
+  id: string;
+  network_id: string;
+  project_id: string;
+  [attribute: string]: unknown;
+}
+
 type Kind = "network" | "subnet" | "port";
 
 export function networkingTable(): string {
@@ -192,9 +208,9 @@ async function putIfAbsent(
 // ── Networks ──────────────────────────────────────────────────────────────────────────────────
 
 /** A new network (its subnets come with createSubnet); false when one has its id. */
-export async function createNetwork(n: Omit<Network, "subnets" | "revision_number">): Promise<boolean> {
-  const { subnets: _s, revision_number: _r, ...rest } = n as Network;
-  return putIfAbsent("network", rest, { revision_number: 0 });
+export async function createNetwork(n: NewNetwork): Promise<boolean> {
+  const { subnets: _s, revision_number: _r, ...rest } = n;
+  return putIfAbsent("network", { ...rest, id: n.id }, { revision_number: 0 });
 }
 
 export const getNetwork = (id: string) => get<Network>("network", id);
@@ -332,9 +348,9 @@ export async function deleteSubnet(subnet: Subnet): Promise<boolean> {
 // ── Ports ─────────────────────────────────────────────────────────────────────────────────────
 
 /** A new port, holding no address yet (allocateAddress gives it them); false when one has its id. */
-export async function createPort(port: Omit<Port, "fixed_ips">): Promise<boolean> {
-  const { fixed_ips: _f, ...rest } = port as Port;
-  return putIfAbsent("port", rest, { ips: {} });
+export async function createPort(port: NewPort): Promise<boolean> {
+  const { fixed_ips: _f, ...rest } = port;
+  return putIfAbsent("port", { ...rest, id: port.id }, { ips: {} });
 }
 
 export const getPort = (id: string) => get<Port>("port", id);
@@ -447,7 +463,7 @@ const noMoreAddresses = (networkId: string) =>
 async function claimFree(subnet: Subnet, portId: string): Promise<string> {
   const ranges: Range[] = rangesOf(subnet.allocation_pools);
   const size = poolSize(ranges);
-  const version = subnet.ip_version;
+  const version = parseCidr(subnet.cidr).version;
   if (size === 0n) throw noMoreAddresses(subnet.network_id);
   const at = (i: bigint) => formatAddress(addressAt(ranges, ((i % size) + size) % size), version);
   let position = 0n;
@@ -486,13 +502,19 @@ async function claimFree(subnet: Subnet, portId: string): Promise<string> {
  * pools. One address per subnet per port. Idempotent: a port that holds an address on the subnet
  * gets it back (a redelivered build), so does one asking again for the address it holds.
  *
- * Refusals, with Neutron's texts: 404 PortNotFound; 400 InvalidIpForSubnet (not an address of
- * the subnet); 409 IpAddressAlreadyAllocated (another port holds it); 409
- * IpAddressGenerationFailure (no free address in the pools).
+ * Refusals, with Neutron's texts: 404 PortNotFound; 400 InvalidInput (a subnet of another
+ * network); 400 InvalidIpForSubnet (not an address of the subnet); 409 IpAddressAlreadyAllocated
+ * (another port holds it); 409 IpAddressGenerationFailure (no free address in the pools).
  */
 export async function allocateAddress(subnet: Subnet, portId: string, requested?: string): Promise<string> {
   const port = await getPort(portId);
   if (!port) throw notFound("Port", portId);
+  if (port.network_id !== subnet.network_id) {
+    // Neutron's text for a fixed_ips subnet of another network (ipam_backend_mixin)
+    throw invalidInput(
+      `Failed to create port on network ${port.network_id}, because fixed_ips included invalid subnet ${subnet.id}`,
+    );
+  }
   const wanted = requested === undefined ? undefined : parseAddress(requested);
   if (requested !== undefined && (!wanted || !isValidForSubnet(parseCidr(subnet.cidr), wanted))) {
     throw new NetworkingError(

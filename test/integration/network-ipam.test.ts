@@ -142,6 +142,12 @@ describe("address allocation (one conditional write per address)", () => {
     const s = await subnet(net, "10.31.0.0/24");
     // the gateway's own address is outside the pool, and valid in the subnet
     expect(await allocateAddress(s, await port(net), "10.31.0.1")).toBe("10.31.0.1");
+    const elsewhere = await port(await network());
+    expect(await refusal(allocateAddress(s, elsewhere))).toEqual({
+      status: 400,
+      type: "InvalidInput",
+      message: `Invalid input for operation: Failed to create port on network ${(await getPort(elsewhere))!.network_id}, because fixed_ips included invalid subnet ${s.id}.`,
+    });
     for (const bad of ["10.32.0.5", "10.31.0.255", "10.31.0.0", "nonsense"]) {
       expect(await refusal(allocateAddress(s, await port(net), bad))).toEqual({
         status: 400,
