@@ -648,7 +648,7 @@ export function schedulerEnvironment(options: SchedulerConfig): Record<string, s
 const agentEnv = (group: string, name: string) => `NOVALESS_${group.toUpperCase()}_${name.toUpperCase()}`;
 
 const agentOpt = (
-  group: "DEFAULT" | "libvirt" | "novaless" | "fake",
+  group: "DEFAULT" | "libvirt" | "ovs" | "novaless" | "fake",
   name: string,
   kind: OptionKind,
   value: OptionValue | undefined,
@@ -722,6 +722,15 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
     "The image cache: <images_path>/<image id> is an image's file.",
     { defaultText: "<instances_path>/_base" },
   ),
+  // Neutron's openvswitch_agent.ini [ovs] bridge_mappings, read by the libvirt driver
+  agentOpt(
+    "ovs",
+    "bridge_mappings",
+    "string?",
+    undefined,
+    "Each physical network's Open vSwitch bridge on this host, <physical_network>:<bridge>, comma-separated (e.g. physnet1:br-ex,physnet2:br-vlan), as Neutron's Open vSwitch agent's option. A port on a network whose physical network is not listed fails its build here (PortBindingFailed); a vlan network's ports are tagged with their VLAN on that bridge (libvirt driver).",
+    { defaultText: "none: a port fails to bind on this host" },
+  ),
   agentOpt(
     "novaless",
     "events_queue_url",
@@ -779,7 +788,7 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
 ];
 
 /** The sections of compute.conf, in its order. */
-export const AGENT_SECTIONS = ["DEFAULT", "libvirt", "novaless", "fake"] as const;
+export const AGENT_SECTIONS = ["DEFAULT", "libvirt", "ovs", "novaless", "fake"] as const;
 export type AgentSection = (typeof AGENT_SECTIONS)[number];
 
 /** The order compute.conf and `novaless-compute --help` list [DEFAULT]'s options in. */

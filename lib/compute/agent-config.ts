@@ -13,6 +13,7 @@ import {
   type ConfigOption,
   checkOption,
 } from "../config.js";
+import { parseBridgeMappings } from "./drivers/vif.js";
 
 type Option = ConfigOption;
 
@@ -156,6 +157,13 @@ export function loadAgentConfig(o: LoadOptions): { config: AgentConfig; help: bo
       );
     }
   }
+  try {
+    parseBridgeMappings(String(config.ovs.bridge_mappings ?? ""));
+  } catch (e) {
+    throw new ConfigError(
+      `[ovs] bridge_mappings = ${JSON.stringify(config.ovs.bridge_mappings)}: ${(e as Error).message}`,
+    );
+  }
   const wait = Number(config.novaless.wait_time_seconds);
   if (wait < 1 || wait > 20)
     throw new ConfigError(`[novaless] wait_time_seconds must be 1-20 (SQS), got ${wait}`);
@@ -167,7 +175,7 @@ function pickScalars(o: Record<string, unknown>): Record<string, unknown> {
 }
 
 function emptyConfig(): AgentConfig {
-  return { DEFAULT: {}, libvirt: {}, novaless: {}, fake: {} };
+  return { DEFAULT: {}, libvirt: {}, ovs: {}, novaless: {}, fake: {} };
 }
 
 const defaultOf = (x: Option) => {

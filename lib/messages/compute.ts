@@ -76,6 +76,32 @@ export const terminateInstanceV1 = z.object({
   migration_uuid: uuid.optional(),
 });
 
+/**
+ * A port as the host is told of it (Nova's VIF in network_info): its MAC, its addresses with their
+ * subnets' gateway, DNS and routes (network_data.json), and the segment the host bridges it to.
+ */
+export const guestPort = z.object({
+  port_id: uuid,
+  network_id: uuid,
+  network_name: z.string(),
+  mac_address: z.string().regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i),
+  fixed_ips: z.array(
+    z.object({
+      subnet_id: uuid,
+      ip_address: z.string().min(1),
+      version: z.union([z.literal(4), z.literal(6)]),
+      cidr: z.string().min(1),
+      gateway_ip: z.string().min(1).nullable(),
+      dns_nameservers: z.array(z.string().min(1)),
+      host_routes: z.array(z.object({ destination: z.string().min(1), nexthop: z.string().min(1) })),
+    }),
+  ),
+  network_type: z.enum(["flat", "vlan"]),
+  physical_network: z.string().min(1).nullable(),
+  segmentation_id: z.number().int().min(1).max(4094).nullable(),
+  mtu: z.number().int().min(68),
+});
+
 /** What a host builds or starts a guest from: the instance's record, with its key's public half. */
 export const guestSpec = z.object({
   instance_uuid: uuid,
@@ -90,6 +116,8 @@ export const guestSpec = z.object({
   key_data: z.string().nullable().optional(),
   user_data: z.string().nullable().optional(),
   config_drive: z.boolean().optional(),
+  /** absent (a record from before ports, or a server without any): a guest without a NIC */
+  ports: z.array(guestPort).optional(),
 });
 
 /**

@@ -6,11 +6,13 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { GuestSpec } from "./driver.js";
+import { networkData } from "./network-data.js";
 
-/** The drive's files, path → content (pure). */
+/** The drive's files, path → content (pure). `vifType`: Nova's VIF type of the host's ports. */
 export function configDriveFiles(
   guest: GuestSpec,
   availabilityZone?: string,
+  vifType?: string,
 ): Record<string, string | Buffer> {
   const meta = {
     uuid: guest.instance_uuid,
@@ -26,7 +28,7 @@ export function configDriveFiles(
   };
   const files: Record<string, string | Buffer> = {
     "openstack/latest/meta_data.json": JSON.stringify(meta),
-    "openstack/latest/network_data.json": JSON.stringify({ links: [], networks: [], services: [] }),
+    "openstack/latest/network_data.json": JSON.stringify(networkData(guest.ports ?? [], vifType)),
     "openstack/latest/vendor_data.json": "{}",
   };
   if (guest.user_data) files["openstack/latest/user_data"] = Buffer.from(guest.user_data, "base64");
@@ -34,10 +36,10 @@ export function configDriveFiles(
 }
 
 /** Writes the drive to `out` (genisoimage, as Nova's configdrive.py). */
-export async function makeConfigDrive(guest: GuestSpec, out: string): Promise<void> {
+export async function makeConfigDrive(guest: GuestSpec, out: string, vifType?: string): Promise<void> {
   const staging = mkdtempSync(join(tmpdir(), "novaless-configdrive-"));
   try {
-    for (const [path, content] of Object.entries(configDriveFiles(guest))) {
+    for (const [path, content] of Object.entries(configDriveFiles(guest, undefined, vifType))) {
       mkdirSync(dirname(join(staging, path)), { recursive: true });
       writeFileSync(join(staging, path), content);
     }

@@ -2,6 +2,27 @@ import type { FlavorSpec, ImageSpec } from "../../messages/common.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import type { SnapshotData, SnapshotStage } from "../image-store.js";
 
+/** A port as the host is told of it (Nova's VIF): what the guest's NIC needs. */
+export interface GuestPort {
+  port_id: string;
+  network_id: string;
+  network_name: string;
+  mac_address: string;
+  fixed_ips: {
+    subnet_id: string;
+    ip_address: string;
+    version: 4 | 6;
+    cidr: string;
+    gateway_ip: string | null;
+    dns_nameservers: string[];
+    host_routes: { destination: string; nexthop: string }[];
+  }[];
+  network_type: "flat" | "vlan";
+  physical_network: string | null;
+  segmentation_id: number | null;
+  mtu: number;
+}
+
 /** What a guest is built from: the instance's record, as the build cast carries it. */
 export interface GuestSpec {
   instance_uuid: string;
@@ -22,6 +43,8 @@ export interface GuestSpec {
   user_data?: string | null;
   /** a config drive was asked for (libvirt attaches one; exec writes its files) */
   config_drive?: boolean;
+  /** the guest's NICs, in order (Nova's network_info); absent or empty: a guest without a NIC */
+  ports?: GuestPort[];
 }
 
 /** Nova's power_state values (nova/compute/power_state.py). */

@@ -41,6 +41,7 @@ import {
   type PowerState,
   type RebootType,
 } from "./driver.js";
+import { fixedIps, networkData } from "./network-data.js";
 
 /** The image property naming the command a server runs. */
 export const EXEC_COMMAND_PROPERTY = "novaless:exec_command";
@@ -480,6 +481,7 @@ export class ExecDriver implements Driver {
       public_keys: guest.key_name && guest.key_data ? { [guest.key_name]: guest.key_data } : {},
     };
     writeFileSync(join(latest, "meta_data.json"), JSON.stringify(meta));
+    writeFileSync(join(latest, "network_data.json"), JSON.stringify(networkData(guest.ports ?? [])));
     if (guest.user_data) writeFileSync(join(latest, "user_data"), Buffer.from(guest.user_data, "base64"));
   }
 
@@ -504,6 +506,9 @@ export class ExecDriver implements Driver {
           NOVALESS_INSTANCE_NAME: g.spec?.name ?? id,
           NOVALESS_HOSTNAME: g.spec?.hostname ?? id,
           NOVALESS_CONFIG_DIR: join(dir, "config"),
+          // the guest's addresses, for a process that binds them (it shares the host's network)
+          NOVALESS_FIXED_IPS: fixedIps(g.spec?.ports ?? []),
+          NOVALESS_NETWORK_DATA: JSON.stringify(networkData(g.spec?.ports ?? [])),
         },
       });
     } finally {

@@ -5,6 +5,7 @@ import type { Driver } from "./driver.js";
 import { ExecDriver } from "./exec.js";
 import { FakeDriver } from "./fake.js";
 import { LibvirtDriver } from "./libvirt.js";
+import { parseBridgeMappings } from "./vif.js";
 
 export function createDriver(c: AgentConfig): Driver {
   const host = String(c.DEFAULT.host);
@@ -26,6 +27,7 @@ export function createDriver(c: AgentConfig): Driver {
         virtType: String(c.libvirt.virt_type),
         instancesPath,
         imagesPath: String(c.libvirt.images_path),
+        bridgeMappings: parseBridgeMappings(String(c.ovs.bridge_mappings ?? "")),
         shutdownTimeoutSeconds,
         ...(imageStore ? { imageStore } : {}),
       });

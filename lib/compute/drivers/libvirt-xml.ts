@@ -1,8 +1,11 @@
 // A guest's libvirt domain, as Nova's LibvirtConfigGuest writes it: name, uuid, memory and
 // vCPUs from the flavor, Nova's metadata, SMBIOS with the instance's uuid, the root disk (and the
-// ephemeral and swap disks the flavor asks for), the config drive as a read-only cdrom, and a
-// serial console logged to console.log. Pure: paths in, XML out.
+// ephemeral and swap disks the flavor asks for), the config drive as a read-only cdrom, one
+// <interface> per port (vif.ts binds them to bridges), and a serial console logged to console.log.
+// Pure: paths in, XML out.
 import type { GuestSpec } from "./driver.js";
+import { tapName } from "./network-data.js";
+import type { BoundPort } from "./vif.js";
 
 export interface DomainPaths {
   /** the instance's directory: disk, disk.eph0, disk.swap, disk.config, console.log */
@@ -30,7 +33,33 @@ function disk(file: string, dev: string, format: string): string {
   );
 }
 
-export function domainXml(guest: GuestSpec, paths: DomainPaths, virtType: string): string {
+/**
+ * A port's <interface>, as Nova's LibvirtConfigGuestInterface writes an Open vSwitch port: a tap
+ * named after the port on the bridge of its physical network, its VLAN tagged by libvirt.
+ */
+export function interfaceXml({ port, bridge }: BoundPort): string {
+  const x = escapeXml;
+  const vlan =
+    port.network_type === "vlan" && port.segmentation_id !== null
+      ? `      <vlan>\n        <tag id='${port.segmentation_id}'/>\n      </vlan>\n`
+      : "";
+  return (
+    `    <interface type='bridge'>\n      <mac address='${x(port.mac_address)}'/>\n` +
+    `      <source bridge='${x(bridge)}'/>\n${vlan}` +
+    // interfaceid: the OVS port's external_ids:iface-id, by which Neutron's agents know a port
+    `      <virtualport type='openvswitch'>\n        <parameters interfaceid='${x(port.port_id)}'/>\n      </virtualport>\n` +
+    `      <target dev='${x(tapName(port.port_id))}'/>\n      <model type='virtio'/>\n` +
+    `      <mtu size='${port.mtu}'/>\n    </interface>`
+  );
+}
+
+/** `ports`: the guest's ports with their bridges on this host (vif.ts bindPorts), in order. */
+export function domainXml(
+  guest: GuestSpec,
+  paths: DomainPaths,
+  virtType: string,
+  ports: readonly BoundPort[] = [],
+): string {
   const f = guest.flavor;
   const x = escapeXml;
   const dir = paths.dir.replace(/\/$/, "");
@@ -84,7 +113,7 @@ export function domainXml(guest: GuestSpec, paths: DomainPaths, virtType: string
   <on_reboot>restart</on_reboot>
   <on_crash>destroy</on_crash>
   <devices>
-${disks.join("\n")}
+${[...disks, ...ports.map(interfaceXml)].join("\n")}
     <serial type='pty'>
       <log file='${x(`${dir}/console.log`)}' append='off'/>
       <target port='0'/>

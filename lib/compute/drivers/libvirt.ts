@@ -45,6 +45,7 @@ import {
 } from "./driver.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { domainName, domainXml } from "./libvirt-xml.js";
+import { type BridgeMappings, bindPorts } from "./vif.js";
 import { VirshConnectionLost, VirshShell } from "./virsh.js";
 
 export interface LibvirtDriverOptions {
@@ -62,6 +63,8 @@ export interface LibvirtDriverOptions {
   pollMs?: number;
   /** where snapshots go and images missing from the cache come from (default: the images bucket) */
   imageStore?: ImageStore;
+  /** physical network → Open vSwitch bridge ([ovs] bridge_mappings, vif.ts) */
+  bridgeMappings?: BridgeMappings;
   /** the virsh program (default: virsh on PATH; tests: a stand-in) */
   virshBinary?: string;
   /** how long a virsh command may go unanswered before the connection is made again (virsh.ts) */
@@ -327,6 +330,8 @@ export class LibvirtDriver implements Driver {
     const id = guest.instance_uuid;
     const dir = this.dir(id);
     const base = join(this.opts.imagesPath, guest.image.id);
+    // before anything is made: a port this host cannot plug fails the build as it is
+    const ports = bindPorts(guest.ports ?? [], this.opts.bridgeMappings ?? {}, this.opts.host);
     // an image made from a server (a snapshot, a backup) comes from the images bucket into the
     // cache; the catalog's own images are the operator's to place
     if (!existsSync(base) && SERVER_IMAGE_TYPES.has(guest.image.properties.image_type ?? "")) {
@@ -364,9 +369,9 @@ export class LibvirtDriver implements Driver {
         if (guest.flavor.ephemeral_gb > 0)
           sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);
         if (guest.flavor.swap > 0) sparse(join(dir, "disk.swap"), guest.flavor.swap * 2 ** 20);
-        if (guest.config_drive) await makeConfigDrive(guest, join(dir, "disk.config"));
+        if (guest.config_drive) await makeConfigDrive(guest, join(dir, "disk.config"), "ovs");
         if (signal?.aborted) throw new Error("aborted: the host is stopping");
-        const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm");
+        const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm", ports);
         writeFileSync(join(dir, "libvirt.xml"), xml);
         writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
         await this.virsh.run(`define "${join(dir, "libvirt.xml")}"`);
