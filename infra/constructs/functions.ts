@@ -242,7 +242,7 @@ export class Functions {
   private grant(data: Data, queues: Queues, secrets: Secrets): void {
     const { Hosts: hosts, Allocations: allocations, Instances: instances } = data.tables;
     const { Catalog: catalog, Services: services, Scheduling: scheduling, Identity: identity } = data.tables;
-    const { Migrations: migrations } = data.tables;
+    const { Migrations: migrations, Networking: networking } = data.tables;
     const { api, scheduler, conductor, buildWatchdog, computeEvents } = this;
     const computeQueues = queues.computeQueuesArn;
 
@@ -300,6 +300,9 @@ export class Functions {
     // /identity is Keystone: it reads and writes users, projects, assignments, application
     // credentials and revoked tokens (TransactWriteItems for the name items: a write grant).
     identity.grantReadWriteData(api);
+    // /networking is Neutron: networks, subnets, ports and the one item per allocated address
+    // (conditional puts, the allocation cursor's ADD, TransactWriteItems for a subnet's create).
+    networking.grantReadWriteData(api);
     secrets.tokenKey?.grantRead(api);
 
     hosts.grantReadWriteData(scheduler);
@@ -422,12 +425,13 @@ export class Functions {
           {
             id: "AwsSolutions-IAM5",
             reason:
-              "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog), the Hosts table's host-changes (the scheduler's refresh) and the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments): a table grant covers its indexes as <table>/index/*",
+              "The Instances table's indexes (by-project for the API's listings, building-by-deadline for the watchdog), the Hosts table's host-changes (the scheduler's refresh) and the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments), the Networking table's by-kind, by-network and by-holder (listings, a network's subnets and ports, the addresses a port holds): a table grant covers its indexes as <table>/index/*",
             appliesTo: [
               indexes(data.tables.Instances),
               indexes(data.tables.Hosts),
               indexes(data.tables.Migrations),
               indexes(data.tables.Identity),
+              indexes(data.tables.Networking),
             ],
           },
           {

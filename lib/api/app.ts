@@ -26,6 +26,7 @@ import {
 import { identityApp } from "./identity/app.js";
 import { imageApp } from "./image/app.js";
 import { type ApiVersion, negotiateVersion, versionHeaders } from "./microversion.js";
+import { networkApp } from "./network/app.js";
 import { enforceRoute } from "./policy.js";
 import { baseUrlFrom, type Query, type Route } from "./request.js";
 import { ROUTES } from "./routes/index.js";
@@ -188,6 +189,8 @@ export function createApp(deps: ApiDeps): Hono<ApiEnv> {
   // Identity (unless the stack validates against an existing Keystone) and Image, DevStack's paths.
   if (!keystoneUrl()) app.route("/identity", identityApp(deps));
   app.route("/image", imageApp(deps));
+  // Networking v2, not yet in the service catalog (docs/networking.md)
+  app.route("/networking", networkApp(deps));
   // the web console, on the same origin as the API it calls
   app.route("/console", consoleApp());
 

@@ -205,6 +205,46 @@ async function putIfAbsent(
   );
 }
 
+/**
+ * Change an item's own attributes (the front's PUT) and bump its revision_number, as Neutron's
+ * standard attributes do; what the store maintains (subnets, ips, keys) is not the caller's.
+ * Undefined when the item is gone. A network's bump also makes a concurrent createSubnet read it
+ * again (its transaction is conditioned on the revision).
+ */
+async function updateAttributes<T>(
+  kind: Kind,
+  id: string,
+  changes: Record<string, unknown>,
+): Promise<T | undefined> {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ":one": 1 };
+  const sets: string[] = [];
+  for (const [i, [k, v]] of Object.entries(changes)
+    .filter(([k]) => !["id", "pk", "kind", "subnets", "ips", "fixed_ips", "revision_number"].includes(k))
+    .entries()) {
+    names[`#a${i}`] = k;
+    values[`:a${i}`] = v;
+    sets.push(`#a${i} = :a${i}`);
+  }
+  try {
+    const r = await dynamo().send(
+      new UpdateCommand({
+        TableName: networkingTable(),
+        Key: keyOf(kind, id),
+        UpdateExpression: `${sets.length ? `SET ${sets.join(", ")} ` : ""}ADD revision_number :one`,
+        ConditionExpression: "attribute_exists(pk)",
+        ...(sets.length ? { ExpressionAttributeNames: names } : {}),
+        ExpressionAttributeValues: values,
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return strip<T>(r.Attributes!);
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return undefined;
+    throw e;
+  }
+}
+
 // ── Networks ──────────────────────────────────────────────────────────────────────────────────
 
 /** A new network (its subnets come with createSubnet); false when one has its id. */
@@ -215,6 +255,8 @@ export async function createNetwork(n: NewNetwork): Promise<boolean> {
 
 export const getNetwork = (id: string) => get<Network>("network", id);
 export const listNetworks = () => all<Network>("network");
+export const updateNetwork = (id: string, changes: Record<string, unknown>) =>
+  updateAttributes<Network>("network", id, changes);
 
 /**
  * Delete a network and its subnets: Neutron's NetworkInUse (409) while a port is on it; false
@@ -304,6 +346,8 @@ export async function createSubnet(subnet: Subnet): Promise<boolean> {
 export const getSubnet = (id: string) => get<Subnet>("subnet", id);
 export const listSubnets = () => all<Subnet>("subnet");
 export const subnetsOn = (networkId: string) => onNetwork<Subnet>(networkId, "subnet");
+export const updateSubnet = (id: string, changes: Record<string, unknown>) =>
+  updateAttributes<Subnet>("subnet", id, changes);
 
 /**
  * Delete a subnet: Neutron's SubnetInUse (409) while a port of its network holds an address on
@@ -356,6 +400,8 @@ export async function createPort(port: NewPort): Promise<boolean> {
 export const getPort = (id: string) => get<Port>("port", id);
 export const listPorts = () => all<Port>("port");
 export const portsOn = (networkId: string) => onNetwork<Port>(networkId, "port");
+export const updatePort = (id: string, changes: Record<string, unknown>) =>
+  updateAttributes<Port>("port", id, changes);
 
 /**
  * Delete a port and free every address it holds: those recorded on it, and any the by-holder

@@ -171,6 +171,20 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("compute-host", "dynamodb:GetItem", `${ARN}scheduling-x`)).toBe(false);
   });
 
+  it("Networking: the API (the /networking front) reads and writes it and its indexes; nobody else yet", () => {
+    for (const action of [
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
+      "dynamodb:BatchGetItem",
+    ])
+      expect(can("api", action, `${ARN}networking-x`)).toBe(true);
+    expect(can("api", "dynamodb:Query", `${ARN}networking-x/index/by-holder`)).toBe(true);
+    for (const c of ["scheduler", "conductor", "build-intake", "compute-events"] as const)
+      expect(can(c, "dynamodb:GetItem", `${ARN}networking-x`)).toBe(false);
+  });
+
   it("the queues' enforceSSL policies are kept as resource policies", () => {
     expect(policies.resource.some((s) => s.Effect === "Deny" && s.Resource?.includes(`${SQS}build-x`))).toBe(
       true,

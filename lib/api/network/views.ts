@@ -1,0 +1,154 @@
+// Neutron's shapes for networks, subnets and ports, with its default policy's hidden attributes:
+// provider:* (get_network:provider:*) and binding:host_id, vif_type, vif_details, profile
+// (get_port:binding:*) are shown to admins only, as Neutron leaves them out for others.
+import type { Network, Port, Subnet } from "../../network/store.js";
+import type { AuthContext } from "../auth.js";
+
+type View = Record<string, unknown>;
+
+const PROVIDER = ["provider:network_type", "provider:physical_network", "provider:segmentation_id"];
+const BINDING_ADMIN = ["binding:host_id", "binding:vif_type", "binding:vif_details", "binding:profile"];
+
+/** Neutron's standard attributes (timestamps, revision, description, tags). */
+function standard(item: Record<string, unknown>): View {
+  return {
+    description: item.description ?? "",
+    tags: item.tags ?? [],
+    created_at: item.created_at ?? null,
+    updated_at: item.updated_at ?? item.created_at ?? null,
+    revision_number: item.revision_number ?? 0,
+  };
+}
+
+export function networkView(n: Network, auth: AuthContext): View {
+  const view: View = {
+    id: n.id,
+    name: n.name,
+    project_id: n.project_id,
+    tenant_id: n.project_id,
+    status: "ACTIVE",
+    admin_state_up: n.admin_state_up ?? true,
+    shared: n.shared ?? false,
+    "router:external": false,
+    subnets: n.subnets,
+    mtu: n.mtu ?? 1500,
+    "provider:network_type": n["provider:network_type"] ?? "flat",
+    "provider:physical_network": n["provider:physical_network"] ?? null,
+    "provider:segmentation_id": n["provider:segmentation_id"] ?? null,
+    availability_zone_hints: n.availability_zone_hints ?? [],
+    availability_zones: [],
+    ipv4_address_scope: null,
+    ipv6_address_scope: null,
+    port_security_enabled: false,
+    is_default: false,
+    ...standard(n),
+  };
+  if (!auth.isAdmin) for (const k of PROVIDER) delete view[k];
+  return view;
+}
+
+export function subnetView(s: Subnet): View {
+  return {
+    id: s.id,
+    name: s.name ?? "",
+    network_id: s.network_id,
+    project_id: s.project_id,
+    tenant_id: s.project_id,
+    ip_version: s.ip_version,
+    cidr: s.cidr,
+    gateway_ip: s.gateway_ip,
+    allocation_pools: s.allocation_pools,
+    dns_nameservers: s.dns_nameservers ?? [],
+    host_routes: s.host_routes ?? [],
+    enable_dhcp: s.enable_dhcp ?? true,
+    ipv6_ra_mode: null,
+    ipv6_address_mode: null,
+    subnetpool_id: null,
+    service_types: [],
+    ...standard(s),
+  };
+}
+
+/** A port is bound once a host is set (binding:host_id): ACTIVE, on a bridge; before, DOWN and unbound. */
+export function portView(p: Port, auth: AuthContext): View {
+  const host = typeof p["binding:host_id"] === "string" ? (p["binding:host_id"] as string) : "";
+  const view: View = {
+    id: p.id,
+    name: p.name ?? "",
+    network_id: p.network_id,
+    project_id: p.project_id,
+    tenant_id: p.project_id,
+    mac_address: p.mac_address,
+    admin_state_up: p.admin_state_up ?? true,
+    status: host ? "ACTIVE" : "DOWN",
+    device_id: p.device_id ?? "",
+    device_owner: p.device_owner ?? "",
+    fixed_ips: p.fixed_ips,
+    allowed_address_pairs: [],
+    extra_dhcp_opts: [],
+    security_groups: [],
+    port_security_enabled: false,
+    "binding:vnic_type": "normal",
+    "binding:host_id": host,
+    "binding:vif_type": host ? "bridge" : "unbound",
+    "binding:vif_details": {},
+    "binding:profile": {},
+    ...standard(p),
+  };
+  if (!auth.isAdmin) for (const k of BINDING_ADMIN) delete view[k];
+  return view;
+}
+
+/** Neutron's `fields` query: only the named attributes (and always none other). */
+export function selectFields(view: View, fields: readonly string[]): View {
+  if (!fields.length) return view;
+  return Object.fromEntries(Object.entries(view).filter(([k]) => fields.includes(k)));
+}
+
+/** GET /networking/: the one version, v2.0. */
+export const versionsDocument = (baseUrl: string) => ({
+  versions: [
+    {
+      id: "v2.0",
+      status: "CURRENT",
+      links: [{ href: `${baseUrl}/networking/v2.0/`, rel: "self" }],
+    },
+  ],
+});
+
+/** GET /networking/v2.0: the collections served. */
+export const resourcesDocument = (baseUrl: string) => ({
+  resources: ["network", "subnet", "port"].map((name) => ({
+    name,
+    collection: `${name}s`,
+    links: [{ href: `${baseUrl}/networking/v2.0/${name}s`, rel: "self" }],
+  })),
+});
+
+/** The extensions whose attributes the front serves (what clients check before using them). */
+const EXTENSIONS = [
+  ["provider", "Provider Network", "Expose mapping of virtual networks to physical networks"],
+  ["binding", "Port Binding", "Expose port bindings of a virtual port to external application"],
+  ["external-net", "Neutron external network", "Adds external network attribute to network resource."],
+  ["net-mtu", "Network MTU", "Provides MTU attribute for a network resource."],
+  [
+    "standard-attr-revisions",
+    "Resource revision numbers",
+    "This extension will display the revision number of neutron resources.",
+  ],
+  [
+    "standard-attr-timestamp",
+    "Resource timestamps",
+    "Adds created_at and updated_at fields to all Neutron resources that have Neutron standard attributes.",
+  ],
+] as const;
+
+export const extensionsDocument = () => ({
+  extensions: EXTENSIONS.map(([alias, name, description]) => ({
+    alias,
+    name,
+    description,
+    updated: "2013-01-01T00:00:00-00:00",
+    links: [],
+  })),
+});

@@ -1,0 +1,382 @@
+// The Networking v2 front at /networking over the real store (the local emulators through the AWS
+// SDK), through the API's HTTP entry: Neutron's shapes, errors and default policies for networks,
+// subnets and ports, an address handed to one port only, and 404 for what is not served.
+import { beforeAll, describe, expect, it } from "vitest";
+import { defaultDeps } from "../../lib/api/deps.js";
+import { handleHttp } from "../../lib/api/router.js";
+import { seedIdentity } from "../../lib/identity/seed.js";
+import { useLocalAws } from "./local-aws.js";
+
+useLocalAws();
+
+const BASE = "https://cloud.example.org";
+const deps = { ...defaultDeps, now: () => new Date("2026-03-01T12:00:00.123Z") };
+
+// biome-ignore lint/suspicious/noExplicitAny: Neutron's bodies; the assertions check their shape
+type Json = any;
+
+async function call(method: string, path: string, token?: string, body?: unknown) {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (token) headers["x-auth-token"] = token;
+  const r = await handleHttp(
+    {
+      method,
+      path: `/networking${path}`,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      baseUrl: BASE,
+    },
+    deps,
+  );
+  const json: Json =
+    r.body && r.headers["content-type"]?.startsWith("application/json") ? JSON.parse(r.body) : undefined;
+  return { status: r.status, json };
+}
+
+const ADMIN = "admin-token";
+const DEMO = "demo-token";
+let other: string;
+
+const neutronError = (type: string, message: string) => ({ NeutronError: { type, message, detail: "" } });
+
+/** A call to /identity (the admin's, unless it is a token request). */
+async function identity(method: string, path: string, body?: unknown) {
+  const r = await handleHttp(
+    {
+      method,
+      path: `/identity/v3${path}`,
+      headers: {
+        "content-type": "application/json",
+        ...(path === "/auth/tokens" ? {} : { "x-auth-token": ADMIN }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      baseUrl: BASE,
+    },
+    deps,
+  );
+  return { ...r, json: r.body ? JSON.parse(r.body) : undefined };
+}
+
+beforeAll(async () => {
+  await seedIdentity({ adminPassword: "admin-secret", demo: true });
+  // a member of another project: a token from /identity for a user the admin creates
+  const project = await identity("POST", "/projects", { project: { name: "other", domain_id: "default" } });
+  const user = await identity("POST", "/users", {
+    user: { name: "carol", password: "carol-secret", domain_id: "default" },
+  });
+  const role = (await identity("GET", "/roles?name=member")).json.roles[0];
+  await identity("PUT", `/projects/${project.json.project.id}/users/${user.json.user.id}/roles/${role.id}`);
+  const token = await identity("POST", "/auth/tokens", {
+    auth: {
+      identity: {
+        methods: ["password"],
+        password: { user: { name: "carol", domain: { id: "default" }, password: "carol-secret" } },
+      },
+      scope: { project: { id: project.json.project.id } },
+    },
+  });
+  expect(token.status).toBe(201);
+  other = token.headers["x-subject-token"]!;
+}, 60_000);
+
+describe("the Networking v2 front", () => {
+  let publicNet: Json;
+  let subnet: Json;
+
+  it("answers its versions without a token and Keystone's 401 without one on /v2.0", async () => {
+    const v = await call("GET", "/");
+    expect(v.status).toBe(200);
+    expect(v.json.versions[0]).toMatchObject({ id: "v2.0", status: "CURRENT" });
+    expect((await call("GET", "/v2.0/networks")).status).toBe(401);
+    const r = await call("GET", "/v2.0", DEMO);
+    expect(r.json.resources.map((x: Json) => x.collection)).toEqual(["networks", "subnets", "ports"]);
+    const ext = await call("GET", "/v2.0/extensions", DEMO);
+    expect(ext.json.extensions.map((e: Json) => e.alias)).toContain("provider");
+  });
+
+  it("an admin creates a shared flat provider network with a subnet; a member sees it without provider attributes", async () => {
+    const n = await call("POST", "/v2.0/networks", ADMIN, {
+      network: {
+        name: "public",
+        shared: true,
+        "provider:network_type": "flat",
+        "provider:physical_network": "physnet1",
+      },
+    });
+    expect(n.status).toBe(201);
+    publicNet = n.json.network;
+    expect(publicNet).toMatchObject({
+      name: "public",
+      status: "ACTIVE",
+      shared: true,
+      "router:external": false,
+      admin_state_up: true,
+      mtu: 1500,
+      project_id: "admin",
+      tenant_id: "admin",
+      subnets: [],
+      "provider:network_type": "flat",
+      "provider:physical_network": "physnet1",
+      "provider:segmentation_id": null,
+      port_security_enabled: false,
+      revision_number: 0,
+      created_at: "2026-03-01T12:00:00Z",
+    });
+    const s = await call("POST", "/v2.0/subnets", ADMIN, {
+      subnet: { network_id: publicNet.id, cidr: "10.20.0.0/16", ip_version: 4, name: "public-v4" },
+    });
+    expect(s.status).toBe(201);
+    subnet = s.json.subnet;
+    expect(subnet).toMatchObject({
+      cidr: "10.20.0.0/16",
+      gateway_ip: "10.20.0.1",
+      allocation_pools: [{ start: "10.20.0.2", end: "10.20.255.254" }],
+      enable_dhcp: true,
+      dns_nameservers: [],
+      host_routes: [],
+      ip_version: 4,
+    });
+    const seen = await call("GET", `/v2.0/networks/${publicNet.id}`, DEMO);
+    expect(seen.status).toBe(200);
+    expect(seen.json.network.subnets).toEqual([subnet.id]);
+    expect(seen.json.network).not.toHaveProperty("provider:network_type");
+    const listed = await call("GET", "/v2.0/networks?name=public", DEMO);
+    expect(listed.json.networks.map((x: Json) => x.id)).toEqual([publicNet.id]);
+    // a member may not add a subnet to the admin's shared network
+    const refused = await call("POST", "/v2.0/subnets", DEMO, {
+      subnet: { network_id: publicNet.id, cidr: "10.21.0.0/24", ip_version: 4 },
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.json).toEqual(
+      neutronError("PolicyNotAuthorized", "rule:create_subnet is disallowed by policy"),
+    );
+  });
+
+  it("refuses a member's provider network with Neutron's policy text", async () => {
+    const r = await call("POST", "/v2.0/networks", DEMO, {
+      network: { name: "mine", "provider:network_type": "flat", "provider:physical_network": "physnet2" },
+    });
+    expect(r.status).toBe(403);
+    expect(r.json).toEqual(
+      neutronError(
+        "PolicyNotAuthorized",
+        "((rule:create_network and rule:create_network:provider:network_type) and rule:create_network:provider:physical_network) is disallowed by policy",
+      ),
+    );
+    const shared = await call("POST", "/v2.0/networks", DEMO, { network: { name: "mine", shared: true } });
+    expect(shared.json.NeutronError.message).toBe(
+      "(rule:create_network and rule:create_network:shared) is disallowed by policy",
+    );
+  });
+
+  it("a vlan network needs its segmentation id, within 1-4094", async () => {
+    const ok = await call("POST", "/v2.0/networks", ADMIN, {
+      network: {
+        name: "vlan100",
+        "provider:network_type": "vlan",
+        "provider:physical_network": "physnet1",
+        "provider:segmentation_id": 100,
+      },
+    });
+    expect(ok.status).toBe(201);
+    expect(ok.json.network).toMatchObject({
+      "provider:network_type": "vlan",
+      "provider:segmentation_id": 100,
+    });
+    const none = await call("POST", "/v2.0/networks", ADMIN, {
+      network: { name: "v", "provider:network_type": "vlan", "provider:physical_network": "physnet1" },
+    });
+    expect(none.status).toBe(400);
+    expect(none.json.NeutronError.type).toBe("InvalidInput");
+    const out = await call("POST", "/v2.0/networks", ADMIN, {
+      network: {
+        name: "v",
+        "provider:network_type": "vlan",
+        "provider:physical_network": "physnet1",
+        "provider:segmentation_id": 4095,
+      },
+    });
+    expect(out.json).toEqual(
+      neutronError(
+        "InvalidInput",
+        "Invalid input for operation: segmentation_id out of range (1 through 4094).",
+      ),
+    );
+    expect((await call("DELETE", `/v2.0/networks/${ok.json.network.id}`, ADMIN)).status).toBe(204);
+  });
+
+  it("a project network is its project's: invisible to another project, flat on physnet1 for the admin", async () => {
+    const n = await call("POST", "/v2.0/networks", DEMO, { network: { name: "demo-net" } });
+    expect(n.status).toBe(201);
+    const id = n.json.network.id;
+    expect(n.json.network.project_id).toBe("demo");
+    expect((await call("GET", `/v2.0/networks/${id}`, other)).json).toEqual(
+      neutronError("NetworkNotFound", `Network ${id} could not be found.`),
+    );
+    const listed = await call("GET", "/v2.0/networks", other);
+    expect(listed.json.networks.map((x: Json) => x.id)).not.toContain(id);
+    expect(listed.json.networks.map((x: Json) => x.id)).toContain(publicNet.id);
+    const asAdmin = await call("GET", `/v2.0/networks/${id}`, ADMIN);
+    expect(asAdmin.json.network).toMatchObject({
+      "provider:network_type": "flat",
+      "provider:physical_network": "physnet1",
+    });
+    // another project's port on it is hidden as Neutron hides it
+    expect((await call("POST", "/v2.0/ports", other, { port: { network_id: id } })).status).toBe(404);
+    const renamed = await call("PUT", `/v2.0/networks/${id}`, DEMO, { network: { name: "renamed" } });
+    expect(renamed.json.network).toMatchObject({ name: "renamed", revision_number: 1 });
+    expect((await call("DELETE", `/v2.0/networks/${id}`, other)).status).toBe(404);
+    expect((await call("DELETE", `/v2.0/networks/${id}`, DEMO)).status).toBe(204);
+  });
+
+  it("a port gets an address; the same fixed IP asked again is Neutron's 409; delete frees it", async () => {
+    const p = await call("POST", "/v2.0/ports", DEMO, {
+      port: { network_id: publicNet.id, name: "p1", device_id: "server-1", device_owner: "compute:nova" },
+    });
+    expect(p.status).toBe(201);
+    const port = p.json.port;
+    expect(port).toMatchObject({ status: "DOWN", project_id: "demo", device_id: "server-1" });
+    expect(port.mac_address).toMatch(/^fa:16:3e(:[0-9a-f]{2}){3}$/);
+    expect(port.fixed_ips).toHaveLength(1);
+    expect(port.fixed_ips[0].subnet_id).toBe(subnet.id);
+    expect(port).not.toHaveProperty("binding:host_id");
+    const ip = port.fixed_ips[0].ip_address;
+
+    // a member asking a fixed IP on a network it does not own: Neutron's policy refuses it
+    const asked = await call("POST", "/v2.0/ports", DEMO, {
+      port: { network_id: publicNet.id, fixed_ips: [{ ip_address: ip }] },
+    });
+    expect(asked.status).toBe(403);
+    expect(asked.json.NeutronError.message).toBe(
+      "(rule:create_port and (rule:create_port:fixed_ips and (rule:create_port:fixed_ips:ip_address))) is disallowed by policy",
+    );
+    const taken = await call("POST", "/v2.0/ports", ADMIN, {
+      port: { network_id: publicNet.id, fixed_ips: [{ subnet_id: subnet.id, ip_address: ip }] },
+    });
+    expect(taken.status).toBe(409);
+    expect(taken.json).toEqual(
+      neutronError("IpAddressAlreadyAllocated", `IP address ${ip} already allocated in subnet ${subnet.id}`),
+    );
+
+    const byIp = await call("GET", `/v2.0/ports?fixed_ips=ip_address%3D${ip}`, DEMO);
+    expect(byIp.json.ports.map((x: Json) => x.id)).toEqual([port.id]);
+    const byDevice = await call("GET", "/v2.0/ports?device_id=server-1", DEMO);
+    expect(byDevice.json.ports.map((x: Json) => x.id)).toEqual([port.id]);
+
+    // bound by an admin: ACTIVE on a bridge
+    const bound = await call("PUT", `/v2.0/ports/${port.id}`, ADMIN, {
+      port: { "binding:host_id": "host-1" },
+    });
+    expect(bound.json.port).toMatchObject({
+      status: "ACTIVE",
+      "binding:vif_type": "bridge",
+      "binding:host_id": "host-1",
+    });
+    const memberBinds = await call("PUT", `/v2.0/ports/${port.id}`, DEMO, {
+      port: { "binding:host_id": "h" },
+    });
+    expect(memberBinds.status).toBe(403);
+
+    // the network is in use while the port is on it
+    const inUse = await call("DELETE", `/v2.0/networks/${publicNet.id}`, ADMIN);
+    expect(inUse.status).toBe(409);
+    expect(inUse.json).toEqual(
+      neutronError(
+        "NetworkInUse",
+        `Unable to complete operation on network ${publicNet.id}. There are one or more ports still in use on the network.`,
+      ),
+    );
+    const subnetInUse = await call("DELETE", `/v2.0/subnets/${subnet.id}`, ADMIN);
+    expect(subnetInUse.status).toBe(409);
+    expect(subnetInUse.json.NeutronError.type).toBe("SubnetInUse");
+
+    expect((await call("DELETE", `/v2.0/ports/${port.id}`, DEMO)).status).toBe(204);
+    expect((await call("GET", `/v2.0/ports/${port.id}`, DEMO)).json).toEqual(
+      neutronError("PortNotFound", `Port ${port.id} could not be found.`),
+    );
+    const reused = await call("POST", "/v2.0/ports", ADMIN, {
+      port: { network_id: publicNet.id, fixed_ips: [{ ip_address: ip }] },
+    });
+    expect(reused.status).toBe(201);
+    expect(reused.json.port.fixed_ips).toEqual([{ subnet_id: subnet.id, ip_address: ip }]);
+
+    // a changed fixed IP: the new one taken, the old one freed
+    const next = ip.replace(/\.(\d+)$/, (_: string, d: string) => `.${Number(d) + 100}`);
+    const moved = await call("PUT", `/v2.0/ports/${reused.json.port.id}`, ADMIN, {
+      port: { fixed_ips: [{ subnet_id: subnet.id, ip_address: next }] },
+    });
+    expect(moved.status).toBe(200);
+    expect(moved.json.port.fixed_ips).toEqual([{ subnet_id: subnet.id, ip_address: next }]);
+    expect((await call("GET", `/v2.0/ports?fixed_ips=ip_address%3D${ip}`, ADMIN)).json.ports).toEqual([]);
+    expect((await call("DELETE", `/v2.0/ports/${reused.json.port.id}`, ADMIN)).status).toBe(204);
+  });
+
+  it("filters subnets, and refuses an overlapping or mismatched one", async () => {
+    const v6 = await call("POST", "/v2.0/subnets", ADMIN, {
+      subnet: { network_id: publicNet.id, cidr: "fd00:20::/64", ip_version: 6, name: "public-v6" },
+    });
+    expect(v6.status).toBe(201);
+    expect(v6.json.subnet.gateway_ip).toBe("fd00:20::");
+    const byVersion = await call("GET", `/v2.0/subnets?network_id=${publicNet.id}&ip_version=6`, DEMO);
+    expect(byVersion.json.subnets.map((s: Json) => s.id)).toEqual([v6.json.subnet.id]);
+    const byCidr = await call("GET", "/v2.0/subnets?cidr=10.20.0.0/16", DEMO);
+    expect(byCidr.json.subnets.map((s: Json) => s.id)).toEqual([subnet.id]);
+    const byName = await call("GET", "/v2.0/subnets?name=public-v4&fields=id&fields=name", DEMO);
+    expect(byName.json.subnets).toEqual([{ id: subnet.id, name: "public-v4" }]);
+    const overlap = await call("POST", "/v2.0/subnets", ADMIN, {
+      subnet: { network_id: publicNet.id, cidr: "10.20.5.0/24", ip_version: 4 },
+    });
+    expect(overlap.status).toBe(400);
+    expect(overlap.json.NeutronError.type).toBe("InvalidInput");
+    const mismatch = await call("POST", "/v2.0/subnets", ADMIN, {
+      subnet: { network_id: publicNet.id, cidr: "10.30.0.0/24", ip_version: 6 },
+    });
+    expect(mismatch.json).toEqual(
+      neutronError(
+        "InvalidInput",
+        "Invalid input for operation: cidr '10.30.0.0/24' does not match the ip_version '6'.",
+      ),
+    );
+    const updated = await call("PUT", `/v2.0/subnets/${subnet.id}`, ADMIN, {
+      subnet: {
+        dns_nameservers: ["10.20.0.53"],
+        host_routes: [{ destination: "192.168.0.0/24", nexthop: "10.20.0.254" }],
+      },
+    });
+    expect(updated.json.subnet).toMatchObject({
+      dns_nameservers: ["10.20.0.53"],
+      host_routes: [{ destination: "192.168.0.0/24", nexthop: "10.20.0.254" }],
+    });
+    const gwInPool = await call("PUT", `/v2.0/subnets/${subnet.id}`, ADMIN, {
+      subnet: { gateway_ip: "10.20.0.9" },
+    });
+    expect(gwInPool.status).toBe(409);
+    expect(gwInPool.json.NeutronError.type).toBe("GatewayConflictWithAllocationPools");
+    // a port with no fixed_ips gets one IPv4 and one IPv6 address, as Neutron's IPAM gives them
+    const p = await call("POST", "/v2.0/ports", DEMO, { port: { network_id: publicNet.id } });
+    expect(p.json.port.fixed_ips.map((f: Json) => f.subnet_id)).toEqual([subnet.id, v6.json.subnet.id]);
+    expect((await call("DELETE", `/v2.0/ports/${p.json.port.id}`, DEMO)).status).toBe(204);
+    expect((await call("DELETE", `/v2.0/subnets/${v6.json.subnet.id}`, ADMIN)).status).toBe(204);
+  });
+
+  it("answers bad bodies with Neutron's 400", async () => {
+    const none = await call("POST", "/v2.0/networks", DEMO, { net: {} });
+    expect(none.json).toEqual(neutronError("HTTPBadRequest", "Unable to find 'network' in request body"));
+    const unknown = await call("POST", "/v2.0/networks", DEMO, { network: { colour: "blue" } });
+    expect(unknown.json).toEqual(neutronError("HTTPBadRequest", "Unrecognized attribute(s) 'colour'"));
+  });
+
+  it("serves no routers, floating IPs or security groups", async () => {
+    for (const path of ["/v2.0/routers", "/v2.0/floatingips", "/v2.0/security-groups"]) {
+      const r = await call("GET", path, DEMO);
+      expect(r.status).toBe(404);
+      expect(r.json).toEqual(neutronError("HTTPNotFound", "The resource could not be found."));
+    }
+  });
+
+  it("deletes the network once its ports are gone", async () => {
+    expect((await call("DELETE", `/v2.0/networks/${publicNet.id}`, DEMO)).status).toBe(404);
+    expect((await call("DELETE", `/v2.0/networks/${publicNet.id}`, ADMIN)).status).toBe(204);
+    expect((await call("GET", `/v2.0/subnets/${subnet.id}`, ADMIN)).status).toBe(404);
+  });
+});
