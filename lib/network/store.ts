@@ -1,12 +1,14 @@
 // Neutron's networks, subnets and ports on one DynamoDB table (NOVALESS_NETWORKING_TABLE), and
 // the addresses they hold. Items by key: `network#<id>` (its subnet ids in a string set, and a
 // revision_number that orders changes to them), `subnet#<id>`, `port#<id>` (the address it holds
-// on each subnet, `ips`: subnet id → address), and two kinds the by-kind index never sees (they
+// on each subnet, `ips`: subnet id → address), and three kinds the by-kind index never sees (they
 // carry no `kind`):
 //
 // - `ip#<subnet>#<address>`, holding the port's id (`holder`): ONE conditional PutItem
 //   (attribute_not_exists) per address is what makes an address a port's, so two ports can never
 //   hold one address, whatever runs concurrently. A release deletes it, conditioned on the holder.
+// - `vlan#<physical network>#<VLAN id>`, naming the vlan network that holds the VLAN (one
+//   network per VLAN, reserved in createNetwork's transaction).
 // - `cursor#<subnet>`, a counter advanced with ADD by every unasked allocation: each try takes
 //   the next address of the pools in order (wrapping), so concurrent allocations try different
 //   addresses instead of all racing for the lowest free one, and a try costs one UpdateItem and
@@ -247,10 +249,51 @@ async function updateAttributes<T>(
 
 // ── Networks ──────────────────────────────────────────────────────────────────────────────────
 
-/** A new network (its subnets come with createSubnet); false when one has its id. */
+/**
+ * The item that reserves a VLAN on a physical network for one network (ML2's vlan allocations):
+ * none for a flat network. It carries no kind, holder or network_id, so no index sees it.
+ */
+function vlanKeyOf(n: Record<string, unknown>): { pk: string } | undefined {
+  const physnet = n["provider:physical_network"];
+  const vlan = n["provider:segmentation_id"];
+  if (n["provider:network_type"] !== "vlan" || typeof physnet !== "string" || typeof vlan !== "number")
+    return undefined;
+  return { pk: `vlan#${physnet}#${vlan}` };
+}
+
+/**
+ * A new network (its subnets come with createSubnet); false when one has its id. A vlan network
+ * reserves its VLAN in the same transaction: Neutron's VlanIdInUse (409) when another network
+ * holds it.
+ */
 export async function createNetwork(n: NewNetwork): Promise<boolean> {
   const { subnets: _s, revision_number: _r, ...rest } = n;
-  return putIfAbsent("network", { ...rest, id: n.id }, { revision_number: 0 });
+  const vlan = vlanKeyOf(n);
+  if (!vlan) return putIfAbsent("network", { ...rest, id: n.id }, { revision_number: 0 });
+  const ok = await transact({
+    TransactItems: [
+      {
+        Put: {
+          TableName: networkingTable(),
+          Item: { ...rest, id: n.id, revision_number: 0, ...keyOf("network", n.id), kind: "network" },
+          ConditionExpression: "attribute_not_exists(pk)",
+        },
+      },
+      {
+        Put: {
+          TableName: networkingTable(),
+          Item: { ...vlan, vlan_network: n.id },
+          ConditionExpression: "attribute_not_exists(pk)",
+        },
+      },
+    ],
+  });
+  if (ok || (await getNetwork(n.id))) return ok;
+  throw new NetworkingError(
+    409,
+    "VlanIdInUse",
+    `Unable to create the network. The VLAN ${n["provider:segmentation_id"]} on physical network ${n["provider:physical_network"]} is in use.`,
+  );
 }
 
 export const getNetwork = (id: string) => get<Network>("network", id);
@@ -276,7 +319,7 @@ export async function deleteNetwork(id: string): Promise<boolean> {
     const subnet = await getSubnet(subnetId);
     if (subnet) await deleteSubnet(subnet);
   }
-  return conditionHeld(
+  const deleted = await conditionHeld(
     dynamo().send(
       new DeleteCommand({
         TableName: networkingTable(),
@@ -285,6 +328,21 @@ export async function deleteNetwork(id: string): Promise<boolean> {
       }),
     ),
   );
+  // its VLAN goes free after it (a crash between the two leaves the VLAN held, never shared)
+  const vlan = vlanKeyOf(network);
+  if (vlan) {
+    await conditionHeld(
+      dynamo().send(
+        new DeleteCommand({
+          TableName: networkingTable(),
+          Key: vlan,
+          ConditionExpression: "vlan_network = :n",
+          ExpressionAttributeValues: { ":n": id },
+        }),
+      ),
+    );
+  }
+  return deleted;
 }
 
 // ── Subnets ───────────────────────────────────────────────────────────────────────────────────

@@ -202,7 +202,30 @@ describe("the Networking v2 front", () => {
         "Invalid input for operation: segmentation_id out of range (1 through 4094).",
       ),
     );
+    // one network per VLAN on a physical network, until it is deleted
+    const vlan100 = {
+      network: {
+        name: "again",
+        "provider:network_type": "vlan",
+        "provider:physical_network": "physnet1",
+        "provider:segmentation_id": 100,
+      },
+    };
+    expect((await call("POST", "/v2.0/networks", ADMIN, vlan100)).json).toEqual(
+      neutronError(
+        "VlanIdInUse",
+        "Unable to create the network. The VLAN 100 on physical network physnet1 is in use.",
+      ),
+    );
+    const elsewhere = await call("POST", "/v2.0/networks", ADMIN, {
+      network: { ...vlan100.network, "provider:physical_network": "physnet2" },
+    });
+    expect(elsewhere.status).toBe(201);
     expect((await call("DELETE", `/v2.0/networks/${ok.json.network.id}`, ADMIN)).status).toBe(204);
+    const reused = await call("POST", "/v2.0/networks", ADMIN, vlan100);
+    expect(reused.status).toBe(201);
+    for (const n of [elsewhere, reused])
+      expect((await call("DELETE", `/v2.0/networks/${n.json.network.id}`, ADMIN)).status).toBe(204);
   });
 
   it("a project network is its project's: invisible to another project, flat on physnet1 for the admin", async () => {

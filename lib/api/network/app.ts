@@ -82,7 +82,8 @@ async function resourceBody(c: C, resource: string, allowed: readonly string[]):
   try {
     parsed = JSON.parse((await c.req.text()) || "null");
   } catch {
-    throw new NetworkingError(400, "MalformedRequestBody", "Malformed request body");
+    // neutron/api/wsgi.py: webob's HTTPBadRequest with its own text
+    throw badRequest("Malformed request body");
   }
   if (!parsed || typeof parsed !== "object") throw badRequest("Resource body required");
   const body = (parsed as Body)[resource];
