@@ -142,6 +142,11 @@ describe("the Networking v2 front", () => {
     expect(seen.json.network).not.toHaveProperty("provider:network_type");
     const listed = await call("GET", "/v2.0/networks?name=public", DEMO);
     expect(listed.json.networks.map((x: Json) => x.id)).toEqual([publicNet.id]);
+    // filters on booleans as Neutron's clients send them, and on attributes a member is not shown
+    const external = await call("GET", "/v2.0/networks?router:external=False&shared=True", DEMO);
+    expect(external.json.networks.map((x: Json) => x.id)).toEqual([publicNet.id]);
+    const flat = await call("GET", "/v2.0/networks?provider:network_type=flat&fields=id", DEMO);
+    expect(flat.json.networks).toEqual([{ id: publicNet.id }]);
     // a member may not add a subnet to the admin's shared network
     const refused = await call("POST", "/v2.0/subnets", DEMO, {
       subnet: { network_id: publicNet.id, cidr: "10.21.0.0/24", ip_version: 4 },
@@ -363,12 +368,18 @@ describe("the Networking v2 front", () => {
     const updated = await call("PUT", `/v2.0/subnets/${subnet.id}`, ADMIN, {
       subnet: {
         dns_nameservers: ["10.20.0.53"],
-        host_routes: [{ destination: "192.168.0.0/24", nexthop: "10.20.0.254" }],
+        host_routes: [
+          { destination: "192.168.0.0/24", nexthop: "10.20.0.254" },
+          { destination: "0.0.0.0/0", nexthop: "10.20.0.253" },
+        ],
       },
     });
     expect(updated.json.subnet).toMatchObject({
       dns_nameservers: ["10.20.0.53"],
-      host_routes: [{ destination: "192.168.0.0/24", nexthop: "10.20.0.254" }],
+      host_routes: [
+        { destination: "192.168.0.0/24", nexthop: "10.20.0.254" },
+        { destination: "0.0.0.0/0", nexthop: "10.20.0.253" },
+      ],
     });
     const gwInPool = await call("PUT", `/v2.0/subnets/${subnet.id}`, ADMIN, {
       subnet: { gateway_ip: "10.20.0.9" },
@@ -387,6 +398,10 @@ describe("the Networking v2 front", () => {
     expect(none.json).toEqual(neutronError("HTTPBadRequest", "Unable to find 'network' in request body"));
     const unknown = await call("POST", "/v2.0/networks", DEMO, { network: { colour: "blue" } });
     expect(unknown.json).toEqual(neutronError("HTTPBadRequest", "Unrecognized attribute(s) 'colour'"));
+    const filter = await call("GET", "/v2.0/networks?colour=blue", DEMO);
+    expect(filter.json).toEqual(
+      neutronError("HTTPBadRequest", "['colour'] is invalid attribute for filtering"),
+    );
   });
 
   it("serves no routers, floating IPs or security groups", async () => {

@@ -53,9 +53,12 @@ import {
 } from "./policy.js";
 import {
   extensionsDocument,
+  NETWORK_ATTRIBUTES,
   networkView,
+  PORT_ATTRIBUTES,
   portView,
   resourcesDocument,
+  SUBNET_ATTRIBUTES,
   selectFields,
   subnetView,
   versionsDocument,
@@ -125,23 +128,40 @@ function projectOf(auth: AuthContext, body: Body): string {
   return asked;
 }
 
-/** Neutron's list filters: each query parameter an attribute, repeated ones any of their values. */
+/**
+ * Neutron's list filters: each query parameter an attribute, repeated ones any of their values.
+ * With Neutron's filter-validation (on by default), a parameter that is no attribute of the
+ * resource is its 400 (api_common.get_filters_from_dict, the keys as a Python list).
+ */
 const NOT_FILTERS = new Set(["fields", "limit", "marker", "sort_key", "sort_dir", "page_reverse"]);
-function filtered(c: C, views: Record<string, unknown>[]): Record<string, unknown>[] {
+function filtered<T>(
+  c: C,
+  items: T[],
+  view: (item: T, auth: AuthContext) => Record<string, unknown>,
+  attributes: readonly string[],
+): Record<string, unknown>[] {
   const q = c.req.queries();
+  const invalid = Object.keys(q).filter((k) => !NOT_FILTERS.has(k) && !attributes.includes(k));
+  if (invalid.length)
+    throw badRequest(`[${invalid.map((k) => `'${k}'`).join(", ")}] is invalid attribute for filtering`);
+  const auth = c.get("netAuth");
   const fields = q.fields ?? [];
+  // Neutron filters in its database, before policy hides attributes: a member's filter on
+  // provider:network_type matches as an admin's would
   const matches = (v: Record<string, unknown>) =>
     Object.entries(q).every(([k, wanted]) => {
       if (NOT_FILTERS.has(k)) return true;
       if (k === "fixed_ips") return wanted.every((w) => fixedIpMatches(v.fixed_ips, w));
-      if (!(k in v)) return true;
       const have = v[k];
       return wanted.some((w) =>
         typeof have === "boolean" ? String(have) === w.toLowerCase() : String(have ?? "") === w,
       );
     });
-  return views.filter(matches).map((v) => selectFields(v, fields));
+  return items.filter((i) => matches(view(i, ADMIN_VIEW))).map((i) => selectFields(view(i, auth), fields));
 }
+
+/** The caller every attribute is shown to, for filtering. */
+const ADMIN_VIEW: AuthContext = { user_id: "", project_id: "", roles: ["admin"], isAdmin: true };
 
 /** `fixed_ips=ip_address=10.0.0.5` or `fixed_ips=subnet_id=<id>` (Neutron's port filter). */
 function fixedIpMatches(fixedIps: unknown, filter: string): boolean {
@@ -266,11 +286,10 @@ function mtuOf(body: Body): number {
 function networkRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   app.get("/v2.0/networks", async (c) => {
     const auth = c.get("netAuth");
-    const views = (await listNetworks())
+    const visible = (await listNetworks())
       .filter((n) => seesNetwork(auth, n))
-      .sort((a, b) => a.id.localeCompare(b.id))
-      .map((n) => networkView(n, auth));
-    return c.json({ networks: filtered(c, views) });
+      .sort((a, b) => a.id.localeCompare(b.id));
+    return c.json({ networks: filtered(c, visible, networkView, NETWORK_ATTRIBUTES) });
   });
 
   app.get("/v2.0/networks/:id", async (c) => {
@@ -407,11 +426,19 @@ function hostRoutes(body: Body, version: 4 | 6): { destination: string; nexthop:
   return v.map((r) => {
     if (!r || typeof r !== "object" || typeof r.destination !== "string" || typeof r.nexthop !== "string")
       throw invalidAttr("host_routes", `Invalid data format for hostroute: '${JSON.stringify(r)}'`);
-    const dest = parseCidr(r.destination);
+    const dest = routeDestination(r.destination);
     if (dest.version !== version)
       throw invalidInput(`route destination '${r.destination}' does not match the ip_version '${version}'`);
     return { destination: dest.text, nexthop: addressOfVersion(r.nexthop, "route nexthop", version) };
   });
+}
+
+/** A host route's destination: a subnet, or a default route (a /0, which no subnet may be). */
+function routeDestination(text: string): { version: 4 | 6; text: string } {
+  const [address, len] = text.split("/");
+  const a = len === "0" ? parseAddress(address ?? "") : undefined;
+  if (a) return { version: a.version, text: a.version === 4 ? "0.0.0.0/0" : "::/0" };
+  return parseCidr(text);
 }
 
 /** A gateway_ip given: an address of the subnet's version, not its network or broadcast address. */
@@ -435,14 +462,13 @@ function subnetRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   app.get("/v2.0/subnets", async (c) => {
     const auth = c.get("netAuth");
     const networks = new Map((await listNetworks()).map((n) => [n.id, n]));
-    const views = (await listSubnets())
+    const visible = (await listSubnets())
       .filter((s) => {
         const n = networks.get(s.network_id);
         return readerOf(auth, s.project_id) || (n !== undefined && seesNetwork(auth, n));
       })
-      .sort((a, b) => a.id.localeCompare(b.id))
-      .map(subnetView);
-    return c.json({ subnets: filtered(c, views) });
+      .sort((a, b) => a.id.localeCompare(b.id));
+    return c.json({ subnets: filtered(c, visible, subnetView, SUBNET_ATTRIBUTES) });
   });
 
   app.get("/v2.0/subnets/:id", async (c) => {
@@ -671,11 +697,10 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     const ownedNetworks = auth.isAdmin
       ? undefined
       : new Set((await listNetworks()).filter((n) => readerOf(auth, n.project_id)).map((n) => n.id));
-    const views = (await listPorts())
+    const visible = (await listPorts())
       .filter((p) => !ownedNetworks || readerOf(auth, p.project_id) || ownedNetworks.has(p.network_id))
-      .sort((a, b) => a.id.localeCompare(b.id))
-      .map((p) => portView(p, auth));
-    return c.json({ ports: filtered(c, views) });
+      .sort((a, b) => a.id.localeCompare(b.id));
+    return c.json({ ports: filtered(c, visible, portView, PORT_ATTRIBUTES) });
   });
 
   app.get("/v2.0/ports/:id", async (c) => {

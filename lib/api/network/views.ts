@@ -99,6 +99,27 @@ export function portView(p: Port, auth: AuthContext): View {
   return view;
 }
 
+/** Every attribute a view may show (an admin's view): what a list may filter on. */
+const keysOf = (view: (auth: AuthContext) => View) =>
+  Object.keys(view({ user_id: "", project_id: "", roles: ["admin"], isAdmin: true }));
+export const NETWORK_ATTRIBUTES = keysOf((auth) =>
+  networkView({ id: "", name: "", project_id: "", subnets: [], revision_number: 0 }, auth),
+);
+export const SUBNET_ATTRIBUTES = keysOf(() =>
+  subnetView({
+    id: "",
+    network_id: "",
+    project_id: "",
+    ip_version: 4,
+    cidr: "",
+    gateway_ip: null,
+    allocation_pools: [],
+  }),
+);
+export const PORT_ATTRIBUTES = keysOf((auth) =>
+  portView({ id: "", network_id: "", project_id: "", fixed_ips: [] }, auth),
+);
+
 /** Neutron's `fields` query: only the named attributes (and always none other). */
 export function selectFields(view: View, fields: readonly string[]): View {
   if (!fields.length) return view;
