@@ -23,7 +23,8 @@
 // Indexes: `by-kind` for whole-kind listings, `by-network` for a network's subnets and ports,
 // `by-holder` (sparse, keys only) for the addresses a port holds: a port's delete frees them all,
 // including one won but not yet recorded on the port item when a crash came between the two
-// writes. Indexes are eventually consistent: the in-use checks of a delete read them.
+// writes. Indexes are eventually consistent: a network's delete is conditioned on the port count
+// kept on its item instead; a subnet's in-use check reads the index.
 import {
   DeleteCommand,
   GetCommand,
@@ -222,7 +223,10 @@ async function updateAttributes<T>(
   const values: Record<string, unknown> = { ":one": 1 };
   const sets: string[] = [];
   for (const [i, [k, v]] of Object.entries(changes)
-    .filter(([k]) => !["id", "pk", "kind", "subnets", "ips", "fixed_ips", "revision_number"].includes(k))
+    .filter(
+      ([k]) =>
+        !["id", "pk", "kind", "subnets", "ips", "fixed_ips", "revision_number", "port_count"].includes(k),
+    )
     .entries()) {
     names[`#a${i}`] = k;
     values[`:a${i}`] = v;
@@ -301,20 +305,23 @@ export const listNetworks = () => all<Network>("network");
 export const updateNetwork = (id: string, changes: Record<string, unknown>) =>
   updateAttributes<Network>("network", id, changes);
 
+const networkInUse = (id: string) =>
+  new NetworkingError(
+    409,
+    "NetworkInUse",
+    `Unable to complete operation on network ${id}. There are one or more ports still in use on the network.`,
+  );
+
 /**
  * Delete a network and its subnets: Neutron's NetworkInUse (409) while a port is on it; false
- * when it was already gone.
+ * when it was already gone. The network's port_count (kept by createPort and deletePort in their
+ * transactions) decides, not the lagging index: the delete is conditioned on it.
  */
 export async function deleteNetwork(id: string): Promise<boolean> {
   const network = await getNetwork(id);
   if (!network) return false;
-  if ((await portsOn(id)).length > 0) {
-    throw new NetworkingError(
-      409,
-      "NetworkInUse",
-      `Unable to complete operation on network ${id}. There are one or more ports still in use on the network.`,
-    );
-  }
+  if (((network.port_count as number | undefined) ?? 0) > 0 || (await portsOn(id)).length > 0)
+    throw networkInUse(id);
   for (const subnetId of network.subnets) {
     const subnet = await getSubnet(subnetId);
     if (subnet) await deleteSubnet(subnet);
@@ -324,10 +331,14 @@ export async function deleteNetwork(id: string): Promise<boolean> {
       new DeleteCommand({
         TableName: networkingTable(),
         Key: keyOf("network", id),
-        ConditionExpression: "attribute_exists(pk)",
+        // the index read above lags; the count createPort keeps does not
+        ConditionExpression:
+          "attribute_exists(pk) AND (attribute_not_exists(port_count) OR port_count = :zero)",
+        ExpressionAttributeValues: { ":zero": 0 },
       }),
     ),
   );
+  if (!deleted && (await getNetwork(id))) throw networkInUse(id);
   // its VLAN goes free after it (a crash between the two leaves the VLAN held, never shared)
   const vlan = vlanKeyOf(network);
   if (vlan) {
@@ -452,7 +463,30 @@ export async function deleteSubnet(subnet: Subnet): Promise<boolean> {
 /** A new port, holding no address yet (allocateAddress gives it them); false when one has its id. */
 export async function createPort(port: NewPort): Promise<boolean> {
   const { fixed_ips: _f, ...rest } = port;
-  return putIfAbsent("port", { ...rest, id: port.id }, { ips: {} });
+  // the network counts its ports in the same transaction (port_count), so a network's delete,
+  // conditioned on none, never leaves a port behind however the two race
+  const ok = await transact({
+    TransactItems: [
+      {
+        Put: {
+          TableName: networkingTable(),
+          Item: { ...rest, id: port.id, ips: {}, ...keyOf("port", port.id), kind: "port" },
+          ConditionExpression: "attribute_not_exists(pk)",
+        },
+      },
+      {
+        Update: {
+          TableName: networkingTable(),
+          Key: keyOf("network", port.network_id),
+          UpdateExpression: "ADD port_count :one",
+          ConditionExpression: "attribute_exists(pk)",
+          ExpressionAttributeValues: { ":one": 1 },
+        },
+      },
+    ],
+  });
+  if (ok || (await getPort(port.id))) return ok;
+  throw notFound("Network", port.network_id);
 }
 
 export const getPort = (id: string) => get<Port>("port", id);
@@ -477,15 +511,30 @@ export async function deletePort(id: string): Promise<boolean> {
   });
   for (const item of held) await freeIpItem(item.pk as string, id);
   if (!port) return false;
-  return conditionHeld(
-    dynamo().send(
-      new DeleteCommand({
-        TableName: networkingTable(),
-        Key: keyOf("port", id),
-        ConditionExpression: "attribute_exists(pk)",
-      }),
-    ),
-  );
+  const portGone = {
+    Delete: {
+      TableName: networkingTable(),
+      Key: keyOf("port", id),
+      ConditionExpression: "attribute_exists(pk)",
+    },
+  };
+  const counted = await transact({
+    TransactItems: [
+      portGone,
+      {
+        Update: {
+          TableName: networkingTable(),
+          Key: keyOf("network", port.network_id),
+          UpdateExpression: "ADD port_count :minus",
+          ConditionExpression: "attribute_exists(pk)",
+          ExpressionAttributeValues: { ":minus": -1 },
+        },
+      },
+    ],
+  });
+  if (counted) return true;
+  // already gone (a concurrent delete), or a port whose network is gone: nothing to count
+  return conditionHeld(dynamo().send(new DeleteCommand(portGone.Delete)));
 }
 
 // ── Addresses ─────────────────────────────────────────────────────────────────────────────────

@@ -1,10 +1,13 @@
 // The Networking v2 front at /networking over the real store (the local emulators through the AWS
 // SDK), through the API's HTTP entry: Neutron's shapes, errors and default policies for networks,
 // subnets and ports, an address handed to one port only, and 404 for what is not served.
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultDeps } from "../../lib/api/deps.js";
 import { handleHttp } from "../../lib/api/router.js";
+import { dynamo } from "../../lib/aws/clients.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
+import { networkingTable } from "../../lib/network/store.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -410,6 +413,30 @@ describe("the Networking v2 front", () => {
       expect(r.status).toBe(404);
       expect(r.json).toEqual(neutronError("HTTPNotFound", "The resource could not be found."));
     }
+  });
+
+  it("a network's delete counts its ports on its item, not by the lagging index", async () => {
+    const n = await call("POST", "/v2.0/networks", DEMO, { network: { name: "counted" } });
+    const id = n.json.network.id;
+    // a port the index has not shown yet: the count its create left on the network
+    await dynamo().send(
+      new UpdateCommand({
+        TableName: networkingTable(),
+        Key: { pk: `network#${id}` },
+        UpdateExpression: "ADD port_count :one",
+        ExpressionAttributeValues: { ":one": 1 },
+      }),
+    );
+    expect((await call("DELETE", `/v2.0/networks/${id}`, DEMO)).json.NeutronError.type).toBe("NetworkInUse");
+    await dynamo().send(
+      new UpdateCommand({
+        TableName: networkingTable(),
+        Key: { pk: `network#${id}` },
+        UpdateExpression: "ADD port_count :minus",
+        ExpressionAttributeValues: { ":minus": -1 },
+      }),
+    );
+    expect((await call("DELETE", `/v2.0/networks/${id}`, DEMO)).status).toBe(204);
   });
 
   it("deletes the network once its ports are gone", async () => {
