@@ -275,11 +275,11 @@ describe("the Networking v2 front", () => {
 
     // a member asking a fixed IP on a network it does not own: Neutron's policy refuses it
     const asked = await call("POST", "/v2.0/ports", DEMO, {
-      port: { network_id: publicNet.id, fixed_ips: [{ ip_address: ip }] },
+      port: { network_id: publicNet.id, device_id: "server-2", fixed_ips: [{ ip_address: ip }] },
     });
     expect(asked.status).toBe(403);
     expect(asked.json.NeutronError.message).toBe(
-      "(rule:create_port and (rule:create_port:fixed_ips and (rule:create_port:fixed_ips:ip_address))) is disallowed by policy",
+      "((rule:create_port and (rule:create_port:fixed_ips and (rule:create_port:fixed_ips:ip_address))) and rule:create_port:device_id) is disallowed by policy",
     );
     const taken = await call("POST", "/v2.0/ports", ADMIN, {
       port: { network_id: publicNet.id, fixed_ips: [{ subnet_id: subnet.id, ip_address: ip }] },

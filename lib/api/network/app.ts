@@ -624,22 +624,44 @@ function fixedIpsOf(body: Body): FixedIpRequest[] | undefined {
   });
 }
 
-/** The policy attributes a port body sets, in Neutron's attribute order, and whether each passes. */
-function portAttrRules(auth: AuthContext, body: Body, network: Network): AttributeRule[] {
+/**
+ * The enforce_policy attributes a port body sets, in neutron-lib's attribute order (mac_address,
+ * fixed_ips, device_id, device_owner, then binding:host_id), each named in the rule Neutron
+ * builds; and whether all pass (port.py's defaults). On a create an attribute at its default is
+ * not set (policy.py _is_attribute_explicitly_set); on an update every one given is.
+ */
+function portAttrRules(
+  auth: AuthContext,
+  body: Body,
+  network: Network,
+  update: boolean,
+): { attributes: AttributeRule[]; allowed: boolean } {
   const netOwner = memberOf(auth, network.project_id);
-  const refused: AttributeRule[] = [];
-  const fixed = fixedIpsOf(body);
-  if (body.mac_address !== undefined && !netOwner) refused.push({ name: "mac_address" });
-  if (fixed?.length) {
-    const keys = [...new Set(fixed.flatMap((f) => Object.keys(f)))];
-    const byIp = keys.includes("ip_address") && !netOwner;
-    if ((!netOwner && !network.shared) || byIp) refused.push({ name: "fixed_ips", keys });
+  const attributes: AttributeRule[] = [];
+  let allowed = true;
+  const given = (k: string) => body[k] !== undefined && (update || body[k] !== "");
+  if (given("mac_address")) {
+    attributes.push({ name: "mac_address" });
+    allowed &&= netOwner;
   }
-  const owner = body.device_owner;
-  if (typeof owner === "string" && owner.startsWith("network:") && !netOwner)
-    refused.push({ name: "device_owner" });
-  if (body["binding:host_id"] !== undefined && !auth.isAdmin) refused.push({ name: "binding:host_id" });
-  return refused;
+  const fixed = fixedIpsOf(body);
+  if (fixed) {
+    const keys = [...new Set(fixed.flatMap((f) => Object.keys(f)))];
+    attributes.push({ name: "fixed_ips", keys });
+    // fixed_ips and fixed_ips:subnet_id: the network's owner or a shared network;
+    // fixed_ips:ip_address: the network's owner only
+    allowed &&= netOwner || (network.shared === true && !keys.includes("ip_address"));
+  }
+  if (given("device_id")) attributes.push({ name: "device_id" });
+  if (given("device_owner")) {
+    attributes.push({ name: "device_owner" });
+    allowed &&= netOwner || !String(body.device_owner).startsWith("network:");
+  }
+  if (given("binding:host_id")) {
+    attributes.push({ name: "binding:host_id" });
+    allowed &&= auth.isAdmin;
+  }
+  return { attributes, allowed };
 }
 
 /**
@@ -719,8 +741,8 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     // base.py _validate_network_tenant_ownership: another project's unshared network is hidden
     if (!auth.isAdmin && !network.shared && network.project_id !== project) throw pretendNotFound();
     if (!memberOf(auth, auth.project_id)) throw policyRefused("create_port");
-    const refused = portAttrRules(auth, body, network);
-    if (refused.length) throw policyRefused("create_port", refused);
+    const rules = portAttrRules(auth, body, network, false);
+    if (!rules.allowed) throw policyRefused("create_port", rules.attributes);
     const mac = body.mac_address === undefined ? generatedMac() : String(body.mac_address).toLowerCase();
     if (!MAC.test(mac))
       throw invalidAttr("mac_address", `'${String(body.mac_address)}' is not a valid MAC address`);
@@ -760,8 +782,8 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     const body = await resourceBody(c, "port", PORT_UPDATE);
     if (!memberOf(auth, port.project_id) && !memberOf(auth, network.project_id))
       refuse(auth, port.project_id, "update_port");
-    const refused = portAttrRules(auth, body, network);
-    if (refused.length) refuse(auth, port.project_id, "update_port", refused);
+    const rules = portAttrRules(auth, body, network, true);
+    if (!rules.allowed) refuse(auth, port.project_id, "update_port", rules.attributes);
     const changes: Body = { updated_at: stamp(deps.now()) };
     for (const k of ["name", "description", "device_id", "device_owner", "binding:host_id"] as const) {
       const v = stringAttr(body, k);
