@@ -339,14 +339,10 @@ export async function changePassword(id: string, body: unknown, now: Date): Prom
   if (!(await store.replaceNamed("user", user, after))) throw notFound("user", id);
 }
 
-/** The projects the user holds a role on (enabled ones). */
+/** The projects the user holds a role on (enabled ones): its list, then one batch of reads. */
 export async function enabledProjectsOf(userId: string): Promise<Project[]> {
-  const out: Project[] = [];
-  for (const a of await store.assignmentsOf(userId)) {
-    const p = await store.getProject(a.project_id);
-    if (p?.enabled) out.push(p);
-  }
-  return out;
+  const ids = (await store.assignmentsOf(userId)).map((a) => a.project_id);
+  return (await store.getProjects(ids)).filter((p) => p.enabled);
 }
 
 export async function deleteUser(id: string): Promise<void> {

@@ -11,18 +11,12 @@
 // `project-users#<project>` the users with a role on a project, `project-children#<project>` its
 // child projects, `user-appcreds#<user>` a user's application credentials. Whole-kind listings (an admin's `project list`) Query the `by-kind`
 // index, never Scan.
-import {
-  DeleteCommand,
-  GetCommand,
-  PutCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
 import { conditionHeld, isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { queryAll } from "../aws/dynamo-pages.js";
+import { transactUnlessConditionFails } from "../aws/dynamo-transact.js";
 import { resources } from "../config.js";
 import { IDENTITY_BY_KIND_INDEX } from "../resources.js";
 
@@ -127,41 +121,23 @@ async function get<T>(kind: Kind, id: string): Promise<T | undefined> {
   return r.Item ? strip<T>(r.Item) : undefined;
 }
 
-/** Every item of a kind, by id: one Query of the by-kind index (the index is eventually consistent). */
-async function all<T>(kind: Kind): Promise<T[]> {
-  const items = await queryAll({
+/** Every item of a kind as stored: one Query of the by-kind index (eventually consistent). */
+function queryKind(kind: Kind): Promise<Record<string, unknown>[]> {
+  return queryAll({
     TableName: identityTable(),
     IndexName: IDENTITY_BY_KIND_INDEX,
     KeyConditionExpression: "#k = :k",
     ExpressionAttributeNames: { "#k": "kind" },
     ExpressionAttributeValues: { ":k": kind },
   });
+}
+
+/** Every item of a kind, by id. */
+async function all<T>(kind: Kind): Promise<T[]> {
+  const items = await queryKind(kind);
   return items
     .map((i) => strip<T>(i))
     .sort((a, b) => String((a as { id?: string }).id).localeCompare(String((b as { id?: string }).id)));
-}
-
-/**
- * A transaction's outcome: true when applied, false when one of its conditions did not hold. A
- * cancellation for a concurrent transaction on the same items (TransactionConflict) is no answer
- * about the condition, so it is tried again: twenty concurrent creates of one name must give one
- * winner, not twenty losers.
- */
-async function transact(input: TransactWriteCommandInput): Promise<boolean> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await dynamo().send(new TransactWriteCommand(input));
-      return true;
-    } catch (e) {
-      if ((e as { name?: string }).name !== "TransactionCanceledException") throw e;
-      const codes = ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
-        (r) => r.Code,
-      );
-      if (codes.includes("ConditionalCheckFailed")) return false;
-      if (attempt >= 8) throw e;
-      await new Promise((done) => setTimeout(done, Math.random() * 20 * 2 ** attempt));
-    }
-  }
 }
 
 /** Write an item unless one with its key, or (named kinds) its name in its scope, exists; true when written. */
@@ -179,7 +155,7 @@ export async function putIfAbsent(kind: Kind, key: string, item: object): Promis
       ),
     );
   }
-  return transact({
+  return transactUnlessConditionFails({
     TransactItems: [
       {
         Put: {
@@ -218,8 +194,8 @@ export async function replaceNamed<T extends { id: string }>(
   };
   const from = nameKeyOf(kind, before);
   const to = nameKeyOf(kind, after);
-  if (from === to) return transact({ TransactItems: [put] });
-  return transact({
+  if (from === to) return transactUnlessConditionFails({ TransactItems: [put] });
+  return transactUnlessConditionFails({
     TransactItems: [
       put,
       {
@@ -251,7 +227,7 @@ export async function deleteNamed(kind: Kind, item: { id: string }): Promise<boo
       ConditionExpression: "attribute_exists(pk)",
     },
   };
-  return transact({
+  return transactUnlessConditionFails({
     TransactItems: named
       ? [
           del,
@@ -289,10 +265,12 @@ export async function indexNames(): Promise<number> {
       if (ok) written++;
     }
   }
-  for (const a of await all<Assignment>("assignment")) {
-    // role_ids as a list (an older release) becomes the string set that grants ADD to
+  // An older release stored role_ids as a list and kept no project-users lists: only its
+  // assignments are written again (the set grants ADD to, and both lookup lists), so a seed of a
+  // table this release wrote costs its reads and nothing more.
+  const older = (await queryKind("assignment")).filter((i) => Array.isArray(i.role_ids));
+  for (const a of older.map((i) => strip<Assignment>(i)))
     if (a.role_ids.length) await grantRoles(a.user_id, a.project_id, a.role_ids);
-  }
   return written;
 }
 
@@ -351,6 +329,18 @@ export const getProject = (id: string) => get<Project>("project", id);
 export const getUser = (id: string) => get<User>("user", id);
 export const getRole = (id: string) => get<Role>("role", id);
 export const getApplicationCredential = (id: string) => get<ApplicationCredential>("appcred", id);
+
+/** Projects by id, in the order asked (those that exist): one batch of reads. */
+export async function getProjects(ids: readonly string[]): Promise<Project[]> {
+  if (ids.length === 0) return [];
+  const items = await batchGetAll(
+    identityTable(),
+    ids.map((id) => keyOf("project", id)),
+    { ConsistentRead: true },
+  );
+  const byId = new Map(items.map((i) => strip<Project>(i)).map((p) => [p.id, p]));
+  return ids.map((id) => byId.get(id)).filter((p): p is Project => p !== undefined);
+}
 export const listDomains = () => all<Domain>("domain");
 export const listProjects = () => all<Project>("project");
 export const listUsers = () => all<User>("user");

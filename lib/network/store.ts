@@ -25,18 +25,12 @@
 // including one won but not yet recorded on the port item when a crash came between the two
 // writes. Indexes are eventually consistent: a network's delete is conditioned on the port count
 // kept on its item instead; a subnet's in-use check reads the index.
-import {
-  DeleteCommand,
-  GetCommand,
-  PutCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
 import { conditionHeld, isConditionalCheckFailed } from "../aws/dynamo-errors.js";
 import { queryAll } from "../aws/dynamo-pages.js";
+import { transactUnlessConditionFails } from "../aws/dynamo-transact.js";
 import { resources } from "../config.js";
 import {
   NETWORKING_BY_HOLDER_INDEX,
@@ -170,28 +164,6 @@ async function onNetwork<T>(networkId: string, kind: "subnet" | "port"): Promise
   return items.map((i) => strip<T>(i));
 }
 
-/**
- * A transaction's outcome: true when applied, false when one of its conditions did not hold. A
- * concurrent transaction on the same items (TransactionConflict) is no answer about the
- * conditions, so it is tried again (as lib/identity/store.ts does).
- */
-async function transact(input: TransactWriteCommandInput): Promise<boolean> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await dynamo().send(new TransactWriteCommand(input));
-      return true;
-    } catch (e) {
-      if ((e as { name?: string }).name !== "TransactionCanceledException") throw e;
-      const codes = ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map(
-        (r) => r.Code,
-      );
-      if (codes.includes("ConditionalCheckFailed")) return false;
-      if (attempt >= 8) throw e;
-      await new Promise((done) => setTimeout(done, Math.random() * 20 * 2 ** attempt));
-    }
-  }
-}
-
 async function putIfAbsent(
   kind: Kind,
   item: { id: string },
@@ -274,7 +246,7 @@ export async function createNetwork(n: NewNetwork): Promise<boolean> {
   const { subnets: _s, revision_number: _r, ...rest } = n;
   const vlan = vlanKeyOf(n);
   if (!vlan) return putIfAbsent("network", { ...rest, id: n.id }, { revision_number: 0 });
-  const ok = await transact({
+  const ok = await transactUnlessConditionFails({
     TransactItems: [
       {
         Put: {
@@ -381,7 +353,7 @@ export async function createSubnet(subnet: Subnet): Promise<boolean> {
       others.map((o) => o.cidr as string),
       network.id,
     );
-    const ok = await transact({
+    const ok = await transactUnlessConditionFails({
       TransactItems: [
         {
           Put: {
@@ -433,7 +405,7 @@ export async function deleteSubnet(subnet: Subnet): Promise<boolean> {
       `Unable to complete operation on subnet ${subnet.id}: One or more ports have an IP allocation from this subnet.`,
     );
   }
-  const ok = await transact({
+  const ok = await transactUnlessConditionFails({
     TransactItems: [
       {
         Delete: {
@@ -465,7 +437,7 @@ export async function createPort(port: NewPort): Promise<boolean> {
   const { fixed_ips: _f, ...rest } = port;
   // the network counts its ports in the same transaction (port_count), so a network's delete,
   // conditioned on none, never leaves a port behind however the two race
-  const ok = await transact({
+  const ok = await transactUnlessConditionFails({
     TransactItems: [
       {
         Put: {
@@ -518,7 +490,7 @@ export async function deletePort(id: string): Promise<boolean> {
       ConditionExpression: "attribute_exists(pk)",
     },
   };
-  const counted = await transact({
+  const counted = await transactUnlessConditionFails({
     TransactItems: [
       portGone,
       {

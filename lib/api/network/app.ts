@@ -5,7 +5,7 @@
 // an unknown resource. A missing or unknown token is Keystone's 401, as keystonemiddleware
 // answers in front of Neutron.
 import { randomBytes, randomUUID } from "node:crypto";
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import {
   checkPools,
   defaultGateway,
@@ -861,18 +861,15 @@ export function networkApp(deps: AuthDeps): Hono<NetEnv> {
 
   app.get("/", (c) => c.json(versionsDocument(c.get("baseUrl"))));
 
-  app.use("/v2.0/*", async (c, next) => {
+  // Keystone's middleware's part, for /v2.0 and everything under it
+  const requireToken: MiddlewareHandler<NetEnv> = async (c, next) => {
     const auth = await authenticate(Object.fromEntries(c.req.raw.headers), deps);
     if (!auth) return c.json(UNAUTHORIZED_BODY, 401);
     c.set("netAuth", auth);
     await next();
-  });
-  app.use("/v2.0", async (c, next) => {
-    const auth = await authenticate(Object.fromEntries(c.req.raw.headers), deps);
-    if (!auth) return c.json(UNAUTHORIZED_BODY, 401);
-    c.set("netAuth", auth);
-    await next();
-  });
+  };
+  app.use("/v2.0", requireToken);
+  app.use("/v2.0/*", requireToken);
   app.get("/v2.0", (c) => c.json(resourcesDocument(c.get("baseUrl"))));
   app.get("/v2.0/extensions", (c) => c.json(extensionsDocument()));
 
