@@ -8,10 +8,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type GuestSpec, POWER_STATE } from "../../lib/compute/drivers/driver.js";
+import { POWER_STATE } from "../../lib/compute/drivers/driver.js";
 import { EXEC_COMMAND_PROPERTY, ExecDriver } from "../../lib/compute/drivers/exec.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { LibvirtDriver, powerStateOf } from "../../lib/compute/drivers/libvirt.js";
+import { guestSpec } from "./guest.js";
 
 const root = mkdtempSync(join(tmpdir(), "novaless-pause-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -19,27 +20,8 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const SLEEPER = `sh -c 'echo "up $NOVALESS_INSTANCE_UUID"; exec sleep 300'`;
 const IMAGE = "a1b2c3d4-0000-4000-8000-0000000000bb";
 
-function guest(properties: Record<string, string> = {}): GuestSpec {
-  return {
-    instance_uuid: crypto.randomUUID(),
-    name: "vm",
-    hostname: "vm",
-    project_id: "p",
-    user_id: "u",
-    flavor: {
-      id: "1",
-      name: "m1.tiny",
-      vcpus: 1,
-      memory_mb: 64,
-      root_gb: 1,
-      ephemeral_gb: 0,
-      swap: 0,
-      extra_specs: {},
-    },
-    image: { id: IMAGE, name: "img", properties },
-    metadata: {},
-  };
-}
+const guest = (properties: Record<string, string> = {}) =>
+  guestSpec(IMAGE, { image: { id: IMAGE, name: "img", properties } });
 
 /** The process's state letter: T while SIGSTOPped. */
 const stateOf = (pid: number) => {

@@ -13,6 +13,7 @@ import { EXEC_COMMAND_PROPERTY, ExecDriver } from "../../lib/compute/drivers/exe
 import { LibvirtDriver } from "../../lib/compute/drivers/libvirt.js";
 import { networkData } from "../../lib/compute/drivers/network-data.js";
 import { PortBindingFailed } from "../../lib/compute/drivers/vif.js";
+import { guestSpec } from "./guest.js";
 
 const virsh = (() => {
   try {
@@ -70,28 +71,7 @@ const vlan: GuestPort = {
   mtu: 1450,
 };
 
-function guest(over: Partial<GuestSpec> = {}): GuestSpec {
-  return {
-    instance_uuid: crypto.randomUUID(),
-    name: "vm",
-    hostname: "vm",
-    project_id: "p",
-    user_id: "u",
-    flavor: {
-      id: "1",
-      name: "m1.tiny",
-      vcpus: 1,
-      memory_mb: 64,
-      root_gb: 1,
-      ephemeral_gb: 0,
-      swap: 0,
-      extra_specs: {},
-    },
-    image: { id: "a1b2c3d4-0000-4000-8000-0000000000bb", name: "img", properties: {} },
-    metadata: {},
-    ...over,
-  };
-}
+const guest = (over: Partial<GuestSpec> = {}) => guestSpec("a1b2c3d4-0000-4000-8000-0000000000bb", over);
 
 describe("ExecDriver with ports", () => {
   it("gives the process its addresses, IPv4 first, and network_data.json in its environment and config", async () => {

@@ -13,6 +13,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type GuestSpec, POWER_STATE } from "../../lib/compute/drivers/driver.js";
 import { LibvirtDriver } from "../../lib/compute/drivers/libvirt.js";
 import { VirshConnectionLost, VirshShell } from "../../lib/compute/drivers/virsh.js";
+import { guestSpec } from "./guest.js";
 
 const root = mkdtempSync(join(tmpdir(), "novaless-virsh-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -150,25 +151,7 @@ describe.skipIf(!virsh)("LibvirtDriver on test:///default when virsh loses a man
   let d: LibvirtDriver | undefined;
   afterAll(async () => d?.close());
 
-  const guest = (): GuestSpec => ({
-    instance_uuid: crypto.randomUUID(),
-    name: "vm",
-    hostname: "vm",
-    project_id: "p",
-    user_id: "u",
-    flavor: {
-      id: "1",
-      name: "m1.tiny",
-      vcpus: 1,
-      memory_mb: 64,
-      root_gb: 1,
-      ephemeral_gb: 0,
-      swap: 0,
-      extra_specs: {},
-    },
-    image: { id: IMAGE, name: "img", properties: {} },
-    metadata: {},
-  });
+  const guest = () => guestSpec(IMAGE);
 
   it("suspend completes on a new connection that holds every guest in the state the driver recorded", async () => {
     mkdirSync(images, { recursive: true });
