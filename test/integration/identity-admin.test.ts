@@ -4,10 +4,10 @@
 // that stops validating — at /identity and at /v2.1 — when what it stands for changes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultDeps } from "../../lib/api/deps.js";
-import { handleHttp } from "../../lib/api/router.js";
 import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { seedCatalog } from "../../lib/catalog/repo.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
+import { httpCaller } from "./http.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -19,27 +19,7 @@ const tick = () => {
 };
 const BASE = "https://cloud.example.org";
 
-async function call(
-  method: string,
-  path: string,
-  opts: { token?: string; subject?: string; body?: unknown } = {},
-) {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (opts.token) headers["x-auth-token"] = opts.token;
-  if (opts.subject) headers["x-subject-token"] = opts.subject;
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers,
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-      baseUrl: BASE,
-    },
-    deps,
-  );
-  const isJson = r.headers["content-type"]?.startsWith("application/json");
-  return { ...r, json: r.body && isJson ? JSON.parse(r.body) : undefined };
-}
+const call = httpCaller(deps, BASE);
 
 // biome-ignore lint/suspicious/noExplicitAny: Keystone's token body; the assertions check its shape
 async function tokenFor(auth: unknown): Promise<{ status: number; token?: string; json: any }> {

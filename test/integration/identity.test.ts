@@ -3,7 +3,6 @@
 // Glance's refusals, and what an admin and a member may list.
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultDeps } from "../../lib/api/deps.js";
-import { handleHttp } from "../../lib/api/router.js";
 import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { seedCatalog } from "../../lib/catalog/repo.js";
 import { verifyPassword } from "../../lib/identity/password.js";
@@ -18,6 +17,7 @@ import {
   put,
   putIfAbsent,
 } from "../../lib/identity/store.js";
+import { httpCaller } from "./http.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -26,28 +26,7 @@ let clock = new Date("2026-03-01T12:00:00.000Z");
 const deps = { ...defaultDeps, now: () => clock };
 const BASE = "https://cloud.example.org";
 
-async function call(
-  method: string,
-  path: string,
-  opts: { token?: string; subject?: string; body?: unknown } = {},
-) {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (opts.token) headers["x-auth-token"] = opts.token;
-  if (opts.subject) headers["x-subject-token"] = opts.subject;
-  const r = await handleHttp(
-    {
-      method,
-      path,
-      headers,
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-      baseUrl: BASE,
-    },
-    deps,
-  );
-  // Glance's refusals are plain text
-  const isJson = r.headers["content-type"]?.startsWith("application/json");
-  return { ...r, json: r.body && isJson ? JSON.parse(r.body) : undefined };
-}
+const call = httpCaller(deps, BASE);
 
 const password = (user: Record<string, unknown>, scope?: unknown) => ({
   auth: { identity: { methods: ["password"], password: { user } }, ...(scope ? { scope } : {}) },
