@@ -70,21 +70,22 @@ function ProjectsTable({ projects, manage }: { projects: Project[]; manage?: Man
             <td>{p.domain_id}</td>
             <EnabledCell enabled={p.enabled} />
             <td>{p.description ?? ""}</td>
-            {manage && (
-              <td>
-                <button
-                  type="button"
-                  data-action={p.enabled ? "disable" : "enable"}
-                  onClick={() => manage.ask(toggle(p))}
-                >
-                  {p.enabled ? "Disable" : "Enable"}
-                </button>
-              </td>
-            )}
+            {manage && <ToggleCell enabled={p.enabled} onToggle={() => manage.ask(toggle(p))} />}
           </tr>
         ))}
       </tbody>
     </table>
+  );
+}
+
+/** Disable or enable a project or a user (the caller's confirmation says what it does). */
+function ToggleCell({ enabled, onToggle }: { enabled: boolean; onToggle: () => void }) {
+  return (
+    <td>
+      <button type="button" data-action={enabled ? "disable" : "enable"} onClick={onToggle}>
+        {enabled ? "Disable" : "Enable"}
+      </button>
+    </td>
   );
 }
 
@@ -177,17 +178,7 @@ function UsersTable({
             <td>{projectName(u.default_project_id)}</td>
             <EnabledCell enabled={u.enabled} />
             {roles && <RolesCell user={u} roles={roles.get(u.id) ?? []} manage={manage} />}
-            {manage && (
-              <td>
-                <button
-                  type="button"
-                  data-action={u.enabled ? "disable" : "enable"}
-                  onClick={() => manage.ask(toggle(u))}
-                >
-                  {u.enabled ? "Disable" : "Enable"}
-                </button>
-              </td>
-            )}
+            {manage && <ToggleCell enabled={u.enabled} onToggle={() => manage.ask(toggle(u))} />}
           </tr>
         ))}
       </tbody>
