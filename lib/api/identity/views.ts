@@ -39,11 +39,15 @@ export const keystoneTime = (iso: string): string =>
 
 const stableId = (s: string): string => createHash("sha256").update(s).digest("hex").slice(0, 32);
 
-/** The service catalog: compute, image and identity on this API's own base URL, in RegionOne. */
+/**
+ * The service catalog: compute, image, network and identity on this API's own base URL (DevStack's
+ * paths), in RegionOne.
+ */
 export function serviceCatalog(base: string) {
   const services = [
     { type: "compute", name: "nova", url: `${base}/v2.1` },
     { type: "image", name: "glance", url: `${base}/image` },
+    { type: "network", name: "neutron", url: `${base}/networking` },
     { type: "identity", name: "keystone", url: `${base}/identity` },
   ];
   return services.map((s) => ({

@@ -4,7 +4,7 @@
 // (./policy.ts). No routers, floating IPs or security groups: their paths are Neutron's 404 for
 // an unknown resource. A missing or unknown token is Keystone's 401, as keystonemiddleware
 // answers in front of Neutron.
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import {
   checkPools,
@@ -17,6 +17,7 @@ import {
   parseAddress,
   parseCidr,
 } from "../../network/cidr.js";
+import { allocate, type FixedIpRequest, generatedMac } from "../../network/ports.js";
 import {
   allocateAddress,
   createNetwork,
@@ -596,17 +597,7 @@ const PORT_UPDATE = [
   "binding:host_id",
 ];
 
-/** Neutron's base MAC, fa:16:3e (its default base_mac), and three random octets. */
-function generatedMac(): string {
-  return ["fa", "16", "3e", ...[...randomBytes(3)].map((b) => b.toString(16).padStart(2, "0"))].join(":");
-}
-
 const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
-
-interface FixedIpRequest {
-  subnet_id?: string;
-  ip_address?: string;
-}
 
 function fixedIpsOf(body: Body): FixedIpRequest[] | undefined {
   const v = body.fixed_ips;
@@ -662,55 +653,6 @@ function portAttrRules(
     allowed &&= auth.isAdmin;
   }
   return { attributes, allowed };
-}
-
-/**
- * Give a port the addresses asked for: each `{subnet_id?, ip_address?}`; without fixed_ips, as
- * Neutron's IPAM does, one address from the network's IPv4 subnets (the first with one free)
- * and one from its IPv6 subnets.
- */
-async function allocate(port: Port, network: Network, wanted: FixedIpRequest[] | undefined): Promise<void> {
-  const subnets = (await Promise.all(network.subnets.map((id) => getSubnet(id)))).filter(
-    (s): s is Subnet => !!s,
-  );
-  if (wanted === undefined) {
-    for (const version of [4, 6] as const) {
-      const candidates = subnets.filter((s) => s.ip_version === version);
-      for (const [i, s] of candidates.entries()) {
-        try {
-          await allocateAddress(s, port.id);
-          break;
-        } catch (e) {
-          if (
-            !(e instanceof NetworkingError && e.type === "IpAddressGenerationFailure") ||
-            i === candidates.length - 1
-          )
-            throw e;
-        }
-      }
-    }
-    return;
-  }
-  for (const f of wanted) {
-    let subnet: Subnet | undefined;
-    if (f.subnet_id !== undefined) {
-      subnet = await getSubnet(f.subnet_id);
-      if (!subnet) throw notFound("Subnet", f.subnet_id);
-    } else {
-      const a = parseAddress(f.ip_address!)!;
-      subnet = subnets.find((s) => {
-        const cidr = parseCidr(s.cidr);
-        return a.version === cidr.version && a.value >= cidr.first && a.value <= cidr.last;
-      });
-      if (!subnet)
-        throw new NetworkingError(
-          400,
-          "InvalidIpForNetwork",
-          `IP address ${f.ip_address} is not a valid IP for any of the subnets on the specified network.`,
-        );
-    }
-    await allocateAddress(subnet, port.id, f.ip_address);
-  }
 }
 
 function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {

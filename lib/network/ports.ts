@@ -1,0 +1,81 @@
+// A port's addresses as Neutron's IPAM gives them, shared by the Networking front and the
+// conductor's port binding (lib/instances/ports.ts).
+import { randomBytes } from "node:crypto";
+import { NetworkingError, parseAddress, parseCidr } from "./cidr.js";
+import { allocateAddress, getSubnet, type Network, type Port, type Subnet } from "./store.js";
+
+/** Neutron's base MAC, fa:16:3e (its default base_mac), and three random octets. */
+export function generatedMac(): string {
+  return ["fa", "16", "3e", ...[...randomBytes(3)].map((b) => b.toString(16).padStart(2, "0"))].join(":");
+}
+
+/** One entry of a port's fixed_ips as asked: a subnet, an address, or both. */
+export interface FixedIpRequest {
+  subnet_id?: string;
+  ip_address?: string;
+}
+
+/** The subnets of a network that still exist. */
+export async function subnetsOf(network: Network): Promise<Subnet[]> {
+  return (await Promise.all(network.subnets.map((id) => getSubnet(id)))).filter((s): s is Subnet => !!s);
+}
+
+/** The subnet of the network an address is in; Neutron's InvalidIpForNetwork (400) when none. */
+export function subnetFor(subnets: readonly Subnet[], ipAddress: string): Subnet {
+  const a = parseAddress(ipAddress);
+  const subnet =
+    a &&
+    subnets.find((s) => {
+      const cidr = parseCidr(s.cidr);
+      return a.version === cidr.version && a.value >= cidr.first && a.value <= cidr.last;
+    });
+  if (!subnet)
+    throw new NetworkingError(
+      400,
+      "InvalidIpForNetwork",
+      `IP address ${ipAddress} is not a valid IP for any of the subnets on the specified network.`,
+    );
+  return subnet;
+}
+
+/**
+ * Give a port the addresses asked for: each `{subnet_id?, ip_address?}`; without fixed_ips, as
+ * Neutron's IPAM does, one address from the network's IPv4 subnets (the first with one free)
+ * and one from its IPv6 subnets. Idempotent (allocateAddress answers what the port holds).
+ */
+export async function allocate(
+  port: Port,
+  network: Network,
+  wanted: FixedIpRequest[] | undefined,
+): Promise<void> {
+  const subnets = await subnetsOf(network);
+  if (wanted === undefined) {
+    for (const version of [4, 6] as const) {
+      const candidates = subnets.filter((s) => s.ip_version === version);
+      for (const [i, s] of candidates.entries()) {
+        try {
+          await allocateAddress(s, port.id);
+          break;
+        } catch (e) {
+          if (
+            !(e instanceof NetworkingError && e.type === "IpAddressGenerationFailure") ||
+            i === candidates.length - 1
+          )
+            throw e;
+        }
+      }
+    }
+    return;
+  }
+  for (const f of wanted) {
+    let subnet: Subnet | undefined;
+    if (f.subnet_id !== undefined) {
+      subnet = await getSubnet(f.subnet_id);
+      if (!subnet)
+        throw new NetworkingError(404, "SubnetNotFound", `Subnet ${f.subnet_id} could not be found.`);
+    } else {
+      subnet = subnetFor(subnets, f.ip_address!);
+    }
+    await allocateAddress(subnet, port.id, f.ip_address);
+  }
+}
