@@ -77,6 +77,7 @@ if (values.driver !== "fake" && values.driver !== "exec") {
 const exec = values.driver === "exec";
 
 const runtime = await startRuntime({
+  seedNetwork: true,
   driver: exec ? "exec" : "fake",
   ...(values["instances-path"] ? { instancesPath: values["instances-path"] } : {}),
   port: int("port", values.port, 0),

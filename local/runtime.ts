@@ -32,6 +32,7 @@ import { runWatchdog, type WatchdogAction } from "../lib/conductor/watchdog.js";
 import { option, optionValue, schedulerConfig } from "../lib/config.js";
 import { seedIdentity } from "../lib/identity/seed.js";
 import { log } from "../lib/log.js";
+import { seedPublicNetwork } from "../lib/network/seed.js";
 import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../lib/resources.js";
 import { AccountConcurrency, type AccountConcurrencyOptions } from "./concurrency.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
@@ -93,6 +94,12 @@ export interface FaultOptions {
 export interface RuntimeOptions {
   /** HTTP API port on 127.0.0.1; 0 picks a free one */
   port?: number;
+  /**
+   * Seed the shared flat network `public` (10.20.0.0/16) that `networks: auto` picks
+   * (lib/network/seed.ts): `npm start`, tempest and the client tests. Without it, servers get
+   * no ports unless a test makes a network.
+   */
+  seedNetwork?: boolean;
   /** the hosts' queue prefix (default `novaless<run suffix>-compute-`) */
   computeQueuePrefix?: string;
   /** how many hosts (host-1 … host-N), or their names (e.g. compute-1.example.org) */
@@ -427,6 +434,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     await seedCatalog();
     // DevStack's users: admin / admin-secret and demo / demo-secret (lib/identity/seed.ts).
     await seedIdentity({ adminPassword: "admin-secret", demo: true });
+    if (opts.seedNetwork) await seedPublicNetwork();
 
     // Hosts report to compute-events from their first step: its consumer runs before any starts.
     const eventsArn = await sqsClient().send(

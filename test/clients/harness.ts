@@ -231,7 +231,7 @@ export async function startCloud(opts: RuntimeOptions = {}): Promise<Cloud> {
   // every command authenticates by password: the cheapest scrypt cost Keystone's option allows
   // (`[identity] password_hash_rounds`; a hash carries its own, so nothing else changes)
   process.env.NOVALESS_PASSWORD_HASH_ROUNDS ??= "10";
-  const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, ...opts });
+  const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, seedNetwork: true, ...opts });
   const dir = await mkdtemp(join(tmpdir(), "novaless-clients-"));
   const cloudsFile = join(dir, "clouds.yaml");
   await writeFile(cloudsFile, cloudsYaml(runtime.url));
