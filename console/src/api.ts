@@ -1,6 +1,6 @@
-// The console talks only to the public API: Identity v3 to sign in, Compute for the rest. The
-// token lives in sessionStorage (gone with the tab). Polls send If-None-Match, so an unchanged
-// answer is a bodiless 304.
+// The console talks only to the public API: Identity v3 to sign in, Networking v2 for networks,
+// Compute for the rest. The token lives in sessionStorage (gone with the tab). Polls send
+// If-None-Match, so an unchanged answer is a bodiless 304.
 import type { Session } from "./types.js";
 
 /** The API's root: the page is at <root>/console. */
@@ -32,7 +32,10 @@ export function setSession(s: Session | null): void {
   for (const fn of listeners) fn();
 }
 
-/** OpenStack's error bodies: {"badRequest": {"message": …}} (Compute), {"error": {…}} (Keystone). */
+/**
+ * OpenStack's error bodies: {"badRequest": {"message": …}} (Compute), {"error": {…}} (Keystone),
+ * {"NeutronError": {"type", "message", "detail"}} (Networking).
+ */
 async function errorOf(res: Response): Promise<ApiError> {
   const text = await res.text();
   try {

@@ -1,7 +1,7 @@
 // novaless's web console at /console: the fleet, the servers, and why each decision was made.
-// It talks only to the public API (Identity v3 to sign in, Compute for everything else) with the
-// signed-in user's token, so a member sees what the API shows a member: its project's servers,
-// never a host name.
+// It talks only to the public API (Identity v3 to sign in, Networking v2 for networks, Compute for
+// everything else) with the signed-in user's token, so a member sees what the API shows a member:
+// its project's servers, never a host name.
 import { type JSX, render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { currentSession, onSessionChange, setSession, signInWithPassword, signInWithToken } from "./api.js";
@@ -9,6 +9,7 @@ import { Confirm, type ConfirmRequest, ErrorNote } from "./components.js";
 import { useRoute } from "./hooks.js";
 import { DryRunView } from "./views/dryrun.js";
 import { FleetView, HostView } from "./views/fleet.js";
+import { NetworksView, NetworkView } from "./views/networks.js";
 import { OperationsView } from "./views/operations.js";
 import { ProjectsView } from "./views/projects.js";
 import { ServersView, ServerView } from "./views/servers.js";
@@ -122,6 +123,8 @@ function App() {
   else if (page === "hosts" && arg) view = <HostView name={arg} onConfirm={setConfirm} />;
   else if (page === "servers" && arg) view = <ServerView id={arg} onConfirm={setConfirm} />;
   else if (page === "servers") view = <ServersView />;
+  else if (page === "networks" && arg) view = <NetworkView id={arg} />;
+  else if (page === "networks") view = <NetworksView />;
   else if (page === "plan") view = <DryRunView />;
   else if (page === "operations") view = <OperationsView onConfirm={setConfirm} />;
   // admins manage every project and user; a member reads its own (the view picks)
@@ -142,6 +145,7 @@ function App() {
           <strong class="brand">novaless</strong>
           {admin && link("fleet", "Fleet")}
           {link("servers", "Servers")}
+          {link("networks", "Networks")}
           {admin && link("plan", "Dry run")}
           {admin && link("operations", "Operations")}
           {link("projects", admin ? "Projects and users" : "Project")}

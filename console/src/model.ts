@@ -1,14 +1,17 @@
 // The console's pure parts: the fleet map's grouping, layout and colors, the decision
-// explainer's bars and funnel, the server timeline, a user's role assignments. No DOM, no fetch:
-// unit-tested in test/unit/console.
+// explainer's bars and funnel, the server timeline, a user's role assignments, a server's
+// address and a subnet's used and free addresses. No DOM, no fetch: unit-tested in test/unit/console.
+import { addressValue } from "../../lib/network/address.js";
 import type {
   Explanation,
   FleetAggregate,
   FleetHost,
   InstanceAction,
+  Port,
   Role,
   RoleAssignment,
   Server,
+  Subnet,
 } from "./types.js";
 
 /** used / capacity of a resource class, or undefined when the host has none of it. */
@@ -502,4 +505,35 @@ export function roleChoices(roles: readonly Role[]): Role[] {
   const order = ["member", "reader", "admin"];
   const at = (r: Role) => (order.includes(r.name) ? order.indexOf(r.name) : order.length);
   return [...roles].sort((a, b) => at(a) - at(b) || a.name.localeCompare(b.name));
+}
+
+/** The address a servers list shows: its first IPv4 (what most people reach it by), else its first. */
+export function firstAddress(s: Server): string | undefined {
+  const all = Object.values(s.addresses ?? {}).flat();
+  return (all.find((a) => a.version === 4) ?? all[0])?.addr;
+}
+
+export interface SubnetUsage {
+  /** the addresses ports hold in the subnet */
+  used: bigint;
+  /** the addresses its allocation pools hold */
+  size: bigint;
+  /** those of the pools no port holds */
+  free: bigint;
+}
+
+/**
+ * A subnet's used and free addresses from its ports' fixed IPs. An address given outside the
+ * pools (an admin may ask for any of the cidr's) is used but takes none of the pools' free ones.
+ * BigInt: an IPv6 /64's pool is 2^64 addresses.
+ */
+export function subnetUsage(subnet: Subnet, ports: readonly Port[]): SubnetUsage {
+  const pools = subnet.allocation_pools.map((p) => [addressValue(p.start), addressValue(p.end)] as const);
+  const held = new Set<bigint>();
+  for (const p of ports)
+    for (const ip of p.fixed_ips) if (ip.subnet_id === subnet.id) held.add(addressValue(ip.ip_address));
+  const size = pools.reduce((n, [start, end]) => n + (end - start + 1n), 0n);
+  let inPools = 0n;
+  for (const a of held) if (pools.some(([start, end]) => a >= start && a <= end)) inPools++;
+  return { used: BigInt(held.size), size, free: size - inPools };
 }

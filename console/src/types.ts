@@ -1,5 +1,6 @@
 // The API's shapes the console reads (Compute 2.x, novaless's os-fleet, os-scheduling, plan,
-// Keystone v3's projects, users, roles and role assignments).
+// Keystone v3's projects, users, roles and role assignments, Networking v2's networks, subnets
+// and ports).
 import type { FleetHost } from "../../lib/api/views/fleet-types.js";
 
 export type { FleetHost };
@@ -44,6 +45,16 @@ export interface Server {
   "OS-EXT-STS:vm_state"?: string;
   "OS-EXT-STS:power_state"?: number;
   "OS-EXT-AZ:availability_zone"?: string;
+  /** per network name, the server's addresses on it */
+  addresses?: Record<string, ServerAddress[]>;
+}
+
+/** An entry of a server's `addresses`. */
+export interface ServerAddress {
+  version: 4 | 6;
+  addr: string;
+  "OS-EXT-IPS:type"?: "fixed" | "floating";
+  "OS-EXT-IPS-MAC:mac_addr"?: string;
 }
 
 export interface ActionEvent {
@@ -250,4 +261,43 @@ export interface RoleAssignment {
   user?: NamedRef;
   group?: NamedRef;
   scope: { project?: NamedRef; domain?: NamedRef; system?: Record<string, unknown> };
+}
+
+/** Networking v2's network; provider:* only in an admin's view. */
+export interface Network {
+  id: string;
+  name: string;
+  project_id: string;
+  status: string;
+  shared: boolean;
+  subnets: string[];
+  mtu?: number;
+  "provider:network_type"?: string;
+  "provider:physical_network"?: string | null;
+  "provider:segmentation_id"?: number | null;
+}
+
+/** Networking v2's subnet. */
+export interface Subnet {
+  id: string;
+  name: string;
+  network_id: string;
+  ip_version: 4 | 6;
+  cidr: string;
+  gateway_ip: string | null;
+  allocation_pools: { start: string; end: string }[];
+}
+
+/** Networking v2's port (binding:host_id only in an admin's view). */
+export interface Port {
+  id: string;
+  name: string;
+  network_id: string;
+  project_id: string;
+  mac_address: string;
+  status: string;
+  device_id: string;
+  device_owner: string;
+  fixed_ips: { subnet_id: string; ip_address: string }[];
+  "binding:host_id"?: string;
 }

@@ -3,6 +3,7 @@
 // and neutron/ipam/utils.py), the pools' checks, overlaps, and address ↔ BigInt. BigInt throughout:
 // an IPv6 address is 128 bits.
 import { isIPv4, isIPv6 } from "node:net";
+import { parseV4, parseV6 } from "./address.js";
 
 export type IpVersion = 4 | 6;
 
@@ -49,29 +50,6 @@ export interface IpRange {
 }
 
 const bitsOf = (v: IpVersion) => (v === 4 ? 32 : 128);
-
-function parseV4(text: string): bigint {
-  return text.split(".").reduce((acc, octet) => (acc << 8n) | BigInt(Number(octet)), 0n);
-}
-
-function parseV6(text: string): bigint {
-  let head = text;
-  let tail4: bigint | undefined;
-  // an embedded IPv4 tail (::ffff:10.0.0.1) is the last two groups
-  const lastColon = text.lastIndexOf(":");
-  if (text.slice(lastColon + 1).includes(".")) {
-    tail4 = parseV4(text.slice(lastColon + 1));
-    head = `${text.slice(0, lastColon + 1)}0:0`;
-  }
-  const [left, right] = head.includes("::") ? head.split("::") : [head, undefined];
-  const groups = (s: string | undefined) => (s ? s.split(":") : []);
-  const l = groups(left);
-  const r = groups(right);
-  const all = right === undefined ? l : [...l, ...Array(8 - l.length - r.length).fill("0"), ...r];
-  let value = all.reduce((acc, g) => (acc << 16n) | BigInt(Number.parseInt(g, 16)), 0n);
-  if (tail4 !== undefined) value = (value & ~0xffffffffn) | tail4;
-  return value;
-}
 
 /** An address, or undefined when the text is none (node's own validators decide, as strictly as netaddr). */
 export function parseAddress(text: string): Address | undefined {

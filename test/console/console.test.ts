@@ -1,17 +1,20 @@
 // The web console in a real browser (Debian's chromium through puppeteer-core, no download):
-// sign in through the form, watch a server go ACTIVE on the fleet map, open its explanation, run
-// a dry run that fits and one that cannot, disable a service with a reason, resize a server and
-// confirm, migrate it and revert, live-migrate one (its progress shown) and force it to complete,
-// rebuild it from another image, drain a host cold and another live, pause and unpause a server,
-// shelve it, offload it (its claim leaves its host's page) and unshelve it onto a host picked in
-// the dialog, snapshot it, create a project and a user with a role there and disable the user
-// (its token then refused), and see that a member gets its own servers and never a host name nor
-// a migrate button, and its own project only. Screenshots go to test-artifacts/console/.
+// sign in through the form, watch a server go ACTIVE on the fleet map, open its explanation, see
+// the network public's used and free addresses follow a port made and deleted, run a dry run that
+// fits and one that cannot, disable a service with a reason, resize a server and confirm, migrate
+// it and revert, live-migrate one (its progress shown) and force it to complete, rebuild it from
+// another image, drain a host cold and another live, pause and unpause a server, shelve it,
+// offload it (its claim leaves its host's page) and unshelve it onto a host picked in the dialog,
+// snapshot it, create a project and a user with a role there and disable the user (its token then
+// refused), and see that a member gets its own servers and never a host name nor a migrate
+// button, its own project only, and networks without their provider attributes. Screenshots go
+// to test-artifacts/console/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
+import { PUBLIC_NETWORK_ID } from "../../lib/network/seed.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "../e2e/harness.js";
 import { ARTIFACTS, findChromium, launch } from "./browsers.js";
@@ -36,6 +39,8 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
       buildMs: 400,
       // offloaded only when an admin asks, so that SHELVED and the offload can both be seen
       env: { NOVALESS_SHELVED_OFFLOAD_TIME: "-1" },
+      // `public` (10.20.0.0/16), as `npm start` seeds it
+      seedNetwork: true,
     }));
     browser = await launch("chromium", chromium!);
     page = await browser.newPage();
@@ -158,6 +163,54 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await until(`document.querySelector("[data-testid=timeline]")?.textContent?.includes("create")`);
     expect(await text("[data-testid=timeline]")).toContain("compute_build_and_run_instance");
     await shot("server");
+  });
+
+  it("lists the networks; a network's page shows its subnet's used and free addresses and its ports, a server's port linking to it", async () => {
+    const admin = client.as(ADMIN);
+    await page.goto(`${runtime.url}/console#/networks`);
+    const row = "[data-testid=networks-table] tr[data-network=public]";
+    await page.waitForSelector(row, { timeout: 20_000 });
+    // an admin sees the provider attributes
+    expect(await text(row)).toMatch(/^public\s+ACTIVE\s+yes\s+flat\s+physnet1\s+\S+\s+10\.20\.0\.0\/16$/);
+    await page.click(`${row} a`);
+    const subnet = "[data-testid=subnets-table] tr[data-subnet='10.20.0.0/16']";
+    await page.waitForSelector(subnet, { timeout: 20_000 });
+    expect(await text(subnet)).toMatch(/10\.20\.0\.1\s+10\.20\.0\.2 – 10\.20\.255\.254/);
+
+    // a port on console-watch, at an address asked for
+    const watch = (await admin.get("/v2.1/servers?name=console-watch")).body.servers[0].id as string;
+    const created = await admin.post("/networking/v2.0/ports", {
+      port: {
+        network_id: PUBLIC_NETWORK_ID,
+        device_id: watch,
+        device_owner: "compute:nova",
+        fixed_ips: [{ ip_address: "10.20.3.7" }],
+      },
+    });
+    expect(created.status).toBe(201);
+    const port = `[data-testid=ports-table] tr[data-port='${created.body.port.id}']`;
+    await page.waitForSelector(port, { timeout: 20_000 });
+    expect(await text(`${port} [data-testid=port-ips]`)).toBe("10.20.3.7");
+    expect(await text(port)).toContain(created.body.port.mac_address);
+    expect(await page.$eval(`${port} a`, (a) => a.getAttribute("href"))).toBe(`#/servers/${watch}`);
+    /** the page's used and free figures match the ports the API holds on the subnet (the pool: 65,533) */
+    const figures = async () => {
+      const ports = (await admin.get(`/networking/v2.0/ports?network_id=${PUBLIC_NETWORK_ID}`)).body.ports;
+      const used = ports.flatMap((p: { fixed_ips: unknown[] }) => p.fixed_ips).length;
+      await until(
+        `document.querySelector("${subnet}")?.dataset.used === "${used}" && document.querySelector("${subnet}")?.dataset.free === "${65_533 - used}"`,
+      );
+      return used;
+    };
+    const used = await figures();
+    expect(used).toBeGreaterThan(0);
+    expect(await text(subnet)).toContain(`${(65_533 - used).toLocaleString("en")} of 65,533`);
+    await shot("network");
+
+    // deleted: gone from the page, its address free again
+    expect((await admin.delete(`/networking/v2.0/ports/${created.body.port.id}`)).status).toBe(204);
+    await until(`!document.querySelector("${port}")`);
+    expect(await figures()).toBe(used - 1);
   });
 
   it("runs a dry run that fits, and one that cannot be placed with its filter funnel", async () => {
@@ -608,5 +661,13 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     expect(await page.$("main form")).toBeNull();
     expect(await page.$("main button")).toBeNull();
     expect(await text("header nav")).toContain("Project");
+  });
+
+  it("shows a member the shared network public without its provider attributes", async () => {
+    await page.goto(`${runtime.url}/console#/networks`);
+    const row = "[data-testid=networks-table] tr[data-network=public]";
+    await page.waitForSelector(row, { timeout: 20_000 });
+    expect(await text(row)).toMatch(/^public\s+ACTIVE\s+yes\s+10\.20\.0\.0\/16$/);
+    expect(await text("[data-testid=networks-table] thead")).not.toContain("Physical network");
   });
 });

@@ -1,5 +1,5 @@
 // Servers: a filterable table (a member sees its project's, never a host; an admin sees every
-// project's, with hosts), and a server's page: its actions (server-actions.tsx: moves, pause,
+// project's, with hosts; each with its first IPv4), and a server's page: its addresses, its actions (server-actions.tsx: moves, pause,
 // suspend, shelve and unshelve, snapshots and backups, and for admins reset-state), a live
 // migration's progress with force complete and abort, its timeline (every action and event,
 // across attempts and hosts), its fault, its reschedules, and for admins its diagnostics, its
@@ -8,7 +8,7 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { currentSession, get, post, request } from "../api.js";
 import { ago, Badge, type ConfirmRequest, ErrorNote } from "../components.js";
 import { type Polled, usePoll, useServerList } from "../hooks.js";
-import { reschedules, timeline } from "../model.js";
+import { firstAddress, reschedules, timeline } from "../model.js";
 import type {
   Flavor,
   Image,
@@ -52,6 +52,7 @@ export function ServerTable({ servers, admin }: { servers: Server[]; admin: bool
           <th scope="col">Status</th>
           <th scope="col">Task</th>
           <th scope="col">Flavor</th>
+          <th scope="col">Address</th>
           {admin && <th scope="col">Project</th>}
           {admin && <th scope="col">Host</th>}
           <th scope="col">Created</th>
@@ -68,6 +69,7 @@ export function ServerTable({ servers, admin }: { servers: Server[]; admin: bool
             </td>
             <td>{s["OS-EXT-STS:task_state"] ?? ""}</td>
             <td>{s.flavor?.original_name ?? ""}</td>
+            <td data-testid="server-address">{firstAddress(s) ?? ""}</td>
             {admin && <td>{s.tenant_id}</td>}
             {admin && (
               <td>
@@ -320,6 +322,25 @@ function Migrations({
   );
 }
 
+/** Nova's `addresses`: each network's addresses, with their MAC (the port's). */
+function Addresses({ server: s }: { server: Server }) {
+  const networks = Object.entries(s.addresses ?? {});
+  if (!networks.length) return <span class="note">none</span>;
+  return (
+    <ul class="addresses">
+      {networks.flatMap(([network, addrs]) =>
+        addrs.map((a) => (
+          <li key={`${network}/${a.addr}`} data-network={network} data-addr={a.addr}>
+            {network}: <strong>{a.addr}</strong> (IPv{a.version}
+            {a["OS-EXT-IPS:type"] ? `, ${a["OS-EXT-IPS:type"]}` : ""}
+            {a["OS-EXT-IPS-MAC:mac_addr"] ? `, MAC ${a["OS-EXT-IPS-MAC:mac_addr"]}` : ""})
+          </li>
+        )),
+      )}
+    </ul>
+  );
+}
+
 /** What a shelved server keeps and lets go (the claim is what an operator shelves it for). */
 const SHELF_NOTES: Readonly<Record<string, (s: Server) => string>> = {
   SHELVED: (s) =>
@@ -390,6 +411,10 @@ export function ServerView({ id, onConfirm }: { id: string; onConfirm: (r: Confi
           <dd data-testid="server-flavor">{s.flavor?.original_name ?? ""}</dd>
           <dt>Zone</dt>
           <dd>{s["OS-EXT-AZ:availability_zone"] ?? ""}</dd>
+          <dt>Addresses</dt>
+          <dd data-testid="server-addresses">
+            <Addresses server={s} />
+          </dd>
           {admin && (
             <>
               <dt>Host</dt>

@@ -3,6 +3,7 @@ import {
   barExtent,
   cellAt,
   changesQuery,
+  firstAddress,
   funnel,
   groupHosts,
   layoutFleet,
@@ -16,6 +17,7 @@ import {
   rolesByScope,
   serverMatches,
   serverQuery,
+  subnetUsage,
   summarize,
   timeline,
   utilization,
@@ -26,8 +28,10 @@ import type {
   Explanation,
   FleetHost,
   InstanceAction,
+  Port,
   RoleAssignment,
   Server,
+  Subnet,
 } from "../../../console/src/types.js";
 
 const host = (name: string, over: Partial<FleetHost> = {}): FleetHost => ({
@@ -345,5 +349,81 @@ describe("a user's role assignments", () => {
       ["admin", "zeta", "reader", "alpha", "member"].map((n) => ({ id: n, name: n })),
     ).map((r) => r.name);
     expect(names).toEqual(["member", "reader", "admin", "alpha", "zeta"]);
+  });
+});
+
+describe("a server's address and a subnet's used and free addresses", () => {
+  const addr = (version: 4 | 6, a: string) => ({ version, addr: a });
+
+  it("shows a server's first IPv4, else its first address, else none", () => {
+    const server = (addresses?: Server["addresses"]) =>
+      ({
+        id: "s",
+        name: "s",
+        status: "ACTIVE",
+        tenant_id: "p",
+        created: "",
+        updated: "",
+        addresses,
+      }) as Server;
+    expect(
+      firstAddress(
+        server({ v6: [addr(6, "fd00::5")], public: [addr(6, "2001:db8::5"), addr(4, "10.20.0.5")] }),
+      ),
+    ).toBe("10.20.0.5");
+    expect(firstAddress(server({ v6: [addr(6, "fd00::5")] }))).toBe("fd00::5");
+    expect(firstAddress(server({}))).toBeUndefined();
+    expect(firstAddress(server())).toBeUndefined();
+  });
+
+  const subnet = (over: Partial<Subnet>): Subnet => ({
+    id: "sub",
+    name: "",
+    network_id: "net",
+    ip_version: 4,
+    cidr: "10.20.0.0/28",
+    gateway_ip: "10.20.0.1",
+    allocation_pools: [{ start: "10.20.0.2", end: "10.20.0.14" }],
+    ...over,
+  });
+  const port = (...ips: [string, string][]): Port => ({
+    id: ips.map(([, a]) => a).join(),
+    name: "",
+    network_id: "net",
+    project_id: "p",
+    mac_address: "fa:16:3e:00:00:01",
+    status: "ACTIVE",
+    device_id: "",
+    device_owner: "",
+    fixed_ips: ips.map(([subnet_id, ip_address]) => ({ subnet_id, ip_address })),
+  });
+
+  it("counts the addresses ports hold in the subnet against its pools' size", () => {
+    const ports = [port(["sub", "10.20.0.2"]), port(["sub", "10.20.0.3"], ["other", "10.30.0.2"]), port()];
+    expect(subnetUsage(subnet({}), ports)).toEqual({ used: 2n, size: 13n, free: 11n });
+    // two pools; an address outside them is used but takes none of their free addresses
+    const split = subnet({
+      allocation_pools: [
+        { start: "10.20.0.2", end: "10.20.0.5" },
+        { start: "10.20.0.10", end: "10.20.0.14" },
+      ],
+    });
+    expect(subnetUsage(split, [...ports, port(["sub", "10.20.0.7"])])).toEqual({
+      used: 3n,
+      size: 9n,
+      free: 7n,
+    });
+    expect(subnetUsage(subnet({ allocation_pools: [] }), ports)).toEqual({ used: 2n, size: 0n, free: 0n });
+  });
+
+  it("counts an IPv6 /64's pool exactly, beyond a Number's precision", () => {
+    const v6 = subnet({
+      ip_version: 6,
+      cidr: "2001:db8::/64",
+      gateway_ip: "2001:db8::1",
+      allocation_pools: [{ start: "2001:db8::2", end: "2001:db8::ffff:ffff:ffff:ffff" }],
+    });
+    const ports = [port(["sub", "2001:db8::2"]), port(["sub", "2001:db8::ffff:ffff:ffff:ffff"])];
+    expect(subnetUsage(v6, ports)).toEqual({ used: 2n, size: 2n ** 64n - 2n, free: 2n ** 64n - 4n });
   });
 });
