@@ -95,6 +95,11 @@ describe("the Networking v2 front", () => {
     expect(r.json.resources.map((x: Json) => x.collection)).toEqual(["networks", "subnets", "ports"]);
     const ext = await call("GET", "/v2.0/extensions", DEMO);
     expect(ext.json.extensions.map((e: Json) => e.alias)).toContain("provider");
+    const one = await call("GET", "/v2.0/extensions/provider", DEMO);
+    expect(one.json.extension).toEqual(ext.json.extensions.find((e: Json) => e.alias === "provider"));
+    expect((await call("GET", "/v2.0/extensions/router", DEMO)).json).toEqual(
+      neutronError("HTTPNotFound", "Extension with alias router does not exist"),
+    );
   });
 
   it("an admin creates a shared flat provider network with a subnet; a member sees it without provider attributes", async () => {
@@ -405,6 +410,35 @@ describe("the Networking v2 front", () => {
     expect(filter.json).toEqual(
       neutronError("HTTPBadRequest", "['colour'] is invalid attribute for filtering"),
     );
+  });
+
+  it("creates in bulk, all or nothing: a refused item takes back those made before it", async () => {
+    const nets = await call("POST", "/v2.0/networks", DEMO, {
+      networks: [{ name: "bulk-1" }, { network: { name: "bulk-2" } }],
+    });
+    expect(nets.status).toBe(201);
+    expect(nets.json.networks.map((n: Json) => n.name)).toEqual(["bulk-1", "bulk-2"]);
+    const [a, b] = nets.json.networks.map((n: Json) => n.id);
+    const subnets = await call("POST", "/v2.0/subnets", DEMO, {
+      subnets: [
+        { network_id: a, cidr: "10.60.0.0/28", ip_version: 4 },
+        { network_id: b, cidr: "10.60.0.0/28", ip_version: 4 },
+      ],
+    });
+    expect(subnets.json.subnets.map((s: Json) => s.cidr)).toEqual(["10.60.0.0/28", "10.60.0.0/28"]);
+    const refused = await call("POST", "/v2.0/ports", DEMO, {
+      ports: [
+        { network_id: a, fixed_ips: [{ ip_address: "10.60.0.5" }] },
+        { network_id: a, fixed_ips: [{ ip_address: "10.60.0.5" }] },
+      ],
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.json.NeutronError.type).toBe("IpAddressAlreadyAllocated");
+    expect((await call("GET", `/v2.0/ports?network_id=${a}`, DEMO)).json.ports).toEqual([]);
+    const empty = await call("POST", "/v2.0/ports", DEMO, { ports: [] });
+    expect(empty.json).toEqual(neutronError("HTTPBadRequest", "Resources required"));
+    for (const s of subnets.json.subnets) await call("DELETE", `/v2.0/subnets/${s.id}`, DEMO);
+    for (const id of [a, b]) expect((await call("DELETE", `/v2.0/networks/${id}`, DEMO)).status).toBe(204);
   });
 
   it("serves no routers, floating IPs or security groups", async () => {

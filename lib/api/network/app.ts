@@ -82,6 +82,10 @@ const stamp = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
 
 /** The request's `{"<resource>": {...}}`, refused with Neutron's texts (api/v2/base.py prepare_request_body). */
 async function resourceBody(c: C, resource: string, allowed: readonly string[]): Promise<Body> {
+  return resourceOf(await requestBody(c), resource, allowed);
+}
+
+async function requestBody(c: C): Promise<Body> {
   let parsed: unknown;
   try {
     parsed = JSON.parse((await c.req.text()) || "null");
@@ -90,12 +94,50 @@ async function resourceBody(c: C, resource: string, allowed: readonly string[]):
     throw badRequest("Malformed request body");
   }
   if (!parsed || typeof parsed !== "object") throw badRequest("Resource body required");
-  const body = (parsed as Body)[resource];
+  return parsed as Body;
+}
+
+function resourceOf(parsed: Body, resource: string, allowed: readonly string[]): Body {
+  const body = parsed[resource];
   if (!body || typeof body !== "object" || Array.isArray(body))
     throw badRequest(`Unable to find '${resource}' in request body`);
   const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
   if (unknown.length) throw badRequest(`Unrecognized attribute(s) '${unknown.join(", ")}'`);
   return body as Body;
+}
+
+/** A resource made by a POST, and how to take it back when a bulk create is refused later on. */
+type Made = { view: Body; undo: () => Promise<unknown> };
+
+/**
+ * POST of one resource ({"network": {...}}) or of several, Neutron's bulk create
+ * ({"networks": [...]}, each item its attributes or {"network": {...}}: api/v2/base.py
+ * prepare_request_body). A bulk create is all or nothing, as Neutron's: when an item is refused,
+ * those made before it are deleted and the refusal answered.
+ */
+async function createResources(
+  c: C,
+  resource: "network" | "subnet" | "port",
+  allowed: readonly string[],
+  create: (body: Body) => Promise<Made>,
+) {
+  const parsed = await requestBody(c);
+  const collection = `${resource}s`;
+  if (!(collection in parsed))
+    return c.json({ [resource]: (await create(resourceOf(parsed, resource, allowed))).view }, 201);
+  const items = parsed[collection];
+  if (!Array.isArray(items) || items.length === 0) throw badRequest("Resources required");
+  const made: Made[] = [];
+  try {
+    for (const item of items) {
+      const wrapped = item && typeof item === "object" && resource in item ? item : { [resource]: item };
+      made.push(await create(resourceOf(wrapped, resource, allowed)));
+    }
+  } catch (e) {
+    for (const m of made.reverse()) await m.undo().catch(() => undefined);
+    throw e;
+  }
+  return c.json({ [collection]: made.map((m) => m.view) }, 201);
 }
 
 /** neutron-lib's validators' "Invalid input for <attr>. Reason: …." */
@@ -284,6 +326,37 @@ function mtuOf(body: Body): number {
   return v as number;
 }
 
+async function createOneNetwork(auth: AuthContext, body: Body, deps: AuthDeps): Promise<Made> {
+  const project = projectOf(auth, body);
+  const adminAttrs = adminAttrsSet(body, NETWORK_ADMIN_ATTRS);
+  if (!memberOf(auth, auth.project_id)) throw policyRefused("create_network");
+  if (adminAttrs.length && !auth.isAdmin)
+    throw policyRefused(
+      "create_network",
+      adminAttrs.map((name) => ({ name })),
+    );
+  if (body["router:external"] === true)
+    // no routers, so no external networks
+    throw invalidInput("router:external networks are not supported: novaless has no routers");
+  const now = stamp(deps.now());
+  const network = {
+    id: randomUUID(),
+    name: stringAttr(body, "name") ?? "",
+    description: stringAttr(body, "description") ?? "",
+    project_id: project,
+    admin_state_up: boolAttr(body, "admin_state_up") ?? true,
+    shared: boolAttr(body, "shared") ?? false,
+    mtu: mtuOf(body),
+    availability_zone_hints: hints(body),
+    ...segmentOf(body),
+    created_at: now,
+    updated_at: now,
+  };
+  await createNetwork(network);
+  const stored = await getNetwork(network.id);
+  return { view: networkView(stored!, auth), undo: () => deleteNetwork(network.id) };
+}
+
 function networkRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   app.get("/v2.0/networks", async (c) => {
     const auth = c.get("netAuth");
@@ -299,38 +372,9 @@ function networkRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     return c.json({ network: selectFields(networkView(n, auth), c.req.queries("fields") ?? []) });
   });
 
-  app.post("/v2.0/networks", async (c) => {
-    const auth = c.get("netAuth");
-    const body = await resourceBody(c, "network", NETWORK_CREATE);
-    const project = projectOf(auth, body);
-    const adminAttrs = adminAttrsSet(body, NETWORK_ADMIN_ATTRS);
-    if (!memberOf(auth, auth.project_id)) throw policyRefused("create_network");
-    if (adminAttrs.length && !auth.isAdmin)
-      throw policyRefused(
-        "create_network",
-        adminAttrs.map((name) => ({ name })),
-      );
-    if (body["router:external"] === true)
-      // no routers, so no external networks
-      throw invalidInput("router:external networks are not supported: novaless has no routers");
-    const now = stamp(deps.now());
-    const network = {
-      id: randomUUID(),
-      name: stringAttr(body, "name") ?? "",
-      description: stringAttr(body, "description") ?? "",
-      project_id: project,
-      admin_state_up: boolAttr(body, "admin_state_up") ?? true,
-      shared: boolAttr(body, "shared") ?? false,
-      mtu: mtuOf(body),
-      availability_zone_hints: hints(body),
-      ...segmentOf(body),
-      created_at: now,
-      updated_at: now,
-    };
-    await createNetwork(network);
-    const stored = await getNetwork(network.id);
-    return c.json({ network: networkView(stored!, auth) }, 201);
-  });
+  app.post("/v2.0/networks", (c) =>
+    createResources(c, "network", NETWORK_CREATE, (body) => createOneNetwork(c.get("netAuth"), body, deps)),
+  );
 
   app.put("/v2.0/networks/:id", async (c) => {
     const auth = c.get("netAuth");
@@ -459,6 +503,60 @@ function gatewayOf(value: unknown, cidrText: string, version: 4 | 6): string | n
   return gw;
 }
 
+async function createOneSubnet(auth: AuthContext, body: Body, deps: AuthDeps): Promise<Made> {
+  if (typeof body.network_id !== "string")
+    throw badRequest("Failed to parse request. Required attribute 'network_id' not specified");
+  if (body.cidr === undefined)
+    throw badRequest("Failed to parse request. Required attribute 'cidr' not specified");
+  if (body.ip_version === undefined)
+    throw badRequest("Failed to parse request. Required attribute 'ip_version' not specified");
+  const version = Number(body.ip_version);
+  if (version !== 4 && version !== 6)
+    throw invalidAttr("ip_version", `${JSON.stringify(body.ip_version)} is not in [4, 6]`);
+  const project = projectOf(auth, body);
+  const network = await visibleNetwork(auth, body.network_id);
+  // create_subnet: ADMIN_OR_NET_OWNER_MEMBER
+  if (!memberOf(auth, network.project_id)) {
+    if (!network.shared) throw pretendNotFound();
+    throw policyRefused("create_subnet");
+  }
+  const cidr = parseCidr(body.cidr as string);
+  if (cidr.version !== version)
+    throw invalidInput(`cidr '${body.cidr}' does not match the ip_version '${version}'`);
+  const gateway_ip =
+    body.gateway_ip === undefined ? defaultGateway(cidr) : gatewayOf(body.gateway_ip, cidr.text, version);
+  let allocation_pools = defaultPools(cidr, gateway_ip);
+  if (body.allocation_pools !== undefined) {
+    if (!Array.isArray(body.allocation_pools))
+      throw invalidAttr("allocation_pools", `'${JSON.stringify(body.allocation_pools)}' is not a list`);
+    checkPools(body.allocation_pools, cidr, gateway_ip);
+    allocation_pools = body.allocation_pools.map((p: { start: string; end: string }) => ({
+      start: normalizeAddress(p.start)!,
+      end: normalizeAddress(p.end)!,
+    }));
+  }
+  const now = stamp(deps.now());
+  const subnet: Subnet = {
+    id: randomUUID(),
+    network_id: network.id,
+    project_id: project,
+    ip_version: version,
+    cidr: cidr.text,
+    gateway_ip,
+    allocation_pools,
+    name: stringAttr(body, "name") ?? "",
+    description: stringAttr(body, "description") ?? "",
+    dns_nameservers: nameservers(body, version) ?? [],
+    host_routes: hostRoutes(body, version) ?? [],
+    enable_dhcp: boolAttr(body, "enable_dhcp") ?? true,
+    revision_number: 0,
+    created_at: now,
+    updated_at: now,
+  };
+  await createSubnet(subnet);
+  return { view: subnetView(subnet), undo: () => deleteSubnet(subnet) };
+}
+
 function subnetRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   app.get("/v2.0/subnets", async (c) => {
     const auth = c.get("netAuth");
@@ -477,61 +575,9 @@ function subnetRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     return c.json({ subnet: selectFields(subnetView(subnet), c.req.queries("fields") ?? []) });
   });
 
-  app.post("/v2.0/subnets", async (c) => {
-    const auth = c.get("netAuth");
-    const body = await resourceBody(c, "subnet", SUBNET_CREATE);
-    if (typeof body.network_id !== "string")
-      throw badRequest("Failed to parse request. Required attribute 'network_id' not specified");
-    if (body.cidr === undefined)
-      throw badRequest("Failed to parse request. Required attribute 'cidr' not specified");
-    if (body.ip_version === undefined)
-      throw badRequest("Failed to parse request. Required attribute 'ip_version' not specified");
-    const version = Number(body.ip_version);
-    if (version !== 4 && version !== 6)
-      throw invalidAttr("ip_version", `${JSON.stringify(body.ip_version)} is not in [4, 6]`);
-    const project = projectOf(auth, body);
-    const network = await visibleNetwork(auth, body.network_id);
-    // create_subnet: ADMIN_OR_NET_OWNER_MEMBER
-    if (!memberOf(auth, network.project_id)) {
-      if (!network.shared) throw pretendNotFound();
-      throw policyRefused("create_subnet");
-    }
-    const cidr = parseCidr(body.cidr as string);
-    if (cidr.version !== version)
-      throw invalidInput(`cidr '${body.cidr}' does not match the ip_version '${version}'`);
-    const gateway_ip =
-      body.gateway_ip === undefined ? defaultGateway(cidr) : gatewayOf(body.gateway_ip, cidr.text, version);
-    let allocation_pools = defaultPools(cidr, gateway_ip);
-    if (body.allocation_pools !== undefined) {
-      if (!Array.isArray(body.allocation_pools))
-        throw invalidAttr("allocation_pools", `'${JSON.stringify(body.allocation_pools)}' is not a list`);
-      checkPools(body.allocation_pools, cidr, gateway_ip);
-      allocation_pools = body.allocation_pools.map((p: { start: string; end: string }) => ({
-        start: normalizeAddress(p.start)!,
-        end: normalizeAddress(p.end)!,
-      }));
-    }
-    const now = stamp(deps.now());
-    const subnet: Subnet = {
-      id: randomUUID(),
-      network_id: network.id,
-      project_id: project,
-      ip_version: version,
-      cidr: cidr.text,
-      gateway_ip,
-      allocation_pools,
-      name: stringAttr(body, "name") ?? "",
-      description: stringAttr(body, "description") ?? "",
-      dns_nameservers: nameservers(body, version) ?? [],
-      host_routes: hostRoutes(body, version) ?? [],
-      enable_dhcp: boolAttr(body, "enable_dhcp") ?? true,
-      revision_number: 0,
-      created_at: now,
-      updated_at: now,
-    };
-    await createSubnet(subnet);
-    return c.json({ subnet: subnetView(subnet) }, 201);
-  });
+  app.post("/v2.0/subnets", (c) =>
+    createResources(c, "subnet", SUBNET_CREATE, (body) => createOneSubnet(c.get("netAuth"), body, deps)),
+  );
 
   app.put("/v2.0/subnets/:id", async (c) => {
     const auth = c.get("netAuth");
@@ -655,6 +701,48 @@ function portAttrRules(
   return { attributes, allowed };
 }
 
+async function createOnePort(auth: AuthContext, body: Body, deps: AuthDeps): Promise<Made> {
+  if (typeof body.network_id !== "string")
+    throw badRequest("Failed to parse request. Required attribute 'network_id' not specified");
+  const project = projectOf(auth, body);
+  const network = await visibleNetwork(auth, body.network_id);
+  // base.py _validate_network_tenant_ownership: another project's unshared network is hidden
+  if (!auth.isAdmin && !network.shared && network.project_id !== project) throw pretendNotFound();
+  if (!memberOf(auth, auth.project_id)) throw policyRefused("create_port");
+  const rules = portAttrRules(auth, body, network, false);
+  if (!rules.allowed) throw policyRefused("create_port", rules.attributes);
+  const mac = body.mac_address === undefined ? generatedMac() : String(body.mac_address).toLowerCase();
+  if (!MAC.test(mac))
+    throw invalidAttr("mac_address", `'${String(body.mac_address)}' is not a valid MAC address`);
+  const wanted = fixedIpsOf(body);
+  const now = stamp(deps.now());
+  const host = stringAttr(body, "binding:host_id") ?? "";
+  const port = {
+    id: randomUUID(),
+    network_id: network.id,
+    project_id: project,
+    name: stringAttr(body, "name") ?? "",
+    description: stringAttr(body, "description") ?? "",
+    admin_state_up: boolAttr(body, "admin_state_up") ?? true,
+    mac_address: mac,
+    device_id: stringAttr(body, "device_id") ?? "",
+    device_owner: stringAttr(body, "device_owner") ?? "",
+    "binding:host_id": host,
+    revision_number: 0,
+    created_at: now,
+    updated_at: now,
+  };
+  await createPort(port);
+  try {
+    await allocate({ ...port, fixed_ips: [] }, network, wanted);
+  } catch (e) {
+    // Neutron creates a port and its addresses in one transaction: a refused address, no port
+    await deletePort(port.id);
+    throw e;
+  }
+  return { view: portView((await getPort(port.id))!, auth), undo: () => deletePort(port.id) };
+}
+
 function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   app.get("/v2.0/ports", async (c) => {
     const auth = c.get("netAuth");
@@ -673,49 +761,9 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     return c.json({ port: selectFields(portView(port, auth), c.req.queries("fields") ?? []) });
   });
 
-  app.post("/v2.0/ports", async (c) => {
-    const auth = c.get("netAuth");
-    const body = await resourceBody(c, "port", PORT_CREATE);
-    if (typeof body.network_id !== "string")
-      throw badRequest("Failed to parse request. Required attribute 'network_id' not specified");
-    const project = projectOf(auth, body);
-    const network = await visibleNetwork(auth, body.network_id);
-    // base.py _validate_network_tenant_ownership: another project's unshared network is hidden
-    if (!auth.isAdmin && !network.shared && network.project_id !== project) throw pretendNotFound();
-    if (!memberOf(auth, auth.project_id)) throw policyRefused("create_port");
-    const rules = portAttrRules(auth, body, network, false);
-    if (!rules.allowed) throw policyRefused("create_port", rules.attributes);
-    const mac = body.mac_address === undefined ? generatedMac() : String(body.mac_address).toLowerCase();
-    if (!MAC.test(mac))
-      throw invalidAttr("mac_address", `'${String(body.mac_address)}' is not a valid MAC address`);
-    const wanted = fixedIpsOf(body);
-    const now = stamp(deps.now());
-    const host = stringAttr(body, "binding:host_id") ?? "";
-    const port = {
-      id: randomUUID(),
-      network_id: network.id,
-      project_id: project,
-      name: stringAttr(body, "name") ?? "",
-      description: stringAttr(body, "description") ?? "",
-      admin_state_up: boolAttr(body, "admin_state_up") ?? true,
-      mac_address: mac,
-      device_id: stringAttr(body, "device_id") ?? "",
-      device_owner: stringAttr(body, "device_owner") ?? "",
-      "binding:host_id": host,
-      revision_number: 0,
-      created_at: now,
-      updated_at: now,
-    };
-    await createPort(port);
-    try {
-      await allocate({ ...port, fixed_ips: [] }, network, wanted);
-    } catch (e) {
-      // Neutron creates a port and its addresses in one transaction: a refused address, no port
-      await deletePort(port.id);
-      throw e;
-    }
-    return c.json({ port: portView((await getPort(port.id))!, auth) }, 201);
-  });
+  app.post("/v2.0/ports", (c) =>
+    createResources(c, "port", PORT_CREATE, (body) => createOnePort(c.get("netAuth"), body, deps)),
+  );
 
   app.put("/v2.0/ports/:id", async (c) => {
     const auth = c.get("netAuth");
@@ -814,6 +862,14 @@ export function networkApp(deps: AuthDeps): Hono<NetEnv> {
   app.use("/v2.0/*", requireToken);
   app.get("/v2.0", (c) => c.json(resourcesDocument(c.get("baseUrl"))));
   app.get("/v2.0/extensions", (c) => c.json(extensionsDocument()));
+  app.get("/v2.0/extensions/:alias", (c) => {
+    const alias = c.req.param("alias");
+    const extension = extensionsDocument().extensions.find((e) => e.alias === alias);
+    // neutron/api/extensions.py ExtensionController.show
+    if (!extension)
+      throw new NetworkingError(404, "HTTPNotFound", `Extension with alias ${alias} does not exist`);
+    return c.json({ extension });
+  });
 
   networkRoutes(app, deps);
   subnetRoutes(app, deps);

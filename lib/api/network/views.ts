@@ -153,6 +153,11 @@ const EXTENSIONS = [
   ["external-net", "Neutron external network", "Adds external network attribute to network resource."],
   ["net-mtu", "Network MTU", "Provides MTU attribute for a network resource."],
   [
+    "standard-attr-description",
+    "standard-attr-description",
+    "Extension to add descriptions to standard attributes",
+  ],
+  [
     "standard-attr-revisions",
     "Resource revision numbers",
     "This extension will display the revision number of neutron resources.",
