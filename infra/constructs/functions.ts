@@ -336,6 +336,10 @@ export class Functions {
     catalog.grant(conductor, "dynamodb:UpdateItem");
     // a guest it casts (a rebuild's, an evacuation's, a resize's) carries the owner's public key
     catalog.grantReadData(conductor);
+    // Nova's allocate_for_instance once the host is chosen: a server's ports made (TransactWriteItems
+    // with the network's port count), addresses won (conditional puts, the cursor's ADD), bound,
+    // and freed when the build is aborted; a cast guest carries its ports' subnets
+    networking.grantReadWriteData(conductor);
     conductor.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
     );
@@ -351,8 +355,10 @@ export class Functions {
     migrations.grantReadWriteData(buildWatchdog);
     allocations.grant(buildWatchdog, "dynamodb:PutItem");
     catalog.grant(buildWatchdog, "dynamodb:UpdateItem");
-    // automatic evacuation: which hosts are opted in (aggregates' metadata)
+    // automatic evacuation: which hosts are opted in (aggregates' metadata); a move it sends again
+    // carries the guest's ports
     catalog.grantReadData(buildWatchdog);
+    networking.grantReadData(buildWatchdog);
     buildWatchdog.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
     );
@@ -385,8 +391,10 @@ export class Functions {
     api.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["s3:GetObject", "s3:DeleteObject"], resources: [images] }),
     );
-    // a start or reboot carries the owner's public key (Nova passes it to the driver)
+    // a start or reboot carries the owner's public key (Nova passes it to the driver), a spawn its
+    // ports with their networks' and subnets' attributes
     catalog.grantReadData(computeEvents);
+    networking.grantReadData(computeEvents);
     queues.buildRequests.grantSendMessages(computeEvents);
     queues.computeEventsDlq.grantSendMessages(computeEvents);
     computeEvents.addToRolePolicy(

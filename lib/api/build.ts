@@ -1,7 +1,7 @@
 // The create, planned without I/O: the instance records and the build request the API writes.
 import { randomInt, randomUUID } from "node:crypto";
 import type { Flavor, Image } from "../catalog/types.js";
-import type { InstanceRecord } from "../instances/types.js";
+import type { InstanceRecord, NetworkRequest } from "../instances/types.js";
 import { zoneRequest } from "../messages/availability-zone.js";
 import { type BuildRequest, MAX_INSTANCES_PER_REQUEST } from "../messages/build-request.js";
 import type { FlavorSpec, ImageSpec, RequestSpec } from "../scheduler/types.js";
@@ -95,6 +95,8 @@ export interface CreatePlanInput {
   /** injectable for tests */
   ids?: string[];
   reservationId?: string;
+  /** the create's networks, resolved: each server gets a port on each */
+  networks?: NetworkRequest[];
 }
 
 export interface CreatePlan {
@@ -150,6 +152,7 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     description: req.description,
     tags: [...req.tags],
     key_name: req.keyName,
+    ...(input.networks?.length ? { requested_networks: input.networks.map((n) => ({ ...n })) } : {}),
     access_ip_v4: req.accessIPv4,
     access_ip_v6: req.accessIPv6,
     hostname: req.hostname,

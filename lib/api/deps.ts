@@ -47,6 +47,7 @@ import {
   updateMigration,
 } from "../instances/migrations.js";
 import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
+import { validateNetworks } from "../instances/networking.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances, listServerPage } from "../instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
@@ -127,6 +128,8 @@ export interface ApiDeps {
   quotas: QuotaStore;
   /** the power actions and console output (server-actions.ts); optional for fakes that skip them */
   power?: PowerDeps;
+  /** a create's networks (lib/instances/networking.ts); absent: no network service */
+  network?: NetworkDeps;
   moves?: MoveDeps;
   /** os-migrateLive's wait and the in-progress live migration's actions (server-live-migrate.ts) */
   liveMigration?: LiveMigrationDeps;
@@ -181,6 +184,11 @@ export interface DeadLetterDeps {
   redrive: typeof redrive;
 }
 
+/** What a create's `networks` needs. */
+export interface NetworkDeps {
+  validate: typeof validateNetworks;
+}
+
 /** What os-stop, os-start, reboot and os-getConsoleOutput need besides the record. */
 export interface PowerDeps {
   begin: typeof beginPowerAction;
@@ -220,6 +228,7 @@ export const defaultDeps: ApiDeps = {
     beginRevert,
     castToCompute,
   },
+  network: { validate: validateNetworks },
   power: {
     begin: beginPowerAction,
     castToCompute,

@@ -124,6 +124,13 @@ export const COMPUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   // server_password.py: reading is PROJECT_READER_OR_ADMIN, clearing PROJECT_MEMBER_OR_ADMIN
   "GET /servers/:id/os-server-password": reader(`${N}:os-server-password:show`),
   "DELETE /servers/:id/os-server-password": member(`${N}:os-server-password:clear`),
+  // attach_interfaces.py and ips.py: reading is PROJECT_READER_OR_ADMIN, changing PROJECT_MEMBER_OR_ADMIN
+  "GET /servers/:id/os-interface": reader(`${N}:os-attach-interfaces:list`),
+  "GET /servers/:id/os-interface/:port_id": reader(`${N}:os-attach-interfaces:show`),
+  "POST /servers/:id/os-interface": member(`${N}:os-attach-interfaces:create`),
+  "DELETE /servers/:id/os-interface/:port_id": member(`${N}:os-attach-interfaces:delete`),
+  "GET /servers/:id/ips": reader(`${N}:ips:index`),
+  "GET /servers/:id/ips/:network_label": reader(`${N}:ips:show`),
   "GET /servers/:id/diagnostics": admin(`${N}:os-server-diagnostics`),
   "GET /servers/:id/os-instance-actions": reader(`${N}:os-instance-actions:list`),
   "GET /servers/:id/os-instance-actions/:request_id": reader(`${N}:os-instance-actions:show`),

@@ -4,6 +4,7 @@ import { computeMessageBody } from "../aws/send.js";
 import { placeInstance, setError } from "../instances/build.js";
 import { EVENT_SCHEDULE } from "../instances/codec.js";
 import { fault, maxRetriesFault } from "../instances/faults.js";
+import { allocateForInstance, deallocateForInstance, PortBindingRefused } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { InstanceRecord } from "../instances/types.js";
@@ -16,6 +17,7 @@ import {
   selectionIn,
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
+import { NetworkingError } from "../network/cidr.js";
 import { release, releaseAttemptClaims } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
@@ -57,6 +59,7 @@ export async function maxRetriesExceeded(req: ConductorInput): Promise<void> {
       event(EVENT_SCHEDULE, n, "Error", null, `${f.message} (${f.details})`, new Date()),
     );
     if (done) metrics.buildsError("MaxRetriesExceeded");
+    await freePorts(id, done);
     log.warn("conductor.max_retries_exceeded", {
       request_id: req.request_id,
       instance_uuid: id,
@@ -71,13 +74,15 @@ export async function maxRetriesExceeded(req: ConductorInput): Promise<void> {
 export async function noValidHost(req: ConductorInput, details: string): Promise<void> {
   const n = req.retry.num_attempts;
   for (const id of req.instance_uuids) {
-    await setError(
+    const done = await setError(
       { id, request_id: req.request_id },
       n - 1,
       fault(NO_VALID_HOST_MESSAGE, details),
       event(EVENT_SCHEDULE, n, "Error", null, `NoValidHost: ${details}`, new Date()),
     );
     metrics.buildsError("NoValidHost");
+    // a reschedule's: the ports its earlier attempts bound
+    await freePorts(id, done);
     log.warn("conductor.no_valid_host", {
       request_id: req.request_id,
       instance_uuid: id,
@@ -152,6 +157,10 @@ async function buildOne(
     });
     return undefined;
   }
+  // Nova's compute allocates the network once the host is chosen (allocate_for_instance); here the
+  // conductor does, as hosts read no database. A reschedule finds the same ports and rebinds them.
+  const bound = await bindNetwork(req, n, placed.record, host);
+  if (!bound) return undefined;
   let queueUrl = queueUrls.get(host);
   if (!queueUrl) {
     queueUrl = (await getHost(host))?.queue_url;
@@ -172,6 +181,59 @@ async function buildOne(
       resources: resourcesFromFlavor(placed.record.flavor),
     }),
   };
+}
+
+/**
+ * Bind the instance's ports to its host. A Networking refusal (no free address, a port or address
+ * taken since the API looked) is no fault of the host: the build is aborted (Nova's
+ * BuildAbortException), its claim released and what it made freed. False when there is nothing
+ * to cast (aborted, or deleted meanwhile).
+ */
+async function bindNetwork(
+  req: ConductorInput,
+  n: number,
+  rec: InstanceRecord,
+  host: string,
+): Promise<boolean> {
+  if (!rec.requested_networks?.length) return true;
+  const fields = { request_id: req.request_id, instance_uuid: rec.id, attempt: n, host };
+  try {
+    if (await allocateForInstance(rec, host)) return true;
+    log.info("conductor.placement_abandoned", { ...fields, reason: "deleted" });
+    return false;
+  } catch (e) {
+    if (!(e instanceof NetworkingError || e instanceof PortBindingRefused)) throw e;
+    const reason =
+      e instanceof NetworkingError && e.type === "IpAddressGenerationFailure"
+        ? `No fixed IP addresses available for network: ${networkOf(e.message)}`
+        : e.message;
+    const message = `Build of instance ${rec.id} aborted: ${reason}`;
+    await release(host, rec.id, n);
+    // what it made goes before the ERROR shows: nothing of an aborted build outlives it
+    await deallocateForInstance(rec);
+    await setError(
+      { id: rec.id, request_id: req.request_id },
+      n,
+      fault(message, message),
+      event(EVENT_SCHEDULE, n, "Error", host, message, new Date()),
+    );
+    metrics.buildsError("BuildAborted");
+    log.warn("conductor.network_allocation_failed", { ...fields, error: e.message });
+    return false;
+  }
+}
+
+/** The network id in Neutron's "No more IP addresses available on network <id>." */
+const networkOf = (text: string) => /network (\S+?)\.?$/.exec(text)?.[1] ?? "";
+
+/**
+ * A build ended in ERROR: the ports Nova made for it go, the user's are unbound. `done` is the
+ * record setError answered; undefined on a re-run, when the record is read to see it is ERROR.
+ */
+async function freePorts(id: string, done: InstanceRecord | undefined): Promise<void> {
+  const rec = done ?? (await getInstance(id));
+  if (rec?.requested_networks?.length && (rec.vm_state === "error" || rec.deleted))
+    await deallocateForInstance(rec);
 }
 
 /**
@@ -211,12 +273,13 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
     if (rec.attempt === n && rec.host) await release(rec.host, id, n);
     const message = `Build of instance ${id} aborted: ${error}`;
     const details = `${message}: ${cause}`;
-    await setError(
+    const done = await setError(
       { id, request_id: req.request_id },
       rec.attempt,
       fault(message, details),
       event(EVENT_SCHEDULE, n, "Error", rec.attempt === n ? rec.host : null, details, new Date()),
     );
+    await freePorts(id, done);
     metrics.buildsError("BuildAborted");
     log.error("conductor.build_failed", {
       request_id: req.request_id,

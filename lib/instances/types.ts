@@ -300,6 +300,10 @@ export interface InstanceRecord {
   tags?: string[];
   /** the key pair named at create (Nova keeps its name) */
   key_name?: string | null;
+  /** the create's `networks`, resolved by the API (lib/instances/networking.ts); absent: none */
+  requested_networks?: NetworkRequest[];
+  /** the ports the server is bound to (Nova's network info cache): the views' `addresses` */
+  network_info?: Vif[];
   /** Nova's accessIPv4/accessIPv6: addresses the user records for the server (create, PUT) */
   access_ip_v4?: string | null;
   access_ip_v6?: string | null;
@@ -412,4 +416,25 @@ export interface SchedulingRecord {
   /** the human summary (the NoValidHost summary, or why this host) */
   summary: string;
   explanation: unknown;
+}
+
+/** One of a create's `networks` (Nova's NetworkRequest), resolved: the network is always named. */
+export interface NetworkRequest {
+  network_id: string;
+  /** a port the user made, to be bound (Nova does not delete it) */
+  port_id?: string;
+  fixed_ip?: string;
+  tag?: string;
+}
+
+/** A server's port as Nova's network info cache keeps it (a VIF): what the views and the host read. */
+export interface Vif {
+  port_id: string;
+  network_id: string;
+  network_name: string;
+  mac_address: string;
+  fixed_ips: { subnet_id: string; ip_address: string; version: 4 | 6 }[];
+  /** false: Nova made it and deletes it; true: the user's, only unbound */
+  preexisting: boolean;
+  tag?: string;
 }

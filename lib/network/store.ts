@@ -190,9 +190,11 @@ async function updateAttributes<T>(
   kind: Kind,
   id: string,
   changes: Record<string, unknown>,
+  /** a further condition on the item, its names `#c…` and values `:c…` given */
+  only?: { condition: string; names: Record<string, string>; values: Record<string, unknown> },
 ): Promise<T | undefined> {
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ":one": 1 };
+  const names: Record<string, string> = { ...only?.names };
+  const values: Record<string, unknown> = { ":one": 1, ...only?.values };
   const sets: string[] = [];
   for (const [i, [k, v]] of Object.entries(changes)
     .filter(
@@ -210,8 +212,8 @@ async function updateAttributes<T>(
         TableName: networkingTable(),
         Key: keyOf(kind, id),
         UpdateExpression: `${sets.length ? `SET ${sets.join(", ")} ` : ""}ADD revision_number :one`,
-        ConditionExpression: "attribute_exists(pk)",
-        ...(sets.length ? { ExpressionAttributeNames: names } : {}),
+        ConditionExpression: `attribute_exists(pk)${only ? ` AND (${only.condition})` : ""}`,
+        ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
         ExpressionAttributeValues: values,
         ReturnValues: "ALL_NEW",
       }),
@@ -466,6 +468,23 @@ export const listPorts = () => all<Port>("port");
 export const portsOn = (networkId: string) => onNetwork<Port>(networkId, "port");
 export const updatePort = (id: string, changes: Record<string, unknown>) =>
   updateAttributes<Port>("port", id, changes);
+
+/**
+ * Bind a port to a device (a server) on a host: only while the port is free or already the
+ * device's, so two servers can never take one port; undefined when it is another's (or gone).
+ * A device_id of "" unbinds, only from the device named in `from`.
+ */
+export const bindPort = (
+  id: string,
+  binding: { device_id: string; device_owner: string; "binding:host_id": string; updated_at: string },
+  from: string,
+) =>
+  updateAttributes<Port>("port", id, binding, {
+    // (= … OR = …, not IN: dynalite's IN never matches an empty string)
+    condition: "#cdev = :cfree OR #cdev = :cme",
+    names: { "#cdev": "device_id" },
+    values: { ":cfree": "", ":cme": from },
+  });
 
 /**
  * Delete a port and free every address it holds: those recorded on it, and any the by-holder

@@ -18,6 +18,7 @@ import { schedulingRoutes } from "./scheduling.js";
 import { serverActionRoutes } from "./server-actions.js";
 import { serverDiagnosticsRoutes } from "./server-diagnostics.js";
 import { serverGroupRoutes } from "./server-groups.js";
+import { serverInterfaceRoutes } from "./server-interfaces.js";
 import { liveMigrationRoutes } from "./server-live-migrate.js";
 import { serverMetaRoutes } from "./server-meta.js";
 import { serverPasswordRoutes } from "./server-password.js";
@@ -31,6 +32,7 @@ export const ROUTES: Route[] = [
   ...serverMetaRoutes,
   ...serverActionRoutes,
   ...serverPasswordRoutes,
+  ...serverInterfaceRoutes,
   ...serverDiagnosticsRoutes,
   ...instanceActionRoutes,
   ...migrationRoutes,

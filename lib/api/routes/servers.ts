@@ -2,8 +2,9 @@
 // this file is the I/O around them.
 import { imageVisibleTo } from "../../catalog/image-create.js";
 import type { Flavor, Image, ServerGroup } from "../../catalog/types.js";
+import { NetworkRequestRefused } from "../../instances/networking.js";
 import { MarkerNotFound, type ServerPage } from "../../instances/queries.js";
-import type { InstanceRecord } from "../../instances/types.js";
+import type { InstanceRecord, NetworkRequest } from "../../instances/types.js";
 import { log } from "../../log.js";
 import { metrics } from "../../metrics.js";
 import { isServiceUp } from "../../placement/liveness.js";
@@ -85,6 +86,8 @@ export interface ResolvedCreate {
   group: ServerGroup | undefined;
   /** the project's limits as the checks read them (the reservation reuses them) */
   limits: Limits;
+  /** the create's networks, resolved (one port each per server) */
+  networks: NetworkRequest[];
 }
 
 /**
@@ -118,7 +121,24 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   if (req.az?.zone && !req.az.host) await checkZoneAvailable(deps, req.az.zone);
   if (req.requestedDestination) await checkDestination(deps, req.requestedDestination);
   const group = await findHintedGroup(deps, req.schedulerHints, auth);
-  return { req, flavor, image, group, limits };
+  const networks = await requestedNetworks(deps, req, auth);
+  return { req, flavor, image, group, limits, networks };
+}
+
+/** Nova's validate_networks, its refusals as the API's 400 and 409. */
+async function requestedNetworks(
+  deps: ApiDeps,
+  req: CreateServerRequest,
+  auth: AuthContext,
+): Promise<NetworkRequest[]> {
+  if (!deps.network) return [];
+  try {
+    return await deps.network.validate(req.networks, auth, req.maxCount);
+  } catch (e) {
+    if (e instanceof NetworkRequestRefused)
+      throw e.status === 409 ? conflict(e.message) : badRequest(e.message);
+    throw e;
+  }
 }
 
 /** Best effort: a record that cannot be deleted either is logged, for an operator to clean up. */
@@ -138,7 +158,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps } = call;
   const { auth } = ctx;
   const settings = apiSettings();
-  const { req, flavor, image, group, limits } = await resolveCreate(call);
+  const { req, flavor, image, group, limits, networks } = await resolveCreate(call);
   // Nova's instance quota: max_count reduced to what fits; given back if the create fails below
   const quota = await reserveForCreate(
     deps,
@@ -157,6 +177,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
     requestId: ctx.requestId,
     now: deps.now(),
     nameTemplate: settings.multiInstanceNameTemplate,
+    networks,
   });
   const ids = plan.records.map((r) => r.id);
   ctx.logFields.instance_uuid = ids[0];

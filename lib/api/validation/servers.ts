@@ -1,6 +1,7 @@
 // What a server request may say, checked without I/O: the create body, the availability-zone
 // forms, multi-create names, and the list filters.
 import { z } from "zod";
+import type { RequestedNetworks } from "../../instances/networking.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import { parseAvailabilityZone, type RequestedAz } from "../../messages/availability-zone.js";
 import type { AuthContext } from "../auth.js";
@@ -62,6 +63,26 @@ export const userData = z
     message: "is not a 'base64'",
   });
 
+/** Nova's format "uuid" (oslo's is_uuid_like: 32 hex digits, dashes anywhere). */
+const uuidLike = z.string().refine((v) => /^[0-9a-f]{32}$/i.test(v.replaceAll("-", "")), {
+  message: "is not a 'uuid'",
+});
+const fixedIp = z.union([z.ipv4(), z.ipv6()]);
+/** One network of a create: before 2.37 the uuid is any string (servers.py checks it). */
+const networkItem = (uuid: z.ZodType, tag: boolean) =>
+  z.strictObject({
+    fixed_ip: fixedIp.optional(),
+    port: uuidLike.nullable().optional(),
+    uuid: uuid.optional(),
+    ...(tag ? { tag: tagSchema.optional() } : {}),
+  });
+function networksBefore237(tag: boolean) {
+  return z.array(networkItem(z.string(), tag)).optional();
+}
+/** 2.37: required, a list (uuids checked) or "auto"/"none"; 2.42 brings the tag back. */
+const networksFrom237 = (tag: boolean) =>
+  z.union([z.array(networkItem(uuidLike, tag)), z.enum(["none", "auto"])]);
+
 const baseServer = {
   name: novaName,
   // an image id, or (a novaless convenience) an image name, or a link ending in the id
@@ -76,11 +97,11 @@ const baseServer = {
   return_reservation_id: novaBoolean.optional(),
   key_name: z.string().min(1).max(255).optional(),
   user_data: userData.nullable().optional(),
-  // config_drive and the access IPs are recorded and shown (there is no drive to build, no network
-  // to reach them by); networks, security groups and block device mappings are checked below;
-  // disk config is type-checked and ignored. `adminPass` is not applied to anything either; it
-  // is only echoed in the create answer.
-  networks: z.union([z.enum(["auto", "none"]), z.array(z.record(z.string(), z.unknown()))]).optional(),
+  // config_drive and the access IPs are recorded and shown; networks (by version, below) are
+  // checked against the Networking store by lib/instances/networking.ts; security groups and block
+  // device mappings are checked below; disk config is type-checked and ignored. `adminPass` is not
+  // applied to anything either; it is only echoed in the create answer.
+  networks: networksBefore237(false),
   security_groups: z.array(z.looseObject({ name: z.string() })).optional(),
   config_drive: z.union([novaBoolean, z.literal(""), z.null()]).optional(),
   block_device_mapping_v2: z.array(z.record(z.string(), z.unknown())).optional(),
@@ -119,6 +140,10 @@ const destination = z.string().min(1).max(255).optional();
 const createFieldRows: Ranged<{ fields: z.ZodRawShape }>[] = [
   { fields: baseServer },
   { min: "2.19", fields: { description } },
+  // Nova meant tags from 2.32 on and shipped them in 2.32 to 2.36 only (schemas/servers.py)
+  { min: "2.32", max: "2.36", fields: { networks: networksBefore237(true) } },
+  { min: "2.37", max: "2.41", fields: { networks: networksFrom237(false) } },
+  { min: "2.42", fields: { networks: networksFrom237(true) } },
   { min: "2.52", fields: { tags } },
   { min: "2.74", fields: { host: destination, hypervisor_hostname: destination } },
   { min: "2.90", max: "2.93", fields: { hostname } },
@@ -128,6 +153,7 @@ const createFieldRows: Ranged<{ fields: z.ZodRawShape }>[] = [
 export const createServerSchema = withHints(
   z.strictObject({
     ...baseServer,
+    networks: networksFrom237(true).optional(),
     description,
     tags,
     hostname,
@@ -180,6 +206,8 @@ export interface CreateServerRequest {
   /** the guest hostname asked for (2.90) */
   hostname: string | null;
   configDrive: boolean;
+  /** Nova's `networks` as given (null: absent, before 2.37); checked against the store later */
+  networks: RequestedNetworks;
   /** an admin's host and/or node to build on, through the filters (2.74) */
   requestedDestination: { host: string | null; node: string | null } | null;
 }
@@ -212,13 +240,10 @@ export function parseCreateServer(
     if (g.name !== "default")
       throw badRequest(`Security group ${g.name} not found for project ${auth.project_id}.`);
   }
-  // no network service: "auto"/"none" ask for nothing; a network or port named cannot exist (Nova's
-  // NetworkNotFound / PortNotFound, 400)
-  if (Array.isArray(s.networks)) {
-    for (const n of s.networks) {
-      if (typeof n.port === "string") throw badRequest(`Port id ${n.port} could not be found.`);
-      if (typeof n.uuid === "string") throw badRequest(`Network ${n.uuid} could not be found.`);
-    }
+  // servers.py _validate_network_id, before 2.37 (from 2.37 the schema checks the format)
+  for (const n of Array.isArray(s.networks) ? s.networks : []) {
+    if (!n.port && typeof n.uuid === "string" && !/^[0-9a-f]{32}$/i.test(n.uuid.replaceAll("-", "")))
+      throw badRequest(`Bad networks format: network uuid is not in proper format (${n.uuid})`);
   }
   if ((s.host !== undefined || s.hypervisor_hostname !== undefined) && !auth.isAdmin) {
     throw policyForbidden(RULES.requestedDestination);
@@ -263,6 +288,7 @@ export function parseCreateServer(
     tags: [...new Set(s.tags ?? [])],
     hostname: s.hostname ?? null,
     configDrive: s.config_drive === true,
+    networks: (s.networks as RequestedNetworks | undefined) ?? null,
     requestedDestination:
       s.host !== undefined || s.hypervisor_hostname !== undefined
         ? { host: s.host ?? null, node: s.hypervisor_hostname ?? null }

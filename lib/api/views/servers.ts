@@ -1,8 +1,10 @@
 // Nova's server views. What an admin sees beyond a member: the OS-EXT-SRV-ATTR fields and a
 // fault's details.
+
 import { withoutHosts } from "../../instances/faults.js";
 import type { InstanceRecord, VmState } from "../../instances/types.js";
 import { type ApiVersion, forVersion, viewFields } from "../microversion.js";
+import { addressesView } from "./addresses.js";
 import { embeddedFlavorView } from "./flavors.js";
 import { hostId, isoMicro, isoSeconds, resourceLinks } from "./format.js";
 
@@ -166,8 +168,7 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
       },
       created: isoSeconds(rec.created_at),
       updated: isoSeconds(rec.updated_at),
-      // no network service: a server has no addresses
-      addresses: {},
+      addresses: addressesView(rec, true),
       accessIPv4: rec.access_ip_v4 ?? "",
       accessIPv6: rec.access_ip_v6 ?? "",
       key_name: rec.key_name ?? null,

@@ -161,8 +161,9 @@ async function newGroup(policy = "anti-affinity", token = "demo-token"): Promise
   return r.json.server_group.id;
 }
 
+// (2.64: `networks` is required from 2.37)
 const boot = (group: string, over: Record<string, unknown> = {}) => ({
-  server: { name: "vm", flavorRef: "1", imageRef: "cirros", ...over },
+  server: { name: "vm", flavorRef: "1", imageRef: "cirros", networks: "none", ...over },
   "os:scheduler_hints": { group },
 });
 

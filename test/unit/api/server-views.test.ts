@@ -7,7 +7,7 @@ import { ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion
 import {
   checkTag,
   filterServers,
-  parseCreateServer,
+  parseCreateServer as parseCreate,
   parseLockBody,
   parseMetaItem,
   parseServerListQuery,
@@ -19,6 +19,7 @@ import { record } from "./records.js";
 
 const BASE = "http://api.test";
 const v = (s: string) => ApiVersion.parse(s);
+const parseCreateServer = parseCreate;
 const member: AuthContext = { user_id: "demo", project_id: "demo", roles: ["member"], isAdmin: false };
 
 const rec = record({
@@ -159,6 +160,21 @@ describe("server view per microversion", () => {
 describe("server requests per microversion", () => {
   const limits = { maxCount: 10, maxMetadataItems: 128 };
   const good = { name: "vm", flavorRef: "1", imageRef: "cirros" };
+  /** the body at a version: from 2.37 `networks` is required ("none" unless given) */
+  const parseCreateServer = (
+    body: { server: Record<string, unknown> },
+    auth: AuthContext,
+    l: typeof limits,
+    version: ApiVersion,
+  ) =>
+    parseCreate(
+      version.atLeast("2.37") && !("networks" in body.server)
+        ? { ...body, server: { ...body.server, networks: "none" } }
+        : body,
+      auth,
+      l,
+      version,
+    );
 
   it("create: description from 2.19, tags from 2.52, base64 user_data", () => {
     const desc = { server: { ...good, description: "d" } };
@@ -286,19 +302,24 @@ describe("access IPs, networks, the update view", () => {
     expect([shown.accessIPv4, shown.accessIPv6]).toEqual(["1.1.1.1", ""]);
   });
 
-  it("a network or port named cannot exist without a network service: Nova's 400", () => {
+  it("networks: a list before 2.37 (its uuids checked by servers.py), required from 2.37 with auto/none", () => {
     const uuid = "9d3b9a54-0000-4000-8000-00000000000a";
-    expect(
-      fails(() => parseCreateServer({ server: { ...good, networks: [{ uuid }] } }, member, limits, v("2.37")))
-        .message,
-    ).toBe(`Network ${uuid} could not be found.`);
-    expect(
-      fails(() =>
-        parseCreateServer({ server: { ...good, networks: [{ port: uuid }] } }, member, limits, v("2.37")),
-      ).message,
-    ).toBe(`Port id ${uuid} could not be found.`);
-    expect(parseCreateServer({ server: { ...good, networks: "none" } }, member, limits, v("2.37")).name).toBe(
-      "vm",
+    const at = (networks: unknown, version: string) =>
+      parseCreateServer({ server: { ...good, networks } }, member, limits, v(version));
+    expect(at([{ uuid }], "2.1").networks).toEqual([{ uuid }]);
+    expect(fails(() => at([{ uuid: "net-1" }], "2.1")).message).toBe(
+      "Bad networks format: network uuid is not in proper format (net-1)",
+    );
+    expect(fails(() => at([{ uuid: "net-1" }], "2.37")).message).toContain("is not a 'uuid'");
+    expect(fails(() => at("auto", "2.36")).kind).toBe("badRequest");
+    expect(at("auto", "2.37").networks).toBe("auto");
+    expect(fails(() => at([{ uuid, tag: "t" }], "2.37")).kind).toBe("badRequest");
+    expect(at([{ uuid, tag: "t" }], "2.42").networks).toEqual([{ uuid, tag: "t" }]);
+    expect(at([{ uuid, fixed_ip: "10.0.0.1" }], "2.1").networks).toEqual([{ uuid, fixed_ip: "10.0.0.1" }]);
+    expect(fails(() => at([{ uuid, fixed_ip: "10.0.0" }], "2.1")).kind).toBe("badRequest");
+    expect(parseCreateServer({ server: good }, member, limits, v("2.36")).networks).toBeNull();
+    expect(fails(() => parseCreateServer({ server: good }, member, limits, v("2.37"))).message).toContain(
+      "'networks' is a required property",
     );
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AuthContext } from "../../../lib/api/auth.js";
 import { ApiError } from "../../../lib/api/errors.js";
-import { MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
+import { type ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
 import { idFromHref, parseJsonBody, validate } from "../../../lib/api/validation/common.js";
 import {
   createFlavorSchema,
@@ -42,8 +42,15 @@ function fails(fn: () => unknown): ApiError {
   throw new Error("expected an ApiError");
 }
 
+/** From 2.37 `networks` is required: "none" when the body has a server without any. */
+function withNetworks(body: unknown, v: ApiVersion): unknown {
+  const server = (body as { server?: unknown } | null)?.server;
+  if (!v.atLeast("2.37") || !server || typeof server !== "object" || "networks" in server) return body;
+  return { ...(body as object), server: { ...server, networks: "none" } };
+}
+
 function create(body: unknown, auth = member, v = LATEST): CreateServerRequest {
-  return parseCreateServer(body, auth, limits, v);
+  return parseCreateServer(withNetworks(body, v), auth, limits, v);
 }
 
 function createError(body: unknown, auth = member): string {
@@ -75,6 +82,7 @@ describe("POST /servers body", () => {
       hostname: null,
       requestedDestination: null,
       configDrive: false,
+      networks: "none",
     });
   });
 

@@ -171,7 +171,7 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("compute-host", "dynamodb:GetItem", `${ARN}scheduling-x`)).toBe(false);
   });
 
-  it("Networking: the API (the /networking front) reads and writes it and its indexes; nobody else yet", () => {
+  it("Networking: the API (the /networking front) and the conductor (a server's ports) write it; compute-events and the watchdog read it", () => {
     for (const action of [
       "dynamodb:PutItem",
       "dynamodb:UpdateItem",
@@ -181,7 +181,11 @@ describe("the stack's policies, resolved to the local resources", () => {
     ])
       expect(can("api", action, `${ARN}networking-x`)).toBe(true);
     expect(can("api", "dynamodb:Query", `${ARN}networking-x/index/by-holder`)).toBe(true);
-    for (const c of ["scheduler", "conductor", "build-intake", "compute-events"] as const)
+    expect(can("conductor", "dynamodb:PutItem", `${ARN}networking-x`)).toBe(true);
+    expect(can("conductor", "dynamodb:Query", `${ARN}networking-x/index/by-holder`)).toBe(true);
+    expect(can("compute-events", "dynamodb:GetItem", `${ARN}networking-x`)).toBe(true);
+    expect(can("compute-events", "dynamodb:PutItem", `${ARN}networking-x`)).toBe(false);
+    for (const c of ["scheduler", "build-intake"] as const)
       expect(can(c, "dynamodb:GetItem", `${ARN}networking-x`)).toBe(false);
   });
 

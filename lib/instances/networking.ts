@@ -1,0 +1,316 @@
+// Nova's network API (nova/network/neutron.py) over lib/network: what a create may ask for
+// (validate_networks), the ports made or bound once the host is chosen (allocate_for_instance),
+// and what goes back when a build fails or the server is deleted (deallocate_for_instance).
+//
+// Every step is safe to repeat (the conductor's steps run at least once): the port Nova makes for
+// the i-th requested network has an id derived from the instance and i, so a re-run, a reschedule
+// or a delete finds it whether or not the record came to name it.
+import { createHash } from "node:crypto";
+import type { GuestPort } from "../compute/drivers/driver.js";
+import { NetworkingError } from "../network/cidr.js";
+import { allocate, generatedMac, subnetFor, subnetsOf } from "../network/ports.js";
+import {
+  addressHolder,
+  bindPort,
+  createPort,
+  deletePort,
+  getNetwork,
+  getPort,
+  getSubnet,
+  listNetworks,
+  type Network,
+  type Port,
+  type Subnet,
+} from "../network/store.js";
+import { transition } from "./transition.js";
+import type { InstanceRecord, NetworkRequest, Vif } from "./types.js";
+
+/** A create's `networks` as given: 2.37's "auto"/"none", a list, or absent (before 2.37). */
+export type RequestedNetworks =
+  | "auto"
+  | "none"
+  | { uuid?: string; port?: string | null; fixed_ip?: string; tag?: string }[]
+  | null;
+
+/** Nova's refusal of a create's networks: the API's status and Nova's text. */
+export class NetworkRequestRefused extends Error {
+  constructor(
+    readonly status: 400 | 409,
+    message: string,
+  ) {
+    super(message);
+    this.name = "NetworkRequestRefused";
+  }
+}
+
+const refused400 = (m: string) => new NetworkRequestRefused(400, m);
+
+/** Who asks: a project, and whether an admin (who sees every network and port). */
+export interface Asker {
+  project_id: string;
+  isAdmin: boolean;
+}
+
+/** _get_available_networks: the project's own networks (up) and the shared ones. */
+async function availableNetworks(project: string): Promise<Network[]> {
+  return (await listNetworks())
+    .filter((n) => n.shared === true || (n.project_id === project && n.admin_state_up !== false))
+    .sort((a, b) => a.id.localeCompare(b.id));
+}
+
+const visibleNetwork = (n: Network | undefined, who: Asker): n is Network =>
+  n !== undefined && (who.isAdmin || n.shared === true || n.project_id === who.project_id);
+
+/**
+ * Nova's _ports_needed_per_instance, with the API's own checks (servers.py
+ * _get_requested_networks): the resolved requests, one port each. "none" asks for nothing;
+ * "auto" and an absent list pick the one network available to the project (Nova's
+ * NetworkAmbiguous when more; "auto" with none is UnableToAutoAllocateNetwork, there being no
+ * auto-allocated topology; absent with none boots without a port, as Nova does).
+ */
+export async function validateNetworks(
+  requested: RequestedNetworks,
+  who: Asker,
+  maxCount: number,
+): Promise<NetworkRequest[]> {
+  if (requested === "none") return [];
+  if (requested === "auto" || requested === null || requested.length === 0) {
+    const nets = (await availableNetworks(who.project_id)).filter((n) => n.subnets.length > 0);
+    if (nets.length > 1)
+      throw new NetworkRequestRefused(
+        409,
+        "Multiple possible networks found, use a Network ID to be more specific.",
+      );
+    if (nets.length === 0) {
+      if (requested === "auto")
+        throw refused400(`Unable to automatically allocate a network for project ${who.project_id}`);
+      return [];
+    }
+    return [{ network_id: nets[0]!.id }];
+  }
+  const ports = new Set<string>();
+  const out: NetworkRequest[] = [];
+  for (const r of requested) {
+    const tag = r.tag === undefined ? {} : { tag: r.tag };
+    if (r.port) {
+      if (ports.has(r.port))
+        throw refused400(`Port ID '${r.port}' was specified twice: you cannot attach a port multiple times.`);
+      if (r.fixed_ip !== undefined)
+        throw refused400(
+          `Specified Fixed IP '${r.fixed_ip}' cannot be used with port '${r.port}': the two cannot be specified together.`,
+        );
+      ports.add(r.port);
+      if (maxCount > 1)
+        throw refused400(
+          "Failed to launch instances: Unable to launch multiple instances with a single configured port ID. Please launch your instance one by one with different ports.",
+        );
+      const port = await getPort(r.port);
+      if (!port || (!who.isAdmin && port.project_id !== who.project_id))
+        throw refused400(`Port id ${r.port} could not be found.`);
+      if (port.device_id) throw new NetworkRequestRefused(409, `Port ${r.port} is still in use.`);
+      if (port.fixed_ips.length === 0)
+        throw refused400(`Port ${r.port} requires a FixedIP in order to be used.`);
+      out.push({ network_id: port.network_id, port_id: port.id, ...tag });
+      continue;
+    }
+    if (r.uuid === undefined) throw refused400("Bad network format: missing 'uuid'");
+    const network = await getNetwork(r.uuid);
+    if (!visibleNetwork(network, who)) throw refused400(`Network ${r.uuid} could not be found.`);
+    if (network.subnets.length === 0)
+      throw refused400(`Network ${r.uuid} requires a subnet in order to boot instances on.`);
+    if (r.fixed_ip !== undefined) {
+      if (maxCount > 1)
+        throw refused400(
+          "Failed to launch instances: max_count cannot be greater than 1 if an fixed_ip is specified.",
+        );
+      await checkFixedIpFree(network, r.fixed_ip);
+    }
+    out.push({
+      network_id: network.id,
+      ...(r.fixed_ip === undefined ? {} : { fixed_ip: r.fixed_ip }),
+      ...tag,
+    });
+  }
+  return out;
+}
+
+/** Nova's FixedIpAlreadyInUse (400), naming the server that holds the address. */
+async function checkFixedIpFree(network: Network, address: string): Promise<void> {
+  let subnet: Subnet;
+  try {
+    subnet = subnetFor(await subnetsOf(network), address);
+  } catch (e) {
+    if (e instanceof NetworkingError) throw refused400(e.message);
+    throw e;
+  }
+  const holder = await addressHolder(subnet.id, address);
+  if (holder === undefined) return;
+  const port = await getPort(holder);
+  throw refused400(`Fixed IP address ${address} is already in use on instance ${port?.device_id ?? ""}.`);
+}
+
+/** The id of the port Nova makes for an instance's i-th requested network (a UUID, stable). */
+export function portIdFor(instanceId: string, index: number): string {
+  const h = createHash("sha256").update(`novaless-port/${instanceId}/${index}`).digest("hex");
+  // shaped as a version 5 (name-based) UUID
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+const stamp = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
+
+/** Nova's PortInUse raised at the host: the build is aborted, not rescheduled. */
+export class PortBindingRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PortBindingRefused";
+  }
+}
+
+/**
+ * allocate_for_instance: make (or find) the instance's ports and bind every one of them to
+ * `host`, then keep them in the record's network info. Idempotent; a reschedule rebinds the same
+ * ports to the new host, so the server keeps its addresses. Undefined when the server was deleted
+ * meanwhile (what was made is freed). A Neutron refusal (no free address, an
+ * address taken since the API checked) is thrown as Neutron's NetworkingError.
+ */
+export async function allocateForInstance(
+  rec: InstanceRecord,
+  host: string,
+  now = new Date(),
+): Promise<Vif[] | undefined> {
+  const requests = rec.requested_networks ?? [];
+  if (requests.length === 0) return [];
+  const owner = `compute:${rec.availability_zone ?? rec.requested_availability_zone ?? "nova"}`;
+  const binding = { device_id: rec.id, device_owner: owner, "binding:host_id": host, updated_at: stamp(now) };
+  const vifs: Vif[] = [];
+  for (const [i, req] of requests.entries()) {
+    const network = await getNetwork(req.network_id);
+    if (!network)
+      throw new NetworkingError(404, "NetworkNotFound", `Network ${req.network_id} could not be found.`);
+    let port: Port | undefined;
+    if (req.port_id) {
+      port = await bindPort(req.port_id, binding, rec.id);
+      if (!port) {
+        const current = await getPort(req.port_id);
+        throw current
+          ? new PortBindingRefused(`Port ${req.port_id} is still in use.`)
+          : new NetworkingError(404, "PortNotFound", `Port id ${req.port_id} could not be found.`);
+      }
+    } else {
+      const id = portIdFor(rec.id, i);
+      const made = await createPort({
+        id,
+        network_id: network.id,
+        project_id: rec.project_id,
+        name: "",
+        description: "",
+        admin_state_up: true,
+        mac_address: generatedMac(),
+        ...binding,
+        revision_number: 0,
+        created_at: stamp(now),
+      });
+      port = made ? await getPort(id) : await bindPort(id, binding, rec.id);
+      if (!port) throw new PortBindingRefused(`Port ${id} is still in use.`);
+      await allocate(port, network, req.fixed_ip === undefined ? undefined : [{ ip_address: req.fixed_ip }]);
+      port = (await getPort(id)) ?? port;
+    }
+    vifs.push(vifOf(port, network, req, !req.port_id));
+  }
+  if (await recordNetworkInfo(rec.id, vifs)) return vifs;
+  // deleted meanwhile: its delete may have looked for ports before these were made
+  await deallocateForInstance({ ...rec, deleted: true });
+  return undefined;
+}
+
+function vifOf(port: Port, network: Network, req: NetworkRequest, made: boolean): Vif {
+  return {
+    port_id: port.id,
+    network_id: network.id,
+    network_name: network.name,
+    mac_address: String(port.mac_address),
+    fixed_ips: port.fixed_ips.map((f) => ({
+      subnet_id: f.subnet_id,
+      ip_address: f.ip_address,
+      version: f.ip_address.includes(":") ? 6 : 4,
+    })),
+    preexisting: !made,
+    ...(req.tag === undefined ? {} : { tag: req.tag }),
+  };
+}
+
+/** The network info cache on the record (Nova's instance_info_caches), while the server lives. */
+function recordNetworkInfo(id: string, vifs: Vif[]): Promise<InstanceRecord | undefined> {
+  return transition(id, {
+    set: ["network_info = :vifs"],
+    condition: "deleted = :false",
+    values: { ":vifs": vifs, ":false": false },
+  });
+}
+
+/**
+ * deallocate_for_instance: delete the ports Nova made (every index of the requests, whether or
+ * not the record names it yet) and unbind the user's. Idempotent. The network info is left as
+ * it was on a deleted record; a live one (a failed build) is emptied.
+ */
+export async function deallocateForInstance(rec: InstanceRecord, now = new Date()): Promise<void> {
+  for (const [i, req] of (rec.requested_networks ?? []).entries()) {
+    if (req.port_id) {
+      await bindPort(
+        req.port_id,
+        { device_id: "", device_owner: "", "binding:host_id": "", updated_at: stamp(now) },
+        rec.id,
+      );
+    } else {
+      await deletePort(portIdFor(rec.id, i));
+    }
+  }
+  if (!rec.deleted && rec.network_info?.length) await recordNetworkInfo(rec.id, []);
+}
+
+/**
+ * The host's view of the server's ports (Nova's network_info as the driver gets it): each VIF
+ * with its subnets' gateway, DNS and routes, and the segment it is bridged to.
+ */
+export async function guestPortsOf(rec: Pick<InstanceRecord, "network_info">): Promise<GuestPort[]> {
+  const vifs = rec.network_info ?? [];
+  if (vifs.length === 0) return [];
+  const networks = new Map<string, Network | undefined>();
+  const subnets = new Map<string, Subnet | undefined>();
+  const out: GuestPort[] = [];
+  for (const vif of vifs) {
+    if (!networks.has(vif.network_id)) networks.set(vif.network_id, await getNetwork(vif.network_id));
+    const network = networks.get(vif.network_id);
+    const fixed_ips: GuestPort["fixed_ips"] = [];
+    for (const f of vif.fixed_ips) {
+      if (!subnets.has(f.subnet_id)) subnets.set(f.subnet_id, await getSubnet(f.subnet_id));
+      const s = subnets.get(f.subnet_id);
+      if (!s) continue;
+      fixed_ips.push({
+        subnet_id: f.subnet_id,
+        ip_address: f.ip_address,
+        version: f.version,
+        cidr: s.cidr,
+        gateway_ip: s.gateway_ip,
+        dns_nameservers: (s.dns_nameservers as string[] | undefined) ?? [],
+        host_routes: (s.host_routes as { destination: string; nexthop: string }[] | undefined) ?? [],
+      });
+    }
+    const type = network?.["provider:network_type"] === "vlan" ? "vlan" : "flat";
+    out.push({
+      port_id: vif.port_id,
+      network_id: vif.network_id,
+      network_name: vif.network_name,
+      mac_address: vif.mac_address,
+      fixed_ips,
+      network_type: type,
+      physical_network: (network?.["provider:physical_network"] as string | null | undefined) ?? null,
+      segmentation_id:
+        type === "vlan"
+          ? ((network?.["provider:segmentation_id"] as number | null | undefined) ?? null)
+          : null,
+      mtu: (network?.mtu as number | undefined) ?? 1500,
+    });
+  }
+  return out;
+}
