@@ -253,7 +253,9 @@ const notInUpdate = [
 
 export function serverUpdateView(rec: InstanceRecord, opts: ViewOptions): Record<string, unknown> {
   const hidden = forVersion(notInUpdate, opts.version);
-  return Object.fromEntries(
+  const view = Object.fromEntries(
     Object.entries(serverView(rec, opts)).filter(([k]) => !hidden.some((re) => re.test(k))),
   );
+  // extend_address is show_all_attributes too: the addresses' OS-EXT-IPS keys from 2.75 only
+  return hidden.length ? { ...view, addresses: addressesView(rec, false) } : view;
 }

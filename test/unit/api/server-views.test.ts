@@ -338,6 +338,34 @@ describe("access IPs, networks, the update view", () => {
     expect(Object.keys(serverUpdateView(rec, opts("2.70")))).not.toContain("server_groups");
     expect(Object.keys(serverUpdateView(rec, opts("2.71")))).toContain("server_groups");
     expect(serverUpdateView(rec, opts("2.75"))).toEqual(serverView(rec, opts("2.75")));
+    // extend_address too: the addresses' type and MAC from 2.75 only
+    const wired = {
+      ...rec,
+      vm_state: "active" as const,
+      network_info: [
+        {
+          port_id: "p1",
+          network_id: "n1",
+          network_name: "public",
+          mac_address: "fa:16:3e:00:00:01",
+          fixed_ips: [{ subnet_id: "s1", ip_address: "10.20.0.5", version: 4 as const }],
+          preexisting: false,
+        },
+      ],
+    };
+    expect(serverUpdateView(wired, opts("2.74")).addresses).toEqual({
+      public: [{ version: 4, addr: "10.20.0.5" }],
+    });
+    expect(serverUpdateView(wired, opts("2.75")).addresses).toEqual({
+      public: [
+        {
+          version: 4,
+          addr: "10.20.0.5",
+          "OS-EXT-IPS:type": "fixed",
+          "OS-EXT-IPS-MAC:mac_addr": "fa:16:3e:00:00:01",
+        },
+      ],
+    });
   });
 
   it("the list filters flavor and image by id; an unknown one matches nothing", () => {
