@@ -3,9 +3,10 @@
 // Each command runs as the child process an operator would start; a failure prints the
 // client's own error. Resize, cold migration, rebuild and live migration run once, at latest (and
 // at the versions OSC needs for `migrate --host`, `--live-migration --host` and the in-progress
-// migration's commands); evacuate once at the end, its host stopped and forced down. Not here,
-// for a real reason: volumes (no Cinder), networks, ports, floating IPs and security groups (no
-// Neutron), console.
+// migration's commands); evacuate once at the end, its host stopped and forced down. Servers get
+// their addresses on the seeded network `public` (the Networking front's own commands are in
+// network-cli.test.ts). Not here, for a real reason: volumes (no Cinder), floating IPs and
+// security groups (none in the Networking front), console.
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -820,6 +821,78 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
   });
 
   // Last, alone: it stops a host and forces its service down.
+  describe("networks", () => {
+    it("server create --network public --wait gets an address; --nic v4-fixed-ip gets that one, a second asking for it is refused; port list --server", async () => {
+      const onPublic = await cloud.openstack(
+        [
+          "server",
+          "create",
+          "--flavor",
+          "m1.tiny",
+          "--image",
+          "cirros",
+          "--network",
+          "public",
+          "--wait",
+          unique("net"),
+        ],
+        { cloud: "demo" },
+      );
+      // OSC's JSON shows addresses as {"public": ["10.20.0.5"]}
+      expect(onPublic.addresses.public[0]).toMatch(/^10\.20\./);
+      const net = await cloud.openstack(["network", "show", "public"], { cloud: "demo" });
+      const fixed = "10.20.200.7";
+      const pinned = await cloud.openstack(
+        [
+          "server",
+          "create",
+          "--flavor",
+          "m1.tiny",
+          "--image",
+          "cirros",
+          "--nic",
+          `net-id=${net.id},v4-fixed-ip=${fixed}`,
+          "--wait",
+          unique("pinned"),
+        ],
+        { cloud: "demo" },
+      );
+      expect(pinned.addresses).toEqual({ public: [fixed] });
+      const refused = await cloud.openstackFails(
+        [
+          "server",
+          "create",
+          "--flavor",
+          "m1.tiny",
+          "--image",
+          "cirros",
+          "--nic",
+          `net-id=${net.id},v4-fixed-ip=${fixed}`,
+          unique("again"),
+        ],
+        { cloud: "demo" },
+      );
+      // Nova's API answers FixedIpAlreadyInUse (400) naming the server that holds it
+      expect(refused.stderr).toContain(
+        `Fixed IP address ${fixed} is already in use on instance ${pinned.id}`,
+      );
+      const ports: Json[] = await cloud.openstack(["port", "list", "--server", pinned.id], { cloud: "demo" });
+      expect(ports).toHaveLength(1);
+      expect(JSON.stringify(ports[0]["Fixed IP Addresses"])).toContain(fixed);
+      const ifaces: Json[] = await cloud.openstack(["server", "show", "-c", "addresses", pinned.id], {
+        cloud: "demo",
+      });
+      expect(JSON.stringify(ifaces)).toContain(fixed);
+      for (const id of [onPublic.id, pinned.id])
+        await cloud.openstack(["server", "delete", "--wait", id], { cloud: "demo", json: false });
+      // the ports Nova made went with the servers (--server would look the deleted server up)
+      const left: Json[] = await cloud.openstack(["port", "list", "--device-id", pinned.id], {
+        cloud: "demo",
+      });
+      expect(left).toEqual([]);
+    });
+  });
+
   describe("tenancy", () => {
     it("onboards a tenant: project, user with member, its own clouds.yaml entry boots a server demo cannot see; a reader lists and cannot create; a disabled user's token fails; an application credential boots", async () => {
       const project = unique("tenant");

@@ -29,8 +29,8 @@ def server_cycle(conn, name, flavor, image):
     """create (waiting for ACTIVE), show, list, metadata, delete (waiting until gone)."""
     attrs = {"name": name, "flavor_id": flavor, "image_id": image}
     if _at_least(conn, "2.37"):
-        # From 2.37 Nova requires `networks`; "none": there is no network service here.
-        attrs["networks"] = "none"
+        # From 2.37 Nova requires `networks`; "auto" picks the seeded network `public`
+        attrs["networks"] = "auto"
     server = conn.compute.create_server(**attrs)
     server = conn.compute.wait_for_server(server, status="ACTIVE", interval=1, wait=120)
     shown = plain(conn.compute.get_server(server.id))
@@ -40,6 +40,20 @@ def server_cycle(conn, name, flavor, image):
     conn.compute.delete_server(server)
     conn.compute.wait_for_delete(server, interval=1, wait=120)
     return {"shown": shown, "listed": listed, "metadata": metadata}
+
+
+def create_server_wait(conn, name, flavor, image):
+    """The cloud layer's everyday call: create_server(wait=True) fails a server without an IP."""
+    server = conn.create_server(name, image=image, flavor=flavor, wait=True, timeout=120)
+    result = {
+        "status": server.status,
+        "addresses": server.addresses,
+        "private_v4": server.private_v4,
+        "interface_ip": server.interface_ip,
+        "ports": [plain(p)["fixed_ips"] for p in conn.network.ports(device_id=server.id)],
+    }
+    conn.delete_server(server.id, wait=True, timeout=120)
+    return result
 
 
 def _at_least(conn, version):
@@ -108,6 +122,7 @@ OPERATIONS = {
     "services": services,
     "availability-zones": availability_zones,
     "aggregates": aggregates,
+    "create-server-wait": create_server_wait,
 }
 
 
