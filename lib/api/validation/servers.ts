@@ -383,6 +383,9 @@ export interface ServerListFilters {
   node?: string;
   limit?: number;
   marker?: string;
+  /** ip and ip6 (2.5 for members): a fixed address of that version matching from its start */
+  ipv4?: { test(s: string): boolean };
+  ipv6?: { test(s: string): boolean };
   /** 2.26: has all of / any of / not all of / none of these tags */
   tags?: string[];
   tagsAny?: string[];
@@ -479,6 +482,28 @@ export function nameMatcher(pattern: string): { test(s: string): boolean } {
   }
 }
 
+/**
+ * An ip/ip6 filter: compute/api.py _ip_filter's re.match, a regular expression anchored at the
+ * address's start (the Networking front has no ip-substring-filtering for Nova to ask instead);
+ * a literal prefix if invalid.
+ */
+function addressMatcher(pattern: string): { test(s: string): boolean } {
+  try {
+    const re = new RegExp(`^(?:${pattern})`);
+    return { test: (s) => re.test(s) };
+  } catch {
+    return { test: (s) => s.startsWith(pattern) };
+  }
+}
+
+/** Nova's _match_instance: any fixed address of the server matching its version's filter. */
+function addressesMatch(r: InstanceRecord, f: ServerListFilters): boolean {
+  if (!f.ipv4 && !f.ipv6) return true;
+  return (r.network_info ?? []).some((vif) =>
+    vif.fixed_ips.some((ip) => (ip.version === 4 ? f.ipv4 : f.ipv6)?.test(ip.ip_address)),
+  );
+}
+
 export function parseServerListQuery(
   query: Query,
   auth: AuthContext,
@@ -502,6 +527,10 @@ export function parseServerListQuery(
 
   const name = queryOne(query, "name");
   if (name !== undefined && name !== "") f.name = nameMatcher(name);
+  const ip = queryOne(query, "ip");
+  if (ip) f.ipv4 = addressMatcher(ip);
+  const ip6 = queryOne(query, "ip6");
+  if (ip6 && (auth.isAdmin || v.atLeast("2.5"))) f.ipv6 = addressMatcher(ip6);
   const rid = queryOne(query, "reservation_id");
   if (rid) f.reservationId = rid;
   const flavor = queryOne(query, "flavor");
@@ -588,7 +617,8 @@ export function matchesServer(r: InstanceRecord, f: ServerListFilters): boolean 
     (!f.node || r.node === f.node) &&
     (!f.changesSince || r.updated_at >= f.changesSince) &&
     (!f.changesBefore || r.updated_at <= f.changesBefore) &&
-    tagsMatch(r, f)
+    tagsMatch(r, f) &&
+    addressesMatch(r, f)
   );
 }
 

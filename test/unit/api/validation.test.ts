@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AuthContext } from "../../../lib/api/auth.js";
 import { ApiError } from "../../../lib/api/errors.js";
-import { type ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
+import { ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
 import { idFromHref, parseJsonBody, validate } from "../../../lib/api/validation/common.js";
 import {
   createFlavorSchema,
@@ -339,6 +339,37 @@ describe("server list filters", () => {
     expect(filterServers(recs, bad).servers).toEqual([]);
     const rid = parseServerListQuery({ reservation_id: ["r-x"] }, member, false);
     expect(filterServers(recs, rid).servers.map((r) => r.name)).toEqual(["db"]);
+  });
+
+  it("ip and ip6 match a fixed address of their version from its start, as Nova's re.match", () => {
+    const vif = (ip_address: string, version: 4 | 6) => ({
+      port_id: `p-${ip_address}`,
+      network_id: "n1",
+      network_name: "public",
+      mac_address: "fa:16:3e:00:00:01",
+      fixed_ips: [{ subnet_id: "s1", ip_address, version }],
+      preexisting: false,
+    });
+    const wired = [
+      record({ id: "00000000-0000-4000-8000-000000000023", name: "a", network_info: [vif("10.20.0.5", 4)] }),
+      record({ id: "00000000-0000-4000-8000-000000000022", name: "b", network_info: [vif("10.20.0.50", 4)] }),
+      record({
+        id: "00000000-0000-4000-8000-000000000021",
+        name: "c",
+        network_info: [vif("2001:db8::5", 6)],
+      }),
+    ];
+    const names = (q: Record<string, string[]>, version?: string) =>
+      filterServers(
+        wired,
+        parseServerListQuery(q, member, false, version ? ApiVersion.parse(version) : undefined),
+      ).servers.map((r) => r.name);
+    expect(names({ ip: ["10.20.0.5"] })).toEqual(["a", "b"]);
+    expect(names({ ip: ["10.20.0.5$"] })).toEqual(["a"]);
+    expect(names({ ip: ["0.5"] })).toEqual([]);
+    // a member's ip6 from 2.5; before it Nova drops the parameter
+    expect(names({ ip6: ["2001:db8"] }, "2.4")).toEqual(["a", "b", "c"]);
+    expect(names({ ip6: ["2001:db8"] }, "2.5")).toEqual(["c"]);
   });
 
   it("a status matches what the server shows: SHUTOFF is stopped, REBOOT an active server rebooting", () => {
