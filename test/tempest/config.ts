@@ -1,7 +1,10 @@
 // tempest.conf for a local novaless: Keystone v3 at <base>/identity with tempest's dynamic
 // credentials (a project and users of its own per test class, made by the seeded admin through
-// Keystone's admin API), no Neutron, no Cinder, no Swift, no guest to log into, and every compute
-// feature switched off that novaless does not implement.
+// Keystone's admin API), the Networking front as Neutron without routers, floating IPs or
+// security groups, no Cinder, no Swift, no guest to log into, and every compute feature switched
+// off that novaless does not implement.
+
+import { extensionsDocument } from "../../lib/api/network/views.js";
 
 /** The seeded catalog (lib/catalog/seed.ts): cirros and ubuntu, m1.tiny and m1.small. */
 export const IMAGE_REF = "a1b2c3d4-0000-4000-8000-000000000001";
@@ -12,6 +15,9 @@ export interface TempestPaths {
   base: string;
   workspace: string;
 }
+
+/** GET /networking/v2.0/extensions' aliases (lib/api/network/views.ts). */
+const NETWORK_EXTENSIONS = extensionsDocument().extensions.map((e) => e.alias);
 
 /** Compute features tempest can test and novaless does not have (all [compute-feature-enabled]). */
 const FEATURES_OFF = [
@@ -24,7 +30,7 @@ const FEATURES_OFF = [
   "rescue",
   "stable_rescue",
   "can_migrate_between_any_hosts",
-  // no Neutron, no Cinder, no metadata service or config drive
+  // no os-interface attach or detach (the list only); no Cinder, no metadata service or config drive
   "interface_attach",
   "attach_encrypted_volume",
   "swap_volume",
@@ -103,8 +109,8 @@ const FEATURES_ON = [
  * credentials, and none reads [enforce_scope] nova: it stays False (Nova's legacy admin, a
  * project-scoped role:admin; no system-scope tokens are requested anywhere).
  *
- * Options that matter: [auth] use_dynamic_credentials, create_isolated_networks (networks would
- * otherwise be made when neutron is available: it is not), admin_username/password/
+ * Options that matter: [auth] use_dynamic_credentials, create_isolated_networks (a network,
+ * subnet and router would otherwise be made per project: there are no routers), admin_username/password/
  * project_name/domain_name, default_credentials_domain_name (the domain looked up above),
  * tempest_roles (extra roles for every user: none), admin_system (unset: project-scoped
  * admin); [identity] admin_role, admin_domain_scope (False), uri_v3, v3_endpoint_type and
@@ -127,7 +133,8 @@ lock_path = ${p.workspace}/lock
 # tempest makes a project and its users per test class (see IDENTITY above), so classes running
 # side by side never share a project, its quotas or its servers
 use_dynamic_credentials = True
-# networks are Neutron's: none to make for each project
+# tempest would make a network, subnet and router per project: there are no routers. Servers
+# boot on the seeded shared network ([compute] fixed_network_name).
 create_isolated_networks = False
 default_credentials_domain_name = Default
 admin_username = admin
@@ -160,7 +167,9 @@ max_microversion = latest
 # here, where a build or an action takes a fraction of a second. 0 polls again at once.
 build_interval = 0
 build_timeout = 60
-fixed_network_name =
+# the shared flat network the runtime seeds (run.ts: seedNetwork): tempest looks it up by name as
+# each class's primary user and boots every server with networks=[{uuid}] on it
+fixed_network_name = public
 # the runtime runs 4 simulated hosts (run.ts): cold migration's multinode tests can run
 min_compute_nodes = 2
 compute_volume_common_az =
@@ -182,13 +191,28 @@ build_interval = 0
 api_v1 = False
 api_v2 = True
 
+[network]
+region = RegionOne
+endpoint_type = public
+# no external network: tests that would allocate floating IPs from it skip
+public_network_id =
+# tempest.api.network's subnets are carved from this (tempest's default, spelt out)
+project_network_cidr = 10.100.0.0/16
+project_network_mask_bits = 28
+
 [network-feature-enabled]
-ipv6 = False
+# subnets of either version (no ipv6_ra_mode/ipv6_address_mode: ipv6_subnet_attributes stays off)
+ipv6 = True
+# what GET /networking/v2.0/extensions lists (lib/api/network/views.ts): tempest's
+# requires_ext skips the tests of the others (trunk, router, security-group, ...)
+api_extensions = ${NETWORK_EXTENSIONS.join(",")}
+floating_ips = False
+port_security = False
 
 [service_available]
 nova = True
 glance = True
-neutron = False
+neutron = True
 cinder = False
 swift = False
 horizon = False
