@@ -392,9 +392,11 @@ export class Functions {
       new iam.PolicyStatement({ actions: ["s3:GetObject", "s3:DeleteObject"], resources: [images] }),
     );
     // a start or reboot carries the owner's public key (Nova passes it to the driver), a spawn its
-    // ports with their networks' and subnets' attributes
+    // ports with their networks' and subnets' attributes; a server that moved (or was offloaded)
+    // has its ports bound to its new host (UpdateItem)
     catalog.grantReadData(computeEvents);
     networking.grantReadData(computeEvents);
+    networking.grant(computeEvents, "dynamodb:UpdateItem");
     queues.buildRequests.grantSendMessages(computeEvents);
     queues.computeEventsDlq.grantSendMessages(computeEvents);
     computeEvents.addToRolePolicy(

@@ -9,12 +9,14 @@
 // destination takes it over, the source's claim goes (no confirm). A failure anywhere fails back
 // to the source (failMove: the destination's claim released, the source's allocation the
 // instance's again, the server ACTIVE with no task).
+
 import { castToCompute, computeMessageBody } from "../aws/send.js";
 import { fault } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { liveCompleted, liveMigrated } from "../instances/live-move.js";
 import { updateMigration } from "../instances/migrations.js";
 import { EVENT_LIVE_MIGRATE, MOVE_EVENTS, placeMove, reported } from "../instances/move.js";
+import { rebindPorts } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import { event, merge, transitionWithEvent } from "../instances/transition.js";
 import type { Fault, InstanceRecord, MoveContext } from "../instances/types.js";
@@ -426,6 +428,7 @@ export async function applyLiveReport(
         return;
       }
       const done = await liveMigrated(ref, move, r.host, r.attempt, ev(true));
+      if (done) await rebindPorts(done);
       const now = done ?? (await getInstance(rec.id));
       if (now?.migration?.uuid !== move.uuid || now.host !== move.dest_host) return;
       // the guest left the source: its space goes (Nova's _post_live_migration; no confirm)

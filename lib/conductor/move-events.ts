@@ -4,6 +4,7 @@
 // by the move's uuid, its attempt and the host it must come from. A repeated report finds its
 // transition applied already and repeats only what is idempotent (releases, the next cast), so a
 // Lambda that died between a write and its cast is finished by the redelivery.
+
 import { sendBuildRequest } from "../aws/send.js";
 import { fault, withoutHosts } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
@@ -19,6 +20,7 @@ import {
   revertFinished,
   sourceMigrated,
 } from "../instances/move.js";
+import { rebindPorts } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { InstanceRecord, MoveContext } from "../instances/types.js";
@@ -118,6 +120,7 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
       );
       if (done) {
         await updateMigration(move.uuid, ["pre-migrating"], "done");
+        await rebindPorts(done);
         // a source already back (up again before the rebuild ended) destroys its copy now
         const source = await getHost(move.source_host);
         if (source && isServiceUp(source))
@@ -148,6 +151,7 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
         await moveAllocation(move.source_host, move.uuid, id, { attempt: next });
       }
       const done = await revertedOnDestination(ref, move, r.host, r.attempt, next, ev(true));
+      if (done) await rebindPorts(done);
       const now = done ?? (await getInstance(id));
       if (
         now?.migration?.uuid === move.uuid &&
@@ -194,6 +198,7 @@ async function finished(
   const ref = { id: rec.id, request_id: r.request_id };
   const done = await destinationFinished(ref, move, r.host, r.attempt, r.power_state, reportEvent(r, true));
   if (done) await updateMigration(move.uuid, ["post-migrating"], "finished");
+  if (done) await rebindPorts(done);
   log.info("compute_events.move_finished", { applied: Boolean(done), host: r.host });
 }
 

@@ -2,8 +2,10 @@
 // unshelve_done reports applied with fenced writes (lib/instances/shelve.ts), claims given back
 // once a guest is gone, and an unshelve that a host could not spawn sent to its alternates, as a
 // build's reschedule is.
+
 import { sendBuildRequest } from "../aws/send.js";
 import { fault, rescheduledText, withoutHosts } from "../instances/faults.js";
+import { rebindPorts } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import {
   EVENT_SHELVE,
@@ -64,6 +66,8 @@ export async function applyShelveReport(r: ShelveDoneReport, log: Logger): Promi
     f,
     ev,
   );
+  // offloaded: the ports stay the server's, bound to no host until it is unshelved
+  if (done && r.ok && r.offloaded) await rebindPorts(done);
   if (r.op === "shelve" && r.image_id) {
     // the snapshot the shelve took: active with its data's figures, or gone when it failed
     if (r.ok) await imageUploaded(r.image_id, r.image, r.sent_at);
@@ -112,6 +116,7 @@ export async function applyUnshelveReport(
         )
       : undefined;
     if (done) {
+      await rebindPorts(done);
       // Nova's _unshelve_instance deletes the shelve's snapshot once the server runs
       if (image) await deleteServerImage(image);
       ulog.info("compute_events.unshelved", { host });

@@ -314,3 +314,23 @@ export async function guestPortsOf(rec: Pick<InstanceRecord, "network_info">): P
   }
   return out;
 }
+
+/**
+ * The server's ports follow it (Nova's migrate_instance_finish, setup_networks_on_host): bound to
+ * the host the record now names, or to none once shelved offloaded. Only the server's own ports
+ * are touched (the binding is conditioned on device_id); idempotent.
+ */
+export async function rebindPorts(rec: InstanceRecord, now = new Date()): Promise<void> {
+  for (const vif of rec.network_info ?? []) {
+    await bindPort(
+      vif.port_id,
+      {
+        device_id: rec.id,
+        device_owner: `compute:${rec.availability_zone ?? "nova"}`,
+        "binding:host_id": rec.vm_state === "shelved_offloaded" ? "" : (rec.host ?? ""),
+        updated_at: stamp(now),
+      },
+      rec.id,
+    );
+  }
+}

@@ -182,6 +182,48 @@ describe("a server's networks", () => {
     expect((await demo.call("DELETE", `/networking/v2.0/networks/${bare.id}`)).status).toBe(204);
   });
 
+  it("the ports follow the server: a cold migration binds them to the new host, shelve offload to none, unshelve to its host", async () => {
+    const id = await demo.createServer({ name: "mover" });
+    await active(id);
+    const hostOf = async () => (await admin.get(`/v2.1/servers/${id}`)).body.server["OS-EXT-SRV-ATTR:host"];
+    const binding = async () => (await net(admin, `ports?device_id=${id}`)).body.ports[0]["binding:host_id"];
+    const source = await hostOf();
+    // host-1 fails every build: the target is the other healthy host
+    const target = ["host-2", "host-3"].find((h) => h !== source)!;
+    const act = (body: unknown) => admin.at("2.56").post(`/v2.1/servers/${id}/action`, body);
+    expect((await act({ migrate: { host: target } })).status).toBe(202);
+    await admin.waitForStatus(id, ["VERIFY_RESIZE"]);
+    expect(await binding()).toBe(target);
+    expect((await act({ confirmResize: null })).status).toBe(204);
+    await admin.waitForStatus(id, ["ACTIVE"]);
+    expect((await act({ shelve: null })).status).toBe(202);
+    await admin.waitForStatus(id, ["SHELVED", "SHELVED_OFFLOADED"]);
+    if ((await admin.get(`/v2.1/servers/${id}`)).body.server.status === "SHELVED")
+      expect((await act({ shelveOffload: null })).status).toBe(202);
+    await admin.waitForStatus(id, ["SHELVED_OFFLOADED"]);
+    expect(await eventually(binding, (b) => b === "")).toBe("");
+    expect((await act({ unshelve: null })).status).toBe(202);
+    const back = await admin.waitForStatus(id, ["ACTIVE", "ERROR"]);
+    expect(back.status).toBe("ACTIVE");
+    expect(await binding()).toBe(back["OS-EXT-SRV-ATTR:host"]);
+    // the same address all along
+    expect((await demo.get(`/v2.1/servers/${id}`)).body.server.addresses.public).toHaveLength(1);
+    await demo.delete(`/v2.1/servers/${id}`);
+  });
+
+  it("Neutron's quotas, which `openstack quota show` reads: unlimited, the details counting what the project holds", async () => {
+    const q = await net(demo, "quotas/demo");
+    expect(q.body.quota).toMatchObject({ network: -1, subnet: -1, port: -1 });
+    expect((await net(demo, "quotas/demo/default")).body.quota.port).toBe(-1);
+    expect((await net(demo, "quotas/demo/details")).body.quota.network).toEqual({
+      limit: -1,
+      used: 0,
+      reserved: 0,
+    });
+    expect((await net(demo, "quotas/admin")).status).toBe(403);
+    expect((await net(admin, "quotas/demo")).status).toBe(200);
+  });
+
   it("a full subnet aborts the build (Nova's BuildAbortException), its claim and ports freed", async () => {
     const small = (await net(admin, "networks", { network: { name: "small", shared: true } })).body.network;
     // a /30: two usable addresses, one the gateway's: room for one port
@@ -195,7 +237,10 @@ describe("a server's networks", () => {
       `Build of instance ${b} aborted: No fixed IP addresses available for network: ${small.id}`,
     );
     const left = (await net(admin, `ports?device_id=${b}`)).body.ports;
-    expect(left, JSON.stringify(left.map((p: Record<string, string>) => [p.device_id, p.network_id]))).toEqual([]);
+    expect(
+      left,
+      JSON.stringify(left.map((p: Record<string, string>) => [p.device_id, p.network_id])),
+    ).toEqual([]);
     for (const id of [a, b]) await demo.delete(`/v2.1/servers/${id}`);
     for (const id of [a, b]) await admin.waitForStatus(id, ["GONE"]);
     expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);

@@ -1,0 +1,52 @@
+// Neutron's quotas (GET /v2.0/quotas/{project}, its /default and /details), which `openstack
+// quota show` reads whenever the catalog has a network service. The front enforces no Neutron
+// quota (a server's port is bounded by the compute quotas), so every limit is -1, unlimited, as
+// Neutron shows an unlimited one; the details count what the project holds. Setting one is not
+// supported: PUT falls through to Neutron's 404.
+import type { Hono } from "hono";
+import { listNetworks, listPorts, listSubnets } from "../../network/store.js";
+import type { AuthContext } from "../auth.js";
+import { policyRefused, readerOf } from "./policy.js";
+
+/** The resources Neutron's quota extension names (quota_driver's defaults, with no L3 or security groups). */
+const RESOURCES = [
+  "network",
+  "subnet",
+  "port",
+  "router",
+  "floatingip",
+  "security_group",
+  "security_group_rule",
+  "subnetpool",
+  "rbac_policy",
+] as const;
+
+function visible(auth: AuthContext, project: string): void {
+  // get_quota: ADMIN_OR_PROJECT_READER
+  if (!auth.isAdmin && !readerOf(auth, project)) throw policyRefused("get_quota");
+}
+
+export function quotaRoutes(app: Hono<{ Variables: { baseUrl: string; netAuth: AuthContext } }>): void {
+  const limits = () => Object.fromEntries(RESOURCES.map((r) => [r, -1]));
+  app.get("/v2.0/quotas/:project/default", (c) => {
+    visible(c.get("netAuth"), c.req.param("project"));
+    return c.json({ quota: limits() });
+  });
+  app.get("/v2.0/quotas/:project/details", async (c) => {
+    const project = c.req.param("project");
+    visible(c.get("netAuth"), project);
+    const [networks, subnets, ports] = await Promise.all([listNetworks(), listSubnets(), listPorts()]);
+    const used: Record<string, number> = {
+      network: networks.filter((n) => n.project_id === project).length,
+      subnet: subnets.filter((s) => s.project_id === project).length,
+      port: ports.filter((p) => p.project_id === project).length,
+    };
+    return c.json({
+      quota: Object.fromEntries(RESOURCES.map((r) => [r, { limit: -1, used: used[r] ?? 0, reserved: 0 }])),
+    });
+  });
+  app.get("/v2.0/quotas/:project", (c) => {
+    visible(c.get("netAuth"), c.req.param("project"));
+    return c.json({ quota: limits() });
+  });
+}
