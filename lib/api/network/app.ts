@@ -52,6 +52,7 @@ import {
   readerOf,
   seesNetwork,
 } from "./policy.js";
+import { quotaRoutes } from "./quotas.js";
 import {
   extensionsDocument,
   NETWORK_ATTRIBUTES,
@@ -874,6 +875,7 @@ export function networkApp(deps: AuthDeps): Hono<NetEnv> {
   networkRoutes(app, deps);
   subnetRoutes(app, deps);
   portRoutes(app, deps);
+  quotaRoutes(app);
 
   // routers, floating IPs, security groups and anything else: Neutron's answer to a resource it
   // does not serve (no such extension loaded)
