@@ -2,7 +2,8 @@
 // (/networking, the catalog's `network`): an admin's flat and vlan provider networks, a subnet
 // with its gateway, pool and DNS server, ports with fixed IPs, a member's project network, and
 // Neutron's errors as the CLI prints them. One runtime for the file, few commands (each is a
-// forked Python of about a second); independent ones run side by side.
+// forked Python of about a second); independent ones run side by side. A server's port is listed
+// with `port list --server`.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Cloud, type Json, missing, startCloud, unique } from "./harness.js";
 
@@ -132,6 +133,41 @@ describe.skipIf(missing("openstack"))("the openstack CLI against the Networking 
     await cloud.openstack(["network", "delete", net], { json: false });
     const after: Json[] = await cloud.openstack(["network", "list"]);
     expect(after.map((n) => n.Name)).not.toContain(net);
+  });
+
+  it("a server's port: `port list --server` shows the port made on its host; its delete frees it", async () => {
+    const name = unique("vm");
+    const server = await cloud.openstack([
+      "server",
+      "create",
+      "--flavor",
+      "m1.tiny",
+      "--image",
+      "cirros",
+      "--network",
+      "public",
+      "--wait",
+      name,
+    ]);
+    const [address] = server.addresses.public;
+    expect(address).toMatch(/^10\.20\./);
+    const ports: Json[] = await cloud.openstack(["port", "list", "--server", name]);
+    expect(ports).toEqual([
+      expect.objectContaining({
+        "Fixed IP Addresses": [{ subnet_id: expect.any(String), ip_address: address }],
+        Status: "ACTIVE",
+      }),
+    ]);
+    const port = await cloud.openstack(["port", "show", ports[0].ID]);
+    expect(port).toMatchObject({
+      device_id: server.id,
+      device_owner: `compute:${server["OS-EXT-AZ:availability_zone"]}`,
+      binding_host_id: server["OS-EXT-SRV-ATTR:host"],
+      binding_vif_type: "bridge",
+    });
+    await cloud.openstack(["server", "delete", "--wait", name], { json: false });
+    const after: Json[] = await cloud.openstack(["port", "list", "--network", "public"]);
+    expect(after.map((p) => p.ID)).not.toContain(port.id);
   });
 
   it("a vlan network holds its VLAN: a second one on it is Neutron's 409 VlanIdInUse", async () => {
