@@ -97,6 +97,8 @@ export interface CreatePlanInput {
   reservationId?: string;
   /** the create's networks, resolved: each server gets a port on each */
   networks?: NetworkRequest[];
+  /** the zones they are all available in, for the scheduler's AvailabilityZoneFilter */
+  networkZones?: string[];
 }
 
 export interface CreatePlan {
@@ -136,7 +138,11 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
 
   // Nova keeps the RequestSpec with the instance: the scheduler reads it there (the build
   // request carries ids only), and a stuck build can be sent again from it.
-  const spec = { ...requestSpecFor(req, flavor, image, auth), num_instances: 1 };
+  const spec = {
+    ...requestSpecFor(req, flavor, image, auth),
+    ...(input.networkZones ? { network_availability_zones: [...input.networkZones] } : {}),
+    num_instances: 1,
+  };
   const records: InstanceRecord[] = ids.map((id, i) => ({
     id,
     name: names[i]!,

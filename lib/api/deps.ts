@@ -47,7 +47,7 @@ import {
   updateMigration,
 } from "../instances/migrations.js";
 import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
-import { validateNetworks } from "../instances/networking.js";
+import { networkZones, validateNetworks } from "../instances/networking.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances, listServerPage } from "../instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
@@ -187,6 +187,7 @@ export interface DeadLetterDeps {
 /** What a create's `networks` needs. */
 export interface NetworkDeps {
   validate: typeof validateNetworks;
+  zones: typeof networkZones;
 }
 
 /** What os-stop, os-start, reboot and os-getConsoleOutput need besides the record. */
@@ -228,7 +229,7 @@ export const defaultDeps: ApiDeps = {
     beginRevert,
     castToCompute,
   },
-  network: { validate: validateNetworks },
+  network: { validate: validateNetworks, zones: networkZones },
   power: {
     begin: beginPowerAction,
     castToCompute,

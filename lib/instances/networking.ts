@@ -134,6 +134,21 @@ export async function validateNetworks(
   return out;
 }
 
+/**
+ * The zones every requested network is available in: its availability_zone_hints, those given
+ * intersected; undefined when none gives any. Neutron's hints say where a network reaches (its
+ * agents); a server must land where all of its networks do, so the scheduler is told.
+ */
+export async function networkZones(requests: readonly NetworkRequest[]): Promise<string[] | undefined> {
+  let zones: string[] | undefined;
+  for (const id of new Set(requests.map((r) => r.network_id))) {
+    const hints = (await getNetwork(id))?.availability_zone_hints;
+    if (!Array.isArray(hints) || hints.length === 0) continue;
+    zones = zones === undefined ? [...hints] : zones.filter((z) => hints.includes(z));
+  }
+  return zones;
+}
+
 /** Nova's FixedIpAlreadyInUse (400), naming the server that holds the address. */
 async function checkFixedIpFree(network: Network, address: string): Promise<void> {
   let subnet: Subnet;

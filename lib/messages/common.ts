@@ -30,6 +30,8 @@ export const requestSpec = z.object({
   flavor: flavorSpec,
   image: imageSpec,
   availability_zone: z.string().optional(),
+  /** the zones the server's networks are available in (lib/instances/networking.ts networkZones) */
+  network_availability_zones: z.array(z.string()).optional(),
   scheduler_hints: z.record(z.string(), z.unknown()),
   num_instances: z.number().int().min(1),
   ignore_hosts: z.array(z.string()).optional(),

@@ -50,17 +50,22 @@ const requireTenantAggregate: Prefilter = (spec, aggregates, config, req) => {
 /**
  * map_az_to_placement_aggregate: a requested AZ restricts placement to the aggregates carrying it.
  * As in Nova, a zone no aggregate carries (the default zone, typically) restricts nothing here.
+ * With none requested, the zones of the server's networks (their availability_zone_hints) do the
+ * same; hints naming only zones no host is in leave nothing (the API checked a requested zone).
  */
 const mapAzToPlacementAggregate: Prefilter = (spec, aggregates, config, req) => {
   if (!config.query_placement_for_availability_zone) return;
   const zone = requestedZone(spec.availability_zone);
-  if (!zone) return;
-  const inZone = aggregates.filter((a) => a.metadata.availability_zone === zone);
+  const wanted = zone ? [zone] : (spec.network_availability_zones ?? []);
+  if (wanted.length === 0) return;
+  const summary = zone
+    ? `are not in availability zone ${zone}`
+    : `are not in an availability zone of the server's networks (${wanted.join(", ")})`;
+  const inZone = aggregates.filter((a) => wanted.includes(a.metadata.availability_zone ?? ""));
   if (inZone.length > 0) {
-    req.member_of.push({
-      aggregates: inZone.map((a) => a.id),
-      summary: `are not in availability zone ${zone}`,
-    });
+    req.member_of.push({ aggregates: inZone.map((a) => a.id), summary });
+  } else if (!zone && !wanted.includes(config.default_availability_zone)) {
+    req.failure = `No host is in an availability zone of the server's networks (${wanted.join(", ")})`;
   }
 };
 

@@ -98,6 +98,11 @@ export interface RequestSpec {
   image: ImageSpec;
   /** requested AZ (the API splits az:host:node into this and force_hosts/force_nodes) */
   availability_zone?: string;
+  /**
+   * the zones every network of the server is available in (Neutron's availability_zone_hints, the
+   * ones given intersected); absent when none says
+   */
+  network_availability_zones?: string[];
   /** Nova's scheduler hints: each value a string or a list of strings */
   scheduler_hints: Record<string, unknown>;
   num_instances: number;

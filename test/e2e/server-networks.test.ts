@@ -224,6 +224,27 @@ describe("a server's networks", () => {
     expect((await net(admin, "quotas/demo")).status).toBe(200);
   });
 
+  it("a network's availability_zone_hints go to the scheduler: no host there is NoValidHost; another zone asked is 400", async () => {
+    const far = (
+      await net(admin, "networks", {
+        network: { name: "far", shared: true, availability_zone_hints: ["az9"] },
+      })
+    ).body.network;
+    await net(admin, "subnets", { subnet: { network_id: far.id, ip_version: 4, cidr: "192.168.70.0/24" } });
+    const asked = await create(demo, { availability_zone: "az1", networks: [{ uuid: far.id }] });
+    expect([asked.status, message(asked)]).toEqual([
+      400,
+      "Availability zone az1 is not one the requested networks are available in (az9).",
+    ]);
+    const id = (await create(demo, { networks: [{ uuid: far.id }] })).body.server.id;
+    const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"]);
+    expect(s.status).toBe("ERROR");
+    expect(s.fault.details).toContain("availability zone of the server's networks (az9)");
+    await demo.delete(`/v2.1/servers/${id}`);
+    await admin.waitForStatus(id, ["GONE"]);
+    expect((await admin.call("DELETE", `/networking/v2.0/networks/${far.id}`)).status).toBe(204);
+  });
+
   it("a full subnet aborts the build (Nova's BuildAbortException), its claim and ports freed", async () => {
     const small = (await net(admin, "networks", { network: { name: "small", shared: true } })).body.network;
     // a /30: two usable addresses, one the gateway's: room for one port

@@ -32,8 +32,11 @@ export async function showScheduling({ ctx, deps, params }: RouteCall): Promise<
 export async function planRoute(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps } = call;
   requireAdmin(ctx.auth, SCHEDULING_RULES.plan);
-  const { req, flavor, image } = await resolveCreate(call);
-  const spec = requestSpecFor(req, flavorSpec(flavor), imageSpec(image), ctx.auth);
+  const { req, flavor, image, networkZones } = await resolveCreate(call);
+  const spec = {
+    ...requestSpecFor(req, flavorSpec(flavor), imageSpec(image), ctx.auth),
+    ...(networkZones ? { network_availability_zones: networkZones } : {}),
+  };
   const plan = await deps.planDestinations(spec);
   ctx.logFields.no_valid_host = plan.no_valid_host;
   return { status: 200, body: planView(plan, ignoredHints(spec, schedulerConfig())) };

@@ -88,6 +88,8 @@ export interface ResolvedCreate {
   limits: Limits;
   /** the create's networks, resolved (one port each per server) */
   networks: NetworkRequest[];
+  /** the zones all of those networks are available in (their hints), if any says */
+  networkZones?: string[];
 }
 
 /**
@@ -122,7 +124,9 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   if (req.requestedDestination) await checkDestination(deps, req.requestedDestination);
   const group = await findHintedGroup(deps, req.schedulerHints, auth);
   const networks = await requestedNetworks(deps, req, auth);
-  return { req, flavor, image, group, limits, networks };
+  const networkZones = networks.length ? await deps.network?.zones(networks) : undefined;
+  if (networkZones) checkNetworkZones(networkZones, req.az?.zone ?? undefined);
+  return { req, flavor, image, group, limits, networks, ...(networkZones ? { networkZones } : {}) };
 }
 
 /** Nova's validate_networks, its refusals as the API's 400 and 409. */
@@ -139,6 +143,19 @@ async function requestedNetworks(
       throw e.status === 409 ? conflict(e.message) : badRequest(e.message);
     throw e;
   }
+}
+
+/**
+ * A server must land where its networks are (their availability_zone_hints): none shared is a
+ * request nothing can satisfy, and so is a requested zone outside them.
+ */
+function checkNetworkZones(zones: string[], requested: string | undefined): void {
+  if (zones.length === 0)
+    throw badRequest("The requested networks have no availability zone in common (availability_zone_hints).");
+  if (requested && !zones.includes(requested))
+    throw badRequest(
+      `Availability zone ${requested} is not one the requested networks are available in (${zones.join(", ")}).`,
+    );
 }
 
 /** Best effort: a record that cannot be deleted either is logged, for an operator to clean up. */
@@ -158,7 +175,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps } = call;
   const { auth } = ctx;
   const settings = apiSettings();
-  const { req, flavor, image, group, limits, networks } = await resolveCreate(call);
+  const { req, flavor, image, group, limits, networks, networkZones } = await resolveCreate(call);
   // Nova's instance quota: max_count reduced to what fits; given back if the create fails below
   const quota = await reserveForCreate(
     deps,
@@ -178,6 +195,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
     now: deps.now(),
     nameTemplate: settings.multiInstanceNameTemplate,
     networks,
+    ...(networkZones ? { networkZones } : {}),
   });
   const ids = plan.records.map((r) => r.id);
   ctx.logFields.instance_uuid = ids[0];

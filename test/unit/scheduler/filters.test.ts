@@ -139,6 +139,19 @@ describe("AvailabilityZoneFilter", () => {
     });
   });
 
+  it("without a requested zone, the zones of the server's networks (availability_zone_hints)", () => {
+    const nets = spec({ network_availability_zones: ["az2", "az3"] });
+    expect(passes("AvailabilityZoneFilter", host("h", { aggregates: [zoneAgg("az3")] }), nets)).toBe(true);
+    expect(passes("AvailabilityZoneFilter", host("h", { aggregates: [] }), nets, {})).toBe(false);
+    expect(rejection("AvailabilityZoneFilter", host("h", { aggregates: [zoneAgg("az1")] }), nets)).toEqual({
+      summary: "are not in an availability zone of the server's networks (az2, az3)",
+      reason: "host is in availability zone az1, not az2, az3",
+    });
+    // a requested zone wins (the API refused one outside the networks')
+    const both = spec({ availability_zone: "az3", network_availability_zones: ["az2", "az3"] });
+    expect(passes("AvailabilityZoneFilter", host("h", { aggregates: [zoneAgg("az2")] }), both)).toBe(false);
+  });
+
   it.each([
     ["az", { zone: "az", host: null, node: null }],
     ["az:host", { zone: "az", host: "host", node: null }],
