@@ -156,6 +156,12 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     const host = await text("[data-testid=server-host]");
     expect(host).toMatch(/^host-\d$/);
     expect(await text("[data-testid=decision-summary]")).toContain(host);
+    // its address on public (the network `auto` picks), from the port the conductor made
+    const address = "[data-testid=server-addresses] li[data-network=public]";
+    await page.waitForSelector(address);
+    expect(await text(address)).toMatch(
+      /^public: 10\.20\.\d+\.\d+ \(IPv4, fixed, MAC fa:16:3e(:[0-9a-f]{2}){3}\)$/,
+    );
     // the chosen host's bar, among the runners-up, each split by weigher
     await page.waitForSelector(`table.weights tr.chosen[data-host='${host}']`);
     expect((await page.$$("table.weights tbody tr")).length).toBeGreaterThan(1);
@@ -172,11 +178,6 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await page.waitForSelector(row, { timeout: 20_000 });
     // an admin sees the provider attributes
     expect(await text(row)).toMatch(/^public\s+ACTIVE\s+yes\s+flat\s+physnet1\s+\S+\s+10\.20\.0\.0\/16$/);
-    await page.click(`${row} a`);
-    const subnet = "[data-testid=subnets-table] tr[data-subnet='10.20.0.0/16']";
-    await page.waitForSelector(subnet, { timeout: 20_000 });
-    expect(await text(subnet)).toMatch(/10\.20\.0\.1\s+10\.20\.0\.2 – 10\.20\.255\.254/);
-
     // a port on console-watch, at an address asked for
     const watch = (await admin.get("/v2.1/servers?name=console-watch")).body.servers[0].id as string;
     const created = await admin.post("/networking/v2.0/ports", {
@@ -188,11 +189,23 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
       },
     });
     expect(created.status).toBe(201);
+    await page.click(`${row} a`);
+    const subnet = "[data-testid=subnets-table] tr[data-subnet='10.20.0.0/16']";
+    await page.waitForSelector(subnet, { timeout: 20_000 });
+    expect(await text(subnet)).toMatch(/10\.20\.0\.1\s+10\.20\.0\.2 – 10\.20\.255\.254/);
     const port = `[data-testid=ports-table] tr[data-port='${created.body.port.id}']`;
     await page.waitForSelector(port, { timeout: 20_000 });
     expect(await text(`${port} [data-testid=port-ips]`)).toBe("10.20.3.7");
     expect(await text(port)).toContain(created.body.port.mac_address);
     expect(await page.$eval(`${port} a`, (a) => a.getAttribute("href"))).toBe(`#/servers/${watch}`);
+    // console-watch's own port, the conductor's, is there too
+    const own = (await admin.get(`/networking/v2.0/ports?device_id=${watch}`)).body.ports.find(
+      (p: { id: string }) => p.id !== created.body.port.id,
+    );
+    expect(own.device_owner).toMatch(/^compute:/);
+    await page.waitForSelector(
+      `[data-testid=ports-table] tr[data-port='${own.id}'] a[href='#/servers/${watch}']`,
+    );
     /** the page's used and free figures match the ports the API holds on the subnet (the pool: 65,533) */
     const figures = async () => {
       const ports = (await admin.get(`/networking/v2.0/ports?network_id=${PUBLIC_NETWORK_ID}`)).body.ports;
@@ -211,12 +224,23 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     expect((await admin.delete(`/networking/v2.0/ports/${created.body.port.id}`)).status).toBe(204);
     await until(`!document.querySelector("${port}")`);
     expect(await figures()).toBe(used - 1);
+
+    // the servers list shows console-watch's address
+    await page.goto(`${runtime.url}/console#/servers`);
+    const listed = "[data-testid=servers-table] tr[data-server='console-watch'] [data-testid=server-address]";
+    await page.waitForSelector(listed, { timeout: 20_000 });
+    expect(await text(listed)).toBe(own.fixed_ips[0].ip_address);
   });
 
   it("runs a dry run that fits, and one that cannot be placed with its filter funnel", async () => {
     await page.goto(`${runtime.url}/console#/plan`);
     await page.waitForSelector("form[aria-label='Dry run'] select[name=flavor] option");
     await page.waitForSelector("form[aria-label='Dry run'] select[name=image] option");
+    // on public, as a create naming it would be (networks are required from 2.37)
+    await page.waitForSelector(
+      `form[aria-label='Dry run'] select[name=network] option[value='${PUBLIC_NETWORK_ID}']`,
+    );
+    await page.select("form[aria-label='Dry run'] select[name=network]", PUBLIC_NETWORK_ID);
     await page.click("form[aria-label='Dry run'] button[type=submit]");
     await page.waitForSelector("[data-testid=plan][data-no-valid-host='false']");
     expect(await text("[data-testid=plan] h2")).toBe("1 placement");

@@ -1,4 +1,6 @@
 // Dry run: what a create would do (os-scheduler/plan), explained before anything is created.
+// Its request is a server create's, so from 2.37 it names its networks (a network's availability
+// zone hints go to the scheduler).
 import { useState } from "preact/hooks";
 import { post } from "../api.js";
 import { ErrorNote } from "../components.js";
@@ -18,10 +20,14 @@ export function DryRunView() {
   const images = usePoll<{ images: Named[] }>("/image/v2/images?limit=1000", 0);
   const zones = usePoll<{ availabilityZoneInfo: { zoneName: string }[] }>("/v2.1/os-availability-zone", 0);
   const groups = usePoll<{ server_groups: Named[] }>("/v2.1/os-server-groups?all_projects=true", 0);
+  const networks = usePoll<{ networks: Named[] }>("/networking/v2.0/networks", 0);
   const [flavor, setFlavor] = useState("");
   const [image, setImage] = useState("");
   const [zone, setZone] = useState("");
   const [group, setGroup] = useState("");
+  const [picked, setNetwork] = useState<string>();
+  // until one is picked: auto when there is a network, else none (auto would find none to allocate)
+  const network = picked ?? (networks.data?.networks.length ? "auto" : "none");
   const [hints, setHints] = useState("");
   const [count, setCount] = useState(1);
   const [plan, setPlan] = useState<Plan>();
@@ -41,6 +47,7 @@ export function DryRunView() {
           flavorRef: flavor || flavors.data?.flavors[0]?.id,
           imageRef: image || images.data?.images[0]?.id,
           ...(zone ? { availability_zone: zone } : {}),
+          networks: ["auto", "none"].includes(network) ? network : [{ uuid: network }],
           min_count: count,
           max_count: count,
         },
@@ -89,6 +96,18 @@ export function DryRunView() {
             <option value="">any</option>
             {(zones.data?.availabilityZoneInfo ?? []).map((z) => (
               <option key={z.zoneName}>{z.zoneName}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Network
+          <select name="network" value={network} onChange={(e) => setNetwork(e.currentTarget.value)}>
+            <option value="auto">auto: the one network available</option>
+            <option value="none">none</option>
+            {(networks.data?.networks ?? []).map((n) => (
+              <option key={n.id} value={n.id}>
+                {n.name || n.id}
+              </option>
             ))}
           </select>
         </label>
