@@ -19,6 +19,7 @@ import {
   getSubnet,
   listNetworks,
   type Network,
+  type NewPort,
   type Port,
   type Subnet,
 } from "../network/store.js";
@@ -213,14 +214,13 @@ export async function allocateForInstance(
       }
     } else {
       const id = portIdFor(rec.id, i);
-      const made = await createPort({
+      const made = await createNovaPort({
         id,
         network_id: network.id,
         project_id: rec.project_id,
         name: "",
         description: "",
         admin_state_up: true,
-        mac_address: generatedMac(),
         ...binding,
         revision_number: 0,
         created_at: stamp(now),
@@ -236,6 +236,17 @@ export async function allocateForInstance(
   // deleted meanwhile: its delete may have looked for ports before these were made
   await deallocateForInstance({ ...rec, deleted: true });
   return undefined;
+}
+
+/** A port with a MAC of Neutron's base; a MAC another port of the network has is drawn again. */
+async function createNovaPort(port: NewPort): Promise<boolean> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await createPort({ ...port, mac_address: generatedMac() });
+    } catch (e) {
+      if (!(e instanceof NetworkingError && e.type === "MacAddressInUse") || tries >= 3) throw e;
+    }
+  }
 }
 
 function vifOf(port: Port, network: Network, req: NetworkRequest, made: boolean): Vif {

@@ -434,9 +434,14 @@ export async function deleteSubnet(subnet: Subnet): Promise<boolean> {
 
 // ── Ports ─────────────────────────────────────────────────────────────────────────────────────
 
-/** A new port, holding no address yet (allocateAddress gives it them); false when one has its id. */
+/**
+ * A new port, holding no address yet (allocateAddress gives it them); false when one has its id.
+ * Its MAC is the port's on its network (`mac#<network>#<mac>`, in the same transaction):
+ * Neutron's MacAddressInUse (409) when another port there has it.
+ */
 export async function createPort(port: NewPort): Promise<boolean> {
   const { fixed_ips: _f, ...rest } = port;
+  const mac = typeof port.mac_address === "string" ? macKey(port.network_id, port.mac_address) : undefined;
   // the network counts its ports in the same transaction (port_count), so a network's delete,
   // conditioned on none, never leaves a port behind however the two race
   const ok = await transactUnlessConditionFails({
@@ -457,11 +462,36 @@ export async function createPort(port: NewPort): Promise<boolean> {
           ExpressionAttributeValues: { ":one": 1 },
         },
       },
+      ...(mac
+        ? [
+            {
+              Put: {
+                TableName: networkingTable(),
+                Item: { ...mac, mac_port: port.id },
+                ConditionExpression: "attribute_not_exists(pk)",
+              },
+            },
+          ]
+        : []),
     ],
   });
   if (ok || (await getPort(port.id))) return ok;
+  if (mac) {
+    const held = await dynamo().send(
+      new GetCommand({ TableName: networkingTable(), Key: mac, ConsistentRead: true }),
+    );
+    if (held.Item && held.Item.mac_port !== port.id)
+      throw new NetworkingError(
+        409,
+        "MacAddressInUse",
+        `Unable to complete operation for network ${port.network_id}. The mac address ${port.mac_address} is in use.`,
+      );
+  }
   throw notFound("Network", port.network_id);
 }
+
+/** The item that makes a MAC one port's on its network (no kind: no index sees it). */
+const macKey = (networkId: string, mac: string) => ({ pk: `mac#${networkId}#${mac.toLowerCase()}` });
 
 export const getPort = (id: string) => get<Port>("port", id);
 export const listPorts = () => all<Port>("port");
@@ -509,9 +539,15 @@ export async function deletePort(id: string): Promise<boolean> {
       ConditionExpression: "attribute_exists(pk)",
     },
   };
+  // its MAC's item goes with it (unconditioned: a port from before MACs were kept has none)
+  const macGone =
+    typeof port.mac_address === "string"
+      ? [{ Delete: { TableName: networkingTable(), Key: macKey(port.network_id, port.mac_address) } }]
+      : [];
   const counted = await transactUnlessConditionFails({
     TransactItems: [
       portGone,
+      ...macGone,
       {
         Update: {
           TableName: networkingTable(),
@@ -525,7 +561,9 @@ export async function deletePort(id: string): Promise<boolean> {
   });
   if (counted) return true;
   // already gone (a concurrent delete), or a port whose network is gone: nothing to count
-  return conditionHeld(dynamo().send(new DeleteCommand(portGone.Delete)));
+  const gone = await conditionHeld(dynamo().send(new DeleteCommand(portGone.Delete)));
+  if (gone) for (const m of macGone) await dynamo().send(new DeleteCommand(m.Delete));
+  return gone;
 }
 
 // ── Addresses ─────────────────────────────────────────────────────────────────────────────────

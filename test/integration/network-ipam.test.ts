@@ -248,6 +248,28 @@ describe("address allocation (one conditional write per address)", () => {
   });
 });
 
+describe("a port's MAC address", () => {
+  it("is one port's on its network: a second gets Neutron's MacAddressInUse; another network may have it; a delete frees it", async () => {
+    const [net, other] = [await network(), await network()];
+    const mac = "fa:16:3e:00:00:01";
+    const ids = [randomUUID(), randomUUID()];
+    const mk = (networkId: string, id = randomUUID()) =>
+      createPort({ id, network_id: networkId, project_id: "p1", mac_address: mac });
+    const racers = await Promise.allSettled(ids.map((id) => mk(net, id)));
+    expect(racers.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    const lost = racers.find((r) => r.status === "rejected") as PromiseRejectedResult;
+    expect(lost.reason).toMatchObject({
+      status: 409,
+      type: "MacAddressInUse",
+      message: `Unable to complete operation for network ${net}. The mac address ${mac} is in use.`,
+    });
+    expect(await mk(other)).toBe(true);
+    const winner = ids[racers.findIndex((r) => r.status === "fulfilled")]!;
+    expect(await deletePort(winner)).toBe(true);
+    expect(await mk(net)).toBe(true);
+  });
+});
+
 describe("networks and subnets", () => {
   it("records subnets on the network, refuses an overlapping one, and refuses deletes in use", async () => {
     const net = await network();
