@@ -842,36 +842,13 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
       expect(onPublic.addresses.public[0]).toMatch(/^10\.20\./);
       const net = await cloud.openstack(["network", "show", "public"], { cloud: "demo" });
       const fixed = "10.20.200.7";
-      const pinned = await cloud.openstack(
-        [
-          "server",
-          "create",
-          "--flavor",
-          "m1.tiny",
-          "--image",
-          "cirros",
-          "--nic",
-          `net-id=${net.id},v4-fixed-ip=${fixed}`,
-          "--wait",
-          unique("pinned"),
-        ],
-        { cloud: "demo" },
-      );
+      const onFixed = ["--nic", `net-id=${net.id},v4-fixed-ip=${fixed}`];
+      const boot = ["server", "create", "--flavor", "m1.tiny", "--image", "cirros"];
+      const pinned = await cloud.openstack([...boot, ...onFixed, "--wait", unique("pinned")], {
+        cloud: "demo",
+      });
       expect(pinned.addresses).toEqual({ public: [fixed] });
-      const refused = await cloud.openstackFails(
-        [
-          "server",
-          "create",
-          "--flavor",
-          "m1.tiny",
-          "--image",
-          "cirros",
-          "--nic",
-          `net-id=${net.id},v4-fixed-ip=${fixed}`,
-          unique("again"),
-        ],
-        { cloud: "demo" },
-      );
+      const refused = await cloud.openstackFails([...boot, ...onFixed, unique("again")], { cloud: "demo" });
       // Nova's API answers FixedIpAlreadyInUse (400) naming the server that holds it
       expect(refused.stderr).toContain(
         `Fixed IP address ${fixed} is already in use on instance ${pinned.id}`,
