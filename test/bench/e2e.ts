@@ -1,5 +1,6 @@
 // npm run bench:e2e [-- --hosts 8,1000,10000 --builds 200 --concurrency 16 --build-ms 0
-//                      --poll-ms 10 --warmup 5 --timeout 600 --dynamodb dynalite|local|auto --sockets]
+//                      --poll-ms 10 --warmup 5 --timeout 600 --dynamodb dynalite|local|auto --sockets
+//                      --network]
 //
 // Builds end to end through the public API of the local runtime (the real HTTP API of
 // startRuntime, every component under its own role): N creates at concurrency C, each polled
@@ -38,13 +39,16 @@ const { values } = parseArgs({
     timeout: { type: "string", default: "600" },
     dynamodb: { type: "string", default: "dynalite" },
     sockets: { type: "boolean", default: false },
+    // the seeded network public: every build makes and binds a port (lib/instances/networking.ts)
+    network: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
 if (values.help) {
   process.stdout.write(
     "usage: npm run bench:e2e -- [--hosts 8,1000] [--builds 200] [--concurrency 16] [--build-ms 0]\n" +
-      "       [--poll-ms 10] [--warmup 5] [--timeout 600 (s per size)] [--dynamodb dynalite|local|auto] [--sockets]\n",
+      "       [--poll-ms 10] [--warmup 5] [--timeout 600 (s per size)] [--dynamodb dynalite|local|auto] [--sockets]\n" +
+      "       [--network (each build gets a port on the seeded network public)]\n",
   );
   process.exit(0);
 }
@@ -93,7 +97,13 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
   const deadline = Date.now() + timeoutMs;
   const row = emptyRow(hosts);
   const t0 = performance.now();
-  const starting = be.start({ port: 0, hosts, buildMs, sockets: values.sockets });
+  const starting = be.start({
+    port: 0,
+    hosts,
+    buildMs,
+    sockets: values.sockets,
+    seedNetwork: values.network,
+  });
   let runtime: Runtime;
   try {
     runtime = await before(deadline, `starting ${hosts} hosts`, starting);
@@ -186,7 +196,7 @@ function emptyRow(hosts: number, note = ""): Row {
 }
 
 hardStop("bench:e2e", timeoutMs * sizes.length + 120_000);
-print(`bench:e2e on ${machine()}; ${load()}`);
+print(`bench:e2e on ${machine()}; ${load()}${values.network ? "; each build with a port on public" : ""}`);
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
   `DynamoDB: ${be.name} (${be.note}); ${builds} builds per size at concurrency ${concurrency}, build-ms ${buildMs}, ` +

@@ -59,6 +59,13 @@ export class Client {
     return this.call("DELETE", path);
   }
 
+  /** `networks: "none"` at 2.37 and later, where Nova requires the key; nothing before. */
+  networksDefault(): { networks?: "none" } {
+    const v = this.version;
+    const minor = v === undefined ? 1 : v === "latest" ? Number.POSITIVE_INFINITY : Number(v.split(".")[1]);
+    return minor >= 37 ? { networks: "none" } : {};
+  }
+
   as(token: string | undefined): Client {
     return new Client(this.url, token, this.version);
   }
@@ -70,7 +77,8 @@ export class Client {
 
   async createServer(server: Record<string, unknown>, hints?: Record<string, unknown>): Promise<string> {
     const r = await this.post("/v2.1/servers", {
-      server: { name: "vm", flavorRef: "1", imageRef: "cirros", ...server },
+      // from 2.37 Nova requires `networks`: none unless the test asks (no network is seeded here)
+      server: { name: "vm", flavorRef: "1", imageRef: "cirros", ...this.networksDefault(), ...server },
       ...(hints ? { "os:scheduler_hints": hints } : {}),
     });
     if (r.status !== 202) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);

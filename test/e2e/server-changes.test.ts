@@ -157,12 +157,18 @@ describe("server changes on DynamoDB", () => {
     const onTwo = await admin.createServer({ host: "host-2" });
     expect((await admin.waitForStatus(onTwo, ["ACTIVE"]))["OS-EXT-SRV-ATTR:host"]).toBe("host-2");
     const unknown = await admin.post("/v2.1/servers", {
-      server: { name: "x", flavorRef: "1", imageRef: "cirros", hypervisor_hostname: "nowhere" },
+      server: {
+        name: "x",
+        flavorRef: "1",
+        imageRef: "cirros",
+        hypervisor_hostname: "nowhere",
+        networks: "none",
+      },
     });
     expect(unknown.status).toBe(400);
     expect(unknown.body.badRequest.message).toBe("Compute host nowhere could not be found.");
     const member = await client.at("2.74").post("/v2.1/servers", {
-      server: { name: "x", flavorRef: "1", imageRef: "cirros", host: "host-2" },
+      server: { name: "x", flavorRef: "1", imageRef: "cirros", host: "host-2", networks: "none" },
     });
     expect(member.status).toBe(403);
     expect((await admin.delete(`/v2.1/servers/${onTwo}`)).status).toBe(204);

@@ -89,7 +89,13 @@ describe("createImage on exec", () => {
     // booted on the other host, which lacks the data: fetched from the bucket and unpacked
     const other = [...runtime.hosts.keys()].find((h) => h !== host)!;
     const child = await admin().post("/v2.1/servers", {
-      server: { name: "from-golden", flavorRef: "1", imageRef: imageId, availability_zone: `nova:${other}` },
+      server: {
+        name: "from-golden",
+        flavorRef: "1",
+        imageRef: imageId,
+        availability_zone: `nova:${other}`,
+        ...admin().networksDefault(),
+      },
     });
     expect(child.status).toBe(202);
     const childId = child.body.server.id as string;
