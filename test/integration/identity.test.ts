@@ -124,6 +124,7 @@ describe("/identity", () => {
     expect(urls).toEqual({
       compute: ["public", "internal", "admin"].map((i) => `${i} RegionOne ${BASE}/v2.1`),
       image: ["public", "internal", "admin"].map((i) => `${i} RegionOne ${BASE}/image`),
+      network: ["public", "internal", "admin"].map((i) => `${i} RegionOne ${BASE}/networking`),
       identity: ["public", "internal", "admin"].map((i) => `${i} RegionOne ${BASE}/identity`),
     });
   });
