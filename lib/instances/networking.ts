@@ -225,10 +225,16 @@ export async function allocateForInstance(
         revision_number: 0,
         created_at: stamp(now),
       });
-      port = made ? await getPort(id) : await bindPort(id, binding, rec.id);
+      // made just now: it holds nothing yet (no read needed); else the one an earlier run made
+      port = made ?? (await bindPort(id, binding, rec.id));
       if (!port) throw new PortBindingRefused(`Port ${id} is still in use.`);
-      await allocate(port, network, req.fixed_ip === undefined ? undefined : [{ ip_address: req.fixed_ip }]);
-      port = (await getPort(id)) ?? port;
+      const given = await allocate(
+        port,
+        network,
+        req.fixed_ip === undefined ? undefined : [{ ip_address: req.fixed_ip }],
+      );
+      const held = port.fixed_ips.filter((f) => !given.some((g) => g.subnet_id === f.subnet_id));
+      port = { ...port, fixed_ips: [...held, ...given] };
     }
     vifs.push(vifOf(port, network, req, !req.port_id));
   }
@@ -238,11 +244,15 @@ export async function allocateForInstance(
   return undefined;
 }
 
-/** A port with a MAC of Neutron's base; a MAC another port of the network has is drawn again. */
-async function createNovaPort(port: NewPort): Promise<boolean> {
+/**
+ * A port with a MAC of Neutron's base (a MAC another port of the network has is drawn again): the
+ * port as written, or undefined when one has its id already.
+ */
+async function createNovaPort(port: NewPort): Promise<Port | undefined> {
   for (let tries = 1; ; tries++) {
     try {
-      return await createPort({ ...port, mac_address: generatedMac() });
+      const made = { ...port, mac_address: generatedMac() };
+      return (await createPort(made)) ? { ...made, fixed_ips: [] } : undefined;
     } catch (e) {
       if (!(e instanceof NetworkingError && e.type === "MacAddressInUse") || tries >= 3) throw e;
     }

@@ -2,7 +2,7 @@
 // conductor's port binding (lib/instances/ports.ts).
 import { randomBytes } from "node:crypto";
 import { NetworkingError, parseAddress, parseCidr } from "./cidr.js";
-import { allocateAddress, getSubnet, type Network, type Port, type Subnet } from "./store.js";
+import { allocateAddress, type FixedIp, getSubnet, type Network, type Port, type Subnet } from "./store.js";
 
 /** Neutron's base MAC, fa:16:3e (its default base_mac), and three random octets. */
 export function generatedMac(): string {
@@ -42,19 +42,24 @@ export function subnetFor(subnets: readonly Subnet[], ipAddress: string): Subnet
  * Give a port the addresses asked for: each `{subnet_id?, ip_address?}`; without fixed_ips, as
  * Neutron's IPAM does, one address from the network's IPv4 subnets (the first with one free)
  * and one from its IPv6 subnets. Idempotent (allocateAddress answers what the port holds).
+ * Answers the addresses given (or found held) here; `port` as its caller holds it saves a read.
  */
 export async function allocate(
   port: Port,
   network: Network,
   wanted: FixedIpRequest[] | undefined,
-): Promise<void> {
+): Promise<FixedIp[]> {
   const subnets = await subnetsOf(network);
+  const given: FixedIp[] = [];
+  const take = async (s: Subnet, ip?: string) => {
+    given.push({ subnet_id: s.id, ip_address: await allocateAddress(s, port.id, ip, port) });
+  };
   if (wanted === undefined) {
     for (const version of [4, 6] as const) {
       const candidates = subnets.filter((s) => s.ip_version === version);
       for (const [i, s] of candidates.entries()) {
         try {
-          await allocateAddress(s, port.id);
+          await take(s);
           break;
         } catch (e) {
           if (
@@ -65,7 +70,7 @@ export async function allocate(
         }
       }
     }
-    return;
+    return given;
   }
   for (const f of wanted) {
     let subnet: Subnet | undefined;
@@ -76,6 +81,7 @@ export async function allocate(
     } else {
       subnet = subnetFor(subnets, f.ip_address!);
     }
-    await allocateAddress(subnet, port.id, f.ip_address);
+    await take(subnet, f.ip_address);
   }
+  return given;
 }

@@ -688,8 +688,14 @@ async function claimFree(subnet: Subnet, portId: string): Promise<string> {
  * network); 400 InvalidIpForSubnet (not an address of the subnet); 409 IpAddressAlreadyAllocated
  * (another port holds it); 409 IpAddressGenerationFailure (no free address in the pools).
  */
-export async function allocateAddress(subnet: Subnet, portId: string, requested?: string): Promise<string> {
-  const port = await getPort(portId);
+export async function allocateAddress(
+  subnet: Subnet,
+  portId: string,
+  requested?: string,
+  /** the port as its caller just read or wrote it (saves the read; the writes stay conditioned) */
+  known?: Port,
+): Promise<string> {
+  const port = known?.id === portId ? known : await getPort(portId);
   if (!port) throw notFound("Port", portId);
   if (port.network_id !== subnet.network_id) {
     // Neutron's text for a fixed_ips subnet of another network (ipam_backend_mixin)

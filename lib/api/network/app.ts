@@ -826,7 +826,8 @@ async function changeAddresses(port: Port, network: Network, wanted: FixedIpRequ
   );
   for (const f of removed) await releaseAddress(f.subnet_id, f.ip_address, port.id);
   try {
-    await allocate(port, network, added);
+    // the port as it is now: the removed addresses are no longer its own
+    await allocate({ ...port, fixed_ips: kept }, network, added);
   } catch (e) {
     for (const f of removed) {
       const s = await getSubnet(f.subnet_id);
