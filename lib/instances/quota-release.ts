@@ -14,11 +14,18 @@ import type { InstanceAction, InstanceRecord } from "./types.js";
 /**
  * What the instance counts in its project's usage: its flavor, and while a move is unconfirmed
  * the larger of the move's two flavors (a resize counts the larger until confirm or revert).
+ * Once a revert or confirm has begun, the difference was given back as it began
+ * (lib/api/routes/server-moves.ts, confirmMove): a reverting server counts its old flavor, a
+ * confirming one its new, whichever flavor its record shows until the host has answered. (A
+ * delete in between released the larger, and the project's usage fell below its servers' by the
+ * difference: the soak's quota mismatch.)
  */
 export function usageOf(rec: InstanceRecord): Usage {
   const own = deltaOf(1, rec.flavor);
   const m = rec.migration;
   if (!m) return own;
+  if (m.status === "reverting" || m.status === "reverted") return deltaOf(1, m.old_flavor);
+  if (m.status === "confirming" || m.status === "confirmed") return deltaOf(1, m.new_flavor);
   const other = rec.flavor.id === m.new_flavor.id ? m.old_flavor : m.new_flavor;
   const extra = upsizeDelta(rec.flavor, other);
   return { instances: own.instances, cores: own.cores + extra.cores, ram: own.ram + extra.ram };

@@ -12,6 +12,7 @@ import { listInstances } from "../../lib/instances/queries.js";
 import type { InstanceRecord } from "../../lib/instances/types.js";
 import { listBuilding } from "../../lib/instances/watch.js";
 import { setLogFormat } from "../../lib/log.js";
+import { addressHolder, listPorts } from "../../lib/network/store.js";
 import { listAllocations } from "../../lib/placement/allocations.js";
 import { auditPlacement } from "../../lib/placement/audit.js";
 import { listHosts } from "../../lib/placement/hosts.js";
@@ -81,6 +82,13 @@ export interface SoakReport {
   double_builds: number;
   /** guests defined on a host their instance's record does not name (or of a deleted instance) */
   guests_off_record: number;
+  /**
+   * ports a build made (device_owner compute:*) whose server is gone, ports a live server names
+   * that are missing or bound elsewhere, and addresses not held by the port that shows them
+   */
+  leaked_ports: number;
+  /** the ports checked at the end (the seeded network public gives every server one) */
+  ports_checked: number;
   dead_letters: { queue: string; reason: string }[];
   problems: string[];
 }
@@ -111,6 +119,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const starting = Date.now();
   const runtime: Runtime = await startRuntime({
     port: 0,
+    // every server gets a port on public: its ports are checked at the end with the claims
+    seedNetwork: true,
     hosts: hostCount,
     buildMs: 300,
     failHosts: [`host-${hostCount}`], // a "black hole" host that fails every build
@@ -190,6 +200,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     quota_mismatches: 0,
     double_builds: 0,
     guests_off_record: 0,
+    leaked_ports: 0,
+    ports_checked: 0,
     dead_letters: [],
     problems: [],
   };
@@ -617,6 +629,39 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       report.problems.push(`double build: ${id} defined on ${on.join(", ")}`);
     }
 
+    // Ports: every one a build made belongs to a live server that names it, bound to its host, and
+    // holds the addresses it shows; every port a live server names is there.
+    const ports = await listPorts();
+    const portsById = new Map(ports.map((p) => [p.id, p]));
+    report.ports_checked = ports.length;
+    for (const p of ports) {
+      if (!String(p.device_owner ?? "").startsWith("compute:")) continue;
+      const rec = byId.get(String(p.device_id));
+      if (!rec || !(rec.network_info ?? []).some((v) => v.port_id === p.id)) {
+        report.leaked_ports++;
+        report.problems.push(
+          `port ${p.id} of ${p.device_id}: ${rec ? `${rec.vm_state}, not in its network info` : "its server is gone"}`,
+          ...history(everyInstance.get(String(p.device_id))),
+        );
+      }
+      for (const f of p.fixed_ips) {
+        if ((await addressHolder(f.subnet_id, f.ip_address)) === p.id) continue;
+        report.leaked_ports++;
+        report.problems.push(`port ${p.id} shows ${f.ip_address}, which it does not hold`);
+      }
+    }
+    for (const r of instances) {
+      for (const v of r.network_info ?? []) {
+        const p = portsById.get(v.port_id);
+        const bound = r.vm_state === "shelved_offloaded" ? "" : (r.host ?? "");
+        if (p && p.device_id === r.id && (r.task_state !== null || p["binding:host_id"] === bound)) continue;
+        report.leaked_ports++;
+        report.problems.push(
+          `${r.id} (${r.vm_state} on ${r.host}) names port ${v.port_id}: ${p ? `bound to ${p.device_id} on ${p["binding:host_id"]}` : "missing"}`,
+        );
+      }
+    }
+
     for (const q of await listDeadLetterQueues()) {
       for (const l of await peekDeadLetters(q.url))
         report.dead_letters.push({ queue: q.name, reason: l.reason });
@@ -679,6 +724,7 @@ export function mustBeZero(r: SoakReport): string[] {
   if (r.quota_mismatches) bad.push(`quota mismatches: ${r.quota_mismatches}`);
   if (r.double_builds) bad.push(`double builds: ${r.double_builds}`);
   if (r.guests_off_record) bad.push(`guests off record: ${r.guests_off_record}`);
+  if (r.leaked_ports) bad.push(`leaked ports: ${r.leaked_ports}`);
   return bad;
 }
 
@@ -714,6 +760,7 @@ export function printReport(r: SoakReport): string {
     `  quota mismatches       ${r.quota_mismatches}   (must be 0)`,
     `  double builds          ${r.double_builds}   (must be 0)`,
     `  guests off record      ${r.guests_off_record}   (must be 0)`,
+    `  leaked ports           ${r.leaked_ports} of ${r.ports_checked} ports   (must be 0)`,
     `  dead letters           ${r.dead_letters.length}`,
     ...r.dead_letters.map((d) => `    ${d.queue}: ${d.reason}`),
     ...(r.problems.length ? ["  problems:", ...r.problems.slice(0, 40).map((p) => `    ${p}`)] : []),
