@@ -23,6 +23,7 @@ import {
   type Port,
   type Subnet,
 } from "../network/store.js";
+import { getInstance } from "./queries.js";
 import { transition } from "./transition.js";
 import type { InstanceRecord, NetworkRequest, Vif } from "./types.js";
 
@@ -369,4 +370,28 @@ export async function rebindPorts(rec: InstanceRecord, now = new Date()): Promis
       rec.id,
     );
   }
+}
+
+/**
+ * Nova's network-changed and network-vif-deleted events, which Neutron sends when a server's port
+ * changes under it: the server's network info read again from its ports (a port gone is dropped,
+ * a port's addresses are its own now). A server that is gone or names no port is left alone.
+ */
+export async function refreshNetworkInfo(instanceId: string): Promise<void> {
+  const rec = await getInstance(instanceId);
+  if (!rec || rec.deleted || !rec.network_info?.length) return;
+  const vifs: Vif[] = [];
+  for (const vif of rec.network_info) {
+    const port = await getPort(vif.port_id);
+    if (!port || port.device_id !== rec.id) continue;
+    vifs.push({
+      ...vif,
+      fixed_ips: port.fixed_ips.map((f) => ({
+        subnet_id: f.subnet_id,
+        ip_address: f.ip_address,
+        version: f.ip_address.includes(":") ? 6 : 4,
+      })),
+    });
+  }
+  await recordNetworkInfo(rec.id, vifs);
 }

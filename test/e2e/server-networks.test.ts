@@ -245,6 +245,24 @@ describe("a server's networks", () => {
     expect((await admin.call("DELETE", `/networking/v2.0/networks/${far.id}`)).status).toBe(204);
   });
 
+  it("a port changed or deleted in the Networking front: the server's addresses follow (Nova's network-changed)", async () => {
+    const id = await demo.createServer({ name: "follower" });
+    const before = (await active(id)).addresses.public[0].addr;
+    const [port] = (await net(admin, `ports?device_id=${id}`)).body.ports;
+    const moved = await admin.call("PUT", `/networking/v2.0/ports/${port.id}`, {
+      port: { fixed_ips: [{ ip_address: "10.20.250.9" }] },
+    });
+    expect(moved.status).toBe(200);
+    expect((await demo.get(`/v2.1/servers/${id}`)).body.server.addresses.public).toEqual([
+      expect.objectContaining({ addr: "10.20.250.9" }),
+    ]);
+    expect(before).not.toBe("10.20.250.9");
+    expect((await admin.call("DELETE", `/networking/v2.0/ports/${port.id}`)).status).toBe(204);
+    expect((await demo.get(`/v2.1/servers/${id}`)).body.server.addresses).toEqual({});
+    expect((await demo.get(`/v2.1/servers/${id}/os-interface`)).body.interfaceAttachments).toEqual([]);
+    await demo.delete(`/v2.1/servers/${id}`);
+  });
+
   it("a full subnet aborts the build (Nova's BuildAbortException), its claim and ports freed", async () => {
     const small = (await net(admin, "networks", { network: { name: "small", shared: true } })).body.network;
     // a /30: two usable addresses, one the gateway's: room for one port

@@ -6,6 +6,7 @@
 // answers in front of Neutron.
 import { randomUUID } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { refreshNetworkInfo } from "../../instances/networking.js";
 import {
   checkPools,
   defaultGateway,
@@ -786,6 +787,8 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     if (wanted) await changeAddresses(port, network, wanted);
     const updated = await updatePort(port.id, changes);
     if (!updated) throw notFound("Port", port.id);
+    // Neutron's network-changed event to Nova: the server's addresses follow its port
+    await serverPortChanged(port);
     return c.json({ port: portView(updated, auth) });
   });
 
@@ -795,8 +798,16 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     if (!memberOf(auth, port.project_id) && !(network && memberOf(auth, network.project_id)))
       refuse(auth, port.project_id, "delete_port");
     if (!(await deletePort(port.id))) throw notFound("Port", port.id);
+    // network-vif-deleted: the server no longer shows it
+    await serverPortChanged(port);
     return c.body(null, 204);
   });
+}
+
+/** A port of a server (a build's, or one bound to it) changed: the server's view follows. */
+async function serverPortChanged(port: Port): Promise<void> {
+  if (typeof port.device_id === "string" && String(port.device_owner ?? "").startsWith("compute:"))
+    await refreshNetworkInfo(port.device_id);
 }
 
 /**
