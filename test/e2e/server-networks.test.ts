@@ -4,6 +4,7 @@
 // build aborted when the subnet is full, and a delete that frees what the server made (and only
 // unbinds a port the user gave).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { PUBLIC_NETWORK_ID } from "../../lib/network/seed.js";
 import { getPort } from "../../lib/network/store.js";
 import type { Runtime } from "../../local/runtime.js";
@@ -102,6 +103,21 @@ describe("a server's networks", () => {
       "binding:host_id": s["OS-EXT-SRV-ATTR:host"] ?? expect.any(String),
       status: "ACTIVE",
     });
+    // the host was told: the guest it built carries the port, with its subnet's gateway and segment
+    const host = (await admin.get(`/v2.1/servers/${id}`)).body.server["OS-EXT-SRV-ATTR:host"];
+    const guest = (runtime.hosts.get(host)!.driver as FakeDriver).specOf(id);
+    expect(guest?.ports).toEqual([
+      expect.objectContaining({
+        port_id: ifaces[0].port_id,
+        mac_address: addr["OS-EXT-IPS-MAC:mac_addr"],
+        network_name: "public",
+        network_type: "flat",
+        physical_network: "physnet1",
+        fixed_ips: [
+          expect.objectContaining({ ip_address: addr.addr, cidr: "10.20.0.0/16", gateway_ip: "10.20.0.1" }),
+        ],
+      }),
+    ]);
     expect((await demo.post(`/v2.1/servers/${id}/os-interface`, { interfaceAttachment: {} })).status).toBe(
       501,
     );

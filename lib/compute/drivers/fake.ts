@@ -279,6 +279,11 @@ export class FakeDriver implements Driver {
     };
   }
 
+  /** What the guest was built from (tests: the ports and the guest a cast carried). */
+  specOf(instanceUuid: string): GuestSpec | undefined {
+    return this.guests.get(instanceUuid)?.spec;
+  }
+
   has(instanceUuid: string): boolean {
     return this.guests.has(instanceUuid);
   }
