@@ -146,13 +146,16 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
       // Placement's revert: the destination's claim goes, the source's is the instance's again,
       // at the next attempt (the fencing token of the source's finish_revert_resize).
       const next = r.attempt + 1;
-      if (rec.host === r.host && rec.attempt === r.attempt) {
+      if (!rec.deleted && rec.host === r.host && rec.attempt === r.attempt) {
         await release(r.host, id, r.attempt);
         await moveAllocation(move.source_host, move.uuid, id, { attempt: next });
       }
       const done = await revertedOnDestination(ref, move, r.host, r.attempt, next, ev(true));
       if (done) await rebindPorts(done);
       const now = done ?? (await getInstance(id));
+      // deleted while this ran: its delete released what the record named then (the destination's
+      // claim, the migration's on the source), not the source's claim handed to it just above
+      if (now?.deleted) await release(move.source_host, id, next);
       if (
         now?.migration?.uuid === move.uuid &&
         now.task_state === "resize_reverting" &&

@@ -17,7 +17,6 @@ import type { InstanceRecord, MigrationRecord } from "../instances/types.js";
 import { log } from "../log.js";
 import type { MoveStepMessage } from "../messages/compute.js";
 import { getHost } from "../placement/hosts.js";
-import { releaseUsage } from "../quotas/store.js";
 import { watchLiveMigration } from "./live-migrate.js";
 import { failMove } from "./moves.js";
 
@@ -86,7 +85,6 @@ async function watchMove(
       const confirmed = await confirmMove(rec, watchdogAction(rec, now), {
         beginConfirm,
         updateMigration,
-        releaseUsage,
         castToHost,
       });
       return confirmed

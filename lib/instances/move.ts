@@ -371,41 +371,83 @@ export function moveFailed(
   );
 }
 
-/** API: confirmResize accepted (Nova's migration `confirming`; the task state stays none). */
-export function beginConfirm(rec: InstanceRecord, a: InstanceAction): Promise<InstanceRecord | undefined> {
-  return settledBegin(rec, a, "confirming", null);
+/**
+ * API (and the watchdog's auto-confirm): confirmResize accepted (Nova's migration `confirming`;
+ * the task state stays none). A resize down's old, larger flavor stops counting in the same
+ * transaction.
+ */
+export function beginConfirm(rec: InstanceRecord, a: InstanceAction): Promise<boolean> {
+  const m = rec.migration;
+  return settledBegin(rec, a, "confirming", null, m ? upsizeDelta(m.new_flavor, m.old_flavor) : undefined);
 }
 
-/** API: revertResize accepted (resize_reverting, migration `reverting`). */
-export function beginRevert(rec: InstanceRecord, a: InstanceAction): Promise<InstanceRecord | undefined> {
-  return settledBegin(rec, a, "reverting", "resize_reverting");
+/**
+ * API: revertResize accepted (resize_reverting, migration `reverting`). A resize up's new, larger
+ * flavor stops counting in the same transaction (usageOf counts a reverting server's old flavor).
+ */
+export function beginRevert(rec: InstanceRecord, a: InstanceAction): Promise<boolean> {
+  const m = rec.migration;
+  return settledBegin(
+    rec,
+    a,
+    "reverting",
+    "resize_reverting",
+    m ? upsizeDelta(m.old_flavor, m.new_flavor) : undefined,
+  );
 }
 
-function settledBegin(
+/**
+ * The record out of VERIFY_RESIZE into the confirm or revert, and the usage it no longer counts
+ * given back, in one transaction: neither without the other, and never twice. False when the
+ * record was not in VERIFY_RESIZE with that move any more.
+ */
+async function settledBegin(
   rec: InstanceRecord,
   a: InstanceAction,
   next: MigrationStatus,
   task: TaskState,
-): Promise<InstanceRecord | undefined> {
-  if (!rec.migration) return Promise.resolve(undefined);
-  return transition(
-    rec.id,
-    inMove(
-      rec.migration.uuid,
-      merge(status(next), {
-        set: ["task_state = :task", "actions.#rid = :action"],
-        condition: "vm_state = :resized AND task_state = :null AND migration.#ms = :finished",
-        names: { "#rid": a.request_id },
-        values: {
-          ":task": task,
-          ":action": a,
-          ":resized": "resized",
-          ":null": null,
-          ":finished": "finished",
-        },
-      }),
-    ),
+  back: Usage | undefined,
+): Promise<boolean> {
+  if (!rec.migration) return false;
+  const u = inMove(
+    rec.migration.uuid,
+    merge(status(next), {
+      set: ["task_state = :task", "actions.#rid = :action"],
+      condition: "vm_state = :resized AND task_state = :null AND migration.#ms = :finished",
+      names: { "#rid": a.request_id },
+      values: {
+        ":task": task,
+        ":action": a,
+        ":resized": "resized",
+        ":null": null,
+        ":finished": "finished",
+      },
+    }),
   );
+  if (!back || (!back.cores && !back.ram)) return (await transition(rec.id, u)) !== undefined;
+  try {
+    await dynamo().send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: instancesTable(),
+              Key: { id: rec.id },
+              UpdateExpression: `SET ${u.set.join(", ")}`,
+              ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
+              ExpressionAttributeNames: u.names,
+              ExpressionAttributeValues: u.values,
+            },
+          },
+          releaseItem(rec.project_id, back, rec.user_id),
+        ],
+      }),
+    );
+    return true;
+  } catch (e) {
+    if ((e as { name?: string }).name === "TransactionCanceledException") return false;
+    throw e;
+  }
 }
 
 /** compute-events: the source destroyed the old guest; the move is over (Nova's confirm_resize). */
@@ -498,7 +540,6 @@ export interface ConfirmIo {
     from: readonly MigrationStatus[],
     status: MigrationStatus,
   ) => Promise<boolean>;
-  releaseUsage: (project: string, delta: Usage, user?: string) => Promise<void>;
   castToHost: (host: string, msg: MoveStepMessage) => Promise<void>;
 }
 
@@ -514,7 +555,6 @@ export async function confirmMove(rec: InstanceRecord, a: InstanceAction, io: Co
   // (the record may still say post-migrating: compute-events writes the instance first, then it)
   await io.updateMigration(move.uuid, ["post-migrating", "finished"], "confirming");
 
-  await io.releaseUsage(rec.project_id, upsizeDelta(move.new_flavor, move.old_flavor), rec.user_id);
   await io.castToHost(move.source_host, {
     version: 1,
     kind: "confirm_resize",

@@ -14,8 +14,8 @@ import type { InstanceAction, InstanceRecord } from "./types.js";
 /**
  * What the instance counts in its project's usage: its flavor, and while a move is unconfirmed
  * the larger of the move's two flavors (a resize counts the larger until confirm or revert).
- * Once a revert or confirm has begun, the difference was given back as it began
- * (lib/api/routes/server-moves.ts, confirmMove): a reverting server counts its old flavor, a
+ * Once a revert or confirm has begun, the difference was given back in the same transaction
+ * (lib/instances/move.ts beginRevert, beginConfirm): a reverting server counts its old flavor, a
  * confirming one its new, whichever flavor its record shows until the host has answered. (A
  * delete in between released the larger, and the project's usage fell below its servers' by the
  * difference: the soak's quota mismatch.)

@@ -8,6 +8,7 @@ import { listInstanceMigrations } from "../../lib/instances/migrations.js";
 import { getInstance } from "../../lib/instances/queries.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
 import { auditPlacement } from "../../lib/placement/audit.js";
+import { getUsage } from "../../lib/quotas/store.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, hostsByName, leakedClaims, startTestRuntime } from "./harness.js";
 
@@ -94,6 +95,25 @@ describe("resize", () => {
       expect.arrayContaining(["create", "resize", "confirmResize"]),
     );
     expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+  });
+
+  it("the project's usage: the larger flavor until confirm or revert, the kept one from the moment either begins, nothing once deleted", async () => {
+    const ram = async () => (await getUsage("demo")).ram;
+    const start = await ram();
+    for (const end of ["revertResize", "confirmResize"] as const) {
+      const { id } = await boot();
+      expect(await ram()).toBe(start + 512);
+      expect((await action(client, id, { resize: { flavorRef: "2" } })).status).toBe(202);
+      await client.waitForStatus(id, ["VERIFY_RESIZE"]);
+      expect(await ram()).toBe(start + 2048);
+      // given back in the begin's own transaction: at once, before the host has answered
+      expect((await action(client, id, { [end]: null })).status).toBe(end === "revertResize" ? 202 : 204);
+      expect(await ram()).toBe(start + (end === "revertResize" ? 512 : 2048));
+      // deleted before the host answers: what the server counts now goes, no more
+      expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+      expect(await ram()).toBe(start);
+      await client.waitForStatus(id, ["GONE"]);
+    }
   });
 
   it("revert puts it back on the source with the old flavor, the destination's claim gone", async () => {

@@ -17,7 +17,6 @@ import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
 import { isServiceUp } from "../../placement/liveness.js";
 import type { HostRecord } from "../../placement/types.js";
-import { upsizeDelta } from "../../quotas/quotas.js";
 import { flavorSpec, newAdminPass } from "../build.js";
 import type { ApiDeps, MoveDeps } from "../deps.js";
 import {
@@ -233,7 +232,6 @@ export async function confirmResize(call: RouteCall, rec: InstanceRecord): Promi
   const confirmed = await confirmMove(rec, actionRecord("confirmResize", call), {
     beginConfirm: m.beginConfirm,
     updateMigration: m.updateMigration,
-    releaseUsage: call.deps.quotas.releaseUsage,
     castToHost: (host, msg) => cast(call, host, msg),
   });
   if (!confirmed) await refusedBy(call, rec, "confirmResize");
@@ -250,12 +248,6 @@ export async function revertResize(call: RouteCall, rec: InstanceRecord): Promis
   // (the record may still say post-migrating: compute-events writes the instance first, then it)
   await m.updateMigration(move.uuid, ["post-migrating", "finished"], "reverting");
 
-  // a resize up counted the new (larger) flavor until now
-  await call.deps.quotas.releaseUsage(
-    rec.project_id,
-    upsizeDelta(move.old_flavor, move.new_flavor),
-    rec.user_id,
-  );
   await cast(call, rec.host!, {
     version: 1,
     kind: "revert_resize",
