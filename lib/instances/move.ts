@@ -5,7 +5,7 @@
 // host's report is also fenced by the move's attempt and the host it must come from, so a
 // duplicated, late or zombie report changes nothing.
 
-import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { TransactWriteCommand, type TransactWriteCommandInput } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import type { Destination } from "../messages/common.js";
 import type { MoveStepMessage, MoveStepName } from "../messages/compute.js";
@@ -425,21 +425,33 @@ async function settledBegin(
     }),
   );
   if (!back || (!back.cores && !back.ram)) return (await transition(rec.id, u)) !== undefined;
+  return releasingWith(
+    {
+      TableName: instancesTable(),
+      Key: { id: rec.id },
+      UpdateExpression: `SET ${u.set.join(", ")}`,
+      ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
+      ExpressionAttributeNames: u.names,
+      ExpressionAttributeValues: u.values,
+    },
+    rec,
+    back,
+  );
+}
+
+type InstanceUpdate = NonNullable<NonNullable<TransactWriteCommandInput["TransactItems"]>[number]["Update"]>;
+
+/**
+ * One conditioned write of the instance and the usage it gives back, in one transaction: false
+ * when the write's condition (or a concurrent transaction) refused it, and nothing was released.
+ */
+async function releasingWith(update: InstanceUpdate, rec: InstanceRecord, back: Usage): Promise<boolean> {
   try {
     await dynamo().send(
       new TransactWriteCommand({
         TransactItems: [
-          {
-            Update: {
-              TableName: instancesTable(),
-              Key: { id: rec.id },
-              UpdateExpression: `SET ${u.set.join(", ")}`,
-              ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
-              ExpressionAttributeNames: u.names,
-              ExpressionAttributeValues: u.values,
-            },
-          },
-          releaseItem(rec.project_id, back, rec.user_id),
+          { Update: update },
+          ...(back.cores || back.ram ? [releaseItem(rec.project_id, back, rec.user_id)] : []),
         ],
       }),
     );
@@ -574,29 +586,17 @@ export async function confirmMove(rec: InstanceRecord, a: InstanceAction, io: Co
  * was closed already.
  */
 export async function closeFailedMove(rec: InstanceRecord, move: MoveContext): Promise<boolean> {
-  const back = upsizeDelta(move.old_flavor, move.new_flavor);
-  try {
-    await dynamo().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Update: {
-              TableName: instancesTable(),
-              Key: { id: rec.id },
-              UpdateExpression: "REMOVE migration",
-              // (a delete in between gave the usage back whole: usageOf counts the move)
-              ConditionExpression: "deleted = :false AND migration.#mu = :mig AND migration.#ms = :failed",
-              ExpressionAttributeNames: { "#mu": "uuid", "#ms": "status" },
-              ExpressionAttributeValues: { ":mig": move.uuid, ":failed": "error", ":false": false },
-            },
-          },
-          ...(back.cores || back.ram ? [releaseItem(rec.project_id, back, rec.user_id)] : []),
-        ],
-      }),
-    );
-    return true;
-  } catch (e) {
-    if ((e as { name?: string }).name === "TransactionCanceledException") return false;
-    throw e;
-  }
+  return releasingWith(
+    {
+      TableName: instancesTable(),
+      Key: { id: rec.id },
+      UpdateExpression: "REMOVE migration",
+      // (a delete in between gave the usage back whole: usageOf counts the move)
+      ConditionExpression: "deleted = :false AND migration.#mu = :mig AND migration.#ms = :failed",
+      ExpressionAttributeNames: { "#mu": "uuid", "#ms": "status" },
+      ExpressionAttributeValues: { ":mig": move.uuid, ":failed": "error", ":false": false },
+    },
+    rec,
+    upsizeDelta(move.old_flavor, move.new_flavor),
+  );
 }
