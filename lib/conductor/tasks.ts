@@ -4,7 +4,11 @@ import { computeMessageBody } from "../aws/send.js";
 import { placeInstance, setError } from "../instances/build.js";
 import { EVENT_SCHEDULE } from "../instances/codec.js";
 import { fault, maxRetriesFault } from "../instances/faults.js";
-import { allocateForInstance, deallocateForInstance, PortBindingRefused } from "../instances/networking.js";
+import {
+  allocateForInstance,
+  deallocateForInstance,
+  NetworkAllocationFailed,
+} from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { InstanceRecord } from "../instances/types.js";
@@ -17,7 +21,6 @@ import {
   selectionIn,
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
-import { NetworkingError } from "../network/cidr.js";
 import { release, releaseAttemptClaims } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
@@ -202,12 +205,8 @@ async function bindNetwork(
     log.info("conductor.placement_abandoned", { ...fields, reason: "deleted" });
     return false;
   } catch (e) {
-    if (!(e instanceof NetworkingError || e instanceof PortBindingRefused)) throw e;
-    const reason =
-      e instanceof NetworkingError && e.type === "IpAddressGenerationFailure"
-        ? `No fixed IP addresses available for network: ${networkOf(e.message)}`
-        : e.message;
-    const message = `Build of instance ${rec.id} aborted: ${reason}`;
+    if (!(e instanceof NetworkAllocationFailed)) throw e;
+    const message = `Build of instance ${rec.id} aborted: ${e.message}`;
     await release(host, rec.id, n);
     // what it made goes before the ERROR shows: nothing of an aborted build outlives it
     await deallocateForInstance(rec);
@@ -222,9 +221,6 @@ async function bindNetwork(
     return false;
   }
 }
-
-/** The network id in Neutron's "No more IP addresses available on network <id>." */
-const networkOf = (text: string) => /network (\S+?)\.?$/.exec(text)?.[1] ?? "";
 
 /**
  * A build ended in ERROR: the ports Nova made for it go, the user's are unbound. `done` is the

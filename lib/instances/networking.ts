@@ -175,11 +175,15 @@ export function portIdFor(instanceId: string, index: number): string {
 
 const stamp = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
 
-/** Nova's PortInUse raised at the host: the build is aborted, not rescheduled. */
-export class PortBindingRefused extends Error {
+/**
+ * Allocation refused (Nova's NoMoreFixedIps, PortInUse, PortNotFound, a fixed IP taken since the
+ * API looked): no other host would do better, so the build is aborted, not rescheduled. The
+ * message is Nova's reason.
+ */
+export class NetworkAllocationFailed extends Error {
   constructor(message: string) {
     super(message);
-    this.name = "PortBindingRefused";
+    this.name = "NetworkAllocationFailed";
   }
 }
 
@@ -187,8 +191,7 @@ export class PortBindingRefused extends Error {
  * allocate_for_instance: make (or find) the instance's ports and bind every one of them to
  * `host`, then keep them in the record's network info. Idempotent; a reschedule rebinds the same
  * ports to the new host, so the server keeps its addresses. Undefined when the server was deleted
- * meanwhile (what was made is freed). A Neutron refusal (no free address, an
- * address taken since the API checked) is thrown as Neutron's NetworkingError.
+ * meanwhile (what was made is freed). A Neutron refusal is thrown as NetworkAllocationFailed.
  */
 export async function allocateForInstance(
   rec: InstanceRecord,
@@ -200,18 +203,32 @@ export async function allocateForInstance(
   const owner = `compute:${rec.availability_zone ?? rec.requested_availability_zone ?? "nova"}`;
   const binding = { device_id: rec.id, device_owner: owner, "binding:host_id": host, updated_at: stamp(now) };
   const vifs: Vif[] = [];
-  for (const [i, req] of requests.entries()) {
-    const network = await getNetwork(req.network_id);
-    if (!network)
-      throw new NetworkingError(404, "NetworkNotFound", `Network ${req.network_id} could not be found.`);
+  for (const [i, req] of requests.entries()) vifs.push(await allocateOne(rec, i, req, binding, now));
+  if (await recordNetworkInfo(rec.id, vifs)) return vifs;
+  // deleted meanwhile: its delete may have looked for ports before these were made
+  await deallocateForInstance({ ...rec, deleted: true });
+  return undefined;
+}
+
+/** The i-th request's port, made or bound; Neutron's refusals as Nova's reasons. */
+async function allocateOne(
+  rec: InstanceRecord,
+  i: number,
+  req: NetworkRequest,
+  binding: { device_id: string; device_owner: string; "binding:host_id": string; updated_at: string },
+  now: Date,
+): Promise<Vif> {
+  const network = await getNetwork(req.network_id);
+  if (!network) throw new NetworkAllocationFailed(`Network ${req.network_id} could not be found.`);
+  try {
     let port: Port | undefined;
     if (req.port_id) {
       port = await bindPort(req.port_id, binding, rec.id);
       if (!port) {
         const current = await getPort(req.port_id);
-        throw current
-          ? new PortBindingRefused(`Port ${req.port_id} is still in use.`)
-          : new NetworkingError(404, "PortNotFound", `Port id ${req.port_id} could not be found.`);
+        throw new NetworkAllocationFailed(
+          current ? `Port ${req.port_id} is still in use.` : `Port id ${req.port_id} could not be found.`,
+        );
       }
     } else {
       const id = portIdFor(rec.id, i);
@@ -228,7 +245,7 @@ export async function allocateForInstance(
       });
       // made just now: it holds nothing yet (no read needed); else the one an earlier run made
       port = made ?? (await bindPort(id, binding, rec.id));
-      if (!port) throw new PortBindingRefused(`Port ${id} is still in use.`);
+      if (!port) throw new NetworkAllocationFailed(`Port ${id} is still in use.`);
       const given = await allocate(
         port,
         network,
@@ -237,12 +254,16 @@ export async function allocateForInstance(
       const held = port.fixed_ips.filter((f) => !given.some((g) => g.subnet_id === f.subnet_id));
       port = { ...port, fixed_ips: [...held, ...given] };
     }
-    vifs.push(vifOf(port, network, req, !req.port_id));
+    return vifOf(port, network, req, !req.port_id);
+  } catch (e) {
+    if (!(e instanceof NetworkingError)) throw e;
+    // Nova's NoMoreFixedIps names the network; the others are Neutron's own words
+    throw new NetworkAllocationFailed(
+      e.type === "IpAddressGenerationFailure"
+        ? `No fixed IP addresses available for network: ${network.id}`
+        : e.message,
+    );
   }
-  if (await recordNetworkInfo(rec.id, vifs)) return vifs;
-  // deleted meanwhile: its delete may have looked for ports before these were made
-  await deallocateForInstance({ ...rec, deleted: true });
-  return undefined;
 }
 
 /**
