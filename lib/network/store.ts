@@ -28,7 +28,7 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
-import { conditionHeld, isConditionalCheckFailed } from "../aws/dynamo-errors.js";
+import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { queryAll } from "../aws/dynamo-pages.js";
 import { transactUnlessConditionFails } from "../aws/dynamo-transact.js";
 import { resources } from "../config.js";
@@ -206,8 +206,8 @@ async function updateAttributes<T>(
     values[`:a${i}`] = v;
     sets.push(`#a${i} = :a${i}`);
   }
-  try {
-    const r = await dynamo().send(
+  const r = await unlessConditionFails(
+    dynamo().send(
       new UpdateCommand({
         TableName: networkingTable(),
         Key: keyOf(kind, id),
@@ -217,12 +217,9 @@ async function updateAttributes<T>(
         ExpressionAttributeValues: values,
         ReturnValues: "ALL_NEW",
       }),
-    );
-    return strip<T>(r.Attributes!);
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return undefined;
-    throw e;
-  }
+    ),
+  );
+  return r ? strip<T>(r.Attributes!) : undefined;
 }
 
 // ── Networks ──────────────────────────────────────────────────────────────────────────────────
@@ -740,8 +737,8 @@ export async function allocateAddress(
 async function record(subnetId: string, portId: string, address: string): Promise<string> {
   // SET of a map's key needs the map itself (the developer guide's update expressions: a nested
   // attribute's parent must exist), which createPort writes empty.
-  try {
-    await dynamo().send(
+  const recorded = await conditionHeld(
+    dynamo().send(
       new UpdateCommand({
         TableName: networkingTable(),
         Key: keyOf("port", portId),
@@ -750,11 +747,9 @@ async function record(subnetId: string, portId: string, address: string): Promis
         ExpressionAttributeNames: { "#s": subnetId },
         ExpressionAttributeValues: { ":a": address },
       }),
-    );
-    return address;
-  } catch (e) {
-    if (!isConditionalCheckFailed(e)) throw e;
-  }
+    ),
+  );
+  if (recorded) return address;
   const port = await getPort(portId);
   const theirs = port?.fixed_ips.find((f) => f.subnet_id === subnetId)?.ip_address;
   if (theirs !== address) await freeAddress(subnetId, address, portId);
@@ -768,8 +763,9 @@ async function record(subnetId: string, portId: string, address: string): Promis
  */
 export async function releaseAddress(subnetId: string, address: string, portId: string): Promise<boolean> {
   const text = normalize(address);
-  try {
-    await dynamo().send(
+  // taken off the port if it still shows it (a re-run finds it gone), then freed if it holds it
+  await conditionHeld(
+    dynamo().send(
       new UpdateCommand({
         TableName: networkingTable(),
         Key: keyOf("port", portId),
@@ -778,10 +774,8 @@ export async function releaseAddress(subnetId: string, address: string, portId: 
         ExpressionAttributeNames: { "#s": subnetId },
         ExpressionAttributeValues: { ":a": text },
       }),
-    );
-  } catch (e) {
-    if (!isConditionalCheckFailed(e)) throw e;
-  }
+    ),
+  );
   return freeAddress(subnetId, text, portId);
 }
 
