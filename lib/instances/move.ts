@@ -5,8 +5,8 @@
 // host's report is also fenced by the move's attempt and the host it must come from, so a
 // duplicated, late or zombie report changes nothing.
 
-import { TransactWriteCommand, type TransactWriteCommandInput } from "@aws-sdk/lib-dynamodb";
-import { dynamo } from "../aws/clients.js";
+import type { TransactWriteCommandInput } from "@aws-sdk/lib-dynamodb";
+import { transactUnlessConditionFails } from "../aws/dynamo-transact.js";
 import type { Destination } from "../messages/common.js";
 import type { MoveStepMessage, MoveStepName } from "../messages/compute.js";
 import { type Usage, upsizeDelta } from "../quotas/quotas.js";
@@ -446,20 +446,13 @@ type InstanceUpdate = NonNullable<NonNullable<TransactWriteCommandInput["Transac
  * when the write's condition (or a concurrent transaction) refused it, and nothing was released.
  */
 async function releasingWith(update: InstanceUpdate, rec: InstanceRecord, back: Usage): Promise<boolean> {
-  try {
-    await dynamo().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Update: update },
-          ...(back.cores || back.ram ? [releaseItem(rec.project_id, back, rec.user_id)] : []),
-        ],
-      }),
-    );
-    return true;
-  } catch (e) {
-    if ((e as { name?: string }).name === "TransactionCanceledException") return false;
-    throw e;
-  }
+  // (a concurrent transaction on the project's usage item is retried, not taken for a refusal)
+  return transactUnlessConditionFails({
+    TransactItems: [
+      { Update: update },
+      ...(back.cores || back.ram ? [releaseItem(rec.project_id, back, rec.user_id)] : []),
+    ],
+  });
 }
 
 /** compute-events: the source destroyed the old guest; the move is over (Nova's confirm_resize). */
