@@ -229,6 +229,11 @@ export async function failMove(
     if (a.attempt > move.source_attempt) await release(a.host, rec.id, a.attempt);
   }
   await moveAllocation(move.source_host, move.uuid, rec.id, { attempt: move.source_attempt });
+  // a delete that ran meanwhile may have released the instance's claim before that write and the
+  // migration's after it: the claim just handed back would be no one's
+  if ((await getInstance(rec.id))?.deleted !== false) {
+    await release(move.source_host, rec.id, move.source_attempt);
+  }
   if (now?.task_state === "powering-on") {
     // the source shut its guest down for the move: it starts again (a repeated start is harmless)
     const start: ComputeMessage = {

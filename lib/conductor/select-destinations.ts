@@ -206,6 +206,15 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
       : {};
   if (rec.task_state === "resize_prep" || rec.task_state === "rebuilding" || rec.task_state === "migrating") {
     await moveAllocation(move.source_host, id, move.uuid, { fromAttempt: move.source_attempt });
+    // A delete between the read above and that write released what it found: the instance's claim
+    // (or left it to the host's terminate, which finds it the migration's now) and the
+    // migration's (none yet). The migration's claim would be no one's: it goes here.
+    const after = await getInstance(id);
+    if (!after || after.deleted) {
+      await release(move.source_host, move.uuid);
+      log.warn("scheduler.move_deleted", { instance_uuid: id, host: move.source_host });
+      return undefined;
+    }
   }
   const zone = requestedZone(own.availability_zone);
   const {
