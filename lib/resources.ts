@@ -40,8 +40,8 @@ export interface TableSpec {
 export const HOSTS_CHANGES_INDEX = "host-changes";
 
 /**
- * What the watchdog reads of a build in flight, besides the index's keys (id, build_watch,
- * build_deadline): read from the items, not projected, so a build's own writes cost the index nothing.
+ * What the watchdog reads of a build in flight, besides its id and build_deadline: read from the
+ * items (the index carries keys only), so a build's own writes cost the index nothing.
  */
 export const WATCHED_ATTRIBUTES = [
   "request_id",
@@ -57,9 +57,6 @@ export const WATCHED_ATTRIBUTES = [
   "alternates",
   "retry_hosts",
 ];
-
-/** Partitions of the building index: one key would put every in-flight build on one partition. */
-export const BUILD_WATCH_SHARDS = 8;
 
 export const TABLES: TableSpec[] = [
   {
@@ -90,22 +87,15 @@ export const TABLES: TableSpec[] = [
     gsis: [
       // The listing reads the live ones' keys here, then the items themselves (BatchGetItem).
       { indexName: "by-project", partitionKey: "project_id", sortKey: "created_at", projection: ["deleted"] },
-      // Sparse: only instances in BUILD carry build_watch, so the watchdog reads just those. The key
-      // is one of BUILD_WATCH_SHARDS values (a hash of the instance id), so in-flight builds spread
-      // over as many partitions; the watchdog queries them all.
       // Nova's InstanceList.get_by_host: what a (re)starting host should be running.
       { indexName: "by-host", partitionKey: "host", sortKey: "created_at", projection: ["deleted"] },
-      {
-        indexName: "building-by-deadline",
-        partitionKey: "build_watch",
-        sortKey: "build_deadline",
-        projection: "KEYS_ONLY",
-      },
       // The servers listings of every project, and the status filter (Nova's status is a vm_state,
       // then a task_state checked on the item): one partition per vm_state, merged newest first.
       // Keys only: an entry is written when the instance is created and when its vm_state
       // changes (a delete and a put), not on its other writes. Console outputs have no vm_state and
-      // stay out.
+      // stay out. Its `building` partition is also the watchdog's list of builds in flight
+      // (lib/instances/watch.ts): a sparse index of its own for them would cost every build a put
+      // and a delete more.
       { indexName: "by-vm-state", partitionKey: "vm_state", sortKey: "created_at", projection: "KEYS_ONLY" },
       // changes-since/changes-before (Nova's polling filter; deleted ones included): by updated_at,
       // so every write of an instance moves its entry (a delete and a put, under 1 KB each).
@@ -209,7 +199,6 @@ export const NETWORKING_BY_HOLDER_INDEX = "by-holder";
 export const NETWORKING_BY_NETWORK_INDEX = "by-network";
 
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
-export const INSTANCES_BUILDING_INDEX = "building-by-deadline";
 export const INSTANCES_BY_HOST_INDEX = "by-host";
 export const INSTANCES_BY_VM_STATE_INDEX = "by-vm-state";
 export const INSTANCES_CHANGES_INDEX = "changes";

@@ -130,12 +130,12 @@ export const markActive: AttemptWrite = (rec, host, attempt, ev) => {
       "task_state = :null",
       "launched_at = :now",
       "updated_at = :now",
-      "fault = :null",
       // out of BUILD: into the listings' changes index (lib/instances/queries.ts)
       "change_shard = :cs",
     ],
-    // The alternates were for a reschedule of this attempt: the build is over.
-    remove: ["build_watch", "build_deadline", "alternates"],
+    // The alternates were for a reschedule of this attempt: the build is over. A fault from an
+    // earlier attempt goes (absent reads as null: lib/instances/codec.ts).
+    remove: ["build_deadline", "alternates", "fault"],
     condition: `${FENCE} AND task_state = :spawning`,
     values: {
       ":cs": changeShard(rec.id),
@@ -201,7 +201,7 @@ export async function setError(
       "updated_at = :now",
       "change_shard = :cs",
     ],
-    remove: ["build_watch", "build_deadline", "alternates"],
+    remove: ["build_deadline", "alternates"],
     condition: "deleted = :false AND vm_state = :building AND attempt = :n",
     values: {
       ":cs": changeShard(rec.id),

@@ -2,7 +2,7 @@
 // tags, lock) and the soft delete.
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
-import { buildDeadline, buildWatchKey, instancesTable, itemOf } from "./codec.js";
+import { buildDeadline, instancesTable, itemOf } from "./codec.js";
 import { changeShard } from "./queries.js";
 import { merge, transition, type Update } from "./transition.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
@@ -17,7 +17,6 @@ export async function createInstances(records: InstanceRecord[]): Promise<void> 
           // Watched from the start: a build request lost before the conductor is found too.
           Item: {
             ...itemOf(r),
-            build_watch: buildWatchKey(r.id),
             build_deadline: deadline,
             // a record written outside BUILD (an import, a test) is in the changes index at once
             ...(r.vm_state === "building" ? {} : { change_shard: changeShard(r.id) }),
@@ -50,7 +49,7 @@ function deleteUpdate(id: string, now: Date): Update {
       "updated_at = :now",
       "expires_at = :ttl",
     ],
-    remove: ["build_watch", "build_deadline"],
+    remove: ["build_deadline"],
     condition: "deleted = :false",
     values: {
       ":true": true,

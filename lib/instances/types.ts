@@ -356,11 +356,6 @@ export interface InstanceRecord {
    * empty hints; requestSpecOf puts them back.
    */
   request_spec?: StoredRequestSpec;
-  /**
-   * While in BUILD, one of the building index's shard keys (removed when the build ends); the
-   * watchdog reads only instances that carry it.
-   */
-  build_watch?: string;
   /** when the current attempt must have finished (instance_build_timeout from its placement) */
   build_deadline?: string;
   /** the move in progress or awaiting confirm/revert; absent otherwise */
@@ -384,7 +379,7 @@ export type SpecDefaults =
 
 export type StoredRequestSpec = Omit<RequestSpec, SpecDefaults> & Partial<Pick<RequestSpec, SpecDefaults>>;
 
-/** What the watchdog reads of a build in flight: the building index's projection. */
+/** What the watchdog reads of a build in flight (lib/instances/watch.ts). */
 export type WatchedBuild = Pick<
   InstanceRecord,
   | "id"
@@ -400,7 +395,6 @@ export type WatchedBuild = Pick<
   | "spawn_attempt"
   | "alternates"
   | "retry_hosts"
-  | "build_watch"
   | "build_deadline"
 >;
 

@@ -1,48 +1,44 @@
-// The watchdog's side of a build: the builds in flight (the building index) and its fenced
+// The watchdog's side of a build: the builds in flight (by-vm-state's `building`) and its fenced
 // writes, the failure it records on a dead host's behalf and the deadline it extends.
 import { batchGetAll } from "../aws/dynamo-batch.js";
 import { queryAll } from "../aws/dynamo-pages.js";
-import { BUILD_WATCH_SHARDS, INSTANCES_BUILDING_INDEX, WATCHED_ATTRIBUTES } from "../resources.js";
+import { INSTANCES_BY_VM_STATE_INDEX, WATCHED_ATTRIBUTES } from "../resources.js";
 import { type AttemptWrite, failAttempt } from "./build.js";
 import { buildDeadline, destinationFrom, instancesTable } from "./codec.js";
 import { transition } from "./transition.js";
 import type { WatchedBuild } from "./types.js";
 
 /**
- * Every instance still in BUILD (the sparse index holds nothing else), with what the watchdog
- * reads: each shard queried in parallel for its keys, then the items read by BatchGetItem. The
- * index carries only its keys so that the writes of a build (its placement, its spawn) do not
- * rewrite the index entry: a build costs the index one put and one delete. Oldest deadline first.
+ * Every instance still in BUILD, with what the watchdog reads: the keys of the `building`
+ * partition of by-vm-state, then the items by BatchGetItem. The index carries only its keys, so
+ * a build's own writes (its placement, its spawn) do not rewrite the entry; it is written when the
+ * build is created and when it leaves BUILD, as for any vm_state. Oldest deadline first.
  */
 export async function listBuilding(): Promise<WatchedBuild[]> {
-  const shards = await Promise.all(
-    Array.from({ length: BUILD_WATCH_SHARDS }, (_, n) =>
-      queryAll<Pick<WatchedBuild, "id">>({
-        TableName: instancesTable(),
-        IndexName: INSTANCES_BUILDING_INDEX,
-        KeyConditionExpression: "build_watch = :b",
-        ExpressionAttributeValues: { ":b": `building#${n}` },
-      }),
-    ),
-  );
-  const ids = shards.flat().map((k) => k.id);
+  const keys = await queryAll<Pick<WatchedBuild, "id">>({
+    TableName: instancesTable(),
+    IndexName: INSTANCES_BY_VM_STATE_INDEX,
+    KeyConditionExpression: "vm_state = :b",
+    ExpressionAttributeValues: { ":b": "building" },
+    ProjectionExpression: "id",
+  });
   const names = Object.fromEntries(WATCHED.map((a, i) => [`#w${i}`, a]));
   const items = await batchGetAll<WatchedBuild>(
     instancesTable(),
-    ids.map((id) => ({ id })),
+    keys.map(({ id }) => ({ id })),
     { ProjectionExpression: Object.keys(names).join(", "), ExpressionAttributeNames: names },
   );
   const out: WatchedBuild[] = [];
   for (const b of items) {
     // Ended between the index read and this one: no longer a build to watch.
-    if (b.build_watch === undefined) continue;
+    if (b.vm_state !== "building" || b.deleted) continue;
     out.push(b.alternates ? { ...b, alternates: b.alternates.map(destinationFrom) } : b);
   }
   return out.sort((a, b) => (a.build_deadline ?? "").localeCompare(b.build_deadline ?? ""));
 }
 
 /** What the watchdog reads of a build in flight. */
-const WATCHED = ["id", "build_watch", "build_deadline", ...WATCHED_ATTRIBUTES];
+const WATCHED = ["id", "build_deadline", ...WATCHED_ATTRIBUTES];
 
 /**
  * Watchdog: attempt `attempt` on `host` is dead (its host stopped heartbeating, or it passed its

@@ -269,6 +269,40 @@ function byComponent(w: Window, memory: Record<FunctionComponent, number>): Map<
   return m;
 }
 
+/** Where a build's write units go: caller → table (or table/index) → units per build. */
+function writeUnitsByTable(
+  window: Window,
+  idle: Window,
+  done: number,
+): Record<string, Record<string, string>> {
+  const sums = new Map<string, number>();
+  const count = (w: Window, scale: number) => {
+    for (const [key, u] of Object.entries(w.meter)) {
+      for (const [table, t] of Object.entries(u.tables)) {
+        const short = table.replace(/^novaless-?/i, "");
+        const put = (name: string, units: number) =>
+          sums.set(`${nameOf(key)}|${name}`, (sums.get(`${nameOf(key)}|${name}`) ?? 0) + units * scale);
+        put(short, t.write);
+        for (const [index, i] of Object.entries(t.indexes)) put(`${short}/${index}`, i.write);
+      }
+      for (const [table, units] of Object.entries(u.failedWriteUnits))
+        sums.set(
+          `${nameOf(key)}|${table} (refused)`,
+          (sums.get(`${nameOf(key)}|${table} (refused)`) ?? 0) + units * scale,
+        );
+    }
+  };
+  count(window, 1);
+  count(idle, -window.seconds / idle.seconds);
+  const rows: Record<string, Record<string, string>> = {};
+  for (const [k, v] of [...sums].sort()) {
+    if (v / done < 0.005) continue;
+    const [caller, where] = k.split("|") as [string, string];
+    rows[`${caller} ${where}`] = { "WRU / build": fmt(v / done) };
+  }
+  return rows;
+}
+
 function dynamoUnits(f: Figures): { read: number; write: number } {
   return { read: f.tableRead + f.indexRead, write: f.tableWrite + f.indexWrite + f.failedWrite };
 }
@@ -485,6 +519,8 @@ function report(
     usd += dollars(f, c);
   }
   console.table(rows);
+  print("write units per build by caller, table and index (the idle rate taken out):");
+  console.table(writeUnitsByTable(window, idle, done));
   const sfnExec = window.executions.length / done;
   const transitions = window.executions.reduce((s, e) => s + e.transitions, 0) / done;
   const expressGbS =

@@ -47,12 +47,10 @@ it("an instance item is small; the explanation and the index entries are apart",
   const stored = await raw(resources().schedulingTable, id);
   // The same instance as the previous model kept it.
   const before = { ...rec, request_spec: requestSpecOf(rec), scheduling: decision };
-  // While in BUILD, the building index's entry: the whole item before, its projection now.
-  const watched = ["id", "build_watch", "build_deadline", ...WATCHED_ATTRIBUTES];
+  // While in BUILD, what the watchdog reads of it: the whole item before, these attributes now.
+  const watched = ["id", "build_deadline", ...WATCHED_ATTRIBUTES];
   const entryNow = Object.fromEntries(
-    Object.entries({ ...item, build_watch: "building#0", build_deadline: item.updated_at }).filter(([k]) =>
-      watched.includes(k),
-    ),
+    Object.entries({ ...item, build_deadline: item.updated_at }).filter(([k]) => watched.includes(k)),
   );
   const sizes = {
     before: sizeOf(before),

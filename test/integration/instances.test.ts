@@ -10,7 +10,7 @@ import { dynamo } from "../../lib/aws/clients.js";
 import { runWatchdog } from "../../lib/conductor/watchdog.js";
 import { resources, SCHEDULER_DEFAULTS } from "../../lib/config.js";
 import { markActive, placeInstance, startSpawn } from "../../lib/instances/build.js";
-import { buildWatchKey, EVENT_BUILD, EVENT_SCHEDULE } from "../../lib/instances/codec.js";
+import { EVENT_BUILD, EVENT_SCHEDULE } from "../../lib/instances/codec.js";
 import { getInstance, listInstances } from "../../lib/instances/queries.js";
 import { requestSpecOf } from "../../lib/instances/request-spec.js";
 import { getSchedulingDecision, recordSchedulingDecision } from "../../lib/instances/scheduling-decisions.js";
@@ -18,7 +18,7 @@ import { createInstances, markDeleted } from "../../lib/instances/server-writes.
 import { event } from "../../lib/instances/transition.js";
 import type { SchedulingRecord } from "../../lib/instances/types.js";
 import { listBuilding } from "../../lib/instances/watch.js";
-import { BUILD_WATCH_SHARDS, WATCHED_ATTRIBUTES } from "../../lib/resources.js";
+import { WATCHED_ATTRIBUTES } from "../../lib/resources.js";
 import { applyEnv } from "../../local/emulators.js";
 import { createQueues } from "../../local/tables.js";
 import { record } from "../unit/api/records.js";
@@ -36,47 +36,34 @@ beforeAll(async () => {
 
 const uuid = (n: number) => `6a1f0b8e-2222-4000-8000-${n.toString().padStart(12, "0")}`;
 
-/** Instance ids, at least two in every shard of the building index. */
-function idsInEveryShard(): string[] {
-  const byShard = new Map<string, string[]>();
-  for (let n = 0; [...byShard.values()].filter((l) => l.length >= 2).length < BUILD_WATCH_SHARDS; n++) {
-    const id = uuid(n);
-    const key = buildWatchKey(id);
-    byShard.set(key, [...(byShard.get(key) ?? []), id]);
-  }
-  return [...byShard.values()].flatMap((l) => l.slice(0, 2));
-}
-
 const rawItem = async (table: string, id: string) =>
   (await dynamo().send(new GetCommand({ TableName: table, Key: { id }, ConsistentRead: true }))).Item!;
 
-describe("the building index", () => {
-  it("spreads builds over its shards; the watchdog's query finds every one, with only what it reads", async () => {
-    const ids = idsInEveryShard();
-    await createInstances(ids.map((id) => record({ id, project_id: "shards" })));
-    const keys = new Set(ids.map(buildWatchKey));
-    expect(keys.size).toBe(BUILD_WATCH_SHARDS);
+describe("the builds in flight (by-vm-state's building partition)", () => {
+  const ids = Array.from({ length: 12 }, (_, n) => uuid(n));
 
+  it("the watchdog's list finds every one, with only what it reads; a build that ends leaves it", async () => {
+    await createInstances(ids.map((id) => record({ id, project_id: "in-flight" })));
     const building = await listBuilding();
     expect(building.map((b) => b.id).sort()).toEqual([...ids].sort());
-    const allowed = new Set(["id", "build_watch", "build_deadline", ...WATCHED_ATTRIBUTES]);
+    const allowed = new Set(["id", "build_deadline", ...WATCHED_ATTRIBUTES]);
     for (const b of building) {
       expect(Object.keys(b).filter((k) => !allowed.has(k))).toEqual([]);
       expect(b).toMatchObject({ request_id: expect.any(String), retry_hosts: [], attempt: 0 });
     }
 
-    // A build that ends leaves the index.
+    // A build that ends leaves the list.
     await markDeleted(ids[0]!);
     expect((await listBuilding()).map((b) => b.id)).not.toContain(ids[0]);
   });
 
-  it("the watchdog resends a lost build request from every shard", async () => {
-    const ids = (await listBuilding()).map((b) => b.id);
+  it("the watchdog resends a lost build request for every one", async () => {
+    const left = (await listBuilding()).map((b) => b.id);
+    expect(left).toHaveLength(ids.length - 1);
     // Past every deadline: none of them reached a conductor.
     const later = new Date(Date.now() + 3600_000);
     const actions = await runWatchdog(later, { ...SCHEDULER_DEFAULTS });
-    expect(actions.map((a) => a.instance_uuid).sort()).toEqual([...ids].sort());
-    expect(new Set(actions.map((a) => buildWatchKey(a.instance_uuid))).size).toBe(BUILD_WATCH_SHARDS);
+    expect(actions.map((a) => a.instance_uuid).sort()).toEqual([...left].sort());
     expect(actions.every((a) => a.action === "resent")).toBe(true);
   });
 });

@@ -24,7 +24,7 @@ export async function resetState(call: RouteCall, rec: InstanceRecord, arg: unkn
   const updated = await transition(rec.id, {
     set: ["vm_state = :vm", "task_state = :null", "updated_at = :now", "actions.#rid = :action"],
     // a build's watch ends with its BUILD state: the watchdog has nothing left to fence
-    remove: ["build_watch", "build_deadline"],
+    remove: ["build_deadline"],
     condition: "deleted = :false",
     names: { "#rid": action.request_id },
     values: { ":vm": state, ":null": null, ":now": action.start_time, ":action": action, ":false": false },
