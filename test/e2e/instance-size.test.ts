@@ -13,7 +13,7 @@ import { requestSpecOf } from "../../lib/instances/request-spec.js";
 import { getSchedulingDecision } from "../../lib/instances/scheduling-decisions.js";
 import { WATCHED_ATTRIBUTES } from "../../lib/resources.js";
 import type { Runtime } from "../../local/runtime.js";
-import { ADMIN, type Client, startTestRuntime } from "./harness.js";
+import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 /** dynalite's DynamoDB item size (attribute names + values, as DynamoDB counts them). */
 const { itemSize } = createRequire(import.meta.url)("dynalite/db/index.js") as {
@@ -26,7 +26,8 @@ const units = (bytes: number) => Math.ceil(bytes / 1024);
 let runtime: Runtime;
 let client: Client;
 beforeAll(async () => {
-  ({ runtime, client } = await startTestRuntime({ hosts: 8 }));
+  // a build long enough to read its item while spawning
+  ({ runtime, client } = await startTestRuntime({ hosts: 8, buildMs: 1000 }));
 });
 afterAll(async () => runtime?.stop());
 
@@ -39,6 +40,11 @@ async function raw(table: string, id: string): Promise<Record<string, NativeAttr
 
 it("an instance item is small; the explanation and the index entries are apart", async () => {
   const id = await client.createServer({ name: "sized" });
+  const spawning = await eventually(
+    () => raw(resources().instancesTable, id),
+    (i) => i.task_state === "spawning",
+  );
+  expect(spawning.task_state).toBe("spawning");
   expect((await client.as(ADMIN).waitForStatus(id, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
 
   const item = await raw(resources().instancesTable, id);
@@ -71,5 +77,10 @@ it("an instance item is small; the explanation and the index entries are apart",
     .sort((a, b) => b[1] - a[1]);
   console.log(`by attribute: ${largest.map(([k, n]) => `${k} ${n}`).join(", ")}`);
   expect(sizes.after).toBeLessThan(sizes.before / 4);
+  // Under 1 KB at its largest (spawning: the alternates and the deadline) and after: each write of
+  // the build is one unit (null attributes left out: at 1,029 bytes, two).
+  console.log(`while spawning: ${sizeOf(spawning)} B`);
+  expect(sizeOf(spawning)).toBeLessThan(1024);
+  expect(sizes.after).toBeLessThan(1024);
   expect(sizes.building_entry_after).toBeLessThan(512);
 });
