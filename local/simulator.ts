@@ -234,7 +234,10 @@ export class SimulatedAgent implements HostAgent {
     const count =
       this.deadLetters.value > 0 ? this.deadLetters.recount(DEAD_LETTER_RECOUNT_MS) : Promise.resolve();
     count
-      .then(() => this.reporter.send("heartbeat", this.deadLetters.heartbeat()))
+      .then(() =>
+        this.reporter.send("heartbeat", { ...this.deadLetters.heartbeat(), ...this.path.heartbeatIo() }),
+      )
+      .then(() => this.path.heartbeatSent())
       .catch((e) => this.log.warn("compute.heartbeat_failed", { error: e }))
       .finally(() => {
         this.beating = false;

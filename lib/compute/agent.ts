@@ -97,7 +97,13 @@ export class ComputeAgent implements HostAgent {
     const every = (this.opts.heartbeatSeconds ?? schedulerConfig().report_interval) * 1000;
     this.every(
       every,
-      () => this.reporter.send("heartbeat", this.deadLetters.heartbeat()),
+      async () => {
+        await this.reporter.send("heartbeat", {
+          ...this.deadLetters.heartbeat(),
+          ...this.path.heartbeatIo(),
+        });
+        this.path.heartbeatSent();
+      },
       "compute.heartbeat_failed",
     );
     const check =

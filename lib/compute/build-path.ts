@@ -230,6 +230,44 @@ export class BuildPath {
   }
 
   /**
+   * A failed build was reported since the last success: the next success's report resets
+   * failed_builds. Unknown at start, so true until one.
+   */
+  private failedSinceSuccess = true;
+  /** builds that ended since a heartbeat last carried in_flight, and the count one took */
+  private ended = 0;
+  private endedTaken = 0;
+
+  /** The in_flight a heartbeat carries: while a build ended since one last did. */
+  heartbeatIo(): { in_flight?: number } {
+    if (this.ended === 0) return {};
+    this.endedTaken = this.ended;
+    return { in_flight: this.inFlight };
+  }
+
+  /** That heartbeat was sent: what it carried is written (a build ended since is still owed). */
+  heartbeatSent(): void {
+    this.ended -= this.endedTaken;
+    this.endedTaken = 0;
+  }
+
+  /**
+   * A build ended: the next heartbeat carries in_flight (a report that set it already, or was
+   * fenced before, makes that one write more, on a rare path). A success says whether failures
+   * came before it, so that only then does its report reset failed_builds.
+   */
+  private buildEnded(ok: boolean): { after_failures?: boolean } {
+    this.ended++;
+    if (!ok) {
+      this.failedSinceSuccess = true;
+      return {};
+    }
+    const after_failures = this.failedSinceSuccess;
+    this.failedSinceSuccess = false;
+    return { after_failures };
+  }
+
+  /**
    * Nova's _sync_power_states from the host's side: the guests whose power state changed since
    * last reported (all of them with `all`); compute-events compares with the database.
    */
@@ -418,6 +456,7 @@ export class BuildPath {
         ...build,
         started_at: started,
         in_flight: this.inFlight,
+        ...this.buildEnded(true),
       });
       return;
     }
@@ -433,6 +472,7 @@ export class BuildPath {
       // Nothing half-built stays behind for the next attempt elsewhere.
       this.tombstone(id, attempt);
       await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
+      this.buildEnded(false);
       await this.reporter.send("build_failed", {
         ...build,
         started_at: started,
@@ -448,6 +488,7 @@ export class BuildPath {
         ...build,
         started_at: started,
         in_flight: this.inFlight - 1,
+        ...this.buildEnded(true),
       });
       log.info("compute.build_succeeded", { attempt });
     } finally {

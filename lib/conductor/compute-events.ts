@@ -46,7 +46,7 @@ import {
 import { metrics } from "../metrics.js";
 import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
-import { getHost, recordBuildResult, registerHost } from "../placement/hosts.js";
+import { getHost, recordBuildResult, recordInFlight, registerHost } from "../placement/hosts.js";
 import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
@@ -147,6 +147,8 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
         metrics.computeDeadLetters(report.dead_letters);
         log.warn("compute_events.dead_letters", { host: report.host, dead_letters: report.dead_letters });
       }
+      // builds ended since the last heartbeat without setting num_io_ops: set once for them all
+      if (report.in_flight !== undefined) await recordInFlight(report.host, report.in_flight);
       return heartbeat(report.host);
     case "build_started":
     case "build_succeeded":
@@ -540,7 +542,9 @@ async function finishBuild(
       event(EVENT_BUILD, n, "Success", host, null, started, finished),
     );
     if (!active) return false;
-    await recordBuildResult(host, true, r.in_flight);
+    // Nova's failed_builds reset, when failures came before; num_io_ops comes with the next
+    // heartbeat otherwise (a host write moves its entry in the scheduler's change feed: 3 units)
+    if (r.after_failures !== false) await recordBuildResult(host, true, r.in_flight);
     metrics.buildActive();
     log.info("compute_events.build_succeeded", {});
     return true;

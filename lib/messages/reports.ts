@@ -45,6 +45,12 @@ export const heartbeatReport = z.object({
    * Metrics Insights has no LIKE to match their names: the count reaches the alarm as a metric.
    */
   dead_letters: z.number().int().min(1).optional(),
+  /**
+   * Builds in flight here (Nova's num_io_ops), sent when a build ended since the last heartbeat
+   * and its report did not set them: each claim counted one more, and this corrects them once per
+   * report_interval, as Nova's resource tracker does periodically, not once per build.
+   */
+  in_flight: z.number().int().min(0).optional(),
 });
 
 const build = {
@@ -63,6 +69,12 @@ export const buildSucceededReport = z.object({
   kind: z.literal("build_succeeded"),
   /** other builds still in flight on the host (Nova's num_io_ops) */
   in_flight: z.number().int().min(0),
+  /**
+   * This host reported a failed build since its last success (or may have: the agent started
+   * since): the consumer resets failed_builds and sets num_io_ops now. When false, it writes
+   * nothing to the host, and the next heartbeat carries `in_flight`. Absent (an older agent): true.
+   */
+  after_failures: z.boolean().optional(),
 });
 
 export const buildFailedReport = z.object({

@@ -146,8 +146,19 @@ describe("failed_builds", () => {
     const ok = await admin.createServer({ name: "good", availability_zone: `:${hosts[0]}` });
     expect((await admin.waitForStatus(ok, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
     expect((await getHost(hosts[0]!))!.stats.failed_builds).toBe(0);
+    // A success after no failure leaves num_io_ops (one more for each claim) to the host's next
+    // heartbeat, which sets it to the builds still in flight.
+    const again = await admin.createServer({ name: "good-again", availability_zone: `:${hosts[0]}` });
+    expect((await admin.waitForStatus(again, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
+    expect(
+      await eventually(
+        async () => (await getHost(hosts[0]!))!.num_io_ops,
+        (n) => n === 0,
+      ),
+    ).toBe(0);
     await client.delete(`/v2.1/servers/${id}`);
     await admin.delete(`/v2.1/servers/${ok}`);
+    await admin.delete(`/v2.1/servers/${again}`);
     expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
   });
 });
