@@ -231,11 +231,14 @@ export class BuildPath {
 
   /**
    * A failed build was reported since the last success: the next success's report resets
-   * failed_builds. Unknown at start, so true until one.
+   * failed_builds (registration resets them: a restarted service starts from 0, as Nova's).
    */
-  private failedSinceSuccess = true;
-  /** builds that ended since a heartbeat last carried in_flight, and the count one took */
-  private ended = 0;
+  private failedSinceSuccess = false;
+  /**
+   * Builds that ended since a heartbeat last carried in_flight, and the count one took. One at
+   * start: the first heartbeat sets what builds in flight before a restart left counted.
+   */
+  private ended = 1;
   private endedTaken = 0;
 
   /** The in_flight a heartbeat carries: while a build ended since one last did. */

@@ -23,6 +23,7 @@ import {
   readAllHosts,
   readChangedHosts,
   recordBuildResult,
+  recordInFlight,
   registerHost,
 } from "../../lib/placement/hosts.js";
 import { deleteInventory, setInventory } from "../../lib/placement/inventory.js";
@@ -656,6 +657,17 @@ export function placementSuite(backend: DynamoBackend): void {
       await recordBuildResult("io", true, 0);
       expect((await getHost("io"))!).toMatchObject({ num_io_ops: 0, stats: { failed_builds: 0 } });
       await expect(recordBuildResult("no-such-host", true, 0)).rejects.toThrow();
+    });
+
+    it("recordInFlight sets num_io_ops alone; a restarted service's registration counts failed builds from 0", async () => {
+      await host("io-2", { VCPU: inv(8) });
+      for (let i = 0; i < 2; i++) await claim("io-2", `vm-io2-${i}`, { VCPU: 1 }, 1);
+      await recordBuildResult("io-2", false, 1);
+      await recordInFlight("io-2", 0);
+      expect((await getHost("io-2"))!).toMatchObject({ num_io_ops: 0, stats: { failed_builds: 1 } });
+      // the agent restarts (Nova's compute stats are the service's memory)
+      await host("io-2", { VCPU: inv(8) });
+      expect((await getHost("io-2"))!).toMatchObject({ num_io_ops: 0, stats: { failed_builds: 0 } });
     });
   });
 

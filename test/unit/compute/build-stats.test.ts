@@ -47,13 +47,15 @@ it("a success after none failed leaves num_io_ops to the next heartbeat; after a
   const ends = () =>
     sent.filter((s) => s.kind.startsWith("build_")).map((s) => [s.kind, s.body.after_failures]);
 
-  // nothing ended yet: the heartbeat carries no in_flight
+  // the first heartbeat after a start sets what a restart left counted
+  expect(built.heartbeatIo()).toEqual({ in_flight: 0 });
+  built.heartbeatSent();
   expect(built.heartbeatIo()).toEqual({});
-  // the first success after the agent started cannot know what came before: it resets
+  // registration reset failed_builds: successes write nothing to the host
   await path.spawn(spawn(1), log);
   await path.spawn(spawn(2), log);
   expect(ends()).toEqual([
-    ["build_succeeded", true],
+    ["build_succeeded", false],
     ["build_succeeded", false],
   ]);
   expect(built.heartbeatIo()).toEqual({ in_flight: 0 });
