@@ -234,11 +234,8 @@ export class BuildPath {
    * failed_builds (registration resets them: a restarted service starts from 0, as Nova's).
    */
   private failedSinceSuccess = false;
-  /**
-   * Builds that ended since a heartbeat last carried in_flight, and the count one took. One at
-   * start: the first heartbeat sets what builds in flight before a restart left counted.
-   */
-  private ended = 1;
+  /** builds that ended since a heartbeat last carried in_flight, and the count one took */
+  private ended = 0;
   private endedTaken = 0;
 
   /** The in_flight a heartbeat carries: while a build ended since one last did. */

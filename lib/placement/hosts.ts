@@ -133,9 +133,11 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
       ...(reg.hypervisor_facts ? { hypervisor_facts: reg.hypervisor_facts } : {}),
       // the compute service (re)started: what its uptime counts from
       started_at: new Date().toISOString(),
-      // Nova's compute stats are the service's memory: a restarted one counts failed builds from
-      // 0 (and its agent then resets them only after a failure: lib/compute/build-path.ts)
+      // Nova's compute stats are the service's memory: a restarted one counts failed builds and
+      // builds in flight from 0 (its agent then resets failed_builds only after a failure, and
+      // sets num_io_ops by heartbeat: lib/compute/build-path.ts)
       stats: { failed_builds: 0 },
+      num_io_ops: 0,
     };
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = { ":g": current.generation, ":one": 1 };

@@ -659,12 +659,15 @@ export function placementSuite(backend: DynamoBackend): void {
       await expect(recordBuildResult("no-such-host", true, 0)).rejects.toThrow();
     });
 
-    it("recordInFlight sets num_io_ops alone; a restarted service's registration counts failed builds from 0", async () => {
+    it("recordInFlight sets num_io_ops alone; a restarted service's registration counts its stats from 0", async () => {
       await host("io-2", { VCPU: inv(8) });
       for (let i = 0; i < 2; i++) await claim("io-2", `vm-io2-${i}`, { VCPU: 1 }, 1);
       await recordBuildResult("io-2", false, 1);
-      await recordInFlight("io-2", 0);
-      expect((await getHost("io-2"))!).toMatchObject({ num_io_ops: 0, stats: { failed_builds: 1 } });
+      expect((await getHost("io-2"))!).toMatchObject({ num_io_ops: 1, stats: { failed_builds: 1 } });
+      await claim("io-2", "vm-io2-2", { VCPU: 1 }, 1);
+      await recordInFlight("io-2", 1);
+      expect((await getHost("io-2"))!).toMatchObject({ num_io_ops: 1, stats: { failed_builds: 1 } });
+      await claim("io-2", "vm-io2-3", { VCPU: 1 }, 1);
       // the agent restarts (Nova's compute stats are the service's memory)
       await host("io-2", { VCPU: inv(8) });
       expect((await getHost("io-2"))!).toMatchObject({ num_io_ops: 0, stats: { failed_builds: 0 } });
