@@ -6,26 +6,13 @@ import { BuildPath, type Reporter } from "../../../lib/compute/build-path.js";
 import { FAKE_FAIL_PROPERTY, FakeDriver } from "../../../lib/compute/drivers/fake.js";
 import { log } from "../../../lib/log.js";
 import type { SpawnInstance } from "../../../lib/messages/compute.js";
+import { guestSpec } from "../../drivers/guest.js";
 
-const guest = (id: string, fail = false) => ({
-  instance_uuid: id,
-  name: "vm",
-  hostname: "vm",
-  project_id: "p",
-  user_id: "u",
-  flavor: {
-    id: "1",
-    name: "m1.tiny",
-    vcpus: 1,
-    memory_mb: 512,
-    root_gb: 1,
-    ephemeral_gb: 0,
-    swap: 0,
-    extra_specs: {},
-  },
-  image: { id: "i", name: "cirros", properties: fail ? { [FAKE_FAIL_PROPERTY]: "true" } : {} },
-  metadata: {},
-});
+const guest = (id: string, fail = false) =>
+  guestSpec("i", {
+    instance_uuid: id,
+    image: { id: "i", name: "cirros", properties: fail ? { [FAKE_FAIL_PROPERTY]: "true" } : {} },
+  });
 const spawn = (n: number, fail = false): SpawnInstance =>
   ({
     version: 1,
