@@ -182,25 +182,26 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
  * per failure, 0 on success) and num_io_ops set to the builds the agent still has in flight, in
  * one write. The absolute count corrects what claims added (+1 each) for builds that never ran.
  */
-export function recordBuildResult(host: string, ok: boolean, inFlight: number): Promise<void> {
-  return writeBuildStats(host, inFlight, ok);
+export async function recordBuildResult(host: string, ok: boolean, inFlight: number): Promise<void> {
+  await writeBuildStats(host, inFlight, ok);
 }
 
 /**
  * A heartbeat's in_flight, sent once builds ended whose reports left num_io_ops as the claims
  * counted it (a success after no failure writes nothing to the host: lib/compute/build-path.ts).
+ * False when the host has no provider item (its service was deleted): the heartbeat goes on.
  */
-export function recordInFlight(host: string, inFlight: number): Promise<void> {
-  return writeBuildStats(host, inFlight);
+export function recordInFlight(host: string, inFlight: number): Promise<boolean> {
+  return conditionHeld(writeBuildStats(host, inFlight));
 }
 
-async function writeBuildStats(host: string, inFlight: number, ok?: boolean): Promise<void> {
+function writeBuildStats(host: string, inFlight: number, ok?: boolean): Promise<unknown> {
   const values: Record<string, unknown> = {
     ":io": inFlight,
     ...(ok === true ? { ":zero": 0 } : ok === false ? { ":one": 1 } : {}),
   };
   const sets = ["num_io_ops = :io", stamp(values), ...(ok === true ? ["stats.failed_builds = :zero"] : [])];
-  await dynamo().send(
+  return dynamo().send(
     new UpdateCommand({
       TableName: resources().hostsTable,
       Key: { host },

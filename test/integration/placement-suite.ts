@@ -668,6 +668,8 @@ export function placementSuite(backend: DynamoBackend): void {
       await recordInFlight("io-2", 1);
       expect((await getHost("io-2"))!).toMatchObject({ num_io_ops: 1, stats: { failed_builds: 1 } });
       await claim("io-2", "vm-io2-3", { VCPU: 1 }, 1);
+      // a deleted service's host has nothing to set: the heartbeat goes on
+      expect(await recordInFlight("no-such-host", 0)).toBe(false);
       // the agent restarts (Nova's compute stats are the service's memory)
       await host("io-2", { VCPU: inv(8) });
       expect((await getHost("io-2"))!).toMatchObject({ num_io_ops: 0, stats: { failed_builds: 0 } });
