@@ -303,6 +303,12 @@ function writeUnitsByTable(
   return rows;
 }
 
+/** A goal that write units decide: no verdict where the emulator leaves index writes out. */
+function verdict(met: boolean): string {
+  if (be.name === "dynalite") return "UNKNOWN (dynalite leaves index writes out)";
+  return met ? "MET" : "MISSED";
+}
+
 function dynamoUnits(f: Figures): { read: number; write: number } {
   return { read: f.tableRead + f.indexRead, write: f.tableWrite + f.indexWrite + f.failedWrite };
 }
@@ -562,7 +568,7 @@ function report(
   );
   print(
     `goals: RRU ${fmt(units.read)} <= 10 ${units.read <= 10 ? "MET" : "MISSED"}; WRU ${fmt(units.write)} <= 20 ` +
-      `${units.write <= 20 ? "MET" : "MISSED"}; $/M builds <= 25 at 10,000 hosts ${hosts >= 10_000 ? (usd * 1e6 <= 25 ? "MET" : "MISSED") : "(not this size)"}`,
+      `${verdict(units.write <= 20)}; $/M builds <= 25 at 10,000 hosts ${hosts >= 10_000 ? verdict(usd * 1e6 <= 25) : "(not this size)"}`,
   );
   result.perBuild = { rcu: units.read, wcu: units.write, usdPerMillion: usd * 1e6, builds: done };
 
