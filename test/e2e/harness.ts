@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
 import { sfnClient } from "../../lib/aws/clients.js";
 import { consumerAllocations, listAllocations } from "../../lib/placement/allocations.js";
-import { listHosts } from "../../lib/placement/hosts.js";
+import { getHost, listHosts } from "../../lib/placement/hosts.js";
 import type { HostRecord } from "../../lib/placement/types.js";
 import { type Runtime, type RuntimeOptions, startRuntime } from "../../local/runtime.js";
 
@@ -147,6 +147,17 @@ export async function conductorExecutions(): Promise<number> {
     new ListExecutionsCommand({ stateMachineArn: process.env.NOVALESS_CONDUCTOR_ARN! }),
   );
   return r.executions?.length ?? 0;
+}
+
+/**
+ * A host's provider item, once compute-events has written it: an agent starts as soon as its queue
+ * exists, which compute-events creates a moment before the item.
+ */
+export async function registeredHost(name: string): Promise<HostRecord> {
+  return (await eventually(
+    () => getHost(name),
+    (h) => h?.queue_url !== undefined,
+  ))!;
 }
 
 export async function eventually<T>(

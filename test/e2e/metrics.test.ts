@@ -6,10 +6,9 @@ import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { sfnClient, sqsClient } from "../../lib/aws/clients.js";
 import { METRIC } from "../../lib/metrics.js";
-import { getHost } from "../../lib/placement/hosts.js";
 import { type InvocationRecord, observeInvocations } from "../../local/lambda.js";
 import type { Runtime } from "../../local/runtime.js";
-import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
+import { ADMIN, type Client, eventually, registeredHost, startTestRuntime } from "./harness.js";
 
 interface Emf {
   _aws: { CloudWatchMetrics: { Namespace: string; Metrics: { Name: string }[] }[] };
@@ -49,7 +48,7 @@ function points(name: string): Record<string, unknown>[] {
 
 describe("metrics from the local flow", () => {
   it("counts what a host parked in its DLQ, as its heartbeats report it (the ComputeDeadLetters alarm's source)", async () => {
-    const queueUrl = (await getHost("host-1"))!.queue_url;
+    const queueUrl = (await registeredHost("host-1")).queue_url;
     await sqsClient().send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "{not a cast" }));
     const parked = await eventually(
       async () => points(METRIC.computeDeadLetters),

@@ -3,10 +3,9 @@
 import { ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sqsClient } from "../../lib/aws/clients.js";
-import { getHost } from "../../lib/placement/hosts.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
 import type { Runtime } from "../../local/runtime.js";
-import { type Client, startTestRuntime } from "./harness.js";
+import { type Client, registeredHost, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;
@@ -55,7 +54,7 @@ it("build-requests: not JSON, and JSON of the wrong shape, each dead-lettered wi
 });
 
 it("a host queue: a malformed build is dead-lettered by the agent, and the host keeps working", async () => {
-  const host = (await getHost("host-1"))!;
+  const host = await registeredHost("host-1");
   await sqsClient().send(
     new SendMessageCommand({
       QueueUrl: host.queue_url,
