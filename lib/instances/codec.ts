@@ -1,6 +1,6 @@
 // Instance records as items of the Instances table: what an item leaves out (the defaults, its
 // keys' parts, nulls) and how a read puts it back, the short codes of Nova's long event names, and
-// the attributes of the building index.
+// a build's deadline.
 import { instanceBuildTimeout, resources } from "../config.js";
 import { type Destination, destinationOf } from "../messages/common.js";
 import type { ActionEvent, InstanceRecord, StoredRequestSpec } from "./types.js";

@@ -5,7 +5,9 @@
 // host's report is also fenced by the move's attempt and the host it must come from, so a
 // duplicated, late or zombie report changes nothing.
 
-import type { TransactWriteCommandInput } from "@aws-sdk/lib-dynamodb";
+import { type TransactWriteCommandInput, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.js";
+import { conditionHeld } from "../aws/dynamo-errors.js";
 import { transactUnlessConditionFails } from "../aws/dynamo-transact.js";
 import type { Destination } from "../messages/common.js";
 import type { MoveStepMessage, MoveStepName } from "../messages/compute.js";
@@ -13,7 +15,14 @@ import { type Usage, upsizeDelta } from "../quotas/quotas.js";
 import { releaseItem } from "../quotas/store.js";
 import { instancesTable, storedDestination } from "./codec.js";
 
-import { type InstanceRef, merge, transition, transitionWithEvent, type Update } from "./transition.js";
+import {
+  type InstanceRef,
+  instanceUpdate,
+  merge,
+  transition,
+  transitionWithEvent,
+  type Update,
+} from "./transition.js";
 import type {
   ActionEvent,
   Fault,
@@ -377,8 +386,7 @@ export function moveFailed(
  * transaction.
  */
 export function beginConfirm(rec: InstanceRecord, a: InstanceAction): Promise<boolean> {
-  const m = rec.migration;
-  return settledBegin(rec, a, "confirming", null, m ? upsizeDelta(m.new_flavor, m.old_flavor) : undefined);
+  return settledBegin(rec, a, "confirming", null, (m) => upsizeDelta(m.new_flavor, m.old_flavor));
 }
 
 /**
@@ -386,13 +394,8 @@ export function beginConfirm(rec: InstanceRecord, a: InstanceAction): Promise<bo
  * flavor stops counting in the same transaction (usageOf counts a reverting server's old flavor).
  */
 export function beginRevert(rec: InstanceRecord, a: InstanceAction): Promise<boolean> {
-  const m = rec.migration;
-  return settledBegin(
-    rec,
-    a,
-    "reverting",
-    "resize_reverting",
-    m ? upsizeDelta(m.old_flavor, m.new_flavor) : undefined,
+  return settledBegin(rec, a, "reverting", "resize_reverting", (m) =>
+    upsizeDelta(m.old_flavor, m.new_flavor),
   );
 }
 
@@ -406,7 +409,7 @@ async function settledBegin(
   a: InstanceAction,
   next: MigrationStatus,
   task: TaskState,
-  back: Usage | undefined,
+  back: (move: MoveContext) => Usage,
 ): Promise<boolean> {
   if (!rec.migration) return false;
   const u = inMove(
@@ -424,19 +427,7 @@ async function settledBegin(
       },
     }),
   );
-  if (!back || (!back.cores && !back.ram)) return (await transition(rec.id, u)) !== undefined;
-  return releasingWith(
-    {
-      TableName: instancesTable(),
-      Key: { id: rec.id },
-      UpdateExpression: `SET ${u.set.join(", ")}`,
-      ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
-      ExpressionAttributeNames: u.names,
-      ExpressionAttributeValues: u.values,
-    },
-    rec,
-    back,
-  );
+  return releasingWith(instanceUpdate(rec.id, u), rec, back(rec.migration));
 }
 
 type InstanceUpdate = NonNullable<NonNullable<TransactWriteCommandInput["TransactItems"]>[number]["Update"]>;
@@ -446,12 +437,11 @@ type InstanceUpdate = NonNullable<NonNullable<TransactWriteCommandInput["Transac
  * when the write's condition (or a concurrent transaction) refused it, and nothing was released.
  */
 async function releasingWith(update: InstanceUpdate, rec: InstanceRecord, back: Usage): Promise<boolean> {
+  // nothing to give back (a move between flavors of the same size): the write alone
+  if (!back.cores && !back.ram) return conditionHeld(dynamo().send(new UpdateCommand(update)));
   // (a concurrent transaction on the project's usage item is retried, not taken for a refusal)
   return transactUnlessConditionFails({
-    TransactItems: [
-      { Update: update },
-      ...(back.cores || back.ram ? [releaseItem(rec.project_id, back, rec.user_id)] : []),
-    ],
+    TransactItems: [{ Update: update }, releaseItem(rec.project_id, back, rec.user_id)],
   });
 }
 

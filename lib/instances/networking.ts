@@ -287,14 +287,19 @@ function vifOf(port: Port, network: Network, req: NetworkRequest, made: boolean)
     network_id: network.id,
     network_name: network.name,
     mac_address: String(port.mac_address),
-    fixed_ips: port.fixed_ips.map((f) => ({
-      subnet_id: f.subnet_id,
-      ip_address: f.ip_address,
-      version: f.ip_address.includes(":") ? 6 : 4,
-    })),
+    fixed_ips: vifAddresses(port),
     preexisting: !made,
     ...(req.tag === undefined ? {} : { tag: req.tag }),
   };
+}
+
+/** A port's addresses as the network info keeps them. */
+function vifAddresses(port: Port): Vif["fixed_ips"] {
+  return port.fixed_ips.map((f) => ({
+    subnet_id: f.subnet_id,
+    ip_address: f.ip_address,
+    version: f.ip_address.includes(":") ? 6 : 4,
+  }));
 }
 
 /** The network info cache on the record (Nova's instance_info_caches), while the server lives. */
@@ -405,14 +410,7 @@ export async function refreshNetworkInfo(instanceId: string): Promise<void> {
   for (const vif of rec.network_info) {
     const port = await getPort(vif.port_id);
     if (!port || port.device_id !== rec.id) continue;
-    vifs.push({
-      ...vif,
-      fixed_ips: port.fixed_ips.map((f) => ({
-        subnet_id: f.subnet_id,
-        ip_address: f.ip_address,
-        version: f.ip_address.includes(":") ? 6 : 4,
-      })),
-    });
+    vifs.push({ ...vif, fixed_ips: vifAddresses(port) });
   }
   await recordNetworkInfo(rec.id, vifs);
 }

@@ -55,6 +55,11 @@ export async function listInstances(
 
 /** Live instances in one vm_state (the watchdog's SHELVED servers): its partition of `by-vm-state`. */
 export async function listInstancesInVmState(vmState: VmState): Promise<InstanceRecord[]> {
+  return (await instanceIdsInVmState(vmState).then(getInstances)).filter((r) => r.vm_state === vmState);
+}
+
+/** The ids in one vm_state's partition of `by-vm-state` (keys only: read the items for the rest). */
+export async function instanceIdsInVmState(vmState: VmState): Promise<string[]> {
   const keys = await queryAll<Pick<InstanceRecord, "id">>({
     TableName: instancesTable(),
     IndexName: INSTANCES_BY_VM_STATE_INDEX,
@@ -62,7 +67,7 @@ export async function listInstancesInVmState(vmState: VmState): Promise<Instance
     ExpressionAttributeValues: { ":v": vmState },
     ProjectionExpression: "id",
   });
-  return (await getInstances(keys.map((r) => r.id))).filter((r) => r.vm_state === vmState);
+  return keys.map((r) => r.id);
 }
 
 /**

@@ -22,19 +22,21 @@ export async function transition(
   returnValues: "ALL_NEW" | "ALL_OLD" = "ALL_NEW",
 ): Promise<InstanceRecord | undefined> {
   const r = await unlessConditionFails(
-    dynamo().send(
-      new UpdateCommand({
-        TableName: instancesTable(),
-        Key: { id },
-        UpdateExpression: `SET ${u.set.join(", ")}${u.remove?.length ? ` REMOVE ${u.remove.join(", ")}` : ""}`,
-        ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
-        ExpressionAttributeNames: u.names && Object.keys(u.names).length ? u.names : undefined,
-        ExpressionAttributeValues: u.values,
-        ReturnValues: returnValues,
-      }),
-    ),
+    dynamo().send(new UpdateCommand({ ...instanceUpdate(id, u), ReturnValues: returnValues })),
   );
   return r?.Attributes ? recordOf(r.Attributes) : undefined;
+}
+
+/** The UpdateItem of a transition: the command's input, or a transaction's Update. */
+export function instanceUpdate(id: string, u: Update) {
+  return {
+    TableName: instancesTable(),
+    Key: { id },
+    UpdateExpression: `SET ${u.set.join(", ")}${u.remove?.length ? ` REMOVE ${u.remove.join(", ")}` : ""}`,
+    ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
+    ExpressionAttributeNames: u.names && Object.keys(u.names).length ? u.names : undefined,
+    ExpressionAttributeValues: u.values,
+  };
 }
 
 /** The SET clause and names/values that record `event` under the instance's create action. */

@@ -1,10 +1,10 @@
 // The watchdog's side of a build: the builds in flight (by-vm-state's `building`) and its fenced
 // writes, the failure it records on a dead host's behalf and the deadline it extends.
 import { batchGetAll } from "../aws/dynamo-batch.js";
-import { queryAll } from "../aws/dynamo-pages.js";
-import { INSTANCES_BY_VM_STATE_INDEX, WATCHED_ATTRIBUTES } from "../resources.js";
+import { WATCHED_ATTRIBUTES } from "../resources.js";
 import { type AttemptWrite, failAttempt } from "./build.js";
 import { buildDeadline, destinationFrom, instancesTable } from "./codec.js";
+import { instanceIdsInVmState } from "./queries.js";
 import { transition } from "./transition.js";
 import type { WatchedBuild } from "./types.js";
 
@@ -15,17 +15,11 @@ import type { WatchedBuild } from "./types.js";
  * build is created and when it leaves BUILD, as for any vm_state. Oldest deadline first.
  */
 export async function listBuilding(): Promise<WatchedBuild[]> {
-  const keys = await queryAll<Pick<WatchedBuild, "id">>({
-    TableName: instancesTable(),
-    IndexName: INSTANCES_BY_VM_STATE_INDEX,
-    KeyConditionExpression: "vm_state = :b",
-    ExpressionAttributeValues: { ":b": "building" },
-    ProjectionExpression: "id",
-  });
+  const ids = await instanceIdsInVmState("building");
   const names = Object.fromEntries(WATCHED.map((a, i) => [`#w${i}`, a]));
   const items = await batchGetAll<WatchedBuild>(
     instancesTable(),
-    keys.map(({ id }) => ({ id })),
+    ids.map((id) => ({ id })),
     { ProjectionExpression: Object.keys(names).join(", "), ExpressionAttributeNames: names },
   );
   const out: WatchedBuild[] = [];

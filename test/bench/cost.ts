@@ -278,18 +278,15 @@ function writeUnitsByTable(
   const sums = new Map<string, number>();
   const count = (w: Window, scale: number) => {
     for (const [key, u] of Object.entries(w.meter)) {
+      const put = (where: string, units: number) => {
+        const k = `${nameOf(key)}|${where.replace(/^novaless-?/i, "")}`;
+        sums.set(k, (sums.get(k) ?? 0) + units * scale);
+      };
       for (const [table, t] of Object.entries(u.tables)) {
-        const short = table.replace(/^novaless-?/i, "");
-        const put = (name: string, units: number) =>
-          sums.set(`${nameOf(key)}|${name}`, (sums.get(`${nameOf(key)}|${name}`) ?? 0) + units * scale);
-        put(short, t.write);
-        for (const [index, i] of Object.entries(t.indexes)) put(`${short}/${index}`, i.write);
+        put(table, t.write);
+        for (const [index, i] of Object.entries(t.indexes)) put(`${table}/${index}`, i.write);
       }
-      for (const [table, units] of Object.entries(u.failedWriteUnits))
-        sums.set(
-          `${nameOf(key)}|${table} (refused)`,
-          (sums.get(`${nameOf(key)}|${table} (refused)`) ?? 0) + units * scale,
-        );
+      for (const [table, units] of Object.entries(u.failedWriteUnits)) put(`${table} (refused)`, units);
     }
   };
   count(window, 1);
