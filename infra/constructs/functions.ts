@@ -14,7 +14,12 @@ import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { NagSuppressions } from "cdk-nag";
 import { IMAGES_PREFIX } from "../../lib/compute/image-store.js";
 import { option, parseOption, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
-import { COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX, TABLES } from "../../lib/resources.js";
+import {
+  API_FUNCTION_TIMEOUT_SECONDS,
+  COMPUTE_EVENTS_QUEUE,
+  DLQ_SUFFIX,
+  TABLES,
+} from "../../lib/resources.js";
 import { CONDUCTOR_FUNCTION_TIMEOUT_SECONDS } from "../conductor/definition.js";
 import type { Data } from "./data.js";
 import { COMPUTE_QUEUES_REASON, computeQueuesFinding, IMAGES_REASON, imagesFinding } from "./nag.js";
@@ -167,7 +172,7 @@ export class Functions {
 
     this.api = handler("Api", "api", {
       memorySize: 512,
-      timeout: Duration.seconds(29),
+      timeout: Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS),
       environment: secrets.apiEnvironment,
     });
     // The conductor's steps: their timeouts are part of its retry budget (infra/conductor/definition.ts).

@@ -86,6 +86,11 @@ export interface Port {
   project_id: string;
   /** the addresses the port holds, derived from its `ips` (IPv4 first, then by address) */
   fixed_ips: FixedIp[];
+  /**
+   * Set while the front's create gives the port its addresses (epoch ms, the create's deadline):
+   * Neutron makes a port and its addresses in one transaction, so no one sees it before.
+   */
+  creating_until?: number;
   [attribute: string]: unknown;
 }
 
@@ -485,6 +490,27 @@ export async function createPort(port: NewPort): Promise<boolean> {
       );
   }
   throw notFound("Network", port.network_id);
+}
+
+/**
+ * Whether a port is there for the front's readers: made, or left half-made by a create that
+ * cannot still be running (past its deadline: shown as it is, so its owner can delete it).
+ */
+export const portShown = (port: Port, now: Date): boolean =>
+  port.creating_until === undefined || port.creating_until <= now.getTime();
+
+/** End a port's create (its addresses are given): from now on every reader sees it. */
+export async function portCreated(id: string): Promise<void> {
+  await conditionHeld(
+    dynamo().send(
+      new UpdateCommand({
+        TableName: networkingTable(),
+        Key: keyOf("port", id),
+        UpdateExpression: "REMOVE creating_until",
+        ConditionExpression: "attribute_exists(pk)",
+      }),
+    ),
+  );
 }
 
 /** The item that makes a MAC one port's on its network (no kind: no index sees it). */

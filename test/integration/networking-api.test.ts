@@ -1,13 +1,16 @@
 // The Networking v2 front at /networking over the real store (the local emulators through the AWS
 // SDK), through the API's HTTP entry: Neutron's shapes, errors and default policies for networks,
 // subnets and ports, an address handed to one port only, and 404 for what is not served.
+
+import { randomUUID } from "node:crypto";
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultDeps } from "../../lib/api/deps.js";
 import { handleHttp } from "../../lib/api/router.js";
 import { dynamo } from "../../lib/aws/clients.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
-import { networkingTable } from "../../lib/network/store.js";
+import { createPort, networkingTable, portCreated } from "../../lib/network/store.js";
+import { API_FUNCTION_TIMEOUT_SECONDS } from "../../lib/resources.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -345,6 +348,45 @@ describe("the Networking v2 front", () => {
     expect(moved.json.port.fixed_ips).toEqual([{ subnet_id: subnet.id, ip_address: next }]);
     expect((await call("GET", `/v2.0/ports?fixed_ips=ip_address%3D${ip}`, ADMIN)).json.ports).toEqual([]);
     expect((await call("DELETE", `/v2.0/ports/${reused.json.port.id}`, ADMIN)).status).toBe(204);
+  });
+
+  it("a port being created is seen by no one until it holds its addresses; one its create left half-made shows after the create's deadline", async () => {
+    // what a concurrent reader meets between the port's item and its addresses (ci63 listed it)
+    const id = randomUUID();
+    const until = deps.now().getTime() + API_FUNCTION_TIMEOUT_SECONDS * 1000;
+    await createPort({
+      id,
+      network_id: publicNet.id,
+      project_id: "demo",
+      name: "half-made",
+      mac_address: "fa:16:3e:00:00:01",
+      creating_until: until,
+    });
+    const listed = async (at = deps) =>
+      (
+        await handleHttp(
+          {
+            method: "GET",
+            path: "/networking/v2.0/ports",
+            headers: { "x-auth-token": DEMO },
+            body: undefined,
+            baseUrl: BASE,
+          },
+          at,
+        )
+      ).body;
+    expect(await listed()).not.toContain(id);
+    expect((await call("GET", `/v2.0/ports/${id}`, DEMO)).json).toEqual(
+      neutronError("PortNotFound", `Port ${id} could not be found.`),
+    );
+    // a create that died there cannot be running past its deadline: its owner sees the port, and deletes it
+    const later = { ...deps, now: () => new Date(until) };
+    expect(await listed(later)).toContain(id);
+    // made: seen at once
+    await portCreated(id);
+    expect(await listed()).toContain(id);
+    expect((await call("GET", `/v2.0/ports/${id}`, DEMO)).json.port).not.toHaveProperty("creating_until");
+    expect((await call("DELETE", `/v2.0/ports/${id}`, DEMO)).status).toBe(204);
   });
 
   it("filters subnets, and refuses an overlapping or mismatched one", async () => {

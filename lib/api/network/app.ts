@@ -35,6 +35,8 @@ import {
   listSubnets,
   type Network,
   type Port,
+  portCreated,
+  portShown,
   portsOn,
   releaseAddress,
   type Subnet,
@@ -42,6 +44,7 @@ import {
   updatePort,
   updateSubnet,
 } from "../../network/store.js";
+import { API_FUNCTION_TIMEOUT_SECONDS } from "../../resources.js";
 import { type AuthContext, type AuthDeps, authenticate } from "../auth.js";
 import { UNAUTHORIZED_BODY } from "../errors.js";
 import {
@@ -235,9 +238,13 @@ async function visibleSubnet(auth: AuthContext, id: string): Promise<{ subnet: S
 }
 
 /** get_port: an admin, the port's project's readers, the network owner's readers. */
-async function visiblePort(auth: AuthContext, id: string): Promise<{ port: Port; network?: Network }> {
+async function visiblePort(
+  auth: AuthContext,
+  id: string,
+  now: Date,
+): Promise<{ port: Port; network?: Network }> {
   const port = await getPort(id);
-  if (!port) throw notFound("Port", id);
+  if (!port || !portShown(port, now)) throw notFound("Port", id);
   const network = await getNetwork(port.network_id);
   if (!readerOf(auth, port.project_id) && !(network && readerOf(auth, network.project_id)))
     throw notFound("Port", id);
@@ -734,14 +741,16 @@ async function createOnePort(auth: AuthContext, body: Body, deps: AuthDeps): Pro
     created_at: now,
     updated_at: now,
   };
-  await createPort(port);
+  // Neutron creates a port and its addresses in one transaction: hidden until they are given,
+  // and a refused address leaves no port
+  await createPort({ ...port, creating_until: deps.now().getTime() + API_FUNCTION_TIMEOUT_SECONDS * 1000 });
   try {
     await allocate({ ...port, fixed_ips: [] }, network, wanted);
   } catch (e) {
-    // Neutron creates a port and its addresses in one transaction: a refused address, no port
     await deletePort(port.id);
     throw e;
   }
+  await portCreated(port.id);
   return { view: portView((await getPort(port.id))!, auth), undo: () => deletePort(port.id) };
 }
 
@@ -751,7 +760,9 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     const ownedNetworks = auth.isAdmin
       ? undefined
       : new Set((await listNetworks()).filter((n) => readerOf(auth, n.project_id)).map((n) => n.id));
+    const now = deps.now();
     const visible = (await listPorts())
+      .filter((p) => portShown(p, now))
       .filter((p) => !ownedNetworks || readerOf(auth, p.project_id) || ownedNetworks.has(p.network_id))
       .sort((a, b) => a.id.localeCompare(b.id));
     return c.json({ ports: filtered(c, visible, portView, PORT_ATTRIBUTES) });
@@ -759,7 +770,7 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
 
   app.get("/v2.0/ports/:id", async (c) => {
     const auth = c.get("netAuth");
-    const { port } = await visiblePort(auth, c.req.param("id"));
+    const { port } = await visiblePort(auth, c.req.param("id"), deps.now());
     return c.json({ port: selectFields(portView(port, auth), c.req.queries("fields") ?? []) });
   });
 
@@ -769,7 +780,7 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
 
   app.put("/v2.0/ports/:id", async (c) => {
     const auth = c.get("netAuth");
-    const { port, network } = await visiblePort(auth, c.req.param("id"));
+    const { port, network } = await visiblePort(auth, c.req.param("id"), deps.now());
     if (!network) throw notFound("Network", port.network_id);
     const body = await resourceBody(c, "port", PORT_UPDATE);
     if (!memberOf(auth, port.project_id) && !memberOf(auth, network.project_id))
@@ -794,7 +805,7 @@ function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
 
   app.delete("/v2.0/ports/:id", async (c) => {
     const auth = c.get("netAuth");
-    const { port, network } = await visiblePort(auth, c.req.param("id"));
+    const { port, network } = await visiblePort(auth, c.req.param("id"), deps.now());
     if (!memberOf(auth, port.project_id) && !(network && memberOf(auth, network.project_id)))
       refuse(auth, port.project_id, "delete_port");
     if (!(await deletePort(port.id))) throw notFound("Port", port.id);
