@@ -83,6 +83,7 @@ const agent = new ComputeAgent({
   concurrency: Number(c.novaless.concurrency),
   waitTimeSeconds: Number(c.novaless.wait_time_seconds),
   heartbeatSeconds: Number(c.DEFAULT.report_interval),
+  serviceDownTimeSeconds: Number(c.DEFAULT.service_down_time),
   syncPowerStateSeconds: Number(c.DEFAULT.sync_power_state_interval),
   deadLetterCheckSeconds: Number(c.novaless.dead_letter_check_interval),
   log,

@@ -530,11 +530,12 @@ export const SCHEDULER_OPTIONS: readonly SchedulerOption[] = [
     "Weight of a host missing a metric when not required.",
   ),
   // Nova heartbeats every 10 s and calls a service down after 60 s; here a heartbeat is a paid
-  // write (on-demand, $0.625 per million units) beside the agent's long polls (20 s, $0.40 per
-  // million requests): at 40 s an idle host costs 64,800 writes + 129,600 receives a month, about
-  // $0.09, under the $0.10 target, where 10 s would be $0.21. service_down_time keeps Nova's ratio
-  // of three missed heartbeats, so a dead host is noticed within 2 to 3 minutes (the watchdog
-  // sweeps once a minute).
+  // report and write ($0.40 per million SQS requests, $0.625 per million write units) beside the
+  // agent's long polls (20 s, $0.40 per million requests). The agent checks every interval but
+  // sends a heartbeat with nothing new only when due (lib/compute/heartbeat.ts): at 40 s and
+  // 120 s an idle host reports every 80 s, 32,400 reports and writes beside 129,600 receives a
+  // month (bench:cost measures it). service_down_time keeps Nova's ratio of three intervals, so a
+  // dead host is noticed within 2 to 3 minutes (the watchdog sweeps once a minute).
   opt("DEFAULT", "report_interval", "int", 40, "Seconds between a compute service's heartbeats.", 1, {
     // novaless-compute has defaulted to Nova's 10 s since it was packaged; kept as it was, so an
     // installed host's heartbeat does not change under it (the cost figure above assumes 40 s).
@@ -545,7 +546,9 @@ export const SCHEDULER_OPTIONS: readonly SchedulerOption[] = [
     "service_down_time",
     "int",
     120,
-    "Seconds without a heartbeat before a compute service is down.",
+    "Seconds without a heartbeat before a compute service is down. A host reads it too: an idle host's heartbeat, which says nothing new, is sent only once its last is half this old, or when waiting one more interval would leave less than one to spare; set it on hosts as on the control plane.",
+    undefined,
+    { agent: {} },
   ),
   opt(
     "DEFAULT",

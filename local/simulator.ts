@@ -21,10 +21,12 @@ import {
   DeadLetterCount,
   type HostIdentity,
   type HostQueue,
+  heartbeatCheck,
   Reporter,
   registerComputeHost,
 } from "../lib/compute/build-path.js";
-import { option } from "../lib/config.js";
+import { HeartbeatClock } from "../lib/compute/heartbeat.js";
+import { option, schedulerConfig } from "../lib/config.js";
 import { type Logger, logger } from "../lib/log.js";
 import { COMPUTE_QUEUE } from "../lib/resources.js";
 import type { MessageSent } from "./iam/gateway.js";
@@ -170,6 +172,7 @@ export class SimulatedAgent implements HostAgent {
   /** rung while receiving or full: receive again when able */
   private pending = false;
   private beating = false;
+  private readonly clock: HeartbeatClock;
   private readonly deadLetters: DeadLetterCount;
 
   constructor(
@@ -181,6 +184,7 @@ export class SimulatedAgent implements HostAgent {
     this.reporter = new Reporter(identity.host, fleet.opts.eventsQueueUrl, (fn) => this.as(fn));
     this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
+    this.clock = new HeartbeatClock(fleet.opts.heartbeatSeconds, schedulerConfig().service_down_time);
   }
 
   /** Runs `fn` as this host's own session, whatever context the event came from. */
@@ -234,10 +238,7 @@ export class SimulatedAgent implements HostAgent {
     const count =
       this.deadLetters.value > 0 ? this.deadLetters.recount(DEAD_LETTER_RECOUNT_MS) : Promise.resolve();
     count
-      .then(() =>
-        this.reporter.send("heartbeat", { ...this.deadLetters.heartbeat(), ...this.path.heartbeatIo() }),
-      )
-      .then(() => this.path.heartbeatSent())
+      .then(() => heartbeatCheck(this.clock, this.reporter, this.path, this.deadLetters))
       .catch((e) => this.log.warn("compute.heartbeat_failed", { error: e }))
       .finally(() => {
         this.beating = false;

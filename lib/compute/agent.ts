@@ -11,9 +11,11 @@ import {
   DeadLetterCount,
   type HostIdentity,
   type HostQueue,
+  heartbeatCheck,
   Reporter,
   registerComputeHost,
 } from "./build-path.js";
+import { HeartbeatClock } from "./heartbeat.js";
 
 /** How long a stop lets the current long poll finish before aborting it. */
 const STOP_POLL_GRACE_MS = 1200;
@@ -31,6 +33,8 @@ export interface AgentOptions extends HostIdentity {
   waitTimeSeconds?: number;
   /** seconds between heartbeats; [DEFAULT] report_interval by default */
   heartbeatSeconds?: number;
+  /** the control plane's [DEFAULT] service_down_time (seconds): when an idle heartbeat is due */
+  serviceDownTimeSeconds?: number;
   /** seconds between power-state syncs ([DEFAULT] sync_power_state_interval, 600); ≤ 0 disables */
   syncPowerStateSeconds?: number;
   /** seconds between counts of the host's DLQ ([novaless] dead_letter_check_interval, 300); ≤ 0 disables */
@@ -94,16 +98,14 @@ export class ComputeAgent implements HostAgent {
       signal: this.abort.signal,
     });
     this.running = true;
-    const every = (this.opts.heartbeatSeconds ?? schedulerConfig().report_interval) * 1000;
+    const interval = this.opts.heartbeatSeconds ?? schedulerConfig().report_interval;
+    const clock = new HeartbeatClock(
+      interval,
+      this.opts.serviceDownTimeSeconds ?? schedulerConfig().service_down_time,
+    );
     this.every(
-      every,
-      async () => {
-        await this.reporter.send("heartbeat", {
-          ...this.deadLetters.heartbeat(),
-          ...this.path.heartbeatIo(),
-        });
-        this.path.heartbeatSent();
-      },
+      interval * 1000,
+      () => heartbeatCheck(clock, this.reporter, this.path, this.deadLetters),
       "compute.heartbeat_failed",
     );
     const check =

@@ -33,6 +33,7 @@ import { type ComputeReport, computeReport, type ReportBody } from "../messages/
 import type { Inventory, ResourceClass } from "../placement-rules.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
 import { type Driver, type GuestSpec, POWER_STATE } from "./drivers/driver.js";
+import type { HeartbeatClock } from "./heartbeat.js";
 import type { SnapshotData } from "./image-store.js";
 import { LivePath } from "./live-path.js";
 import { computeQueueName } from "./queue-name.js";
@@ -880,6 +881,23 @@ export class BuildPath {
       }
     }
   }
+}
+
+/**
+ * One report_interval check of a host's heartbeat: what it carries (builds ended since the last,
+ * dead letters), sent when news or when due (lib/compute/heartbeat.ts).
+ */
+export async function heartbeatCheck(
+  clock: HeartbeatClock,
+  reporter: Reporter,
+  path: BuildPath,
+  deadLetters: DeadLetterCount,
+): Promise<void> {
+  const news = { ...deadLetters.heartbeat(), ...path.heartbeatIo() };
+  if (!clock.due(Object.keys(news).length > 0)) return;
+  await reporter.send("heartbeat", news);
+  clock.sent();
+  path.heartbeatSent();
 }
 
 /**

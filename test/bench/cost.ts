@@ -36,6 +36,7 @@ import {
   startMeter,
   stopMeter,
 } from "../../lib/aws/meter.js";
+import { idleHeartbeatSeconds } from "../../lib/compute/heartbeat.js";
 import { optionValue, schedulerConfig } from "../../lib/config.js";
 import { FEED_SHARDS, feedOf } from "../../lib/placement/feed.js";
 import { HOSTS_CHANGES_INDEX, MIGRATIONS_BY_INSTANCE_INDEX } from "../../lib/resources.js";
@@ -90,8 +91,10 @@ const builds = Number(values.builds);
 const concurrency = Number(values.concurrency);
 const warmup = Number(values.warmup);
 const heartbeatSeconds = Number(values["heartbeat-seconds"]);
+/** an idle agent's heartbeat period: it sends one with nothing new only when due (lib/compute/heartbeat.ts) */
+const idleHeartbeat = idleHeartbeatSeconds(heartbeatSeconds, schedulerConfig().service_down_time);
 // Long enough to see every host heartbeat at least twice.
-const idleSeconds = Math.max(Number(values["idle-seconds"]), 2 * heartbeatSeconds);
+const idleSeconds = Math.max(Number(values["idle-seconds"]), 2 * idleHeartbeat);
 /** a real agent's long poll (the agent's default WaitTimeSeconds) */
 const pollSeconds = Number(values["poll-seconds"]);
 const timeoutMs = Number(values.timeout) * 1000;
@@ -569,8 +572,8 @@ function report(
   );
   result.perBuild = { rcu: units.read, wcu: units.write, usdPerMillion: usd * 1e6, builds: done };
 
-  // --- idle per host-month: a real agent long-polls every `pollSeconds` and heartbeats every
-  // `heartbeatSeconds`; each heartbeat costs what the idle window measured per compute-host write.
+  // --- idle per host-month: a real agent long-polls every `pollSeconds` and, idle, heartbeats
+  // every `idleHeartbeat`; each heartbeat costs what the idle window measured per compute-host write.
   const compute = idleBy.get("heartbeat") ?? zero();
   const heartbeatsSeen = compute.ddbRequests;
   const perHeartbeat = heartbeatsSeen > 0 ? dynamoUnits(compute) : { read: 0, write: 0 };
@@ -578,7 +581,7 @@ function report(
     perHeartbeat.read /= heartbeatsSeen;
     perHeartbeat.write /= heartbeatsSeen;
   }
-  const heartbeatsPerMonth = MONTH_S / heartbeatSeconds;
+  const heartbeatsPerMonth = MONTH_S / idleHeartbeat;
   const pollsPerMonth = MONTH_S / pollSeconds;
   // A heartbeat is the host's report (one SendMessage) and compute-events' write; the consumer's
   // invocations are in the other idle traffic, at their measured rate.
@@ -610,12 +613,12 @@ function report(
     print("no heartbeat seen in the idle window: heartbeats counted as free (unknown)");
   print(
     `idle window ${fmt(idle.seconds, 1)} s: ${heartbeatsSeen} heartbeat writes seen ` +
-      `(${fmt(heartbeatsSeen / idle.seconds / hosts, 3)} per host-s), ${fmt(perHeartbeat.write, 2)} WRU and ` +
+      `(${fmt(heartbeatsSeen / idle.seconds / hosts, 4)} per host-s; the rule's ${fmt(1 / idleHeartbeat, 4)}), ${fmt(perHeartbeat.write, 2)} WRU and ` +
       `${fmt(perHeartbeat.read, 2)} RRU each`,
   );
   print(
     `idle $ per host-month: ${fmt(idleUsd, 4)} = heartbeats ${fmt(heartbeatUsd, 4)} (each a report and a write) ` +
-      `(${fmt(heartbeatsPerMonth, 0)} a month at ${heartbeatSeconds} s) + long polls ${fmt(pollUsd, 4)} ` +
+      `(${fmt(heartbeatsPerMonth, 0)} a month: every ${idleHeartbeat} s at report_interval ${heartbeatSeconds} s and service_down_time ${schedulerConfig().service_down_time} s) + long polls ${fmt(pollUsd, 4)} ` +
       `(${fmt(pollsPerMonth, 0)} a month at ${pollSeconds} s, computed: the local agents poll every 1 s) + ` +
       `watchdog ${fmt(watchdogUsd, 4)} (one run measured: $${fmt(watchdogRunUsd * 1e6, 2)} per million runs, ` +
       `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + other idle traffic ${fmt(otherUsd, 4)} ` +

@@ -24,7 +24,7 @@ beforeAll(async () => {
     transport: "long-poll",
     heartbeatSeconds: 1,
     watchdogIntervalMs: 0, // run when the test means to
-    env: { NOVALESS_SERVICE_DOWN_TIME: "3" },
+    env: { NOVALESS_SERVICE_DOWN_TIME: "4" },
   }));
   admin = client.as(ADMIN);
 });
@@ -45,7 +45,7 @@ it("the server becomes a process on another host; the returning source kills its
   expect(first).toBeDefined();
 
   expect((await admin.post("/local/hosts/host-1/stop", {})).status).toBe(202);
-  await new Promise((r) => setTimeout(r, 3500));
+  await new Promise((r) => setTimeout(r, 4500));
   await runtime.runWatchdog();
   // the stopped host's guest still runs: nothing told it otherwise
   expect(processesOf(id)).toEqual([first]);

@@ -20,7 +20,7 @@ beforeAll(async () => {
     hosts: 3,
     heartbeatSeconds: 1,
     watchdogIntervalMs: 0, // the tests run it when they mean to
-    env: { NOVALESS_SERVICE_DOWN_TIME: "3", NOVALESS_AUTO_EVACUATE_GRACE: "1" },
+    env: { NOVALESS_SERVICE_DOWN_TIME: "4", NOVALESS_AUTO_EVACUATE_GRACE: "1" },
   }));
   admin = client.as(ADMIN);
 });
@@ -50,7 +50,7 @@ describe("evacuate", () => {
     // the local runtime's routes: an admin's only
     expect((await local("host-1", "stop", client)).status).toBe(403);
     expect((await local("host-1", "stop")).status).toBe(202);
-    await new Promise((r) => setTimeout(r, 3500));
+    await new Promise((r) => setTimeout(r, 4500));
     await runtime.runWatchdog();
 
     expect((await evacuate(admin)).status).toBe(200);
@@ -87,7 +87,7 @@ describe("evacuate", () => {
   it("from 2.95 the evacuated server ends SHUTOFF", async () => {
     const id = await bootOn("host-3");
     expect((await local("host-3", "stop")).status).toBe(202);
-    await new Promise((r) => setTimeout(r, 3500));
+    await new Promise((r) => setTimeout(r, 4500));
     await runtime.runWatchdog();
     expect((await admin.at("2.95").post(`/v2.1/servers/${id}/action`, { evacuate: {} })).status).toBe(200);
     const s = await admin.waitForStatus(id, ["SHUTOFF", "ACTIVE", "ERROR"]);
@@ -113,7 +113,7 @@ describe("automatic evacuation", () => {
     const unguarded = await bootOn("host-3");
     await local("host-2", "stop");
     await local("host-3", "stop");
-    await new Promise((r) => setTimeout(r, 5500));
+    await new Promise((r) => setTimeout(r, 6500));
     const actions = await runtime.runWatchdog();
     expect(actions.filter((a) => a.action === "evacuated").map((a) => a.instance_uuid)).toEqual([guarded]);
     const s = await admin.waitForStatus(guarded, ["ACTIVE", "ERROR"]);

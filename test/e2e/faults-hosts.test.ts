@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { getInstance } from "../../lib/instances/queries.js";
 import { getHost } from "../../lib/placement/hosts.js";
+import { getServiceHeartbeat } from "../../lib/placement/liveness.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, claimHosts, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
@@ -17,7 +18,7 @@ beforeAll(async () => {
     buildMs: 1500,
     heartbeatSeconds: 1,
     watchdogIntervalMs: 0, // the tests run it when they mean to
-    env: { NOVALESS_SERVICE_DOWN_TIME: "3" },
+    env: { NOVALESS_SERVICE_DOWN_TIME: "4" },
   }));
   admin = client.as(ADMIN);
 });
@@ -53,6 +54,31 @@ async function spawningOn(id: string): Promise<string> {
   return host;
 }
 
+describe("an idle host's heartbeats", () => {
+  it("report with nothing new only when due: every other interval (1 s) against 4 s, and the host stays up", async () => {
+    // lib/compute/heartbeat.ts: an idle agent checks every report_interval and sends only what
+    // keeps its Services record fresh with one interval to spare; every check used to write
+    await eventually(
+      () => getServiceHeartbeat("host-3"),
+      (s) => s !== undefined,
+    );
+    const seen: number[] = [];
+    const until = Date.now() + 6500;
+    while (Date.now() < until) {
+      const at = Date.parse((await getServiceHeartbeat("host-3"))!.last_heartbeat);
+      if (seen.at(-1) !== at) seen.push(at);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const gaps = seen.slice(1).map((t, i) => t - seen[i]!);
+    // 6.5 s at one report every 2 s: 3 or 4 values, about 2 s apart (every second, 6 or 7)
+    expect(seen.length, `heartbeats at ${gaps.join(", ")} ms apart`).toBeGreaterThanOrEqual(3);
+    expect(seen.length, `heartbeats at ${gaps.join(", ")} ms apart`).toBeLessThanOrEqual(4);
+    for (const g of gaps) expect(g).toBeGreaterThan(1500);
+    const services = await admin.get("/v2.1/os-services?binary=nova-compute&host=host-3");
+    expect(services.body.services).toEqual([expect.objectContaining({ host: "host-3", state: "up" })]);
+  });
+});
+
 describe("a host dies mid-build", () => {
   it("the watchdog fences the attempt, releases its claim and the build lands elsewhere", async () => {
     const id = await client.createServer({ name: "orphan" });
@@ -61,7 +87,7 @@ describe("a host dies mid-build", () => {
 
     // Before service_down_time passes the host still counts as up: nothing is done.
     expect(await runtime.runWatchdog()).toEqual([]);
-    await new Promise((r) => setTimeout(r, 3500));
+    await new Promise((r) => setTimeout(r, 4500));
     const actions = await runtime.runWatchdog();
     expect(actions).toEqual([
       expect.objectContaining({ instance_uuid: id, host: dead, action: "fenced", attempt: 1 }),

@@ -19,7 +19,7 @@ beforeAll(async () => {
     transport: "long-poll",
     heartbeatSeconds: 1,
     // a dead host is noticed within seconds, not Nova's 60
-    env: { NOVALESS_SERVICE_DOWN_TIME: "3" },
+    env: { NOVALESS_SERVICE_DOWN_TIME: "4" },
   }));
 });
 afterAll(async () => runtime?.stop());
@@ -153,7 +153,7 @@ describe("a dead host", () => {
     const id = await active();
     const host = await hostOf(id);
     await runtime.killHost(host);
-    // the liveness sweep marks it down (service_down_time 3 s)
+    // the liveness sweep marks it down (service_down_time 4 s)
     await eventually(
       async () =>
         (await admin().get("/v2.1/os-services?binary=nova-compute")).body.services as {

@@ -73,7 +73,7 @@ describe("on fake hosts", () => {
       heartbeatSeconds: 1,
       watchdogIntervalMs: 0, // the watchdog's test runs it when it means to
       // a step with no answer for 4 s is stuck (the watchdog runs only when a test asks)
-      env: { NOVALESS_SERVICE_DOWN_TIME: "3", NOVALESS_INSTANCE_BUILD_TIMEOUT: "4" },
+      env: { NOVALESS_SERVICE_DOWN_TIME: "4", NOVALESS_INSTANCE_BUILD_TIMEOUT: "4" },
     }));
     admin = client.as(ADMIN);
     for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 300;

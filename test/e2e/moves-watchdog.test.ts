@@ -21,7 +21,7 @@ beforeAll(async () => {
     slowHosts: { [SLOW]: 15_000 },
     heartbeatSeconds: 1,
     watchdogIntervalMs: 0, // the tests run it when they mean to
-    env: { NOVALESS_SERVICE_DOWN_TIME: "3", NOVALESS_RESIZE_CONFIRM_WINDOW: "1" },
+    env: { NOVALESS_SERVICE_DOWN_TIME: "4", NOVALESS_RESIZE_CONFIRM_WINDOW: "1" },
   }));
   admin = client.as(ADMIN);
 });
@@ -63,7 +63,7 @@ describe("the watchdog and moves", () => {
       (r) => r?.task_state === "resize_migrated",
     );
     await runtime.killHost(SLOW);
-    await new Promise((r) => setTimeout(r, 3500));
+    await new Promise((r) => setTimeout(r, 4500));
     const actions = await runtime.runWatchdog();
     expect(actions).toEqual(
       expect.arrayContaining([expect.objectContaining({ instance_uuid: id, action: "failed" })]),

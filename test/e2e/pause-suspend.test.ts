@@ -21,7 +21,7 @@ beforeAll(async () => {
     buildMs: 20,
     transport: "long-poll",
     heartbeatSeconds: 1,
-    env: { NOVALESS_SERVICE_DOWN_TIME: "3" },
+    env: { NOVALESS_SERVICE_DOWN_TIME: "4" },
   }));
   for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 200;
 });

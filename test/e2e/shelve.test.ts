@@ -24,7 +24,7 @@ beforeAll(async () => {
       NOVALESS_SHELVED_OFFLOAD_TIME: "-1",
       NOVALESS_BUILD_FAILURE_WEIGHT_MULTIPLIER: "0",
       // a dead host is noticed within seconds, not Nova's 60
-      NOVALESS_SERVICE_DOWN_TIME: "3",
+      NOVALESS_SERVICE_DOWN_TIME: "4",
     },
   }));
 });
