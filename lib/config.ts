@@ -808,6 +808,7 @@ const AGENT_DEFAULT_ORDER = [
   "ram_allocation_ratio",
   "disk_allocation_ratio",
   "report_interval",
+  "service_down_time",
   "sync_power_state_interval",
   "shutdown_timeout",
 ];
@@ -1333,7 +1334,13 @@ export function option(key: string): ConfigOption {
 /** Every option novaless-compute reads, in compute.conf's order. */
 export const AGENT_OPTIONS: readonly ConfigOption[] = AGENT_SECTIONS.flatMap((section) => {
   const rows = OPTIONS.filter((o) => o.agent && o.group === section);
-  return section === "DEFAULT" ? AGENT_DEFAULT_ORDER.map((name) => rows.find((o) => o.name === name)!) : rows;
+  if (section !== "DEFAULT") return rows;
+  // in that order, and any row it does not name after them (none is left out)
+  const rank = (o: ConfigOption) => {
+    const i = AGENT_DEFAULT_ORDER.indexOf(o.name);
+    return i < 0 ? AGENT_DEFAULT_ORDER.length : i;
+  };
+  return [...rows].sort((a, b) => rank(a) - rank(b));
 });
 
 /** The environment variable novaless-compute reads an option from: NOVALESS_<GROUP>_<NAME>. */

@@ -38,7 +38,13 @@ export class HeartbeatClock {
   constructor(
     private readonly reportIntervalSeconds: number,
     private readonly serviceDownTimeSeconds: number,
-  ) {}
+  ) {
+    // a missing setting would silence every idle heartbeat (NaN compares false): refuse it
+    if (!(reportIntervalSeconds > 0 && serviceDownTimeSeconds > 0))
+      throw new Error(
+        `heartbeats need [DEFAULT] report_interval and service_down_time above 0 (got ${reportIntervalSeconds} and ${serviceDownTimeSeconds})`,
+      );
+  }
 
   /** A report_interval has passed: whether a heartbeat, carrying news or not, goes now. */
   due(news: boolean): boolean {

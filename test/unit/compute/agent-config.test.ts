@@ -10,6 +10,7 @@ import {
 } from "../../../lib/compute/agent-config.js";
 import { hostSizeOf } from "../../../lib/compute/discover.js";
 import { inventoriesFor } from "../../../lib/compute/inventory.js";
+import { AGENT_OPTIONS, OPTIONS } from "../../../lib/config.js";
 
 const OUTPUTS = JSON.stringify({
   Novaless: {
@@ -55,6 +56,14 @@ describe("novaless-compute's configuration", () => {
       wait_time_seconds: 20,
     });
     expect(config.libvirt.images_path).toBe("/var/lib/novaless/instances/_base");
+    // when an idle heartbeat is due (lib/compute/heartbeat.ts): the control plane's default
+    expect(config.DEFAULT).toMatchObject({ report_interval: 10, service_down_time: 120 });
+  });
+
+  it("reads every option the table marks for the agent (none is left out of compute.conf)", () => {
+    const names = (rows: readonly { group: string; name: string }[]) =>
+      rows.map((o) => `[${o.group}] ${o.name}`).sort();
+    expect(names(AGENT_OPTIONS)).toEqual(names(OPTIONS.filter((x) => x.agent)));
   });
 
   it("applies defaults < stack outputs < file < environment < flags", () => {

@@ -1,7 +1,7 @@
 // When an agent's heartbeat goes out: news at once; with nothing new, only as often as keeping the
 // Services record fresh needs, with one interval to spare before service_down_time.
 import { describe, expect, it } from "vitest";
-import { heartbeatDue, idleHeartbeatSeconds } from "../../../lib/compute/heartbeat.js";
+import { HeartbeatClock, heartbeatDue, idleHeartbeatSeconds } from "../../../lib/compute/heartbeat.js";
 
 /** The ticks (1, 2, …) at which an idle agent sends, over `ticks` intervals. */
 function sends(interval: number, downTime: number, ticks: number): number[] {
@@ -46,5 +46,15 @@ describe("heartbeatDue", () => {
   it("sends every interval when a skip could not leave one to spare (59 s against 120 s)", () => {
     expect(sends(59, 120, 4)).toEqual([1, 2, 3, 4]);
     expect(sends(1, 2, 3)).toEqual([1, 2, 3]);
+  });
+
+  it("a clock refuses a missing setting, which would silence every idle heartbeat", () => {
+    expect(() => new HeartbeatClock(40, Number(undefined))).toThrow(
+      "heartbeats need [DEFAULT] report_interval and service_down_time above 0 (got 40 and NaN)",
+    );
+    const clock = new HeartbeatClock(40, 120);
+    expect([clock.due(false), clock.due(false)]).toEqual([false, true]);
+    clock.sent();
+    expect(clock.due(true)).toBe(true);
   });
 });
