@@ -449,7 +449,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // settling below unshelves a shelved one if none was.
     const others = quiet.slice(missing.length);
     if (!report.moves.pause.accepted && others[0]) await moveAction(others[0].id, "pause", { pause: null });
-    if (!report.moves.shelve.accepted && others[1])
+    // (again when the one shelved during the load was deleted before anything unshelved it)
+    const onShelf = (await listInstances()).some((r) => r.vm_state.startsWith("shelved"));
+    if ((!report.moves.shelve.accepted || (!report.moves.unshelve.accepted && !onShelf)) && others[1])
       await moveAction(others[1].id, "shelve", { shelve: null });
     let building = await listBuilding();
     let pending = 0;
