@@ -28,7 +28,6 @@ const ISOLATED = [
   "test/integration/identity-keystone.test.ts",
   "test/integration/sfn-server.test.ts",
   "test/integration/emulators.test.ts",
-  "test/infra/stack.test.ts",
 ];
 
 export default defineConfig({
@@ -86,9 +85,11 @@ export default defineConfig({
           name: "runtime-isolated",
           include: ISOLATED,
           exclude: [...configDefaults.exclude, ...(inProcessOnly ? leftToExternal(files) : [])],
-          pool: "forks",
-          // a fresh module graph for each of these files (the fork itself is reused)
-          poolOptions: { forks: { isolate: true } },
+          // A worker thread of their own for each of these files, in the threads pool beside the
+          // unit files: the forks pool runs one project's files at a time (its files all finished
+          // before the next project's start), so these would have run after every other file.
+          pool: "threads",
+          isolate: true,
         },
       },
     ],
