@@ -180,7 +180,7 @@ done | virsh "$@"
       shutdownTimeoutSeconds: 2,
       pollMs: 100,
       virshBinary: proxy,
-      virshJobTimeoutMs: 500,
+      virshJobTimeoutMs: 2000, // a managedsave on test:/// answers at once, but a loaded machine can take a second
     });
     await d.init();
     const [running, paused, suspended, off] = [guest(), guest(), guest(), guest()];
