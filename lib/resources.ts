@@ -244,10 +244,10 @@ export const COMPUTE_EVENTS_QUEUE: QueueSpec = {
   maxReceiveCount: 5,
 };
 
-/** The tag on a host's queues that the compute role's policy matches with the host's principal tag. */
 /** The API function's timeout: API Gateway's integration limit (29 s), so no request outlives it. */
 export const API_FUNCTION_TIMEOUT_SECONDS = 29;
 
+/** The tag on a host's queues that the compute role's policy matches with the host's principal tag. */
 export const HOST_TAG = "novaless-host";
 
 export const DLQ_SUFFIX = "-dlq";

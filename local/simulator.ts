@@ -34,6 +34,8 @@ import { hostIdentityOf } from "./iam/identities.js";
 
 export interface SimulatorOptions {
   heartbeatSeconds: number;
+  /** [DEFAULT] service_down_time (seconds): when an idle host's heartbeat is due; the config's by default */
+  serviceDownTimeSeconds?: number;
   /** where hosts report (the runtime's compute-events queue) */
   eventsQueueUrl: string;
   computeQueuePrefix: string;
@@ -63,7 +65,11 @@ export class Fleet {
   private readonly wheel: NodeJS.Timeout;
   private readonly sweeper: NodeJS.Timeout;
 
+  /** read once for the fleet, not once for each host that starts */
+  readonly serviceDownTimeSeconds: number;
+
   constructor(readonly opts: SimulatorOptions) {
+    this.serviceDownTimeSeconds = opts.serviceDownTimeSeconds ?? schedulerConfig().service_down_time;
     this.slots = Array.from(
       { length: Math.max(1, Math.round((opts.heartbeatSeconds * 1000) / WHEEL_TICK_MS)) },
       () => new Set<SimulatedAgent>(),
@@ -184,7 +190,7 @@ export class SimulatedAgent implements HostAgent {
     this.reporter = new Reporter(identity.host, fleet.opts.eventsQueueUrl, (fn) => this.as(fn));
     this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
-    this.clock = new HeartbeatClock(fleet.opts.heartbeatSeconds, schedulerConfig().service_down_time);
+    this.clock = new HeartbeatClock(fleet.opts.heartbeatSeconds, fleet.serviceDownTimeSeconds);
   }
 
   /** Runs `fn` as this host's own session, whatever context the event came from. */
