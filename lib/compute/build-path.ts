@@ -32,7 +32,7 @@ import { tailLog } from "../messages/console-log.js";
 import { type ComputeReport, computeReport, type ReportBody } from "../messages/reports.js";
 import type { Inventory, ResourceClass } from "../placement-rules.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX } from "../resources.js";
-import { type Driver, type GuestSpec, POWER_STATE } from "./drivers/driver.js";
+import { type Driver, type GuestSpec, POWER_STATE, type PowerState } from "./drivers/driver.js";
 import type { HeartbeatClock } from "./heartbeat.js";
 import type { SnapshotData } from "./image-store.js";
 import { LivePath } from "./live-path.js";
@@ -83,6 +83,30 @@ export class Reporter {
       ),
     );
   }
+}
+
+/** How a step of a move (cold, live, an evacuation or a rebuild) ended on this host, reported and logged. */
+export async function reportMoveStep(
+  reporter: Pick<Reporter, "send">,
+  msg: Pick<ReportBody<"move_step">, "request_id" | "instance_uuid" | "migration_uuid" | "attempt"> & {
+    kind: ReportBody<"move_step">["step"];
+  },
+  outcome: { started: string; ok: boolean; details: string | null; power: PowerState },
+  log: Logger,
+): Promise<void> {
+  const { started, ok, details, power } = outcome;
+  await reporter.send("move_step", {
+    step: msg.kind,
+    request_id: msg.request_id,
+    instance_uuid: msg.instance_uuid,
+    migration_uuid: msg.migration_uuid,
+    attempt: msg.attempt,
+    started_at: started,
+    ok,
+    details,
+    power_state: power as 0,
+  });
+  log.info("compute.move_step_done", { step: msg.kind, ok, power_state: power });
 }
 
 export interface RegisterOptions {
@@ -497,6 +521,41 @@ export class BuildPath {
     }
   }
 
+  /**
+   * One step on guest `id`, the guest marked as acted on while it runs (its power changes are not
+   * lifecycle events): when it began, whether it went through, and what went wrong (`failed` logs
+   * it and cleans up). A step that went through may `note` something of it (an offload that failed).
+   */
+  private async act(
+    id: string,
+    step: (note: (details: string) => void) => Promise<unknown>,
+    failed: (details: string) => Promise<void> | void,
+  ): Promise<{ started: string; ok: boolean; details: string | null }> {
+    const started = new Date().toISOString();
+    let noted: string | null = null;
+    this.acting.add(id);
+    try {
+      await step((details) => {
+        noted = details;
+      });
+      return { started, ok: true, details: noted };
+    } catch (e) {
+      const details = e instanceof Error ? e.message : String(e);
+      await failed(details);
+      return { started, ok: false, details };
+    } finally {
+      this.acting.delete(id);
+    }
+  }
+
+  /** The guest's power state after a step, kept as reported (forgotten when the guest is gone). */
+  private settledPower(id: string): PowerState {
+    const power = this.driver.powerState(id);
+    if (this.driver.has(id)) this.reported.set(id, power);
+    else this.reported.delete(id);
+    return power;
+  }
+
   /** Remembers a destroyed guest and its attempt (bounded: the oldest are forgotten first). */
   private tombstone(id: string, attempt: number): void {
     const at = Math.max(attempt, this.gone.get(id) ?? 0);
@@ -513,33 +572,27 @@ export class BuildPath {
     const id = msg.instance_uuid;
     const what = { request_id: msg.request_id, instance_uuid: id, action: msg.action };
     const type = msg.action === "reboot" ? { reboot_type: msg.reboot_type ?? "SOFT" } : {};
-    const started = new Date().toISOString();
-    this.acting.add(id);
-    let ok = true;
-    let details: string | null = null;
-    try {
-      await this.reporter.send("action_started", { ...what, ...type });
-      if (msg.action === "stop") {
-        if (this.driver.has(id)) await this.driver.powerOff(id);
-      } else if (!this.driver.has(id)) {
-        // The guest is gone from this host (a host reboot took it): create it again from the
-        // instance, as Nova's hard reboot and start recreate the domain from the database.
-        if (!msg.guest) throw new Error(`instance ${id} is not defined on host ${this.host}`);
-        if (this.gone.has(id))
-          throw new Error(
-            `instance ${id} was terminated on host ${this.host}: a ${msg.action} does not bring it back`,
-          );
-        await this.driver.spawn(msg.guest);
-      } else if (msg.action === "start") await this.driver.powerOn(id);
-      else if (msg.action === "reboot") await this.driver.reboot(id, msg.reboot_type ?? "SOFT");
-      else await this.driver[msg.action](id);
-    } catch (e) {
-      ok = false;
-      details = e instanceof Error ? e.message : String(e);
-      log.warn("compute.power_action_failed", { action: msg.action, details });
-    } finally {
-      this.acting.delete(id);
-    }
+    const { started, ok, details } = await this.act(
+      id,
+      async () => {
+        await this.reporter.send("action_started", { ...what, ...type });
+        if (msg.action === "stop") {
+          if (this.driver.has(id)) await this.driver.powerOff(id);
+        } else if (!this.driver.has(id)) {
+          // The guest is gone from this host (a host reboot took it): create it again from the
+          // instance, as Nova's hard reboot and start recreate the domain from the database.
+          if (!msg.guest) throw new Error(`instance ${id} is not defined on host ${this.host}`);
+          if (this.gone.has(id))
+            throw new Error(
+              `instance ${id} was terminated on host ${this.host}: a ${msg.action} does not bring it back`,
+            );
+          await this.driver.spawn(msg.guest);
+        } else if (msg.action === "start") await this.driver.powerOn(id);
+        else if (msg.action === "reboot") await this.driver.reboot(id, msg.reboot_type ?? "SOFT");
+        else await this.driver[msg.action](id);
+      },
+      (details) => log.warn("compute.power_action_failed", { action: msg.action, details }),
+    );
     const power = this.driver.powerState(id);
     this.reported.set(id, power);
     await this.reporter.send("action_done", {
@@ -564,71 +617,54 @@ export class BuildPath {
   private async moveStep(msg: MoveStepMessage, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
     this.gone.delete(id);
-    const started = new Date().toISOString();
-    this.acting.add(id);
-    let ok = true;
-    let details: string | null = null;
-    try {
-      switch (msg.kind) {
-        case "rebuild_instance": {
-          // a rebuild on its own host, or an evacuation's destination: the guest anew from its
-          // image (what was there goes first); a redelivered cast of one done here is only
-          // reported again, so nothing is rebuilt twice
-          const token = `${msg.migration_uuid}#${msg.attempt}`;
-          if (this.rebuiltFor.get(id) === token && this.driver.has(id)) break;
-          if (this.driver.has(id)) await this.driver.destroy(id);
-          await this.guestAs(msg.guest, msg.power_on);
-          this.rebuiltFor.set(id, token);
-          break;
-        }
-        case "resize_instance":
-          if (this.driver.has(id)) await this.driver.powerOff(id);
-          break;
-        case "finish_resize":
-          if (msg.same_host || !this.driver.has(id)) {
-            if (msg.same_host) await this.driver.destroy(id);
+    const { started, ok, details } = await this.act(
+      id,
+      async () => {
+        switch (msg.kind) {
+          case "rebuild_instance": {
+            // a rebuild on its own host, or an evacuation's destination: the guest anew from its
+            // image (what was there goes first); a redelivered cast of one done here is only
+            // reported again, so nothing is rebuilt twice
+            const token = `${msg.migration_uuid}#${msg.attempt}`;
+            if (this.rebuiltFor.get(id) === token && this.driver.has(id)) break;
+            if (this.driver.has(id)) await this.driver.destroy(id);
             await this.guestAs(msg.guest, msg.power_on);
+            this.rebuiltFor.set(id, token);
+            break;
           }
-          break;
-        case "confirm_resize":
-          if (!msg.same_host) await this.driver.destroy(id);
-          break;
-        case "revert_resize":
-          await this.driver.destroy(id);
-          break;
-        case "finish_revert_resize":
-          if (!this.driver.has(id)) await this.guestAs(msg.guest, msg.power_on);
-          else if (msg.power_on && this.driver.powerState(id) !== POWER_STATE.RUNNING)
-            await this.driver.powerOn(id);
-          break;
-      }
-    } catch (e) {
-      ok = false;
-      details = e instanceof Error ? e.message : String(e);
-      log.warn("compute.move_step_failed", { step: msg.kind, details });
-      // a destination that failed keeps nothing half-built for the next one
-      if ((msg.kind === "finish_resize" && !msg.same_host) || msg.kind === "rebuild_instance") {
-        await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
-      }
-    } finally {
-      this.acting.delete(id);
-    }
+          case "resize_instance":
+            if (this.driver.has(id)) await this.driver.powerOff(id);
+            break;
+          case "finish_resize":
+            if (msg.same_host || !this.driver.has(id)) {
+              if (msg.same_host) await this.driver.destroy(id);
+              await this.guestAs(msg.guest, msg.power_on);
+            }
+            break;
+          case "confirm_resize":
+            if (!msg.same_host) await this.driver.destroy(id);
+            break;
+          case "revert_resize":
+            await this.driver.destroy(id);
+            break;
+          case "finish_revert_resize":
+            if (!this.driver.has(id)) await this.guestAs(msg.guest, msg.power_on);
+            else if (msg.power_on && this.driver.powerState(id) !== POWER_STATE.RUNNING)
+              await this.driver.powerOn(id);
+            break;
+        }
+      },
+      async (details) => {
+        log.warn("compute.move_step_failed", { step: msg.kind, details });
+        // a destination that failed keeps nothing half-built for the next one
+        if ((msg.kind === "finish_resize" && !msg.same_host) || msg.kind === "rebuild_instance") {
+          await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
+        }
+      },
+    );
     if (this.dead) throw new Error(`host ${this.host} died during ${msg.kind} of ${id}`);
-    const power = this.driver.powerState(id);
-    if (this.driver.has(id)) this.reported.set(id, power);
-    else this.reported.delete(id);
-    await this.reporter.send("move_step", {
-      step: msg.kind,
-      request_id: msg.request_id,
-      instance_uuid: id,
-      migration_uuid: msg.migration_uuid,
-      attempt: msg.attempt,
-      started_at: started,
-      ok,
-      details,
-      power_state: power as 0,
-    });
-    log.info("compute.move_step_done", { step: msg.kind, ok, power_state: power });
+    const power = this.settledPower(id);
+    await reportMoveStep(this.reporter, msg, { started, ok, details, power }, log);
   }
 
   /**
@@ -639,64 +675,60 @@ export class BuildPath {
    */
   private async shelveStep(msg: ShelveInstance, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
-    const started = new Date().toISOString();
-    this.acting.add(id);
-    let ok = true;
-    let details: string | null = null;
     let image: SnapshotData | undefined;
-    try {
-      if (msg.op === "start") {
-        if (!this.driver.has(id)) {
-          // the host lost it (a host reboot): created again, as Nova's start recreates the domain
-          if (!msg.guest) throw new Error(`instance ${id} is not defined on host ${this.host}`);
-          this.gone.delete(id);
-          await this.driver.spawn(msg.guest);
-        } else if (this.driver.powerState(id) !== POWER_STATE.RUNNING) await this.driver.powerOn(id);
-      } else {
-        if (msg.op === "shelve" && this.driver.has(id) && this.driver.powerState(id) !== POWER_STATE.SHUTDOWN)
-          await this.driver.powerOff(id);
-        // Nova's shelve snapshots the stopped guest into the image the API created (once: a
-        // redelivered cast finds it taken), each stage of its upload reported
-        if (
-          msg.op === "shelve" &&
-          msg.image_id &&
-          this.driver.has(id) &&
-          !this.snapshotted.has(msg.image_id)
-        ) {
-          const imageId = msg.image_id;
-          image = await this.driver.snapshot(id, imageId, (stage) =>
-            this.reporter.send("shelve_progress", {
-              request_id: msg.request_id,
-              instance_uuid: id,
-              attempt: msg.attempt,
-              image_id: imageId,
-              stage,
-            }),
-          );
-          this.snapshotted.add(msg.image_id);
-        }
-        if (msg.offload) {
-          try {
-            this.tombstone(id, msg.attempt);
-            await this.driver.destroy(id);
-          } catch (e) {
-            // shelved all the same (Nova saves SHELVED before it offloads): the guest stays here
-            if (msg.op !== "shelve") throw e;
-            details = `offload failed: ${e instanceof Error ? e.message : String(e)}`;
+    const { started, ok, details } = await this.act(
+      id,
+      async (note) => {
+        if (msg.op === "start") {
+          if (!this.driver.has(id)) {
+            // the host lost it (a host reboot): created again, as Nova's start recreates the domain
+            if (!msg.guest) throw new Error(`instance ${id} is not defined on host ${this.host}`);
+            this.gone.delete(id);
+            await this.driver.spawn(msg.guest);
+          } else if (this.driver.powerState(id) !== POWER_STATE.RUNNING) await this.driver.powerOn(id);
+        } else {
+          if (
+            msg.op === "shelve" &&
+            this.driver.has(id) &&
+            this.driver.powerState(id) !== POWER_STATE.SHUTDOWN
+          )
+            await this.driver.powerOff(id);
+          // Nova's shelve snapshots the stopped guest into the image the API created (once: a
+          // redelivered cast finds it taken), each stage of its upload reported
+          if (
+            msg.op === "shelve" &&
+            msg.image_id &&
+            this.driver.has(id) &&
+            !this.snapshotted.has(msg.image_id)
+          ) {
+            const imageId = msg.image_id;
+            image = await this.driver.snapshot(id, imageId, (stage) =>
+              this.reporter.send("shelve_progress", {
+                request_id: msg.request_id,
+                instance_uuid: id,
+                attempt: msg.attempt,
+                image_id: imageId,
+                stage,
+              }),
+            );
+            this.snapshotted.add(msg.image_id);
+          }
+          if (msg.offload) {
+            try {
+              this.tombstone(id, msg.attempt);
+              await this.driver.destroy(id);
+            } catch (e) {
+              // shelved all the same (Nova saves SHELVED before it offloads): the guest stays here
+              if (msg.op !== "shelve") throw e;
+              note(`offload failed: ${e instanceof Error ? e.message : String(e)}`);
+            }
           }
         }
-      }
-    } catch (e) {
-      ok = false;
-      details = e instanceof Error ? e.message : String(e);
-      log.warn("compute.shelve_failed", { op: msg.op, details });
-    } finally {
-      this.acting.delete(id);
-    }
+      },
+      (details) => log.warn("compute.shelve_failed", { op: msg.op, details }),
+    );
     if (this.dead) throw new Error(`host ${this.host} died during the ${msg.op} of ${id}`);
-    const power = this.driver.powerState(id);
-    if (this.driver.has(id)) this.reported.set(id, power);
-    else this.reported.delete(id);
+    const power = this.settledPower(id);
     await this.reporter.send("shelve_done", {
       op: msg.op,
       request_id: msg.request_id,
@@ -745,33 +777,27 @@ export class BuildPath {
    */
   private async unshelveStep(msg: UnshelveInstance, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
-    const started = new Date().toISOString();
     const token = `${msg.unshelve_uuid}#${msg.attempt}`;
-    this.acting.add(id);
-    let ok = true;
-    let details: string | null = null;
-    try {
-      // this attempt was terminated here already (its report was fenced): a redelivered cast of
-      // it builds nothing again; an earlier offload's tombstone is for an older attempt
-      if ((this.gone.get(id) ?? -1) >= msg.attempt)
-        throw new Error(`instance ${id} (attempt ${msg.attempt}) was terminated on host ${this.host}`);
-      if (this.rebuiltFor.get(id) !== token || !this.driver.has(id)) {
-        if (this.driver.has(id)) await this.driver.destroy(id);
-        await this.driver.spawn(msg.guest, this.spawnAbort.signal);
-        this.rebuiltFor.set(id, token);
-      }
-    } catch (e) {
-      ok = false;
-      details = e instanceof Error ? e.message : String(e);
-      log.warn("compute.unshelve_failed", { details });
-      await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
-    } finally {
-      this.acting.delete(id);
-    }
+    const { started, ok, details } = await this.act(
+      id,
+      async () => {
+        // this attempt was terminated here already (its report was fenced): a redelivered cast of
+        // it builds nothing again; an earlier offload's tombstone is for an older attempt
+        if ((this.gone.get(id) ?? -1) >= msg.attempt)
+          throw new Error(`instance ${id} (attempt ${msg.attempt}) was terminated on host ${this.host}`);
+        if (this.rebuiltFor.get(id) !== token || !this.driver.has(id)) {
+          if (this.driver.has(id)) await this.driver.destroy(id);
+          await this.driver.spawn(msg.guest, this.spawnAbort.signal);
+          this.rebuiltFor.set(id, token);
+        }
+      },
+      async (details) => {
+        log.warn("compute.unshelve_failed", { details });
+        await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
+      },
+    );
     if (this.dead) throw new Error(`host ${this.host} died during the unshelve of ${id}`);
-    const power = this.driver.powerState(id);
-    if (this.driver.has(id)) this.reported.set(id, power);
-    else this.reported.delete(id);
+    const power = this.settledPower(id);
     await this.reporter.send("unshelve_done", {
       request_id: msg.request_id,
       instance_uuid: id,
@@ -804,21 +830,17 @@ export class BuildPath {
     if (this.snapshotted.size > GONE_KEPT) this.snapshotted.delete(this.snapshotted.values().next().value!);
     const id = msg.instance_uuid;
     const what = { request_id: msg.request_id, instance_uuid: id, image_id: msg.image_id };
-    const started = new Date().toISOString();
     let data: SnapshotData | undefined;
-    let details: string | null = null;
-    this.acting.add(id);
-    try {
-      await this.reporter.send("snapshot_progress", { ...what, task_state: "image_snapshot" });
-      data = await this.driver.snapshot(id, msg.image_id, (task_state) =>
-        this.reporter.send("snapshot_progress", { ...what, task_state }),
-      );
-    } catch (e) {
-      details = e instanceof Error ? e.message : String(e);
-      log.warn("compute.snapshot_failed", { image_id: msg.image_id, details });
-    } finally {
-      this.acting.delete(id);
-    }
+    const { started, details } = await this.act(
+      id,
+      async () => {
+        await this.reporter.send("snapshot_progress", { ...what, task_state: "image_snapshot" });
+        data = await this.driver.snapshot(id, msg.image_id, (task_state) =>
+          this.reporter.send("snapshot_progress", { ...what, task_state }),
+        );
+      },
+      (details) => log.warn("compute.snapshot_failed", { image_id: msg.image_id, details }),
+    );
     if (this.dead) throw new Error(`host ${this.host} died during the snapshot of ${id}`);
     const power = this.driver.powerState(id);
     await this.reporter.send("snapshot_done", {

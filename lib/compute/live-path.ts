@@ -6,7 +6,7 @@
 // gone from here to the destination) is only reported again.
 import type { Logger } from "../log.js";
 import type { LiveMigrationControl, LiveMigrationStepMessage } from "../messages/compute.js";
-import type { Reporter } from "./build-path.js";
+import { type Reporter, reportMoveStep } from "./build-path.js";
 import { type Driver, LiveMigrationAborted, type LiveMigrationDriver } from "./drivers/driver.js";
 
 /** One copy under way on this source: its controls, and how it ended for repeated casts. */
@@ -63,18 +63,7 @@ export class LivePath {
     }
     if (this.isDead()) throw new Error(`host ${this.host} died during ${msg.kind} of ${id}`);
     const power = this.driver.powerState(id);
-    await this.reporter.send("move_step", {
-      step: msg.kind,
-      request_id: msg.request_id,
-      instance_uuid: id,
-      migration_uuid: msg.migration_uuid,
-      attempt: msg.attempt,
-      started_at: started,
-      ok,
-      details,
-      power_state: power as 0,
-    });
-    log.info("compute.move_step_done", { step: msg.kind, ok, power_state: power });
+    await reportMoveStep(this.reporter, msg, { started, ok, details, power }, log);
   }
 
   /** The source's copy: once per migration and attempt; a repeated cast waits for the same one. */

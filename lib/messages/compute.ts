@@ -12,6 +12,16 @@ import {
 } from "./common.js";
 
 /**
+ * What every cast to a host names after its version and kind: the request it serves, the server,
+ * and the host it is for (a host dead-letters a cast that names another).
+ */
+const castTo = {
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  host: z.string().min(1),
+};
+
+/**
  * Conductor → compute: build this instance on your host, as attempt N. Ids, the host, the
  * attempt and the amounts claimed: what the guest is built from (flavor, image), who it belongs
  * to and where a reschedule goes next (the alternates, kept by BuildInstances with the
@@ -22,9 +32,7 @@ import {
 export const buildAndRunInstanceV3 = z.object({
   version: z.literal(3),
   kind: z.literal("build_and_run_instance"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   /** omitted when the node is named as the host */
   node: z.string().min(1).optional(),
   /** the fencing token: the instance's attempt this build is for */
@@ -36,9 +44,7 @@ export const buildAndRunInstanceV3 = z.object({
 const buildAndRunInstanceV2 = z.object({
   version: z.literal(2),
   kind: z.literal("build_and_run_instance"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   node: z.string().min(1),
   attempt: z.number().int().min(1),
   resources: z.record(z.string(), z.number()),
@@ -67,9 +73,7 @@ const buildAndRunInstanceV1 = z.object({
 export const terminateInstanceV1 = z.object({
   version: z.literal(1),
   kind: z.literal("terminate_instance"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   /** the attempt whose claim the host releases once the guest is destroyed */
   attempt: z.number().int().min(0).optional(),
   /** an evacuated guest on its returning source: the evacuation whose claim here goes once it is gone */
@@ -127,9 +131,7 @@ export const guestSpec = z.object({
 export const spawnInstanceV1 = z.object({
   version: z.literal(1),
   kind: z.literal("spawn_instance"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   attempt: z.number().int().min(1),
   guest: guestSpec,
 });
@@ -148,9 +150,7 @@ export const powerActionV1 = z.object({
   kind: z.literal("power_action"),
   action: z.enum(POWER_ACTIONS),
   reboot_type: z.enum(["SOFT", "HARD"]).optional(),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   guest: guestSpec.optional(),
 });
 
@@ -158,9 +158,7 @@ export const powerActionV1 = z.object({
 export const getConsoleOutputV1 = z.object({
   version: z.literal(1),
   kind: z.literal("get_console_output"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   /** lines from the end; absent: all (bounded by the report's size) */
   length: z.number().int().min(1).optional(),
 });
@@ -169,9 +167,7 @@ export const getConsoleOutputV1 = z.object({
 export const getDiagnosticsV1 = z.object({
   version: z.literal(1),
   kind: z.literal("get_diagnostics"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
 });
 
 /**
@@ -182,9 +178,7 @@ export const getDiagnosticsV1 = z.object({
  */
 const moveStep = {
   version: z.literal(1),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   migration_uuid: uuid,
   attempt: z.number().int().min(1),
   /** source and destination are one host (allow_resize_to_same_host): one guest, replaced in place */
@@ -240,9 +234,7 @@ export const shelveInstanceV1 = z.object({
   version: z.literal(1),
   kind: z.literal("shelve_instance"),
   op: z.enum(["shelve", "offload", "start"]),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   attempt: z.number().int().min(0),
   offload: z.boolean(),
   /**
@@ -260,9 +252,7 @@ export const shelveInstanceV1 = z.object({
 export const triggerCrashDumpV1 = z.object({
   version: z.literal(1),
   kind: z.literal("trigger_crash_dump"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
 });
 
 /**
@@ -273,9 +263,7 @@ export const triggerCrashDumpV1 = z.object({
 export const unshelveInstanceV1 = z.object({
   version: z.literal(1),
   kind: z.literal("unshelve_instance"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   unshelve_uuid: uuid,
   attempt: z.number().int().min(1),
   guest: guestSpec,
@@ -289,9 +277,7 @@ export const unshelveInstanceV1 = z.object({
 export const snapshotInstanceV1 = z.object({
   version: z.literal(1),
   kind: z.literal("snapshot_instance"),
-  request_id: z.string().min(1),
-  instance_uuid: uuid,
-  host: z.string().min(1),
+  ...castTo,
   image_id: uuid,
   image_type: z.enum(["snapshot", "backup"]),
 });
@@ -406,9 +392,8 @@ const MOVE_MESSAGES = [
 export type ReceivedBuild = BuildAndRunInstance & { alternates?: Destination[] };
 export type ReceivedComputeMessage = ReceivedBuild | Exclude<ComputeMessage, BuildAndRunInstance>;
 
-/** What the conductor, the API and compute-events send to a host's queue. */
-export const computeMessage = z.discriminatedUnion("kind", [
-  buildAndRunInstanceV3,
+/** Every cast but the build's, whose older versions only a host still reads. */
+const OTHER_CASTS = [
   terminateInstanceV1,
   spawnInstanceV1,
   powerActionV1,
@@ -419,7 +404,10 @@ export const computeMessage = z.discriminatedUnion("kind", [
   unshelveInstanceV1,
   triggerCrashDumpV1,
   ...MOVE_MESSAGES,
-]);
+] as const;
+
+/** What the conductor, the API and compute-events send to a host's queue. */
+export const computeMessage = z.discriminatedUnion("kind", [buildAndRunInstanceV3, ...OTHER_CASTS]);
 
 /**
  * What a compute agent accepts: the messages above, and a v1 or v2 build cast from before v3
@@ -428,16 +416,7 @@ export const computeMessage = z.discriminatedUnion("kind", [
 export const receivedComputeMessage = z
   .discriminatedUnion("kind", [
     z.discriminatedUnion("version", [buildAndRunInstanceV3, buildAndRunInstanceV2, buildAndRunInstanceV1]),
-    terminateInstanceV1,
-    spawnInstanceV1,
-    powerActionV1,
-    getConsoleOutputV1,
-    getDiagnosticsV1,
-    snapshotInstanceV1,
-    shelveInstanceV1,
-    unshelveInstanceV1,
-    triggerCrashDumpV1,
-    ...MOVE_MESSAGES,
+    ...OTHER_CASTS,
   ])
   .transform((m): ReceivedComputeMessage => {
     if (m.kind !== "build_and_run_instance" || m.version === 3) return m;
