@@ -10,6 +10,7 @@
 // it never has more invocations in flight than that (one poller each here); a throttled invoke
 // (TooManyRequestsException) is retried with a growing backoff while the batch is still hidden,
 // then left: its messages come back after the queue's visibility timeout, not lost, not failed.
+import { setMaxListeners } from "node:events";
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
@@ -54,6 +55,9 @@ export interface EventSourceOptions {
   sweepMs?: number;
 }
 
+/** abort listeners one receive adds at most: the SDK's retry race, the in-process or HTTP transport */
+const LISTENERS_PER_RECEIVE = 3;
+
 export function startEventSource(opts: EventSourceOptions): EventSource {
   const abort = new AbortController();
   let running = true;
@@ -67,6 +71,9 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
   )
     throw new Error(`MaximumConcurrency must be an integer from 2 to 1000, got ${opts.maximumConcurrency}`);
   const pollers = opts.maximumConcurrency ?? opts.pollers ?? 2;
+  // Every poller's receive listens on this one signal, a few listeners each (the SDK's retry
+  // race, the transport): more than Node's default 10 once the pollers are many, and no leak.
+  setMaxListeners(pollers * LISTENERS_PER_RECEIVE, abort.signal);
   const visibilityMs = (opts.visibilityTimeoutSeconds ?? 30) * 1000;
   const batchSize = opts.batchSize ?? 10;
   // rings not yet taken by a poller, and the pollers waiting for one
