@@ -24,6 +24,7 @@ import {
   syncPowerState,
 } from "../instances/power.js";
 import { getInstance, listInstancesOnHost } from "../instances/queries.js";
+import { conductorRequest } from "../instances/request-spec.js";
 import { shelveProgress } from "../instances/shelve.js";
 import {
   finishSnapshot,
@@ -574,17 +575,11 @@ async function reschedule(r: BuildReport, rec: InstanceRecord, reason: string, l
   const alternates = (rec.alternates ?? []).filter((a) => a.host !== host);
   await release(host, id, attempt);
   await sendBuildRequest({
-    version: 2,
-    request_id: r.request_id,
-    reservation_id: rec.reservation_id,
-    project_id: rec.project_id,
-    user_id: rec.user_id,
-    instance_uuids: [id],
-    retry: {
+    ...conductorRequest(rec, r.request_id, {
       num_attempts: attempt + 1,
       hosts: [...new Set(tried)],
       last_fault: rescheduledText(id, withoutHosts(reason, [...tried, ...alternates.map((a) => a.host)])),
-    },
+    }),
     alternates,
   });
   metrics.reschedule();

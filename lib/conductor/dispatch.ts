@@ -1,11 +1,13 @@
 // The conductor Lambda's one entry: the state machine names the step in `action`.
 
 import { fault, maxRetriesFault } from "../instances/faults.js";
+import { isMove, isRebuild, isUnshelve } from "../messages/build-request.js";
 import { type ConductorInput, NOTHING_SCHEDULED, type Scheduled } from "../messages/scheduled.js";
 import { liveRefusalFault } from "./live-migrate.js";
-import { asMove, claimMoveAlternate, type MoveInput, moveStepFailed, startMove } from "./moves.js";
-import { asRebuild, rebuildStep } from "./rebuild.js";
+import { claimMoveAlternate, type MoveInput, moveStepFailed, startMove } from "./moves.js";
+import { rebuildStep } from "./rebuild.js";
 import {
+  abortedFault,
   buildFailed,
   buildInstances,
   causeOf,
@@ -14,7 +16,7 @@ import {
   noValidHost,
 } from "./tasks.js";
 import { NO_VALID_HOST_MESSAGE, type NoValidHostAnswer, type StatesError } from "./types.js";
-import { asUnshelve, unshelveStep } from "./unshelve.js";
+import { unshelveStep } from "./unshelve.js";
 
 export interface ConductorEvent {
   action: "max_retries_exceeded" | "claim_alternate" | "no_valid_host" | "build_instances" | "build_failed";
@@ -34,12 +36,10 @@ function noValidHostDetails(e: ConductorEvent): string {
 }
 
 export async function conductorStep(e: ConductorEvent): Promise<unknown> {
-  const move = asMove(e.request);
-  if (move) return moveStep(e, move);
-  const rebuild = asRebuild(e.request);
-  if (rebuild) return rebuildStep(e.action, rebuild, e.scheduled, e.error, noValidHostDetails(e));
-  const unshelve = asUnshelve(e.request);
-  if (unshelve) return unshelveStep(e.action, unshelve, e.scheduled, e.error, noValidHostDetails(e));
+  const req = e.request;
+  if (isMove(req)) return moveStep(e, req);
+  if (isRebuild(req)) return rebuildStep(e.action, req, e.scheduled, e.error, noValidHostDetails(e));
+  if (isUnshelve(req)) return unshelveStep(e.action, req, e.scheduled, e.error, noValidHostDetails(e));
   switch (e.action) {
     case "max_retries_exceeded":
       return maxRetriesExceeded(e.request).then(() => ({}));
@@ -76,16 +76,13 @@ async function moveStep(e: ConductorEvent, req: MoveInput): Promise<unknown> {
         maxRetriesFault(id, req.config.max_attempts, req.retry.last_fault, req.retry.hosts),
       );
       return {};
-    case "build_failed": {
-      const { message } = causeOf(e.error);
-      const text = `Migration of instance ${id} aborted: ${e.error?.Error ?? "error"}`;
+    case "build_failed":
       // a live migration's checks refused it (lib/conductor/live-migrate.ts): Nova's own text
       await moveStepFailed(
         req,
-        liveRefusalFault(e.error?.Error, message) ?? fault(text, `${text}: ${message}`),
+        liveRefusalFault(e.error?.Error, causeOf(e.error).message) ?? abortedFault("Migration", id, e.error),
       );
       return {};
-    }
     default:
       throw new Error(`unknown conductor action ${(e as { action: string }).action}`);
   }

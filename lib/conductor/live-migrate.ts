@@ -33,23 +33,14 @@ import { resourcesFromFlavor } from "../scheduler/resources.js";
 import type { RequestSpec } from "../scheduler/types.js";
 import { instanceClaimGroup } from "./alternates.js";
 import type { CastToHost } from "./move-events.js";
-import { failMove } from "./moves.js";
+import { failMove, reportEvent } from "./moves.js";
+import { powerStateName } from "./power-states.js";
 import type { Cast, MoveRefusedAnswer } from "./types.js";
 
 /** The driver's fact that says whether its guests can move live (os-hypervisors shows it). */
 export const LIVE_MIGRATION_FACT = "live_migration";
 /** ... and why not, when it cannot. */
 export const LIVE_MIGRATION_WHY_FACT = "live_migration_unsupported";
-
-/** Nova's power_state names (power_state.STATE_MAP), as InstanceInvalidState prints them. */
-const POWER_STATE_NAMES: Record<number, string> = {
-  0: "pending",
-  1: "running",
-  3: "paused",
-  4: "shutdown",
-  6: "crashed",
-  7: "suspended",
-};
 
 /** A refusal of Nova's checks: its text, and the API's status for it before 2.34. */
 export interface LiveCheckFailure {
@@ -130,7 +121,7 @@ export function liveMigrationPrecheck(
   const power = rec.power_state ?? (rec.vm_state === "active" ? 1 : 4);
   if (power !== 1 && power !== 3) {
     return {
-      message: `Cannot 'os-migrateLive' instance ${rec.id} while it is in power_state ${POWER_STATE_NAMES[power] ?? power}`,
+      message: `Cannot 'os-migrateLive' instance ${rec.id} while it is in power_state ${powerStateName(power)}`,
       code: 409,
     };
   }
@@ -361,16 +352,7 @@ export async function applyLiveReport(
   cast: CastToHost,
 ): Promise<void> {
   const ref = { id: rec.id, request_id: r.request_id };
-  const ev = (ok: boolean) =>
-    event(
-      MOVE_EVENTS[r.step],
-      r.attempt,
-      ok ? "Success" : "Error",
-      r.host,
-      r.details,
-      new Date(r.started_at),
-      new Date(r.sent_at),
-    );
+  const ev = (ok: boolean) => reportEvent(r, ok);
   if (move.attempt !== r.attempt) {
     log.info("compute_events.move_report_fenced", { current_attempt: move.attempt });
     return;

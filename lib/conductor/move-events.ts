@@ -15,14 +15,13 @@ import {
   destinationFinished,
   destinationTask,
   evacuated,
-  MOVE_EVENTS,
   revertedOnDestination,
   revertFinished,
   sourceMigrated,
 } from "../instances/move.js";
 import { rebindPorts } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
-import { event } from "../instances/transition.js";
+import { conductorRequest } from "../instances/request-spec.js";
 import type { InstanceRecord, MoveContext } from "../instances/types.js";
 import type { Logger } from "../log.js";
 import type { ComputeMessage } from "../messages/compute.js";
@@ -31,7 +30,7 @@ import { moveAllocation, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
 import { applyLiveReport, isLiveMigrationStep } from "./live-migrate.js";
-import { failMove, nextMoveCast } from "./moves.js";
+import { failMove, nextMoveCast, reportEvent } from "./moves.js";
 import { applyRebuildReport } from "./rebuild.js";
 
 export type CastToHost = (host: string, msg: ComputeMessage, log: Logger) => Promise<void>;
@@ -50,19 +49,6 @@ export function evacuatedGuestTerminate(
     host,
     migration_uuid: migrationUuid,
   };
-}
-
-/** The host's event of the step it reports (Nova's wrap_instance_event), with its result. */
-function reportEvent(r: MoveStepReport, ok: boolean) {
-  return event(
-    MOVE_EVENTS[r.step],
-    r.attempt,
-    ok ? "Success" : "Error",
-    r.host,
-    r.details,
-    new Date(r.started_at),
-    new Date(r.sent_at),
-  );
 }
 
 export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: CastToHost): Promise<void> {
@@ -236,17 +222,11 @@ async function destinationFailedReport(
   const alternates = (now.alternates ?? []).filter((a) => a.host !== r.host);
   const tried = [...new Set(m.tried)];
   await sendBuildRequest({
-    version: 2,
-    request_id: r.request_id,
-    reservation_id: rec.reservation_id,
-    project_id: rec.project_id,
-    user_id: rec.user_id,
-    instance_uuids: [rec.id],
-    retry: {
+    ...conductorRequest(rec, r.request_id, {
       num_attempts: r.attempt - m.source_attempt + 1,
       hosts: tried,
       last_fault: `${move.type === "evacuation" ? "Evacuation" : "Resize"} of instance ${rec.id} was re-scheduled: ${withoutHosts(r.details ?? "error", [...tried, ...alternates.map((a) => a.host)])}`,
-    },
+    }),
     alternates,
     move: { migration_uuid: move.uuid, base_attempt: m.source_attempt },
   });

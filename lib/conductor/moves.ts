@@ -11,6 +11,7 @@ import {
   EVENT_LIVE_MIGRATE,
   EVENT_MIGRATE,
   EVENT_REBUILD,
+  MOVE_EVENTS,
   moveFailed,
   placeMove,
 } from "../instances/move.js";
@@ -18,8 +19,9 @@ import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { ActionEvent, Fault, InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
-import { isMove, type MoveRequest, moveAttempt } from "../messages/build-request.js";
+import { type MoveRequest, moveAttempt } from "../messages/build-request.js";
 import type { ComputeMessage, MoveStepMessage } from "../messages/compute.js";
+import type { MoveStepReport } from "../messages/reports.js";
 import {
   type ConductorInput,
   NOTHING_SCHEDULED,
@@ -35,10 +37,6 @@ import { startLiveMigration } from "./live-migrate.js";
 import type { AlternatesExhaustedAnswer, Cast } from "./types.js";
 
 export type MoveInput = ConductorInput & MoveRequest;
-
-export function asMove(req: ConductorInput): MoveInput | undefined {
-  return isMove(req) ? (req as MoveInput) : undefined;
-}
 
 async function queueUrlOf(host: string): Promise<string> {
   const url = (await getHost(host))?.queue_url;
@@ -85,6 +83,19 @@ export async function nextMoveCast(
     };
   }
   return undefined;
+}
+
+/** The host's event of the move step it reports (Nova's wrap_instance_event), with its result. */
+export function reportEvent(r: MoveStepReport, ok: boolean): ActionEvent {
+  return event(
+    MOVE_EVENTS[r.step],
+    r.attempt,
+    ok ? "Success" : "Error",
+    r.host,
+    r.details,
+    new Date(r.started_at),
+    new Date(r.sent_at),
+  );
 }
 
 /** BuildInstances for a move: record the claimed destination (the move's token) and cast the next step. */

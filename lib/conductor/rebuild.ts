@@ -20,7 +20,7 @@ import {
 import { event } from "../instances/transition.js";
 import type { Fault, InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
-import { isRebuild, type RebuildRequest } from "../messages/build-request.js";
+import type { RebuildRequest } from "../messages/build-request.js";
 import type { MoveStepMessage } from "../messages/compute.js";
 import type { MoveStepReport } from "../messages/reports.js";
 import {
@@ -30,14 +30,10 @@ import {
   selectionIn,
 } from "../messages/scheduled.js";
 import { getHost } from "../placement/hosts.js";
-import { causeOf } from "./tasks.js";
+import { abortedFault } from "./tasks.js";
 import { type Cast, NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
 
 export type RebuildInput = ConductorInput & RebuildRequest;
-
-export function asRebuild(req: ConductorInput): RebuildInput | undefined {
-  return isRebuild(req) ? (req as RebuildInput) : undefined;
-}
 
 /** The record in this rebuild, or undefined (deleted, or the rebuild is over). */
 async function inRebuild(req: RebuildInput): Promise<InstanceRecord | undefined> {
@@ -69,9 +65,8 @@ export async function rebuildStep(
       return {};
     case "max_retries_exceeded":
     case "build_failed": {
-      const { message } = causeOf(error);
-      const text = `Rebuild of instance ${id} aborted: ${error?.Error ?? "error"}`;
-      await refuse(req, fault(text, `${text}: ${message}`), `${text}: ${message}`);
+      const f = abortedFault("Rebuild", id, error);
+      await refuse(req, f, f.details);
       return {};
     }
     default:

@@ -17,6 +17,7 @@ import type { InstanceRecord } from "../instances/types.js";
 import { log as baseLog, type Logger } from "../log.js";
 import { requestedZone } from "../messages/availability-zone.js";
 import {
+  type BuildRequest,
   isMove,
   isRebuild,
   isUnshelve,
@@ -177,15 +178,8 @@ export async function loadRequest(req: ConductorInput): Promise<Loaded | undefin
  * instance's own claim is free for the destination and the source stays counted.
  */
 async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
-  const started = performance.now();
-  const n = moveAttempt(req);
-  const id = req.instance_uuids[0]!;
-  const log = baseLog.child({
-    request_id: req.request_id,
-    attempt: n,
-    migration_uuid: req.move.migration_uuid,
-  });
-  const rec = await getInstance(id);
+  const one = await loadOneInstance(req, moveAttempt(req), { migration_uuid: req.move.migration_uuid });
+  const { n, id, log, rec } = one;
   const move = rec?.migration;
   if (
     !rec ||
@@ -217,13 +211,7 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
     }
   }
   const zone = requestedZone(own.availability_zone);
-  const {
-    force_hosts: _forced,
-    force_nodes: _forcedNodes,
-    requested_destination: _dest,
-    ignore_hosts: _ignored,
-    ...rest
-  } = own;
+  const { ignore_hosts: _ignored, ...rest } = resetForcedDestinations(own);
   const { spec, instanceHosts } = await withInstances(
     {
       ...rest,
@@ -237,21 +225,10 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
     [id],
   );
   const heldHost = move.attempt === n && move.dest_host ? move.dest_host : await findClaim(id, n);
-  const held = new Map<string, HeldHost>();
-  if (heldHost) held.set(id, { host: heldHost, node: move.dest_node, availability_zone: move.dest_az });
-  return {
-    request: {
-      instance_uuids: [id],
-      attempt: n,
-      excludeHosts: req.retry.hosts,
-      spec,
-      instanceHosts,
-      held,
-      toPlace: held.has(id) ? [] : [id],
-    },
-    log,
-    started,
-  };
+  return oneInstanceLoaded(one, spec, instanceHosts, heldHost, {
+    node: move.dest_node,
+    availability_zone: move.dest_az,
+  });
 }
 
 /**
@@ -261,15 +238,8 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
  * claim: the unshelve's attempt claims as a build's does.
  */
 async function loadUnshelveRequest(req: UnshelveRequest): Promise<Loaded | undefined> {
-  const started = performance.now();
-  const n = unshelveAttempt(req);
-  const id = req.instance_uuids[0]!;
-  const log = baseLog.child({
-    request_id: req.request_id,
-    attempt: n,
-    unshelve_uuid: req.unshelve.unshelve_uuid,
-  });
-  const rec = await getInstance(id);
+  const one = await loadOneInstance(req, unshelveAttempt(req), { unshelve_uuid: req.unshelve.unshelve_uuid });
+  const { n, id, log, rec } = one;
   const ctx = rec?.unshelve;
   if (
     !rec ||
@@ -281,12 +251,7 @@ async function loadUnshelveRequest(req: UnshelveRequest): Promise<Loaded | undef
     log.warn("scheduler.unshelve_not_found", { instance_uuid: id, task_state: rec?.task_state });
     return undefined;
   }
-  const {
-    force_hosts: _forced,
-    force_nodes: _forcedNodes,
-    requested_destination: _dest,
-    ...rest
-  } = requestSpecOf(rec, 1);
+  const rest = resetForcedDestinations(requestSpecOf(rec, 1));
   const zone = requestedZone(rest.availability_zone);
   const { availability_zone: _zone, ...unzoned } = rest;
   const { spec, instanceHosts } = await withInstances(
@@ -299,8 +264,56 @@ async function loadUnshelveRequest(req: UnshelveRequest): Promise<Loaded | undef
     [id],
   );
   const heldHost = rec.attempt === n && rec.host ? rec.host : await findClaim(id, n);
+  return oneInstanceLoaded(one, spec, instanceHosts, heldHost, {
+    node: rec.node,
+    availability_zone: rec.availability_zone,
+  });
+}
+
+/** The spec with no destination forced or requested (Nova's RequestSpec.reset_forced_destinations). */
+function resetForcedDestinations({
+  force_hosts: _forced,
+  force_nodes: _forcedNodes,
+  requested_destination: _dest,
+  ...rest
+}: RequestSpec): Omit<RequestSpec, "force_hosts" | "force_nodes" | "requested_destination"> {
+  return rest;
+}
+
+/** A move's or an unshelve's load so far: its one instance at the workflow's attempt. */
+interface OneInstance {
+  req: BuildRequest;
+  n: number;
+  id: string;
+  log: Logger;
+  started: number;
+}
+
+/** The start of a move's or an unshelve's load: its clock, its log (under the workflow's token) and its record. */
+async function loadOneInstance(
+  req: BuildRequest,
+  n: number,
+  token: { migration_uuid: string } | { unshelve_uuid: string },
+): Promise<OneInstance & { rec: InstanceRecord | undefined }> {
+  const started = performance.now();
+  const id = req.instance_uuids[0]!;
+  const log = baseLog.child({ request_id: req.request_id, attempt: n, ...token });
+  return { req, n, id, log, started, rec: await getInstance(id) };
+}
+
+/**
+ * A move's or an unshelve's request for its decision: a re-run of this step keeps the host an
+ * earlier run placed or claimed at this attempt (`heldHost`); else the instance is to place.
+ */
+function oneInstanceLoaded(
+  { req, n, id, log, started }: OneInstance,
+  spec: RequestSpec,
+  instanceHosts: Map<string, string>,
+  heldHost: string | undefined,
+  where: Omit<HeldHost, "host">,
+): Loaded {
   const held = new Map<string, HeldHost>();
-  if (heldHost) held.set(id, { host: heldHost, node: rec.node, availability_zone: rec.availability_zone });
+  if (heldHost) held.set(id, { host: heldHost, ...where });
   return {
     request: {
       instance_uuids: [id],
@@ -341,13 +354,7 @@ async function checkRebuild(req: RebuildRequest, config: SchedulerConfig): Promi
   };
   const stay = () => scheduledOf([{ instance_uuid: id, selected: here, alternates: [] }]);
   if (!rebuild.image_changed) return stay();
-  const {
-    force_hosts: _forced,
-    force_nodes: _forcedNodes,
-    requested_destination: _dest,
-    ignore_hosts: _ignored,
-    ...rest
-  } = requestSpecOf(rec, 1);
+  const { ignore_hosts: _ignored, ...rest } = resetForcedDestinations(requestSpecOf(rec, 1));
   const { spec, instanceHosts } = await withInstances(
     {
       ...rest,

@@ -7,6 +7,7 @@ import { sendBuildRequest } from "../aws/send.js";
 import { fault, rescheduledText, withoutHosts } from "../instances/faults.js";
 import { rebindPorts } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
+import { conductorRequest } from "../instances/request-spec.js";
 import {
   EVENT_SHELVE,
   EVENT_SHELVE_OFFLOAD,
@@ -170,17 +171,11 @@ export async function applyUnshelveReport(
   const tried = [...new Set([...ctx.tried.filter((h) => h !== host), host])];
   const alternates = (now.alternates ?? []).filter((a) => a.host !== host);
   await sendBuildRequest({
-    version: 2,
-    request_id: ctx.request_id,
-    reservation_id: now.reservation_id,
-    project_id: now.project_id,
-    user_id: now.user_id,
-    instance_uuids: [id],
-    retry: {
+    ...conductorRequest(now, ctx.request_id, {
       num_attempts: n - ctx.base_attempt + 1,
       hosts: tried,
       last_fault: rescheduledText(id, withoutHosts(details, [...tried, ...alternates.map((a) => a.host)])),
-    },
+    }),
     alternates,
     unshelve: { unshelve_uuid: ctx.uuid, base_attempt: ctx.base_attempt },
   });

@@ -11,7 +11,7 @@ import {
 } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
-import type { InstanceRecord } from "../instances/types.js";
+import type { Fault, InstanceRecord } from "../instances/types.js";
 import { log } from "../log.js";
 import {
   type ConductorInput,
@@ -44,6 +44,20 @@ export function causeOf(err: StatesError | undefined): { message: string; detail
   } catch {
     return { message: err.Cause || err.Error, details: err.Cause || "" };
   }
+}
+
+/**
+ * An error in a move's, a rebuild's or an unshelve's workflow (Nova's conductor aborting the
+ * task): which error it was in the message, its cause (for admins) in the details.
+ */
+export function abortedFault(
+  action: "Migration" | "Rebuild" | "Unshelve",
+  id: string,
+  error: StatesError | undefined,
+): Fault {
+  const { message } = causeOf(error);
+  const text = `${action} of instance ${id} aborted: ${error?.Error ?? "error"}`;
+  return fault(text, `${text}: ${message}`);
 }
 
 /**

@@ -16,7 +16,7 @@ import { EVENT_UNSHELVE_SCHEDULE, placeUnshelve, unshelveEnded } from "../instan
 import { event } from "../instances/transition.js";
 import type { Fault, InstanceRecord } from "../instances/types.js";
 import { log as rootLog } from "../log.js";
-import { isUnshelve, type UnshelveRequest, unshelveAttempt } from "../messages/build-request.js";
+import { type UnshelveRequest, unshelveAttempt } from "../messages/build-request.js";
 import type { UnshelveInstance } from "../messages/compute.js";
 import {
   type ConductorInput,
@@ -29,14 +29,10 @@ import { release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { claimFirstAlternate } from "./alternates.js";
-import { causeOf } from "./tasks.js";
+import { abortedFault } from "./tasks.js";
 import type { AlternatesExhaustedAnswer, Cast, StatesError } from "./types.js";
 
 export type UnshelveInput = ConductorInput & UnshelveRequest;
-
-export function asUnshelve(req: ConductorInput): UnshelveInput | undefined {
-  return isUnshelve(req) ? (req as UnshelveInput) : undefined;
-}
 
 /** The record in this unshelve, or undefined (deleted, or the unshelve is over). */
 export async function inUnshelve(req: UnshelveInput): Promise<InstanceRecord | undefined> {
@@ -70,9 +66,8 @@ export async function unshelveStep(
       return {};
     }
     case "build_failed": {
-      const { message } = causeOf(error);
-      const text = `Unshelve of instance ${id} aborted: ${error?.Error ?? "error"}`;
-      await endUnshelve(req, fault(text, `${text}: ${message}`), `${text}: ${message}`);
+      const f = abortedFault("Unshelve", id, error);
+      await endUnshelve(req, f, f.details);
       return {};
     }
     default:

@@ -11,6 +11,7 @@ import { sendBuildRequest } from "../aws/send.js";
 import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../config.js";
 import { EVENT_BUILD } from "../instances/codec.js";
 import { rescheduledText } from "../instances/faults.js";
+import { conductorRequest } from "../instances/request-spec.js";
 import { event } from "../instances/transition.js";
 import type { WatchedBuild } from "../instances/types.js";
 import { extendDeadline, fenceAttempt, listBuilding } from "../instances/watch.js";
@@ -150,17 +151,11 @@ async function resend(
     (a) => !tried.has(a.host) && a.host !== rec.host && up.get(a.host) === true,
   );
   await sendBuildRequest({
-    version: 2,
-    request_id: rec.request_id,
-    reservation_id: rec.reservation_id,
-    project_id: rec.project_id,
-    user_id: rec.user_id,
-    instance_uuids: [rec.id],
-    retry: {
+    ...conductorRequest(rec, rec.request_id, {
       num_attempts: numAttempts,
       hosts: [...new Set(rec.retry_hosts)],
       last_fault: rescheduledText(rec.id, reason),
-    },
+    }),
     ...(alternates.length ? { alternates } : {}),
   });
   metrics.reschedule();

@@ -4,7 +4,7 @@
 import type { Destination } from "../messages/common.js";
 import { buildDeadline, storedDestination } from "./codec.js";
 import { changeShard, getInstance } from "./queries.js";
-import { type InstanceRef, transitionWithEvent } from "./transition.js";
+import { type InstanceRef, transitionWithEvent, type Update } from "./transition.js";
 import type { ActionEvent, Fault, InstanceRecord } from "./types.js";
 
 /** A write by the attempt `attempt` on `host`, of a build still live. */
@@ -23,10 +23,33 @@ export type AttemptWrite = (
   ev: ActionEvent,
 ) => Promise<InstanceRecord | undefined>;
 
+/** What the conductor's placement of an instance came to (a build's attempt, a move's). */
 export type PlaceOutcome =
   | { kind: "placed"; record: InstanceRecord }
   | { kind: "already-placed"; record: InstanceRecord }
   | { kind: "gone"; record: InstanceRecord | undefined };
+
+/**
+ * The instance pointed at `dest` for attempt `attempt` (the fencing token its host's writes are
+ * conditioned on), with the alternates a reschedule of this attempt goes to (so no cast carries
+ * them): a build's placement, and an unshelve's, which is scheduled as a build is.
+ */
+export function placedOn(
+  attempt: number,
+  dest: Destination,
+  alternates: readonly unknown[],
+): Pick<Update, "set" | "values"> {
+  return {
+    set: ["attempt = :n", "host = :h", "node = :node", "availability_zone = :az", "alternates = :alts"],
+    values: {
+      ":n": attempt,
+      ":h": dest.host,
+      ":node": dest.nodename,
+      ":az": dest.availability_zone,
+      ":alts": alternates,
+    },
+  };
+}
 
 /**
  * Conductor: point the instance at its host for attempt `attempt` (the fencing token every later
@@ -43,13 +66,10 @@ export async function placeInstance(
   ev: ActionEvent,
 ): Promise<PlaceOutcome> {
   const now = new Date().toISOString();
+  const at = placedOn(attempt, { host, nodename, availability_zone }, alternates.map(storedDestination));
   const placed = await transitionWithEvent(rec, ev, {
     set: [
-      "attempt = :n",
-      "host = :h",
-      "node = :node",
-      "availability_zone = :az",
-      "alternates = :alts",
+      ...at.set,
       "updated_at = :now",
       // The first attempt keeps the deadline it was created with (instance_build_timeout
       // counts from creation, as Nova's does); a reschedule gets a whole timeout again.
@@ -58,12 +78,8 @@ export async function placeInstance(
     condition: "deleted = :false AND vm_state = :building AND attempt = :prev",
     values: {
       ...(attempt > 1 ? { ":deadline": buildDeadline() } : {}),
-      ":n": attempt,
+      ...at.values,
       ":prev": attempt - 1,
-      ":h": host,
-      ":node": nodename,
-      ":az": availability_zone,
-      ":alts": alternates.map(storedDestination),
       ":now": now,
       ":false": false,
       ":building": "building",

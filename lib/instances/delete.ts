@@ -6,7 +6,7 @@ import { log } from "../log.js";
 import { release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
-import { updateMigration } from "./migrations.js";
+import { OPEN_MIGRATION_STATUSES, updateMigration } from "./migrations.js";
 import { deallocateForInstance } from "./networking.js";
 import { markDeletedReleasing } from "./quota-release.js";
 import { deleteServerImage } from "./snapshot.js";
@@ -109,21 +109,5 @@ async function endMoveOnDelete(rec: InstanceRecord, requestId: string): Promise<
       });
     }
   }
-  await updateMigration(
-    move.uuid,
-    [
-      "pre-migrating",
-      "migrating",
-      "post-migrating",
-      "finished",
-      "confirming",
-      "reverting",
-      // a live migration's
-      "accepted",
-      "queued",
-      "preparing",
-      "running",
-    ],
-    "error",
-  );
+  await updateMigration(move.uuid, OPEN_MIGRATION_STATUSES, "error");
 }

@@ -5,23 +5,17 @@
 // attempt and the host it must come from (move.ts's fences), so a duplicated, late or zombie
 // report changes nothing. The guest never stops: vm_state stays active throughout.
 
-import { inMove, reported } from "./move.js";
-import { type InstanceRef, merge, transition, transitionWithEvent } from "./transition.js";
-import type { ActionEvent, InstanceAction, InstanceRecord, MoveContext } from "./types.js";
+import { inMove, type MoveReport, reported } from "./move.js";
+import { merge, transition, transitionWithEvent } from "./transition.js";
+import type { InstanceAction, InstanceRecord } from "./types.js";
 
 /**
  * compute-events: the source copied the guest over and let its own go (Nova's
  * _post_live_migration): the instance points at the destination from now on, at the move's
  * attempt; the task stays `migrating` until the destination has taken it over.
  */
-export function liveMigrated(
-  ref: InstanceRef,
-  move: MoveContext,
-  source: string,
-  attempt: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const liveMigrated: MoveReport = (ref, move, source, attempt, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(reported(move.uuid, source, "migration.source_host", attempt), {
@@ -36,21 +30,13 @@ export function liveMigrated(
       },
     }),
   );
-}
 
 /**
  * compute-events: the destination took the guest over (Nova's post_live_migration_at_destination):
  * the move is over for the instance, ACTIVE with no task on its new host.
  */
-export function liveCompleted(
-  ref: InstanceRef,
-  move: MoveContext,
-  dest: string,
-  attempt: number,
-  power: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const liveCompleted: MoveReport<[number]> = (ref, move, dest, attempt, power, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(reported(move.uuid, dest, "migration.dest_host", attempt), {
@@ -60,7 +46,6 @@ export function liveCompleted(
       values: { ":null": null, ":power": power, ":migrating": "migrating" },
     }),
   );
-}
 
 /**
  * API: an abort of the live migration (DELETE /servers/{id}/migrations/{mid}), recorded as its

@@ -10,6 +10,7 @@ import { type Usage, upsizeDelta } from "../quotas/quotas.js";
 import type { ReserveResult } from "../quotas/store.js";
 import type { createMigration, nextMigrationId, updateMigration } from "./migrations.js";
 import type { abandonMove, beginMove } from "./move.js";
+import { conductorRequest } from "./request-spec.js";
 import type { InstanceAction, InstanceRecord, MigrationRecord, MoveContext, TaskState } from "./types.js";
 
 export type MoveKind = "resize" | "migration" | "evacuation" | "live-migration";
@@ -132,13 +133,7 @@ export async function acceptMove(
   }
   try {
     await io.sendBuildRequest({
-      version: 2,
-      request_id: spec.action.request_id,
-      reservation_id: rec.reservation_id,
-      project_id: rec.project_id,
-      user_id: rec.user_id,
-      instance_uuids: [rec.id],
-      retry: { num_attempts: 1, hosts: [] },
+      ...conductorRequest(rec, spec.action.request_id),
       move: { migration_uuid: migration.uuid, base_attempt: rec.attempt },
     });
   } catch (e) {

@@ -13,9 +13,11 @@ import type { Destination } from "../messages/common.js";
 import type { MoveStepMessage, MoveStepName } from "../messages/compute.js";
 import { type Usage, upsizeDelta } from "../quotas/quotas.js";
 import { releaseItem } from "../quotas/store.js";
+import type { PlaceOutcome } from "./build.js";
 import { instancesTable, storedDestination } from "./codec.js";
-
 import {
+  beginAction,
+  type HostReportWrite,
   type InstanceRef,
   instanceUpdate,
   merge,
@@ -92,21 +94,10 @@ export function beginMove(
   a: InstanceAction,
   task: TaskState = "resize_prep",
 ): Promise<InstanceRecord | undefined> {
-  return transition(rec.id, {
-    set: ["task_state = :task", "migration = :move", "updated_at = :now", "actions.#rid = :action"],
-    condition:
-      "deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h AND attribute_not_exists(migration)",
-    names: { "#rid": a.request_id },
-    values: {
-      ":task": task,
-      ":move": move,
-      ":now": a.start_time,
-      ":action": a,
-      ":false": false,
-      ":vm": rec.vm_state,
-      ":seen": rec.task_state,
-      ":h": rec.host,
-    },
+  return beginAction(rec, task, a, {
+    set: ["migration = :move"],
+    condition: "attribute_not_exists(migration)",
+    values: { ":move": move },
   });
 }
 
@@ -128,11 +119,6 @@ export function abandonMove(id: string, migration: string): Promise<InstanceReco
   );
 }
 
-export type PlaceMoveOutcome =
-  | { kind: "placed"; record: InstanceRecord }
-  | { kind: "already-placed"; record: InstanceRecord }
-  | { kind: "gone"; record: InstanceRecord | undefined };
-
 /**
  * Conductor: the destination is claimed for attempt `attempt` (the move's fencing token). From
  * resize_prep the source is told next (resize_migrating); from resize_migrated (a reschedule: the
@@ -146,7 +132,7 @@ export async function placeMove(
   dest: Destination,
   alternates: readonly Destination[],
   ev: ActionEvent,
-): Promise<PlaceMoveOutcome> {
+): Promise<PlaceOutcome> {
   const move = rec.migration;
   if (!move || rec.deleted) return { kind: "gone", record: rec };
   if (move.attempt === attempt && move.dest_host === dest.host)
@@ -210,15 +196,12 @@ export function reported(
   });
 }
 
+/** A host's report of a step of this move, with what the step reports besides. */
+export type MoveReport<Args extends unknown[] = []> = HostReportWrite<MoveContext, Args>;
+
 /** compute-events: the source shut the guest down and handed it over (resize_migrated). */
-export function sourceMigrated(
-  ref: InstanceRef,
-  migration: string,
-  host: string,
-  attempt: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const sourceMigrated: HostReportWrite<string> = (ref, migration, host, attempt, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(reported(migration, host, "migration.source_host", attempt), status("post-migrating"), {
@@ -227,7 +210,6 @@ export function sourceMigrated(
       values: { ":next": "resize_migrated", ":from": "resize_migrating" },
     }),
   );
-}
 
 /**
  * The destination reported the guest running there (its report's fence included): the record
@@ -270,15 +252,8 @@ function landed(
  * compute-events: the destination runs the guest with the new flavor. The instance is on the
  * destination now, at the move's attempt, in VERIFY_RESIZE (Nova's finish_resize).
  */
-export function destinationFinished(
-  ref: InstanceRef,
-  move: MoveContext,
-  host: string,
-  attempt: number,
-  power: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const destinationFinished: MoveReport<[number]> = (ref, move, host, attempt, power, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(landed(move, host, attempt, power, "resize_migrated", "resized"), status("finished"), {
@@ -287,23 +262,14 @@ export function destinationFinished(
       values: { ":flavor": move.new_flavor },
     }),
   );
-}
 
 /**
  * compute-events: an evacuated server runs (or is SHUTOFF, 2.95) on its destination, at the move's
  * attempt. The move is over for the instance; the source's allocation stays with the evacuation's
  * consumer until the source comes back and destroys its copy (Nova's _destroy_evacuated_instances).
  */
-export function evacuated(
-  ref: InstanceRef,
-  move: MoveContext,
-  host: string,
-  attempt: number,
-  power: number,
-  running: boolean,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const evacuated: MoveReport<[number, boolean]> = (ref, move, host, attempt, power, running, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(landed(move, host, attempt, power, "rebuild_spawning", running ? "active" : "stopped"), {
@@ -313,17 +279,10 @@ export function evacuated(
       values: {},
     }),
   );
-}
 
 /** compute-events: the destination could not finish; the event says why (the move reschedules). */
-export function destinationFailed(
-  ref: InstanceRef,
-  move: MoveContext,
-  host: string,
-  attempt: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const destinationFailed: MoveReport = (ref, move, host, attempt, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(reported(move.uuid, host, "migration.dest_host", attempt), {
@@ -336,7 +295,6 @@ export function destinationFailed(
       values: { ":null": null, ":from": destinationTask(move), ":tried": [host] },
     }),
   );
-}
 
 /**
  * The move failed before it finished (NoValidHost, the source or every destination failed, an
@@ -470,15 +428,8 @@ export function confirmed(
  * points back at the source, with the old flavor, at attempt `next` (its allocation there is the
  * instance's again, at that attempt), for the source's finish_revert_resize.
  */
-export function revertedOnDestination(
-  ref: InstanceRef,
-  move: MoveContext,
-  host: string,
-  attempt: number,
-  next: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const revertedOnDestination: MoveReport<[number]> = (ref, move, host, attempt, next, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(reported(move.uuid, host, "host", attempt), {
@@ -504,18 +455,10 @@ export function revertedOnDestination(
       },
     }),
   );
-}
 
 /** compute-events: the source runs the old guest again; the revert is over (finish_revert_resize). */
-export function revertFinished(
-  ref: InstanceRef,
-  move: MoveContext,
-  host: string,
-  attempt: number,
-  power: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const revertFinished: MoveReport<[number]> = (ref, move, host, attempt, power, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(reported(move.uuid, host, "host", attempt), {
@@ -525,7 +468,6 @@ export function revertFinished(
       values: { ":old": move.old_vm_state, ":null": null, ":power": power, ":reverting": "resize_reverting" },
     }),
   );
-}
 
 /** What confirming a move does besides the record (the API's deps, or the real ones). */
 export interface ConfirmIo {

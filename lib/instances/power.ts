@@ -7,7 +7,7 @@ import type { ActionDoneReport, ActionStartedReport } from "../messages/reports.
 import { eventKey, storedEvent } from "./codec.js";
 import { readHostAnswer, storeHostAnswer } from "./host-answers.js";
 import { getInstance } from "./queries.js";
-import { event, transition } from "./transition.js";
+import { beginAction, endAction, eventFinished, eventStarted, inState, transition } from "./transition.js";
 import type { InstanceAction, InstanceRecord, TaskState, VmState } from "./types.js";
 
 export type PowerActionName = "stop" | "start" | "reboot" | "pause" | "unpause" | "suspend" | "resume";
@@ -70,28 +70,7 @@ export async function beginPowerAction(
   rebootType: RebootType | undefined,
   a: InstanceAction,
 ): Promise<InstanceRecord | undefined> {
-  return transition(rec.id, {
-    set: ["task_state = :task", "updated_at = :now", "actions.#rid = :action"],
-    condition: "deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h",
-    names: { "#rid": a.request_id },
-    values: {
-      ":task": taskStateOf(action, rebootType),
-      ":now": a.start_time,
-      ":action": a,
-      ":false": false,
-      ":vm": rec.vm_state,
-      ":seen": rec.task_state,
-      ":h": rec.host,
-    },
-  });
-}
-
-function tasksCondition(action: PowerActionName, values: Record<string, unknown>): string {
-  const tasks = ACTION_TASKS[action];
-  tasks.forEach((t, i) => {
-    values[`:t${i}`] = t;
-  });
-  return `task_state IN (${tasks.map((_, i) => `:t${i}`).join(", ")})`;
+  return beginAction(rec, taskStateOf(action, rebootType), a);
 }
 
 /**
@@ -108,11 +87,11 @@ export async function actionStarted(r: ActionStartedReport): Promise<boolean> {
   }
   const rec = await getInstance(r.instance_uuid);
   if (!rec) return false;
-  const ev = event(POWER_EVENTS[r.action], rec.attempt, null, r.host, null, new Date(r.sent_at), null);
+  const ev = eventStarted(POWER_EVENTS[r.action], rec.attempt, r);
   values[":ev"] = storedEvent(ev);
   const updated = await transition(r.instance_uuid, {
     set,
-    condition: `deleted = :false AND host = :h AND attribute_exists(actions.#rid) AND ${tasksCondition(r.action, values)}`,
+    condition: `deleted = :false AND host = :h AND attribute_exists(actions.#rid) AND ${inState(values, "task_state", ACTION_TASKS[r.action], "t")}`,
     names: { "#rid": r.request_id, "#ev": eventKey(ev.event, ev.attempt) },
     values,
   });
@@ -127,43 +106,10 @@ export async function actionStarted(r: ActionStartedReport): Promise<boolean> {
 export async function finishPowerAction(r: ActionDoneReport): Promise<"applied" | "duplicate" | "fenced"> {
   const rec = await getInstance(r.instance_uuid);
   if (!rec || rec.deleted || rec.host !== r.host) return "fenced";
-  const ev = event(
-    POWER_EVENTS[r.action],
-    rec.attempt,
-    r.ok ? "Success" : "Error",
-    r.host,
-    r.ok ? null : r.details,
-    new Date(r.started_at),
-    new Date(r.sent_at),
-  );
-  const key = eventKey(ev.event, ev.attempt);
-  const values: Record<string, unknown> = {
-    ":false": false,
-    ":h": r.host,
-    ":now": r.sent_at,
-    ":null": null,
-    ":power": r.power_state,
-    ":ev": storedEvent(ev),
-  };
-  const set = [
-    "updated_at = :now",
-    "task_state = :null",
-    "power_state = :power",
-    "power_state_at = :now",
-    "actions.#rid.events.#ev = :ev",
-  ];
+  const ev = eventFinished(POWER_EVENTS[r.action], rec.attempt, r);
   // pause, unpause, suspend and resume revert only their task state on failure (reverts_task_state)
   const vm = r.ok ? DONE_VM_STATE[r.action] : r.action === "reboot" ? "error" : undefined;
-  if (vm) {
-    set.push("vm_state = :vm");
-    values[":vm"] = vm;
-  }
-  const updated = await transition(r.instance_uuid, {
-    set,
-    condition: `deleted = :false AND host = :h AND attribute_exists(actions.#rid) AND ${tasksCondition(r.action, values)}`,
-    names: { "#rid": r.request_id, "#ev": key },
-    values,
-  });
+  const updated = await endAction(r, ev, ACTION_TASKS[r.action], vm);
   if (updated) return "applied";
   const now = await getInstance(r.instance_uuid);
   const done = now?.actions[r.request_id]?.events[`${ev.event}#${ev.attempt}`];

@@ -5,7 +5,15 @@
 // rebuild's uuid (the record's RebuildContext) and the task state the step expects; the host's
 // report is also fenced by the host and the instance's attempt, so a duplicated, late or zombie
 // report changes nothing. No claim is made or released: the instance keeps its allocation.
-import { type InstanceRef, merge, transition, transitionWithEvent, type Update } from "./transition.js";
+import {
+  beginAction,
+  type HostReportWrite,
+  type InstanceRef,
+  merge,
+  transition,
+  transitionWithEvent,
+  type Update,
+} from "./transition.js";
 import type { ActionEvent, Fault, InstanceAction, InstanceRecord, RebuildContext } from "./types.js";
 
 /** The conductor's event (Nova's EventReporter 'rebuild_server', for rebuild and evacuate alike). */
@@ -55,34 +63,17 @@ export function beginRebuild(
   fields: RebuildFields,
   a: InstanceAction,
 ): Promise<InstanceRecord | undefined> {
-  const names: Record<string, string> = { "#rid": a.request_id, "#rb": "rebuild", "#img": "image" };
-  const values: Record<string, unknown> = {
-    ":task": "rebuilding",
-    ":ctx": ctx,
-    ":image": image,
-    ":now": a.start_time,
-    ":action": a,
-    ":false": false,
-    ":vm": rec.vm_state,
-    ":seen": rec.task_state,
-    ":h": rec.host,
-  };
-  const set = [
-    "task_state = :task",
-    "#rb = :ctx",
-    "#img = :image",
-    "updated_at = :now",
-    "actions.#rid = :action",
-  ];
+  const names: Record<string, string> = { "#rb": "rebuild", "#img": "image" };
+  const values: Record<string, unknown> = { ":ctx": ctx, ":image": image };
+  const set = ["#rb = :ctx", "#img = :image"];
   Object.entries(fields).forEach(([k, v], i) => {
     names[`#f${i}`] = k;
     values[`:f${i}`] = v ?? null;
     set.push(`#f${i} = :f${i}`);
   });
-  return transition(rec.id, {
+  return beginAction(rec, "rebuilding", a, {
     set,
-    condition:
-      "deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h AND attribute_not_exists(migration) AND attribute_not_exists(#rb)",
+    condition: "attribute_not_exists(migration) AND attribute_not_exists(#rb)",
     names,
     values,
   });
@@ -170,20 +161,15 @@ function reported(ctx: RebuildContext, host: string, attempt: number, more: Upda
   );
 }
 
+/** A host's report of a step of this rebuild, with what the step reports besides. */
+type RebuildReport<Args extends unknown[] = []> = HostReportWrite<RebuildContext, Args>;
+
 /**
  * compute-events: the host rebuilt the guest from the new image. A stopped server is stopped
  * again and an active or errored one runs (Nova's _do_rebuild_instance and its stop afterwards).
  */
-export function rebuilt(
-  ref: InstanceRef,
-  ctx: RebuildContext,
-  host: string,
-  attempt: number,
-  power: number,
-  at: string,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const rebuilt: RebuildReport<[number, string]> = (ref, ctx, host, attempt, power, at, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     reported(ctx, host, attempt, {
@@ -192,19 +178,10 @@ export function rebuilt(
       values: { ":vm": ctx.old_vm_state === "stopped" ? "stopped" : "active", ":power": power, ":at": at },
     }),
   );
-}
 
 /** compute-events: the host could not rebuild it: ERROR with a fault (Nova's _set_instance_obj_error_state). */
-export function rebuildFailed(
-  ref: InstanceRef,
-  ctx: RebuildContext,
-  host: string,
-  attempt: number,
-  power: number,
-  f: Fault,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const rebuildFailed: RebuildReport<[number, Fault]> = (ref, ctx, host, attempt, power, f, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     reported(ctx, host, attempt, {
@@ -213,4 +190,3 @@ export function rebuildFailed(
       values: { ":error": "error", ":fault": f, ":power": power },
     }),
   );
-}

@@ -6,8 +6,17 @@
 // state it expects (and the host's on its host and attempt, an unshelve's on its uuid), so a
 // duplicated, late or zombie report changes nothing.
 import { createImage } from "../catalog/image-create.js";
+import { placedOn } from "./build.js";
 import { serverImageRecord } from "./snapshot.js";
-import { type InstanceRef, merge, transition, transitionWithEvent, type Update } from "./transition.js";
+import {
+  type HostReportWrite,
+  type InstanceRef,
+  inState,
+  merge,
+  transition,
+  transitionWithEvent,
+  type Update,
+} from "./transition.js";
 import type {
   ActionEvent,
   Fault,
@@ -38,13 +47,6 @@ const SHELVING: Exclude<TaskState, null>[] = [
 ];
 
 const POWER_SHUTDOWN = 4;
-
-function inState(values: Record<string, unknown>, name: string, states: readonly string[]): string {
-  states.forEach((s, i) => {
-    values[`:${name}${i}`] = s;
-  });
-  return `${name} IN (${states.map((_, i) => `:${name}${i}`).join(", ")})`;
-}
 
 /**
  * API: accept a shelve, a shelve offload or an unshelve: the task state and Nova's instance action
@@ -247,28 +249,14 @@ export async function placeUnshelve(
   ev: ActionEvent,
 ): Promise<UnshelvePlaceOutcome> {
   const ref = { id: rec.id, request_id: rec.unshelve?.request_id ?? rec.request_id };
+  const at = placedOn(attempt, dest, alternates);
   const placed = await transitionWithEvent(
     ref,
     ev,
     inUnshelve(uuid, {
-      set: [
-        "attempt = :n",
-        "host = :h",
-        "node = :node",
-        "availability_zone = :az",
-        "alternates = :alts",
-        "task_state = :spawning",
-      ],
+      set: [...at.set, "task_state = :spawning"],
       condition: "attempt < :n AND task_state = :unshelving",
-      values: {
-        ":n": attempt,
-        ":h": dest.host,
-        ":node": dest.nodename,
-        ":az": dest.availability_zone,
-        ":alts": alternates,
-        ":spawning": "spawning",
-        ":unshelving": "unshelving",
-      },
+      values: { ...at.values, ":spawning": "spawning", ":unshelving": "unshelving" },
     }),
   );
   if (placed) return { kind: "placed", record: placed };
@@ -299,17 +287,12 @@ function spawningHere(uuid: string, host: string, attempt: number, more: Update)
   );
 }
 
+/** A host's report of a step of the unshelve (its uuid), with what the step reports besides. */
+type UnshelveReport<Args extends unknown[] = []> = HostReportWrite<string, Args>;
+
 /** compute-events: the host runs it again: ACTIVE, its shelve and unshelve over. */
-export function unshelved(
-  ref: InstanceRef,
-  uuid: string,
-  host: string,
-  attempt: number,
-  power: number,
-  at: string,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const unshelved: UnshelveReport<[number, string]> = (ref, uuid, host, attempt, power, at, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     spawningHere(uuid, host, attempt, {
@@ -325,21 +308,14 @@ export function unshelved(
       values: { ":active": "active", ":null": null, ":power": power, ":at": at },
     }),
   );
-}
 
 /**
  * compute-events: the host could not spawn it: back to unshelving (the reschedule's), the host
  * added to those tried. The host and attempt stay, so a repeated report finds the failure
  * recorded and only finishes the reschedule.
  */
-export function unshelveAttemptFailed(
-  ref: InstanceRef,
-  uuid: string,
-  host: string,
-  attempt: number,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const unshelveAttemptFailed: UnshelveReport = (ref, uuid, host, attempt, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     spawningHere(uuid, host, attempt, {
@@ -348,7 +324,6 @@ export function unshelveAttemptFailed(
       values: { ":unshelving": "unshelving", ":tried": [host] },
     }),
   );
-}
 
 /**
  * Conductor: the unshelve is over without a host (NoValidHost, its attempts exhausted, an error

@@ -13,7 +13,7 @@ import { type ImageStore, type SnapshotData, s3ImageStore } from "../compute/ima
 import type { SnapshotDoneReport, SnapshotProgressReport } from "../messages/reports.js";
 import { eventKey, storedEvent } from "./codec.js";
 import { getInstance } from "./queries.js";
-import { event, transition } from "./transition.js";
+import { endAction, eventFinished, eventStarted, transition } from "./transition.js";
 import type { InstanceAction, InstanceRecord, TaskState } from "./types.js";
 
 export type ServerImageType = "snapshot" | "backup";
@@ -177,15 +177,7 @@ export async function snapshotProgress(r: SnapshotProgressReport): Promise<boole
     ":seen": rec.task_state,
   };
   if (r.task_state === "image_snapshot") {
-    const ev = event(
-      SNAPSHOT_EVENTS[typeOf(rec, r.request_id)],
-      rec.attempt,
-      null,
-      r.host,
-      null,
-      new Date(r.sent_at),
-      null,
-    );
+    const ev = eventStarted(SNAPSHOT_EVENTS[typeOf(rec, r.request_id)], rec.attempt, r);
     set.push("actions.#rid.events.#ev = :ev");
     names["#ev"] = eventKey(ev.event, ev.attempt);
     values[":ev"] = storedEvent(ev);
@@ -277,37 +269,10 @@ export async function finishSnapshot(
 
   const rec = await getInstance(r.instance_uuid);
   if (!rec || rec.deleted || rec.host !== r.host) return { outcome: "fenced", rotated };
-  const ev = event(
-    SNAPSHOT_EVENTS[r.image_type],
-    rec.attempt,
-    r.ok ? "Success" : "Error",
-    r.host,
-    r.ok ? null : r.details,
-    new Date(r.started_at),
-    new Date(r.sent_at),
+  const updated = await endAction(
+    r,
+    eventFinished(SNAPSHOT_EVENTS[r.image_type], rec.attempt, r),
+    SNAPSHOT_TASKS,
   );
-  const values: Record<string, unknown> = {
-    ":false": false,
-    ":h": r.host,
-    ":now": r.sent_at,
-    ":null": null,
-    ":power": r.power_state,
-    ":ev": storedEvent(ev),
-  };
-  SNAPSHOT_TASKS.forEach((t, i) => {
-    values[`:t${i}`] = t;
-  });
-  const updated = await transition(r.instance_uuid, {
-    set: [
-      "updated_at = :now",
-      "task_state = :null",
-      "power_state = :power",
-      "power_state_at = :now",
-      "actions.#rid.events.#ev = :ev",
-    ],
-    condition: `deleted = :false AND host = :h AND attribute_exists(actions.#rid) AND task_state IN (${SNAPSHOT_TASKS.map((_, i) => `:t${i}`).join(", ")})`,
-    names: { "#rid": r.request_id, "#ev": eventKey(ev.event, ev.attempt) },
-    values,
-  });
   return { outcome: updated ? "applied" : "fenced", rotated };
 }

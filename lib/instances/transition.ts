@@ -4,8 +4,9 @@
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { unlessConditionFails } from "../aws/dynamo-errors.js";
+import type { ActionDoneReport } from "../messages/reports.js";
 import { eventKey, instancesTable, recordOf, storedEvent } from "./codec.js";
-import type { ActionEvent, InstanceRecord } from "./types.js";
+import type { ActionEvent, InstanceAction, InstanceRecord, TaskState, VmState } from "./types.js";
 
 export interface Update {
   set: string[];
@@ -49,6 +50,19 @@ export function eventClause(rec: { request_id: string }, ev: ActionEvent, tag = 
   };
 }
 
+/** `attr IN (...)` over `states`, each added to `values` as `:<prefix>0`, `:<prefix>1`, ... */
+export function inState(
+  values: Record<string, unknown>,
+  attr: string,
+  states: readonly unknown[],
+  prefix = attr,
+): string {
+  states.forEach((s, i) => {
+    values[`:${prefix}${i}`] = s;
+  });
+  return `${attr} IN (${states.map((_, i) => `:${prefix}${i}`).join(", ")})`;
+}
+
 export function merge(...parts: Update[]): Update {
   return {
     set: parts.flatMap((p) => p.set),
@@ -89,4 +103,112 @@ export function transitionWithEvent(
   u: Update,
 ): Promise<InstanceRecord | undefined> {
   return transition(rec.id, merge(u, eventClause(rec, ev)));
+}
+
+/**
+ * A host's report of a step of a workflow (`Ctx`: its move, rebuild or unshelve) by `host` at
+ * `attempt`, with what the step reports besides (`Args`), applied with the report's event (the
+ * last argument) in one write fenced on them; undefined when fenced.
+ */
+export type HostReportWrite<Ctx, Args extends unknown[] = []> = (
+  ref: InstanceRef,
+  ctx: Ctx,
+  host: string,
+  attempt: number,
+  ...rest: [...Args, ev: ActionEvent]
+) => Promise<InstanceRecord | undefined>;
+
+/**
+ * API: accept an action: the task state it begins with and Nova's instance action in one write,
+ * conditioned on the state the API checked (vm_state and task state as read, on the host read),
+ * so two concurrent requests give one 202 and one 409. `more` adds what the action records and
+ * requires besides. Undefined when the state changed meanwhile.
+ */
+export function beginAction(
+  rec: InstanceRecord,
+  task: TaskState,
+  a: InstanceAction,
+  more?: Update,
+): Promise<InstanceRecord | undefined> {
+  return transition(rec.id, {
+    set: ["task_state = :task", ...(more?.set ?? []), "updated_at = :now", "actions.#rid = :action"],
+    condition: `deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h${more ? ` AND ${more.condition}` : ""}`,
+    names: { "#rid": a.request_id, ...more?.names },
+    values: {
+      ":task": task,
+      ...more?.values,
+      ":now": a.start_time,
+      ":action": a,
+      ":false": false,
+      ":vm": rec.vm_state,
+      ":seen": rec.task_state,
+      ":h": rec.host,
+    },
+  });
+}
+
+/** What a host reports of an action it began or ended (a power action's, a snapshot's). */
+type HostAction = Pick<
+  ActionDoneReport,
+  "instance_uuid" | "request_id" | "host" | "sent_at" | "started_at" | "ok" | "details" | "power_state"
+>;
+
+/** The action's event as the host began it (Nova's EventReporter on the host's method). */
+export function eventStarted(
+  name: string,
+  attempt: number,
+  r: Pick<HostAction, "host" | "sent_at">,
+): ActionEvent {
+  return event(name, attempt, null, r.host, null, new Date(r.sent_at), null);
+}
+
+/** ... and as it ended: its result, with the driver's error when it failed. */
+export function eventFinished(name: string, attempt: number, r: HostAction): ActionEvent {
+  return event(
+    name,
+    attempt,
+    r.ok ? "Success" : "Error",
+    r.host,
+    r.ok ? null : r.details,
+    new Date(r.started_at),
+    new Date(r.sent_at),
+  );
+}
+
+/**
+ * compute-events: the host is done with an action the API began: no task, the guest's power
+ * state, `vm` when the action ends in one, and the action's event `ev` finished. Fenced by the
+ * host, the action and its task states (`tasks`); undefined when fenced.
+ */
+export function endAction(
+  r: HostAction,
+  ev: ActionEvent,
+  tasks: readonly TaskState[],
+  vm?: VmState,
+): Promise<InstanceRecord | undefined> {
+  const values: Record<string, unknown> = {
+    ":false": false,
+    ":h": r.host,
+    ":now": r.sent_at,
+    ":null": null,
+    ":power": r.power_state,
+    ":ev": storedEvent(ev),
+  };
+  const set = [
+    "updated_at = :now",
+    "task_state = :null",
+    "power_state = :power",
+    "power_state_at = :now",
+    "actions.#rid.events.#ev = :ev",
+  ];
+  if (vm) {
+    set.push("vm_state = :vm");
+    values[":vm"] = vm;
+  }
+  return transition(r.instance_uuid, {
+    set,
+    condition: `deleted = :false AND host = :h AND attribute_exists(actions.#rid) AND ${inState(values, "task_state", tasks, "t")}`,
+    names: { "#rid": r.request_id, "#ev": eventKey(ev.event, ev.attempt) },
+    values,
+  });
 }

@@ -88,22 +88,26 @@ async function limitsFor(deps: ApiDeps, project: string, user?: string): Promise
   return userLimits(q.limits, q.users[user] ?? {});
 }
 
-async function showQuotaSet(call: RouteCall): Promise<ApiResult> {
-  const { ctx, deps, params, query } = call;
+/** The project whose quota set a GET reads, once its query, the caller's rule and the project are checked. */
+async function readQuotaSetProject(call: RouteCall, rule: "show" | "detail"): Promise<string> {
+  const { ctx, params, query } = call;
   const project = params.project!;
   checkQuotaSetQuery(query, ctx.version);
-  readableProject(ctx.auth, project, "show");
+  readableProject(ctx.auth, project, rule);
   await verifyProjectId(ctx.auth, project);
+  return project;
+}
+
+async function showQuotaSet(call: RouteCall): Promise<ApiResult> {
+  const { ctx, deps } = call;
+  const project = await readQuotaSetProject(call, "show");
   const limits = await limitsFor(deps, project, userOf(call));
   return { status: 200, body: { quota_set: quotaSetView(quotaSetResources(ctx.version), limits, project) } };
 }
 
 async function showQuotaSetDetail(call: RouteCall): Promise<ApiResult> {
-  const { ctx, deps, params, query } = call;
-  const project = params.project!;
-  checkQuotaSetQuery(query, ctx.version);
-  readableProject(ctx.auth, project, "detail");
-  await verifyProjectId(ctx.auth, project);
+  const { ctx, deps } = call;
+  const project = await readQuotaSetProject(call, "detail");
   const user = userOf(call);
   const [limits, inUse] = await Promise.all([
     limitsFor(deps, project, user),

@@ -4,6 +4,7 @@
 // server_diagnostics.py); before, the free-form dictionary each Nova driver made its own, here
 // libvirt's keys (cpu0_time, vda_read, memory…) from the same figures.
 
+import { powerStateName } from "../../conductor/power-states.js";
 import { readHostAnswer } from "../../instances/host-answers.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
@@ -16,16 +17,6 @@ import { findServer } from "./servers.js";
 
 /** Nova's policy rule (nova/policies/server_diagnostics.py): admin only. */
 export const DIAGNOSTICS_RULE = "os_compute_api:os-server-diagnostics";
-
-/** Nova's power_state.STATE_MAP, as InstanceInvalidState names a power state. */
-const POWER_STATE_NAMES: Record<number, string> = {
-  0: "pending",
-  1: "running",
-  3: "paused",
-  4: "shutdown",
-  6: "crashed",
-  7: "suspended",
-};
 
 /** Nova's instance_diagnostics view: the counts are the lists' lengths (Nova's add_cpu and friends). */
 export function diagnosticsView(d: InstanceDiagnostics, uptime: number | null): Record<string, unknown> {
@@ -114,7 +105,7 @@ async function showDiagnostics(call: RouteCall): Promise<ApiResult> {
   const diagnostics = answer.diagnostics as InstanceDiagnostics | null;
   if (!diagnostics) {
     if (typeof answer.power_state === "number") {
-      const state = POWER_STATE_NAMES[answer.power_state] ?? String(answer.power_state);
+      const state = powerStateName(answer.power_state);
       throw conflict(`Cannot 'get_diagnostics' instance ${rec.id} while it is in power state ${state}`);
     }
     throw conflict(`Unable to get the diagnostics of instance ${rec.id}: ${String(answer.error)}`);

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { imageVisibleTo } from "../../catalog/image-create.js";
 import type { RebuildFields } from "../../instances/rebuild.js";
+import { conductorRequest } from "../../instances/request-spec.js";
 import type { InstanceRecord, RebuildContext } from "../../instances/types.js";
 import { log } from "../../log.js";
 import { imageSpec, newAdminPass } from "../build.js";
@@ -78,13 +79,7 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
   ctx.logFields.rebuild_uuid = rebuildCtx.uuid;
   try {
     await deps.sendBuildRequest({
-      version: 2,
-      request_id: action.request_id,
-      reservation_id: rec.reservation_id,
-      project_id: rec.project_id,
-      user_id: rec.user_id,
-      instance_uuids: [rec.id],
-      retry: { num_attempts: 1, hosts: [] },
+      ...conductorRequest(rec, action.request_id),
       rebuild: { rebuild_uuid: rebuildCtx.uuid },
     });
   } catch (e) {

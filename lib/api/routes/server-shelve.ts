@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { aggregateZoneByHost, hostAvailabilityZone } from "../../catalog/aggregates.js";
 import { schedulerConfig } from "../../config.js";
+import { conductorRequest } from "../../instances/request-spec.js";
 import { SHELVE_FROM, unshelveFields } from "../../instances/shelve.js";
 import type { InstanceRecord, TaskState, UnshelveContext } from "../../instances/types.js";
 import { log } from "../../log.js";
@@ -204,13 +205,7 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
     "unshelving",
     () =>
       deps.sendBuildRequest({
-        version: 2,
-        request_id: action.request_id,
-        reservation_id: rec.reservation_id,
-        project_id: rec.project_id,
-        user_id: rec.user_id,
-        instance_uuids: [rec.id],
-        retry: { num_attempts: 1, hosts: [] },
+        ...conductorRequest(rec, action.request_id),
         unshelve: { unshelve_uuid: unshelveCtx.uuid, base_attempt: rec.attempt },
       }),
     unshelveCtx.uuid,
