@@ -1,7 +1,8 @@
 // Structured logs through Powertools for AWS Lambda's Logger: one JSON object per line, always
 // with the event name, and with request_id and instance_uuid whenever the caller knows them. In
-// Lambda each line also carries the invocation's aws_request_id (see addLambdaContext). Errors
+// Lambda each line also carries the invocation's aws_request_id (see inInvocation). Errors
 // keep their stack and their cause chain. Warnings and errors go to stderr, the rest to stdout.
+import { AsyncLocalStorage } from "node:async_hooks";
 import { LogFormatter, LogItem, Logger as PowertoolsLogger } from "@aws-lambda-powertools/logger";
 import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
 import type { Context } from "aws-lambda";
@@ -14,15 +15,15 @@ type Level = "debug" | "info" | "warn" | "error";
 /** Our line shape: `event` (the Powertools message), a lowercase level, then the caller's fields. */
 class EventFormatter extends LogFormatter {
   formatAttributes(attributes: UnformattedAttributes, fields: LogAttributes): LogItem {
-    const lambda = attributes.lambdaContext;
+    const lambda = invocation.getStore();
     return new LogItem({
       attributes: {
         time: this.formatTimestamp(attributes.timestamp),
         level: attributes.logLevel.toLowerCase(),
         event: attributes.message,
         service: attributes.serviceName,
-        aws_request_id: lambda?.awsRequestId,
-        function_name: lambda?.functionName,
+        aws_request_id: lambda?.context.awsRequestId,
+        function_name: lambda?.context.functionName,
         cold_start: lambda?.coldStart,
         xray_trace_id: attributes.xRayTraceId,
       },
@@ -95,9 +96,21 @@ function write(level: Level, event: string, fields: LogFields): void {
   current()[level](event, attributes);
 }
 
-/** In a Lambda handler: stamp every line of this invocation with its aws_request_id and cold start. */
-export function addLambdaContext(context: Context | undefined): void {
-  if (context) root.addContext(context);
+/**
+ * The invocation a line belongs to. Powertools' addContext keeps one context for the whole
+ * process, which is right on Lambda (one invocation at a time) but not in the local runtime,
+ * where every function runs in one process at once: lines took whichever function was invoked last.
+ */
+const invocation = new AsyncLocalStorage<{ context: Context; coldStart: boolean }>();
+/** functions invoked in this process already: their next invocation is warm */
+const warm = new Set<string>();
+
+/** A Lambda handler's body, every line it logs stamped with its aws_request_id and cold start. */
+export function inInvocation<T>(context: Context | undefined, body: () => Promise<T>): Promise<T> {
+  if (!context) return body();
+  const coldStart = !warm.has(context.functionName);
+  warm.add(context.functionName);
+  return invocation.run({ context, coldStart }, body);
 }
 
 export interface Logger {

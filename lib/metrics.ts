@@ -7,7 +7,7 @@
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { Context } from "aws-lambda";
 import { inLambda, observabilityOptions } from "./config.js";
-import { addLambdaContext } from "./log.js";
+import { inInvocation } from "./log.js";
 
 export const METRICS_NAMESPACE = "novaless";
 
@@ -88,11 +88,12 @@ export function publishMetrics(): void {
  * A Lambda handler's body with its invocation's context on every log line and its metrics
  * published when it ends, whether it returns or throws.
  */
-export async function withObservability<T>(context: Context | undefined, body: () => Promise<T>): Promise<T> {
-  addLambdaContext(context);
-  try {
-    return await body();
-  } finally {
-    publishMetrics();
-  }
+export function withObservability<T>(context: Context | undefined, body: () => Promise<T>): Promise<T> {
+  return inInvocation(context, async () => {
+    try {
+      return await body();
+    } finally {
+      publishMetrics();
+    }
+  });
 }

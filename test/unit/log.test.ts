@@ -1,7 +1,7 @@
 // lib/log.ts through Powertools' Logger: what lands on stdout and stderr, line by line.
 import type { Context } from "aws-lambda";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { addLambdaContext, log, logger } from "../../lib/log.js";
+import { inInvocation, log, logger } from "../../lib/log.js";
 
 let out: Record<string, unknown>[];
 let err: Record<string, unknown>[];
@@ -78,19 +78,51 @@ describe("log", () => {
     ]);
   });
 
-  it("stamps each line of a Lambda invocation with its aws_request_id", () => {
-    addLambdaContext({
-      awsRequestId: "c6af9ac6-7b61-11e6-9a41-93e812345678",
-      functionName: "NovalessStack-Conductor",
-      functionVersion: "$LATEST",
-      invokedFunctionArn: "arn:aws:lambda:eu-west-1:123456789012:function:NovalessStack-Conductor",
-      memoryLimitInMB: "512",
-    } as Context);
-    log.info("conductor.cast_build", { request_id: "req-2" });
+  it("stamps each line of a Lambda invocation with its aws_request_id, its function and its cold start", async () => {
+    const context = (fn: string, id: string) =>
+      ({
+        awsRequestId: id,
+        functionName: fn,
+        functionVersion: "$LATEST",
+        invokedFunctionArn: `arn:aws:lambda:eu-west-1:123456789012:function:${fn}`,
+        memoryLimitInMB: "512",
+      }) as Context;
+    await inInvocation(context("NovalessStack-Conductor", "c6af9ac6-7b61-11e6-9a41-93e812345678"), async () =>
+      log.info("conductor.cast_build", { request_id: "req-2" }),
+    );
     expect(out[0]).toMatchObject({
       aws_request_id: "c6af9ac6-7b61-11e6-9a41-93e812345678",
       function_name: "NovalessStack-Conductor",
+      cold_start: true,
       request_id: "req-2",
     });
+  });
+
+  it("keeps two invocations at once apart (the local runtime's functions share one process), and none outside them", async () => {
+    const context = (fn: string, id: string) => ({ awsRequestId: id, functionName: fn }) as Context;
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const scheduler = inInvocation(context("novaless-scheduler", "req-s"), async () => {
+      await held;
+      log.info("scheduler.decided", {});
+    });
+    await inInvocation(context("novaless-compute-events", "req-c"), async () => {
+      log.info("compute_events.registered", {});
+    });
+    log.info("runtime.ready", {});
+    release();
+    await scheduler;
+    await inInvocation(context("novaless-scheduler", "req-s2"), async () =>
+      log.info("scheduler.decided", {}),
+    );
+    const seen = out.map((l) => [l.event, l.function_name, l.aws_request_id, l.cold_start]);
+    expect(seen).toEqual([
+      ["compute_events.registered", "novaless-compute-events", "req-c", true],
+      ["runtime.ready", undefined, undefined, undefined],
+      ["scheduler.decided", "novaless-scheduler", "req-s", true],
+      ["scheduler.decided", "novaless-scheduler", "req-s2", false],
+    ]);
   });
 });
