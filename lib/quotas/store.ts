@@ -207,11 +207,10 @@ interface Owner {
   userLimits?: Limits;
 }
 
-async function ownerOf(project: string, user: string | undefined, known?: Limits): Promise<Owner> {
-  const [limits, own] = await Promise.all([
-    known ?? getProjectLimits(project),
-    user ? readUserOwn(project, user) : {},
-  ]);
+async function ownerOf(project: string, user: string | undefined, known?: ProjectQuotas): Promise<Owner> {
+  const [limits, own] = known
+    ? [known.limits, (user && known.users[user]) || {}]
+    : await Promise.all([getProjectLimits(project), user ? readUserOwn(project, user) : {}]);
   return { project, limits, user, userLimits: limitsCounted(own) ? userLimits(limits, own) : undefined };
 }
 
@@ -232,8 +231,8 @@ export async function reserveInstances(
   flavor: { vcpus: number; memory_mb: number },
   minCount: number,
   maxCount: number,
-  /** the project's limits, when the caller read them already */
-  known?: Limits,
+  /** the project's limits and its users' own, when the caller read them already (one read) */
+  known?: ProjectQuotas,
   /** the user who creates: its own limits are checked too, and its share counted */
   user?: string,
 ): Promise<ReserveResult> {

@@ -2,6 +2,8 @@
 // of 10 instances give exactly 10 servers and Nova's 403; /limits and /os-quota-sets show the
 // numbers and shapes Nova does at each microversion; a delete gives its instance back once.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
+import { accessKeyIdOf } from "../../local/iam/identities.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, startTestRuntime } from "./harness.js";
 
@@ -84,6 +86,24 @@ describe("quota sets", () => {
       400,
       "Invalid input for field/attribute quota_set. Value: {'floating_ips': 1}. Additional properties are not allowed ('floating_ips' was unexpected)",
     ]);
+  });
+});
+
+describe("a create's quota reads", () => {
+  it("the project's quota item is read once: the checks and the reservation share it (its users' own limits in it)", async () => {
+    startMeter();
+    meterReading({ reset: true });
+    const r = await create(member, { name: "one-read" });
+    const api = meterReading({ reset: true })[accessKeyIdOf("api")];
+    stopMeter();
+    expect(r.status).toBe(202);
+    // the flavor, the image, the default quota class, the project's quota item; the reservation
+    // is one conditional write with the limits as its condition
+    expect(api?.requests["dynamodb:GetItem"]).toBe(4);
+    expect(api?.requests["dynamodb:UpdateItem"]).toBe(1);
+    await member.waitForStatus(r.body.server.id, ["ACTIVE"]);
+    expect((await member.delete(`/v2.1/servers/${r.body.server.id}`)).status).toBe(204);
+    await member.waitForStatus(r.body.server.id, ["GONE"]);
   });
 });
 

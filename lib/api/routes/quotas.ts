@@ -12,6 +12,7 @@ import {
   settableRange,
   userLimits,
 } from "../../quotas/quotas.js";
+import type { ProjectQuotas } from "../../quotas/store.js";
 import type { AuthContext } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { badRequest, forbidden, policyForbidden } from "../errors.js";
@@ -219,10 +220,11 @@ export async function reserveForCreate(
   flavor: { vcpus: number; memory_mb: number },
   req: { minCount: number; maxCount: number },
   requestId: string,
-  limits?: Limits,
+  /** the project's quotas as the create's checks read them: the reservation reads them no more */
+  quotas?: ProjectQuotas,
 ): Promise<CreateReservation> {
   const { project, user } = owner;
-  const r = await deps.quotas.reserveInstances(project, flavor, req.minCount, req.maxCount, limits, user);
+  const r = await deps.quotas.reserveInstances(project, flavor, req.minCount, req.maxCount, quotas, user);
 
   if (!r.ok) throw forbidden(r.message);
   let given = false;

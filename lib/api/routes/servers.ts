@@ -8,7 +8,7 @@ import type { InstanceRecord, NetworkRequest } from "../../instances/types.js";
 import { log } from "../../log.js";
 import { metrics } from "../../metrics.js";
 import { isServiceUp } from "../../placement/liveness.js";
-import type { Limits } from "../../quotas/quotas.js";
+import type { ProjectQuotas } from "../../quotas/store.js";
 import type { AuthContext } from "../auth.js";
 import { buildRequestDelaySeconds, checkFlavorFitsImage, newAdminPass, planCreate } from "../build.js";
 import type { ApiDeps } from "../deps.js";
@@ -84,8 +84,8 @@ export interface ResolvedCreate {
   flavor: Flavor;
   image: Image;
   group: ServerGroup | undefined;
-  /** the project's limits as the checks read them (the reservation reuses them) */
-  limits: Limits;
+  /** the project's limits and its users' own, as the checks read them (the reservation reuses them) */
+  quotas: ProjectQuotas;
   /** the create's networks, resolved (one port each per server) */
   networks: NetworkRequest[];
   /** the zones all of those networks are available in (their hints), if any says */
@@ -99,8 +99,8 @@ export interface ResolvedCreate {
 export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<ResolvedCreate> {
   const { auth } = ctx;
   // Nova checks a create's metadata against the project's metadata_items quota (-1: unlimited)
-  const limits = await deps.quotas.getProjectLimits(auth.project_id);
-  const metadataItems = limits.metadata_items;
+  const quotas = await deps.quotas.getProjectQuotas(auth.project_id);
+  const metadataItems = quotas.limits.metadata_items;
   const req = parseCreateServer(
     parseJsonBody(body),
     auth,
@@ -126,7 +126,7 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   const networks = await requestedNetworks(deps, req, auth);
   const networkZones = networks.length ? await deps.network?.zones(networks) : undefined;
   if (networkZones) checkNetworkZones(networkZones, req.az?.zone ?? undefined);
-  return { req, flavor, image, group, limits, networks, ...(networkZones ? { networkZones } : {}) };
+  return { req, flavor, image, group, quotas, networks, ...(networkZones ? { networkZones } : {}) };
 }
 
 /** Nova's validate_networks, its refusals as the API's 400 and 409. */
@@ -175,7 +175,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps } = call;
   const { auth } = ctx;
   const settings = apiSettings();
-  const { req, flavor, image, group, limits, networks, networkZones } = await resolveCreate(call);
+  const { req, flavor, image, group, quotas, networks, networkZones } = await resolveCreate(call);
   // Nova's instance quota: max_count reduced to what fits; given back if the create fails below
   const quota = await reserveForCreate(
     deps,
@@ -183,7 +183,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
     flavor,
     req,
     ctx.requestId,
-    limits,
+    quotas,
   );
 
   const plan = planCreate({
