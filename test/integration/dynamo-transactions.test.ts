@@ -19,6 +19,7 @@ import {
   TransactWriteItemsCommand,
   type TransactWriteItemsCommandInput,
   UpdateItemCommand,
+  waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { javaAvailable, startDynamoDbLocal } from "../../local/dynamodb-local.js";
@@ -76,7 +77,16 @@ async function createTables(
       ],
     }),
   );
+  await Promise.all([tableActive(client, hosts), tableActive(client, allocs)]);
   return { hosts, allocs };
+}
+
+/**
+ * A table takes writes once ACTIVE: DynamoDB answers ResourceNotFoundException while it is
+ * CREATING, and dynalite does too for a tick (its CREATING ends on a timer, even at 0 ms).
+ */
+function tableActive(client: DynamoDBClient, TableName: string) {
+  return waitUntilTableExists({ client, maxWaitTime: 60, minDelay: 1, maxDelay: 2 }, { TableName });
 }
 
 /** The claim of common.md: take `units` from the provider, Put the allocation if it is new. */
@@ -635,6 +645,7 @@ describe("transactions on dynalite", () => {
         ],
       }),
     );
+    await tableActive(client, table);
     // no host: dynalite's projection names it, undefined (the Instances table's `changes` index)
     const put = (at: string) => ({
       Put: { TableName: table, Item: { id: S("vm-1"), shard: S("3"), at: S(at), deleted: { BOOL: false } } },
