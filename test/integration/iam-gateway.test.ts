@@ -3,7 +3,13 @@
 
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
-import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  waitUntilTableExists,
+} from "@aws-sdk/client-dynamodb";
 import { CreateStateMachineCommand, SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
 import {
   CreateQueueCommand,
@@ -64,7 +70,8 @@ const errorOf = async (p: Promise<unknown>) => {
 
 beforeAll(async () => {
   emulators = await startEmulators({ sfn: {}, iam: { policy: { principals, resource: [] } } });
-  await new DynamoDBClient(config(operator)).send(
+  const client = new DynamoDBClient(config(operator));
+  await client.send(
     new CreateTableCommand({
       TableName: TABLE,
       BillingMode: "PAY_PER_REQUEST",
@@ -72,6 +79,8 @@ beforeAll(async () => {
       KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
     }),
   );
+  // written only once ACTIVE: dynalite's CREATING ends on a timer, DynamoDB's after seconds
+  await waitUntilTableExists({ client, maxWaitTime: 60, minDelay: 1, maxDelay: 2 }, { TableName: TABLE });
 });
 afterAll(async () => {
   await emulators?.stop();
