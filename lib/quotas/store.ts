@@ -42,18 +42,8 @@ const userLimitsAttr = (user: string) => `${USER_LIMITS}${user}`;
 /** A user's share of a counted resource, an attribute of its project's usage item. */
 const userCounter = (resource: string, user: string) => `${resource}#${user}`;
 
-async function readItem(pk: string, projection?: string[]): Promise<Record<string, unknown> | undefined> {
-  const names = projection && Object.fromEntries(projection.map((a, i) => [`#p${i}`, a]));
-  const r = await dynamo().send(
-    new GetCommand({
-      TableName: table(),
-      Key: { pk },
-      ConsistentRead: true,
-      ...(names
-        ? { ProjectionExpression: Object.keys(names).join(", "), ExpressionAttributeNames: names }
-        : {}),
-    }),
-  );
+async function readItem(pk: string): Promise<Record<string, unknown> | undefined> {
+  const r = await dynamo().send(new GetCommand({ TableName: table(), Key: { pk }, ConsistentRead: true }));
   return r.Item;
 }
 
@@ -138,12 +128,6 @@ export async function deleteProjectLimits(project: string): Promise<void> {
   await dynamo().send(new DeleteCommand({ TableName: table(), Key: { pk: projectQuotaKey(project) } }));
 }
 
-/** A user's own limits in its project (only what was set for it; the project's fill the rest). */
-async function readUserOwn(project: string, user: string): Promise<Partial<Limits>> {
-  const attr = userLimitsAttr(user);
-  return ((await readItem(projectQuotaKey(project), [attr]))?.[attr] as Partial<Limits> | undefined) ?? {};
-}
-
 /** Set a user's own limits (Nova's ProjectUserQuota rows); the per-project resources are not taken here. */
 export async function setUserLimits(project: string, user: string, set: Partial<Limits>): Promise<void> {
   await writeLimits(projectQuotaKey(project), "quota", set, userLimitsAttr(user));
@@ -207,10 +191,10 @@ interface Owner {
   userLimits?: Limits;
 }
 
+/** `known`: the project's quotas as the caller read them; else one read of them here. */
 async function ownerOf(project: string, user: string | undefined, known?: ProjectQuotas): Promise<Owner> {
-  const [limits, own] = known
-    ? [known.limits, (user && known.users[user]) || {}]
-    : await Promise.all([getProjectLimits(project), user ? readUserOwn(project, user) : {}]);
+  const { limits, users } = known ?? (await getProjectQuotas(project));
+  const own = (user && users[user]) || {};
   return { project, limits, user, userLimits: limitsCounted(own) ? userLimits(limits, own) : undefined };
 }
 
