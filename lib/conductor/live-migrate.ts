@@ -23,6 +23,7 @@ import type { Fault, InstanceRecord, MoveContext } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
 import { type MoveRequest, moveAttempt } from "../messages/build-request.js";
 import type { LiveMigrationStepMessage } from "../messages/compute.js";
+import { powerStateName } from "../messages/power-state.js";
 import type { LiveMigrationProgressReport, MoveStepReport } from "../messages/reports.js";
 import { type ConductorInput, type Scheduled, selectionIn } from "../messages/scheduled.js";
 import { claim, release } from "../placement/claims.js";
@@ -34,7 +35,6 @@ import type { RequestSpec } from "../scheduler/types.js";
 import { instanceClaimGroup } from "./alternates.js";
 import type { CastToHost } from "./move-events.js";
 import { failMove, reportEvent } from "./moves.js";
-import { powerStateName } from "./power-states.js";
 import type { Cast, MoveRefusedAnswer } from "./types.js";
 
 /** The driver's fact that says whether its guests can move live (os-hypervisors shows it). */

@@ -7,9 +7,10 @@ import { z } from "zod";
 import { inventorySchema } from "../placement-rules.js";
 import { uuid } from "./common.js";
 import { MOVE_STEPS, POWER_ACTIONS } from "./compute.js";
+import { POWER_STATE } from "./power-state.js";
 
 const powerState = z.union(
-  [0, 1, 3, 4, 6, 7].map((n) => z.literal(n)) as [z.ZodLiteral<0>, ...z.ZodLiteral<number>[]],
+  Object.values(POWER_STATE).map((n) => z.literal(n)) as [z.ZodLiteral<0>, ...z.ZodLiteral<number>[]],
 );
 
 const base = {

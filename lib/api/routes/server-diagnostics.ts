@@ -4,9 +4,9 @@
 // server_diagnostics.py); before, the free-form dictionary each Nova driver made its own, here
 // libvirt's keys (cpu0_time, vda_read, memory…) from the same figures.
 
-import { powerStateName } from "../../conductor/power-states.js";
 import { readHostAnswer } from "../../instances/host-answers.js";
 import type { InstanceRecord } from "../../instances/types.js";
+import { powerStateName } from "../../messages/power-state.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import { requireAdmin } from "../auth.js";
 import { conflict } from "../errors.js";

@@ -1,4 +1,5 @@
 import type { FlavorSpec, ImageSpec } from "../../messages/common.js";
+import { POWER_STATE, type PowerState } from "../../messages/power-state.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import type { SnapshotData, SnapshotStage } from "../image-store.js";
 
@@ -47,16 +48,8 @@ export interface GuestSpec {
   ports?: GuestPort[];
 }
 
-/** Nova's power_state values (nova/compute/power_state.py). */
-export const POWER_STATE = {
-  NOSTATE: 0,
-  RUNNING: 1,
-  PAUSED: 3,
-  SHUTDOWN: 4,
-  CRASHED: 6,
-  SUSPENDED: 7,
-} as const;
-export type PowerState = (typeof POWER_STATE)[keyof typeof POWER_STATE];
+/** Nova's power_state values, which the messages hosts send carry (re-exported for the drivers' callers). */
+export { POWER_STATE, type PowerState };
 
 export interface GuestInfo {
   instance_uuid: string;
