@@ -1206,6 +1206,13 @@ export const RESOURCE_OPTIONS: readonly ConfigOption[] = [
     "Resource providers (hosts).",
   ),
   resource(
+    "hostChangesTable",
+    "host_changes_table",
+    "NOVALESS_HOST_CHANGES_TABLE",
+    "novaless-host-changes",
+    "The hosts' change feed: which host item was written when (the schedulers' refresh).",
+  ),
+  resource(
     "allocationsTable",
     "allocations_table",
     "NOVALESS_ALLOCATIONS_TABLE",
@@ -1360,6 +1367,7 @@ const read = optionValue;
 
 export interface Resources {
   hostsTable: string;
+  hostChangesTable: string;
   allocationsTable: string;
   instancesTable: string;
   servicesTable: string;

@@ -18,6 +18,7 @@ export interface TableSpec {
   /** logical id in the stack, and the local table name */
   id:
     | "Hosts"
+    | "HostChanges"
     | "Allocations"
     | "Instances"
     | "Catalog"
@@ -35,9 +36,6 @@ export interface TableSpec {
   /** the attribute DynamoDB's TTL expires items by (epoch seconds), if the table has one */
   ttlAttribute?: string;
 }
-
-/** The Hosts table's change feed: pk `feed` (a shard, see lib/placement/feed.ts), sk `changed_at`. */
-export const HOSTS_CHANGES_INDEX = "host-changes";
 
 /**
  * What the watchdog reads of a build in flight, besides its id and build_deadline: read from the
@@ -64,10 +62,21 @@ export const TABLES: TableSpec[] = [
     localName: "novaless-hosts",
     partitionKey: "host",
     env: "NOVALESS_HOSTS_TABLE",
-    // The scheduler's cache reads every provider item changed since its last refresh, whole.
-    gsis: [
-      { indexName: HOSTS_CHANGES_INDEX, partitionKey: "feed", sortKey: "changed_at", projection: "ALL" },
-    ],
+    // No index: an index entry keyed by the write's time moves (a delete and a put) on every
+    // write, 2× again inside a claim's transaction. The change feed is HostChanges, below.
+    gsis: [],
+  },
+  {
+    // The scheduler's change feed (lib/placement/change-log.ts): one small item per write to a
+    // host item, pk `feed` (a shard), sk `at` (`<changed_at>#<host>`), expired by TTL. A claim
+    // appends one outside its transaction: 1 write unit where an index entry's move cost 4.
+    id: "HostChanges",
+    localName: "novaless-host-changes",
+    partitionKey: "feed",
+    sortKey: "at",
+    env: "NOVALESS_HOST_CHANGES_TABLE",
+    ttlAttribute: "expires_at",
+    gsis: [],
   },
   {
     // One item per claim: (instance, host); its resources are also counted on the provider item.

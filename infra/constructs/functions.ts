@@ -247,8 +247,13 @@ export class Functions {
   private grant(data: Data, queues: Queues, secrets: Secrets): void {
     const { Hosts: hosts, Allocations: allocations, Instances: instances } = data.tables;
     const { Catalog: catalog, Services: services, Scheduling: scheduling, Identity: identity } = data.tables;
-    const { Migrations: migrations, Networking: networking } = data.tables;
+    const { Migrations: migrations, Networking: networking, HostChanges: hostChanges } = data.tables;
     const { api, scheduler, conductor, buildWatchdog, computeEvents } = this;
+    // Whoever writes a host item appends its entry to the change feed (PutItem only); the
+    // scheduler's refresh and os-fleet's changes-since read it (Query only).
+    for (const writer of [api, scheduler, conductor, buildWatchdog, computeEvents])
+      hostChanges.grant(writer, "dynamodb:PutItem");
+    for (const reader of [api, scheduler]) hostChanges.grant(reader, "dynamodb:Query");
     const computeQueues = queues.computeQueuesArn;
 
     instances.grantReadWriteData(api);
@@ -440,10 +445,9 @@ export class Functions {
           {
             id: "AwsSolutions-IAM5",
             reason:
-              "The Instances table's indexes (by-project for the API's listings, by-vm-state for the listings and the watchdog's builds in flight), the Hosts table's host-changes (the scheduler's refresh) and the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments), the Networking table's by-kind, by-network and by-holder (listings, a network's subnets and ports, the addresses a port holds): a table grant covers its indexes as <table>/index/*",
+              "The Instances table's indexes (by-project for the API's listings, by-vm-state for the listings and the watchdog's builds in flight), the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments), the Networking table's by-kind, by-network and by-holder (listings, a network's subnets and ports, the addresses a port holds): a table grant covers its indexes as <table>/index/*",
             appliesTo: [
               indexes(data.tables.Instances),
-              indexes(data.tables.Hosts),
               indexes(data.tables.Migrations),
               indexes(data.tables.Identity),
               indexes(data.tables.Networking),

@@ -34,9 +34,11 @@ import {
   scheduledOf,
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
+import { readChanges } from "../placement/change-log.js";
 import { claim, findClaim, moveAllocation, release } from "../placement/claims.js";
+import { FEED_RETENTION_S } from "../placement/feed.js";
 import { claimGroupOf } from "../placement/group-claims.js";
-import { readAllHosts, readChangedHosts } from "../placement/hosts.js";
+import { readAllHosts, readHosts } from "../placement/hosts.js";
 import type { Fleet } from "../scheduler/fleet.js";
 import { schedulerHint } from "../scheduler/hints.js";
 import { HostManager } from "../scheduler/host-manager.js";
@@ -60,7 +62,12 @@ import { type MoveRefusedAnswer, type NoValidHostAnswer, noValidHostAnswer } fro
  * invocation at a time: the claim loop consumes in the shared host states as it claims.
  */
 // The scheduler reads no table itself: its host states come from Placement's records, read here.
-const HOST_READS = { all: () => readAllHosts(), changedSince: readChangedHosts };
+const HOST_READS = {
+  all: () => readAllHosts(),
+  changes: readChanges,
+  hosts: readHosts,
+  retentionMs: FEED_RETENTION_S * 1000,
+};
 const managers = perIdentity(() => ({ hosts: new HostManager(HOST_READS), queue: Promise.resolve() }));
 
 async function exclusively<T>(fn: (hosts: HostManager) => Promise<T>): Promise<T> {

@@ -8,6 +8,7 @@ import { listAllocations } from "./allocations.js";
 import { type AuditFinding, classesOf, classifyAllocation, sameMap } from "./audit-classify.js";
 import { readConsumer } from "./audit-reads.js";
 import { claimLimits, freeFor, sumAllocations } from "./capacity.js";
+import { logChange } from "./change-log.js";
 import { stamp } from "./feed.js";
 import { getHost } from "./hosts.js";
 import type { AllocationRecord, HostRecord, Resources } from "./types.js";
@@ -113,6 +114,7 @@ export async function repairHost(
       if ((e as { name?: string }).name === "TransactionCanceledException") continue;
       throw e;
     }
+    await logChange(host, values);
     for (const a of dropping) {
       const f = leaks.find((l) => l.consumer === a.consumer)!;
       f.repaired = `released ${describe(a.resources)}`;

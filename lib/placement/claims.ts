@@ -14,6 +14,7 @@ import { resources as resourceNames } from "../config.js";
 import { metrics } from "../metrics.js";
 import { consumerAllocations, getAllocation } from "./allocations.js";
 import { invalidAmount, unitViolation } from "./capacity.js";
+import { logClaimChange } from "./change-log.js";
 import { stamp } from "./feed.js";
 import {
   type ClaimGroup,
@@ -201,6 +202,7 @@ async function writeClaim(
         ],
       }),
     );
+    await logClaimChange(alloc.host, e.values);
     return { written: true };
   } catch (err) {
     if (!isRefused(err)) throw err;
@@ -400,6 +402,7 @@ export async function release(host: string, consumer: string, attempt?: number):
           ],
         }),
       );
+      await logClaimChange(host, e.values);
       return true;
     } catch (err) {
       if (!isRefused(err)) throw err;

@@ -1,9 +1,25 @@
-// The provider items' change feed: every write to a host item sets `changed_at`, and each item
-// sits in one of FEED_SHARDS `feed` partitions of the host-changes index, so a scheduler refreshes
-// its cache with one Query per shard for `changed_at > since` instead of a Scan of the fleet.
-// Shards spread the index's writes over partitions; their number is part of the item format.
+// The provider items' change feed: every write to a host item sets `changed_at` (the writer's
+// clock), and then appends `{host, changed_at}` to the HostChanges table, in one of FEED_SHARDS
+// partitions (lib/placement/change-log.ts). A scheduler refreshes its cache by reading the
+// entries since its last refresh, then only the host items it does not already hold at that
+// stamp, instead of a Scan of the fleet. Shards spread the feed's writes over partitions; their
+// number is part of the item format.
 
-export const FEED_SHARDS = ["0", "1", "2", "3"] as const;
+/**
+ * Two partitions: a claim and a heartbeat's num_io_ops are about two entries a build, so 100
+ * builds/s write 100 a second to each (a partition takes 1,000), and a refresh is two Queries.
+ */
+export const FEED_SHARDS = ["0", "1"] as const;
+
+/** How long an entry stays readable (the table's TTL); a cache older than this reads the fleet. */
+export const FEED_RETENTION_S = 3_600;
+
+/** One write to a host item, as the feed keeps it. */
+export interface HostChange {
+  host: string;
+  /** the `changed_at` the write set on the item */
+  changed_at: string;
+}
 
 /** The feed shard of `host`: FNV-1a of its name, fixed for the host's life. */
 export function feedOf(host: string): string {
@@ -15,17 +31,43 @@ export function feedOf(host: string): string {
   return FEED_SHARDS[(h >>> 0) % FEED_SHARDS.length]!;
 }
 
+/** The HostChanges item of one write: its shard, a sort key unique per host and stamp, its expiry. */
+export function changeItem(c: HostChange) {
+  return {
+    feed: feedOf(c.host),
+    at: `${c.changed_at}#${c.host}`,
+    host: c.host,
+    changed_at: c.changed_at,
+    expires_at: Math.floor(Date.parse(c.changed_at) / 1000) + FEED_RETENTION_S,
+  };
+}
+
+/**
+ * The sort key every entry written after `since` (ISO-8601) is above, and no entry at `since`:
+ * `$` sorts after the `#` that ends an entry's stamp.
+ */
+export function entriesAfter(since: string): string {
+  return `${since}$`;
+}
+
 /**
  * The SET clause every provider UpdateItem carries, its value added to `values`. The time is the
  * writer's clock at the write (never a caller's `now`, which may be old): readers of the feed
- * look back a margin for clock skew and the index's lag.
+ * look back a margin for clock skew and the feed's lag. `stampOf(values)` is what it set.
  */
 export function stamp(values: Record<string, unknown>): string {
   values[":changed_at"] = new Date().toISOString();
   return "changed_at = :changed_at";
 }
 
-/** A new provider item with its feed shard and first `changed_at`. */
-export function stampNew<T extends { host: string }>(item: T): T & { feed: string; changed_at: string } {
-  return { ...item, feed: feedOf(item.host), changed_at: new Date().toISOString() };
+/** The `changed_at` that `stamp(values)` put in `values`. */
+export function stampOf(values: Record<string, unknown>): string {
+  const at = values[":changed_at"];
+  if (typeof at !== "string") throw new Error("stampOf: the write carries no stamp(values)");
+  return at;
+}
+
+/** A new provider item with its first `changed_at`. */
+export function stampNew<T extends { host: string }>(item: T): T & { changed_at: string } {
+  return { ...item, changed_at: new Date().toISOString() };
 }

@@ -2,12 +2,13 @@
 // and the reads the scheduler's cache is built from (the whole fleet once, then the change feed).
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { batchGetAll } from "../aws/dynamo-batch.js";
 import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
-import { queryAll, scanAll } from "../aws/dynamo-pages.js";
+import { scanAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
-import { HOSTS_CHANGES_INDEX } from "../resources.js";
 import { planInventory, withOverrides } from "./capacity.js";
-import { FEED_SHARDS, stamp, stampNew } from "./feed.js";
+import { logChange, readChanges } from "./change-log.js";
+import { stamp, stampNew } from "./feed.js";
 import type { HostRecord, Inventory, ResourceClass } from "./types.js";
 
 export interface HostRegistration {
@@ -55,25 +56,25 @@ export async function readAllHosts(segments = COLD_START_SEGMENTS): Promise<Host
 }
 
 /**
- * Every host whose item was written after `since` (ISO-8601), from the host-changes index: one
- * paginated Query per feed shard, in parallel. The index is eventually consistent and writers'
- * clocks differ, so a caller passes a `since` some seconds before the newest `changed_at` it has
- * seen, and keeps whichever copy of a host has the larger generation and `changed_at`.
+ * These hosts' items, as a cache refresh reads them (eventually consistent: a reader that gets
+ * an image older than the feed's entry reads it again on its next refresh).
+ */
+export function readHosts(hosts: readonly string[]): Promise<HostRecord[]> {
+  return batchGetAll<HostRecord>(
+    resources().hostsTable,
+    hosts.map((host) => ({ host })),
+  );
+}
+
+/**
+ * Every host whose item was written after `since` (ISO-8601), from the change feed. The feed
+ * lags and writers' clocks differ, so a caller passes a `since` some seconds before the newest
+ * `changed_at` it has seen, and keeps whichever copy of a host has the larger generation and
+ * `changed_at`.
  */
 export async function readChangedHosts(since: string): Promise<HostRecord[]> {
-  const table = resources().hostsTable;
-  const parts = await Promise.all(
-    FEED_SHARDS.map((feed) =>
-      queryAll<HostRecord>({
-        TableName: table,
-        IndexName: HOSTS_CHANGES_INDEX,
-        KeyConditionExpression: "#feed = :feed AND #changed > :since",
-        ExpressionAttributeNames: { "#feed": "feed", "#changed": "changed_at" },
-        ExpressionAttributeValues: { ":feed": feed, ":since": since },
-      }),
-    ),
-  );
-  return parts.flat();
+  const changed = new Set((await readChanges(since)).map((c) => c.host));
+  return changed.size ? readHosts([...changed]) : [];
 }
 
 /**
@@ -116,7 +117,10 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
         new PutCommand({ TableName: table, Item: item, ConditionExpression: "attribute_not_exists(host)" }),
       );
       // registered meanwhile: read it and update
-      if (await conditionHeld(put)) return item;
+      if (await conditionHeld(put)) {
+        await logChange(reg.host, { ":changed_at": item.changed_at });
+        return item;
+      }
       continue;
     }
     const planned = planInventory(current, withOverrides(reg.inventories, current.inventory_overrides));
@@ -173,7 +177,10 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
       ),
     );
     // a claim or release moved the generation on: read again
-    if (r) return r.Attributes as HostRecord;
+    if (r) {
+      await logChange(reg.host, values);
+      return r.Attributes as HostRecord;
+    }
   }
 }
 
@@ -183,7 +190,9 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
  * one write. The absolute count corrects what claims added (+1 each) for builds that never ran.
  */
 export async function recordBuildResult(host: string, ok: boolean, inFlight: number): Promise<void> {
-  await writeBuildStats(host, inFlight, ok);
+  const values = buildStatsValues(inFlight, ok);
+  await writeBuildStats(host, values, ok);
+  await logChange(host, values);
 }
 
 /**
@@ -191,15 +200,18 @@ export async function recordBuildResult(host: string, ok: boolean, inFlight: num
  * counted it (a success after no failure writes nothing to the host: lib/compute/build-path.ts).
  * False when the host has no provider item (its service was deleted): the heartbeat goes on.
  */
-export function recordInFlight(host: string, inFlight: number): Promise<boolean> {
-  return conditionHeld(writeBuildStats(host, inFlight));
+export async function recordInFlight(host: string, inFlight: number): Promise<boolean> {
+  const values = buildStatsValues(inFlight);
+  const written = await conditionHeld(writeBuildStats(host, values));
+  if (written) await logChange(host, values);
+  return written;
 }
 
-function writeBuildStats(host: string, inFlight: number, ok?: boolean): Promise<unknown> {
-  const values: Record<string, unknown> = {
-    ":io": inFlight,
-    ...(ok === true ? { ":zero": 0 } : ok === false ? { ":one": 1 } : {}),
-  };
+function buildStatsValues(inFlight: number, ok?: boolean): Record<string, unknown> {
+  return { ":io": inFlight, ...(ok === true ? { ":zero": 0 } : ok === false ? { ":one": 1 } : {}) };
+}
+
+function writeBuildStats(host: string, values: Record<string, unknown>, ok?: boolean): Promise<unknown> {
   const sets = ["num_io_ops = :io", stamp(values), ...(ok === true ? ["stats.failed_builds = :zero"] : [])];
   return dynamo().send(
     new UpdateCommand({

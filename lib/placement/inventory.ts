@@ -7,6 +7,7 @@ import { dynamo } from "../aws/clients.js";
 import { unlessConditionFails } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import { GENERATION_CONFLICT, PlacementConflict, planInventory } from "./capacity.js";
+import { logChange } from "./change-log.js";
 import { stamp } from "./feed.js";
 import { getHost } from "./hosts.js";
 import type { HostRecord, Inventory, InventoryOverride, ResourceClass } from "./types.js";
@@ -60,7 +61,10 @@ export async function changeInventory(
         }),
       ),
     );
-    if (r) return r.Attributes as HostRecord;
+    if (r) {
+      await logChange(host, values);
+      return r.Attributes as HostRecord;
+    }
     // the generation moved on: a caller that named one is told, otherwise plan again
     if (change.generation !== undefined) {
       throw new PlacementConflict(GENERATION_CONFLICT, "placement.concurrent_update");

@@ -10,6 +10,7 @@ import { dynamo } from "../aws/clients.js";
 import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import { heardWithin } from "../placement-rules.js";
+import { logChange } from "./change-log.js";
 import { stamp } from "./feed.js";
 
 // Whether a service is up is one of Placement's pure rules, shared with the scheduler.
@@ -178,7 +179,7 @@ async function updateProvider(
   values: Record<string, unknown>,
   condition?: string,
 ): Promise<boolean> {
-  return conditional(
+  const written = await conditional(
     new UpdateCommand({
       TableName: resources().hostsTable,
       Key: { host },
@@ -190,6 +191,8 @@ async function updateProvider(
       ExpressionAttributeValues: values,
     }),
   );
+  if (written) await logChange(host, values);
+  return written;
 }
 
 /** The operator's forced_down, mirrored onto the Services item (the watchdog's one read). */

@@ -6,6 +6,7 @@ import { dynamo } from "../aws/clients.js";
 import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { deleteQueueWithDlq } from "../aws/queues.js";
 import { resources } from "../config.js";
+import { logChange } from "./change-log.js";
 import { stamp } from "./feed.js";
 import { mirrorForcedDown } from "./liveness.js";
 import type { HostRecord } from "./types.js";
@@ -49,6 +50,7 @@ export async function setServiceStatus(host: string, u: ServiceUpdate): Promise<
     ),
   );
   if (!r) return undefined;
+  await logChange(host, values);
   const updated = r.Attributes as HostRecord;
   if (u.forced_down !== undefined) await mirrorForcedDown(host, u.forced_down);
   return updated;
@@ -85,6 +87,7 @@ export async function deleteComputeService(
     ),
   );
   if (deleted) {
+    await logChange(host, values);
     if (queueUrl) await deleteQueueWithDlq(queueUrl);
     return "deleted";
   }

@@ -109,8 +109,6 @@ export interface HostRecord {
   hypervisor_facts?: Record<string, unknown>;
   /** when the host's compute service last registered (started): its uptime counts from it */
   started_at?: string;
-  /** the change feed's shard ("0".."3"), fixed by the host's name (feedOf in feed.ts) */
-  feed: string;
-  /** ISO-8601 (ms) of the item's last write: the host-changes index's sort key */
+  /** ISO-8601 (ms) of the item's last write, as its change-feed entry says (lib/placement/feed.ts) */
   changed_at: string;
 }

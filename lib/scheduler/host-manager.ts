@@ -1,11 +1,12 @@
 // Nova's HostManager: the host states a warm scheduler keeps between invocations. A cold start
-// reads the fleet once (parallel Scan segments); after that each decision reads only the provider
-// items written since its last refresh (the Hosts table's `host-changes` feed index), so what a
-// decision reads does not grow with the fleet. The cache is never the authority: a claim is a
+// reads the fleet once (parallel Scan segments); after that each decision reads the change feed's
+// entries since its last refresh (lib/placement/feed.ts), then only the provider items it does not
+// already hold at their stamp, so what a decision reads does not grow with the fleet. The cache is never the authority: a claim is a
 // conditional write, so a stale host costs a claim conflict, after which the claim loop moves on
 // and the host is read again (Nova's claim loop; Nomad's snapshot and plan applier).
 import type { Aggregate } from "../catalog/types.js";
 import type { SchedulerConfig } from "../config.js";
+import type { HostChange } from "../placement/feed.js";
 import type { HostRecord } from "../placement/types.js";
 import { isServiceUp } from "../placement-rules.js";
 import { Fleet } from "./fleet.js";
@@ -15,13 +16,16 @@ import type { HostAggregate, HostState } from "./types.js";
 const AZ_KEY = "availability_zone";
 
 /**
- * How far before a refresh's start the next one looks again: the feed index is eventually
- * consistent (typically well under a second) and writers' clocks differ by milliseconds.
+ * How far before a refresh's start the next one looks again: a writer appends its entry after its
+ * write, reads are eventually consistent (typically well under a second), and writers' clocks
+ * differ by milliseconds.
  */
 export const FEED_LAG_MS = 2_000;
 
 export interface RefreshStats {
   kind: "cold" | "warm";
+  /** the feed's entries this refresh read (0 when cold) */
+  entries: number;
   /** provider items this refresh read */
   read: number;
   /** hosts whose state changed in the cache */
@@ -50,11 +54,16 @@ function viewOf(h: HostRecord) {
   };
 }
 
-/** Where host states come from: the whole fleet (cold start) and what changed since a stamp. */
+/** Where host states come from: the whole fleet (cold start), the feed since a stamp, some hosts. */
 export interface HostReads {
   all: () => Promise<HostRecord[]>;
-  changedSince: (since: string) => Promise<HostRecord[]>;
+  changes: (since: string) => Promise<HostChange[]>;
+  hosts: (hosts: readonly string[]) => Promise<HostRecord[]>;
+  /** how long the feed keeps an entry: a cache last refreshed longer ago (less a minute) is cold */
+  retentionMs: number;
 }
+
+const entryKey = (c: HostChange) => `${c.changed_at}#${c.host}`;
 
 export class HostManager {
   private fleet: Fleet | undefined;
@@ -67,6 +76,11 @@ export class HostManager {
   private zones = new Map<string, HostAggregate>();
   /** the next refresh reads what was written after this (ISO-8601, as `changed_at`) */
   private since = "";
+  /**
+   * The feed's entries since `since` whose write (or a later one) the cache holds: the next
+   * refresh, looking back over them again, reads none of their hosts again.
+   */
+  private handled = new Set<string>();
   lastRefresh: RefreshStats | undefined;
 
   private readonly lagMs: number;
@@ -85,16 +99,25 @@ export class HostManager {
     now = Date.now(),
   ): Promise<Fleet> {
     const started = performance.now();
-    const cold = this.fleet === undefined;
+    const cold = this.fleet === undefined || now - Date.parse(this.since) > this.reads.retentionMs - 60_000;
     const since = new Date(now - this.lagMs).toISOString();
-    const read = cold ? await this.reads.all() : await this.reads.changedSince(this.since);
+    const entries = cold ? [] : await this.reads.changes(this.since);
+    const wanted = new Set(entries.filter((c) => !this.handled.has(entryKey(c))).map((c) => c.host));
+    const read = cold ? await this.reads.all() : wanted.size ? await this.reads.hosts([...wanted]) : [];
     this.since = since;
+    if (cold) this.handled.clear();
     const changed: HostRecord[] = [];
     for (const rec of read) {
       const known = this.providers.get(rec.host);
       if (known && !isNewer(rec, known)) continue;
       this.providers.set(rec.host, rec);
       changed.push(rec);
+    }
+    // An entry is handled once the cache holds its write or a later one; an image older than its
+    // entry (an eventually consistent read) is read again while the entry is in the next window.
+    for (const key of this.handled) if (key < since) this.handled.delete(key);
+    for (const c of entries) {
+      if ((this.providers.get(c.host)?.changed_at ?? "") >= c.changed_at) this.handled.add(entryKey(c));
     }
     const key = aggregatesKey(aggregates);
     if (cold || key !== this.aggregatesKey) {
@@ -115,6 +138,7 @@ export class HostManager {
     }
     this.lastRefresh = {
       kind: cold ? "cold" : "warm",
+      entries: entries.length,
       read: read.length,
       applied: changed.length,
       ms: performance.now() - started,
@@ -150,6 +174,7 @@ export class HostManager {
     this.aggregatesKey = "";
     this.zones = new Map();
     this.since = "";
+    this.handled.clear();
     this.lastRefresh = undefined;
   }
 

@@ -38,8 +38,8 @@ import {
 } from "../../lib/aws/meter.js";
 import { idleHeartbeatSeconds } from "../../lib/compute/heartbeat.js";
 import { optionValue, schedulerConfig } from "../../lib/config.js";
-import { FEED_SHARDS, feedOf } from "../../lib/placement/feed.js";
-import { HOSTS_CHANGES_INDEX, MIGRATIONS_BY_INSTANCE_INDEX } from "../../lib/resources.js";
+import { FEED_SHARDS } from "../../lib/placement/feed.js";
+import { MIGRATIONS_BY_INSTANCE_INDEX } from "../../lib/resources.js";
 import {
   accessKeyIdOf,
   COMPONENTS,
@@ -453,25 +453,23 @@ async function runSize(
 }
 
 /**
- * The host-changes index at 100 builds/s: its write units per build (the meter's, this window)
- * scaled, and how they spread over the feed's partitions (the writes counted at the gateway).
- * A partition takes 1,000 write units a second.
+ * The hosts' change feed (the HostChanges table) at 100 builds/s: its write units per build (the
+ * meter's, this window) scaled, and how they spread over the feed's partitions (the entries
+ * counted at the gateway). A partition takes 1,000 write units a second.
  */
 function reportFeed(done: number, window: Window): void {
-  const hostsTable = process.env.NOVALESS_HOSTS_TABLE!;
+  const feedTable = process.env.NOVALESS_HOST_CHANGES_TABLE!;
   let units = 0;
-  for (const usage of Object.values(window.meter)) {
-    units += usage.tables[hostsTable]?.indexes[HOSTS_CHANGES_INDEX]?.write ?? 0;
-  }
+  for (const usage of Object.values(window.meter)) units += usage.tables[feedTable]?.write ?? 0;
   const writes = [...feedWrites.values()].reduce((a, b) => a + b, 0);
   if (writes === 0) {
-    print("host-changes index: no host-item write counted (no IAM gateway?)");
+    print("change feed: no entry counted (no IAM gateway?)");
     return;
   }
   const busiest = Math.max(...FEED_SHARDS.map((f) => feedWrites.get(f) ?? 0)) / writes;
   const perSecond = (units / done) * 100;
   print(
-    `host-changes index: ${fmt(units / done)} write units and ${fmt(writes / done)} host-item writes per build; ` +
+    `change feed: ${fmt(units / done)} write units and ${fmt(writes / done)} entries per build; ` +
       `at 100 builds/s ${fmt(perSecond, 0)} units/s over ${FEED_SHARDS.length} feed partitions: ` +
       `${fmt(perSecond / FEED_SHARDS.length, 0)} each if even, the busiest here ${fmt(busiest * 100, 0)}% ` +
       `of the writes (${fmt(perSecond * busiest, 0)} units/s; a partition takes 1,000)`,
@@ -710,35 +708,25 @@ function onGatewayAnswer(
   return true;
 }
 
-/** Writes to host items by feed shard, counted at the gateway as they pass (all components). */
+/** The change feed's entries by shard, counted at the gateway as they pass (all components). */
 const feedWrites = new Map<string, number>();
 
 /**
- * Counts the writes to the Hosts table's items by their feed shard (lib/placement/feed.ts): each
- * lands in that shard's partition of the host-changes index. The meter has the index's units,
- * not how they spread.
+ * Counts the change feed's entries by their shard (lib/placement/feed.ts), each in that shard's
+ * partition of the HostChanges table. The meter has the table's units, not how they spread.
  */
 function watchFeedWrites(runtime: Runtime): boolean {
-  const hostsTable = process.env.NOVALESS_HOSTS_TABLE!;
+  const feedTable = process.env.NOVALESS_HOST_CHANGES_TABLE!;
   return onGatewayAnswer(runtime, (req, res) => {
     if (res.status !== 200) return;
     const target = String(req.headers["x-amz-target"] ?? "");
-    const op = target.slice(target.indexOf(".") + 1);
-    if (!["UpdateItem", "PutItem", "TransactWriteItems"].includes(op)) return;
-    type Write = { TableName?: string; Key?: { host?: { S?: string } }; Item?: { host?: { S?: string } } };
-    const body = JSON.parse(req.body.toString("utf8")) as Write & { TransactItems?: Record<string, Write>[] };
-    const writes: Write[] =
-      op === "TransactWriteItems"
-        ? (body.TransactItems ?? []).flatMap((t) =>
-            Object.entries(t)
-              .filter(([v]) => v !== "ConditionCheck")
-              .map(([, w]) => w),
-          )
-        : [body];
-    for (const w of writes) {
-      const host = w.TableName === hostsTable ? (w.Key?.host?.S ?? w.Item?.host?.S) : undefined;
-      if (host) feedWrites.set(feedOf(host), (feedWrites.get(feedOf(host)) ?? 0) + 1);
-    }
+    if (target.slice(target.indexOf(".") + 1) !== "PutItem") return;
+    const body = JSON.parse(req.body.toString("utf8")) as {
+      TableName?: string;
+      Item?: { feed?: { S?: string } };
+    };
+    const shard = body.TableName === feedTable ? body.Item?.feed?.S : undefined;
+    if (shard) feedWrites.set(shard, (feedWrites.get(shard) ?? 0) + 1);
   });
 }
 

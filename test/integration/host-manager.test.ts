@@ -4,7 +4,7 @@
 // a claim conflict, after which the claim loop moves to the next host and the cache learns it.
 import { randomUUID } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
@@ -17,8 +17,10 @@ import { schedulerConfig } from "../../lib/config.js";
 import { createInstances } from "../../lib/instances/server-writes.js";
 import type { ConductorInput } from "../../lib/messages/scheduled.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
+import { readChanges } from "../../lib/placement/change-log.js";
 import { claim } from "../../lib/placement/claims.js";
-import { getHost, readAllHosts, readChangedHosts, registerHost } from "../../lib/placement/hosts.js";
+import { changeItem, FEED_RETENTION_S, FEED_SHARDS } from "../../lib/placement/feed.js";
+import { getHost, readAllHosts, readHosts, registerHost } from "../../lib/placement/hosts.js";
 import { HostManager } from "../../lib/scheduler/host-manager.js";
 import { record } from "../unit/api/records.js";
 import { useLocalAws } from "./local-aws.js";
@@ -64,12 +66,20 @@ afterAll(() => resetHostManagers());
 beforeEach(() => resetHostManagers());
 
 describe("the warm scheduler's host states", () => {
-  it("a refresh reads only the hosts written since the last one: one Query per feed shard, no Scan", async () => {
+  it("a refresh reads only the hosts written since the last one: one Query per feed shard, then those hosts, no Scan", async () => {
     const names = Array.from({ length: 60 }, (_, i) => `refresh-${String(i).padStart(2, "0")}`);
     for (const n of names) await host(n, 64);
     // lag 0: exactly what was written after the last refresh began (the feed's own lag is the
     // runtime's business, tested in the unit tests)
-    const hm = new HostManager({ all: () => readAllHosts(), changedSince: readChangedHosts }, { lagMs: 0 });
+    const hm = new HostManager(
+      {
+        all: () => readAllHosts(),
+        changes: readChanges,
+        hosts: readHosts,
+        retentionMs: FEED_RETENTION_S * 1000,
+      },
+      { lagMs: 0 },
+    );
     await hm.hostStates([], schedulerConfig());
     expect(hm.lastRefresh).toMatchObject({ kind: "cold", read: names.length });
 
@@ -83,7 +93,7 @@ describe("the warm scheduler's host states", () => {
       expect(hm.lastRefresh).toMatchObject({ kind: "warm", read: 3, applied: 3 });
       expect(fleet.hosts.find((h) => h.host === "refresh-31")!.num_instances).toBe(1);
       const requests = Object.values(meterReading()).map((c) => c.requests);
-      expect(requests).toEqual([{ "dynamodb:Query": 4 }]);
+      expect(requests).toEqual([{ "dynamodb:Query": FEED_SHARDS.length, "dynamodb:BatchGetItem": 1 }]);
       // Nothing written since: the next refresh reads nothing.
       await hm.hostStates([], schedulerConfig());
       expect(hm.lastRefresh).toMatchObject({ kind: "warm", read: 0, applied: 0 });
@@ -100,8 +110,8 @@ describe("the warm scheduler's host states", () => {
     const first = await building(2048);
     expect(chosen(await selectDestinations(first, config))).toBe("stale-big");
 
-    // Another scheduler fills the big host; the feed does not show it to this one yet (its
-    // stamp is put back, as if the feed index lagged).
+    // Another scheduler fills the big host; the feed does not show it to this one (its entries
+    // are taken out, as if their writers had crashed before appending them).
     for (
       let big = (await getHost("stale-big"))!;
       big.free.MEMORY_MB! > 0;
@@ -110,14 +120,14 @@ describe("the warm scheduler's host states", () => {
       const amount = Math.min(big.free.MEMORY_MB!, big.inventories.MEMORY_MB!.max_unit);
       expect((await claim("stale-big", randomUUID(), { MEMORY_MB: amount }, 1)).claimed).toBe(true);
     }
-    await DynamoDBDocumentClient.from(new DynamoDBClient({})).send(
-      new UpdateCommand({
-        TableName: process.env.NOVALESS_HOSTS_TABLE,
-        Key: { host: "stale-big" },
-        UpdateExpression: "SET changed_at = :old",
-        ExpressionAttributeValues: { ":old": "2000-01-01T00:00:00.000Z" },
-      }),
-    );
+    const feed = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+    for (const c of await readChanges("2000-01-01T00:00:00.000Z")) {
+      if (c.host !== "stale-big") continue;
+      const { feed: shard, at } = changeItem(c);
+      await feed.send(
+        new DeleteCommand({ TableName: process.env.NOVALESS_HOST_CHANGES_TABLE, Key: { feed: shard, at } }),
+      );
+    }
 
     const second = await building(2048);
     const placed = await selectDestinations(second, config);

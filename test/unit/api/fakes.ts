@@ -81,7 +81,6 @@ export function host(name: string, overrides: Partial<HostRecord> = {}): HostRec
       forced_down: false,
     },
     queue_url: `http://queue/${name}`,
-    feed: "0",
     changed_at: NOW.toISOString(),
     ...overrides,
   };

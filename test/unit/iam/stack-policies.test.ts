@@ -16,6 +16,7 @@ beforeAll(async () => {
   local = {
     tables: {
       Hosts: "hosts-x",
+      HostChanges: "host-changes-x",
       Allocations: "allocations-x",
       Instances: "instances-x",
       Catalog: "catalog-x",
@@ -69,6 +70,19 @@ describe("the stack's policies, resolved to the local resources", () => {
     for (const c of ["api", "conductor", "build-watchdog", "compute-events"] as const)
       expect(can(c, "dynamodb:UpdateItem", `${ARN}catalog-x`)).toBe(true);
     expect(can("scheduler", "dynamodb:UpdateItem", `${ARN}hosts-x`)).toBe(true);
+  });
+
+  it("every writer of a host item appends to the change feed, and only the scheduler and the API read it", () => {
+    for (const c of ["api", "scheduler", "conductor", "build-watchdog", "compute-events"] as const) {
+      expect(can(c, "dynamodb:PutItem", `${ARN}host-changes-x`)).toBe(true);
+      expect(can(c, "dynamodb:UpdateItem", `${ARN}host-changes-x`)).toBe(false);
+      expect(can(c, "dynamodb:DeleteItem", `${ARN}host-changes-x`)).toBe(false);
+    }
+    for (const c of ["api", "scheduler"] as const)
+      expect(can(c, "dynamodb:Query", `${ARN}host-changes-x`)).toBe(true);
+    for (const c of ["conductor", "build-watchdog", "compute-events", "build-intake"] as const)
+      expect(can(c, "dynamodb:Query", `${ARN}host-changes-x`)).toBe(false);
+    expect(can("build-intake", "dynamodb:PutItem", `${ARN}host-changes-x`)).toBe(false);
   });
 
   it("build-intake starts the conductor and nothing reads what it must not", () => {
@@ -151,8 +165,6 @@ describe("the stack's policies, resolved to the local resources", () => {
     ] as const)
       expect(can(c, "dynamodb:UpdateItem", t), c).toBe(false);
     expect(can("build-intake", "dynamodb:GetItem", t)).toBe(false);
-    // The scheduler's cache refresh reads the Hosts change feed.
-    expect(can("scheduler", "dynamodb:Query", `${ARN}hosts-x/index/host-changes`)).toBe(true);
   });
 
   it("heartbeats and explanations: each table only to whom reads or writes it", () => {

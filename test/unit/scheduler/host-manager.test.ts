@@ -3,6 +3,7 @@
 // Pure: the reads are given, so what each refresh reads is counted exactly.
 import { describe, expect, it } from "vitest";
 import type { Aggregate } from "../../../lib/catalog/types.js";
+import { FEED_RETENTION_S, type HostChange } from "../../../lib/placement/feed.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
 import { HostManager, isNewer } from "../../../lib/scheduler/host-manager.js";
 import { config } from "./fixtures.js";
@@ -35,7 +36,6 @@ function record(host: string, extra: Partial<HostRecord> = {}): HostRecord {
     stats: { failed_builds: 2 },
     service: { disabled: false, disabled_reason: null, forced_down: false },
     queue_url: "",
-    feed: "0",
     changed_at: "2026-01-01T00:00:00.000Z",
     ...extra,
   } as HostRecord;
@@ -48,25 +48,44 @@ const aggregate = (
   availability_zone: string | null = null,
 ) => ({ id, name: id, availability_zone, hosts, metadata, created_at: "", updated_at: "" }) as Aggregate;
 
-/** Reads served from a table in memory; each call's answer is recorded. */
+/**
+ * Reads served from a table and its change feed in memory; each call's answer is recorded. A
+ * write puts the item and appends its entry, as lib/placement/change-log.ts does; `lagging`
+ * images are what the next read of their hosts answers instead (an eventually consistent read).
+ */
 function table(records: HostRecord[]) {
   const items = new Map(records.map((r) => [r.host, r]));
-  const calls: { kind: "all" | "since"; since?: string; answered: number }[] = [];
+  const feed: HostChange[] = [];
+  const lagging = new Map<string, HostRecord>();
+  const calls: { kind: "all" | "since" | "hosts"; since?: string; answered: number }[] = [];
   return {
     calls,
+    lagging,
     write(r: HostRecord) {
       items.set(r.host, r);
+      feed.push({ host: r.host, changed_at: r.changed_at });
     },
     reads: {
       all: async () => {
         calls.push({ kind: "all", answered: items.size });
         return [...items.values()];
       },
-      changedSince: async (since: string) => {
-        const out = [...items.values()].filter((r) => r.changed_at > since);
+      changes: async (since: string) => {
+        const out = feed.filter((c) => c.changed_at > since);
         calls.push({ kind: "since", since, answered: out.length });
         return out;
       },
+      hosts: async (hosts: readonly string[]) => {
+        const out = hosts.flatMap((h) => {
+          const stale = lagging.get(h);
+          lagging.delete(h);
+          const r = stale ?? items.get(h);
+          return r ? [r] : [];
+        });
+        calls.push({ kind: "hosts", answered: out.length });
+        return out;
+      },
+      retentionMs: FEED_RETENTION_S * 1000,
     },
   };
 }
@@ -154,18 +173,23 @@ describe("HostManager", () => {
       t.write(record(name, { generation: 4, usage: { VCPU: 8 }, changed_at: at(500) }));
     }
     const fleet = await hm.hostStates([], config(), T0 + 1_000);
-    expect(t.calls.at(-1)).toEqual({ kind: "since", since: at(-2_000), answered: 3 });
-    expect(hm.lastRefresh).toMatchObject({ kind: "warm", read: 3, applied: 3 });
+    expect(t.calls.slice(-2)).toEqual([
+      { kind: "since", since: at(-2_000), answered: 3 },
+      { kind: "hosts", answered: 3 },
+    ]);
+    expect(hm.lastRefresh).toMatchObject({ kind: "warm", entries: 3, read: 3, applied: 3 });
     expect(fleet.hosts.find((h) => h.host === "h40")!.vcpus_used).toBe(8);
     expect(fleet.hosts.find((h) => h.host === "h41")!.vcpus_used).toBe(4);
 
-    // Nothing new: the lag window still shows the three, which change nothing.
+    // Nothing new: the lag window still shows the three entries, whose writes the cache holds:
+    // no host is read again.
     await hm.hostStates([], config(), T0 + 1_500);
-    expect(hm.lastRefresh).toMatchObject({ kind: "warm", read: 3, applied: 0 });
-    // Past the lag, a refresh with nothing written reads nothing.
+    expect(hm.lastRefresh).toMatchObject({ kind: "warm", entries: 3, read: 0, applied: 0 });
+    expect(t.calls.at(-1)!.kind).toBe("since");
+    // Past the lag, a refresh with nothing written reads no entry.
     await hm.hostStates([], config(), T0 + 10_000);
     await hm.hostStates([], config(), T0 + 10_001);
-    expect(hm.lastRefresh).toMatchObject({ kind: "warm", read: 0, applied: 0 });
+    expect(hm.lastRefresh).toMatchObject({ kind: "warm", entries: 0, read: 0, applied: 0 });
     expect(t.calls.filter((c) => c.kind === "all")).toHaveLength(1);
   });
 
@@ -204,6 +228,36 @@ describe("HostManager", () => {
     const fleet = await hm.hostStates([aggregate("agg-az7", ["h2"], {}, "az7")], config(), T0 + 1);
     expect(fleet.hosts.map((h) => h.availability_zone)).toEqual(["nova", "az7"]);
     expect(t.calls.map((c) => c.kind)).toEqual(["all", "since"]);
+  });
+
+  it("an image older than its entry (an eventually consistent read) is read again at the next refresh", async () => {
+    const t = table([record("h1", { changed_at: at(-60_000) })]);
+    const hm = new HostManager(t.reads, { lagMs: 2_000 });
+    await hm.hostStates([], config(), T0);
+    t.write(record("h1", { generation: 4, usage: { VCPU: 12 }, changed_at: at(100) }));
+    // the read answers the image from before the write
+    t.lagging.set("h1", record("h1", { changed_at: at(-60_000) }));
+    let fleet = await hm.hostStates([], config(), T0 + 500);
+    expect(hm.lastRefresh).toMatchObject({ entries: 1, read: 1, applied: 0 });
+    expect(fleet.hosts[0]!.vcpus_used).toBe(4);
+    fleet = await hm.hostStates([], config(), T0 + 1_000);
+    expect(hm.lastRefresh).toMatchObject({ entries: 1, read: 1, applied: 1 });
+    expect(fleet.hosts[0]!.vcpus_used).toBe(12);
+    // held now: the entry, still in the window, reads nothing more
+    await hm.hostStates([], config(), T0 + 1_500);
+    expect(hm.lastRefresh).toMatchObject({ entries: 1, read: 0 });
+  });
+
+  it("a cache whose last refresh is older than the feed keeps its entries reads the fleet again", async () => {
+    const t = table([record("h1"), record("h2")]);
+    const hm = new HostManager(t.reads, { lagMs: 0 });
+    await hm.hostStates([], config(), T0);
+    await hm.hostStates([], config(), T0 + 60_000);
+    expect(hm.lastRefresh!.kind).toBe("warm");
+    // entries this old may have expired unread (the table's TTL)
+    await hm.hostStates([], config(), T0 + 60_000 + FEED_RETENTION_S * 1000);
+    expect(hm.lastRefresh).toMatchObject({ kind: "cold", read: 2 });
+    expect(t.calls.filter((c) => c.kind === "all")).toHaveLength(2);
   });
 
   it("a host read after a claim conflict replaces its stale state at once", async () => {
