@@ -137,6 +137,8 @@ export interface InvocationRecord {
   /** from the handler's start to its settling (or the timeout) */
   durationMs: number;
   ok: boolean;
+  /** the event as the handler saw it (a bench tells a batch's messages apart by it) */
+  event: unknown;
 }
 
 const invocationObservers = new Set<(r: InvocationRecord) => void>();
@@ -214,7 +216,7 @@ export function localFunction(opts: LocalFunctionOptions): LocalFunction {
       release?.();
       clearTimeout(timer);
       const durationMs = performance.now() - started;
-      for (const o of invocationObservers) o({ name: opts.name, memory, durationMs, ok });
+      for (const o of invocationObservers) o({ name: opts.name, memory, durationMs, ok, event });
     }
     // undefined serializes to "null", as the Node.js runtime returns it.
     const response = JSON.stringify(result) ?? "null";

@@ -263,8 +263,12 @@ export class BuildPath {
   private ended = 0;
   private endedTaken = 0;
 
-  /** The in_flight a heartbeat carries: while a build ended since one last did. */
+  /** a report settled num_io_ops since the last heartbeat check (at most one does a check) */
+  private settledThisCheck = false;
+
+  /** The in_flight a heartbeat carries: while a build ended since one last did. A new check. */
   heartbeatIo(): { in_flight?: number } {
+    this.settledThisCheck = false;
     if (this.ended === 0) return {};
     this.endedTaken = this.ended;
     return { in_flight: this.inFlight };
@@ -277,19 +281,30 @@ export class BuildPath {
   }
 
   /**
-   * A build ended: the next heartbeat carries in_flight (a report that set it already, or was
-   * fenced before, makes that one write more, on a rare path). A success says whether failures
-   * came before it, so that only then does its report reset failed_builds.
+   * A build ended: the next heartbeat carries in_flight (a report that set it already makes
+   * that one write more, on a rare path). A success says whether failures came before it, so
+   * that only then does its report reset failed_builds. A success that leaves nothing in flight
+   * settles num_io_ops itself, once a heartbeat check (compute-events writes it, fenced or not):
+   * every build ended so far is settled and the heartbeat owes none of them. So a host that
+   * builds a server now and then pays one write a build and no heartbeat for it, and a busy one
+   * at most that write and one heartbeat's a report_interval.
    */
-  private buildEnded(ok: boolean): { after_failures?: boolean } {
+  private buildEnded(
+    ok: boolean,
+    inFlight: number,
+  ): { in_flight: number; after_failures?: boolean; settles_io_ops?: boolean } {
     this.ended++;
     if (!ok) {
       this.failedSinceSuccess = true;
-      return {};
+      return { in_flight: inFlight };
     }
     const after_failures = this.failedSinceSuccess;
     this.failedSinceSuccess = false;
-    return { after_failures };
+    if (inFlight > 0 || this.settledThisCheck) return { in_flight: inFlight, after_failures };
+    this.settledThisCheck = true;
+    this.ended = 0;
+    this.endedTaken = 0;
+    return { in_flight: inFlight, after_failures, settles_io_ops: true };
   }
 
   /**
@@ -480,8 +495,7 @@ export class BuildPath {
       await this.reporter.send("build_succeeded", {
         ...build,
         started_at: started,
-        in_flight: this.inFlight,
-        ...this.buildEnded(true),
+        ...this.buildEnded(true, this.inFlight),
       });
       return;
     }
@@ -497,12 +511,11 @@ export class BuildPath {
       // Nothing half-built stays behind for the next attempt elsewhere.
       this.tombstone(id, attempt);
       await this.driver.destroy(id).catch((d) => log.warn("compute.cleanup_failed", { error: d }));
-      this.buildEnded(false);
       await this.reporter.send("build_failed", {
         ...build,
         started_at: started,
         reason,
-        in_flight: this.inFlight,
+        ...this.buildEnded(false, this.inFlight),
       });
       return;
     }
@@ -512,8 +525,8 @@ export class BuildPath {
       await this.reporter.send("build_succeeded", {
         ...build,
         started_at: started,
-        in_flight: this.inFlight - 1,
-        ...this.buildEnded(true),
+        // this one is still in `building` until the report is sent
+        ...this.buildEnded(true, this.inFlight - 1),
       });
       log.info("compute.build_succeeded", { attempt });
     } finally {

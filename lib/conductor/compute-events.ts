@@ -479,6 +479,7 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
       // Deleted, or moved to a newer attempt: the host must not keep what it built for it.
       await release(host, id, n);
       await terminateAttempt(r, blog);
+      await settleInFlight(r);
       blog.info("compute_events.build_fenced", {
         current_host: taken.record?.host,
         current_attempt: taken.record?.attempt,
@@ -489,6 +490,7 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
         // Built after all, after its failure was recorded (the host's restart reported no guest
         // while the spawn was still finishing): the attempt stays failed, and what it built goes.
         await terminateAttempt(r, blog);
+        await settleInFlight(r);
       }
       // This attempt failed before and the reschedule may not have gone out: finish it.
       await reschedule(
@@ -507,6 +509,7 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
     if (!(await finishBuild(r, blog))) {
       await release(host, id, n);
       await terminateAttempt(r, blog);
+      await settleInFlight(r);
     }
     return;
   }
@@ -526,6 +529,14 @@ async function applyBuildReport(r: BuildReport, log: Logger): Promise<void> {
   );
 }
 
+/**
+ * A success that settles num_io_ops, fenced: it is written all the same (the host's fact, whatever
+ * became of the attempt), since its agent counts on this report for it.
+ */
+async function settleInFlight(r: BuildReport): Promise<void> {
+  if (r.kind === "build_succeeded" && r.settles_io_ops) await recordInFlight(r.host, r.in_flight);
+}
+
 /** The end of a spawning build, fenced; false when the record was not spawning this attempt here. */
 async function finishBuild(
   r: Exclude<BuildReport, { kind: "build_started" }>,
@@ -543,9 +554,10 @@ async function finishBuild(
       event(EVENT_BUILD, n, "Success", host, null, started, finished),
     );
     if (!active) return false;
-    // Nova's failed_builds reset, when failures came before; num_io_ops comes with the next
-    // heartbeat otherwise (a host write moves its entry in the scheduler's change feed: 3 units)
-    if (r.after_failures !== false) await recordBuildResult(host, true, r.in_flight);
+    // Nova's failed_builds reset, when failures came before; num_io_ops set when the report
+    // settles it (the agent then owes no heartbeat for it), else it comes with the next heartbeat,
+    // once for the builds that end meanwhile (a host write and its change-feed entry: 2 units)
+    if (r.after_failures !== false || r.settles_io_ops) await recordBuildResult(host, true, r.in_flight);
     metrics.buildActive();
     log.info("compute_events.build_succeeded", {});
     return true;

@@ -73,9 +73,17 @@ export const buildSucceededReport = z.object({
   /**
    * This host reported a failed build since its last success (or may have: the agent started
    * since): the consumer resets failed_builds and sets num_io_ops now. When false, it writes
-   * nothing to the host, and the next heartbeat carries `in_flight`. Absent (an older agent): true.
+   * nothing to the host unless `settles_io_ops`, and the next heartbeat carries `in_flight`.
+   * Absent (an older agent): true.
    */
   after_failures: z.boolean().optional(),
+  /**
+   * Nothing is left in flight here, and no report set num_io_ops since the host's last
+   * heartbeat check: the consumer sets num_io_ops now (fenced or not, since the agent counts on
+   * it), and the heartbeat owes nothing for the builds ended so far. At most one a
+   * report_interval, so a busy host's builds still share one heartbeat's write.
+   */
+  settles_io_ops: z.boolean().optional(),
 });
 
 export const buildFailedReport = z.object({

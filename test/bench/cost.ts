@@ -135,6 +135,8 @@ interface Window {
   invocations: InvocationRecord[];
   executions: ExecutionRecordSummary[];
   logBytes: Map<string, number>;
+  /** the hosts' heartbeats with no news sent in the window (SendMessage, counted at the gateway) */
+  idleHeartbeatSends: number;
 }
 
 const invocations: InvocationRecord[] = [];
@@ -148,6 +150,7 @@ function openWindow(): void {
   invocations.length = 0;
   executions.length = 0;
   logBytes.clear();
+  idleHeartbeatSends = 0;
   windowStart = performance.now();
 }
 
@@ -158,7 +161,74 @@ function closeWindow(): Window {
     invocations: invocations.splice(0),
     executions: executions.splice(0),
     logBytes: new Map(logBytes),
+    idleHeartbeatSends: takeIdleHeartbeatSends(),
   };
+}
+
+let idleHeartbeatSends = 0;
+function takeIdleHeartbeatSends(): number {
+  const n = idleHeartbeatSends;
+  idleHeartbeatSends = 0;
+  return n;
+}
+
+/** A report that is a heartbeat with no news (no build ended, no dead letter): idle traffic. */
+function isIdleHeartbeat(body: string): boolean {
+  try {
+    const r = JSON.parse(body) as { kind?: string; in_flight?: number; dead_letters?: number };
+    return r.kind === "heartbeat" && r.in_flight === undefined && r.dead_letters === undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** Counts the hosts' idle heartbeats as they reach the gateway (SendMessage to compute-events). */
+function watchHeartbeatSends(runtime: Runtime): boolean {
+  return onGatewayAnswer(runtime, (req, res) => {
+    if (res.status !== 200) return;
+    if (!String(req.headers["x-amz-target"] ?? "").endsWith(".SendMessage")) return;
+    const body = JSON.parse(req.body.toString("utf8")) as { MessageBody?: string };
+    if (body.MessageBody && isIdleHeartbeat(body.MessageBody)) idleHeartbeatSends++;
+  });
+}
+
+/** The event source's requests on compute-events' queue (its receives, deletes, retries). */
+const EVENT_SOURCE_OPS = ["sqs:ReceiveMessage", "sqs:DeleteMessageBatch", "sqs:ChangeMessageVisibilityBatch"];
+
+/**
+ * What a window's idle heartbeats cost compute-events and the hosts, taken out of their figures
+ * by message, not by the idle window's rate: at fleet size the heartbeats are thousands a window
+ * beside a few dozen builds, so a rate's small drift would be more than the builds' own requests.
+ * A host's idle heartbeat is its one SendMessage. compute-events' invocations, and its event
+ * source's receives and deletes, are shared by their batches' messages: an idle heartbeat's share
+ * goes, a build's report and a heartbeat with news (num_io_ops, which builds cause) stay.
+ */
+function withoutIdleHeartbeats(
+  w: Window,
+  m: Map<Caller, Figures>,
+  events: CallerUsage | undefined,
+  memory: Record<FunctionComponent, number>,
+): void {
+  const host = m.get("compute-host");
+  if (host) host.sqsRequests = Math.max(0, host.sqsRequests - w.idleHeartbeatSends);
+  const ce = m.get("compute-events");
+  if (!ce) return;
+  let records = 0;
+  let idle = 0;
+  for (const inv of w.invocations) {
+    if (functionOf(inv.name) !== "compute-events") continue;
+    const bodies = ((inv.event as { Records?: { body?: string }[] })?.Records ?? []).map((r) => r.body ?? "");
+    const idleHere = bodies.filter(isIdleHeartbeat).length;
+    const share = bodies.length ? idleHere / bodies.length : 0;
+    ce.invocations -= share;
+    ce.durationMs -= share * inv.durationMs;
+    ce.gbSeconds -= share * gbSecondsOf(inv, memory);
+    records += bodies.length;
+    idle += idleHere;
+  }
+  if (!events || records === 0) return;
+  const esm = EVENT_SOURCE_OPS.reduce((s, op) => s + (events.requests[op] ?? 0), 0) - events.emptyReceives;
+  ce.sqsRequests = Math.max(0, ce.sqsRequests - Math.max(0, esm) * (idle / records));
 }
 
 /** One component's figures, per build or per window. */
@@ -249,8 +319,17 @@ function usageFigures(u: CallerUsage): Figures {
   return f;
 }
 
+/** Lambda bills each invocation's duration rounded up to the millisecond, at the stack's memory. */
+function gbSecondsOf(inv: InvocationRecord, memory: Record<FunctionComponent, number>): number {
+  return (Math.ceil(inv.durationMs) / 1000) * ((memory[functionOf(inv.name)] ?? inv.memory) / 1024);
+}
+
 /** Figures by component of a window. */
-function byComponent(w: Window, memory: Record<FunctionComponent, number>): Map<Caller, Figures> {
+function byComponent(
+  w: Window,
+  memory: Record<FunctionComponent, number>,
+  opts: { withoutIdleHeartbeats?: boolean } = {},
+): Map<Caller, Figures> {
   const m = new Map<Caller, Figures>();
   const at = (c: Caller) => {
     if (!m.has(c)) m.set(c, zero());
@@ -265,10 +344,13 @@ function byComponent(w: Window, memory: Record<FunctionComponent, number>): Map<
     const f = at(functionOf(inv.name));
     f.invocations++;
     f.durationMs += inv.durationMs;
-    // Lambda bills each invocation's duration rounded up to the millisecond.
-    f.gbSeconds += (Math.ceil(inv.durationMs) / 1000) * ((memory[functionOf(inv.name)] ?? inv.memory) / 1024);
+    f.gbSeconds += gbSecondsOf(inv, memory);
   }
   for (const [key, bytes] of w.logBytes) at(nameOf(key)).logBytes += bytes;
+  if (opts.withoutIdleHeartbeats) {
+    const events = Object.entries(w.meter).find(([key]) => nameOf(key) === "compute-events")?.[1];
+    withoutIdleHeartbeats(w, m, events, memory);
+  }
   return m;
 }
 
@@ -365,6 +447,7 @@ async function runSize(
   result.startSeconds = (performance.now() - t0) / 1000;
   print(`runtime ready in ${fmt(result.startSeconds, 1)} s`);
   watchFeedWrites(runtime);
+  watchHeartbeatSends(runtime);
   const reader = DynamoDBDocumentClient.from(new DynamoDBClient({}));
   const instancesTable = process.env.NOVALESS_INSTANCES_TABLE!;
   servicesTable = process.env.NOVALESS_SERVICES_TABLE!;
@@ -384,7 +467,13 @@ async function runSize(
       const { id, ms } = await createServer(runtime.url, name);
       // API Gateway invokes the API function once per request; its duration is at most the
       // round trip the client waited.
-      invocations.push({ name: "novaless-api", memory: memory.api, durationMs: ms, ok: true });
+      invocations.push({
+        name: "novaless-api",
+        memory: memory.api,
+        durationMs: ms,
+        ok: true,
+        event: undefined,
+      });
       await until(
         `server ${id}`,
         deadline,
@@ -487,13 +576,15 @@ function report(
   buildSeconds: number,
 ): void {
   const idleBy = byComponent(idle, memory);
-  const buildBy = byComponent(window, memory);
+  // Per build: the idle heartbeats taken out message by message, in both windows.
+  const idleLeft = byComponent(idle, memory, { withoutIdleHeartbeats: true });
+  const buildBy = byComponent(window, memory, { withoutIdleHeartbeats: true });
   // The build window less the idle rate (the watchdog's runs, sweeps) for its length, per build;
   // heartbeats are counted apart (the Services table), not per build.
   const perBuild = new Map<Caller, Figures>();
-  for (const c of new Set([...idleBy.keys(), ...buildBy.keys()])) {
+  for (const c of new Set([...idleLeft.keys(), ...buildBy.keys()])) {
     if (c === "heartbeat") continue;
-    const idleF = idleBy.get(c) ?? zero();
+    const idleF = idleLeft.get(c) ?? zero();
     const f = add(buildBy.get(c) ?? zero(), idleF, -window.seconds / idle.seconds);
     for (const k of Object.keys(f) as (keyof Figures)[]) f[k] = Math.max(0, f[k]) / done;
     perBuild.set(c, f);
@@ -806,7 +897,13 @@ async function runMoves(
   /** a POST of the move, as API Gateway and the API function count it */
   const post = async (token: string, path: string, body: unknown, want: number, version?: string) => {
     const r = await call(runtime.url, token, "POST", path, body, version);
-    invocations.push({ name: "novaless-api", memory: memory.api, durationMs: r.ms, ok: true });
+    invocations.push({
+      name: "novaless-api",
+      memory: memory.api,
+      durationMs: r.ms,
+      ok: true,
+      event: undefined,
+    });
     posts++;
     if (r.status !== want)
       throw new Error(`POST ${path}: HTTP ${r.status} ${JSON.stringify(r.json).slice(0, 300)}`);
@@ -1050,8 +1147,8 @@ function moveFigures(
   memory: Record<FunctionComponent, number>,
   apiPosts: number,
 ): MoveResult {
-  const idleBy = byComponent(idle, memory);
-  const by = byComponent(window, memory);
+  const idleBy = byComponent(idle, memory, { withoutIdleHeartbeats: true });
+  const by = byComponent(window, memory, { withoutIdleHeartbeats: true });
   const perMove = new Map<Caller, Figures>();
   for (const c of new Set([...idleBy.keys(), ...by.keys()])) {
     if (c === "heartbeat") continue;

@@ -172,8 +172,9 @@ describe("failed_builds", () => {
     const ok = await admin.createServer({ name: "good", availability_zone: `:${hosts[0]}` });
     expect((await admin.waitForStatus(ok, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
     expect((await getHost(hosts[0]!))!.stats.failed_builds).toBe(0);
-    // A success after no failure leaves num_io_ops (one more for each claim) to the host's next
-    // heartbeat, which sets it to the builds still in flight.
+    // A success after no failure that leaves nothing in flight sets num_io_ops (one more for
+    // each claim) back to 0 in its own report, once a heartbeat check; any other leaves it to the
+    // host's next heartbeat (test/unit/compute/build-stats.test.ts).
     const again = await admin.createServer({ name: "good-again", availability_zone: `:${hosts[0]}` });
     expect((await admin.waitForStatus(again, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
     expect(

@@ -1,5 +1,5 @@
 // The counting hooks the cost benchmark reads: every invocation of a local Lambda function (with
-// its memory and whether it failed) and every settled Step Functions execution (with the states
+// its memory, its event and whether it failed) and every settled Step Functions execution (with the states
 // it entered, a Map's iterations included).
 import { CreateStateMachineCommand, SFNClient, StartSyncExecutionCommand } from "@aws-sdk/client-sfn";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,6 +34,8 @@ describe("local Lambda invocation observer", () => {
       ["novaless-probe", 256, false],
     ]);
     expect(seen.every((r) => r.durationMs >= 0)).toBe(true);
+    // each with the event its handler saw (the cost bench tells a batch's messages apart by it)
+    expect(seen.map((r) => r.event)).toEqual([{}, { fail: true }]);
   });
 });
 

@@ -1,7 +1,7 @@
 // GET /os-fleet (admin, novaless): the whole fleet in one compact answer for the console's map,
-// or with `changes-since` only the hosts written since (the Hosts table's change feed, the same
-// Query the scheduler refreshes with), so a console polling every few seconds reads what changed,
-// not 10,000 items.
+// or with `changes-since` only the hosts written since (the hosts' change feed, the same Queries
+// the scheduler refreshes with, then those hosts), so a console polling every few seconds reads
+// what changed, not 10,000 items.
 import { schedulerConfig } from "../../config.js";
 import { readChangedHosts } from "../../placement/hosts.js";
 import { requireAdmin } from "../auth.js";
@@ -11,7 +11,7 @@ import { fleetView } from "../views/fleet.js";
 
 export const FLEET_RULE = "novaless:fleet:show";
 
-/** The feed's index is eventually consistent and writers' clocks differ: look back this far. */
+/** The feed's entries follow their writes, reads are eventually consistent and writers' clocks differ: look back this far. */
 export const FLEET_FEED_LAG_MS = 5_000;
 
 export async function showFleet({ ctx, deps, query }: RouteCall): Promise<ApiResult> {

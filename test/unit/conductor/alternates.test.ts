@@ -217,7 +217,7 @@ describe("compute's reschedule (compute-events applying a failed build)", () => 
 });
 
 describe("a build that succeeds after its failure was recorded", () => {
-  it("is terminated on its host (the cast names the attempt), stays failed, and holds no claim there", async () => {
+  it("is terminated on its host (the cast names the attempt), stays failed, holds no claim there, and settles num_io_ops", async () => {
     const [a, b] = [longName("late-a"), longName("late-b")];
     const queueUrl = (
       await sqsClient().send(new CreateQueueCommand({ QueueName: `late-${randomUUID().slice(0, 8)}` }))
@@ -231,13 +231,26 @@ describe("a build that succeeds after its failure was recorded", () => {
       const base = { version: 1, host: a, sent_at: now, request_id: req.request_id, instance_uuid: id };
       return kind === "build_failed"
         ? { ...base, kind, attempt: 1, started_at: now, reason: "the host restarted: no guest", in_flight: 0 }
-        : { ...base, kind, attempt: 1, started_at: now, in_flight: 0 };
+        : {
+            ...base,
+            kind,
+            attempt: 1,
+            started_at: now,
+            in_flight: 0,
+            after_failures: false,
+            settles_io_ops: true,
+          };
     };
     await applyReport(report("build_failed") as ComputeReport, log);
     expect(await buildRequestsFor(id)).toHaveLength(1);
+    // another claim on the host since: num_io_ops counts it
+    expect((await claim(a, randomUUID(), { VCPU: 1 }, 1)).claimed).toBe(true);
+    expect((await getHost(a))!.num_io_ops).toBe(1);
 
     // the spawn finished after all: the host's build_succeeded for the failed attempt
     await applyReport(report("build_succeeded") as ComputeReport, log);
+    // it settles num_io_ops, fenced as it is: its agent owes no heartbeat for it
+    expect((await getHost(a))!.num_io_ops).toBe(0);
 
     const casts = await sqsClient().send(
       new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
