@@ -154,9 +154,12 @@ function openWindow(): void {
   windowStart = performance.now();
 }
 
+/** The window since the last open or close; the next one starts now (the meter is reset too). */
 function closeWindow(): Window {
+  const started = windowStart;
+  windowStart = performance.now();
   return {
-    seconds: (performance.now() - windowStart) / 1000,
+    seconds: (windowStart - started) / 1000,
     meter: meterReading({ reset: true }),
     invocations: invocations.splice(0),
     executions: executions.splice(0),
@@ -682,7 +685,12 @@ function report(
   const pollUsd = pollsPerMonth * PRICES.sqsRequest.usd;
   const wd = byComponent(watchdog, memory);
   let watchdogRunUsd = 0;
-  for (const [c, f] of wd) watchdogRunUsd += dollars(f, c);
+  const wdParts: string[] = [];
+  for (const [c, f] of wd) {
+    watchdogRunUsd += dollars(f, c);
+    if (dollars(f, c) > 0) wdParts.push(`${c} $${fmt(dollars(f, c) * 1e6, 2)}`);
+  }
+  print(`watchdog run window ${fmt(watchdog.seconds, 2)} s: ${wdParts.join(", ")} (per million runs)`);
   const watchdogUsd = (watchdogRunUsd * WATCHDOG_RUNS_PER_MONTH) / hosts;
   // Whatever else ran while nothing was built (empty polls aside), at its measured rate.
   let otherRunUsd = 0;
