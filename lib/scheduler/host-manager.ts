@@ -65,6 +65,9 @@ export interface HostReads {
 
 const entryKey = (c: HostChange) => `${c.changed_at}#${c.host}`;
 
+/** Below this many changed hosts a refresh reads them by key, whatever the fleet's size. */
+const WHOLE_READ_MIN = 16;
+
 export class HostManager {
   private fleet: Fleet | undefined;
   private readonly providers = new Map<string, HostRecord>();
@@ -103,7 +106,11 @@ export class HostManager {
     const since = new Date(now - this.lagMs).toISOString();
     const entries = cold ? [] : await this.reads.changes(this.since);
     const wanted = new Set(entries.filter((c) => !this.handled.has(entryKey(c))).map((c) => c.host));
-    const read = cold ? await this.reads.all() : wanted.size ? await this.reads.hosts([...wanted]) : [];
+    // A read by key costs a host half a read unit; a Scan reads about four hosts for that, but a
+    // whole read is 8 segments' Scans at least. So past a quarter of the fleet and WHOLE_READ_MIN
+    // hosts (a cache long idle) the fleet is read whole.
+    const whole = cold || wanted.size > Math.max(WHOLE_READ_MIN, this.providers.size / 4);
+    const read = whole ? await this.reads.all() : wanted.size ? await this.reads.hosts([...wanted]) : [];
     this.since = since;
     if (cold) this.handled.clear();
     const changed: HostRecord[] = [];

@@ -248,6 +248,19 @@ describe("HostManager", () => {
     expect(hm.lastRefresh).toMatchObject({ entries: 1, read: 0 });
   });
 
+  it("past a quarter of the fleet changed (and 16 hosts), a refresh reads the fleet whole, not host by host", async () => {
+    const t = table(Array.from({ length: 80 }, (_, i) => record(`h${i}`, { changed_at: at(-60_000) })));
+    const hm = new HostManager(t.reads, { lagMs: 0 });
+    await hm.hostStates([], config(), T0);
+    for (let i = 0; i < 20; i++) t.write(record(`h${i}`, { generation: 4, changed_at: at(100) }));
+    await hm.hostStates([], config(), T0 + 1_000);
+    expect(t.calls.at(-1)).toEqual({ kind: "hosts", answered: 20 });
+    for (let i = 20; i < 41; i++) t.write(record(`h${i}`, { generation: 4, changed_at: at(1_100) }));
+    await hm.hostStates([], config(), T0 + 2_000);
+    expect(t.calls.at(-1)).toEqual({ kind: "all", answered: 80 });
+    expect(hm.lastRefresh).toMatchObject({ kind: "warm", entries: 21, read: 80, applied: 21 });
+  });
+
   it("a cache whose last refresh is older than the feed keeps its entries reads the fleet again", async () => {
     const t = table([record("h1"), record("h2")]);
     const hm = new HostManager(t.reads, { lagMs: 0 });
