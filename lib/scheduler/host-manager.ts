@@ -1,9 +1,10 @@
 // Nova's HostManager: the host states a warm scheduler keeps between invocations. A cold start
 // reads the fleet once (parallel Scan segments); after that each decision reads the change feed's
 // entries since its last refresh (lib/placement/feed.ts), then only the provider items it does not
-// already hold at their stamp, so what a decision reads does not grow with the fleet. The cache is never the authority: a claim is a
-// conditional write, so a stale host costs a claim conflict, after which the claim loop moves on
-// and the host is read again (Nova's claim loop; Nomad's snapshot and plan applier).
+// already hold at their stamp, so what a decision reads does not grow with the fleet. The cache is
+// never the authority: a claim is a conditional write, so a stale host costs a claim conflict,
+// after which the claim loop moves on and the host is read again (Nova's claim loop; Nomad's
+// snapshot and plan applier).
 import type { Aggregate } from "../catalog/types.js";
 import type { SchedulerConfig } from "../config.js";
 import type { HostChange } from "../placement/feed.js";

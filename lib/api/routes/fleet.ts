@@ -11,7 +11,10 @@ import { fleetView } from "../views/fleet.js";
 
 export const FLEET_RULE = "novaless:fleet:show";
 
-/** The feed's entries follow their writes, reads are eventually consistent and writers' clocks differ: look back this far. */
+/**
+ * The feed's entries follow their writes, reads are eventually consistent and writers' clocks
+ * differ: look back this far.
+ */
 export const FLEET_FEED_LAG_MS = 5_000;
 
 export async function showFleet({ ctx, deps, query }: RouteCall): Promise<ApiResult> {
