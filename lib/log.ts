@@ -67,6 +67,11 @@ export function setLogFormat(f: LogFormat): void {
   format = f;
 }
 
+/** The format set (the local runtime's functions' thread logs as its main thread does). */
+export function logFormat(): LogFormat {
+  return format;
+}
+
 /** `12:04:05.123 event key=value …`, warnings and errors marked and on stderr. */
 function humanLine(level: Level, event: string, fields: LogFields): string {
   const time = new Date().toISOString().slice(11, 23);

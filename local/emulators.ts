@@ -11,16 +11,25 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildApp } from "fauxqs";
 import { createDynalite } from "./dynalite-tx.js";
-import { type Gateway, type GatewayPolicy, startGateway, type Upstream } from "./iam/gateway.js";
+import {
+  type Gateway,
+  type GatewayPolicy,
+  type RawResponse,
+  startGateway,
+  type Upstream,
+} from "./iam/gateway.js";
 import { identityOf, OPERATOR } from "./iam/identities.js";
 import { listenerUpstream } from "./in-process.js";
 import { type SfnServer, type SfnServerOptions, startSfnServer } from "./sfn-server.js";
+import { asBuffer, exact, startThread } from "./threads.js";
 
 const HOST = "127.0.0.1";
 
 export interface EmulatorOptions {
   /** 0 (the default) lets the OS pick a free port */
   dynamodbPort?: number;
+  /** dynalite in a worker thread of its own (dynalite-thread-worker.ts), not in this one */
+  dynamodbThread?: boolean;
   sqsPort?: number;
   sfnPort?: number;
   /** start the local Step Functions endpoint too, serving Task states with these handlers */
@@ -78,7 +87,11 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
   };
   try {
     const external = externalEndpoints();
-    const dynamodb = external?.dynamodb ?? (await startDynalite(opts.dynamodbPort ?? 0));
+    const dynamodb =
+      external?.dynamodb ??
+      (opts.dynamodbThread
+        ? await startDynaliteThread(opts.dynamodbPort ?? 0)
+        : await startDynalite(opts.dynamodbPort ?? 0));
     stops.push(dynamodb.stop);
     const sqs = external?.sqs ?? (await startSqs(opts.sqsPort ?? 0));
     stops.push(sqs.stop);
@@ -180,6 +193,21 @@ async function startDynalite(port: number): Promise<Started> {
         // SDK clients keep connections alive; close() alone would wait for them.
         server.closeAllConnections();
       });
+    },
+  };
+}
+
+async function startDynaliteThread(port: number): Promise<Started> {
+  const thread = await startThread("dynalite", "./dynalite-thread-worker.ts", { port });
+  return {
+    endpoint: (thread.ready as { endpoint: string }).endpoint,
+    inProcess: async (req) => {
+      const res = await thread.rpc.call<RawResponse>("dynamodb", { ...req, body: exact(req.body) });
+      return { ...res, body: asBuffer(res.body) };
+    },
+    stop: async () => {
+      await thread.rpc.call("close", {});
+      await thread.stop();
     },
   };
 }

@@ -62,17 +62,23 @@ async function localHostRoute(
   return { status: 202, body: { host, action: m[2] } };
 }
 
+/** What answers the API's requests: its app here, or the functions' thread (function-thread.ts). */
+export type ApiFetch = (request: Request) => Promise<Response> | Response;
+
 /**
  * `around` runs each request's handling, e.g. as the API function's identity (what API Gateway
- * invokes on AWS).
+ * invokes on AWS); `api` answers them (the API's app in this thread unless given).
  */
 export async function startHttpFront(
   port: number,
   around: <T>(fn: () => T) => T = (fn) => fn(),
   hosts?: LocalHostControl,
+  api?: ApiFetch,
 ): Promise<HttpFront> {
-  const app = apiApp();
-  const listener = getRequestListener((request) => around(() => app.fetch(request, {})));
+  const app = api ? undefined : apiApp();
+  const listener = getRequestListener((request) =>
+    around(() => (app ? app.fetch(request, {}) : api!(request))),
+  );
   const server: Server = createServer((req, res) => {
     // "//v2.1//servers/" routes as "/v2.1/servers", as API Gateway does
     if (req.url?.includes("//")) req.url = req.url.replace(/^([^?]*)/, (p) => p.replace(/\/{2,}/g, "/"));

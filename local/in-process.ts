@@ -73,10 +73,11 @@ function pathOf(r: HttpRequest): string {
 }
 
 /**
- * Requests for the gateway's endpoint go to its serve(); any other endpoint (a test's own client
+ * Requests for the gateway's endpoint go to its serve() (or, from the functions' thread, to a
+ * serve() that posts them to the main thread's gateway); any other endpoint (a test's own client
  * of an emulator, say) through the SDK's HTTP handler as usual.
  */
-export function inProcessHandler(gateway: Gateway): SdkRequestHandler {
+export function inProcessHandler(gateway: Pick<Gateway, "endpoint" | "serve">): SdkRequestHandler {
   const { hostname, port } = new URL(gateway.endpoint);
   let http: NodeHttpHandler | undefined;
   return {

@@ -22,6 +22,8 @@ const { values } = parseArgs({
     "heartbeat-seconds": { type: "string" },
     // human-readable lines on a terminal; JSON (as on Lambda) when the output is not a TTY
     "log-format": { type: "string" },
+    // the functions and dynalite in this thread, not in worker threads of their own
+    "one-thread": { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -31,11 +33,13 @@ if (values.help) {
     "usage: npm start -- [--port 8774] [--hosts 8 | --hosts compute-1.example.org,compute-2.example.org]\n" +
       "                    [--fail-hosts host-1,host-2] [--build-ms 1000] [--long-poll]\n" +
       "                    [--heartbeat-seconds report_interval] [--driver fake|exec] [--instances-path DIR]\n" +
-      "                    [--log-format human|json]\n" +
+      "                    [--log-format human|json] [--one-thread]\n" +
       "hosts are simulated (event-driven, 10,000 on 2 cores); --long-poll runs one long-polling agent\n" +
       "per host instead, as novaless-compute does on a real host. --driver exec runs each server as a\n" +
       "real process (image sleeper), with long-polling agents. Logs: one line per event, readable on a\n" +
-      "terminal, JSON when the output is not a TTY or with --log-format json; one build.finished line per build\n",
+      "terminal, JSON when the output is not a TTY or with --log-format json; one build.finished line per build.\n" +
+      "The functions (the Lambda handlers and the API) and dynalite each run in a worker thread of their\n" +
+      "own, as on AWS they run apart; --one-thread runs everything in this thread, as the tests do.\n",
   );
   process.exit(0);
 }
@@ -78,6 +82,7 @@ const exec = values.driver === "exec";
 
 const runtime = await startRuntime({
   seedNetwork: true,
+  threads: !values["one-thread"],
   driver: exec ? "exec" : "fake",
   ...(values["instances-path"] ? { instancesPath: values["instances-path"] } : {}),
   port: int("port", values.port, 0),

@@ -12,10 +12,6 @@ import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
-import { handler as intakeHandler } from "../functions/build-intake/handler.js";
-import { handler as computeEventsHandler } from "../functions/compute-events/handler.js";
-import { handler as conductorHandler } from "../functions/conductor/handler.js";
-import { handler as schedulerHandler } from "../functions/scheduler/handler.js";
 import { conductorDefinition } from "../infra/conductor/definition.js";
 import { resetClients, s3Client, sfnClient, sqsClient, useRequestHandler } from "../lib/aws/clients.js";
 import { runAs } from "../lib/aws/identity.js";
@@ -28,15 +24,17 @@ import type { Driver } from "../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
 import { resetHostManagers } from "../lib/conductor/select-destinations.js";
-import { runWatchdog, type WatchdogAction } from "../lib/conductor/watchdog.js";
+import type { WatchdogAction } from "../lib/conductor/watchdog.js";
 import { option, optionValue, schedulerConfig } from "../lib/config.js";
 import { seedIdentity } from "../lib/identity/seed.js";
-import { log } from "../lib/log.js";
+import { log, logFormat } from "../lib/log.js";
 import { seedPublicNetwork } from "../lib/network/seed.js";
 import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../lib/resources.js";
 import { AccountConcurrency, type AccountConcurrencyOptions } from "./concurrency.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, type EventSourceOptions, startEventSource } from "./event-source.js";
+import { FUNCTION_HANDLERS, type HandlerFunction } from "./function-handlers.js";
+import { startFunctionThread } from "./function-thread.js";
 import { type HttpFront, startHttpFront } from "./http.js";
 import { evaluate, type Statement } from "./iam/evaluate.js";
 import {
@@ -65,6 +63,7 @@ import { Fleet, startAll } from "./simulator.js";
 import { createTables, localTables, runSuffix } from "./tables.js";
 
 export const CONDUCTOR_NAME = "novaless-conductor";
+
 const CONDUCTOR_ARN = `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${CONDUCTOR_NAME}`;
 const LOCAL_ARNS = {
   conductorFunctionArn: functionArnOf("conductor"),
@@ -142,6 +141,13 @@ export interface RuntimeOptions {
    * process (in-process.ts); the same IAM and the same emulators either way.
    */
   sockets?: boolean;
+  /**
+   * The functions (the Lambda handlers and the API) in a worker thread of their own
+   * (function-thread.ts), and dynalite in another (dynalite-thread-worker.ts), apart from the
+   * gateway, the other emulators and the hosts, so that two cores work. `npm start` and bench:e2e
+   * use threads; tests do not, where they reach the handlers' module state (caches, env) directly.
+   */
+  threads?: boolean;
   /**
    * The account's Lambda concurrency (concurrency.ts): its limit (default lambda_concurrency_limit)
    * and the unreserved floor (100 on AWS); the reservations and the event sources' maximum
@@ -259,6 +265,7 @@ function taskHandlersFor(
   stateMachine: Statement[],
   timeouts: StackPolicies["timeouts"],
   concurrency: AccountConcurrency,
+  handlerOf: (fn: HandlerFunction) => LambdaHandler,
   faults?: FaultOptions,
 ): TaskHandlers {
   const chance = (p: number | undefined) => Boolean(faults && p && faults.random() < p);
@@ -292,11 +299,13 @@ function taskHandlersFor(
     };
   };
   const byResource: Record<string, TaskHandler> = {
-    [LOCAL_ARNS.conductorFunctionArn]: lambda("conductor", conductorHandler),
+    [LOCAL_ARNS.conductorFunctionArn]: lambda("conductor", (input, context) =>
+      handlerOf("conductor")(input, context),
+    ),
     [LOCAL_ARNS.schedulerFunctionArn]: lambda(
       "scheduler",
       async (input, context) => {
-        const out = await schedulerHandler(input, context);
+        const out = await handlerOf("scheduler")(input, context);
         if (faults?.schedulerDelayMs) await new Promise((r) => setTimeout(r, faults.schedulerDelayMs));
         return out;
       },
@@ -354,7 +363,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   for (const name of names) gateway.principals.set(...hostPrincipal(name, statements["compute-host"]));
   const timeouts = { ...policies.timeouts, ...opts.lambdaTimeouts };
   const { account, scaling } = accountConcurrency(policies, opts.concurrency);
+  // the functions' handlers: these imports, until a thread of their own takes them (below)
+  let handlerOf = (fn: HandlerFunction): LambdaHandler => FUNCTION_HANDLERS[fn];
   const emulators = await startEmulators({
+    dynamodbThread: opts.threads,
     sfn: {
       taskHandlers: {
         [CONDUCTOR_NAME]: taskHandlersFor(
@@ -362,6 +374,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           statements["state-machine"],
           timeouts,
           account,
+          (fn) => handlerOf(fn),
           opts.faults,
         ),
       },
@@ -431,6 +444,19 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       NOVALESS_BUILD_REQUESTS_DLQ_URL: build.dlqUrl,
       NOVALESS_CONDUCTOR_ARN: sm.stateMachineArn!,
     });
+    // the environment is whole now: the thread takes its copy
+    const thread =
+      opts.threads && emulators.gateway
+        ? await startFunctionThread({
+            gateway: emulators.gateway,
+            logFormat: logFormat(),
+            sockets: opts.sockets,
+          })
+        : undefined;
+    if (thread) {
+      stops.push(() => thread.stop());
+      handlerOf = (fn) => thread.handler(fn);
+    }
     await seedCatalog();
     // DevStack's users: admin / admin-secret and demo / demo-secret (lib/identity/seed.ts).
     await seedIdentity({ adminPassword: "admin-secret", demo: true });
@@ -446,11 +472,11 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       timeouts,
       eventsDelay
         ? async (event, context) => {
-            const out = await computeEventsHandler(event, context);
+            const out = await handlerOf("compute-events")(event, context);
             await new Promise((r) => setTimeout(r, eventsDelay));
             return out;
           }
-        : computeEventsHandler,
+        : handlerOf("compute-events"),
       account,
     );
     const builds = buildLines();
@@ -459,7 +485,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         queueUrl: events.queueUrl,
         queueArn: eventsArn.Attributes?.QueueArn ?? "",
         handler: async (event) => {
-          const out = await (eventsFunction.invoke(event) as ReturnType<typeof computeEventsHandler>);
+          const out = await (eventsFunction.invoke(event) as Promise<SQSBatchResponse>);
           builds.reported(event, out);
           return out;
         },
@@ -523,14 +549,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const arn = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
     );
-    const intakeFunction = functionOf("build-intake", timeouts, intakeHandler, account);
+    const intakeFunction = functionOf("build-intake", timeouts, handlerOf("build-intake"), account);
     const intake: EventSource = as("build-intake")(() =>
       startEventSource({
         queueUrl: build.queueUrl,
         queueArn: arn.Attributes?.QueueArn ?? "",
         handler: (event) => {
           builds.requested(event);
-          return intakeFunction.invoke(event) as ReturnType<typeof intakeHandler>;
+          return intakeFunction.invoke(event) as Promise<SQSBatchResponse>;
         },
         ...scaling("build-intake", BUILD_REQUESTS_QUEUE.visibilityTimeout),
         ...doorbellOf(emulators, build.queueUrl),
@@ -539,7 +565,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(() => intake.stop());
 
     // The deployed handler answers only a count; locally the actions themselves come back.
-    const watchdogFunction = functionOf("build-watchdog", timeouts, () => runWatchdog(), account);
+    const watchdogFunction = functionOf("build-watchdog", timeouts, handlerOf("build-watchdog"), account);
     const watchdog = () => watchdogFunction.invoke({}) as Promise<WatchdogAction[]>;
     const watchdogEvery = opts.watchdogIntervalMs ?? 10_000;
     if (watchdogEvery > 0) {
@@ -564,11 +590,12 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         h.agent = newAgent(h, [...hosts.keys()].indexOf(name));
         await h.agent.start();
       });
-    const front: HttpFront = await startHttpFront(opts.port ?? 8774, as("api"), {
-      stop: killHost,
-      start: restartHost,
-      has: (name) => hosts.has(name),
-    });
+    const front: HttpFront = await startHttpFront(
+      opts.port ?? 8774,
+      as("api"),
+      { stop: killHost, start: restartHost, has: (name) => hosts.has(name) },
+      thread?.fetch,
+    );
     stops.push(() => front.stop());
     log.info("runtime.ready", { url: front.url, hosts: hosts.size, endpoints: emulators.endpoints });
     return {

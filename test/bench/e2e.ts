@@ -39,6 +39,8 @@ const { values } = parseArgs({
     timeout: { type: "string", default: "600" },
     dynamodb: { type: "string", default: "dynalite" },
     sockets: { type: "boolean", default: false },
+    // the functions and dynalite in worker threads of their own (as `npm start` runs them), or not
+    "one-thread": { type: "boolean", default: false },
     // the seeded network public: every build makes and binds a port (lib/instances/networking.ts)
     network: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
@@ -48,7 +50,7 @@ if (values.help) {
   process.stdout.write(
     "usage: npm run bench:e2e -- [--hosts 8,1000] [--builds 200] [--concurrency 16] [--build-ms 0]\n" +
       "       [--poll-ms 10] [--warmup 5] [--timeout 600 (s per size)] [--dynamodb dynalite|local|auto] [--sockets]\n" +
-      "       [--network (each build gets a port on the seeded network public)]\n",
+      "       [--network (each build gets a port on the seeded network public)] [--one-thread]\n",
   );
   process.exit(0);
 }
@@ -102,6 +104,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     hosts,
     buildMs,
     sockets: values.sockets,
+    threads: !values["one-thread"],
     seedNetwork: values.network,
   });
   let runtime: Runtime;
@@ -201,7 +204,7 @@ const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
   `DynamoDB: ${be.name} (${be.note}); ${builds} builds per size at concurrency ${concurrency}, build-ms ${buildMs}, ` +
     `poll every ${pollMs} ms through GET /v2.1/servers/{id}, ${warmup} warm-up builds not counted; ` +
-    `SDK calls ${values.sockets ? "over sockets" : "in process"}`,
+    `SDK calls ${values.sockets ? "over sockets" : "in process"}; ${!values["one-thread"] ? "the functions and dynalite in threads of their own" : "one thread"}`,
 );
 const rows: Row[] = [];
 for (const hosts of sizes) {

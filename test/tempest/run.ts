@@ -60,7 +60,8 @@ process.env.NOVALESS_PASSWORD_HASH_ROUNDS ??= "10";
 const { startRuntime } = await import("../../local/runtime.js");
 const started = Date.now();
 // the shared network `public` servers boot on ([compute] fixed_network_name, config.ts)
-const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, seedNetwork: true });
+// the functions and dynalite in threads of their own, as `npm start` runs them
+const runtime = await startRuntime({ port: 0, hosts: 4, buildMs: 50, seedNetwork: true, threads: true });
 const root = await mkdtemp(join(tmpdir(), "novaless-tempest-"));
 let failed = 0;
 try {
