@@ -21,7 +21,7 @@ import {
 import { identityOf, OPERATOR } from "./iam/identities.js";
 import { listenerUpstream } from "./in-process.js";
 import { type SfnServer, type SfnServerOptions, startSfnServer } from "./sfn-server.js";
-import { asBuffer, exact, startThread } from "./threads.js";
+import { asBuffer, exact, startThread, type Thread } from "./threads.js";
 
 const HOST = "127.0.0.1";
 
@@ -59,6 +59,8 @@ export interface Emulators {
   sfn?: SfnServer;
   /** present when `iam` was given */
   gateway?: Gateway;
+  /** the emulators' worker threads (dynalite's with `dynamodbThread`) */
+  threads: Pick<Thread, "name" | "utilization">[];
   /** stops everything that was started; safe to call twice */
   stop(): Promise<void>;
 }
@@ -138,6 +140,7 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
       env,
       ...(sfn ? { sfn } : {}),
       ...(gateway ? { gateway } : {}),
+      threads: dynamodb.thread ? [dynamodb.thread] : [],
       stop: stopAll,
     };
   } catch (e) {
@@ -168,6 +171,7 @@ interface Started {
   stop: () => Promise<void>;
   /** the emulator called in this process (embedded ones) */
   inProcess?: Upstream;
+  thread?: Thread;
 }
 
 async function startDynalite(port: number): Promise<Started> {
@@ -200,6 +204,7 @@ async function startDynalite(port: number): Promise<Started> {
 async function startDynaliteThread(port: number): Promise<Started> {
   const thread = await startThread("dynalite", "./dynalite-thread-worker.ts", { port });
   return {
+    thread,
     endpoint: (thread.ready as { endpoint: string }).endpoint,
     inProcess: async (req) => {
       const res = await thread.rpc.call<RawResponse>("dynamodb", { ...req, body: exact(req.body) });

@@ -10,7 +10,7 @@
 import type { HandlerFunction } from "./function-handlers.js";
 import type { RawRequest, RawResponse } from "./iam/gateway.js";
 import type { LambdaContext, LambdaHandler } from "./lambda.js";
-import { asBuffer, exact, startThread } from "./threads.js";
+import { asBuffer, exact, startThread, type Thread } from "./threads.js";
 
 export interface Invocation {
   fn: HandlerFunction;
@@ -30,7 +30,7 @@ export interface HttpMessage {
   body?: ArrayBuffer;
 }
 
-export interface FunctionThread {
+export interface FunctionThread extends Pick<Thread, "name" | "utilization"> {
   /** the function's handler, run in the thread */
   handler(fn: HandlerFunction): LambdaHandler;
   /** the API's app, run in the thread as the API function's identity */
@@ -88,6 +88,8 @@ export async function startFunctionThread(opts: {
         headers: res.headers,
       });
     },
+    name: thread.name,
+    utilization: thread.utilization,
     stop: () => thread.stop(),
   };
 }

@@ -61,6 +61,7 @@ import { type LambdaHandler, LambdaServiceError, localFunction } from "./lambda.
 import type { TaskHandler, TaskHandlers } from "./sfn-server.js";
 import { Fleet, startAll } from "./simulator.js";
 import { createTables, localTables, runSuffix } from "./tables.js";
+import type { Thread } from "./threads.js";
 
 export const CONDUCTOR_NAME = "novaless-conductor";
 
@@ -184,6 +185,8 @@ export interface Runtime {
   runWatchdog(): Promise<WatchdogAction[]>;
   /** the account's Lambda concurrency: in flight, throttles */
   concurrency: AccountConcurrency;
+  /** the worker threads (`threads`): the functions' and dynalite's, each with its utilization */
+  threads: Pick<Thread, "name" | "utilization">[];
   stop(): Promise<void>;
 }
 
@@ -614,6 +617,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       },
       runWatchdog: watchdog,
       concurrency: account,
+      threads: [...emulators.threads, ...(thread ? [thread] : [])],
       stop: stopAll,
     };
   } catch (e) {

@@ -99,7 +99,10 @@ export function rpcOver(port: MessagePort | Worker): Rpc {
 const BOOT = new URL("./thread-boot.mjs", import.meta.url);
 
 export interface Thread {
+  name: string;
   rpc: Rpc;
+  /** how busy the thread's event loop has been (performance.eventLoopUtilization's reading) */
+  utilization: Worker["performance"]["eventLoopUtilization"];
   /** what the thread's entry answered to "ready" */
   ready: unknown;
   stop(): Promise<void>;
@@ -129,7 +132,9 @@ export async function startThread(
   worker.on("error", (e) => rpc.fail(e));
   worker.on("exit", (code) => rpc.fail(new Error(`the ${name} thread exited (code ${code})`)));
   return {
+    name,
     rpc,
+    utilization: worker.performance.eventLoopUtilization.bind(worker.performance),
     ready: await ready,
     stop: async () => {
       await worker.terminate();

@@ -281,12 +281,18 @@ export function userIdOf(p: Pick<GatewayPrincipal, "roleArn" | "sessionArn">): s
   return `${roleIdOf(p.roleArn)}:${session}`;
 }
 
+/** by role ARN: every request of a caller asks for its role's id (aws:userid, SenderId) */
+const roleIds = new Map<string, string>();
+
 /** A role's unique id as AWS forms them: AROA and 17 characters of [A-Z2-7]. */
 export function roleIdOf(roleArn: string): string {
+  const known = roleIds.get(roleArn);
+  if (known) return known;
   const digest = createHash("sha256").update(roleArn).digest();
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
   let id = "AROA";
   for (let i = 0; i < 17; i++) id += alphabet.charAt(digest[i]! & 31);
+  roleIds.set(roleArn, id);
   return id;
 }
 

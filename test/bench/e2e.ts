@@ -41,16 +41,23 @@ const { values } = parseArgs({
     sockets: { type: "boolean", default: false },
     // the functions and dynalite in worker threads of their own (as `npm start` runs them), or not
     "one-thread": { type: "boolean", default: false },
+    // how the bench sees builds finish: a GET per server, or one changes-since listing for all
+    watch: { type: "string", default: "server" },
     // the seeded network public: every build makes and binds a port (lib/instances/networking.ts)
     network: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
+if (values.watch !== "changes" && values.watch !== "server") {
+  process.stderr.write(`--watch must be server or changes, got ${values.watch}\n`);
+  process.exit(2);
+}
 if (values.help) {
   process.stdout.write(
     "usage: npm run bench:e2e -- [--hosts 8,1000] [--builds 200] [--concurrency 16] [--build-ms 0]\n" +
       "       [--poll-ms 10] [--warmup 5] [--timeout 600 (s per size)] [--dynamodb dynalite|local|auto] [--sockets]\n" +
-      "       [--network (each build gets a port on the seeded network public)] [--one-thread]\n",
+      "       [--network (each build gets a port on the seeded network public)] [--one-thread]\n" +
+      "       [--watch server|changes (a GET per server, or one changes-since listing for every build in flight)]\n",
   );
   process.exit(0);
 }
@@ -81,11 +88,76 @@ interface Row {
   "polls/build": string;
   /** this process's CPU (user + system) over the builds, per build: what the figures cost on a shared machine */
   "CPU ms/build": string;
+  /** each thread's event-loop utilization over the builds */
+  "busy %": string;
   note: string;
 }
 
-/** GET /v2.1/servers/{id} calls so far: each is an API request with its reads, on this same CPU */
+/**
+ * The main thread (the gateway, SQS, Step Functions, the hosts, the HTTP front, this bench's
+ * client) and the runtime's worker threads.
+ */
+function threadsOf(runtime: Runtime): Pick<Runtime["threads"][number], "name" | "utilization">[] {
+  return [{ name: "main", utilization: performance.eventLoopUtilization }, ...runtime.threads];
+}
+
+/** status requests so far: each is an API request with its reads, on this same CPU */
 let polls = 0;
+
+/**
+ * `--watch changes`: one watcher for every build in flight, as the console and Nova's clients
+ * watch many servers: every poll-ms, GET /v2.1/servers/detail?changes-since=<the previous poll's
+ * start, less a second> returns the servers written since, and each one ACTIVE or ERROR settles
+ * its waiter. `--watch server` (the default): each build polls its own GET /v2.1/servers/{id}.
+ */
+function changesWatcher(url: string, deadline: number) {
+  const waiting = new Map<string, { resolve(): void; reject(e: Error): void }>();
+  let since = new Date(Date.now() - 1000);
+  let running = false;
+  const loop = async () => {
+    running = true;
+    try {
+      while (waiting.size > 0) {
+        if (Date.now() > deadline) {
+          for (const [id, w] of waiting) w.reject(new TimedOut(`server ${id} did not go ACTIVE in time`));
+          waiting.clear();
+          return;
+        }
+        const started = new Date();
+        polls++;
+        const res = await fetch(
+          `${url}/v2.1/servers/detail?changes-since=${encodeURIComponent(since.toISOString())}`,
+          { headers: { "x-auth-token": DEMO_TOKEN } },
+        );
+        const text = await res.text();
+        if (res.status !== 200) throw new Error(`changes-since: HTTP ${res.status} ${text.slice(0, 300)}`);
+        for (const s of (JSON.parse(text) as { servers: { id: string; status: string; fault?: unknown }[] })
+          .servers) {
+          const w = waiting.get(s.id);
+          if (!w || (s.status !== "ACTIVE" && s.status !== "ERROR")) continue;
+          waiting.delete(s.id);
+          if (s.status === "ACTIVE") w.resolve();
+          else w.reject(new Error(`server ${s.id} went ERROR: ${JSON.stringify(s.fault)}`));
+        }
+        // a write stamped in the same millisecond as the request is seen next time
+        since = new Date(started.getTime() - 1000);
+        if (waiting.size > 0) await sleep(pollMs);
+      }
+    } catch (e) {
+      for (const w of waiting.values()) w.reject(e as Error);
+      waiting.clear();
+    } finally {
+      running = false;
+    }
+  };
+  return {
+    wait(id: string): Promise<void> {
+      const settled = new Promise<void>((resolve, reject) => waiting.set(id, { resolve, reject }));
+      if (!running) void loop();
+      return settled;
+    },
+  };
+}
 
 async function serverStatus(url: string, id: string): Promise<string | undefined> {
   polls++;
@@ -116,13 +188,15 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
   }
   row["start s"] = fmt((performance.now() - t0) / 1000);
   print(`${hosts} hosts: runtime ready in ${row["start s"]} s`);
+  const watcher = values.watch === "changes" ? changesWatcher(runtime.url, deadline) : undefined;
   const latencies: number[] = [];
   const posts: number[] = [];
   const failures: string[] = [];
   const build = async (name: string, record: boolean) => {
     const t = performance.now();
     const { id, ms } = await createServer(runtime.url, name);
-    await until(`server ${id}`, deadline, () => serverStatus(runtime.url, id), "ACTIVE", pollMs);
+    if (watcher) await watcher.wait(id);
+    else await until(`server ${id}`, deadline, () => serverStatus(runtime.url, id), "ACTIVE", pollMs);
     if (record) {
       latencies.push(performance.now() - t);
       posts.push(ms);
@@ -132,6 +206,8 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     for (let i = 0; i < warmup; i++) await before(deadline, "warm-up builds", build(`warmup-${i}`, false));
     const w0 = performance.now();
     const cpu0 = process.cpuUsage();
+    // how busy each thread's event loop is over the builds: the one near 100% bounds the rate
+    const busy0 = threadsOf(runtime).map((t) => t.utilization());
     const polls0 = polls;
     await before(
       deadline,
@@ -149,6 +225,9 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     });
     const seconds = (performance.now() - w0) / 1000;
     const cpu = process.cpuUsage(cpu0);
+    row["busy %"] = threadsOf(runtime)
+      .map((t, i) => `${t.name} ${Math.round(100 * t.utilization(busy0[i]).utilization)}`)
+      .join(", ");
     latencies.sort((a, b) => a - b);
     posts.sort((a, b) => a - b);
     row.builds = latencies.length;
@@ -169,7 +248,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     print(
       `${hosts} hosts: ${row.builds} builds in ${fmt(seconds)} s = ${row["builds/s"]} builds/s; ` +
         `POST->ACTIVE p50 ${row["p50 ms"]} p90 ${row["p90 ms"]} p99 ${row["p99 ms"]} ms; ` +
-        `${row["polls/build"]} status polls and CPU ${row["CPU ms/build"]} ms per build; ${load()}`,
+        `${row["polls/build"]} status polls and CPU ${row["CPU ms/build"]} ms per build; threads busy (%): ${row["busy %"]}; ${load()}`,
     );
     return row;
   } finally {
@@ -194,6 +273,7 @@ function emptyRow(hosts: number, note = ""): Row {
     "POST p50 ms": "-",
     "polls/build": "-",
     "CPU ms/build": "-",
+    "busy %": "-",
     note,
   };
 }
@@ -203,7 +283,7 @@ print(`bench:e2e on ${machine()}; ${load()}${values.network ? "; each build with
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
   `DynamoDB: ${be.name} (${be.note}); ${builds} builds per size at concurrency ${concurrency}, build-ms ${buildMs}, ` +
-    `poll every ${pollMs} ms through GET /v2.1/servers/{id}, ${warmup} warm-up builds not counted; ` +
+    `poll every ${pollMs} ms through ${values.watch === "changes" ? "one GET /v2.1/servers/detail?changes-since= for every build in flight" : "GET /v2.1/servers/{id} per build"}, ${warmup} warm-up builds not counted; ` +
     `SDK calls ${values.sockets ? "over sockets" : "in process"}; ${!values["one-thread"] ? "the functions and dynalite in threads of their own" : "one thread"}`,
 );
 const rows: Row[] = [];
