@@ -271,12 +271,13 @@ export class SimulatedAgent implements HostAgent {
     const max = this.max;
     while (this.running && this.pending && this.inFlight.size < max) {
       this.pending = false;
+      const asked = Math.min(10, max - this.inFlight.size);
       let messages: Message[];
       try {
         const r = await sqsClient().send(
           new ReceiveMessageCommand({
             QueueUrl: this.queue.queueUrl,
-            MaxNumberOfMessages: Math.min(10, max - this.inFlight.size),
+            MaxNumberOfMessages: asked,
             WaitTimeSeconds: 0,
           }),
         );
@@ -294,8 +295,9 @@ export class SimulatedAgent implements HostAgent {
         else if (messages.length > 0) this.comeBack();
         return;
       }
-      // A full batch may have left more behind.
-      if (messages.length > 0) this.pending = true;
+      // A full batch may have left more behind; a batch short of what was asked emptied the
+      // queue as it stood (a send since rings the host again), so no look that finds nothing.
+      if (messages.length === asked) this.pending = true;
       for (const m of messages) this.dispatch(m);
     }
   }
