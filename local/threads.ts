@@ -6,6 +6,7 @@
 // A thread and the main thread call each other by name over its port (a small RPC); a value
 // crosses by structured clone, an error as its name, message, stack and code.
 import { type MessagePort, Worker } from "node:worker_threads";
+import { log } from "../lib/log.js";
 
 export interface ThreadError {
   name: string;
@@ -129,14 +130,23 @@ export async function startThread(
       reject(new Error(`the ${name} thread exited (code ${code}) before it was ready`)),
     );
   });
-  worker.on("error", (e) => rpc.fail(e));
-  worker.on("exit", (code) => rpc.fail(new Error(`the ${name} thread exited (code ${code})`)));
+  let stopping = false;
+  // An error the thread did not catch ends it: every call then fails, and the log says why.
+  worker.on("error", (error) => {
+    log.error("runtime.thread_failed", { thread: name, error });
+    rpc.fail(error);
+  });
+  worker.on("exit", (code) => {
+    if (!stopping) log.error("runtime.thread_exited", { thread: name, code });
+    rpc.fail(new Error(`the ${name} thread exited (code ${code})`));
+  });
   return {
     name,
     rpc,
     utilization: worker.performance.eventLoopUtilization.bind(worker.performance),
     ready: await ready,
     stop: async () => {
+      stopping = true;
       await worker.terminate();
     },
   };

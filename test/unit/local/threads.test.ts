@@ -1,10 +1,11 @@
 // The local runtime's thread RPC (local/threads.ts) over a real MessageChannel: a value comes back,
 // an error crosses with its name, message and code (what Step Functions' Catch and the SDK's
 // callers match on), a call to a missing handler fails, a gone thread fails the calls it leaves,
-// and bytes cross in a buffer of their own size.
+// bytes cross in a buffer of their own size, and a thread that dies fails its calls instead of
+// leaving them waiting.
 import { MessageChannel } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
-import { asBuffer, exact, rpcOver } from "../../../local/threads.js";
+import { asBuffer, exact, rpcOver, startThread } from "../../../local/threads.js";
 
 const channels: MessageChannel[] = [];
 afterEach(() => {
@@ -65,5 +66,23 @@ describe("bytes", () => {
     expect(asBuffer(own).toString()).toBe("a short body");
     const whole = new Uint8Array(8);
     expect(exact(whole)).toBe(whole);
+  });
+});
+
+describe("startThread", () => {
+  it("a thread's uncaught error fails the call waiting and every call after", async () => {
+    const thread = await startThread(
+      "crashing",
+      new URL("./fixtures/crashing-thread.ts", import.meta.url).href,
+      {},
+    );
+    try {
+      expect(thread.ready).toEqual({ pid: process.pid });
+      expect(await thread.rpc.call("echo", { a: 1 })).toEqual({ a: 1 });
+      await expect(thread.rpc.call("crash", {})).rejects.toThrow("the thread's uncaught error");
+      await expect(thread.rpc.call("echo", 2)).rejects.toThrow();
+    } finally {
+      await thread.stop();
+    }
   });
 });
