@@ -45,7 +45,7 @@ rpc.handle("invoke", (msg: Invocation) => {
 });
 
 const app = apiApp();
-rpc.handle("fetch", async (msg: HttpMessage): Promise<HttpMessage> => {
+rpc.handle("http", async (msg: HttpMessage): Promise<HttpMessage> => {
   const request = new Request(msg.url!, {
     method: msg.method!,
     headers: msg.headers,

@@ -33,8 +33,8 @@ export interface HttpMessage {
 export interface FunctionThread extends Pick<Thread, "name" | "utilization"> {
   /** the function's handler, run in the thread */
   handler(fn: HandlerFunction): LambdaHandler;
-  /** the API's app, run in the thread as the API function's identity */
-  fetch(request: Request): Promise<Response>;
+  /** the API's app, run in the thread as the API function's identity: a request in, its response out */
+  http(request: HttpMessage): Promise<HttpMessage>;
   stop(): Promise<void>;
 }
 
@@ -70,24 +70,7 @@ export async function startFunctionThread(opts: {
         },
         deadline: Date.now() + context.getRemainingTimeInMillis(),
       } satisfies Invocation),
-    fetch: async (request) => {
-      const body = request.body ? await request.arrayBuffer() : undefined;
-      const res = await thread.rpc.call<HttpMessage>(
-        "fetch",
-        {
-          method: request.method,
-          url: request.url,
-          headers: [...request.headers.entries()],
-          ...(body ? { body } : {}),
-        } satisfies HttpMessage,
-        body ? [body] : [],
-      );
-      // a 204 or 304 has no body
-      return new Response(res.status === 204 || res.status === 304 ? null : (res.body ?? null), {
-        status: res.status ?? 500,
-        headers: res.headers,
-      });
-    },
+    http: (request) => thread.rpc.call<HttpMessage>("http", request, request.body ? [request.body] : []),
     name: thread.name,
     utilization: thread.utilization,
     stop: () => thread.stop(),

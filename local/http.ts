@@ -1,10 +1,12 @@
 // The local HTTP front: what API Gateway does in AWS, on 127.0.0.1, serving the same Hono app with
 // @hono/node-server.
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { authenticate } from "../lib/api/auth.js";
 import { apiApp } from "../lib/api/http.js";
+import type { HttpMessage } from "./function-thread.js";
+import { exact } from "./threads.js";
 
 export interface HttpFront {
   url: string;
@@ -62,8 +64,55 @@ async function localHostRoute(
   return { status: 202, body: { host, action: m[2] } };
 }
 
-/** What answers the API's requests: its app here, or the functions' thread (function-thread.ts). */
-export type ApiFetch = (request: Request) => Promise<Response> | Response;
+/**
+ * The API in the functions' thread (function-thread.ts): a request's method, URL, headers and body
+ * bytes in, the response's out, with no Request or Response made in this thread.
+ */
+export type ApiCall = (request: HttpMessage) => Promise<HttpMessage>;
+
+/** A node request as it crosses to the functions' thread, its body whole. */
+async function messageOf(req: IncomingMessage): Promise<HttpMessage> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const body = chunks.length ? exact(Buffer.concat(chunks)) : undefined;
+  const headers: [string, string][] = [];
+  for (let i = 0; i < req.rawHeaders.length; i += 2)
+    headers.push([req.rawHeaders[i]!, req.rawHeaders[i + 1]!]);
+  return {
+    method: req.method ?? "GET",
+    url: `http://${req.headers.host ?? "127.0.0.1"}${req.url ?? "/"}`,
+    headers,
+    ...(body?.byteLength ? { body: body.buffer as ArrayBuffer } : {}),
+  };
+}
+
+async function answer(
+  res: ServerResponse,
+  api: ApiCall,
+  req: IncomingMessage,
+  around: <T>(fn: () => T) => T,
+) {
+  let out: HttpMessage;
+  try {
+    const msg = await messageOf(req);
+    out = await around(() => api(msg));
+  } catch (e) {
+    // what API Gateway answers when its integration fails
+    out = {
+      status: 500,
+      headers: [["content-type", "application/json"]],
+      body: new TextEncoder().encode(JSON.stringify({ message: "Internal Server Error", error: String(e) }))
+        .buffer as ArrayBuffer,
+    };
+  }
+  res.writeHead(out.status ?? 500, out.headers.flat());
+  // a HEAD, 204 or 304 carries no body
+  res.end(
+    out.body && req.method !== "HEAD" && out.status !== 204 && out.status !== 304
+      ? Buffer.from(out.body)
+      : undefined,
+  );
+}
 
 /**
  * `around` runs each request's handling, e.g. as the API function's identity (what API Gateway
@@ -73,12 +122,10 @@ export async function startHttpFront(
   port: number,
   around: <T>(fn: () => T) => T = (fn) => fn(),
   hosts?: LocalHostControl,
-  api?: ApiFetch,
+  api?: ApiCall,
 ): Promise<HttpFront> {
   const app = api ? undefined : apiApp();
-  const listener = getRequestListener((request) =>
-    around(() => (app ? app.fetch(request, {}) : api!(request))),
-  );
+  const listener = app ? getRequestListener((request) => around(() => app.fetch(request, {}))) : undefined;
   const server: Server = createServer((req, res) => {
     // "//v2.1//servers/" routes as "/v2.1/servers", as API Gateway does
     if (req.url?.includes("//")) req.url = req.url.replace(/^([^?]*)/, (p) => p.replace(/\/{2,}/g, "/"));
@@ -92,7 +139,8 @@ export async function startHttpFront(
         });
       return;
     }
-    void listener(req, res);
+    if (listener) void listener(req, res);
+    else void answer(res, api!, req, around);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

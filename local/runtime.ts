@@ -597,7 +597,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       opts.port ?? 8774,
       as("api"),
       { stop: killHost, start: restartHost, has: (name) => hosts.has(name) },
-      thread?.fetch,
+      thread?.http,
     );
     stops.push(() => front.stop());
     log.info("runtime.ready", { url: front.url, hosts: hosts.size, endpoints: emulators.endpoints });

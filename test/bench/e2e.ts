@@ -15,7 +15,7 @@ import {
   backend,
   before,
   createServer,
-  DEMO_TOKEN,
+  demoRequest,
   hardStop,
   load,
   machine,
@@ -125,11 +125,11 @@ function changesWatcher(url: string, deadline: number) {
         }
         const started = new Date();
         polls++;
-        const res = await fetch(
+        const res = await demoRequest(
+          "GET",
           `${url}/v2.1/servers/detail?changes-since=${encodeURIComponent(since.toISOString())}`,
-          { headers: { "x-auth-token": DEMO_TOKEN } },
         );
-        const text = await res.text();
+        const text = res.text;
         if (res.status !== 200) throw new Error(`changes-since: HTTP ${res.status} ${text.slice(0, 300)}`);
         for (const s of (JSON.parse(text) as { servers: { id: string; status: string; fault?: unknown }[] })
           .servers) {
@@ -161,8 +161,8 @@ function changesWatcher(url: string, deadline: number) {
 
 async function serverStatus(url: string, id: string): Promise<string | undefined> {
   polls++;
-  const res = await fetch(`${url}/v2.1/servers/${id}`, { headers: { "x-auth-token": DEMO_TOKEN } });
-  const text = await res.text();
+  const res = await demoRequest("GET", `${url}/v2.1/servers/${id}`);
+  const text = res.text;
   if (res.status !== 200) return `HTTP ${res.status}`;
   return (JSON.parse(text) as { server: { status: string } }).server.status;
 }
