@@ -38,41 +38,78 @@ export interface FunctionThread extends Pick<Thread, "name" | "utilization"> {
   stop(): Promise<void>;
 }
 
-export async function startFunctionThread(opts: {
+/** What the thread needs once the runtime has it: the gateway, the log format, the environment. */
+export interface FunctionThreadConfig {
   /** the gateway's endpoint (what the thread's clients are configured with) and its serve() */
   gateway: { endpoint: string; serve(req: RawRequest): Promise<RawResponse> };
   logFormat: "json" | "human";
   /** the thread's SDK calls over HTTP to the gateway's endpoint, not by message */
   sockets?: boolean;
-}): Promise<FunctionThread> {
-  const thread = await startThread("functions", "./function-thread-worker.ts", {
-    endpoint: opts.gateway.endpoint,
-    logFormat: opts.logFormat,
-    sockets: Boolean(opts.sockets),
-  });
-  thread.rpc.handle("aws", async (req: RawRequest) => {
-    const res = await opts.gateway.serve({ ...req, body: asBuffer(req.body) });
-    return { ...res, body: exact(res.body) };
-  });
+}
+
+/** What the thread is told before its first invocation (function-thread-worker.ts). */
+export interface ThreadSetup {
+  endpoint: string;
+  logFormat: "json" | "human";
+  sockets: boolean;
+  /** the main thread's environment as it is then (tables, queues, the conductor's ARN) */
+  env: Record<string, string>;
+}
+
+/**
+ * Starts the functions' thread now: its modules load (most of its start) while the runtime makes
+ * its emulators, tables and queues. `configure` hands it what those gave, and resolves once the
+ * thread can be invoked; `stop` ends it either way.
+ */
+export function spawnFunctionThread(): {
+  configure(opts: FunctionThreadConfig): Promise<FunctionThread>;
+  stop(): Promise<void>;
+} {
+  const starting = startThread("functions", "./function-thread-worker.ts", {});
+  // a failed start is configure's to report; stop has nothing to end then
+  starting.catch(() => {});
+  const stop = async () => {
+    const thread = await starting.catch(() => undefined);
+    await thread?.stop();
+  };
   return {
-    handler: (fn) => (event: unknown, context: LambdaContext) =>
-      thread.rpc.call("invoke", {
-        fn,
-        event,
-        context: {
-          functionName: context.functionName,
-          functionVersion: context.functionVersion,
-          invokedFunctionArn: context.invokedFunctionArn,
-          memoryLimitInMB: context.memoryLimitInMB,
-          awsRequestId: context.awsRequestId,
-          logGroupName: context.logGroupName,
-          logStreamName: context.logStreamName,
-        },
-        deadline: Date.now() + context.getRemainingTimeInMillis(),
-      } satisfies Invocation),
-    http: (request) => thread.rpc.call<HttpMessage>("http", request, request.body ? [request.body] : []),
-    name: thread.name,
-    utilization: thread.utilization,
-    stop: () => thread.stop(),
+    stop,
+    configure: async (opts) => {
+      const thread = await starting;
+      thread.rpc.handle("aws", async (req: RawRequest) => {
+        const res = await opts.gateway.serve({ ...req, body: asBuffer(req.body) });
+        return { ...res, body: exact(res.body) };
+      });
+      const env = Object.fromEntries(
+        Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined),
+      );
+      await thread.rpc.call("configure", {
+        endpoint: opts.gateway.endpoint,
+        logFormat: opts.logFormat,
+        sockets: Boolean(opts.sockets),
+        env,
+      } satisfies ThreadSetup);
+      return {
+        handler: (fn) => (event: unknown, context: LambdaContext) =>
+          thread.rpc.call("invoke", {
+            fn,
+            event,
+            context: {
+              functionName: context.functionName,
+              functionVersion: context.functionVersion,
+              invokedFunctionArn: context.invokedFunctionArn,
+              memoryLimitInMB: context.memoryLimitInMB,
+              awsRequestId: context.awsRequestId,
+              logGroupName: context.logGroupName,
+              logStreamName: context.logStreamName,
+            },
+            deadline: Date.now() + context.getRemainingTimeInMillis(),
+          } satisfies Invocation),
+        http: (request) => thread.rpc.call<HttpMessage>("http", request, request.body ? [request.body] : []),
+        name: thread.name,
+        utilization: thread.utilization,
+        stop,
+      };
+    },
   };
 }

@@ -34,7 +34,7 @@ import { AccountConcurrency, type AccountConcurrencyOptions } from "./concurrenc
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, type EventSourceOptions, startEventSource } from "./event-source.js";
 import { FUNCTION_HANDLERS, type HandlerFunction } from "./function-handlers.js";
-import { startFunctionThread } from "./function-thread.js";
+import { spawnFunctionThread } from "./function-thread.js";
 import { type HttpFront, startHttpFront } from "./http.js";
 import { evaluate, type Statement } from "./iam/evaluate.js";
 import {
@@ -343,23 +343,33 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const computeEventsQueue = `${COMPUTE_EVENTS_QUEUE.localName}${suffix}`;
   const imagesBucket = `${String(option("imagesBucket").default)}${suffix}`;
   const names = hostNames(opts.hosts ?? 8);
-  const policies = await stackPolicies({
-    tables: Object.fromEntries(tables.map((t) => [t.id, t.localName])) as Record<
-      (typeof tables)[number]["id"],
-      string
-    >,
-    buildRequestsQueue,
-    buildRequestsDlq: `${buildRequestsQueue}${DLQ_SUFFIX}`,
-    computeEventsQueue,
-    computeEventsDlq: `${computeEventsQueue}${DLQ_SUFFIX}`,
-    computeQueuePrefix,
-    imagesBucket,
-    functionArns: Object.fromEntries(FUNCTION_COMPONENTS.map((c) => [c, functionArnOf(c)])) as Record<
-      FunctionComponent,
-      string
-    >,
-    stateMachineArn: CONDUCTOR_ARN,
-  });
+  // The functions' thread loads its modules (most of its start) beside everything below; it is
+  // configured once the environment is whole (function-thread.ts).
+  const spawned = opts.threads ? spawnFunctionThread() : undefined;
+  const early = <T>(step: Promise<T>): Promise<T> =>
+    step.catch(async (e: unknown) => {
+      await spawned?.stop();
+      throw e;
+    });
+  const policies = await early(
+    stackPolicies({
+      tables: Object.fromEntries(tables.map((t) => [t.id, t.localName])) as Record<
+        (typeof tables)[number]["id"],
+        string
+      >,
+      buildRequestsQueue,
+      buildRequestsDlq: `${buildRequestsQueue}${DLQ_SUFFIX}`,
+      computeEventsQueue,
+      computeEventsDlq: `${computeEventsQueue}${DLQ_SUFFIX}`,
+      computeQueuePrefix,
+      imagesBucket,
+      functionArns: Object.fromEntries(FUNCTION_COMPONENTS.map((c) => [c, functionArnOf(c)])) as Record<
+        FunctionComponent,
+        string
+      >,
+      stateMachineArn: CONDUCTOR_ARN,
+    }),
+  );
   const statements = effectiveStatements(policies, opts.iam);
   const gateway = gatewayPolicy(policies, opts.iam);
   // Every host's own session, as it gets one on AWS (tagged novaless-host=<host>).
@@ -368,32 +378,35 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const { account, scaling } = accountConcurrency(policies, opts.concurrency);
   // the functions' handlers: these imports, until a thread of their own takes them (below)
   let handlerOf = (fn: HandlerFunction): LambdaHandler => FUNCTION_HANDLERS[fn];
-  const emulators = await startEmulators({
-    dynamodbThread: opts.threads,
-    sfn: {
-      taskHandlers: {
-        [CONDUCTOR_NAME]: taskHandlersFor(
-          definition,
-          statements["state-machine"],
-          timeouts,
-          account,
-          (fn) => handlerOf(fn),
-          opts.faults,
-        ),
+  const emulators = await early(
+    startEmulators({
+      dynamodbThread: opts.threads,
+      sfn: {
+        taskHandlers: {
+          [CONDUCTOR_NAME]: taskHandlersFor(
+            definition,
+            statements["state-machine"],
+            timeouts,
+            account,
+            (fn) => handlerOf(fn),
+            opts.faults,
+          ),
+        },
+        ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
       },
-      ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
-    },
-    iam: {
-      policy: gateway,
-      dynamodbThrottleRate: opts.faults?.dynamodbThrottleRate,
-      random: opts.faults?.random,
-    },
-  });
+      iam: {
+        policy: gateway,
+        dynamodbThrottleRate: opts.faults?.dynamodbThrottleRate,
+        random: opts.faults?.random,
+      },
+    }),
+  );
   const as =
     (c: Component) =>
     <T>(fn: () => T): T =>
       runAs(identityOf(c), fn);
   const stops: (() => Promise<unknown>)[] = [() => emulators.stop()];
+  if (spawned) stops.push(() => spawned.stop());
   const stopAll = async () => {
     for (let s = stops.pop(); s; s = stops.pop())
       await s().catch((e) => log.warn("runtime.stop_failed", { error: e }));
@@ -449,17 +462,14 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     });
     // the environment is whole now: the thread takes its copy
     const thread =
-      opts.threads && emulators.gateway
-        ? await startFunctionThread({
+      spawned && emulators.gateway
+        ? await spawned.configure({
             gateway: emulators.gateway,
             logFormat: logFormat(),
             sockets: opts.sockets,
           })
         : undefined;
-    if (thread) {
-      stops.push(() => thread.stop());
-      handlerOf = (fn) => thread.handler(fn);
-    }
+    if (thread) handlerOf = (fn) => thread.handler(fn);
     await seedCatalog();
     // DevStack's users: admin / admin-secret and demo / demo-secret (lib/identity/seed.ts).
     await seedIdentity({ adminPassword: "admin-secret", demo: true });
