@@ -47,10 +47,11 @@ import {
 import { metrics } from "../metrics.js";
 import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
-import { getHost, recordBuildResult, recordInFlight, registerHost } from "../placement/hosts.js";
+import { recordBuildResult, recordInFlight, registerHost } from "../placement/hosts.js";
 import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
+import { hostQueueUrl, rememberQueueUrl } from "./host-queues.js";
 import { applyLiveProgress } from "./live-migrate.js";
 import { applyMoveReport, evacuatedGuestTerminate } from "./move-events.js";
 import { applyShelveReport, applyUnshelveReport } from "./shelve-events.js";
@@ -76,20 +77,6 @@ const POWER_RUNNING = 1;
 
 /** The vm_states whose guests a registering host's list is synced against (Nova's _init_instance). */
 const SYNCED_AT_REGISTER = new Set(["active", "stopped", "paused", "suspended"]);
-
-/**
- * Host queue URLs by host, per warm container: a host's queue does not move (its name is a
- * function of the host's), so one read of its record serves every later cast.
- */
-const queueUrls = new Map<string, string>();
-
-async function hostQueueUrl(host: string): Promise<string | undefined> {
-  const known = queueUrls.get(host);
-  if (known) return known;
-  const url = (await getHost(host))?.queue_url;
-  if (url) queueUrls.set(host, url);
-  return url;
-}
 
 async function castToHost(host: string, msg: ComputeMessage, log: Logger): Promise<void> {
   const url = await hostQueueUrl(host);
@@ -262,7 +249,7 @@ async function register(r: RegisterReport, log: Logger): Promise<void> {
     undefined,
     { [HOST_TAG]: hostSessionName(r.host) },
   );
-  queueUrls.set(r.host, q.queueUrl);
+  rememberQueueUrl(r.host, q.queueUrl);
   let fresh = false;
   try {
     const rec = await registerHost({

@@ -33,6 +33,7 @@ import type { HostRecord } from "../placement/types.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import type { RequestSpec } from "../scheduler/types.js";
 import { instanceClaimGroup } from "./alternates.js";
+import { hostQueueUrl } from "./host-queues.js";
 import type { CastToHost } from "./move-events.js";
 import { failMove, reportEvent } from "./moves.js";
 import type { Cast, MoveRefusedAnswer } from "./types.js";
@@ -217,7 +218,7 @@ function versionString(v: number): string {
 }
 
 async function queueUrlOf(host: string): Promise<string> {
-  const url = (await getHost(host))?.queue_url;
+  const url = await hostQueueUrl(host);
   if (!url) throw new Error(`host ${host} has no queue_url; cannot cast a live migration step to it`);
   return url;
 }
@@ -506,7 +507,7 @@ async function rollbackAtDestination(
   log: Logger,
 ): Promise<void> {
   if (!move.dest_host) return;
-  const url = (await getHost(move.dest_host))?.queue_url;
+  const url = await hostQueueUrl(move.dest_host);
   if (!url) return;
   await castToCompute(url, {
     version: 1,

@@ -16,7 +16,7 @@ import { event } from "../instances/transition.js";
 import type { InstanceRecord, MigrationRecord } from "../instances/types.js";
 import { log } from "../log.js";
 import type { MoveStepMessage } from "../messages/compute.js";
-import { getHost } from "../placement/hosts.js";
+import { hostQueueUrl } from "./host-queues.js";
 import { watchLiveMigration } from "./live-migrate.js";
 import { failMove } from "./moves.js";
 
@@ -31,7 +31,7 @@ export interface MoveWatchAction {
 }
 
 async function castToHost(host: string, msg: MoveStepMessage): Promise<void> {
-  const url = (await getHost(host))?.queue_url;
+  const url = await hostQueueUrl(host);
   if (url) await castToCompute(url, msg);
 }
 

@@ -30,16 +30,16 @@ import {
 } from "../messages/scheduled.js";
 import { consumerAllocations } from "../placement/allocations.js";
 import { moveAllocation, release } from "../placement/claims.js";
-import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { claimFirstAlternate } from "./alternates.js";
+import { hostQueueUrl } from "./host-queues.js";
 import { startLiveMigration } from "./live-migrate.js";
 import type { AlternatesExhaustedAnswer, Cast } from "./types.js";
 
 export type MoveInput = ConductorInput & MoveRequest;
 
 async function queueUrlOf(host: string): Promise<string> {
-  const url = (await getHost(host))?.queue_url;
+  const url = await hostQueueUrl(host);
   if (!url) throw new Error(`host ${host} has no queue_url; cannot cast a move step to it`);
   return url;
 }

@@ -29,7 +29,7 @@ import {
   type Scheduled,
   selectionIn,
 } from "../messages/scheduled.js";
-import { getHost } from "../placement/hosts.js";
+import { hostQueueUrl } from "./host-queues.js";
 import { abortedFault } from "./tasks.js";
 import { type Cast, NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
 
@@ -130,7 +130,7 @@ export async function startRebuild(req: RebuildInput, scheduled: Scheduled): Pro
     return { casts: [] };
   }
   const msg = await rebuildCast(now, req.request_id);
-  const url = (await getHost(msg.host))?.queue_url;
+  const url = await hostQueueUrl(msg.host);
   if (!url) throw new Error(`host ${msg.host} has no queue_url; cannot cast the rebuild of ${rec.id}`);
   log.info("conductor.cast_rebuild", { host: msg.host });
   return { casts: [{ queue_url: url, message_body: computeMessageBody(msg) }] };

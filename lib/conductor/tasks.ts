@@ -22,9 +22,9 @@ import {
 } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
 import { release, releaseAttemptClaims } from "../placement/claims.js";
-import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { claimFirstAlternate } from "./alternates.js";
+import { hostQueueUrl } from "./host-queues.js";
 import {
   type AlternatesExhaustedAnswer,
   type Cast,
@@ -138,10 +138,9 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled | A
  */
 export async function buildInstances(req: ConductorInput, scheduled: Scheduled): Promise<{ casts: Cast[] }> {
   const n = req.retry.num_attempts;
-  const queueUrls = new Map<string, string>();
   const casts: Cast[] = [];
   for (const sel of scheduled.selections) {
-    const cast = await buildOne(req, n, scheduled, sel, queueUrls);
+    const cast = await buildOne(req, n, scheduled, sel);
     if (cast) casts.push(cast);
   }
   return { casts };
@@ -152,7 +151,6 @@ async function buildOne(
   n: number,
   scheduled: Scheduled,
   sel: InstanceSelection,
-  queueUrls: Map<string, string>,
 ): Promise<Cast | undefined> {
   const { instance_uuid: id, selected, alternates } = selectionIn(scheduled, sel);
   const { host, nodename } = selected;
@@ -178,12 +176,8 @@ async function buildOne(
   // conductor does, as hosts read no database. A reschedule finds the same ports and rebinds them.
   const bound = await bindNetwork(req, n, placed.record, host);
   if (!bound) return undefined;
-  let queueUrl = queueUrls.get(host);
-  if (!queueUrl) {
-    queueUrl = (await getHost(host))?.queue_url;
-    if (!queueUrl) throw new Error(`host ${host} has no queue_url; cannot cast build of ${id}`);
-    queueUrls.set(host, queueUrl);
-  }
+  const queueUrl = await hostQueueUrl(host);
+  if (!queueUrl) throw new Error(`host ${host} has no queue_url; cannot cast build of ${id}`);
   log.info("conductor.cast_build", { ...fields, alternates: alternates.map((a) => a.host) });
   return {
     queue_url: queueUrl,

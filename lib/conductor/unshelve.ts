@@ -26,9 +26,9 @@ import {
 } from "../messages/scheduled.js";
 import { consumerAllocations } from "../placement/allocations.js";
 import { release } from "../placement/claims.js";
-import { getHost } from "../placement/hosts.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
 import { claimFirstAlternate } from "./alternates.js";
+import { hostQueueUrl } from "./host-queues.js";
 import { abortedFault } from "./tasks.js";
 import type { AlternatesExhaustedAnswer, Cast, StatesError } from "./types.js";
 
@@ -159,7 +159,7 @@ export async function startUnshelve(req: UnshelveInput, scheduled: Scheduled): P
     log.info("conductor.unshelve_abandoned", { host: selected.host });
     return { casts: [] };
   }
-  const queueUrl = (await getHost(selected.host))?.queue_url;
+  const queueUrl = await hostQueueUrl(selected.host);
   if (!queueUrl) throw new Error(`host ${selected.host} has no queue_url; cannot cast the unshelve of ${id}`);
   const msg: UnshelveInstance = {
     version: 1,
