@@ -4,9 +4,8 @@
 import type { AddressInfo } from "node:net";
 import { parentPort, workerData } from "node:worker_threads";
 import { createDynalite } from "./dynalite-tx.js";
-import type { RawRequest } from "./iam/gateway.js";
 import { listenerUpstream } from "./in-process.js";
-import { asBuffer, exact, rpcOver } from "./threads.js";
+import { rpcOver, serveRaw } from "./threads.js";
 
 if (!parentPort) throw new Error("dynalite-thread-worker.ts runs in a worker thread");
 const rpc = rpcOver(parentPort);
@@ -18,10 +17,7 @@ await new Promise<void>((resolve, reject) => {
 const [listener] = server.listeners("request") as Parameters<typeof listenerUpstream>[0][];
 if (!listener) throw new Error("dynalite has no request listener");
 const upstream = listenerUpstream(listener);
-rpc.handle("dynamodb", async (req: RawRequest) => {
-  const res = await upstream.call({ ...req, body: asBuffer(req.body) });
-  return { ...res, body: exact(res.body) };
-});
+serveRaw(rpc, "dynamodb", (req) => upstream.call(req));
 rpc.handle("close", async () => {
   await upstream.close();
   await new Promise<void>((resolve, reject) => {

@@ -11,17 +11,11 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildApp } from "fauxqs";
 import { createDynalite } from "./dynalite-tx.js";
-import {
-  type Gateway,
-  type GatewayPolicy,
-  type RawResponse,
-  startGateway,
-  type Upstream,
-} from "./iam/gateway.js";
+import { type Gateway, type GatewayPolicy, startGateway, type Upstream } from "./iam/gateway.js";
 import { identityOf, OPERATOR } from "./iam/identities.js";
 import { listenerUpstream } from "./in-process.js";
 import { type SfnServer, type SfnServerOptions, startSfnServer } from "./sfn-server.js";
-import { asBuffer, exact, startThread, type Thread } from "./threads.js";
+import { callRaw, startThread, type Thread } from "./threads.js";
 
 const HOST = "127.0.0.1";
 
@@ -206,10 +200,7 @@ async function startDynaliteThread(port: number): Promise<Started> {
   return {
     thread,
     endpoint: (thread.ready as { endpoint: string }).endpoint,
-    inProcess: async (req) => {
-      const res = await thread.rpc.call<RawResponse>("dynamodb", { ...req, body: exact(req.body) });
-      return { ...res, body: asBuffer(res.body) };
-    },
+    inProcess: callRaw(thread.rpc, "dynamodb"),
     stop: async () => {
       await thread.rpc.call("close", {});
       await thread.stop();

@@ -9,10 +9,9 @@ import { runAs } from "../lib/aws/identity.js";
 import { setLogFormat } from "../lib/log.js";
 import { FUNCTION_HANDLERS } from "./function-handlers.js";
 import type { HttpMessage, Invocation, ThreadSetup } from "./function-thread.js";
-import type { RawRequest, RawResponse } from "./iam/gateway.js";
 import { identityOf } from "./iam/identities.js";
 import { inProcessHandler } from "./in-process.js";
-import { asBuffer, exact, rpcOver } from "./threads.js";
+import { callRaw, rpcOver } from "./threads.js";
 
 if (!parentPort) throw new Error("function-thread-worker.ts runs in a worker thread");
 const rpc = rpcOver(parentPort);
@@ -29,10 +28,7 @@ rpc.handle("configure", (setup: ThreadSetup) => {
     useRequestHandler(
       inProcessHandler({
         endpoint: setup.endpoint,
-        serve: async (request: RawRequest) => {
-          const res = await rpc.call<RawResponse>("aws", { ...request, body: exact(request.body) });
-          return { ...res, body: asBuffer(res.body) };
-        },
+        serve: callRaw(rpc, "aws"),
       }),
     );
 });

@@ -10,7 +10,7 @@
 import type { HandlerFunction } from "./function-handlers.js";
 import type { RawRequest, RawResponse } from "./iam/gateway.js";
 import type { LambdaContext, LambdaHandler } from "./lambda.js";
-import { asBuffer, exact, startThread, type Thread } from "./threads.js";
+import { serveRaw, startThread, type Thread } from "./threads.js";
 
 export interface Invocation {
   fn: HandlerFunction;
@@ -76,10 +76,7 @@ export function spawnFunctionThread(): {
     stop,
     configure: async (opts) => {
       const thread = await starting;
-      thread.rpc.handle("aws", async (req: RawRequest) => {
-        const res = await opts.gateway.serve({ ...req, body: asBuffer(req.body) });
-        return { ...res, body: exact(res.body) };
-      });
+      serveRaw(thread.rpc, "aws", (req) => opts.gateway.serve(req));
       const env = Object.fromEntries(
         Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined),
       );

@@ -86,16 +86,11 @@ async function messageOf(req: IncomingMessage): Promise<HttpMessage> {
   };
 }
 
-async function answer(
-  res: ServerResponse,
-  api: ApiCall,
-  req: IncomingMessage,
-  around: <T>(fn: () => T) => T,
-) {
+/** The API's answer from the functions' thread, which runs it as the API function's identity. */
+async function answer(res: ServerResponse, api: ApiCall, req: IncomingMessage) {
   let out: HttpMessage;
   try {
-    const msg = await messageOf(req);
-    out = await around(() => api(msg));
+    out = await api(await messageOf(req));
   } catch (e) {
     // what API Gateway answers when its integration fails
     out = {
@@ -140,7 +135,7 @@ export async function startHttpFront(
       return;
     }
     if (listener) void listener(req, res);
-    else void answer(res, api!, req, around);
+    else void answer(res, api!, req);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -1,5 +1,5 @@
 // The local runtime's worker threads: the functions (function-thread.ts) and dynalite
-// (dynalite-thread.ts) each in a thread of its own, as on AWS they run apart from each other. On 2
+// (dynalite-thread-worker.ts) each in a thread of its own, as on AWS they run apart from each other. On 2
 // cores one thread carried the SDK's per-call work, the handlers and the emulators together, and
 // capped a build's throughput at what that one thread could do.
 //
@@ -7,6 +7,7 @@
 // crosses by structured clone, an error as its name, message, stack and code.
 import { type MessagePort, Worker } from "node:worker_threads";
 import { log } from "../lib/log.js";
+import type { RawRequest, RawResponse } from "./iam/gateway.js";
 
 export interface ThreadError {
   name: string;
@@ -94,6 +95,25 @@ export function rpcOver(port: MessagePort | Worker): Rpc {
       for (const p of pending.values()) p.reject(reason);
       pending.clear();
     },
+  };
+}
+
+/**
+ * A service of raw AWS requests (the gateway's serve(), an emulator's listener) offered over `rpc`
+ * as `method`: the bytes arrive as a Buffer again and leave in a buffer of their own size.
+ */
+export function serveRaw(rpc: Rpc, method: string, serve: (req: RawRequest) => Promise<RawResponse>): void {
+  rpc.handle(method, async (req: RawRequest) => {
+    const res = await serve({ ...req, body: asBuffer(req.body) });
+    return { ...res, body: exact(res.body) };
+  });
+}
+
+/** That service as the other side calls it. */
+export function callRaw(rpc: Rpc, method: string): (req: RawRequest) => Promise<RawResponse> {
+  return async (req) => {
+    const res = await rpc.call<RawResponse>(method, { ...req, body: exact(req.body) });
+    return { ...res, body: asBuffer(res.body) };
   };
 }
 

@@ -97,7 +97,7 @@ interface Row {
  * The main thread (the gateway, SQS, Step Functions, the hosts, the HTTP front, this bench's
  * client) and the runtime's worker threads.
  */
-function threadsOf(runtime: Runtime): Pick<Runtime["threads"][number], "name" | "utilization">[] {
+function threadsOf(runtime: Runtime): Runtime["threads"] {
   return [{ name: "main", utilization: performance.eventLoopUtilization }, ...runtime.threads];
 }
 
@@ -129,10 +129,11 @@ function changesWatcher(url: string, deadline: number) {
           "GET",
           `${url}/v2.1/servers/detail?changes-since=${encodeURIComponent(since.toISOString())}`,
         );
-        const text = res.text;
-        if (res.status !== 200) throw new Error(`changes-since: HTTP ${res.status} ${text.slice(0, 300)}`);
-        for (const s of (JSON.parse(text) as { servers: { id: string; status: string; fault?: unknown }[] })
-          .servers) {
+        if (res.status !== 200)
+          throw new Error(`changes-since: HTTP ${res.status} ${res.text.slice(0, 300)}`);
+        for (const s of (
+          JSON.parse(res.text) as { servers: { id: string; status: string; fault?: unknown }[] }
+        ).servers) {
           const w = waiting.get(s.id);
           if (!w || (s.status !== "ACTIVE" && s.status !== "ERROR")) continue;
           waiting.delete(s.id);
@@ -162,9 +163,8 @@ function changesWatcher(url: string, deadline: number) {
 async function serverStatus(url: string, id: string): Promise<string | undefined> {
   polls++;
   const res = await demoRequest("GET", `${url}/v2.1/servers/${id}`);
-  const text = res.text;
   if (res.status !== 200) return `HTTP ${res.status}`;
-  return (JSON.parse(text) as { server: { status: string } }).server.status;
+  return (JSON.parse(res.text) as { server: { status: string } }).server.status;
 }
 
 async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): Promise<Row> {
