@@ -29,6 +29,8 @@ export interface SoakOptions {
   /** seconds to wait for quiescence after the load stops */
   settleSeconds?: number;
   log?: (line: string) => void;
+  /** the functions and dynalite in threads of their own, as `npm start` runs them */
+  threads?: boolean;
 }
 
 export interface SoakReport {
@@ -119,6 +121,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const starting = Date.now();
   const runtime: Runtime = await startRuntime({
     port: 0,
+    threads: opts.threads,
     // every server gets a port on public: its ports are checked at the end with the claims
     seedNetwork: true,
     hosts: hostCount,
@@ -776,12 +779,14 @@ async function main(): Promise<void> {
       minutes: { type: "string", default: "2" },
       seed: { type: "string", default: "42" },
       hosts: { type: "string", default: "12" },
+      threads: { type: "boolean", default: false },
     },
   });
   const report = await runSoak({
     minutes: Number(values.minutes),
     seed: Number(values.seed),
     hosts: Number(values.hosts),
+    threads: values.threads,
     log: (l) => process.stderr.write(`${l}\n`),
   });
   process.stdout.write(`${printReport(report)}\n`);
