@@ -184,8 +184,11 @@ scheduler_enabled_filters = AvailabilityZoneFilter,ComputeFilter,ComputeCapabili
 [image]
 region = RegionOne
 endpoint_type = public
-# (as [compute] build_interval: a snapshot is active within a second)
+# (as [compute] build_interval: a snapshot is active within a second or two)
 build_interval = 0
+# as [compute]: a wait that misses its state (build_interval 0 polls all along) is over in a
+# minute, not tempest's default 300 s, whose logged polls outgrew stestr's packet limit
+build_timeout = 60
 
 [image-feature-enabled]
 api_v1 = False
