@@ -21,6 +21,7 @@ import {
   type Network,
   type NewPort,
   type Port,
+  type PortBinding,
   type Subnet,
 } from "../network/store.js";
 import { getInstance } from "./queries.js";
@@ -201,7 +202,13 @@ export async function allocateForInstance(
   const requests = rec.requested_networks ?? [];
   if (requests.length === 0) return [];
   const owner = `compute:${rec.availability_zone ?? rec.requested_availability_zone ?? "nova"}`;
-  const binding = { device_id: rec.id, device_owner: owner, "binding:host_id": host, updated_at: stamp(now) };
+  const binding: PortBinding = {
+    device_id: rec.id,
+    device_owner: owner,
+    "binding:host_id": host,
+    updated_at: stamp(now),
+    binding_attempt: rec.attempt,
+  };
   const vifs: Vif[] = [];
   for (const [i, req] of requests.entries()) vifs.push(await allocateOne(rec, i, req, binding, now));
   if (await recordNetworkInfo(rec.id, vifs)) return vifs;
@@ -215,7 +222,7 @@ async function allocateOne(
   rec: InstanceRecord,
   i: number,
   req: NetworkRequest,
-  binding: { device_id: string; device_owner: string; "binding:host_id": string; updated_at: string },
+  binding: PortBinding,
   now: Date,
 ): Promise<Vif> {
   const network = await getNetwork(req.network_id);
@@ -392,6 +399,9 @@ export async function rebindPorts(rec: InstanceRecord, now = new Date()): Promis
         device_owner: `compute:${rec.availability_zone ?? "nova"}`,
         "binding:host_id": rec.vm_state === "shelved_offloaded" ? "" : (rec.host ?? ""),
         updated_at: stamp(now),
+        // the record's attempt: a late rebind of an earlier step (a finish before its revert)
+        // cannot take the port back from the host a later one named
+        binding_attempt: rec.attempt,
       },
       rec.id,
     );

@@ -522,22 +522,47 @@ export const portsOn = (networkId: string) => onNetwork<Port>(networkId, "port")
 export const updatePort = (id: string, changes: Record<string, unknown>) =>
   updateAttributes<Port>("port", id, changes);
 
+/** A port's binding to a device on a host, as compute writes it (Nova's port binding). */
+export interface PortBinding {
+  device_id: string;
+  device_owner: string;
+  "binding:host_id": string;
+  updated_at: string;
+  /**
+   * The instance's attempt that wrote it (its fencing token, above every earlier placement's):
+   * internal, never shown. A late write of an earlier placement cannot move the port back.
+   */
+  binding_attempt?: number;
+}
+
 /**
  * Bind a port to a device (a server) on a host: only while the port is free or already the
- * device's, so two servers can never take one port; undefined when it is another's (or gone).
+ * device's, so two servers can never take one port, and (given the binding's attempt) never
+ * from a later attempt's binding to an earlier's; undefined when refused (or gone).
  * A device_id of "" unbinds, only from the device named in `from`.
  */
-export const bindPort = (
-  id: string,
-  binding: { device_id: string; device_owner: string; "binding:host_id": string; updated_at: string },
-  from: string,
-) =>
-  updateAttributes<Port>("port", id, binding, {
-    // (= … OR = …, not IN: dynalite's IN never matches an empty string)
-    condition: "#cdev = :cfree OR #cdev = :cme",
-    names: { "#cdev": "device_id" },
-    values: { ":cfree": "", ":cme": from },
-  });
+export const bindPort = (id: string, binding: PortBinding, from: string) =>
+  updateAttributes<Port>(
+    "port",
+    id,
+    { ...binding },
+    {
+      // (= … OR = …, not IN: dynalite's IN never matches an empty string)
+      condition:
+        binding.binding_attempt === undefined
+          ? "#cdev = :cfree OR #cdev = :cme"
+          : "#cdev = :cfree OR (#cdev = :cme AND (attribute_not_exists(#cat) OR #cat <= :cat))",
+      names: {
+        "#cdev": "device_id",
+        ...(binding.binding_attempt === undefined ? {} : { "#cat": "binding_attempt" }),
+      },
+      values: {
+        ":cfree": "",
+        ":cme": from,
+        ...(binding.binding_attempt === undefined ? {} : { ":cat": binding.binding_attempt }),
+      },
+    },
+  );
 
 /**
  * Delete a port and free every address it holds: those recorded on it, and any the by-holder

@@ -11,6 +11,7 @@ import { defaultGateway, defaultPools, NetworkingError, parseCidr } from "../../
 import {
   addressHolder,
   allocateAddress,
+  bindPort,
   createNetwork,
   createPort,
   createSubnet,
@@ -303,5 +304,37 @@ describe("networks and subnets", () => {
     expect(await deletePort(p)).toBe(true);
     expect(await deleteNetwork(net)).toBe(true);
     expect(await getNetwork(net)).toBeUndefined();
+  });
+});
+
+describe("a port's binding", () => {
+  const on = (host: string, device: string, attempt?: number) => ({
+    device_id: device,
+    device_owner: "compute:nova",
+    "binding:host_id": host,
+    updated_at: new Date().toISOString(),
+    ...(attempt === undefined ? {} : { binding_attempt: attempt }),
+  });
+
+  it("is one server's; a late write of an earlier attempt cannot take it back from a later one", async () => {
+    const net = await network();
+    const p = randomUUID();
+    // as the API makes a user's port: no device yet
+    expect(
+      await createPort({ id: p, network_id: net, project_id: "p1", device_id: "", device_owner: "" }),
+    ).toBe(true);
+    const server = randomUUID();
+    expect((await bindPort(p, on("host-11", server, 1), server))!["binding:host_id"]).toBe("host-11");
+    // rescheduled (or moved) to host-1 at attempt 2; then attempt 1's delayed write lands
+    expect((await bindPort(p, on("host-1", server, 2), server))!["binding:host_id"]).toBe("host-1");
+    expect(await bindPort(p, on("host-11", server, 1), server)).toBeUndefined();
+    // the same attempt again (a redelivery, or a shelve offload's unbinding) still writes
+    expect((await bindPort(p, on("", server, 2), server))!["binding:host_id"]).toBe("");
+    // another server cannot take it while it is bound
+    expect(await bindPort(p, on("host-2", randomUUID(), 9), randomUUID())).toBeUndefined();
+    // unbound by its server (a delete), it is anyone's, at any attempt
+    expect((await bindPort(p, on("", ""), server))!.device_id).toBe("");
+    const next = randomUUID();
+    expect((await bindPort(p, on("host-3", next, 1), next))!["binding:host_id"]).toBe("host-3");
   });
 });
