@@ -2,9 +2,10 @@
 // images (pk `image#<id>`); keypairs are in keypairs.ts. Lists are cached
 // per process for a few seconds; every write in this process drops the cache, so what this
 // process creates it sees at once (other containers see it within the TTL).
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
+import { loadItem } from "../aws/dynamo-loader.js";
 import { scanAll } from "../aws/dynamo-pages.js";
 import { perIdentity } from "../aws/identity.js";
 import { resources } from "../config.js";
@@ -54,18 +55,17 @@ async function scanPrefix<T>(prefix: string): Promise<T[]> {
   return items.map((item) => strip<T>(item));
 }
 
+/** One item, read consistently (with the other catalog items asked in the same tick). */
 async function getItem<T>(pk: string): Promise<T | undefined> {
-  const r = await dynamo().send(new GetCommand({ TableName: table(), Key: { pk }, ConsistentRead: true }));
-  return r.Item ? strip<T>(r.Item) : undefined;
+  const item = await loadItem(table(), pk);
+  return item ? strip<T>(item) : undefined;
 }
 
 // ── flavors ──
 
 export async function getFlavor(id: string): Promise<Flavor | undefined> {
-  const r = await dynamo().send(
-    new GetCommand({ TableName: table(), Key: { pk: `${FLAVOR}${id}` }, ConsistentRead: true }),
-  );
-  return r.Item ? flavorOf(r.Item) : undefined;
+  const item = await loadItem(table(), `${FLAVOR}${id}`);
+  return item ? flavorOf(item) : undefined;
 }
 
 /** Every flavor, disabled and private ones included, sorted by id. `fresh` bypasses the cache. */

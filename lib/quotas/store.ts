@@ -9,9 +9,10 @@
 // The users' counters are top-level attributes because ADD takes top-level attributes only, and
 // needs no parent map to exist ("ADD - Adds the specified value to the item, if the attribute does
 // not already exist": docs.aws.amazon.com, UpdateItem's UpdateExpression).
-import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { conditionHeld } from "../aws/dynamo-errors.js";
+import { loadItem } from "../aws/dynamo-loader.js";
 import { resources } from "../config.js";
 import {
   COUNTED_RESOURCES,
@@ -42,9 +43,9 @@ const userLimitsAttr = (user: string) => `${USER_LIMITS}${user}`;
 /** A user's share of a counted resource, an attribute of its project's usage item. */
 const userCounter = (resource: string, user: string) => `${resource}#${user}`;
 
-async function readItem(pk: string): Promise<Record<string, unknown> | undefined> {
-  const r = await dynamo().send(new GetCommand({ TableName: table(), Key: { pk }, ConsistentRead: true }));
-  return r.Item;
+/** One item, read consistently (with the other catalog items asked in the same tick). */
+function readItem(pk: string): Promise<Record<string, unknown> | undefined> {
+  return loadItem(table(), pk);
 }
 
 async function readLimits(pk: string): Promise<Partial<Limits>> {

@@ -97,9 +97,11 @@ describe("a create's quota reads", () => {
     const api = meterReading({ reset: true })[accessKeyIdOf("api")];
     stopMeter();
     expect(r.status).toBe(202);
-    // the flavor, the image, the default quota class, the project's quota item; the reservation
-    // is one conditional write with the limits as its condition
-    expect(api?.requests["dynamodb:GetItem"]).toBe(4);
+    // the flavor, the image, the default quota class, the project's quota item, in one request
+    // (lib/aws/dynamo-loader.ts); the reservation is one conditional write with the limits as its
+    // condition
+    expect(api?.requests["dynamodb:BatchGetItem"]).toBe(1);
+    expect(api?.requests["dynamodb:GetItem"]).toBeUndefined();
     expect(api?.requests["dynamodb:UpdateItem"]).toBe(1);
     await member.waitForStatus(r.body.server.id, ["ACTIVE"]);
     expect((await member.delete(`/v2.1/servers/${r.body.server.id}`)).status).toBe(204);

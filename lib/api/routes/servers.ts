@@ -98,21 +98,33 @@ export interface ResolvedCreate {
  */
 export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<ResolvedCreate> {
   const { auth } = ctx;
+  const raw = parseJsonBody(body);
+  // The flavor and image the body names are read with the project's quotas, in one request
+  // (lib/aws/dynamo-loader.ts), before the body is checked; what the checks then ask is theirs.
+  const named = (raw as { server?: { flavorRef?: unknown; imageRef?: unknown } } | null)?.server;
+  const readAhead = <T>(ref: unknown, read: (ref: string) => Promise<T>) => {
+    if (typeof ref !== "string" || ref === "") return undefined;
+    const p = read(ref);
+    p.catch(() => undefined); // awaited below when used; a body refused first leaves it unread
+    return { ref, p };
+  };
+  const flavorAhead = readAhead(named?.flavorRef, deps.getFlavor);
+  const imageAhead = readAhead(named?.imageRef, deps.getImage);
   // Nova checks a create's metadata against the project's metadata_items quota (-1: unlimited)
   const quotas = await deps.quotas.getProjectQuotas(auth.project_id);
   const metadataItems = quotas.limits.metadata_items;
   const req = parseCreateServer(
-    parseJsonBody(body),
+    raw,
     auth,
     { maxMetadataItems: metadataItems === -1 ? Number.POSITIVE_INFINITY : metadataItems },
     ctx.version,
   );
 
-  const flavor = await deps.getFlavor(req.flavorRef);
+  const flavor = await (flavorAhead?.ref === req.flavorRef ? flavorAhead.p : deps.getFlavor(req.flavorRef));
   if (!flavor || !canSeeFlavor(flavor, auth)) throw badRequest(`Flavor ${req.flavorRef} could not be found.`);
   if (flavor.disabled)
     throw badRequest(`Flavor ${req.flavorRef} is disabled and cannot be used to create servers.`);
-  const image = await deps.getImage(req.imageRef);
+  const image = await (imageAhead?.ref === req.imageRef ? imageAhead.p : deps.getImage(req.imageRef));
   if (!image || !imageVisibleTo(image, auth)) throw badRequest(`Image ${req.imageRef} could not be found.`);
   // Nova's _check_requested_image: a snapshot still uploading cannot be booted
   if (image.status !== "active") throw badRequest(`Image ${image.id} is not active.`);

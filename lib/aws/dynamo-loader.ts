@@ -1,0 +1,41 @@
+// Consistent reads of single items, the ones asked in the same tick sent as one BatchGetItem
+// (DataLoader's batching, no cache): a create's flavor, image, quota and quota class are one
+// request, not four. The items come back as stored.
+import DataLoader from "dataloader";
+import { batchGetAll } from "./dynamo-batch.js";
+import { perIdentity } from "./identity.js";
+
+type Item = Record<string, unknown>;
+
+/**
+ * One loader per caller and table: a batch is sent with the credentials of whoever asked (the
+ * local runtime runs several functions' identities in one thread), and to one table.
+ */
+const loaders = perIdentity(() => new Map<string, DataLoader<string, Item | undefined>>());
+
+function loaderFor(table: string, keyName: string): DataLoader<string, Item | undefined> {
+  const key = `${table}\n${keyName}`;
+  let loader = loaders.get().get(key);
+  if (!loader) {
+    loader = new DataLoader(
+      async (ids) => {
+        // BatchGetItem refuses a key asked twice
+        const found = await batchGetAll(
+          table,
+          [...new Set(ids)].map((id) => ({ [keyName]: id })),
+          { ConsistentRead: true },
+        );
+        const byId = new Map(found.map((item) => [String(item[keyName]), item]));
+        return ids.map((id) => byId.get(id));
+      },
+      { cache: false, maxBatchSize: 100 },
+    );
+    loaders.get().set(key, loader);
+  }
+  return loader;
+}
+
+/** The item of `table` (keyed by the string attribute `keyName` alone) with this key, read consistently. */
+export function loadItem(table: string, id: string, keyName = "pk"): Promise<Item | undefined> {
+  return loaderFor(table, keyName).load(id);
+}
