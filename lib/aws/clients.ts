@@ -6,7 +6,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { S3Client } from "@aws-sdk/client-s3";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, DynamoDBDocumentClientCommand } from "@aws-sdk/lib-dynamodb";
 import type { AwsCredentialIdentityProvider } from "@aws-sdk/types";
 import type { HttpHandlerOptions, HttpRequest, HttpResponse, RequestHandler } from "@smithy/types";
 import { currentIdentity, type Identity } from "./identity.js";
@@ -77,16 +77,56 @@ const COMMON = { maxAttempts: 5 } as const;
 /**
  * cacheMiddleware: the resolved middleware stack is kept per command class instead of rebuilt
  * (sorted, merged) on every call; our middleware (the meter) is added once, at creation, which is
- * what the SDK asks of that option. lib-dynamodb refuses it for the document client.
+ * what the SDK asks of that option. lib-dynamodb refuses it for the document client, whose commands
+ * then go through a cached client of their own (documentClient below).
  */
 const CACHED = { ...COMMON, cacheMiddleware: true } as const;
+
+/** A document command's parts the SDK keeps protected: its low-level command, and its (un)marshalling. */
+interface DocumentCommandParts {
+  clientCommand: Parameters<DynamoDBClient["send"]>[0];
+  addMarshallingMiddleware(config: DynamoDBDocumentClient["config"]): void;
+}
+
+type Send = (...args: unknown[]) => Promise<unknown>;
+
+/**
+ * The document client, its commands sent through a second client with cacheMiddleware: the
+ * middleware stack a command class resolves to (the marshalling of that class's keys included) is
+ * built once, not on every call, where the document client refuses that option. A call with
+ * options (an abort signal), and every call once its stack was changed after creation (a test's
+ * injected fault), goes the document client's own way, its middleware resolved per call.
+ */
+function documentClient(client: DynamoDBClient, cached: DynamoDBClient): DynamoDBDocumentClient {
+  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  let changed = false;
+  const stack = doc.middlewareStack as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const method of ["add", "addRelativeTo", "use", "remove", "removeByTag"]) {
+    const original = stack[method]!.bind(stack);
+    stack[method] = (...args) => {
+      changed = true;
+      return original(...args);
+    };
+  }
+  const own = doc.send.bind(doc) as Send;
+  (doc as unknown as { send: Send }).send = (command, ...rest) => {
+    if (changed || rest.length > 0 || !(command instanceof DynamoDBDocumentClientCommand))
+      return own(command, ...rest);
+    const parts = command as unknown as DocumentCommandParts;
+    parts.addMarshallingMiddleware(doc.config);
+    return cached.send(parts.clientCommand);
+  };
+  return doc;
+}
 
 export function dynamo(): DynamoDBDocumentClient {
   const { clients, credentials, caller, transport } = clientsFor();
   if (!clients.ddb) {
     const client = new DynamoDBClient({ ...COMMON, credentials, ...transport });
+    const cached = new DynamoDBClient({ ...CACHED, credentials, ...transport });
     attachMeter(client, "dynamodb", caller);
-    clients.ddb = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+    attachMeter(cached, "dynamodb", caller);
+    clients.ddb = documentClient(client, cached);
   }
   return clients.ddb;
 }
