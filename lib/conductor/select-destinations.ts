@@ -57,9 +57,13 @@ import { LiveMigrationRefused, liveMigrationChecks } from "./live-migrate.js";
 import { type MoveRefusedAnswer, type NoValidHostAnswer, noValidHostAnswer } from "./types.js";
 
 /**
- * One HostManager per warm function (per identity locally: the API's dry run and the scheduler are
- * separate Lambdas), and one decision at a time over it, as a Lambda container serves one
- * invocation at a time: the claim loop consumes in the shared host states as it claims.
+ * The warm schedulers: one HostManager per warm container, and one decision at a time in each, as
+ * Lambda runs one invocation at a time in a container and starts another container for a
+ * concurrent one. Per identity locally (the API's dry run and the scheduler are separate
+ * Lambdas), where every container shares one process: a decision takes a free container's host
+ * states (the last one freed: the warmest), or starts cold with a container of its own. The claim
+ * loop consumes in its container's host states as it claims; other containers learn of those
+ * claims from the feed, or from a claim conflict (a claim is a conditional write).
  */
 // The scheduler reads no table itself: its host states come from Placement's records, read here.
 const HOST_READS = {
@@ -68,26 +72,31 @@ const HOST_READS = {
   hosts: readHosts,
   retentionMs: FEED_RETENTION_S * 1000,
 };
-const managers = perIdentity(() => ({ hosts: new HostManager(HOST_READS), queue: Promise.resolve() }));
+const containers = perIdentity(() => ({ idle: [] as HostManager[] }));
 
 async function exclusively<T>(fn: (hosts: HostManager) => Promise<T>): Promise<T> {
-  const m = managers.get();
-  const turn = m.queue.then(() => fn(m.hosts));
-  m.queue = turn.then(
-    () => undefined,
-    () => undefined,
-  );
-  return turn;
+  const pool = containers.get();
+  const hosts = pool.idle.pop() ?? new HostManager(HOST_READS);
+  try {
+    return await fn(hosts);
+  } finally {
+    pool.idle.push(hosts);
+  }
 }
 
 /** Forget every warm scheduler's host states (the local runtime switching tables; tests). */
 export function resetHostManagers(): void {
-  managers.reset();
+  containers.reset();
 }
 
-/** The warm HostManager of the current identity (tests and benches read its last refresh). */
+/** The warm HostManager the next decision of the current identity takes (tests and benches read its last refresh). */
 export function hostManager(): HostManager {
-  return managers.get().hosts;
+  const pool = containers.get();
+  const warmest = pool.idle.at(-1);
+  if (warmest) return warmest;
+  const hosts = new HostManager(HOST_READS);
+  pool.idle.push(hosts);
+  return hosts;
 }
 
 /** A request loaded for its decision. */
