@@ -1,11 +1,10 @@
 // npm run bench:e2e [-- --hosts 8,1000,10000 --builds 200 --concurrency 16 --build-ms 0
-//                      --poll-ms 10 --first-poll auto --warmup 5 --timeout 600
-//                      --dynamodb dynalite|local|auto --sockets --network]
+//                      --poll-ms 10 --warmup 5 --timeout 600 --dynamodb dynalite|local|auto --sockets
+//                      --network]
 //
 // Builds end to end through the public API of the local runtime (the real HTTP API of
 // startRuntime, every component under its own role): N creates at concurrency C, each polled
-// through GET /v2.1/servers/{id} until ACTIVE (the first poll when the fastest fifth of the recent
-// builds had finished, then every poll-ms). Prints builds/s and POST→ACTIVE p50/p90/p99 per
+// through GET /v2.1/servers/{id} until ACTIVE. Prints builds/s and POST→ACTIVE p50/p90/p99 per
 // fleet size, with the machine's core count. A few warm-up builds first (not counted): the
 // functions' cold start is not what this measures. --sockets: the components' SDK calls over HTTP
 // to the IAM gateway and on to the emulators (as before the in-process transport).
@@ -36,9 +35,6 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "16" },
     "build-ms": { type: "string", default: "0" },
     "poll-ms": { type: "string", default: "10" },
-    // when a build's first status poll goes: "auto" (the fastest fifth of the builds seen so far
-    // had finished by then), or a fixed delay in ms after its POST answered (0: at once)
-    "first-poll": { type: "string", default: "auto" },
     warmup: { type: "string", default: "5" },
     timeout: { type: "string", default: "600" },
     dynamodb: { type: "string", default: "dynalite" },
@@ -59,7 +55,7 @@ if (values.watch !== "changes" && values.watch !== "server") {
 if (values.help) {
   process.stdout.write(
     "usage: npm run bench:e2e -- [--hosts 8,1000] [--builds 200] [--concurrency 16] [--build-ms 0]\n" +
-      "       [--poll-ms 10] [--first-poll auto|MS (after the POST; auto: when the fastest fifth of recent builds had finished)] [--warmup 5] [--timeout 600 (s per size)] [--dynamodb dynalite|local|auto] [--sockets]\n" +
+      "       [--poll-ms 10] [--warmup 5] [--timeout 600 (s per size)] [--dynamodb dynalite|local|auto] [--sockets]\n" +
       "       [--network (each build gets a port on the seeded network public)] [--one-thread]\n" +
       "       [--watch server|changes (a GET per server, or one changes-since listing for every build in flight)]\n",
   );
@@ -70,11 +66,6 @@ const builds = Number(values.builds);
 const concurrency = Number(values.concurrency);
 const buildMs = Number(values["build-ms"]);
 const pollMs = Number(values["poll-ms"]);
-const firstPoll = values["first-poll"] === "auto" ? undefined : Number(values["first-poll"]);
-if (firstPoll !== undefined && !(firstPoll >= 0)) {
-  process.stderr.write(`--first-poll must be auto or a number of ms, got ${values["first-poll"]}\n`);
-  process.exit(2);
-}
 const warmup = Number(values.warmup);
 const timeoutMs = Number(values.timeout) * 1000;
 
@@ -169,21 +160,6 @@ function changesWatcher(url: string, deadline: number) {
   };
 }
 
-/**
- * --first-poll auto: after its POST answered, a build's first poll waits until the fastest fifth of
- * the recent builds had finished (nothing before the first few builds are seen).
- */
-function firstPollDelay(seen: readonly number[], postMs: number): number {
-  if (seen.length < 5) return 0;
-  return Math.max(
-    0,
-    percentile(
-      [...seen].sort((a, b) => a - b),
-      0.2,
-    ) - postMs,
-  );
-}
-
 async function serverStatus(url: string, id: string): Promise<string | undefined> {
   polls++;
   const res = await demoRequest("GET", `${url}/v2.1/servers/${id}`);
@@ -215,22 +191,12 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
   const watcher = values.watch === "changes" ? changesWatcher(runtime.url, deadline) : undefined;
   const latencies: number[] = [];
   const posts: number[] = [];
-  /** the last builds' POST→ACTIVE (warm-ups too), for when to poll first */
-  const seen: number[] = [];
   const failures: string[] = [];
   const build = async (name: string, record: boolean) => {
     const t = performance.now();
     const { id, ms } = await createServer(runtime.url, name);
     if (watcher) await watcher.wait(id);
-    else {
-      // Polling at once and then every poll-ms sees most builds up to poll-ms late (and a poll
-      // interval short enough to see them soon costs the CPU it measures): the first poll waits
-      // until about when the fastest builds finish, and the next ones follow closely.
-      await sleep(firstPoll ?? firstPollDelay(seen, ms));
-      await until(`server ${id}`, deadline, () => serverStatus(runtime.url, id), "ACTIVE", pollMs);
-    }
-    seen.push(performance.now() - t);
-    if (seen.length > 200) seen.shift();
+    else await until(`server ${id}`, deadline, () => serverStatus(runtime.url, id), "ACTIVE", pollMs);
     if (record) {
       latencies.push(performance.now() - t);
       posts.push(ms);
