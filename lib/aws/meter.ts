@@ -224,6 +224,33 @@ function record(
     return;
   }
   for (const c of Array.isArray(consumed) ? consumed : [consumed]) recordCapacity(caller, operation, c);
+  if (operation === "BatchGetItem")
+    recordBatchGetMisses(caller, input, Array.isArray(consumed) ? consumed : [consumed], output!);
+}
+
+/**
+ * A key BatchGetItem does not find: AWS reads each key as a GetItem, and a read of an item that is
+ * not there still costs its minimum (1 unit consistent, ½ eventually consistent), as dynalite
+ * reports it; DynamoDB Local reports units for the items found only. So a table's units are at
+ * least that minimum for every key it was asked (less those left unprocessed).
+ */
+function recordBatchGetMisses(
+  caller: string,
+  input: Record<string, unknown>,
+  consumed: Capacity[],
+  output: Record<string, unknown>,
+): void {
+  const asked = (input.RequestItems ?? {}) as Record<string, { Keys?: unknown[]; ConsistentRead?: boolean }>;
+  const left = (output.UnprocessedKeys ?? {}) as Record<string, { Keys?: unknown[] }>;
+  for (const [table, request] of Object.entries(asked)) {
+    const keys = (request.Keys?.length ?? 0) - (left[table]?.Keys?.length ?? 0);
+    const minimum = keys * (request.ConsistentRead ? 1 : 0.5);
+    const reported = consumed
+      .filter((c) => c.TableName === table)
+      .reduce((sum, c) => sum + (c.CapacityUnits ?? c.ReadCapacityUnits ?? 0), 0);
+    if (reported < minimum)
+      recordCapacity(caller, "BatchGetItem", { TableName: table, CapacityUnits: minimum - reported });
+  }
 }
 
 /**

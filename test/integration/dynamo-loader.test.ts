@@ -14,14 +14,19 @@ import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
 
-async function requests<T>(fn: () => Promise<T>): Promise<{ value: T; requests: Record<string, number> }> {
+async function requests<T>(
+  fn: () => Promise<T>,
+): Promise<{ value: T; requests: Record<string, number>; readUnits: number }> {
   startMeter();
   try {
     const value = await fn();
     const requests: Record<string, number> = {};
-    for (const usage of Object.values(meterReading()))
+    let readUnits = 0;
+    for (const usage of Object.values(meterReading())) {
       for (const [op, n] of Object.entries(usage.requests)) requests[op] = (requests[op] ?? 0) + n;
-    return { value, requests };
+      for (const t of Object.values(usage.tables)) readUnits += t.read;
+    }
+    return { value, requests, readUnits };
   } finally {
     stopMeter();
   }
@@ -32,11 +37,17 @@ describe("batched single-item reads", () => {
     const table = resources().catalogTable;
     for (const pk of ["loader#a", "loader#b"])
       await dynamo().send(new PutCommand({ TableName: table, Item: { pk, value: pk.toUpperCase() } }));
-    const { value, requests: made } = await requests(() =>
+    const {
+      value,
+      requests: made,
+      readUnits,
+    } = await requests(() =>
       Promise.all(["loader#a", "loader#missing", "loader#b", "loader#a"].map((pk) => loadItem(table, pk))),
     );
     expect(value.map((i) => i?.value)).toEqual(["LOADER#A", undefined, "LOADER#B", "LOADER#A"]);
     expect(made).toEqual({ "dynamodb:BatchGetItem": 1 });
+    // three keys read consistently, as AWS counts them: the one not found costs its minimum too
+    expect(readUnits).toBe(3);
     // one after another: one request each
     const { requests: apart } = await requests(async () => {
       await loadItem(table, "loader#a");
