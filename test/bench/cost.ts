@@ -11,10 +11,11 @@
 // idle from the price table (prices.ts).
 //
 // Per size: start the runtime (build time 0); an idle window (nothing to build); one watchdog run;
-// a few warm-up builds (not counted: a cold function's first reads); then N builds through the
-// public API at the given concurrency, each waited to ACTIVE by reading its item with the bench's
-// own (unmetered) client. In the build window the idle traffic is taken out: empty polls by
-// their answer, heartbeats by their table (Services), the rest at the idle window's rate.
+// a few warm-up builds at the concurrency (not counted: cold containers' first reads); then N
+// builds through the public API at the given concurrency, each waited to ACTIVE by reading its
+// item with the bench's own (unmetered) client. In the build window the idle traffic is taken
+// out: empty polls by their answer, heartbeats by their table (Services), the rest at the idle
+// window's rate.
 //
 // Then the moves (--moves N of each kind; 0 skips them), on a runtime of their own whose hosts
 // heartbeat every 2 s with service_down_time 6 s, so that a stopped host is down soon enough to
@@ -491,7 +492,13 @@ async function runSize(
         50,
       );
     };
-    for (let i = 0; i < warmup; i++) await before(deadline, "warm-up builds", build(`warmup-${i}`));
+    // at the builds' concurrency: Lambda starts a container per concurrent invocation (the
+    // scheduler's cold one reads the whole fleet), and a cold start is not what this counts
+    await before(
+      deadline,
+      "warm-up builds",
+      pool(Math.max(warmup, concurrency), concurrency, deadline, (i) => build(`warmup-${i}`)),
+    );
     openWindow();
     feedWrites.clear();
     const buildsFrom = performance.now();

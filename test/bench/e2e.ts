@@ -203,7 +203,13 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     }
   };
   try {
-    for (let i = 0; i < warmup; i++) await before(deadline, "warm-up builds", build(`warmup-${i}`, false));
+    // at the builds' concurrency: Lambda starts a container per concurrent invocation (the
+    // scheduler's cold one reads the whole fleet), and a cold start is not what this measures
+    await before(
+      deadline,
+      "warm-up builds",
+      pool(warmup, concurrency, deadline, (i) => build(`warmup-${i}`, false)),
+    );
     const w0 = performance.now();
     const cpu0 = process.cpuUsage();
     // how busy each thread's event loop is over the builds: the one near 100% bounds the rate
