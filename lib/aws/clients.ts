@@ -108,12 +108,17 @@ function documentClient(client: DynamoDBClient, cached: DynamoDBClient): DynamoD
       return original(...args);
     };
   }
+  // the command classes whose stack (their marshalling included) the cached client holds already
+  const resolved = new WeakSet<object>();
   const own = doc.send.bind(doc) as Send;
   (doc as unknown as { send: Send }).send = (command, ...rest) => {
     if (changed || rest.length > 0 || !(command instanceof DynamoDBDocumentClientCommand))
       return own(command, ...rest);
     const parts = command as unknown as DocumentCommandParts;
-    parts.addMarshallingMiddleware(doc.config);
+    if (!resolved.has(command.constructor)) {
+      parts.addMarshallingMiddleware(doc.config);
+      resolved.add(command.constructor);
+    }
     return cached.send(parts.clientCommand);
   };
   return doc;

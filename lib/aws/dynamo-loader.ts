@@ -28,7 +28,8 @@ function loaderFor(table: string, keyName: string): DataLoader<string, Item | un
         const byId = new Map(found.map((item) => [String(item[keyName]), item]));
         return ids.map((id) => byId.get(id));
       },
-      { cache: false, maxBatchSize: 100 },
+      // no maxBatchSize: batchGetAll splits a batch at BatchGetItem's 100 keys
+      { cache: false },
     );
     loaders.get().set(key, loader);
   }

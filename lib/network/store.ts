@@ -546,22 +546,18 @@ export const bindPort = (id: string, binding: PortBinding, from: string) =>
     "port",
     id,
     { ...binding },
-    {
-      // (= … OR = …, not IN: dynalite's IN never matches an empty string)
-      condition:
-        binding.binding_attempt === undefined
-          ? "#cdev = :cfree OR #cdev = :cme"
-          : "#cdev = :cfree OR (#cdev = :cme AND (attribute_not_exists(#cat) OR #cat <= :cat))",
-      names: {
-        "#cdev": "device_id",
-        ...(binding.binding_attempt === undefined ? {} : { "#cat": "binding_attempt" }),
-      },
-      values: {
-        ":cfree": "",
-        ":cme": from,
-        ...(binding.binding_attempt === undefined ? {} : { ":cat": binding.binding_attempt }),
-      },
-    },
+    // (= … OR = …, not IN: dynalite's IN never matches an empty string)
+    binding.binding_attempt === undefined
+      ? {
+          condition: "#cdev = :cfree OR #cdev = :cme",
+          names: { "#cdev": "device_id" },
+          values: { ":cfree": "", ":cme": from },
+        }
+      : {
+          condition: "#cdev = :cfree OR (#cdev = :cme AND (attribute_not_exists(#cat) OR #cat <= :cat))",
+          names: { "#cdev": "device_id", "#cat": "binding_attempt" },
+          values: { ":cfree": "", ":cme": from, ":cat": binding.binding_attempt },
+        },
   );
 
 /**

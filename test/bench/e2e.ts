@@ -6,8 +6,9 @@
 // startRuntime, every component under its own role): N creates at concurrency C, each polled
 // through GET /v2.1/servers/{id} until ACTIVE. Prints builds/s and POST→ACTIVE p50/p90/p99 per
 // fleet size, with the machine's core count. A few warm-up builds first, at the concurrency (not
-// counted): the functions' cold containers are not what this measures. --sockets: the components' SDK calls over HTTP
-// to the IAM gateway and on to the emulators (as before the in-process transport).
+// counted): the functions' cold containers are not what this measures. --sockets: the components'
+// SDK calls over HTTP to the IAM gateway and on to the emulators (as before the in-process
+// transport).
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import type { Runtime } from "../../local/runtime.js";
