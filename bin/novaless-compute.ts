@@ -78,7 +78,7 @@ const agent = new ComputeAgent({
   host_ip: String(c.DEFAULT.my_ip),
   inventories: inventoriesFor(size),
   driver,
-  eventsQueueUrl: String(c.novaless.events_queue_url),
+  eventsUrl: String(c.novaless.events_url),
   computeQueuePrefix: prefix,
   concurrency: Number(c.novaless.concurrency),
   waitTimeSeconds: Number(c.novaless.wait_time_seconds),

@@ -1,8 +1,8 @@
 #!/usr/bin/env tsx
 // `novaless-dlq list | redrive <queue-name> [--max N]`: what sits in the dead-letter queues, why,
 // and putting it back once the cause is fixed. Reads the same environment as the functions
-// (NOVALESS_BUILD_REQUESTS_QUEUE_URL, NOVALESS_BUILD_REQUESTS_DLQ_URL, NOVALESS_COMPUTE_EVENTS_QUEUE_URL,
-// NOVALESS_COMPUTE_EVENTS_DLQ_URL, NOVALESS_COMPUTE_QUEUE_PREFIX).
+// (NOVALESS_BUILD_REQUESTS_QUEUE_URL, NOVALESS_BUILD_REQUESTS_DLQ_URL, NOVALESS_COMPUTE_EVENTS_DLQ_URL,
+// NOVALESS_COMPUTE_QUEUE_PREFIX).
 import { parseArgs } from "node:util";
 import { listDeadLetterQueues, peekDeadLetters, redrive } from "../lib/aws/dead-letters.js";
 

@@ -736,10 +736,10 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
   ),
   agentOpt(
     "novaless",
-    "events_queue_url",
+    "events_url",
     "string",
     undefined,
-    "The compute-events queue (stack output ComputeEventsQueueUrl).",
+    "compute-events' function URL, where the host posts its reports signed with its session (stack output ComputeEventsUrl).",
     { defaultText: "required", agent: { required: true } },
   ),
   agentOpt(
@@ -1297,11 +1297,11 @@ export const RESOURCE_OPTIONS: readonly ConfigOption[] = [
     "Prefix of every compute host's queue name (lib/compute/queue-name.ts).",
   ),
   resource(
-    "computeEventsQueueUrl",
-    "compute_events_queue_url",
-    "NOVALESS_COMPUTE_EVENTS_QUEUE_URL",
+    "computeEventsUrl",
+    "compute_events_url",
+    "NOVALESS_COMPUTE_EVENTS_URL",
     "",
-    "compute → conductor reports (lib/messages/reports.ts).",
+    "compute → conductor reports (lib/messages/reports.ts): compute-events' function URL (AWS_IAM).",
   ),
   resource(
     "imagesBucket",
@@ -1383,8 +1383,8 @@ export interface Resources {
   computeQueuePrefix: string;
   /** snapshots' image data, images/<image id> (lib/compute/image-store.ts) */
   imagesBucket: string;
-  /** compute → conductor reports (lib/messages/reports.ts) and their dead-letter queue */
-  computeEventsQueueUrl: string;
+  /** compute → conductor reports (lib/messages/reports.ts): the function URL, and the reports' dead-letter queue */
+  computeEventsUrl: string;
   computeEventsDlqUrl: string;
 }
 

@@ -243,15 +243,16 @@ export const COMPUTE_QUEUE: QueueSpec = {
 
 /**
  * Every host's reports (registration, heartbeats, build and power results) to the conductor's
- * compute-events consumer. Its handling is a few conditional writes; a report that keeps failing
- * goes to the DLQ with the consumer's reason.
+ * compute-events function, POSTed to its function URL (AWS_IAM): no queue and no event source,
+ * whose pollers would cost a fleet the same whether it reports or not. Handling one is a few
+ * conditional writes; one that cannot be applied goes to the dead-letter queue with its reason.
  */
-export const COMPUTE_EVENTS_QUEUE: QueueSpec = {
+export const COMPUTE_EVENTS = {
   // not under the local compute queue prefix (novaless-compute-): it is no host's queue
-  localName: "novaless-compute_events",
-  visibilityTimeout: 60,
-  maxReceiveCount: 5,
-};
+  dlqLocalName: "novaless-compute_events-dlq",
+  /** the function's timeout (seconds): a report's handling is milliseconds */
+  timeoutSeconds: 30,
+} as const;
 
 /** The API function's timeout: API Gateway's integration limit (29 s), so no request outlives it. */
 export const API_FUNCTION_TIMEOUT_SECONDS = 29;

@@ -11,11 +11,11 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
-import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
+import type { LambdaFunctionURLEvent, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { conductorDefinition } from "../infra/conductor/definition.js";
 import { resetClients, s3Client, sfnClient, sqsClient, useRequestHandler } from "../lib/aws/clients.js";
 import { runAs } from "../lib/aws/identity.js";
-import { ensureQueueWithDlq } from "../lib/aws/queues.js";
+import { ensureDeadLetterQueue, ensureQueueWithDlq } from "../lib/aws/queues.js";
 import { resetAggregateCache } from "../lib/catalog/aggregates.js";
 import { resetCatalogCache, seedCatalog } from "../lib/catalog/repo.js";
 import { ComputeAgent, type HostAgent } from "../lib/compute/agent.js";
@@ -29,7 +29,7 @@ import { option, optionValue, schedulerConfig } from "../lib/config.js";
 import { seedIdentity } from "../lib/identity/seed.js";
 import { log, logFormat } from "../lib/log.js";
 import { seedPublicNetwork } from "../lib/network/seed.js";
-import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS_QUEUE, DLQ_SUFFIX } from "../lib/resources.js";
+import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS, DLQ_SUFFIX } from "../lib/resources.js";
 import { AccountConcurrency, type AccountConcurrencyOptions } from "./concurrency.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
 import { type EventSource, type EventSourceOptions, startEventSource } from "./event-source.js";
@@ -37,6 +37,7 @@ import { FUNCTION_HANDLERS, type HandlerFunction } from "./function-handlers.js"
 import { spawnFunctionThread } from "./function-thread.js";
 import { type HttpFront, startHttpFront } from "./http.js";
 import { evaluate, type Statement } from "./iam/evaluate.js";
+import type { FunctionUrlHandler } from "./iam/function-urls.js";
 import {
   ACCOUNT,
   type Component,
@@ -340,7 +341,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const tables = localTables(suffix);
   const computeQueuePrefix = opts.computeQueuePrefix ?? `novaless${suffix}-compute-`;
   const buildRequestsQueue = `${BUILD_REQUESTS_QUEUE.localName}${suffix}`;
-  const computeEventsQueue = `${COMPUTE_EVENTS_QUEUE.localName}${suffix}`;
+  const computeEventsDlq = `${COMPUTE_EVENTS.dlqLocalName}${suffix}`;
   const imagesBucket = `${String(option("imagesBucket").default)}${suffix}`;
   const names = hostNames(opts.hosts ?? 8);
   // The functions' thread loads its modules (most of its start) beside everything below; it is
@@ -359,8 +360,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       >,
       buildRequestsQueue,
       buildRequestsDlq: `${buildRequestsQueue}${DLQ_SUFFIX}`,
-      computeEventsQueue,
-      computeEventsDlq: `${computeEventsQueue}${DLQ_SUFFIX}`,
+      computeEventsDlq,
       computeQueuePrefix,
       imagesBucket,
       functionArns: Object.fromEntries(FUNCTION_COMPONENTS.map((c) => [c, functionArnOf(c)])) as Record<
@@ -452,10 +452,21 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         type: "EXPRESS",
       }),
     );
-    const events = await ensureQueueWithDlq(computeEventsQueue, COMPUTE_EVENTS_QUEUE);
+    // compute-events' function URL: hosts post their reports there (its function is set below,
+    // once the functions' thread has the whole environment; none reports before)
+    const eventsDlqUrl = await ensureDeadLetterQueue(computeEventsDlq);
+    let eventsHandler: FunctionUrlHandler | undefined;
+    const eventsUrl = emulators.gateway!.functionUrl(
+      "compute-events",
+      functionArnOf("compute-events"),
+      (event) => {
+        if (!eventsHandler) throw new Error("compute-events is not started yet");
+        return eventsHandler(event);
+      },
+    );
     applyEnv({
-      NOVALESS_COMPUTE_EVENTS_QUEUE_URL: events.queueUrl,
-      NOVALESS_COMPUTE_EVENTS_DLQ_URL: events.dlqUrl,
+      NOVALESS_COMPUTE_EVENTS_URL: eventsUrl,
+      NOVALESS_COMPUTE_EVENTS_DLQ_URL: eventsDlqUrl,
       NOVALESS_BUILD_REQUESTS_QUEUE_URL: build.queueUrl,
       NOVALESS_BUILD_REQUESTS_DLQ_URL: build.dlqUrl,
       NOVALESS_CONDUCTOR_ARN: sm.stateMachineArn!,
@@ -475,10 +486,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     await seedIdentity({ adminPassword: "admin-secret", demo: true });
     if (opts.seedNetwork) await seedPublicNetwork();
 
-    // Hosts report to compute-events from their first step: its consumer runs before any starts.
-    const eventsArn = await sqsClient().send(
-      new GetQueueAttributesCommand({ QueueUrl: events.queueUrl, AttributeNames: ["QueueArn"] }),
-    );
+    // Hosts report to compute-events from their first step: its function is set before any starts.
     const eventsDelay = opts.faults?.computeEventsDelayMs;
     const eventsFunction = functionOf(
       "compute-events",
@@ -493,27 +501,18 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       account,
     );
     const builds = buildLines();
-    const eventsSource: EventSource = as("compute-events")(() =>
-      startEventSource({
-        queueUrl: events.queueUrl,
-        queueArn: eventsArn.Attributes?.QueueArn ?? "",
-        handler: async (event) => {
-          const out = await (eventsFunction.invoke(event) as Promise<SQSBatchResponse>);
-          builds.reported(event, out);
-          return out;
-        },
-        ...scaling("compute-events", COMPUTE_EVENTS_QUEUE.visibilityTimeout),
-        ...doorbellOf(emulators, events.queueUrl),
-      }),
-    );
-    stops.push(() => eventsSource.stop());
+    eventsHandler = async (event) => {
+      const out = await eventsFunction.invoke(event);
+      builds.reported(event, out);
+      return out;
+    };
 
     const fleet =
       (opts.transport ?? "simulated") === "simulated"
         ? new Fleet({
             heartbeatSeconds: opts.heartbeatSeconds ?? schedulerConfig().report_interval,
             sweepSeconds: opts.sweepSeconds,
-            eventsQueueUrl: events.queueUrl,
+            eventsUrl,
             computeQueuePrefix,
           })
         : undefined;
@@ -529,7 +528,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         : new ComputeAgent({
             ...identity,
             asHost: (fn) => runAs(hostIdentityOf(h.name), fn),
-            eventsQueueUrl: events.queueUrl,
+            eventsUrl,
             computeQueuePrefix,
             // short locally: a stop aborts the poll, and the emulator, as SQS may, can still hand
             // the aborted poll a message (hidden for the visibility timeout)
@@ -677,8 +676,8 @@ function accountConcurrency(policies: StackPolicies, opts: RuntimeOptions["concu
 function buildLines() {
   const queued = new Map<string, number>();
   const QUEUED_MAX = 100_000;
-  const bodies = (event: SQSEvent, failed: Set<string>) =>
-    event.Records.filter((r) => !failed.has(r.messageId)).flatMap((r) => {
+  const bodies = (event: SQSEvent) =>
+    event.Records.flatMap((r) => {
       try {
         return [{ record: r, body: JSON.parse(r.body) as Record<string, unknown> }];
       } catch {
@@ -687,7 +686,7 @@ function buildLines() {
     });
   return {
     requested(event: SQSEvent) {
-      for (const { record, body } of bodies(event, new Set())) {
+      for (const { record, body } of bodies(event)) {
         const at = Number(record.attributes.SentTimestamp) || Date.now();
         for (const id of (body.instance_uuids as string[] | undefined) ?? []) {
           if (queued.has(id)) continue;
@@ -696,9 +695,16 @@ function buildLines() {
         }
       }
     },
-    reported(event: SQSEvent, out: SQSBatchResponse) {
-      const failed = new Set(out.batchItemFailures.map((f) => f.itemIdentifier));
-      for (const { body } of bodies(event, failed)) {
+    /** a report compute-events answered through its function URL */
+    reported(event: LambdaFunctionURLEvent, result: unknown) {
+      if ((result as { statusCode?: number } | undefined)?.statusCode !== 200) return;
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(event.body ?? "") as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      {
         const id = String(body.instance_uuid ?? "");
         const since = queued.get(id);
         if (body.kind === "build_succeeded") {

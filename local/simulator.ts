@@ -37,7 +37,7 @@ export interface SimulatorOptions {
   /** [DEFAULT] service_down_time (seconds): when an idle host's heartbeat is due; the config's by default */
   serviceDownTimeSeconds?: number;
   /** where hosts report (the runtime's compute-events queue) */
-  eventsQueueUrl: string;
+  eventsUrl: string;
   computeQueuePrefix: string;
   /** a full round of the sweep over every running host (default 300 s) */
   sweepSeconds?: number;
@@ -187,7 +187,7 @@ export class SimulatedAgent implements HostAgent {
   ) {
     this.log = logger({ host: identity.host, simulated: true });
     this.credentials = hostIdentityOf(identity.host);
-    this.reporter = new Reporter(identity.host, fleet.opts.eventsQueueUrl, (fn) => this.as(fn));
+    this.reporter = new Reporter(identity.host, fleet.opts.eventsUrl, (fn) => this.as(fn));
     this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
     this.clock = new HeartbeatClock(fleet.opts.heartbeatSeconds, fleet.serviceDownTimeSeconds);

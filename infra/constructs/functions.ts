@@ -1,7 +1,7 @@
 // The six Lambdas, bundled by local esbuild from functions/<folder>/handler.ts, with one shared
 // environment, their triggers (queues, the watchdog's schedule) and least-privilege grants.
 import { fileURLToPath } from "node:url";
-import { Duration, RemovalPolicy, type Stack } from "aws-cdk-lib";
+import { CfnOutput, Duration, RemovalPolicy, type Stack } from "aws-cdk-lib";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
@@ -14,12 +14,7 @@ import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { NagSuppressions } from "cdk-nag";
 import { IMAGES_PREFIX } from "../../lib/compute/image-store.js";
 import { option, parseOption, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
-import {
-  API_FUNCTION_TIMEOUT_SECONDS,
-  COMPUTE_EVENTS_QUEUE,
-  DLQ_SUFFIX,
-  TABLES,
-} from "../../lib/resources.js";
+import { API_FUNCTION_TIMEOUT_SECONDS, COMPUTE_EVENTS, DLQ_SUFFIX, TABLES } from "../../lib/resources.js";
 import { CONDUCTOR_FUNCTION_TIMEOUT_SECONDS } from "../conductor/definition.js";
 import type { Data } from "./data.js";
 import { COMPUTE_QUEUES_REASON, computeQueuesFinding, IMAGES_REASON, imagesFinding } from "./nag.js";
@@ -46,14 +41,16 @@ export interface BuildPathConcurrency {
 /**
  * The build path's share of the account's Lambda concurrency, sized from the fleet.
  *
- * Without it a fleet-wide re-registration or heartbeat storm through compute-events scales its
- * event source up to 1,000 concurrent invocations and takes the account's whole concurrency: the
- * API, the scheduler and the conductor are then throttled (Lambda.TooManyRequestsException, the
- * builds end in ERROR). A reservation both guarantees and caps a function, so:
+ * Without it a fleet-wide re-registration or heartbeat storm through compute-events' function URL
+ * takes as many concurrent invocations as hosts report at once, up to the account's whole
+ * concurrency: the API, the scheduler and the conductor are then throttled
+ * (Lambda.TooManyRequestsException, the builds end in ERROR). A reservation both guarantees and
+ * caps a function, so:
  * - compute-events (the hosts' reports, build results among them): ceil(fleet / 100), at least 5.
- *   A storm is one report per host: ceil(fleet / 100) invocations of 10 reports take the whole
- *   fleet in 10 rounds (seconds); steady heartbeats (fleet / report_interval a second, 10 a batch)
- *   need a fifth of it. The rest waits in the queue.
+ *   A storm is one report per host, tens of milliseconds each: ceil(fleet / 100) at once take the
+ *   whole fleet in about 100 rounds (seconds); steady heartbeats (fleet / 80 a second) need a
+ *   few. Beyond the reservation Lambda answers 429 and the host sends its report again, with
+ *   backoff (lib/aws/function-url.ts).
  * - build-intake (starts one conductor execution per build): ceil(fleet / 200), at least 5.
  * - Each queue's event source gets MaximumConcurrency equal to the reservation: above it Lambda
  *   would read batches it cannot invoke, throttle them and leave them to the visibility timeout.
@@ -115,6 +112,8 @@ export class Functions {
   readonly conductor: NodejsFunction;
   readonly buildWatchdog: NodejsFunction;
   readonly computeEvents: NodejsFunction;
+  /** where hosts post their reports */
+  readonly computeEventsUrl: lambda.FunctionUrl;
   /** the reservations the stack gives the functions the queues drive */
   readonly concurrency: BuildPathConcurrency;
   private readonly queues: Queues;
@@ -132,7 +131,6 @@ export class Functions {
       NOVALESS_BUILD_REQUESTS_QUEUE_URL: queues.buildRequests.queueUrl,
       NOVALESS_BUILD_REQUESTS_DLQ_URL: queues.buildRequestsDlq.queueUrl,
       NOVALESS_COMPUTE_QUEUE_PREFIX: queues.computeQueuePrefix,
-      NOVALESS_COMPUTE_EVENTS_QUEUE_URL: queues.computeEvents.queueUrl,
       NOVALESS_COMPUTE_EVENTS_DLQ_URL: queues.computeEventsDlq.queueUrl,
       NOVALESS_IMAGES_BUCKET: data.imagesBucket.bucketName,
       NOVALESS_LOG_LEVEL: props.logLevel,
@@ -207,19 +205,20 @@ export class Functions {
       schedule: events.Schedule.rate(Duration.minutes(1)),
       targets: [new targets.LambdaFunction(this.buildWatchdog, { retryAttempts: 0 })],
     });
-    // nova-compute's database proxy (Nova's conductor): applies the hosts' reports.
+    // nova-compute's database proxy (Nova's conductor): applies the hosts' reports, which each
+    // host POSTs to its function URL signed with its session (AWS_IAM: the function reads the
+    // signer from requestContext.authorizer.iam, as it read SQS's SenderId). No queue and no
+    // event source: a mapping's pollers cost the same whether the fleet reports or not. At its
+    // reservation Lambda answers 429 and the host sends again (lib/aws/function-url.ts).
     this.computeEvents = handler("ComputeEvents", "compute-events", {
       memorySize: 512,
-      timeout: Duration.seconds(COMPUTE_EVENTS_QUEUE.visibilityTimeout / 2),
+      timeout: Duration.seconds(COMPUTE_EVENTS.timeoutSeconds),
       reservedConcurrentExecutions: this.concurrency.computeEvents,
     });
-    this.computeEvents.addEventSource(
-      new SqsEventSource(queues.computeEvents, {
-        batchSize: 10,
-        reportBatchItemFailures: true,
-        ...maxConcurrencyOf(this.concurrency.computeEvents),
-      }),
-    );
+    this.computeEventsUrl = this.computeEvents.addFunctionUrl({
+      authType: lambda.FunctionUrlAuthType.AWS_IAM,
+    });
+    new CfnOutput(stack, "ComputeEventsUrl", { value: this.computeEventsUrl.url });
 
     this.grant(data, queues, secrets);
     this.suppressFindings(stack, data);
@@ -277,7 +276,7 @@ export class Functions {
     );
     // os-dead-letters (admins): find the DLQs, read them (each message made visible again) and
     // redrive one to its source (sent there, then deleted here; compute-events' DLQ is never
-    // redriven: its reports are trusted for their SenderId). Host DLQs only, not host queues.
+    // redriven: its reports are trusted for the session that signed them). Host DLQs only, not host queues.
     api.addToRolePolicy(
       new iam.PolicyStatement({
         sid: "DeadLetters",

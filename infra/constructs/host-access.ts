@@ -1,9 +1,9 @@
 // What a compute host may do: no database, its own queue, compute-events, and the images bucket. Nova's
 // nova-compute never touches the database. A host's credentials are a session of
 // ComputeHostRole tagged `novaless-host=<host>` and named <host>: its own queue and DLQ carry
-// the same tag (the consumer creates them), and it may send only to compute-events, only as a
-// session named after its tag, so SenderId names the host (the consumer checks reports against
-// it). A session without the tag matches nothing.
+// the same tag (the consumer creates them), and it may report only to compute-events' function
+// URL, only as a session named after its tag, so the signer's aws:userid names the host (the
+// function checks reports against it). A session without the tag matches nothing.
 import { Aws, CfnOutput, Duration, type Stack } from "aws-cdk-lib";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as rolesanywhere from "aws-cdk-lib/aws-rolesanywhere";
@@ -30,6 +30,8 @@ export interface RolesAnywhereTrust {
 
 export interface HostAccessProps {
   queues: Queues;
+  /** compute-events, whose function URL takes the hosts' reports */
+  reportFunctionArn: string;
   /** snapshots' data: a host puts the ones it takes and gets the ones it boots */
   imagesBucket: s3.IBucket;
   /** Off when absent: hosts then take their sessions from EC2 instance-profile roles only. */
@@ -80,11 +82,24 @@ export class HostAccess {
           resources: [props.imagesBucket.arnForObjects(`${IMAGES_PREFIX}*`)],
           conditions: { StringLike: { "aws:userid": `*:${hostTag}` } },
         }),
+        // Reports go to compute-events' function URL (AWS_IAM), which needs both actions since
+        // 2025-10; InvokeFunction only through the URL, where Lambda hands the function the
+        // signer's session (a plain Invoke would not say who called).
         new iam.PolicyStatement({
           sid: "Report",
-          actions: ["sqs:SendMessage"],
-          resources: [queues.computeEvents.queueArn],
+          actions: ["lambda:InvokeFunctionUrl"],
+          resources: [props.reportFunctionArn],
           conditions: {
+            StringEquals: { "lambda:FunctionUrlAuthType": "AWS_IAM" },
+            StringLike: { "aws:userid": `*:${hostTag}`, [`aws:PrincipalTag/${HOST_TAG}`]: "?*" },
+          },
+        }),
+        new iam.PolicyStatement({
+          sid: "ReportViaUrl",
+          actions: ["lambda:InvokeFunction"],
+          resources: [props.reportFunctionArn],
+          conditions: {
+            Bool: { "lambda:InvokedViaFunctionUrl": "true" },
             StringLike: { "aws:userid": `*:${hostTag}`, [`aws:PrincipalTag/${HOST_TAG}`]: "?*" },
           },
         }),

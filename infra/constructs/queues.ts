@@ -1,13 +1,9 @@
-// The build-requests and compute-events queues with their DLQs, and the names of the compute
-// hosts' own queues, which the compute-events function creates at run time.
+// The build-requests queue and its DLQ, compute-events' dead-letter queue (hosts post their reports
+// to its function URL), and the names of the compute hosts' own queues, which the compute-events
+// function creates at run time.
 import { ArnFormat, CfnOutput, Duration, type Stack, Token } from "aws-cdk-lib";
 import * as sqs from "aws-cdk-lib/aws-sqs";
-import {
-  BUILD_REQUESTS_QUEUE,
-  COMPUTE_EVENTS_QUEUE,
-  DLQ_RETENTION_SECONDS,
-  DLQ_SUFFIX,
-} from "../../lib/resources.js";
+import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, DLQ_SUFFIX } from "../../lib/resources.js";
 
 /** SQS queue names: letters, digits, `-` and `_`, at most 80 characters (the DLQ suffix included). */
 const QUEUE_NAME_PREFIX = /^[A-Za-z0-9_-]{1,60}$/;
@@ -20,8 +16,7 @@ export interface QueuesProps {
 export class Queues {
   readonly buildRequests: sqs.Queue;
   readonly buildRequestsDlq: sqs.Queue;
-  /** What every compute host reports; the only queue a host may send to. */
-  readonly computeEvents: sqs.Queue;
+  /** The hosts' reports compute-events could not apply, with its reason. */
   readonly computeEventsDlq: sqs.Queue;
   /** `${prefix}<host>` and `${prefix}<host>-dlq` */
   readonly computeQueuePrefix: string;
@@ -47,20 +42,23 @@ export class Queues {
     this.computeDlqsArn = hostQueues(DLQ_SUFFIX);
 
     [this.buildRequests, this.buildRequestsDlq] = queueWithDlq(stack, "BuildRequests", BUILD_REQUESTS_QUEUE);
-    // Registration, heartbeats, builds, power states: the compute-events function applies them.
-    [this.computeEvents, this.computeEventsDlq] = queueWithDlq(
-      stack,
-      "ComputeEventsQueue",
-      COMPUTE_EVENTS_QUEUE,
-      "ComputeEventsDlq",
-    );
+    this.computeEventsDlq = deadLetterQueue(stack, "ComputeEventsDlq");
 
     new CfnOutput(stack, "BuildRequestsQueueUrl", { value: this.buildRequests.queueUrl });
     new CfnOutput(stack, "BuildRequestsDlqUrl", { value: this.buildRequestsDlq.queueUrl });
     new CfnOutput(stack, "ComputeQueuePrefix", { value: this.computeQueuePrefix });
-    new CfnOutput(stack, "ComputeEventsQueueUrl", { value: this.computeEvents.queueUrl });
     new CfnOutput(stack, "ComputeEventsDlqUrl", { value: this.computeEventsDlq.queueUrl });
   }
+}
+
+const ENCRYPTED_TLS_ONLY = { encryption: sqs.QueueEncryption.SQS_MANAGED, enforceSSL: true } as const;
+
+/** An encrypted, TLS-only dead-letter queue: a dead letter waits 14 days for an operator. */
+function deadLetterQueue(stack: Stack, id: string): sqs.Queue {
+  return new sqs.Queue(stack, id, {
+    retentionPeriod: Duration.seconds(DLQ_RETENTION_SECONDS),
+    ...ENCRYPTED_TLS_ONLY,
+  });
 }
 
 /** An encrypted, TLS-only queue and its DLQ (created first, so the logical IDs keep their order). */
@@ -68,16 +66,11 @@ function queueWithDlq(
   stack: Stack,
   id: string,
   spec: { visibilityTimeout: number; maxReceiveCount: number },
-  dlqId = `${id}Dlq`,
 ): [queue: sqs.Queue, dlq: sqs.Queue] {
-  const common = { encryption: sqs.QueueEncryption.SQS_MANAGED, enforceSSL: true };
-  const dlq = new sqs.Queue(stack, dlqId, {
-    retentionPeriod: Duration.seconds(DLQ_RETENTION_SECONDS),
-    ...common,
-  });
+  const dlq = deadLetterQueue(stack, `${id}Dlq`);
   const queue = new sqs.Queue(stack, id, {
     visibilityTimeout: Duration.seconds(spec.visibilityTimeout),
-    ...common,
+    ...ENCRYPTED_TLS_ONLY,
     deadLetterQueue: { queue: dlq, maxReceiveCount: spec.maxReceiveCount },
   });
   return [queue, dlq];

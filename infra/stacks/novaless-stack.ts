@@ -8,6 +8,7 @@ import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as iam from "aws-cdk-lib/aws-iam";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
@@ -89,7 +90,8 @@ export class NovalessStack extends Stack {
   readonly computeAgentPolicy: iam.ManagedPolicy;
   readonly computeHostRole: iam.Role;
   readonly computeHostAssumePolicy: iam.ManagedPolicy;
-  readonly computeEventsQueue: sqs.Queue;
+  /** where hosts post their reports (AWS_IAM) */
+  readonly computeEventsUrl: lambda.FunctionUrl;
   readonly computeEventsDlq: sqs.Queue;
   readonly computeEventsFunction: NodejsFunction;
   readonly computeQueuePrefix: string;
@@ -133,6 +135,7 @@ export class NovalessStack extends Stack {
     });
     const hostAccess = new HostAccess(this, {
       queues,
+      reportFunctionArn: functions.computeEvents.functionArn,
       imagesBucket: data.imagesBucket,
       rolesAnywhere: props.rolesAnywhere,
       hostRolePath: iamPath(props.hostRolePath ?? "/novaless-hosts/"),
@@ -151,7 +154,7 @@ export class NovalessStack extends Stack {
     this.tables = data.tables;
     this.buildRequestsQueue = queues.buildRequests;
     this.buildRequestsDlq = queues.buildRequestsDlq;
-    this.computeEventsQueue = queues.computeEvents;
+    this.computeEventsUrl = functions.computeEventsUrl;
     this.computeEventsDlq = queues.computeEventsDlq;
     this.computeQueuePrefix = queues.computeQueuePrefix;
     this.authTokensSecret = secrets.authTokens;

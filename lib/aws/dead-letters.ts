@@ -22,7 +22,7 @@ const LIST_QUEUES_PAGE = 1000;
 export interface DeadLetterQueue {
   url: string;
   name: string;
-  /** the queue its messages came from (the DLQ's name without the suffix) */
+  /** the queue its messages came from (the DLQ's name without the suffix); "" for compute-events' */
   sourceUrl: string;
   approximateMessages: number;
 }
@@ -38,17 +38,12 @@ export interface DeadLetter {
 
 /** The build-requests DLQ and every compute host's DLQ (found by the compute queue prefix). */
 export async function listDeadLetterQueues(): Promise<DeadLetterQueue[]> {
-  const {
-    buildRequestsQueueUrl,
-    buildRequestsDlqUrl,
-    computeEventsQueueUrl,
-    computeEventsDlqUrl,
-    computeQueuePrefix,
-  } = resources();
+  const { buildRequestsQueueUrl, buildRequestsDlqUrl, computeEventsDlqUrl, computeQueuePrefix } = resources();
   const pairs: [string, string][] = [];
   if (buildRequestsDlqUrl) pairs.push([buildRequestsDlqUrl, buildRequestsQueueUrl]);
-  // hosts' reports the consumer could not apply (malformed, or speaking for another host)
-  if (computeEventsDlqUrl) pairs.push([computeEventsDlqUrl, computeEventsQueueUrl]);
+  // hosts' reports compute-events could not apply (malformed, or speaking for another host); they
+  // came through its function URL, not a queue, so there is nothing to redrive them to
+  if (computeEventsDlqUrl) pairs.push([computeEventsDlqUrl, ""]);
   // MaxResults set: without it SQS answers at most 1,000 queues and no NextToken, so past about
   // 500 hosts (two queues each) their DLQs would silently fall out of sight.
   let next: string | undefined;

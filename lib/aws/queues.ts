@@ -36,12 +36,7 @@ export async function ensureQueueWithDlq(
   /** on both queues (a host's queues carry its name: the compute role's policy matches it) */
   tags?: Record<string, string>,
 ): Promise<QueueWithDlq> {
-  const dlqUrl = await createOrReconcile(
-    client,
-    `${name}${DLQ_SUFFIX}`,
-    { MessageRetentionPeriod: String(DLQ_RETENTION_SECONDS) },
-    tags,
-  );
+  const dlqUrl = await ensureDeadLetterQueue(`${name}${DLQ_SUFFIX}`, client, tags);
   const dlqArn = arnFromUrl(dlqUrl, await client.config.region()) ?? (await queueArn(client, dlqUrl));
   const queueUrl = await createOrReconcile(
     client,
@@ -53,6 +48,15 @@ export async function ensureQueueWithDlq(
     tags,
   );
   return { queueUrl, dlqUrl, dlqArn };
+}
+
+/** A dead-letter queue of its own (kept 14 days): compute-events' takes the reports it cannot apply. */
+export function ensureDeadLetterQueue(
+  name: string,
+  client: SQSClient = sqsClient(),
+  tags?: Record<string, string>,
+): Promise<string> {
+  return createOrReconcile(client, name, { MessageRetentionPeriod: String(DLQ_RETENTION_SECONDS) }, tags);
 }
 
 /**

@@ -20,7 +20,7 @@ type Option = ConfigOption;
 export type AgentConfig = Record<AgentSection, Record<string, string | number | boolean | undefined>>;
 
 const STACK_OUTPUTS: Record<string, string> = {
-  ComputeEventsQueueUrl: "events_queue_url",
+  ComputeEventsUrl: "events_url",
   ComputeQueuePrefix: "compute_queue_prefix",
   ComputeHostRoleArn: "assume_role_arn",
   ImagesBucket: "images_bucket",

@@ -23,8 +23,8 @@ const STOP_POLL_GRACE_MS = 1200;
 export interface AgentOptions extends HostIdentity {
   /** runs a report's send as this host's session (a process hosting several hosts: the local runtime) */
   asHost?: <T>(fn: () => T) => T;
-  /** the compute-events queue URL (stack output ComputeEventsQueueUrl) */
-  eventsQueueUrl: string;
+  /** compute-events' function URL (stack output ComputeEventsUrl) */
+  eventsUrl: string;
   /** the compute queue prefix (stack output ComputeQueuePrefix) */
   computeQueuePrefix: string;
   /** builds at once */
@@ -76,7 +76,7 @@ export class ComputeAgent implements HostAgent {
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.log ?? logger({ host: opts.host });
-    this.reporter = new Reporter(opts.host, opts.eventsQueueUrl, opts.asHost);
+    this.reporter = new Reporter(opts.host, opts.eventsUrl, opts.asHost);
     this.path = new BuildPath(opts.host, opts.driver, this.reporter, this.log);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
   }

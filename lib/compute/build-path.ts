@@ -9,9 +9,9 @@ import {
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
   type Message,
-  SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
+import { postToFunctionUrl } from "../aws/function-url.js";
 import { sendToDeadLetter } from "../aws/send.js";
 import type { Logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
@@ -53,14 +53,14 @@ export interface HostQueue {
   dlqUrl: string;
 }
 
-/** The console output a report carries at most (SQS takes 256 KiB a message). */
+/** The console output a report carries at most (the API answers it whole; Lambda takes 6 MB a request). */
 const CONSOLE_MAX_CHARS = 200_000;
 
-/** Sends this host's reports to compute-events. */
+/** Sends this host's reports to compute-events, through its function URL (AWS_IAM). */
 export class Reporter {
   constructor(
     readonly host: string,
-    private readonly eventsQueueUrl: string,
+    private readonly eventsUrl: string,
     /**
      * Runs a send as the host's own session whatever the caller's context (a process hosting
      * many hosts, as the local runtime does, stops one from another's context): compute-events
@@ -77,11 +77,8 @@ export class Reporter {
       sent_at: new Date().toISOString(),
       ...body,
     });
-    await this.asHost(() =>
-      sqsClient().send(
-        new SendMessageCommand({ QueueUrl: this.eventsQueueUrl, MessageBody: JSON.stringify(report) }),
-      ),
-    );
+    // Signed as the host's session: compute-events reads who sent it from the signature.
+    await this.asHost(() => postToFunctionUrl(this.eventsUrl, JSON.stringify(report)));
   }
 }
 

@@ -2,11 +2,11 @@
 // conductor.rst). Hosts only report; this applies each report with the fenced conditional writes
 // the host used to make itself, releases claims, loops failed builds back, and answers on the
 // host's own queue (the guest to spawn, a guest to destroy). Every report is idempotent: a
-// duplicated, late or reordered one changes nothing. Who sent a report is SQS's SenderId (the
-// role session, which IAM forces to be the host's session name), never the body.
+// duplicated, late or reordered one changes nothing. Who sent a report is the session that signed
+// the POST to compute-events' function URL (aws:userid, which IAM forces to name the host's
+// session), never the body.
 import { ensureQueueWithDlq } from "../aws/queues.js";
 import { castToCompute, sendBuildRequest, sendToDeadLetter } from "../aws/send.js";
-import { failedMessageIds } from "../aws/sqs-batch.js";
 import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
 import { markActive, recordBuildFailure, startSpawn } from "../instances/build.js";
@@ -57,11 +57,15 @@ import { applyMoveReport, evacuatedGuestTerminate } from "./move-events.js";
 import { applyShelveReport, applyUnshelveReport } from "./shelve-events.js";
 
 export interface ReportRecord {
+  /** the function URL request's id, for the logs */
   messageId: string;
   body: string;
-  /** SQS's SenderId attribute: `<role id>:<session name>` for a role session */
+  /** the signer's aws:userid: `<role id>:<session name>` for a role session */
   senderId?: string;
 }
+
+/** What a report's POST is answered: applied, or dead-lettered with its reason (a retry would not help). */
+export type ReportOutcome = { applied: true } | { applied: false; reason: string };
 
 /** A shelve's, an offload's or an unshelve's task states: their casts, not power actions. */
 const SHELVE_TASKS = new Set<string>([
@@ -97,19 +101,28 @@ function stopGuest(host: string, instance_uuid: string, log: Logger): Promise<vo
   );
 }
 
-/** Returns the message ids that failed and must be redelivered (SQS partial batch response). */
-export function applyReports(records: ReportRecord[]): Promise<string[]> {
-  return failedMessageIds(records, applyRecord, (r, error) =>
-    rootLog.error("compute_events.report_failed", { message_id: r.messageId, error }),
-  );
+/**
+ * One report as a host posted it. A failure throws (the function answers 5xx and the host sends
+ * it again, as SQS redelivered it): applying a report twice changes nothing.
+ */
+export async function applyReportRequest(r: ReportRecord): Promise<ReportOutcome> {
+  try {
+    const reason = await applyRecord(r);
+    return reason === undefined ? { applied: true } : { applied: false, reason };
+  } catch (error) {
+    rootLog.error("compute_events.report_failed", { message_id: r.messageId, error });
+    throw error;
+  }
 }
 
-async function deadLetter(r: ReportRecord, reason: string): Promise<void> {
+async function deadLetter(r: ReportRecord, reason: string): Promise<string> {
   await sendToDeadLetter(resources().computeEventsDlqUrl, r.body, reason, "compute-events");
   rootLog.warn("compute_events.dead_lettered", { message_id: r.messageId, reason, sender_id: r.senderId });
+  return reason;
 }
 
-async function applyRecord(r: ReportRecord): Promise<void> {
+/** undefined when applied; the reason when dead-lettered */
+async function applyRecord(r: ReportRecord): Promise<string | undefined> {
   const parsed = parseJsonMessage(computeReport, r.body);
   if (!parsed.ok) return deadLetter(r, parsed.reason);
   const report = parsed.value;
@@ -123,6 +136,7 @@ async function applyRecord(r: ReportRecord): Promise<void> {
     );
   }
   await applyReport(report, rootLog.child({ host: report.host, report: report.kind }));
+  return undefined;
 }
 
 /** One report, its sender already checked. */

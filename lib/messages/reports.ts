@@ -1,8 +1,8 @@
 // compute → compute-events: everything a host says. Hosts never touch the database (Nova's
 // nova-compute and its conductor database proxy); the compute-events consumer applies each
 // report with fenced conditional writes, so a duplicated, late or reordered report changes
-// nothing. Who sent a report is SQS's SenderId, never a field of the body: `host` is checked
-// against it.
+// nothing. Who sent a report is the session that signed it (aws:userid, as compute-events'
+// function URL hands it over), never a field of the body: `host` is checked against it.
 import { z } from "zod";
 import { inventorySchema } from "../placement-rules.js";
 import { uuid } from "./common.js";
@@ -395,7 +395,7 @@ export type ReportBody<K extends ComputeReport["kind"]> = Omit<
 >;
 
 /**
- * The session a SenderId (`<role id>:<session>`) names, or undefined when it is not a role
+ * The session an aws:userid (`<role id>:<session>`) names, or undefined when it is not a role
  * session. A host's credentials must be a session named hostSessionName(host) (the compute
  * role's policy and trust require it), so this names the host.
  */

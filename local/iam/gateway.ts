@@ -15,6 +15,7 @@ import { DYNAMODB_DATA_OPERATIONS } from "../../lib/aws/meter.js";
 import { log } from "../../lib/log.js";
 import { sqsLimits } from "../sqs-limits.js";
 import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
+import { type FunctionUrlHandler, functionUrls } from "./function-urls.js";
 import { ACCOUNT, PARTITION, REGION } from "./identities.js";
 
 export type Service = "dynamodb" | "sqs" | "states" | "s3";
@@ -73,6 +74,11 @@ export interface Gateway {
   /** One request, as the HTTP endpoint serves it (IAM, then the emulator), without the socket. */
   serve(req: RawRequest, signal?: AbortSignal): Promise<RawResponse>;
   setPolicy(policy: GatewayPolicy): void;
+  /**
+   * Serves a function at a URL of its own (auth type AWS_IAM, local/iam/function-urls.ts) and
+   * returns it: `<endpoint>/lambda-url/<name>/`.
+   */
+  functionUrl(name: string, functionArn: string, handler: FunctionUrlHandler): string;
   /** one more caller (a host's session), the policy otherwise unchanged */
   addPrincipal(accessKeyId: string, principal: GatewayPrincipal): void;
   setDynamodbThrottleRate(rate: number): void;
@@ -306,6 +312,18 @@ export function accessDeniedMessage(sessionArn: string, a: Authorization, d: Dec
   return `User: ${sessionArn} is not authorized to perform: ${a.action} on resource: ${a.resource} ${why}`;
 }
 
+/** The global condition keys of a request, from its signer alone. */
+function principalContext(principal: GatewayPrincipal): RequestContext {
+  return {
+    "aws:SecureTransport": "true", // the gateway stands in for HTTPS
+    "aws:PrincipalArn": principal.roleArn,
+    "aws:PrincipalAccount": ACCOUNT,
+    "aws:RequestedRegion": REGION,
+    "aws:userid": userIdOf(principal),
+    ...Object.fromEntries(Object.entries(principal.tags ?? {}).map(([k, v]) => [`aws:PrincipalTag/${k}`, v])),
+  };
+}
+
 function serviceOf(target: string | undefined): Service | undefined {
   if (!target) return undefined;
   if (target.startsWith("DynamoDB_")) return "dynamodb";
@@ -471,6 +489,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     }
     return Buffer.from(JSON.stringify(a));
   };
+  let endpoint = "";
+  const urls = functionUrls(
+    () => endpoint,
+    principalContext,
+    userIdOf,
+    () => policy.resource,
+  );
   const upstreamUrls: Record<Service, string | undefined> = {
     dynamodb: opts.upstreams.dynamodb,
     sqs: opts.upstreams.sqs,
@@ -514,16 +539,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
           : service === "s3"
             ? s3Authorizations(req.method, req.path)
             : statesAuthorizations(op, parsed);
-    const contextOf = (): RequestContext => ({
-      "aws:SecureTransport": "true", // the gateway stands in for HTTPS
-      "aws:PrincipalArn": principal.roleArn,
-      "aws:PrincipalAccount": ACCOUNT,
-      "aws:RequestedRegion": REGION,
-      "aws:userid": userIdOf(principal),
-      ...Object.fromEntries(
-        Object.entries(principal.tags ?? {}).map(([k, v]) => [`aws:PrincipalTag/${k}`, v]),
-      ),
-    });
+    const contextOf = () => principalContext(principal);
     if (service === "sqs" && (op === "CreateQueue" || op === "TagQueue")) {
       // A queue's tags, for aws:ResourceTag conditions (SQS's ABAC) on later calls. Recorded as
       // asked: a refused request changes nothing that a decision depends on.
@@ -610,6 +626,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   }
 
   async function serve(req: RawRequest, signal?: AbortSignal): Promise<RawResponse> {
+    if (urls.handles(req.path)) return urls.serve(req, (key) => policy.principals.get(key));
     const body = req.body;
     const target = req.headers["x-amz-target"] as string | undefined;
     // S3 is REST: no target; its signature's scope names it
@@ -743,9 +760,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     });
   });
   const { port } = server.address() as AddressInfo;
+  endpoint = `http://127.0.0.1:${port}`;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint,
     serve,
+    functionUrl: (name, arn, handler) => urls.register(name, arn, handler),
     setPolicy(p) {
       policy = p;
       decisions = new Map();

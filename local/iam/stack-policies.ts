@@ -28,7 +28,6 @@ export interface LocalResources {
   tables: Record<TableSpec["id"], string>;
   buildRequestsQueue: string;
   buildRequestsDlq: string;
-  computeEventsQueue: string;
   computeEventsDlq: string;
   /** the local compute hosts' queue prefix (the stack's computeQueuePrefix) */
   computeQueuePrefix: string;
@@ -68,7 +67,6 @@ interface Synthesized {
   tables: Map<string, TableSpec["id"]>;
   buildRequestsQueue: string;
   buildRequestsDlq: string;
-  computeEventsQueue: string;
   computeEventsDlq: string;
   stateMachine: string;
 }
@@ -203,7 +201,6 @@ async function synthesizeOnce(computeQueuePrefix: string): Promise<Synthesized> 
     tables: new Map(Object.entries(stack.tables).map(([t, table]) => [id(table), t as TableSpec["id"]])),
     buildRequestsQueue: id(stack.buildRequestsQueue),
     buildRequestsDlq: id(stack.buildRequestsDlq),
-    computeEventsQueue: id(stack.computeEventsQueue),
     computeEventsDlq: id(stack.computeEventsDlq),
     stateMachine: id(stack.conductor),
   };
@@ -313,7 +310,6 @@ function resolver(s: Synthesized, local: LocalResources): (v: Json) => Json {
   for (const [logical, name] of [
     [s.buildRequestsQueue, local.buildRequestsQueue],
     [s.buildRequestsDlq, local.buildRequestsDlq],
-    [s.computeEventsQueue, local.computeEventsQueue],
     [s.computeEventsDlq, local.computeEventsDlq],
   ] as const) {
     known.set(logical, {

@@ -72,7 +72,7 @@ it("refuses a configuration it cannot run with, saying what is missing, and answ
   expect(bad.err()).toContain(`--config-file ${join(dir, "missing.conf")}: no such file`);
   const unset = startAgent(["--host", HOST, "--set", "novaless.compute_queue_prefix=x-"]);
   expect(await unset.exit).toBe(2);
-  expect(unset.err()).toMatch(/\[novaless\] events_queue_url is required/);
+  expect(unset.err()).toMatch(/\[novaless\] events_url is required/);
   const help = startAgent(["--help"]);
   expect(await help.exit).toBe(0);
   expect(help.out()).toContain("[DEFAULT] reserved_host_memory_mb");
@@ -89,7 +89,7 @@ it("registers with the machine's inventory, builds a server, stops it, and stops
       "reserved_host_memory_mb = 256",
       "report_interval = 2",
       "[novaless]",
-      `events_queue_url = ${resources().computeEventsQueueUrl}`,
+      `events_url = ${resources().computeEventsUrl}`,
       "wait_time_seconds = 1",
       "[fake]",
       "build_ms = 50",

@@ -94,7 +94,7 @@ it("a restart reporting less than is allocated keeps Placement's inventory and f
     inventories: inventoriesFor({ vcpus: 1, memory_mb: 8192, local_gb: 100, cpu_allocation_ratio: 1 }),
     host_ip: "10.0.0.9",
     driver: new FakeDriver({ host, buildMs: 0, failAll: false }),
-    eventsQueueUrl: resources().computeEventsQueueUrl,
+    eventsUrl: resources().computeEventsUrl,
     computeQueuePrefix: resources().computeQueuePrefix,
     waitTimeSeconds: 1,
   });

@@ -1,7 +1,8 @@
 // A compromised hypervisor cannot touch what is not its own: with the credentials a host gets
 // (a session of ComputeHostRole named and tagged after it), host-a cannot receive from, peek at
 // or find host-b's queue, cannot read or write any table, cannot create queues, and a report it
-// sends speaking for host-b is refused by compute-events (SenderId) and dead-lettered with why.
+// sends speaking for host-b is refused by compute-events (the signer's session) and dead-lettered with
+// why. Reports go to compute-events' function URL only, and only through it.
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import {
   CreateQueueCommand,
@@ -12,11 +13,14 @@ import {
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { dynamo, sqsClient } from "../../lib/aws/clients.js";
 import { peekDeadLetters } from "../../lib/aws/dead-letters.js";
+import { FunctionUrlError, postToFunctionUrl } from "../../lib/aws/function-url.js";
 import { runAs } from "../../lib/aws/identity.js";
 import { computeQueueName } from "../../lib/compute/queue-name.js";
 import { resources } from "../../lib/config.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import { DLQ_SUFFIX } from "../../lib/resources.js";
+import { evaluate } from "../../local/iam/evaluate.js";
+import { functionArnOf } from "../../local/iam/identities.js";
 import { hostPrincipal } from "../../local/iam/policy.js";
 import type { Runtime } from "../../local/runtime.js";
 import { eventually, startTestRuntime } from "./harness.js";
@@ -81,14 +85,13 @@ it("a report speaking for host-b, sent by host-a, changes nothing and is dead-le
     facts: {},
     guests: [],
   };
-  await asHost("host-a", () =>
-    sqsClient().send(
-      new SendMessageCommand({
-        QueueUrl: resources().computeEventsQueueUrl,
-        MessageBody: JSON.stringify(forged),
-      }),
-    ),
+  // refused with its reason (400), not retried: the same report would be refused again
+  const refused = await asHost("host-a", () =>
+    postToFunctionUrl(resources().computeEventsUrl, JSON.stringify(forged)).catch((e: unknown) => e),
   );
+  expect(refused).toBeInstanceOf(FunctionUrlError);
+  expect((refused as FunctionUrlError).status).toBe(400);
+  expect((refused as FunctionUrlError).attempts).toBe(1);
   const letters = await eventually(
     () => peekDeadLetters(resources().computeEventsDlqUrl),
     (ls) => ls.some((l) => l.body.includes("10.6.6.6")),
@@ -107,11 +110,28 @@ it("a session not named after its tag cannot report at all", async () => {
   const [key, principal] = hostPrincipal("host-a", runtime.policies.identity["compute-host"]);
   const misnamed = { ...principal, sessionArn: principal.sessionArn.replace(/host-a$/, "host-b") };
   runtime.emulators.gateway!.addPrincipal(`${key}X`, misnamed);
-  await denied(
-    runAs({ accessKeyId: `${key}X`, secretAccessKey: "x" }, () =>
-      sqsClient().send(
-        new SendMessageCommand({ QueueUrl: resources().computeEventsQueueUrl, MessageBody: "{}" }),
-      ),
-    ),
+  const refused = await runAs({ accessKeyId: `${key}X`, secretAccessKey: "x" }, () =>
+    postToFunctionUrl(resources().computeEventsUrl, "{}").catch((e: unknown) => e),
   );
+  expect(refused).toBeInstanceOf(FunctionUrlError);
+  expect((refused as FunctionUrlError).status).toBe(403);
+});
+
+it("a host may reach compute-events only through its URL, and only compute-events", async () => {
+  const fn = functionArnOf("compute-events");
+  const can = (action: string, resource: string, context: Record<string, string>) =>
+    evaluate(runtime.policies.identity["compute-host"], [], {
+      action,
+      resource,
+      principalArn: "arn:aws:iam::000000000000:role/novaless-hosts/ComputeHostRole",
+      context: { "aws:userid": "AROAEXAMPLE:host-a", "aws:PrincipalTag/novaless-host": "host-a", ...context },
+    }).allowed;
+  expect(can("lambda:InvokeFunctionUrl", fn, { "lambda:FunctionUrlAuthType": "AWS_IAM" })).toBe(true);
+  expect(can("lambda:InvokeFunction", fn, { "lambda:InvokedViaFunctionUrl": "true" })).toBe(true);
+  // a plain Invoke would not tell the function who called
+  expect(can("lambda:InvokeFunction", fn, {})).toBe(false);
+  expect(can("lambda:InvokeFunctionUrl", fn, { "lambda:FunctionUrlAuthType": "NONE" })).toBe(false);
+  expect(
+    can("lambda:InvokeFunctionUrl", functionArnOf("scheduler"), { "lambda:FunctionUrlAuthType": "AWS_IAM" }),
+  ).toBe(false);
 });

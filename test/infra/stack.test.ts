@@ -13,12 +13,7 @@ import {
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
 import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
 import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
-import {
-  BUILD_REQUESTS_QUEUE,
-  COMPUTE_EVENTS_QUEUE,
-  DLQ_RETENTION_SECONDS,
-  TABLES,
-} from "../../lib/resources.js";
+import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../lib/resources.js";
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
 
@@ -153,16 +148,23 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("creates build-requests and compute-events with their DLQs, encrypted", () => {
-    s.template.resourceCountIs("AWS::SQS::Queue", 4);
-    s.template.hasResourceProperties("AWS::SQS::Queue", {
-      VisibilityTimeout: COMPUTE_EVENTS_QUEUE.visibilityTimeout,
-      SqsManagedSseEnabled: true,
-      RedrivePolicy: {
-        maxReceiveCount: COMPUTE_EVENTS_QUEUE.maxReceiveCount,
-        deadLetterTargetArn: { "Fn::GetAtt": [logicalId(s.stack, s.stack.computeEventsDlq), "Arn"] },
-      },
+  it("creates build-requests with its DLQ and compute-events' DLQ, encrypted; compute-events has no queue", () => {
+    s.template.resourceCountIs("AWS::SQS::Queue", 3);
+    // the hosts' reports come through compute-events' function URL: no queue, no event source
+    s.template.resourceCountIs("AWS::Lambda::Url", 1);
+    s.template.hasResourceProperties("AWS::Lambda::Url", {
+      AuthType: "AWS_IAM",
+      TargetFunctionArn: { "Fn::GetAtt": [logicalId(s.stack, s.stack.computeEventsFunction), "Arn"] },
     });
+    const sources = Object.values(s.template.findResources("AWS::Lambda::EventSourceMapping"));
+    expect(
+      sources.filter(
+        (m) =>
+          JSON.stringify(m.Properties.FunctionName) ===
+          JSON.stringify({ Ref: logicalId(s.stack, s.stack.computeEventsFunction) }),
+      ),
+    ).toHaveLength(0);
+    expect(environmentOf(s, s.stack.computeEventsFunction).NOVALESS_COMPUTE_EVENTS_DLQ_URL).toBeDefined();
     s.template.hasResourceProperties("AWS::SQS::Queue", {
       VisibilityTimeout: BUILD_REQUESTS_QUEUE.visibilityTimeout,
       SqsManagedSseEnabled: true,
@@ -435,8 +437,15 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
           }),
           Match.objectLike({
             Sid: "Report",
-            Action: "sqs:SendMessage",
-            Resource: { "Fn::GetAtt": [logicalId(s.stack, s.stack.computeEventsQueue), "Arn"] },
+            Action: "lambda:InvokeFunctionUrl",
+            Resource: { "Fn::GetAtt": [logicalId(s.stack, s.stack.computeEventsFunction), "Arn"] },
+            Condition: Match.objectLike({ StringEquals: { "lambda:FunctionUrlAuthType": "AWS_IAM" } }),
+          }),
+          Match.objectLike({
+            Sid: "ReportViaUrl",
+            Action: "lambda:InvokeFunction",
+            Resource: { "Fn::GetAtt": [logicalId(s.stack, s.stack.computeEventsFunction), "Arn"] },
+            Condition: Match.objectLike({ Bool: { "lambda:InvokedViaFunctionUrl": "true" } }),
           }),
         ]),
       },
@@ -643,7 +652,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         "ConductorStateMachineArn",
         "ComputeAgentPolicyArn",
         "ComputeQueuePrefix",
-        "ComputeEventsQueueUrl",
+        "ComputeEventsUrl",
         "ComputeHostRoleArn",
         "ComputeHostAssumePolicyArn",
         "ImagesBucket",

@@ -431,12 +431,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // successor after the host queue's visibility timeout), and no live server with a task in
     // progress (a move between its steps, a revert, a failed move's source starting its guest).
     const settleBy = Date.now() + (opts.settleSeconds ?? 120) * 1000;
-    const queues = [
-      resources().buildRequestsQueueUrl,
-      // the hosts' reports: a confirm's or a restarted host's is applied (and casts) from here
-      resources().computeEventsQueueUrl,
-      ...(await listHosts()).map((h) => h.queue_url),
-    ];
+    const queues = [resources().buildRequestsQueueUrl, ...(await listHosts()).map((h) => h.queue_url)];
     // Confirm and revert each at least once however little load a busy machine let through: a
     // kind not accepted yet gets a resize of a quiet server, which the settling below confirms
     // (the first) or reverts (the next).

@@ -1,7 +1,7 @@
 // /os-dead-letters (admin, novaless): what sits in the dead-letter queues and why (the reason
 // novaless recorded, or SQS's receive count), and a redrive of one queue back to its source, as
 // `novaless-dlq` does from a shell. Reports parked from compute-events are shown but not
-// redriven: a report is trusted for the host its SQS SenderId names, and a redriven copy would
+// redriven: a report is trusted for the host whose session signed it, and a redriven copy would
 // carry the API's identity instead; the host says its state again when it next registers.
 
 import { listDeadLetterQueues, peekDeadLetters, redrive } from "../../aws/dead-letters.js";
@@ -30,7 +30,7 @@ export const defaultDeadLetterDeps: DeadLetterDeps = {
 
 function whyNotRedrivable(url: string): string | null {
   return url === resources().computeEventsDlqUrl
-    ? "Reports are trusted for the host that sent them (SQS SenderId); a redriven copy would be sent by the API. The host reports its state again when it next registers."
+    ? "Reports are trusted for the host whose session signed them; a redriven copy would be sent by the API. The host reports its state again when it next registers."
     : null;
 }
 

@@ -14,7 +14,7 @@ import { AGENT_OPTIONS, OPTIONS } from "../../../lib/config.js";
 
 const OUTPUTS = JSON.stringify({
   Novaless: {
-    ComputeEventsQueueUrl: "https://sqs.eu-west-1.amazonaws.com/111122223333/novaless-compute-events",
+    ComputeEventsUrl: "https://abcdefghij0123456789klmnopqrstuv.lambda-url.eu-west-1.on.aws/",
     ComputeQueuePrefix: "novaless-compute-",
     ComputeHostRoleArn: "arn:aws:iam::111122223333:role/Novaless-ComputeHostRole",
     Region: "eu-west-1",
@@ -49,7 +49,7 @@ describe("novaless-compute's configuration", () => {
     expect(config.DEFAULT.my_ip).toBe("10.0.4.1");
     expect(config.DEFAULT.compute_driver).toBe("exec");
     expect(config.novaless).toMatchObject({
-      events_queue_url: "https://sqs.eu-west-1.amazonaws.com/111122223333/novaless-compute-events",
+      events_url: "https://abcdefghij0123456789klmnopqrstuv.lambda-url.eu-west-1.on.aws/",
       compute_queue_prefix: "novaless-compute-",
       assume_role_arn: "arn:aws:iam::111122223333:role/Novaless-ComputeHostRole",
       region: "eu-west-1",
@@ -104,7 +104,7 @@ describe("novaless-compute's configuration", () => {
     // images_path follows instances_path when unset
     expect(config.libvirt.images_path).toBe("/srv/instances/_base");
     expect(config.novaless.compute_queue_prefix).toBe("from-file-");
-    expect(config.novaless.events_queue_url).toContain("novaless-compute-events");
+    expect(config.novaless.events_url).toContain("lambda-url");
     expect(config.novaless.concurrency).toBe(3);
     expect(config.fake.fail_builds).toBe(true);
     // a flag beats the environment
@@ -120,14 +120,14 @@ describe("novaless-compute's configuration", () => {
   it("reads keys before any section as [DEFAULT], as nova.conf does", () => {
     const { config } = load({
       argv: ["--config-file", "c.conf"],
-      files: { "c.conf": "host = top\n[novaless]\nevents_queue_url = q\ncompute_queue_prefix = p-\n" },
+      files: { "c.conf": "host = top\n[novaless]\nevents_url = q\ncompute_queue_prefix = p-\n" },
     });
     expect(config.DEFAULT.host).toBe("top");
   });
 
   it("says what is wrong, where", () => {
     expect(errorOf(() => load())).toMatch(
-      /\[novaless\] events_queue_url is required: .*NOVALESS_NOVALESS_EVENTS_QUEUE_URL.*--stack-outputs/,
+      /\[novaless\] events_url is required: .*NOVALESS_NOVALESS_EVENTS_URL.*--stack-outputs/,
     );
     const files = { "out.json": OUTPUTS };
     expect(errorOf(() => load({ argv: ["--stack-outputs", "nope.json"], files }))).toBe(

@@ -82,7 +82,7 @@ describe("[ovs] bridge_mappings", () => {
       loadAgentConfig({
         argv: [],
         env: {
-          NOVALESS_NOVALESS_EVENTS_QUEUE_URL: "https://q",
+          NOVALESS_NOVALESS_EVENTS_URL: "https://q",
           NOVALESS_NOVALESS_COMPUTE_QUEUE_PREFIX: "p-",
         },
         readFile: (p) => (p === "/etc/novaless/compute.conf" ? conf : undefined),

@@ -28,7 +28,6 @@ beforeAll(async () => {
     },
     buildRequestsQueue: "build-x",
     buildRequestsDlq: "build-x-dlq",
-    computeEventsQueue: "events-x",
     computeEventsDlq: "events-x-dlq",
     computeQueuePrefix: "novaless-x-compute-",
     functionArns: {
@@ -119,12 +118,24 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(as(host("host-2", "host-1"), "sqs:ReceiveMessage", q1)).toBe(false);
     expect(as(host("host-1"), "sqs:ReceiveMessage", q1)).toBe(false);
     expect(as(host("host-1", "host-1"), "sqs:CreateQueue", q1)).toBe(false);
-    expect(as(host("host-1"), "sqs:SendMessage", `${SQS}events-x`)).toBe(true);
+    // reports: compute-events' function URL (AWS_IAM), and InvokeFunction only through it
+    const events = functionArnOf("compute-events");
+    const url = { "lambda:FunctionUrlAuthType": "AWS_IAM" };
+    const viaUrl = { "lambda:InvokedViaFunctionUrl": "true" };
+    expect(as({ ...host("host-1"), ...url }, "lambda:InvokeFunctionUrl", events)).toBe(true);
+    expect(as({ ...host("host-1"), ...viaUrl }, "lambda:InvokeFunction", events)).toBe(true);
+    expect(as(host("host-1"), "lambda:InvokeFunction", events)).toBe(false);
+    expect(as({ ...host("host-1"), ...url }, "lambda:InvokeFunctionUrl", functionArnOf("api"))).toBe(false);
     // a session not named after its tag cannot report
     expect(
-      as({ ...host("host-1"), "aws:userid": "AROAEXAMPLE:host-2" }, "sqs:SendMessage", `${SQS}events-x`),
+      as(
+        { ...host("host-1"), ...url, "aws:userid": "AROAEXAMPLE:host-2" },
+        "lambda:InvokeFunctionUrl",
+        events,
+      ),
     ).toBe(false);
     expect(as(host("host-1"), "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
+    expect(as(host("host-1"), "sqs:SendMessage", `${SQS}events-x-dlq`)).toBe(false);
     for (const t of ["hosts-x", "instances-x", "allocations-x", "services-x", "catalog-x", "scheduling-x"])
       for (const a of ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:Query"])
         expect(as(host("host-1"), a, `${ARN}${t}`), `${a} ${t}`).toBe(false);
