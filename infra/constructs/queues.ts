@@ -3,6 +3,7 @@
 // function creates at run time.
 import { ArnFormat, CfnOutput, Duration, type Stack, Token } from "aws-cdk-lib";
 import * as sqs from "aws-cdk-lib/aws-sqs";
+import { NagSuppressions } from "cdk-nag";
 import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, DLQ_SUFFIX } from "../../lib/resources.js";
 
 /** SQS queue names: letters, digits, `-` and `_`, at most 80 characters (the DLQ suffix included). */
@@ -43,6 +44,13 @@ export class Queues {
 
     [this.buildRequests, this.buildRequestsDlq] = queueWithDlq(stack, "BuildRequests", BUILD_REQUESTS_QUEUE);
     this.computeEventsDlq = deadLetterQueue(stack, "ComputeEventsDlq");
+    NagSuppressions.addResourceSuppressions(this.computeEventsDlq, [
+      {
+        id: "AwsSolutions-SQS3",
+        reason:
+          "A dead-letter queue itself: compute-events sends it the reports it cannot apply, with the reason. No queue redrives to it since the reports come through a function URL.",
+      },
+    ]);
 
     new CfnOutput(stack, "BuildRequestsQueueUrl", { value: this.buildRequests.queueUrl });
     new CfnOutput(stack, "BuildRequestsDlqUrl", { value: this.buildRequestsDlq.queueUrl });

@@ -56,6 +56,13 @@ export interface HostQueue {
 /** The console output a report carries at most (the API answers it whole; Lambda takes 6 MB a request). */
 const CONSOLE_MAX_CHARS = 200_000;
 
+/**
+ * A report is sent until it lands, within reason: a fleet-wide storm holds compute-events at its
+ * reserved concurrency for tens of seconds, and Lambda answers 429 meanwhile (where a queue used
+ * to hold the reports). About a minute and a half of backoff on average, each wait at most 10 s.
+ */
+const REPORT_RETRIES = { maxAttempts: 20, baseDelayMs: 100, maxDelayMs: 10_000 } as const;
+
 /** Sends this host's reports to compute-events, through its function URL (AWS_IAM). */
 export class Reporter {
   constructor(
@@ -78,7 +85,7 @@ export class Reporter {
       ...body,
     });
     // Signed as the host's session: compute-events reads who sent it from the signature.
-    await this.asHost(() => postToFunctionUrl(this.eventsUrl, JSON.stringify(report)));
+    await this.asHost(() => postToFunctionUrl(this.eventsUrl, JSON.stringify(report), REPORT_RETRIES));
   }
 }
 

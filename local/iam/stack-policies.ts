@@ -48,6 +48,8 @@ export interface StackPolicies {
   reservedConcurrency: Partial<Record<FunctionComponent, number>>;
   /** the ScalingConfig.MaximumConcurrency of each function's SQS event source, where set */
   maximumConcurrency: Partial<Record<FunctionComponent, number>>;
+  /** the functions an SQS event source mapping drives, one entry per mapping (its pollers cost idle) */
+  eventSources: FunctionComponent[];
 }
 
 type Json = unknown;
@@ -224,6 +226,7 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
   const timeouts = {} as Record<FunctionComponent, number>;
   const reservedConcurrency: StackPolicies["reservedConcurrency"] = {};
   const maximumConcurrency: StackPolicies["maximumConcurrency"] = {};
+  const eventSources: FunctionComponent[] = [];
   // Customer managed policies by logical id: a role names them in ManagedPolicyArns.
   const managed = new Map<string, Statement[]>();
   for (const [logical, r] of Object.entries(s.template.Resources))
@@ -259,11 +262,12 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
         reservedConcurrency[c] = Number(p.ReservedConcurrentExecutions);
     } else if (r.Type === "AWS::Lambda::EventSourceMapping") {
       const c = s.functions.get((p.FunctionName as { Ref?: string } | undefined)?.Ref ?? "");
+      if (c) eventSources.push(c);
       const max = (p.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency;
       if (c && max !== undefined) maximumConcurrency[c] = Number(max);
     }
   }
-  return { identity, resource, timeouts, reservedConcurrency, maximumConcurrency };
+  return { identity, resource, timeouts, reservedConcurrency, maximumConcurrency, eventSources };
 }
 
 function statementsOf(document: Json): Statement[] {

@@ -136,8 +136,6 @@ interface Window {
   invocations: InvocationRecord[];
   executions: ExecutionRecordSummary[];
   logBytes: Map<string, number>;
-  /** the hosts' heartbeats with no news sent in the window (SendMessage, counted at the gateway) */
-  idleHeartbeatSends: number;
 }
 
 const invocations: InvocationRecord[] = [];
@@ -151,7 +149,6 @@ function openWindow(): void {
   invocations.length = 0;
   executions.length = 0;
   logBytes.clear();
-  idleHeartbeatSends = 0;
   windowStart = performance.now();
 }
 
@@ -165,15 +162,7 @@ function closeWindow(): Window {
     invocations: invocations.splice(0),
     executions: executions.splice(0),
     logBytes: new Map(logBytes),
-    idleHeartbeatSends: takeIdleHeartbeatSends(),
   };
-}
-
-let idleHeartbeatSends = 0;
-function takeIdleHeartbeatSends(): number {
-  const n = idleHeartbeatSends;
-  idleHeartbeatSends = 0;
-  return n;
 }
 
 /** A report that is a heartbeat with no news (no build ended, no dead letter): idle traffic. */
@@ -186,53 +175,28 @@ function isIdleHeartbeat(body: string): boolean {
   }
 }
 
-/** Counts the hosts' idle heartbeats as they reach the gateway (SendMessage to compute-events). */
-function watchHeartbeatSends(runtime: Runtime): boolean {
-  return onGatewayAnswer(runtime, (req, res) => {
-    if (res.status !== 200) return;
-    if (!String(req.headers["x-amz-target"] ?? "").endsWith(".SendMessage")) return;
-    const body = JSON.parse(req.body.toString("utf8")) as { MessageBody?: string };
-    if (body.MessageBody && isIdleHeartbeat(body.MessageBody)) idleHeartbeatSends++;
-  });
-}
-
-/** The event source's requests on compute-events' queue (its receives, deletes, retries). */
-const EVENT_SOURCE_OPS = ["sqs:ReceiveMessage", "sqs:DeleteMessageBatch", "sqs:ChangeMessageVisibilityBatch"];
-
 /**
- * What a window's idle heartbeats cost compute-events and the hosts, taken out of their figures
- * by message, not by the idle window's rate: at fleet size the heartbeats are thousands a window
- * beside a few dozen builds, so a rate's small drift would be more than the builds' own requests.
- * A host's idle heartbeat is its one SendMessage. compute-events' invocations, and its event
- * source's receives and deletes, are shared by their batches' messages: an idle heartbeat's share
- * goes, a build's report and a heartbeat with news (num_io_ops, which builds cause) stay.
+ * What a window's idle heartbeats cost compute-events, taken out of its figures by report, not by
+ * the idle window's rate: at fleet size the heartbeats are thousands a window beside a few dozen
+ * builds, so a rate's small drift would be more than the builds' own requests. Each report is an
+ * invocation of its own (the hosts post them to its function URL: no SQS request); an idle
+ * heartbeat's goes, a build's report and a heartbeat with news (num_io_ops, which builds cause)
+ * stay.
  */
 function withoutIdleHeartbeats(
   w: Window,
   m: Map<Caller, Figures>,
-  events: CallerUsage | undefined,
   memory: Record<FunctionComponent, number>,
 ): void {
-  const host = m.get("compute-host");
-  if (host) host.sqsRequests = Math.max(0, host.sqsRequests - w.idleHeartbeatSends);
   const ce = m.get("compute-events");
   if (!ce) return;
-  let records = 0;
-  let idle = 0;
   for (const inv of w.invocations) {
     if (functionOf(inv.name) !== "compute-events") continue;
-    const bodies = ((inv.event as { Records?: { body?: string }[] })?.Records ?? []).map((r) => r.body ?? "");
-    const idleHere = bodies.filter(isIdleHeartbeat).length;
-    const share = bodies.length ? idleHere / bodies.length : 0;
-    ce.invocations -= share;
-    ce.durationMs -= share * inv.durationMs;
-    ce.gbSeconds -= share * gbSecondsOf(inv, memory);
-    records += bodies.length;
-    idle += idleHere;
+    if (!isIdleHeartbeat(String((inv.event as { body?: string } | undefined)?.body ?? ""))) continue;
+    ce.invocations -= 1;
+    ce.durationMs -= inv.durationMs;
+    ce.gbSeconds -= gbSecondsOf(inv, memory);
   }
-  if (!events || records === 0) return;
-  const esm = EVENT_SOURCE_OPS.reduce((s, op) => s + (events.requests[op] ?? 0), 0) - events.emptyReceives;
-  ce.sqsRequests = Math.max(0, ce.sqsRequests - Math.max(0, esm) * (idle / records));
 }
 
 /** One component's figures, per build or per window. */
@@ -351,10 +315,7 @@ function byComponent(
     f.gbSeconds += gbSecondsOf(inv, memory);
   }
   for (const [key, bytes] of w.logBytes) at(nameOf(key)).logBytes += bytes;
-  if (opts.withoutIdleHeartbeats) {
-    const events = Object.entries(w.meter).find(([key]) => nameOf(key) === "compute-events")?.[1];
-    withoutIdleHeartbeats(w, m, events, memory);
-  }
+  if (opts.withoutIdleHeartbeats) withoutIdleHeartbeats(w, m, memory);
   return m;
 }
 
@@ -451,7 +412,6 @@ async function runSize(
   result.startSeconds = (performance.now() - t0) / 1000;
   print(`runtime ready in ${fmt(result.startSeconds, 1)} s`);
   watchFeedWrites(runtime);
-  watchHeartbeatSends(runtime);
   const reader = DynamoDBDocumentClient.from(new DynamoDBClient({}));
   const instancesTable = process.env.NOVALESS_INSTANCES_TABLE!;
   servicesTable = process.env.NOVALESS_SERVICES_TABLE!;
@@ -537,7 +497,7 @@ async function runSize(
       result.note = "no build finished";
       return result;
     }
-    report(hosts, done, idle, watchdog, window, memory, result, buildSeconds);
+    report(hosts, done, idle, watchdog, window, memory, result, buildSeconds, runtime.policies.eventSources);
     reportFeed(done, window);
     if (socketWarnings.count) {
       print(`the SDK warned ${socketWarnings.count} times that a client's 50 sockets were all taken`);
@@ -584,6 +544,8 @@ function report(
   memory: Record<FunctionComponent, number>,
   result: SizeResult,
   buildSeconds: number,
+  /** the functions the stack's SQS event source mappings drive */
+  eventSources: string[],
 ): void {
   const idleBy = byComponent(idle, memory);
   // Per build: the idle heartbeats taken out message by message, in both windows.
@@ -682,13 +644,11 @@ function report(
   }
   const heartbeatsPerMonth = MONTH_S / idleHeartbeat;
   const pollsPerMonth = MONTH_S / pollSeconds;
-  // A heartbeat is the host's report (one SendMessage) and compute-events' write; the consumer's
-  // invocations are in the other idle traffic, at their measured rate.
+  // A heartbeat is compute-events' write; its invocation (the host's POST to the function URL) is
+  // in the other idle traffic, at its measured rate.
   const heartbeatUsd =
     heartbeatsPerMonth *
-    (perHeartbeat.read * PRICES.dynamodbReadUnit.usd +
-      perHeartbeat.write * PRICES.dynamodbWriteUnit.usd +
-      PRICES.sqsRequest.usd);
+    (perHeartbeat.read * PRICES.dynamodbReadUnit.usd + perHeartbeat.write * PRICES.dynamodbWriteUnit.usd);
   const pollUsd = pollsPerMonth * PRICES.sqsRequest.usd;
   const wd = byComponent(watchdog, memory);
   let watchdogRunUsd = 0;
@@ -709,9 +669,10 @@ function report(
     otherRunUsd += d;
   }
   const otherUsd = (otherRunUsd / idle.seconds) * (MONTH_S / hosts);
-  // The build and compute-events queues' Lambda event sources: AWS long-polls each with at least 5
-  // pollers (estimated).
-  const eventSourceUsd = (2 * 5 * (MONTH_S / 20) * PRICES.sqsRequest.usd) / hosts;
+  // The stack's SQS event source mappings: Lambda long-polls each queue with about 5 pollers
+  // whether anything comes or not (estimated), and the account pays their receives.
+  const mappings = eventSources.length;
+  const eventSourceUsd = (mappings * 5 * (MONTH_S / 20) * PRICES.sqsRequest.usd) / hosts;
   const idleUsd = heartbeatUsd + pollUsd + watchdogUsd + otherUsd + eventSourceUsd;
   if (heartbeatsSeen === 0)
     print("no heartbeat seen in the idle window: heartbeats counted as free (unknown)");
@@ -721,13 +682,13 @@ function report(
       `${fmt(perHeartbeat.read, 2)} RRU each`,
   );
   print(
-    `idle $ per host-month: ${fmt(idleUsd, 4)} = heartbeats ${fmt(heartbeatUsd, 4)} (each a report and a write) ` +
+    `idle $ per host-month: ${fmt(idleUsd, 4)} = heartbeats ${fmt(heartbeatUsd, 4)} (each compute-events' write; its invocation is in the other idle traffic) ` +
       `(${fmt(heartbeatsPerMonth, 0)} a month: every ${idleHeartbeat} s at report_interval ${heartbeatSeconds} s and service_down_time ${schedulerConfig().service_down_time} s) + long polls ${fmt(pollUsd, 4)} ` +
       `(${fmt(pollsPerMonth, 0)} a month at ${pollSeconds} s, computed: the local agents poll every 1 s) + ` +
       `watchdog ${fmt(watchdogUsd, 4)} (one run measured: $${fmt(watchdogRunUsd * 1e6, 2)} per million runs, ` +
       `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + other idle traffic ${fmt(otherUsd, 4)} ` +
       `(measured rate${others.length ? `: ${others.join(", ")}` : ""}) + the event sources ` +
-      `${fmt(eventSourceUsd, 4)} (estimated: 2 queues, 5 pollers each at 20 s, shared); goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
+      `${fmt(eventSourceUsd, 4)} (estimated: ${mappings} in the stack (${eventSources.join(", ") || "none"}), 5 pollers each at 20 s, shared); goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
   );
   result.idle = { usdPerHostMonth: idleUsd };
 }

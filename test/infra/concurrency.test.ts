@@ -1,6 +1,6 @@
 // The build path's share of the account's Lambda concurrency in the synthesized stack (issue 20):
-// compute-events and build-intake reserved, their SQS event sources capped at the same maximum
-// concurrency, sized from fleet_size; a synth whose reservations leave less than Lambda's 100
+// compute-events and build-intake reserved, build-intake's SQS event source capped at the same
+// maximum concurrency (compute-events has none: hosts post to its function URL), sized from fleet_size; a synth whose reservations leave less than Lambda's 100
 // unreserved fails. Bundling skipped: only the template's properties are read.
 import { readFileSync } from "node:fs";
 import { App, type CfnElement } from "aws-cdk-lib";
@@ -62,19 +62,18 @@ describe("the build path's concurrency in the stack", () => {
       "build-watchdog": undefined,
       "compute-events": 10,
     });
-    expect(s.maximum).toEqual({ "build-intake": 5, "compute-events": 10 });
+    expect(s.maximum).toEqual({ "build-intake": 5 });
   });
 
   it("grows with the fleet (-c fleet_size=10000: 100 and 50)", () => {
     const s = synth({ fleet_size: "10000" });
     expect([s.reserved["compute-events"], s.reserved["build-intake"]]).toEqual([100, 50]);
-    expect(s.maximum).toEqual({ "build-intake": 50, "compute-events": 100 });
+    expect(s.maximum).toEqual({ "build-intake": 50 });
   });
 
   it("the event source's maximum stays in Lambda's range (2-1000) when the reservation is larger", () => {
     const s = synth({ fleet_size: "150000", lambda_concurrency_limit: "5000" });
     expect(s.reserved["compute-events"]).toBe(1500);
-    expect(s.maximum["compute-events"]).toBe(1000);
     expect(s.maximum["build-intake"]).toBe(750);
   });
 
@@ -86,7 +85,7 @@ describe("the build path's concurrency in the stack", () => {
     expect(() => synth({ lambda_concurrency_limit: "10", fleet_size: "5" })).toThrow(/below the 100/);
     const none = synth({ lambda_concurrency_limit: "10", fleet_size: "0" });
     expect(Object.values(none.reserved).every((r) => r === undefined)).toBe(true);
-    expect(none.maximum).toEqual({ "build-intake": undefined, "compute-events": undefined });
+    expect(none.maximum).toEqual({ "build-intake": undefined });
     expect(() => synth({ fleet_size: "many" })).toThrow(/NOVALESS_FLEET_SIZE=many is not a number/);
   });
 
