@@ -23,6 +23,7 @@ import type { HostIdentity } from "../lib/compute/build-path.js";
 import type { Driver } from "../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
+import type { DrainSummary } from "../lib/conductor/intake.js";
 import { resetHostManagers } from "../lib/conductor/select-destinations.js";
 import type { WatchdogAction } from "../lib/conductor/watchdog.js";
 import { option, optionValue, schedulerConfig } from "../lib/config.js";
@@ -78,6 +79,11 @@ export interface FaultOptions {
   schedulerFailureRate?: number;
   /** probability that a DynamoDB item operation is throttled (ProvisionedThroughputExceededException) */
   dynamodbThrottleRate?: number;
+  /**
+   * probability that a StartExecution is throttled (ThrottlingException): a sender's request then
+   * waits in build-requests for the drain (also `emulators.gateway.setStartExecutionThrottleRate`)
+   */
+  startExecutionThrottleRate?: number;
   /** probability that a cast to a host queue is delivered twice */
   duplicateHostMessageRate?: number;
   /** casts to host queues are delayed by up to this long (SQS DelaySeconds) */
@@ -130,6 +136,11 @@ export interface RuntimeOptions {
   heartbeatSeconds?: number;
   /** how often the build watchdog runs (a scheduled Lambda in AWS); 0 disables it */
   watchdogIntervalMs?: number;
+  /**
+   * how often build-intake drains build-requests (every minute in AWS, a schedule; default 1 s
+   * here, so that a delayed chunk or a start that was throttled starts soon after); 0 disables it
+   */
+  intakeIntervalMs?: number;
   faults?: FaultOptions;
   /** IAM, always enforced; tests may take statements out of the stack's policy set */
   iam?: IamOptions;
@@ -183,6 +194,8 @@ export interface Runtime {
   hostCredentials(name: string): ReturnType<typeof hostIdentityOf>;
   /** run the watchdog now (besides its timer) */
   runWatchdog(): Promise<WatchdogAction[]>;
+  /** run build-intake's drain of build-requests now (besides its timer) */
+  drainBuildRequests(): Promise<DrainSummary>;
   /** the account's Lambda concurrency: in flight, throttles */
   concurrency: AccountConcurrency;
   /** the worker threads (`threads`): the functions' and dynalite's, each with its utilization */
@@ -378,6 +391,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const { account, scaling } = accountConcurrency(policies, opts.concurrency);
   // the functions' handlers: these imports, until a thread of their own takes them (below)
   let handlerOf = (fn: HandlerFunction): LambdaHandler => FUNCTION_HANDLERS[fn];
+  const builds = buildLines();
   const emulators = await early(
     startEmulators({
       dynamodbThread: opts.threads,
@@ -393,10 +407,12 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           ),
         },
         ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
+        onExecutionStart: (info) => builds.started(info.input, info.startDate.getTime()),
       },
       iam: {
         policy: gateway,
         dynamodbThrottleRate: opts.faults?.dynamodbThrottleRate,
+        startExecutionThrottleRate: opts.faults?.startExecutionThrottleRate,
         random: opts.faults?.random,
       },
     }),
@@ -492,7 +508,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         : handlerOf("compute-events"),
       account,
     );
-    const builds = buildLines();
     const eventsSource: EventSource = as("compute-events")(() =>
       startEventSource({
         queueUrl: events.queueUrl,
@@ -559,41 +574,16 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       ms: Date.now() - hostsStarted,
     });
 
-    const arn = await sqsClient().send(
-      new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
-    );
+    // build-intake drains build-requests on a schedule (every minute in AWS), as its function: its
+    // reservation and timeout hold. A run still going when the next is due is skipped.
     const intakeFunction = functionOf("build-intake", timeouts, handlerOf("build-intake"), account);
-    const intake: EventSource = as("build-intake")(() =>
-      startEventSource({
-        queueUrl: build.queueUrl,
-        queueArn: arn.Attributes?.QueueArn ?? "",
-        handler: (event) => {
-          builds.requested(event);
-          return intakeFunction.invoke(event) as Promise<SQSBatchResponse>;
-        },
-        ...scaling("build-intake", BUILD_REQUESTS_QUEUE.visibilityTimeout),
-        ...doorbellOf(emulators, build.queueUrl),
-      }),
-    );
-    stops.push(() => intake.stop());
+    const drain = () => intakeFunction.invoke({}) as Promise<DrainSummary>;
+    stops.push(every(opts.intakeIntervalMs ?? 1000, drain, "intake.failed"));
 
     // The deployed handler answers only a count; locally the actions themselves come back.
     const watchdogFunction = functionOf("build-watchdog", timeouts, handlerOf("build-watchdog"), account);
     const watchdog = () => watchdogFunction.invoke({}) as Promise<WatchdogAction[]>;
-    const watchdogEvery = opts.watchdogIntervalMs ?? 10_000;
-    if (watchdogEvery > 0) {
-      let busy = false;
-      const timer = setInterval(() => {
-        if (busy) return;
-        busy = true;
-        watchdog()
-          .catch((e) => log.error("watchdog.failed", { error: e }))
-          .finally(() => {
-            busy = false;
-          });
-      }, watchdogEvery);
-      stops.push(async () => clearInterval(timer));
-    }
+    stops.push(every(opts.watchdogIntervalMs ?? 10_000, watchdog, "watchdog.failed"));
 
     const killHost = (name: string) => asHost(name)(() => handle(hosts, name).agent.kill());
     const restartHost = (name: string) =>
@@ -626,6 +616,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         return hostIdentityOf(name);
       },
       runWatchdog: watchdog,
+      drainBuildRequests: drain,
       concurrency: account,
       threads: [...emulators.threads, ...(thread ? [thread] : [])],
       stop: stopAll,
@@ -634,6 +625,25 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     await stopAll();
     throw e;
   }
+}
+
+/**
+ * Runs `run` every `ms` (0: never), a run still going when the next is due skipped, as a
+ * scheduled Lambda would be; returns what stops it.
+ */
+function every(ms: number, run: () => Promise<unknown>, failed: string): () => Promise<void> {
+  if (ms <= 0) return async () => {};
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    run()
+      .catch((e) => log.error(failed, { error: e }))
+      .finally(() => {
+        busy = false;
+      });
+  }, ms);
+  return async () => clearInterval(timer);
 }
 
 /**
@@ -669,10 +679,12 @@ function accountConcurrency(policies: StackPolicies, opts: RuntimeOptions["concu
 }
 
 /**
- * One log line per finished build (build.finished: instance, host, attempts, ms since its create
- * was queued), read from the messages the local runtime hands its functions: the build request's
- * SentTimestamp, then the host's build_succeeded report that compute-events took. A failed
- * attempt is a line of its own (build.attempt_failed); the retry or the ERROR follows.
+ * One log line per finished build (build.finished: instance, host, attempts, ms since its
+ * conductor execution first started; a request that waited in build-requests, a delayed chunk or
+ * a throttled start, is counted from when the drain started it, and the drain's
+ * intake.execution_started line says how long it waited), read from what the local runtime sees:
+ * the Step Functions endpoint's starts, then the host's build_succeeded report that compute-events
+ * took. A failed attempt is a line of its own (build.attempt_failed); the retry or the ERROR follows.
  */
 function buildLines() {
   const queued = new Map<string, number>();
@@ -686,14 +698,20 @@ function buildLines() {
       }
     });
   return {
-    requested(event: SQSEvent) {
-      for (const { record, body } of bodies(event, new Set())) {
-        const at = Number(record.attributes.SentTimestamp) || Date.now();
-        for (const id of (body.instance_uuids as string[] | undefined) ?? []) {
-          if (queued.has(id)) continue;
-          if (queued.size >= QUEUED_MAX) queued.delete(queued.keys().next().value as string);
-          queued.set(id, at);
-        }
+    /** an execution started with `input` (the conductor's: a build request) at `at` */
+    started(input: string, at: number) {
+      let ids: unknown;
+      try {
+        ids = (JSON.parse(input) as { instance_uuids?: unknown }).instance_uuids;
+      } catch {
+        return;
+      }
+      if (!Array.isArray(ids)) return;
+      for (const id of ids as string[]) {
+        // a reschedule's execution: the build still counts from its first
+        if (queued.has(id)) continue;
+        if (queued.size >= QUEUED_MAX) queued.delete(queued.keys().next().value as string);
+        queued.set(id, at);
       }
     },
     reported(event: SQSEvent, out: SQSBatchResponse) {

@@ -49,6 +49,11 @@ export interface StackPolicies {
   reservedConcurrency: Partial<Record<FunctionComponent, number>>;
   /** the ScalingConfig.MaximumConcurrency of each function's SQS event source, where set */
   maximumConcurrency: Partial<Record<FunctionComponent, number>>;
+  /**
+   * The queue (ARN) of each function's SQS event source mapping: Lambda long-polls each, idle or
+   * not (the cost bench counts them)
+   */
+  eventSources: Partial<Record<FunctionComponent, string>>;
 }
 
 type Json = unknown;
@@ -227,6 +232,7 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
   const timeouts = {} as Record<FunctionComponent, number>;
   const reservedConcurrency: StackPolicies["reservedConcurrency"] = {};
   const maximumConcurrency: StackPolicies["maximumConcurrency"] = {};
+  const eventSources: StackPolicies["eventSources"] = {};
   // Customer managed policies by logical id: a role names them in ManagedPolicyArns.
   const managed = new Map<string, Statement[]>();
   for (const [logical, r] of Object.entries(s.template.Resources))
@@ -264,9 +270,10 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
       const c = s.functions.get((p.FunctionName as { Ref?: string } | undefined)?.Ref ?? "");
       const max = (p.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency;
       if (c && max !== undefined) maximumConcurrency[c] = Number(max);
+      if (c) eventSources[c] = String(resolve(p.EventSourceArn));
     }
   }
-  return { identity, resource, timeouts, reservedConcurrency, maximumConcurrency };
+  return { identity, resource, timeouts, reservedConcurrency, maximumConcurrency, eventSources };
 }
 
 function statementsOf(document: Json): Statement[] {

@@ -1,7 +1,8 @@
 // The build path's share of the account's Lambda concurrency in the synthesized stack (issue 20):
-// compute-events and build-intake reserved, their SQS event sources capped at the same maximum
-// concurrency, sized from fleet_size; a synth whose reservations leave less than Lambda's 100
-// unreserved fails. Bundling skipped: only the template's properties are read.
+// compute-events reserved and its SQS event source capped at the same maximum concurrency, sized
+// from fleet_size; build-intake (a drain on a schedule, no event source) reserved 1; a synth whose
+// reservations leave less than Lambda's 100 unreserved fails. Bundling skipped: only the
+// template's properties are read.
 import { readFileSync } from "node:fs";
 import { App, type CfnElement } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
@@ -52,47 +53,47 @@ function synth(context: Record<string, unknown> = {}): Sizing {
 }
 
 describe("the build path's concurrency in the stack", () => {
-  it("by default (fleet_size 1,000): compute-events 10 and build-intake 5, reserved and as the event sources' maximum", () => {
+  it("by default (fleet_size 1,000): compute-events 10, reserved and as its event source's maximum; build-intake 1 and no event source", () => {
     const s = synth();
     expect(s.reserved).toEqual({
       api: undefined,
-      "build-intake": 5,
+      "build-intake": 1,
       scheduler: undefined,
       conductor: undefined,
       "build-watchdog": undefined,
       "compute-events": 10,
     });
-    expect(s.maximum).toEqual({ "build-intake": 5, "compute-events": 10 });
+    expect(s.maximum).toEqual({ "compute-events": 10 });
   });
 
-  it("grows with the fleet (-c fleet_size=10000: 100 and 50)", () => {
+  it("compute-events grows with the fleet (-c fleet_size=10000: 100); build-intake stays 1", () => {
     const s = synth({ fleet_size: "10000" });
-    expect([s.reserved["compute-events"], s.reserved["build-intake"]]).toEqual([100, 50]);
-    expect(s.maximum).toEqual({ "build-intake": 50, "compute-events": 100 });
+    expect([s.reserved["compute-events"], s.reserved["build-intake"]]).toEqual([100, 1]);
+    expect(s.maximum).toEqual({ "compute-events": 100 });
   });
 
   it("the event source's maximum stays in Lambda's range (2-1000) when the reservation is larger", () => {
     const s = synth({ fleet_size: "150000", lambda_concurrency_limit: "5000" });
     expect(s.reserved["compute-events"]).toBe(1500);
     expect(s.maximum["compute-events"]).toBe(1000);
-    expect(s.maximum["build-intake"]).toBe(750);
+    expect(s.maximum["build-intake"]).toBeUndefined();
   });
 
   it("a fleet whose reservations would leave less than 100 unreserved fails the synth, saying why", () => {
     expect(() => synth({ fleet_size: "90000" })).toThrow(
-      /fleet_size 90000 reserves 1350 .*limit of 1000 \(lambda_concurrency_limit\) would leave -350 unreserved, below the 100 Lambda keeps/,
+      /fleet_size 90000 reserves 901 .*limit of 1000 \(lambda_concurrency_limit\) would leave 99 unreserved, below the 100 Lambda keeps/,
     );
     // a new account's 10: even the smallest reservation is refused; fleet_size 0 reserves nothing
     expect(() => synth({ lambda_concurrency_limit: "10", fleet_size: "5" })).toThrow(/below the 100/);
     const none = synth({ lambda_concurrency_limit: "10", fleet_size: "0" });
     expect(Object.values(none.reserved).every((r) => r === undefined)).toBe(true);
-    expect(none.maximum).toEqual({ "build-intake": undefined, "compute-events": undefined });
+    expect(none.maximum).toEqual({ "compute-events": undefined });
     expect(() => synth({ fleet_size: "many" })).toThrow(/NOVALESS_FLEET_SIZE=many is not a number/);
   });
 
-  it("sizes as documented: at least 5 each, a hundredth and a two-hundredth of the fleet", () => {
-    expect(buildPathConcurrency(1, 1000)).toEqual({ computeEvents: 5, buildIntake: 5 });
-    expect(buildPathConcurrency(2500, 1000)).toEqual({ computeEvents: 25, buildIntake: 13 });
+  it("sizes as documented: compute-events at least 5 and a hundredth of the fleet, build-intake 1", () => {
+    expect(buildPathConcurrency(1, 1000)).toEqual({ computeEvents: 5, buildIntake: 1 });
+    expect(buildPathConcurrency(2500, 1000)).toEqual({ computeEvents: 25, buildIntake: 1 });
     expect(buildPathConcurrency(0, 10)).toEqual({});
   });
 });
