@@ -38,9 +38,10 @@ async function storm(unprotected: boolean): Promise<Outcome> {
     hosts: HOSTS,
     retryIntervalMs: 10,
     watchdogIntervalMs: 0,
-    // An account of 25: the stack's reservations (compute-events 10, build-intake 5) leave 10 to
-    // the scheduler, conductor and watchdog, enough for 8 builds (an execution runs one Task at a
-    // time). AWS's floor of 100 unreserved, scaled down with the account.
+    // An account of 25: the stack's reservations (compute-events 10, build-intake 1: its drain of
+    // build-requests, once a minute on AWS) leave 14 to the scheduler, conductor and watchdog,
+    // enough for 8 builds (an execution runs one Task at a time). AWS's floor of 100 unreserved,
+    // scaled down with the account.
     concurrency: { accountLimit: 25, unreservedMinimum: 5, unprotected },
     // a report takes compute-events about this long on AWS (its calls cross the network)
     faults: { random: seededRandom(20), computeEventsDelayMs: 500 },
@@ -119,6 +120,10 @@ it("with the stack's reservations a re-registration storm leaves the build path 
   // ...and was never throttled itself (its event source reads no batch it cannot invoke), nor were
   // the scheduler and conductor
   expect(out.throttles).toEqual({});
+  // The API started each build itself (no queue, no event source between): build-intake only
+  // drains, one at a time, and its reservation is that one.
+  expect(runtime!.concurrency.reservedOf("novaless-build-intake")).toBe(1);
+  expect(out.peaks["novaless-build-intake"] ?? 0).toBeLessThanOrEqual(1);
 }, 300_000);
 
 it("the same storm without them takes the account: the conductor's tasks are throttled and builds fail", async () => {
