@@ -750,7 +750,7 @@ function report(
       `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + build-requests' drain ${fmt(drainUsd, 4)} ` +
       `(one run of an empty queue measured: an invocation and a receive, ${DRAIN_RUNS_PER_MONTH} runs a month, shared) + other idle traffic ${fmt(otherUsd, 4)} ` +
       `(measured rate${others.length ? `: ${others.join(", ")}` : ""}) + the event sources ` +
-      `${fmt(eventSourceUsd, 4)} (estimated: ${eventSourceQueues.length} queue${eventSourceQueues.length === 1 ? "" : "s"} with one` +
+      `${fmt(eventSourceUsd, 4)} (estimated: the stack's event source mappings, ${eventSourceQueues.length}` +
       `${eventSourceQueues.length ? ` (${eventSourceQueues.join(", ")})` : ""}, ${EVENT_SOURCE_POLLERS} pollers each at ${EVENT_SOURCE_POLL_SECONDS} s, shared); goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
   );
   result.idle = { usdPerHostMonth: idleUsd };
