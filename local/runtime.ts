@@ -194,7 +194,10 @@ export interface Runtime {
   hostCredentials(name: string): ReturnType<typeof hostIdentityOf>;
   /** run the watchdog now (besides its timer) */
   runWatchdog(): Promise<WatchdogAction[]>;
-  /** run build-intake's drain of build-requests now (besides its timer) */
+  /**
+   * run build-intake's drain of build-requests now (besides its timer; its reservation is 1, so
+   * while the timer's run is in flight this one is throttled, as Lambda would)
+   */
   drainBuildRequests(): Promise<DrainSummary>;
   /** the account's Lambda concurrency: in flight, throttles */
   concurrency: AccountConcurrency;
@@ -629,21 +632,27 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
 
 /**
  * Runs `run` every `ms` (0: never), a run still going when the next is due skipped, as a
- * scheduled Lambda would be; returns what stops it.
+ * scheduled Lambda with a reservation of 1 would be; returns what stops it (and waits for the run
+ * in flight, so that none outlives the emulators).
  */
 function every(ms: number, run: () => Promise<unknown>, failed: string): () => Promise<void> {
   if (ms <= 0) return async () => {};
-  let busy = false;
+  let running: Promise<void> | undefined;
   const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    run()
-      .catch((e) => log.error(failed, { error: e }))
+    if (running) return;
+    running = run()
+      .then(
+        () => {},
+        (e) => log.error(failed, { error: e }),
+      )
       .finally(() => {
-        busy = false;
+        running = undefined;
       });
   }, ms);
-  return async () => clearInterval(timer);
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
 }
 
 /**
