@@ -1114,7 +1114,7 @@ export const DEPLOYMENT_OPTIONS: readonly ConfigOption[] = [
     kind: "int",
     default: 1000,
     min: 0,
-    help: "Compute hosts the stack is sized for. compute-events gets a reserved concurrency (and its queue's event source the same maximum concurrency) of max(5, ceil(fleet_size / 100)), build-intake max(5, ceil(fleet_size / 200)): a fleet-wide re-registration or heartbeat storm waits in its queue instead of taking the account's concurrency from the API, scheduler and conductor. 0: no reservation (an account whose limit cannot spare it).",
+    help: "Compute hosts the stack is sized for. compute-events gets a reserved concurrency (and its queue's event source the same maximum concurrency) of max(5, ceil(fleet_size / 100)), build-intake 1 (its drain of build-requests runs once a minute): a fleet-wide re-registration or heartbeat storm waits in its queue instead of taking the account's concurrency from the API, scheduler and conductor. 0: no reservation (an account whose limit cannot spare it).",
     topic: "deployment",
   }),
   row({

@@ -33,6 +33,8 @@ export interface EmulatorOptions {
     policy: GatewayPolicy;
     /** probability that a DynamoDB item operation is throttled */
     dynamodbThrottleRate?: number;
+    /** probability that a Step Functions StartExecution is throttled */
+    startExecutionThrottleRate?: number;
     random?: () => number;
   };
 }
@@ -108,6 +110,7 @@ export async function startEmulators(opts: EmulatorOptions = {}): Promise<Emulat
         },
         policy: opts.iam.policy,
         dynamodbThrottleRate: opts.iam.dynamodbThrottleRate,
+        startExecutionThrottleRate: opts.iam.startExecutionThrottleRate,
         random: opts.iam.random,
       });
       stops.push(() => gateway!.stop());

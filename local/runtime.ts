@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
-import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
-import type { LambdaFunctionURLEvent, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import type { LambdaFunctionURLEvent } from "aws-lambda";
 import { conductorDefinition } from "../infra/conductor/definition.js";
 import { resetClients, s3Client, sfnClient, sqsClient, useRequestHandler } from "../lib/aws/clients.js";
 import { runAs } from "../lib/aws/identity.js";
@@ -23,6 +23,7 @@ import type { HostIdentity } from "../lib/compute/build-path.js";
 import type { Driver } from "../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
+import type { DrainSummary } from "../lib/conductor/intake.js";
 import { resetHostManagers } from "../lib/conductor/select-destinations.js";
 import type { WatchdogAction } from "../lib/conductor/watchdog.js";
 import { option, optionValue, schedulerConfig } from "../lib/config.js";
@@ -32,7 +33,6 @@ import { seedPublicNetwork } from "../lib/network/seed.js";
 import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS, DLQ_SUFFIX } from "../lib/resources.js";
 import { AccountConcurrency, type AccountConcurrencyOptions } from "./concurrency.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
-import { type EventSource, type EventSourceOptions, startEventSource } from "./event-source.js";
 import { FUNCTION_HANDLERS, type HandlerFunction } from "./function-handlers.js";
 import { spawnFunctionThread } from "./function-thread.js";
 import { type HttpFront, startHttpFront } from "./http.js";
@@ -79,6 +79,11 @@ export interface FaultOptions {
   schedulerFailureRate?: number;
   /** probability that a DynamoDB item operation is throttled (ProvisionedThroughputExceededException) */
   dynamodbThrottleRate?: number;
+  /**
+   * probability that a StartExecution is throttled (ThrottlingException): a sender's request then
+   * waits in build-requests for the drain (also `emulators.gateway.setStartExecutionThrottleRate`)
+   */
+  startExecutionThrottleRate?: number;
   /** probability that a cast to a host queue is delivered twice */
   duplicateHostMessageRate?: number;
   /** casts to host queues are delayed by up to this long (SQS DelaySeconds) */
@@ -131,6 +136,11 @@ export interface RuntimeOptions {
   heartbeatSeconds?: number;
   /** how often the build watchdog runs (a scheduled Lambda in AWS); 0 disables it */
   watchdogIntervalMs?: number;
+  /**
+   * how often build-intake drains build-requests (every minute in AWS, a schedule; default 1 s
+   * here, so that a delayed chunk or a start that was throttled starts soon after); 0 disables it
+   */
+  intakeIntervalMs?: number;
   faults?: FaultOptions;
   /** IAM, always enforced; tests may take statements out of the stack's policy set */
   iam?: IamOptions;
@@ -184,6 +194,11 @@ export interface Runtime {
   hostCredentials(name: string): ReturnType<typeof hostIdentityOf>;
   /** run the watchdog now (besides its timer) */
   runWatchdog(): Promise<WatchdogAction[]>;
+  /**
+   * run build-intake's drain of build-requests now (besides its timer; its reservation is 1, so
+   * while the timer's run is in flight this one is throttled, as Lambda would)
+   */
+  drainBuildRequests(): Promise<DrainSummary>;
   /** the account's Lambda concurrency: in flight, throttles */
   concurrency: AccountConcurrency;
   /** the worker threads (`threads`): the functions' and dynalite's, each with its utilization */
@@ -375,9 +390,18 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   // Every host's own session, as it gets one on AWS (tagged novaless-host=<host>).
   for (const name of names) gateway.principals.set(...hostPrincipal(name, statements["compute-host"]));
   const timeouts = { ...policies.timeouts, ...opts.lambdaTimeouts };
-  const { account, scaling } = accountConcurrency(policies, opts.concurrency);
+  // The stack drives no function from a queue (a mapping's pollers cost the same idle or not):
+  // hosts post to compute-events' function URL, senders start the conductor, build-intake drains
+  // on a schedule. One added to the stack would not run here unseen.
+  const mapped = Object.keys(policies.eventSources);
+  if (mapped.length)
+    throw new Error(
+      `the stack has SQS event source mappings (${mapped.join(", ")}); the local runtime runs none`,
+    );
+  const account = accountConcurrency(policies, opts.concurrency);
   // the functions' handlers: these imports, until a thread of their own takes them (below)
   let handlerOf = (fn: HandlerFunction): LambdaHandler => FUNCTION_HANDLERS[fn];
+  const builds = buildLines();
   const emulators = await early(
     startEmulators({
       dynamodbThread: opts.threads,
@@ -393,10 +417,12 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           ),
         },
         ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
+        onExecutionStart: (info) => builds.started(info.input, info.startDate.getTime()),
       },
       iam: {
         policy: gateway,
         dynamodbThrottleRate: opts.faults?.dynamodbThrottleRate,
+        startExecutionThrottleRate: opts.faults?.startExecutionThrottleRate,
         random: opts.faults?.random,
       },
     }),
@@ -500,7 +526,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         : handlerOf("compute-events"),
       account,
     );
-    const builds = buildLines();
     eventsHandler = async (event) => {
       const out = await eventsFunction.invoke(event);
       builds.reported(event, out);
@@ -558,41 +583,16 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       ms: Date.now() - hostsStarted,
     });
 
-    const arn = await sqsClient().send(
-      new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["QueueArn"] }),
-    );
+    // build-intake drains build-requests on a schedule (every minute in AWS), as its function: its
+    // reservation and timeout hold. A run still going when the next is due is skipped.
     const intakeFunction = functionOf("build-intake", timeouts, handlerOf("build-intake"), account);
-    const intake: EventSource = as("build-intake")(() =>
-      startEventSource({
-        queueUrl: build.queueUrl,
-        queueArn: arn.Attributes?.QueueArn ?? "",
-        handler: (event) => {
-          builds.requested(event);
-          return intakeFunction.invoke(event) as Promise<SQSBatchResponse>;
-        },
-        ...scaling("build-intake", BUILD_REQUESTS_QUEUE.visibilityTimeout),
-        ...doorbellOf(emulators, build.queueUrl),
-      }),
-    );
-    stops.push(() => intake.stop());
+    const drain = () => intakeFunction.invoke({}) as Promise<DrainSummary>;
+    stops.push(every(opts.intakeIntervalMs ?? 1000, drain, "intake.failed"));
 
     // The deployed handler answers only a count; locally the actions themselves come back.
     const watchdogFunction = functionOf("build-watchdog", timeouts, handlerOf("build-watchdog"), account);
     const watchdog = () => watchdogFunction.invoke({}) as Promise<WatchdogAction[]>;
-    const watchdogEvery = opts.watchdogIntervalMs ?? 10_000;
-    if (watchdogEvery > 0) {
-      let busy = false;
-      const timer = setInterval(() => {
-        if (busy) return;
-        busy = true;
-        watchdog()
-          .catch((e) => log.error("watchdog.failed", { error: e }))
-          .finally(() => {
-            busy = false;
-          });
-      }, watchdogEvery);
-      stops.push(async () => clearInterval(timer));
-    }
+    stops.push(every(opts.watchdogIntervalMs ?? 10_000, watchdog, "watchdog.failed"));
 
     const killHost = (name: string) => asHost(name)(() => handle(hosts, name).agent.kill());
     const restartHost = (name: string) =>
@@ -625,6 +625,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         return hostIdentityOf(name);
       },
       runWatchdog: watchdog,
+      drainBuildRequests: drain,
       concurrency: account,
       threads: [...emulators.threads, ...(thread ? [thread] : [])],
       stop: stopAll,
@@ -636,13 +637,34 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
 }
 
 /**
- * The account's Lambda concurrency with the stack's reservations (refused, as the deploy would
- * be, when they leave less than the unreserved floor), and each SQS event source's scaling: the
- * stack's MaximumConcurrency, else pollers as Lambda scales them (to 1,000; here 64, which
- * outnumber the small account a starvation test models).
+ * Runs `run` every `ms` (0: never), a run still going when the next is due skipped, as a
+ * scheduled Lambda with a reservation of 1 would be; returns what stops it (and waits for the run
+ * in flight, so that none outlives the emulators).
  */
-const UNBOUNDED_POLLERS = 64;
+function every(ms: number, run: () => Promise<unknown>, failed: string): () => Promise<void> {
+  if (ms <= 0) return async () => {};
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = run()
+      .then(
+        () => {},
+        (e) => log.error(failed, { error: e }),
+      )
+      .finally(() => {
+        running = undefined;
+      });
+  }, ms);
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
 
+/**
+ * The account's Lambda concurrency with the stack's reservations (refused, as the deploy would
+ * be, when they leave less than the unreserved floor).
+ */
 function accountConcurrency(policies: StackPolicies, opts: RuntimeOptions["concurrency"] = {}) {
   const { unprotected, ...limits } = opts;
   const reserved = unprotected
@@ -655,44 +677,35 @@ function accountConcurrency(policies: StackPolicies, opts: RuntimeOptions["concu
     ...limits,
     reserved,
   });
-  const scaling = (
-    fn: FunctionComponent,
-    visibilityTimeoutSeconds: number,
-  ): Pick<EventSourceOptions, "maximumConcurrency" | "pollers" | "visibilityTimeoutSeconds"> => {
-    const max = unprotected ? undefined : policies.maximumConcurrency[fn];
-    return max !== undefined
-      ? { maximumConcurrency: max, visibilityTimeoutSeconds }
-      : { pollers: UNBOUNDED_POLLERS, visibilityTimeoutSeconds };
-  };
-  return { account, scaling };
+  return account;
 }
 
 /**
- * One log line per finished build (build.finished: instance, host, attempts, ms since its create
- * was queued), read from the messages the local runtime hands its functions: the build request's
- * SentTimestamp, then the host's build_succeeded report that compute-events took. A failed
- * attempt is a line of its own (build.attempt_failed); the retry or the ERROR follows.
+ * One log line per finished build (build.finished: instance, host, attempts, ms since its
+ * conductor execution first started; a request that waited in build-requests, a delayed chunk or
+ * a throttled start, is counted from when the drain started it, and the drain's
+ * intake.execution_started line says how long it waited), read from what the local runtime sees:
+ * the Step Functions endpoint's starts, then the host's build_succeeded report that compute-events
+ * took. A failed attempt is a line of its own (build.attempt_failed); the retry or the ERROR follows.
  */
 function buildLines() {
   const queued = new Map<string, number>();
   const QUEUED_MAX = 100_000;
-  const bodies = (event: SQSEvent) =>
-    event.Records.flatMap((r) => {
-      try {
-        return [{ record: r, body: JSON.parse(r.body) as Record<string, unknown> }];
-      } catch {
-        return [];
-      }
-    });
   return {
-    requested(event: SQSEvent) {
-      for (const { record, body } of bodies(event)) {
-        const at = Number(record.attributes.SentTimestamp) || Date.now();
-        for (const id of (body.instance_uuids as string[] | undefined) ?? []) {
-          if (queued.has(id)) continue;
-          if (queued.size >= QUEUED_MAX) queued.delete(queued.keys().next().value as string);
-          queued.set(id, at);
-        }
+    /** an execution started with `input` (the conductor's: a build request) at `at` */
+    started(input: string, at: number) {
+      let ids: unknown;
+      try {
+        ids = (JSON.parse(input) as { instance_uuids?: unknown }).instance_uuids;
+      } catch {
+        return;
+      }
+      if (!Array.isArray(ids)) return;
+      for (const id of ids as string[]) {
+        // a reschedule's execution: the build still counts from its first
+        if (queued.has(id)) continue;
+        if (queued.size >= QUEUED_MAX) queued.delete(queued.keys().next().value as string);
+        queued.set(id, at);
       }
     },
     /** a report compute-events answered through its function URL */
@@ -725,24 +738,6 @@ function buildLines() {
         }
       }
     },
-  };
-}
-
-/**
- * The gateway's word that a message was sent to the queue (once its delay is over): an event
- * source rung by it receives then, rather than long-polling. None without the gateway.
- */
-function doorbellOf(emulators: Emulators, queueUrl: string): Pick<EventSourceOptions, "doorbell"> {
-  const gateway = emulators.gateway;
-  if (!gateway) return {};
-  const name = queueUrl.slice(queueUrl.lastIndexOf("/") + 1);
-  return {
-    doorbell: (ring) =>
-      gateway.onMessageSent((sent) => {
-        if (sent.queueUrl.slice(sent.queueUrl.lastIndexOf("/") + 1) !== name) return;
-        if (sent.delaySeconds > 0) setTimeout(ring, sent.delaySeconds * 1000).unref();
-        else ring();
-      }),
   };
 }
 

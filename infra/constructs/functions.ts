@@ -1,5 +1,6 @@
 // The six Lambdas, bundled by local esbuild from functions/<folder>/handler.ts, with one shared
-// environment, their triggers (queues, the watchdog's schedule) and least-privilege grants.
+// environment, their triggers (compute-events' function URL, the watchdog's and build-intake's
+// schedules) and least-privilege grants.
 import { fileURLToPath } from "node:url";
 import { CfnOutput, Duration, RemovalPolicy, type Stack } from "aws-cdk-lib";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
@@ -7,7 +8,6 @@ import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
-import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
@@ -29,10 +29,8 @@ const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 /** What Lambda keeps unreserved in every account (configuration-concurrency.html). */
 export const LAMBDA_UNRESERVED_MINIMUM = 100;
-/** ScalingConfig.MaximumConcurrency's range on an SQS event source mapping. */
-const MAXIMUM_CONCURRENCY = { min: 2, max: 1000 } as const;
 
-/** The reserved concurrency of the functions the SQS queues drive; undefined: none. */
+/** The reserved concurrency of the build path's own functions; undefined: none. */
 export interface BuildPathConcurrency {
   computeEvents?: number;
   buildIntake?: number;
@@ -51,9 +49,8 @@ export interface BuildPathConcurrency {
  *   whole fleet in about 100 rounds (seconds); steady heartbeats (fleet / 80 a second) need a
  *   few. Beyond the reservation Lambda answers 429 and the host sends its report again, with
  *   backoff (lib/aws/function-url.ts).
- * - build-intake (starts one conductor execution per build): ceil(fleet / 200), at least 5.
- * - Each queue's event source gets MaximumConcurrency equal to the reservation: above it Lambda
- *   would read batches it cannot invoke, throttle them and leave them to the visibility timeout.
+ * - build-intake: 1. It drains build-requests once a minute (a schedule, not an event source:
+ *   most builds are started by their sender, lib/aws/send.ts); one drain at a time is enough.
  * - The API, scheduler, conductor and watchdog keep the unreserved pool (at least 100, Lambda's
  *   floor), which nothing driven by the hosts can take now; unreserved, a burst of builds is not
  *   capped by a reservation of its own.
@@ -63,7 +60,7 @@ export interface BuildPathConcurrency {
 export function buildPathConcurrency(fleetSize: number, accountLimit: number): BuildPathConcurrency {
   if (fleetSize === 0) return {};
   const computeEvents = Math.max(5, Math.ceil(fleetSize / 100));
-  const buildIntake = Math.max(5, Math.ceil(fleetSize / 200));
+  const buildIntake = BUILD_INTAKE_CONCURRENCY;
   const reserved = computeEvents + buildIntake;
   if (accountLimit - reserved < LAMBDA_UNRESERVED_MINIMUM)
     throw new Error(
@@ -75,18 +72,15 @@ export function buildPathConcurrency(fleetSize: number, accountLimit: number): B
   return { computeEvents, buildIntake };
 }
 
+/** build-intake's reservation: one drain of build-requests at a time. */
+export const BUILD_INTAKE_CONCURRENCY = 1;
+
 /** A deployment option (lib/config.ts): `-c <name>=…`, else its variable, else its default. */
 function deploymentOption(stack: Stack, key: string): number {
   const o = option(key);
   const raw: unknown = stack.node.tryGetContext(o.name) ?? process.env[o.env];
   return (raw === undefined || raw === "" ? o.default : parseOption(o, String(raw))) as number;
 }
-
-/** The event source's MaximumConcurrency for a reservation (in its range). */
-const maxConcurrencyOf = (reserved: number | undefined) =>
-  reserved === undefined
-    ? {}
-    : { maxConcurrency: Math.min(MAXIMUM_CONCURRENCY.max, Math.max(MAXIMUM_CONCURRENCY.min, reserved)) };
 
 export interface FunctionsProps {
   data: Data;
@@ -182,19 +176,19 @@ export class Functions {
       memorySize: 512,
       timeout: Duration.seconds(CONDUCTOR_FUNCTION_TIMEOUT_SECONDS.conductor),
     });
-    // Its NOVALESS_CONDUCTOR_ARN comes with startsBuildsOn.
+    // Every minute, drain build-requests: what its senders could not start themselves (a large
+    // create's delayed chunks, a start throttled). No SQS event source: its pollers cost about
+    // $0.26 a month, idle or not. Its NOVALESS_CONDUCTOR_ARN comes with startsBuildsOn.
     this.buildIntake = handler("BuildIntake", "build-intake", {
       memorySize: 256,
       timeout: Duration.seconds(30),
       reservedConcurrentExecutions: this.concurrency.buildIntake,
     });
-    this.buildIntake.addEventSource(
-      new SqsEventSource(queues.buildRequests, {
-        batchSize: 10,
-        reportBatchItemFailures: true,
-        ...maxConcurrencyOf(this.concurrency.buildIntake),
-      }),
-    );
+    new events.Rule(stack, "BuildIntakeSchedule", {
+      description: "novaless: drain build-requests into the conductor",
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new targets.LambdaFunction(this.buildIntake, { retryAttempts: 0 })],
+    });
     // The build watchdog: every minute, fence and reschedule builds whose host died or hung.
     this.buildWatchdog = handler("BuildWatchdog", "build-watchdog", {
       memorySize: 512,
@@ -236,11 +230,23 @@ export class Functions {
     ];
   }
 
-  /** The build intake starts the conductor's executions; a request it cannot start is dead-lettered. */
+  /**
+   * Who starts the conductor's executions: every sender of a build request starts it directly
+   * (lib/aws/send.ts; each keeps sqs:SendMessage on build-requests for a delayed request or a start
+   * refused), and build-intake starts what waits in the queue. The state machine is made after the
+   * functions (it invokes two of them), so its ARN comes here; none of these four is one of its steps.
+   */
   startsBuildsOn(conductor: sfn.StateMachine): void {
-    this.buildIntake.addEnvironment("NOVALESS_CONDUCTOR_ARN", conductor.stateMachineArn);
-    conductor.grantStartExecution(this.buildIntake);
+    for (const fn of this.buildRequestSenders) {
+      fn.addEnvironment("NOVALESS_CONDUCTOR_ARN", conductor.stateMachineArn);
+      conductor.grantStartExecution(fn);
+    }
     this.queues.buildRequestsDlq.grantSendMessages(this.buildIntake);
+  }
+
+  /** The functions that start builds: sendBuildRequest's callers, and build-intake's drain. */
+  get buildRequestSenders(): NodejsFunction[] {
+    return [this.api, this.buildIntake, this.buildWatchdog, this.computeEvents];
   }
 
   private grant(data: Data, queues: Queues, secrets: Secrets): void {
@@ -269,6 +275,9 @@ export class Functions {
     services.grant(api, "dynamodb:UpdateItem");
     scheduling.grantReadData(api);
     queues.buildRequests.grantSendMessages(api);
+    // build-intake's drain: receive, then delete what it started or dead-lettered (DeleteMessageBatch
+    // is authorized as sqs:DeleteMessage); a start that failed is left to the visibility timeout
+    queues.buildRequests.grant(this.buildIntake, "sqs:ReceiveMessage", "sqs:DeleteMessage");
     // Resize and migrate create the migration record; confirm and revert move it on; os-migrations lists.
     migrations.grantReadWriteData(api);
     api.addToRolePolicy(

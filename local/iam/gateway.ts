@@ -64,6 +64,8 @@ export interface GatewayOptions {
   policy: GatewayPolicy;
   /** probability that a DynamoDB item operation is throttled (ProvisionedThroughputExceededException) */
   dynamodbThrottleRate?: number;
+  /** probability that a Step Functions StartExecution is throttled (ThrottlingException) */
+  startExecutionThrottleRate?: number;
   random?: () => number;
   port?: number;
 }
@@ -82,6 +84,7 @@ export interface Gateway {
   /** one more caller (a host's session), the policy otherwise unchanged */
   addPrincipal(accessKeyId: string, principal: GatewayPrincipal): void;
   setDynamodbThrottleRate(rate: number): void;
+  setStartExecutionThrottleRate(rate: number): void;
   /** DynamoDB requests answered with an injected throttle so far */
   readonly throttled: number;
   /**
@@ -384,6 +387,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const DECISIONS_MAX = 100_000;
   let throttleRate = opts.dynamodbThrottleRate ?? 0;
   let throttled = 0;
+  let startThrottleRate = opts.startExecutionThrottleRate ?? 0;
   const random = opts.random ?? Math.random;
   const agent = new Agent({ keepAlive: true });
   const limits = sqsLimits();
@@ -622,6 +626,18 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
           "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.",
       };
     }
+    if (
+      service === "states" &&
+      op === "StartExecution" &&
+      startThrottleRate > 0 &&
+      random() < startThrottleRate
+    ) {
+      return {
+        status: 400,
+        type: "com.amazonaws.swf.base.exceptions#ThrottlingException",
+        message: "Rate exceeded",
+      };
+    }
     return undefined;
   }
 
@@ -774,6 +790,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     },
     setDynamodbThrottleRate(rate) {
       throttleRate = rate;
+    },
+    setStartExecutionThrottleRate(rate) {
+      startThrottleRate = rate;
     },
     get throttled() {
       return throttled;

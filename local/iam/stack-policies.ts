@@ -46,10 +46,11 @@ export interface StackPolicies {
   timeouts: Record<FunctionComponent, number>;
   /** the functions' ReservedConcurrentExecutions, where the template sets one */
   reservedConcurrency: Partial<Record<FunctionComponent, number>>;
-  /** the ScalingConfig.MaximumConcurrency of each function's SQS event source, where set */
-  maximumConcurrency: Partial<Record<FunctionComponent, number>>;
-  /** the functions an SQS event source mapping drives, one entry per mapping (its pollers cost idle) */
-  eventSources: FunctionComponent[];
+  /**
+   * The queue (ARN) of each function's SQS event source mapping: Lambda long-polls each, idle or
+   * not (the cost bench counts them)
+   */
+  eventSources: Partial<Record<FunctionComponent, string>>;
 }
 
 type Json = unknown;
@@ -225,8 +226,7 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
   const resource: Statement[] = [];
   const timeouts = {} as Record<FunctionComponent, number>;
   const reservedConcurrency: StackPolicies["reservedConcurrency"] = {};
-  const maximumConcurrency: StackPolicies["maximumConcurrency"] = {};
-  const eventSources: FunctionComponent[] = [];
+  const eventSources: StackPolicies["eventSources"] = {};
   // Customer managed policies by logical id: a role names them in ManagedPolicyArns.
   const managed = new Map<string, Statement[]>();
   for (const [logical, r] of Object.entries(s.template.Resources))
@@ -262,12 +262,10 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
         reservedConcurrency[c] = Number(p.ReservedConcurrentExecutions);
     } else if (r.Type === "AWS::Lambda::EventSourceMapping") {
       const c = s.functions.get((p.FunctionName as { Ref?: string } | undefined)?.Ref ?? "");
-      if (c) eventSources.push(c);
-      const max = (p.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency;
-      if (c && max !== undefined) maximumConcurrency[c] = Number(max);
+      if (c) eventSources[c] = String(resolve(p.EventSourceArn));
     }
   }
-  return { identity, resource, timeouts, reservedConcurrency, maximumConcurrency, eventSources };
+  return { identity, resource, timeouts, reservedConcurrency, eventSources };
 }
 
 function statementsOf(document: Json): Statement[] {

@@ -102,6 +102,11 @@ const timeoutMs = Number(values.timeout) * 1000;
 const MONTH_S = 30 * 86_400;
 /** the stack's schedule of the build watchdog (rate 1 minute) */
 const WATCHDOG_RUNS_PER_MONTH = MONTH_S / 60;
+/** the stack's schedule of build-intake's drain of build-requests (rate 1 minute) */
+const DRAIN_RUNS_PER_MONTH = MONTH_S / 60;
+/** an SQS event source mapping: Lambda long-polls its queue with at least 5 pollers, 20 s each */
+const EVENT_SOURCE_POLLERS = 5;
+const EVENT_SOURCE_POLL_SECONDS = 20;
 
 // --- Output: the components' JSON log lines are counted (by identity) and kept off the terminal.
 const out = process.stdout.write.bind(process.stdout);
@@ -398,8 +403,9 @@ async function runSize(
     hosts,
     buildMs: 0,
     heartbeatSeconds,
-    // Runs once, measured, below (the stack schedules it every minute).
+    // Run once each, measured, below (the stack schedules both every minute).
     watchdogIntervalMs: 0,
+    intakeIntervalMs: 0,
   });
   let runtime: Runtime;
   try {
@@ -423,6 +429,13 @@ async function runSize(
     const idle = closeWindow();
     await before(deadline, "watchdog run", runtime.runWatchdog());
     const watchdog = closeWindow();
+    // build-intake's drain of an empty build-requests: one invocation and one receive
+    await before(deadline, "drain run", runtime.drainBuildRequests());
+    const drain = closeWindow();
+    // the queues Lambda long-polls for an event source mapping, from the stack
+    const eventSourceQueues = Object.values(runtime.policies.eventSources).map(
+      (arn) => arn.split(":").pop()!,
+    );
 
     // --- builds
     let done = 0;
@@ -497,7 +510,7 @@ async function runSize(
       result.note = "no build finished";
       return result;
     }
-    report(hosts, done, idle, watchdog, window, memory, result, buildSeconds, runtime.policies.eventSources);
+    report(hosts, done, { idle, watchdog, drain, eventSourceQueues }, window, memory, result, buildSeconds);
     reportFeed(done, window);
     if (socketWarnings.count) {
       print(`the SDK warned ${socketWarnings.count} times that a client's 50 sockets were all taken`);
@@ -538,17 +551,15 @@ function reportFeed(done: number, window: Window): void {
 function report(
   hosts: number,
   done: number,
-  idle: Window,
-  watchdog: Window,
+  idleRuns: { idle: Window; watchdog: Window; drain: Window; eventSourceQueues: string[] },
   window: Window,
   memory: Record<FunctionComponent, number>,
   result: SizeResult,
   buildSeconds: number,
-  /** the functions the stack's SQS event source mappings drive */
-  eventSources: string[],
 ): void {
+  const { idle, watchdog, drain, eventSourceQueues } = idleRuns;
   const idleBy = byComponent(idle, memory);
-  // Per build: the idle heartbeats taken out message by message, in both windows.
+  // Per build: the idle heartbeats taken out report by report, in both windows.
   const idleLeft = byComponent(idle, memory, { withoutIdleHeartbeats: true });
   const buildBy = byComponent(window, memory, { withoutIdleHeartbeats: true });
   // The build window less the idle rate (the watchdog's runs, sweeps) for its length, per build;
@@ -659,6 +670,10 @@ function report(
   }
   print(`watchdog run window ${fmt(watchdog.seconds, 2)} s: ${wdParts.join(", ")} (per million runs)`);
   const watchdogUsd = (watchdogRunUsd * WATCHDOG_RUNS_PER_MONTH) / hosts;
+  let drainRunUsd = 0;
+  for (const [c, f] of byComponent(drain, memory)) drainRunUsd += dollars(f, c);
+  print(`drain run window ${fmt(drain.seconds, 2)} s: $${fmt(drainRunUsd * 1e6, 2)} per million runs`);
+  const drainUsd = (drainRunUsd * DRAIN_RUNS_PER_MONTH) / hosts;
   // Whatever else ran while nothing was built (empty polls aside), at its measured rate.
   let otherRunUsd = 0;
   const others: string[] = [];
@@ -669,11 +684,15 @@ function report(
     otherRunUsd += d;
   }
   const otherUsd = (otherRunUsd / idle.seconds) * (MONTH_S / hosts);
-  // The stack's SQS event source mappings: Lambda long-polls each queue with about 5 pollers
-  // whether anything comes or not (estimated), and the account pays their receives.
-  const mappings = eventSources.length;
-  const eventSourceUsd = (mappings * 5 * (MONTH_S / 20) * PRICES.sqsRequest.usd) / hosts;
-  const idleUsd = heartbeatUsd + pollUsd + watchdogUsd + otherUsd + eventSourceUsd;
+  // The stack's SQS event source mappings: Lambda long-polls each queue with at least 5 pollers
+  // (estimated), idle or not.
+  const eventSourceUsd =
+    (eventSourceQueues.length *
+      EVENT_SOURCE_POLLERS *
+      (MONTH_S / EVENT_SOURCE_POLL_SECONDS) *
+      PRICES.sqsRequest.usd) /
+    hosts;
+  const idleUsd = heartbeatUsd + pollUsd + watchdogUsd + drainUsd + otherUsd + eventSourceUsd;
   if (heartbeatsSeen === 0)
     print("no heartbeat seen in the idle window: heartbeats counted as free (unknown)");
   print(
@@ -686,9 +705,11 @@ function report(
       `(${fmt(heartbeatsPerMonth, 0)} a month: every ${idleHeartbeat} s at report_interval ${heartbeatSeconds} s and service_down_time ${schedulerConfig().service_down_time} s) + long polls ${fmt(pollUsd, 4)} ` +
       `(${fmt(pollsPerMonth, 0)} a month at ${pollSeconds} s, computed: the local agents poll every 1 s) + ` +
       `watchdog ${fmt(watchdogUsd, 4)} (one run measured: $${fmt(watchdogRunUsd * 1e6, 2)} per million runs, ` +
-      `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + other idle traffic ${fmt(otherUsd, 4)} ` +
+      `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + build-requests' drain ${fmt(drainUsd, 4)} ` +
+      `(one run of an empty queue measured: an invocation and a receive, ${DRAIN_RUNS_PER_MONTH} runs a month, shared) + other idle traffic ${fmt(otherUsd, 4)} ` +
       `(measured rate${others.length ? `: ${others.join(", ")}` : ""}) + the event sources ` +
-      `${fmt(eventSourceUsd, 4)} (estimated: ${mappings} in the stack (${eventSources.join(", ") || "none"}), 5 pollers each at 20 s, shared); goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
+      `${fmt(eventSourceUsd, 4)} (estimated: the stack's event source mappings, ${eventSourceQueues.length}` +
+      `${eventSourceQueues.length ? ` (${eventSourceQueues.join(", ")})` : ""}, ${EVENT_SOURCE_POLLERS} pollers each at ${EVENT_SOURCE_POLL_SECONDS} s, shared); goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
   );
   result.idle = { usdPerHostMonth: idleUsd };
 }
@@ -854,6 +875,8 @@ async function runMoves(
     buildMs: 0,
     heartbeatSeconds: moveHeartbeat,
     watchdogIntervalMs: 0,
+    // every move starts its execution itself; nothing waits in build-requests
+    intakeIntervalMs: 0,
     env: { NOVALESS_SERVICE_DOWN_TIME: String(3 * moveHeartbeat) },
   });
   let runtime: Runtime;

@@ -39,9 +39,10 @@ async function storm(unprotected: boolean): Promise<Outcome> {
     hosts: HOSTS,
     retryIntervalMs: 10,
     watchdogIntervalMs: 0,
-    // An account of 25: the stack's reservations (compute-events 10, build-intake 5) leave 10 to
-    // the scheduler, conductor and watchdog, enough for 8 builds (an execution runs one Task at a
-    // time). AWS's floor of 100 unreserved, scaled down with the account.
+    // An account of 25: the stack's reservations (compute-events 10, build-intake 1: its drain of
+    // build-requests, once a minute on AWS) leave 14 to the scheduler, conductor and watchdog,
+    // enough for 8 builds (an execution runs one Task at a time). AWS's floor of 100 unreserved,
+    // scaled down with the account.
     concurrency: { accountLimit: 25, unreservedMinimum: 5, unprotected },
     // A report takes compute-events about this long on AWS (its calls cross the network).
     // Unprotected, longer: the hosts back off between their 429s, and a registration that holds
@@ -113,6 +114,10 @@ it("with the stack's reservations a re-registration storm leaves the build path 
   expect(out.throttles["novaless-compute-events"]).toBeGreaterThan(0);
   // ... and nothing else was throttled: the scheduler and conductor had the rest of the account
   expect(Object.keys(out.throttles)).toEqual(["novaless-compute-events"]);
+  // The API started each build itself (no queue, no event source between): build-intake only
+  // drains, one at a time, and its reservation is that one.
+  expect(runtime!.concurrency.reservedOf("novaless-build-intake")).toBe(1);
+  expect(out.peaks["novaless-build-intake"] ?? 0).toBeLessThanOrEqual(1);
 }, 300_000);
 
 it("the same storm without it takes the account: the conductor's Lambda tasks are throttled", async () => {

@@ -1,7 +1,8 @@
 // The build path's share of the account's Lambda concurrency in the synthesized stack (issue 20):
-// compute-events and build-intake reserved, build-intake's SQS event source capped at the same
-// maximum concurrency (compute-events has none: hosts post to its function URL), sized from fleet_size; a synth whose reservations leave less than Lambda's 100
-// unreserved fails. Bundling skipped: only the template's properties are read.
+// compute-events reserved (hosts post to its function URL) and build-intake reserved 1 (a drain on
+// a schedule), sized from fleet_size; no function has an SQS event source; a synth whose
+// reservations leave less than Lambda's 100 unreserved fails. Bundling skipped: only the
+// template's properties are read.
 import { readFileSync } from "node:fs";
 import { App, type CfnElement } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
@@ -16,7 +17,7 @@ const cdkJson = JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.ur
 interface Sizing {
   /** function → ReservedConcurrentExecutions (absent: none) */
   reserved: Record<string, number | undefined>;
-  /** function → its event source's ScalingConfig.MaximumConcurrency */
+  /** function → its SQS event source's ScalingConfig.MaximumConcurrency (none expected) */
   maximum: Record<string, number | undefined>;
 }
 
@@ -52,46 +53,46 @@ function synth(context: Record<string, unknown> = {}): Sizing {
 }
 
 describe("the build path's concurrency in the stack", () => {
-  it("by default (fleet_size 1,000): compute-events 10 and build-intake 5, reserved and as the event sources' maximum", () => {
+  it("by default (fleet_size 1,000): compute-events 10 and build-intake 1, reserved; no function has an event source", () => {
     const s = synth();
     expect(s.reserved).toEqual({
       api: undefined,
-      "build-intake": 5,
+      "build-intake": 1,
       scheduler: undefined,
       conductor: undefined,
       "build-watchdog": undefined,
       "compute-events": 10,
     });
-    expect(s.maximum).toEqual({ "build-intake": 5 });
+    expect(s.maximum).toEqual({});
   });
 
-  it("grows with the fleet (-c fleet_size=10000: 100 and 50)", () => {
+  it("compute-events grows with the fleet (-c fleet_size=10000: 100); build-intake stays 1", () => {
     const s = synth({ fleet_size: "10000" });
-    expect([s.reserved["compute-events"], s.reserved["build-intake"]]).toEqual([100, 50]);
-    expect(s.maximum).toEqual({ "build-intake": 50 });
+    expect([s.reserved["compute-events"], s.reserved["build-intake"]]).toEqual([100, 1]);
+    expect(s.maximum).toEqual({});
   });
 
-  it("the event source's maximum stays in Lambda's range (2-1000) when the reservation is larger", () => {
+  it("a larger fleet reserves past 1,000 where the account's limit allows it", () => {
     const s = synth({ fleet_size: "150000", lambda_concurrency_limit: "5000" });
     expect(s.reserved["compute-events"]).toBe(1500);
-    expect(s.maximum["build-intake"]).toBe(750);
+    expect(s.maximum).toEqual({});
   });
 
   it("a fleet whose reservations would leave less than 100 unreserved fails the synth, saying why", () => {
     expect(() => synth({ fleet_size: "90000" })).toThrow(
-      /fleet_size 90000 reserves 1350 .*limit of 1000 \(lambda_concurrency_limit\) would leave -350 unreserved, below the 100 Lambda keeps/,
+      /fleet_size 90000 reserves 901 .*limit of 1000 \(lambda_concurrency_limit\) would leave 99 unreserved, below the 100 Lambda keeps/,
     );
     // a new account's 10: even the smallest reservation is refused; fleet_size 0 reserves nothing
     expect(() => synth({ lambda_concurrency_limit: "10", fleet_size: "5" })).toThrow(/below the 100/);
     const none = synth({ lambda_concurrency_limit: "10", fleet_size: "0" });
     expect(Object.values(none.reserved).every((r) => r === undefined)).toBe(true);
-    expect(none.maximum).toEqual({ "build-intake": undefined });
+    expect(none.maximum).toEqual({});
     expect(() => synth({ fleet_size: "many" })).toThrow(/NOVALESS_FLEET_SIZE=many is not a number/);
   });
 
-  it("sizes as documented: at least 5 each, a hundredth and a two-hundredth of the fleet", () => {
-    expect(buildPathConcurrency(1, 1000)).toEqual({ computeEvents: 5, buildIntake: 5 });
-    expect(buildPathConcurrency(2500, 1000)).toEqual({ computeEvents: 25, buildIntake: 13 });
+  it("sizes as documented: compute-events at least 5 and a hundredth of the fleet, build-intake 1", () => {
+    expect(buildPathConcurrency(1, 1000)).toEqual({ computeEvents: 5, buildIntake: 1 });
+    expect(buildPathConcurrency(2500, 1000)).toEqual({ computeEvents: 25, buildIntake: 1 });
     expect(buildPathConcurrency(0, 10)).toEqual({});
   });
 });

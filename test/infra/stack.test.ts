@@ -214,10 +214,19 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         NODE_OPTIONS: "--enable-source-maps",
       });
     }
-    expect(environmentOf(s, s.stack.buildIntakeFunction).NOVALESS_CONDUCTOR_ARN).toEqual({
-      Ref: logicalId(s.stack, s.stack.conductor),
-    });
+    // every sender of a build request starts its execution (lib/aws/send.ts), and build-intake's drain
+    for (const fn of [
+      s.stack.apiFunction,
+      s.stack.buildIntakeFunction,
+      s.stack.buildWatchdogFunction,
+      s.stack.computeEventsFunction,
+    ])
+      expect(environmentOf(s, fn).NOVALESS_CONDUCTOR_ARN).toEqual({
+        Ref: logicalId(s.stack, s.stack.conductor),
+      });
+    // the state machine's own steps: no start, and no reference back to it
     expect(environmentOf(s, s.stack.schedulerFunction).NOVALESS_CONDUCTOR_ARN).toBeUndefined();
+    expect(environmentOf(s, s.stack.conductorFunction).NOVALESS_CONDUCTOR_ARN).toBeUndefined();
   });
 
   it("keeps the token table in Secrets Manager: the API gets the secret's ARN and the right to read it", () => {
@@ -307,13 +316,18 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(indexes.map((i) => i.IndexName)).not.toContain("building-by-deadline");
   });
 
-  it("feeds build-intake from build-requests with partial batch failures", () => {
-    s.template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
-      EventSourceArn: { "Fn::GetAtt": [logicalId(s.stack, s.stack.buildRequestsQueue), "Arn"] },
-      FunctionName: { Ref: logicalId(s.stack, s.stack.buildIntakeFunction) },
-      BatchSize: 10,
-      FunctionResponseTypes: ["ReportBatchItemFailures"],
+  it("drains build-requests with build-intake every minute: a schedule, no event source mapping polling it", () => {
+    const intakeId = logicalId(s.stack, s.stack.buildIntakeFunction);
+    s.template.hasResourceProperties("AWS::Events::Rule", {
+      ScheduleExpression: "rate(1 minute)",
+      Targets: [Match.objectLike({ Arn: { "Fn::GetAtt": [intakeId, "Arn"] } })],
     });
+    const mappings = Object.values(s.template.findResources("AWS::Lambda::EventSourceMapping")) as Resource[];
+    const buildRequestsArn = { "Fn::GetAtt": [logicalId(s.stack, s.stack.buildRequestsQueue), "Arn"] };
+    for (const m of mappings) {
+      expect(m.Properties.EventSourceArn).not.toEqual(buildRequestsArn);
+      expect(m.Properties.FunctionName).not.toEqual({ Ref: intakeId });
+    }
   });
 
   it("gives the conductor's two functions the timeouts its retry budget is computed from", () => {
@@ -367,8 +381,26 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
   it("grants each function only what it needs", () => {
     const apiStatements = statementsOf(s, s.stack.apiFunction);
     const api = actions(apiStatements);
-    expect(api).toEqual(expect.arrayContaining(["dynamodb:PutItem", "dynamodb:Query", "sqs:SendMessage"]));
-    expect(api).not.toContain("states:StartExecution");
+    expect(api).toEqual(
+      expect.arrayContaining([
+        "dynamodb:PutItem",
+        "dynamodb:Query",
+        "sqs:SendMessage",
+        "states:StartExecution",
+      ]),
+    );
+    // every StartExecution names the conductor, nothing else
+    const conductorRef = JSON.stringify({ Ref: logicalId(s.stack, s.stack.conductor) });
+    for (const fn of [
+      s.stack.apiFunction,
+      s.stack.buildIntakeFunction,
+      s.stack.buildWatchdogFunction,
+      s.stack.computeEventsFunction,
+    ]) {
+      const starts = statementsOf(s, fn).filter((st) => [st.Action].flat().includes("states:StartExecution"));
+      expect(starts.length).toBeGreaterThan(0);
+      for (const st of starts) expect(JSON.stringify(st.Resource)).toBe(conductorRef);
+    }
     const hostsArn = { "Fn::GetAtt": [logicalId(s.stack, s.stack.tables.Hosts), "Arn"] };
     const onHosts = actions(
       apiStatements.filter((st) => JSON.stringify(st.Resource).includes(JSON.stringify(hostsArn))),
@@ -377,11 +409,29 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(onHosts).not.toContain("dynamodb:PutItem");
     expect(onHosts).not.toContain("dynamodb:DeleteItem");
 
-    const intake = actions(statementsOf(s, s.stack.buildIntakeFunction));
+    const intakeStatements = statementsOf(s, s.stack.buildIntakeFunction);
+    const intake = actions(intakeStatements);
     expect(intake).toEqual(
-      expect.arrayContaining(["states:StartExecution", "sqs:SendMessage", "sqs:ReceiveMessage"]),
+      expect.arrayContaining([
+        "states:StartExecution",
+        "sqs:SendMessage",
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+      ]),
     );
     expect(intake.some((a) => a.startsWith("dynamodb:"))).toBe(false);
+    // it reads build-requests and sends only to its DLQ (a malformed request, with its reason)
+    const onIntakeQueue = (queue: { node: { defaultChild?: unknown } }, action: string) =>
+      intakeStatements.some(
+        (st) =>
+          [st.Action].flat().includes(action) &&
+          JSON.stringify(st.Resource).includes(
+            JSON.stringify({ "Fn::GetAtt": [logicalId(s.stack, queue), "Arn"] }),
+          ),
+      );
+    expect(onIntakeQueue(s.stack.buildRequestsQueue, "sqs:ReceiveMessage")).toBe(true);
+    expect(onIntakeQueue(s.stack.buildRequestsQueue, "sqs:SendMessage")).toBe(false);
+    expect(onIntakeQueue(s.stack.buildRequestsDlq, "sqs:SendMessage")).toBe(true);
 
     const scheduler = actions(statementsOf(s, s.stack.schedulerFunction));
     expect(scheduler).toEqual(expect.arrayContaining(["dynamodb:UpdateItem", "dynamodb:GetItem"]));

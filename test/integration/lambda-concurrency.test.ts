@@ -1,17 +1,8 @@
 // Lambda's concurrency as the local runtime models it (local/concurrency.ts): the account's
 // limit, reservations that guarantee and cap, the unreserved floor, TooManyRequestsException
-// (429) with its Reason; and an SQS event source's MaximumConcurrency and throttled batches,
-// against the embedded SQS through the real SDK client.
-import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
-  SendMessageCommand,
-  SQSClient,
-} from "@aws-sdk/client-sqs";
-import type { SQSEvent } from "aws-lambda";
+// (429) with its Reason. (The stack has no SQS event source mapping, so the runtime models none.)
 import { describe, expect, it } from "vitest";
 import { AccountConcurrency } from "../../local/concurrency.js";
-import { startEventSource } from "../../local/event-source.js";
 import { LambdaServiceError, localFunction } from "../../local/lambda.js";
 import { useLocalAws } from "./local-aws.js";
 
@@ -91,94 +82,5 @@ describe("the account's concurrency", () => {
     const again = fn.invoke({});
     finish();
     await expect(again).resolves.toBe("ok");
-  });
-});
-
-describe("an SQS event source", () => {
-  async function queueWith(messages: number, visibilityTimeout: number) {
-    const sqs = new SQSClient({});
-    const q = await sqs.send(
-      new CreateQueueCommand({
-        QueueName: `concurrency-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`,
-        Attributes: { VisibilityTimeout: String(visibilityTimeout) },
-      }),
-    );
-    for (let i = 0; i < messages; i++)
-      await sqs.send(new SendMessageCommand({ QueueUrl: q.QueueUrl!, MessageBody: `m${i}` }));
-    return { sqs, url: q.QueueUrl! };
-  }
-
-  it("never has more invocations in flight than its MaximumConcurrency", async () => {
-    const { url } = await queueWith(12, 30);
-    let inFlight = 0;
-    let peak = 0;
-    const seen = new Set<string>();
-    const source = startEventSource({
-      queueUrl: url,
-      queueArn: "arn:aws:sqs:us-east-1:000000000000:q",
-      batchSize: 1,
-      pollers: 8,
-      maximumConcurrency: 2,
-      handler: async (e: SQSEvent) => {
-        peak = Math.max(peak, ++inFlight);
-        await new Promise((r) => setTimeout(r, 30));
-        for (const r of e.Records) seen.add(r.body);
-        inFlight--;
-        return { batchItemFailures: [] };
-      },
-    });
-    try {
-      while (seen.size < 12) await new Promise((r) => setTimeout(r, 20));
-    } finally {
-      await source.stop();
-    }
-    expect(peak).toBe(2);
-    expect(() =>
-      startEventSource({
-        queueUrl: url,
-        queueArn: "",
-        maximumConcurrency: 1,
-        handler: async () => ({ batchItemFailures: [] }),
-      }),
-    ).toThrow(/from 2 to 1000/);
-  });
-
-  it("a throttled batch is retried while hidden, then comes back after the visibility timeout, not lost", async () => {
-    const { sqs, url } = await queueWith(1, 1);
-    let calls = 0;
-    const delivered: string[] = [];
-    const throttledUntil = Date.now() + 1_500;
-    const source = startEventSource({
-      queueUrl: url,
-      queueArn: "arn:aws:sqs:us-east-1:000000000000:q",
-      maximumConcurrency: 2,
-      visibilityTimeoutSeconds: 1,
-      handler: async (e: SQSEvent) => {
-        calls++;
-        if (Date.now() < throttledUntil)
-          throw new LambdaServiceError("TooManyRequestsException", 429, "Rate Exceeded.");
-        delivered.push(...e.Records.map((r) => `${r.body}#${r.attributes.ApproximateReceiveCount}`));
-        return { batchItemFailures: [] };
-      },
-    });
-    try {
-      while (delivered.length === 0) await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      await source.stop();
-    }
-    // retried within its first receive, then received again once visible: delivered once, deleted
-    expect(calls).toBeGreaterThan(2);
-    expect(delivered).toHaveLength(1);
-    expect(Number(delivered[0]!.split("#")[1])).toBeGreaterThan(1);
-    const left = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: url,
-        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-      }),
-    );
-    expect(
-      Number(left.Attributes?.ApproximateNumberOfMessages) +
-        Number(left.Attributes?.ApproximateNumberOfMessagesNotVisible),
-    ).toBe(0);
   });
 });

@@ -84,10 +84,32 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("build-intake", "dynamodb:PutItem", `${ARN}host-changes-x`)).toBe(false);
   });
 
-  it("build-intake starts the conductor and nothing reads what it must not", () => {
+  it("every sender of a build request starts the conductor itself and may queue it; nothing else starts it", () => {
+    for (const c of ["api", "build-watchdog", "compute-events"] as const) {
+      expect(can(c, "states:StartExecution", SM), c).toBe(true);
+      expect(can(c, "sqs:SendMessage", `${SQS}build-x`), c).toBe(true);
+      // the API's os-dead-letters reads the DLQ; none of them reads the queue itself
+      expect(can(c, "sqs:ReceiveMessage", `${SQS}build-x`), c).toBe(false);
+    }
+    for (const c of ["scheduler", "conductor", "state-machine", "compute-host"] as const)
+      expect(can(c, "states:StartExecution", SM), c).toBe(false);
+    expect(can("api", "states:StartExecution", `${SM}-other`)).toBe(false);
+  });
+
+  it("build-intake drains build-requests into the conductor and nothing reads what it must not", () => {
     expect(can("build-intake", "states:StartExecution", SM)).toBe(true);
+    expect(can("build-intake", "sqs:ReceiveMessage", `${SQS}build-x`)).toBe(true);
+    expect(can("build-intake", "sqs:DeleteMessage", `${SQS}build-x`)).toBe(true);
+    expect(can("build-intake", "sqs:SendMessage", `${SQS}build-x-dlq`)).toBe(true);
+    expect(can("build-intake", "sqs:ReceiveMessage", `${SQS}events-x`)).toBe(false);
+    expect(can("build-intake", "sqs:PurgeQueue", `${SQS}build-x`)).toBe(false);
     expect(can("build-intake", "dynamodb:GetItem", `${ARN}instances-x`)).toBe(false);
-    expect(can("api", "states:StartExecution", SM)).toBe(false);
+    // a schedule, not an event source: no poller reads build-requests
+    expect(policies.eventSources["build-intake"]).toBeUndefined();
+    expect(Object.values(policies.eventSources)).not.toContain(`${SQS}build-x`);
+    expect(policies.reservedConcurrency["build-intake"]).toBe(1);
+    // nor any other queue: hosts post to compute-events' function URL
+    expect(policies.eventSources).toEqual({});
   });
 
   it("the state machine invokes its two functions and casts to compute queues only", () => {
@@ -225,7 +247,8 @@ describe("the stack's policies, resolved to the local resources", () => {
     try {
       const larger = await stackPolicies(local);
       expect(larger.reservedConcurrency["compute-events"]).toBe(50);
-      expect(larger.reservedConcurrency["build-intake"]).toBe(25);
+      // one drain a minute, whatever the fleet
+      expect(larger.reservedConcurrency["build-intake"]).toBe(1);
     } finally {
       if (saved === undefined) delete process.env.NOVALESS_FLEET_SIZE;
       else process.env.NOVALESS_FLEET_SIZE = saved;
