@@ -34,10 +34,14 @@ export interface FunctionUrlOptions {
   /** the first retry's ceiling; each doubles, to maxDelayMs (full jitter, as the SDK's retries) */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** one attempt's limit; past it the attempt counts as failed and is retried */
+  attemptTimeoutMs?: number;
   signal?: AbortSignal;
 }
 
-const DEFAULTS = { maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 5_000 } as const;
+// An attempt waits at most the function's longest run (Lambda's limit is 900 s; compute-events'
+// is 30) and a margin: a connection that hangs is given up and retried, not waited on forever.
+const DEFAULTS = { maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 5_000, attemptTimeoutMs: 60_000 } as const;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -70,10 +74,12 @@ export async function postToFunctionUrl(
   body: string,
   options: FunctionUrlOptions = {},
 ): Promise<string> {
-  const { maxAttempts, baseDelayMs, maxDelayMs } = { ...DEFAULTS, ...options };
+  const { maxAttempts, baseDelayMs, maxDelayMs, attemptTimeoutMs } = { ...DEFAULTS, ...options };
   const client = sqsClient();
   const { credentials, region, sha256, requestHandler } = client.config;
   const signer = new SignatureV4({ credentials, region, service: "lambda", sha256, uriEscapePath: true });
+  const backoff = (attempt: number) =>
+    sleep(Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)), options.signal);
   const u = new URL(url);
   const query: Record<string, string> = {};
   for (const [k, v] of u.searchParams) query[k] = v;
@@ -95,22 +101,23 @@ export async function postToFunctionUrl(
     let status: number;
     let answer: string;
     try {
+      const abortSignal = options.signal
+        ? AbortSignal.any([options.signal, AbortSignal.timeout(attemptTimeoutMs)])
+        : AbortSignal.timeout(attemptTimeoutMs);
       const { response } = await requestHandler.handle(
         signed as Parameters<typeof requestHandler.handle>[0],
-        {
-          abortSignal: options.signal,
-        },
+        { abortSignal },
       );
       status = response.statusCode;
       answer = await readBody(response.body);
     } catch (e) {
       if (options.signal?.aborted || attempt >= maxAttempts) throw e;
-      await sleep(Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)), options.signal);
+      await backoff(attempt);
       continue;
     }
     if (status >= 200 && status < 300) return answer;
     if (!retryableStatus(status) || attempt >= maxAttempts)
       throw new FunctionUrlError(status, answer, url, attempt);
-    await sleep(Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)), options.signal);
+    await backoff(attempt);
   }
 }
