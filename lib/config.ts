@@ -1114,7 +1114,7 @@ export const DEPLOYMENT_OPTIONS: readonly ConfigOption[] = [
     kind: "int",
     default: 1000,
     min: 0,
-    help: "Compute hosts the stack is sized for. compute-events gets a reserved concurrency (and its queue's event source the same maximum concurrency) of max(5, ceil(fleet_size / 100)), build-intake 1 (its drain of build-requests runs once a minute): a fleet-wide re-registration or heartbeat storm waits in its queue instead of taking the account's concurrency from the API, scheduler and conductor. 0: no reservation (an account whose limit cannot spare it).",
+    help: "Compute hosts the stack is sized for. compute-events gets a reserved concurrency of max(5, ceil(fleet_size / 100)), build-intake 1 (its drain of build-requests runs once a minute): past compute-events' reservation Lambda answers a host's report with 429 and the host sends it again, so a fleet-wide re-registration or heartbeat storm does not take the account's concurrency from the API, scheduler and conductor. 0: no reservation (an account whose limit cannot spare it).",
     topic: "deployment",
   }),
   row({
@@ -1315,7 +1315,7 @@ export const RESOURCE_OPTIONS: readonly ConfigOption[] = [
     "compute_events_dlq_url",
     "NOVALESS_COMPUTE_EVENTS_DLQ_URL",
     "",
-    "The compute-events queue's dead-letter queue.",
+    "The hosts' reports compute-events could not apply (malformed, or a host speaking for another), each with its reason. Not redrivable.",
   ),
 ];
 
