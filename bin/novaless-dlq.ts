@@ -39,6 +39,12 @@ async function main(): Promise<number> {
       process.stderr.write(`no dead-letter queue ${queue}; known: ${queues.map((x) => x.name).join(", ")}\n`);
       return 2;
     }
+    if (!q.sourceUrl) {
+      process.stderr.write(
+        `${q.name} is not redrivable: it has no source queue (hosts' reports, trusted only from the host that signed them)\n`,
+      );
+      return 2;
+    }
     const moved = await redrive(q, values.max ? Number(values.max) : undefined);
     process.stdout.write(`moved ${moved} message(s) from ${q.name} back to ${q.sourceUrl}\n`);
     return 0;

@@ -139,7 +139,7 @@ export class HostAccess {
       ],
     });
     this.computeHostAssumePolicy.attachToRole(this.computeHostRole);
-    // what `novaless-compute --stack-outputs` reads, with the compute-events queue's URLs
+    // what `novaless-compute --stack-outputs` reads, with compute-events' function URL (ComputeEventsUrl)
     new CfnOutput(stack, "ComputeAgentPolicyArn", { value: this.computeAgentPolicy.managedPolicyArn });
     new CfnOutput(stack, "ComputeHostRoleArn", { value: this.computeHostRole.roleArn });
     new CfnOutput(stack, "ComputeHostAssumePolicyArn", {

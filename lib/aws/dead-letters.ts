@@ -36,6 +36,11 @@ export interface DeadLetter {
   sentAt: string;
 }
 
+/** A dead-letter queue whose messages have nowhere to go back to. */
+export class NotRedrivable extends Error {
+  override name = "NotRedrivable";
+}
+
 /** The build-requests DLQ and every compute host's DLQ (found by the compute queue prefix). */
 export async function listDeadLetterQueues(): Promise<DeadLetterQueue[]> {
   const { buildRequestsQueueUrl, buildRequestsDlqUrl, computeEventsDlqUrl, computeQueuePrefix } = resources();
@@ -135,6 +140,10 @@ export async function peekDeadLetters(url: string, max = 100): Promise<DeadLette
  * between duplicates a message (every consumer is idempotent) and never loses one.
  */
 export async function redrive(dlq: DeadLetterQueue, max?: number): Promise<number> {
+  if (!dlq.sourceUrl)
+    throw new NotRedrivable(
+      `${dlq.name} has no source queue to redrive to: its messages are hosts' reports, which came through compute-events' function URL and are trusted only from the host that signed them`,
+    );
   // Only what is there now: a message that is still poison comes straight back, and draining
   // "until empty" would move it round forever.
   const limit = Math.min(max ?? Number.POSITIVE_INFINITY, (await peekDeadLetters(dlq.url, 10_000)).length);

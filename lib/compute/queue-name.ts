@@ -74,7 +74,7 @@ function hostHash(host: string): string {
   return out;
 }
 
-/** IAM role session names (and so SQS SenderIds) are 2-64 characters of [\w+=,.@-]. */
+/** IAM role session names (and so the aws:userid a report is signed with) are 2-64 characters of [\w+=,.@-]. */
 const SESSION_NAME_MAX_LENGTH = 64;
 const PLAIN_SESSION_NAME = /^[A-Za-z0-9._-]{2,64}$/;
 
