@@ -62,6 +62,19 @@ it("lists every DLQ (build-requests, compute-events and each host's) with the re
   const listed = report.find((q: { queue: string }) => q.queue === buildRequestsDlqName());
   expect(listed).toMatchObject({ messages: 1 });
   expect(listed.letters[0].reason).toMatch(/not JSON/);
+  // compute-events' DLQ has no source queue (reports come through its function URL): the CLI
+  // says so and moves nothing
+  const refused = await promisify(execFile)(
+    "npx",
+    ["tsx", "bin/novaless-dlq.ts", "redrive", computeEventsDlqName()],
+    {
+      env: process.env,
+    },
+  ).catch((e: { code?: number; stderr?: string }) => e);
+  expect(refused).toMatchObject({
+    code: 2,
+    stderr: expect.stringMatching(/not redrivable: it has no source queue/),
+  });
 });
 
 it("a build request parked before the conductor saw it is built once redriven", async () => {
@@ -147,7 +160,7 @@ it("os-dead-letters: admins list every DLQ with its reasons and redrive one thro
   const events = queues.find((q) => q.name === computeEventsDlqName())!;
   expect(events).toMatchObject({
     redrivable: false,
-    not_redrivable_reason: expect.stringMatching(/SenderId/),
+    not_redrivable_reason: expect.stringMatching(/the host whose session signed them/),
   });
 
   // members: Nova's policy refusal; a bad body, an unknown queue, compute-events: OpenStack's 4xx
@@ -159,7 +172,7 @@ it("os-dead-letters: admins list every DLQ with its reasons and redrive one thro
   expect((await action("nope", { redrive: {} })).status).toBe(404);
   const refused = await action(computeEventsDlqName(), { redrive: {} });
   expect(refused.status).toBe(409);
-  expect(refused.body.conflictingRequest.message).toMatch(/SenderId/);
+  expect(refused.body.conflictingRequest.message).toMatch(/the host whose session signed them/);
 
   const moved = await action(buildRequestsDlqName(), { redrive: {} });
   expect(moved.status).toBe(200);
