@@ -292,6 +292,25 @@ function usageFigures(u: CallerUsage): Figures {
   return f;
 }
 
+/**
+ * One scheduled run's cost (the watchdog's, the drain's): its own function's figures only, empty
+ * receives included (a drain of an empty queue is that receive). A host's heartbeat that
+ * compute-events handles meanwhile is idle traffic, counted at its rate, not the run's.
+ */
+function runCost(
+  w: Window,
+  fn: FunctionComponent,
+  memory: Record<FunctionComponent, number>,
+): { usd: number; parts: string } {
+  const f = byComponent(w, memory).get(fn) ?? zero();
+  for (const [key, u] of Object.entries(w.meter)) if (nameOf(key) === fn) f.sqsRequests += u.emptyReceives;
+  const usd = dollars(f, fn);
+  return {
+    usd,
+    parts: `${fn} $${fmt(usd * 1e6, 2)} (${fmt(f.invocations, 0)} invocation(s), ${fmt(f.ddbRequests, 0)} DynamoDB and ${fmt(f.sqsRequests, 0)} SQS requests, ${fmt(f.gbSeconds, 4)} GB-s, ${fmt(f.logBytes, 0)} B of logs)`,
+  };
+}
+
 /** Lambda bills each invocation's duration rounded up to the millisecond, at the stack's memory. */
 function gbSecondsOf(inv: InvocationRecord, memory: Record<FunctionComponent, number>): number {
   return (Math.ceil(inv.durationMs) / 1000) * ((memory[functionOf(inv.name)] ?? inv.memory) / 1024);
@@ -661,18 +680,13 @@ function report(
     heartbeatsPerMonth *
     (perHeartbeat.read * PRICES.dynamodbReadUnit.usd + perHeartbeat.write * PRICES.dynamodbWriteUnit.usd);
   const pollUsd = pollsPerMonth * PRICES.sqsRequest.usd;
-  const wd = byComponent(watchdog, memory);
-  let watchdogRunUsd = 0;
-  const wdParts: string[] = [];
-  for (const [c, f] of wd) {
-    watchdogRunUsd += dollars(f, c);
-    if (dollars(f, c) > 0) wdParts.push(`${c} $${fmt(dollars(f, c) * 1e6, 2)}`);
-  }
-  print(`watchdog run window ${fmt(watchdog.seconds, 2)} s: ${wdParts.join(", ")} (per million runs)`);
+  const wd = runCost(watchdog, "build-watchdog", memory);
+  const watchdogRunUsd = wd.usd;
+  print(`watchdog run window ${fmt(watchdog.seconds, 2)} s: ${wd.parts} (per million runs)`);
   const watchdogUsd = (watchdogRunUsd * WATCHDOG_RUNS_PER_MONTH) / hosts;
-  let drainRunUsd = 0;
-  for (const [c, f] of byComponent(drain, memory)) drainRunUsd += dollars(f, c);
-  print(`drain run window ${fmt(drain.seconds, 2)} s: $${fmt(drainRunUsd * 1e6, 2)} per million runs`);
+  const dr = runCost(drain, "build-intake", memory);
+  const drainRunUsd = dr.usd;
+  print(`drain run window ${fmt(drain.seconds, 2)} s: ${dr.parts} (per million runs)`);
   const drainUsd = (drainRunUsd * DRAIN_RUNS_PER_MONTH) / hosts;
   // Whatever else ran while nothing was built (empty polls aside), at its measured rate.
   let otherRunUsd = 0;
