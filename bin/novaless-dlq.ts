@@ -4,7 +4,7 @@
 // (NOVALESS_BUILD_REQUESTS_QUEUE_URL, NOVALESS_BUILD_REQUESTS_DLQ_URL, NOVALESS_COMPUTE_EVENTS_DLQ_URL,
 // NOVALESS_COMPUTE_QUEUE_PREFIX).
 import { parseArgs } from "node:util";
-import { listDeadLetterQueues, peekDeadLetters, redrive } from "../lib/aws/dead-letters.js";
+import { listDeadLetterQueues, NotRedrivable, peekDeadLetters, redrive } from "../lib/aws/dead-letters.js";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -39,13 +39,14 @@ async function main(): Promise<number> {
       process.stderr.write(`no dead-letter queue ${queue}; known: ${queues.map((x) => x.name).join(", ")}\n`);
       return 2;
     }
-    if (!q.sourceUrl) {
-      process.stderr.write(
-        `${q.name} is not redrivable: it has no source queue (hosts' reports, trusted only from the host that signed them)\n`,
-      );
+    let moved: number;
+    try {
+      moved = await redrive(q, values.max ? Number(values.max) : undefined);
+    } catch (e) {
+      if (!(e instanceof NotRedrivable)) throw e;
+      process.stderr.write(`${q.name} is not redrivable: ${e.message}\n`);
       return 2;
     }
-    const moved = await redrive(q, values.max ? Number(values.max) : undefined);
     process.stdout.write(`moved ${moved} message(s) from ${q.name} back to ${q.sourceUrl}\n`);
     return 0;
   }

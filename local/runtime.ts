@@ -717,25 +717,23 @@ function buildLines() {
       } catch {
         return;
       }
-      {
-        const id = String(body.instance_uuid ?? "");
-        const since = queued.get(id);
-        if (body.kind === "build_succeeded") {
-          queued.delete(id);
-          log.info("build.finished", {
-            instance_uuid: id,
-            host: body.host,
-            attempts: body.attempt,
-            ...(since !== undefined ? { ms: Date.now() - since } : {}),
-          });
-        } else if (body.kind === "build_failed") {
-          log.info("build.attempt_failed", {
-            instance_uuid: id,
-            host: body.host,
-            attempt: body.attempt,
-            reason: body.reason,
-          });
-        }
+      const id = String(body.instance_uuid ?? "");
+      const since = queued.get(id);
+      if (body.kind === "build_succeeded") {
+        queued.delete(id);
+        log.info("build.finished", {
+          instance_uuid: id,
+          host: body.host,
+          attempts: body.attempt,
+          ...(since !== undefined ? { ms: Date.now() - since } : {}),
+        });
+      } else if (body.kind === "build_failed") {
+        log.info("build.attempt_failed", {
+          instance_uuid: id,
+          host: body.host,
+          attempt: body.attempt,
+          reason: body.reason,
+        });
       }
     },
   };

@@ -142,7 +142,7 @@ export async function peekDeadLetters(url: string, max = 100): Promise<DeadLette
 export async function redrive(dlq: DeadLetterQueue, max?: number): Promise<number> {
   if (!dlq.sourceUrl)
     throw new NotRedrivable(
-      `${dlq.name} has no source queue to redrive to: its messages are hosts' reports, which came through compute-events' function URL and are trusted only from the host that signed them`,
+      "it has no source queue to redrive to: its messages are hosts' reports, which came through compute-events' function URL and are trusted only from the host that signed them",
     );
   // Only what is there now: a message that is still poison comes straight back, and draining
   // "until empty" would move it round forever.

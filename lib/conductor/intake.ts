@@ -11,8 +11,6 @@ import { resources } from "../config.js";
 import { log } from "../log.js";
 import { parseBuildRequest } from "../messages/build-request.js";
 
-export { executionName } from "../aws/start-build.js";
-
 /** What one drain did. */
 export interface DrainSummary {
   /** executions started (or found started) */

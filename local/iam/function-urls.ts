@@ -10,6 +10,7 @@ import type { LambdaFunctionURLEventWithIAMAuthorizer } from "aws-lambda";
 import { log } from "../../lib/log.js";
 import { LambdaServiceError, MAX_REQUEST_BYTES } from "../lambda.js";
 import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
+import type { GatewayPrincipal, RawRequest, RawResponse } from "./gateway.js";
 import { ACCOUNT, REGION } from "./identities.js";
 
 export const FUNCTION_URL_PREFIX = "/lambda-url/";
@@ -17,28 +18,7 @@ export const FUNCTION_URL_PREFIX = "/lambda-url/";
 /** The function behind a URL: the event in, what the handler returned out (or a Lambda error thrown). */
 export type FunctionUrlHandler = (event: LambdaFunctionURLEventWithIAMAuthorizer) => Promise<unknown>;
 
-export interface UrlPrincipal {
-  name: string;
-  roleArn: string;
-  sessionArn: string;
-  statements: Statement[];
-  tags?: Record<string, string>;
-}
-
-export interface UrlRequest {
-  method: string;
-  path: string;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-export interface UrlResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
-function answer(status: number, body: unknown, headers: Record<string, string> = {}): UrlResponse {
+function answer(status: number, body: unknown, headers: Record<string, string> = {}): RawResponse {
   const bytes = Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
   return {
     status,
@@ -56,7 +36,7 @@ const forbidden = () =>
   answer(403, { Message: "Forbidden" }, { "x-amzn-ErrorType": "AccessDeniedException" });
 
 /** A function's result as Lambda maps it to the URL's response (payload format 2.0). */
-function responseOf(result: unknown): UrlResponse {
+function responseOf(result: unknown): RawResponse {
   const r = result as
     | { statusCode?: number; headers?: Record<string, string>; body?: string; isBase64Encoded?: boolean }
     | undefined;
@@ -77,15 +57,15 @@ export interface FunctionUrls {
   register(functionName: string, functionArn: string, handler: FunctionUrlHandler): string;
   handles(path: string): boolean;
   serve(
-    req: UrlRequest,
-    principalOf: (accessKeyId: string) => UrlPrincipal | undefined,
-  ): Promise<UrlResponse>;
+    req: RawRequest,
+    principalOf: (accessKeyId: string) => GatewayPrincipal | undefined,
+  ): Promise<RawResponse>;
 }
 
 export function functionUrls(
   endpoint: () => string,
-  context: (p: UrlPrincipal) => RequestContext,
-  userIdOf: (p: UrlPrincipal) => string,
+  context: (p: GatewayPrincipal) => RequestContext,
+  userIdOf: (p: GatewayPrincipal) => string,
   resourceStatements: () => Statement[],
 ): FunctionUrls {
   const registered = new Map<string, { arn: string; handler: FunctionUrlHandler }>();

@@ -104,9 +104,6 @@ const MONTH_S = 30 * 86_400;
 const WATCHDOG_RUNS_PER_MONTH = MONTH_S / 60;
 /** the stack's schedule of build-intake's drain of build-requests (rate 1 minute) */
 const DRAIN_RUNS_PER_MONTH = MONTH_S / 60;
-/** an SQS event source mapping: Lambda long-polls its queue with at least 5 pollers, 20 s each */
-const EVENT_SOURCE_POLLERS = 5;
-const EVENT_SOURCE_POLL_SECONDS = 20;
 
 // --- Output: the components' JSON log lines are counted (by identity) and kept off the terminal.
 const out = process.stdout.write.bind(process.stdout);
@@ -452,9 +449,6 @@ async function runSize(
     await before(deadline, "drain run", runtime.drainBuildRequests());
     const drain = closeWindow();
     // the queues Lambda long-polls for an event source mapping, from the stack
-    const eventSourceQueues = Object.values(runtime.policies.eventSources).map(
-      (arn) => arn.split(":").pop()!,
-    );
 
     // --- builds
     let done = 0;
@@ -529,7 +523,7 @@ async function runSize(
       result.note = "no build finished";
       return result;
     }
-    report(hosts, done, { idle, watchdog, drain, eventSourceQueues }, window, memory, result, buildSeconds);
+    report(hosts, done, { idle, watchdog, drain }, window, memory, result, buildSeconds);
     reportFeed(done, window);
     if (socketWarnings.count) {
       print(`the SDK warned ${socketWarnings.count} times that a client's 50 sockets were all taken`);
@@ -570,13 +564,13 @@ function reportFeed(done: number, window: Window): void {
 function report(
   hosts: number,
   done: number,
-  idleRuns: { idle: Window; watchdog: Window; drain: Window; eventSourceQueues: string[] },
+  idleRuns: { idle: Window; watchdog: Window; drain: Window },
   window: Window,
   memory: Record<FunctionComponent, number>,
   result: SizeResult,
   buildSeconds: number,
 ): void {
-  const { idle, watchdog, drain, eventSourceQueues } = idleRuns;
+  const { idle, watchdog, drain } = idleRuns;
   const idleBy = byComponent(idle, memory);
   // Per build: the idle heartbeats taken out report by report, in both windows.
   const idleLeft = byComponent(idle, memory, { withoutIdleHeartbeats: true });
@@ -698,15 +692,9 @@ function report(
     otherRunUsd += d;
   }
   const otherUsd = (otherRunUsd / idle.seconds) * (MONTH_S / hosts);
-  // The stack's SQS event source mappings: Lambda long-polls each queue with at least 5 pollers
-  // (estimated), idle or not.
-  const eventSourceUsd =
-    (eventSourceQueues.length *
-      EVENT_SOURCE_POLLERS *
-      (MONTH_S / EVENT_SOURCE_POLL_SECONDS) *
-      PRICES.sqsRequest.usd) /
-    hosts;
-  const idleUsd = heartbeatUsd + pollUsd + watchdogUsd + drainUsd + otherUsd + eventSourceUsd;
+  // No SQS event source mapping to charge (its pollers, about 5 a queue, cost the same idle or
+  // not): the local runtime refuses a stack with one.
+  const idleUsd = heartbeatUsd + pollUsd + watchdogUsd + drainUsd + otherUsd;
   if (heartbeatsSeen === 0)
     print("no heartbeat seen in the idle window: heartbeats counted as free (unknown)");
   print(
@@ -721,9 +709,8 @@ function report(
       `watchdog ${fmt(watchdogUsd, 4)} (one run measured: $${fmt(watchdogRunUsd * 1e6, 2)} per million runs, ` +
       `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + build-requests' drain ${fmt(drainUsd, 4)} ` +
       `(one run of an empty queue measured: an invocation and a receive, ${DRAIN_RUNS_PER_MONTH} runs a month, shared) + other idle traffic ${fmt(otherUsd, 4)} ` +
-      `(measured rate${others.length ? `: ${others.join(", ")}` : ""}) + the event sources ` +
-      `${fmt(eventSourceUsd, 4)} (estimated: the stack's event source mappings, ${eventSourceQueues.length}` +
-      `${eventSourceQueues.length ? ` (${eventSourceQueues.join(", ")})` : ""}, ${EVENT_SOURCE_POLLERS} pollers each at ${EVENT_SOURCE_POLL_SECONDS} s, shared); goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
+      `(measured rate${others.length ? `: ${others.join(", ")}` : ""}); no event source mapping polls; ` +
+      `goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
   );
   result.idle = { usdPerHostMonth: idleUsd };
 }
