@@ -15,7 +15,7 @@
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../lib/aws/clients.js";
 import { runAs } from "../lib/aws/identity.js";
-import type { HostAgent } from "../lib/compute/agent.js";
+import { type HostAgent, STOP_FLUSH_MS } from "../lib/compute/agent.js";
 import {
   BuildPath,
   DeadLetterCount,
@@ -26,6 +26,7 @@ import {
   registerComputeHost,
 } from "../lib/compute/build-path.js";
 import { HeartbeatClock } from "../lib/compute/heartbeat.js";
+import type { SpoolStore } from "../lib/compute/spool.js";
 import { option, schedulerConfig } from "../lib/config.js";
 import { type Logger, logger } from "../lib/log.js";
 import { COMPUTE_QUEUE } from "../lib/resources.js";
@@ -98,9 +99,12 @@ export class Fleet {
     for (const resolve of waiting) resolve();
   }
 
-  /** A new incarnation of a host (not started). */
-  agent(identity: HostIdentity): SimulatedAgent {
-    return new SimulatedAgent(this, identity);
+  /**
+   * A new incarnation of a host (not started), spooling into `spool`, which stands for the host's
+   * disk: the caller keeps it beside the driver, so it outlives the incarnation.
+   */
+  agent(identity: HostIdentity, spool: SpoolStore): SimulatedAgent {
+    return new SimulatedAgent(this, identity, spool);
   }
 
   /** The gateway's announcement: ring the host whose queue it is, once the message is visible. */
@@ -184,10 +188,11 @@ export class SimulatedAgent implements HostAgent {
   constructor(
     private readonly fleet: Fleet,
     private readonly identity: HostIdentity,
+    spool: SpoolStore,
   ) {
     this.log = logger({ host: identity.host, simulated: true });
     this.credentials = hostIdentityOf(identity.host);
-    this.reporter = new Reporter(identity.host, fleet.opts.eventsUrl, (fn) => this.as(fn));
+    this.reporter = new Reporter(identity.host, fleet.opts.eventsUrl, (fn) => this.as(fn), spool, this.log);
     this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
     this.clock = new HeartbeatClock(fleet.opts.heartbeatSeconds, fleet.serviceDownTimeSeconds);
@@ -208,6 +213,8 @@ export class SimulatedAgent implements HostAgent {
 
   async start(): Promise<void> {
     this.queue = await this.as(async () => {
+      // what an earlier incarnation spooled goes first (as the agent's start)
+      await this.reporter.spool.start();
       await this.identity.driver.init();
       return registerComputeHost(this.identity, this.reporter, {
         computeQueuePrefix: this.fleet.opts.computeQueuePrefix,
@@ -225,10 +232,12 @@ export class SimulatedAgent implements HostAgent {
     if (opts.handBack) this.path.handBack();
     await this.receiving;
     await Promise.allSettled(this.inFlight.values());
+    await this.reporter.spool.stop(STOP_FLUSH_MS);
   }
 
   async kill(): Promise<void> {
     this.path.kill();
+    await this.reporter.spool.stop();
     this.running = false;
     this.fleet.detach(this);
     await this.receiving;

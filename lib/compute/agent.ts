@@ -16,9 +16,17 @@ import {
   registerComputeHost,
 } from "./build-path.js";
 import { HeartbeatClock } from "./heartbeat.js";
+import type { SpoolStore } from "./spool.js";
 
 /** How long a stop lets the current long poll finish before aborting it. */
 const STOP_POLL_GRACE_MS = 1200;
+
+/**
+ * How long a stop lets the spool send what is waiting (the reports of builds it handed back)
+ * before leaving it for the next start: with the poll's grace, well within systemd's
+ * TimeoutStopSec (10 s), and never a wait on an outage.
+ */
+export const STOP_FLUSH_MS = 3000;
 
 export interface AgentOptions extends HostIdentity {
   /** runs a report's send as this host's session (a process hosting several hosts: the local runtime) */
@@ -41,6 +49,12 @@ export interface AgentOptions extends HostIdentity {
   deadLetterCheckSeconds?: number;
   /** how long registration waits for compute-events to create the host's queues (ms) */
   queueWaitMs?: number;
+  /**
+   * Where reports wait until compute-events applies them; it must outlive the agent (the
+   * process's is a directory in its state directory, `[novaless] report_spool_path`). In memory
+   * by default: what a test's agent spools is then lost with it.
+   */
+  spool?: SpoolStore;
   log?: Logger;
 }
 
@@ -76,7 +90,7 @@ export class ComputeAgent implements HostAgent {
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.log ?? logger({ host: opts.host });
-    this.reporter = new Reporter(opts.host, opts.eventsUrl, opts.asHost);
+    this.reporter = new Reporter(opts.host, opts.eventsUrl, opts.asHost, opts.spool, this.log);
     this.path = new BuildPath(opts.host, opts.driver, this.reporter, this.log);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
   }
@@ -89,8 +103,12 @@ export class ComputeAgent implements HostAgent {
     return this.opts.driver.list().map((g) => g.instance_uuid);
   }
 
-  /** Register (the consumer creates the queues), start heartbeats, power sync and polling. */
+  /**
+   * Resume sending what earlier incarnations spooled (before registering: it is older), register
+   * (the consumer creates the queues), start heartbeats, power sync and polling.
+   */
   async start(): Promise<void> {
+    await this.reporter.spool.start();
     await this.opts.driver.init();
     this.queue = await registerComputeHost(this.opts, this.reporter, {
       computeQueuePrefix: this.opts.computeQueuePrefix,
@@ -136,13 +154,18 @@ export class ComputeAgent implements HostAgent {
   }
 
   /**
-   * Stops within 2 s: the current long poll is let finish for up to STOP_POLL_GRACE_MS (what it
-   * brings back is returned to the queue at once), then aborted (a message SQS was handing the
+   * Stops within about 5 s: the current long poll is let finish for up to STOP_POLL_GRACE_MS (what
+   * it brings back is returned to the queue at once), then aborted (a message SQS was handing the
    * aborted poll comes back after the queue's short visibility timeout); in-flight spawns are
-   * interrupted when handing back and go through the failure path (one report each).
+   * interrupted when handing back and go through the failure path (one report each, spooled);
+   * the spool sends for up to STOP_FLUSH_MS, and what is unsent waits there for the next start.
    */
   async stop(opts: { handBack?: boolean; signal?: string } = {}): Promise<void> {
-    if (!this.running && !this.loop) return;
+    if (!this.running && !this.loop) {
+      // never took messages (its registration failed): what it spooled stays for the next start
+      await this.reporter.spool.stop();
+      return;
+    }
     const began = Date.now();
     this.running = false;
     for (const t of this.timers) clearInterval(t);
@@ -152,6 +175,7 @@ export class ComputeAgent implements HostAgent {
     await this.loop;
     await Promise.allSettled(this.inFlight.values());
     this.loop = undefined;
+    await this.reporter.spool.stop(STOP_FLUSH_MS);
     // one line per stop: why, what was handed back, how long it took
     this.log.info("compute.stopped", {
       handed_back: Boolean(opts.handBack),
@@ -162,6 +186,8 @@ export class ComputeAgent implements HostAgent {
 
   async kill(): Promise<void> {
     this.path.kill();
+    // a dead host sends nothing more; what it had spooled waits for its next start
+    await this.reporter.spool.stop();
     this.running = false;
     for (const t of this.timers) clearInterval(t);
     this.abort.abort();
