@@ -213,13 +213,14 @@ export class SimulatedAgent implements HostAgent {
 
   async start(): Promise<void> {
     this.queue = await this.as(async () => {
-      // what an earlier incarnation spooled goes first (as the agent's start)
-      await this.reporter.spool.start();
       await this.identity.driver.init();
-      return registerComputeHost(this.identity, this.reporter, {
+      const queue = await registerComputeHost(this.identity, this.reporter, {
         computeQueuePrefix: this.fleet.opts.computeQueuePrefix,
         queueCreated: (name) => this.fleet.untilCreated(name),
       });
+      // what an earlier incarnation spooled goes once registered (as the agent's start)
+      await this.reporter.spool.start();
+      return queue;
     });
     this.running = true;
     // What was sent while no incarnation was reading (a restart) is there already.

@@ -104,17 +104,20 @@ export class ComputeAgent implements HostAgent {
   }
 
   /**
-   * Resume sending what earlier incarnations spooled (before registering: it is older), register
-   * (the consumer creates the queues), start heartbeats, power sync and polling.
+   * Register (the consumer creates the queues), resume sending what earlier incarnations spooled,
+   * start heartbeats, power sync and polling.
    */
   async start(): Promise<void> {
-    await this.reporter.spool.start();
     await this.opts.driver.init();
     this.queue = await registerComputeHost(this.opts, this.reporter, {
       computeQueuePrefix: this.opts.computeQueuePrefix,
       queueWaitMs: this.opts.queueWaitMs,
       signal: this.abort.signal,
     });
+    // After registering, not before: registration reconciles with what the host runs now, and a
+    // build an earlier incarnation only took (its build_started spooled) must not look to it like
+    // one that was spawning here and was lost; what the spool says next is fenced against it.
+    await this.reporter.spool.start();
     this.running = true;
     const interval = this.opts.heartbeatSeconds ?? schedulerConfig().report_interval;
     const clock = new HeartbeatClock(
