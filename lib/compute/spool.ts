@@ -159,15 +159,17 @@ export function backoffMs(failures: number, baseMs: number, capMs: number, rando
 }
 
 /**
- * How an answer is taken: applied (2xx); refused for good (a 4xx other than 429: sending it again
- * would earn it again); or to be tried again, by this report alone (the function failed: 5xx
- * other than 503) or by the whole host (Lambda throttles, is unavailable, or the network failed:
- * every report would meet the same).
+ * How an answer is taken: applied (2xx); refused for good (compute-events' 400, the report
+ * malformed or another host's, or Lambda's 413, too large: sending it again would earn it
+ * again); or to be tried again, by this report alone (the function failed: 5xx other than 503)
+ * or by the whole host, since every report would meet the same: Lambda throttles (429), is
+ * unavailable (503), refuses the host's credentials (403: expired or not yet valid, Lambda's
+ * answer before compute-events saw the report), or the network failed.
  */
 export function outcomeOf(e: unknown): "applied" | "refused" | "retry" | "pause" {
   if (e === undefined) return "applied";
   if (!(e instanceof FunctionUrlError)) return "pause";
-  if (e.status === 429 || e.status === 503) return "pause";
+  if (e.status === 429 || e.status === 503 || e.status === 403) return "pause";
   if (e.status >= 500) return "retry";
   return "refused";
 }
@@ -238,11 +240,12 @@ export class ReportSpool {
 
   /** Reads back what earlier incarnations left, in order, and starts sending. */
   async start(): Promise<void> {
-    const kept = await this.store.load();
-    for (const report of kept) {
-      this.seq = Math.max(this.seq, report.seq);
-      this.enqueue({ report });
-    }
+    const kept = await this.kept();
+    // a report spooled before the start (a guest's lifecycle event) is in the store already
+    const queued = new Set([...this.lanes.values()].flatMap((l) => l.queue.map((p) => p.report.seq)));
+    for (const report of kept) if (!queued.has(report.seq)) this.enqueue({ report });
+    if (queued.size > 0)
+      for (const lane of this.lanes.values()) lane.queue.sort((a, b) => a.report.seq - b.report.seq);
     this.running = true;
     if (kept.length > 0)
       this.log.info("compute.spool_resumed", { reports: kept.length, ...this.ageFields() });
@@ -255,6 +258,8 @@ export class ReportSpool {
    * refused, or left to the next incarnation).
    */
   async add(key: string, body: string): Promise<{ delivered: Promise<boolean> }> {
+    // after what earlier incarnations left, whatever the clock says: a seq names the report
+    await this.kept();
     this.seq = Math.max(this.seq + 1, Date.now() * 1000);
     const report: SpooledReport = { seq: this.seq, key, body, spooledAt: Date.now() };
     await this.store.put(report);
@@ -265,6 +270,17 @@ export class ReportSpool {
     this.enqueue({ report, settle });
     this.kick(key);
     return { delivered };
+  }
+
+  private loaded: Promise<SpooledReport[]> | undefined;
+
+  /** What earlier incarnations left (read once); the seqs go on from theirs. */
+  private async kept(): Promise<SpooledReport[]> {
+    this.loaded ??= this.store.load().then((kept) => {
+      for (const r of kept) this.seq = Math.max(this.seq, r.seq);
+      return kept;
+    });
+    return this.loaded;
   }
 
   get state(): SpoolState {

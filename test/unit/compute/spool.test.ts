@@ -267,8 +267,8 @@ it("drops a report refused as malformed or fenced (4xx other than 429), with a l
   expect(String(refused?.fields?.answer)).toContain("malformed report");
 });
 
-it("keeps a report through a throttle, a function error and a broken connection, and says it waits", async () => {
-  const fates: Answer[] = [429, 502, "reset", 500, 504];
+it("keeps a report through a throttle, a function error, a broken connection and refused credentials, and says it waits", async () => {
+  const fates: Answer[] = [429, 502, "reset", 500, 504, 403];
   const u = await serve(() => fates.shift() ?? 200);
   const log = lines();
   const store = new DiskSpoolStore(dir);
@@ -280,10 +280,27 @@ it("keeps a report through a throttle, a function error and a broken connection,
   expect((await store.load()).map((r) => r.body)).toEqual([report("i", 1)]);
   expect(s.state.depth).toBe(1);
   expect(await delivered).toBe(true);
-  expect(u.bodies).toHaveLength(6);
+  expect(u.bodies).toHaveLength(7);
   expect(await store.load()).toEqual([]);
   expect(log.seen.filter((l) => l.event === "compute.report_waiting")).toHaveLength(1);
-  expect(log.seen.find((l) => l.event === "compute.report_delivered")?.fields).toMatchObject({ tries: 6 });
+  expect(log.seen.find((l) => l.event === "compute.report_delivered")?.fields).toMatchObject({ tries: 7 });
+});
+
+it("sends a report spooled before the start once, in its place among those an earlier incarnation left", async () => {
+  const store = new MemorySpoolStore();
+  const down = await serve(() => 503);
+  const first = spoolOn(store, down.url);
+  await first.start();
+  await first.add("i", report("i", 1));
+  await first.stop();
+  const up = await serve(() => 200);
+  const second = spoolOn(store, up.url);
+  // a guest's lifecycle event, reported while the agent registers
+  const early = await second.add("i", report("i", 2));
+  await second.start();
+  expect(await early.delivered).toBe(true);
+  await until(() => store.size === 0);
+  expect(up.bodies).toEqual([report("i", 1), report("i", 2)]);
 });
 
 it("sends at once: a report reaches compute-events without waiting for a tick", async () => {
