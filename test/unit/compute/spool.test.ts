@@ -251,7 +251,7 @@ it("settles on 2xx: applied, removed, delivered true", async () => {
   expect(s.state).toEqual({ depth: 0, oldestAgeSeconds: 0 });
 });
 
-it("drops a report refused as malformed or fenced (4xx other than 429), with a log line", async () => {
+it("drops a report compute-events refuses (400: malformed, or another host's; a fenced one is applied, 200), with a log line", async () => {
   const u = await serve(() => 400);
   const log = lines();
   const store = new DiskSpoolStore(dir);
