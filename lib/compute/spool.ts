@@ -151,7 +151,7 @@ export interface SpoolOptions {
   random?: () => number;
 }
 
-const DEFAULTS = { baseDelayMs: 200, maxDelayMs: 10_000, maxInFlight: 16 } as const;
+const DEFAULTS = { baseDelayMs: 100, maxDelayMs: 10_000, maxInFlight: 16 } as const;
 
 /** Full jitter (as the SDK's retries): a wait up to the capped exponential ceiling. */
 export function backoffMs(failures: number, baseMs: number, capMs: number, random = Math.random): number {
@@ -161,16 +161,17 @@ export function backoffMs(failures: number, baseMs: number, capMs: number, rando
 /**
  * How an answer is taken: applied (2xx); refused for good (compute-events' 400, the report
  * malformed or another host's, or Lambda's 413, too large: sending it again would earn it
- * again); or to be tried again, by this report alone (the function failed: 5xx other than 503)
- * or by the whole host, since every report would meet the same: Lambda throttles (429), is
- * unavailable (503), refuses the host's credentials (403: expired or not yet valid, Lambda's
- * answer before compute-events saw the report), or the network failed.
+ * again); or to be tried again, by this report alone (the function failed, 5xx other than 503;
+ * or Lambda throttled it, 429: compute-events' reserved concurrency is the storm control, and a
+ * burst passes as each report backs off) or by the whole host, since every report would meet the
+ * same: compute-events is unavailable (503), the host's credentials are refused (403: expired or
+ * not yet valid, Lambda's answer before compute-events saw the report), or the network failed.
  */
 export function outcomeOf(e: unknown): "applied" | "refused" | "retry" | "pause" {
   if (e === undefined) return "applied";
   if (!(e instanceof FunctionUrlError)) return "pause";
-  if (e.status === 429 || e.status === 503 || e.status === 403) return "pause";
-  if (e.status >= 500) return "retry";
+  if (e.status === 503 || e.status === 403) return "pause";
+  if (e.status === 429 || e.status >= 500) return "retry";
   return "refused";
 }
 
@@ -228,6 +229,7 @@ export class ReportSpool {
   private hostFailures = 0;
   private pausedUntil = 0;
   private readonly runs = new Set<Promise<void>>();
+  private readonly sending = new Set<AbortController>();
 
   constructor(
     private readonly store: SpoolStore,
@@ -312,7 +314,9 @@ export class ReportSpool {
       clearTimeout(timer);
     }
     this.running = false;
-    this.abort.abort(new Error("the agent stopped: the spool keeps what is unsent"));
+    const stopped = new Error("the agent stopped: the spool keeps what is unsent");
+    this.abort.abort(stopped);
+    for (const s of this.sending) s.abort(stopped);
     this.wake();
     await Promise.allSettled([...this.runs]);
     for (const lane of this.lanes.values()) for (const p of lane.queue) p.settle?.(false);
@@ -360,11 +364,16 @@ export class ReportSpool {
         return;
       }
       let error: unknown;
+      // a controller of its own: the POST's timeout composes with it, and a long-lived signal
+      // would gather a listener per POST
+      const sending = new AbortController();
+      this.sending.add(sending);
       try {
-        await this.deliver(head.report.body, signal);
+        await this.deliver(head.report.body, sending.signal);
       } catch (e) {
         error = e;
       } finally {
+        this.sending.delete(sending);
         this.release();
       }
       if (signal.aborted && error !== undefined) return;

@@ -237,6 +237,27 @@ it("retries without a limit on tries, never waiting longer than the cap between 
   expect(Math.max(...gaps)).toBeLessThan(60 + 100);
 });
 
+it("while compute-events is unavailable, a host probes with one report at a time, then sends all at once", async () => {
+  let open = 0;
+  const during: number[] = [];
+  const refuseUntil = Date.now() + 400;
+  const u = await serve(async () => {
+    open++;
+    const refusing = Date.now() < refuseUntil;
+    if (refusing) during.push(open);
+    await new Promise((r) => setTimeout(r, 10));
+    open--;
+    return refusing ? 503 : 200;
+  });
+  const s = spoolOn(new MemorySpoolStore(), u.url, lines(), { baseDelayMs: 10, maxDelayMs: 40 });
+  await s.start();
+  const sent = await Promise.all(["a", "b", "c", "d", "e"].map((k) => s.add(k, report(k, 1))));
+  expect(await Promise.all(sent.map((x) => x.delivered))).toEqual([true, true, true, true, true]);
+  // the first five went at once; once refused, the host's tries came one at a time
+  expect(during.length).toBeGreaterThan(5);
+  expect(Math.max(...during.slice(5))).toBe(1);
+});
+
 it("settles on 2xx: applied, removed, delivered true", async () => {
   // compute-events refuses for a while (503), then applies
   const refuseUntil = Date.now() + 300;
