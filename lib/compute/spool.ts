@@ -177,6 +177,8 @@ export function outcomeOf(e: unknown): "applied" | "refused" | "retry" | "pause"
 
 interface Pending {
   report: SpooledReport;
+  /** resolves once the report is kept (absent: read back from the store) */
+  kept?: Promise<void>;
   /** true once applied, false when refused or left for the next incarnation */
   settle?: (applied: boolean) => void;
 }
@@ -264,13 +266,16 @@ export class ReportSpool {
     await this.kept();
     this.seq = Math.max(this.seq + 1, Date.now() * 1000);
     const report: SpooledReport = { seq: this.seq, key, body, spooledAt: Date.now() };
-    await this.store.put(report);
     let settle!: (applied: boolean) => void;
     const delivered = new Promise<boolean>((r) => {
       settle = r;
     });
-    this.enqueue({ report, settle });
+    // in its lane now, in the order of the calls (writes may end in another order); it is sent
+    // only once it is kept
+    const kept = this.store.put(report);
+    this.enqueue({ report, kept, settle });
     this.kick(key);
+    await kept;
     return { delivered };
   }
 
@@ -359,6 +364,14 @@ export class ReportSpool {
     while (this.running && lane.queue.length > 0) {
       const head = lane.queue[0]!;
       try {
+        await head.kept;
+      } catch {
+        // not kept: its cast stays on the queue (add threw), and comes back to be reported again
+        lane.queue.shift();
+        this.settled(head, false);
+        continue;
+      }
+      try {
         await this.slot(signal);
       } catch {
         return;
@@ -427,10 +440,14 @@ export class ReportSpool {
         .remove(head.report)
         .catch((e) => this.log.warn("compute.spool_remove_failed", { key, error: e }));
       lane.queue.shift();
-      this.depthNow--;
-      head.settle?.(outcome === "applied");
-      if (this.depthNow === 0) for (const r of this.idle.splice(0)) r();
+      this.settled(head, outcome === "applied");
     }
+  }
+
+  private settled(p: Pending, applied: boolean): void {
+    this.depthNow--;
+    p.settle?.(applied);
+    if (this.depthNow === 0) for (const r of this.idle.splice(0)) r();
   }
 
   /** A place among the reports in flight, after the host-wide pause; one at a time while it fails. */

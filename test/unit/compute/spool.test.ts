@@ -215,6 +215,31 @@ it("sends a later report of an instance only after the earlier one, while other 
   expect(order.indexOf(report("b", 1))).toBeLessThan(order.indexOf(report("b", 2)));
 });
 
+it("keeps the order of the calls when the first write ends after the second", async () => {
+  const u = await serve(() => 200);
+  const memory = new MemorySpoolStore();
+  let slowFirst = true;
+  const store: SpoolStore = {
+    load: () => memory.load(),
+    remove: (r) => memory.remove(r),
+    put: async (r) => {
+      if (slowFirst) {
+        slowFirst = false;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      await memory.put(r);
+    },
+  };
+  const s = spoolOn(store, u.url);
+  await s.start();
+  // a live migration's progress (not awaited) and then its step's report
+  const progress = s.add("i", report("i", 1));
+  const step = await s.add("i", report("i", 2));
+  expect(await step.delivered).toBe(true);
+  expect(await (await progress).delivered).toBe(true);
+  expect(u.bodies).toEqual([report("i", 1), report("i", 2)]);
+});
+
 it("waits with full jitter, capped: the ceiling doubles from the base to the cap and stays there", () => {
   const ceilings = Array.from({ length: 40 }, (_, i) => backoffMs(i + 1, 200, 10_000, () => 1));
   expect(ceilings.slice(0, 6)).toEqual([200, 400, 800, 1600, 3200, 6400]);
