@@ -227,7 +227,7 @@ export class ReportSpool {
   private inFlight = 0;
   private waiting: (() => void)[] = [];
   private idle: (() => void)[] = [];
-  /** consecutive host-wide failures (throttles, the network) and the pause they earned */
+  /** consecutive host-wide failures (unavailable, credentials refused, the network) and their pause */
   private hostFailures = 0;
   private pausedUntil = 0;
   private readonly runs = new Set<Promise<void>>();
@@ -245,10 +245,11 @@ export class ReportSpool {
   /** Reads back what earlier incarnations left, in order, and starts sending. */
   async start(): Promise<void> {
     const kept = await this.kept();
-    // a report spooled before the start (a guest's lifecycle event) is in the store already
-    const queued = new Set([...this.lanes.values()].flatMap((l) => l.queue.map((p) => p.report.seq)));
-    for (const report of kept) if (!queued.has(report.seq)) this.enqueue({ report });
-    if (queued.size > 0)
+    const spooledBefore = this.depthNow > 0;
+    for (const report of kept) this.enqueue({ report });
+    // a report spooled before the start (a guest's lifecycle event) goes after those earlier
+    // incarnations left (its seq is greater: it was taken after they were read)
+    if (spooledBefore)
       for (const lane of this.lanes.values()) lane.queue.sort((a, b) => a.report.seq - b.report.seq);
     this.running = true;
     if (kept.length > 0)
