@@ -184,6 +184,8 @@ export class SimulatedAgent implements HostAgent {
   private beating = false;
   private readonly clock: HeartbeatClock;
   private readonly deadLetters: DeadLetterCount;
+  /** a stop or kill ends a registration still waiting for compute-events */
+  private readonly abort = new AbortController();
 
   constructor(
     private readonly fleet: Fleet,
@@ -217,6 +219,7 @@ export class SimulatedAgent implements HostAgent {
       const queue = await registerComputeHost(this.identity, this.reporter, {
         computeQueuePrefix: this.fleet.opts.computeQueuePrefix,
         queueCreated: (name) => this.fleet.untilCreated(name),
+        signal: this.abort.signal,
       });
       // what an earlier incarnation spooled goes once registered (as the agent's start)
       await this.reporter.spool.start();
@@ -228,6 +231,7 @@ export class SimulatedAgent implements HostAgent {
   }
 
   async stop(opts: { handBack?: boolean } = {}): Promise<void> {
+    this.abort.abort();
     this.running = false;
     this.fleet.detach(this);
     if (opts.handBack) this.path.handBack();
@@ -237,6 +241,7 @@ export class SimulatedAgent implements HostAgent {
   }
 
   async kill(): Promise<void> {
+    this.abort.abort();
     this.path.kill();
     await this.reporter.spool.stop();
     this.running = false;

@@ -165,7 +165,9 @@ export class ComputeAgent implements HostAgent {
    */
   async stop(opts: { handBack?: boolean; signal?: string } = {}): Promise<void> {
     if (!this.running && !this.loop) {
-      // never took messages (its registration failed): what it spooled stays for the next start
+      // never took messages (still registering, or its registration failed): registering stops,
+      // and what it spooled stays for the next start
+      this.abort.abort();
       await this.reporter.spool.stop();
       return;
     }

@@ -65,6 +65,12 @@ const CONSOLE_MAX_CHARS = 200_000;
  * about 66 s on average), then given up; a heartbeat's successor is due a report_interval later.
  */
 const DIRECT_RETRIES = { maxAttempts: 20, baseDelayMs: 100, maxDelayMs: 10_000 } as const;
+/**
+ * Registration is tried until compute-events answers, or the agent stops: an agent restarted
+ * during an outage of compute-events comes back as it ends, its spool with it. A refusal (a 4xx
+ * other than 429: the host's credentials, its report) ends the start: an operator must look.
+ */
+const REGISTER_RETRIES = { ...DIRECT_RETRIES, maxAttempts: Number.POSITIVE_INFINITY } as const;
 const NOT_SPOOLED: ReadonlySet<ComputeReport["kind"]> = new Set([
   "register",
   "heartbeat",
@@ -118,7 +124,12 @@ export class Reporter {
     );
   }
 
-  async send<K extends ComputeReport["kind"]>(kind: K, body: Omit<ReportBody<K>, "kind">): Promise<Sent> {
+  async send<K extends ComputeReport["kind"]>(
+    kind: K,
+    body: Omit<ReportBody<K>, "kind">,
+    /** gives up a report sent directly (a stopping agent's registration) */
+    signal?: AbortSignal,
+  ): Promise<Sent> {
     const report = computeReport.parse({
       version: 1,
       kind,
@@ -130,7 +141,8 @@ export class Reporter {
     if (!NOT_SPOOLED.has(kind) && "instance_uuid" in report)
       return this.spool.add(report.instance_uuid, json);
     // Signed as the host's session: compute-events reads who sent it from the signature.
-    await this.asHost(() => postToFunctionUrl(this.eventsUrl, json, DIRECT_RETRIES));
+    const retries = kind === "register" ? REGISTER_RETRIES : DIRECT_RETRIES;
+    await this.asHost(() => postToFunctionUrl(this.eventsUrl, json, { ...retries, signal }));
     return { delivered: Promise.resolve(true) };
   }
 }
@@ -185,15 +197,19 @@ export async function registerComputeHost(
   const d = h.driver;
   const name = computeQueueName(opts.computeQueuePrefix, h.host, DLQ_SUFFIX);
   let created = opts.queueCreated?.(name);
-  await reporter.send("register", {
-    availability_zone: h.availability_zone,
-    host_ip: h.host_ip,
-    inventories: h.inventories as Record<string, Inventory>,
-    hypervisor_type: d.hypervisorType,
-    hypervisor_version: d.hypervisorVersion,
-    facts: d.facts(),
-    guests: d.list(),
-  });
+  await reporter.send(
+    "register",
+    {
+      availability_zone: h.availability_zone,
+      host_ip: h.host_ip,
+      inventories: h.inventories as Record<string, Inventory>,
+      hypervisor_type: d.hypervisorType,
+      hypervisor_version: d.hypervisorVersion,
+      facts: d.facts(),
+      guests: d.list(),
+    },
+    opts.signal,
+  );
   const waitMs = opts.queueWaitMs ?? 60_000;
   const deadline = Date.now() + waitMs;
   for (let pause = 50; ; pause = Math.min(2000, pause * 2)) {

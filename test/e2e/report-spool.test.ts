@@ -90,6 +90,36 @@ describe.each(["simulated", "long-poll"] as const)("the report spool (%s hosts)"
     }
   }, 120_000);
 
+  it("a host restarted while compute-events refuses registers once it answers, and a stop while it waits ends that at once", async () => {
+    const release = throttleComputeEvents();
+    let released = false;
+    try {
+      // restarted during the refusal: its registration waits (it is not given up)
+      const first = runtime.restartHost("host-2");
+      const outcome = first.then(
+        () => "started",
+        (e: Error) => e.message,
+      );
+      await new Promise((r) => setTimeout(r, 1500));
+      // stopped meanwhile (an operator's stop, SIGTERM): at once, and that incarnation never starts
+      const waiting = runtime.hosts.get("host-2")!.agent;
+      const began = Date.now();
+      await runAs(runtime.hostCredentials("host-2"), () => waiting.stop());
+      expect(Date.now() - began).toBeLessThan(5000);
+      expect(await outcome).not.toBe("started");
+      // started again: it registers once compute-events answers, and builds
+      const second = runtime.restartHost("host-2");
+      await new Promise((r) => setTimeout(r, 1500));
+      release();
+      released = true;
+      await second;
+      const id = await client.as(ADMIN).createServer({ name: "after", availability_zone: "nova:host-2" });
+      expect((await client.waitForStatus(id, ["ACTIVE"], 60_000))["OS-EXT-SRV-ATTR:host"]).toBe("host-2");
+    } finally {
+      if (!released) release();
+    }
+  }, 120_000);
+
   it("compute-events records what a heartbeat says of the host's spool, and the next heartbeat clears it", async () => {
     const asHost2 = <T>(fn: () => Promise<T>) => runAs(runtime.hostCredentials("host-2"), fn);
     const beat = (extra: object) =>
