@@ -11,7 +11,7 @@ import {
   type Message,
 } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
-import { postToFunctionUrl } from "../aws/function-url.js";
+import { FunctionUrlError, postToFunctionUrl, retryableStatus } from "../aws/function-url.js";
 import { sendToDeadLetter } from "../aws/send.js";
 import { type Logger, logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
@@ -65,12 +65,6 @@ const CONSOLE_MAX_CHARS = 200_000;
  * about 66 s on average), then given up; a heartbeat's successor is due a report_interval later.
  */
 const DIRECT_RETRIES = { maxAttempts: 20, baseDelayMs: 100, maxDelayMs: 10_000 } as const;
-/**
- * Registration is tried until compute-events answers, or the agent stops: an agent restarted
- * during an outage of compute-events comes back as it ends, its spool with it. A refusal (a 4xx
- * other than 429: the host's credentials, its report) ends the start: an operator must look.
- */
-const REGISTER_RETRIES = { ...DIRECT_RETRIES, maxAttempts: Number.POSITIVE_INFINITY } as const;
 const NOT_SPOOLED: ReadonlySet<ComputeReport["kind"]> = new Set([
   "register",
   "heartbeat",
@@ -108,7 +102,7 @@ export class Reporter {
      */
     private readonly asHost: <T>(fn: () => T) => T = (fn) => fn(),
     store: SpoolStore = new MemorySpoolStore(),
-    log: Logger = logger({ host }),
+    private readonly log: Logger = logger({ host }),
   ) {
     this.spool = new ReportSpool(
       store,
@@ -141,9 +135,25 @@ export class Reporter {
     if (!NOT_SPOOLED.has(kind) && "instance_uuid" in report)
       return this.spool.add(report.instance_uuid, json);
     // Signed as the host's session: compute-events reads who sent it from the signature.
-    const retries = kind === "register" ? REGISTER_RETRIES : DIRECT_RETRIES;
-    await this.asHost(() => postToFunctionUrl(this.eventsUrl, json, { ...retries, signal }));
-    return { delivered: Promise.resolve(true) };
+    const post = () =>
+      this.asHost(() => postToFunctionUrl(this.eventsUrl, json, { ...DIRECT_RETRIES, signal }));
+    if (kind !== "register") {
+      await post();
+      return { delivered: Promise.resolve(true) };
+    }
+    // Registration is tried until compute-events answers, or the agent stops: an agent started
+    // during an outage of compute-events comes up as it ends, its spool with it. A refusal (a
+    // 4xx other than 429: the host's credentials, its report) ends the start: an operator must look.
+    for (;;) {
+      try {
+        await post();
+        return { delivered: Promise.resolve(true) };
+      } catch (e) {
+        if (signal?.aborted || (e instanceof FunctionUrlError && !retryableStatus(e.status))) throw e;
+        // a line a minute or so for the operator (a wrong events_url looks the same)
+        this.log.warn("compute.register_waiting", { error: e, events_url: this.eventsUrl });
+      }
+    }
   }
 }
 
