@@ -148,10 +148,15 @@ export interface SpoolOptions {
   maxDelayMs?: number;
   /** reports (of different instances) in flight at once */
   maxInFlight?: number;
+  /**
+   * A report that has waited this long is logged (once), and its delivery then: a burst of
+   * throttling, compute-events' storm control, passes without a line per report.
+   */
+  warnAfterMs?: number;
   random?: () => number;
 }
 
-const DEFAULTS = { baseDelayMs: 100, maxDelayMs: 10_000, maxInFlight: 16 } as const;
+const DEFAULTS = { baseDelayMs: 100, maxDelayMs: 10_000, maxInFlight: 16, warnAfterMs: 10_000 } as const;
 
 /** Full jitter (as the SDK's retries): a wait up to the capped exponential ceiling. */
 export function backoffMs(failures: number, baseMs: number, capMs: number, random = Math.random): number {
@@ -187,6 +192,8 @@ interface Lane {
   queue: Pending[];
   running: boolean;
   failures: number;
+  /** its head's wait was logged (its delivery is logged too) */
+  warned: boolean;
 }
 
 /** What a heartbeat says of the spool. */
@@ -338,7 +345,7 @@ export class ReportSpool {
   private enqueue(p: Pending): void {
     let lane = this.lanes.get(p.report.key);
     if (!lane) {
-      lane = { queue: [], running: false, failures: 0 };
+      lane = { queue: [], running: false, failures: 0, warned: false };
       this.lanes.set(p.report.key, lane);
     }
     lane.queue.push(p);
@@ -394,13 +401,15 @@ export class ReportSpool {
       const outcome = outcomeOf(error);
       if (outcome === "retry" || outcome === "pause") {
         lane.failures++;
-        if (lane.failures === 1)
+        if (!lane.warned && Date.now() - head.report.spooledAt >= this.opts.warnAfterMs) {
+          lane.warned = true;
           this.log.warn("compute.report_waiting", {
             key,
             kind: kindOf(head.report.body),
             error,
             depth: this.depthNow,
           });
+        }
         if (outcome === "pause") {
           this.hostFailures++;
           const until =
@@ -428,7 +437,7 @@ export class ReportSpool {
           status: e.status,
           answer: e.body.slice(0, 500),
         });
-      } else if (lane.failures > 0) {
+      } else if (lane.warned) {
         this.log.info("compute.report_delivered", {
           key,
           kind: kindOf(head.report.body),
@@ -437,6 +446,7 @@ export class ReportSpool {
         });
       }
       lane.failures = 0;
+      lane.warned = false;
       await this.store
         .remove(head.report)
         .catch((e) => this.log.warn("compute.spool_remove_failed", { key, error: e }));

@@ -23,7 +23,7 @@ import {
 import type { LogFields, Logger } from "../../../lib/log.js";
 
 const KEYS = { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret" };
-const FAST: SpoolOptions = { baseDelayMs: 10, maxDelayMs: 50 };
+const FAST: SpoolOptions = { baseDelayMs: 10, maxDelayMs: 50, warnAfterMs: 0 };
 
 /** A logger that keeps its lines. */
 function lines(): Logger & { seen: { level: string; event: string; fields?: LogFields }[] } {
@@ -252,7 +252,8 @@ it("waits with full jitter, capped: the ceiling doubles from the base to the cap
 it("retries without a limit on tries, never waiting longer than the cap between two", async () => {
   // 503 for 40 tries: with a 20 ms base and a 60 ms cap, no gap is much above 60 ms
   const u = await serve((_, n) => (n <= 40 ? 503 : 200));
-  const s = spoolOn(new MemorySpoolStore(), u.url, lines(), { baseDelayMs: 20, maxDelayMs: 60 });
+  const log = lines();
+  const s = spoolOn(new MemorySpoolStore(), u.url, log, { baseDelayMs: 20, maxDelayMs: 60 });
   await s.start();
   const { delivered } = await s.add("i", report("i", 1));
   expect(await delivered).toBe(true);
@@ -260,6 +261,8 @@ it("retries without a limit on tries, never waiting longer than the cap between 
   const gaps = u.times.slice(1).map((t, i) => t - u.times[i]!);
   // the host-wide pause and the report's own wait overlap: the longer of the two, plus the request
   expect(Math.max(...gaps)).toBeLessThan(60 + 100);
+  // a wait of a second or two is not worth a line (warnAfterMs, 10 s by default)
+  expect(log.seen.filter((l) => l.event.startsWith("compute.report_"))).toEqual([]);
 });
 
 it("while compute-events is unavailable, a host probes with one report at a time, then sends all at once", async () => {
