@@ -15,6 +15,7 @@ import { createDriver } from "../lib/compute/drivers/index.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
 import { fqdn } from "../lib/compute/machine.js";
 import { computeQueueName, hostSessionName } from "../lib/compute/queue-name.js";
+import { DiskSpoolStore } from "../lib/compute/spool.js";
 import { logger } from "../lib/log.js";
 import { DLQ_SUFFIX, HOST_TAG } from "../lib/resources.js";
 
@@ -86,6 +87,8 @@ const agent = new ComputeAgent({
   serviceDownTimeSeconds: Number(c.DEFAULT.service_down_time),
   syncPowerStateSeconds: Number(c.DEFAULT.sync_power_state_interval),
   deadLetterCheckSeconds: Number(c.novaless.dead_letter_check_interval),
+  // reports wait on disk until applied, whatever happens to this process
+  spool: new DiskSpoolStore(String(c.novaless.report_spool_path), log),
   log,
 });
 
@@ -96,6 +99,8 @@ const stop = async (signal: string) => {
     process.exit(1);
   }
   stopping = true;
+  // takes no more casts, hands back what it was building, and leaves unsent reports in the spool
+  // (a few seconds at most: within the unit's TimeoutStopSec)
   await agent.stop({ handBack: true, signal });
   await driver.close();
   process.exit(0);

@@ -769,6 +769,13 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
     "ComputeHostRole (stack output ComputeHostRoleArn), assumed with session name and tag novaless-host = the host.",
     { defaultText: "none: the credentials the SDK finds are the host's session already" },
   ),
+  agentOpt(
+    "novaless",
+    "report_spool_path",
+    "string",
+    "/var/lib/novaless/reports",
+    "Where the host keeps each report that answers a cast until compute-events has applied it (one file per report, in the unit's StateDirectory): kept across restarts and outages, sent in order per instance. Back it up with the instances; never share it between hosts.",
+  ),
   agentOpt("novaless", "concurrency", "int", 8, "Builds at once."),
   agentOpt("novaless", "wait_time_seconds", "int", 20, "The long poll's wait (SQS WaitTimeSeconds, 1-20)."),
   // One GetQueueAttributes a count: every 300 s is 8,640 requests, $0.0035 a host-month.

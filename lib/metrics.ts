@@ -22,6 +22,8 @@ export const METRIC = {
   schedulerFleetReadTime: "SchedulerFleetReadTime",
   autoEvacuations: "AutoEvacuations",
   computeDeadLetters: "ComputeDeadLetters",
+  spooledReports: "SpooledReports",
+  spooledReportAge: "SpooledReportAge",
 } as const;
 
 /** Why a build went to ERROR: the value of BuildsError's `reason` dimension. */
@@ -73,6 +75,14 @@ export const metrics = {
   autoEvacuations: (count: number) => record(METRIC.autoEvacuations, MetricUnit.Count, count),
   /** Messages in a host's dead-letter queue, as its agent last counted them (sent while not 0). */
   computeDeadLetters: (count: number) => record(METRIC.computeDeadLetters, MetricUnit.Count, count),
+  /**
+   * Reports waiting in a host's spool and how long the oldest has waited, as its heartbeat said
+   * (sent while any waits: compute-events refused or could not take them for a while).
+   */
+  reportSpool: (reports: number, oldestSeconds: number) => {
+    record(METRIC.spooledReports, MetricUnit.Count, reports);
+    record(METRIC.spooledReportAge, MetricUnit.Seconds, oldestSeconds);
+  },
   /** select_destinations, from its first read to its last claim. */
   schedulerDecisionTime: (ms: number) => record(METRIC.schedulerDecisionTime, MetricUnit.Milliseconds, ms),
   /** Reading hosts, aggregates, building instances and the server group for one decision. */

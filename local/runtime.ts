@@ -5,6 +5,7 @@
 // the policy the synthesized stack gives its role (iam/).
 import "./polyfills.js";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -23,6 +24,7 @@ import type { HostIdentity } from "../lib/compute/build-path.js";
 import type { Driver } from "../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
+import { DiskSpoolStore, MemorySpoolStore, type SpoolStore } from "../lib/compute/spool.js";
 import type { DrainSummary } from "../lib/conductor/intake.js";
 import { resetHostManagers } from "../lib/conductor/select-destinations.js";
 import type { WatchdogAction } from "../lib/conductor/watchdog.js";
@@ -168,10 +170,14 @@ export interface RuntimeOptions {
   concurrency?: Omit<AccountConcurrencyOptions, "reserved"> & { unprotected?: boolean };
 }
 
-/** A compute host: its driver outlives agent restarts, as a hypervisor would. */
+/**
+ * A compute host: its driver and its report spool outlive agent restarts, as a hypervisor and
+ * the agent's state directory would (a restarted agent's memory is lost, its spool is not).
+ */
 export interface HostHandle {
   name: string;
   driver: Driver;
+  spool: SpoolStore;
   agent: HostAgent;
 }
 
@@ -549,9 +555,10 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const newAgent = (h: Omit<HostHandle, "agent">, i: number): HostAgent => {
       const identity = hostIdentity(opts, h.name, h.driver, i);
       return fleet
-        ? fleet.agent(identity)
+        ? fleet.agent(identity, h.spool)
         : new ComputeAgent({
             ...identity,
+            spool: h.spool,
             asHost: (fn) => runAs(hostIdentityOf(h.name), fn),
             eventsUrl,
             computeQueuePrefix,
@@ -567,7 +574,9 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       (name: string) =>
       <T>(fn: () => T): T =>
         runAs(hostIdentityOf(name), fn);
-    const hosts = await startHosts(opts, names, newAgent, asHost);
+    const spoolsPath = mkdtempSync(join(tmpdir(), "novaless-spools-"));
+    stops.push(async () => rmSync(spoolsPath, { recursive: true, force: true }));
+    const hosts = await startHosts(opts, names, newAgent, asHost, spoolsPath);
     stops.push(async () => {
       await Promise.all([...hosts.values()].map((h) => asHost(h.name)(() => h.agent.stop())));
       // A real host's guests outlive its agent; the local runtime's leave with it (an exec
@@ -765,11 +774,16 @@ async function startHosts(
   names: string[],
   newAgent: (h: Omit<HostHandle, "agent">, i: number) => HostAgent,
   asHost: (name: string) => <T>(fn: () => T) => T,
+  spoolsPath: string,
 ): Promise<Map<string, HostHandle>> {
   const failing = new Set(opts.failHosts ?? []);
   const slow = opts.slowHosts ?? {};
   const hosts = new Map<string, HostHandle>();
   const instancesPath = opts.instancesPath ?? join(tmpdir(), `novaless-instances-${process.pid}`);
+  // Each host's report spool: a simulated host's in memory (10,000 of them stay cheap); a
+  // long-polling agent's on disk, as `novaless-compute` keeps it, so the runtime runs that code.
+  const spoolOf = (name: string): SpoolStore =>
+    opts.transport === "long-poll" ? new DiskSpoolStore(join(spoolsPath, name)) : new MemorySpoolStore();
   // loaded only when asked for: the fake fleet never needs it
   const { ExecDriver } =
     opts.driver === "exec" ? await import("../lib/compute/drivers/exec.js") : { ExecDriver: undefined };
@@ -783,7 +797,8 @@ async function startHosts(
           buildMs: slow[name] ?? opts.buildMs ?? 1000,
           failAll: failing.has(name),
         });
-    hosts.set(name, { name, driver, agent: newAgent({ name, driver }, i) });
+    const spool = spoolOf(name);
+    hosts.set(name, { name, driver, spool, agent: newAgent({ name, driver, spool }, i) });
   }
   await startAll(
     [...hosts.values()].map((h) => ({ start: () => asHost(h.name)(() => h.agent.start()) })),

@@ -15,7 +15,7 @@
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../lib/aws/clients.js";
 import { runAs } from "../lib/aws/identity.js";
-import type { HostAgent } from "../lib/compute/agent.js";
+import { type HostAgent, STOP_FLUSH_MS } from "../lib/compute/agent.js";
 import {
   BuildPath,
   DeadLetterCount,
@@ -26,6 +26,7 @@ import {
   registerComputeHost,
 } from "../lib/compute/build-path.js";
 import { HeartbeatClock } from "../lib/compute/heartbeat.js";
+import type { SpoolStore } from "../lib/compute/spool.js";
 import { option, schedulerConfig } from "../lib/config.js";
 import { type Logger, logger } from "../lib/log.js";
 import { COMPUTE_QUEUE } from "../lib/resources.js";
@@ -98,9 +99,12 @@ export class Fleet {
     for (const resolve of waiting) resolve();
   }
 
-  /** A new incarnation of a host (not started). */
-  agent(identity: HostIdentity): SimulatedAgent {
-    return new SimulatedAgent(this, identity);
+  /**
+   * A new incarnation of a host (not started), spooling into `spool`, which stands for the host's
+   * disk: the caller keeps it beside the driver, so it outlives the incarnation.
+   */
+  agent(identity: HostIdentity, spool: SpoolStore): SimulatedAgent {
+    return new SimulatedAgent(this, identity, spool);
   }
 
   /** The gateway's announcement: ring the host whose queue it is, once the message is visible. */
@@ -180,14 +184,17 @@ export class SimulatedAgent implements HostAgent {
   private beating = false;
   private readonly clock: HeartbeatClock;
   private readonly deadLetters: DeadLetterCount;
+  /** a stop or kill ends a registration still waiting for compute-events */
+  private readonly abort = new AbortController();
 
   constructor(
     private readonly fleet: Fleet,
     private readonly identity: HostIdentity,
+    spool: SpoolStore,
   ) {
     this.log = logger({ host: identity.host, simulated: true });
     this.credentials = hostIdentityOf(identity.host);
-    this.reporter = new Reporter(identity.host, fleet.opts.eventsUrl, (fn) => this.as(fn));
+    this.reporter = new Reporter(identity.host, fleet.opts.eventsUrl, (fn) => this.as(fn), spool, this.log);
     this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
     this.clock = new HeartbeatClock(fleet.opts.heartbeatSeconds, fleet.serviceDownTimeSeconds);
@@ -209,10 +216,14 @@ export class SimulatedAgent implements HostAgent {
   async start(): Promise<void> {
     this.queue = await this.as(async () => {
       await this.identity.driver.init();
-      return registerComputeHost(this.identity, this.reporter, {
+      const queue = await registerComputeHost(this.identity, this.reporter, {
         computeQueuePrefix: this.fleet.opts.computeQueuePrefix,
         queueCreated: (name) => this.fleet.untilCreated(name),
+        signal: this.abort.signal,
       });
+      // what an earlier incarnation spooled goes once registered (as the agent's start)
+      await this.reporter.spool.start();
+      return queue;
     });
     this.running = true;
     // What was sent while no incarnation was reading (a restart) is there already.
@@ -220,15 +231,19 @@ export class SimulatedAgent implements HostAgent {
   }
 
   async stop(opts: { handBack?: boolean } = {}): Promise<void> {
+    this.abort.abort();
     this.running = false;
     this.fleet.detach(this);
     if (opts.handBack) this.path.handBack();
     await this.receiving;
     await Promise.allSettled(this.inFlight.values());
+    await this.reporter.spool.stop(STOP_FLUSH_MS);
   }
 
   async kill(): Promise<void> {
+    this.abort.abort();
     this.path.kill();
+    await this.reporter.spool.stop();
     this.running = false;
     this.fleet.detach(this);
     await this.receiving;

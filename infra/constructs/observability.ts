@@ -4,7 +4,7 @@
 // Metrics Insights' WHERE has only = and != (no LIKE to match their names), so their depth comes
 // from the agents: each counts its own DLQ and reports it with its heartbeats while not empty,
 // and compute-events records it as ComputeDeadLetters (alarms accept a query that returns one
-// series, not SEARCH).
+// series, not SEARCH). The hosts' report spools reach the alarms the same way (SpooledReportAge).
 import { CfnOutput, Duration, type Stack } from "aws-cdk-lib";
 import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
@@ -30,6 +30,10 @@ export interface ObservabilityProps {
 }
 
 const fiveMinutes = Duration.minutes(5);
+/** A report older than this in a host's spool raises SpooledReportsWaiting. */
+export const SPOOL_AGE_ALARM_SECONDS = 180;
+/** compute-events throttled in each of this many consecutive minutes raises its throttle alarm. */
+export const SUSTAINED_THROTTLE_MINUTES = 10;
 const oneMinute = Duration.minutes(1);
 const sum = { period: fiveMinutes, statistic: cloudwatch.Stats.SUM };
 
@@ -142,9 +146,36 @@ export class Observability {
           `SELECT SUM(${METRIC.autoEvacuations}) FROM SCHEMA("${METRICS_NAMESPACE}", service)`,
         ),
       ),
+      // Hosts spool the reports compute-events cannot take and send them again, so what must not
+      // happen is reports waiting for minutes: an outage or throttling that does not end, or a
+      // report compute-events fails on every time (each host says in its heartbeats).
+      new cloudwatch.Alarm(stack, "SpooledReportsWaiting", {
+        alarmDescription: `Reports waited in a compute host's spool more than ${SPOOL_AGE_ALARM_SECONDS} s: compute-events has not taken them (an outage, sustained throttling, or a report it fails on every time)`,
+        metric: query(
+          "Oldest spooled report (s)",
+          `SELECT MAX(${METRIC.spooledReportAge}) FROM SCHEMA("${METRICS_NAMESPACE}", service)`,
+          oneMinute,
+        ),
+        threshold: SPOOL_AGE_ALARM_SECONDS,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
       ...functions.flatMap(([name, fn]) => [
         alarm(`${name}FunctionErrors`, `The ${name} function failed invocations`, fn.metricErrors(sum)),
-        alarm(`${name}FunctionThrottles`, `The ${name} function was throttled`, fn.metricThrottles(sum)),
+        name === "ComputeEvents"
+          ? // Throttling is compute-events' storm control (its reserved concurrency; hosts spool
+            // and send again): a burst is by design, throttling that does not end is not.
+            new cloudwatch.Alarm(stack, `${name}FunctionThrottles`, {
+              alarmDescription: `The ${name} function was throttled in each of ${SUSTAINED_THROTTLE_MINUTES} consecutive minutes: hosts' reports wait in their spools`,
+              metric: fn.metricThrottles({ period: oneMinute, statistic: cloudwatch.Stats.SUM }),
+              threshold: 0,
+              comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+              evaluationPeriods: SUSTAINED_THROTTLE_MINUTES,
+              datapointsToAlarm: SUSTAINED_THROTTLE_MINUTES,
+              treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+            })
+          : alarm(`${name}FunctionThrottles`, `The ${name} function was throttled`, fn.metricThrottles(sum)),
       ]),
       ...TABLES.map((spec) =>
         alarm(
@@ -198,6 +229,13 @@ export class Observability {
             query("Reschedules", novaless("SUM", METRIC.reschedules)),
             query("Claim conflicts", novaless("SUM", METRIC.claimConflicts)),
           ]),
+        ],
+        [
+          graph(
+            "Hosts' report spools (most a host said)",
+            [query("Spooled reports", novaless("MAX", METRIC.spooledReports), oneMinute)],
+            [query("Oldest spooled report (s)", novaless("MAX", METRIC.spooledReportAge), oneMinute)],
+          ),
         ],
         [
           graph("Dead letters (messages visible)", [

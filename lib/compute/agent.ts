@@ -16,9 +16,17 @@ import {
   registerComputeHost,
 } from "./build-path.js";
 import { HeartbeatClock } from "./heartbeat.js";
+import type { SpoolStore } from "./spool.js";
 
 /** How long a stop lets the current long poll finish before aborting it. */
 const STOP_POLL_GRACE_MS = 1200;
+
+/**
+ * How long a stop lets the spool send what is waiting (the reports of builds it handed back)
+ * before leaving it for the next start: with the poll's grace, well within systemd's
+ * TimeoutStopSec (10 s), and never a wait on an outage.
+ */
+export const STOP_FLUSH_MS = 3000;
 
 export interface AgentOptions extends HostIdentity {
   /** runs a report's send as this host's session (a process hosting several hosts: the local runtime) */
@@ -41,6 +49,12 @@ export interface AgentOptions extends HostIdentity {
   deadLetterCheckSeconds?: number;
   /** how long registration waits for compute-events to create the host's queues (ms) */
   queueWaitMs?: number;
+  /**
+   * Where reports wait until compute-events applies them; it must outlive the agent (the
+   * process's is a directory in its state directory, `[novaless] report_spool_path`). In memory
+   * by default: what a test's agent spools is then lost with it.
+   */
+  spool?: SpoolStore;
   log?: Logger;
 }
 
@@ -76,7 +90,7 @@ export class ComputeAgent implements HostAgent {
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.log ?? logger({ host: opts.host });
-    this.reporter = new Reporter(opts.host, opts.eventsUrl, opts.asHost);
+    this.reporter = new Reporter(opts.host, opts.eventsUrl, opts.asHost, opts.spool, this.log);
     this.path = new BuildPath(opts.host, opts.driver, this.reporter, this.log);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
   }
@@ -89,7 +103,10 @@ export class ComputeAgent implements HostAgent {
     return this.opts.driver.list().map((g) => g.instance_uuid);
   }
 
-  /** Register (the consumer creates the queues), start heartbeats, power sync and polling. */
+  /**
+   * Register (the consumer creates the queues), resume sending what earlier incarnations spooled,
+   * start heartbeats, power sync and polling.
+   */
   async start(): Promise<void> {
     await this.opts.driver.init();
     this.queue = await registerComputeHost(this.opts, this.reporter, {
@@ -97,6 +114,10 @@ export class ComputeAgent implements HostAgent {
       queueWaitMs: this.opts.queueWaitMs,
       signal: this.abort.signal,
     });
+    // After registering, not before: registration reconciles with what the host runs now, and a
+    // build an earlier incarnation only took (its build_started spooled) must not look to it like
+    // one that was spawning here and was lost; what the spool says next is fenced against it.
+    await this.reporter.spool.start();
     this.running = true;
     const interval = this.opts.heartbeatSeconds ?? schedulerConfig().report_interval;
     const clock = new HeartbeatClock(
@@ -136,13 +157,20 @@ export class ComputeAgent implements HostAgent {
   }
 
   /**
-   * Stops within 2 s: the current long poll is let finish for up to STOP_POLL_GRACE_MS (what it
-   * brings back is returned to the queue at once), then aborted (a message SQS was handing the
+   * Stops within about 5 s: the current long poll is let finish for up to STOP_POLL_GRACE_MS (what
+   * it brings back is returned to the queue at once), then aborted (a message SQS was handing the
    * aborted poll comes back after the queue's short visibility timeout); in-flight spawns are
-   * interrupted when handing back and go through the failure path (one report each).
+   * interrupted when handing back and go through the failure path (one report each, spooled);
+   * the spool sends for up to STOP_FLUSH_MS, and what is unsent waits there for the next start.
    */
   async stop(opts: { handBack?: boolean; signal?: string } = {}): Promise<void> {
-    if (!this.running && !this.loop) return;
+    if (!this.running && !this.loop) {
+      // never took messages (still registering, or its registration failed): registering stops,
+      // and what it spooled stays for the next start
+      this.abort.abort();
+      await this.reporter.spool.stop();
+      return;
+    }
     const began = Date.now();
     this.running = false;
     for (const t of this.timers) clearInterval(t);
@@ -152,6 +180,7 @@ export class ComputeAgent implements HostAgent {
     await this.loop;
     await Promise.allSettled(this.inFlight.values());
     this.loop = undefined;
+    await this.reporter.spool.stop(STOP_FLUSH_MS);
     // one line per stop: why, what was handed back, how long it took
     this.log.info("compute.stopped", {
       handed_back: Boolean(opts.handBack),
@@ -162,6 +191,8 @@ export class ComputeAgent implements HostAgent {
 
   async kill(): Promise<void> {
     this.path.kill();
+    // a dead host sends nothing more; what it had spooled waits for its next start
+    await this.reporter.spool.stop();
     this.running = false;
     for (const t of this.timers) clearInterval(t);
     this.abort.abort();

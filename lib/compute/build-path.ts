@@ -11,9 +11,9 @@ import {
   type Message,
 } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
-import { postToFunctionUrl } from "../aws/function-url.js";
+import { FunctionUrlError, postToFunctionUrl, retryableStatus } from "../aws/function-url.js";
 import { sendToDeadLetter } from "../aws/send.js";
-import type { Logger } from "../log.js";
+import { type Logger, logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import {
   type GetConsoleOutput,
@@ -37,6 +37,7 @@ import type { HeartbeatClock } from "./heartbeat.js";
 import type { SnapshotData } from "./image-store.js";
 import { LivePath } from "./live-path.js";
 import { computeQueueName } from "./queue-name.js";
+import { MemorySpoolStore, ReportSpool, type SpoolStore } from "./spool.js";
 
 /** What a compute host is: its name, place, size and hypervisor. */
 export interface HostIdentity {
@@ -57,14 +58,40 @@ export interface HostQueue {
 const CONSOLE_MAX_CHARS = 200_000;
 
 /**
- * A report is sent until it lands, within reason: a fleet-wide storm holds compute-events at its
- * reserved concurrency for tens of seconds, and Lambda answers 429 meanwhile (where a queue used
- * to hold the reports). About a minute and a half of backoff on average, each wait at most 10 s.
+ * Registration and heartbeats are sent as they are, not spooled: the agent waits for its
+ * registration to start, and only the latest heartbeat matters. So are the answers to the API's
+ * questions (console output, diagnostics): the API waits for them a few seconds, and a late one
+ * is read by nobody. Each is tried for about a minute at most (20 tries, each wait at most 10 s,
+ * about 66 s on average), then given up; a heartbeat's successor is due a report_interval later.
  */
-const REPORT_RETRIES = { maxAttempts: 20, baseDelayMs: 100, maxDelayMs: 10_000 } as const;
+const DIRECT_RETRIES = { maxAttempts: 20, baseDelayMs: 100, maxDelayMs: 10_000 } as const;
+const NOT_SPOOLED: ReadonlySet<ComputeReport["kind"]> = new Set([
+  "register",
+  "heartbeat",
+  "console_output",
+  "diagnostics",
+]);
 
-/** Sends this host's reports to compute-events, through its function URL (AWS_IAM). */
+/**
+ * One try of a spooled report: compute-events runs for 30 s at most, so a try that hangs past
+ * that and a margin is given up and tried again (the spool decides when).
+ */
+const SPOOLED_TRY_MS = 35_000;
+
+/** What sending a report gives: for a spooled one, kept; `delivered` says when compute-events applied it. */
+export interface Sent {
+  delivered: Promise<boolean>;
+}
+
+/**
+ * Sends this host's reports to compute-events, through its function URL (AWS_IAM). Every report
+ * that answers a cast, or says something of an instance, goes through the host's spool
+ * (spool.ts): kept before `send` resolves, then delivered in order per instance, across restarts
+ * and outages. The spool's store outlives this incarnation; start and stop its sender with the agent.
+ */
 export class Reporter {
+  readonly spool: ReportSpool;
+
   constructor(
     readonly host: string,
     private readonly eventsUrl: string,
@@ -74,9 +101,29 @@ export class Reporter {
      * trusts a report only from the session of the host it speaks for.
      */
     private readonly asHost: <T>(fn: () => T) => T = (fn) => fn(),
-  ) {}
+    store: SpoolStore = new MemorySpoolStore(),
+    private readonly log: Logger = logger({ host }),
+  ) {
+    this.spool = new ReportSpool(
+      store,
+      (body, signal) =>
+        this.asHost(() =>
+          postToFunctionUrl(this.eventsUrl, body, {
+            maxAttempts: 1,
+            attemptTimeoutMs: SPOOLED_TRY_MS,
+            signal,
+          }),
+        ).then(() => undefined),
+      log,
+    );
+  }
 
-  async send<K extends ComputeReport["kind"]>(kind: K, body: Omit<ReportBody<K>, "kind">): Promise<void> {
+  async send<K extends ComputeReport["kind"]>(
+    kind: K,
+    body: Omit<ReportBody<K>, "kind">,
+    /** gives up a report sent directly (a stopping agent's registration) */
+    signal?: AbortSignal,
+  ): Promise<Sent> {
     const report = computeReport.parse({
       version: 1,
       kind,
@@ -84,8 +131,29 @@ export class Reporter {
       sent_at: new Date().toISOString(),
       ...body,
     });
+    const json = JSON.stringify(report);
+    if (!NOT_SPOOLED.has(kind) && "instance_uuid" in report)
+      return this.spool.add(report.instance_uuid, json);
     // Signed as the host's session: compute-events reads who sent it from the signature.
-    await this.asHost(() => postToFunctionUrl(this.eventsUrl, JSON.stringify(report), REPORT_RETRIES));
+    const post = () =>
+      this.asHost(() => postToFunctionUrl(this.eventsUrl, json, { ...DIRECT_RETRIES, signal }));
+    if (kind !== "register") {
+      await post();
+      return { delivered: Promise.resolve(true) };
+    }
+    // Registration is tried until compute-events answers, or the agent stops: an agent started
+    // during an outage of compute-events comes up as it ends, its spool with it. A refusal (a
+    // 4xx other than 429: the host's credentials, its report) ends the start: an operator must look.
+    for (;;) {
+      try {
+        await post();
+        return { delivered: Promise.resolve(true) };
+      } catch (e) {
+        if (signal?.aborted || (e instanceof FunctionUrlError && !retryableStatus(e.status))) throw e;
+        // a line a minute or so for the operator (a wrong events_url looks the same)
+        this.log.warn("compute.register_waiting", { error: e, events_url: this.eventsUrl });
+      }
+    }
   }
 }
 
@@ -97,9 +165,9 @@ export async function reportMoveStep(
   },
   outcome: { started: string; ok: boolean; details: string | null; power: PowerState },
   log: Logger,
-): Promise<void> {
+): Promise<Sent> {
   const { started, ok, details, power } = outcome;
-  await reporter.send("move_step", {
+  const sent = await reporter.send("move_step", {
     step: msg.kind,
     request_id: msg.request_id,
     instance_uuid: msg.instance_uuid,
@@ -111,6 +179,7 @@ export async function reportMoveStep(
     power_state: power as 0,
   });
   log.info("compute.move_step_done", { step: msg.kind, ok, power_state: power });
+  return sent;
 }
 
 export interface RegisterOptions {
@@ -138,15 +207,19 @@ export async function registerComputeHost(
   const d = h.driver;
   const name = computeQueueName(opts.computeQueuePrefix, h.host, DLQ_SUFFIX);
   let created = opts.queueCreated?.(name);
-  await reporter.send("register", {
-    availability_zone: h.availability_zone,
-    host_ip: h.host_ip,
-    inventories: h.inventories as Record<string, Inventory>,
-    hypervisor_type: d.hypervisorType,
-    hypervisor_version: d.hypervisorVersion,
-    facts: d.facts(),
-    guests: d.list(),
-  });
+  await reporter.send(
+    "register",
+    {
+      availability_zone: h.availability_zone,
+      host_ip: h.host_ip,
+      inventories: h.inventories as Record<string, Inventory>,
+      hypervisor_type: d.hypervisorType,
+      hypervisor_version: d.hypervisorVersion,
+      facts: d.facts(),
+      guests: d.list(),
+    },
+    opts.signal,
+  );
   const waitMs = opts.queueWaitMs ?? 60_000;
   const deadline = Date.now() + waitMs;
   for (let pause = 50; ; pause = Math.min(2000, pause * 2)) {
@@ -195,8 +268,13 @@ export class BuildPath {
   /** aborts in-flight spawns (hand-back, kill) */
   private readonly spawnAbort = new AbortController();
   private dead = false;
-  /** the power state last reported per guest (the sync reports changes) */
+  /** the power state last delivered per guest (the sync reports changes) */
   private readonly reported = new Map<string, number>();
+  /**
+   * The power state of each guest's latest report still waiting in the spool: it counts as
+   * reported once delivered, and the sync does not spool the same again meanwhile.
+   */
+  private readonly spooledPower = new Map<string, { power: number }>();
   /** the rebuild (its token and attempt) each guest was last rebuilt for by this incarnation */
   private readonly rebuiltFor = new Map<string, string>();
   /**
@@ -226,7 +304,7 @@ export class BuildPath {
       driver,
       reporter,
       this.acting,
-      (id) => this.reported.delete(id),
+      (id) => this.forgetPower(id),
       () => this.dead,
     );
     driver.onLifecycle((id, power) => {
@@ -319,7 +397,10 @@ export class BuildPath {
     let sent = 0;
     for (const g of this.driver.list()) {
       if (this.acting.has(g.instance_uuid) || this.building.has(g.instance_uuid)) continue;
-      if (!all && this.reported.get(g.instance_uuid) === g.power_state) continue;
+      const waiting = this.spooledPower.get(g.instance_uuid)?.power;
+      // the same is on its way already (an outage would otherwise pile up one a sync)
+      if (waiting === g.power_state) continue;
+      if (!all && waiting === undefined && this.reported.get(g.instance_uuid) === g.power_state) continue;
       await this.reportPower(g.instance_uuid, g.power_state, "sync");
       sent++;
     }
@@ -327,10 +408,37 @@ export class BuildPath {
   }
 
   private async reportPower(id: string, power: number, cause: "lifecycle" | "sync"): Promise<void> {
-    this.reported.set(id, power);
-    await this.reporter
-      .send("power_state", { instance_uuid: id, power_state: power as 0, cause })
-      .catch((e) => this.log.warn("compute.power_state_report_failed", { error: e, instance_uuid: id }));
+    await this.sendPower(id, power, () =>
+      this.reporter.send("power_state", { instance_uuid: id, power_state: power as 0, cause }),
+    ).catch((e) => this.log.warn("compute.power_state_report_failed", { error: e, instance_uuid: id }));
+  }
+
+  /**
+   * Sends a report that carries guest `id`'s power state; the state counts as reported only once
+   * compute-events applied it (a report still in the spool, or refused, has told it nothing).
+   */
+  private async sendPower(id: string, power: number, send: () => Promise<Sent>): Promise<void> {
+    const mark = { power };
+    this.spooledPower.set(id, mark);
+    let sent: Sent;
+    try {
+      sent = await send();
+    } catch (e) {
+      if (this.spooledPower.get(id) === mark) this.spooledPower.delete(id);
+      throw e;
+    }
+    void sent.delivered.then((applied) => {
+      // a later report of this guest is on its way: it decides
+      if (this.spooledPower.get(id) !== mark) return;
+      this.spooledPower.delete(id);
+      if (applied && this.driver.has(id)) this.reported.set(id, power);
+    });
+  }
+
+  /** The guest left this host: what was reported of it is forgotten. */
+  private forgetPower(id: string): void {
+    this.reported.delete(id);
+    this.spooledPower.delete(id);
   }
 
   /** Handle one received message of `queue`; it is deleted once handled. */
@@ -356,6 +464,14 @@ export class BuildPath {
       return;
     }
     const log = this.log.child({ request_id: msg.request_id, instance_uuid: msg.instance_uuid });
+    // Hidden while its work runs and until its report is spooled; deleted only then: a host that
+    // dies before leaves the cast to SQS, one that dies after leaves the report in its spool.
+    await this.keepHidden(m, queue, () => this.perform(msg, log));
+    await this.ack(m, queue);
+  }
+
+  /** What a cast asks of this host, done and reported (each report spooled before this resolves). */
+  private async perform(msg: ReceivedComputeMessage, log: Logger): Promise<void> {
     switch (msg.kind) {
       case "build_and_run_instance":
         // Taken: compute-events fences it (host, attempt) and answers with what to spawn.
@@ -367,13 +483,13 @@ export class BuildPath {
         });
         break;
       case "spawn_instance":
-        await this.keepHidden(m, queue, () => this.spawn(msg, log));
+        await this.spawn(msg, log);
         break;
       case "terminate_instance":
         this.tombstone(msg.instance_uuid, msg.attempt ?? Number.POSITIVE_INFINITY);
         // Destroy first; compute-events gives the claim back once it is gone (Nova's order).
         await this.driver.destroy(msg.instance_uuid);
-        this.reported.delete(msg.instance_uuid);
+        this.forgetPower(msg.instance_uuid);
         this.rebuiltFor.delete(msg.instance_uuid);
         await this.reporter.send("guest_destroyed", {
           request_id: msg.request_id,
@@ -384,7 +500,7 @@ export class BuildPath {
         log.info("compute.terminated", {});
         break;
       case "power_action":
-        await this.keepHidden(m, queue, () => this.powerAction(msg, log));
+        await this.powerAction(msg, log);
         break;
       case "get_console_output":
         await this.consoleOutput(msg);
@@ -393,13 +509,13 @@ export class BuildPath {
         await this.diagnostics(msg);
         break;
       case "snapshot_instance":
-        await this.keepHidden(m, queue, () => this.snapshot(msg, log));
+        await this.snapshot(msg, log);
         break;
       case "shelve_instance":
-        await this.keepHidden(m, queue, () => this.shelveStep(msg, log));
+        await this.shelveStep(msg, log);
         break;
       case "unshelve_instance":
-        await this.keepHidden(m, queue, () => this.unshelveStep(msg, log));
+        await this.unshelveStep(msg, log);
         break;
       case "trigger_crash_dump":
         await this.crashDump(msg, log);
@@ -410,20 +526,19 @@ export class BuildPath {
       case "confirm_resize":
       case "revert_resize":
       case "finish_revert_resize":
-        await this.keepHidden(m, queue, () => this.moveStep(msg, log));
+        await this.moveStep(msg, log);
         break;
       case "pre_live_migration":
       case "live_migration":
       case "post_live_migration_at_destination":
         // a live migration to this host makes the instance welcome again
         if (msg.kind === "pre_live_migration") this.gone.delete(msg.instance_uuid);
-        await this.keepHidden(m, queue, () => this.live.step(msg, log));
+        await this.live.step(msg, log);
         break;
       case "live_migration_control":
         this.live.control(msg, log);
         break;
     }
-    await this.ack(m, queue);
   }
 
   /**
@@ -525,13 +640,14 @@ export class BuildPath {
     }
     try {
       if (this.dead) throw new Error(`host ${this.host} died before reporting ${id}`);
-      this.reported.set(id, this.driver.powerState(id));
-      await this.reporter.send("build_succeeded", {
-        ...build,
-        started_at: started,
-        // this one is still in `building` until the report is sent
-        ...this.buildEnded(true, this.inFlight - 1),
-      });
+      await this.sendPower(id, this.driver.powerState(id), () =>
+        this.reporter.send("build_succeeded", {
+          ...build,
+          started_at: started,
+          // this one is still in `building` until the report is spooled
+          ...this.buildEnded(true, this.inFlight - 1),
+        }),
+      );
       log.info("compute.build_succeeded", { attempt });
     } finally {
       this.building.delete(id);
@@ -565,12 +681,10 @@ export class BuildPath {
     }
   }
 
-  /** The guest's power state after a step, kept as reported (forgotten when the guest is gone). */
+  /** The guest's power state after a step (what was reported of a guest now gone is forgotten). */
   private settledPower(id: string): PowerState {
-    const power = this.driver.powerState(id);
-    if (this.driver.has(id)) this.reported.set(id, power);
-    else this.reported.delete(id);
-    return power;
+    if (!this.driver.has(id)) this.forgetPower(id);
+    return this.driver.powerState(id);
   }
 
   /** Remembers a destroyed guest and its attempt (bounded: the oldest are forgotten first). */
@@ -611,15 +725,16 @@ export class BuildPath {
       (details) => log.warn("compute.power_action_failed", { action: msg.action, details }),
     );
     const power = this.driver.powerState(id);
-    this.reported.set(id, power);
-    await this.reporter.send("action_done", {
-      ...what,
-      ...type,
-      started_at: started,
-      ok,
-      details,
-      power_state: power as 0,
-    });
+    await this.sendPower(id, power, () =>
+      this.reporter.send("action_done", {
+        ...what,
+        ...type,
+        started_at: started,
+        ok,
+        details,
+        power_state: power as 0,
+      }),
+    );
     log.info("compute.power_action_done", { action: msg.action, ok, power_state: power });
   }
 
@@ -681,7 +796,9 @@ export class BuildPath {
     );
     if (this.dead) throw new Error(`host ${this.host} died during ${msg.kind} of ${id}`);
     const power = this.settledPower(id);
-    await reportMoveStep(this.reporter, msg, { started, ok, details, power }, log);
+    await this.sendPower(id, power, () =>
+      reportMoveStep(this.reporter, msg, { started, ok, details, power }, log),
+    );
   }
 
   /**
@@ -719,15 +836,15 @@ export class BuildPath {
             !this.snapshotted.has(msg.image_id)
           ) {
             const imageId = msg.image_id;
-            image = await this.driver.snapshot(id, imageId, (stage) =>
-              this.reporter.send("shelve_progress", {
+            image = await this.driver.snapshot(id, imageId, async (stage) => {
+              await this.reporter.send("shelve_progress", {
                 request_id: msg.request_id,
                 instance_uuid: id,
                 attempt: msg.attempt,
                 image_id: imageId,
                 stage,
-              }),
-            );
+              });
+            });
             this.snapshotted.add(msg.image_id);
           }
           if (msg.offload) {
@@ -746,19 +863,21 @@ export class BuildPath {
     );
     if (this.dead) throw new Error(`host ${this.host} died during the ${msg.op} of ${id}`);
     const power = this.settledPower(id);
-    await this.reporter.send("shelve_done", {
-      op: msg.op,
-      request_id: msg.request_id,
-      instance_uuid: id,
-      attempt: msg.attempt,
-      started_at: started,
-      ok,
-      offloaded: !this.driver.has(id) && msg.op !== "start",
-      image_id: msg.image_id,
-      ...(image ? { image } : {}),
-      details,
-      power_state: power as 0,
-    });
+    await this.sendPower(id, power, () =>
+      this.reporter.send("shelve_done", {
+        op: msg.op,
+        request_id: msg.request_id,
+        instance_uuid: id,
+        attempt: msg.attempt,
+        started_at: started,
+        ok,
+        offloaded: !this.driver.has(id) && msg.op !== "start",
+        image_id: msg.image_id,
+        ...(image ? { image } : {}),
+        details,
+        power_state: power as 0,
+      }),
+    );
     log.info("compute.shelve_done", { op: msg.op, ok, power_state: power });
   }
 
@@ -815,16 +934,18 @@ export class BuildPath {
     );
     if (this.dead) throw new Error(`host ${this.host} died during the unshelve of ${id}`);
     const power = this.settledPower(id);
-    await this.reporter.send("unshelve_done", {
-      request_id: msg.request_id,
-      instance_uuid: id,
-      unshelve_uuid: msg.unshelve_uuid,
-      attempt: msg.attempt,
-      started_at: started,
-      ok,
-      details,
-      power_state: power as 0,
-    });
+    await this.sendPower(id, power, () =>
+      this.reporter.send("unshelve_done", {
+        request_id: msg.request_id,
+        instance_uuid: id,
+        unshelve_uuid: msg.unshelve_uuid,
+        attempt: msg.attempt,
+        started_at: started,
+        ok,
+        details,
+        power_state: power as 0,
+      }),
+    );
     log.info("compute.unshelve_done", { ok, power_state: power });
   }
 
@@ -852,9 +973,9 @@ export class BuildPath {
       id,
       async () => {
         await this.reporter.send("snapshot_progress", { ...what, task_state: "image_snapshot" });
-        data = await this.driver.snapshot(id, msg.image_id, (task_state) =>
-          this.reporter.send("snapshot_progress", { ...what, task_state }),
-        );
+        data = await this.driver.snapshot(id, msg.image_id, async (task_state) => {
+          await this.reporter.send("snapshot_progress", { ...what, task_state });
+        });
       },
       (details) => log.warn("compute.snapshot_failed", { image_id: msg.image_id, details }),
     );
@@ -924,7 +1045,7 @@ export class BuildPath {
 
 /**
  * One report_interval check of a host's heartbeat: what it carries (builds ended since the last,
- * dead letters), sent when news or when due (lib/compute/heartbeat.ts).
+ * dead letters, reports waiting in the spool), sent when news or when due (lib/compute/heartbeat.ts).
  */
 export async function heartbeatCheck(
   clock: HeartbeatClock,
@@ -932,7 +1053,15 @@ export async function heartbeatCheck(
   path: BuildPath,
   deadLetters: DeadLetterCount,
 ): Promise<void> {
-  const news = { ...deadLetters.heartbeat(), ...path.heartbeatIo() };
+  const spool = reporter.spool.state;
+  const news = {
+    ...deadLetters.heartbeat(),
+    ...path.heartbeatIo(),
+    // reports waiting are news: every check says so until they are delivered
+    ...(spool.depth > 0
+      ? { spooled_reports: spool.depth, spooled_oldest_seconds: spool.oldestAgeSeconds }
+      : {}),
+  };
   if (!clock.due(Object.keys(news).length > 0)) return;
   await reporter.send("heartbeat", news);
   clock.sent();

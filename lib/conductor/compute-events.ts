@@ -149,9 +149,26 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
         metrics.computeDeadLetters(report.dead_letters);
         log.warn("compute_events.dead_letters", { host: report.host, dead_letters: report.dead_letters });
       }
+      if (report.spooled_reports) {
+        // reports the host could not deliver for a while (an outage, sustained throttling, a
+        // report compute-events keeps failing on); delivered now in order, or the alarm says so
+        const oldest = report.spooled_oldest_seconds ?? 0;
+        metrics.reportSpool(report.spooled_reports, oldest);
+        log.warn("compute_events.reports_spooled", {
+          host: report.host,
+          spooled_reports: report.spooled_reports,
+          oldest_seconds: oldest,
+        });
+      }
       // builds ended since the last heartbeat without setting num_io_ops: set once for them all
       if (report.in_flight !== undefined) await recordInFlight(report.host, report.in_flight);
-      return heartbeat(report.host);
+      return heartbeat(
+        report.host,
+        undefined,
+        report.spooled_reports
+          ? { reports: report.spooled_reports, oldest_seconds: report.spooled_oldest_seconds ?? 0 }
+          : undefined,
+      );
     case "build_started":
     case "build_succeeded":
     case "build_failed":

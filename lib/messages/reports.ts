@@ -52,6 +52,14 @@ export const heartbeatReport = z.object({
    * report_interval, as Nova's resource tracker does periodically, not once per build.
    */
   in_flight: z.number().int().min(0).optional(),
+  /**
+   * Reports waiting in the host's spool (lib/compute/spool.ts) and how long the oldest has
+   * waited (seconds), sent while any waits: compute-events records them on the host's service
+   * and as metrics, and an alarm says when reports wait for minutes. Absent: none waits (or an
+   * older agent).
+   */
+  spooled_reports: z.number().int().min(1).optional(),
+  spooled_oldest_seconds: z.number().int().min(0).optional(),
 });
 
 const build = {

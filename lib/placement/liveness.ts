@@ -27,6 +27,14 @@ export interface ServiceHeartbeat {
   provider_marked?: boolean;
   /** the operator's forced_down, mirrored from the provider so the watchdog reads one table */
   forced_down?: boolean;
+  /** reports waiting in the host's spool as its last heartbeat said (absent: none waited) */
+  report_spool?: ReportSpoolState;
+}
+
+/** What a heartbeat says of the host's report spool (lib/compute/spool.ts). */
+export interface ReportSpoolState {
+  reports: number;
+  oldest_seconds: number;
 }
 
 /** Parallel Scan segments of the sweep: the Services items are tiny, a segment reads ~40k per MB. */
@@ -41,13 +49,17 @@ function servicesTable(): string {
  * down, the old item says so, and the mark is cleared on the provider at once, then on the
  * Services item (should this stop in between, the next heartbeat finishes it).
  */
-export async function heartbeat(host: string, now = new Date()): Promise<void> {
+export async function heartbeat(host: string, now = new Date(), spool?: ReportSpoolState): Promise<void> {
   const r = await dynamo().send(
     new UpdateCommand({
       TableName: servicesTable(),
       Key: { host },
-      UpdateExpression: "SET last_heartbeat = :now",
-      ExpressionAttributeValues: { ":now": now.toISOString() },
+      // the spool's state rides the same write (no write of its own on the hot path); a heartbeat
+      // without one says that none waits
+      UpdateExpression: spool
+        ? "SET last_heartbeat = :now, report_spool = :spool"
+        : "SET last_heartbeat = :now REMOVE report_spool",
+      ExpressionAttributeValues: { ":now": now.toISOString(), ...(spool ? { ":spool": spool } : {}) },
       ReturnValues: "ALL_OLD",
     }),
   );

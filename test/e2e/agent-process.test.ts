@@ -2,12 +2,15 @@
 // bundle:agent) started as its own process with a compute.conf, only its host's credentials and
 // the endpoints, against the local runtime. It discovers the machine's inventory, registers through
 // compute-events, builds and stops a server forced to it, and on SIGTERM exits 0 with one log line.
+// A report compute-events cannot take (it is throttled, all its reserved concurrency held) waits
+// in the agent's spool on disk through a SIGTERM and is delivered by the next start.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { resources } from "../../lib/config.js";
+import { getInstance } from "../../lib/instances/queries.js";
 import { getHost } from "../../lib/placement/hosts.js";
 import type { Runtime } from "../../local/runtime.js";
 import { bundleAgent } from "../../scripts/bundle-agent.js";
@@ -78,7 +81,8 @@ it("refuses a configuration it cannot run with, saying what is missing, and answ
   expect(help.out()).toContain("[DEFAULT] reserved_host_memory_mb");
 });
 
-it("registers with the machine's inventory, builds a server, stops it, and stops on SIGTERM", async () => {
+/** The agent's compute.conf: the fake driver, its spool under the test's directory. */
+function writeConf(): string {
   const conf = join(dir, "compute.conf");
   writeFileSync(
     conf,
@@ -90,11 +94,17 @@ it("registers with the machine's inventory, builds a server, stops it, and stops
       "report_interval = 2",
       "[novaless]",
       `events_url = ${resources().computeEventsUrl}`,
+      `report_spool_path = ${join(dir, "reports")}`,
       "wait_time_seconds = 1",
       "[fake]",
       "build_ms = 50",
     ].join("\n"),
   );
+  return conf;
+}
+
+it("registers with the machine's inventory, builds a server, stops it, and stops on SIGTERM", async () => {
+  const conf = writeConf();
   const agent = startAgent(["--config-file", conf, "--host", HOST], {
     // the environment overrides the file, as documented
     NOVALESS_NOVALESS_COMPUTE_QUEUE_PREFIX: resources().computeQueuePrefix,
@@ -143,3 +153,72 @@ it("registers with the machine's inventory, builds a server, stops it, and stops
     agent.child.kill("SIGKILL");
   }
 }, 90_000);
+
+/** The spooled reports on the agent's disk (their bodies). */
+function spooled(): string[] {
+  const at = join(dir, "reports");
+  if (!existsSync(at)) return [];
+  return readdirSync(at)
+    .filter((f) => f.endsWith(".json"))
+    .map((f) => (JSON.parse(readFileSync(join(at, f), "utf8")) as { body: string }).body);
+}
+
+it("keeps a report compute-events cannot take on disk through SIGTERM, and the next start delivers it", async () => {
+  const conf = writeConf();
+  const env = { NOVALESS_NOVALESS_COMPUTE_QUEUE_PREFIX: resources().computeQueuePrefix };
+  const fn = "novaless-compute-events";
+  let held: (() => void)[] = [];
+  const release = () => {
+    for (const r of held) r();
+    held = [];
+  };
+  let agent = startAgent(["--config-file", conf, "--host", HOST], env);
+  try {
+    await eventually(
+      async () => agent.out(),
+      (o) => o.includes(`novaless-compute ${HOST}: driver fake`),
+      30_000,
+    );
+    // compute-events is throttled from now on: every slot of its reserved concurrency is taken,
+    // so Lambda answers each report 429 (what a storm does, for as long as it lasts)
+    const reserved = runtime.concurrency.reservedOf(fn)!;
+    held = Array.from({ length: reserved }, () => runtime.concurrency.acquire(fn));
+    const id = await client.as(ADMIN).createServer({ name: "spooled", availability_zone: `nova:${HOST}` });
+    // the host took the cast and spooled its build_started (compute-events never saw it)
+    await eventually(
+      async () => spooled(),
+      (bodies) => bodies.some((b) => b.includes('"build_started"') && b.includes(id)),
+      30_000,
+    );
+    expect((await getInstance(id))?.task_state).not.toBe("spawning");
+
+    // SIGTERM: the agent does not wait on compute-events; the report stays on disk
+    const began = Date.now();
+    agent.child.kill("SIGTERM");
+    expect(await agent.exit, agent.err()).toBe(0);
+    const stopMs = Date.now() - began;
+    process.stdout.write(`agent-process: SIGTERM to exit with a report unsent ${stopMs} ms\n`);
+    expect(stopMs).toBeLessThan(10_000); // the unit's TimeoutStopSec
+    expect(spooled().some((b) => b.includes('"build_started"') && b.includes(id))).toBe(true);
+    expect(agent.out()).toMatch(/"compute\.spool_kept"/);
+
+    // compute-events takes reports again; the next start sends what the spool kept
+    release();
+    agent = startAgent(["--config-file", conf, "--host", HOST], env);
+    const active = await client.waitForStatus(id, ["ACTIVE"]);
+    expect(active["OS-EXT-SRV-ATTR:host"]).toBe(HOST);
+    // built on its first attempt: the report was delivered, not replaced by the watchdog's resend
+    expect((await getInstance(id))?.attempt).toBe(1);
+    expect(agent.out()).toMatch(/"compute\.spool_resumed"/);
+    await eventually(
+      async () => spooled(),
+      (bodies) => bodies.length === 0,
+      10_000,
+    );
+    agent.child.kill("SIGTERM");
+    expect(await agent.exit, agent.err()).toBe(0);
+  } finally {
+    release();
+    agent.child.kill("SIGKILL");
+  }
+}, 120_000);

@@ -587,8 +587,9 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
   it("alarms on every DLQ, failed and timed-out executions, builds in ERROR and NoValidHost, functions and tables", () => {
     const alarms = Object.values(s.template.findResources("AWS::CloudWatch::Alarm")) as Resource[];
     // 3 DLQ alarms, executions failed and timed out (an Express execution cannot be aborted),
-    // builds to ERROR, NoValidHost, automatic evacuations, 6 × (errors, throttles), the tables
-    expect(alarms).toHaveLength(3 + 2 + 2 + 1 + 12 + TABLES.length);
+    // builds to ERROR, NoValidHost, automatic evacuations, reports waiting in hosts' spools,
+    // 6 × (errors, throttles), the tables
+    expect(alarms).toHaveLength(3 + 2 + 2 + 1 + 1 + 12 + TABLES.length);
 
     const expressions = alarms.flatMap((a) =>
       ((a.Properties.Metrics ?? []) as { Expression?: string }[]).map((m) => m.Expression ?? ""),
@@ -607,6 +608,9 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(expressions).toContain(buildsError);
     expect(expressions).toContain(`${buildsError} WHERE reason = 'NoValidHost'`);
     expect(expressions).toContain(`SELECT SUM(AutoEvacuations) FROM SCHEMA("novaless", service)`);
+    // reports waiting in a host's spool for minutes (its heartbeats say how long the oldest has)
+    const spoolAge = `SELECT MAX(SpooledReportAge) FROM SCHEMA("novaless", service)`;
+    expect(expressions).toContain(spoolAge);
 
     for (const a of alarms) {
       expect(a.Properties.AlarmDescription).toEqual(expect.any(String));
@@ -617,6 +621,30 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(byExpression(buildsError)?.Properties).toMatchObject({
       Threshold: 1,
       ComparisonOperator: "GreaterThanOrEqualToThreshold",
+    });
+    expect(byExpression(spoolAge)?.Properties).toMatchObject({
+      Threshold: 180,
+      ComparisonOperator: "GreaterThanThreshold",
+      EvaluationPeriods: 1,
+    });
+    expect(JSON.stringify(byExpression(spoolAge)?.Properties.Metrics)).toContain('"Period":60');
+    // compute-events' throttling is its storm control: only throttling in each of 10 minutes running alarms
+    const eventsThrottles = alarms.filter(
+      (a) =>
+        a.Properties.MetricName === "Throttles" &&
+        JSON.stringify(a.Properties.Dimensions) ===
+          JSON.stringify([
+            { Name: "FunctionName", Value: { Ref: logicalId(s.stack, s.stack.computeEventsFunction) } },
+          ]),
+    );
+    expect(eventsThrottles).toHaveLength(1);
+    expect(eventsThrottles[0]!.Properties).toMatchObject({
+      Period: 60,
+      Statistic: "Sum",
+      Threshold: 0,
+      ComparisonOperator: "GreaterThanThreshold",
+      EvaluationPeriods: 10,
+      DatapointsToAlarm: 10,
     });
     s.template.hasResourceProperties("AWS::CloudWatch::Alarm", {
       MetricName: "ApproximateNumberOfMessagesVisible",
@@ -680,6 +708,8 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
       "Reschedules",
       "ClaimConflicts",
       "ComputeDeadLetters",
+      "SpooledReports",
+      "SpooledReportAge",
       "ThrottleEvents",
       "AWS/Lambda",
       "alarm",

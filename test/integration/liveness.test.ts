@@ -234,4 +234,15 @@ describe("liveness", () => {
     await setServiceStatus("live-d", { forced_down: false });
     expect(isHeartbeatAlive((await getServiceHeartbeat("live-d"))!, DOWN_TIME, at(1).getTime())).toBe(true);
   });
+
+  it("records the host's report spool in the heartbeat's one write, and clears it with the next that has none", async () => {
+    await register("live-s");
+    writes.length = 0;
+    await heartbeat("live-s", at(0), { reports: 3, oldest_seconds: 240 });
+    expect([providerWrites(), serviceWrites()]).toEqual([0, 1]);
+    expect((await getServiceHeartbeat("live-s"))?.report_spool).toEqual({ reports: 3, oldest_seconds: 240 });
+    await heartbeat("live-s", at(40));
+    expect([providerWrites(), serviceWrites()]).toEqual([0, 2]);
+    expect(await getServiceHeartbeat("live-s")).not.toHaveProperty("report_spool");
+  });
 });

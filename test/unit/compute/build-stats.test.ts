@@ -28,7 +28,11 @@ const spawn = (n: number, fail = false): SpawnInstance =>
 it("the last build in flight settles num_io_ops in its report, once a heartbeat check; the rest wait for the heartbeat; after a failure a success resets at once", async () => {
   const sent: { kind: string; body: Record<string, unknown> }[] = [];
   const reporter = {
-    send: async (kind: string, body: Record<string, unknown>) => void sent.push({ kind, body }),
+    // kept and applied at once, as the spool does when compute-events answers
+    send: async (kind: string, body: Record<string, unknown>) => {
+      sent.push({ kind, body });
+      return { delivered: Promise.resolve(true) };
+    },
   } as unknown as Reporter;
   const built = new BuildPath("h", new FakeDriver({ host: "h", buildMs: 30, failAll: false }), reporter, log);
   const path = built as unknown as { spawn(msg: SpawnInstance, l: typeof log): Promise<void> };

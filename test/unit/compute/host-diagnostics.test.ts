@@ -39,7 +39,11 @@ function setup() {
   const driver = new FakeDriver({ host: "h", buildMs: 0, failAll: false });
   const sent: { kind: string; body: Record<string, unknown> }[] = [];
   const reporter = {
-    send: async (kind: string, body: Record<string, unknown>) => void sent.push({ kind, body }),
+    // kept and applied at once, as the spool does when compute-events answers
+    send: async (kind: string, body: Record<string, unknown>) => {
+      sent.push({ kind, body });
+      return { delivered: Promise.resolve(true) };
+    },
   } as unknown as Reporter;
   const path = new BuildPath("h", driver, reporter, log) as unknown as {
     diagnostics(msg: GetDiagnostics): Promise<void>;

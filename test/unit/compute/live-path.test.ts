@@ -35,7 +35,11 @@ function setup(ms: number) {
   driver.adopt(guest);
   const sent: { kind: string; body: Record<string, unknown> }[] = [];
   const reporter = {
-    send: async (kind: string, body: Record<string, unknown>) => void sent.push({ kind, body }),
+    // kept and applied at once, as the spool does when compute-events answers
+    send: async (kind: string, body: Record<string, unknown>) => {
+      sent.push({ kind, body });
+      return { delivered: Promise.resolve(true) };
+    },
   } as unknown as Reporter;
   const path = new LivePath(
     "src",

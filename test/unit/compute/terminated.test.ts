@@ -42,7 +42,11 @@ function setup() {
   const driver = new FakeDriver({ host: "h", buildMs: 0, failAll: false });
   const sent: { kind: string; body: Record<string, unknown> }[] = [];
   const reporter = {
-    send: async (kind: string, body: Record<string, unknown>) => void sent.push({ kind, body }),
+    // kept and applied at once, as the spool does when compute-events answers
+    send: async (kind: string, body: Record<string, unknown>) => {
+      sent.push({ kind, body });
+      return { delivered: Promise.resolve(true) };
+    },
   } as unknown as Reporter;
   // the private steps, as handle() calls them once a message is parsed
   const path = new BuildPath("h", driver, reporter, log) as unknown as {
@@ -92,7 +96,7 @@ describe("a spawn redelivered after its attempt ended here", () => {
     const broken = new BuildPath(
       "h",
       failing,
-      { send: async () => {} } as unknown as Reporter,
+      { send: async () => ({ delivered: Promise.resolve(true) }) } as unknown as Reporter,
       log,
     ) as unknown as {
       spawn(msg: SpawnInstance, l: typeof log): Promise<void>;
