@@ -50,11 +50,17 @@ export interface EventSourceMapping {
   enabled?: boolean;
 }
 
-/** Why AWS would refuse the mapping for a function of `functionTimeoutSeconds` on a queue, if it would. */
+/**
+ * Why AWS would refuse the mapping for a function of `functionTimeoutSeconds` on a queue, if it
+ * would; and, stricter than AWS, a mapping without ReportBatchItemFailures to a handler that
+ * answers batchItemFailures (`answersBatchItemFailures`): Lambda would ignore them and delete
+ * every record of the batch, the failed ones lost.
+ */
 export function mappingRefusal(
   m: EventSourceMapping,
   queue: { visibilityTimeoutSeconds: number; fifo: boolean },
   functionTimeoutSeconds: number,
+  answersBatchItemFailures = false,
 ): string | undefined {
   const batch = m.batchSize ?? 10;
   const window = m.maximumBatchingWindowSeconds ?? 0;
@@ -71,6 +77,8 @@ export function mappingRefusal(
   for (const t of m.functionResponseTypes ?? [])
     if (t !== "ReportBatchItemFailures")
       return `FunctionResponseTypes may only hold ReportBatchItemFailures, got ${t}`;
+  if (answersBatchItemFailures && !(m.functionResponseTypes ?? []).includes("ReportBatchItemFailures"))
+    return `${m.functionName} answers batchItemFailures but FunctionResponseTypes lacks ReportBatchItemFailures: Lambda would delete the failed records`;
   if (queue.visibilityTimeoutSeconds < functionTimeoutSeconds)
     return `Queue visibility timeout: ${queue.visibilityTimeoutSeconds} seconds is less than Function timeout: ${functionTimeoutSeconds} seconds`;
   return undefined;

@@ -593,6 +593,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         mapping,
         { visibilityTimeoutSeconds, fifo: buildRequestsQueue.endsWith(".fifo") },
         timeouts["build-intake"],
+        // its handler answers an SQSBatchResponse (functions/build-intake/handler.ts)
+        true,
       );
       if (refused) throw new Error(`build-intake's event source mapping is refused: ${refused}`);
       intakeSources.push(
