@@ -2,8 +2,8 @@
 // synthesized template declares (stack-policies.ts), refused where AWS refuses them
 // (checkMapping), and behaving as Lambda documents (docs.aws.amazon.com/lambda/latest/dg/
 // services-sqs-scaling.html, services-sqs-errorhandling.html, services-sqs-parameters.html):
-// - pollers long-poll the queue (WaitTimeSeconds 20), idle or not, as the function's execution
-//   role; five of them, as Lambda starts with;
+// - the queue is long-polled (WaitTimeSeconds 20), idle or not, with the function's execution
+//   role;
 // - a batch is what one receive returns (BatchSize, at most 10 a receive), or, with a batching
 //   window, what receives gather within it;
 // - with ScalingConfig.MaximumConcurrency there are never more invocations in flight than that, and
@@ -14,9 +14,13 @@
 //   ReportBatchItemFailures only the reported records stay (a reported id that is not in the batch
 //   fails it whole); without it, a response is ignored and the batch deleted;
 // - SQS itself moves a message received maxReceiveCount times to the DLQ (its redrive policy).
-// Long polling, not a doorbell: fauxqs wakes every waiting poll for each message, which costs a
-// few empty receives a message with five pollers, but the pollers' calls are then the ones AWS
-// makes (and bills: test/bench/cost.ts).
+// Long polling, not the doorbell an earlier version had (the gateway's word that a message was
+// sent): a doorbell is not how Lambda finds messages, and a long poll is. One long poll at a time,
+// where Lambda runs five pollers: fauxqs wakes every waiting poll for each message, so five would
+// cost four empty receives a message on this machine's CPU, and what they would cost on AWS is
+// charged by bench:cost from the documented five (test/bench/cost.ts). The batches and the
+// invocations in flight are the same either way: a receive hands its batch to an invocation and
+// polls again at once while a slot is free.
 import { setMaxListeners } from "node:events";
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
@@ -26,8 +30,6 @@ import { LambdaServiceError } from "./lambda.js";
 
 /** A throttled batch's retries: from the first wait, doubling up to the last. */
 const THROTTLE_BACKOFF_MS = { first: 100, max: 2000 } as const;
-/** The pollers Lambda starts an SQS event source with. */
-const POLLERS = 5;
 /** SQS's longest long poll, the one Lambda's pollers make. */
 const WAIT_TIME_SECONDS = 20;
 /** Without MaximumConcurrency: invocations at once, as Lambda scales them (to 1,000; here 64). */
@@ -110,7 +112,7 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
   const { mapping } = opts;
   if (mapping.enabled === false) return { stop: async () => {} };
   const abort = new AbortController();
-  setMaxListeners(POLLERS * LISTENERS_PER_RECEIVE, abort.signal);
+  setMaxListeners(LISTENERS_PER_RECEIVE + 1, abort.signal);
   let running = true;
   const limit = opts.unbounded
     ? UNBOUNDED_INVOCATIONS
@@ -238,7 +240,7 @@ export function startEventSource(opts: EventSourceOptions): EventSource {
       }
     }
   };
-  const loops = Array.from({ length: Math.min(POLLERS, limit) }, () => poller());
+  const loops = [poller()];
   return {
     async stop() {
       running = false;

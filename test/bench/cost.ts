@@ -109,7 +109,7 @@ const WATCHDOG_RUNS_PER_MONTH = MONTH_S / 60;
  * An SQS event source mapping's pollers: Lambda long-polls the queue with five of them whatever
  * the traffic (services-sqs-scaling.html: it starts with five; each receive waits up to 20 s), so
  * a mapping costs 5 × (month / 20 s) receives, about 648,000. AWS publishes no idle figure; this
- * is the estimate, and the local runtime's own pollers (five, 20 s long polls) are shown beside it.
+ * is the estimate; the local runtime's receives (one 20 s long poll at a time) are shown beside it.
  */
 const EVENT_SOURCE_POLLERS = 5;
 const EVENT_SOURCE_WAIT_SECONDS = 20;
@@ -733,7 +733,7 @@ function report(
   print(
     `fixed $ a month (no host): ${fmt(fixedUsd, 4)} = event source pollers ${fmt(pollersUsd, 4)} ` +
       `(${eventSources} mapping(s) × ${EVENT_SOURCE_POLLERS} pollers, a receive every ${EVENT_SOURCE_WAIT_SECONDS} s each: ${fmt(pollerReceives, 0)} receives, estimated; ` +
-      `the local runtime's pollers made ${fmt(pollersSeen, 0)} receives in the ${fmt(idle.seconds, 1)} s idle window, ` +
+      `the local runtime's one long poll made ${fmt(pollersSeen, 0)} receives in the ${fmt(idle.seconds, 1)} s idle window, ` +
       `${fmt((pollersSeen / idle.seconds) * MONTH_S, 0)} a month at that rate) + watchdog schedule ${fmt(watchdogMonthUsd, 4)} ` +
       `(${WATCHDOG_RUNS_PER_MONTH} runs a month at the run measured here, $${fmt(watchdogRunUsd * 1e6, 2)} per million) + ` +
       `CloudWatch alarms ${fmt(alarmsUsd, 2)} (${fixedResources.alarms} at $${PRICES.cloudwatchAlarm.usd}) + dashboards ${fmt(dashboardsUsd, 2)} ` +
