@@ -1121,7 +1121,7 @@ export const DEPLOYMENT_OPTIONS: readonly ConfigOption[] = [
     kind: "int",
     default: 1000,
     min: 0,
-    help: "Compute hosts the stack is sized for. compute-events gets a reserved concurrency of max(5, ceil(fleet_size / 100)), build-intake 1 (its drain of build-requests runs once a minute): past compute-events' reservation Lambda answers a host's report with 429 and the host sends it again, so a fleet-wide re-registration or heartbeat storm does not take the account's concurrency from the API, scheduler and conductor. 0: no reservation (an account whose limit cannot spare it).",
+    help: "Compute hosts the stack is sized for. compute-events gets a reserved concurrency of max(5, ceil(fleet_size / 100)), build-intake max(5, ceil(fleet_size / 200)), which is also its build-requests event source's MaximumConcurrency (up to 1,000; with 0, that bound without a reservation): past compute-events' reservation Lambda answers a host's report with 429 and the host sends it again, so a fleet-wide re-registration or heartbeat storm does not take the account's concurrency from the API, scheduler and conductor. 0: no reservation (an account whose limit cannot spare it).",
     topic: "deployment",
   }),
   row({

@@ -224,10 +224,20 @@ export interface QueueSpec {
   maxReceiveCount: number;
 }
 
+/** build-intake's timeout (seconds): a batch is at most 10 starts, each a StartExecution. */
+export const BUILD_INTAKE_TIMEOUT_SECONDS = 30;
+
+/**
+ * build-intake's event source reads it. Its visibility timeout is six times the function's, as
+ * AWS advises for an SQS event source (a batch throttled or retried by Lambda stays hidden
+ * meanwhile). A request whose start fails is hidden for a shorter, growing delay instead
+ * (lib/conductor/intake.ts): with 10 receives, Step Functions has about five minutes to answer
+ * again before the request goes to the DLQ.
+ */
 export const BUILD_REQUESTS_QUEUE: QueueSpec = {
   localName: "novaless-build-requests",
-  visibilityTimeout: 60,
-  maxReceiveCount: 5,
+  visibilityTimeout: 6 * BUILD_INTAKE_TIMEOUT_SECONDS,
+  maxReceiveCount: 10,
 };
 
 /**

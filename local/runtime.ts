@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { CreateStateMachineCommand } from "@aws-sdk/client-sfn";
-import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import type { LambdaFunctionURLEvent } from "aws-lambda";
+import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import type { LambdaFunctionURLEvent, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { conductorDefinition } from "../infra/conductor/definition.js";
 import { resetClients, s3Client, sfnClient, sqsClient, useRequestHandler } from "../lib/aws/clients.js";
 import { runAs } from "../lib/aws/identity.js";
@@ -25,7 +25,6 @@ import type { Driver } from "../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../lib/compute/drivers/fake.js";
 import { inventoriesFor } from "../lib/compute/inventory.js";
 import { DiskSpoolStore, MemorySpoolStore, type SpoolStore } from "../lib/compute/spool.js";
-import type { DrainSummary } from "../lib/conductor/intake.js";
 import { resetHostManagers } from "../lib/conductor/select-destinations.js";
 import type { WatchdogAction } from "../lib/conductor/watchdog.js";
 import { option, optionValue, schedulerConfig } from "../lib/config.js";
@@ -35,6 +34,7 @@ import { seedPublicNetwork } from "../lib/network/seed.js";
 import { BUILD_REQUESTS_QUEUE, COMPUTE_EVENTS, DLQ_SUFFIX } from "../lib/resources.js";
 import { AccountConcurrency, type AccountConcurrencyOptions } from "./concurrency.js";
 import { applyEnv, type Emulators, startEmulators } from "./emulators.js";
+import { type EventSource, mappingRefusal, startEventSource } from "./event-source.js";
 import { FUNCTION_HANDLERS, type HandlerFunction } from "./function-handlers.js";
 import { spawnFunctionThread } from "./function-thread.js";
 import { type HttpFront, startHttpFront } from "./http.js";
@@ -82,8 +82,9 @@ export interface FaultOptions {
   /** probability that a DynamoDB item operation is throttled (ProvisionedThroughputExceededException) */
   dynamodbThrottleRate?: number;
   /**
-   * probability that a StartExecution is throttled (ThrottlingException): a sender's request then
-   * waits in build-requests for the drain (also `emulators.gateway.setStartExecutionThrottleRate`)
+   * probability that a StartExecution is throttled (ThrottlingException): build-intake's request
+   * then stays on build-requests and is started later (also
+   * `emulators.gateway.setStartExecutionThrottleRate`)
    */
   startExecutionThrottleRate?: number;
   /** probability that a cast to a host queue is delivered twice */
@@ -138,11 +139,6 @@ export interface RuntimeOptions {
   heartbeatSeconds?: number;
   /** how often the build watchdog runs (a scheduled Lambda in AWS); 0 disables it */
   watchdogIntervalMs?: number;
-  /**
-   * how often build-intake drains build-requests (every minute in AWS, a schedule; default 1 s
-   * here, so that a delayed chunk or a start that was throttled starts soon after); 0 disables it
-   */
-  intakeIntervalMs?: number;
   faults?: FaultOptions;
   /** IAM, always enforced; tests may take statements out of the stack's policy set */
   iam?: IamOptions;
@@ -200,11 +196,6 @@ export interface Runtime {
   hostCredentials(name: string): ReturnType<typeof hostIdentityOf>;
   /** run the watchdog now (besides its timer) */
   runWatchdog(): Promise<WatchdogAction[]>;
-  /**
-   * run build-intake's drain of build-requests now (besides its timer; its reservation is 1, so
-   * while the timer's run is in flight this one is throttled, as Lambda would)
-   */
-  drainBuildRequests(): Promise<DrainSummary>;
   /** the account's Lambda concurrency: in flight, throttles */
   concurrency: AccountConcurrency;
   /** the worker threads (`threads`): the functions' and dynalite's, each with its utilization */
@@ -396,13 +387,17 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   // Every host's own session, as it gets one on AWS (tagged novaless-host=<host>).
   for (const name of names) gateway.principals.set(...hostPrincipal(name, statements["compute-host"]));
   const timeouts = { ...policies.timeouts, ...opts.lambdaTimeouts };
-  // The stack drives no function from a queue (a mapping's pollers cost the same idle or not):
-  // hosts post to compute-events' function URL, senders start the conductor, build-intake drains
-  // on a schedule. One added to the stack would not run here unseen.
-  const mapped = Object.keys(policies.eventSources);
-  if (mapped.length)
+  // Only the template's event source mappings run here, and only on queues the runtime makes:
+  // one on another queue, or to no function of the stack, is refused rather than left unrun.
+  const buildRequestsArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:${buildRequestsQueue}`;
+  for (const m of policies.eventSources)
+    if (m.function !== "build-intake" || m.queueArn !== buildRequestsArn)
+      throw new Error(
+        `the stack maps ${m.queueArn} to ${m.functionName}; the local runtime runs build-requests' mapping to build-intake only`,
+      );
+  if (!policies.eventSources.length)
     throw new Error(
-      `the stack has SQS event source mappings (${mapped.join(", ")}); the local runtime runs none`,
+      "the stack has no event source mapping from build-requests to build-intake: no build would start",
     );
   const account = accountConcurrency(policies, opts.concurrency);
   // the functions' handlers: these imports, until a thread of their own takes them (below)
@@ -423,7 +418,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
           ),
         },
         ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
-        onExecutionStart: (info) => builds.started(info.input, info.startDate.getTime()),
       },
       iam: {
         policy: gateway,
@@ -592,11 +586,41 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       ms: Date.now() - hostsStarted,
     });
 
-    // build-intake drains build-requests on a schedule (every minute in AWS), as its function: its
-    // reservation and timeout hold. A run still going when the next is due is skipped.
+    // build-intake's event source on build-requests, as the template declares it (refused here
+    // where AWS would refuse it), polling with the function's role; its reservation and timeout hold.
     const intakeFunction = functionOf("build-intake", timeouts, handlerOf("build-intake"), account);
-    const drain = () => intakeFunction.invoke({}) as Promise<DrainSummary>;
-    stops.push(every(opts.intakeIntervalMs ?? 1000, drain, "intake.failed"));
+    const intakeQueue = await as("build-intake")(() =>
+      sqsClient().send(
+        new GetQueueAttributesCommand({ QueueUrl: build.queueUrl, AttributeNames: ["VisibilityTimeout"] }),
+      ),
+    );
+    const visibilityTimeoutSeconds = Number(intakeQueue.Attributes?.VisibilityTimeout);
+    const intakeSources: EventSource[] = [];
+    stops.push(async () => Promise.all(intakeSources.map((source) => source.stop())));
+    for (const mapping of policies.eventSources) {
+      const refused = mappingRefusal(
+        mapping,
+        { visibilityTimeoutSeconds, fifo: buildRequestsQueue.endsWith(".fifo") },
+        timeouts["build-intake"],
+        // its handler answers an SQSBatchResponse (functions/build-intake/handler.ts)
+        true,
+      );
+      if (refused) throw new Error(`build-intake's event source mapping is refused: ${refused}`);
+      intakeSources.push(
+        as("build-intake")(() =>
+          startEventSource({
+            mapping,
+            queueUrl: build.queueUrl,
+            visibilityTimeoutSeconds,
+            unbounded: opts.concurrency?.unprotected,
+            handler: (event: SQSEvent) => {
+              builds.requested(event);
+              return intakeFunction.invoke(event) as Promise<SQSBatchResponse>;
+            },
+          }),
+        ),
+      );
+    }
 
     // The deployed handler answers only a count; locally the actions themselves come back.
     const watchdogFunction = functionOf("build-watchdog", timeouts, handlerOf("build-watchdog"), account);
@@ -634,7 +658,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         return hostIdentityOf(name);
       },
       runWatchdog: watchdog,
-      drainBuildRequests: drain,
       concurrency: account,
       threads: [...emulators.threads, ...(thread ? [thread] : [])],
       stop: stopAll,
@@ -690,31 +713,33 @@ function accountConcurrency(policies: StackPolicies, opts: RuntimeOptions["concu
 }
 
 /**
- * One log line per finished build (build.finished: instance, host, attempts, ms since its
- * conductor execution first started; a request that waited in build-requests, a delayed chunk or
- * a throttled start, is counted from when the drain started it, and the drain's
- * intake.execution_started line says how long it waited), read from what the local runtime sees:
- * the Step Functions endpoint's starts, then the host's build_succeeded report that compute-events
- * took. A failed attempt is a line of its own (build.attempt_failed); the retry or the ERROR follows.
+ * One log line per finished build (build.finished: instance, host, attempts, ms since its create
+ * was queued: its build request's SentTimestamp on build-requests, a delayed chunk's delay
+ * included), read from what the local runtime sees: the batches build-intake's event source hands
+ * it, then the host's build_succeeded report that compute-events took. A failed attempt is a line
+ * of its own (build.attempt_failed); the retry or the ERROR follows.
  */
 function buildLines() {
   const queued = new Map<string, number>();
   const QUEUED_MAX = 100_000;
   return {
-    /** an execution started with `input` (the conductor's: a build request) at `at` */
-    started(input: string, at: number) {
-      let ids: unknown;
-      try {
-        ids = (JSON.parse(input) as { instance_uuids?: unknown }).instance_uuids;
-      } catch {
-        return;
-      }
-      if (!Array.isArray(ids)) return;
-      for (const id of ids as string[]) {
-        // a reschedule's execution: the build still counts from its first
-        if (queued.has(id)) continue;
-        if (queued.size >= QUEUED_MAX) queued.delete(queued.keys().next().value as string);
-        queued.set(id, at);
+    /** a batch of build requests handed to build-intake */
+    requested(event: SQSEvent) {
+      for (const record of event.Records) {
+        let ids: unknown;
+        try {
+          ids = (JSON.parse(record.body) as { instance_uuids?: unknown }).instance_uuids;
+        } catch {
+          continue;
+        }
+        if (!Array.isArray(ids)) continue;
+        const at = Number(record.attributes.SentTimestamp) || Date.now();
+        for (const id of ids as string[]) {
+          // a reschedule: the build still counts from its first request
+          if (queued.has(id)) continue;
+          if (queued.size >= QUEUED_MAX) queued.delete(queued.keys().next().value as string);
+          queued.set(id, at);
+        }
       }
     },
     /** a report compute-events answered through its function URL */

@@ -68,8 +68,6 @@ export interface SfnServerOptions {
   port?: number;
   /** state machine name → its Task handlers */
   taskHandlers?: Record<string, TaskHandlers>;
-  /** called once per execution, when it starts (a STANDARD start answered by a running one: not again) */
-  onExecutionStart?: (info: ExecutionInfo) => void;
   /** called once per execution, when it leaves RUNNING */
   onExecutionEnd?: (info: ExecutionInfo) => void;
   /** finished executions kept for Describe/ListExecutions, oldest forgotten first (default 10,000) */
@@ -308,7 +306,6 @@ export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnSe
     };
     executions.set(executionArn, record);
     active.add(record);
-    opts.onExecutionStart?.({ ...info });
     record.settled = run(m, record, parsedInput);
     return record;
   }

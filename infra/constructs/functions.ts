@@ -1,6 +1,6 @@
 // The six Lambdas, bundled by local esbuild from functions/<folder>/handler.ts, with one shared
-// environment, their triggers (compute-events' function URL, the watchdog's and build-intake's
-// schedules) and least-privilege grants.
+// environment, their triggers (build-intake's SQS event source, compute-events' function URL, the
+// watchdog's schedule) and least-privilege grants.
 import { fileURLToPath } from "node:url";
 import { CfnOutput, Duration, RemovalPolicy, type Stack } from "aws-cdk-lib";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
@@ -8,13 +8,20 @@ import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
+import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { NagSuppressions } from "cdk-nag";
 import { IMAGES_PREFIX } from "../../lib/compute/image-store.js";
 import { option, parseOption, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
-import { API_FUNCTION_TIMEOUT_SECONDS, COMPUTE_EVENTS, DLQ_SUFFIX, TABLES } from "../../lib/resources.js";
+import {
+  API_FUNCTION_TIMEOUT_SECONDS,
+  BUILD_INTAKE_TIMEOUT_SECONDS,
+  COMPUTE_EVENTS,
+  DLQ_SUFFIX,
+  TABLES,
+} from "../../lib/resources.js";
 import { CONDUCTOR_FUNCTION_TIMEOUT_SECONDS } from "../conductor/definition.js";
 import type { Data } from "./data.js";
 import { COMPUTE_QUEUES_REASON, computeQueuesFinding, IMAGES_REASON, imagesFinding } from "./nag.js";
@@ -29,6 +36,8 @@ const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 /** What Lambda keeps unreserved in every account (configuration-concurrency.html). */
 export const LAMBDA_UNRESERVED_MINIMUM = 100;
+/** ScalingConfig.MaximumConcurrency's range on an SQS event source mapping. */
+export const MAXIMUM_CONCURRENCY = { min: 2, max: 1000 } as const;
 
 /** The reserved concurrency of the build path's own functions; undefined: none. */
 export interface BuildPathConcurrency {
@@ -49,8 +58,8 @@ export interface BuildPathConcurrency {
  *   whole fleet in about 100 rounds (seconds); steady heartbeats (fleet / 80 a second) need a
  *   few. Beyond the reservation Lambda answers 429 and the host sends its report again, with
  *   backoff (lib/aws/function-url.ts).
- * - build-intake: 1. It drains build-requests once a minute (a schedule, not an event source:
- *   most builds are started by their sender, lib/aws/send.ts); one drain at a time is enough.
+ * - build-intake (build-requests' event source: up to 10 starts an invocation, a fraction of a
+ *   second): buildIntakeConcurrency(fleet), reserved and its mapping's MaximumConcurrency alike.
  * - The API, scheduler, conductor and watchdog keep the unreserved pool (at least 100, Lambda's
  *   floor), which nothing driven by the hosts can take now; unreserved, a burst of builds is not
  *   capped by a reservation of its own.
@@ -60,7 +69,7 @@ export interface BuildPathConcurrency {
 export function buildPathConcurrency(fleetSize: number, accountLimit: number): BuildPathConcurrency {
   if (fleetSize === 0) return {};
   const computeEvents = Math.max(5, Math.ceil(fleetSize / 100));
-  const buildIntake = BUILD_INTAKE_CONCURRENCY;
+  const buildIntake = buildIntakeConcurrency(fleetSize);
   const reserved = computeEvents + buildIntake;
   if (accountLimit - reserved < LAMBDA_UNRESERVED_MINIMUM)
     throw new Error(
@@ -72,8 +81,19 @@ export function buildPathConcurrency(fleetSize: number, accountLimit: number): B
   return { computeEvents, buildIntake };
 }
 
-/** build-intake's reservation: one drain of build-requests at a time. */
-export const BUILD_INTAKE_CONCURRENCY = 1;
+/**
+ * build-intake's concurrency, its event source's ScalingConfig.MaximumConcurrency (and its
+ * reservation when the fleet is sized): ceil(fleet / 200), at least 5, at most 1,000 (the
+ * mapping's range). An invocation starts a batch of up to 10 executions in parallel in about a
+ * tenth of a second, so each concurrent one carries about 100 starts a second: 5 (a fleet up to
+ * 1,000 hosts) start about 500 builds a second, 50 (10,000 hosts) about 5,000, under Express's
+ * StartExecution quota (6,000 a second in the largest regions). A burst beyond it waits in
+ * build-requests, the buffer in front of Step Functions, instead of throttling the conductor.
+ * The reservation equals it: below it Lambda would read batches it cannot invoke.
+ */
+export function buildIntakeConcurrency(fleetSize: number): number {
+  return Math.min(MAXIMUM_CONCURRENCY.max, Math.max(5, Math.ceil(fleetSize / 200)));
+}
 
 /** A deployment option (lib/config.ts): `-c <name>=…`, else its variable, else its default. */
 function deploymentOption(stack: Stack, key: string): number {
@@ -176,19 +196,22 @@ export class Functions {
       memorySize: 512,
       timeout: Duration.seconds(CONDUCTOR_FUNCTION_TIMEOUT_SECONDS.conductor),
     });
-    // Every minute, drain build-requests: what its senders could not start themselves (a large
-    // create's delayed chunks, a start throttled). No SQS event source: its pollers cost about
-    // $0.26 a month, idle or not. Its NOVALESS_CONDUCTOR_ARN comes with startsBuildsOn.
+    // build-requests → conductor: the only starter of its executions (NOVALESS_CONDUCTOR_ARN comes
+    // with startsBuildsOn). Batches of 10 with partial batch responses: a request whose start
+    // fails stays on the queue (lib/conductor/intake.ts). MaximumConcurrency bounds the starts
+    // whatever the burst, sized from the fleet (buildIntakeConcurrency).
     this.buildIntake = handler("BuildIntake", "build-intake", {
       memorySize: 256,
-      timeout: Duration.seconds(30),
+      timeout: Duration.seconds(BUILD_INTAKE_TIMEOUT_SECONDS),
       reservedConcurrentExecutions: this.concurrency.buildIntake,
     });
-    new events.Rule(stack, "BuildIntakeSchedule", {
-      description: "novaless: drain build-requests into the conductor",
-      schedule: events.Schedule.rate(Duration.minutes(1)),
-      targets: [new targets.LambdaFunction(this.buildIntake, { retryAttempts: 0 })],
-    });
+    this.buildIntake.addEventSource(
+      new SqsEventSource(queues.buildRequests, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: buildIntakeConcurrency(deploymentOption(stack, "fleet_size")),
+      }),
+    );
     // The build watchdog: every minute, fence and reschedule builds whose host died or hung.
     this.buildWatchdog = handler("BuildWatchdog", "build-watchdog", {
       memorySize: 512,
@@ -231,22 +254,14 @@ export class Functions {
   }
 
   /**
-   * Who starts the conductor's executions: every sender of a build request starts it directly
-   * (lib/aws/send.ts; each keeps sqs:SendMessage on build-requests for a delayed request or a start
-   * refused), and build-intake starts what waits in the queue. The state machine is made after the
-   * functions (it invokes two of them), so its ARN comes here; none of these four is one of its steps.
+   * build-intake alone starts the conductor's executions; every other sender of a build request
+   * sends to build-requests (lib/aws/send.ts). The state machine is made after the functions (it
+   * invokes two of them), so its ARN comes here. A request it cannot parse is dead-lettered.
    */
   startsBuildsOn(conductor: sfn.StateMachine): void {
-    for (const fn of this.buildRequestSenders) {
-      fn.addEnvironment("NOVALESS_CONDUCTOR_ARN", conductor.stateMachineArn);
-      conductor.grantStartExecution(fn);
-    }
+    this.buildIntake.addEnvironment("NOVALESS_CONDUCTOR_ARN", conductor.stateMachineArn);
+    conductor.grantStartExecution(this.buildIntake);
     this.queues.buildRequestsDlq.grantSendMessages(this.buildIntake);
-  }
-
-  /** The functions that start builds: sendBuildRequest's callers, and build-intake's drain. */
-  get buildRequestSenders(): NodejsFunction[] {
-    return [this.api, this.buildIntake, this.buildWatchdog, this.computeEvents];
   }
 
   private grant(data: Data, queues: Queues, secrets: Secrets): void {
@@ -275,9 +290,6 @@ export class Functions {
     services.grant(api, "dynamodb:UpdateItem");
     scheduling.grantReadData(api);
     queues.buildRequests.grantSendMessages(api);
-    // build-intake's drain: receive, then delete what it started or dead-lettered (DeleteMessageBatch
-    // is authorized as sqs:DeleteMessage); a start that failed is left to the visibility timeout
-    queues.buildRequests.grant(this.buildIntake, "sqs:ReceiveMessage", "sqs:DeleteMessage");
     // Resize and migrate create the migration record; confirm and revert move it on; os-migrations lists.
     migrations.grantReadWriteData(api);
     api.addToRolePolicy(
@@ -348,7 +360,6 @@ export class Functions {
     allocations.grant(conductor, "dynamodb:PutItem", "dynamodb:DeleteItem");
     instances.grantReadWriteData(conductor);
     migrations.grantReadWriteData(conductor);
-    queues.buildRequests.grantSendMessages(conductor);
     // A move that fails gives back what a resize up reserved (the usage item) and starts the
     // source's guest again if it was shut down for the move.
     catalog.grant(conductor, "dynamodb:UpdateItem");

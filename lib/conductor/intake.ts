@@ -1,110 +1,125 @@
-// build-requests → conductor: the drain build-intake runs every minute. What waits in the queue
-// is what its sender could not start itself (lib/aws/send.ts): a large create's delayed chunks, a
-// start that was throttled or failed. Each message is validated and its execution started, then
-// deleted; a start that fails leaves it for its visibility timeout (maxReceiveCount sends it to
-// the DLQ). No event source mapping: its pollers would cost about $0.26 a month, idle or not.
-import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
-import { sqsClient } from "../aws/clients.js";
+// build-requests → conductor: build-intake's SQS event source hands it batches of build requests
+// (every sender's: the API's chunks, a failed build's reschedule, the watchdog's resends, a move's
+// or unshelve's reschedule), and it starts one Express execution per request. It is the only
+// starter of conductor executions, so the queue is the one buffer in front of Step Functions.
+// Partial batch responses (Powertools' BatchProcessor): a request whose start fails stays on the
+// queue and comes back; a malformed one goes to the DLQ with its reason.
+import { createHash } from "node:crypto";
+import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
+import { StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { ChangeMessageVisibilityCommand } from "@aws-sdk/client-sqs";
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import { sfnClient, sqsClient } from "../aws/clients.js";
 import { sendToDeadLetter } from "../aws/send.js";
-import { startBuild } from "../aws/start-build.js";
-import { resources } from "../config.js";
+import { resources, schedulerConfig } from "../config.js";
 import { log } from "../log.js";
-import { parseBuildRequest } from "../messages/build-request.js";
+import { type BuildRequest, parseBuildRequest } from "../messages/build-request.js";
+import type { ConductorInput } from "../messages/scheduled.js";
 
-/** What one drain did. */
-export interface DrainSummary {
-  /** executions started (or found started) */
-  started: number;
-  /** malformed messages parked on the DLQ with their reason */
-  dead_lettered: number;
-  /** starts that failed: their messages come back after the visibility timeout */
-  failed: number;
-  /** ReceiveMessage calls */
-  receives: number;
+/**
+ * How long a request whose start failed stays hidden before its next try: from the first,
+ * doubling with each receive, up to the last. Without it, it would wait out the queue's visibility
+ * timeout (six times the function's, AWS's advice for an event source), three minutes.
+ * Under build-requests' maxReceiveCount (lib/resources.ts) this gives Step Functions about five
+ * minutes to answer again before the request goes to the DLQ.
+ */
+export const START_RETRY_SECONDS = { first: 2, max: 60 } as const;
+
+/**
+ * A deterministic execution name: a Standard workflow then refuses a second execution for the
+ * same request (SQS's at-least-once, a sender's retry), and an Express one is at least findable by
+ * it. The conductor's steps are idempotent either way (claims by consumer, writes fenced by attempt).
+ */
+export function executionName(msg: BuildRequest): string {
+  const digest = createHash("sha256")
+    .update(
+      `${msg.request_id}|${msg.instance_uuids.join(",")}|${msg.retry.num_attempts}${msg.move ? `|${msg.move.migration_uuid}` : ""}`,
+    )
+    .digest("hex")
+    .slice(0, 40);
+  return `${msg.move ? "move" : "build"}-${msg.retry.num_attempts}-${digest}`;
 }
 
-export interface DrainOptions {
-  /** stop receiving once this much time has gone (the function's timeout, less a margin) */
-  budgetMs: number;
-  now?: () => number;
+/** The start's delay after the `receiveCount`-th receive failed (START_RETRY_SECONDS). */
+export function startRetrySeconds(receiveCount: number): number {
+  const n = Math.max(1, Math.floor(receiveCount) || 1);
+  return Math.min(START_RETRY_SECONDS.max, START_RETRY_SECONDS.first * 2 ** (n - 1));
+}
+
+/** One batch of build-intake's event source: the ids of the records to be received again. */
+export function intake(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
+  return processPartialResponse(event, intakeOne, new BatchProcessor(EventType.SQS), {
+    ...(context ? { context } : {}),
+    // a batch whose every start failed (Step Functions throttled or down) is not an error of the
+    // function: each record says so and comes back after its own delay
+    throwOnFullBatchFailure: false,
+  });
+}
+
+async function intakeOne(record: SQSRecord): Promise<void> {
+  const parsed = parseBuildRequest(record.body);
+  if (!parsed.ok) {
+    // Poison: it will never parse, so retrying is pointless. Park it with its reason.
+    await sendToDeadLetter(resources().buildRequestsDlqUrl, record.body, parsed.reason, "build-requests");
+    log.warn("intake.dead_lettered", { message_id: record.messageId, reason: parsed.reason });
+    return;
+  }
+  const msg = parsed.value;
+  try {
+    await startExecution(msg);
+  } catch (error) {
+    const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
+    log.error("intake.start_failed", {
+      message_id: record.messageId,
+      request_id: msg.request_id,
+      receive_count: receives,
+      retry_in_seconds: startRetrySeconds(receives),
+      error,
+    });
+    await retryLater(record, startRetrySeconds(receives));
+    throw error;
+  }
+  const sent = Number(record.attributes.SentTimestamp);
+  log.info("intake.execution_started", {
+    request_id: msg.request_id,
+    instance_uuid: msg.instance_uuids.length === 1 ? msg.instance_uuids[0] : undefined,
+    instance_uuids: msg.instance_uuids,
+    attempt: msg.retry.num_attempts,
+    // how long it waited in build-requests (a delayed chunk: its delay included)
+    ...(Number.isFinite(sent) ? { queued_ms: Date.now() - sent } : {}),
+  });
+}
+
+async function startExecution(msg: BuildRequest): Promise<void> {
+  const input: ConductorInput = { ...msg, config: { max_attempts: schedulerConfig().max_attempts } };
+  try {
+    await sfnClient().send(
+      new StartExecutionCommand({
+        stateMachineArn: resources().conductorStateMachineArn,
+        name: executionName(msg),
+        input: JSON.stringify(input),
+      }),
+    );
+  } catch (e) {
+    // The same request started it already (a Standard workflow's name is unique).
+    if ((e as { name?: string }).name !== "ExecutionAlreadyExists") throw e;
+  }
 }
 
 /**
- * Receives from build-requests (10 at a time, no wait) until it answers none or the budget is
- * spent; each message started (or dead-lettered), then deleted in one batch per receive. A
- * receive whose every start failed (Step Functions throttled or down) ends the drain: the next
- * minute's tries again.
+ * The record, reported failed, stays on the queue hidden for `seconds` (from now) rather than the
+ * queue's visibility timeout. If that fails too it still comes back, only later.
  */
-export async function drainBuildRequests(opts: DrainOptions): Promise<DrainSummary> {
-  const now = opts.now ?? Date.now;
-  const deadline = now() + opts.budgetMs;
-  const queueUrl = resources().buildRequestsQueueUrl;
-  const summary: DrainSummary = { started: 0, dead_lettered: 0, failed: 0, receives: 0 };
-  while (now() < deadline) {
-    const out = await sqsClient().send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-        MessageSystemAttributeNames: ["SentTimestamp", "ApproximateReceiveCount"],
+async function retryLater(record: SQSRecord, seconds: number): Promise<void> {
+  try {
+    await sqsClient().send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: resources().buildRequestsQueueUrl,
+        ReceiptHandle: record.receiptHandle,
+        VisibilityTimeout: seconds,
       }),
     );
-    summary.receives++;
-    const messages = out.Messages ?? [];
-    if (messages.length === 0) break;
-    const handled = await Promise.all(messages.map((m) => intakeOne(m, summary)));
-    const done = messages.filter((_, i) => handled[i]);
-    if (done.length) await deleteAll(queueUrl, done);
-    if (done.length === 0) break;
-  }
-  if (summary.receives > 1 || summary.failed > 0) log.info("intake.drained", { ...summary });
-  return summary;
-}
-
-/** true: the message is done with (started or parked) and may be deleted. */
-async function intakeOne(m: Message, summary: DrainSummary): Promise<boolean> {
-  const body = m.Body ?? "";
-  const parsed = parseBuildRequest(body);
-  try {
-    if (!parsed.ok) {
-      // Poison: it will never parse, so retrying is pointless. Park it with its reason.
-      await sendToDeadLetter(resources().buildRequestsDlqUrl, body, parsed.reason, "build-requests");
-      log.warn("intake.dead_lettered", { message_id: m.MessageId, reason: parsed.reason });
-      summary.dead_lettered++;
-      return true;
-    }
-    const msg = parsed.value;
-    await startBuild(msg);
-    const sent = Number(m.Attributes?.SentTimestamp);
-    log.info("intake.execution_started", {
-      request_id: msg.request_id,
-      instance_uuid: msg.instance_uuids.length === 1 ? msg.instance_uuids[0] : undefined,
-      instance_uuids: msg.instance_uuids,
-      attempt: msg.retry.num_attempts,
-      // how long it waited in build-requests (a delayed chunk: its delay included)
-      ...(Number.isFinite(sent) ? { queued_ms: Date.now() - sent } : {}),
-    });
-    summary.started++;
-    return true;
   } catch (error) {
-    log.error("intake.start_failed", {
-      message_id: m.MessageId,
-      receive_count: Number(m.Attributes?.ApproximateReceiveCount) || undefined,
-      error,
-    });
-    summary.failed++;
-    return false;
+    log.warn("intake.retry_delay_failed", { message_id: record.messageId, error });
   }
-}
-
-async function deleteAll(queueUrl: string, messages: Message[]): Promise<void> {
-  const out = await sqsClient().send(
-    new DeleteMessageBatchCommand({
-      QueueUrl: queueUrl,
-      Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
-    }),
-  );
-  // not deleted: it comes back after its visibility timeout and is started again (same name)
-  for (const f of out.Failed ?? [])
-    log.warn("intake.delete_failed", { message_id: messages[Number(f.Id)]?.MessageId, code: f.Code });
 }

@@ -97,10 +97,11 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-/** A message SQS accepted: its queue, and the delay before it can be received. */
+/** A message SQS accepted: its queue, the delay before it can be received, and its body. */
 export interface MessageSent {
   queueUrl: string;
   delaySeconds: number;
+  body: string;
 }
 
 /** One IAM authorization a request needs. */
@@ -438,21 +439,24 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const req = JSON.parse(body.toString("utf8")) as {
       QueueUrl?: string;
       DelaySeconds?: number;
-      Entries?: { Id: string; DelaySeconds?: number }[];
+      MessageBody?: string;
+      Entries?: { Id: string; DelaySeconds?: number; MessageBody?: string }[];
     };
     const queueUrl = String(req.QueueUrl ?? "");
-    const delays =
+    const messages =
       op === "SendMessage"
-        ? [req.DelaySeconds ?? 0]
+        ? [{ delaySeconds: req.DelaySeconds ?? 0, body: req.MessageBody ?? "" }]
         : (() => {
             const ok = new Set(
               (
                 (JSON.parse(answer.toString("utf8")) as { Successful?: { Id: string }[] }).Successful ?? []
               ).map((e) => e.Id),
             );
-            return (req.Entries ?? []).filter((e) => ok.has(e.Id)).map((e) => e.DelaySeconds ?? 0);
+            return (req.Entries ?? [])
+              .filter((e) => ok.has(e.Id))
+              .map((e) => ({ delaySeconds: e.DelaySeconds ?? 0, body: e.MessageBody ?? "" }));
           })();
-    for (const delaySeconds of delays) for (const l of sentListeners) l({ queueUrl, delaySeconds });
+    for (const m of messages) for (const l of sentListeners) l({ queueUrl, ...m });
   };
   /** SQS's SenderId of the request's signer, or undefined for an unknown key. */
   const senderOf = (headers: IncomingHttpHeaders): string | undefined => {

@@ -11,6 +11,7 @@ import type { CfnElement, Stack } from "aws-cdk-lib";
 import type { NovalessStack } from "../../infra/stacks/novaless-stack.js";
 import { DEPLOYMENT_OPTIONS, option } from "../../lib/config.js";
 import type { TableSpec } from "../../lib/resources.js";
+import type { EventSourceMapping } from "../event-source.js";
 import type { Statement } from "./evaluate.js";
 import {
   ACCOUNT,
@@ -47,10 +48,15 @@ export interface StackPolicies {
   /** the functions' ReservedConcurrentExecutions, where the template sets one */
   reservedConcurrency: Partial<Record<FunctionComponent, number>>;
   /**
-   * The queue (ARN) of each function's SQS event source mapping: Lambda long-polls each, idle or
-   * not (the cost bench counts them)
+   * The template's SQS event source mappings, the only ones the local runtime runs: Lambda
+   * long-polls each, idle or not (the cost bench charges them)
    */
-  eventSources: Partial<Record<FunctionComponent, string>>;
+  eventSources: StackEventSource[];
+}
+
+/** A mapping of the template; `function` undefined: not one of the stack's functions. */
+export interface StackEventSource extends EventSourceMapping {
+  function: FunctionComponent | undefined;
 }
 
 type Json = unknown;
@@ -226,7 +232,7 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
   const resource: Statement[] = [];
   const timeouts = {} as Record<FunctionComponent, number>;
   const reservedConcurrency: StackPolicies["reservedConcurrency"] = {};
-  const eventSources: StackPolicies["eventSources"] = {};
+  const eventSources: StackPolicies["eventSources"] = [];
   // Customer managed policies by logical id: a role names them in ManagedPolicyArns.
   const managed = new Map<string, Statement[]>();
   for (const [logical, r] of Object.entries(s.template.Resources))
@@ -261,8 +267,25 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
       if (c && p.ReservedConcurrentExecutions !== undefined)
         reservedConcurrency[c] = Number(p.ReservedConcurrentExecutions);
     } else if (r.Type === "AWS::Lambda::EventSourceMapping") {
-      const c = s.functions.get((p.FunctionName as { Ref?: string } | undefined)?.Ref ?? "");
-      if (c) eventSources[c] = String(resolve(p.EventSourceArn));
+      const name = p.FunctionName as { Ref?: string } | string | undefined;
+      const c = s.functions.get(typeof name === "object" ? (name.Ref ?? "") : "");
+      const scaling = p.ScalingConfig as { MaximumConcurrency?: number } | undefined;
+      eventSources.push({
+        function: c,
+        functionName: c ? `novaless-${c}` : JSON.stringify(name),
+        queueArn: String(resolve(p.EventSourceArn)),
+        ...(p.BatchSize !== undefined ? { batchSize: Number(p.BatchSize) } : {}),
+        ...(p.MaximumBatchingWindowInSeconds !== undefined
+          ? { maximumBatchingWindowSeconds: Number(p.MaximumBatchingWindowInSeconds) }
+          : {}),
+        ...(p.FunctionResponseTypes !== undefined
+          ? { functionResponseTypes: (p.FunctionResponseTypes as Json[]).map(String) }
+          : {}),
+        ...(scaling?.MaximumConcurrency !== undefined
+          ? { maximumConcurrency: Number(scaling.MaximumConcurrency) }
+          : {}),
+        ...(p.Enabled !== undefined ? { enabled: p.Enabled !== false && p.Enabled !== "false" } : {}),
+      });
     }
   }
   return { identity, resource, timeouts, reservedConcurrency, eventSources };

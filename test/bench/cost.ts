@@ -8,7 +8,9 @@
 // index, refused conditional writes at their minimum charge), SQS requests, Step Functions
 // executions and state transitions, Lambda invocations and duration (GB-s at the stack's memory
 // sizes), CloudWatch Logs bytes of the functions; then $ per million builds and $ per host-month
-// idle from the price table (prices.ts).
+// idle from the price table (prices.ts), and the stack's fixed idle cost: what it bills a month
+// with no host at all (the event source mappings' pollers, the watchdog's schedule, the
+// CloudWatch alarms and dashboards, the Secrets Manager secrets, counted in the synthesized template).
 //
 // Per size: start the runtime (build time 0); an idle window (nothing to build); one watchdog run;
 // a few warm-up builds at the concurrency (not counted: cold containers' first reads); then N
@@ -66,6 +68,7 @@ import {
   quietLogs,
   sizesOf,
   socketWarnings,
+  stackFixedResources,
   stackMemory,
   TimedOut,
   until,
@@ -102,8 +105,14 @@ const timeoutMs = Number(values.timeout) * 1000;
 const MONTH_S = 30 * 86_400;
 /** the stack's schedule of the build watchdog (rate 1 minute) */
 const WATCHDOG_RUNS_PER_MONTH = MONTH_S / 60;
-/** the stack's schedule of build-intake's drain of build-requests (rate 1 minute) */
-const DRAIN_RUNS_PER_MONTH = MONTH_S / 60;
+/**
+ * An SQS event source mapping's pollers: Lambda long-polls the queue with five of them whatever
+ * the traffic (services-sqs-scaling.html: it starts with five; each receive waits up to 20 s), so
+ * a mapping costs 5 × (month / 20 s) receives, about 648,000. AWS publishes no idle figure; this
+ * is the estimate; the local runtime's receives (one 20 s long poll at a time) are shown beside it.
+ */
+const EVENT_SOURCE_POLLERS = 5;
+const EVENT_SOURCE_WAIT_SECONDS = 20;
 
 // --- Output: the components' JSON log lines are counted (by identity) and kept off the terminal.
 const out = process.stdout.write.bind(process.stdout);
@@ -289,10 +298,18 @@ function usageFigures(u: CallerUsage): Figures {
   return f;
 }
 
+/** The ReceiveMessage calls `fn`'s identity made in the window (its event source's pollers). */
+function sqsOf(w: Window, fn: FunctionComponent): number {
+  let n = 0;
+  for (const [key, u] of Object.entries(w.meter))
+    if (nameOf(key) === fn) n += u.requests["sqs:ReceiveMessage"] ?? 0;
+  return n;
+}
+
 /**
- * One scheduled run's cost (the watchdog's, the drain's): its own function's figures only, empty
- * receives included (a drain of an empty queue is that receive). A host's heartbeat that
- * compute-events handles meanwhile is idle traffic, counted at its rate, not the run's.
+ * One scheduled run's cost (the watchdog's): its own function's figures only, empty receives
+ * included. A host's heartbeat that compute-events handles meanwhile is idle traffic, counted at
+ * its rate, not the run's.
  */
 function runCost(
   w: Window,
@@ -403,6 +420,8 @@ interface SizeResult {
   startSeconds?: number;
   perBuild?: { rcu: number; wcu: number; usdPerMillion: number; builds: number };
   idle?: { usdPerHostMonth: number };
+  /** the stack's monthly cost with no host */
+  fixedUsdPerMonth?: number;
 }
 
 async function runSize(
@@ -419,9 +438,8 @@ async function runSize(
     hosts,
     buildMs: 0,
     heartbeatSeconds,
-    // Run once each, measured, below (the stack schedules both every minute).
+    // Run once, measured, below (the stack schedules it every minute).
     watchdogIntervalMs: 0,
-    intakeIntervalMs: 0,
   });
   let runtime: Runtime;
   try {
@@ -445,10 +463,6 @@ async function runSize(
     const idle = closeWindow();
     await before(deadline, "watchdog run", runtime.runWatchdog());
     const watchdog = closeWindow();
-    // build-intake's drain of an empty build-requests: one invocation and one receive
-    await before(deadline, "drain run", runtime.drainBuildRequests());
-    const drain = closeWindow();
-    // the queues Lambda long-polls for an event source mapping, from the stack
 
     // --- builds
     let done = 0;
@@ -523,7 +537,16 @@ async function runSize(
       result.note = "no build finished";
       return result;
     }
-    report(hosts, done, { idle, watchdog, drain }, window, memory, result, buildSeconds);
+    report(
+      hosts,
+      done,
+      { idle, watchdog },
+      window,
+      memory,
+      result,
+      buildSeconds,
+      runtime.policies.eventSources.length,
+    );
     reportFeed(done, window);
     if (socketWarnings.count) {
       print(`the SDK warned ${socketWarnings.count} times that a client's 50 sockets were all taken`);
@@ -564,13 +587,14 @@ function reportFeed(done: number, window: Window): void {
 function report(
   hosts: number,
   done: number,
-  idleRuns: { idle: Window; watchdog: Window; drain: Window },
+  idleRuns: { idle: Window; watchdog: Window },
   window: Window,
   memory: Record<FunctionComponent, number>,
   result: SizeResult,
   buildSeconds: number,
+  eventSources: number,
 ): void {
-  const { idle, watchdog, drain } = idleRuns;
+  const { idle, watchdog } = idleRuns;
   const idleBy = byComponent(idle, memory);
   // Per build: the idle heartbeats taken out report by report, in both windows.
   const idleLeft = byComponent(idle, memory, { withoutIdleHeartbeats: true });
@@ -677,11 +701,6 @@ function report(
   const wd = runCost(watchdog, "build-watchdog", memory);
   const watchdogRunUsd = wd.usd;
   print(`watchdog run window ${fmt(watchdog.seconds, 2)} s: ${wd.parts} (per million runs)`);
-  const watchdogUsd = (watchdogRunUsd * WATCHDOG_RUNS_PER_MONTH) / hosts;
-  const dr = runCost(drain, "build-intake", memory);
-  const drainRunUsd = dr.usd;
-  print(`drain run window ${fmt(drain.seconds, 2)} s: ${dr.parts} (per million runs)`);
-  const drainUsd = (drainRunUsd * DRAIN_RUNS_PER_MONTH) / hosts;
   // Whatever else ran while nothing was built (empty polls aside), at its measured rate.
   let otherRunUsd = 0;
   const others: string[] = [];
@@ -692,9 +711,18 @@ function report(
     otherRunUsd += d;
   }
   const otherUsd = (otherRunUsd / idle.seconds) * (MONTH_S / hosts);
-  // No SQS event source mapping to charge (its pollers, about 5 a queue, cost the same idle or
-  // not): the local runtime refuses a stack with one.
-  const idleUsd = heartbeatUsd + pollUsd + watchdogUsd + drainUsd + otherUsd;
+  // The stack's fixed idle cost, a month with no host: what follows from the template alone.
+  const pollerReceives = eventSources * EVENT_SOURCE_POLLERS * (MONTH_S / EVENT_SOURCE_WAIT_SECONDS);
+  const pollersUsd = pollerReceives * PRICES.sqsRequest.usd;
+  // the watchdog's run as measured at this fleet size: an upper bound of an empty fleet's
+  const watchdogMonthUsd = watchdogRunUsd * WATCHDOG_RUNS_PER_MONTH;
+  const fixedResources = stackFixedResources();
+  const alarmsUsd = fixedResources.alarms * PRICES.cloudwatchAlarm.usd;
+  const dashboardsUsd = fixedResources.dashboards * PRICES.cloudwatchDashboard.usd;
+  const secretsUsd = fixedResources.secrets * PRICES.secretsManagerSecret.usd;
+  const fixedUsd = pollersUsd + watchdogMonthUsd + alarmsUsd + dashboardsUsd + secretsUsd;
+  const pollersSeen = sqsOf(idle, "build-intake");
+  const idleUsd = heartbeatUsd + pollUsd + otherUsd + fixedUsd / hosts;
   if (heartbeatsSeen === 0)
     print("no heartbeat seen in the idle window: heartbeats counted as free (unknown)");
   print(
@@ -703,15 +731,25 @@ function report(
       `${fmt(perHeartbeat.read, 2)} RRU each`,
   );
   print(
+    `fixed $ a month (no host): ${fmt(fixedUsd, 4)} = event source pollers ${fmt(pollersUsd, 4)} ` +
+      `(${eventSources} mapping(s) × ${EVENT_SOURCE_POLLERS} pollers, a receive every ${EVENT_SOURCE_WAIT_SECONDS} s each: ${fmt(pollerReceives, 0)} receives, estimated; ` +
+      `the local runtime's one long poll made ${fmt(pollersSeen, 0)} receives in the ${fmt(idle.seconds, 1)} s idle window, ` +
+      `${fmt((pollersSeen / idle.seconds) * MONTH_S, 0)} a month at that rate) + watchdog schedule ${fmt(watchdogMonthUsd, 4)} ` +
+      `(${WATCHDOG_RUNS_PER_MONTH} runs a month at the run measured here, $${fmt(watchdogRunUsd * 1e6, 2)} per million) + ` +
+      `CloudWatch alarms ${fmt(alarmsUsd, 2)} (${fixedResources.alarms} at $${PRICES.cloudwatchAlarm.usd}) + dashboards ${fmt(dashboardsUsd, 2)} ` +
+      `(${fixedResources.dashboards} at $${PRICES.cloudwatchDashboard.usd}) + Secrets Manager ${fmt(secretsUsd, 2)} (${fixedResources.secrets} secrets at $${PRICES.secretsManagerSecret.usd}); ` +
+      `list prices, no free tier; not counted: log and S3 storage (grow with use), KMS (the queues use SQS-managed keys); ` +
+      `goal <= 1 ${verdict(fixedUsd <= 1)}`,
+  );
+  print(
     `idle $ per host-month: ${fmt(idleUsd, 4)} = heartbeats ${fmt(heartbeatUsd, 4)} (each compute-events' write; its invocation is in the other idle traffic) ` +
       `(${fmt(heartbeatsPerMonth, 0)} a month: every ${idleHeartbeat} s at report_interval ${heartbeatSeconds} s and service_down_time ${schedulerConfig().service_down_time} s) + long polls ${fmt(pollUsd, 4)} ` +
       `(${fmt(pollsPerMonth, 0)} a month at ${pollSeconds} s, computed: the local agents poll every 1 s) + ` +
-      `watchdog ${fmt(watchdogUsd, 4)} (one run measured: $${fmt(watchdogRunUsd * 1e6, 2)} per million runs, ` +
-      `${WATCHDOG_RUNS_PER_MONTH} runs a month, shared by ${hosts} hosts) + build-requests' drain ${fmt(drainUsd, 4)} ` +
-      `(one run of an empty queue measured: an invocation and a receive, ${DRAIN_RUNS_PER_MONTH} runs a month, shared) + other idle traffic ${fmt(otherUsd, 4)} ` +
-      `(measured rate${others.length ? `: ${others.join(", ")}` : ""}); no event source mapping polls; ` +
+      `other idle traffic ${fmt(otherUsd, 4)} (measured rate${others.length ? `: ${others.join(", ")}` : ""}) + ` +
+      `the fixed ${fmt(fixedUsd, 4)} shared by ${hosts} hosts ${fmt(fixedUsd / hosts, 4)}; ` +
       `goal <= 0.10 ${heartbeatsSeen === 0 ? "UNKNOWN" : idleUsd <= 0.1 ? "MET" : "MISSED"}`,
   );
+  result.fixedUsdPerMonth = fixedUsd;
   result.idle = { usdPerHostMonth: idleUsd };
 }
 
@@ -876,8 +914,6 @@ async function runMoves(
     buildMs: 0,
     heartbeatSeconds: moveHeartbeat,
     watchdogIntervalMs: 0,
-    // every move starts its execution itself; nothing waits in build-requests
-    intakeIntervalMs: 0,
     env: { NOVALESS_SERVICE_DOWN_TIME: String(3 * moveHeartbeat) },
   });
   let runtime: Runtime;
@@ -1274,6 +1310,7 @@ console.table(
     "WRU/build": r.perBuild ? fmt(r.perBuild.wcu) : "-",
     "$/M builds": r.perBuild ? fmt(r.perBuild.usdPerMillion) : "-",
     "$/host-month idle": r.idle ? fmt(r.idle.usdPerHostMonth, 4) : "-",
+    "$/month fixed": r.fixedUsdPerMonth === undefined ? "-" : fmt(r.fixedUsdPerMonth, 2),
     note: r.note ?? "",
   })),
 );

@@ -5,12 +5,18 @@
 // Builds end to end through the public API of the local runtime (the real HTTP API of
 // startRuntime, every component under its own role): N creates at concurrency C, each polled
 // through GET /v2.1/servers/{id} until ACTIVE. Prints builds/s and POST→ACTIVE p50/p90/p99 per
-// fleet size, with the machine's core count. A few warm-up builds first, at the concurrency (not
-// counted): the functions' cold containers are not what this measures. --sockets: the components'
+// fleet size, with the machine's core count, and what the queue in front of the conductor costs:
+// a build request's wait from its SendMessage to build-requests (seen at the IAM gateway) to its
+// execution's start (build-intake's event source; ListExecutions). A few warm-up builds first, at
+// the concurrency (not counted): the functions' cold containers are not what this measures. --sockets: the components'
 // SDK calls over HTTP to the IAM gateway and on to the emulators (as before the in-process
 // transport).
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { ListExecutionsCommand } from "@aws-sdk/client-sfn";
+import { sfnClient } from "../../lib/aws/clients.js";
+import { executionName } from "../../lib/conductor/intake.js";
+import type { BuildRequest } from "../../lib/messages/build-request.js";
 import type { Runtime } from "../../local/runtime.js";
 import {
   backend,
@@ -86,6 +92,8 @@ interface Row {
   "p99 ms": string;
   "max ms": string;
   "POST p50 ms": string;
+  /** a build request's SendMessage to build-requests → its execution's start, p50 / p90 */
+  "queue ms": string;
   "polls/build": string;
   /** this process's CPU (user + system) over the builds, per build: what the figures cost on a shared machine */
   "CPU ms/build": string;
@@ -190,6 +198,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
   row["start s"] = fmt((performance.now() - t0) / 1000);
   print(`${hosts} hosts: runtime ready in ${row["start s"]} s`);
   const watcher = values.watch === "changes" ? changesWatcher(runtime.url, deadline) : undefined;
+  const queued = watchQueue(runtime);
   const latencies: number[] = [];
   const posts: number[] = [];
   const failures: string[] = [];
@@ -216,6 +225,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     // how busy each thread's event loop is over the builds: the one near 100% bounds the rate
     const busy0 = threadsOf(runtime).map((t) => t.utilization());
     const polls0 = polls;
+    queued.clear();
     await before(
       deadline,
       "builds",
@@ -246,6 +256,8 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     row["max ms"] = fmt(latencies.at(-1) ?? Number.NaN);
     row["POST p50 ms"] = fmt(percentile(posts, 0.5));
     row["polls/build"] = fmt((polls - polls0) / Math.max(1, latencies.length));
+    const waits = await queueWaits(queued);
+    row["queue ms"] = `${fmt(percentile(waits, 0.5), 0)} / ${fmt(percentile(waits, 0.9), 0)}`;
     row["CPU ms/build"] = fmt((cpu.user + cpu.system) / 1000 / Math.max(1, latencies.length));
     if (failures.length) row.note ||= failures[0]!.slice(0, 120);
     if (socketWarnings.count) {
@@ -255,6 +267,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     print(
       `${hosts} hosts: ${row.builds} builds in ${fmt(seconds)} s = ${row["builds/s"]} builds/s; ` +
         `POST->ACTIVE p50 ${row["p50 ms"]} p90 ${row["p90 ms"]} p99 ${row["p99 ms"]} ms; ` +
+        `build-requests' SendMessage->execution start p50 / p90 ${row["queue ms"]} ms (${waits.length} requests); ` +
         `${row["polls/build"]} status polls and CPU ${row["CPU ms/build"]} ms per build; threads busy (%): ${row["busy %"]}; ${load()}`,
     );
     return row;
@@ -263,6 +276,41 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     await sleep(100);
     await runtime.stop().catch((e) => print(`stop failed: ${(e as Error).message}`));
   }
+}
+
+/**
+ * When each build request was sent to build-requests, by its execution's name (the IAM gateway
+ * sees every SendMessage); none without the gateway.
+ */
+function watchQueue(runtime: Runtime): Map<string, number> {
+  const sent = new Map<string, number>();
+  const queue = process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL?.split("/").pop();
+  runtime.emulators.gateway?.onMessageSent((m) => {
+    if (m.queueUrl.split("/").pop() !== queue) return;
+    try {
+      sent.set(executionName(JSON.parse(m.body) as BuildRequest), Date.now());
+    } catch {
+      // not a build request: nothing to time
+    }
+  });
+  return sent;
+}
+
+/** Each sent request's wait until its execution started, sorted (ms). */
+async function queueWaits(sent: Map<string, number>): Promise<number[]> {
+  const waits: number[] = [];
+  let nextToken: string | undefined;
+  do {
+    const page = await sfnClient().send(
+      new ListExecutionsCommand({ stateMachineArn: process.env.NOVALESS_CONDUCTOR_ARN!, nextToken }),
+    );
+    for (const e of page.executions ?? []) {
+      const at = sent.get(e.name ?? "");
+      if (at !== undefined && e.startDate) waits.push(e.startDate.getTime() - at);
+    }
+    nextToken = page.nextToken;
+  } while (nextToken);
+  return waits.sort((a, b) => a - b);
 }
 
 /** A size's row before (or without) its figures. */
@@ -278,6 +326,7 @@ function emptyRow(hosts: number, note = ""): Row {
     "p99 ms": "-",
     "max ms": "-",
     "POST p50 ms": "-",
+    "queue ms": "-",
     "polls/build": "-",
     "CPU ms/build": "-",
     "busy %": "-",

@@ -64,4 +64,22 @@ export const PRICES = {
     asOf: "2025-05",
     source: "https://aws.amazon.com/cloudwatch/pricing/",
   },
+  cloudwatchAlarm: {
+    usd: 0.1,
+    per: "CloudWatch standard-resolution alarm a month (a metric alarm on one metric; first 10 free, not counted)",
+    asOf: "2026-11-23 (the stored copy of the pricing page; unchanged since 2019)",
+    source: "https://aws.amazon.com/cloudwatch/pricing/",
+  },
+  cloudwatchDashboard: {
+    usd: 3.0,
+    per: "CloudWatch dashboard a month (first 3 an account free, not counted)",
+    asOf: "2026-11-23 (the stored copy of the pricing page)",
+    source: "https://aws.amazon.com/cloudwatch/pricing/",
+  },
+  secretsManagerSecret: {
+    usd: 0.4,
+    per: "Secrets Manager secret a month (its API calls, $0.05 per 10,000, not counted)",
+    asOf: "2026-11-23 (the stored copy of the pricing page; unchanged since 2018)",
+    source: "https://aws.amazon.com/secrets-manager/pricing/",
+  },
 } satisfies Record<string, Price>;

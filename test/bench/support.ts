@@ -256,6 +256,28 @@ export function stackMemory(): Record<FunctionComponent, number> {
   ) as Record<FunctionComponent, number>;
 }
 
+/**
+ * What the synthesized stack bills a month whatever the traffic, by kind: its CloudWatch alarms
+ * and dashboards and its Secrets Manager secrets (bundling skipped: only the template is read).
+ */
+export function stackFixedResources(): { alarms: number; dashboards: number; secrets: number } {
+  const cdkJson = JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")) as {
+    context: Record<string, unknown>;
+  };
+  const app = new App({ context: { ...cdkJson.context, "aws:cdk:bundling-stacks": [] } });
+  const stack = new NovalessStack(app, "NovalessStack", { computeQueuePrefix: "novaless-bench-" });
+  const resources = Object.values(
+    (app.synth().getStackByName(stack.stackName).template as { Resources: Record<string, { Type: string }> })
+      .Resources,
+  );
+  const count = (type: string) => resources.filter((r) => r.Type === type).length;
+  return {
+    alarms: count("AWS::CloudWatch::Alarm"),
+    dashboards: count("AWS::CloudWatch::Dashboard"),
+    secrets: count("AWS::SecretsManager::Secret"),
+  };
+}
+
 /** The SDK's warning that a client's sockets are all taken (50 by default), counted apart. */
 export const socketWarnings = { count: 0 };
 

@@ -1,14 +1,21 @@
-// The failure loop: builds that fail on a host come back through build-requests and land on
-// the alternates.
+// The failure loop: builds that fail on a host come back through build-requests (compute-events
+// sends the request again, counted here at the SQS endpoint) and land on the alternates.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 let runtime: Runtime;
 let client: Client;
+/** the build requests SQS accepted on build-requests: their attempt numbers */
+const requests: number[] = [];
 
 beforeAll(async () => {
   ({ runtime, client } = await startTestRuntime({ hosts: 3, failHosts: ["host-1", "host-2"], buildMs: 50 }));
+  const name = process.env.NOVALESS_BUILD_REQUESTS_QUEUE_URL!.split("/").pop()!;
+  runtime.emulators.gateway!.onMessageSent((m) => {
+    if (m.queueUrl.split("/").pop() === name)
+      requests.push((JSON.parse(m.body) as { retry: { num_attempts: number } }).retry.num_attempts);
+  });
 });
 afterAll(async () => runtime?.stop());
 
@@ -36,8 +43,11 @@ it("three servers with host-1 and host-2 failing every build: all ACTIVE on host
     }
     failedAttempts += builds.length - 1;
   }
-  // host-1 and host-2 weigh best while empty, so the failure loop was really exercised.
+  // host-1 and host-2 weigh best while empty, so the failure loop was really exercised: each
+  // failed attempt came back as one more message on build-requests, after the creates' three
   expect(failedAttempts).toBeGreaterThan(0);
+  expect(requests.filter((n) => n === 1)).toHaveLength(3);
+  expect(requests.filter((n) => n > 1)).toHaveLength(failedAttempts);
   for (const id of ids) await client.delete(`/v2.1/servers/${id}`);
   expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
 });

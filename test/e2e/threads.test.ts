@@ -32,13 +32,16 @@ describe("threads, the stack's policies as they are", () => {
         expect(s.status, JSON.stringify(s.fault)).toBe("ACTIVE");
         expect(s["OS-EXT-SRV-ATTR:host"]).not.toBe("host-1");
       }
-      // This thread's SDK clients: the hosts' and the state machine's, never a function's own call:
-      // no queue drives a function (hosts post to compute-events' function URL, the API starts
-      // each build itself, build-intake's drain is a schedule), so no event source polls here.
+      // This thread's SDK clients: the hosts', the state machine's and build-intake's event source
+      // (Lambda's pollers, with the function's role: receives and deletes), never a function's own
+      // call (build-intake's StartExecution is made in the functions' thread).
       const reading = meterReading();
       expect(Object.keys(reading).length).toBeGreaterThan(0);
-      for (const fn of ["api", "scheduler", "conductor", "build-intake", "compute-events"] as const)
+      for (const fn of ["api", "scheduler", "conductor", "compute-events"] as const)
         expect(Object.keys(reading)).not.toContain(accessKeyIdOf(fn));
+      const pollers = reading[accessKeyIdOf("build-intake")]?.requests ?? {};
+      expect(pollers["sqs:ReceiveMessage"]).toBeGreaterThan(0);
+      expect(Object.keys(pollers).sort()).toEqual(["sqs:DeleteMessageBatch", "sqs:ReceiveMessage"]);
       for (const id of ids) expect((await client.delete(`/v2.1/servers/${id}`)).status).toBe(204);
       expect(await eventually(leakedClaims, (l) => l.length === 0)).toEqual([]);
     } finally {

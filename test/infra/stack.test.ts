@@ -10,6 +10,7 @@ import {
   CONDUCTOR_TASKS,
   conductorDefinition,
 } from "../../infra/conductor/definition.js";
+import { buildIntakeConcurrency } from "../../infra/constructs/functions.js";
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
 import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
 import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
@@ -214,19 +215,18 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         NODE_OPTIONS: "--enable-source-maps",
       });
     }
-    // every sender of a build request starts its execution (lib/aws/send.ts), and build-intake's drain
+    // build-intake alone starts executions; every other function sends to build-requests
+    expect(environmentOf(s, s.stack.buildIntakeFunction).NOVALESS_CONDUCTOR_ARN).toEqual({
+      Ref: logicalId(s.stack, s.stack.conductor),
+    });
     for (const fn of [
       s.stack.apiFunction,
-      s.stack.buildIntakeFunction,
       s.stack.buildWatchdogFunction,
       s.stack.computeEventsFunction,
+      s.stack.schedulerFunction,
+      s.stack.conductorFunction,
     ])
-      expect(environmentOf(s, fn).NOVALESS_CONDUCTOR_ARN).toEqual({
-        Ref: logicalId(s.stack, s.stack.conductor),
-      });
-    // the state machine's own steps: no start, and no reference back to it
-    expect(environmentOf(s, s.stack.schedulerFunction).NOVALESS_CONDUCTOR_ARN).toBeUndefined();
-    expect(environmentOf(s, s.stack.conductorFunction).NOVALESS_CONDUCTOR_ARN).toBeUndefined();
+      expect(environmentOf(s, fn).NOVALESS_CONDUCTOR_ARN).toBeUndefined();
   });
 
   it("keeps the token table in Secrets Manager: the API gets the secret's ARN and the right to read it", () => {
@@ -316,18 +316,32 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(indexes.map((i) => i.IndexName)).not.toContain("building-by-deadline");
   });
 
-  it("drains build-requests with build-intake every minute: a schedule, no event source mapping polling it", () => {
+  it("consumes build-requests with build-intake through an SQS event source: batches, partial failures, bounded", () => {
     const intakeId = logicalId(s.stack, s.stack.buildIntakeFunction);
-    s.template.hasResourceProperties("AWS::Events::Rule", {
-      ScheduleExpression: "rate(1 minute)",
-      Targets: [Match.objectLike({ Arn: { "Fn::GetAtt": [intakeId, "Arn"] } })],
-    });
-    const mappings = Object.values(s.template.findResources("AWS::Lambda::EventSourceMapping")) as Resource[];
     const buildRequestsArn = { "Fn::GetAtt": [logicalId(s.stack, s.stack.buildRequestsQueue), "Arn"] };
-    for (const m of mappings) {
-      expect(m.Properties.EventSourceArn).not.toEqual(buildRequestsArn);
-      expect(m.Properties.FunctionName).not.toEqual({ Ref: intakeId });
-    }
+    const mappings = Object.values(s.template.findResources("AWS::Lambda::EventSourceMapping")) as Resource[];
+    expect(mappings).toHaveLength(1);
+    const mapping = mappings[0]!.Properties;
+    expect(mapping).toMatchObject({
+      EventSourceArn: buildRequestsArn,
+      FunctionName: { Ref: intakeId },
+      BatchSize: 10,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      // sized from fleet_size (its default, 1,000)
+      ScalingConfig: { MaximumConcurrency: buildIntakeConcurrency(1000) },
+    });
+    // BatchSize 10 needs no batching window; a window would delay every build
+    expect(mapping.MaximumBatchingWindowInSeconds).toBeUndefined();
+    // no schedule drains it: the watchdog's is the stack's only rule
+    const rules = Object.values(s.template.findResources("AWS::Events::Rule")) as Resource[];
+    expect(rules).toHaveLength(1);
+    expect(JSON.stringify(rules[0]!.Properties.Targets)).not.toContain(intakeId);
+    // AWS's advice: the queue's visibility timeout at least six times the function's timeout
+    const intake = s.template.toJSON().Resources[intakeId] as Resource;
+    const queue = s.template.toJSON().Resources[logicalId(s.stack, s.stack.buildRequestsQueue)] as Resource;
+    expect(Number(queue.Properties.VisibilityTimeout)).toBeGreaterThanOrEqual(
+      6 * Number(intake.Properties.Timeout),
+    );
   });
 
   it("gives the conductor's two functions the timeouts its retry budget is computed from", () => {
@@ -381,26 +395,26 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
   it("grants each function only what it needs", () => {
     const apiStatements = statementsOf(s, s.stack.apiFunction);
     const api = actions(apiStatements);
-    expect(api).toEqual(
-      expect.arrayContaining([
-        "dynamodb:PutItem",
-        "dynamodb:Query",
-        "sqs:SendMessage",
-        "states:StartExecution",
-      ]),
-    );
-    // every StartExecution names the conductor, nothing else
+    expect(api).toEqual(expect.arrayContaining(["dynamodb:PutItem", "dynamodb:Query", "sqs:SendMessage"]));
+    // no role but build-intake's may start the conductor (or any state machine)
     const conductorRef = JSON.stringify({ Ref: logicalId(s.stack, s.stack.conductor) });
-    for (const fn of [
-      s.stack.apiFunction,
-      s.stack.buildIntakeFunction,
-      s.stack.buildWatchdogFunction,
-      s.stack.computeEventsFunction,
-    ]) {
-      const starts = statementsOf(s, fn).filter((st) => [st.Action].flat().includes("states:StartExecution"));
-      expect(starts.length).toBeGreaterThan(0);
-      for (const st of starts) expect(JSON.stringify(st.Resource)).toBe(conductorRef);
-    }
+    const roles = Object.entries(s.template.findResources("AWS::IAM::Role"));
+    const starters = roles.filter(([id]) =>
+      (Object.values(s.template.findResources("AWS::IAM::Policy")) as Resource[]).some(
+        (p) =>
+          (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === id) &&
+          JSON.stringify(p.Properties.PolicyDocument).includes("states:StartExecution"),
+      ),
+    );
+    const intakeRole = (
+      s.template.toJSON().Resources[logicalId(s.stack, s.stack.buildIntakeFunction)] as Resource
+    ).Properties.Role as { "Fn::GetAtt": [string, string] };
+    expect(starters.map(([id]) => id)).toEqual([intakeRole["Fn::GetAtt"][0]]);
+    const starts = statementsOf(s, s.stack.buildIntakeFunction).filter((st) =>
+      [st.Action].flat().includes("states:StartExecution"),
+    );
+    expect(starts).toHaveLength(1);
+    expect(JSON.stringify(starts[0]!.Resource)).toBe(conductorRef);
     const hostsArn = { "Fn::GetAtt": [logicalId(s.stack, s.stack.tables.Hosts), "Arn"] };
     const onHosts = actions(
       apiStatements.filter((st) => JSON.stringify(st.Resource).includes(JSON.stringify(hostsArn))),
@@ -417,6 +431,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         "sqs:SendMessage",
         "sqs:ReceiveMessage",
         "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
       ]),
     );
     expect(intake.some((a) => a.startsWith("dynamodb:"))).toBe(false);
@@ -437,9 +452,12 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(scheduler).toEqual(expect.arrayContaining(["dynamodb:UpdateItem", "dynamodb:GetItem"]));
     expect(scheduler.some((a) => a.startsWith("sqs:") || a.startsWith("states:"))).toBe(false);
 
-    const conductor = actions(statementsOf(s, s.stack.conductorFunction));
+    const conductorStatements = statementsOf(s, s.stack.conductorFunction);
+    const conductor = actions(conductorStatements);
     expect(conductor).toEqual(expect.arrayContaining(["dynamodb:UpdateItem", "sqs:SendMessage"]));
     expect(conductor.some((a) => a.startsWith("states:"))).toBe(false);
+    // it casts to hosts; it never sends to build-requests (build-intake starts what is sent there)
+    expect(JSON.stringify(conductorStatements)).not.toContain(logicalId(s.stack, s.stack.buildRequestsQueue));
   });
 
   it("serves the API through an HTTP API $default route with payload 2.0", () => {

@@ -84,32 +84,47 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("build-intake", "dynamodb:PutItem", `${ARN}host-changes-x`)).toBe(false);
   });
 
-  it("every sender of a build request starts the conductor itself and may queue it; nothing else starts it", () => {
+  it("every sender of a build request sends it to build-requests; only build-intake starts the conductor", () => {
     for (const c of ["api", "build-watchdog", "compute-events"] as const) {
-      expect(can(c, "states:StartExecution", SM), c).toBe(true);
+      expect(can(c, "states:StartExecution", SM), c).toBe(false);
       expect(can(c, "sqs:SendMessage", `${SQS}build-x`), c).toBe(true);
       // the API's os-dead-letters reads the DLQ; none of them reads the queue itself
       expect(can(c, "sqs:ReceiveMessage", `${SQS}build-x`), c).toBe(false);
     }
     for (const c of ["scheduler", "conductor", "state-machine", "compute-host"] as const)
       expect(can(c, "states:StartExecution", SM), c).toBe(false);
-    expect(can("api", "states:StartExecution", `${SM}-other`)).toBe(false);
+    // the conductor casts to hosts, never to build-requests
+    expect(can("conductor", "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
+    expect(can("build-intake", "states:StartExecution", `${SM}-other`)).toBe(false);
   });
 
-  it("build-intake drains build-requests into the conductor and nothing reads what it must not", () => {
+  it("build-intake consumes build-requests through its event source and nothing reads what it must not", () => {
     expect(can("build-intake", "states:StartExecution", SM)).toBe(true);
-    expect(can("build-intake", "sqs:ReceiveMessage", `${SQS}build-x`)).toBe(true);
-    expect(can("build-intake", "sqs:DeleteMessage", `${SQS}build-x`)).toBe(true);
+    // what the event source's pollers do with the function's role, and intake's retry delay
+    for (const action of [
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:ChangeMessageVisibility",
+      "sqs:GetQueueAttributes",
+    ])
+      expect(can("build-intake", action, `${SQS}build-x`), action).toBe(true);
     expect(can("build-intake", "sqs:SendMessage", `${SQS}build-x-dlq`)).toBe(true);
+    expect(can("build-intake", "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
     expect(can("build-intake", "sqs:ReceiveMessage", `${SQS}events-x`)).toBe(false);
     expect(can("build-intake", "sqs:PurgeQueue", `${SQS}build-x`)).toBe(false);
     expect(can("build-intake", "dynamodb:GetItem", `${ARN}instances-x`)).toBe(false);
-    // a schedule, not an event source: no poller reads build-requests
-    expect(policies.eventSources["build-intake"]).toBeUndefined();
-    expect(Object.values(policies.eventSources)).not.toContain(`${SQS}build-x`);
-    expect(policies.reservedConcurrency["build-intake"]).toBe(1);
-    // nor any other queue: hosts post to compute-events' function URL
-    expect(policies.eventSources).toEqual({});
+    // the one mapping: build-requests to build-intake, batches with partial failures, bounded
+    expect(policies.eventSources).toEqual([
+      {
+        function: "build-intake",
+        functionName: "novaless-build-intake",
+        queueArn: `${SQS}build-x`,
+        batchSize: 10,
+        functionResponseTypes: ["ReportBatchItemFailures"],
+        maximumConcurrency: expect.any(Number),
+      },
+    ]);
+    expect(policies.eventSources[0]!.maximumConcurrency).toBeGreaterThanOrEqual(2);
   });
 
   it("the state machine invokes its two functions and casts to compute queues only", () => {
@@ -247,8 +262,9 @@ describe("the stack's policies, resolved to the local resources", () => {
     try {
       const larger = await stackPolicies(local);
       expect(larger.reservedConcurrency["compute-events"]).toBe(50);
-      // one drain a minute, whatever the fleet
-      expect(larger.reservedConcurrency["build-intake"]).toBe(1);
+      // build-intake's reservation and its event source's bound grow with the fleet too
+      expect(larger.reservedConcurrency["build-intake"]).toBe(25);
+      expect(larger.eventSources[0]?.maximumConcurrency).toBe(25);
     } finally {
       if (saved === undefined) delete process.env.NOVALESS_FLEET_SIZE;
       else process.env.NOVALESS_FLEET_SIZE = saved;
