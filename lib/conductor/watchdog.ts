@@ -27,7 +27,7 @@ import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
 import { sweepLiveness } from "../placement/liveness.js";
-import { isHostAlive, type ReportPathVerdict } from "../placement/report-path.js";
+import { deadlinePassed, isHostAlive, type ReportPathVerdict } from "../placement/report-path.js";
 import { autoEvacuate } from "./auto-evacuate.js";
 import { type MoveWatchAction, watchMoves } from "./move-watch.js";
 import { offloadShelved, watchUnshelves } from "./shelve-watch.js";
@@ -60,7 +60,7 @@ export async function runWatchdog(
     services.map((s) => [s.host, isHostAlive(s, reportPath, config.service_down_time, now.getTime())]),
   );
   const actions: WatchdogAction[] = reportPath.suspect ? held(reportPath, config) : [];
-  for (const m of await watchMoves(now, up)) {
+  for (const m of await watchMoves(now, up, reportPath.reportsDelayed)) {
     actions.push({
       instance_uuid: m.instance_uuid,
       attempt: 0,
@@ -100,7 +100,7 @@ export async function runWatchdog(
   }
   for (const rec of building) {
     if (rec.deleted || rec.vm_state !== "building") continue;
-    const action = await watch(rec, up, now, config, reportPath.reportsDelayed);
+    const action = await watch(rec, up, now, config, reportPath);
     if (action) {
       actions.push(action);
       log.warn(`watchdog.${action.action}`, { request_id: rec.request_id, ...action });
@@ -135,7 +135,7 @@ async function watch(
   up: Map<string, boolean>,
   now: Date,
   config: SchedulerConfig,
-  reportsDelayed: boolean,
+  reportPath: ReportPathVerdict,
 ): Promise<WatchdogAction | undefined> {
   const n = rec.attempt;
   const overdue = Boolean(rec.build_deadline && rec.build_deadline < now.toISOString());
@@ -144,9 +144,9 @@ async function watch(
   const live = rec.host !== null && (rec.task_state === "spawning" || rec.spawn_attempt < n);
   if (live && rec.host) {
     const hostUp = up.get(rec.host) ?? false;
-    // While reports cannot get through (and for service_down_time after), a build past its deadline
-    // may have ended on its host unheard: its report comes once the path is back.
-    if (hostUp && (!overdue || reportsDelayed)) return undefined;
+    // A build past its deadline while reports could not get through may have ended on its host
+    // unheard: its report comes once the path is back.
+    if (hostUp && !deadlinePassed(rec.build_deadline, reportPath, now.getTime())) return undefined;
     const reason = hostUp
       ? `attempt ${n} passed its build deadline (instance_build_timeout ${instanceBuildTimeout()}s)`
       : `its host is down (no heartbeat within service_down_time ${config.service_down_time}s, or forced down)`;

@@ -58,8 +58,7 @@ export interface ReportPathVerdict {
   changed: boolean;
   /**
    * Reports may still be on their way: suspect, or recovered less than service_down_time ago.
-   * A build's deadline is not held against its host meanwhile (it may have finished and been
-   * unable to say so).
+   * No deadline is held against a host meanwhile (it may have finished and been unable to say so).
    */
   reportsDelayed: boolean;
 }
@@ -131,6 +130,26 @@ export function judgeReportPath(i: ReportPathInput): ReportPathVerdict {
     changed: hold !== i.hold,
     reportsDelayed: Boolean(suspect) || (recovered !== undefined && i.now - Date.parse(recovered) <= limit),
   };
+}
+
+/**
+ * Whether an attempt's deadline has passed, as the watchdog holds it against the attempt's host:
+ * never while reports are delayed, and a deadline that fell after the last hold began is pushed
+ * back by that hold's length (the time no report could get through does not count).
+ */
+export function deadlinePassed(
+  deadline: string | null | undefined,
+  verdict: Pick<ReportPathVerdict, "reportsDelayed" | "hold">,
+  now: number,
+): boolean {
+  if (!deadline || verdict.reportsDelayed) return false;
+  const d = Date.parse(deadline);
+  const h = verdict.hold;
+  const lost =
+    h?.recovered_at !== undefined && d > Date.parse(h.since)
+      ? Date.parse(h.recovered_at) - Date.parse(h.since)
+      : 0;
+  return now > d + lost;
 }
 
 /**

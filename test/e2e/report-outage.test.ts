@@ -6,7 +6,9 @@
 // Also the local fault switches (part 5) over HTTP: POST /local/faults/compute-events and
 // POST /local/hosts/{host}/restart.
 //
-// The outage lasts NOVALESS_OUTAGE_SECONDS (default 30 s, two and a half service_down_times here).
+// The outage lasts NOVALESS_OUTAGE_SECONDS (default 30 s, two and a half service_down_times here);
+// instance_build_timeout (NOVALESS_INSTANCE_BUILD_TIMEOUT) defaults to shorter, so builds pass
+// their deadline during it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FunctionUrlError, postToFunctionUrl } from "../../lib/aws/function-url.js";
 import { runAs } from "../../lib/aws/identity.js";
@@ -19,6 +21,7 @@ import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 const SERVICE_DOWN_TIME = 12;
 const OUTAGE_SECONDS = Number(process.env.NOVALESS_OUTAGE_SECONDS ?? 30);
+const BUILD_TIMEOUT = Number(process.env.NOVALESS_INSTANCE_BUILD_TIMEOUT ?? Math.round(OUTAGE_SECONDS * 0.8));
 const HOSTS = ["host-1", "host-2", "host-3", "host-4", "host-5", "host-6"];
 
 let runtime: Runtime;
@@ -36,6 +39,8 @@ beforeAll(async () => {
       // the control plane's report_interval is the hosts' (the rule reads it)
       NOVALESS_REPORT_INTERVAL: "1",
       NOVALESS_AUTO_EVACUATE_GRACE: "1",
+      // shorter than the outage: builds pass their deadline while no report can get through
+      NOVALESS_INSTANCE_BUILD_TIMEOUT: String(BUILD_TIMEOUT),
     },
   }));
   admin = client.as(ADMIN);
@@ -181,6 +186,14 @@ describe(`an outage of compute-events (${OUTAGE_SECONDS} s)`, () => {
     // and it did hold: a fleet silent for longer than service_down_time, every host spared
     const held = actions.filter((a) => a.action === "held");
     expect(new Set(held.map((a) => a.host))).toEqual(new Set(HOSTS));
+    if (BUILD_TIMEOUT < OUTAGE_SECONDS) {
+      // the builds from before passed their deadline unheard, and were not fenced for it
+      const now = new Date().toISOString();
+      for (const id of before) {
+        const r = (await getInstance(id))!;
+        expect([r.vm_state, r.build_deadline! < now], id).toEqual(["building", true]);
+      }
+    }
 
     // the path is back: builds end ACTIVE within a minute, the watchdog still running meanwhile
     const after = Date.now();

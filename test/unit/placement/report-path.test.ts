@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { idleHeartbeatSeconds } from "../../../lib/compute/heartbeat.js";
 import {
+  deadlinePassed,
   effectiveHeartbeat,
   type HeardService,
   isHostAlive,
@@ -162,6 +163,34 @@ describe("after the path recovers", () => {
     const hold = { since: at(0), recovered_at: at(100) };
     expect(effectiveHeartbeat({ last_heartbeat: at(150) }, hold)).toBe(at(150));
     expect(effectiveHeartbeat({ last_heartbeat: at(50) }, undefined)).toBe(at(50));
+  });
+});
+
+describe("a build's deadline", () => {
+  const sound = { reportsDelayed: false, hold: undefined };
+  it("passes as before while the path is sound", () => {
+    expect(deadlinePassed(at(100), sound, T0 + 101_000)).toBe(true);
+    expect(deadlinePassed(at(100), sound, T0 + 100_000)).toBe(false);
+    expect(deadlinePassed(undefined, sound, T0 + 101_000)).toBe(false);
+  });
+
+  it("does not pass while reports are delayed, and the hold's length does not count after", () => {
+    expect(deadlinePassed(at(100), { reportsDelayed: true, hold: { since: at(50) } }, T0 + 1000_000)).toBe(
+      false,
+    );
+    // held from 50 to 350: a deadline at 100 now falls at 400
+    const after = { reportsDelayed: false, hold: { since: at(50), recovered_at: at(350) } };
+    expect(deadlinePassed(at(100), after, T0 + 399_000)).toBe(false);
+    expect(deadlinePassed(at(100), after, T0 + 401_000)).toBe(true);
+    // a deadline that had passed before the hold began is not pushed back
+    expect(deadlinePassed(at(40), after, T0 + 41_000)).toBe(true);
+  });
+
+  it("the verdict says reports are delayed while suspect and for service_down_time after", () => {
+    const hold = { since: at(0), recovered_at: at(1000) };
+    const hosts = fleet(10, 1000 + SDT);
+    expect(judge(hosts, 1000 + SDT, hold).reportsDelayed).toBe(true);
+    expect(judge(hosts, 1000 + SDT + 1, hold).reportsDelayed).toBe(false);
   });
 });
 
