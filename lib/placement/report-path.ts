@@ -97,9 +97,9 @@ export function quietAfterSeconds(serviceDownTime: number, reportInterval: numbe
 
 /**
  * The fleet's verdict, before any host's: the path is suspect when some host is silent and either
- * no counted host was heard for quietAfterSeconds (a whole outage, caught before its first host's
- * silence reaches service_down_time), or more than suspectFraction of the counted hosts, and more
- * than two, are silent at once (a storm some reports get through). A hold starts with the first
+ * no counted host was heard for quietAfterSeconds (a whole outage, caught at the first sweep that
+ * finds a host silent, before that host is marked down), or more than suspectFraction of the
+ * counted hosts, and more than two, are silent at once (a storm some reports get through). A hold starts with the first
  * suspect sweep and ends with the first sound one.
  */
 export function judgeReportPath(i: ReportPathInput): ReportPathVerdict {
