@@ -902,6 +902,20 @@ export const SERVICE_OPTIONS: readonly ConfigOption[] = [
     topic: "conductor",
   }),
   row({
+    key: "report_path_suspect_fraction",
+    group: "novaless",
+    name: "report_path_suspect_fraction",
+    nova: false,
+    env: "NOVALESS_REPORT_PATH_SUSPECT_FRACTION",
+    kind: "float",
+    default: 0.55,
+    min: 0,
+    // Kubernetes' unhealthyZoneThreshold (0.55): hosts heartbeat over the same path as reports, so
+    // most of them silent at once is more likely compute-events refusing them than a dead fleet.
+    help: "When more than this share of the compute services that are neither forced down nor already down (and more than two) are silent at once, the watchdog holds: it marks no host down and fences, evacuates or reschedules nothing for a host's silence, until the report path is sound again; a host's silence then counts from that moment. A fleet whose every host is quiet is held whatever this is; 1 leaves only that.",
+    topic: "conductor",
+  }),
+  row({
     key: "max_request_body_size",
     group: "oslo_middleware",
     name: "max_request_body_size",
@@ -1419,6 +1433,11 @@ export function moveOptions(): {
 /** [DEFAULT] instance_build_timeout (seconds). */
 export function instanceBuildTimeout(): number {
   return read<number>("instance_build_timeout");
+}
+
+/** report_path_suspect_fraction: the share of silent hosts at which the watchdog holds (lib/placement/report-path.ts). */
+export function reportPathSuspectFraction(): number {
+  return read<number>("report_path_suspect_fraction");
 }
 
 /** Largest API request body accepted, in bytes (Nova's max_request_body_size is 112 KiB). */

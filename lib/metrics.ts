@@ -21,6 +21,7 @@ export const METRIC = {
   schedulerDecisionTime: "SchedulerDecisionTime",
   schedulerFleetReadTime: "SchedulerFleetReadTime",
   autoEvacuations: "AutoEvacuations",
+  reportPathSuspect: "ReportPathSuspect",
   computeDeadLetters: "ComputeDeadLetters",
   spooledReports: "SpooledReports",
   spooledReportAge: "SpooledReportAge",
@@ -73,6 +74,8 @@ export const metrics = {
   claimConflict: () => record(METRIC.claimConflicts, MetricUnit.Count, 1),
   /** Servers the watchdog evacuated off a fenced, opted-in host. */
   autoEvacuations: (count: number) => record(METRIC.autoEvacuations, MetricUnit.Count, count),
+  /** Silent hosts a watchdog run spared because the report path is suspect (lib/placement/report-path.ts). */
+  reportPathSuspect: (silentHosts: number) => record(METRIC.reportPathSuspect, MetricUnit.Count, silentHosts),
   /** Messages in a host's dead-letter queue, as its agent last counted them (sent while not 0). */
   computeDeadLetters: (count: number) => record(METRIC.computeDeadLetters, MetricUnit.Count, count),
   /**

@@ -14,27 +14,39 @@ export interface HttpFront {
 }
 
 /**
- * The local runtime's own routes, beside the API (the deployed API has none of them): an admin
- * stops a simulated host (no more heartbeats nor queue reads; its guests stay as they were) or
- * starts it again, to try evacuation.
+ * The local runtime's own routes, beside the API (the deployed API has none of them), for an
+ * admin to try faults by hand: a simulated host stops (no more heartbeats nor queue reads; its
+ * guests stay as they were), starts again, or restarts (its agent's memory lost, what it keeps on
+ * disk kept); compute-events' function URL refuses every report for a while (an outage of the
+ * report path, heartbeats included).
  */
 export interface LocalHostControl {
   stop(host: string): Promise<void>;
   start(host: string): Promise<void>;
+  restart(host: string): Promise<void>;
   has(host: string): boolean;
+  /** compute-events' URL answers 503 for this many seconds (0: no more) */
+  refuseComputeEvents(seconds: number): void;
 }
 
-const LOCAL_HOST_ROUTE = /^\/local\/hosts\/([^/?]+)\/(stop|start)(?:\?.*)?$/;
+const LOCAL_HOST_ROUTE = /^\/local\/hosts\/([^/?]+)\/(stop|start|restart)(?:\?.*)?$/;
+const LOCAL_FAULT_ROUTE = /^\/local\/faults\/compute-events(?:\?.*)?$/;
+/** The longest outage the switch takes: a day (a longer one is a typo). */
+const MAX_REFUSE_SECONDS = 86_400;
 
 type Reply = { status: number; body: unknown };
 
-async function localHostRoute(
+const badRequest = (message: string): Reply => ({
+  status: 400,
+  body: { badRequest: { code: 400, message } },
+});
+
+/** The API's own answers to a caller without a token (401) or without the admin role (403). */
+async function adminOnly(
   req: IncomingMessage,
-  control: LocalHostControl,
   around: <T>(fn: () => T) => T,
-): Promise<Reply> {
-  const m = LOCAL_HOST_ROUTE.exec(req.url ?? "")!;
-  const host = decodeURIComponent(m[1]!);
+  what: string,
+): Promise<Reply | undefined> {
   const headers = Object.fromEntries(
     Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v]),
   );
@@ -51,17 +63,54 @@ async function localHostRoute(
       },
     };
   if (!auth.isAdmin)
-    return {
-      status: 403,
-      body: { forbidden: { code: 403, message: `Only an admin may ${m[2]} a local host.` } },
-    };
+    return { status: 403, body: { forbidden: { code: 403, message: `Only an admin may ${what}.` } } };
+  return undefined;
+}
+
+async function localHostRoute(
+  req: IncomingMessage,
+  control: LocalHostControl,
+  around: <T>(fn: () => T) => T,
+): Promise<Reply> {
+  req.resume();
+  const m = LOCAL_HOST_ROUTE.exec(req.url ?? "")!;
+  const host = decodeURIComponent(m[1]!);
+  const action = m[2] as "stop" | "start" | "restart";
+  const refused = await adminOnly(req, around, `${action} a local host`);
+  if (refused) return refused;
   if (!control.has(host))
     return {
       status: 404,
       body: { itemNotFound: { code: 404, message: `Compute host ${host} could not be found.` } },
     };
-  await (m[2] === "stop" ? control.stop(host) : control.start(host));
-  return { status: 202, body: { host, action: m[2] } };
+  await control[action](host);
+  return { status: 202, body: { host, action } };
+}
+
+/** `{"refuse_seconds": N}`: N whole seconds, 0 to end an outage early. */
+async function localFaultRoute(
+  req: IncomingMessage,
+  control: LocalHostControl,
+  around: <T>(fn: () => T) => T,
+): Promise<Reply> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const refused = await adminOnly(req, around, "inject a local fault");
+  if (refused) return refused;
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    return badRequest("The request body is not valid JSON.");
+  }
+  const n = (body as { refuse_seconds?: unknown } | null)?.refuse_seconds;
+  const keys = body && typeof body === "object" && !Array.isArray(body) ? Object.keys(body) : [];
+  if (keys.length !== 1 || keys[0] !== "refuse_seconds")
+    return badRequest('The body must be {"refuse_seconds": N}, and nothing else.');
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || n > MAX_REFUSE_SECONDS)
+    return badRequest(`refuse_seconds must be a whole number of seconds from 0 to ${MAX_REFUSE_SECONDS}.`);
+  control.refuseComputeEvents(n);
+  return { status: 202, body: { fault: "compute-events", refuse_seconds: n } };
 }
 
 /**
@@ -124,9 +173,16 @@ export async function startHttpFront(
   const server: Server = createServer((req, res) => {
     // "//v2.1//servers/" routes as "/v2.1/servers", as API Gateway does
     if (req.url?.includes("//")) req.url = req.url.replace(/^([^?]*)/, (p) => p.replace(/\/{2,}/g, "/"));
-    if (hosts && req.method === "POST" && LOCAL_HOST_ROUTE.test(req.url ?? "")) {
-      req.resume();
-      void localHostRoute(req, hosts, around)
+    const local =
+      hosts && req.method === "POST"
+        ? LOCAL_HOST_ROUTE.test(req.url ?? "")
+          ? localHostRoute
+          : LOCAL_FAULT_ROUTE.test(req.url ?? "")
+            ? localFaultRoute
+            : undefined
+        : undefined;
+    if (hosts && local) {
+      void local(req, hosts, around)
         .catch((e: unknown) => ({ status: 500, body: { computeFault: { code: 500, message: String(e) } } }))
         .then((r) => {
           res.writeHead(r.status, { "content-type": "application/json" });

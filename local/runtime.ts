@@ -194,6 +194,11 @@ export interface Runtime {
    * outside the runtime's agents (tests); the gateway learns the session.
    */
   hostCredentials(name: string): ReturnType<typeof hostIdentityOf>;
+  /**
+   * compute-events' function URL answers 503 for `seconds` (an outage of the report path, which
+   * carries heartbeats too); 0 ends it now. POST /local/faults/compute-events does the same.
+   */
+  refuseComputeEvents(seconds: number): void;
   /** run the watchdog now (besides its timer) */
   runWatchdog(): Promise<WatchdogAction[]>;
   /** the account's Lambda concurrency: in flight, throttles */
@@ -526,7 +531,15 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         : handlerOf("compute-events"),
       account,
     );
+    // the local fault switch: until then, the URL answers as Lambda does when it cannot serve
+    let refuseEventsUntil = 0;
+    const refuseComputeEvents = (seconds: number) => {
+      refuseEventsUntil = Date.now() + seconds * 1000;
+      log.warn("runtime.compute_events_refused", { seconds });
+    };
     eventsHandler = async (event) => {
+      if (Date.now() < refuseEventsUntil)
+        throw new LambdaServiceError("ServiceException", 503, "Service Unavailable (local fault switch)");
       const out = await eventsFunction.invoke(event);
       builds.reported(event, out);
       return out;
@@ -638,7 +651,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     const front: HttpFront = await startHttpFront(
       opts.port ?? 8774,
       as("api"),
-      { stop: killHost, start: restartHost, has: (name) => hosts.has(name) },
+      {
+        stop: killHost,
+        start: restartHost,
+        restart: restartHost,
+        has: (name) => hosts.has(name),
+        refuseComputeEvents,
+      },
       thread?.http,
     );
     stops.push(() => front.stop());
@@ -657,6 +676,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         emulators.gateway?.addPrincipal(...hostPrincipal(name, statements["compute-host"]));
         return hostIdentityOf(name);
       },
+      refuseComputeEvents,
       runWatchdog: watchdog,
       concurrency: account,
       threads: [...emulators.threads, ...(thread ? [thread] : [])],

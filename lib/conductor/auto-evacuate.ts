@@ -3,7 +3,8 @@
 // fenced first (its compute service forced_down, so it cannot take work back without an
 // operator), then its servers are evacuated, at most auto_evacuate_rate per watchdog run, each an
 // `evacuate` instance action whose message names the dead host. Hosts not opted in are left to
-// their operator, as before.
+// their operator, as before. Nothing is fenced or evacuated while the report path is suspect
+// (lib/placement/report-path.ts), and a host's silence counts only from when the path recovered.
 import { randomUUID } from "node:crypto";
 import { sendBuildRequest } from "../aws/send.js";
 import { listAggregates } from "../catalog/aggregates.js";
@@ -15,6 +16,7 @@ import { listInstancesOnHost } from "../instances/queries.js";
 import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import type { ServiceHeartbeat } from "../placement/liveness.js";
+import { effectiveHeartbeat, type ReportPathVerdict } from "../placement/report-path.js";
 import { setServiceStatus } from "../placement/services.js";
 import { releaseUsage, reserveDelta } from "../quotas/store.js";
 
@@ -42,10 +44,12 @@ export async function autoEvacuate(
   services: readonly ServiceHeartbeat[],
   serviceDownTime: number,
   now: Date,
+  reportPath: Pick<ReportPathVerdict, "suspect" | "hold">,
 ): Promise<AutoEvacuation[]> {
+  if (reportPath.suspect) return [];
   const { autoEvacuateGrace, autoEvacuateRate } = moveOptions();
   const deadline = now.getTime() - (serviceDownTime + autoEvacuateGrace) * 1000;
-  const dead = services.filter((s) => Date.parse(s.last_heartbeat) < deadline);
+  const dead = services.filter((s) => Date.parse(effectiveHeartbeat(s, reportPath.hold)) < deadline);
   if (!dead.length) return [];
   const opted = await optedIn();
   let budget = autoEvacuateRate;

@@ -3,7 +3,9 @@
 // _poll_unconfirmed_resizes); a move whose host went down, or that made no progress within
 // instance_build_timeout, fails back to its source (claims whole, a fault saying why); a confirm
 // or revert whose host did not answer is cast again (each step is idempotent); a record whose
-// instance has moved on is closed as an error.
+// instance has moved on is closed as an error. While hosts' reports cannot get through (the report
+// path is suspect, or was less than service_down_time ago: lib/placement/report-path.ts), a move
+// is not held to instance_build_timeout: its host may have made progress it could not report.
 import { randomUUID } from "node:crypto";
 import { castToCompute } from "../aws/send.js";
 import { instanceBuildTimeout, moveOptions } from "../config.js";
@@ -35,11 +37,15 @@ async function castToHost(host: string, msg: MoveStepMessage): Promise<void> {
   if (url) await castToCompute(url, msg);
 }
 
-export async function watchMoves(now: Date, up: ReadonlyMap<string, boolean>): Promise<MoveWatchAction[]> {
+export async function watchMoves(
+  now: Date,
+  up: ReadonlyMap<string, boolean>,
+  reportsDelayed = false,
+): Promise<MoveWatchAction[]> {
   const open = await listOpenMigrations();
   const actions: MoveWatchAction[] = [];
   for (const m of open) {
-    const a = await watchMove(m, now, up);
+    const a = await watchMove(m, now, up, reportsDelayed);
     if (a) {
       actions.push(a);
       log.warn(`watchdog.move_${a.action}`, { ...a });
@@ -52,6 +58,7 @@ async function watchMove(
   m: MigrationRecord,
   now: Date,
   up: ReadonlyMap<string, boolean>,
+  reportsDelayed: boolean,
 ): Promise<MoveWatchAction | undefined> {
   const base = { instance_uuid: m.instance_uuid, migration_uuid: m.uuid };
   const age = (now.getTime() - Date.parse(m.updated_at)) / 1000;
@@ -66,7 +73,8 @@ async function watchMove(
       return { ...base, action: "closed", reason: "its instance is no longer in this move" };
     return undefined;
   }
-  const stale = age > instanceBuildTimeout();
+  const timeout = reportsDelayed ? Number.POSITIVE_INFINITY : instanceBuildTimeout();
+  const stale = age > timeout;
   // a failure marked on the record whose settling died half-way: finish it
   if (move.status === "error") {
     const closed = await failMove(rec, fault("", ""), log);
@@ -76,7 +84,7 @@ async function watchMove(
   const window = moveOptions().resizeConfirmWindow;
   const isUp = (host: string | null) => host === null || up.get(host) === true;
   if (move.type === "live-migration") {
-    const a = await watchLiveMigration(rec, m.status, age, instanceBuildTimeout(), isUp, log, castToHost);
+    const a = await watchLiveMigration(rec, m.status, age, timeout, isUp, log, castToHost);
     return a ? { ...base, ...a } : undefined;
   }
   switch (m.status) {

@@ -5,10 +5,18 @@
 // sparse, sharded index), fences dead attempts exactly as a failing compute would, and sends the
 // build request down the failure path again, so the attempt counts and max_attempts still bounds
 // it. Its reasons end up in the owner's fault (MaxRetriesExceeded's "Last exception"), so they do
-// not name the host: the event records which host it was, for admins.
+// not name the host: the event records which host it was, for admins. Heartbeats travel the path
+// reports do, so the sweep judges that path first (lib/placement/report-path.ts): while it is
+// suspect, no host's silence is acted on (no mark-down, fencing, evacuation or reschedule), and a
+// host's silence counts again only from when the path recovered.
 
 import { sendBuildRequest } from "../aws/send.js";
-import { instanceBuildTimeout, type SchedulerConfig, schedulerConfig } from "../config.js";
+import {
+  instanceBuildTimeout,
+  reportPathSuspectFraction,
+  type SchedulerConfig,
+  schedulerConfig,
+} from "../config.js";
 import { EVENT_BUILD } from "../instances/codec.js";
 import { rescheduledText } from "../instances/faults.js";
 import { conductorRequest } from "../instances/request-spec.js";
@@ -18,7 +26,8 @@ import { extendDeadline, fenceAttempt, listBuilding } from "../instances/watch.j
 import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
-import { isHeartbeatAlive, sweepLiveness } from "../placement/liveness.js";
+import { sweepLiveness } from "../placement/liveness.js";
+import { deadlinePassed, isHostAlive, type ReportPathVerdict } from "../placement/report-path.js";
 import { autoEvacuate } from "./auto-evacuate.js";
 import { type MoveWatchAction, watchMoves } from "./move-watch.js";
 import { offloadShelved, watchUnshelves } from "./shelve-watch.js";
@@ -27,8 +36,11 @@ export interface WatchdogAction {
   instance_uuid: string;
   attempt: number;
   host: string | null;
-  /** fenced and resent: builds; the others: moves (lib/conductor/move-watch.ts) */
-  action: "fenced" | "resent" | "evacuated" | "offloaded" | MoveWatchAction["action"];
+  /**
+   * fenced and resent: builds; held: a silent host (`host`, no instance) spared because the
+   * report path is suspect; the others: moves (lib/conductor/move-watch.ts)
+   */
+  action: "fenced" | "resent" | "evacuated" | "offloaded" | "held" | MoveWatchAction["action"];
   reason: string;
 }
 
@@ -36,16 +48,19 @@ export async function runWatchdog(
   now = new Date(),
   config: SchedulerConfig = schedulerConfig(),
 ): Promise<WatchdogAction[]> {
-  const [{ services, markedDown }, building] = await Promise.all([
-    sweepLiveness(config.service_down_time, now),
+  const [{ services, markedDown, reportPath }, building] = await Promise.all([
+    sweepLiveness(config.service_down_time, now, {
+      reportInterval: config.report_interval,
+      suspectFraction: reportPathSuspectFraction(),
+    }),
     listBuilding(),
   ]);
   if (markedDown.length) log.warn("watchdog.hosts_down", { hosts: markedDown });
   const up = new Map(
-    services.map((s) => [s.host, isHeartbeatAlive(s, config.service_down_time, now.getTime())]),
+    services.map((s) => [s.host, isHostAlive(s, reportPath, config.service_down_time, now.getTime())]),
   );
-  const actions: WatchdogAction[] = [];
-  for (const m of await watchMoves(now, up)) {
+  const actions: WatchdogAction[] = reportPath.suspect ? held(reportPath, config) : [];
+  for (const m of await watchMoves(now, up, reportPath.reportsDelayed)) {
     actions.push({
       instance_uuid: m.instance_uuid,
       attempt: 0,
@@ -54,7 +69,7 @@ export async function runWatchdog(
       reason: m.reason,
     });
   }
-  for (const e of await autoEvacuate(services, config.service_down_time, now)) {
+  for (const e of await autoEvacuate(services, config.service_down_time, now, reportPath)) {
     for (const id of e.evacuated) {
       actions.push({
         instance_uuid: id,
@@ -85,7 +100,7 @@ export async function runWatchdog(
   }
   for (const rec of building) {
     if (rec.deleted || rec.vm_state !== "building") continue;
-    const action = await watch(rec, up, now, config);
+    const action = await watch(rec, up, now, config, reportPath);
     if (action) {
       actions.push(action);
       log.warn(`watchdog.${action.action}`, { request_id: rec.request_id, ...action });
@@ -94,11 +109,33 @@ export async function runWatchdog(
   return actions;
 }
 
+/**
+ * The suspect path's log line, metric and actions: one `held` action per silent host the watchdog
+ * would otherwise have judged, so that what it spared is seen.
+ */
+function held(v: ReportPathVerdict, config: SchedulerConfig): WatchdogAction[] {
+  const reason =
+    v.suspect === "path_quiet"
+      ? `the report path is suspect: no host heard for ${v.quietSeconds?.toFixed(0)}s`
+      : `the report path is suspect: ${v.silent.length} of ${v.counted} hosts silent at once`;
+  log.warn("watchdog.report_path_suspect", {
+    why: v.suspect,
+    silent: v.silent.length,
+    counted: v.counted,
+    quiet_seconds: v.quietSeconds,
+    since: v.hold?.since,
+    service_down_time: config.service_down_time,
+  });
+  metrics.reportPathSuspect(v.silent.length);
+  return v.silent.map((host) => ({ instance_uuid: "", attempt: 0, host, action: "held", reason }));
+}
+
 async function watch(
   rec: WatchedBuild,
   up: Map<string, boolean>,
   now: Date,
   config: SchedulerConfig,
+  reportPath: ReportPathVerdict,
 ): Promise<WatchdogAction | undefined> {
   const n = rec.attempt;
   const overdue = Boolean(rec.build_deadline && rec.build_deadline < now.toISOString());
@@ -107,7 +144,9 @@ async function watch(
   const live = rec.host !== null && (rec.task_state === "spawning" || rec.spawn_attempt < n);
   if (live && rec.host) {
     const hostUp = up.get(rec.host) ?? false;
-    if (hostUp && !overdue) return undefined;
+    // A build past its deadline while reports could not get through may have ended on its host
+    // unheard: its report comes once the path is back.
+    if (hostUp && !deadlinePassed(rec.build_deadline, reportPath, now.getTime())) return undefined;
     const reason = hostUp
       ? `attempt ${n} passed its build deadline (instance_build_timeout ${instanceBuildTimeout()}s)`
       : `its host is down (no heartbeat within service_down_time ${config.service_down_time}s, or forced down)`;

@@ -8,10 +8,16 @@
 import { GetCommand, ScanCommand, type ScanCommandInput, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
-import { resources } from "../config.js";
+import { reportPathSuspectFraction, resources, schedulerConfig } from "../config.js";
 import { heardWithin } from "../placement-rules.js";
 import { logChange } from "./change-log.js";
 import { stamp } from "./feed.js";
+import {
+  effectiveHeartbeat,
+  judgeReportPath,
+  type ReportPathHold,
+  type ReportPathVerdict,
+} from "./report-path.js";
 
 // Whether a service is up is one of Placement's pure rules, shared with the scheduler.
 export { isHeartbeatAlive, isServiceUp } from "../placement-rules.js";
@@ -36,6 +42,12 @@ export interface ReportSpoolState {
   reports: number;
   oldest_seconds: number;
 }
+
+/**
+ * The report path's hold (report-path.ts) is an item of the Services table under a key no host can
+ * have (a host name has no colon): the sweep's Scan reads it with the hosts, for nothing more.
+ */
+export const REPORT_PATH_KEY = "novaless:report-path";
 
 /** Parallel Scan segments of the sweep: the Services items are tiny, a segment reads ~40k per MB. */
 const SWEEP_SEGMENTS = 4;
@@ -88,14 +100,23 @@ async function markUp(host: string, old: ServiceHeartbeat): Promise<void> {
   if (!old.provider_marked && cleared.provider_marked) await clearProvider();
 }
 
-/** Every Services item, read in parallel segments. */
+/** Every compute service's Services item, read in parallel segments. */
 export async function listServiceHeartbeats(): Promise<ServiceHeartbeat[]> {
+  return (await scanServices()).services;
+}
+
+async function scanServices(): Promise<{ services: ServiceHeartbeat[]; hold: ReportPathHold | undefined }> {
   const pages = await Promise.all(
     Array.from({ length: SWEEP_SEGMENTS }, (_, segment) =>
       scanSegment({ TableName: servicesTable(), Segment: segment, TotalSegments: SWEEP_SEGMENTS }),
     ),
   );
-  return pages.flat();
+  const items = pages.flat();
+  const held = items.find((s) => s.host === REPORT_PATH_KEY) as unknown as ReportPathHold | undefined;
+  return {
+    services: items.filter((s) => s.host !== REPORT_PATH_KEY),
+    hold: held ? { since: held.since, recovered_at: held.recovered_at } : undefined,
+  };
 }
 
 async function scanSegment(input: ScanCommandInput): Promise<ServiceHeartbeat[]> {
@@ -121,22 +142,50 @@ export interface LivenessSweep {
   services: ServiceHeartbeat[];
   /** hosts this sweep marked down on their provider item */
   markedDown: string[];
+  /** the fleet's verdict on the report path (report-path.ts), with the hold as now persisted */
+  reportPath: ReportPathVerdict;
+}
+
+export interface SweepOptions {
+  /** [DEFAULT] report_interval (seconds) */
+  reportInterval: number;
+  /** report_path_suspect_fraction */
+  suspectFraction: number;
 }
 
 /**
- * Marks down, on the provider item, every host whose heartbeat is older than service_down_time
- * and that is not marked yet. Only transitions write: a host already marked, or alive, costs its
- * share of the Scan and nothing else.
+ * Judges the report path first (report-path.ts), persisting its hold when it starts or ends. Then,
+ * unless the path is suspect, marks down, on the provider item, every host whose effective
+ * heartbeat is older than service_down_time and that is not marked yet. Only transitions write: a
+ * host already marked, or alive, costs its share of the Scan and nothing else.
  */
-export async function sweepLiveness(serviceDownTime: number, now = new Date()): Promise<LivenessSweep> {
-  const services = await listServiceHeartbeats();
+export async function sweepLiveness(
+  serviceDownTime: number,
+  now = new Date(),
+  opts: SweepOptions = {
+    reportInterval: schedulerConfig().report_interval,
+    suspectFraction: reportPathSuspectFraction(),
+  },
+): Promise<LivenessSweep> {
+  const { services, hold } = await scanServices();
+  const reportPath = judgeReportPath({
+    services,
+    hold,
+    now: now.getTime(),
+    serviceDownTime,
+    reportInterval: opts.reportInterval,
+    suspectFraction: opts.suspectFraction,
+  });
+  if (reportPath.changed && reportPath.hold) await saveHold(reportPath.hold);
   const markedDown: string[] = [];
   for (const s of services) {
     if (s.provider_marked) continue;
     // Marked on Services by a sweep that stopped before the provider: finish it.
     const since = s.down_since ?? now.toISOString();
     if (s.down_since === undefined) {
-      if (heardWithin(s.last_heartbeat, serviceDownTime, now.getTime())) continue;
+      // silence is not judged while the path that carries heartbeats is suspect
+      if (reportPath.suspect) continue;
+      if (heardWithin(effectiveHeartbeat(s, reportPath.hold), serviceDownTime, now.getTime())) continue;
       if (!(await markServiceDown(s, since))) continue;
     }
     if (await markProviderDown(s.host, since)) {
@@ -144,7 +193,24 @@ export async function sweepLiveness(serviceDownTime: number, now = new Date()): 
       markedDown.push(s.host);
     }
   }
-  return { services, markedDown };
+  return { services, markedDown, reportPath };
+}
+
+/** The hold, as the sweep decided it: written only when it starts or ends (overlapping sweeps decide alike). */
+async function saveHold(hold: ReportPathHold): Promise<void> {
+  await dynamo().send(
+    new UpdateCommand({
+      TableName: servicesTable(),
+      Key: { host: REPORT_PATH_KEY },
+      UpdateExpression: hold.recovered_at
+        ? "SET since = :since, recovered_at = :recovered"
+        : "SET since = :since REMOVE recovered_at",
+      ExpressionAttributeValues: {
+        ":since": hold.since,
+        ...(hold.recovered_at ? { ":recovered": hold.recovered_at } : {}),
+      },
+    }),
+  );
 }
 
 /** The Services item first, conditioned on the heartbeat the sweep read: a heartbeat since wins. */
