@@ -641,20 +641,31 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     stops.push(every(opts.watchdogIntervalMs ?? 10_000, watchdog, "watchdog.failed"));
 
     const killHost = (name: string) => asHost(name)(() => handle(hosts, name).agent.kill());
-    const restartHost = (name: string) =>
+    /** A new agent for the host; `started` resolves once it has registered (the old one stopped first). */
+    const replaceAgent = (name: string) =>
       asHost(name)(async () => {
         const h = handle(hosts, name);
         await h.agent.stop();
         h.agent = newAgent(h, [...hosts.keys()].indexOf(name));
-        await h.agent.start();
+        return { started: asHost(name)(() => h.agent.start()) };
       });
+    const restartHost = async (name: string) => {
+      await (await replaceAgent(name)).started;
+    };
+    // The route answers once the old agent is gone: the new one registers when compute-events
+    // answers, which during an outage may be minutes away (a real host's restart does not wait
+    // for it either).
+    const restartHostRoute = async (name: string) => {
+      const { started } = await replaceAgent(name);
+      started.catch((e) => log.error("runtime.host_restart_failed", { host: name, error: e }));
+    };
     const front: HttpFront = await startHttpFront(
       opts.port ?? 8774,
       as("api"),
       {
         stop: killHost,
         start: restartHost,
-        restart: restartHost,
+        restart: restartHostRoute,
         has: (name) => hosts.has(name),
         refuseComputeEvents,
       },

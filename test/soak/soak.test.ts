@@ -1,10 +1,11 @@
 // About a minute of random load and faults with a fixed seed (40 s of load, then settling): nothing
 // stuck, overcommitted or leaked, with resizes, cold migrations, confirms, reverts, deletes
-// mid-move, pauses, shelves and unshelves among the creates, deletes and dead hosts. Longer runs: `npm run soak -- --minutes M`.
+// mid-move, pauses, shelves and unshelves among the creates, deletes, dead hosts, outages of the
+// report path and restarted agents. Longer runs: `npm run soak -- --minutes M`.
 import { expect, it } from "vitest";
 import { mustBeZero, printReport, runSoak } from "./soak.js";
 
-it("survives 40 s of creates, deletes, moves, dead hosts, duplicate and delayed messages, failing schedulers", async () => {
+it("survives 40 s of creates, deletes, moves, dead hosts, report outages, agent restarts, duplicate and delayed messages, failing schedulers", async () => {
   const started = Date.now();
   const report = await runSoak({
     minutes: 40 / 60,
@@ -15,6 +16,8 @@ it("survives 40 s of creates, deletes, moves, dead hosts, duplicate and delayed 
   process.stdout.write(`${printReport(report)}\n  took ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   expect(report.requests).toBeGreaterThan(30);
   expect(report.host_kills).toBeGreaterThan(0);
+  expect(report.report_outages).toBeGreaterThan(0);
+  expect(report.host_restarts).toBeGreaterThan(0);
   expect(report.active).toBeGreaterThan(0);
   // the moves ran: each kind accepted at least once, and some deleted mid-move or in VERIFY_RESIZE
   for (const kind of [

@@ -54,6 +54,10 @@ export interface SoakReport {
   /** migration records at the end, by status */
   migrations_by_status: Record<string, number>;
   host_kills: number;
+  /** outages of the report path: compute-events' URL refusing every report, heartbeats included */
+  report_outages: number;
+  /** live hosts' agents restarted (memory lost, spool kept), some in the middle of an outage */
+  host_restarts: number;
   /** seconds from the end of the load until quiet (both settlings, the VERIFY_RESIZEs settled between) */
   settle_seconds: number;
   /** DynamoDB requests the gateway answered ProvisionedThroughputExceededException */
@@ -187,6 +191,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     migrations_by_status: {},
     failed_moves: {},
     host_kills: 0,
+    report_outages: 0,
+    host_restarts: 0,
     settle_seconds: 0,
     dynamodb_throttles: 0,
     stuck_in_build: 0,
@@ -354,9 +360,20 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // a host dies at least once however few steps a busy machine lets through: past half the
     // killing window without one, the next step kills (ci44's soak made 74 requests and no kill)
     const killBy = Date.now() + (killsUntil - Date.now()) / 2;
+    // An outage of the report path (longer than service_down_time: the watchdog must hold, not
+    // evacuate) and a live host's agent restarted (its memory lost, its spool kept), each at least
+    // once by the same rule as kills: the first outage by a third of the window, a restart by two.
+    const outageBy = Date.now() + (killsUntil - Date.now()) / 3;
+    const restartBy = Date.now() + ((killsUntil - Date.now()) * 2) / 3;
+    let outageEnds = 0;
+    // a restart waits for its registration, which waits out an outage: not awaited in the loop
+    const restarting = new Map<string, Promise<void>>();
     while (Date.now() < until) {
-      const overdue = report.host_kills === 0 && Date.now() >= killBy && Date.now() < killsUntil;
-      const roll = overdue ? 0.62 : random();
+      const window = Date.now() < killsUntil;
+      const overdue = report.host_kills === 0 && Date.now() >= killBy && window;
+      const outageDue = report.report_outages === 0 && Date.now() >= outageBy && window;
+      const restartDue = report.host_restarts === 0 && Date.now() >= restartBy && window;
+      const roll = overdue ? 0.62 : outageDue ? 0.645 : restartDue ? 0.665 : random();
       if (roll < 0.42) {
         const multi = random() < 0.15;
         const count = multi ? 2 + Math.floor(random() * 2) : 1;
@@ -391,13 +408,27 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         await deleteServer(id);
       } else if (roll < 0.64 && dead.size < hostCount / 4 && Date.now() < killsUntil) {
         // half the time the source of a move accepted earlier (it may be mid-move, or back there)
-        const sources = [...moving.values()].filter((h) => !dead.has(h));
-        const victim =
-          sources.length && random() < 0.5 ? pick(sources) : pick(hostNames.filter((h) => !dead.has(h)));
+        const up = (h: string) => !dead.has(h) && !restarting.has(h);
+        const sources = [...moving.values()].filter(up);
+        const victim = sources.length && random() < 0.5 ? pick(sources) : pick(hostNames.filter(up));
         await runtime.killHost(victim);
         dead.set(victim, Date.now() + 3000 + random() * 8000);
         report.host_kills++;
         say(`killed ${victim}`);
+      } else if (roll < 0.65 && window && Date.now() >= outageEnds) {
+        const seconds = 5 + Math.floor(random() * 4);
+        runtime.refuseComputeEvents(seconds);
+        outageEnds = Date.now() + seconds * 1000;
+        report.report_outages++;
+        say(`compute-events refuses reports for ${seconds} s`);
+      } else if (roll < 0.67 && window) {
+        const host = pick(hostNames.filter((h) => !dead.has(h) && !restarting.has(h)));
+        restarting.set(
+          host,
+          runtime.restartHost(host).finally(() => restarting.delete(host)),
+        );
+        report.host_restarts++;
+        say(`restarting ${host}${Date.now() < outageEnds ? " during an outage" : ""}`);
       } else if (roll < 0.92 && live.length) {
         // a shelved server is unshelved at least once, however few steps a busy machine lets through
         const shelf = !report.moves.unshelve.accepted ? [...shelvedIds][0] : undefined;
@@ -419,6 +450,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       await sleep(50 + random() * 150);
     }
     for (const host of dead.keys()) await runtime.restartHost(host);
+    await Promise.all(restarting.values());
     // the deletes still due: they land mid-move now
     for (const id of [...deleteAt.keys()]) {
       forget(id);
@@ -747,6 +779,8 @@ export function printReport(r: SoakReport): string {
     `  deleted                ${r.deleted} (${r.deleted_moving} mid-move, ${r.deleted_verify_resize} in VERIFY_RESIZE)`,
     `  VERIFY_RESIZE settled  ${r.settled_verify_resize}   (confirmed or reverted after the load)`,
     `  host kills             ${r.host_kills}`,
+    `  report outages         ${r.report_outages}   (compute-events refusing every report)`,
+    `  live host restarts     ${r.host_restarts}`,
     `  settled in             ${r.settle_seconds} s`,
     `  DynamoDB throttles     ${r.dynamodb_throttles}   (injected, retried)`,
     `  stuck in BUILD         ${r.stuck_in_build}   (must be 0)`,
