@@ -657,7 +657,11 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     // for it either).
     const restartHostRoute = async (name: string) => {
       const { started } = await replaceAgent(name);
-      started.catch((e) => log.error("runtime.host_restart_failed", { host: name, error: e }));
+      // a stop of the runtime (or of the host) while the new agent waits to register ends it
+      started.catch((e) => {
+        if ((e as Error).name !== "AbortError")
+          log.error("runtime.host_restart_failed", { host: name, error: e });
+      });
     };
     const front: HttpFront = await startHttpFront(
       opts.port ?? 8774,

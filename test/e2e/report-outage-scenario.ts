@@ -108,90 +108,94 @@ export function outageScenario(s: OutageScenario): void {
     expect(await hypervisorStates()).toEqual(everyHostUp);
   });
 
-  it(`holds through ${OUTAGE_SECONDS} s and a host's restart; every build ends ACTIVE within a minute after`, async () => {
-    const runtime = s.runtime();
-    // builds in flight when the path goes
-    for (let k = 0; k < 6; k++)
-      before.push(await s.client().createServer({ ...s.server, name: `before-${k}` }));
-    if (s.waitForSpawning)
-      await eventually(
-        async () => Promise.all(before.map((id) => getInstance(id))),
-        (recs) => recs.every((r) => r?.task_state === "spawning" || r?.vm_state === "active"),
-      );
-    const outageEnds = Date.now() + OUTAGE_SECONDS * 1000;
-    expect(
-      (await admin().post("/local/faults/compute-events", { refuse_seconds: OUTAGE_SECONDS })).status,
-    ).toBe(202);
-    // those still in flight as it began (a report the function had taken before the switch still
-    // lands: read once those are through)
-    await sleep(2000);
-    const inFlight: string[] = [];
-    for (const id of before) if ((await getInstance(id))?.vm_state === "building") inFlight.push(id);
-    expect(inFlight.length).toBeGreaterThan(0);
-    // builds asked for during it
-    for (let k = 0; k < 4; k++)
-      during.push(await s.client().createServer({ ...s.server, name: `during-${k}` }));
-    // a host's agent restarted in the middle of it: one that has a build in flight, so that what
-    // it spooled must outlive its memory
-    const restarted = (await getInstance(inFlight[0]!))?.host ?? "host-1";
-    const beforeAgent = runtime.hosts.get(restarted)!.agent;
-    expect((await admin().post(`/local/hosts/${restarted}/restart`, {})).status).toBe(202);
-    expect(runtime.hosts.get(restarted)!.agent).not.toBe(beforeAgent);
+  it(
+    `holds through ${OUTAGE_SECONDS} s and a host's restart; every build ends ACTIVE within a minute after`,
+    async () => {
+      const runtime = s.runtime();
+      // builds in flight when the path goes
+      for (let k = 0; k < 6; k++)
+        before.push(await s.client().createServer({ ...s.server, name: `before-${k}` }));
+      if (s.waitForSpawning)
+        await eventually(
+          async () => Promise.all(before.map((id) => getInstance(id))),
+          (recs) => recs.every((r) => r?.task_state === "spawning" || r?.vm_state === "active"),
+        );
+      const outageEnds = Date.now() + OUTAGE_SECONDS * 1000;
+      expect(
+        (await admin().post("/local/faults/compute-events", { refuse_seconds: OUTAGE_SECONDS })).status,
+      ).toBe(202);
+      // those still in flight as it began (a report the function had taken before the switch still
+      // lands: read once those are through)
+      await sleep(2000);
+      const inFlight: string[] = [];
+      for (const id of before) if ((await getInstance(id))?.vm_state === "building") inFlight.push(id);
+      expect(inFlight.length).toBeGreaterThan(0);
+      // builds asked for during it
+      for (let k = 0; k < 4; k++)
+        during.push(await s.client().createServer({ ...s.server, name: `during-${k}` }));
+      // a host's agent restarted in the middle of it: one that has a build in flight, so that what
+      // it spooled must outlive its memory
+      const restarted = (await getInstance(inFlight[0]!))?.host ?? "host-1";
+      const beforeAgent = runtime.hosts.get(restarted)!.agent;
+      expect((await admin().post(`/local/hosts/${restarted}/restart`, {})).status).toBe(202);
+      expect(runtime.hosts.get(restarted)!.agent).not.toBe(beforeAgent);
 
-    // the watchdog through the outage; what it left is read a few seconds before the outage ends
-    const actions = await watchdogFor((outageEnds - Date.now()) / 1000 - 3);
-    // nothing but holding (without the rule: hosts marked down, builds fenced and resent, hosts
-    // forced down and evacuated)
-    expect(actions.filter((a) => a.action !== "held")).toEqual([]);
-    expect(await hypervisorStates()).toEqual(everyHostUp);
-    if (BUILD_TIMEOUT < OUTAGE_SECONDS) {
-      // the builds in flight passed their deadline unheard, and were not fenced for it
-      const now = new Date().toISOString();
-      for (const id of inFlight) {
-        const r = (await getInstance(id))!;
-        expect([r.vm_state, r.build_deadline! < now], id).toEqual(["building", true]);
+      // the watchdog through the outage; what it left is read a few seconds before the outage ends
+      const actions = await watchdogFor((outageEnds - Date.now()) / 1000 - 3);
+      // nothing but holding (without the rule: hosts marked down, builds fenced and resent, hosts
+      // forced down and evacuated)
+      expect(actions.filter((a) => a.action !== "held")).toEqual([]);
+      expect(await hypervisorStates()).toEqual(everyHostUp);
+      if (BUILD_TIMEOUT < OUTAGE_SECONDS) {
+        // the builds in flight passed their deadline unheard, and were not fenced for it
+        const now = new Date().toISOString();
+        for (const id of inFlight) {
+          const r = (await getInstance(id))!;
+          expect([r.vm_state, r.build_deadline! < now], id).toEqual(["building", true]);
+        }
       }
-    }
-    expect(Date.now()).toBeLessThan(outageEnds);
-    actions.push(...(await watchdogFor((outageEnds - Date.now()) / 1000)));
-    expect(actions.filter((a) => a.action !== "held")).toEqual([]);
-    // and it did hold: a fleet silent for longer than service_down_time, every host spared
-    const held = actions.filter((a) => a.action === "held");
-    expect(new Set(held.map((a) => a.host))).toEqual(new Set(OUTAGE_HOSTS));
+      expect(Date.now()).toBeLessThan(outageEnds);
+      actions.push(...(await watchdogFor((outageEnds - Date.now()) / 1000)));
+      expect(actions.filter((a) => a.action !== "held")).toEqual([]);
+      // and it did hold: a fleet silent for longer than service_down_time, every host spared
+      const held = actions.filter((a) => a.action === "held");
+      expect(new Set(held.map((a) => a.host))).toEqual(new Set(OUTAGE_HOSTS));
 
-    // the path is back: builds end ACTIVE within a minute, the watchdog still running meanwhile
-    const after = Date.now();
-    const watching = watchdogFor(SERVICE_DOWN_TIME + 5);
-    let lastActiveMs = 0;
-    for (const id of [...before, ...during]) {
-      const sv = await admin().waitForStatus(
-        id,
-        ["ACTIVE", "ERROR"],
-        Math.max(1, 60_000 - (Date.now() - after)),
+      // the path is back: builds end ACTIVE within a minute, the watchdog still running meanwhile
+      const after = Date.now();
+      const watching = watchdogFor(SERVICE_DOWN_TIME + 5);
+      let lastActiveMs = 0;
+      for (const id of [...before, ...during]) {
+        const sv = await admin().waitForStatus(
+          id,
+          ["ACTIVE", "ERROR"],
+          Math.max(1, 60_000 - (Date.now() - after)),
+        );
+        expect(sv.status, id).toBe("ACTIVE");
+        lastActiveMs = Math.max(lastActiveMs, Date.now() - outageEnds);
+        const rec = (await getInstance(id))!;
+        // built by its first attempt: the watchdog resent nothing, no report was lost
+        expect(rec.attempt, id).toBe(1);
+        // its claim is where it runs, once
+        expect(await claimHosts(id), id).toEqual([rec.host]);
+      }
+      // the figure issue 35 asks about (polled every 100 ms, so an upper bound)
+      console.info(
+        `report outage of ${OUTAGE_SECONDS} s: every build ACTIVE ${(lastActiveMs / 1000).toFixed(1)} s after it ended`,
       );
-      expect(sv.status, id).toBe("ACTIVE");
-      lastActiveMs = Math.max(lastActiveMs, Date.now() - outageEnds);
-      const rec = (await getInstance(id))!;
-      // built by its first attempt: the watchdog resent nothing, no report was lost
-      expect(rec.attempt, id).toBe(1);
-      // its claim is where it runs, once
-      expect(await claimHosts(id), id).toEqual([rec.host]);
-    }
-    // the figure issue 35 asks about (polled every 100 ms, so an upper bound)
-    console.info(
-      `report outage of ${OUTAGE_SECONDS} s: every build ACTIVE ${(lastActiveMs / 1000).toFixed(1)} s after it ended`,
-    );
-    const late = await watching;
-    expect(late.filter((a) => a.action !== "held")).toEqual([]);
-    expect(await hypervisorStates()).toEqual(everyHostUp);
-    for (const host of OUTAGE_HOSTS) {
-      const h = (await getHost(host))!;
-      expect(h.service.forced_down, host).toBe(false);
-      expect(h.service.down_since, host).toBeUndefined();
-    }
-    const migrations = await admin().get("/v2.1/os-migrations");
-    expect(migrations.body.migrations).toEqual([]);
-  });
+      const late = await watching;
+      expect(late.filter((a) => a.action !== "held")).toEqual([]);
+      expect(await hypervisorStates()).toEqual(everyHostUp);
+      for (const host of OUTAGE_HOSTS) {
+        const h = (await getHost(host))!;
+        expect(h.service.forced_down, host).toBe(false);
+        expect(h.service.down_since, host).toBeUndefined();
+      }
+      const migrations = await admin().get("/v2.1/os-migrations");
+      expect(migrations.body.migrations).toEqual([]);
+    },
+    (OUTAGE_SECONDS + 120) * 1000,
+  );
 
   it("then a single host that dies while the rest are heard is caught and evacuated as before", async () => {
     const runtime = s.runtime();
