@@ -7,7 +7,7 @@
 // within a minute after it, its claim on its host. Then a single host that dies while the rest
 // are heard is still caught and evacuated.
 //
-// The outage lasts NOVALESS_OUTAGE_SECONDS (30 s by default, two and a half service_down_times
+// The outage lasts NOVALESS_OUTAGE_SECONDS (20 s by default, two and a half service_down_times
 // here; `NOVALESS_OUTAGE_SECONDS=300 npx vitest run test/e2e/report-outage` runs issue 35's five
 // minutes). instance_build_timeout is shorter than the outage, so builds pass their deadline
 // while no report can get through.
@@ -18,8 +18,8 @@ import { getHost } from "../../lib/placement/hosts.js";
 import type { Runtime, RuntimeOptions } from "../../local/runtime.js";
 import { ADMIN, type Client, claimHosts, eventually } from "./harness.js";
 
-export const SERVICE_DOWN_TIME = 12;
-export const OUTAGE_SECONDS = Number(process.env.NOVALESS_OUTAGE_SECONDS ?? 30);
+export const SERVICE_DOWN_TIME = 8;
+export const OUTAGE_SECONDS = Number(process.env.NOVALESS_OUTAGE_SECONDS ?? 20);
 const BUILD_TIMEOUT = Number(process.env.NOVALESS_INSTANCE_BUILD_TIMEOUT ?? Math.round(OUTAGE_SECONDS * 0.8));
 export const OUTAGE_HOSTS = ["host-1", "host-2", "host-3", "host-4", "host-5", "host-6"];
 
