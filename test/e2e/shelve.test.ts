@@ -281,6 +281,9 @@ describe("shelve and unshelve", () => {
         90_000,
       ),
     ).toBeGreaterThan(0);
+    // a spawn is counted as it begins and has its guest buildMs (20 ms) later: look after that,
+    // or "no guest" could be read before the guest was made
+    await new Promise((r) => setTimeout(r, 500));
     await eventually(
       async () => driverOf("host-2").has(id) || (await claimHosts(id)).length > 0,
       (busy) => !busy,
