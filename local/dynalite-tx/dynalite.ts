@@ -8,11 +8,11 @@ const require = createRequire(import.meta.url);
 /** An AttributeValue map, as DynamoDB's JSON protocol carries it. */
 export type Item = Record<string, Record<string, unknown>>;
 
-export interface KeySchemaElement {
+interface KeySchemaElement {
   AttributeName: string;
   KeyType: "HASH" | "RANGE";
 }
-export interface IndexDescription {
+interface IndexDescription {
   IndexName: string;
   KeySchema: KeySchemaElement[];
   Projection: { ProjectionType: string; NonKeyAttributes?: string[] };
@@ -30,7 +30,7 @@ export interface ServiceError extends Error {
   statusCode: number;
   body: Record<string, unknown>;
 }
-export type Callback<T> = (err: ServiceError | Error | null, value?: T) => void;
+type Callback<T> = (err: ServiceError | Error | null, value?: T) => void;
 export type Release = <F extends (...args: never[]) => void>(fn: F) => F;
 
 export interface ItemDb {
@@ -53,7 +53,7 @@ export interface Store {
   getIndexDb(type: string, table: string, index: string): unknown;
 }
 
-export interface DynaliteDb {
+interface DynaliteDb {
   create(options: object): Store;
   createKey(item: Item, table: TableDescription, keySchema?: KeySchemaElement[]): string;
   itemSize(item: Item): number;
@@ -64,13 +64,12 @@ export interface DynaliteDb {
     item: Item | null | undefined,
     table: TableDescription,
   ): { puts: { index: string; key: string; item: Item }[]; deletes: { index: string; key: string }[] };
-  validationError(message: string): ServiceError;
 }
 export interface Validation {
   types: Record<string, unknown>;
   custom: (data: Record<string, unknown>, store: Store) => string | undefined;
 }
-export interface Validations {
+interface Validations {
   checkTypes(data: Record<string, unknown>, types: Record<string, unknown>): Record<string, unknown>;
   checkValidations(
     data: Record<string, unknown>,

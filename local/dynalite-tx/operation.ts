@@ -15,7 +15,7 @@ import {
 
 const MAX_TRANSACT_ITEMS = 100;
 export const WRITE_KINDS = ["ConditionCheck", "Put", "Delete", "Update"] as const;
-export type WriteKind = (typeof WRITE_KINDS)[number];
+type WriteKind = (typeof WRITE_KINDS)[number];
 
 /** One operation of a transaction, validated, with its table and item key. */
 export interface Operation {
