@@ -11,7 +11,7 @@ import type { LambdaHandler } from "./lambda.js";
 /** The functions invoked as Lambda handlers (the API answers HTTP: http.ts, function-thread.ts). */
 export type HandlerFunction = Exclude<FunctionComponent, "api">;
 
-/** The deployed watchdog answers only a count; locally its actions come back (runtime.ts). */
+/** The deployed watchdog answers only a count; locally its actions come back (runtime/functions.ts). */
 export const FUNCTION_HANDLERS: Record<HandlerFunction, LambdaHandler> = {
   "build-intake": intakeHandler,
   "compute-events": computeEventsHandler,

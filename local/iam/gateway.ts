@@ -8,15 +8,29 @@
 // socket (in-process.ts), and serve() hands the allowed ones to the emulators' request listeners.
 // It also enforces SQS's queue-name rule (fauxqs does not) and SQS's limits (../sqs-limits.ts), and
 // can inject DynamoDB throttling.
-import { createHash, randomUUID } from "node:crypto";
-import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders } from "node:http";
+//
+// Its jobs, one file each: requests.ts (what a signed request says: service, credential, signer),
+// authorizations.ts (request → IAM actions and resources), authorizer.ts (the decision, and the
+// services' own rules and throttles), upstreams.ts (forwarding), sqs-messages.ts (SenderId, and
+// the sent/created announcements), answers.ts (the errors given in a service's stead).
+import { Agent, createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
-import { DYNAMODB_DATA_OPERATIONS } from "../../lib/aws/meter.js";
 import { log } from "../../lib/log.js";
 import { sqsLimits } from "../sqs-limits.js";
-import { type Decision, evaluate, type RequestContext, type Statement } from "./evaluate.js";
+import { type Answer, answerOf, s3Answer } from "./answers.js";
+import { Authorizer } from "./authorizer.js";
+import type { Statement } from "./evaluate.js";
 import { type FunctionUrlHandler, functionUrls } from "./function-urls.js";
-import { ACCOUNT, PARTITION, REGION } from "./identities.js";
+import {
+  credentialOf,
+  presignExpired,
+  principalContext,
+  scopeService,
+  serviceOf,
+  userIdOf,
+} from "./requests.js";
+import { SqsMessages } from "./sqs-messages.js";
+import { upstreamsOf } from "./upstreams.js";
 
 export type Service = "dynamodb" | "sqs" | "states" | "s3";
 
@@ -104,549 +118,22 @@ export interface MessageSent {
   body: string;
 }
 
-/** One IAM authorization a request needs. */
-export interface Authorization {
-  action: string;
-  resource: string;
-}
-
-const arn = (service: string, resource: string) =>
-  `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${resource}`;
-const tableArn = (name: unknown) => arn("dynamodb", `table/${String(name)}`);
-const queueArnOfName = (name: unknown) => arn("sqs", String(name));
-const queueArnOfUrl = (url: unknown) =>
-  queueArnOfName(
-    String(url ?? "")
-      .split("/")
-      .filter(Boolean)
-      .pop() ?? "",
-  );
-
-/** What DynamoDB authorizes for an operation: the table (or index) of each item it touches. */
-export function dynamodbAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
-  switch (op) {
-    case "BatchGetItem":
-    case "BatchWriteItem":
-      return Object.keys((body.RequestItems ?? {}) as object).map((t) => ({
-        action: `dynamodb:${op}`,
-        resource: tableArn(t),
-      }));
-    case "TransactWriteItems":
-    case "TransactGetItems": {
-      const actions: Record<string, string> = {
-        ConditionCheck: "ConditionCheckItem",
-        Put: "PutItem",
-        Delete: "DeleteItem",
-        Update: "UpdateItem",
-        Get: "GetItem",
-      };
-      return ((body.TransactItems ?? []) as Record<string, { TableName?: string }>[]).flatMap((item) =>
-        Object.entries(item).map(([kind, v]) => ({
-          action: `dynamodb:${actions[kind] ?? kind}`,
-          resource: tableArn(v.TableName),
-        })),
-      );
-    }
-    case "ListTables":
-      return [{ action: "dynamodb:ListTables", resource: "*" }];
-    case "Query":
-    case "Scan":
-      return [
-        {
-          action: `dynamodb:${op}`,
-          resource: body.IndexName
-            ? `${tableArn(body.TableName)}/index/${String(body.IndexName)}`
-            : tableArn(body.TableName),
-        },
-      ];
-    default:
-      return [{ action: `dynamodb:${op}`, resource: body.TableName ? tableArn(body.TableName) : "*" }];
-  }
-}
-
-const SQS_BATCH_ACTIONS: Record<string, string> = {
-  SendMessageBatch: "SendMessage",
-  DeleteMessageBatch: "DeleteMessage",
-  ChangeMessageVisibilityBatch: "ChangeMessageVisibility",
-};
-
-/** What SQS authorizes: the queue, named by QueueUrl (QueueName for CreateQueue/GetQueueUrl). */
-export function sqsAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
-  const action = `sqs:${SQS_BATCH_ACTIONS[op] ?? op}`;
-  if (op === "ListQueues") return [{ action, resource: "*" }];
-  if (op === "CreateQueue" || op === "GetQueueUrl")
-    return [{ action, resource: queueArnOfName(body.QueueName) }];
-  return [{ action, resource: queueArnOfUrl(body.QueueUrl) }];
-}
-
-/** What Step Functions authorizes: the state machine, or the execution. */
-export function statesAuthorizations(op: string, body: Record<string, unknown>): Authorization[] {
-  const action = `states:${op}`;
-  if (op === "CreateStateMachine")
-    return [{ action, resource: arn("states", `stateMachine:${String(body.name)}`) }];
-  const target = body.executionArn ?? body.stateMachineArn;
-  return [{ action, resource: target === undefined ? "*" : String(target) }];
-}
-
-/**
- * What S3 authorizes for a path-style REST request (the local endpoint names no bucket hosts):
- * the bucket for bucket operations, the object for object operations, as S3's actions and ARNs
- * (arn:aws:s3:::<bucket>/<key>) name them in the Service Authorization Reference ("Actions,
- * resources, and condition keys for Amazon S3": HeadObject is s3:GetObject, HeadBucket
- * s3:ListBucket, a multipart upload's steps s3:PutObject).
- */
-export function s3Authorizations(method: string, path: string): Authorization[] {
-  const [pathname, query = ""] = path.split("?") as [string, string?];
-  const slash = pathname.indexOf("/", 1);
-  const bucket = decodeURIComponent(slash < 0 ? pathname.slice(1) : pathname.slice(1, slash));
-  const key = slash < 0 ? "" : decodeURIComponent(pathname.slice(slash + 1));
-  const m = method.toUpperCase();
-  if (!bucket) return [{ action: "s3:ListAllMyBuckets", resource: "*" }];
-  const bucketArn = `arn:${PARTITION}:s3:::${bucket}`;
-  if (!key) {
-    const params = new URLSearchParams(query);
-    const action =
-      m === "PUT"
-        ? "s3:CreateBucket"
-        : m === "DELETE"
-          ? "s3:DeleteBucket"
-          : m === "POST" && params.has("delete")
-            ? "s3:DeleteObject"
-            : "s3:ListBucket";
-    return [{ action, resource: action === "s3:DeleteObject" ? `${bucketArn}/*` : bucketArn }];
-  }
-  // (a multipart upload's create, parts and complete are s3:PutObject; its abort is its own action)
-  const uploads = new URLSearchParams(query).has("uploadId");
-  const action =
-    m === "GET" || m === "HEAD"
-      ? "s3:GetObject"
-      : m === "DELETE"
-        ? uploads
-          ? "s3:AbortMultipartUpload"
-          : "s3:DeleteObject"
-        : "s3:PutObject";
-  return [{ action, resource: `${bucketArn}/${key}` }];
-}
-
-/**
- * A request's SigV4 credential (`<key id>/<date>/<region>/<service>/aws4_request`): the
- * Authorization header's, or a presigned URL's `X-Amz-Credential` (S3's query authentication).
- */
-function credentialOf(req: Pick<RawRequest, "headers" | "path">): string | undefined {
-  const header = /Credential=([^,\s]+)/.exec(req.headers.authorization ?? "")?.[1];
-  if (header) return header;
-  const query = req.path.includes("?")
-    ? new URLSearchParams(req.path.slice(req.path.indexOf("?") + 1))
-    : undefined;
-  return query?.get("X-Amz-Credential") ?? undefined;
-}
-
-/** The service a credential's scope names. */
-const scopeService = (credential: string | undefined): string | undefined => credential?.split("/")[3];
-
-/**
- * A presigned request past its X-Amz-Date + X-Amz-Expires: S3's 403 AccessDenied "Request has
- * expired" (S3's "Authenticating requests: using query parameters").
- */
-export function presignExpired(path: string, now = Date.now()): boolean {
-  const q = new URLSearchParams(path.includes("?") ? path.slice(path.indexOf("?") + 1) : "");
-  const date = q.get("X-Amz-Date");
-  const expires = Number(q.get("X-Amz-Expires"));
-  const m = date ? /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(date) : undefined;
-  if (!m || !Number.isFinite(expires)) return false;
-  const signed = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!);
-  return now > signed + expires * 1000;
-}
-
-/** S3's REST error document. */
-function s3Answer(status: number, code: string, message: string): RawResponse {
-  const body = Buffer.from(
-    `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message.replace(/&/g, "&amp;").replace(/</g, "&lt;")}</Message><RequestId>${randomUUID()}</RequestId></Error>`,
-  );
-  return {
-    status,
-    headers: { "content-type": "application/xml", "content-length": String(body.length) },
-    body,
-  };
-}
-
-/** SQS's rule for a queue name, with SQS's own message; undefined when the name is valid. */
-export function queueNameError(name: string, fifo: boolean): string | undefined {
-  if (fifo || name.endsWith(".fifo")) {
-    return /^[A-Za-z0-9_-]{1,75}\.fifo$/.test(name) && fifo
-      ? undefined
-      : "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.";
-  }
-  return /^[A-Za-z0-9_-]{1,80}$/.test(name)
-    ? undefined
-    : "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length";
-}
-
-/**
- * aws:userid and SQS's SenderId of a role session: `<role id>:<session name>`. The role id is
- * AWS's unique id of the role (AROA…); locally a stable one from the role's ARN.
- */
-export function userIdOf(p: Pick<GatewayPrincipal, "roleArn" | "sessionArn">): string {
-  const session = p.sessionArn.split("/").slice(-1)[0] ?? "";
-  return `${roleIdOf(p.roleArn)}:${session}`;
-}
-
-/** by role ARN: every request of a caller asks for its role's id (aws:userid, SenderId) */
-const roleIds = new Map<string, string>();
-
-/** A role's unique id as AWS forms them: AROA and 17 characters of [A-Z2-7]. */
-export function roleIdOf(roleArn: string): string {
-  const known = roleIds.get(roleArn);
-  if (known) return known;
-  const digest = createHash("sha256").update(roleArn).digest();
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-  let id = "AROA";
-  for (let i = 0; i < 17; i++) id += alphabet.charAt(digest[i]! & 31);
-  roleIds.set(roleArn, id);
-  return id;
-}
-
-export function accessDeniedMessage(sessionArn: string, a: Authorization, d: Decision): string {
-  const why =
-    d.allowed || d.reason === "implicit-deny"
-      ? `because no identity-based policy allows the ${a.action} action`
-      : d.reason === "explicit-deny-identity"
-        ? "with an explicit deny in an identity-based policy"
-        : "with an explicit deny in a resource-based policy";
-  return `User: ${sessionArn} is not authorized to perform: ${a.action} on resource: ${a.resource} ${why}`;
-}
-
-/** The global condition keys of a request, from its signer alone. */
-function principalContext(principal: GatewayPrincipal): RequestContext {
-  return {
-    "aws:SecureTransport": "true", // the gateway stands in for HTTPS
-    "aws:PrincipalArn": principal.roleArn,
-    "aws:PrincipalAccount": ACCOUNT,
-    "aws:RequestedRegion": REGION,
-    "aws:userid": userIdOf(principal),
-    ...Object.fromEntries(Object.entries(principal.tags ?? {}).map(([k, v]) => [`aws:PrincipalTag/${k}`, v])),
-  };
-}
-
-function serviceOf(target: string | undefined): Service | undefined {
-  if (!target) return undefined;
-  if (target.startsWith("DynamoDB_")) return "dynamodb";
-  if (target.startsWith("AmazonSQS.")) return "sqs";
-  if (target.startsWith("AWSStepFunctions.")) return "states";
-  return undefined;
-}
-
-interface Answer {
-  status: number;
-  type: string;
-  message: string;
-  /** SQS's awsQueryCompatible code (x-amzn-query-error) */
-  queryError?: string;
-}
-
-function answerOf(a: Answer): RawResponse {
-  const body = Buffer.from(JSON.stringify({ __type: a.type, message: a.message }));
-  const headers: RawResponse["headers"] = {
-    "content-type": "application/x-amz-json-1.0",
-    "x-amzn-requestid": randomUUID(),
-    "content-length": String(body.length),
-  };
-  if (a.queryError) headers["x-amzn-query-error"] = a.queryError;
-  return { status: a.status, headers, body };
-}
-
-/** An emulator over HTTP (an external one, or any without an in-process listener). */
-function httpUpstream(base: string, agent: Agent): Upstream {
-  return (req, signal) =>
-    new Promise<RawResponse>((resolve, reject) => {
-      const up = httpRequest(
-        new URL(req.path, base),
-        { method: req.method, headers: req.headers, agent, signal },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("error", reject);
-          res.on("end", () =>
-            resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }),
-          );
-        },
-      );
-      up.on("error", reject);
-      up.end(req.body);
-    });
-}
-
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
-  let policy = opts.policy;
-  /**
-   * Decisions by access key, action and resource. The request context is a function of the
-   * principal alone and a policy is fixed until setPolicy, so one evaluation per triple holds for
-   * the policy's life (10,000 hosts register with the same few dozen statements); setPolicy drops
-   * them. Bounded: requests can name any resource.
-   */
-  let decisions = new Map<string, Decision>();
-  const DECISIONS_MAX = 100_000;
-  let throttleRate = opts.dynamodbThrottleRate ?? 0;
-  let throttled = 0;
-  let startThrottleRate = opts.startExecutionThrottleRate ?? 0;
-  const random = opts.random ?? Math.random;
+  const authorizer = new Authorizer(opts);
   const agent = new Agent({ keepAlive: true });
   const limits = sqsLimits();
-  const sentListeners: ((sent: MessageSent) => void)[] = [];
-  const createdListeners: ((queueName: string) => void)[] = [];
-  /** queue name → tags, from the CreateQueue/TagQueue requests allowed through */
-  const queueTags = new Map<string, Record<string, string>>();
-  /** queues SQS created through the gateway: a GetQueueUrl refused for another is expected */
-  const queues = new Set<string>();
-  /** the tags of the request being checked, recorded once it is allowed */
-  let pendingTags: { name: string; tags: Record<string, string> } | undefined;
-  /**
-   * message id → SenderId of who sent it (SQS's `<role id>:<session>`), so ReceiveMessage answers
-   * name the signer as SQS does (the emulator cannot know the caller). Bounded, oldest dropped.
-   */
-  const senders = new Map<string, string>();
-  const SENDERS_MAX = 200_000;
-  /**
-   * queue name → the sends forwarded to it whose answers are not read yet. SQS hands a message to
-   * a waiting receive as soon as it stores it, so the receive's answer can overtake the send's,
-   * which names the message: such a receive waits for those sends before naming its senders.
-   */
-  const sending = new Map<string, Set<Promise<void>>>();
-  const queueNameOf = (body: Buffer): string => {
-    let url = "";
-    try {
-      url = String((JSON.parse(body.toString("utf8") || "{}") as { QueueUrl?: string }).QueueUrl ?? "");
-    } catch {
-      // a malformed request: SQS answers it, and no receive waits on it
-    }
-    return url.slice(url.lastIndexOf("/") + 1);
-  };
-  const beginSend = (queue: string): (() => void) => {
-    let done!: () => void;
-    const p = new Promise<void>((resolve) => {
-      done = resolve;
-    });
-    const set = sending.get(queue) ?? new Set();
-    sending.set(queue, set.add(p));
-    return () => {
-      done();
-      set.delete(p);
-      if (set.size === 0 && sending.get(queue) === set) sending.delete(queue);
-    };
-  };
-  /** After SQS answered 200 to a send: one event per message it took. */
-  const announceSent = (op: string, body: Buffer, answer: Buffer) => {
-    const req = JSON.parse(body.toString("utf8")) as {
-      QueueUrl?: string;
-      DelaySeconds?: number;
-      MessageBody?: string;
-      Entries?: { Id: string; DelaySeconds?: number; MessageBody?: string }[];
-    };
-    const queueUrl = String(req.QueueUrl ?? "");
-    const messages =
-      op === "SendMessage"
-        ? [{ delaySeconds: req.DelaySeconds ?? 0, body: req.MessageBody ?? "" }]
-        : (() => {
-            const ok = new Set(
-              (
-                (JSON.parse(answer.toString("utf8")) as { Successful?: { Id: string }[] }).Successful ?? []
-              ).map((e) => e.Id),
-            );
-            return (req.Entries ?? [])
-              .filter((e) => ok.has(e.Id))
-              .map((e) => ({ delaySeconds: e.DelaySeconds ?? 0, body: e.MessageBody ?? "" }));
-          })();
-    for (const m of messages) for (const l of sentListeners) l({ queueUrl, ...m });
-  };
-  /** SQS's SenderId of the request's signer, or undefined for an unknown key. */
-  const senderOf = (headers: IncomingHttpHeaders): string | undefined => {
-    const key = /Credential=([^/,\s]+)\//.exec(headers.authorization ?? "")?.[1];
-    const principal = key ? policy.principals.get(key) : undefined;
-    return principal ? userIdOf(principal) : undefined;
-  };
-  const rememberSenders = (op: string, answer: Buffer, sender: string | undefined) => {
-    if (!sender) return;
-    const a = JSON.parse(answer.toString("utf8")) as {
-      MessageId?: string;
-      Successful?: { MessageId: string }[];
-    };
-    const ids = op === "SendMessage" ? [a.MessageId] : (a.Successful ?? []).map((e) => e.MessageId);
-    for (const id of ids) {
-      if (!id) continue;
-      if (senders.size >= SENDERS_MAX) senders.delete(senders.keys().next().value as string);
-      senders.set(id, sender);
-    }
-  };
-  const withSenders = async (request: Buffer, answer: Buffer): Promise<Buffer> => {
-    const req = JSON.parse(request.toString("utf8")) as {
-      AttributeNames?: string[];
-      MessageSystemAttributeNames?: string[];
-    };
-    const asked = [...(req.AttributeNames ?? []), ...(req.MessageSystemAttributeNames ?? [])];
-    if (!asked.includes("SenderId") && !asked.includes("All")) return answer;
-    const a = JSON.parse(answer.toString("utf8")) as {
-      Messages?: { MessageId?: string; Attributes?: Record<string, string> }[];
-    };
-    const pending = sending.get(queueNameOf(request));
-    if (pending && (a.Messages ?? []).some((m) => m.MessageId && !senders.has(m.MessageId))) {
-      await Promise.all([...pending]);
-    }
-    for (const m of a.Messages ?? []) {
-      const sender = m.MessageId ? senders.get(m.MessageId) : undefined;
-      if (sender) m.Attributes = { ...m.Attributes, SenderId: sender };
-    }
-    return Buffer.from(JSON.stringify(a));
-  };
+  const messages = new SqsMessages((key) => authorizer.principal(key));
   let endpoint = "";
   const urls = functionUrls(
     () => endpoint,
     principalContext,
     userIdOf,
-    () => policy.resource,
+    () => authorizer.resourceStatements,
   );
-  const upstreamUrls: Record<Service, string | undefined> = {
-    dynamodb: opts.upstreams.dynamodb,
-    sqs: opts.upstreams.sqs,
-    states: opts.upstreams.sfn,
-    // fauxqs serves S3 beside SQS, on the same endpoint
-    s3: opts.upstreams.s3 ?? opts.upstreams.sqs,
-  };
-  const inProcessOf = { ...opts.inProcess, s3: opts.inProcess?.s3 ?? opts.inProcess?.sqs };
-  const upstreamOf = Object.fromEntries(
-    (Object.entries(upstreamUrls) as [Service, string | undefined][]).map(([service, url]) => [
-      service,
-      url ? { url, call: inProcessOf[service] ?? httpUpstream(url, agent) } : undefined,
-    ]),
-  ) as Record<Service, { url: string; call: Upstream } | undefined>;
-
-  /** undefined: forward; otherwise the answer AWS would give instead. */
-  function check(service: Service, op: string, req: RawRequest, body: Buffer): Answer | undefined {
-    pendingTags = undefined;
-    const key = credentialOf(req)?.split("/")[0];
-    const principal = key ? policy.principals.get(key) : undefined;
-    if (!principal) {
-      return {
-        status: service === "sqs" ? 403 : 400,
-        type: "com.amazon.coral.service#UnrecognizedClientException",
-        message: "The security token included in the request is invalid.",
-      };
-    }
-    let parsed: Record<string, unknown> = {};
-    if (service !== "s3") {
-      try {
-        parsed = body.length ? (JSON.parse(body.toString("utf8")) as Record<string, unknown>) : {};
-      } catch {
-        return undefined; // malformed: the service itself answers SerializationException
-      }
-    }
-    const needs =
-      service === "dynamodb"
-        ? dynamodbAuthorizations(op, parsed)
-        : service === "sqs"
-          ? sqsAuthorizations(op, parsed)
-          : service === "s3"
-            ? s3Authorizations(req.method, req.path)
-            : statesAuthorizations(op, parsed);
-    const contextOf = () => principalContext(principal);
-    if (service === "sqs" && (op === "CreateQueue" || op === "TagQueue")) {
-      // A queue's tags, for aws:ResourceTag conditions (SQS's ABAC) on later calls. Recorded as
-      // asked: a refused request changes nothing that a decision depends on.
-      const name =
-        op === "CreateQueue"
-          ? String(parsed.QueueName ?? "")
-          : (String(parsed.QueueUrl ?? "")
-              .split("/")
-              .pop() ?? "");
-      const tags = (op === "CreateQueue" ? parsed.tags : parsed.Tags) as Record<string, string> | undefined;
-      if (tags && Object.keys(tags).length) pendingTags = { name, tags };
-    }
-    for (const need of needs) {
-      const resourceTags =
-        service === "sqs" ? queueTags.get(need.resource.split(":").pop() ?? "") : undefined;
-      // a queue's tags are part of the decision (aws:ResourceTag): a tag change needs no flush
-      const cacheKey = `${key}\n${need.action}\n${need.resource}${resourceTags ? `\n${JSON.stringify(resourceTags)}` : ""}`;
-      let d = decisions.get(cacheKey);
-      if (!d) {
-        d = evaluate(principal.statements, policy.resource, {
-          action: need.action,
-          resource: need.resource,
-          principalArn: principal.roleArn,
-          context: {
-            ...contextOf(),
-            ...Object.fromEntries(
-              Object.entries(resourceTags ?? {}).map(([k, v]) => [`aws:ResourceTag/${k}`, v]),
-            ),
-          },
-        });
-        if (decisions.size >= DECISIONS_MAX) decisions.clear();
-        decisions.set(cacheKey, d);
-      }
-      if (!d.allowed) {
-        // A host asks for its queue before compute-events has created (and tagged) it: refused,
-        // as on AWS, and it waits for the queue. Only a refusal of what exists is a warning.
-        const expected =
-          service === "sqs" && op === "GetQueueUrl" && !queues.has(String(parsed.QueueName ?? ""));
-        log[expected ? "debug" : "warn"]("iam.access_denied", {
-          principal: principal.name,
-          action: need.action,
-          resource: need.resource,
-          ...(expected ? { queue_exists: false } : {}),
-        });
-        return {
-          status: service === "sqs" ? 403 : 400,
-          type: "com.amazon.coral.service#AccessDeniedException",
-          message: accessDeniedMessage(principal.sessionArn, need, d),
-        };
-      }
-    }
-    if (pendingTags) {
-      const merged = { ...queueTags.get(pendingTags.name), ...pendingTags.tags };
-      queueTags.set(pendingTags.name, merged);
-      pendingTags = undefined;
-    }
-    if (service === "sqs" && op === "CreateQueue") {
-      const attributes = (parsed.Attributes ?? {}) as Record<string, string>;
-      const error = queueNameError(String(parsed.QueueName ?? ""), attributes.FifoQueue === "true");
-      if (error) {
-        return {
-          status: 400,
-          type: "com.amazonaws.sqs#InvalidParameterValue",
-          message: error,
-          queryError: "InvalidParameterValue;Sender",
-        };
-      }
-    }
-    if (
-      service === "dynamodb" &&
-      DYNAMODB_DATA_OPERATIONS.has(op) &&
-      throttleRate > 0 &&
-      random() < throttleRate
-    ) {
-      throttled++;
-      return {
-        status: 400,
-        type: "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
-        message:
-          "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.",
-      };
-    }
-    if (
-      service === "states" &&
-      op === "StartExecution" &&
-      startThrottleRate > 0 &&
-      random() < startThrottleRate
-    ) {
-      return {
-        status: 400,
-        type: "com.amazonaws.swf.base.exceptions#ThrottlingException",
-        message: "Rate exceeded",
-      };
-    }
-    return undefined;
-  }
+  const upstreamOf = upstreamsOf(opts, agent);
 
   async function serve(req: RawRequest, signal?: AbortSignal): Promise<RawResponse> {
-    if (urls.handles(req.path)) return urls.serve(req, (key) => policy.principals.get(key));
+    if (urls.handles(req.path)) return urls.serve(req, (key) => authorizer.principal(key));
     const body = req.body;
     const target = req.headers["x-amz-target"] as string | undefined;
     // S3 is REST: no target; its signature's scope names it
@@ -654,7 +141,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const upstream = service ? upstreamOf[service] : undefined;
     if (service === "s3" && upstream) {
       if (presignExpired(req.path)) return s3Answer(403, "AccessDenied", "Request has expired");
-      const refused = check("s3", req.method, req, body);
+      const refused = authorizer.check("s3", req.method, req, body);
       if (refused)
         return refused.type.endsWith("UnrecognizedClientException")
           ? s3Answer(
@@ -684,7 +171,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     const op = target!.slice(target!.indexOf(".") + 1);
     let refused: Answer | undefined;
     try {
-      refused = check(service, op, req, body);
+      refused = authorizer.check(service, op, req, body);
     } catch (e) {
       refused = {
         status: 500,
@@ -695,9 +182,9 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     if (refused) return answerOf(refused);
     const sends = service === "sqs" && (op === "SendMessage" || op === "SendMessageBatch");
     const receives = service === "sqs" && op === "ReceiveMessage";
-    const sender = senderOf(req.headers);
+    const sender = messages.senderOf(req.headers);
     // whatever becomes of the send (refused, failed, answered), receives stop waiting for it
-    const sent = sends ? beginSend(queueNameOf(body)) : undefined;
+    const sent = sends ? messages.beginSend(messages.queueNameOf(body)) : undefined;
     const created =
       service === "sqs" && op === "CreateQueue"
         ? String((JSON.parse(body.toString("utf8") || "{}") as { QueueName?: string }).QueueName ?? "")
@@ -720,8 +207,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     }
     // after the answer, as a caller of CreateQueue would see it
     if (created && res.status === 200) {
-      queues.add(created);
-      for (const l of createdListeners) l(created);
+      authorizer.queueCreated(created);
+      for (const l of messages.createdListeners) l(created);
     }
     if (!(sends || receives) || res.status !== 200) {
       sent?.();
@@ -732,10 +219,10 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     let out = res.body;
     try {
       if (sends) {
-        rememberSenders(op, out, sender);
+        messages.rememberSenders(op, out, sender);
         sent?.();
-        if (sentListeners.length) announceSent(op, body, out);
-      } else out = await withSenders(body, out);
+        if (messages.sentListeners.length) messages.announceSent(op, body, out);
+      } else out = await messages.withSenders(body, out);
     } catch (e) {
       sent?.();
       log.warn("gateway.sqs_answer_unreadable", { error: e, op });
@@ -785,27 +272,22 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     endpoint,
     serve,
     functionUrl: (name, arn, handler) => urls.register(name, arn, handler),
-    setPolicy(p) {
-      policy = p;
-      decisions = new Map();
-    },
-    addPrincipal(key, principal) {
-      policy.principals.set(key, principal);
-    },
+    setPolicy: (p) => authorizer.setPolicy(p),
+    addPrincipal: (key, principal) => authorizer.addPrincipal(key, principal),
     setDynamodbThrottleRate(rate) {
-      throttleRate = rate;
+      authorizer.dynamodbThrottleRate = rate;
     },
     setStartExecutionThrottleRate(rate) {
-      startThrottleRate = rate;
+      authorizer.startExecutionThrottleRate = rate;
     },
     get throttled() {
-      return throttled;
+      return authorizer.throttled;
     },
     onMessageSent(listener) {
-      sentListeners.push(listener);
+      messages.sentListeners.push(listener);
     },
     onQueueCreated(listener) {
-      createdListeners.push(listener);
+      messages.createdListeners.push(listener);
     },
     stop: () =>
       new Promise<void>((resolve) => {

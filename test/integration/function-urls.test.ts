@@ -8,7 +8,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type FunctionUrlError, postToFunctionUrl } from "../../lib/aws/function-url.js";
 import { runAs } from "../../lib/aws/identity.js";
 import { type Emulators, startEmulators } from "../../local/emulators.js";
-import { type GatewayPrincipal, userIdOf } from "../../local/iam/gateway.js";
+import type { GatewayPrincipal } from "../../local/iam/gateway.js";
+import { userIdOf } from "../../local/iam/requests.js";
 import { LambdaServiceError } from "../../local/lambda.js";
 
 const ACCOUNT = "000000000000";

@@ -19,8 +19,9 @@ import {
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Emulators, startEmulators } from "../../local/emulators.js";
-import { type GatewayPrincipal, startGateway, userIdOf } from "../../local/iam/gateway.js";
+import { type GatewayPrincipal, startGateway } from "../../local/iam/gateway.js";
 import { identityOf } from "../../local/iam/identities.js";
+import { userIdOf } from "../../local/iam/requests.js";
 
 const ACCOUNT = "000000000000";
 const TABLE = "iam-gateway-items";

@@ -1,13 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
-  accessDeniedMessage,
   dynamodbAuthorizations,
-  presignExpired,
-  queueNameError,
   s3Authorizations,
   sqsAuthorizations,
   statesAuthorizations,
-} from "../../../local/iam/gateway.js";
+} from "../../../local/iam/authorizations.js";
+import { accessDeniedMessage, queueNameError } from "../../../local/iam/authorizer.js";
+import { presignExpired } from "../../../local/iam/requests.js";
 
 const T = "arn:aws:dynamodb:us-east-1:000000000000:table/";
 const Q = "arn:aws:sqs:us-east-1:000000000000:";

@@ -9,7 +9,7 @@ import {
   identityOf,
   OPERATOR,
 } from "../../../local/iam/identities.js";
-import { hostNames } from "../../../local/runtime.js";
+import { hostNames } from "../../../local/runtime/hosts.js";
 
 afterEach(() => resetClients());
 
