@@ -17,7 +17,7 @@ import { SimulatedAgent } from "../../local/simulator.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
 
 // npm test runs 250 hosts (the suite's budget on 2 cores); `npm run test:simulator` runs 1,000 at
-// a heartbeat every 20 s, the 50 reports a second one process carries (local/runtime.ts
+// a heartbeat every 20 s, the 50 reports a second one process carries (local/runtime/hosts.ts
 // LOCAL_HEARTBEATS_PER_SECOND); bench:e2e goes to 10,000.
 const HOSTS = Number(process.env.NOVALESS_SIMULATOR_HOSTS ?? 250);
 // at most 50 heartbeats a second, and never more often than every 10 s (a loaded CI machine)
