@@ -10,7 +10,12 @@ import { sqsClient } from "../aws/clients.js";
 import { sendToDeadLetter } from "../aws/send.js";
 import type { Logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
-import { type ReceivedComputeMessage, receivedComputeMessage } from "../messages/compute.js";
+import {
+  type LiveMigrationStepMessage,
+  type MoveStepMessage,
+  type ReceivedComputeMessage,
+  receivedComputeMessage,
+} from "../messages/compute.js";
 import { COMPUTE_QUEUE } from "../resources.js";
 import { MoveSteps } from "./move-steps.js";
 import type { HostQueue } from "./register.js";
@@ -35,28 +40,32 @@ type Step<K extends Kind> = (
  */
 export class BuildPath extends MoveSteps {
   /** What each cast asks of this host, by its kind (each report spooled before its step resolves). */
-  private static readonly STEPS: { [K in Kind]: Step<K> } = {
-    build_and_run_instance: (p, m) => p.buildStarted(m),
-    spawn_instance: (p, m, log) => p.spawn(m, log),
-    terminate_instance: (p, m, log) => p.terminate(m, log),
-    power_action: (p, m, log) => p.powerAction(m, log),
-    get_console_output: (p, m) => p.consoleOutput(m),
-    get_diagnostics: (p, m) => p.diagnostics(m),
-    snapshot_instance: (p, m, log) => p.snapshot(m, log),
-    shelve_instance: (p, m, log) => p.shelveStep(m, log),
-    unshelve_instance: (p, m, log) => p.unshelveStep(m, log),
-    trigger_crash_dump: (p, m, log) => p.crashDump(m, log),
-    rebuild_instance: (p, m, log) => p.moveStep(m, log),
-    resize_instance: (p, m, log) => p.moveStep(m, log),
-    finish_resize: (p, m, log) => p.moveStep(m, log),
-    confirm_resize: (p, m, log) => p.moveStep(m, log),
-    revert_resize: (p, m, log) => p.moveStep(m, log),
-    finish_revert_resize: (p, m, log) => p.moveStep(m, log),
-    pre_live_migration: (p, m, log) => p.liveStep(m, log),
-    live_migration: (p, m, log) => p.liveStep(m, log),
-    post_live_migration_at_destination: (p, m, log) => p.liveStep(m, log),
-    live_migration_control: (p, m, log) => p.live.control(m, log),
-  };
+  private static readonly STEPS: { [K in Kind]: Step<K> } = (() => {
+    const move = (p: BuildPath, m: MoveStepMessage, log: Logger) => p.moveStep(m, log);
+    const live = (p: BuildPath, m: LiveMigrationStepMessage, log: Logger) => p.liveStep(m, log);
+    return {
+      build_and_run_instance: (p, m) => p.buildStarted(m),
+      spawn_instance: (p, m, log) => p.spawn(m, log),
+      terminate_instance: (p, m, log) => p.terminate(m, log),
+      power_action: (p, m, log) => p.powerAction(m, log),
+      get_console_output: (p, m) => p.consoleOutput(m),
+      get_diagnostics: (p, m) => p.diagnostics(m),
+      snapshot_instance: (p, m, log) => p.snapshot(m, log),
+      shelve_instance: (p, m, log) => p.shelveStep(m, log),
+      unshelve_instance: (p, m, log) => p.unshelveStep(m, log),
+      trigger_crash_dump: (p, m, log) => p.crashDump(m, log),
+      rebuild_instance: move,
+      resize_instance: move,
+      finish_resize: move,
+      confirm_resize: move,
+      revert_resize: move,
+      finish_revert_resize: move,
+      pre_live_migration: live,
+      live_migration: live,
+      post_live_migration_at_destination: live,
+      live_migration_control: (p, m, log) => p.live.control(m, log),
+    };
+  })();
 
   /** messages this host parked in its dead-letter queue (the agent reports its DLQ while not empty) */
   deadLettered = 0;
