@@ -1,6 +1,7 @@
 // `npm run docs:config`: docs/configuration.md and packaging/compute.conf.example, generated from
-// the one option table (lib/config.ts). test/unit/config-docs.test.ts fails when either file
-// differs from what this script writes, so a changed option is a changed document.
+// the one option table (lib/config.ts, assembled from the groups' files under lib/config/).
+// test/unit/config-docs.test.ts fails when either file differs from what this script writes, so a
+// changed option is a changed document.
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { exampleConf } from "../lib/compute/agent-config.js";

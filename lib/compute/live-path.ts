@@ -6,8 +6,8 @@
 // gone from here to the destination) is only reported again.
 import type { Logger } from "../log.js";
 import type { LiveMigrationControl, LiveMigrationStepMessage } from "../messages/compute.js";
-import { type Reporter, reportMoveStep } from "./build-path.js";
 import { type Driver, LiveMigrationAborted, type LiveMigrationDriver } from "./drivers/driver.js";
+import { type Reporter, reportMoveStep } from "./reporter.js";
 
 /** One copy under way on this source: its controls, and how it ended for repeated casts. */
 interface Copy {

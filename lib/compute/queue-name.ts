@@ -19,7 +19,7 @@
 import { createHash } from "node:crypto";
 
 /** SQS: a queue name is 1–80 characters. */
-export const SQS_QUEUE_NAME_MAX_LENGTH = 80;
+const SQS_QUEUE_NAME_MAX_LENGTH = 80;
 const SQS_QUEUE_NAME_CHARS = /^[A-Za-z0-9_-]+$/;
 const REFUSED_BY_SQS = /[^A-Za-z0-9_-]/g;
 

@@ -172,7 +172,7 @@ export function backoffMs(failures: number, baseMs: number, capMs: number, rando
  * same: compute-events is unavailable (503), the host's credentials are refused (403: expired or
  * not yet valid, Lambda's answer before compute-events saw the report), or the network failed.
  */
-export function outcomeOf(e: unknown): "applied" | "refused" | "retry" | "pause" {
+function outcomeOf(e: unknown): "applied" | "refused" | "retry" | "pause" {
   if (e === undefined) return "applied";
   if (!(e instanceof FunctionUrlError)) return "pause";
   if (e.status === 503 || e.status === 403) return "pause";

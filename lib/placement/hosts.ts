@@ -139,7 +139,7 @@ export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
       started_at: new Date().toISOString(),
       // Nova's compute stats are the service's memory: a restarted one counts failed builds and
       // builds in flight from 0 (its agent then resets failed_builds only after a failure, and
-      // sets num_io_ops by heartbeat: lib/compute/build-path.ts)
+      // sets num_io_ops by heartbeat: lib/compute/host-state.ts)
       stats: { failed_builds: 0 },
       num_io_ops: 0,
     };
@@ -197,7 +197,7 @@ export async function recordBuildResult(host: string, ok: boolean, inFlight: num
 
 /**
  * A heartbeat's in_flight, sent once builds ended whose reports left num_io_ops as the claims
- * counted it (a success after no failure writes nothing to the host: lib/compute/build-path.ts).
+ * counted it (a success after no failure writes nothing to the host: lib/compute/host-state.ts).
  * False when the host has no provider item (its service was deleted): the heartbeat goes on.
  */
 export async function recordInFlight(host: string, inFlight: number): Promise<boolean> {

@@ -12,9 +12,7 @@ import {
   openSync,
   readdirSync,
   readFileSync,
-  readSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -22,14 +20,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { inheritedPath } from "../../config.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
-import {
-  captureAndUpload,
-  type ImageStore,
-  type SnapshotData,
-  type SnapshotStage,
-  s3ImageStore,
-} from "../image-store.js";
-import { type CgroupSupport, cgroupSupport, confine, groupStats, release } from "./cgroups.js";
+import { captureAndUpload, type ImageStore, type SnapshotData, type SnapshotStage } from "../image-store.js";
+import { type CgroupSupport, cgroupSupport, confine, release } from "./cgroups.js";
 import {
   BuildFailure,
   type Driver,
@@ -41,10 +33,14 @@ import {
   type PowerState,
   type RebootType,
 } from "./driver.js";
+import { EXEC_COMMAND_PROPERTY, parseCommandLine } from "./exec-command.js";
+import { execDiagnostics } from "./exec-diagnostics.js";
+import { alive, guestProcesses, processState, signalGroup, startTimeOf, UUID_DIR } from "./exec-proc.js";
+import { imageStoreOf, SERVER_IMAGE_TYPES, snapshotsDir, tailFile } from "./guest-files.js";
 import { fixedIps, networkData } from "./network-data.js";
 
-/** The image property naming the command a server runs. */
-export const EXEC_COMMAND_PROPERTY = "novaless:exec_command";
+// What importers of the driver read of its images' command property.
+export { EXEC_COMMAND_PROPERTY, parseCommandLine };
 
 export interface ExecDriverOptions {
   host: string;
@@ -65,32 +61,12 @@ export interface ExecDriverOptions {
  * guest (process, state, log, the config drive), which a guest booted from it gets anew.
  */
 const NOT_SNAPSHOTTED = ["pid", "state", "boots", "console.log", "spec.json", "config"];
-/** Nova's image_type of the images it makes from a server: booting one unpacks its archive. */
-const SERVER_IMAGE_TYPES = new Set(["snapshot", "backup"]);
 const runFile = promisify(execFile);
 
 /** The power states of a guest whose process lives (running, or held by pause or suspend). */
 const LIVE_POWER = new Set<PowerState>([POWER_STATE.RUNNING, POWER_STATE.PAUSED, POWER_STATE.SUSPENDED]);
 /** How long a pause or suspend waits to see the group leader stopped. */
 const HOLD_WAIT_MS = 2000;
-
-/** The process's state letter (/proc/<pid>/stat field 3): R, S, D, T (stopped)… */
-function processState(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-  } catch {
-    return undefined;
-  }
-}
-
-function signalGroup(pid: number, s: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, s);
-  } catch {
-    // the group is gone
-  }
-}
 
 /**
  * A live guest found by a restarted agent: held (stopped by SIGSTOP) is paused or suspended, as
@@ -104,8 +80,6 @@ function heldPowerOf(dir: string, pid: number): PowerState {
 
 /** A process that exits within this long of its start failed to boot. */
 const BOOT_CHECK_MS = 300;
-const UUID_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 interface Guest {
   spec?: GuestSpec;
   pid?: number;
@@ -117,124 +91,6 @@ interface Guest {
   child?: ChildProcess;
   /** the driver is stopping it: its exit is no lifecycle event */
   stopping?: boolean;
-}
-
-/**
- * A command line split as a shell would split words, without a shell: single and double quotes,
- * backslash escapes; or a JSON array of strings.
- */
-export function parseCommandLine(text: string): string[] {
-  const t = text.trim();
-  if (t.startsWith("[")) {
-    const argv = JSON.parse(t) as unknown;
-    if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string") || argv.length === 0)
-      throw new Error(`${EXEC_COMMAND_PROPERTY} as JSON must be a non-empty array of strings`);
-    return argv;
-  }
-  const out: string[] = [];
-  let word: string | undefined;
-  let quote: "'" | '"' | undefined;
-  for (let i = 0; i < t.length; i++) {
-    const c = t[i]!;
-    if (quote) {
-      if (c === quote) quote = undefined;
-      else if (c === "\\" && quote === '"' && i + 1 < t.length) word = (word ?? "") + t[++i];
-      else word = (word ?? "") + c;
-    } else if (c === "'" || c === '"') {
-      quote = c;
-      word ??= "";
-    } else if (c === "\\" && i + 1 < t.length) word = (word ?? "") + t[++i];
-    else if (/\s/.test(c)) {
-      if (word !== undefined) out.push(word);
-      word = undefined;
-    } else word = (word ?? "") + c;
-  }
-  if (quote) throw new Error(`unterminated ${quote} in ${EXEC_COMMAND_PROPERTY}: ${text}`);
-  if (word !== undefined) out.push(word);
-  if (out.length === 0) throw new Error(`${EXEC_COMMAND_PROPERTY} is empty`);
-  return out;
-}
-
-function startTimeOf(pid: number): string | undefined {
-  try {
-    // the command name (field 2) may hold spaces: count from the closing parenthesis
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
-}
-
-/** The kernel's clock ticks a second in /proc (USER_HZ: 100 on every Linux architecture Node runs on). */
-const USER_HZ = 100;
-
-function systemUptime(): number {
-  try {
-    return Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]);
-  } catch {
-    return 0;
-  }
-}
-
-interface ProcFigures {
-  pid: number;
-  /** user and system time, its own and its reaped children's, in USER_HZ ticks */
-  ticks: number;
-  startTicks: number;
-  rssKb: number;
-  io?: Record<string, number>;
-}
-
-/** The processes of group `pgid`, with what /proc says of each (gone ones are skipped). */
-function processGroup(pgid: number): ProcFigures[] {
-  let pids: string[] = [];
-  try {
-    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
-  } catch {
-    return [];
-  }
-  const out: ProcFigures[] = [];
-  for (const p of pids) {
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      // fields from the third on, after the command's closing parenthesis
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(f[2]) !== pgid) continue;
-      const status = readFileSync(`/proc/${p}/status`, "utf8");
-      let io: Record<string, number> | undefined;
-      try {
-        io = Object.fromEntries(
-          readFileSync(`/proc/${p}/io`, "utf8")
-            .trim()
-            .split("\n")
-            .map((l) => l.split(": "))
-            .map(([k, v]) => [k!, Number(v)]),
-        );
-      } catch {
-        io = undefined;
-      }
-      out.push({
-        pid: Number(p),
-        ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
-        startTicks: Number(f[19]),
-        rssKb: Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0),
-        io,
-      });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
-}
-
-function alive(pid: number | undefined, started: string | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  return started === undefined || startTimeOf(pid) === started;
 }
 
 export class ExecDriver implements Driver {
@@ -295,49 +151,12 @@ export class ExecDriver implements Driver {
     }
     // Processes of this host whose directory is gone (an agent that died mid-destroy): guests
     // nobody owns, which the registration's reconciliation will have destroyed.
-    for (const [id, pid] of this.strayProcesses()) {
+    for (const [id, pid] of guestProcesses(this.opts.host, (id) => join(this.dir(id), "config"))) {
       if (!this.guests.has(id))
         this.guests.set(id, { pid, started: startTimeOf(pid), power: POWER_STATE.RUNNING, boots: 1 });
     }
     this.poller = setInterval(() => this.poll(), this.opts.pollMs ?? 1000);
     this.poller.unref();
-  }
-
-  private *strayProcesses(): Generator<[string, number]> {
-    let pids: string[] = [];
-    try {
-      pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
-    } catch {
-      return;
-    }
-    for (const p of pids) {
-      let env = "";
-      try {
-        env = readFileSync(`/proc/${p}/environ`, "utf8");
-      } catch {
-        continue;
-      }
-      const vars = env.split("\0");
-      if (!vars.includes(`NOVALESS_HOST=${this.opts.host}`)) continue;
-      const id = vars.find((v) => v.startsWith("NOVALESS_INSTANCE_UUID="))?.slice(23);
-      if (!id || !UUID_DIR.test(id)) continue;
-      // A host's name alone does not make a guest ours: another agent of the same name on this
-      // machine (a second runtime, a test) keeps its guests under another instances path.
-      if (!vars.includes(`NOVALESS_CONFIG_DIR=${join(this.dir(id), "config")}`)) continue;
-      // the group leader only: its group is the guest
-      if (Number(p) === this.pgidOf(Number(p))) yield [id, Number(p)];
-    }
-  }
-
-  private pgidOf(pid: number): number | undefined {
-    const stat = (() => {
-      try {
-        return readFileSync(`/proc/${pid}/stat`, "utf8");
-      } catch {
-        return undefined;
-      }
-    })();
-    return stat ? Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]) : undefined;
   }
 
   /** Adopted guests have no exit event: look whether they still run. */
@@ -395,14 +214,7 @@ export class ExecDriver implements Driver {
   }
 
   private get store(): ImageStore {
-    return this.opts.imageStore ?? s3ImageStore();
-  }
-
-  /** Where snapshots are archived and snapshot images fetched to, beside the instances. */
-  private workDir(): string {
-    const work = join(this.opts.instancesPath, "_snapshots");
-    mkdirSync(work, { recursive: true });
-    return work;
+    return imageStoreOf(this.opts.imageStore);
   }
 
   /**
@@ -411,7 +223,7 @@ export class ExecDriver implements Driver {
    */
   private async unpack(guest: GuestSpec): Promise<void> {
     const { image, instance_uuid: id } = guest;
-    const archive = join(this.workDir(), `${image.id}.${id}.tar`);
+    const archive = join(snapshotsDir(this.opts.instancesPath), `${image.id}.${id}.tar`);
     const dir = this.dir(id);
     try {
       if (!(await this.store.fetch(image.id, archive)))
@@ -435,20 +247,14 @@ export class ExecDriver implements Driver {
    */
   async snapshot(instanceUuid: string, imageId: string, stage: SnapshotStage): Promise<SnapshotData> {
     const g = this.guest(instanceUuid);
-    const file = join(this.workDir(), `${imageId}.tar`);
+    const file = join(snapshotsDir(this.opts.instancesPath), `${imageId}.tar`);
     return captureAndUpload(
       this.store,
       imageId,
       file,
       async (out) => {
         const hold = g.power === POWER_STATE.RUNNING && alive(g.pid, g.started);
-        const signal = (s: NodeJS.Signals) => {
-          try {
-            process.kill(-g.pid!, s);
-          } catch {
-            // the group is gone
-          }
-        };
+        const signal = (s: NodeJS.Signals) => signalGroup(g.pid!, s);
         if (hold) signal("SIGSTOP");
         try {
           await runFile("tar", [
@@ -575,13 +381,7 @@ export class ExecDriver implements Driver {
   private async terminate(g: Guest, timeoutMs: number): Promise<void> {
     if (!g.pid || !alive(g.pid, g.started)) return;
     g.stopping = true;
-    const signal = (s: NodeJS.Signals) => {
-      try {
-        process.kill(-g.pid!, s);
-      } catch {
-        // the group is gone
-      }
-    };
+    const signal = (s: NodeJS.Signals) => signalGroup(g.pid!, s);
     signal(timeoutMs > 0 ? "SIGTERM" : "SIGKILL");
     // a held (paused, suspended) group gets its SIGTERM only once it runs again
     if (timeoutMs > 0 && g.power !== POWER_STATE.RUNNING) signal("SIGCONT");
@@ -694,82 +494,16 @@ export class ExecDriver implements Driver {
 
   /** The last `maxBytes` of the console log, read from its end. */
   private tail(id: string, maxBytes: number): string {
-    const file = join(this.dir(id), "console.log");
-    if (!existsSync(file)) return "";
-    const size = statSync(file).size;
-    const length = Math.min(size, maxBytes);
-    const buf = Buffer.alloc(length);
-    const fd = openSync(file, "r");
-    try {
-      readSync(fd, buf, 0, length, size - length);
-    } finally {
-      closeSync(fd);
-    }
-    return buf.toString("utf8");
+    return tailFile(join(this.dir(id), "console.log"), maxBytes);
   }
 
   list(): GuestInfo[] {
     return [...this.guests].map(([instance_uuid, g]) => ({ instance_uuid, power_state: g.power }));
   }
 
-  /**
-   * The guest's process group as the kernel counts it: its cgroup's memory and CPU time where
-   * limits are enforced, else the sum over its processes of /proc's resident memory and CPU
-   * ticks; its I/O from /proc/<pid>/io. One CPU entry (the group's time: a process has no vCPUs
-   * to tell apart), one disk entry (everything the group read and wrote), no NIC (guests share
-   * the host's network).
-   */
+  /** Nova's get_instance_diagnostics: the guest's process group as the kernel counts it (exec-diagnostics.ts). */
   async diagnostics(instanceUuid: string): Promise<InstanceDiagnostics> {
-    const g = this.guest(instanceUuid);
-    const running = g.power === POWER_STATE.RUNNING && alive(g.pid, g.started);
-    const procs = running && g.pid ? processGroup(g.pid) : [];
-    const sum = procs.reduce(
-      (a, p) => ({
-        ticks: a.ticks + p.ticks,
-        rssKb: a.rssKb + p.rssKb,
-        readBytes: a.readBytes + (p.io?.read_bytes ?? 0),
-        writeBytes: a.writeBytes + (p.io?.write_bytes ?? 0),
-        reads: a.reads + (p.io?.syscr ?? 0),
-        writes: a.writes + (p.io?.syscw ?? 0),
-        io: a.io || p.io !== undefined,
-      }),
-      { ticks: 0, rssKb: 0, readBytes: 0, writeBytes: 0, reads: 0, writes: 0, io: false },
-    );
-    const cg = this.cgroups.enforced ? groupStats(this.cgroups.root, instanceUuid) : {};
-    const leader = procs.find((p) => p.pid === g.pid);
-    const MiB = 1024 * 1024;
-    return {
-      state: running ? "running" : "shutdown",
-      driver: "exec",
-      hypervisor: "exec",
-      hypervisor_os: process.platform,
-      uptime: leader ? Math.max(0, Math.floor(systemUptime() - leader.startTicks / USER_HZ)) : null,
-      config_drive: g.spec?.config_drive ?? false,
-      memory_details: {
-        maximum:
-          cg.memoryMax !== undefined ? Math.floor(cg.memoryMax / MiB) : (g.spec?.flavor.memory_mb ?? null),
-        used: Math.floor((cg.memoryCurrent ?? sum.rssKb * 1024) / MiB),
-      },
-      cpu_details: [
-        {
-          id: null,
-          time: cg.cpuUsageUsec !== undefined ? cg.cpuUsageUsec * 1000 : sum.ticks * (1e9 / USER_HZ),
-          utilisation: null,
-        },
-      ],
-      nic_details: [],
-      disk_details: sum.io
-        ? [
-            {
-              read_bytes: sum.readBytes,
-              read_requests: sum.reads,
-              write_bytes: sum.writeBytes,
-              write_requests: sum.writes,
-              errors_count: null,
-            },
-          ]
-        : [],
-    };
+    return execDiagnostics(instanceUuid, this.guest(instanceUuid), this.cgroups);
   }
 
   has(instanceUuid: string): boolean {

@@ -8,7 +8,7 @@ import type { InstanceDiagnostics } from "../../messages/reports.js";
 type Run = (command: string) => Promise<string>;
 
 /** `virsh domstats` lines `  key=value` as a map. */
-export function parseDomstats(out: string): Map<string, string> {
+function parseDomstats(out: string): Map<string, string> {
   const m = new Map<string, string>();
   for (const line of out.split("\n")) {
     const at = line.indexOf("=");
@@ -18,7 +18,7 @@ export function parseDomstats(out: string): Map<string, string> {
 }
 
 /** `virsh dominfo`-like `Key:   value` lines. */
-export function parseColonList(out: string): Map<string, string> {
+function parseColonList(out: string): Map<string, string> {
   const m = new Map<string, string>();
   for (const line of out.split("\n")) {
     const at = line.indexOf(":");

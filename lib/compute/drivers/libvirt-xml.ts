@@ -19,7 +19,7 @@ export function domainName(instanceUuid: string): string {
   return `instance-${instanceUuid}`;
 }
 
-export function escapeXml(s: string): string {
+function escapeXml(s: string): string {
   return s.replace(
     /[<>&'"]/g,
     (c) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", "'": "&apos;", '"': "&quot;" })[c]!,
@@ -37,7 +37,7 @@ function disk(file: string, dev: string, format: string): string {
  * A port's <interface>, as Nova's LibvirtConfigGuestInterface writes an Open vSwitch port: a tap
  * named after the port on the bridge of its physical network, its VLAN tagged by libvirt.
  */
-export function interfaceXml({ port, bridge }: BoundPort): string {
+function interfaceXml({ port, bridge }: BoundPort): string {
   const x = escapeXml;
   const vlan =
     port.network_type === "vlan" && port.segmentation_id !== null

@@ -4,30 +4,12 @@
 // would block that one connection, so lifecycle events come from polling the domains' states
 // over it (every pollMs): a change the driver did not ask for is an event.
 import { execFile } from "node:child_process";
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  ftruncateSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
-import {
-  captureAndUpload,
-  type ImageStore,
-  type SnapshotData,
-  type SnapshotStage,
-  s3ImageStore,
-} from "../image-store.js";
+import { captureAndUpload, type ImageStore, type SnapshotData, type SnapshotStage } from "../image-store.js";
 import { makeConfigDrive } from "./config-drive.js";
 import {
   BuildFailure,
@@ -36,17 +18,21 @@ import {
   GuestNotFound,
   type GuestSpec,
   type LifecycleListener,
-  LiveMigrationAborted,
   type LiveMigrationDriver,
-  type LiveMigrationJob,
   POWER_STATE,
   type PowerState,
   type RebootType,
 } from "./driver.js";
+import { imageStoreOf, SERVER_IMAGE_TYPES, snapshotsDir, sparse, tailFile } from "./guest-files.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
+import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
+import { ourDomains, powerStateOf } from "./libvirt-states.js";
 import { domainName, domainXml } from "./libvirt-xml.js";
 import { type BridgeMappings, bindPorts } from "./vif.js";
 import { VirshConnectionLost, VirshShell } from "./virsh.js";
+
+// What the driver's tests and the conductor's read of virsh's words.
+export { jobProgress, powerStateOf };
 
 export interface LibvirtDriverOptions {
   host: string;
@@ -73,34 +59,6 @@ export interface LibvirtDriverOptions {
   virshJobTimeoutMs?: number;
 }
 
-/** Nova's LIBVIRT_POWER_STATE, by the words `virsh domstate` and `virsh list` print. */
-const POWER_OF_STATE: Record<string, PowerState> = {
-  "no state": POWER_STATE.NOSTATE,
-  running: POWER_STATE.RUNNING,
-  // blocked on a resource: Nova counts it as running
-  idle: POWER_STATE.RUNNING,
-  blocked: POWER_STATE.RUNNING,
-  paused: POWER_STATE.PAUSED,
-  "in shutdown": POWER_STATE.SHUTDOWN,
-  "shut off": POWER_STATE.SHUTDOWN,
-  crashed: POWER_STATE.CRASHED,
-  pmsuspended: POWER_STATE.SUSPENDED,
-  // `virsh list --managed-save`: shut off with a managed save image, i.e. suspended (Nova's suspend)
-  saved: POWER_STATE.SUSPENDED,
-};
-
-/** A state as `virsh list --managed-save` or `virsh domstate [--reason]` prints it. */
-export function powerStateOf(word: string): PowerState {
-  const state = word
-    .trim()
-    .toLowerCase()
-    .replace(/\s*\(.*\)$/, "");
-  return POWER_OF_STATE[state] ?? POWER_STATE.NOSTATE;
-}
-
-/** Nova's image_type of the images it makes from a server: fetched from the images bucket. */
-const SERVER_IMAGE_TYPES = new Set(["snapshot", "backup"]);
-
 /** libvirt's test driver without a transport: its domains live in the client's connection. */
 const STATE_IN_CONNECTION = /^test:\/\//;
 
@@ -110,13 +68,13 @@ const STATE_IN_CONNECTION = /^test:\/\//;
  */
 const ACT_ATTEMPTS = 3;
 
-const DOMAIN = /^instance-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 const run = promisify(execFile);
 
 export class LibvirtDriver implements Driver {
   hypervisorType = "QEMU";
   hypervisorVersion = 0;
   private readonly virsh: VirshShell;
+  private readonly liveOps: LiveMigrationDriver;
   private readonly guests = new Map<string, PowerState>();
   /** guests the driver is acting on: their state changes are not lifecycle events */
   private readonly acting = new Set<string>();
@@ -131,6 +89,15 @@ export class LibvirtDriver implements Driver {
       timeoutMs: opts.virshTimeoutMs,
       jobTimeoutMs: opts.virshJobTimeoutMs,
       restore: STATE_IN_CONNECTION.test(opts.uri) ? () => this.restoreCommands() : undefined,
+    });
+    this.liveOps = liveMigrationOps({
+      uri: opts.uri,
+      virsh: (command) => this.virsh.run(command),
+      dir: (id) => this.dir(id),
+      domstate: (id) => this.domstate(id),
+      known: (id) => this.known(id),
+      act: (id, work) => this.act(id, work),
+      guests: this.guests,
     });
   }
 
@@ -179,81 +146,10 @@ export class LibvirtDriver implements Driver {
     return this.opts.uri.startsWith("qemu");
   }
 
-  /**
-   * Nova's libvirt live migration: the destination gets the instance's directory and disks of
-   * the same sizes (the copy fills them: --copy-storage-all, Nova's block migration, as novaless
-   * hosts share no storage), then `virsh migrate --live --persistent --undefinesource` to
-   * qemu+tcp://<destination>/system (Nova's default live_migration_uri), with its job's progress
-   * from `virsh domjobinfo`; abort is `virsh domjobabort`, force_complete pauses the domain so the
-   * copy converges (Nova's default without post-copy), and the destination resumes it.
-   */
+  /** Nova's libvirt live migration (libvirt-live.ts), where the connection can do one. */
   get live(): LiveMigrationDriver | undefined {
     return this.liveCapable() ? this.liveOps : undefined;
   }
-
-  private readonly liveOps: LiveMigrationDriver = {
-    preLiveMigration: async (guest) => {
-      const dir = this.dir(guest.instance_uuid);
-      mkdirSync(dir, { recursive: true });
-      if (!existsSync(join(dir, "disk"))) sparse(join(dir, "disk"), guest.flavor.root_gb * 2 ** 30);
-      if (guest.flavor.ephemeral_gb > 0 && !existsSync(join(dir, "disk.eph0")))
-        sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);
-      if (guest.flavor.swap > 0 && !existsSync(join(dir, "disk.swap")))
-        sparse(join(dir, "disk.swap"), guest.flavor.swap * 2 ** 20);
-      writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
-    },
-    liveMigrate: (id, dest, job) => this.liveMigrate(id, dest.ip, job),
-    postLiveMigrationAtDestination: async (guest, opts) => {
-      const id = guest.instance_uuid;
-      const name = domainName(id);
-      if (!opts?.paused && (await this.domstate(id)) === POWER_STATE.PAUSED)
-        await this.virsh.run(`resume ${name}`);
-      this.guests.set(id, await this.domstate(id));
-    },
-  };
-
-  private async liveMigrate(id: string, destIp: string, job: LiveMigrationJob): Promise<void> {
-    this.known(id);
-    const name = domainName(id);
-    const onAbort = () => void this.virsh.run(`domjobabort ${name}`).catch(() => undefined);
-    const onForce = () => void this.virsh.run(`suspend ${name}`).catch(() => undefined);
-    job.abort.addEventListener("abort", onAbort);
-    job.forceComplete.addEventListener("abort", onForce);
-    const progress = setInterval(() => {
-      this.virsh
-        .run(`domjobinfo ${name}`)
-        .then((out) => {
-          const p = jobProgress(out);
-          if (p) job.onProgress(p);
-        })
-        .catch(() => undefined);
-    }, 1000);
-    try {
-      await this.act(id, () =>
-        run("virsh", [
-          "-c",
-          this.opts.uri,
-          "migrate",
-          "--live",
-          "--persistent",
-          "--undefinesource",
-          "--copy-storage-all",
-          name,
-          `qemu+tcp://${destIp}/system`,
-        ]),
-      );
-    } catch (e) {
-      if (job.abort.aborted) throw new LiveMigrationAborted(`live migration of ${id} aborted`);
-      throw e;
-    } finally {
-      clearInterval(progress);
-      job.abort.removeEventListener("abort", onAbort);
-      job.forceComplete.removeEventListener("abort", onForce);
-    }
-    rmSync(this.dir(id), { recursive: true, force: true });
-    this.guests.delete(id);
-  }
-
   async init(): Promise<void> {
     mkdirSync(this.opts.instancesPath, { recursive: true });
     const version = await this.virsh.run("version");
@@ -273,14 +169,7 @@ export class LibvirtDriver implements Driver {
 
   /** novaless's domains (instance-<uuid>) and their power states; others are not ours. */
   private async domains(): Promise<Map<string, PowerState>> {
-    const out = await this.virsh.run("list --all --managed-save");
-    const found = new Map<string, PowerState>();
-    for (const line of out.split("\n")) {
-      const m = /^\s*(\S+)\s+(\S+)\s+(.+?)\s*$/.exec(line);
-      const id = m ? DOMAIN.exec(m[2]!)?.[1] : undefined;
-      if (id) found.set(id, powerStateOf(m![3]!));
-    }
-    return found;
+    return ourDomains(await this.virsh.run("list --all --managed-save"));
   }
 
   private async poll(): Promise<void> {
@@ -387,7 +276,7 @@ export class LibvirtDriver implements Driver {
   }
 
   private get store(): ImageStore {
-    return this.opts.imageStore ?? s3ImageStore();
+    return imageStoreOf(this.opts.imageStore);
   }
 
   /**
@@ -399,8 +288,7 @@ export class LibvirtDriver implements Driver {
   async snapshot(instanceUuid: string, imageId: string, stage: SnapshotStage): Promise<SnapshotData> {
     this.known(instanceUuid);
     const spec = this.specOf(instanceUuid);
-    const work = join(this.opts.instancesPath, "_snapshots");
-    mkdirSync(work, { recursive: true });
+    const work = snapshotsDir(this.opts.instancesPath);
     const name = domainName(instanceUuid);
     return this.act(instanceUuid, () =>
       captureAndUpload(
@@ -580,18 +468,7 @@ export class LibvirtDriver implements Driver {
   /** The end of the serial console's log (Nova's get_console_output of a file-logged console). */
   async consoleOutput(instanceUuid: string, maxBytes = 64 * 1024): Promise<string> {
     this.known(instanceUuid);
-    const file = join(this.dir(instanceUuid), "console.log");
-    if (!existsSync(file)) return "";
-    const size = statSync(file).size;
-    const length = Math.min(size, maxBytes);
-    const buf = Buffer.alloc(length);
-    const fd = openSync(file, "r");
-    try {
-      readSync(fd, buf, 0, length, size - length);
-    } finally {
-      closeSync(fd);
-    }
-    return buf.toString("utf8");
+    return tailFile(join(this.dir(instanceUuid), "console.log"), maxBytes);
   }
 
   list(): GuestInfo[] {
@@ -627,30 +504,5 @@ export class LibvirtDriver implements Driver {
     } catch {
       return undefined;
     }
-  }
-}
-
-const UNITS: Record<string, number> = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40 };
-
-/** `virsh domjobinfo`'s memory lines ("Memory processed:  1.234 GiB") as bytes. */
-export function jobProgress(out: string) {
-  const read = (label: string) => {
-    const m = new RegExp(`^${label}:\\s+([0-9.]+)\\s*(B|KiB|MiB|GiB|TiB)?`, "m").exec(out);
-    return m ? Math.round(Number(m[1]) * (UNITS[m[2] ?? "B"] ?? 1)) : undefined;
-  };
-  const total = read("Memory total");
-  const processed = read("Memory processed");
-  const remaining = read("Memory remaining");
-  if (total === undefined || processed === undefined || remaining === undefined) return undefined;
-  return { memory_total_bytes: total, memory_processed_bytes: processed, memory_remaining_bytes: remaining };
-}
-
-/** A sparse file of `bytes` (a disk the guest fills). */
-function sparse(path: string, bytes: number): void {
-  const fd = openSync(path, "w");
-  try {
-    ftruncateSync(fd, bytes);
-  } finally {
-    closeSync(fd);
   }
 }

@@ -20,8 +20,8 @@ import { type ChildProcessWithoutNullStreams, execFile, spawn } from "node:child
 const JOB_WATCHED = /^(managedsave|save|dump|migrate)\s/;
 
 /** Defaults of the deadlines (LibvirtDriverOptions' virshTimeoutMs and virshJobTimeoutMs). */
-export const VIRSH_TIMEOUT_MS = 300_000;
-export const VIRSH_JOB_TIMEOUT_MS = 15_000;
+const VIRSH_TIMEOUT_MS = 300_000;
+const VIRSH_JOB_TIMEOUT_MS = 15_000;
 
 export class VirshError extends Error {
   override name = "VirshError";

@@ -1,0 +1,78 @@
+// The compute API's options.
+import { type ConfigOption, row } from "./option.js";
+
+/** The tokens accepted when NOVALESS_AUTH_TOKENS is unset (lib/api/settings.ts parses the JSON). */
+const DEMO_TOKENS_TEXT = "admin-token (admin, member of project admin) and demo-token (member of demo)";
+
+export const API_OPTIONS: readonly ConfigOption[] = [
+  row({
+    key: "max_request_body_size",
+    group: "oslo_middleware",
+    name: "max_request_body_size",
+    nova: true,
+    env: "NOVALESS_MAX_REQUEST_BODY_BYTES",
+    kind: "int",
+    default: 114688,
+    min: 1,
+    help: "Largest API request body accepted, in bytes; larger is a 413. Read once, at start.",
+    topic: "api",
+  }),
+  row({
+    key: "multi_instance_display_name_template",
+    group: "DEFAULT",
+    name: "multi_instance_display_name_template",
+    nova: true,
+    env: "NOVALESS_MULTI_INSTANCE_NAME_TEMPLATE",
+    kind: "string",
+    default: "%(name)s-%(count)d",
+    help: "The name of each server a create of several makes: %(name)s, %(count)d and %(uuid)s are replaced.",
+    topic: "api",
+  }),
+  row({
+    key: "compute_link_prefix",
+    group: "api",
+    name: "compute_link_prefix",
+    nova: true,
+    env: "NOVALESS_API_URL",
+    kind: "string?",
+    default: null,
+    defaultText: "from the request (Host, X-Forwarded-Proto, X-Forwarded-Host)",
+    help: "The public base URL of links in answers (trailing slashes dropped).",
+    topic: "api",
+  }),
+  row({
+    key: "console_timeout",
+    group: "api",
+    name: "console_timeout",
+    nova: false,
+    env: "NOVALESS_CONSOLE_TIMEOUT_S",
+    kind: "float",
+    default: 10,
+    min: 0,
+    help: "Seconds os-getConsoleOutput waits for the host's answer (Nova's rpc_response_timeout plays this part). Read once, at start.",
+    topic: "api",
+  }),
+  row({
+    key: "auth_tokens",
+    group: "api",
+    name: "auth_tokens",
+    nova: false,
+    env: "NOVALESS_AUTH_TOKENS",
+    kind: "string?",
+    default: null,
+    defaultText: DEMO_TOKENS_TEXT,
+    help: 'The static token table, JSON: {"<token>": {"user_id", "project_id", "roles": [...]}}.',
+    topic: "api",
+  }),
+  row({
+    key: "auth_tokens_secret",
+    group: "api",
+    name: "auth_tokens_secret",
+    nova: false,
+    env: "NOVALESS_AUTH_TOKENS_SECRET",
+    kind: "string?",
+    default: null,
+    help: "A Secrets Manager secret holding the token table (deployed); when set, auth_tokens is not read.",
+    topic: "api",
+  }),
+];
