@@ -260,7 +260,8 @@ it("retries without a limit on tries, never waiting longer than the cap between 
   expect(u.bodies).toHaveLength(41);
   const gaps = u.times.slice(1).map((t, i) => t - u.times[i]!);
   // the host-wide pause and the report's own wait overlap: the longer of the two, plus the request
-  expect(Math.max(...gaps)).toBeLessThan(60 + 100);
+  // and a loaded machine's scheduling (an uncapped doubling would be seconds by the 10th try)
+  expect(Math.max(...gaps)).toBeLessThan(60 + 500);
   // a wait of a second or two is not worth a line (warnAfterMs, 10 s by default)
   expect(log.seen.filter((l) => l.event.startsWith("compute.report_"))).toEqual([]);
 });
