@@ -13,6 +13,7 @@ import {
   MIGRATIONS_BY_SOURCE_INDEX,
   MIGRATIONS_OPEN_INDEX,
 } from "../resources.js";
+import { inState } from "./transition.js";
 import type { MigrationRecord, MigrationStatus } from "./types.js";
 
 const table = () => resources().migrationsTable;
@@ -86,16 +87,13 @@ export async function updateMigration(
     sets.push(`${k} = :${k}`);
     values[`:${k}`] = v;
   }
-  from.forEach((f, i) => {
-    values[`:f${i}`] = f;
-  });
   const r = await unlessConditionFails(
     dynamo().send(
       new UpdateCommand({
         TableName: table(),
         Key: { uuid },
         UpdateExpression: `SET ${sets.join(", ")}${open ? "" : " REMOVE #open"}`,
-        ConditionExpression: `attribute_exists(#u) AND #st IN (${from.map((_, i) => `:f${i}`).join(", ")})`,
+        ConditionExpression: `attribute_exists(#u) AND ${inState(values, "#st", from, "f")}`,
         ExpressionAttributeNames: { "#u": "uuid", "#st": "status", "#open": "open" },
         ExpressionAttributeValues: values,
       }),

@@ -8,10 +8,12 @@ import type { BuildRequest } from "../messages/build-request.js";
 import type { FlavorSpec } from "../messages/common.js";
 import { type Usage, upsizeDelta } from "../quotas/quotas.js";
 import type { ReserveResult } from "../quotas/store.js";
+import { ActionNotSent, acceptAction } from "./accept.js";
 import type { createMigration, nextMigrationId, updateMigration } from "./migrations.js";
-import type { abandonMove, beginMove } from "./move.js";
+import type { beginMove } from "./move.js";
 import { conductorRequest } from "./request-spec.js";
 import type { InstanceAction, InstanceRecord, MigrationRecord, MoveContext, TaskState } from "./types.js";
+import { type abandonAction, WORKFLOWS } from "./workflows.js";
 
 export type MoveKind = "resize" | "migration" | "evacuation" | "live-migration";
 
@@ -36,7 +38,7 @@ export interface AcceptIo {
   createMigration: typeof createMigration;
   updateMigration: typeof updateMigration;
   begin: typeof beginMove;
-  abandon: typeof abandonMove;
+  abandon: typeof abandonAction;
   sendBuildRequest: (msg: BuildRequest) => Promise<void>;
   reserveDelta: (project: string, delta: Usage, user?: string) => Promise<ReserveResult>;
   releaseUsage: (project: string, delta: Usage, user?: string) => Promise<void>;
@@ -120,27 +122,35 @@ export async function acceptMove(
     ...(spec.blockMigration === undefined ? {} : { block_migration: spec.blockMigration }),
   };
   const giveBack = () => io.releaseUsage(rec.project_id, delta, rec.user_id);
+  const task = FIRST_TASK[spec.kind];
   try {
     await io.createMigration(migration);
-    if (!(await io.begin(rec, move, spec.action, FIRST_TASK[spec.kind]))) {
-      await io.updateMigration(migration.uuid, [migration.status], "error");
-      await giveBack();
-      return { ok: false, reason: "state" };
-    }
-  } catch (e) {
-    await giveBack();
-    throw e;
-  }
-  try {
-    await io.sendBuildRequest({
-      ...conductorRequest(rec, spec.action.request_id),
-      move: { migration_uuid: migration.uuid, base_attempt: rec.attempt },
-    });
-  } catch (e) {
-    await io.abandon(rec.id, migration.uuid);
+    const begun = await acceptAction(
+      {
+        instance_uuid: rec.id,
+        request_id: spec.action.request_id,
+        write: () => io.begin(rec, move, spec.action, task),
+        abandon: () =>
+          io.abandon(rec.id, WORKFLOWS.move.begun, { workflow: WORKFLOWS.move, uuid: migration.uuid }),
+      },
+      () =>
+        io.sendBuildRequest({
+          ...conductorRequest(rec, spec.action.request_id),
+          move: { migration_uuid: migration.uuid, base_attempt: rec.attempt },
+        }),
+    );
+    if (begun) return { ok: true, migration };
     await io.updateMigration(migration.uuid, [migration.status], "error");
     await giveBack();
-    throw new MoveNotQueued(`the move of instance ${rec.id} could not be queued: ${(e as Error).message}`);
+    return { ok: false, reason: "state" };
+  } catch (e) {
+    if (!(e instanceof ActionNotSent)) {
+      await giveBack();
+      throw e;
+    }
+    await io.updateMigration(migration.uuid, [migration.status], "error");
+    await giveBack();
+    const why = (e.cause as Error).message;
+    throw new MoveNotQueued(`the move of instance ${rec.id} could not be queued: ${why}`);
   }
-  return { ok: true, migration };
 }

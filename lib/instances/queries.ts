@@ -13,6 +13,7 @@ import {
   INSTANCES_CHANGES_INDEX,
 } from "../resources.js";
 import { instancesTable, recordOf } from "./codec.js";
+import { inState } from "./transition.js";
 import type { InstanceRecord, VmState } from "./types.js";
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {
@@ -309,10 +310,7 @@ async function changedKeys(q: ServerListing): Promise<Position[]> {
     values[":d"] = q.deleted;
   }
   if (q.vmStates) {
-    filters.push(`vm_state IN (${q.vmStates.map((_, i) => `:v${i}`).join(", ")})`);
-    q.vmStates.forEach((s, i) => {
-      values[`:v${i}`] = s;
-    });
+    filters.push(inState(values, "vm_state", q.vmStates, "v"));
   }
   // the builds in flight are not in the changes index yet: their keys, their items checked later
   const building =

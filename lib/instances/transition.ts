@@ -33,7 +33,12 @@ export function instanceUpdate(id: string, u: Update) {
   return {
     TableName: instancesTable(),
     Key: { id },
-    UpdateExpression: `SET ${u.set.join(", ")}${u.remove?.length ? ` REMOVE ${u.remove.join(", ")}` : ""}`,
+    UpdateExpression: [
+      u.set.length ? `SET ${u.set.join(", ")}` : "",
+      u.remove?.length ? `REMOVE ${u.remove.join(", ")}` : "",
+    ]
+      .filter(Boolean)
+      .join(" "),
     ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
     ExpressionAttributeNames: u.names && Object.keys(u.names).length ? u.names : undefined,
     ExpressionAttributeValues: u.values,
@@ -62,6 +67,9 @@ export function inState(
   });
   return `${attr} IN (${states.map((_, i) => `:${prefix}${i}`).join(", ")})`;
 }
+
+/** A part that changes and requires nothing more (the record exists). */
+export const NO_CHANGE: Update = { set: [], condition: "attribute_exists(id)", values: {} };
 
 export function merge(...parts: Update[]): Update {
   return {
@@ -119,10 +127,12 @@ export type HostReportWrite<Ctx, Args extends unknown[] = []> = (
 ) => Promise<InstanceRecord | undefined>;
 
 /**
- * API: accept an action: the task state it begins with and Nova's instance action in one write,
- * conditioned on the state the API checked (vm_state and task state as read, on the host read),
- * so two concurrent requests give one 202 and one 409. `more` adds what the action records and
- * requires besides. Undefined when the state changed meanwhile.
+ * API: accept an action (a power action, a snapshot, a shelve, a move, a rebuild, an unshelve):
+ * the task state it begins with and Nova's instance action in one write, conditioned on the state
+ * the API checked (vm_state and task state as read, on the host read, or on none for an
+ * offloaded server), so two concurrent requests give one 202 and one 409. `more` adds what the
+ * action records and requires besides (a move's or rebuild's context). Undefined when the state
+ * changed meanwhile.
  */
 export function beginAction(
   rec: InstanceRecord,
@@ -130,21 +140,24 @@ export function beginAction(
   a: InstanceAction,
   more?: Update,
 ): Promise<InstanceRecord | undefined> {
-  return transition(rec.id, {
-    set: ["task_state = :task", ...(more?.set ?? []), "updated_at = :now", "actions.#rid = :action"],
-    condition: `deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h${more ? ` AND ${more.condition}` : ""}`,
-    names: { "#rid": a.request_id, ...more?.names },
-    values: {
-      ":task": task,
-      ...more?.values,
-      ":now": a.start_time,
-      ":action": a,
-      ":false": false,
-      ":vm": rec.vm_state,
-      ":seen": rec.task_state,
-      ":h": rec.host,
-    },
-  });
+  const values: Record<string, unknown> = {
+    ":task": task,
+    ":now": a.start_time,
+    ":action": a,
+    ":false": false,
+    ":vm": rec.vm_state,
+    ":seen": rec.task_state,
+  };
+  if (rec.host) values[":h"] = rec.host;
+  const begin: Update = {
+    set: ["task_state = :task", "updated_at = :now", "actions.#rid = :action"],
+    condition: `deleted = :false AND vm_state = :vm AND task_state = :seen AND ${
+      rec.host ? "host = :h" : "attribute_not_exists(host)"
+    }`,
+    names: { "#rid": a.request_id },
+    values,
+  };
+  return transition(rec.id, more ? merge(begin, more) : begin);
 }
 
 /** What a host reports of an action it began or ended (a power action's, a snapshot's). */

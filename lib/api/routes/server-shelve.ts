@@ -8,10 +8,12 @@
 import { randomUUID } from "node:crypto";
 import { aggregateZoneByHost, hostAvailabilityZone } from "../../catalog/aggregates.js";
 import { schedulerConfig } from "../../config.js";
+import { ActionNotSent, acceptAction } from "../../instances/accept.js";
 import { conductorRequest } from "../../instances/request-spec.js";
 import { SHELVE_FROM, unshelveFields } from "../../instances/shelve.js";
-import type { InstanceRecord, TaskState, UnshelveContext } from "../../instances/types.js";
-import { log } from "../../log.js";
+import type { Update } from "../../instances/transition.js";
+import type { InstanceAction, InstanceRecord, TaskState, UnshelveContext } from "../../instances/types.js";
+import { WORKFLOWS, type WorkflowRun } from "../../instances/workflows.js";
 import type { ShelveInstance } from "../../messages/compute.js";
 import type { ShelveDeps } from "../deps.js";
 import { ApiError, badRequest, conflict, policyForbidden } from "../errors.js";
@@ -42,29 +44,34 @@ const hostQueue = async (call: RouteCall, rec: InstanceRecord): Promise<string> 
   (await checkInstanceHost(call.deps, rec)).queue_url;
 
 /**
- * The cast after the accepting write; when it cannot be sent, the task state goes back (and an
- * unshelve's context goes), so the server is not left in a task nobody carries out.
+ * The accepting write (the task state `task`, and `more`: an unshelve's context), then the cast
+ * or request `send`; when it cannot be sent, the begin is taken back (lib/instances/accept.ts), so
+ * the server is not left in a task nobody carries out. Nova's 409 when the begin was refused.
  */
-async function sendOrAbandon(
+async function accept(
   call: RouteCall,
   rec: InstanceRecord,
-  task: TaskState,
-  send: () => Promise<void>,
-  unshelveUuid?: string,
+  apiAction: string,
+  task: Exclude<TaskState, null>,
+  a: InstanceAction,
+  send: (begun: InstanceRecord) => Promise<void>,
+  more?: { update: Update; run: WorkflowRun },
 ): Promise<void> {
+  const s = shelveDeps(call);
   try {
-    await send();
+    const begun = await acceptAction(
+      {
+        instance_uuid: rec.id,
+        request_id: a.request_id,
+        write: () => s.begin(rec, task, a, more?.update),
+        abandon: () => s.abandon(rec.id, [task], more?.run),
+      },
+      send,
+    );
+    if (!begun) await refusedBy(call, rec, apiAction);
   } catch (e) {
-    await shelveDeps(call)
-      .abandon(rec.id, task, unshelveUuid)
-      .catch((error: unknown) =>
-        log.error("api.shelve.not_abandoned", {
-          request_id: call.ctx.requestId,
-          instance_uuid: rec.id,
-          error,
-        }),
-      );
-    call.ctx.logFields.error = e;
+    if (!(e instanceof ActionNotSent)) throw e;
+    call.ctx.logFields.error = e.cause;
     throw new ApiError(
       "computeFault",
       "The request could not be sent to the server's host. Please try again.",
@@ -79,10 +86,8 @@ export async function shelve(call: RouteCall, rec: InstanceRecord): Promise<ApiR
   checkState(rec, "shelve", SHELVE_FROM);
   const queueUrl = await hostQueue(call, rec);
   const action = actionRecord("shelve", call);
-  const begun = await s.begin(rec, "shelving", action);
-  if (!begun) return refusedBy(call, rec, "shelve");
   const offload = s.shelvedOffloadTime() === 0;
-  await sendOrAbandon(call, rec, "shelving", async () => {
+  await accept(call, rec, "shelve", "shelving", action, async (begun) => {
     // Nova's API creates the snapshot's image before the cast; the host's driver fills it
     const imageId = await s.createShelvedImage(begun, call.ctx.auth);
     const msg: ShelveInstance = {
@@ -109,9 +114,7 @@ export async function shelveOffload(call: RouteCall, rec: InstanceRecord): Promi
   checkState(rec, "shelveOffload", ["shelved"]);
   const queueUrl = await hostQueue(call, rec);
   const action = actionRecord("shelveOffload", call);
-  const begun = await s.begin(rec, "shelving_offloading", action);
-  if (!begun) return refusedBy(call, rec, "shelveOffload");
-  await sendOrAbandon(call, rec, "shelving_offloading", () =>
+  await accept(call, rec, "shelveOffload", "shelving_offloading", action, () =>
     s.castToCompute(queueUrl, {
       version: 1,
       kind: "shelve_instance",
@@ -165,9 +168,7 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
   if (rec.vm_state === "shelved") {
     // still on its host (Nova's conductor casts start_instance): no scheduler
     const queueUrl = await hostQueue(call, rec);
-    const begun = await s.begin(rec, "unshelving", action);
-    if (!begun) return refusedBy(call, rec, "unshelve");
-    await sendOrAbandon(call, rec, "unshelving", async () =>
+    await accept(call, rec, "unshelve", "unshelving", action, async (begun) =>
       s.castToCompute(queueUrl, {
         version: 1,
         kind: "shelve_instance",
@@ -191,24 +192,23 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
     requested_host: body.host ?? null,
     tried: [],
   };
-  const begun = await s.begin(
-    rec,
-    "unshelving",
-    action,
-    unshelveFields(unshelveCtx, body.availability_zone, rec.request_spec !== undefined),
-  );
-  if (!begun) return refusedBy(call, rec, "unshelve");
-  ctx.logFields.unshelve_uuid = unshelveCtx.uuid;
-  await sendOrAbandon(
+  await accept(
     call,
     rec,
+    "unshelve",
     "unshelving",
-    () =>
-      deps.sendBuildRequest({
+    action,
+    () => {
+      ctx.logFields.unshelve_uuid = unshelveCtx.uuid;
+      return deps.sendBuildRequest({
         ...conductorRequest(rec, action.request_id),
         unshelve: { unshelve_uuid: unshelveCtx.uuid, base_attempt: rec.attempt },
-      }),
-    unshelveCtx.uuid,
+      });
+    },
+    {
+      update: unshelveFields(unshelveCtx, body.availability_zone, rec.request_spec !== undefined),
+      run: { workflow: WORKFLOWS.unshelve, uuid: unshelveCtx.uuid },
+    },
   );
   return { status: 202 };
 }
