@@ -2,7 +2,7 @@
 // post_live_migration_at_destination): accepted by the API as any move (move-accept.ts, task
 // state `migrating`), placed by the conductor (placeMove), then each host's report applied here.
 // Every write is one conditional UpdateItem on the move's uuid and, for a host's report, on its
-// attempt and the host it must come from (move.ts's fences), so a duplicated, late or zombie
+// attempt and the host it must come from (workflows.ts's fences), so a duplicated, late or zombie
 // report changes nothing. The guest never stops: vm_state stays active throughout.
 
 import type { MoveReport } from "./move.js";

@@ -4,6 +4,7 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { unlessConditionFails } from "../aws/dynamo-errors.js";
 import { queryAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
@@ -13,7 +14,6 @@ import {
   MIGRATIONS_BY_SOURCE_INDEX,
   MIGRATIONS_OPEN_INDEX,
 } from "../resources.js";
-import { inState } from "./transition.js";
 import type { MigrationRecord, MigrationStatus } from "./types.js";
 
 const table = () => resources().migrationsTable;

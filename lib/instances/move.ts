@@ -7,6 +7,7 @@
 
 import { type TransactWriteCommandInput, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { conditionHeld } from "../aws/dynamo-errors.js";
 import { transactUnlessConditionFails } from "../aws/dynamo-transact.js";
 import type { Destination } from "../messages/common.js";
@@ -19,7 +20,6 @@ import {
   beginAction,
   type HostReportWrite,
   type InstanceRef,
-  inState,
   instanceUpdate,
   merge,
   NO_CHANGE,

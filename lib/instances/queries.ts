@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { queryAll } from "../aws/dynamo-pages.js";
 import {
   INSTANCES_BY_HOST_INDEX,
@@ -13,7 +14,6 @@ import {
   INSTANCES_CHANGES_INDEX,
 } from "../resources.js";
 import { instancesTable, recordOf } from "./codec.js";
-import { inState } from "./transition.js";
 import type { InstanceRecord, VmState } from "./types.js";
 
 export async function getInstance(id: string): Promise<InstanceRecord | undefined> {

@@ -5,11 +5,12 @@
 // rebuild's uuid (the record's RebuildContext) and the task state the step expects; the host's
 // report is also fenced by the host and the instance's attempt, so a duplicated, late or zombie
 // report changes nothing. No claim is made or released: the instance keeps its allocation.
+
+import { inState } from "../aws/dynamo-conditions.js";
 import {
   beginAction,
   type HostReportWrite,
   type InstanceRef,
-  inState,
   merge,
   transitionWithEvent,
   type Update,

@@ -5,13 +5,14 @@
 // through the conductor, which places it as a build is placed. Every write is conditioned on the
 // state it expects (and the host's on its host and attempt, an unshelve's on its uuid), so a
 // duplicated, late or zombie report changes nothing.
+
+import { inState } from "../aws/dynamo-conditions.js";
 import { createImage } from "../catalog/image-create.js";
 import { placedOn } from "./build.js";
 import { serverImageRecord } from "./snapshot.js";
 import {
   type HostReportWrite,
   type InstanceRef,
-  inState,
   merge,
   transition,
   transitionWithEvent,

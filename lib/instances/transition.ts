@@ -3,6 +3,7 @@
 // transition (a duplicated message, a re-run step) changes nothing.
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { unlessConditionFails } from "../aws/dynamo-errors.js";
 import type { ActionDoneReport } from "../messages/reports.js";
 import { eventKey, instancesTable, recordOf, storedEvent } from "./codec.js";
@@ -53,19 +54,6 @@ export function eventClause(rec: { request_id: string }, ev: ActionEvent, tag = 
     names: { "#rid": rec.request_id, [`#${tag}`]: eventKey(ev.event, ev.attempt) },
     values: { [`:${tag}`]: storedEvent(ev) },
   };
-}
-
-/** `attr IN (...)` over `states`, each added to `values` as `:<prefix>0`, `:<prefix>1`, ... */
-export function inState(
-  values: Record<string, unknown>,
-  attr: string,
-  states: readonly unknown[],
-  prefix = attr,
-): string {
-  states.forEach((s, i) => {
-    values[`:${prefix}${i}`] = s;
-  });
-  return `${attr} IN (${states.map((_, i) => `:${prefix}${i}`).join(", ")})`;
 }
 
 /** A part that changes and requires nothing more (the record exists). */

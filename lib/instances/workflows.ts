@@ -4,7 +4,9 @@
 // is kept, and the task states the API's begin leaves it in. The fences every step of every
 // workflow shares, and the API's abandon of a begin whose request was never sent, are written
 // once over this table.
-import { inState, merge, NO_CHANGE, transition, type Update } from "./transition.js";
+
+import { inState } from "../aws/dynamo-conditions.js";
+import { merge, NO_CHANGE, transition, type Update } from "./transition.js";
 import type { InstanceRecord, TaskState, VmState } from "./types.js";
 
 export interface Workflow {

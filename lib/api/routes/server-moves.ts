@@ -8,11 +8,12 @@ import { moveOptions } from "../../config.js";
 import { confirmMove } from "../../instances/move.js";
 import {
   acceptMove,
+  MOVE_BEGINS,
   type MoveKind,
   MoveNotQueued,
   type MoveRequestSpec,
 } from "../../instances/move-accept.js";
-import type { ActionName, InstanceRecord, MigrationRecord } from "../../instances/types.js";
+import type { InstanceRecord, MigrationRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
 import { isServiceUp } from "../../placement/liveness.js";
@@ -43,14 +44,6 @@ const API_ACTION: Record<MoveKind, string> = {
   migration: "migrate",
   evacuation: "evacuate",
   "live-migration": "os-migrateLive",
-};
-
-/** ... and the instance action it records (Nova's instance_actions). */
-const ACTION_NAME: Record<MoveKind, ActionName> = {
-  resize: "resize",
-  migration: "migrate",
-  evacuation: "evacuate",
-  "live-migration": "live-migration",
 };
 
 /** Nova's InstanceInvalidState, as the API words it. */
@@ -185,7 +178,7 @@ export async function accept(
         // Nova puts the source in the ignore list unless a resize may stay (a migration never does)
         sameHostAllowed: kind === "resize" && moveOptions().allowResizeToSameHost,
         ...extra,
-        action: actionRecord(ACTION_NAME[kind], call),
+        action: actionRecord(MOVE_BEGINS[kind].action, call),
       },
       {
         ...m,

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it, vi } from "vitest";
 import { ActionNotSent, acceptAction } from "../../../lib/instances/accept.js";
 import { beginMove } from "../../../lib/instances/move.js";
+import { type MoveRequestSpec, migrationOf, moveContextOf } from "../../../lib/instances/move-accept.js";
 import { getInstance } from "../../../lib/instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../../../lib/instances/rebuild.js";
 import { createInstances } from "../../../lib/instances/server-writes.js";
@@ -47,28 +48,16 @@ function action(name: InstanceAction["action"]): InstanceAction {
   };
 }
 
+/** A resize of `rec` to m1.small, as acceptMove would record it. */
 function moveOf(rec: InstanceRecord, a: InstanceAction): MoveContext {
-  return {
-    uuid: randomUUID(),
-    request_id: a.request_id,
-    id: 1,
-    type: "resize",
-    status: "pre-migrating",
-    source_host: rec.host!,
-    source_node: rec.node ?? rec.host!,
-    source_az: rec.availability_zone,
-    source_attempt: rec.attempt,
-    dest_host: null,
-    dest_node: null,
-    dest_az: null,
-    attempt: null,
-    old_flavor: rec.flavor,
-    new_flavor: { ...rec.flavor, id: "2", name: "m1.small" },
-    old_vm_state: "active",
-    requested_host: null,
-    same_host_allowed: false,
-    tried: [],
+  const spec: MoveRequestSpec = {
+    kind: "resize",
+    newFlavor: { ...rec.flavor, id: "2", name: "m1.small" },
+    requestedHost: null,
+    sameHostAllowed: false,
+    action: a,
   };
+  return moveContextOf(rec, migrationOf(rec, spec, 1, a.start_time), spec);
 }
 
 describe("beginAction: the one begin write", () => {
