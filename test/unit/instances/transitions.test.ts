@@ -3,8 +3,21 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it, vi } from "vitest";
 import { ActionNotSent, acceptAction } from "../../../lib/instances/accept.js";
+import {
+  createMigration,
+  getMigration,
+  listInstanceMigrations,
+  nextMigrationId,
+  updateMigration,
+} from "../../../lib/instances/migrations.js";
 import { beginMove } from "../../../lib/instances/move.js";
-import { type MoveRequestSpec, migrationOf, moveContextOf } from "../../../lib/instances/move-accept.js";
+import {
+  acceptMove,
+  MoveNotQueued,
+  type MoveRequestSpec,
+  migrationOf,
+  moveContextOf,
+} from "../../../lib/instances/move-accept.js";
 import { getInstance } from "../../../lib/instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../../../lib/instances/rebuild.js";
 import { createInstances } from "../../../lib/instances/server-writes.js";
@@ -281,5 +294,72 @@ describe("acceptAction: begin → send → abandon on failure", () => {
     } finally {
       logged.mockRestore();
     }
+  });
+});
+
+describe("acceptMove: a move's begin → send → abandon", () => {
+  const io = (send: () => Promise<void>, released: unknown[]) => ({
+    nextMigrationId,
+    createMigration,
+    updateMigration,
+    begin: beginMove,
+    abandon: abandonAction,
+    sendBuildRequest: send,
+    reserveDelta: async () => ({ ok: true as const, count: 1, delta: { instances: 0, cores: 1, ram: 512 } }),
+    releaseUsage: async (...args: unknown[]) => {
+      released.push(args);
+    },
+    now: () => new Date(),
+  });
+  const resize = (rec: InstanceRecord): MoveRequestSpec => ({
+    kind: "resize",
+    newFlavor: { ...rec.flavor, id: "2", name: "m1.small", vcpus: 2, memory_mb: 1024 },
+    requestedHost: null,
+    sameHostAllowed: false,
+    action: action("resize"),
+  });
+
+  it("a request that cannot be queued leaves nothing: no task, no move, the migration in error, the quota back", async () => {
+    const rec = await server();
+    const released: unknown[] = [];
+    const err = await acceptMove(
+      rec,
+      resize(rec),
+      io(() => Promise.reject(new Error("queue unreachable")), released),
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MoveNotQueued);
+    expect((err as Error).message).toBe(
+      `the move of instance ${rec.id} could not be queued: queue unreachable`,
+    );
+    const after = await getInstance(rec.id);
+    expect(after?.task_state).toBeNull();
+    expect(after?.migration).toBeUndefined();
+    expect((await listInstanceMigrations(rec.id)).map((m) => m.status)).toEqual(["error"]);
+    expect(released).toHaveLength(1);
+  });
+
+  it("queued: the instance in resize_prep with its move, the migration pre-migrating", async () => {
+    const rec = await server();
+    const r = await acceptMove(
+      rec,
+      resize(rec),
+      io(async () => {}, []),
+    );
+    expect(r.ok).toBe(true);
+    const migration = r.ok ? r.migration : undefined;
+    expect((await getMigration(migration!.uuid))?.status).toBe("pre-migrating");
+    const after = await getInstance(rec.id);
+    expect(after?.task_state).toBe("resize_prep");
+    expect(after?.migration?.uuid).toBe(migration!.uuid);
+    // a second accept from the same read is refused, its migration in error, its quota back
+    const released: unknown[] = [];
+    expect(
+      await acceptMove(
+        rec,
+        resize(rec),
+        io(async () => {}, released),
+      ),
+    ).toEqual({ ok: false, reason: "state" });
+    expect(released).toHaveLength(1);
   });
 });
