@@ -54,6 +54,16 @@ export const invalidState = (
   state: string | null,
 ) => conflict(`Cannot '${apiAction}' instance ${id} while it is in ${attr} ${state ?? "None"}`);
 
+/** Nova's check_instance_state(vm_state=`vmStates`, task_state=[None]), its 409s as the API words them. */
+export function checkInstanceState(
+  rec: InstanceRecord,
+  apiAction: string,
+  vmStates: readonly string[],
+): void {
+  if (!vmStates.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
+  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+}
+
 function moveDeps(call: RouteCall): MoveDeps {
   const m = call.deps.moves;
   if (!m) throw new Error("the API was built without its move dependencies");
@@ -133,9 +143,7 @@ export async function evacuate(call: RouteCall, rec: InstanceRecord, arg: unknow
     if (!found || found.service.deleted_at) throw notFound(`Compute host ${host} not found.`);
     if (host === rec.host) throw badRequest("The target host can't be the same one.");
   }
-  if (!["active", "stopped", "error"].includes(rec.vm_state))
-    throw invalidState(rec.id, "evacuate", "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, "evacuate", "task_state", rec.task_state);
+  checkInstanceState(rec, "evacuate", ["active", "stopped", "error"]);
   if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
   const source = await call.deps.getHost(rec.host);
   if (source && isServiceUp(source)) throw badRequest(`Compute service of ${rec.host} is still in use.`);
@@ -150,9 +158,7 @@ export async function evacuate(call: RouteCall, rec: InstanceRecord, arg: unknow
 
 /** Nova's check_instance_state(vm_state=[ACTIVE, STOPPED], task_state=[None]) for resize and migrate. */
 function checkMovable(rec: InstanceRecord, apiAction: string): void {
-  if (rec.vm_state !== "active" && rec.vm_state !== "stopped")
-    throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+  checkInstanceState(rec, apiAction, ["active", "stopped"]);
   if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
 }
 

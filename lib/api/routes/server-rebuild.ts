@@ -17,7 +17,7 @@ import { parseRebuildBody } from "../validation/server-rebuild.js";
 import { checkMetadataLimit } from "../validation/servers.js";
 import { serverUpdateView } from "../views/servers.js";
 import { actionRecord } from "./instance-action.js";
-import { checkLock, invalidState, refusedBy } from "./server-moves.js";
+import { checkInstanceState, checkLock, refusedBy } from "./server-moves.js";
 import { viewOf } from "./servers.js";
 
 function rebuildDeps(call: RouteCall): RebuildDeps {
@@ -32,9 +32,7 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
   const { auth, version } = ctx;
   const body = parseRebuildBody(arg, version);
   checkLock(call, rec);
-  if (!["active", "stopped", "error"].includes(rec.vm_state))
-    throw invalidState(rec.id, "rebuild", "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, "rebuild", "task_state", rec.task_state);
+  checkInstanceState(rec, "rebuild", ["active", "stopped", "error"]);
   // a build that failed never ran anywhere: there is no host (nor claim) to rebuild it on
   if (!rec.host || !rec.launched_at) throw conflict(`Instance ${rec.id} is not ready`);
 

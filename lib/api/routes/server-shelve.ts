@@ -22,7 +22,7 @@ import { parseUnshelveBody } from "../validation/server-shelve.js";
 import { serverStatus } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
 import { actionRecord } from "./instance-action.js";
-import { checkInstanceHost, checkLock, invalidState, refusedBy } from "./server-moves.js";
+import { checkInstanceHost, checkInstanceState, checkLock, refusedBy } from "./server-moves.js";
 
 /** Nova's shelve policies whose default is admin. */
 const SHELVE_OFFLOAD_POLICY = "os_compute_api:os-shelve:shelve_offload";
@@ -32,11 +32,6 @@ function shelveDeps(call: RouteCall): ShelveDeps {
   const s = call.deps.shelve;
   if (!s) throw new Error("the API was built without its shelve dependencies");
   return s;
-}
-
-function checkState(rec: InstanceRecord, apiAction: string, vmStates: readonly string[]): void {
-  if (!vmStates.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
 }
 
 /** The server's host's queue (Nova's check_instance_host). */
@@ -83,7 +78,7 @@ async function accept(
 export async function shelve(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
   const s = shelveDeps(call);
   checkLock(call, rec);
-  checkState(rec, "shelve", SHELVE_FROM);
+  checkInstanceState(rec, "shelve", SHELVE_FROM);
   const queueUrl = await hostQueue(call, rec);
   const action = actionRecord("shelve", call);
   const offload = s.shelvedOffloadTime() === 0;
@@ -111,7 +106,7 @@ export async function shelveOffload(call: RouteCall, rec: InstanceRecord): Promi
   const s = shelveDeps(call);
   if (!call.ctx.auth.isAdmin) throw policyForbidden(SHELVE_OFFLOAD_POLICY);
   checkLock(call, rec);
-  checkState(rec, "shelveOffload", ["shelved"]);
+  checkInstanceState(rec, "shelveOffload", ["shelved"]);
   const queueUrl = await hostQueue(call, rec);
   const action = actionRecord("shelveOffload", call);
   await accept(call, rec, "shelveOffload", "shelving_offloading", action, () =>
@@ -140,7 +135,7 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
   const { deps, ctx } = call;
   const body = parseUnshelveBody(arg, ctx.version);
   checkLock(call, rec);
-  checkState(rec, "unshelve", ["shelved", "shelved_offloaded"]);
+  checkInstanceState(rec, "unshelve", ["shelved", "shelved_offloaded"]);
   const zonePassed = body.availability_zone !== undefined;
   if ((zonePassed || body.host) && rec.vm_state !== "shelved_offloaded") {
     throw conflict(
