@@ -158,8 +158,7 @@ export async function acceptMove(
         instance_uuid: rec.id,
         request_id: spec.action.request_id,
         write: () => io.begin(rec, move, spec.action, task),
-        abandon: () =>
-          io.abandon(rec.id, WORKFLOWS.move.begun, { workflow: WORKFLOWS.move, uuid: migration.uuid }),
+        abandon: () => io.abandon(rec.id, task, { workflow: WORKFLOWS.move, uuid: migration.uuid }),
       },
       () =>
         io.sendBuildRequest({

@@ -71,7 +71,7 @@ export function beginRebuild(
 export const abandonRebuild = (id: string, ctx: RebuildContext): Promise<InstanceRecord | undefined> =>
   abandonAction(
     id,
-    WORKFLOWS.rebuild.begun,
+    "rebuilding",
     { workflow: WORKFLOWS.rebuild, uuid: ctx.uuid },
     {
       set: ["#img = :orig"],

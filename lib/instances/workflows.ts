@@ -1,11 +1,9 @@
 // The workflows that carry a context on the instance's record while they run (a move's
 // MoveContext, a rebuild's RebuildContext, an unshelve's UnshelveContext), as data: where the
-// context and its uuid are, where the workflow's attempt (the fencing token of a host's report)
-// is kept, and the task states the API's begin leaves it in. The fences every step of every
-// workflow shares, and the API's abandon of a begin whose request was never sent, are written
-// once over this table.
+// context and its uuid are, and where the workflow's attempt (the fencing token of a host's
+// report) is kept. The fences every step of every workflow shares, and the API's abandon of a
+// begin whose request was never sent, are written once over this table.
 
-import { inState } from "../aws/dynamo-conditions.js";
 import { merge, NO_CHANGE, transition, type Update } from "./transition.js";
 import type { InstanceRecord, TaskState, VmState } from "./types.js";
 
@@ -20,8 +18,6 @@ export interface Workflow {
   attempt: string;
   /** the vm_state the record keeps throughout, when it keeps one */
   vmState?: VmState;
-  /** the task states the API's begin leaves the record in: what an abandon takes back */
-  begun: readonly Exclude<TaskState, null>[];
 }
 
 export const WORKFLOWS = {
@@ -31,7 +27,6 @@ export const WORKFLOWS = {
     uuid: "migration.#mu",
     names: { "#mu": "uuid" },
     attempt: "migration.attempt",
-    begun: ["resize_prep", "rebuilding", "migrating"],
   },
   /** a rebuild on the instance's own host (rebuild.ts; both are DynamoDB reserved words) */
   rebuild: {
@@ -39,7 +34,6 @@ export const WORKFLOWS = {
     uuid: "#rb.#ru",
     names: { "#rb": "rebuild", "#ru": "uuid" },
     attempt: "attempt",
-    begun: ["rebuilding"],
   },
   /** an unshelve of a SHELVED_OFFLOADED server, through the conductor (shelve.ts) */
   unshelve: {
@@ -48,7 +42,6 @@ export const WORKFLOWS = {
     names: { "#us": "unshelve", "#uu": "uuid" },
     attempt: "attempt",
     vmState: "shelved_offloaded",
-    begun: ["unshelving"],
   },
 } as const satisfies Record<string, Workflow>;
 
@@ -93,22 +86,21 @@ export interface WorkflowRun {
 /**
  * API: take back a begin whose request could not be sent (nothing else happened yet): no task
  * again, the workflow's context gone (when the action began one), and what `restore` puts back;
- * unless something moved the record on meanwhile (it is no longer in one of `tasks`, or in that
- * run). Repeating it changes nothing.
+ * unless something moved the record on meanwhile (it is no longer in the task `task` the begin
+ * set, or in that run). Repeating it changes nothing.
  */
 export function abandonAction(
   id: string,
-  tasks: readonly TaskState[],
+  task: Exclude<TaskState, null>,
   run?: WorkflowRun,
   restore: Update = NO_CHANGE,
 ): Promise<InstanceRecord | undefined> {
-  const values: Record<string, unknown> = { ":null": null };
   const undo = merge(
     {
       set: ["task_state = :null"],
       remove: run ? [run.workflow.context] : [],
-      condition: inState(values, "task_state", tasks, "begun"),
-      values,
+      condition: "task_state = :begun",
+      values: { ":null": null, ":begun": task },
     },
     restore,
   );

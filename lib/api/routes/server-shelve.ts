@@ -59,7 +59,7 @@ async function accept(
         instance_uuid: rec.id,
         request_id: a.request_id,
         write: () => s.begin(rec, task, a, more?.update),
-        abandon: () => s.abandon(rec.id, [task], more?.run),
+        abandon: () => s.abandon(rec.id, task, more?.run),
       },
       send,
     );

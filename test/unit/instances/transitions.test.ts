@@ -137,11 +137,11 @@ describe("the workflows' fences and abandon", () => {
     const move = moveOf(rec, a);
     await beginMove(rec, move, a);
     const run = { workflow: WORKFLOWS.move, uuid: move.uuid };
-    expect(await abandonAction(rec.id, WORKFLOWS.move.begun, { ...run, uuid: randomUUID() })).toBeUndefined();
-    const back = await abandonAction(rec.id, WORKFLOWS.move.begun, run);
+    expect(await abandonAction(rec.id, "resize_prep", { ...run, uuid: randomUUID() })).toBeUndefined();
+    const back = await abandonAction(rec.id, "resize_prep", run);
     expect(back?.task_state).toBeNull();
     expect(back?.migration).toBeUndefined();
-    expect(await abandonAction(rec.id, WORKFLOWS.move.begun, run)).toBeUndefined();
+    expect(await abandonAction(rec.id, "resize_prep", run)).toBeUndefined();
   });
 
   it("abandon leaves a move the conductor took on (its task state moved on)", async () => {
@@ -158,7 +158,7 @@ describe("the workflows' fences and abandon", () => {
       }),
     );
     expect(
-      await abandonAction(rec.id, WORKFLOWS.move.begun, { workflow: WORKFLOWS.move, uuid: move.uuid }),
+      await abandonAction(rec.id, "resize_prep", { workflow: WORKFLOWS.move, uuid: move.uuid }),
     ).toBeUndefined();
     expect((await getInstance(rec.id))?.migration?.uuid).toBe(move.uuid);
   });
@@ -187,9 +187,9 @@ describe("the workflows' fences and abandon", () => {
   it("an action without a context abandons by its task state alone", async () => {
     const rec = await server();
     await beginAction(rec, "shelving", action("shelve"));
-    expect(await abandonAction(rec.id, ["shelving_offloading"])).toBeUndefined();
-    expect((await abandonAction(rec.id, ["shelving"]))?.task_state).toBeNull();
-    expect(await abandonAction(rec.id, ["shelving"])).toBeUndefined();
+    expect(await abandonAction(rec.id, "shelving_offloading")).toBeUndefined();
+    expect((await abandonAction(rec.id, "shelving"))?.task_state).toBeNull();
+    expect(await abandonAction(rec.id, "shelving")).toBeUndefined();
   });
 
   it("a host's report is fenced by the run, the host where the record names it, and the attempt", async () => {
@@ -242,7 +242,7 @@ describe("acceptAction: begin → send → abandon on failure", () => {
     instance_uuid: rec.id,
     request_id: a.request_id,
     write: () => beginAction(rec, "shelving", a),
-    abandon: () => abandonAction(rec.id, ["shelving"]),
+    abandon: () => abandonAction(rec.id, "shelving"),
   });
 
   it("sends once begun, with the record as begun", async () => {
