@@ -46,14 +46,16 @@ import {
   pageMigrations,
   updateMigration,
 } from "../instances/migrations.js";
-import { abandonMove, beginConfirm, beginMove, beginRevert } from "../instances/move.js";
+import { beginConfirm, beginMove, beginRevert } from "../instances/move.js";
 import { networkZones, validateNetworks } from "../instances/networking.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances, listServerPage } from "../instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
-import { abandonShelveAction, beginShelveAction, createShelvedImage } from "../instances/shelve.js";
+import { createShelvedImage } from "../instances/shelve.js";
+import { beginAction } from "../instances/transition.js";
+import { abandonAction } from "../instances/workflows.js";
 import { listAllocations } from "../placement/allocations.js";
 import { auditPlacement } from "../placement/audit.js";
 import { getHost, listHosts, readChangedHosts } from "../placement/hosts.js";
@@ -140,8 +142,8 @@ export interface ApiDeps {
 
 /** What shelve, shelveOffload and unshelve need besides the record (lib/instances/shelve.ts). */
 export interface ShelveDeps {
-  begin: typeof beginShelveAction;
-  abandon: typeof abandonShelveAction;
+  begin: typeof beginAction;
+  abandon: typeof abandonAction;
   createShelvedImage: typeof createShelvedImage;
   castToCompute: typeof castToCompute;
   guestSpecFor: typeof guestSpecFor;
@@ -171,7 +173,7 @@ export interface MoveDeps {
   createMigration: typeof createMigration;
   updateMigration: typeof updateMigration;
   begin: typeof beginMove;
-  abandon: typeof abandonMove;
+  abandon: typeof abandonAction;
   beginConfirm: typeof beginConfirm;
   beginRevert: typeof beginRevert;
   castToCompute: typeof castToCompute;
@@ -212,8 +214,8 @@ export const defaultDeps: ApiDeps = {
   },
   rebuild: { begin: beginRebuild, abandon: abandonRebuild },
   shelve: {
-    begin: beginShelveAction,
-    abandon: abandonShelveAction,
+    begin: beginAction,
+    abandon: abandonAction,
     createShelvedImage,
     castToCompute,
     guestSpecFor,
@@ -224,7 +226,7 @@ export const defaultDeps: ApiDeps = {
     createMigration,
     updateMigration,
     begin: beginMove,
-    abandon: abandonMove,
+    abandon: abandonAction,
     beginConfirm,
     beginRevert,
     castToCompute,

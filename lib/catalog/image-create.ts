@@ -4,6 +4,7 @@
 // list cache.
 import { DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { conditionHeld, unlessConditionFails } from "../aws/dynamo-errors.js";
 import { resources } from "../config.js";
 import { resetCatalogCache } from "./repo.js";
@@ -40,9 +41,6 @@ export async function updateImage(
   const names: Record<string, string> = { "#status": "status" };
   const values: Record<string, unknown> = {};
   const sets: string[] = [];
-  from.forEach((s, i) => {
-    values[`:from${i}`] = s;
-  });
   for (const [k, v] of Object.entries(set)) {
     if (k === "properties" || v === undefined) continue;
     names[`#${k}`] = k;
@@ -60,7 +58,7 @@ export async function updateImage(
         TableName: resources().catalogTable,
         Key: { pk: `image#${id}` },
         UpdateExpression: `SET ${sets.join(", ")}`,
-        ConditionExpression: `attribute_exists(pk) AND #status IN (${from.map((_, i) => `:from${i}`).join(", ")})`,
+        ConditionExpression: `attribute_exists(pk) AND ${inState(values, "#status", from, "from")}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ReturnValues: "ALL_NEW",

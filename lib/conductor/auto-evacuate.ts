@@ -10,9 +10,10 @@ import { sendBuildRequest } from "../aws/send.js";
 import { listAggregates } from "../catalog/aggregates.js";
 import { moveOptions } from "../config.js";
 import { createMigration, nextMigrationId, updateMigration } from "../instances/migrations.js";
-import { abandonMove, beginMove } from "../instances/move.js";
+import { beginMove } from "../instances/move.js";
 import { acceptMove } from "../instances/move-accept.js";
 import { listInstancesOnHost } from "../instances/queries.js";
+import { abandonAction } from "../instances/workflows.js";
 import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import type { ServiceHeartbeat } from "../placement/liveness.js";
@@ -89,7 +90,7 @@ export async function autoEvacuate(
           createMigration,
           updateMigration,
           begin: beginMove,
-          abandon: abandonMove,
+          abandon: abandonAction,
           sendBuildRequest,
           reserveDelta,
           releaseUsage,

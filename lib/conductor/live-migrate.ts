@@ -15,11 +15,12 @@ import { fault } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { liveCompleted, liveMigrated } from "../instances/live-move.js";
 import { updateMigration } from "../instances/migrations.js";
-import { EVENT_LIVE_MIGRATE, MOVE_EVENTS, placeMove, reported } from "../instances/move.js";
+import { EVENT_LIVE_MIGRATE, MOVE_EVENTS, placeMove } from "../instances/move.js";
 import { rebindPorts } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import { event, merge, transitionWithEvent } from "../instances/transition.js";
 import type { Fault, InstanceRecord, MoveContext } from "../instances/types.js";
+import { reportedBy, WORKFLOWS } from "../instances/workflows.js";
 import { type Logger, log as rootLog } from "../log.js";
 import { type MoveRequest, moveAttempt } from "../messages/build-request.js";
 import type { LiveMigrationStepMessage } from "../messages/compute.js";
@@ -383,11 +384,18 @@ export async function applyLiveReport(
       await transitionWithEvent(
         ref,
         ev(true),
-        merge(reported(move.uuid, r.host, "migration.dest_host", r.attempt), {
-          set: [],
-          condition: "task_state = :migrating",
-          values: { ":migrating": "migrating" },
-        }),
+        merge(
+          reportedBy(WORKFLOWS.move, move.uuid, {
+            host: r.host,
+            field: "migration.dest_host",
+            attempt: r.attempt,
+          }),
+          {
+            set: [],
+            condition: "task_state = :migrating",
+            values: { ":migrating": "migrating" },
+          },
+        ),
       );
       await updateMigration(move.uuid, ["preparing"], "running");
       const msg = await liveMigration(rec, r.request_id);

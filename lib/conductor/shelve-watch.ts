@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { castToCompute } from "../aws/send.js";
 import { moveOptions } from "../config.js";
 import { listInstancesInVmState, listInstancesOnHost } from "../instances/queries.js";
-import { beginShelveAction } from "../instances/shelve.js";
+import { beginAction } from "../instances/transition.js";
 import type { InstanceAction } from "../instances/types.js";
 import { log } from "../log.js";
 import { getHost } from "../placement/hosts.js";
@@ -72,7 +72,7 @@ export async function offloadShelved(now: Date): Promise<string[]> {
       message: `offloaded by the watchdog: shelved_offload_time of ${after}s passed`,
       events: {},
     };
-    if (!(await beginShelveAction(rec, "shelving_offloading", action))) continue;
+    if (!(await beginAction(rec, "shelving_offloading", action))) continue;
     await castToCompute(host.queue_url, {
       version: 1,
       kind: "shelve_instance",

@@ -2,12 +2,13 @@
 // post_live_migration_at_destination): accepted by the API as any move (move-accept.ts, task
 // state `migrating`), placed by the conductor (placeMove), then each host's report applied here.
 // Every write is one conditional UpdateItem on the move's uuid and, for a host's report, on its
-// attempt and the host it must come from (move.ts's fences), so a duplicated, late or zombie
+// attempt and the host it must come from (workflows.ts's fences), so a duplicated, late or zombie
 // report changes nothing. The guest never stops: vm_state stays active throughout.
 
-import { inMove, type MoveReport, reported } from "./move.js";
+import type { MoveReport } from "./move.js";
 import { merge, transition, transitionWithEvent } from "./transition.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
+import { inWorkflow, reportedBy, WORKFLOWS } from "./workflows.js";
 
 /**
  * compute-events: the source copied the guest over and let its own go (Nova's
@@ -18,7 +19,7 @@ export const liveMigrated: MoveReport = (ref, move, source, attempt, ev) =>
   transitionWithEvent(
     ref,
     ev,
-    merge(reported(move.uuid, source, "migration.source_host", attempt), {
+    merge(reportedBy(WORKFLOWS.move, move.uuid, { host: source, field: "migration.source_host", attempt }), {
       set: ["host = :dh", "node = :dn", "availability_zone = :daz", "attempt = :ra", "spawn_attempt = :ra"],
       remove: ["alternates"],
       condition: "task_state = :migrating AND host = :rh",
@@ -39,7 +40,7 @@ export const liveCompleted: MoveReport<[number]> = (ref, move, dest, attempt, po
   transitionWithEvent(
     ref,
     ev,
-    merge(reported(move.uuid, dest, "migration.dest_host", attempt), {
+    merge(reportedBy(WORKFLOWS.move, move.uuid, { host: dest, field: "migration.dest_host", attempt }), {
       set: ["task_state = :null", "power_state = :power", "power_state_at = :now"],
       remove: ["migration"],
       condition: "task_state = :migrating AND host = :rh AND attempt = :ra",
@@ -57,7 +58,7 @@ export function markLiveAbort(rec: InstanceRecord, a: InstanceAction): Promise<I
   if (!move) return Promise.resolve(undefined);
   return transition(
     rec.id,
-    inMove(move.uuid, {
+    inWorkflow(WORKFLOWS.move, move.uuid, {
       set: ["migration.abort_requested = :true", "actions.#rid = :action"],
       condition: "task_state = :migrating",
       names: { "#rid": a.request_id },
@@ -75,7 +76,7 @@ export function recordLiveAction(
   if (!move) return Promise.resolve(undefined);
   return transition(
     rec.id,
-    inMove(move.uuid, {
+    inWorkflow(WORKFLOWS.move, move.uuid, {
       set: ["actions.#rid = :action"],
       condition: "task_state = :migrating",
       names: { "#rid": a.request_id },

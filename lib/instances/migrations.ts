@@ -4,6 +4,7 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { unlessConditionFails } from "../aws/dynamo-errors.js";
 import { queryAll } from "../aws/dynamo-pages.js";
 import { resources } from "../config.js";
@@ -86,16 +87,13 @@ export async function updateMigration(
     sets.push(`${k} = :${k}`);
     values[`:${k}`] = v;
   }
-  from.forEach((f, i) => {
-    values[`:f${i}`] = f;
-  });
   const r = await unlessConditionFails(
     dynamo().send(
       new UpdateCommand({
         TableName: table(),
         Key: { uuid },
         UpdateExpression: `SET ${sets.join(", ")}${open ? "" : " REMOVE #open"}`,
-        ConditionExpression: `attribute_exists(#u) AND #st IN (${from.map((_, i) => `:f${i}`).join(", ")})`,
+        ConditionExpression: `attribute_exists(#u) AND ${inState(values, "#st", from, "f")}`,
         ExpressionAttributeNames: { "#u": "uuid", "#st": "status", "#open": "open" },
         ExpressionAttributeValues: values,
       }),

@@ -8,10 +8,20 @@ import type { BuildRequest } from "../messages/build-request.js";
 import type { FlavorSpec } from "../messages/common.js";
 import { type Usage, upsizeDelta } from "../quotas/quotas.js";
 import type { ReserveResult } from "../quotas/store.js";
+import { ActionNotSent, acceptAction } from "./accept.js";
 import type { createMigration, nextMigrationId, updateMigration } from "./migrations.js";
-import type { abandonMove, beginMove } from "./move.js";
+import type { beginMove } from "./move.js";
 import { conductorRequest } from "./request-spec.js";
-import type { InstanceAction, InstanceRecord, MigrationRecord, MoveContext, TaskState } from "./types.js";
+import type {
+  ActionName,
+  InstanceAction,
+  InstanceRecord,
+  MigrationRecord,
+  MigrationStatus,
+  MoveContext,
+  TaskState,
+} from "./types.js";
+import { type abandonAction, WORKFLOWS } from "./workflows.js";
 
 export type MoveKind = "resize" | "migration" | "evacuation" | "live-migration";
 
@@ -36,7 +46,7 @@ export interface AcceptIo {
   createMigration: typeof createMigration;
   updateMigration: typeof updateMigration;
   begin: typeof beginMove;
-  abandon: typeof abandonMove;
+  abandon: typeof abandonAction;
   sendBuildRequest: (msg: BuildRequest) => Promise<void>;
   reserveDelta: (project: string, delta: Usage, user?: string) => Promise<ReserveResult>;
   releaseUsage: (project: string, delta: Usage, user?: string) => Promise<void>;
@@ -55,35 +65,36 @@ export class MoveNotQueued extends Error {
   override name = "MoveNotQueued";
 }
 
-/** The task state a move starts in (Nova: resize_prep, or rebuilding for an evacuation). */
-const FIRST_TASK: Record<MoveKind, TaskState> = {
-  resize: "resize_prep",
-  migration: "resize_prep",
-  evacuation: "rebuilding",
-  "live-migration": "migrating",
+/**
+ * How each move begins: the instance action it records (Nova's instance_actions), the task state
+ * it starts in (Nova: resize_prep, or rebuilding for an evacuation) and its migration's first
+ * status (a live migration's `accepted`, as Nova's conductor has it; a cold move's pre-migrating).
+ */
+export const MOVE_BEGINS: Record<
+  MoveKind,
+  { action: ActionName; task: Exclude<TaskState, null>; status: MigrationStatus }
+> = {
+  resize: { action: "resize", task: "resize_prep", status: "pre-migrating" },
+  migration: { action: "migrate", task: "resize_prep", status: "pre-migrating" },
+  evacuation: { action: "evacuate", task: "rebuilding", status: "pre-migrating" },
+  "live-migration": { action: "live-migration", task: "migrating", status: "accepted" },
 };
 
-/** A live migration's record starts `accepted` (Nova's conductor), a cold move's pre-migrating. */
-const FIRST_STATUS = (kind: MoveKind) => (kind === "live-migration" ? "accepted" : "pre-migrating");
-
-export async function acceptMove(
+/** The migration record of a move of `rec` as `spec` asks, numbered `id`, created `now`. */
+export function migrationOf(
   rec: InstanceRecord,
   spec: MoveRequestSpec,
-  io: AcceptIo,
-): Promise<AcceptResult> {
-  const delta = upsizeDelta(rec.flavor, spec.newFlavor);
-  const reserved = await io.reserveDelta(rec.project_id, delta, rec.user_id);
-  if (!reserved.ok) return { ok: false, reason: "quota", message: reserved.message };
-  const now = io.now().toISOString();
-  const id = await io.nextMigrationId();
-  const migration: MigrationRecord = {
+  id: number,
+  now: string,
+): MigrationRecord {
+  return {
     uuid: randomUUID(),
     id,
     instance_uuid: rec.id,
     project_id: rec.project_id,
     user_id: rec.user_id,
     migration_type: spec.kind,
-    status: FIRST_STATUS(spec.kind),
+    status: MOVE_BEGINS[spec.kind].status,
     source_compute: rec.host!,
     source_node: rec.node ?? rec.host!,
     dest_compute: null,
@@ -94,13 +105,20 @@ export async function acceptMove(
     created_at: now,
     updated_at: now,
   };
-  const move: MoveContext = {
+}
+
+/** The MoveContext the instance's record carries while `migration` is under way. */
+export function moveContextOf(
+  rec: InstanceRecord,
+  migration: MigrationRecord,
+  spec: MoveRequestSpec,
+): MoveContext {
+  return {
     uuid: migration.uuid,
     request_id: spec.action.request_id,
-    id,
+    id: migration.id,
     type: spec.kind,
-
-    status: FIRST_STATUS(spec.kind),
+    status: migration.status,
     source_host: migration.source_compute,
     source_node: migration.source_node,
     source_az: rec.availability_zone,
@@ -119,28 +137,47 @@ export async function acceptMove(
     ...(spec.force ? { force: true } : {}),
     ...(spec.blockMigration === undefined ? {} : { block_migration: spec.blockMigration }),
   };
+}
+
+export async function acceptMove(
+  rec: InstanceRecord,
+  spec: MoveRequestSpec,
+  io: AcceptIo,
+): Promise<AcceptResult> {
+  const delta = upsizeDelta(rec.flavor, spec.newFlavor);
+  const reserved = await io.reserveDelta(rec.project_id, delta, rec.user_id);
+  if (!reserved.ok) return { ok: false, reason: "quota", message: reserved.message };
+  const migration = migrationOf(rec, spec, await io.nextMigrationId(), io.now().toISOString());
+  const move = moveContextOf(rec, migration, spec);
   const giveBack = () => io.releaseUsage(rec.project_id, delta, rec.user_id);
+  const { task } = MOVE_BEGINS[spec.kind];
   try {
     await io.createMigration(migration);
-    if (!(await io.begin(rec, move, spec.action, FIRST_TASK[spec.kind]))) {
-      await io.updateMigration(migration.uuid, [migration.status], "error");
-      await giveBack();
-      return { ok: false, reason: "state" };
-    }
-  } catch (e) {
-    await giveBack();
-    throw e;
-  }
-  try {
-    await io.sendBuildRequest({
-      ...conductorRequest(rec, spec.action.request_id),
-      move: { migration_uuid: migration.uuid, base_attempt: rec.attempt },
-    });
-  } catch (e) {
-    await io.abandon(rec.id, migration.uuid);
+    const begun = await acceptAction(
+      {
+        instance_uuid: rec.id,
+        request_id: spec.action.request_id,
+        write: () => io.begin(rec, move, spec.action, task),
+        abandon: () => io.abandon(rec.id, task, { workflow: WORKFLOWS.move, uuid: migration.uuid }),
+      },
+      () =>
+        io.sendBuildRequest({
+          ...conductorRequest(rec, spec.action.request_id),
+          move: { migration_uuid: migration.uuid, base_attempt: rec.attempt },
+        }),
+    );
+    if (begun) return { ok: true, migration };
     await io.updateMigration(migration.uuid, [migration.status], "error");
     await giveBack();
-    throw new MoveNotQueued(`the move of instance ${rec.id} could not be queued: ${(e as Error).message}`);
+    return { ok: false, reason: "state" };
+  } catch (e) {
+    if (!(e instanceof ActionNotSent)) {
+      await giveBack();
+      throw e;
+    }
+    await io.updateMigration(migration.uuid, [migration.status], "error");
+    await giveBack();
+    const why = (e.cause as Error).message;
+    throw new MoveNotQueued(`the move of instance ${rec.id} could not be queued: ${why}`);
   }
-  return { ok: true, migration };
 }

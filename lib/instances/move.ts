@@ -7,6 +7,7 @@
 
 import { type TransactWriteCommandInput, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { conditionHeld } from "../aws/dynamo-errors.js";
 import { transactUnlessConditionFails } from "../aws/dynamo-transact.js";
 import type { Destination } from "../messages/common.js";
@@ -14,14 +15,14 @@ import type { MoveStepMessage, MoveStepName } from "../messages/compute.js";
 import { type Usage, upsizeDelta } from "../quotas/quotas.js";
 import { releaseItem } from "../quotas/store.js";
 import type { PlaceOutcome } from "./build.js";
-import { instancesTable, storedDestination } from "./codec.js";
+import { storedDestination } from "./codec.js";
 import {
   beginAction,
   type HostReportWrite,
   type InstanceRef,
   instanceUpdate,
   merge,
-  transition,
+  NO_CHANGE,
   transitionWithEvent,
   type Update,
 } from "./transition.js";
@@ -34,6 +35,7 @@ import type {
   MoveContext,
   TaskState,
 } from "./types.js";
+import { inWorkflow, reportedBy, WORKFLOWS } from "./workflows.js";
 
 /** The conductor's event of a move (Nova's MigrationTask reports `cold_migrate`). */
 export const EVENT_MIGRATE = "cold_migrate";
@@ -60,20 +62,16 @@ export const MOVE_EVENTS: Record<MoveStepName, string> = {
   post_live_migration_at_destination: "compute_post_live_migration_at_destination",
 };
 
-const NO_CHANGE: Update = { set: [], condition: "attribute_exists(id)", values: {} };
-
-/** The record is in this move: not deleted, and its MoveContext is this migration's. */
-export function inMove(migration: string, more: Update = NO_CHANGE): Update {
-  return merge(
-    {
-      set: ["updated_at = :now"],
-      condition: "deleted = :false AND migration.#mu = :mig",
-      names: { "#mu": "uuid" },
-      values: { ":false": false, ":mig": migration, ":now": new Date().toISOString() },
-    },
-    more,
-  );
-}
+/** The task states a move runs in, up to its destination's finish (or a live move's end). */
+const MOVE_TASKS: Exclude<TaskState, null>[] = [
+  "resize_prep",
+  "resize_migrating",
+  "resize_migrated",
+  "rebuilding",
+  "rebuild_spawning",
+  // a live migration: it fails back to its source wherever it was
+  "migrating",
+];
 
 /** SET migration.status (a reserved word, hence the name). */
 const status = (s: MigrationStatus): Update => ({
@@ -99,24 +97,6 @@ export function beginMove(
     condition: "attribute_not_exists(migration)",
     values: { ":move": move },
   });
-}
-
-/** API: take back a move whose request could not be sent (nothing else happened yet). */
-export function abandonMove(id: string, migration: string): Promise<InstanceRecord | undefined> {
-  return transition(
-    id,
-    inMove(migration, {
-      set: ["task_state = :null"],
-      remove: ["migration"],
-      condition: "task_state IN (:prep, :rebuilding, :migrating)",
-      values: {
-        ":null": null,
-        ":prep": "resize_prep",
-        ":rebuilding": "rebuilding",
-        ":migrating": "migrating",
-      },
-    }),
-  );
 }
 
 /**
@@ -153,7 +133,8 @@ export async function placeMove(
   const placed = await transitionWithEvent(
     ref,
     ev,
-    inMove(
+    inWorkflow(
+      WORKFLOWS.move,
       move.uuid,
       // a reschedule's source is done already: the migration stays post-migrating
       merge(from === "resize_prep" ? status("migrating") : NO_CHANGE, {
@@ -182,20 +163,6 @@ export async function placeMove(
   return placed ? { kind: "placed", record: placed } : { kind: "gone", record: rec };
 }
 
-/** A report of `step` by `host` at `attempt` of this move: the fence every report write shares. */
-export function reported(
-  migration: string,
-  host: string,
-  hostField: "migration.source_host" | "migration.dest_host" | "host",
-  attempt?: number,
-): Update {
-  return inMove(migration, {
-    set: [],
-    condition: `${hostField} = :rh${attempt === undefined ? "" : " AND migration.attempt = :ra"}`,
-    values: { ":rh": host, ...(attempt === undefined ? {} : { ":ra": attempt }) },
-  });
-}
-
 /** A host's report of a step of this move, with what the step reports besides. */
 export type MoveReport<Args extends unknown[] = []> = HostReportWrite<MoveContext, Args>;
 
@@ -204,11 +171,15 @@ export const sourceMigrated: HostReportWrite<string> = (ref, migration, host, at
   transitionWithEvent(
     ref,
     ev,
-    merge(reported(migration, host, "migration.source_host", attempt), status("post-migrating"), {
-      set: ["task_state = :next"],
-      condition: "task_state = :from",
-      values: { ":next": "resize_migrated", ":from": "resize_migrating" },
-    }),
+    merge(
+      reportedBy(WORKFLOWS.move, migration, { host, field: "migration.source_host", attempt }),
+      status("post-migrating"),
+      {
+        set: ["task_state = :next"],
+        condition: "task_state = :from",
+        values: { ":next": "resize_migrated", ":from": "resize_migrating" },
+      },
+    ),
   );
 
 /**
@@ -223,7 +194,7 @@ function landed(
   from: TaskState,
   vm: InstanceRecord["vm_state"],
 ): Update {
-  return merge(reported(move.uuid, host, "migration.dest_host", attempt), {
+  return merge(reportedBy(WORKFLOWS.move, move.uuid, { host, field: "migration.dest_host", attempt }), {
     set: [
       "host = :rh",
       "node = :node",
@@ -285,7 +256,7 @@ export const destinationFailed: MoveReport = (ref, move, host, attempt, ev) =>
   transitionWithEvent(
     ref,
     ev,
-    merge(reported(move.uuid, host, "migration.dest_host", attempt), {
+    merge(reportedBy(WORKFLOWS.move, move.uuid, { host, field: "migration.dest_host", attempt }), {
       set: [
         "migration.dest_host = :null",
         "migration.dest_node = :null",
@@ -312,28 +283,16 @@ export function moveFailed(
   ev: ActionEvent,
   next: TaskState = null,
 ): Promise<InstanceRecord | undefined> {
+  const values: Record<string, unknown> = { ":next": next, ":fault": f, ":failed": "error" };
   return transitionWithEvent(
     ref,
     ev,
-    inMove(migration, {
+    inWorkflow(WORKFLOWS.move, migration, {
       set: ["task_state = :next", "fault = :fault", "migration.#ms = :failed"],
       remove: ["alternates"],
-      condition: "task_state IN (:t1, :t2, :t3, :t4, :t5, :t6) AND migration.#ms <> :failed",
+      condition: `${inState(values, "task_state", MOVE_TASKS, "t")} AND migration.#ms <> :failed`,
       names: { "#ms": "status" },
-
-      values: {
-        ":next": next,
-        ":fault": f,
-        ":failed": "error",
-        ":t1": "resize_prep",
-
-        ":t2": "resize_migrating",
-        ":t3": "resize_migrated",
-        ":t4": "rebuilding",
-        ":t5": "rebuild_spawning",
-        // a live migration: it fails back to its source wherever it was
-        ":t6": "migrating",
-      },
+      values,
     }),
   );
 }
@@ -370,7 +329,8 @@ async function settledBegin(
   back: (move: MoveContext) => Usage,
 ): Promise<boolean> {
   if (!rec.migration) return false;
-  const u = inMove(
+  const u = inWorkflow(
+    WORKFLOWS.move,
     rec.migration.uuid,
     merge(status(next), {
       set: ["task_state = :task", "actions.#rid = :action"],
@@ -413,7 +373,7 @@ export function confirmed(
   return transitionWithEvent(
     ref,
     ev,
-    merge(reported(move.uuid, host, "migration.source_host"), {
+    merge(reportedBy(WORKFLOWS.move, move.uuid, { host, field: "migration.source_host" }), {
       set: ["vm_state = :old"],
       remove: ["migration"],
       condition: "vm_state = :resized AND migration.#ms = :confirming",
@@ -432,7 +392,7 @@ export const revertedOnDestination: MoveReport<[number]> = (ref, move, host, att
   transitionWithEvent(
     ref,
     ev,
-    merge(reported(move.uuid, host, "host", attempt), {
+    merge(reportedBy(WORKFLOWS.move, move.uuid, { host, field: "host", attempt }), {
       set: [
         "host = :sh",
         "node = :sn",
@@ -461,7 +421,7 @@ export const revertFinished: MoveReport<[number]> = (ref, move, host, attempt, p
   transitionWithEvent(
     ref,
     ev,
-    merge(reported(move.uuid, host, "host", attempt), {
+    merge(reportedBy(WORKFLOWS.move, move.uuid, { host, field: "host", attempt }), {
       set: ["vm_state = :old", "task_state = :null", "power_state = :power", "power_state_at = :now"],
       remove: ["migration"],
       condition: "attempt = :ra AND task_state = :reverting",
@@ -512,15 +472,17 @@ export async function confirmMove(rec: InstanceRecord, a: InstanceAction, io: Co
  */
 export async function closeFailedMove(rec: InstanceRecord, move: MoveContext): Promise<boolean> {
   return releasingWith(
-    {
-      TableName: instancesTable(),
-      Key: { id: rec.id },
-      UpdateExpression: "REMOVE migration",
+    instanceUpdate(
+      rec.id,
       // (a delete in between gave the usage back whole: usageOf counts the move)
-      ConditionExpression: "deleted = :false AND migration.#mu = :mig AND migration.#ms = :failed",
-      ExpressionAttributeNames: { "#mu": "uuid", "#ms": "status" },
-      ExpressionAttributeValues: { ":mig": move.uuid, ":failed": "error", ":false": false },
-    },
+      {
+        set: [],
+        remove: ["migration"],
+        condition: "deleted = :false AND migration.#mu = :mig AND migration.#ms = :failed",
+        names: { "#mu": "uuid", "#ms": "status" },
+        values: { ":mig": move.uuid, ":failed": "error", ":false": false },
+      },
+    ),
     rec,
     upsizeDelta(move.old_flavor, move.new_flavor),
   );

@@ -3,11 +3,12 @@
 // the host reports (the action's event, the new vm_state and power_state). Every write is
 // conditioned on the state it expects, so a duplicated or late report changes nothing.
 import { randomUUID } from "node:crypto";
+import { inState } from "../aws/dynamo-conditions.js";
 import type { ActionDoneReport, ActionStartedReport } from "../messages/reports.js";
 import { eventKey, storedEvent } from "./codec.js";
 import { readHostAnswer, storeHostAnswer } from "./host-answers.js";
 import { getInstance } from "./queries.js";
-import { beginAction, endAction, eventFinished, eventStarted, inState, transition } from "./transition.js";
+import { beginAction, endAction, eventFinished, eventStarted, transition } from "./transition.js";
 import type { InstanceAction, InstanceRecord, TaskState, VmState } from "./types.js";
 
 export type PowerActionName = "stop" | "start" | "reboot" | "pause" | "unpause" | "suspend" | "resume";

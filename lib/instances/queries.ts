@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { queryAll } from "../aws/dynamo-pages.js";
 import {
   INSTANCES_BY_HOST_INDEX,
@@ -309,10 +310,7 @@ async function changedKeys(q: ServerListing): Promise<Position[]> {
     values[":d"] = q.deleted;
   }
   if (q.vmStates) {
-    filters.push(`vm_state IN (${q.vmStates.map((_, i) => `:v${i}`).join(", ")})`);
-    q.vmStates.forEach((s, i) => {
-      values[`:v${i}`] = s;
-    });
+    filters.push(inState(values, "vm_state", q.vmStates, "v"));
   }
   // the builds in flight are not in the changes index yet: their keys, their items checked later
   const building =

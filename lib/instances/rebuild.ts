@@ -5,16 +5,18 @@
 // rebuild's uuid (the record's RebuildContext) and the task state the step expects; the host's
 // report is also fenced by the host and the instance's attempt, so a duplicated, late or zombie
 // report changes nothing. No claim is made or released: the instance keeps its allocation.
+
+import { inState } from "../aws/dynamo-conditions.js";
 import {
   beginAction,
   type HostReportWrite,
   type InstanceRef,
   merge,
-  transition,
   transitionWithEvent,
   type Update,
 } from "./transition.js";
 import type { ActionEvent, Fault, InstanceAction, InstanceRecord, RebuildContext } from "./types.js";
+import { abandonAction, inWorkflow, reportedBy, WORKFLOWS } from "./workflows.js";
 
 /** The conductor's event (Nova's EventReporter 'rebuild_server', for rebuild and evacuate alike). */
 export { EVENT_REBUILD } from "./move.js";
@@ -35,20 +37,6 @@ export type RebuildFields = Partial<
     | "access_ip_v6"
   >
 >;
-
-/** The record is in this rebuild: not deleted, and its RebuildContext is this one. */
-function inRebuild(uuid: string, more: Update): Update {
-  return merge(
-    {
-      set: ["updated_at = :now"],
-      condition: "deleted = :false AND #rb.#ru = :rb",
-      // (both are DynamoDB reserved words)
-      names: { "#rb": "rebuild", "#ru": "uuid" },
-      values: { ":false": false, ":rb": uuid, ":now": new Date().toISOString() },
-    },
-    more,
-  );
-}
 
 /**
  * API: accept a rebuild. The new image and fields, the task state, the RebuildContext and Nova's
@@ -80,18 +68,18 @@ export function beginRebuild(
 }
 
 /** API: take back a rebuild whose request could not be sent (the image it had comes back). */
-export function abandonRebuild(id: string, ctx: RebuildContext): Promise<InstanceRecord | undefined> {
-  return transition(
+export const abandonRebuild = (id: string, ctx: RebuildContext): Promise<InstanceRecord | undefined> =>
+  abandonAction(
     id,
-    inRebuild(ctx.uuid, {
-      set: ["task_state = :null", "#img = :orig"],
-      remove: ["#rb"],
+    "rebuilding",
+    { workflow: WORKFLOWS.rebuild, uuid: ctx.uuid },
+    {
+      set: ["#img = :orig"],
+      condition: "attribute_exists(id)",
       names: { "#img": "image" },
-      condition: "task_state = :rebuilding",
-      values: { ":null": null, ":orig": ctx.orig_image, ":rebuilding": "rebuilding" },
-    }),
+      values: { ":orig": ctx.orig_image },
+    },
   );
-}
 
 /**
  * Conductor: the host may rebuild (its check passed, or the image is the same): rebuild_spawning,
@@ -106,7 +94,7 @@ export function rebuildScheduled(
   return transitionWithEvent(
     ref,
     ev,
-    inRebuild(ctx.uuid, {
+    inWorkflow(WORKFLOWS.rebuild, ctx.uuid, {
       set: ["task_state = :spawning"],
       condition: "task_state = :rebuilding AND host = :h",
       values: { ":spawning": "rebuild_spawning", ":rebuilding": "rebuilding", ":h": host },
@@ -125,39 +113,36 @@ export function rebuildRefused(
   f: Fault,
   ev: ActionEvent,
 ): Promise<InstanceRecord | undefined> {
+  const values: Record<string, unknown> = {
+    ":error": "error",
+    ":null": null,
+    ":orig": ctx.orig_image,
+    ":fault": f,
+  };
   return transitionWithEvent(
     ref,
     ev,
-    inRebuild(ctx.uuid, {
+    inWorkflow(WORKFLOWS.rebuild, ctx.uuid, {
       set: ["vm_state = :error", "task_state = :null", "#img = :orig", "fault = :fault"],
       remove: ["#rb"],
       names: { "#img": "image" },
-      condition: "task_state IN (:rebuilding, :spawning)",
-      values: {
-        ":error": "error",
-        ":null": null,
-        ":orig": ctx.orig_image,
-        ":fault": f,
-        ":rebuilding": "rebuilding",
-        ":spawning": "rebuild_spawning",
-      },
+      condition: inState(values, "task_state", ["rebuilding", "rebuild_spawning"]),
+      values,
     }),
   );
 }
 
 /** A report of this rebuild by `host` at `attempt`, out of rebuild_spawning. */
 function reported(ctx: RebuildContext, host: string, attempt: number, more: Update): Update {
-  return inRebuild(
-    ctx.uuid,
-    merge(
-      {
-        set: ["task_state = :null"],
-        remove: ["#rb"],
-        condition: "host = :rh AND attempt = :ra AND task_state = :spawning",
-        values: { ":rh": host, ":ra": attempt, ":null": null, ":spawning": "rebuild_spawning" },
-      },
-      more,
-    ),
+  return merge(
+    reportedBy(WORKFLOWS.rebuild, ctx.uuid, { host, attempt }),
+    {
+      set: ["task_state = :null"],
+      remove: ["#rb"],
+      condition: "task_state = :spawning",
+      values: { ":null": null, ":spawning": "rebuild_spawning" },
+    },
+    more,
   );
 }
 

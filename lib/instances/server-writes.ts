@@ -4,7 +4,7 @@ import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { buildDeadline, instancesTable, itemOf } from "./codec.js";
 import { changeShard } from "./queries.js";
-import { merge, transition, type Update } from "./transition.js";
+import { instanceUpdate, merge, transition, type Update } from "./transition.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
 
 export async function createInstances(records: InstanceRecord[]): Promise<void> {
@@ -74,6 +74,7 @@ export function markDeletedItem(seen: InstanceRecord, now = new Date(), action?:
     // it from 2.21
     set: action ? ["actions.#rid = :action"] : [],
     condition: "attempt = :seen_attempt AND vm_state = :seen_vm AND updated_at = :seen_updated",
+    names: action ? { "#rid": action.request_id } : {},
     values: {
       ":seen_attempt": seen.attempt,
       ":seen_vm": seen.vm_state,
@@ -81,16 +82,7 @@ export function markDeletedItem(seen: InstanceRecord, now = new Date(), action?:
       ...(action ? { ":action": action } : {}),
     },
   });
-  return {
-    Update: {
-      TableName: instancesTable(),
-      Key: { id: seen.id },
-      UpdateExpression: `SET ${u.set.join(", ")} REMOVE ${u.remove!.join(", ")}`,
-      ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
-      ExpressionAttributeValues: u.values,
-      ...(action ? { ExpressionAttributeNames: { "#rid": action.request_id } } : {}),
-    },
-  };
+  return { Update: instanceUpdate(seen.id, u) };
 }
 
 /** What a user may change of a live server: PUT /servers/{id}, its metadata, tags and lock. */

@@ -5,13 +5,14 @@
 // through the conductor, which places it as a build is placed. Every write is conditioned on the
 // state it expects (and the host's on its host and attempt, an unshelve's on its uuid), so a
 // duplicated, late or zombie report changes nothing.
+
+import { inState } from "../aws/dynamo-conditions.js";
 import { createImage } from "../catalog/image-create.js";
 import { placedOn } from "./build.js";
 import { serverImageRecord } from "./snapshot.js";
 import {
   type HostReportWrite,
   type InstanceRef,
-  inState,
   merge,
   transition,
   transitionWithEvent,
@@ -20,12 +21,12 @@ import {
 import type {
   ActionEvent,
   Fault,
-  InstanceAction,
   InstanceRecord,
   ShelveContext,
   TaskState,
   UnshelveContext,
 } from "./types.js";
+import { inWorkflow, reportedBy, WORKFLOWS } from "./workflows.js";
 
 /** The host's events (wrap_instance_event on the compute manager's methods). */
 export const EVENT_SHELVE = "compute_shelve_instance";
@@ -47,37 +48,6 @@ const SHELVING: Exclude<TaskState, null>[] = [
 ];
 
 const POWER_SHUTDOWN = 4;
-
-/**
- * API: accept a shelve, a shelve offload or an unshelve: the task state and Nova's instance action
- * in one write, conditioned on the vm_state and task state the API checked and on the host it
- * read, so two concurrent requests give one 202 and one 409. `more` adds an unshelve's context.
- * Undefined when the state changed meanwhile.
- */
-export function beginShelveAction(
-  rec: InstanceRecord,
-  task: TaskState,
-  a: InstanceAction,
-  more?: Update,
-): Promise<InstanceRecord | undefined> {
-  const values: Record<string, unknown> = {
-    ":task": task,
-    ":now": a.start_time,
-    ":action": a,
-    ":false": false,
-    ":vm": rec.vm_state,
-    ":null": null,
-  };
-  const base: Update = {
-    set: ["task_state = :task", "updated_at = :now", "actions.#rid = :action"],
-    condition: `deleted = :false AND vm_state = :vm AND task_state = :null AND ${
-      rec.host ? "host = :h" : "attribute_not_exists(host)"
-    }`,
-    names: { "#rid": a.request_id },
-    values: rec.host ? { ...values, ":h": rec.host } : values,
-  };
-  return transition(rec.id, more ? merge(base, more) : base);
-}
 
 /** The unshelve's context and, when a zone was given (2.77) or unpinned (2.91), the request spec's zone. */
 export function unshelveFields(
@@ -218,19 +188,6 @@ export const SHELVED_POWER = POWER_SHUTDOWN;
 
 // ---- unshelve of a SHELVED_OFFLOADED server, through the conductor ----
 
-/** The record is in this unshelve: offloaded, not deleted, and its UnshelveContext is this one. */
-function inUnshelve(uuid: string, more: Update): Update {
-  return merge(
-    {
-      set: ["updated_at = :now"],
-      condition: "deleted = :false AND vm_state = :off AND #us.#uu = :us",
-      names: { "#us": "unshelve", "#uu": "uuid" },
-      values: { ":false": false, ":off": "shelved_offloaded", ":us": uuid, ":now": new Date().toISOString() },
-    },
-    more,
-  );
-}
-
 export type UnshelvePlaceOutcome =
   | { kind: "placed" | "already-placed"; record: InstanceRecord }
   | { kind: "gone"; record: undefined };
@@ -253,7 +210,7 @@ export async function placeUnshelve(
   const placed = await transitionWithEvent(
     ref,
     ev,
-    inUnshelve(uuid, {
+    inWorkflow(WORKFLOWS.unshelve, uuid, {
       set: [...at.set, "task_state = :spawning"],
       condition: "attempt < :n AND task_state = :unshelving",
       values: { ...at.values, ":spawning": "spawning", ":unshelving": "unshelving" },
@@ -274,16 +231,10 @@ export async function placeUnshelve(
 
 /** The host's report of an unshelve is for this unshelve, attempt and host, still spawning. */
 function spawningHere(uuid: string, host: string, attempt: number, more: Update): Update {
-  return inUnshelve(
-    uuid,
-    merge(
-      {
-        set: [],
-        condition: "host = :h AND attempt = :n AND task_state = :spawning",
-        values: { ":h": host, ":n": attempt, ":spawning": "spawning" },
-      },
-      more,
-    ),
+  return merge(
+    reportedBy(WORKFLOWS.unshelve, uuid, { host, attempt }),
+    { set: [], condition: "task_state = :spawning", values: { ":spawning": "spawning" } },
+    more,
   );
 }
 
@@ -339,37 +290,13 @@ export function unshelveEnded(
   return transitionWithEvent(
     ref,
     ev,
-    inUnshelve(uuid, {
+    inWorkflow(WORKFLOWS.unshelve, uuid, {
       set: ["task_state = :null", ...(f ? ["fault = :fault"] : [])],
       remove: ["#us", "host", "node", "alternates"],
       condition: "attribute_exists(#us)",
       values: { ":null": null, ...(f ? { ":fault": f } : {}) },
     }),
   );
-}
-
-/**
- * API: the cast or request after beginShelveAction could not be sent: the task state goes back to
- * none (and an unshelve's context goes), unless something moved it on meanwhile.
- */
-export function abandonShelveAction(
-  id: string,
-  task: TaskState,
-  unshelveUuid?: string,
-): Promise<InstanceRecord | undefined> {
-  return transition(id, {
-    set: ["task_state = :null", "updated_at = :now"],
-    remove: unshelveUuid ? ["#us"] : [],
-    condition: `deleted = :false AND task_state = :task${unshelveUuid ? " AND #us.#uu = :us" : ""}`,
-    names: unshelveUuid ? { "#us": "unshelve", "#uu": "uuid" } : {},
-    values: {
-      ":null": null,
-      ":now": new Date().toISOString(),
-      ":false": false,
-      ":task": task,
-      ...(unshelveUuid ? { ":us": unshelveUuid } : {}),
-    },
-  });
 }
 
 /**

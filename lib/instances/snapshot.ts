@@ -14,7 +14,7 @@ import type { SnapshotDoneReport, SnapshotProgressReport } from "../messages/rep
 import { eventKey, storedEvent } from "./codec.js";
 import { getInstance } from "./queries.js";
 import { endAction, eventFinished, eventStarted, transition } from "./transition.js";
-import type { InstanceAction, InstanceRecord, TaskState } from "./types.js";
+import type { InstanceRecord, TaskState } from "./types.js";
 
 export type ServerImageType = "snapshot" | "backup";
 
@@ -124,32 +124,6 @@ export async function serverImageRecord(
     ...(shared ? { members: [rec.project_id] } : {}),
     ...(req.rotation !== undefined ? { rotation: req.rotation } : {}),
   };
-}
-
-/**
- * API: accept a snapshot or backup: the task state and Nova's instance action in one write,
- * conditioned on the state the API checked (its vm_state, no task), so two concurrent requests
- * give one 202 and one 409. Undefined when the state changed meanwhile.
- */
-export async function beginSnapshot(
-  rec: InstanceRecord,
-  type: ServerImageType,
-  a: InstanceAction,
-): Promise<InstanceRecord | undefined> {
-  return transition(rec.id, {
-    set: ["task_state = :task", "updated_at = :now", "actions.#rid = :action"],
-    condition: "deleted = :false AND vm_state = :vm AND task_state = :null AND host = :h",
-    names: { "#rid": a.request_id },
-    values: {
-      ":task": SNAPSHOT_BEGIN_TASK[type],
-      ":now": a.start_time,
-      ":action": a,
-      ":false": false,
-      ":null": null,
-      ":vm": rec.vm_state,
-      ":h": rec.host,
-    },
-  });
 }
 
 const typeOf = (rec: InstanceRecord, requestId: string): ServerImageType =>

@@ -3,6 +3,7 @@
 // transition (a duplicated message, a re-run step) changes nothing.
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { inState } from "../aws/dynamo-conditions.js";
 import { unlessConditionFails } from "../aws/dynamo-errors.js";
 import type { ActionDoneReport } from "../messages/reports.js";
 import { eventKey, instancesTable, recordOf, storedEvent } from "./codec.js";
@@ -33,7 +34,12 @@ export function instanceUpdate(id: string, u: Update) {
   return {
     TableName: instancesTable(),
     Key: { id },
-    UpdateExpression: `SET ${u.set.join(", ")}${u.remove?.length ? ` REMOVE ${u.remove.join(", ")}` : ""}`,
+    UpdateExpression: [
+      u.set.length ? `SET ${u.set.join(", ")}` : "",
+      u.remove?.length ? `REMOVE ${u.remove.join(", ")}` : "",
+    ]
+      .filter(Boolean)
+      .join(" "),
     ConditionExpression: `attribute_exists(id) AND ${u.condition}`,
     ExpressionAttributeNames: u.names && Object.keys(u.names).length ? u.names : undefined,
     ExpressionAttributeValues: u.values,
@@ -50,18 +56,8 @@ export function eventClause(rec: { request_id: string }, ev: ActionEvent, tag = 
   };
 }
 
-/** `attr IN (...)` over `states`, each added to `values` as `:<prefix>0`, `:<prefix>1`, ... */
-export function inState(
-  values: Record<string, unknown>,
-  attr: string,
-  states: readonly unknown[],
-  prefix = attr,
-): string {
-  states.forEach((s, i) => {
-    values[`:${prefix}${i}`] = s;
-  });
-  return `${attr} IN (${states.map((_, i) => `:${prefix}${i}`).join(", ")})`;
-}
+/** A part that changes and requires nothing more (the record exists). */
+export const NO_CHANGE: Update = { set: [], condition: "attribute_exists(id)", values: {} };
 
 export function merge(...parts: Update[]): Update {
   return {
@@ -119,10 +115,12 @@ export type HostReportWrite<Ctx, Args extends unknown[] = []> = (
 ) => Promise<InstanceRecord | undefined>;
 
 /**
- * API: accept an action: the task state it begins with and Nova's instance action in one write,
- * conditioned on the state the API checked (vm_state and task state as read, on the host read),
- * so two concurrent requests give one 202 and one 409. `more` adds what the action records and
- * requires besides. Undefined when the state changed meanwhile.
+ * API: accept an action (a power action, a snapshot, a shelve, a move, a rebuild, an unshelve):
+ * the task state it begins with and Nova's instance action in one write, conditioned on the state
+ * the API checked (vm_state and task state as read, on the host read, or on none for an
+ * offloaded server), so two concurrent requests give one 202 and one 409. `more` adds what the
+ * action records and requires besides (a move's or rebuild's context). Undefined when the state
+ * changed meanwhile.
  */
 export function beginAction(
   rec: InstanceRecord,
@@ -130,21 +128,24 @@ export function beginAction(
   a: InstanceAction,
   more?: Update,
 ): Promise<InstanceRecord | undefined> {
-  return transition(rec.id, {
-    set: ["task_state = :task", ...(more?.set ?? []), "updated_at = :now", "actions.#rid = :action"],
-    condition: `deleted = :false AND vm_state = :vm AND task_state = :seen AND host = :h${more ? ` AND ${more.condition}` : ""}`,
-    names: { "#rid": a.request_id, ...more?.names },
-    values: {
-      ":task": task,
-      ...more?.values,
-      ":now": a.start_time,
-      ":action": a,
-      ":false": false,
-      ":vm": rec.vm_state,
-      ":seen": rec.task_state,
-      ":h": rec.host,
-    },
-  });
+  const values: Record<string, unknown> = {
+    ":task": task,
+    ":now": a.start_time,
+    ":action": a,
+    ":false": false,
+    ":vm": rec.vm_state,
+    ":seen": rec.task_state,
+  };
+  if (rec.host) values[":h"] = rec.host;
+  const begin: Update = {
+    set: ["task_state = :task", "updated_at = :now", "actions.#rid = :action"],
+    condition: `deleted = :false AND vm_state = :vm AND task_state = :seen AND ${
+      rec.host ? "host = :h" : "attribute_not_exists(host)"
+    }`,
+    names: { "#rid": a.request_id },
+    values,
+  };
+  return transition(rec.id, more ? merge(begin, more) : begin);
 }
 
 /** What a host reports of an action it began or ended (a power action's, a snapshot's). */

@@ -8,11 +8,12 @@ import { z } from "zod";
 import { castToCompute } from "../../aws/send.js";
 import { createImage as recordImage } from "../../catalog/image-create.js";
 import {
-  beginSnapshot,
   deleteServerImage,
   type ServerImageType,
+  SNAPSHOT_BEGIN_TASK,
   serverImageRecord,
 } from "../../instances/snapshot.js";
+import { beginAction } from "../../instances/transition.js";
 import type { InstanceRecord } from "../../instances/types.js";
 import { forbidden } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
@@ -63,7 +64,7 @@ async function serverImage(
     now: deps.now(),
   });
   await recordImage(image);
-  const begun = await beginSnapshot(rec, type, actionRecord(apiAction, call));
+  const begun = await beginAction(rec, SNAPSHOT_BEGIN_TASK[type], actionRecord(apiAction, call));
   if (!begun) {
     // Nova deletes the image it created when the server changed meanwhile
     await deleteServerImage(image.id);

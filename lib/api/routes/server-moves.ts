@@ -8,11 +8,12 @@ import { moveOptions } from "../../config.js";
 import { confirmMove } from "../../instances/move.js";
 import {
   acceptMove,
+  MOVE_BEGINS,
   type MoveKind,
   MoveNotQueued,
   type MoveRequestSpec,
 } from "../../instances/move-accept.js";
-import type { ActionName, InstanceRecord, MigrationRecord } from "../../instances/types.js";
+import type { InstanceRecord, MigrationRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
 import { isServiceUp } from "../../placement/liveness.js";
@@ -45,14 +46,6 @@ const API_ACTION: Record<MoveKind, string> = {
   "live-migration": "os-migrateLive",
 };
 
-/** ... and the instance action it records (Nova's instance_actions). */
-const ACTION_NAME: Record<MoveKind, ActionName> = {
-  resize: "resize",
-  migration: "migrate",
-  evacuation: "evacuate",
-  "live-migration": "live-migration",
-};
-
 /** Nova's InstanceInvalidState, as the API words it. */
 export const invalidState = (
   id: string,
@@ -60,6 +53,16 @@ export const invalidState = (
   attr: "vm_state" | "task_state",
   state: string | null,
 ) => conflict(`Cannot '${apiAction}' instance ${id} while it is in ${attr} ${state ?? "None"}`);
+
+/** Nova's check_instance_state(vm_state=`vmStates`, task_state=[None]), its 409s as the API words them. */
+export function checkInstanceState(
+  rec: InstanceRecord,
+  apiAction: string,
+  vmStates: readonly string[],
+): void {
+  if (!vmStates.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
+  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+}
 
 function moveDeps(call: RouteCall): MoveDeps {
   const m = call.deps.moves;
@@ -140,9 +143,7 @@ export async function evacuate(call: RouteCall, rec: InstanceRecord, arg: unknow
     if (!found || found.service.deleted_at) throw notFound(`Compute host ${host} not found.`);
     if (host === rec.host) throw badRequest("The target host can't be the same one.");
   }
-  if (!["active", "stopped", "error"].includes(rec.vm_state))
-    throw invalidState(rec.id, "evacuate", "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, "evacuate", "task_state", rec.task_state);
+  checkInstanceState(rec, "evacuate", ["active", "stopped", "error"]);
   if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
   const source = await call.deps.getHost(rec.host);
   if (source && isServiceUp(source)) throw badRequest(`Compute service of ${rec.host} is still in use.`);
@@ -157,9 +158,7 @@ export async function evacuate(call: RouteCall, rec: InstanceRecord, arg: unknow
 
 /** Nova's check_instance_state(vm_state=[ACTIVE, STOPPED], task_state=[None]) for resize and migrate. */
 function checkMovable(rec: InstanceRecord, apiAction: string): void {
-  if (rec.vm_state !== "active" && rec.vm_state !== "stopped")
-    throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+  checkInstanceState(rec, apiAction, ["active", "stopped"]);
   if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
 }
 
@@ -185,7 +184,7 @@ export async function accept(
         // Nova puts the source in the ignore list unless a resize may stay (a migration never does)
         sameHostAllowed: kind === "resize" && moveOptions().allowResizeToSameHost,
         ...extra,
-        action: actionRecord(ACTION_NAME[kind], call),
+        action: actionRecord(MOVE_BEGINS[kind].action, call),
       },
       {
         ...m,

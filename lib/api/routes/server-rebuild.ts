@@ -5,10 +5,10 @@
 // against the host and casts to it (lib/conductor/rebuild.ts).
 import { randomUUID } from "node:crypto";
 import { imageVisibleTo } from "../../catalog/image-create.js";
+import { ActionNotSent, acceptAction } from "../../instances/accept.js";
 import type { RebuildFields } from "../../instances/rebuild.js";
 import { conductorRequest } from "../../instances/request-spec.js";
 import type { InstanceRecord, RebuildContext } from "../../instances/types.js";
-import { log } from "../../log.js";
 import { imageSpec, newAdminPass } from "../build.js";
 import type { RebuildDeps } from "../deps.js";
 import { ApiError, badRequest, conflict } from "../errors.js";
@@ -17,7 +17,7 @@ import { parseRebuildBody } from "../validation/server-rebuild.js";
 import { checkMetadataLimit } from "../validation/servers.js";
 import { serverUpdateView } from "../views/servers.js";
 import { actionRecord } from "./instance-action.js";
-import { checkLock, invalidState, refusedBy } from "./server-moves.js";
+import { checkInstanceState, checkLock, refusedBy } from "./server-moves.js";
 import { viewOf } from "./servers.js";
 
 function rebuildDeps(call: RouteCall): RebuildDeps {
@@ -32,9 +32,7 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
   const { auth, version } = ctx;
   const body = parseRebuildBody(arg, version);
   checkLock(call, rec);
-  if (!["active", "stopped", "error"].includes(rec.vm_state))
-    throw invalidState(rec.id, "rebuild", "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, "rebuild", "task_state", rec.task_state);
+  checkInstanceState(rec, "rebuild", ["active", "stopped", "error"]);
   // a build that failed never ran anywhere: there is no host (nor claim) to rebuild it on
   if (!rec.host || !rec.launched_at) throw conflict(`Instance ${rec.id} is not ready`);
 
@@ -74,26 +72,32 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
     old_vm_state: rec.vm_state === "stopped" ? "stopped" : rec.vm_state === "error" ? "error" : "active",
   };
   const r = rebuildDeps(call);
-  const begun = await r.begin(rec, rebuildCtx, imageSpec(image), fields, action);
-  if (!begun) return refusedBy(call, rec, "rebuild");
-  ctx.logFields.rebuild_uuid = rebuildCtx.uuid;
+  let begun: InstanceRecord | undefined;
   try {
-    await deps.sendBuildRequest({
-      ...conductorRequest(rec, action.request_id),
-      rebuild: { rebuild_uuid: rebuildCtx.uuid },
-    });
+    begun = await acceptAction(
+      {
+        instance_uuid: rec.id,
+        request_id: action.request_id,
+        write: () => r.begin(rec, rebuildCtx, imageSpec(image), fields, action),
+        abandon: () => r.abandon(rec.id, rebuildCtx),
+      },
+      () => {
+        ctx.logFields.rebuild_uuid = rebuildCtx.uuid;
+        return deps.sendBuildRequest({
+          ...conductorRequest(rec, action.request_id),
+          rebuild: { rebuild_uuid: rebuildCtx.uuid },
+        });
+      },
+    );
   } catch (e) {
-    await r
-      .abandon(rec.id, rebuildCtx)
-      .catch((error: unknown) =>
-        log.error("api.rebuild.not_abandoned", { request_id: ctx.requestId, instance_uuid: rec.id, error }),
-      );
-    ctx.logFields.error = e;
+    if (!(e instanceof ActionNotSent)) throw e;
+    ctx.logFields.error = e.cause;
     throw new ApiError(
       "computeFault",
       "The server could not be rebuilt: its request could not be queued. Please try again.",
     );
   }
+  if (!begun) return refusedBy(call, rec, "rebuild");
 
   // Nova's rebuild answer: PUT's view of the server, with key_name from 2.54 and user_data from
   // 2.57 (everything from 2.75), and the admin password (enable_instance_password)

@@ -8,10 +8,12 @@
 import { randomUUID } from "node:crypto";
 import { aggregateZoneByHost, hostAvailabilityZone } from "../../catalog/aggregates.js";
 import { schedulerConfig } from "../../config.js";
+import { ActionNotSent, acceptAction } from "../../instances/accept.js";
 import { conductorRequest } from "../../instances/request-spec.js";
 import { SHELVE_FROM, unshelveFields } from "../../instances/shelve.js";
-import type { InstanceRecord, TaskState, UnshelveContext } from "../../instances/types.js";
-import { log } from "../../log.js";
+import type { Update } from "../../instances/transition.js";
+import type { InstanceAction, InstanceRecord, TaskState, UnshelveContext } from "../../instances/types.js";
+import { WORKFLOWS, type WorkflowRun } from "../../instances/workflows.js";
 import type { ShelveInstance } from "../../messages/compute.js";
 import type { ShelveDeps } from "../deps.js";
 import { ApiError, badRequest, conflict, policyForbidden } from "../errors.js";
@@ -20,7 +22,7 @@ import { parseUnshelveBody } from "../validation/server-shelve.js";
 import { serverStatus } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
 import { actionRecord } from "./instance-action.js";
-import { checkInstanceHost, checkLock, invalidState, refusedBy } from "./server-moves.js";
+import { checkInstanceHost, checkInstanceState, checkLock, refusedBy } from "./server-moves.js";
 
 /** Nova's shelve policies whose default is admin. */
 const SHELVE_OFFLOAD_POLICY = "os_compute_api:os-shelve:shelve_offload";
@@ -32,39 +34,39 @@ function shelveDeps(call: RouteCall): ShelveDeps {
   return s;
 }
 
-function checkState(rec: InstanceRecord, apiAction: string, vmStates: readonly string[]): void {
-  if (!vmStates.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
-}
-
 /** The server's host's queue (Nova's check_instance_host). */
 const hostQueue = async (call: RouteCall, rec: InstanceRecord): Promise<string> =>
   (await checkInstanceHost(call.deps, rec)).queue_url;
 
 /**
- * The cast after the accepting write; when it cannot be sent, the task state goes back (and an
- * unshelve's context goes), so the server is not left in a task nobody carries out.
+ * The accepting write (the task state `task`, and `more`: an unshelve's context), then the cast
+ * or request `send`; when it cannot be sent, the begin is taken back (lib/instances/accept.ts), so
+ * the server is not left in a task nobody carries out. Nova's 409 when the begin was refused.
  */
-async function sendOrAbandon(
+async function accept(
   call: RouteCall,
   rec: InstanceRecord,
-  task: TaskState,
-  send: () => Promise<void>,
-  unshelveUuid?: string,
+  apiAction: string,
+  task: Exclude<TaskState, null>,
+  a: InstanceAction,
+  send: (begun: InstanceRecord) => Promise<void>,
+  more?: { update: Update; run: WorkflowRun },
 ): Promise<void> {
+  const s = shelveDeps(call);
   try {
-    await send();
+    const begun = await acceptAction(
+      {
+        instance_uuid: rec.id,
+        request_id: a.request_id,
+        write: () => s.begin(rec, task, a, more?.update),
+        abandon: () => s.abandon(rec.id, task, more?.run),
+      },
+      send,
+    );
+    if (!begun) await refusedBy(call, rec, apiAction);
   } catch (e) {
-    await shelveDeps(call)
-      .abandon(rec.id, task, unshelveUuid)
-      .catch((error: unknown) =>
-        log.error("api.shelve.not_abandoned", {
-          request_id: call.ctx.requestId,
-          instance_uuid: rec.id,
-          error,
-        }),
-      );
-    call.ctx.logFields.error = e;
+    if (!(e instanceof ActionNotSent)) throw e;
+    call.ctx.logFields.error = e.cause;
     throw new ApiError(
       "computeFault",
       "The request could not be sent to the server's host. Please try again.",
@@ -76,13 +78,11 @@ async function sendOrAbandon(
 export async function shelve(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
   const s = shelveDeps(call);
   checkLock(call, rec);
-  checkState(rec, "shelve", SHELVE_FROM);
+  checkInstanceState(rec, "shelve", SHELVE_FROM);
   const queueUrl = await hostQueue(call, rec);
   const action = actionRecord("shelve", call);
-  const begun = await s.begin(rec, "shelving", action);
-  if (!begun) return refusedBy(call, rec, "shelve");
   const offload = s.shelvedOffloadTime() === 0;
-  await sendOrAbandon(call, rec, "shelving", async () => {
+  await accept(call, rec, "shelve", "shelving", action, async (begun) => {
     // Nova's API creates the snapshot's image before the cast; the host's driver fills it
     const imageId = await s.createShelvedImage(begun, call.ctx.auth);
     const msg: ShelveInstance = {
@@ -106,12 +106,10 @@ export async function shelveOffload(call: RouteCall, rec: InstanceRecord): Promi
   const s = shelveDeps(call);
   if (!call.ctx.auth.isAdmin) throw policyForbidden(SHELVE_OFFLOAD_POLICY);
   checkLock(call, rec);
-  checkState(rec, "shelveOffload", ["shelved"]);
+  checkInstanceState(rec, "shelveOffload", ["shelved"]);
   const queueUrl = await hostQueue(call, rec);
   const action = actionRecord("shelveOffload", call);
-  const begun = await s.begin(rec, "shelving_offloading", action);
-  if (!begun) return refusedBy(call, rec, "shelveOffload");
-  await sendOrAbandon(call, rec, "shelving_offloading", () =>
+  await accept(call, rec, "shelveOffload", "shelving_offloading", action, () =>
     s.castToCompute(queueUrl, {
       version: 1,
       kind: "shelve_instance",
@@ -137,7 +135,7 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
   const { deps, ctx } = call;
   const body = parseUnshelveBody(arg, ctx.version);
   checkLock(call, rec);
-  checkState(rec, "unshelve", ["shelved", "shelved_offloaded"]);
+  checkInstanceState(rec, "unshelve", ["shelved", "shelved_offloaded"]);
   const zonePassed = body.availability_zone !== undefined;
   if ((zonePassed || body.host) && rec.vm_state !== "shelved_offloaded") {
     throw conflict(
@@ -165,9 +163,7 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
   if (rec.vm_state === "shelved") {
     // still on its host (Nova's conductor casts start_instance): no scheduler
     const queueUrl = await hostQueue(call, rec);
-    const begun = await s.begin(rec, "unshelving", action);
-    if (!begun) return refusedBy(call, rec, "unshelve");
-    await sendOrAbandon(call, rec, "unshelving", async () =>
+    await accept(call, rec, "unshelve", "unshelving", action, async (begun) =>
       s.castToCompute(queueUrl, {
         version: 1,
         kind: "shelve_instance",
@@ -191,24 +187,23 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
     requested_host: body.host ?? null,
     tried: [],
   };
-  const begun = await s.begin(
-    rec,
-    "unshelving",
-    action,
-    unshelveFields(unshelveCtx, body.availability_zone, rec.request_spec !== undefined),
-  );
-  if (!begun) return refusedBy(call, rec, "unshelve");
-  ctx.logFields.unshelve_uuid = unshelveCtx.uuid;
-  await sendOrAbandon(
+  await accept(
     call,
     rec,
+    "unshelve",
     "unshelving",
-    () =>
-      deps.sendBuildRequest({
+    action,
+    () => {
+      ctx.logFields.unshelve_uuid = unshelveCtx.uuid;
+      return deps.sendBuildRequest({
         ...conductorRequest(rec, action.request_id),
         unshelve: { unshelve_uuid: unshelveCtx.uuid, base_attempt: rec.attempt },
-      }),
-    unshelveCtx.uuid,
+      });
+    },
+    {
+      update: unshelveFields(unshelveCtx, body.availability_zone, rec.request_spec !== undefined),
+      run: { workflow: WORKFLOWS.unshelve, uuid: unshelveCtx.uuid },
+    },
   );
   return { status: 202 };
 }
