@@ -146,7 +146,7 @@ export async function acceptedMove(
       sendBuildRequest: async (msg) => {
         sent = msg;
       },
-      reserveDelta: async () => ({ ok: true }),
+      reserveDelta: async (_project, delta) => ({ ok: true, count: 0, delta }),
       releaseUsage: async () => {},
       now: () => new Date(),
     },
