@@ -39,12 +39,12 @@ export function hostNames(n: number): string[] {
 }
 
 /** A host registered with Placement and heard from now; `memoryMb` of room. */
-export async function host(name: string, memoryMb = 8192): Promise<void> {
+export async function host(name: string, memoryMb = 8192, hypervisorType = "fake"): Promise<void> {
   await registerHost({
     host: name,
     availability_zone: "az1",
     inventories: inventoriesFor({ vcpus: 8, memory_mb: memoryMb, local_gb: 100 }),
-    hypervisor_type: "fake",
+    hypervisor_type: hypervisorType,
     hypervisor_version: 1000,
     host_ip: "10.0.0.1",
     supported_instances: [["x86_64", "fake", "hvm"]],
@@ -216,16 +216,25 @@ export async function migration(uuid: string): Promise<MigrationRecord> {
   return (await getMigration(uuid))!;
 }
 
-/** A direct write to the record, for a state the test needs that no step of this file makes. */
+/** A direct write to the record (dotted names reach into maps), for a state no step here makes. */
 export async function setFields(
   id: string,
   fields: Record<string, unknown>,
   remove: string[] = [],
 ): Promise<void> {
-  const names = Object.fromEntries([...Object.keys(fields), ...remove].map((k, i) => [`#f${i}`, k]));
-  const keys = Object.keys(names);
-  const set = Object.keys(fields).map((_, i) => `#f${i} = :v${i}`);
-  const rem = remove.map((_, i) => keys[Object.keys(fields).length + i]!);
+  const names: Record<string, string> = {};
+  const path = (key: string) =>
+    key
+      .split(".")
+      .map((part) => {
+        const n = `#n${Object.keys(names).length}`;
+        names[n] = part;
+        return n;
+      })
+      .join(".");
+  const values = Object.fromEntries(Object.values(fields).map((v, i) => [`:v${i}`, v]));
+  const set = Object.keys(fields).map((k, i) => `${path(k)} = :v${i}`);
+  const rem = remove.map(path);
   await dynamo().send(
     new UpdateCommand({
       TableName: resources().instancesTable,
@@ -237,11 +246,7 @@ export async function setFields(
         .filter(Boolean)
         .join(" "),
       ExpressionAttributeNames: names,
-      ...(set.length
-        ? {
-            ExpressionAttributeValues: Object.fromEntries(Object.values(fields).map((v, i) => [`:v${i}`, v])),
-          }
-        : {}),
+      ...(set.length ? { ExpressionAttributeValues: values } : {}),
     }),
   );
 }
