@@ -4,18 +4,16 @@
 import { describe, expect, it } from "vitest";
 import { getInstance } from "../../../lib/instances/queries.js";
 import { conductorRequest } from "../../../lib/instances/request-spec.js";
-import type { InstanceRecord } from "../../../lib/instances/types.js";
 import { type Scheduled, scheduledOf } from "../../../lib/messages/scheduled.js";
-import { claim, release } from "../../../lib/placement/claims.js";
+import { release } from "../../../lib/placement/claims.js";
 import { NO_VALID_HOST_MESSAGE } from "../../../lib/scheduler/errors.js";
-import { resourcesFromFlavor } from "../../../lib/scheduler/resources.js";
 import { useLocalAws } from "../../integration/local-aws.js";
 import {
   at,
+  building,
+  claimFor,
   claims,
   fill,
-  host,
-  hostNames,
   input,
   instance,
   retried,
@@ -27,23 +25,10 @@ import {
 
 useLocalAws();
 
-/** A server in BUILD, its request at attempt 1, and hosts for it. */
-async function building(hosts = 3) {
-  const names = hostNames(hosts);
-  for (const h of names) await host(h);
-  const rec = await instance();
-  return { rec, req: input(conductorRequest(rec, rec.request_id)), hosts: names };
-}
-
-/** What the scheduler did for attempt `n`: `hostName` claimed for the instance. */
-async function claimed(rec: InstanceRecord, hostName: string, n = 1): Promise<void> {
-  expect((await claim(hostName, rec.id, resourcesFromFlavor(rec.flavor), n)).claimed).toBe(true);
-}
-
 describe("build: placement", () => {
   it("starts on selections[0]: the host and attempt recorded, build_and_run_instance cast to its queue", async () => {
     const { rec, req, hosts } = await building();
-    await claimed(rec, hosts[0]!);
+    await claimFor(rec, hosts[0]!, 1);
     const casts = await start(req, scheduled(rec.id, hosts));
     expect(casts).toHaveLength(1);
     expect(casts[0]!.queue_url).toContain(`q-${hosts[0]}`);
@@ -58,8 +43,8 @@ describe("build: placement", () => {
     const { hosts } = await building(2);
     const a = await instance();
     const b = await instance({ request_id: a.request_id, reservation_id: a.reservation_id });
-    await claimed(a, hosts[0]!);
-    await claimed(b, hosts[1]!);
+    await claimFor(a, hosts[0]!, 1);
+    await claimFor(b, hosts[1]!, 1);
     const req = input({ ...conductorRequest(a, a.request_id), instance_uuids: [a.id, b.id] });
     const s = scheduledOf([
       { instance_uuid: a.id, selected: at(hosts[0]!), alternates: [] },
@@ -74,7 +59,7 @@ describe("build: placement", () => {
 
   it("a repeated BuildInstances casts again and claims nothing more, after the build too (the host dedups)", async () => {
     const { rec, req, hosts } = await building();
-    await claimed(rec, hosts[0]!);
+    await claimFor(rec, hosts[0]!, 1);
     const s = scheduled(rec.id, hosts);
     const first = await start(req, s);
     expect(await start(req, s)).toEqual(first);
@@ -86,7 +71,7 @@ describe("build: placement", () => {
 
   it("an instance deleted before it was placed gets its claim back", async () => {
     const { rec, req, hosts } = await building();
-    await claimed(rec, hosts[0]!);
+    await claimFor(rec, hosts[0]!, 1);
     await setFields(rec.id, { deleted: true });
     expect(await start(req, scheduled(rec.id, hosts))).toEqual([]);
     expect(await claims(rec.id)).toEqual({});
@@ -96,7 +81,7 @@ describe("build: placement", () => {
 describe("build: alternates", () => {
   it("claims the first alternate with room, skipping the hosts tried, and the same one on a re-run", async () => {
     const { rec, req, hosts } = await building(4);
-    await claimed(rec, hosts[0]!);
+    await claimFor(rec, hosts[0]!, 1);
     await start(req, scheduled(rec.id, hosts));
     // the host failed the build (its claim went with the failure report)
     await release(hosts[0]!, rec.id, 1);
@@ -127,7 +112,7 @@ describe("build: alternates", () => {
 describe("build: rollback", () => {
   it("an error in the workflow: ERROR with the error's name, every claim of the attempt released, twice", async () => {
     const { rec, req, hosts } = await building();
-    await claimed(rec, hosts[0]!);
+    await claimFor(rec, hosts[0]!, 1);
     const s = scheduled(rec.id, hosts);
     await start(req, s);
     const error = { Error: "States.TaskFailed", Cause: JSON.stringify({ errorMessage: "boom" }) };
@@ -142,7 +127,7 @@ describe("build: rollback", () => {
 
   it("finds the claims of a scheduler whose answer was lost", async () => {
     const { rec, req, hosts } = await building();
-    await claimed(rec, hosts[1]!);
+    await claimFor(rec, hosts[1]!, 1);
     await step("build_failed", req, { error: { Error: "States.Timeout" } });
     expect(await claims(rec.id)).toEqual({});
   });

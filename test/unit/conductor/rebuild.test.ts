@@ -10,6 +10,7 @@ import type { InstanceRecord, RebuildContext } from "../../../lib/instances/type
 import { NO_VALID_HOST_MESSAGE } from "../../../lib/scheduler/errors.js";
 import { useLocalAws } from "../../integration/local-aws.js";
 import {
+  actionOf,
   activeOn,
   claims,
   host,
@@ -30,31 +31,17 @@ async function rebuilding() {
   const [own, other] = hostNames(2);
   for (const h of [own!, other!]) await host(h);
   const rec = await activeOn(own!);
-  const requestId = `req-${randomUUID()}`;
+  const a = actionOf(rec, "rebuild");
   const ctx: RebuildContext = {
     uuid: randomUUID(),
-    request_id: requestId,
+    request_id: a.request_id,
     orig_image: rec.image,
     image_changed: true,
     old_vm_state: "active",
   };
-  const began = await beginRebuild(
-    rec,
-    ctx,
-    NEW_IMAGE,
-    {},
-    {
-      action: "rebuild",
-      request_id: requestId,
-      user_id: rec.user_id,
-      project_id: rec.project_id,
-      start_time: new Date().toISOString(),
-      message: null,
-      events: {},
-    },
-  );
+  const began = await beginRebuild(rec, ctx, NEW_IMAGE, {}, a);
   if (!began) throw new Error("rebuild not accepted");
-  const req = input({ ...conductorRequest(rec, requestId), rebuild: { rebuild_uuid: ctx.uuid } });
+  const req = input({ ...conductorRequest(rec, a.request_id), rebuild: { rebuild_uuid: ctx.uuid } });
   return { rec: began as InstanceRecord, oldImage: rec.image, req, own: own!, other: other! };
 }
 

@@ -4,71 +4,18 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { getInstance } from "../../../lib/instances/queries.js";
-import { conductorRequest } from "../../../lib/instances/request-spec.js";
-import { beginShelveAction, unshelveFields } from "../../../lib/instances/shelve.js";
-import type { InstanceRecord } from "../../../lib/instances/types.js";
 import { unshelveAttempt } from "../../../lib/messages/build-request.js";
 import type { Scheduled } from "../../../lib/messages/scheduled.js";
-import { claim } from "../../../lib/placement/claims.js";
-import { resourcesFromFlavor } from "../../../lib/scheduler/resources.js";
 import { useLocalAws } from "../../integration/local-aws.js";
-import {
-  claims,
-  fill,
-  host,
-  hostNames,
-  input,
-  instance,
-  retried,
-  scheduled,
-  setFields,
-  start,
-  step,
-} from "./workflow-fixtures.js";
+import { claimFor, claims, fill, retried, scheduled, start, step, unshelving } from "./workflow-fixtures.js";
 
 useLocalAws();
-
-/** A SHELVED_OFFLOADED server (no host, no claim), its unshelve accepted by the API's own write. */
-async function unshelving(hosts = 3, over: Partial<InstanceRecord> = {}) {
-  const names = hostNames(hosts);
-  for (const h of names) await host(h);
-  const shelved = await instance({
-    vm_state: "shelved_offloaded",
-    task_state: null,
-    attempt: 1,
-    shelve: { at: new Date().toISOString(), image_id: null, host: names[0]! },
-    ...over,
-  });
-  const requestId = `req-${randomUUID()}`;
-  const ctx = { uuid: randomUUID(), request_id: requestId, base_attempt: 1, requested_host: null, tried: [] };
-  const action = {
-    action: "unshelve" as const,
-    request_id: requestId,
-    user_id: shelved.user_id,
-    project_id: shelved.project_id,
-    start_time: new Date().toISOString(),
-    message: null,
-    events: {},
-  };
-  const rec = await beginShelveAction(shelved, "unshelving", action, unshelveFields(ctx, undefined, false));
-  if (!rec) throw new Error("unshelve not accepted");
-  const req = input({
-    ...conductorRequest(rec, requestId),
-    unshelve: { unshelve_uuid: ctx.uuid, base_attempt: 1 },
-  });
-  return { rec, req, hosts: names };
-}
-
-/** What the scheduler did: `hostName` claimed for the unshelve's attempt. */
-async function claimed(rec: InstanceRecord, hostName: string, n: number): Promise<void> {
-  expect((await claim(hostName, rec.id, resourcesFromFlavor(rec.flavor), n)).claimed).toBe(true);
-}
 
 describe("unshelve: placement", () => {
   it("starts on selections[0]: spawning there at the unshelve's attempt, unshelve_instance cast to it; again the same", async () => {
     const { rec, req, hosts } = await unshelving();
     const n = unshelveAttempt(req);
-    await claimed(rec, hosts[1]!, n);
+    await claimFor(rec, hosts[1]!, n);
     const s = scheduled(rec.id, hosts.slice(1));
     const casts = await start(req, s);
     expect(casts.map((c) => c.msg)).toMatchObject([
@@ -80,24 +27,12 @@ describe("unshelve: placement", () => {
     expect(await claims(rec.id)).toEqual({ [hosts[1]!]: n });
   });
 
-  // Fails on the old startUnshelve, which released the claim on every `gone`.
-  it("a BuildInstances repeated after the server came back keeps the claim it lives on", async () => {
-    const { rec, req, hosts } = await unshelving();
-    const n = unshelveAttempt(req);
-    await claimed(rec, hosts[0]!, n);
-    const s = scheduled(rec.id, hosts);
-    await start(req, s);
-    await setFields(rec.id, { vm_state: "active", task_state: null }, ["unshelve", "shelve"]);
-    expect(await start(req, s)).toEqual([]);
-    expect(await claims(rec.id)).toEqual({ [hosts[0]!]: n });
-  });
-
   it("a shelved image that is gone: the unshelve ends with Nova's fault, its claim released", async () => {
     const missing = randomUUID();
     const { rec, req, hosts } = await unshelving(1, {
       shelve: { at: new Date().toISOString(), image_id: missing, host: "gone" },
     });
-    await claimed(rec, hosts[0]!, unshelveAttempt(req));
+    await claimFor(rec, hosts[0]!, unshelveAttempt(req));
     expect(await start(req, scheduled(rec.id, hosts))).toEqual([]);
     const now = (await getInstance(rec.id))!;
     expect(now).toMatchObject({ vm_state: "shelved_offloaded", task_state: null });
@@ -121,7 +56,7 @@ describe("unshelve: alternates", () => {
 describe("unshelve: rollback", () => {
   it("NoValidHost: SHELVED_OFFLOADED with no task and no fault (Nova), every claim of it released; twice", async () => {
     const { rec, req, hosts } = await unshelving();
-    await claimed(rec, hosts[0]!, unshelveAttempt(req));
+    await claimFor(rec, hosts[0]!, unshelveAttempt(req));
     await start(req, scheduled(rec.id, hosts));
     for (let i = 0; i < 2; i++) {
       await step("no_valid_host", retried(req, 2, [hosts[0]!]), { no_valid_host: { details: "0/3" } });
@@ -134,7 +69,7 @@ describe("unshelve: rollback", () => {
 
   it("an error in the workflow: the fault names it, nothing is claimed", async () => {
     const { rec, req, hosts } = await unshelving();
-    await claimed(rec, hosts[0]!, unshelveAttempt(req));
+    await claimFor(rec, hosts[0]!, unshelveAttempt(req));
     await step("build_failed", req, { error: { Error: "States.Timeout" } });
     const now = (await getInstance(rec.id))!;
     expect(now.fault?.message).toBe(`Unshelve of instance ${rec.id} aborted: States.Timeout`);

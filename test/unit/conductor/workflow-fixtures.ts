@@ -3,24 +3,26 @@
 // step called as the state machine calls it (conductorStep), so a test reads what the workflow did.
 import { randomUUID } from "node:crypto";
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { defaultDeps } from "../../../lib/api/deps.js";
 import { dynamo } from "../../../lib/aws/clients.js";
 import { inventoriesFor } from "../../../lib/compute/inventory.js";
 import { type ConductorEvent, conductorStep } from "../../../lib/conductor/dispatch.js";
 import type { Cast } from "../../../lib/conductor/types.js";
 import { resources } from "../../../lib/config.js";
-import {
-  createMigration,
-  getMigration,
-  nextMigrationId,
-  updateMigration,
-} from "../../../lib/instances/migrations.js";
-import { abandonMove, beginMove } from "../../../lib/instances/move.js";
+import { getMigration } from "../../../lib/instances/migrations.js";
 import { acceptMove, type MoveKind } from "../../../lib/instances/move-accept.js";
 import { getInstance } from "../../../lib/instances/queries.js";
+import { conductorRequest } from "../../../lib/instances/request-spec.js";
 import { createInstances } from "../../../lib/instances/server-writes.js";
-import type { InstanceRecord, MigrationRecord } from "../../../lib/instances/types.js";
+import { beginShelveAction, unshelveFields } from "../../../lib/instances/shelve.js";
+import type {
+  ActionName,
+  InstanceAction,
+  InstanceRecord,
+  MigrationRecord,
+} from "../../../lib/instances/types.js";
 import { type BuildRequest, moveAttempt } from "../../../lib/messages/build-request.js";
-import type { Destination, FlavorSpec } from "../../../lib/messages/common.js";
+import type { Destination } from "../../../lib/messages/common.js";
 import { type ComputeMessage, computeMessage } from "../../../lib/messages/compute.js";
 import { type ConductorInput, type Scheduled, scheduledOf } from "../../../lib/messages/scheduled.js";
 import { consumerAllocations } from "../../../lib/placement/allocations.js";
@@ -105,44 +107,45 @@ export function retried<R extends ConductorInput>(
   return { ...req, retry: { num_attempts: n, hosts: tried }, alternates: alternates.map(at) };
 }
 
-/** A move accepted by the API's own write (acceptMove); the request it sends to the conductor. */
-export async function acceptedMove(
+/** Nova's instance action for a request of `rec`'s owner. */
+export function actionOf(
   rec: InstanceRecord,
-  kind: MoveKind,
-  opts: { newFlavor?: FlavorSpec; requestedHost?: string | null; sameHostAllowed?: boolean } = {},
-) {
-  const requestId = `req-${randomUUID()}`;
+  action: ActionName,
+  requestId = `req-${randomUUID()}`,
+): InstanceAction {
+  const { user_id, project_id } = rec;
+  return {
+    action,
+    request_id: requestId,
+    user_id,
+    project_id,
+    start_time: new Date().toISOString(),
+    message: null,
+    events: {},
+  };
+}
+
+const MOVE_ACTIONS: Record<MoveKind, ActionName> = {
+  resize: "resize",
+  migration: "migrate",
+  evacuation: "evacuate",
+  "live-migration": "live-migration",
+};
+
+/** A move accepted by the API's own write (acceptMove); the request it sends to the conductor. */
+export async function acceptedMove(rec: InstanceRecord, kind: MoveKind) {
   let sent: BuildRequest | undefined;
   const r = await acceptMove(
     rec,
     {
       kind,
-      newFlavor: opts.newFlavor ?? rec.flavor,
-      requestedHost: opts.requestedHost ?? null,
-      sameHostAllowed: opts.sameHostAllowed ?? false,
-      action: {
-        action:
-          kind === "resize"
-            ? "resize"
-            : kind === "evacuation"
-              ? "evacuate"
-              : kind === "live-migration"
-                ? "live-migration"
-                : "migrate",
-        request_id: requestId,
-        user_id: rec.user_id,
-        project_id: rec.project_id,
-        start_time: new Date().toISOString(),
-        message: null,
-        events: {},
-      },
+      newFlavor: rec.flavor,
+      requestedHost: null,
+      sameHostAllowed: false,
+      action: actionOf(rec, MOVE_ACTIONS[kind]),
     },
     {
-      nextMigrationId,
-      createMigration,
-      updateMigration,
-      begin: beginMove,
-      abandon: abandonMove,
+      ...defaultDeps.moves!,
       sendBuildRequest: async (msg) => {
         sent = msg;
       },
@@ -156,6 +159,58 @@ export async function acceptedMove(
     req: input(sent as BuildRequest & { move: NonNullable<BuildRequest["move"]> }),
     migration: r.migration,
   };
+}
+
+/**
+ * A running server on a source host, a move of `kind` accepted, and destinations for it (`types`:
+ * their hypervisors).
+ */
+export async function moving(kind: MoveKind, types: string[] = ["fake", "fake"]) {
+  const [source, ...dests] = hostNames(types.length + 1);
+  await host(source!);
+  for (const [i, d] of dests.entries()) await host(d, 8192, types[i]);
+  const rec = await activeOn(source!);
+  const { req, migration: m } = await acceptedMove(rec, kind);
+  return { rec, req, m, source: source!, dests };
+}
+
+/** A server in BUILD, its request at attempt 1, and hosts for it. */
+export async function building(hosts = 3) {
+  const names = hostNames(hosts);
+  for (const h of names) await host(h);
+  const rec = await instance();
+  return { rec, req: input(conductorRequest(rec, rec.request_id)), hosts: names };
+}
+
+/** A SHELVED_OFFLOADED server (no host, no claim), its unshelve accepted by the API's own write. */
+export async function unshelving(hosts = 3, over: Partial<InstanceRecord> = {}) {
+  const names = hostNames(hosts);
+  for (const h of names) await host(h);
+  const shelved = await instance({
+    vm_state: "shelved_offloaded",
+    task_state: null,
+    attempt: 1,
+    shelve: { at: new Date().toISOString(), image_id: null, host: names[0]! },
+    ...over,
+  });
+  const a = actionOf(shelved, "unshelve");
+  const ctx = {
+    uuid: randomUUID(),
+    request_id: a.request_id,
+    base_attempt: 1,
+    requested_host: null,
+    tried: [],
+  };
+  const rec = await beginShelveAction(shelved, "unshelving", a, unshelveFields(ctx, undefined, false));
+  if (!rec) throw new Error("unshelve not accepted");
+  const unshelve = { unshelve_uuid: ctx.uuid, base_attempt: 1 };
+  return { rec, req: input({ ...conductorRequest(rec, a.request_id), unshelve }), hosts: names };
+}
+
+/** What the scheduler did: `hostName` claimed for the instance at attempt `n`. */
+export async function claimFor(rec: InstanceRecord, hostName: string, n: number): Promise<void> {
+  const r = await claim(hostName, rec.id, resourcesFromFlavor(rec.flavor), n);
+  if (!r.claimed) throw new Error(`cannot claim ${hostName}: ${r.reason}`);
 }
 
 /**
