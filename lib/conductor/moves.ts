@@ -27,7 +27,8 @@ import type { MoveStepReport } from "../messages/reports.js";
 import type { ConductorInput } from "../messages/scheduled.js";
 import { moveAllocation, release, revertClaims } from "../placement/claims.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
-import { type ConductorTask, hostQueueFor } from "./task.js";
+import { hostQueueFor } from "./host-casts.js";
+import type { ConductorTask } from "./task.js";
 import { abortedFault } from "./tasks.js";
 import { NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
 

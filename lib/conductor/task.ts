@@ -19,7 +19,7 @@ import {
 import { release } from "../placement/claims.js";
 import type { Resources } from "../placement/types.js";
 import { claimFirstAlternate } from "./alternates.js";
-import { hostQueueUrl } from "./host-queues.js";
+import { hostQueueFor } from "./host-casts.js";
 import type { AlternatesExhaustedAnswer, Cast, StatesError } from "./types.js";
 
 /** Why a workflow ends without its host: the state machine's step that rolls it back. */
@@ -81,19 +81,6 @@ export interface ConductorTask<R extends ConductorInput = ConductorInput> {
 
 function stepLog(req: ConductorInput, id: string, n: number): Logger {
   return rootLog.child({ request_id: req.request_id, instance_uuid: id, attempt: n });
-}
-
-/**
- * The host's queue for a cast about `instance` at `attempt`. A host with no queue is a broken
- * registration: the step fails, and the state machine's Catch rolls the workflow back.
- */
-export async function hostQueueFor(host: string, instance: string, attempt: number): Promise<string> {
-  const url = await hostQueueUrl(host);
-  if (!url)
-    throw new Error(
-      `host ${host} has no queue_url; cannot cast to it for instance ${instance} (attempt ${attempt})`,
-    );
-  return url;
 }
 
 /**
