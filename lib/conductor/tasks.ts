@@ -1,5 +1,6 @@
-// The conductor's steps (Nova's ComputeTaskManager), each called by the state machine and each
-// safe to run twice: every write is a fenced, idempotent transition.
+// The build's task (Nova's ComputeTaskManager.build_instances) through the shared steps of
+// task.ts, and what every task's rollback reads (causeOf, abortedFault). Each step is safe to
+// run twice: every write is a fenced, idempotent transition.
 import { placeInstance, setError } from "../instances/build.js";
 import { EVENT_SCHEDULE } from "../instances/codec.js";
 import { fault, maxRetriesFault } from "../instances/faults.js";
