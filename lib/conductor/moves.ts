@@ -156,8 +156,10 @@ export function moveTask(
   return task;
 }
 
-/** A resize or cold migration: the source powers off first (resize_migrating), or, on a
- * reschedule after the source handed over, the new destination finishes it. */
+/**
+ * A resize or cold migration: the source powers off first (resize_migrating), or, on a reschedule
+ * after the source handed over, the new destination finishes it.
+ */
 export const coldMoveTask = moveTask("move", EVENT_MIGRATE, async (req, now, { selected }) => {
   const dest = { dest_compute: selected.host, dest_node: selected.nodename, dest_host: selected.host };
   if (now.task_state === "resize_migrating") {

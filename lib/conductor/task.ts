@@ -72,9 +72,10 @@ export interface ConductorTask<R extends ConductorInput = ConductorInput> {
     log: Logger,
   ): Promise<ComputeMessage | undefined>;
   /**
-   * Back to the state before the workflow, with a fault, then every claim made for it released
-   * (revertClaims): the transition first, so a workflow that finished meanwhile is never undone,
-   * and the releases idempotent, so a repeated step finishes what a dead one began.
+   * Back to the state before the workflow, with a fault, and every claim made for it released
+   * (revertClaims), each write idempotent so a repeated step finishes what a dead one began. A
+   * move's and an unshelve's transition goes first, so one that finished meanwhile is never
+   * undone; a build's releases go first, as a repeat finds an ERROR build no longer building.
    */
   rollback(req: R, failure: Failure): Promise<void>;
 }
