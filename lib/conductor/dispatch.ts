@@ -1,22 +1,16 @@
-// The conductor Lambda's one entry: the state machine names the step in `action`.
+// The conductor Lambda's one entry: the state machine names the step in `action`, the request
+// names the workflow; the step is the shared one (lib/conductor/task.ts) with that workflow's task.
 
-import { fault, maxRetriesFault } from "../instances/faults.js";
+import { getInstance } from "../instances/queries.js";
 import { isMove, isRebuild, isUnshelve } from "../messages/build-request.js";
 import { type ConductorInput, NOTHING_SCHEDULED, type Scheduled } from "../messages/scheduled.js";
-import { liveRefusalFault } from "./live-migrate.js";
-import { claimMoveAlternate, type MoveInput, moveStepFailed, startMove } from "./moves.js";
-import { rebuildStep } from "./rebuild.js";
-import {
-  abortedFault,
-  buildFailed,
-  buildInstances,
-  causeOf,
-  claimAlternate,
-  maxRetriesExceeded,
-  noValidHost,
-} from "./tasks.js";
-import { NO_VALID_HOST_MESSAGE, type NoValidHostAnswer, type StatesError } from "./types.js";
-import { unshelveStep } from "./unshelve.js";
+import { liveMigrationTask } from "./live-migrate.js";
+import { coldMoveTask, evacuationTask } from "./moves.js";
+import { rebuildTask } from "./rebuild.js";
+import { type ConductorTask, claimAlternateStep, type Failure, startStep } from "./task.js";
+import { buildTask, causeOf } from "./tasks.js";
+import type { NoValidHostAnswer, StatesError } from "./types.js";
+import { unshelveTask } from "./unshelve.js";
 
 export interface ConductorEvent {
   action: "max_retries_exceeded" | "claim_alternate" | "no_valid_host" | "build_instances" | "build_failed";
@@ -35,55 +29,38 @@ function noValidHostDetails(e: ConductorEvent): string {
   return e.no_valid_host?.details ?? causeOf(e.error).details;
 }
 
-export async function conductorStep(e: ConductorEvent): Promise<unknown> {
-  const req = e.request;
-  if (isMove(req)) return moveStep(e, req);
-  if (isRebuild(req)) return rebuildStep(e.action, req, e.scheduled, e.error, noValidHostDetails(e));
-  if (isUnshelve(req)) return unshelveStep(e.action, req, e.scheduled, e.error, noValidHostDetails(e));
-  switch (e.action) {
-    case "max_retries_exceeded":
-      return maxRetriesExceeded(e.request).then(() => ({}));
-    case "claim_alternate":
-      return claimAlternate(e.request);
-    case "no_valid_host":
-      return noValidHost(e.request, noValidHostDetails(e)).then(() => ({}));
-    case "build_instances":
-      return buildInstances(e.request, e.scheduled ?? NOTHING_SCHEDULED);
-    case "build_failed":
-      return buildFailed(e.request, e.error).then(() => ({}));
-    default:
-      throw new Error(`unknown conductor action ${(e as { action: string }).action}`);
-  }
-}
+const rollback = (task: ConductorTask, req: ConductorInput, f: Failure) =>
+  task.rollback(req, f).then(() => ({}));
+
+/** Each Step Functions action: the shared step it runs for a workflow's task. */
+const STEPS: Record<ConductorEvent["action"], (task: ConductorTask, e: ConductorEvent) => Promise<unknown>> =
+  {
+    claim_alternate: (task, e) => claimAlternateStep(task, e.request),
+    build_instances: (task, e) => startStep(task, e.request, e.scheduled ?? NOTHING_SCHEDULED),
+    no_valid_host: (task, e) =>
+      rollback(task, e.request, { action: "no_valid_host", details: noValidHostDetails(e) }),
+    max_retries_exceeded: (task, e) =>
+      rollback(task, e.request, { action: "max_retries_exceeded", error: e.error }),
+    build_failed: (task, e) => rollback(task, e.request, { action: "build_failed", error: e.error }),
+  };
 
 /**
- * The same steps for a resize or cold migration (Nova's MigrationTask). Its failures leave the
- * server as it was, with a fault (Nova's NoValidHost on a resize is a fault on an ACTIVE server).
+ * The workflow a request is in. A move's kind is its record's (the request names the migration):
+ * a live migration and an evacuation place and cast their own way; a move whose record is gone
+ * takes the cold move's steps, which find nothing to do.
  */
-async function moveStep(e: ConductorEvent, req: MoveInput): Promise<unknown> {
-  const id = req.instance_uuids[0]!;
-  switch (e.action) {
-    case "claim_alternate":
-      return claimMoveAlternate(req);
-    case "build_instances":
-      return startMove(req, e.scheduled ?? NOTHING_SCHEDULED);
-    case "no_valid_host":
-      await moveStepFailed(req, fault(NO_VALID_HOST_MESSAGE, noValidHostDetails(e), 400));
-      return {};
-    case "max_retries_exceeded":
-      await moveStepFailed(
-        req,
-        maxRetriesFault(id, req.config.max_attempts, req.retry.last_fault, req.retry.hosts),
-      );
-      return {};
-    case "build_failed":
-      // a live migration's checks refused it (lib/conductor/live-migrate.ts): Nova's own text
-      await moveStepFailed(
-        req,
-        liveRefusalFault(e.error?.Error, causeOf(e.error).message) ?? abortedFault("Migration", id, e.error),
-      );
-      return {};
-    default:
-      throw new Error(`unknown conductor action ${(e as { action: string }).action}`);
-  }
+async function taskOf(req: ConductorInput): Promise<ConductorTask> {
+  if (isRebuild(req)) return rebuildTask;
+  if (isUnshelve(req)) return unshelveTask;
+  if (!isMove(req)) return buildTask;
+  const type = (await getInstance(req.instance_uuids[0]!))?.migration?.type;
+  if (type === "live-migration") return liveMigrationTask;
+  if (type === "evacuation") return evacuationTask;
+  return coldMoveTask;
+}
+
+export async function conductorStep(e: ConductorEvent): Promise<unknown> {
+  const step = Object.hasOwn(STEPS, e.action) ? STEPS[e.action] : undefined;
+  if (!step) throw new Error(`unknown conductor action ${(e as { action: string }).action}`);
+  return step(await taskOf(e.request), e);
 }

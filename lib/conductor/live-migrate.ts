@@ -4,29 +4,28 @@
 // `accepted`); select_destinations runs Nova's checks first (liveMigrationChecks, before anything
 // is claimed), hands the source's allocation to the migration's consumer and claims the
 // destination for the instance (by the scheduler, with the requested host as Nova's
-// requested_destination; a forced host is claimed without it); StartMove places it and casts pre_live_migration to the
-// destination. Each host's report moves it on (applyLiveReport): the source copies the guest, the
-// destination takes it over, the source's claim goes (no confirm). A failure anywhere fails back
-// to the source (failMove: the destination's claim released, the source's allocation the
-// instance's again, the server ACTIVE with no task).
+// requested_destination; a forced host is claimed without it); BuildInstances places it and casts
+// pre_live_migration to the destination (liveMigrationTask). Each host's report moves it on
+// (applyLiveReport): the source copies the guest, the destination takes it over, the source's
+// claim goes (no confirm). A failure anywhere fails back to the source (failMove: the
+// destination's claim released, the source's allocation the instance's again, the server ACTIVE
+// with no task).
 
-import { castToCompute, computeMessageBody } from "../aws/send.js";
+import { castToCompute } from "../aws/send.js";
 import { fault } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { liveCompleted, liveMigrated } from "../instances/live-move.js";
 import { updateMigration } from "../instances/migrations.js";
-import { EVENT_LIVE_MIGRATE, MOVE_EVENTS, placeMove } from "../instances/move.js";
+import { EVENT_LIVE_MIGRATE, MOVE_EVENTS } from "../instances/move.js";
 import { rebindPorts } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import { event, merge, transitionWithEvent } from "../instances/transition.js";
 import type { Fault, InstanceRecord, MoveContext } from "../instances/types.js";
 import { reportedBy, WORKFLOWS } from "../instances/workflows.js";
-import { type Logger, log as rootLog } from "../log.js";
-import { type MoveRequest, moveAttempt } from "../messages/build-request.js";
+import type { Logger } from "../log.js";
 import type { LiveMigrationStepMessage } from "../messages/compute.js";
 import { powerStateName } from "../messages/power-state.js";
 import type { LiveMigrationProgressReport, MoveStepReport } from "../messages/reports.js";
-import { type ConductorInput, type Scheduled, selectionIn } from "../messages/scheduled.js";
 import { claim, release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
@@ -36,8 +35,9 @@ import type { RequestSpec } from "../scheduler/types.js";
 import { instanceClaimGroup } from "./alternates.js";
 import { hostQueueUrl } from "./host-queues.js";
 import type { CastToHost } from "./move-events.js";
-import { failMove, reportEvent } from "./moves.js";
-import type { Cast, MoveRefusedAnswer } from "./types.js";
+import { failMove, moveTask, reportEvent } from "./moves.js";
+import { causeOf } from "./tasks.js";
+import type { MoveRefusedAnswer } from "./types.js";
 
 /** The driver's fact that says whether its guests can move live (os-hypervisors shows it). */
 export const LIVE_MIGRATION_FACT = "live_migration";
@@ -218,12 +218,6 @@ function versionString(v: number): string {
   return parts.length ? parts.join(".") : "0";
 }
 
-async function queueUrlOf(host: string): Promise<string> {
-  const url = await hostQueueUrl(host);
-  if (!url) throw new Error(`host ${host} has no queue_url; cannot cast a live migration step to it`);
-  return url;
-}
-
 const step = (rec: InstanceRecord, move: MoveContext, requestId: string) => ({
   version: 1 as const,
   request_id: requestId,
@@ -271,65 +265,35 @@ async function postAtDestination(rec: InstanceRecord, requestId: string): Promis
 }
 
 /**
- * BuildInstances for a live migration: the destination claimed by select_destinations is
- * recorded as the move's (its attempt the fencing token), the migration `queued` then
+ * A live migration's task: placed as a cold move is (the destination select_destinations claimed
+ * recorded as the move's, its attempt the fencing token), then the migration `queued` then
  * `preparing`, and pre_live_migration cast to the destination. A repeated step finds it placed
- * already and casts again (the destination's preparation is idempotent).
+ * already and casts again (the destination's preparation is idempotent). A refusal of the checks
+ * fails it with Nova's text.
  */
-export async function startLiveMigration(
-  req: ConductorInput & MoveRequest,
-  scheduled: Scheduled,
-  rec: InstanceRecord,
-): Promise<{ casts: Cast[] }> {
-  const sel = scheduled.selections[0];
-  if (!sel) return { casts: [] };
-  const n = moveAttempt(req);
-  const { selected, alternates } = selectionIn(scheduled, sel);
-  const log = rootLog.child({ request_id: req.request_id, instance_uuid: rec.id, attempt: n });
-  const placed = await placeMove(
-    { id: rec.id, request_id: req.request_id },
-    rec,
-    n,
-    selected,
-    alternates,
-    event(
-      EVENT_LIVE_MIGRATE,
-      n,
-      "Success",
-      selected.host,
-      `scheduled to ${selected.host} (attempt ${req.retry.num_attempts})`,
-      new Date(),
-    ),
-  );
-  if (placed.kind === "gone") {
-    // deleted or failed meanwhile: the claim goes back; but a repeated step after the move
-    // completed finds the instance living on that claim, which stays
-    const cur = await getInstance(rec.id);
-    const livesOnIt = cur && !cur.deleted && cur.host === selected.host && cur.attempt === n;
-    if (!livesOnIt) await release(selected.host, rec.id, n);
-    log.info("conductor.move_abandoned", { host: selected.host, migration_uuid: req.move.migration_uuid });
-    return { casts: [] };
-  }
-  const now = placed.record;
-  const move = now.migration!;
-  // (a scheduler without ImagePropertiesFilter may pick another hypervisor: Nova checks after it)
-  const [source, dest] = await Promise.all([getHost(move.source_host), getHost(selected.host)]);
-  const mismatch = source && dest ? hypervisorMismatch(source, dest) : undefined;
-  if (mismatch || move.abort_requested) {
-    const text = mismatch?.message ?? `Live migration of instance ${rec.id} was aborted.`;
-    await failMove(now, fault(text, text, mismatch?.code ?? 400), log, {
-      attempt: n,
-      status: mismatch ? "error" : "cancelled",
-    });
-    return { casts: [] };
-  }
-  const where = { dest_compute: selected.host, dest_node: selected.nodename, dest_host: selected.host };
-  await updateMigration(move.uuid, ["accepted"], "queued", where);
-  await updateMigration(move.uuid, ["queued"], "preparing");
-  const msg = await preLiveMigration(now, req.request_id);
-  log.info("conductor.cast_move", { step: msg.kind, host: msg.host });
-  return { casts: [{ queue_url: await queueUrlOf(msg.host), message_body: computeMessageBody(msg) }] };
-}
+export const liveMigrationTask = moveTask(
+  "move",
+  EVENT_LIVE_MIGRATE,
+  async (req, now, { selected }, n, log) => {
+    const move = now.migration!;
+    // (a scheduler without ImagePropertiesFilter may pick another hypervisor: Nova checks after it)
+    const [source, dest] = await Promise.all([getHost(move.source_host), getHost(selected.host)]);
+    const mismatch = source && dest ? hypervisorMismatch(source, dest) : undefined;
+    if (mismatch || move.abort_requested) {
+      const text = mismatch?.message ?? `Live migration of instance ${now.id} was aborted.`;
+      await failMove(now, fault(text, text, mismatch?.code ?? 400), log, {
+        attempt: n,
+        status: mismatch ? "error" : "cancelled",
+      });
+      return undefined;
+    }
+    const where = { dest_compute: selected.host, dest_node: selected.nodename, dest_host: selected.host };
+    await updateMigration(move.uuid, ["accepted"], "queued", where);
+    await updateMigration(move.uuid, ["queued"], "preparing");
+    return preLiveMigration(now, req.request_id);
+  },
+  (error) => liveRefusalFault(error?.Error, causeOf(error).message),
+);
 
 const LIVE_STEPS: ReadonlySet<string> = new Set([
   "pre_live_migration",

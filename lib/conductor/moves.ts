@@ -1,9 +1,11 @@
 // The conductor's resize and cold migration (Nova's MigrationTask): the same state machine as a
 // build, its steps here when the request is a move. The scheduler claims the destination for the
 // instance (lib/conductor/select-destinations.ts, after the source's allocation became the
-// migration's); StartMove records the destination and casts the next step; a failure at any
-// point puts the instance back where it was, its claims whole (failMove).
-import { castToCompute, computeMessageBody } from "../aws/send.js";
+// migration's); BuildInstances records the destination and casts the next step (moveTask, through
+// lib/conductor/task.ts); a failure at any point puts the instance back where it was, its claims
+// whole (failMove).
+import { castToCompute } from "../aws/send.js";
+import { fault, maxRetriesFault } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { updateMigration } from "../instances/migrations.js";
 import {
@@ -22,27 +24,15 @@ import { type Logger, log as rootLog } from "../log.js";
 import { type MoveRequest, moveAttempt } from "../messages/build-request.js";
 import type { ComputeMessage, MoveStepMessage } from "../messages/compute.js";
 import type { MoveStepReport } from "../messages/reports.js";
-import {
-  type ConductorInput,
-  NOTHING_SCHEDULED,
-  type Scheduled,
-  selectionIn,
-} from "../messages/scheduled.js";
-import { consumerAllocations } from "../placement/allocations.js";
-import { moveAllocation, release } from "../placement/claims.js";
+import type { ConductorInput } from "../messages/scheduled.js";
+import { moveAllocation, release, revertClaims } from "../placement/claims.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
-import { claimFirstAlternate } from "./alternates.js";
-import { hostQueueUrl } from "./host-queues.js";
-import { startLiveMigration } from "./live-migrate.js";
-import type { AlternatesExhaustedAnswer, Cast } from "./types.js";
+import { hostQueueFor } from "./host-casts.js";
+import type { ConductorTask } from "./task.js";
+import { abortedFault } from "./tasks.js";
+import { NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
 
 export type MoveInput = ConductorInput & MoveRequest;
-
-async function queueUrlOf(host: string): Promise<string> {
-  const url = await hostQueueUrl(host);
-  if (!url) throw new Error(`host ${host} has no queue_url; cannot cast a move step to it`);
-  return url;
-}
 
 /**
  * The cast that moves a placed move on, from the record's state: the source powers off
@@ -98,89 +88,95 @@ export function reportEvent(r: MoveStepReport, ok: boolean): ActionEvent {
   );
 }
 
-/** BuildInstances for a move: record the claimed destination (the move's token) and cast the next step. */
-export async function startMove(req: MoveInput, scheduled: Scheduled): Promise<{ casts: Cast[] }> {
-  const sel = scheduled.selections[0];
-  if (!sel) return { casts: [] };
-  const n = moveAttempt(req);
-  const { instance_uuid: id, selected, alternates } = selectionIn(scheduled, sel);
-  const log = rootLog.child({ request_id: req.request_id, instance_uuid: id, attempt: n });
-  const rec = await getInstance(id);
-  // a live migration places the same way, then goes its own way (lib/conductor/live-migrate.ts)
-  if (rec?.migration?.type === "live-migration") return startLiveMigration(req, scheduled, rec);
-  const placed = rec
-    ? await placeMove(
+/**
+ * A move's task (Nova's MigrationTask, LiveMigrationTask, and an evacuation's rebuild elsewhere):
+ * the record in the request's migration, the destination claimed at the move's attempt (above
+ * every attempt the instance had), an alternate that takes the new flavor (not the source, unless
+ * the move may stay there), and a failure that puts the instance back where it was (failMove).
+ * Only the event's action, what is cast and a refusal's fault differ between the three.
+ */
+export function moveTask(
+  name: string,
+  eventName: string,
+  cast: ConductorTask<MoveInput>["cast"],
+  refusalFault: (error: StatesError | undefined) => Fault | undefined = () => undefined,
+): ConductorTask<MoveInput> {
+  const task: ConductorTask<MoveInput> = {
+    name,
+    claims: true,
+    attempt: moveAttempt,
+    async load(req) {
+      const rec = await getInstance(req.instance_uuids[0]!);
+      return rec && !rec.deleted && rec.migration?.uuid === req.move.migration_uuid ? rec : undefined;
+    },
+    alternate: (req, rec, n) => {
+      const move = rec.migration!;
+      return {
+        resources: resourcesFromFlavor(move.new_flavor),
+        exclude: [...req.retry.hosts, ...(move.same_host_allowed ? [] : [move.source_host])],
+        recorded: move.attempt === n && move.dest_host ? move.dest_host : undefined,
+      };
+    },
+    async place(req, { instance_uuid: id, selected, alternates }, n) {
+      const rec = await getInstance(id);
+      if (!rec) return { kind: "gone", deleted: true };
+      const placed = await placeMove(
         { id, request_id: req.request_id },
         rec,
         n,
         selected,
         alternates,
         event(
-          rec.migration?.type === "evacuation" ? EVENT_REBUILD : EVENT_MIGRATE,
+          eventName,
           n,
           "Success",
           selected.host,
           `scheduled to ${selected.host} (attempt ${req.retry.num_attempts})`,
           new Date(),
         ),
-      )
-    : ({ kind: "gone", record: undefined } as const);
-  if (placed.kind === "gone") {
-    // deleted, or the move ended meanwhile: the claim made for it goes back
-    await release(selected.host, id, n);
-    log.info("conductor.move_abandoned", { host: selected.host, migration_uuid: req.move.migration_uuid });
-    return { casts: [] };
-  }
-  const now = placed.record;
+      );
+      return placed.kind === "gone" ? { kind: "gone" } : { kind: "placed", record: placed.record };
+    },
+    cast,
+    async rollback(req, failure) {
+      const rec = await task.load(req);
+      if (!rec) return;
+      const id = rec.id;
+      const f =
+        failure.action === "no_valid_host"
+          ? fault(NO_VALID_HOST_MESSAGE, failure.details, 400)
+          : failure.action === "max_retries_exceeded"
+            ? maxRetriesFault(id, req.config.max_attempts, req.retry.last_fault, req.retry.hosts)
+            : (refusalFault(failure.error) ?? abortedFault("Migration", id, failure.error));
+      await failMove(rec, f, rootLog.child({ request_id: req.request_id, instance_uuid: id }), {
+        attempt: moveAttempt(req),
+      });
+    },
+  };
+  return task;
+}
+
+/**
+ * A resize or cold migration: the source powers off first (resize_migrating), or, on a reschedule
+ * after the source handed over, the new destination finishes it.
+ */
+export const coldMoveTask = moveTask("move", EVENT_MIGRATE, async (req, now, { selected }) => {
   const dest = { dest_compute: selected.host, dest_node: selected.nodename, dest_host: selected.host };
   if (now.task_state === "resize_migrating") {
     await updateMigration(req.move.migration_uuid, ["pre-migrating", "migrating"], "migrating", dest);
   } else {
-    // a reschedule after the source handed over, or an evacuation: the status stays, the destination changes
-    const status = now.migration?.type === "evacuation" ? "pre-migrating" : "post-migrating";
-    await updateMigration(req.move.migration_uuid, [status], status, dest);
+    // a reschedule after the source handed over: the status stays, the destination changes
+    await updateMigration(req.move.migration_uuid, ["post-migrating"], "post-migrating", dest);
   }
-  const msg = await nextMoveCast(now, req.request_id);
-  if (!msg) return { casts: [] };
-  log.info("conductor.cast_move", {
-    step: msg.kind,
-    host: msg.host,
-    alternates: alternates.map((a) => a.host),
-  });
-  return { casts: [{ queue_url: await queueUrlOf(msg.host), message_body: computeMessageBody(msg) }] };
-}
+  return nextMoveCast(now, req.request_id);
+});
 
-/** ClaimAlternate for a move: the next alternate that takes the new flavor, without the filters. */
-export async function claimMoveAlternate(req: MoveInput): Promise<Scheduled | AlternatesExhaustedAnswer> {
-  const n = moveAttempt(req);
-  const id = req.instance_uuids[0]!;
-  const rec = await getInstance(id);
-  const move = rec?.migration;
-  if (!rec || rec.deleted || move?.uuid !== req.move.migration_uuid) return NOTHING_SCHEDULED;
-  const exclude = [...req.retry.hosts, ...(move.same_host_allowed ? [] : [move.source_host])];
-  const log = rootLog.child({ request_id: req.request_id, instance_uuid: id, attempt: n });
-  return claimFirstAlternate(
-    id,
-    n,
-    req.alternates ?? [],
-    exclude,
-    resourcesFromFlavor(move.new_flavor),
-    log,
-    {
-      recorded: move.attempt === n && move.dest_host ? move.dest_host : undefined,
-    },
-  );
-}
-
-/** NoValidHost, MaxRetriesExceeded or an error in the workflow, for a move. */
-export async function moveStepFailed(req: MoveInput, f: Fault): Promise<void> {
-  const id = req.instance_uuids[0]!;
-  const rec = await getInstance(id);
-  if (!rec || rec.deleted || rec.migration?.uuid !== req.move.migration_uuid) return;
-  await failMove(rec, f, rootLog.child({ request_id: req.request_id, instance_uuid: id }), {
-    attempt: moveAttempt(req),
-  });
-}
+/** An evacuation (Nova's rebuild on another host): rebuild_instance to the destination. */
+export const evacuationTask = moveTask("move", EVENT_REBUILD, async (req, now, { selected }) => {
+  const dest = { dest_compute: selected.host, dest_node: selected.nodename, dest_host: selected.host };
+  await updateMigration(req.move.migration_uuid, ["pre-migrating"], "pre-migrating", dest);
+  return nextMoveCast(now, req.request_id);
+});
 
 /**
  * The move failed before it finished: the instance back in its old state with a fault, the
@@ -236,9 +232,7 @@ export async function failMove(
     if (now?.migration?.uuid !== move.uuid || now.migration.status !== "error") return false;
   }
   // Marked failed: settle the claims (each idempotent, so a re-run finishes what a dead one began).
-  for (const a of await consumerAllocations(rec.id)) {
-    if (a.attempt > move.source_attempt) await release(a.host, rec.id, a.attempt);
-  }
+  await revertClaims(rec.id, { above: move.source_attempt });
   await moveAllocation(move.source_host, move.uuid, rec.id, { attempt: move.source_attempt });
   // a delete that ran meanwhile may have released the instance's claim before that write and the
   // migration's after it: the claim just handed back would be no one's
@@ -256,7 +250,7 @@ export async function failMove(
       host: move.source_host,
       guest: await guestSpecFor({ ...rec, flavor: move.old_flavor }),
     };
-    await castToCompute(await queueUrlOf(move.source_host), start);
+    await castToCompute(await hostQueueFor(move.source_host, rec.id, move.source_attempt), start);
   }
   const closed = await closeFailedMove(rec, move);
   // last: while it is open, the watchdog finds the move (and closes an orphaned record)

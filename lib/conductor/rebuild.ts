@@ -1,11 +1,10 @@
 // The conductor's rebuild (Nova's ComputeTaskManager.rebuild_instance without evacuate): the same
 // state machine as a build, its steps here when the request is a rebuild. SelectDestinations has
-// the scheduler check a new image against the server's own host (lib/conductor/select-destinations.ts,
-// no claim); BuildInstances records it and casts rebuild_instance to that host; a refusal or an
-// error in the workflow is Nova's outcome (ERROR with a fault, the old image back). The host's
-// report comes back through compute-events (applyRebuildReport).
+// the scheduler check a new image against the server's own host (select-destinations.ts, no
+// claim); BuildInstances records it and casts rebuild_instance to that host (rebuildTask); a
+// refusal or an error in the workflow is Nova's outcome (ERROR with a fault, the old image back).
+// The host's report comes back through compute-events (applyRebuildReport).
 
-import { computeMessageBody } from "../aws/send.js";
 import { fault, withoutHosts } from "../instances/faults.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { getInstance } from "../instances/queries.js";
@@ -18,20 +17,15 @@ import {
   rebuilt,
 } from "../instances/rebuild.js";
 import { event } from "../instances/transition.js";
-import type { Fault, InstanceRecord } from "../instances/types.js";
+import type { InstanceRecord } from "../instances/types.js";
 import { type Logger, log as rootLog } from "../log.js";
 import type { RebuildRequest } from "../messages/build-request.js";
 import type { MoveStepMessage } from "../messages/compute.js";
 import type { MoveStepReport } from "../messages/reports.js";
-import {
-  type ConductorInput,
-  NOTHING_SCHEDULED,
-  type Scheduled,
-  selectionIn,
-} from "../messages/scheduled.js";
-import { hostQueueUrl } from "./host-queues.js";
+import type { ConductorInput } from "../messages/scheduled.js";
+import type { ConductorTask } from "./task.js";
 import { abortedFault } from "./tasks.js";
-import { type Cast, NO_VALID_HOST_MESSAGE, type StatesError } from "./types.js";
+import { NO_VALID_HOST_MESSAGE } from "./types.js";
 
 export type RebuildInput = ConductorInput & RebuildRequest;
 
@@ -42,99 +36,67 @@ async function inRebuild(req: RebuildInput): Promise<InstanceRecord | undefined>
   return rec;
 }
 
-/** The conductor's steps for a rebuild; it has no alternates (it stays on its host). */
-export async function rebuildStep(
-  action: string,
-  req: RebuildInput,
-  scheduled: Scheduled | undefined,
-  error: StatesError | undefined,
-  noValidHostDetails = "",
-): Promise<unknown> {
-  const id = req.instance_uuids[0]!;
-  switch (action) {
-    case "claim_alternate":
-      return NOTHING_SCHEDULED;
-    case "build_instances":
-      return startRebuild(req, scheduled ?? NOTHING_SCHEDULED);
-    case "no_valid_host":
-      await refuse(
-        req,
-        fault(NO_VALID_HOST_MESSAGE, noValidHostDetails),
-        `NoValidHost: ${noValidHostDetails}`,
-      );
-      return {};
-    case "max_retries_exceeded":
-    case "build_failed": {
-      const f = abortedFault("Rebuild", id, error);
-      await refuse(req, f, f.details);
-      return {};
-    }
-    default:
-      throw new Error(`unknown conductor action ${action}`);
-  }
-}
-
-/** Nova's conductor on a failed rebuild: ERROR, a fault, the old image back, its event Error. */
-async function refuse(req: RebuildInput, f: Fault, details: string): Promise<void> {
-  const rec = await inRebuild(req);
-  if (!rec) return;
-  const ctx = rec.rebuild!;
-  const done = await rebuildRefused(
-    { id: rec.id, request_id: ctx.request_id },
-    ctx,
-    f,
-    event(EVENT_REBUILD, rec.attempt, "Error", null, details, new Date()),
-  );
-  rootLog.warn("conductor.rebuild_failed", {
-    request_id: req.request_id,
-    instance_uuid: rec.id,
-    fault: f.message,
-    details: f.details,
-    applied: Boolean(done),
-  });
-}
-
 /**
- * BuildInstances for a rebuild: the host passed (or was not asked about: the same image), so the
- * record goes to rebuild_spawning and rebuild_instance is cast to it, fenced by the rebuild's
- * uuid and the instance's attempt. A re-run of the step casts again (the host's step is
- * idempotent).
+ * A rebuild's task: no alternates (it stays on its host) and no claim (it keeps its allocation).
+ * Its start records rebuild_spawning (unless a repeated step finds it there) and casts
+ * rebuild_instance to its host, fenced by the rebuild's uuid and the instance's attempt (the
+ * host's step is idempotent). Its rollback is Nova's conductor on a failed rebuild: ERROR, a
+ * fault, the old image back, its event Error.
  */
-export async function startRebuild(req: RebuildInput, scheduled: Scheduled): Promise<{ casts: Cast[] }> {
-  const sel = scheduled.selections[0];
-  const rec = await inRebuild(req);
-  if (!sel || !rec) return { casts: [] };
-  const ctx = rec.rebuild!;
-  const { selected } = selectionIn(scheduled, sel);
-  const log = rootLog.child({ request_id: req.request_id, instance_uuid: rec.id });
-  if (selected.host !== rec.host)
-    throw new Error(`rebuild of ${rec.id} scheduled to ${selected.host}, not its host`);
-  const now =
-    rec.task_state === "rebuild_spawning"
-      ? rec
-      : await rebuildScheduled(
-          { id: rec.id, request_id: ctx.request_id },
-          ctx,
-          selected.host,
-          event(
-            EVENT_REBUILD,
-            rec.attempt,
-            "Success",
+export const rebuildTask: ConductorTask<RebuildInput> = {
+  name: "rebuild",
+  claims: false,
+  attempt: (req) => req.retry.num_attempts,
+  load: inRebuild,
+  async place(req, { selected }) {
+    const rec = await inRebuild(req);
+    if (!rec) return { kind: "gone" };
+    const ctx = rec.rebuild!;
+    if (selected.host !== rec.host)
+      throw new Error(`rebuild of ${rec.id} scheduled to ${selected.host}, not its host`);
+    const now =
+      rec.task_state === "rebuild_spawning"
+        ? rec
+        : await rebuildScheduled(
+            { id: rec.id, request_id: ctx.request_id },
+            ctx,
             selected.host,
-            ctx.image_changed ? `${selected.host} accepts the new image` : "same image: not scheduled",
-            new Date(),
-          ),
-        );
-  if (now?.task_state !== "rebuild_spawning") {
-    log.info("conductor.rebuild_abandoned", {});
-    return { casts: [] };
-  }
-  const msg = await rebuildCast(now, req.request_id);
-  const url = await hostQueueUrl(msg.host);
-  if (!url) throw new Error(`host ${msg.host} has no queue_url; cannot cast the rebuild of ${rec.id}`);
-  log.info("conductor.cast_rebuild", { host: msg.host });
-  return { casts: [{ queue_url: url, message_body: computeMessageBody(msg) }] };
-}
+            event(
+              EVENT_REBUILD,
+              rec.attempt,
+              "Success",
+              selected.host,
+              ctx.image_changed ? `${selected.host} accepts the new image` : "same image: not scheduled",
+              new Date(),
+            ),
+          );
+    return now?.task_state === "rebuild_spawning" ? { kind: "placed", record: now } : { kind: "gone" };
+  },
+  cast: (req, now) => rebuildCast(now, req.request_id),
+  async rollback(req, failure) {
+    const rec = await inRebuild(req);
+    if (!rec) return;
+    const f =
+      failure.action === "no_valid_host"
+        ? fault(NO_VALID_HOST_MESSAGE, failure.details)
+        : abortedFault("Rebuild", rec.id, failure.error);
+    const details = failure.action === "no_valid_host" ? `NoValidHost: ${failure.details}` : f.details;
+    const ctx = rec.rebuild!;
+    const done = await rebuildRefused(
+      { id: rec.id, request_id: ctx.request_id },
+      ctx,
+      f,
+      event(EVENT_REBUILD, rec.attempt, "Error", null, details, new Date()),
+    );
+    rootLog.warn("conductor.rebuild_failed", {
+      request_id: req.request_id,
+      instance_uuid: rec.id,
+      fault: f.message,
+      details: f.details,
+      applied: Boolean(done),
+    });
+  },
+};
 
 /**
  * rebuild_instance to the server's own host: the guest destroyed and created from the new image

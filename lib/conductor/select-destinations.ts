@@ -194,20 +194,10 @@ export async function loadRequest(req: ConductorInput): Promise<Loaded | undefin
  * instance's own claim is free for the destination and the source stays counted.
  */
 async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
-  const one = await loadOneInstance(req, moveAttempt(req), { migration_uuid: req.move.migration_uuid });
+  const one = await loadOneInstance(req);
+  if (!one) return undefined;
   const { n, id, log, rec } = one;
-  const move = rec?.migration;
-  if (
-    !rec ||
-    rec.deleted ||
-    move?.uuid !== req.move.migration_uuid ||
-    !["resize_prep", "resize_migrated", "rebuilding", "rebuild_spawning", "migrating"].includes(
-      rec.task_state ?? "",
-    )
-  ) {
-    log.warn("scheduler.move_not_found", { instance_uuid: id, task_state: rec?.task_state });
-    return undefined;
-  }
+  const move = rec.migration!;
   const own = requestSpecOf(rec, 1);
   // a live migration's checks come before anything is claimed (lib/conductor/live-migrate.ts)
   const live =
@@ -254,19 +244,10 @@ async function loadMoveRequest(req: MoveRequest): Promise<Loaded | undefined> {
  * claim: the unshelve's attempt claims as a build's does.
  */
 async function loadUnshelveRequest(req: UnshelveRequest): Promise<Loaded | undefined> {
-  const one = await loadOneInstance(req, unshelveAttempt(req), { unshelve_uuid: req.unshelve.unshelve_uuid });
-  const { n, id, log, rec } = one;
-  const ctx = rec?.unshelve;
-  if (
-    !rec ||
-    rec.deleted ||
-    ctx?.uuid !== req.unshelve.unshelve_uuid ||
-    rec.vm_state !== "shelved_offloaded" ||
-    !["unshelving", "spawning"].includes(rec.task_state ?? "")
-  ) {
-    log.warn("scheduler.unshelve_not_found", { instance_uuid: id, task_state: rec?.task_state });
-    return undefined;
-  }
+  const one = await loadOneInstance(req);
+  if (!one) return undefined;
+  const { n, id, rec } = one;
+  const ctx = rec.unshelve!;
   const rest = resetForcedDestinations(requestSpecOf(rec, 1));
   const zone = requestedZone(rest.availability_zone);
   const { availability_zone: _zone, ...unzoned } = rest;
@@ -305,16 +286,51 @@ interface OneInstance {
   started: number;
 }
 
-/** The start of a move's or an unshelve's load: its clock, its log (under the workflow's token) and its record. */
+/**
+ * Whether the record is in the request's move or unshelve, in a state select_destinations may find
+ * it in (its first decision, or a reschedule's).
+ */
+function inWorkflow(req: MoveRequest | UnshelveRequest, rec: InstanceRecord): boolean {
+  if (isMove(req)) {
+    return (
+      rec.migration?.uuid === req.move.migration_uuid &&
+      ["resize_prep", "resize_migrated", "rebuilding", "rebuild_spawning", "migrating"].includes(
+        rec.task_state ?? "",
+      )
+    );
+  }
+  return (
+    rec.unshelve?.uuid === req.unshelve.unshelve_uuid &&
+    rec.vm_state === "shelved_offloaded" &&
+    ["unshelving", "spawning"].includes(rec.task_state ?? "")
+  );
+}
+
+/**
+ * The start of a move's or an unshelve's load: its clock, its log (under the workflow's token) and
+ * its record at the workflow's attempt; undefined (and a warning) when the record was deleted or
+ * the workflow is over.
+ */
 async function loadOneInstance(
-  req: BuildRequest,
-  n: number,
-  token: { migration_uuid: string } | { unshelve_uuid: string },
-): Promise<OneInstance & { rec: InstanceRecord | undefined }> {
+  req: MoveRequest | UnshelveRequest,
+): Promise<(OneInstance & { rec: InstanceRecord }) | undefined> {
   const started = performance.now();
+  const move = isMove(req);
+  const n = move ? moveAttempt(req) : unshelveAttempt(req as UnshelveRequest);
+  const token = move
+    ? { migration_uuid: req.move.migration_uuid }
+    : { unshelve_uuid: req.unshelve!.unshelve_uuid };
   const id = req.instance_uuids[0]!;
   const log = baseLog.child({ request_id: req.request_id, attempt: n, ...token });
-  return { req, n, id, log, started, rec: await getInstance(id) };
+  const rec = await getInstance(id);
+  if (!rec || rec.deleted || !inWorkflow(req, rec)) {
+    log.warn(`scheduler.${move ? "move" : "unshelve"}_not_found`, {
+      instance_uuid: id,
+      task_state: rec?.task_state,
+    });
+    return undefined;
+  }
+  return { req, n, id, log, started, rec };
 }
 
 /**

@@ -1,6 +1,6 @@
-// The conductor's steps (Nova's ComputeTaskManager), each called by the state machine and each
-// safe to run twice: every write is a fenced, idempotent transition.
-import { computeMessageBody } from "../aws/send.js";
+// The build's task (Nova's ComputeTaskManager.build_instances) through the shared steps of
+// task.ts, and what every task's rollback reads (causeOf, abortedFault). Each step is safe to
+// run twice: every write is a fenced, idempotent transition.
 import { placeInstance, setError } from "../instances/build.js";
 import { EVENT_SCHEDULE } from "../instances/codec.js";
 import { fault, maxRetriesFault } from "../instances/faults.js";
@@ -13,18 +13,11 @@ import { getInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
 import type { Fault, InstanceRecord } from "../instances/types.js";
 import { log } from "../log.js";
-import {
-  type ConductorInput,
-  type InstanceSelection,
-  NOTHING_SCHEDULED,
-  type Scheduled,
-  selectionIn,
-} from "../messages/scheduled.js";
+import type { ConductorInput, Scheduled } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
-import { release, releaseAttemptClaims } from "../placement/claims.js";
+import { release, revertClaims } from "../placement/claims.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
-import { claimFirstAlternate } from "./alternates.js";
-import { hostQueueUrl } from "./host-queues.js";
+import { type ConductorTask, claimAlternateStep, startStep } from "./task.js";
 import {
   type AlternatesExhaustedAnswer,
   type Cast,
@@ -113,22 +106,8 @@ export async function noValidHost(req: ConductorInput, details: string): Promise
  * Reschedule onto the next alternate, claiming it without running the filters again, as Nova's
  * conductor does. Answers AlternatesExhausted when none can be claimed.
  */
-export async function claimAlternate(req: ConductorInput): Promise<Scheduled | AlternatesExhaustedAnswer> {
-  const n = req.retry.num_attempts;
-  const id = req.instance_uuids[0]!;
-  const rec = await getInstance(id);
-  if (!rec || rec.deleted || rec.vm_state !== "building" || rec.attempt > n) return NOTHING_SCHEDULED;
-  // The amounts the scheduler claimed for it on its first host: its flavor's.
-  return claimFirstAlternate(
-    id,
-    n,
-    req.alternates ?? [],
-    req.retry.hosts,
-    resourcesFromFlavor(rec.flavor),
-    log.child({ request_id: req.request_id, instance_uuid: id, attempt: n }),
-    // A re-run of this step: the alternate was claimed and recorded already.
-    { recorded: rec.attempt === n && rec.host ? rec.host : undefined },
-  );
+export function claimAlternate(req: ConductorInput): Promise<Scheduled | AlternatesExhaustedAnswer> {
+  return claimAlternateStep(buildTask, req);
 }
 
 /**
@@ -136,63 +115,65 @@ export async function claimAlternate(req: ConductorInput): Promise<Scheduled | A
  * one cast per instance for the Map state to send to that host's queue. An instance deleted (or
  * moved by a concurrent run) in the meantime gets its claim back instead of a build.
  */
-export async function buildInstances(req: ConductorInput, scheduled: Scheduled): Promise<{ casts: Cast[] }> {
-  const n = req.retry.num_attempts;
-  const casts: Cast[] = [];
-  for (const sel of scheduled.selections) {
-    const cast = await buildOne(req, n, scheduled, sel);
-    if (cast) casts.push(cast);
-  }
-  return { casts };
+export function buildInstances(req: ConductorInput, scheduled: Scheduled): Promise<{ casts: Cast[] }> {
+  return startStep(buildTask, req, scheduled);
 }
 
-async function buildOne(
-  req: ConductorInput,
-  n: number,
-  scheduled: Scheduled,
-  sel: InstanceSelection,
-): Promise<Cast | undefined> {
-  const { instance_uuid: id, selected, alternates } = selectionIn(scheduled, sel);
-  const { host, nodename } = selected;
-  // The host's name is for admins only: the event's `host` and `details` are theirs. The
-  // alternates stay with the placement, for compute's reschedule and the watchdog's resend.
-  const placed = await placeInstance(
-    { id, request_id: req.request_id },
-    n,
-    selected,
-    alternates,
-    event(EVENT_SCHEDULE, n, "Success", host, `scheduled to ${host} (attempt ${n})`, new Date()),
-  );
-  const fields = { request_id: req.request_id, instance_uuid: id, attempt: n, host };
-  if (placed.kind === "gone") {
-    await release(host, id, n);
-    log.info("conductor.placement_abandoned", {
-      ...fields,
-      reason: placed.record?.deleted ? "deleted" : "fenced",
-    });
-    return undefined;
-  }
-  // Nova's compute allocates the network once the host is chosen (allocate_for_instance); here the
-  // conductor does, as hosts read no database. A reschedule finds the same ports and rebinds them.
-  const bound = await bindNetwork(req, n, placed.record, host);
-  if (!bound) return undefined;
-  const queueUrl = await hostQueueUrl(host);
-  if (!queueUrl) throw new Error(`host ${host} has no queue_url; cannot cast build of ${id}`);
-  log.info("conductor.cast_build", { ...fields, alternates: alternates.map((a) => a.host) });
-  return {
-    queue_url: queueUrl,
-    message_body: computeMessageBody({
+/** A build (Nova's ComputeTaskManager.build_instances): every instance of the request at once. */
+export const buildTask: ConductorTask = {
+  name: "build",
+  many: true,
+  claims: true,
+  attempt: (req) => req.retry.num_attempts,
+  async load(req) {
+    const rec = await getInstance(req.instance_uuids[0]!);
+    const n = req.retry.num_attempts;
+    return rec && !rec.deleted && rec.vm_state === "building" && rec.attempt <= n ? rec : undefined;
+  },
+  alternate: (req, rec, n) => ({
+    // the amounts the scheduler claimed for it on its first host: its flavor's
+    resources: resourcesFromFlavor(rec.flavor),
+    exclude: req.retry.hosts,
+    // a re-run of this step: the alternate was claimed and recorded already
+    recorded: rec.attempt === n && rec.host ? rec.host : undefined,
+  }),
+  async place(req, { instance_uuid: id, selected, alternates }, n) {
+    const { host } = selected;
+    // The host's name is for admins only: the event's `host` and `details` are theirs. The
+    // alternates stay with the placement, for compute's reschedule and the watchdog's resend.
+    const placed = await placeInstance(
+      { id, request_id: req.request_id },
+      n,
+      selected,
+      alternates,
+      event(EVENT_SCHEDULE, n, "Success", host, `scheduled to ${host} (attempt ${n})`, new Date()),
+    );
+    return placed.kind === "gone"
+      ? { kind: "gone", deleted: Boolean(placed.record?.deleted) }
+      : { kind: "placed", record: placed.record };
+  },
+  async cast(req, rec, { selected }, n) {
+    const { host, nodename } = selected;
+    // Nova's compute allocates the network once the host is chosen (allocate_for_instance); here the
+    // conductor does, as hosts read no database. A reschedule finds the same ports and rebinds them.
+    if (!(await bindNetwork(req, n, rec, host))) return undefined;
+    return {
       version: 3,
       kind: "build_and_run_instance",
       request_id: req.request_id,
-      instance_uuid: id,
+      instance_uuid: rec.id,
       host,
       ...(nodename === host ? {} : { node: nodename }),
       attempt: n,
-      resources: resourcesFromFlavor(placed.record.flavor),
-    }),
-  };
-}
+      resources: resourcesFromFlavor(rec.flavor),
+    };
+  },
+  rollback(req, f) {
+    if (f.action === "no_valid_host") return noValidHost(req, f.details);
+    if (f.action === "max_retries_exceeded") return maxRetriesExceeded(req);
+    return buildFailed(req, f.error);
+  },
+};
 
 /**
  * Bind the instance's ports to its host. A Networking refusal (no free address, a port or address
@@ -261,20 +242,14 @@ export async function buildFailed(req: ConductorInput, err: StatesError | undefi
   const building = (await Promise.all(req.instance_uuids.map((id) => getInstance(id)))).filter(
     (rec): rec is InstanceRecord => Boolean(rec && !rec.deleted && rec.vm_state === "building"),
   );
-  if (!req.scheduled?.selections.length && building.length) {
-    // No answer from the scheduler (it timed out, or failed after claiming; $.scheduled then holds
-    // nothing, or ClaimAlternate's exhausted answer): its claims for this attempt are found on
-    // the hosts themselves.
-    const released = await releaseAttemptClaims(
-      building.map((rec) => rec.id),
-      n,
-    );
-    if (released.length)
-      log.warn("conductor.unanswered_claims_released", { request_id: req.request_id, attempt: n, released });
-  }
   for (const rec of building) {
     const id = rec.id;
-    if (rec.attempt === n && rec.host) await release(rec.host, id, n);
+    // Its claims for this attempt, wherever they are: the scheduler's answer may be lost (it timed
+    // out, or failed after claiming; $.scheduled then holds nothing, or ClaimAlternate's
+    // exhausted answer), and BuildInstances may have recorded one.
+    const released = await revertClaims(id, { above: n - 1, upTo: n });
+    if (released.length && !req.scheduled?.selections.length)
+      log.warn("conductor.unanswered_claims_released", { request_id: req.request_id, attempt: n, released });
     const message = `Build of instance ${id} aborted: ${error}`;
     const details = `${message}: ${cause}`;
     const done = await setError(

@@ -439,16 +439,30 @@ export async function findClaim(
  */
 export async function releaseAttemptClaims(consumers: readonly string[], attempt: number): Promise<string[]> {
   const released = await Promise.all(
-    [...new Set(consumers)].map(async (consumer) => {
-      const out: string[] = [];
-      for (const a of await consumerAllocations(consumer)) {
-        if (a.attempt === attempt && (await release(a.host, consumer, attempt)))
-          out.push(`${consumer}@${a.host}`);
-      }
-      return out;
-    }),
+    [...new Set(consumers)].map(async (consumer) =>
+      (await revertClaims(consumer, { above: attempt - 1, upTo: attempt })).map((h) => `${consumer}@${h}`),
+    ),
   );
   return released.flat();
+}
+
+/**
+ * Unreserve (kube-scheduler's, Nova's revert_allocation_for_migration): release every claim of
+ * `consumer` whose attempt is above `above` and at most `upTo`, wherever it is (one consistent
+ * Query). Every workflow's rollback gives its claims back through this one helper; each release is
+ * idempotent, so a repeated rollback finishes what a dead one began. Answers the hosts released.
+ */
+export async function revertClaims(
+  consumer: string,
+  attempts: { above: number; upTo?: number },
+): Promise<string[]> {
+  const upTo = attempts.upTo ?? Number.POSITIVE_INFINITY;
+  const released: string[] = [];
+  for (const a of await consumerAllocations(consumer)) {
+    if (a.attempt > attempts.above && a.attempt <= upTo && (await release(a.host, consumer, a.attempt)))
+      released.push(a.host);
+  }
+  return released;
 }
 
 /**
