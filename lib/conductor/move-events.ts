@@ -22,6 +22,7 @@ import {
 import { rebindPorts } from "../instances/networking.js";
 import { getInstance } from "../instances/queries.js";
 import { conductorRequest } from "../instances/request-spec.js";
+import type { InstanceRef } from "../instances/transition.js";
 import type { InstanceRecord, MoveContext } from "../instances/types.js";
 import type { Logger } from "../log.js";
 import type { ComputeMessage } from "../messages/compute.js";
@@ -92,7 +93,7 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
       return;
     }
     case "finish_resize":
-      return r.ok ? finished(r, rec, move, mlog) : destinationFailedReport(r, rec, move, mlog);
+      return r.ok ? finished(r, ref, move, mlog) : destinationFailedReport(r, rec, move, mlog);
     case "rebuild_instance": {
       if (!r.ok) return destinationFailedReport(r, rec, move, mlog);
       const done = await evacuated(
@@ -178,13 +179,7 @@ export async function applyMoveReport(r: MoveStepReport, log: Logger, cast: Cast
 }
 
 /** The destination runs it: VERIFY_RESIZE. */
-async function finished(
-  r: MoveStepReport,
-  rec: InstanceRecord,
-  move: MoveContext,
-  log: Logger,
-): Promise<void> {
-  const ref = { id: rec.id, request_id: r.request_id };
+async function finished(r: MoveStepReport, ref: InstanceRef, move: MoveContext, log: Logger): Promise<void> {
   const done = await destinationFinished(ref, move, r.host, r.attempt, r.power_state, reportEvent(r, true));
   if (done) await updateMigration(move.uuid, ["post-migrating"], "finished");
   if (done) await rebindPorts(done);

@@ -23,6 +23,7 @@ import {
   instanceUpdate,
   merge,
   NO_CHANGE,
+  type ReportTransition,
   transitionWithEvent,
   type Update,
 } from "./transition.js";
@@ -364,13 +365,8 @@ async function releasingWith(update: InstanceUpdate, rec: InstanceRecord, back: 
 }
 
 /** compute-events: the source destroyed the old guest; the move is over (Nova's confirm_resize). */
-export function confirmed(
-  ref: InstanceRef,
-  move: MoveContext,
-  host: string,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const confirmed: ReportTransition<MoveContext> = (ref, move, host, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     merge(reportedBy(WORKFLOWS.move, move.uuid, { host, field: "migration.source_host" }), {
@@ -381,7 +377,6 @@ export function confirmed(
       values: { ":old": move.old_vm_state, ":resized": "resized", ":confirming": "confirming" },
     }),
   );
-}
 
 /**
  * compute-events: the destination destroyed the new guest (Nova's revert_resize). The instance

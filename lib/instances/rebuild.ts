@@ -12,6 +12,7 @@ import {
   type HostReportWrite,
   type InstanceRef,
   merge,
+  type ReportTransition,
   transitionWithEvent,
   type Update,
 } from "./transition.js";
@@ -85,13 +86,8 @@ export const abandonRebuild = (id: string, ctx: RebuildContext): Promise<Instanc
  * Conductor: the host may rebuild (its check passed, or the image is the same): rebuild_spawning,
  * with the conductor's event. Undefined when the record is not in this rebuild's first step.
  */
-export function rebuildScheduled(
-  ref: InstanceRef,
-  ctx: RebuildContext,
-  host: string,
-  ev: ActionEvent,
-): Promise<InstanceRecord | undefined> {
-  return transitionWithEvent(
+export const rebuildScheduled: ReportTransition<RebuildContext> = (ref, ctx, host, ev) =>
+  transitionWithEvent(
     ref,
     ev,
     inWorkflow(WORKFLOWS.rebuild, ctx.uuid, {
@@ -100,7 +96,6 @@ export function rebuildScheduled(
       values: { ":spawning": "rebuild_spawning", ":rebuilding": "rebuilding", ":h": host },
     }),
   );
-}
 
 /**
  * Conductor: the rebuild failed before its host took it (NoValidHost, an error in the workflow).

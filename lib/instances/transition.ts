@@ -92,6 +92,14 @@ export function event(
 /** The instance a transition writes, and its create action (where the transition's event goes). */
 export type InstanceRef = Pick<InstanceRecord, "id" | "request_id">;
 
+/** A workflow's step on `host`, written with its event: the record as written, undefined when fenced. */
+export type ReportTransition<C> = (
+  ref: InstanceRef,
+  ctx: C,
+  host: string,
+  ev: ActionEvent,
+) => Promise<InstanceRecord | undefined>;
+
 /** Apply `u` and record `ev` under the instance's create action, in the one write. */
 export function transitionWithEvent(
   rec: InstanceRef,
