@@ -5,6 +5,7 @@
 // is "metadata.key" rather than a bare "key". Only the first problem is reported.
 import { z } from "zod";
 import { ApiError, badRequest, MALFORMED_BODY } from "../errors.js";
+import { type Query, queryOne } from "../request.js";
 
 export const UUID_RE = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 export const MAX_INT = 2147483647;
@@ -243,4 +244,20 @@ export function idFromHref(ref: string): string {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(ref) && !ref.startsWith("/")) return ref;
   const parts = ref.split("?")[0]!.split("/").filter(Boolean);
   return parts[parts.length - 1] ?? ref;
+}
+
+/** Nova's osapi_max_limit. */
+export const MAX_LIMIT = 1000;
+
+/** A changes-since/changes-before value: an ISO 8601 date-time, as Nova's schema. */
+export function parseChangeTime(query: Query, name: string): string | undefined {
+  const raw = queryOne(query, name);
+  if (raw === undefined) return undefined;
+  const t = /^\d{4}-\d{2}-\d{2}T/.test(raw) ? Date.parse(raw.replace(" ", "+")) : Number.NaN;
+  if (Number.isNaN(t)) {
+    throw badRequest(
+      `Invalid input for query parameters ${name}. Value: ${raw}. '${raw}' is not a 'date-time'`,
+    );
+  }
+  return new Date(t).toISOString();
 }
