@@ -10,6 +10,7 @@ import { impliedBy } from "../../identity/roles.js";
 import * as store from "../../identity/store.js";
 import type { TokenPayload } from "../../identity/token.js";
 import { rolesOf } from "../../identity/validate.js";
+import { type BodyRules, type FrontEnv, Refusal, readJson } from "../front.js";
 import {
   applicationCredentialView,
   collection,
@@ -21,17 +22,11 @@ import {
 } from "./views.js";
 
 /** What the parent app puts in the context: the public base URL (lib/api/app.ts's observe). */
-export type IdentityEnv = { Variables: { baseUrl: string } };
+export type IdentityEnv = FrontEnv;
 type C = Context<IdentityEnv>;
 
-export class Refusal extends Error {
-  constructor(
-    readonly status: 400 | 401 | 403 | 404,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** How Keystone reads a body: anything but JSON (an empty body too) is its 400. */
+export const KEYSTONE_BODY: BodyRules = { malformedBody: () => new Refusal(400, "Malformed request body") };
 
 export const isAdmin = (p: TokenPayload) => !!p.project && p.roles.some((r) => r.name === "admin");
 
@@ -45,13 +40,7 @@ export interface AdminDeps {
   now: () => Date;
 }
 
-async function bodyOf(c: C): Promise<unknown> {
-  try {
-    return await c.req.json();
-  } catch {
-    throw new Refusal(400, "Malformed request body");
-  }
-}
+const bodyOf = (c: C): Promise<unknown> => readJson(c, KEYSTONE_BODY);
 
 /** Keystone's boolean query values: "0", "false", "no", "off" (any case) are false. */
 const truthy = (v: string | undefined): boolean | undefined =>
