@@ -9,20 +9,7 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { validator } from "hono/validator";
 import type { z } from "zod";
 import { type AuthContext, type AuthDeps, authenticate } from "./auth.js";
-
-/** A refusal, answered by the front it reaches in its service's error shape. */
-export class Refusal extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    /** the service's name for it: Nova's fault kind, Neutron's exception type */
-    readonly type = "",
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = "Refusal";
-  }
-}
+import { Refusal, UNAUTHORIZED_BODY } from "./errors.js";
 
 /** What every front's context holds (an entry's public base URL, the token's caller). */
 export interface FrontVariables {
@@ -38,7 +25,7 @@ export type ErrorAnswer = { json: object } | { text: string };
 
 export interface VersionDocument {
   path: string;
-  document: (baseUrl: string) => object;
+  document: (baseUrl: string) => unknown;
   /** 300 Multiple Choices where the service answers so (Glance, Keystone) */
   status?: 200 | 300;
 }
@@ -68,15 +55,6 @@ export interface Service<E extends FrontEnv = FrontEnv> extends BodyRules {
   /** its answer to a path it does not serve */
   notFound: (c: Context<E>) => Refusal;
 }
-
-/** The 401 keystonemiddleware answers in front of every service, in Keystone's own shape. */
-export const UNAUTHORIZED_BODY = {
-  error: {
-    code: 401,
-    title: "Unauthorized",
-    message: "The request you have made requires authentication.",
-  },
-} as const;
 
 function answer(c: Context, r: Refusal, errorBody: Service["errorBody"]): Response {
   const body = errorBody(r);
@@ -110,7 +88,7 @@ export function createFront<E extends FrontEnv>(
   });
   for (const m of service.middleware ?? []) app.use("*", m);
   for (const v of service.versions)
-    app.get(v.path, (c) => c.json(v.document((c.var as FrontVariables).baseUrl), v.status ?? 200));
+    app.get(v.path, (c) => c.json(v.document((c.var as FrontVariables).baseUrl) as object, v.status ?? 200));
   for (const path of service.tokenPaths) app.use(path, requireToken(deps));
   routes(app);
   // (a mounted front's notFound is not consulted, its parent's is: the catch-all is a route)

@@ -10,7 +10,8 @@ import { impliedBy } from "../../identity/roles.js";
 import * as store from "../../identity/store.js";
 import type { TokenPayload } from "../../identity/token.js";
 import { rolesOf } from "../../identity/validate.js";
-import { type BodyRules, type FrontEnv, Refusal, readJson } from "../front.js";
+import { Refusal } from "../errors.js";
+import { type BodyRules, type FrontEnv, readJson } from "../front.js";
 import {
   applicationCredentialView,
   collection,

@@ -9,7 +9,8 @@ import * as store from "../../identity/store.js";
 import { type TokenPayload, tokenExpirationSeconds, tokenKey } from "../../identity/token.js";
 import { validateToken } from "../../identity/validate.js";
 import { type AuthDeps, tokenTable } from "../auth.js";
-import { createFront, Refusal, readJson, type Service } from "../front.js";
+import { Refusal } from "../errors.js";
+import { createFront, readJson, type Service } from "../front.js";
 import { adminRoutes, forbidden, type IdentityEnv, isAdmin, KEYSTONE_BODY } from "./admin.js";
 import {
   collection,

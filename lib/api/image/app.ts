@@ -13,7 +13,8 @@ import { type ImageStore, s3ImageStore } from "../../compute/image-store.js";
 import { deleteServerImage } from "../../instances/snapshot.js";
 import type { AuthDeps } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
-import { createFront, type FrontEnv, Refusal, type Service } from "../front.js";
+import { Refusal } from "../errors.js";
+import { createFront, type FrontEnv, type Service } from "../front.js";
 import { type GlanceRule, glanceDecision, glanceRefusal } from "../policy.js";
 import {
   GLANCE_BODY,

@@ -7,7 +7,8 @@
 import type { Hono } from "hono";
 import { NetworkingError } from "../../network/cidr.js";
 import type { AuthDeps } from "../auth.js";
-import { createFront, Refusal, type Service } from "../front.js";
+import { Refusal } from "../errors.js";
+import { createFront, type Service } from "../front.js";
 import { networkRoutes } from "./networks.js";
 import { portRoutes } from "./ports.js";
 import { quotaRoutes } from "./quotas.js";

@@ -6,7 +6,8 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { normalizeAddress } from "../../network/cidr.js";
 import type { AuthContext } from "../auth.js";
-import { queryOf, Refusal } from "../front.js";
+import { Refusal } from "../errors.js";
+import { queryOf } from "../front.js";
 import { selectFields } from "./views.js";
 
 /** The parameters that are not filters (api_common.get_filters' skips). */

@@ -6,7 +6,7 @@
 // rules ("rule:create_port:fixed_ips:ip_address").
 import type { Network } from "../../network/store.js";
 import type { AuthContext } from "../auth.js";
-import { Refusal } from "../front.js";
+import { Refusal } from "../errors.js";
 import { effectiveRoles, passes } from "../policy.js";
 
 export const isAdmin = (auth: AuthContext) => auth.isAdmin;

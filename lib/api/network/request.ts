@@ -4,7 +4,8 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import type { AuthContext } from "../auth.js";
-import { type BodyRules, type FrontEnv, jsonBody, Refusal, readJson } from "../front.js";
+import { Refusal } from "../errors.js";
+import { type BodyRules, type FrontEnv, jsonBody, readJson } from "../front.js";
 import { type AttributeRule, policyRefused, pretendNotFound } from "./policy.js";
 
 export type NetEnv = FrontEnv;
