@@ -7,15 +7,13 @@
 import type { Network } from "../../network/store.js";
 import type { AuthContext } from "../auth.js";
 import { Refusal } from "../errors.js";
-import { effectiveRoles, passes } from "../policy.js";
+import { allows } from "../policy.js";
 
 export const isAdmin = (auth: AuthContext) => auth.isAdmin;
 /** ADMIN_OR_PROJECT_MEMBER, on the project owning the target. */
-export const memberOf = (auth: AuthContext, project: string) =>
-  auth.isAdmin || (auth.project_id === project && passes(effectiveRoles(auth), "member"));
+export const memberOf = (auth: AuthContext, project: string) => allows(auth, "member", project);
 /** ADMIN_OR_PROJECT_READER, on the project owning the target. */
-export const readerOf = (auth: AuthContext, project: string) =>
-  auth.isAdmin || (auth.project_id === project && passes(effectiveRoles(auth), "reader"));
+export const readerOf = (auth: AuthContext, project: string) => allows(auth, "reader", project);
 
 /** get_network: an admin, the owner's readers, anyone for a shared or external network. */
 export const seesNetwork = (auth: AuthContext, n: Network) =>
