@@ -7,7 +7,7 @@ import { z } from "zod";
 import { normalizeAddress } from "../../network/cidr.js";
 import type { AuthContext } from "../auth.js";
 import { Refusal } from "../errors.js";
-import { queryOf } from "../front.js";
+import { type FrontEnv, queryOf } from "../front.js";
 import { selectFields } from "./views.js";
 
 /** The parameters that are not filters (api_common.get_filters' skips). */
@@ -98,9 +98,9 @@ function page<T extends { id: string }>(items: T[], q: ListQuery): T[] {
 }
 
 /** webob's path_url and urlencode of the request's parameters, as api_common builds the links. */
-function href(c: Context, params: [string, string][]): string {
+function href(c: Context<FrontEnv>, params: [string, string][]): string {
   const url = new URL(c.req.url);
-  const base = `${(c.var as { baseUrl: string }).baseUrl}${url.pathname}`;
+  const base = `${c.get("baseUrl")}${url.pathname}`;
   return `${base}?${new URLSearchParams(params).toString()}`;
 }
 
@@ -108,7 +108,7 @@ function href(c: Context, params: [string, string][]): string {
  * api_common.get_pagination_links: a page as long as the limit has a next (its last id the
  * marker); every page but a short one read in reverse has a previous (its first id, in reverse).
  */
-function pageLinks(c: Context, items: { id: string }[], q: ListQuery) {
+function pageLinks(c: Context<FrontEnv>, items: { id: string }[], q: ListQuery) {
   if (q.limit === undefined) return [];
   const params = [...new URL(c.req.url).searchParams.entries()];
   const without = (...names: string[]) => params.filter(([k]) => !names.includes(k));
@@ -142,7 +142,7 @@ function pageLinks(c: Context, items: { id: string }[], q: ListQuery) {
  * A marker the caller cannot see is the resource's 404 (the plugin's _get_marker_obj).
  */
 export async function listed<T extends { id: string }>(
-  c: Context,
+  c: Context<FrontEnv>,
   collection: string,
   items: T[],
   view: (item: T, auth: AuthContext) => Record<string, unknown>,
@@ -153,7 +153,7 @@ export async function listed<T extends { id: string }>(
 ) {
   if (q.limit !== undefined && q.marker !== undefined && !(await seesMarker(q.marker)))
     throw markerNotFound(q.marker);
-  const auth = (c.var as { auth: AuthContext }).auth;
+  const auth = c.get("auth");
   const matches = (v: Record<string, unknown>) =>
     q.filters.every(([k, wanted]) => {
       if (k === "fixed_ips") return wanted.every((w) => fixedIpMatches(v.fixed_ips, w));

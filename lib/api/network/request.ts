@@ -129,17 +129,17 @@ export function attr<T>(body: Body, name: string, a: Attr<T>): T | undefined {
 const json = (v: unknown) => JSON.stringify(v);
 
 /** validate_string, at most `max` characters. */
-export const stringOf = (max = 255): Attr<string> => ({
+const stringOf = (max = 255): Attr<string> => ({
   schema: z.string().max(max),
   reason: (v, issue) =>
     issue.code === "too_big"
       ? `'${v}' exceeds maximum length of ${max}`
       : `'${json(v)}' is not a valid string`,
 });
-export const STRING = stringOf();
+const STRING = stringOf();
 
 /** convert_to_boolean: a boolean, or "true"/"false" in any case. */
-export const BOOLEAN: Attr<boolean> = {
+const BOOLEAN: Attr<boolean> = {
   schema: z.union([z.boolean(), z.stringbool({ truthy: ["true"], falsy: ["false"], case: "insensitive" })]),
   reason: (v) => `'${json(v)}' cannot be converted to boolean`,
 };
