@@ -15,25 +15,24 @@ import {
   updateNetwork,
 } from "../../network/store.js";
 import type { AuthContext, AuthDeps } from "../auth.js";
-import { byId, listed, listParams } from "./listing.js";
 import { memberOf, policyRefused, seesNetwork } from "./policy.js";
 import {
   type Attr,
   attr,
   type Body,
   boolAttr,
-  createBody,
-  createResources,
+  json,
   type Made,
   type NetEnv,
   notFound,
   projectOf,
   refuse,
+  resourceRoutes,
   stamp,
   stringAttr,
   updateBody,
 } from "./request.js";
-import { NETWORK_ATTRIBUTES, networkView, selectFields } from "./views.js";
+import { NETWORK_ATTRIBUTES, networkView } from "./views.js";
 
 /** The physical network a project network (no provider attributes) is flat on: docs/networking.md. */
 export const DEFAULT_PHYSICAL_NETWORK = "physnet1";
@@ -46,7 +45,6 @@ export async function visibleNetwork(auth: AuthContext, id: string): Promise<Net
   return n;
 }
 
-const json = (v: unknown) => JSON.stringify(v);
 const PHYSICAL_NETWORK: Attr<string> = {
   schema: z.string().min(1),
   reason: (v) => `'${json(v)}' is not a valid string`,
@@ -155,21 +153,16 @@ async function createOneNetwork(auth: AuthContext, body: Body, deps: AuthDeps): 
 }
 
 export function networkRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
-  app.get("/v2.0/networks", listParams(NETWORK_ATTRIBUTES), async (c) => {
-    const auth = c.get("auth");
-    const visible = (await listNetworks()).filter((n) => seesNetwork(auth, n)).sort(byId);
-    return listed(c, "networks", visible, networkView, c.req.valid("query"), (id) => notFound("Network", id));
+  resourceRoutes(app, {
+    name: "network",
+    kind: "Network",
+    attributes: NETWORK_ATTRIBUTES,
+    createAttributes: NETWORK_CREATE,
+    view: networkView,
+    visible: async (auth) => (await listNetworks()).filter((n) => seesNetwork(auth, n)),
+    find: visibleNetwork,
+    create: (auth, body) => createOneNetwork(auth, body, deps),
   });
-
-  app.get("/v2.0/networks/:id", async (c) => {
-    const auth = c.get("auth");
-    const n = await visibleNetwork(auth, c.req.param("id"));
-    return c.json({ network: selectFields(networkView(n, auth), c.req.queries("fields") ?? []) });
-  });
-
-  app.post("/v2.0/networks", createBody("network", NETWORK_CREATE), (c) =>
-    createResources(c, "network", (body) => createOneNetwork(c.get("auth"), body, deps)),
-  );
 
   app.put("/v2.0/networks/:id", async (c) => {
     const auth = c.get("auth");

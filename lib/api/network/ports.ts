@@ -25,7 +25,6 @@ import {
 } from "../../network/store.js";
 import { API_FUNCTION_TIMEOUT_SECONDS } from "../../resources.js";
 import type { AuthContext, AuthDeps } from "../auth.js";
-import { byId, listed, listParams } from "./listing.js";
 import { visibleNetwork } from "./networks.js";
 import { type AttributeRule, memberOf, policyRefused, pretendNotFound, readerOf } from "./policy.js";
 import {
@@ -33,20 +32,20 @@ import {
   attr,
   type Body,
   boolAttr,
-  createBody,
-  createResources,
   invalidAttr,
+  json,
   type Made,
   type NetEnv,
   notFound,
   projectOf,
   refuse,
   required,
+  resourceRoutes,
   stamp,
   stringAttr,
   updateBody,
 } from "./request.js";
-import { PORT_ATTRIBUTES, portView, selectFields } from "./views.js";
+import { PORT_ATTRIBUTES, portView } from "./views.js";
 
 /** get_port: an admin, the port's project's readers, the network owner's readers. */
 async function visiblePort(
@@ -62,7 +61,6 @@ async function visiblePort(
   return { port, network };
 }
 
-const json = (v: unknown) => JSON.stringify(v);
 const badFixedIp = (v: unknown) => `Invalid data format for fixed IP: '${json(v)}'`;
 /** A port's fixed_ips: a list of a subnet, an address or both (each checked further below). */
 const FIXED_IPS: Attr<{ subnet_id?: unknown; ip_address?: unknown }[]> = {
@@ -194,28 +192,24 @@ async function createOnePort(auth: AuthContext, body: Body, deps: AuthDeps): Pro
 }
 
 export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
-  app.get("/v2.0/ports", listParams(PORT_ATTRIBUTES), async (c) => {
-    const auth = c.get("auth");
-    const ownedNetworks = auth.isAdmin
-      ? undefined
-      : new Set((await listNetworks()).filter((n) => readerOf(auth, n.project_id)).map((n) => n.id));
-    const now = deps.now();
-    const visible = (await listPorts())
-      .filter((p) => portShown(p, now))
-      .filter((p) => !ownedNetworks || readerOf(auth, p.project_id) || ownedNetworks.has(p.network_id))
-      .sort(byId);
-    return listed(c, "ports", visible, portView, c.req.valid("query"), (id) => notFound("Port", id));
+  resourceRoutes(app, {
+    name: "port",
+    kind: "Port",
+    attributes: PORT_ATTRIBUTES,
+    createAttributes: PORT_CREATE,
+    view: portView,
+    visible: async (auth) => {
+      const ownedNetworks = auth.isAdmin
+        ? undefined
+        : new Set((await listNetworks()).filter((n) => readerOf(auth, n.project_id)).map((n) => n.id));
+      const now = deps.now();
+      return (await listPorts())
+        .filter((p) => portShown(p, now))
+        .filter((p) => !ownedNetworks || readerOf(auth, p.project_id) || ownedNetworks.has(p.network_id));
+    },
+    find: async (auth, id) => (await visiblePort(auth, id, deps.now())).port,
+    create: (auth, body) => createOnePort(auth, body, deps),
   });
-
-  app.get("/v2.0/ports/:id", async (c) => {
-    const auth = c.get("auth");
-    const { port } = await visiblePort(auth, c.req.param("id"), deps.now());
-    return c.json({ port: selectFields(portView(port, auth), c.req.queries("fields") ?? []) });
-  });
-
-  app.post("/v2.0/ports", createBody("port", PORT_CREATE), (c) =>
-    createResources(c, "port", (body) => createOnePort(c.get("auth"), body, deps)),
-  );
 
   app.put("/v2.0/ports/:id", async (c) => {
     const auth = c.get("auth");

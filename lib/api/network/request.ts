@@ -1,12 +1,16 @@
-// What every Networking resource's routes share: the request body ({"<resource>": {...}}, or a
-// bulk create's list) checked with zod as Neutron's prepare_request_body checks it, neutron-lib's
-// attribute validators as zod schemas with their texts, and the refusals Neutron words.
-import type { Context } from "hono";
+// What every Networking resource shares, as Neutron's one controller (api/v2/base.py) serves every
+// resource from its declaration: the list, show and create routes (`resourceRoutes`), the request
+// body ({"<resource>": {...}}, or a bulk create's list) checked with zod as Neutron's
+// prepare_request_body checks it, neutron-lib's attribute validators as zod schemas with their
+// texts, and the refusals Neutron words.
+import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { AuthContext } from "../auth.js";
 import { Refusal } from "../errors.js";
 import { type BodyRules, type FrontEnv, jsonBody, readJson } from "../front.js";
+import { byId, listed, listParams } from "./listing.js";
 import { type AttributeRule, policyRefused, pretendNotFound } from "./policy.js";
+import { selectFields } from "./views.js";
 
 export type NetEnv = FrontEnv;
 export type C = Context<NetEnv>;
@@ -66,7 +70,7 @@ const resourceRequest = (resource: string, allowed: readonly string[], bulk: boo
   });
 
 /** A create's body (one resource, or a bulk create's), for c.req.valid("json"). */
-export const createBody = (resource: string, allowed: readonly string[]) =>
+const createBody = (resource: string, allowed: readonly string[]) =>
   jsonBody<ReturnType<typeof resourceRequest>, NetEnv>(
     NEUTRON_BODY,
     resourceRequest(resource, allowed, true),
@@ -90,7 +94,7 @@ export type Made = { view: Body; undo: () => Promise<unknown> };
  * Create what a POST asked for. A bulk create is all or nothing, as Neutron's: when an item is
  * refused, those made before it are deleted and the refusal answered.
  */
-export async function createResources(
+async function createResources(
   c: Context<NetEnv, string, { out: { json: { items: Body[]; bulk: boolean } } }>,
   resource: "network" | "subnet" | "port",
   create: (body: Body) => Promise<Made>,
@@ -126,7 +130,8 @@ export function attr<T>(body: Body, name: string, a: Attr<T>): T | undefined {
   return r.data;
 }
 
-const json = (v: unknown) => JSON.stringify(v);
+/** A value as neutron-lib's reasons quote it. */
+export const json = (v: unknown) => JSON.stringify(v);
 
 /** validate_string, at most `max` characters. */
 const stringOf = (max = 255): Attr<string> => ({
@@ -177,4 +182,38 @@ export function required(body: Body, name: string, present = body[name] !== unde
 export function refuse(auth: AuthContext, owner: string, action: string, attrs: AttributeRule[] = []): never {
   if (auth.project_id === owner) throw policyRefused(action, attrs);
   throw pretendNotFound();
+}
+
+/** One resource as its routes need it declared (the rest of Neutron's attribute map is its file's). */
+export interface Resource<T extends { id: string }> {
+  name: "network" | "subnet" | "port";
+  /** its exceptions' prefix: NetworkNotFound… */
+  kind: "Network" | "Subnet" | "Port";
+  /** the attributes a list may filter on */
+  attributes: readonly string[];
+  /** the attributes a create may set */
+  createAttributes: readonly string[];
+  view: (item: T, auth: AuthContext) => Record<string, unknown>;
+  /** every item the caller sees */
+  visible: (auth: AuthContext) => Promise<T[]>;
+  /** the one the caller asks for, or its 404 */
+  find: (auth: AuthContext, id: string) => Promise<T>;
+  create: (auth: AuthContext, body: Body) => Promise<Made>;
+}
+
+/** A resource's list (filters, fields, paging), show (fields) and create (one, or bulk). */
+export function resourceRoutes<T extends { id: string }>(app: Hono<NetEnv>, r: Resource<T>): void {
+  const collection = `${r.name}s`;
+  app.get(`/v2.0/${collection}`, listParams(r.attributes), async (c) => {
+    const items = (await r.visible(c.get("auth"))).sort(byId);
+    return listed(c, collection, items, r.view, c.req.valid("query"), (id) => notFound(r.kind, id));
+  });
+  app.get(`/v2.0/${collection}/:id`, async (c) => {
+    const auth = c.get("auth");
+    const item = await r.find(auth, c.req.param("id"));
+    return c.json({ [r.name]: selectFields(r.view(item, auth), c.req.queries("fields") ?? []) });
+  });
+  app.post(`/v2.0/${collection}`, createBody(r.name, r.createAttributes), (c) =>
+    createResources(c, r.name, (body) => r.create(c.get("auth"), body)),
+  );
 }

@@ -25,7 +25,6 @@ import {
   updateSubnet,
 } from "../../network/store.js";
 import type { AuthContext, AuthDeps } from "../auth.js";
-import { byId, listed, listParams } from "./listing.js";
 import { visibleNetwork } from "./networks.js";
 import { memberOf, policyRefused, pretendNotFound, readerOf, seesNetwork } from "./policy.js";
 import {
@@ -33,9 +32,8 @@ import {
   attr,
   type Body,
   boolAttr,
-  createBody,
-  createResources,
   invalidAttr,
+  json,
   LIST,
   type Made,
   type NetEnv,
@@ -43,11 +41,12 @@ import {
   projectOf,
   refuse,
   required,
+  resourceRoutes,
   stamp,
   stringAttr,
   updateBody,
 } from "./request.js";
-import { SUBNET_ATTRIBUTES, selectFields, subnetView } from "./views.js";
+import { SUBNET_ATTRIBUTES, subnetView } from "./views.js";
 
 /** get_subnet: an admin, the owner's readers, anyone on a shared network. */
 export async function visibleSubnet(
@@ -62,7 +61,6 @@ export async function visibleSubnet(
   return { subnet, network };
 }
 
-const json = (v: unknown) => JSON.stringify(v);
 const IP_VERSION: Attr<4 | 6> = {
   schema: z.coerce.number().pipe(z.union([z.literal(4), z.literal(6)])),
   reason: (v) => `${json(v)} is not in [4, 6]`,
@@ -194,26 +192,22 @@ async function createOneSubnet(auth: AuthContext, body: Body, deps: AuthDeps): P
 }
 
 export function subnetRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
-  app.get("/v2.0/subnets", listParams(SUBNET_ATTRIBUTES), async (c) => {
-    const auth = c.get("auth");
-    const networks = new Map((await listNetworks()).map((n) => [n.id, n]));
-    const visible = (await listSubnets())
-      .filter((s) => {
+  resourceRoutes(app, {
+    name: "subnet",
+    kind: "Subnet",
+    attributes: SUBNET_ATTRIBUTES,
+    createAttributes: SUBNET_CREATE,
+    view: subnetView,
+    visible: async (auth) => {
+      const networks = new Map((await listNetworks()).map((n) => [n.id, n]));
+      return (await listSubnets()).filter((s) => {
         const n = networks.get(s.network_id);
         return readerOf(auth, s.project_id) || (n !== undefined && seesNetwork(auth, n));
-      })
-      .sort(byId);
-    return listed(c, "subnets", visible, subnetView, c.req.valid("query"), (id) => notFound("Subnet", id));
+      });
+    },
+    find: async (auth, id) => (await visibleSubnet(auth, id)).subnet,
+    create: (auth, body) => createOneSubnet(auth, body, deps),
   });
-
-  app.get("/v2.0/subnets/:id", async (c) => {
-    const { subnet } = await visibleSubnet(c.get("auth"), c.req.param("id"));
-    return c.json({ subnet: selectFields(subnetView(subnet), c.req.queries("fields") ?? []) });
-  });
-
-  app.post("/v2.0/subnets", createBody("subnet", SUBNET_CREATE), (c) =>
-    createResources(c, "subnet", (body) => createOneSubnet(c.get("auth"), body, deps)),
-  );
 
   app.put("/v2.0/subnets/:id", async (c) => {
     const auth = c.get("auth");
