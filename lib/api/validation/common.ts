@@ -246,6 +246,8 @@ export function idFromHref(ref: string): string {
   return parts[parts.length - 1] ?? ref;
 }
 
+// ── what every list's query shares ──
+
 /** Nova's osapi_max_limit. */
 export const MAX_LIMIT = 1000;
 
