@@ -15,9 +15,7 @@ import { consoleApp } from "./console.js";
 import type { ApiDeps } from "./deps.js";
 import {
   ApiError,
-  badRequest,
   errorBody,
-  MALFORMED_BODY,
   METHOD_NOT_ALLOWED,
   REQUEST_TOO_LARGE,
   RESOURCE_NOT_FOUND,
@@ -32,6 +30,7 @@ import { enforceRoute } from "./policy.js";
 import { baseUrlFrom, type Query, type Route } from "./request.js";
 import { ROUTES } from "./routes/index.js";
 import { apiSettings } from "./settings.js";
+import { NOVA_BODY } from "./validation/common.js";
 import { versionsView, versionView } from "./views/versions.js";
 
 /** What an entry point may hand the app besides the request (handleHttp's test options). */
@@ -168,8 +167,8 @@ const NOVA: Service<ApiEnv> = {
   // an unexpected failure: its cause to the log only
   unexpected: () => new ApiError("computeFault", UNEXPECTED_ERROR),
   // the routes read their bodies as text (the policy names a POST …/action by its key), and their
-  // validators parse it: validation/common.ts parseJsonBody
-  malformedBody: () => badRequest(MALFORMED_BODY),
+  // validators parse it by these rules (validation/common.ts parseJsonBody)
+  ...NOVA_BODY,
   middleware: [
     observe,
     bodyLimit({

@@ -9,6 +9,7 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { validator } from "hono/validator";
 import type { z } from "zod";
 import { type AuthContext, type AuthDeps, authenticate } from "./auth.js";
+import { type BodyRules, parseBody } from "./body.js";
 import { Refusal, UNAUTHORIZED_BODY } from "./errors.js";
 
 /** What every front's context holds (an entry's public base URL, the token's caller). */
@@ -28,14 +29,6 @@ export interface VersionDocument {
   document: (baseUrl: string) => unknown;
   /** 300 Multiple Choices where the service answers so (Glance, Keystone) */
   status?: 200 | 300;
-}
-
-/** How a service reads a body. */
-export interface BodyRules {
-  /** its answer to a body that is not JSON */
-  malformedBody: () => Refusal;
-  /** an empty body: JSON's null (Neutron reads it so) or malformed (the default) */
-  emptyBody?: "null" | "malformed";
 }
 
 /** How one service differs from the others. */
@@ -108,15 +101,9 @@ export function requireToken<E extends FrontEnv>(deps: AuthDeps): MiddlewareHand
   };
 }
 
-/** The request's body as JSON, or the service's 400. */
-export async function readJson(c: Context, service: BodyRules) {
-  const text = await c.req.text();
-  if (!text && service.emptyBody === "null") return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw service.malformedBody();
-  }
+/** The request's body as JSON by the service's rules, or the service's 400. */
+export async function readJson(c: Context, service: BodyRules): Promise<unknown> {
+  return parseBody(await c.req.text(), service);
 }
 
 /** Why a value failed its schema: the first issue, and the input at its path. */

@@ -11,8 +11,9 @@ import { impliedBy } from "../../identity/roles.js";
 import * as store from "../../identity/store.js";
 import type { TokenPayload } from "../../identity/token.js";
 import { rolesOf } from "../../identity/validate.js";
+import type { BodyRules } from "../body.js";
 import { Refusal } from "../errors.js";
-import { type BodyRules, type FrontEnv, queryOf, readJson } from "../front.js";
+import { type FrontEnv, queryOf, readJson } from "../front.js";
 import {
   applicationCredentialView,
   collection,

@@ -1,8 +1,9 @@
 // What Glance's front accepts, as zod schemas with Glance's texts: the image list's query
 // (limit, sort) and a create's body (its jsonschema's refusals, and what the catalog does not keep).
 import { z } from "zod";
+import type { BodyRules } from "../body.js";
 import { Refusal } from "../errors.js";
-import { type BodyRules, jsonBody, queryOf } from "../front.js";
+import { jsonBody, queryOf } from "../front.js";
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DISK_FORMATS = ["ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso", "ploop"];

@@ -6,8 +6,9 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { AuthContext } from "../auth.js";
+import type { BodyRules } from "../body.js";
 import { Refusal } from "../errors.js";
-import { type BodyRules, type FrontEnv, jsonBody, readJson } from "../front.js";
+import { type FrontEnv, jsonBody, readJson } from "../front.js";
 import { byId, listed, listParams } from "./listing.js";
 import { type AttributeRule, policyRefused, pretendNotFound } from "./policy.js";
 import { selectFields } from "./views.js";

@@ -4,6 +4,7 @@
 // body's envelope ("server"/"flavor"), so "flavorRef" stays "flavorRef" but a bad metadata value
 // is "metadata.key" rather than a bare "key". Only the first problem is reported.
 import { z } from "zod";
+import { type BodyRules, parseBody } from "../body.js";
 import { ApiError, badRequest, MALFORMED_BODY } from "../errors.js";
 import { type Query, queryOne } from "../request.js";
 
@@ -167,15 +168,11 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.outp
   throw badRequest(first ? describeIssue(first, input) : "Invalid input");
 }
 
-/** The request body as JSON; an empty body is `{}` (the schema then names what is missing). */
-export function parseJsonBody(body: string | undefined): unknown {
-  if (body === undefined || body.trim() === "") return {};
-  try {
-    return JSON.parse(body);
-  } catch {
-    throw badRequest(MALFORMED_BODY);
-  }
-}
+/** How Compute reads a body: an empty one is `{}` (the schema then names what is missing). */
+export const NOVA_BODY: BodyRules = { malformedBody: () => badRequest(MALFORMED_BODY), emptyBody: "object" };
+
+/** The request body as JSON, by Compute's rules. */
+export const parseJsonBody = (body: string | undefined): unknown => parseBody(body, NOVA_BODY);
 
 export function isApiError(e: unknown): e is ApiError {
   return e instanceof ApiError;
