@@ -1,16 +1,16 @@
-// The API as a Hono app: one middleware chain, in the order of Nova's paste pipeline — request id
-// and the request's log line → error shape → body size → version documents (no auth) →
-// X-Auth-Token → microversion → route. Served by hono/aws-lambda on Lambda, @hono/node-server
-// locally, and handleHttp (router.ts) in tests.
+// The API as a Hono app: Compute's front (lib/api/front.ts), in the order of Nova's paste
+// pipeline — request id and the request's log line → body size → version documents (no auth) →
+// X-Auth-Token → microversion → route, every refusal in Nova's shape — with the Identity, Image and
+// Networking fronts and the web console mounted on it. Served by hono/aws-lambda on Lambda,
+// @hono/node-server locally, and handleHttp (router.ts) in tests.
 
 import { randomUUID } from "node:crypto";
-import { type Context, Hono, type MiddlewareHandler } from "hono";
+import type { Context, Hono, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { etag } from "hono/etag";
 import { MAX_REQUEST_BODY_BYTES } from "../config.js";
 import { keystoneUrl } from "../identity/keystone.js";
 import { log } from "../log.js";
-import { type AuthContext, authenticate } from "./auth.js";
 import { consoleApp } from "./console.js";
 import type { ApiDeps } from "./deps.js";
 import {
@@ -19,10 +19,9 @@ import {
   METHOD_NOT_ALLOWED,
   REQUEST_TOO_LARGE,
   RESOURCE_NOT_FOUND,
-  UNAUTHORIZED_BODY,
-  UNAUTHORIZED_STATUS,
   UNEXPECTED_ERROR,
 } from "./errors.js";
+import { createFront, type FrontVariables, type Service } from "./front.js";
 import { identityApp } from "./identity/app.js";
 import { imageApp } from "./image/app.js";
 import { type ApiVersion, negotiateVersion, versionHeaders } from "./microversion.js";
@@ -31,6 +30,7 @@ import { enforceRoute } from "./policy.js";
 import { baseUrlFrom, type Query, type Route } from "./request.js";
 import { ROUTES } from "./routes/index.js";
 import { apiSettings } from "./settings.js";
+import { NOVA_BODY } from "./validation/common.js";
 import { versionsView, versionView } from "./views/versions.js";
 
 /** What an entry point may hand the app besides the request (handleHttp's test options). */
@@ -40,11 +40,9 @@ export interface ApiBindings {
   baseUrl?: string;
 }
 
-export interface ApiVariables {
+export interface ApiVariables extends FrontVariables {
   requestId: string;
-  baseUrl: string;
   logFields: Record<string, unknown>;
-  auth: AuthContext;
   version: ApiVersion;
 }
 
@@ -94,30 +92,6 @@ const observe: MiddlewareHandler<ApiEnv> = async (c, next) => {
   if (c.res.status >= 500) log.error("api.request", line);
   else log.info("api.request", line);
 };
-
-/** Every failure in OpenStack's shape; an unexpected one a 500 computeFault, its cause logged only. */
-function onError(e: Error, c: ApiContext): Response {
-  if (e instanceof ApiError) {
-    const fields = c.get("logFields");
-    if (e.status >= 500 && !fields.error) fields.error = e;
-    return c.json(e.body(), e.status as 400, e.headers);
-  }
-  const fields = c.get("logFields");
-  fields.error = e;
-  if (e.stack) fields.stack = e.stack;
-  return c.json(errorBody("computeFault", UNEXPECTED_ERROR), 500);
-}
-
-/** Keystone's middleware's part: a valid X-Auth-Token or 401 in Keystone's own shape. */
-const requireToken =
-  (deps: ApiDeps): MiddlewareHandler<ApiEnv> =>
-  async (c, next) => {
-    const headers = Object.fromEntries(c.req.raw.headers);
-    const auth = await authenticate(headers, deps);
-    if (!auth) return c.json(UNAUTHORIZED_BODY, UNAUTHORIZED_STATUS as 401);
-    c.set("auth", auth);
-    await next();
-  };
 
 /** The request's microversion; its headers on every compute answer, errors included. */
 const microversion: MiddlewareHandler<ApiEnv> = async (c, next) => {
@@ -169,54 +143,65 @@ function routeHandler(route: Route, deps: ApiDeps, legacy: boolean) {
   };
 }
 
-/** The whole API for one set of dependencies. */
-export function createApp(deps: ApiDeps): Hono<ApiEnv> {
-  const app = new Hono<ApiEnv>({ strict: false });
-  app.onError(onError);
-  app.use("*", observe);
-  app.use(
-    "*",
+/** Nova's 404, or its 405 with the methods the path has (a legacy path's too). */
+function notFound(c: ApiContext): ApiError {
+  const path = c.req.path.replace(/\/+$/, "") || "/";
+  if (path === "/" || path === V21) return badMethod(["GET"]);
+  if (path.startsWith(`${V21}/`)) {
+    let rel = path.slice(V21.length);
+    const auth = c.get("auth");
+    const first = rel.split("/")[1];
+    let allow = allowedMethods(rel);
+    if (!allow.length && auth && first === auth.project_id) {
+      rel = rel.slice(first.length + 1) || "/";
+      allow = allowedMethods(rel);
+    }
+    if (allow.length && !allow.includes(c.req.method)) return badMethod(allow);
+  }
+  return new ApiError("itemNotFound", RESOURCE_NOT_FOUND);
+}
+
+/** How Compute's front differs from the others. */
+const NOVA: Service<ApiEnv> = {
+  errorBody: (r) => ({ json: { [r.type]: { code: r.status, message: r.message } } }),
+  // an unexpected failure: its cause to the log only
+  unexpected: () => new ApiError("computeFault", UNEXPECTED_ERROR),
+  // the routes read their bodies as text (the policy names a POST …/action by its key), and their
+  // validators parse it by these rules (validation/common.ts parseJsonBody)
+  ...NOVA_BODY,
+  middleware: [
+    observe,
     bodyLimit({
       maxSize: MAX_REQUEST_BODY_BYTES,
       onError: (c) => c.json(errorBody("overLimit", REQUEST_TOO_LARGE), 413),
     }),
-  );
+  ],
+  // unauthenticated, as in Nova
+  versions: [
+    { path: "/", document: versionsView },
+    { path: V21, document: versionView },
+  ],
+  tokenPaths: [`${V21}/*`],
+  notFound,
+};
 
-  // version documents: unauthenticated, as in Nova
-  app.get("/", (c) => c.json(versionsView(c.get("baseUrl"))));
-  app.get(V21, (c) => c.json(versionView(c.get("baseUrl"))));
+/** The whole API for one set of dependencies. */
+export function createApp(deps: ApiDeps): Hono<ApiEnv> {
+  return createFront(NOVA, deps, (app) => {
+    // Identity (unless the stack validates against an existing Keystone) and Image, DevStack's paths.
+    if (!keystoneUrl()) app.route("/identity", identityApp(deps));
+    app.route("/image", imageApp(deps));
+    // Networking v2, not yet in the service catalog (docs/networking.md)
+    app.route("/networking", networkApp(deps));
+    // the web console, on the same origin as the API it calls
+    app.route("/console", consoleApp());
 
-  // Identity (unless the stack validates against an existing Keystone) and Image, DevStack's paths.
-  if (!keystoneUrl()) app.route("/identity", identityApp(deps));
-  app.route("/image", imageApp(deps));
-  // Networking v2, not yet in the service catalog (docs/networking.md)
-  app.route("/networking", networkApp(deps));
-  // the web console, on the same origin as the API it calls
-  app.route("/console", consoleApp());
-
-  // ETags on every answer to a GET: a console (or any client) polling with If-None-Match gets
-  // a bodiless 304 while nothing changed
-  app.use(`${V21}/*`, requireToken(deps), microversion, etag({ weak: true }));
-  for (const route of ROUTES)
-    app.on(route.method, `${V21}${route.pattern}`, routeHandler(route, deps, false));
-  for (const route of ROUTES)
-    app.on(route.method, `${V21}/:project_id${route.pattern}`, routeHandler(route, deps, true));
-
-  app.notFound((c) => {
-    const path = c.req.path.replace(/\/+$/, "") || "/";
-    if (path === "/" || path === V21) throw badMethod(["GET"]);
-    if (path.startsWith(`${V21}/`)) {
-      let rel = path.slice(V21.length);
-      const auth = c.get("auth");
-      const first = rel.split("/")[1];
-      let allow = allowedMethods(rel);
-      if (!allow.length && auth && first === auth.project_id) {
-        rel = rel.slice(first.length + 1) || "/";
-        allow = allowedMethods(rel);
-      }
-      if (allow.length && !allow.includes(c.req.method)) throw badMethod(allow);
-    }
-    throw new ApiError("itemNotFound", RESOURCE_NOT_FOUND);
+    // ETags on every answer to a GET: a console (or any client) polling with If-None-Match gets
+    // a bodiless 304 while nothing changed
+    app.use(`${V21}/*`, microversion, etag({ weak: true }));
+    for (const route of ROUTES)
+      app.on(route.method, `${V21}${route.pattern}`, routeHandler(route, deps, false));
+    for (const route of ROUTES)
+      app.on(route.method, `${V21}/:project_id${route.pattern}`, routeHandler(route, deps, true));
   });
-  return app;
 }

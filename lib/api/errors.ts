@@ -1,6 +1,21 @@
-// Errors in the shapes OpenStack clients parse: Nova's `{"<kind>": {"code", "message"}}` for
-// everything except a failed authentication, which Keystone's middleware answers with its own
-// `{"error": {"code", "title", "message"}}` before Nova ever sees the request.
+// Refusals: `Refusal`, which every front (lib/api/front.ts) answers in its service's error shape,
+// and Compute's `ApiError`, Nova's `{"<kind>": {"code", "message"}}`. A failed authentication is
+// Keystone's own `{"error": {"code", "title", "message"}}`, whatever the service, as
+// keystonemiddleware answers it before the service ever sees the request.
+
+/** A refusal, answered by the front it reaches in its service's error shape. */
+export class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    /** the service's name for it: Nova's fault kind, Neutron's exception type */
+    readonly type = "",
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "Refusal";
+  }
+}
 
 export const ERROR_STATUS = {
   badRequest: 400,
@@ -16,18 +31,14 @@ export const ERROR_STATUS = {
 
 export type ErrorKind = keyof typeof ERROR_STATUS;
 
-/** An answer other than success, thrown anywhere below the router and shaped by it. */
-export class ApiError extends Error {
+/** A compute answer other than success, thrown anywhere below the front and shaped by it. */
+export class ApiError extends Refusal {
   readonly kind: ErrorKind;
-  readonly headers: Record<string, string>;
-  readonly status: number;
   /** `status` for a code Nova has no fault name of its own for (406 is a computeFault). */
   constructor(kind: ErrorKind, message: string, headers: Record<string, string> = {}, status?: number) {
-    super(message);
+    super(status ?? ERROR_STATUS[kind], message, kind, headers);
     this.name = "ApiError";
     this.kind = kind;
-    this.headers = headers;
-    this.status = status ?? ERROR_STATUS[kind];
   }
   body(): Record<string, { code: number; message: string }> {
     return { [this.kind]: { code: this.status, message: this.message } };
@@ -61,8 +72,7 @@ export const UNEXPECTED_ERROR =
   "Unexpected API Error. Please report this at http://bugs.launchpad.net/nova/ and attach the Nova " +
   "API log if possible.";
 
-export const UNAUTHORIZED_STATUS = 401;
-/** Keystone's answer to a missing or unknown token. */
+/** The 401 keystonemiddleware answers in front of every service, in Keystone's own shape. */
 export const UNAUTHORIZED_BODY = {
   error: {
     code: 401,

@@ -246,6 +246,21 @@ export function passes(roles: readonly string[], need: Need): boolean {
   return roles.includes(need);
 }
 
+/**
+ * The one policy question every front asks (Compute's routes, Glance's rules, Neutron's): does the
+ * token pass a rule's roles — on the project owning the target, when the rule is scoped to one
+ * (`project_id:%(project_id)s`)? An admin passes everywhere; `admin` rules are their handlers'.
+ */
+export function allows(
+  auth: Pick<AuthContext, "roles" | "isAdmin" | "project_id">,
+  need: Need,
+  project?: string,
+): boolean {
+  if (auth.isAdmin) return true;
+  if (project !== undefined && auth.project_id !== project) return false;
+  return passes(effectiveRoles(auth), need);
+}
+
 export const routeKey = (route: Pick<Route, "method" | "pattern">): string =>
   `${route.method} ${route.pattern}`;
 
@@ -271,22 +286,21 @@ function actionOf(body: string | undefined): string | undefined {
 export function enforceRoute(route: Route, auth: AuthContext, body: string | undefined): void {
   const policy = COMPUTE_POLICIES[routeKey(route)];
   if (!policy) throw policyForbidden(routeKey(route));
-  const roles = effectiveRoles(auth);
   if (!("actions" in policy)) {
-    check(policy, roles);
+    check(policy, auth);
     return;
   }
   const name = actionOf(body);
   // a malformed body is the handler's 400, whoever asks
   if (name === undefined) return;
   const action = Object.hasOwn(policy.actions, name) ? policy.actions[name] : undefined;
-  if (action) check(action, roles);
-  else if (!passes(roles, "member")) throw badRequest(`There is no such action: ${name}`);
+  if (action) check(action, auth);
+  else if (!allows(auth, "member")) throw badRequest(`There is no such action: ${name}`);
 }
 
-function check(policy: Policy, roles: readonly string[]): void {
-  if (passes(roles, policy.need)) return;
-  throw policy.refuse ? policy.refuse(roles) : policyForbidden(policy.rule);
+function check(policy: Policy, auth: AuthContext): void {
+  if (allows(auth, policy.need)) return;
+  throw policy.refuse ? policy.refuse(effectiveRoles(auth)) : policyForbidden(policy.rule);
 }
 
 /** glance.common.exception.Forbidden's text, which Glance's policy refusals carry. */
@@ -312,12 +326,11 @@ export type GlanceRule = keyof typeof GLANCE_POLICIES;
  * on an image it may see, or with no image (a list, a create), is a 403.
  */
 export function glanceDecision(
-  auth: Pick<AuthContext, "roles">,
+  auth: Pick<AuthContext, "roles" | "isAdmin" | "project_id">,
   rule: GlanceRule,
   onImage: boolean,
 ): "allow" | 403 | 404 {
-  const roles = effectiveRoles(auth);
-  if (passes(roles, GLANCE_POLICIES[rule])) return "allow";
+  if (allows(auth, GLANCE_POLICIES[rule])) return "allow";
   if (!onImage) return 403;
-  return rule === "get_image" || !passes(roles, GLANCE_POLICIES.get_image) ? 404 : 403;
+  return rule === "get_image" || !allows(auth, GLANCE_POLICIES.get_image) ? 404 : 403;
 }

@@ -4,12 +4,16 @@
 // itself, its projects and its domain, changes its own password with the original one, and
 // manages its own application credentials.
 import type { Context, Hono } from "hono";
+import { z } from "zod";
 import * as appCreds from "../../identity/app-creds.js";
 import * as manage from "../../identity/manage.js";
 import { impliedBy } from "../../identity/roles.js";
 import * as store from "../../identity/store.js";
 import type { TokenPayload } from "../../identity/token.js";
 import { rolesOf } from "../../identity/validate.js";
+import type { BodyRules } from "../body.js";
+import { Refusal } from "../errors.js";
+import { type FrontEnv, queryOf, readJson } from "../front.js";
 import {
   applicationCredentialView,
   collection,
@@ -21,17 +25,11 @@ import {
 } from "./views.js";
 
 /** What the parent app puts in the context: the public base URL (lib/api/app.ts's observe). */
-export type IdentityEnv = { Variables: { baseUrl: string } };
+export type IdentityEnv = FrontEnv;
 type C = Context<IdentityEnv>;
 
-export class Refusal extends Error {
-  constructor(
-    readonly status: 400 | 401 | 403 | 404,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** How Keystone reads a body: anything but JSON (an empty body too) is its 400. */
+export const KEYSTONE_BODY: BodyRules = { malformedBody: () => new Refusal(400, "Malformed request body") };
 
 export const isAdmin = (p: TokenPayload) => !!p.project && p.roles.some((r) => r.name === "admin");
 
@@ -45,13 +43,21 @@ export interface AdminDeps {
   now: () => Date;
 }
 
-async function bodyOf(c: C): Promise<unknown> {
-  try {
-    return await c.req.json();
-  } catch {
-    throw new Refusal(400, "Malformed request body");
-  }
-}
+const bodyOf = (c: C): Promise<unknown> => readJson(c, KEYSTONE_BODY);
+
+/**
+ * Keystone's list queries, through Hono's validator: each parameter's first value (a filter it
+ * does not know matches as Keystone's does, by what the route reads); no value is refused.
+ */
+const keystoneQuery = queryOf(
+  z
+    .record(z.string(), z.array(z.string()))
+    .transform(
+      (q): Record<string, string | undefined> =>
+        Object.fromEntries(Object.entries(q).map(([k, v]) => [k, v[0]])),
+    ),
+  (f) => new Refusal(400, f.issue.message),
+);
 
 /** Keystone's boolean query values: "0", "false", "no", "off" (any case) are false. */
 const truthy = (v: string | undefined): boolean | undefined =>
@@ -94,9 +100,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     );
 
   // ---- domains --------------------------------------------------------------------------------
-  app.get("/v3/domains", async (c) => {
+  app.get("/v3/domains", keystoneQuery, async (c) => {
     await admin(c, "list_domains");
-    const { name, enabled } = c.req.query();
+    const { name, enabled } = c.req.valid("query");
     const on = truthy(enabled);
     const all = name !== undefined ? [await store.findDomainByName(name)] : await store.listDomains();
     const domains = all.filter(
@@ -127,9 +133,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
   });
 
   // ---- projects -------------------------------------------------------------------------------
-  app.get("/v3/projects", async (c) => {
+  app.get("/v3/projects", keystoneQuery, async (c) => {
     await admin(c, "list_projects");
-    const q = c.req.query();
+    const q = c.req.valid("query");
     const on = truthy(q.enabled);
     const all =
       q.name !== undefined
@@ -198,9 +204,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
   });
 
   // ---- users ----------------------------------------------------------------------------------
-  app.get("/v3/users", async (c) => {
+  app.get("/v3/users", keystoneQuery, async (c) => {
     await admin(c, "list_users");
-    const { name, domain_id: domainId, enabled } = c.req.query();
+    const { name, domain_id: domainId, enabled } = c.req.valid("query");
     const on = truthy(enabled);
     const all =
       name !== undefined ? await byName(name, domainId, store.findUserByName) : await store.listUsers();
@@ -260,9 +266,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
   };
   const credentialView = async (cred: store.ApplicationCredential & { secret?: string }, c: C) =>
     applicationCredentialView(cred, await rolesOf(cred.role_ids), base(c));
-  app.get("/v3/users/:id/application_credentials", async (c) => {
+  app.get("/v3/users/:id/application_credentials", keystoneQuery, async (c) => {
     await ownerOrAdmin(c, "list_application_credentials");
-    const { name } = c.req.query();
+    const { name } = c.req.valid("query");
     const creds = (await store.applicationCredentialsOf(c.req.param("id"))).filter(
       (x) => name === undefined || x.name === name,
     );
@@ -291,9 +297,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
   });
 
   // ---- roles ----------------------------------------------------------------------------------
-  app.get("/v3/roles", async (c) => {
+  app.get("/v3/roles", keystoneQuery, async (c) => {
     await admin(c, "list_roles");
-    const { name } = c.req.query();
+    const { name } = c.req.valid("query");
     const all = name !== undefined ? [await store.findRoleByName(name)] : await store.listRoles();
     const roles = all.filter((r): r is store.Role => r !== undefined);
     return list(c, "roles", roles, roleView);
@@ -313,9 +319,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
   });
 
   // ---- role assignments -----------------------------------------------------------------------
-  app.get("/v3/role_assignments", async (c) => {
+  app.get("/v3/role_assignments", keystoneQuery, async (c) => {
     await admin(c, "list_role_assignments");
-    const q = c.req.query();
+    const q = c.req.valid("query");
     const userId = q["user.id"];
     const projectId = q["scope.project.id"];
     const roleId = q["role.id"];

@@ -1,7 +1,7 @@
 // Keystone v3 on DevStack's path, /identity: keystoneauth's discovery, password, token and
 // application-credential authentication, validation and revocation of tokens here; the admin API
 // (projects, users, domains, roles, role assignments, application credentials) in ./admin.ts.
-import { type Context, Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { IdentityError, issueToken } from "../../identity/issue.js";
 import { enabledProjectsOf } from "../../identity/manage.js";
 import { withImplied } from "../../identity/roles.js";
@@ -9,7 +9,9 @@ import * as store from "../../identity/store.js";
 import { type TokenPayload, tokenExpirationSeconds, tokenKey } from "../../identity/token.js";
 import { validateToken } from "../../identity/validate.js";
 import { type AuthDeps, tokenTable } from "../auth.js";
-import { adminRoutes, forbidden, type IdentityEnv, isAdmin, Refusal } from "./admin.js";
+import { Refusal } from "../errors.js";
+import { createFront, readJson, type Service } from "../front.js";
+import { adminRoutes, forbidden, type IdentityEnv, isAdmin, KEYSTONE_BODY } from "./admin.js";
 import {
   collection,
   keystoneError,
@@ -49,15 +51,29 @@ export async function tokenPayload(token: string | undefined, now: Date): Promis
   return validateToken(token, now, true);
 }
 
-export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
-  const app = new Hono<IdentityEnv>({ strict: false });
-  const base = (c: C) => c.get("baseUrl");
+/**
+ * How Keystone's front differs from the others. It checks a token per route (a token request
+ * needs none), and answers a missing one with its own 401, the same body keystonemiddleware gives.
+ */
+const KEYSTONE: Service<IdentityEnv> = {
+  ...KEYSTONE_BODY,
+  errorBody: (r) => ({ json: keystoneError(r.status as 400, r.message) }),
+  // lib/identity's refusals, with Keystone's texts
+  refusalOf: (e) => (e instanceof IdentityError ? new Refusal(e.status, e.message) : undefined),
+  versions: [
+    { path: "/", document: versionsDocument, status: 300 },
+    { path: "/v3", document: versionDocument },
+  ],
+  tokenPaths: [],
+  notFound: () => new Refusal(404, "The resource could not be found."),
+};
 
-  app.onError((e, c) => {
-    if (e instanceof Refusal || e instanceof IdentityError)
-      return c.json(keystoneError(e.status, e.message), e.status);
-    throw e;
-  });
+export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
+  return createFront(KEYSTONE, deps, (app) => routes(app, deps));
+}
+
+function routes(app: Hono<IdentityEnv>, deps: AuthDeps): void {
+  const base = (c: C) => c.get("baseUrl");
 
   /** The caller's token, or Keystone's 401. */
   const caller = async (c: C): Promise<TokenPayload> => {
@@ -67,16 +83,8 @@ export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
   };
   const self = (c: C) => `${base(c)}${c.req.path}`;
 
-  app.get("/", (c) => c.json(versionsDocument(base(c)), 300));
-  app.get("/v3", (c) => c.json(versionDocument(base(c))));
-
   app.post("/v3/auth/tokens", async (c) => {
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      throw new Refusal(400, "Malformed request body");
-    }
+    const body = await readJson(c, KEYSTONE_BODY);
     const { token, payload } = await issueToken({
       body,
       headerToken: c.req.header("x-auth-token"),
@@ -136,8 +144,4 @@ export function identityApp(deps: AuthDeps): Hono<IdentityEnv> {
   });
 
   adminRoutes(app, { caller, self, base: (c) => base(c), now: deps.now });
-
-  // (a mounted sub-app's notFound is not consulted: the parent's is, so the catch-all is a route)
-  app.all("*", (c) => c.json(keystoneError(404, "The resource could not be found."), 404));
-  return app;
 }

@@ -4,18 +4,16 @@
 // rule AND-ed with one rule per attribute the body sets that has enforce_policy, in the resource's
 // attribute order, each AndCheck printed "(a and b)"; a list of dicts (fixed_ips) adds its keys'
 // rules ("rule:create_port:fixed_ips:ip_address").
-import { NetworkingError } from "../../network/cidr.js";
 import type { Network } from "../../network/store.js";
 import type { AuthContext } from "../auth.js";
-import { effectiveRoles, passes } from "../policy.js";
+import { Refusal } from "../errors.js";
+import { allows } from "../policy.js";
 
 export const isAdmin = (auth: AuthContext) => auth.isAdmin;
 /** ADMIN_OR_PROJECT_MEMBER, on the project owning the target. */
-export const memberOf = (auth: AuthContext, project: string) =>
-  auth.isAdmin || (auth.project_id === project && passes(effectiveRoles(auth), "member"));
+export const memberOf = (auth: AuthContext, project: string) => allows(auth, "member", project);
 /** ADMIN_OR_PROJECT_READER, on the project owning the target. */
-export const readerOf = (auth: AuthContext, project: string) =>
-  auth.isAdmin || (auth.project_id === project && passes(effectiveRoles(auth), "reader"));
+export const readerOf = (auth: AuthContext, project: string) => allows(auth, "reader", project);
 
 /** get_network: an admin, the owner's readers, anyone for a shared or external network. */
 export const seesNetwork = (auth: AuthContext, n: Network) =>
@@ -38,17 +36,11 @@ export function ruleText(action: string, attributes: readonly AttributeRule[]): 
 
 /** Neutron's 403: oslo.policy's PolicyNotAuthorized. */
 export const policyRefused = (action: string, attributes: readonly AttributeRule[] = []) =>
-  new NeutronForbidden(`${ruleText(action, attributes)} is disallowed by policy`);
-
-export class NeutronForbidden extends Error {
-  readonly status = 403;
-  readonly type = "PolicyNotAuthorized";
-}
+  new Refusal(403, `${ruleText(action, attributes)} is disallowed by policy`, "PolicyNotAuthorized");
 
 /**
  * What Neutron answers when the caller may not act on another project's resource it can see
  * (api/v2/base.py: "To avoid giving away information, pretend that we couldn't find the
  * resource"): webob's 404, Neutron's text.
  */
-export const pretendNotFound = () =>
-  new NetworkingError(404, "HTTPNotFound", "The resource could not be found.");
+export const pretendNotFound = () => new Refusal(404, "The resource could not be found.", "HTTPNotFound");

@@ -7,6 +7,7 @@ import type { Hono } from "hono";
 import { listNetworks, listPorts, listSubnets } from "../../network/store.js";
 import type { AuthContext } from "../auth.js";
 import { policyRefused, readerOf } from "./policy.js";
+import type { NetEnv } from "./request.js";
 
 /** The resources Neutron's quota extension names (quota_driver's defaults, with no L3 or security groups). */
 const RESOURCES = [
@@ -26,15 +27,15 @@ function visible(auth: AuthContext, project: string): void {
   if (!auth.isAdmin && !readerOf(auth, project)) throw policyRefused("get_quota");
 }
 
-export function quotaRoutes(app: Hono<{ Variables: { baseUrl: string; netAuth: AuthContext } }>): void {
+export function quotaRoutes(app: Hono<NetEnv>): void {
   const limits = () => Object.fromEntries(RESOURCES.map((r) => [r, -1]));
   app.get("/v2.0/quotas/:project/default", (c) => {
-    visible(c.get("netAuth"), c.req.param("project"));
+    visible(c.get("auth"), c.req.param("project"));
     return c.json({ quota: limits() });
   });
   app.get("/v2.0/quotas/:project/details", async (c) => {
     const project = c.req.param("project");
-    visible(c.get("netAuth"), project);
+    visible(c.get("auth"), project);
     const [networks, subnets, ports] = await Promise.all([listNetworks(), listSubnets(), listPorts()]);
     const used: Record<string, number> = {
       network: networks.filter((n) => n.project_id === project).length,
@@ -46,7 +47,7 @@ export function quotaRoutes(app: Hono<{ Variables: { baseUrl: string; netAuth: A
     });
   });
   app.get("/v2.0/quotas/:project", (c) => {
-    visible(c.get("netAuth"), c.req.param("project"));
+    visible(c.get("auth"), c.req.param("project"));
     return c.json({ quota: limits() });
   });
 }

@@ -8,8 +8,7 @@ import type { ApiDeps } from "../deps.js";
 import { badRequest, instanceNotFound, notFound } from "../errors.js";
 import type { ApiVersion } from "../microversion.js";
 import { type ApiResult, type Query, queryOne, type Route, type RouteCall } from "../request.js";
-import { UUID_RE } from "../validation/common.js";
-import { MAX_LIMIT, parseChangeTime } from "../validation/servers.js";
+import { MAX_LIMIT, parseChangeTime, UUID_RE } from "../validation/common.js";
 import { actionDetailView, actionsListView, lastUpdate, sortedActions } from "../views/actions.js";
 
 async function findForActions(

@@ -9,7 +9,7 @@ import { RULES, requireAdmin } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { badRequest, conflict, notFound } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
-import { parseJsonBody } from "../validation/common.js";
+import { MAX_LIMIT, parseJsonBody } from "../validation/common.js";
 import {
   canSeeFlavor,
   filterFlavors,
@@ -19,7 +19,6 @@ import {
   parseFlavorListQuery,
   parseUpdateFlavor,
 } from "../validation/flavors.js";
-import { MAX_LIMIT } from "../validation/servers.js";
 import { flavorAccessView, flavorSummaryView, flavorView } from "../views/flavors.js";
 
 const FLAVOR_RULES = {

@@ -6,7 +6,7 @@ import { schedulerConfig } from "../../config.js";
 import { readChangedHosts } from "../../placement/hosts.js";
 import { requireAdmin } from "../auth.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
-import { parseChangeTime } from "../validation/servers.js";
+import { parseChangeTime } from "../validation/common.js";
 import { fleetView } from "../views/fleet.js";
 
 export const FLEET_RULE = "novaless:fleet:show";

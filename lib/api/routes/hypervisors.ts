@@ -9,9 +9,8 @@ import { RULES, requireAdmin } from "../auth.js";
 import { ApiError, badRequest, conflict, notFound } from "../errors.js";
 import { hostByNumber, hostByUuid, isNumber, isUuid, nodeNumber, nodeUuid } from "../host-ids.js";
 import { type ApiResult, type Query, queryOne, type Route, type RouteCall } from "../request.js";
-import { boolFromString, parseJsonBody } from "../validation/common.js";
+import { boolFromString, MAX_LIMIT, parseJsonBody } from "../validation/common.js";
 import { parseInventoryUpdate, parseResourceClass } from "../validation/inventories.js";
-import { MAX_LIMIT } from "../validation/servers.js";
 import {
   hypervisorDetailView,
   hypervisorPlacementView,

@@ -15,18 +15,11 @@ import type { ApiDeps } from "../deps.js";
 import { ApiError, badRequest, conflict, instanceNotFound } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { apiSettings } from "../settings.js";
-import { parseJsonBody, UUID_RE } from "../validation/common.js";
+import { MAX_LIMIT, parseJsonBody, UUID_RE } from "../validation/common.js";
 import { canSeeFlavor } from "../validation/flavors.js";
 import { canSeeServerGroup, groupNotFoundMessage } from "../validation/server-groups.js";
-import {
-  type CreateServerRequest,
-  compareServers,
-  MAX_LIMIT,
-  matchesServer,
-  parseCreateServer,
-  parseServerListQuery,
-  parseUpdateServer,
-} from "../validation/servers.js";
+import { compareServers, matchesServer, parseServerListQuery } from "../validation/server-list.js";
+import { type CreateServerRequest, parseCreateServer, parseUpdateServer } from "../validation/servers.js";
 import { resourceLinks } from "../views/format.js";
 import { serverSummaryView, serverUpdateView, serverView, vmStatesShowing } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";

@@ -4,7 +4,9 @@
 // body's envelope ("server"/"flavor"), so "flavorRef" stays "flavorRef" but a bad metadata value
 // is "metadata.key" rather than a bare "key". Only the first problem is reported.
 import { z } from "zod";
+import { type BodyRules, parseBody } from "../body.js";
 import { ApiError, badRequest, MALFORMED_BODY } from "../errors.js";
+import { type Query, queryOne } from "../request.js";
 
 export const UUID_RE = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 export const MAX_INT = 2147483647;
@@ -166,15 +168,11 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.outp
   throw badRequest(first ? describeIssue(first, input) : "Invalid input");
 }
 
-/** The request body as JSON; an empty body is `{}` (the schema then names what is missing). */
-export function parseJsonBody(body: string | undefined): unknown {
-  if (body === undefined || body.trim() === "") return {};
-  try {
-    return JSON.parse(body);
-  } catch {
-    throw badRequest(MALFORMED_BODY);
-  }
-}
+/** How Compute reads a body: an empty one is `{}` (the schema then names what is missing). */
+export const NOVA_BODY: BodyRules = { malformedBody: () => badRequest(MALFORMED_BODY), emptyBody: "object" };
+
+/** The request body as JSON, by Compute's rules. */
+export const parseJsonBody = (body: string | undefined): unknown => parseBody(body, NOVA_BODY);
 
 export function isApiError(e: unknown): e is ApiError {
   return e instanceof ApiError;
@@ -243,4 +241,22 @@ export function idFromHref(ref: string): string {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(ref) && !ref.startsWith("/")) return ref;
   const parts = ref.split("?")[0]!.split("/").filter(Boolean);
   return parts[parts.length - 1] ?? ref;
+}
+
+// ── what every list's query shares ──
+
+/** Nova's osapi_max_limit. */
+export const MAX_LIMIT = 1000;
+
+/** A changes-since/changes-before value: an ISO 8601 date-time, as Nova's schema. */
+export function parseChangeTime(query: Query, name: string): string | undefined {
+  const raw = queryOne(query, name);
+  if (raw === undefined) return undefined;
+  const t = /^\d{4}-\d{2}-\d{2}T/.test(raw) ? Date.parse(raw.replace(" ", "+")) : Number.NaN;
+  if (Number.isNaN(t)) {
+    throw badRequest(
+      `Invalid input for query parameters ${name}. Value: ${raw}. '${raw}' is not a 'date-time'`,
+    );
+  }
+  return new Date(t).toISOString();
 }

@@ -7,8 +7,7 @@ import type { AuthContext } from "../auth.js";
 import { badRequest, policyForbidden } from "../errors.js";
 import { type ApiVersion, forVersion, type Ranged } from "../microversion.js";
 import { type Query, queryOne } from "../request.js";
-import { novaName, validate } from "./common.js";
-import { MAX_LIMIT } from "./servers.js";
+import { MAX_LIMIT, novaName, validate } from "./common.js";
 
 export const KEYPAIR_RULES = {
   create: "os_compute_api:os-keypairs:create",

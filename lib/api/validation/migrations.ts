@@ -5,7 +5,7 @@
 import { badRequest } from "../errors.js";
 import type { ApiVersion } from "../microversion.js";
 import { type Query, queryOne } from "../request.js";
-import { MAX_LIMIT, parseChangeTime } from "./servers.js";
+import { MAX_LIMIT, parseChangeTime } from "./common.js";
 
 /** The database's filters, each the last value of its parameter (Nova's dict.update(req.GET)). */
 export interface MigrationFilters {

@@ -7,8 +7,7 @@ import type { AuthContext } from "../auth.js";
 import { type ApiError, badRequest, notFound } from "../errors.js";
 import { type ApiVersion, forVersion, type Ranged } from "../microversion.js";
 import { type Query, queryOne } from "../request.js";
-import { novaName, positiveInt, validate } from "./common.js";
-import { MAX_LIMIT } from "./servers.js";
+import { MAX_LIMIT, novaName, positiveInt, validate } from "./common.js";
 
 export const SERVER_GROUP_POLICIES = [
   "anti-affinity",

@@ -4,13 +4,12 @@ import { describe, expect, it } from "vitest";
 import type { AuthContext } from "../../../lib/api/auth.js";
 import { ApiError } from "../../../lib/api/errors.js";
 import { ApiVersion, MAX_VERSION as LATEST } from "../../../lib/api/microversion.js";
+import { filterServers, parseServerListQuery } from "../../../lib/api/validation/server-list.js";
 import {
   checkTag,
-  filterServers,
   parseCreateServer as parseCreate,
   parseLockBody,
   parseMetaItem,
-  parseServerListQuery,
   parseTagsBody,
   parseUpdateServer,
 } from "../../../lib/api/validation/servers.js";

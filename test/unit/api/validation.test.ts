@@ -10,12 +10,11 @@ import {
   parseExtraSpecs,
   parseFlavorListQuery,
 } from "../../../lib/api/validation/flavors.js";
+import { filterServers, parseServerListQuery } from "../../../lib/api/validation/server-list.js";
 import {
   type CreateServerRequest,
-  filterServers,
   instanceNames,
   parseCreateServer,
-  parseServerListQuery,
   requestedAvailabilityZone,
 } from "../../../lib/api/validation/servers.js";
 import { SEED_FLAVORS } from "../../../lib/catalog/seed.js";

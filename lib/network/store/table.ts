@@ -1,0 +1,223 @@
+// The networking table's items: their layout, the reads, and the generic writes every resource's
+// store uses (./networks.ts, ./subnets.ts, ./ports.ts, ./addresses.ts).
+//
+// Neutron's networks, subnets and ports on one DynamoDB table (NOVALESS_NETWORKING_TABLE), and
+// the addresses they hold. Items by key: `network#<id>` (its subnet ids in a string set, and a
+// revision_number that orders changes to them), `subnet#<id>`, `port#<id>` (the address it holds
+// on each subnet, `ips`: subnet id → address), and four kinds the by-kind index never sees (they
+// carry no `kind`):
+//
+// - `ip#<subnet>#<address>`, holding the port's id (`holder`): ONE conditional PutItem
+//   (attribute_not_exists) per address is what makes an address a port's, so two ports can never
+//   hold one address, whatever runs concurrently. A release deletes it, conditioned on the holder.
+// - `vlan#<physical network>#<VLAN id>`, naming the vlan network that holds the VLAN (one
+//   network per VLAN, reserved in createNetwork's transaction).
+// - `mac#<network>#<MAC>`, naming the port that has the MAC on the network (createPort's
+//   transaction).
+// - `cursor#<subnet>`, a counter advanced with ADD by every unasked allocation: each try takes
+//   the next address of the pools in order (wrapping), so concurrent allocations try different
+//   addresses instead of all racing for the lowest free one, and a try costs one UpdateItem and
+//   one PutItem, whatever the subnet's size. Only when a few tries in a row find their address
+//   taken (the subnet is nearly full) does a walk read the pools from the cursor on, 100 addresses
+//   a BatchGetItem, and try the free ones it sees; a walk that goes all round finds the subnet
+//   full. Random candidates would cost the same on an empty subnet and far more tries on a nearly
+//   full one; Neutron's own IPAM reads every allocation of the subnet per allocation.
+//   The cursor also keeps a released address out of reuse until the cursor comes round to it (a
+//   neighbour's ARP cache may still point at the old port).
+//
+// Indexes: `by-kind` for whole-kind listings, `by-network` for a network's subnets and ports,
+// `by-holder` (sparse, keys only) for the addresses a port holds: a port's delete frees them all,
+// including one won but not yet recorded on the port item when a crash came between the two
+// writes. Indexes are eventually consistent: a network's delete is conditioned on the port count
+// kept on its item instead; a subnet's in-use check reads the index.
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../../aws/clients.js";
+import { conditionHeld, unlessConditionFails } from "../../aws/dynamo-errors.js";
+import { queryAll } from "../../aws/dynamo-pages.js";
+import { resources } from "../../config.js";
+import { NETWORKING_BY_KIND_INDEX, NETWORKING_BY_NETWORK_INDEX } from "../../resources.js";
+import { type IpRange, NetworkingError, parseAddress } from "../cidr.js";
+
+/** A Neutron network; what the front adds (provider attributes, mtu, …) is kept as given. */
+export interface Network {
+  id: string;
+  name: string;
+  project_id: string;
+  /** the network's subnet ids (written by createSubnet and deleteSubnet) */
+  subnets: string[];
+  /** Neutron's revision_number: bumped by every change of the subnets */
+  revision_number: number;
+  [attribute: string]: unknown;
+}
+
+export interface Subnet {
+  id: string;
+  network_id: string;
+  project_id: string;
+  ip_version: 4 | 6;
+  cidr: string;
+  gateway_ip: string | null;
+  allocation_pools: IpRange[];
+  [attribute: string]: unknown;
+}
+
+export interface FixedIp {
+  subnet_id: string;
+  ip_address: string;
+}
+
+export interface Port {
+  id: string;
+  network_id: string;
+  project_id: string;
+  /** the addresses the port holds, derived from its `ips` (IPv4 first, then by address) */
+  fixed_ips: FixedIp[];
+  /**
+   * Set while the front's create gives the port its addresses (epoch ms, the create's deadline):
+   * Neutron makes a port and its addresses in one transaction, so no one sees it before.
+   */
+  creating_until?: number;
+  [attribute: string]: unknown;
+}
+
+/** A network as created: what createSubnet maintains (subnets, revision_number) is not given. */
+export interface NewNetwork {
+  id: string;
+  name: string;
+  project_id: string;
+  [attribute: string]: unknown;
+}
+
+/** A port as created: it holds no address until allocateAddress gives it one. */
+export interface NewPort {
+  id: string;
+  network_id: string;
+  project_id: string;
+  [attribute: string]: unknown;
+}
+
+export type Kind = "network" | "subnet" | "port";
+
+export function networkingTable(): string {
+  return resources().networkingTable;
+}
+
+export const notFound = (kind: "Network" | "Subnet" | "Port", id: string) =>
+  new NetworkingError(404, `${kind}NotFound`, `${kind} ${id} could not be found.`);
+
+export const keyOf = (kind: Kind, id: string) => ({ pk: `${kind}#${id}` });
+export const ipKey = (subnetId: string, address: string) => ({ pk: `ip#${subnetId}#${address}` });
+export const cursorKey = (subnetId: string) => ({ pk: `cursor#${subnetId}` });
+
+export function strip<T>(item: Record<string, unknown>): T {
+  const { pk: _pk, kind, ips, ...rest } = item;
+  // string sets come back as Sets; the domain speaks arrays
+  for (const [k, v] of Object.entries(rest)) if (v instanceof Set) rest[k] = [...v].sort();
+  if (kind === "network") rest.subnets ??= [];
+  if (kind === "port") {
+    rest.fixed_ips = Object.entries((ips ?? {}) as Record<string, string>)
+      .map(([subnet_id, ip_address]) => ({ subnet_id, ip_address, a: parseAddress(ip_address)! }))
+      .sort(
+        (x, y) => x.a.version - y.a.version || (x.a.value < y.a.value ? -1 : x.a.value > y.a.value ? 1 : 0),
+      )
+      .map(({ subnet_id, ip_address }) => ({ subnet_id, ip_address }));
+  }
+  return rest as T;
+}
+
+export async function get<T>(kind: Kind, id: string): Promise<T | undefined> {
+  const r = await dynamo().send(
+    new GetCommand({ TableName: networkingTable(), Key: keyOf(kind, id), ConsistentRead: true }),
+  );
+  return r.Item ? strip<T>(r.Item) : undefined;
+}
+
+/** Every item of a kind, by id: one Query of the by-kind index (eventually consistent). */
+export async function all<T>(kind: Kind): Promise<T[]> {
+  const items = await queryAll({
+    TableName: networkingTable(),
+    IndexName: NETWORKING_BY_KIND_INDEX,
+    KeyConditionExpression: "#k = :k",
+    ExpressionAttributeNames: { "#k": "kind" },
+    ExpressionAttributeValues: { ":k": kind },
+  });
+  return items.map((i) => strip<T>(i));
+}
+
+/** A network's items of one kind, by the by-network index (eventually consistent). */
+export async function onNetwork<T>(networkId: string, kind: "subnet" | "port"): Promise<T[]> {
+  const items = await queryAll({
+    TableName: networkingTable(),
+    IndexName: NETWORKING_BY_NETWORK_INDEX,
+    KeyConditionExpression: "network_id = :n AND begins_with(pk, :p)",
+    ExpressionAttributeValues: { ":n": networkId, ":p": `${kind}#` },
+  });
+  return items.map((i) => strip<T>(i));
+}
+
+export async function putIfAbsent(
+  kind: Kind,
+  item: { id: string },
+  extra: Record<string, unknown> = {},
+): Promise<boolean> {
+  return conditionHeld(
+    dynamo().send(
+      new PutCommand({
+        TableName: networkingTable(),
+        Item: { ...item, ...extra, ...keyOf(kind, item.id), kind },
+        ConditionExpression: "attribute_not_exists(pk)",
+      }),
+    ),
+  );
+}
+
+/**
+ * Change an item's own attributes (the front's PUT) and bump its revision_number, as Neutron's
+ * standard attributes do; what the store maintains (subnets, ips, keys) is not the caller's.
+ * Undefined when the item is gone. A network's bump also makes a concurrent createSubnet read it
+ * again (its transaction is conditioned on the revision).
+ */
+export async function updateAttributes<T>(
+  kind: Kind,
+  id: string,
+  changes: Record<string, unknown>,
+  /** a further condition on the item, its names `#c…` and values `:c…` given */
+  only?: { condition: string; names: Record<string, string>; values: Record<string, unknown> },
+): Promise<T | undefined> {
+  const names: Record<string, string> = { ...only?.names };
+  const values: Record<string, unknown> = { ":one": 1, ...only?.values };
+  const sets: string[] = [];
+  for (const [i, [k, v]] of Object.entries(changes)
+    .filter(
+      ([k]) =>
+        !["id", "pk", "kind", "subnets", "ips", "fixed_ips", "revision_number", "port_count"].includes(k),
+    )
+    .entries()) {
+    names[`#a${i}`] = k;
+    values[`:a${i}`] = v;
+    sets.push(`#a${i} = :a${i}`);
+  }
+  const r = await unlessConditionFails(
+    dynamo().send(
+      new UpdateCommand({
+        TableName: networkingTable(),
+        Key: keyOf(kind, id),
+        UpdateExpression: `${sets.length ? `SET ${sets.join(", ")} ` : ""}ADD revision_number :one`,
+        ConditionExpression: `attribute_exists(pk)${only ? ` AND (${only.condition})` : ""}`,
+        ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+        ExpressionAttributeValues: values,
+        ReturnValues: "ALL_NEW",
+      }),
+    ),
+  );
+  return r ? strip<T>(r.Attributes!) : undefined;
+}
+
+export const getNetwork = (id: string) => get<Network>("network", id);
+export const listNetworks = () => all<Network>("network");
+export const getSubnet = (id: string) => get<Subnet>("subnet", id);
+export const listSubnets = () => all<Subnet>("subnet");
+export const subnetsOn = (networkId: string) => onNetwork<Subnet>(networkId, "subnet");
+export const getPort = (id: string) => get<Port>("port", id);
+export const listPorts = () => all<Port>("port");
+export const portsOn = (networkId: string) => onNetwork<Port>(networkId, "port");
