@@ -184,7 +184,7 @@ export const TABLES: TableSpec[] = [
     // a revoked token's mark lasts until the token would have expired
     ttlAttribute: "expires_at",
   },
-  // Neutron's networks, subnets and ports, and one item per allocated address (lib/network/store.ts).
+  // Neutron's networks, subnets and ports, and one item per allocated address (lib/network/store/).
   {
     id: "Networking",
     localName: "novaless-networking",

@@ -9,11 +9,9 @@ import { createHash } from "node:crypto";
 import type { GuestPort } from "../compute/drivers/driver.js";
 import { NetworkingError } from "../network/cidr.js";
 import { allocate, generatedMac, subnetFor, subnetsOf } from "../network/ports.js";
+import { addressHolder } from "../network/store/addresses.js";
+import { bindPort, createPort, deletePort, type PortBinding } from "../network/store/ports.js";
 import {
-  addressHolder,
-  bindPort,
-  createPort,
-  deletePort,
   getNetwork,
   getPort,
   getSubnet,
@@ -21,9 +19,8 @@ import {
   type Network,
   type NewPort,
   type Port,
-  type PortBinding,
   type Subnet,
-} from "../network/store.js";
+} from "../network/store/table.js";
 import { getInstance } from "./queries.js";
 import { transition } from "./transition.js";
 import type { InstanceRecord, NetworkRequest, Vif } from "./types.js";

@@ -2,7 +2,8 @@
 // conductor's port binding (lib/instances/ports.ts).
 import { randomBytes } from "node:crypto";
 import { NetworkingError, parseAddress, parseCidr } from "./cidr.js";
-import { allocateAddress, type FixedIp, getSubnet, type Network, type Port, type Subnet } from "./store.js";
+import { allocateAddress } from "./store/addresses.js";
+import { type FixedIp, getSubnet, type Network, type Port, type Subnet } from "./store/table.js";
 
 /** Neutron's base MAC, fa:16:3e (its default base_mac), and three random octets. */
 export function generatedMac(): string {

@@ -3,7 +3,9 @@
 // so seeding again (every `npm start`) finds it and changes nothing, and an operator's deletion
 // of it is not undone until the table is new.
 import { defaultGateway, defaultPools, parseCidr } from "./cidr.js";
-import { createNetwork, createSubnet, getNetwork } from "./store.js";
+import { createNetwork } from "./store/networks.js";
+import { createSubnet } from "./store/subnets.js";
+import { getNetwork } from "./store/table.js";
 
 export const PUBLIC_NETWORK_ID = "3f1e6a4c-5b1d-4e8a-9c2f-7d0a1b2c3d4e";
 export const PUBLIC_SUBNET_ID = "8a7b6c5d-4e3f-4a1b-8c9d-0e1f2a3b4c5d";

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { PUBLIC_NETWORK_ID } from "../../lib/network/seed.js";
-import { getPort } from "../../lib/network/store.js";
+import { getPort } from "../../lib/network/store/table.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 

@@ -8,23 +8,17 @@ import { describe, expect, it } from "vitest";
 import { dynamo } from "../../lib/aws/clients.js";
 import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import { defaultGateway, defaultPools, NetworkingError, parseCidr } from "../../lib/network/cidr.js";
+import { addressHolder, allocateAddress, releaseAddress } from "../../lib/network/store/addresses.js";
+import { createNetwork, deleteNetwork } from "../../lib/network/store/networks.js";
+import { bindPort, createPort, deletePort } from "../../lib/network/store/ports.js";
+import { createSubnet, deleteSubnet } from "../../lib/network/store/subnets.js";
 import {
-  addressHolder,
-  allocateAddress,
-  bindPort,
-  createNetwork,
-  createPort,
-  createSubnet,
-  deleteNetwork,
-  deletePort,
-  deleteSubnet,
   getNetwork,
   getPort,
   getSubnet,
   networkingTable,
-  releaseAddress,
   type Subnet,
-} from "../../lib/network/store.js";
+} from "../../lib/network/store/table.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();

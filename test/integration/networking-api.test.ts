@@ -9,7 +9,8 @@ import { defaultDeps } from "../../lib/api/deps.js";
 import { handleHttp } from "../../lib/api/router.js";
 import { dynamo } from "../../lib/aws/clients.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
-import { createPort, networkingTable, portCreated } from "../../lib/network/store.js";
+import { createPort, portCreated } from "../../lib/network/store/ports.js";
+import { networkingTable } from "../../lib/network/store/table.js";
 import { API_FUNCTION_TIMEOUT_SECONDS } from "../../lib/resources.js";
 import { useLocalAws } from "./local-aws.js";
 

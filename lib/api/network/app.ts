@@ -1,5 +1,5 @@
 // Neutron's Networking v2 API on DevStack's path, /networking: networks (./networks.ts), subnets
-// (./subnets.ts) and ports (./ports.ts) over lib/network/store.ts, Neutron's quotas
+// (./subnets.ts) and ports (./ports.ts) over lib/network/store/, Neutron's quotas
 // (./quotas.ts), with Neutron's shapes, its errors ({"NeutronError": {type, message, detail}})
 // and its default policies (./policy.ts). No routers, floating IPs or security groups: their
 // paths are Neutron's 404 for an unknown resource. A missing or unknown token is Keystone's 401,

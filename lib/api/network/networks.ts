@@ -1,19 +1,12 @@
 // Neutron's networks (flat or vlan provider networks, and project networks) over
-// lib/network/store.ts, with ML2's type drivers' checks and network.py's default policies.
+// lib/network/store/, with ML2's type drivers' checks and network.py's default policies.
 import { randomUUID } from "node:crypto";
 import type { Hono } from "hono";
 import { z } from "zod";
 import { invalidInput } from "../../network/cidr.js";
-import {
-  createNetwork,
-  deleteNetwork,
-  deletePort,
-  getNetwork,
-  listNetworks,
-  type Network,
-  portsOn,
-  updateNetwork,
-} from "../../network/store.js";
+import { createNetwork, deleteNetwork, updateNetwork } from "../../network/store/networks.js";
+import { deletePort } from "../../network/store/ports.js";
+import { getNetwork, listNetworks, type Network, portsOn } from "../../network/store/table.js";
 import type { AuthContext, AuthDeps } from "../auth.js";
 import { memberOf, policyRefused, seesNetwork } from "./policy.js";
 import {

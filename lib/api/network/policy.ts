@@ -4,7 +4,7 @@
 // rule AND-ed with one rule per attribute the body sets that has enforce_policy, in the resource's
 // attribute order, each AndCheck printed "(a and b)"; a list of dicts (fixed_ips) adds its keys'
 // rules ("rule:create_port:fixed_ips:ip_address").
-import type { Network } from "../../network/store.js";
+import type { Network } from "../../network/store/table.js";
 import type { AuthContext } from "../auth.js";
 import { Refusal } from "../errors.js";
 import { allows } from "../policy.js";

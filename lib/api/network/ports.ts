@@ -1,4 +1,4 @@
-// Neutron's ports over lib/network/store.ts: their MAC and fixed IPs (the IPAM of
+// Neutron's ports over lib/network/store/: their MAC and fixed IPs (the IPAM of
 // lib/network/ports.ts), port.py's policies per attribute, and the server's view following a
 // change of its port (Neutron's network-changed event to Nova).
 import { randomUUID } from "node:crypto";
@@ -7,10 +7,9 @@ import { z } from "zod";
 import { refreshNetworkInfo } from "../../instances/networking.js";
 import { invalidInput, normalizeAddress, parseAddress } from "../../network/cidr.js";
 import { allocate, type FixedIpRequest, generatedMac } from "../../network/ports.js";
+import { allocateAddress, releaseAddress } from "../../network/store/addresses.js";
+import { createPort, deletePort, portCreated, portShown, updatePort } from "../../network/store/ports.js";
 import {
-  allocateAddress,
-  createPort,
-  deletePort,
   getNetwork,
   getPort,
   getSubnet,
@@ -18,11 +17,7 @@ import {
   listPorts,
   type Network,
   type Port,
-  portCreated,
-  portShown,
-  releaseAddress,
-  updatePort,
-} from "../../network/store.js";
+} from "../../network/store/table.js";
 import { API_FUNCTION_TIMEOUT_SECONDS } from "../../resources.js";
 import type { AuthContext, AuthDeps } from "../auth.js";
 import { visibleNetwork } from "./networks.js";

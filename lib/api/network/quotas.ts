@@ -4,7 +4,7 @@
 // Neutron shows an unlimited one; the details count what the project holds. Setting one is not
 // supported: PUT falls through to Neutron's 404.
 import type { Hono } from "hono";
-import { listNetworks, listPorts, listSubnets } from "../../network/store.js";
+import { listNetworks, listPorts, listSubnets } from "../../network/store/table.js";
 import type { AuthContext } from "../auth.js";
 import { policyRefused, readerOf } from "./policy.js";
 import type { NetEnv } from "./request.js";

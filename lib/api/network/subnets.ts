@@ -1,4 +1,4 @@
-// Neutron's subnets over lib/network/store.ts: their addresses, pools, gateway, DNS servers and
+// Neutron's subnets over lib/network/store/: their addresses, pools, gateway, DNS servers and
 // host routes checked as neutron-lib and db_base_plugin_v2 check them, subnet.py's policies.
 import { randomUUID } from "node:crypto";
 import type { Hono } from "hono";
@@ -13,17 +13,15 @@ import {
   parseAddress,
   parseCidr,
 } from "../../network/cidr.js";
+import { createSubnet, deleteSubnet, updateSubnet } from "../../network/store/subnets.js";
 import {
-  createSubnet,
-  deleteSubnet,
   getNetwork,
   getSubnet,
   listNetworks,
   listSubnets,
   type Network,
   type Subnet,
-  updateSubnet,
-} from "../../network/store.js";
+} from "../../network/store/table.js";
 import type { AuthContext, AuthDeps } from "../auth.js";
 import { visibleNetwork } from "./networks.js";
 import { memberOf, policyRefused, pretendNotFound, readerOf, seesNetwork } from "./policy.js";

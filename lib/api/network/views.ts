@@ -1,7 +1,7 @@
 // Neutron's shapes for networks, subnets and ports, with its default policy's hidden attributes:
 // provider:* (get_network:provider:*) and binding:host_id, vif_type, vif_details, profile
 // (get_port:binding:*) are shown to admins only, as Neutron leaves them out for others.
-import type { Network, Port, Subnet } from "../../network/store.js";
+import type { Network, Port, Subnet } from "../../network/store/table.js";
 import type { AuthContext } from "../auth.js";
 
 type View = Record<string, unknown>;
