@@ -17,10 +17,17 @@ import { parseConsoleOutputBody, parseRebootBody } from "../validation/server-ac
 import { parseLockBody } from "../validation/servers.js";
 import { askHost } from "./host-answer.js";
 import { actionRecord } from "./instance-action.js";
+import {
+  checkInstance,
+  checkInstanceHost,
+  instanceNotReady,
+  type NovaAction,
+  refusedBy,
+} from "./instance-checks.js";
 import { triggerCrashDump } from "./server-crash-dump.js";
 import { createBackup, createImage } from "./server-images.js";
 import { migrateLive } from "./server-live-migrate.js";
-import { checkInstanceHost, confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
+import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
 import { rebuild } from "./server-rebuild.js";
 import { resetState } from "./server-reset-state.js";
 import { shelve, shelveOffload, unshelve } from "./server-shelve.js";
@@ -90,34 +97,16 @@ function powerDeps(call: RouteCall): PowerDeps {
   return p;
 }
 
-/** Nova's InstanceInvalidState, as the API words it (common.raise_http_conflict_for_instance_invalid_state). */
-const invalidState = (id: string, apiAction: string, attr: "vm_state" | "task_state", state: string | null) =>
-  conflict(`Cannot '${apiAction}' instance ${id} while it is in ${attr} ${state ?? "None"}`);
-
-/** Nova's check_instance_state for each action: the vm_states and task_states it allows. */
-const ALLOWED: Record<string, { vm: string[]; task: (string | null)[] }> = {
-  stop: { vm: ["active", "error"], task: [null] },
-  start: { vm: ["stopped"], task: [null] },
-  SOFT: { vm: ["active"], task: [null] },
-  // Nova's ALLOW_HARD_REBOOT and ALLOW_REBOOT: a hard reboot may take over a soft one, a pause,
-  // an unpause, a suspend or a resume in progress
-  HARD: {
-    vm: ["active", "stopped", "paused", "suspended", "error"],
-    task: [
-      null,
-      "rebooting",
-      "reboot_started",
-      "rebooting_hard",
-      "pausing",
-      "unpausing",
-      "suspending",
-      "resuming",
-    ],
-  },
-  pause: { vm: ["active"], task: [null] },
-  unpause: { vm: ["paused"], task: [null] },
-  suspend: { vm: ["active"], task: [null] },
-  resume: { vm: ["suspended"], task: [null] },
+/** The compute API method whose guard (instance-checks.ts) each power action runs. */
+const GUARD: Record<Exclude<PowerActionName, "reboot">, NovaAction> & Record<RebootType, NovaAction> = {
+  stop: "stop",
+  start: "start",
+  SOFT: "soft_reboot",
+  HARD: "hard_reboot",
+  pause: "pause",
+  unpause: "unpause",
+  suspend: "suspend",
+  resume: "resume",
 };
 
 /**
@@ -132,24 +121,11 @@ async function power(
   rebootType: RebootType | undefined,
 ): Promise<ApiResult> {
   const p = powerDeps(call);
-  const { auth } = call.ctx;
-  // Nova's check_instance_lock: a locked server refuses its owner, not an admin
-  if (rec.locked_by && !auth.isAdmin) throw conflict(`Instance ${rec.id} is locked`);
-  const allowed = ALLOWED[action === "reboot" ? (rebootType ?? "SOFT") : action]!;
-  if (!allowed.vm.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
-  if (!allowed.task.includes(rec.task_state))
-    throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+  checkInstance(rec, call.ctx.auth, GUARD[action === "reboot" ? (rebootType ?? "SOFT") : action], apiAction);
   const host = await checkInstanceHost(call.deps, rec);
   const a: InstanceAction = { ...actionRecord(action, call) };
-  const begun = await p.begin(rec, action, rebootType, a);
-  if (!begun) {
-    // changed since it was read: answer as its state now says
-    const now = await call.deps.getInstance(rec.id);
-    if (!now || now.deleted) throw instanceNotFound(rec.id);
-    throw now.task_state !== rec.task_state
-      ? invalidState(rec.id, apiAction, "task_state", now.task_state)
-      : invalidState(rec.id, apiAction, "vm_state", now.vm_state);
-  }
+  // changed since it was read: answer as its state now says
+  if (!(await p.begin(rec, action, rebootType, a))) await refusedBy(call, rec, apiAction);
   await p.castToCompute(host.queue_url, {
     version: 1,
     kind: "power_action",
@@ -181,7 +157,7 @@ async function consoleOutput(
   const p = powerDeps(call);
   const running = rec.power_state === undefined ? rec.vm_state === "active" : rec.power_state === 1;
   const host = rec.host ? await call.deps.getHost(rec.host) : undefined;
-  if (!rec.host || !host || !running) throw conflict(`Instance ${rec.id} is not ready`);
+  if (!rec.host || !host || !running) throw instanceNotReady(rec.id);
   const requestId = call.ctx.requestId;
   const answer = await askHost(
     p,
@@ -197,8 +173,9 @@ async function consoleOutput(
     () => p.readConsoleOutput(rec.id, requestId),
   );
   if (!answer) {
-    throw conflict(
-      `Instance ${rec.id} is not ready: its host did not send the console output within ${p.consoleTimeoutMs / 1000} s`,
+    throw instanceNotReady(
+      rec.id,
+      `its host did not send the console output within ${p.consoleTimeoutMs / 1000} s`,
     );
   }
   if (answer.error !== null) {

@@ -11,10 +11,7 @@ import { notFound, RESOURCE_NOT_FOUND } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { validate } from "../validation/common.js";
 import { actionRecord } from "./instance-action.js";
-import { checkInstanceHost, checkLock, invalidState, refusedBy } from "./server-moves.js";
-
-/** Nova's vm_states.ALLOW_TRIGGER_CRASH_DUMP (rescued: not a state this system has). */
-const ALLOWED = ["active", "paused", "resized", "error"];
+import { checkInstance, checkInstanceHost, refusedBy } from "./instance-checks.js";
 
 export async function triggerCrashDump(
   call: RouteCall,
@@ -27,10 +24,7 @@ export async function triggerCrashDump(
   validate(z.null(), arg);
   const p: PowerDeps | undefined = call.deps.power;
   if (!p) throw new Error("the API was built without its power-action dependencies");
-  checkLock(call, rec);
-  if (!ALLOWED.includes(rec.vm_state))
-    throw invalidState(rec.id, "trigger_crash_dump", "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, "trigger_crash_dump", "task_state", rec.task_state);
+  checkInstance(rec, call.ctx.auth, "trigger_crash_dump", "trigger_crash_dump");
   const host = await checkInstanceHost(call.deps, rec);
   const action = actionRecord("trigger_crash_dump", call);
   const updated = await call.deps.updateServer(rec.id, { fields: {}, action, now: call.deps.now() });

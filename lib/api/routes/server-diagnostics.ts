@@ -12,7 +12,7 @@ import { requireAdmin } from "../auth.js";
 import { conflict } from "../errors.js";
 import type { ApiResult, Route, RouteCall } from "../request.js";
 import { askHost } from "./host-answer.js";
-import { checkInstanceHost } from "./server-moves.js";
+import { checkInstanceHost, instanceNotReady, invalidState } from "./instance-checks.js";
 import { findServer } from "./servers.js";
 
 /** Nova's policy rule (nova/policies/server_diagnostics.py): admin only. */
@@ -98,15 +98,16 @@ async function showDiagnostics(call: RouteCall): Promise<ApiResult> {
     () => readHostAnswer("diagnostics", rec.id, requestId),
   );
   if (!answer) {
-    throw conflict(
-      `Instance ${rec.id} is not ready: its host did not send the diagnostics within ${p.consoleTimeoutMs / 1000} s`,
+    throw instanceNotReady(
+      rec.id,
+      `its host did not send the diagnostics within ${p.consoleTimeoutMs / 1000} s`,
     );
   }
   const diagnostics = answer.diagnostics as InstanceDiagnostics | null;
   if (!diagnostics) {
     if (typeof answer.power_state === "number") {
       const state = powerStateName(answer.power_state);
-      throw conflict(`Cannot 'get_diagnostics' instance ${rec.id} while it is in power state ${state}`);
+      throw invalidState(rec.id, "get_diagnostics", "power state", state);
     }
     throw conflict(`Unable to get the diagnostics of instance ${rec.id}: ${String(answer.error)}`);
   }

@@ -20,7 +20,7 @@ import type { ApiResult, RouteCall } from "../request.js";
 import { nonNegativeInt, novaName, validate } from "../validation/common.js";
 import { metadataSchema } from "../validation/servers.js";
 import { actionRecord } from "./instance-action.js";
-import { checkInstanceHost, invalidState, refusedBy } from "./server-moves.js";
+import { checkInstance, checkInstanceHost, refusedBy } from "./instance-checks.js";
 
 /** createImage: {name, metadata?} (Nova's schemas/servers.py create_image). */
 const createImageSchema = z.strictObject({ name: novaName, metadata: metadataSchema.optional() });
@@ -32,9 +32,6 @@ const createBackupSchema = z.strictObject({
   rotation: nonNegativeInt(),
   metadata: metadataSchema.optional(),
 });
-
-/** Nova's check_instance_state of snapshot and backup (no task; no lock check: Nova's NOTE). */
-const SNAPSHOT_VM_STATES = ["active", "stopped", "paused", "suspended"];
 
 /** From 2.39 Nova no longer checks the metadata against the quota (check_img_metadata_properties_quota). */
 async function checkImageMetadataQuota(call: RouteCall, metadata: Record<string, string>): Promise<void> {
@@ -52,9 +49,7 @@ async function serverImage(
 ): Promise<string> {
   const { ctx, deps } = call;
   await checkImageMetadataQuota(call, req.metadata);
-  if (!SNAPSHOT_VM_STATES.includes(rec.vm_state))
-    throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+  checkInstance(rec, ctx.auth, type, apiAction);
   const host = await checkInstanceHost(deps, rec);
   const image = await serverImageRecord(rec, {
     ...req,

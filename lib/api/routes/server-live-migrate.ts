@@ -15,7 +15,8 @@ import type { ApiResult, Route, RouteCall } from "../request.js";
 import { parseJsonBody } from "../validation/common.js";
 import { parseLiveMigrateBody, parseMigrationAction } from "../validation/live-migrate.js";
 import { actionRecord } from "./instance-action.js";
-import { accept, checkLock, invalidState } from "./server-moves.js";
+import { checkHosted, checkInstance } from "./instance-checks.js";
+import { accept } from "./server-moves.js";
 import { findServer } from "./servers.js";
 
 const POLICY = {
@@ -36,12 +37,8 @@ export async function migrateLive(call: RouteCall, rec: InstanceRecord, arg: unk
   const { auth, version } = call.ctx;
   const body = parseLiveMigrateBody(arg, version);
   if (!auth.isAdmin) throw policyForbidden(body.host ? POLICY.migrateLiveHost : POLICY.migrateLive);
-  checkLock(call, rec);
-  // Nova's check_instance_state(vm_state=[ACTIVE, PAUSED]) and task_state None
-  if (rec.vm_state !== "active" && rec.vm_state !== "paused")
-    throw invalidState(rec.id, "os-migrateLive", "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, "os-migrateLive", "task_state", rec.task_state);
-  if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
+  checkInstance(rec, auth, "live_migrate", "os-migrateLive");
+  checkHosted(rec);
   if (body.host) {
     const found = await call.deps.getHost(body.host);
     if (!found || found.service.deleted_at) throw badRequest(`Compute host ${body.host} could not be found.`);
@@ -120,9 +117,7 @@ export async function forceComplete(call: RouteCall): Promise<ApiResult> {
   const action = parseMigrationAction(parseJsonBody(call.body));
   const rec = await findServer(deps, id, ctx.auth);
   if (!ctx.auth.isAdmin) throw policyForbidden(POLICY.forceComplete);
-  checkLock(call, rec);
-  if (rec.vm_state !== "active") throw invalidState(id, action, "vm_state", rec.vm_state);
-  if (rec.task_state !== "migrating") throw invalidState(id, action, "task_state", rec.task_state);
+  checkInstance(rec, ctx.auth, "live_migrate_force_complete", action);
   const m = await migrationOf(call, id, params.migration_id!);
   // (force_complete answers a missing migration with 400, as Nova's)
   if (!m) throw badRequest(`Migration ${params.migration_id} not found for instance ${id}`);
@@ -143,9 +138,7 @@ export async function abortLiveMigration(call: RouteCall): Promise<ApiResult> {
   ctx.logFields.instance_uuid = id;
   const rec = await findServer(deps, id, ctx.auth);
   if (!ctx.auth.isAdmin) throw policyForbidden(POLICY.delete);
-  checkLock(call, rec);
-  if (rec.task_state !== "migrating")
-    throw invalidState(id, "abort live migration", "task_state", rec.task_state);
+  checkInstance(rec, ctx.auth, "live_migrate_abort", "abort live migration");
   const m = await migrationOf(call, id, params.migration_id!);
   if (!m) throw notFound(`Migration ${params.migration_id} not found for instance ${id}`);
   const allowed = ctx.version.atLeast("2.65") ? ["running", "queued", "preparing"] : ["running"];

@@ -14,21 +14,10 @@ import {
   parseMetaItem,
   parseTagsBody,
 } from "../validation/servers.js";
-import { checkNotLocked, findServer } from "./servers.js";
+import { checkInstance, type NovaAction } from "./instance-checks.js";
+import { findServer } from "./servers.js";
 
 const ATTEMPTS = 5;
-
-/**
- * Nova's raise_http_conflict_for_instance_invalid_state: metadata changes need an active server
- * (check_instance_state: ACTIVE, PAUSED, SUSPENDED, STOPPED), tag changes one past its build.
- */
-function checkState(rec: InstanceRecord, action: string, allowed: readonly string[]): void {
-  if (!allowed.includes(rec.vm_state)) {
-    throw conflict(`Cannot '${action}' instance ${rec.id} while it is in vm_state ${rec.vm_state}`);
-  }
-}
-const METADATA_STATES = ["active"] as const;
-const TAG_STATES = ["active", "error"] as const;
 
 /**
  * Apply `change` to the server as read, write it if nobody wrote meanwhile; else read again.
@@ -57,27 +46,27 @@ async function metadataLimit(call: RouteCall): Promise<number> {
   return (await call.deps.quotas.getProjectLimits(rec.project_id)).metadata_items;
 }
 
+/** The compute API method whose guard (instance-checks.ts) each metadata change runs. */
+const METADATA_GUARD = {
+  "update metadata": "update_instance_metadata",
+  "delete metadata": "delete_instance_metadata",
+} as const satisfies Record<string, NovaAction>;
+
+/** The guard needs the caller (the lock): the change functions close over it. */
 function metadataChange(
-  action: string,
+  call: RouteCall,
+  action: keyof typeof METADATA_GUARD,
   next: (rec: InstanceRecord) => Record<string, string>,
   /** the metadata_items quota; -1 unlimited */
   maxItems: number,
 ) {
   return (rec: InstanceRecord): ServerFields => {
-    checkState(rec, action, METADATA_STATES);
+    checkInstance(rec, call.ctx.auth, METADATA_GUARD[action], action);
     const metadata = next(rec);
     if (maxItems >= 0) checkMetadataLimit(metadata, maxItems);
     return { metadata };
   };
 }
-
-/** checkNotLocked needs the caller: the change functions close over it. */
-const lockChecked =
-  (call: RouteCall, f: (rec: InstanceRecord) => ServerFields) =>
-  (rec: InstanceRecord): ServerFields => {
-    checkNotLocked(rec, call.ctx.auth);
-    return f(rec);
-  };
 
 async function listMetadata({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   const rec = await findServer(deps, params.id!, ctx.auth);
@@ -90,13 +79,11 @@ async function setMetadata(call: RouteCall, replace: boolean): Promise<ApiResult
   const max = await metadataLimit(call);
   const updated = await modify(
     call,
-    lockChecked(
+    metadataChange(
       call,
-      metadataChange(
-        "update metadata",
-        (rec) => (replace ? { ...metadata } : { ...rec.metadata, ...metadata }),
-        max,
-      ),
+      "update metadata",
+      (rec) => (replace ? { ...metadata } : { ...rec.metadata, ...metadata }),
+      max,
     ),
   );
   return { status: 200, body: { metadata: replace ? updated.metadata : metadata } };
@@ -117,10 +104,7 @@ async function setMetaItem(call: RouteCall): Promise<ApiResult> {
   const max = await metadataLimit(call);
   await modify(
     call,
-    lockChecked(
-      call,
-      metadataChange("update metadata", (rec) => ({ ...rec.metadata, [key]: value }), max),
-    ),
+    metadataChange(call, "update metadata", (rec) => ({ ...rec.metadata, [key]: value }), max),
   );
   return { status: 200, body: { meta: { [key]: value } } };
 }
@@ -130,17 +114,15 @@ async function deleteMetaItem(call: RouteCall): Promise<ApiResult> {
   const key = call.params.key!;
   await modify(
     call,
-    lockChecked(
+    metadataChange(
       call,
-      metadataChange(
-        "delete metadata",
-        (rec) => {
-          if (!Object.hasOwn(rec.metadata, key)) throw metaNotFound();
-          const { [key]: _, ...rest } = rec.metadata;
-          return rest;
-        },
-        -1,
-      ),
+      "delete metadata",
+      (rec) => {
+        if (!Object.hasOwn(rec.metadata, key)) throw metaNotFound();
+        const { [key]: _, ...rest } = rec.metadata;
+        return rest;
+      },
+      -1,
     ),
   );
   return { status: 204 };
@@ -154,7 +136,7 @@ async function listTags({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
 async function replaceTags(call: RouteCall): Promise<ApiResult> {
   const tags = parseTagsBody(parseJsonBody(call.body));
   const updated = await modify(call, (rec) => {
-    checkState(rec, "update tags", TAG_STATES);
+    checkInstance(rec, call.ctx.auth, "server_tags", "update tags");
     return { tags };
   });
   return { status: 200, body: { tags: updated.tags ?? [] } };
@@ -162,7 +144,7 @@ async function replaceTags(call: RouteCall): Promise<ApiResult> {
 
 async function deleteTags(call: RouteCall): Promise<ApiResult> {
   await modify(call, (rec) => {
-    checkState(rec, "delete tags", TAG_STATES);
+    checkInstance(rec, call.ctx.auth, "server_tags", "delete tags");
     return { tags: [] };
   });
   return { status: 204 };
@@ -181,7 +163,7 @@ async function addTag(call: RouteCall): Promise<ApiResult> {
   const tag = checkTag(call.params.tag!);
   let added = false;
   await modify(call, (rec) => {
-    checkState(rec, "update tag", TAG_STATES);
+    checkInstance(rec, call.ctx.auth, "server_tags", "update tag");
     const tags = rec.tags ?? [];
     added = !tags.includes(tag);
     if (!added) return {};
@@ -203,7 +185,7 @@ async function addTag(call: RouteCall): Promise<ApiResult> {
 async function deleteTag(call: RouteCall): Promise<ApiResult> {
   const tag = call.params.tag!;
   await modify(call, (rec) => {
-    checkState(rec, "delete tag", TAG_STATES);
+    checkInstance(rec, call.ctx.auth, "server_tags", "delete tag");
     const tags = rec.tags ?? [];
     if (!tags.includes(tag)) throw tagNotFound(rec.id, tag);
     return { tags: tags.filter((t) => t !== tag) };

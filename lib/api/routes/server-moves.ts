@@ -17,22 +17,22 @@ import type { InstanceRecord, MigrationRecord } from "../../instances/types.js";
 import { log } from "../../log.js";
 import type { FlavorSpec } from "../../messages/common.js";
 import { isServiceUp } from "../../placement/liveness.js";
-import type { HostRecord } from "../../placement/types.js";
 import { flavorSpec, newAdminPass } from "../build.js";
-import type { ApiDeps, MoveDeps } from "../deps.js";
-import {
-  ApiError,
-  badRequest,
-  conflict,
-  forbidden,
-  instanceNotFound,
-  notFound,
-  policyForbidden,
-} from "../errors.js";
+import type { MoveDeps } from "../deps.js";
+import { ApiError, badRequest, forbidden, notFound, policyForbidden } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { canSeeFlavor } from "../validation/flavors.js";
 import { parseEvacuateBody, parseMigrateBody, parseResizeBody } from "../validation/server-actions.js";
 import { actionRecord } from "./instance-action.js";
+import {
+  checkHosted,
+  checkInstance,
+  checkLock,
+  checkTaskState,
+  checkVmState,
+  instanceNotReady,
+  refusedBy,
+} from "./instance-checks.js";
 
 const MIGRATE_POLICY = "os_compute_api:os-migrate-server:migrate";
 const MIGRATE_HOST_POLICY = "os_compute_api:os-migrate-server:migrate:host";
@@ -46,59 +46,17 @@ const API_ACTION: Record<MoveKind, string> = {
   "live-migration": "os-migrateLive",
 };
 
-/** Nova's InstanceInvalidState, as the API words it. */
-export const invalidState = (
-  id: string,
-  apiAction: string,
-  attr: "vm_state" | "task_state",
-  state: string | null,
-) => conflict(`Cannot '${apiAction}' instance ${id} while it is in ${attr} ${state ?? "None"}`);
-
-/** Nova's check_instance_state(vm_state=`vmStates`, task_state=[None]), its 409s as the API words them. */
-export function checkInstanceState(
-  rec: InstanceRecord,
-  apiAction: string,
-  vmStates: readonly string[],
-): void {
-  if (!vmStates.includes(rec.vm_state)) throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
-  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
-}
-
 function moveDeps(call: RouteCall): MoveDeps {
   const m = call.deps.moves;
   if (!m) throw new Error("the API was built without its move dependencies");
   return m;
 }
 
-/**
- * Nova's check_instance_host: a server on no registered host (never built anywhere, or offloaded)
- * has no one to act on it: InstanceNotReady, a 409. The host's record (its queue) otherwise.
- */
-export async function checkInstanceHost(deps: ApiDeps, rec: InstanceRecord): Promise<HostRecord> {
-  const host = rec.host ? await deps.getHost(rec.host) : undefined;
-  if (!host) throw conflict(`Instance ${rec.id} is not ready`);
-  return host;
-}
-
-/** Nova's check_instance_lock: a locked server refuses its owner, not an admin. */
-export function checkLock(call: RouteCall, rec: InstanceRecord): void {
-  if (rec.locked_by && !call.ctx.auth.isAdmin) throw conflict(`Instance ${rec.id} is locked`);
-}
-
-/** The state after a refused conditional write: the 409 its state now calls for. */
-export async function refusedBy(call: RouteCall, rec: InstanceRecord, apiAction: string): Promise<never> {
-  const now = await call.deps.getInstance(rec.id);
-  if (!now || now.deleted) throw instanceNotFound(rec.id);
-  throw now.task_state !== rec.task_state
-    ? invalidState(rec.id, apiAction, "task_state", now.task_state)
-    : invalidState(rec.id, apiAction, "vm_state", now.vm_state);
-}
-
 /** resize: a new flavor (Nova's compute API resize with a flavor id). */
 export async function resize(call: RouteCall, rec: InstanceRecord, arg: unknown): Promise<ApiResult> {
   const { flavorRef } = parseResizeBody(arg);
-  checkLock(call, rec);
-  checkMovable(rec, "resize");
+  checkInstance(rec, call.ctx.auth, "resize", "resize");
+  checkHosted(rec);
   const flavor = await call.deps.getFlavor(flavorRef);
   if (!flavor || flavor.disabled || !canSeeFlavor(flavor, call.ctx.auth))
     throw badRequest("Unable to locate requested flavor.");
@@ -118,8 +76,8 @@ export async function migrate(call: RouteCall, rec: InstanceRecord, arg: unknown
   if (!auth.isAdmin) throw policyForbidden(MIGRATE_POLICY);
   const { host } = parseMigrateBody(arg, version.atLeast("2.56"));
   if (host && !auth.isAdmin) throw policyForbidden(MIGRATE_HOST_POLICY);
-  checkLock(call, rec);
-  checkMovable(rec, "migrate");
+  checkInstance(rec, auth, "resize", "migrate");
+  checkHosted(rec);
   if (host) {
     const found = await call.deps.getHost(host);
     if (!found || found.service.deleted_at) throw badRequest(`Compute host ${host} could not be found.`);
@@ -143,8 +101,8 @@ export async function evacuate(call: RouteCall, rec: InstanceRecord, arg: unknow
     if (!found || found.service.deleted_at) throw notFound(`Compute host ${host} not found.`);
     if (host === rec.host) throw badRequest("The target host can't be the same one.");
   }
-  checkInstanceState(rec, "evacuate", ["active", "stopped", "error"]);
-  if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
+  checkInstance(rec, auth, "evacuate", "evacuate");
+  checkHosted(rec);
   const source = await call.deps.getHost(rec.host);
   if (source && isServiceUp(source)) throw badRequest(`Compute service of ${rec.host} is still in use.`);
   await accept(call, rec, "evacuation", rec.flavor, host, {
@@ -154,12 +112,6 @@ export async function evacuate(call: RouteCall, rec: InstanceRecord, arg: unknow
   // the admin password only before 2.14 (Nova then returned it); none is set on a guest here
   if (!version.atLeast("2.14")) return { status: 200, body: { adminPass: adminPass ?? newAdminPass() } };
   return { status: 200 };
-}
-
-/** Nova's check_instance_state(vm_state=[ACTIVE, STOPPED], task_state=[None]) for resize and migrate. */
-function checkMovable(rec: InstanceRecord, apiAction: string): void {
-  checkInstanceState(rec, apiAction, ["active", "stopped"]);
-  if (!rec.host) throw conflict(`Instance ${rec.id} is not ready`);
 }
 
 /** The move accepted (lib/instances/move-accept.ts), its refusals as Nova's answers. */
@@ -215,19 +167,27 @@ export async function accept(
   }
 }
 
-/** Nova: confirm and revert need VERIFY_RESIZE and its finished migration. */
-function checkResized(rec: InstanceRecord, apiAction: string): NonNullable<InstanceRecord["migration"]> {
-  if (rec.vm_state !== "resized") throw invalidState(rec.id, apiAction, "vm_state", rec.vm_state);
+/**
+ * Nova: confirm and revert need VERIFY_RESIZE and its finished migration; a migration not
+ * finished is a 400 between the vm_state and the task_state checks, as in Nova.
+ */
+function checkResized(
+  call: RouteCall,
+  rec: InstanceRecord,
+  action: "confirm_resize" | "revert_resize",
+  apiAction: string,
+): NonNullable<InstanceRecord["migration"]> {
+  checkLock(rec, call.ctx.auth);
+  checkVmState(rec, action, apiAction);
   if (rec.migration?.status !== "finished") throw badRequest("Instance has not been resized.");
-  if (rec.task_state !== null) throw invalidState(rec.id, apiAction, "task_state", rec.task_state);
+  checkTaskState(rec, action, apiAction);
   return rec.migration;
 }
 
 /** confirmResize: the source's copy and its claim go; 204 (Nova's answer). */
 export async function confirmResize(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
   const m = moveDeps(call);
-  checkLock(call, rec);
-  checkResized(rec, "confirmResize");
+  checkResized(call, rec, "confirm_resize", "confirmResize");
   const confirmed = await confirmMove(rec, actionRecord("confirmResize", call), {
     beginConfirm: m.beginConfirm,
     updateMigration: m.updateMigration,
@@ -240,8 +200,7 @@ export async function confirmResize(call: RouteCall, rec: InstanceRecord): Promi
 /** revertResize: the destination's copy goes, then the source's comes back; 202. */
 export async function revertResize(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
   const m = moveDeps(call);
-  checkLock(call, rec);
-  const move = checkResized(rec, "revertResize");
+  const move = checkResized(call, rec, "revert_resize", "revertResize");
   const begun = await m.beginRevert(rec, actionRecord("revertResize", call));
   if (!begun) await refusedBy(call, rec, "revertResize");
   // (the record may still say post-migrating: compute-events writes the instance first, then it)
@@ -266,6 +225,6 @@ async function cast(
   msg: Parameters<MoveDeps["castToCompute"]>[1],
 ): Promise<void> {
   const found = await call.deps.getHost(host);
-  if (!found?.queue_url) throw conflict(`Instance ${msg.instance_uuid} is not ready`);
+  if (!found?.queue_url) throw instanceNotReady(msg.instance_uuid);
   await moveDeps(call).castToCompute(found.queue_url, msg);
 }

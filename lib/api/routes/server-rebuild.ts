@@ -11,13 +11,13 @@ import { conductorRequest } from "../../instances/request-spec.js";
 import type { InstanceRecord, RebuildContext } from "../../instances/types.js";
 import { imageSpec, newAdminPass } from "../build.js";
 import type { RebuildDeps } from "../deps.js";
-import { ApiError, badRequest, conflict } from "../errors.js";
+import { ApiError, badRequest } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { parseRebuildBody } from "../validation/server-rebuild.js";
 import { checkMetadataLimit } from "../validation/servers.js";
 import { serverUpdateView } from "../views/servers.js";
 import { actionRecord } from "./instance-action.js";
-import { checkInstanceState, checkLock, refusedBy } from "./server-moves.js";
+import { checkInstance, instanceNotReady, refusedBy } from "./instance-checks.js";
 import { viewOf } from "./servers.js";
 
 function rebuildDeps(call: RouteCall): RebuildDeps {
@@ -26,15 +26,14 @@ function rebuildDeps(call: RouteCall): RebuildDeps {
   return r;
 }
 
-/** rebuild: Nova's check_instance_lock and check_instance_state(ACTIVE, STOPPED, ERROR; task None). */
+/** rebuild: Nova's check_instance_lock and check_instance_state (instance-checks.ts). */
 export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown): Promise<ApiResult> {
   const { ctx, deps } = call;
   const { auth, version } = ctx;
   const body = parseRebuildBody(arg, version);
-  checkLock(call, rec);
-  checkInstanceState(rec, "rebuild", ["active", "stopped", "error"]);
+  checkInstance(rec, auth, "rebuild", "rebuild");
   // a build that failed never ran anywhere: there is no host (nor claim) to rebuild it on
-  if (!rec.host || !rec.launched_at) throw conflict(`Instance ${rec.id} is not ready`);
+  if (!rec.host || !rec.launched_at) throw instanceNotReady(rec.id);
 
   // a key pair is the caller's, not the owner's (Nova looks it up with the request's user)
   if (body.key_name && !(await deps.getKeypair(auth.user_id, body.key_name)))

@@ -10,7 +10,7 @@ import { aggregateZoneByHost, hostAvailabilityZone } from "../../catalog/aggrega
 import { schedulerConfig } from "../../config.js";
 import { ActionNotSent, acceptAction } from "../../instances/accept.js";
 import { conductorRequest } from "../../instances/request-spec.js";
-import { SHELVE_FROM, unshelveFields } from "../../instances/shelve.js";
+import { unshelveFields } from "../../instances/shelve.js";
 import type { Update } from "../../instances/transition.js";
 import type { InstanceAction, InstanceRecord, TaskState, UnshelveContext } from "../../instances/types.js";
 import { WORKFLOWS, type WorkflowRun } from "../../instances/workflows.js";
@@ -22,7 +22,7 @@ import { parseUnshelveBody } from "../validation/server-shelve.js";
 import { serverStatus } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
 import { actionRecord } from "./instance-action.js";
-import { checkInstanceHost, checkInstanceState, checkLock, refusedBy } from "./server-moves.js";
+import { checkInstance, checkInstanceHost, refusedBy } from "./instance-checks.js";
 
 /** Nova's shelve policies whose default is admin. */
 const SHELVE_OFFLOAD_POLICY = "os_compute_api:os-shelve:shelve_offload";
@@ -74,11 +74,10 @@ async function accept(
   }
 }
 
-/** shelve: Nova's check_instance_lock, check_instance_state(ACTIVE, STOPPED, PAUSED, SUSPENDED; task None). */
+/** shelve: Nova's check_instance_lock and check_instance_state (instance-checks.ts). */
 export async function shelve(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
   const s = shelveDeps(call);
-  checkLock(call, rec);
-  checkInstanceState(rec, "shelve", SHELVE_FROM);
+  checkInstance(rec, call.ctx.auth, "shelve", "shelve");
   const queueUrl = await hostQueue(call, rec);
   const action = actionRecord("shelve", call);
   const offload = s.shelvedOffloadTime() === 0;
@@ -101,12 +100,11 @@ export async function shelve(call: RouteCall, rec: InstanceRecord): Promise<ApiR
   return { status: 202 };
 }
 
-/** shelveOffload: admin by default; check_instance_state(SHELVED). */
+/** shelveOffload: admin by default; Nova's checks (instance-checks.ts). */
 export async function shelveOffload(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
   const s = shelveDeps(call);
   if (!call.ctx.auth.isAdmin) throw policyForbidden(SHELVE_OFFLOAD_POLICY);
-  checkLock(call, rec);
-  checkInstanceState(rec, "shelveOffload", ["shelved"]);
+  checkInstance(rec, call.ctx.auth, "shelve_offload", "shelveOffload");
   const queueUrl = await hostQueue(call, rec);
   const action = actionRecord("shelveOffload", call);
   await accept(call, rec, "shelveOffload", "shelving_offloading", action, () =>
@@ -134,8 +132,7 @@ export async function unshelve(call: RouteCall, rec: InstanceRecord, arg: unknow
   const s = shelveDeps(call);
   const { deps, ctx } = call;
   const body = parseUnshelveBody(arg, ctx.version);
-  checkLock(call, rec);
-  checkInstanceState(rec, "unshelve", ["shelved", "shelved_offloaded"]);
+  checkInstance(rec, ctx.auth, "unshelve", "unshelve");
   const zonePassed = body.availability_zone !== undefined;
   if ((zonePassed || body.host) && rec.vm_state !== "shelved_offloaded") {
     throw conflict(

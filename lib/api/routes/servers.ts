@@ -23,6 +23,7 @@ import { type CreateServerRequest, parseCreateServer, parseUpdateServer } from "
 import { resourceLinks } from "../views/format.js";
 import { serverSummaryView, serverUpdateView, serverView, vmStatesShowing } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
+import { checkInstance } from "./instance-checks.js";
 import { reserveForCreate } from "./quotas.js";
 import { joinServerGroup, leaveServerGroup } from "./server-groups.js";
 
@@ -344,11 +345,6 @@ export async function viewOf(
   });
 }
 
-/** Nova's check_instance_lock: a locked server refuses changes from anyone but an admin (409). */
-export function checkNotLocked(rec: InstanceRecord, auth: AuthContext): void {
-  if (rec.locked_by && !auth.isAdmin) throw conflict(`Instance ${rec.id} is locked`);
-}
-
 /** PUT /servers/{id}: name, description (2.19); answers the server's view. */
 export async function updateServerRoute(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps, params, body } = call;
@@ -356,7 +352,7 @@ export async function updateServerRoute(call: RouteCall): Promise<ApiResult> {
   ctx.logFields.instance_uuid = id;
   const changes = parseUpdateServer(parseJsonBody(body), ctx.version);
   const rec = await findServer(deps, id, ctx.auth);
-  checkNotLocked(rec, ctx.auth);
+  checkInstance(rec, ctx.auth, "update", "update");
   const updated = await deps.updateServer(id, { fields: changes, now: deps.now() });
   if (!updated) throw instanceNotFound(id);
   return {
@@ -374,7 +370,7 @@ export async function updateServerRoute(call: RouteCall): Promise<ApiResult> {
 export async function deleteServerRoute({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
   const id = params.id!;
   ctx.logFields.instance_uuid = id;
-  checkNotLocked(await findServer(deps, id, ctx.auth), ctx.auth);
+  checkInstance(await findServer(deps, id, ctx.auth), ctx.auth, "delete", "delete");
   const deleted = await deps.deleteServer(id, ctx.requestId, ctx.auth);
   // deleted meanwhile by someone else: Nova answers 404 for the loser of that race
   if (!deleted) throw instanceNotFound(id);
