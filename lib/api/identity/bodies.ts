@@ -1,0 +1,188 @@
+// Keystone's request bodies as zod schemas, checked at the front (front.ts jsonBody) so that
+// lib/identity receives typed, well-formed input and keeps only the rules that need its data
+// (a name taken, a domain or parent that must exist, a field a resource may not change).
+// Each failure carries Keystone's own text (keystone/exception.py's ValidationError and
+// SchemaValidationError, as lib/identity/errors.ts words them) and the first one is the answer,
+// so each schema lists its properties in the order Keystone's checks meet them.
+import { z } from "zod";
+import { expecting, type IdentityError, invalidField, passwordTooLong } from "../../identity/errors.js";
+import { MAX_PASSWORD_LENGTH } from "../../identity/inputs.js";
+import { Refusal } from "../errors.js";
+import type { Failure } from "../front.js";
+
+/** A failed check as Keystone's refusal: the issue's text, its status where it is no 400. */
+export const keystoneRefusal = (f: Failure): Refusal =>
+  new Refusal((f.issue as { params?: { status?: number } }).params?.status ?? 400, f.issue.message);
+
+/** A schema's check of `value` after the route's lookups, with the same refusal. */
+export function checked<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  throw keystoneRefusal({ issue: r.error.issues[0]!, input: value });
+}
+
+type Issue = { input?: unknown };
+const message = (e: IdentityError) => ({ error: e.message, params: { status: e.status } });
+/** "Invalid input for field/attribute <field>. Value: <v>. <v> is not of type '<type>'" */
+const notOf = (field: string, type: string) => (iss: Issue) => {
+  const v = iss.input ?? null;
+  return invalidField(field, v, `${JSON.stringify(v)} is not of type '${type}'`).message;
+};
+
+/** The body's one object under `key`: "Expecting to find <key> in request body" otherwise. */
+export function envelope<K extends string, S extends z.ZodType>(key: K, inner: S) {
+  return z.object({ [key]: inner } as Record<K, S>, { error: expecting(key, "request body").message });
+}
+/** An object, arrays refused (Keystone's "type": "object"), the properties it does not name kept. */
+const object = <T extends z.core.$ZodLooseShape>(key: string, shape: T) =>
+  z.looseObject(shape, { error: expecting(key, "request body").message });
+
+const NAME_RULE = "is not a valid name (1 to 255 characters, not only spaces)";
+const name = z
+  .string({ error: notOf("name", "string") })
+  .refine((n) => n.length >= 1 && n.length <= 255 && /\S/.test(n), {
+    error: (iss) => invalidField("name", iss.input, `'${iss.input as string}' ${NAME_RULE}`).message,
+  });
+const bool = (field: string) => z.boolean({ error: notOf(field, "boolean") }).optional();
+/** A string where given; null is none. */
+const nullableString = (field: string) => z.string({ error: notOf(field, "string") }).nullish();
+/** A string where given; null is refused. */
+const presentString = (field: string) => z.string({ error: notOf(field, "string") }).optional();
+/** Taken where it is a string, other values ignored (as the hand checks did). */
+const stringIfAny = z.string().optional().catch(undefined);
+/** A user's password where given, no longer than Keystone's max_password_length (a 403). */
+const password = z
+  .string({ error: notOf("password", "string") })
+  .refine((p) => p.length <= MAX_PASSWORD_LENGTH, message(passwordTooLong(MAX_PASSWORD_LENGTH)))
+  .nullish();
+
+const TAGS_RULE = "tags must be a list of strings of 1 to 255 characters without '/' or ','";
+const tagList = z.array(
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[^/,]*$/),
+);
+/** The whole list is the value Keystone names; duplicates dropped. */
+const tags = z
+  .custom<string[]>((t) => tagList.safeParse(t).success, {
+    error: (iss) => invalidField("tags", iss.input, TAGS_RULE).message,
+  })
+  .optional()
+  .transform((t) => (t ? [...new Set(t)] : undefined));
+
+// ---- domains ----------------------------------------------------------------------------------
+
+export const domainCreate = envelope(
+  "domain",
+  object("domain", {
+    explicit_domain_id: presentString("explicit_domain_id"),
+    name,
+    description: nullableString("description"),
+    enabled: bool("enabled"),
+  }),
+);
+/** A PATCH's body before its resource is read: the one object under `key`, checked after. */
+export const patchOf = <K extends string>(key: K) => envelope(key, object(key, {}));
+
+export const domainUpdate = object("domain", {
+  name: name.optional(),
+  description: nullableString("description"),
+  enabled: bool("enabled"),
+});
+
+// ---- projects ---------------------------------------------------------------------------------
+
+const projectFields = {
+  name: name.optional(),
+  description: nullableString("description"),
+  enabled: bool("enabled"),
+  tags,
+};
+export const projectCreate = envelope(
+  "project",
+  object("project", {
+    is_domain: bool("is_domain").refine((d) => !d, {
+      error: "Projects acting as domains are not supported here.",
+    }),
+    domain_id: presentString("domain_id"),
+    parent_id: nullableString("parent_id"),
+    ...projectFields,
+    name,
+  }),
+);
+export const projectUpdate = object("project", projectFields);
+
+// ---- users ------------------------------------------------------------------------------------
+
+export const userCreate = envelope(
+  "user",
+  object("user", {
+    domain_id: presentString("domain_id"),
+    password,
+    name,
+    enabled: bool("enabled"),
+    description: stringIfAny,
+    default_project_id: stringIfAny,
+  }),
+);
+export const userUpdate = object("user", {
+  password,
+  enabled: bool("enabled"),
+  name: name.optional(),
+  description: stringIfAny,
+  // taken as given: null clears it
+  default_project_id: z.custom<string | null>().optional(),
+});
+/** POST /v3/users/{id}/password (the new password's length is checked after the original's). */
+export const passwordChange = envelope(
+  "user",
+  object("user", {
+    original_password: z.string({ error: expecting("original_password", "user").message }),
+    password: z.string({ error: expecting("password", "user").message }),
+  }),
+);
+
+// ---- roles and application credentials --------------------------------------------------------
+
+export const roleCreate = envelope(
+  "role",
+  object("role", {
+    domain_id: z.null({ error: "Domain-specific roles are not supported here." }).optional(),
+    name,
+    description: nullableString("description"),
+  }),
+);
+
+const credentialName = z
+  .string({ error: notOf("name", "string") })
+  .min(1, { error: notOf("name", "string") })
+  .max(255, { error: notOf("name", "string") });
+const NO_ACCESS_RULES = "Access rules are not supported here.";
+export const applicationCredentialCreate = envelope(
+  "application_credential",
+  // an array is read as an object without properties (its name is then what is missing)
+  z.preprocess(
+    (v) => (Array.isArray(v) ? {} : v),
+    object("application_credential", {
+      name: credentialName,
+      secret: nullableString("secret"),
+      expires_at: z
+        .string({ error: (iss) => invalidField("expires_at", iss.input, "is not a valid timestamp").message })
+        .refine((t) => !Number.isNaN(Date.parse(t)), {
+          error: (iss) => invalidField("expires_at", iss.input, "is not a valid timestamp").message,
+        })
+        .transform((t) => new Date(Date.parse(t)).toISOString())
+        .nullish(),
+      access_rules: z
+        .array(z.unknown(), { error: NO_ACCESS_RULES })
+        .max(0, { error: NO_ACCESS_RULES })
+        .optional(),
+      description: stringIfAny,
+      // references to stored roles, resolved (and refused) by the domain; a non-list is none
+      roles: z.array(z.unknown()).optional().catch(undefined),
+      unrestricted: z.boolean().optional().catch(undefined),
+    }),
+  ),
+);
