@@ -4,7 +4,7 @@
 // is disabled, or when the user loses a role on its project (lib/identity/manage.ts).
 import { randomBytes } from "node:crypto";
 import { conflict, expecting, forbidden, forbiddenAction, IdentityError, notFound } from "./errors.js";
-import type { ApplicationCredentialInput } from "./inputs.js";
+import type { ApplicationCredentialInput, Identity, NamedRef } from "./inputs.js";
 import { newId } from "./manage.js";
 import { hashPassword, verifyPassword } from "./password.js";
 import { withImplied } from "./roles.js";
@@ -110,21 +110,17 @@ export async function deleteApplicationCredential(
  * when the secret matches and it has not expired; undefined otherwise (→ 401).
  */
 export async function authenticateApplicationCredential(
-  method: Record<string, unknown>,
-  findUser: (ref: Record<string, unknown>) => Promise<{ id: string } | undefined>,
+  method: Extract<Identity, { method: "application_credential" }>["application_credential"],
+  findUser: (ref: NamedRef) => Promise<{ id: string } | undefined>,
   now: Date,
 ): Promise<ApplicationCredential | undefined> {
-  if (typeof method.secret !== "string") throw expecting("secret", "application_credential");
   let c: ApplicationCredential | undefined;
-  if (typeof method.id === "string") c = await store.getApplicationCredential(method.id);
-  else if (typeof method.name === "string") {
-    const user =
-      method.user && typeof method.user === "object"
-        ? await findUser(method.user as Record<string, unknown>)
-        : undefined;
+  if ("id" in method) c = await store.getApplicationCredential(method.id);
+  else {
+    const user = await findUser(method.user);
     if (!user) throw expecting("user", "application_credential");
     c = await store.findApplicationCredentialByName(method.name, user.id);
-  } else throw expecting("id or name", "application_credential");
+  }
   if (!c || !(await verifyPassword(method.secret, c.secret_hash))) return undefined;
   if (c.expires_at !== null && !(Date.parse(c.expires_at) > now.getTime())) return undefined;
   return c;

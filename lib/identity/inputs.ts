@@ -53,3 +53,22 @@ export interface ApplicationCredentialInput {
 
 /** Keystone's [identity] max_password_length. */
 export const MAX_PASSWORD_LENGTH = 4096;
+
+/** A domain named by id or by name. */
+export type DomainRef = { id: string } | { name: string };
+/** A user or project named by id, or by name in its domain. */
+export type NamedRef = { id: string } | { name: string; domain: DomainRef };
+
+/** The auth method a token request uses (the first of these its `methods` lists; else none). */
+export type Identity =
+  | { method: "password"; password: { user: NamedRef & { password: string } } }
+  | {
+      method: "application_credential";
+      application_credential: { secret: string } & ({ id: string } | { name: string; user: NamedRef });
+    }
+  /** the token's id is the body's, else the request's X-Auth-Token; one that is no string is refused */
+  | { method: "token"; token: { id?: unknown } }
+  | { method: "other" };
+
+/** The scope a token request asks for: none named (the user's default project), or a project. */
+export type ScopeRequest = undefined | "unscoped" | { project: NamedRef };

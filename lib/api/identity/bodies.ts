@@ -6,13 +6,20 @@
 // so each schema lists its properties in the order Keystone's checks meet them.
 import { z } from "zod";
 import { expecting, type IdentityError, invalidField, passwordTooLong } from "../../identity/errors.js";
-import { MAX_PASSWORD_LENGTH } from "../../identity/inputs.js";
+import { type DomainRef, MAX_PASSWORD_LENGTH, type NamedRef } from "../../identity/inputs.js";
 import { Refusal } from "../errors.js";
 import type { Failure } from "../front.js";
 
-/** A failed check as Keystone's refusal: the issue's text, its status where it is no 400. */
-export const keystoneRefusal = (f: Failure): Refusal =>
-  new Refusal((f.issue as { params?: { status?: number } }).params?.status ?? 400, f.issue.message);
+/**
+ * A failed check as Keystone's refusal: the issue's text, its status where it is no 400. A union
+ * (a name by id or by name; a scope) is worded by its last option, the form the others are
+ * exceptions to.
+ */
+export function keystoneRefusal(f: Failure): Refusal {
+  let issue: z.core.$ZodIssue = f.issue;
+  while (issue.code === "invalid_union" && issue.errors.length) issue = issue.errors.at(-1)![0]!;
+  return new Refusal((issue as { params?: { status?: number } }).params?.status ?? 400, issue.message);
+}
 
 /** A schema's check of `value` after the route's lookups, with the same refusal. */
 export function checked<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
@@ -186,3 +193,93 @@ export const applicationCredentialCreate = envelope(
     }),
   ),
 );
+
+// ---- tokens (POST /v3/auth/tokens) ------------------------------------------------------------
+
+/** A value where it is an object, else an object without properties (as the hand checks read it). */
+const orEmpty = <S extends z.ZodType<unknown, Record<string, unknown>>>(s: S) =>
+  z.looseObject({}).catch({}).pipe(s);
+
+const domainRef = (what: string) =>
+  z
+    .looseObject({ id: stringIfAny, name: stringIfAny }, { error: expecting("domain", what).message })
+    .refine((d) => d.id !== undefined || d.name !== undefined, { error: expecting("domain", what).message })
+    .transform((d): DomainRef => (d.id !== undefined ? { id: d.id } : { name: d.name! }));
+/** By id, else by name and domain: the last option words a failure (see keystoneRefusal). */
+const namedRef = (what: string) =>
+  z.union([
+    z.looseObject({ id: z.string() }).transform((r): NamedRef => ({ id: r.id })),
+    z
+      .looseObject({
+        name: z.string({ error: expecting("id or name", what).message }),
+        domain: domainRef(what),
+      })
+      .transform((r): NamedRef => ({ name: r.name, domain: r.domain })),
+  ]);
+
+const NO_PASSWORD = "Invalid input for field 'identity/password/user/password': None is not of type 'string'";
+const passwordMethod = orEmpty(
+  z.looseObject({
+    user: z
+      .looseObject({ password: z.string({ error: NO_PASSWORD }) }, { error: NO_PASSWORD })
+      .pipe(z.looseObject({ password: z.string() }).and(namedRef("user"))),
+  }),
+);
+const credentialMethod = orEmpty(
+  z.looseObject({ secret: z.string({ error: expecting("secret", "application_credential").message }) }).pipe(
+    z.union([
+      z.looseObject({ secret: z.string(), id: z.string() }),
+      z.looseObject({
+        secret: z.string(),
+        name: z.string({ error: expecting("id or name", "application_credential").message }),
+        user: z
+          .looseObject({}, { error: expecting("user", "application_credential").message })
+          .pipe(namedRef("user")),
+      }),
+    ]),
+  ),
+);
+
+const NO_IDENTITY = expecting("identity", "auth").message;
+const METHODS = ["password", "application_credential", "token"] as const;
+const methods = z.array(z.unknown());
+const identity = z
+  .looseObject(
+    { methods: z.array(z.unknown(), { error: NO_IDENTITY }).min(1, { error: NO_IDENTITY }) },
+    {
+      error: NO_IDENTITY,
+    },
+  )
+  .transform((i) => ({ ...i, method: METHODS.find((m) => i.methods.includes(m)) ?? ("other" as const) }))
+  .pipe(
+    z.discriminatedUnion("method", [
+      z.looseObject({ methods, method: z.literal("password"), password: passwordMethod }),
+      z.looseObject({
+        methods,
+        method: z.literal("application_credential"),
+        application_credential: credentialMethod,
+      }),
+      z.looseObject({
+        methods,
+        method: z.literal("token"),
+        token: orEmpty(z.looseObject({ id: z.unknown().optional() })),
+      }),
+      z.looseObject({ methods, method: z.literal("other") }),
+    ]),
+  );
+
+/** The body of POST /v3/auth/tokens; its scope is checked after the caller is authenticated. */
+export const tokenRequest = z.object(
+  { auth: z.looseObject({ identity, scope: z.unknown().optional() }, { error: NO_IDENTITY }) },
+  { error: NO_IDENTITY },
+);
+
+const ONLY_PROJECT = "Only project scope is supported.";
+export const scopeRequest = z.union([
+  z.undefined(),
+  z.literal("unscoped"),
+  z.looseObject(
+    { project: z.looseObject({}, { error: ONLY_PROJECT }).pipe(namedRef("project")) },
+    { error: ONLY_PROJECT },
+  ),
+]);
