@@ -1,7 +1,8 @@
 // Keystone's POST /v3/auth/tokens as a domain operation: identify (password, token or application
 // credential), resolve the scope (project by id, or by name and domain; else the user's default
 // project when it holds a role there), read the roles the user holds there (implied ones added),
-// sign. Errors carry Keystone's status and message; lib/api/identity shapes them.
+// sign. Its input is the body lib/api/identity/bodies.ts checked; errors carry Keystone's status and
+// message, and lib/api/identity shapes them.
 import { authenticateApplicationCredential } from "./app-creds.js";
 import { IdentityError, unauthorized } from "./errors.js";
 import type { DomainRef, Identity, NamedRef, ScopeRequest } from "./inputs.js";

@@ -3,7 +3,8 @@
 // (a name taken, a domain or parent that must exist, a field a resource may not change).
 // Each failure carries Keystone's own text (keystone/exception.py's ValidationError and
 // SchemaValidationError, as lib/identity/errors.ts words them) and the first one is the answer,
-// so each schema lists its properties in the order Keystone's checks meet them.
+// so each schema lists its properties in the order they have always been checked
+// (test/integration/identity-bodies.test.ts holds the answers).
 import { z } from "zod";
 import { expecting, type IdentityError, invalidField, passwordTooLong } from "../../identity/errors.js";
 import { type DomainRef, MAX_PASSWORD_LENGTH, type NamedRef } from "../../identity/inputs.js";
@@ -37,7 +38,7 @@ const notOf = (field: string, type: string) => (iss: Issue) => {
 };
 
 /** The body's one object under `key`: "Expecting to find <key> in request body" otherwise. */
-export function envelope<K extends string, S extends z.ZodType>(key: K, inner: S) {
+function envelope<K extends string, S extends z.ZodType>(key: K, inner: S) {
   return z.object({ [key]: inner } as Record<K, S>, { error: expecting(key, "request body").message });
 }
 /** An object, arrays refused (Keystone's "type": "object"), the properties it does not name kept. */
