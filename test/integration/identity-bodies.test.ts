@@ -201,6 +201,7 @@ const CASES: [method: string, path: string, body: Body][] = [
       { secret: "s", name: "n" },
       { secret: "s", name: "n", user: 5 },
       { secret: "s", name: "n", user: {} },
+      { secret: "s", name: "n", user: [] },
       { secret: "s", name: "n", user: { name: "admin" } },
       { secret: "s", name: "n", user: { id: "nope" } },
       { secret: "s", name: "n", user: { id: "admin" } },

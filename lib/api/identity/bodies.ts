@@ -233,8 +233,12 @@ const credentialMethod = orEmpty(
       z.looseObject({
         secret: z.string(),
         name: z.string({ error: expecting("id or name", "application_credential").message }),
+        // (a list is an object naming no user, as the hand check read it)
         user: z
-          .looseObject({}, { error: expecting("user", "application_credential").message })
+          .union([
+            z.array(z.unknown()).transform(() => ({})),
+            z.looseObject({}, { error: expecting("user", "application_credential").message }),
+          ])
           .pipe(namedRef("user")),
       }),
     ]),
