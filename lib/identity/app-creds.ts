@@ -3,15 +3,8 @@
 // is shown once and stored as a scrypt hash. A credential is deleted with its user, when the user
 // is disabled, or when the user loses a role on its project (lib/identity/manage.ts).
 import { randomBytes } from "node:crypto";
-import {
-  conflict,
-  expecting,
-  forbidden,
-  forbiddenAction,
-  IdentityError,
-  invalidField,
-  notFound,
-} from "./errors.js";
+import { conflict, expecting, forbidden, forbiddenAction, IdentityError, notFound } from "./errors.js";
+import type { ApplicationCredentialInput, Identity, NamedRef } from "./inputs.js";
 import { newId } from "./manage.js";
 import { hashPassword, verifyPassword } from "./password.js";
 import { withImplied } from "./roles.js";
@@ -30,42 +23,36 @@ export function assertMayManage(token: TokenPayload): void {
     );
 }
 
-/** POST /v3/users/{user_id}/application_credentials with the caller's project-scoped token. */
-export async function createApplicationCredential(
-  userId: string,
-  body: unknown,
-  token: TokenPayload,
-  now: Date,
-): Promise<ApplicationCredential & { secret: string }> {
+/**
+ * Who may create a credential for `userId` (checked before its body): the user itself, with a
+ * project-scoped token that may manage credentials; the token's project is the credential's.
+ */
+export function mayCreate(userId: string, token: TokenPayload): NonNullable<TokenPayload["project"]> {
   assertMayManage(token);
   if (token.user.id !== userId)
     throw forbiddenAction("Cannot create an application credential for another user");
   if (!token.project) throw forbidden("An application credential is made with a project-scoped token.");
-  const v = (body as { application_credential?: Record<string, unknown> } | undefined)
-    ?.application_credential;
-  if (!v || typeof v !== "object") throw expecting("application_credential", "request body");
-  if (typeof v.name !== "string" || v.name.length < 1 || v.name.length > 255)
-    throw invalidField("name", v.name ?? null, `${JSON.stringify(v.name ?? null)} is not of type 'string'`);
-  if (v.secret !== undefined && v.secret !== null && typeof v.secret !== "string")
-    throw invalidField("secret", v.secret, `${JSON.stringify(v.secret)} is not of type 'string'`);
-  let expiresAt: string | null = null;
-  if (v.expires_at !== undefined && v.expires_at !== null) {
-    const t = typeof v.expires_at === "string" ? Date.parse(v.expires_at) : Number.NaN;
-    if (Number.isNaN(t)) throw invalidField("expires_at", v.expires_at, "is not a valid timestamp");
-    if (t <= now.getTime())
-      throw new IdentityError(
-        400,
-        "The 'expires_at' must not be before now. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
-      );
-    expiresAt = new Date(t).toISOString();
-  }
-  if (v.access_rules !== undefined && !(Array.isArray(v.access_rules) && v.access_rules.length === 0))
-    throw new IdentityError(400, "Access rules are not supported here.");
+  return token.project;
+}
+
+/** POST /v3/users/{user_id}/application_credentials with the caller's project-scoped token. */
+export async function createApplicationCredential(
+  userId: string,
+  v: ApplicationCredentialInput,
+  token: TokenPayload,
+  now: Date,
+): Promise<ApplicationCredential & { secret: string }> {
+  const project = mayCreate(userId, token);
+  if (v.expires_at != null && Date.parse(v.expires_at) <= now.getTime())
+    throw new IdentityError(
+      400,
+      "The 'expires_at' must not be before now. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
+    );
   const tokenRoles = token.roles.map((r) => r.id);
   let roleIds = tokenRoles;
-  if (Array.isArray(v.roles) && v.roles.length) {
+  if (v.roles?.length) {
     const asked: string[] = [];
-    for (const r of v.roles as { id?: unknown; name?: unknown }[]) {
+    for (const r of v.roles as ({ id?: unknown; name?: unknown } | undefined)[]) {
       const role =
         typeof r?.id === "string"
           ? await store.getRole(r.id)
@@ -82,16 +69,16 @@ export async function createApplicationCredential(
         "Invalid application credential: Cannot create an application credential with unassigned role",
       );
   }
-  const secret = typeof v.secret === "string" && v.secret ? v.secret : newSecret();
+  const secret = v.secret || newSecret();
   const credential: ApplicationCredential = {
     id: newId(),
     name: v.name,
-    description: typeof v.description === "string" ? v.description : null,
+    description: v.description ?? null,
     user_id: userId,
-    project_id: token.project.id,
+    project_id: project.id,
     role_ids: roleIds,
     unrestricted: v.unrestricted === true,
-    expires_at: expiresAt,
+    expires_at: v.expires_at ?? null,
     secret_hash: await hashPassword(secret),
   };
   if (!(await store.putApplicationCredential(credential)))
@@ -123,21 +110,17 @@ export async function deleteApplicationCredential(
  * when the secret matches and it has not expired; undefined otherwise (→ 401).
  */
 export async function authenticateApplicationCredential(
-  method: Record<string, unknown>,
-  findUser: (ref: Record<string, unknown>) => Promise<{ id: string } | undefined>,
+  method: Extract<Identity, { method: "application_credential" }>["application_credential"],
+  findUser: (ref: NamedRef) => Promise<{ id: string } | undefined>,
   now: Date,
 ): Promise<ApplicationCredential | undefined> {
-  if (typeof method.secret !== "string") throw expecting("secret", "application_credential");
   let c: ApplicationCredential | undefined;
-  if (typeof method.id === "string") c = await store.getApplicationCredential(method.id);
-  else if (typeof method.name === "string") {
-    const user =
-      method.user && typeof method.user === "object"
-        ? await findUser(method.user as Record<string, unknown>)
-        : undefined;
+  if ("id" in method) c = await store.getApplicationCredential(method.id);
+  else {
+    const user = await findUser(method.user);
     if (!user) throw expecting("user", "application_credential");
     c = await store.findApplicationCredentialByName(method.name, user.id);
-  } else throw expecting("id or name", "application_credential");
+  }
   if (!c || !(await verifyPassword(method.secret, c.secret_hash))) return undefined;
   if (c.expires_at !== null && !(Date.parse(c.expires_at) > now.getTime())) return undefined;
   return c;

@@ -29,6 +29,12 @@ export const notFound = (what: string, id: string) =>
   new IdentityError(404, `Could not find ${what}: ${id}.`);
 export const conflict = (type: string, details: string) =>
   new IdentityError(409, `Conflict occurred attempting to store ${type} - ${details}.`);
+/** A password over Keystone's [identity] max_password_length. */
+export const passwordTooLong = (max: number) =>
+  new IdentityError(
+    403,
+    `The password length must be less than or equal to ${max}. The server could not comply with the request because the password is invalid.`,
+  );
 export const forbidden = (message: string) => new IdentityError(403, message);
 export const forbiddenAction = (action: string) =>
   new IdentityError(403, `You are not authorized to perform the requested action: ${action}.`);

@@ -1,9 +1,11 @@
 // Keystone's POST /v3/auth/tokens as a domain operation: identify (password, token or application
 // credential), resolve the scope (project by id, or by name and domain; else the user's default
 // project when it holds a role there), read the roles the user holds there (implied ones added),
-// sign. Errors carry Keystone's status and message; lib/api/identity shapes them.
+// sign. Its input is the body lib/api/identity/bodies.ts checked; errors carry Keystone's status and
+// message, and lib/api/identity shapes them.
 import { authenticateApplicationCredential } from "./app-creds.js";
-import { expecting, IdentityError, unauthorized } from "./errors.js";
+import { IdentityError, unauthorized } from "./errors.js";
+import type { DomainRef, Identity, NamedRef, ScopeRequest } from "./inputs.js";
 import { verifyPassword } from "./password.js";
 import {
   type ApplicationCredential,
@@ -23,33 +25,19 @@ import { rolesOf } from "./validate.js";
 
 export { IdentityError };
 
-type Ref = { id?: unknown; name?: unknown; domain?: { id?: unknown; name?: unknown } };
-
-function obj(v: unknown): Record<string, unknown> | undefined {
-  return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-}
-
-async function domainOf(ref: Ref["domain"], what: string): Promise<Domain> {
-  if (!ref || (typeof ref.id !== "string" && typeof ref.name !== "string")) throw expecting("domain", what);
-  const d = typeof ref.id === "string" ? await getDomain(ref.id) : await findDomainByName(ref.name as string);
+async function domainOf(ref: DomainRef): Promise<Domain> {
+  const d = "id" in ref ? await getDomain(ref.id) : await findDomainByName(ref.name);
   if (!d?.enabled) throw unauthorized();
   return d;
 }
 
 /** A user named by id, or by name and domain. */
-async function userOf(u: Ref): Promise<User | undefined> {
-  if (typeof u.id === "string") return getUser(u.id);
-  if (typeof u.name === "string") return findUserByName(u.name, (await domainOf(u.domain, "user")).id);
-  throw expecting("id or name", "user");
+export async function userOf(u: NamedRef): Promise<User | undefined> {
+  if ("id" in u) return getUser(u.id);
+  return findUserByName(u.name, (await domainOf(u.domain)).id);
 }
 
-async function passwordUser(method: Record<string, unknown>): Promise<User> {
-  const u = obj(method.user) as (Ref & { password?: unknown }) | undefined;
-  if (!u || typeof u.password !== "string")
-    throw new IdentityError(
-      400,
-      "Invalid input for field 'identity/password/user/password': None is not of type 'string'",
-    );
+async function passwordUser(u: NamedRef & { password: string }): Promise<User> {
   const user = await userOf(u);
   // Keystone answers an unknown user and a wrong password alike: nothing says which it was.
   if (!user?.enabled || !(await verifyPassword(u.password, user.password_hash))) throw unauthorized();
@@ -57,7 +45,9 @@ async function passwordUser(method: Record<string, unknown>): Promise<User> {
 }
 
 export interface IssueInput {
-  body: unknown;
+  identity: Identity;
+  /** the scope asked for, checked when it is read: once the caller is authenticated */
+  scope: () => ScopeRequest;
   /** the X-Auth-Token of the request, for the token method when the body has no id */
   headerToken?: string;
   /** what a token (for the token method) stands for: ours, or one of the static table's */
@@ -67,39 +57,26 @@ export interface IssueInput {
 }
 
 /** The project a scope names (by id, or by name and domain), enabled and in an enabled domain. */
-async function scopedProject(scope: unknown): Promise<Project> {
-  const p = obj(obj(scope)?.project) as Ref | undefined;
-  if (!p) throw new IdentityError(400, "Only project scope is supported.");
-  let found: Project | undefined;
-  if (typeof p.id === "string") found = await getProject(p.id);
-  else if (typeof p.name === "string")
-    found = await findProjectByName(p.name, (await domainOf(p.domain, "project")).id);
-  else throw expecting("id or name", "project");
+async function scopedProject(p: NamedRef): Promise<Project> {
+  const found =
+    "id" in p ? await getProject(p.id) : await findProjectByName(p.name, (await domainOf(p.domain)).id);
   if (!found?.enabled || !(await getDomain(found.domain_id))?.enabled) throw unauthorized();
   return found;
 }
 
 /** A new token for a Keystone auth request body; its payload and its string. */
 export async function issueToken(input: IssueInput): Promise<{ token: string; payload: TokenPayload }> {
-  const auth = obj(obj(input.body)?.auth);
-  const identity = obj(auth?.identity);
-  const methods = identity?.methods;
-  if (!auth || !identity || !Array.isArray(methods) || methods.length === 0)
-    throw expecting("identity", "auth");
+  const identity = input.identity;
   let user: User | undefined;
   let from: TokenPayload | undefined;
   let credential: ApplicationCredential | undefined;
-  if (methods.includes("password")) user = await passwordUser(obj(identity.password) ?? {});
-  else if (methods.includes("application_credential")) {
-    credential = await authenticateApplicationCredential(
-      obj(identity.application_credential) ?? {},
-      (ref) => userOf(ref as Ref),
-      input.now,
-    );
+  if (identity.method === "password") user = await passwordUser(identity.password.user);
+  else if (identity.method === "application_credential") {
+    credential = await authenticateApplicationCredential(identity.application_credential, userOf, input.now);
     if (!credential) throw unauthorized();
     user = await getUser(credential.user_id);
-  } else if (methods.includes("token")) {
-    const id = obj(identity.token)?.id ?? input.headerToken;
+  } else if (identity.method === "token") {
+    const id = identity.token.id ?? input.headerToken;
     if (typeof id !== "string") throw unauthorized();
     from = await input.resolveToken(id);
     // a credential's token is bound to its project: it is not rescoped (Keystone's rule)
@@ -111,17 +88,19 @@ export async function issueToken(input: IssueInput): Promise<{ token: string; pa
   if (!userDomain?.enabled) throw unauthorized();
 
   let project: Project | undefined;
-  const scope = auth.scope;
   if (credential) {
     // the credential's project, whatever the body says
     project = await getProject(credential.project_id);
     if (!project?.enabled) throw unauthorized();
-  } else if (scope !== undefined && scope !== "unscoped") project = await scopedProject(scope);
-  else if (scope === undefined && user.default_project_id) {
-    // Keystone scopes to the default project when no scope is asked and the user holds a role there
-    const p = await getProject(user.default_project_id);
-    const a = p?.enabled ? await getAssignment(user.id, p.id) : undefined;
-    if (a?.role_ids.length) project = p;
+  } else {
+    const scope = input.scope();
+    if (scope !== undefined && scope !== "unscoped") project = await scopedProject(scope.project);
+    else if (scope === undefined && user.default_project_id) {
+      // Keystone scopes to the default project when no scope is asked and the user holds a role there
+      const p = await getProject(user.default_project_id);
+      const a = p?.enabled ? await getAssignment(user.id, p.id) : undefined;
+      if (a?.role_ids.length) project = p;
+    }
   }
 
   let scoped: Pick<TokenPayload, "project" | "roles"> = { roles: [] };

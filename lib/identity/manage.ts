@@ -4,15 +4,15 @@
 // password changes or it is deleted, a user's application credentials deleted with the user or
 // with its roles on their project. Who may call each is lib/api/identity's business (policy).
 import { randomUUID } from "node:crypto";
+import { conflict, forbidden, IdentityError, notFound, passwordTooLong, unauthorized } from "./errors.js";
 import {
-  conflict,
-  expecting,
-  forbidden,
-  IdentityError,
-  invalidField,
-  notFound,
-  unauthorized,
-} from "./errors.js";
+  type DomainInput,
+  MAX_PASSWORD_LENGTH,
+  type PasswordChange,
+  type ProjectInput,
+  type RoleInput,
+  type UserInput,
+} from "./inputs.js";
 import { hashPassword, verifyPassword } from "./password.js";
 import type { Domain, Project, Role, User } from "./store.js";
 import * as store from "./store.js";
@@ -20,55 +20,19 @@ import * as store from "./store.js";
 /** Keystone's ids: uuid4 hex. */
 export const newId = (): string => randomUUID().replaceAll("-", "");
 
-type Body = Record<string, unknown>;
-
-function objectIn(body: unknown, key: string): Body {
-  const v = (body as Body | undefined)?.[key];
-  if (!v || typeof v !== "object" || Array.isArray(v)) throw expecting(key, "request body");
-  return v as Body;
-}
-
-function nameOf(v: Body, required: boolean): string | undefined {
-  if (v.name === undefined && !required) return undefined;
-  if (typeof v.name !== "string")
-    throw invalidField("name", v.name ?? null, `${JSON.stringify(v.name ?? null)} is not of type 'string'`);
-  if (v.name.length < 1 || v.name.length > 255 || !/\S/.test(v.name))
-    throw invalidField(
-      "name",
-      v.name,
-      `'${v.name}' is not a valid name (1 to 255 characters, not only spaces)`,
-    );
-  return v.name;
-}
-
-function boolOf(v: Body, key: string): boolean | undefined {
-  if (v[key] === undefined) return undefined;
-  if (typeof v[key] !== "boolean")
-    throw invalidField(key, v[key], `${JSON.stringify(v[key])} is not of type 'boolean'`);
-  return v[key] as boolean;
-}
-
-function stringOf(v: Body, key: string, nullable = true): string | null | undefined {
-  const x = v[key];
-  if (x === undefined || (x === null && nullable)) return x as null | undefined;
-  if (typeof x !== "string") throw invalidField(key, x, `${JSON.stringify(x)} is not of type 'string'`);
-  return x;
-}
-
 /** What Keystone keeps as "extra": the properties it does not model. */
-function extraOf(v: Body, known: readonly string[]): Record<string, unknown> {
+function extraOf(v: Record<string, unknown>, known: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(Object.entries(v).filter(([k]) => !known.includes(k)));
 }
 
 // ---- domains ----------------------------------------------------------------------------------
 
-export async function createDomain(body: unknown): Promise<Domain> {
-  const v = objectIn(body, "domain");
+export async function createDomain(v: DomainInput & { name: string }): Promise<Domain> {
   const domain: Domain = {
-    id: stringOf(v, "explicit_domain_id", false) ?? newId(),
-    name: nameOf(v, true)!,
-    description: stringOf(v, "description") ?? "",
-    enabled: boolOf(v, "enabled") ?? true,
+    id: v.explicit_domain_id ?? newId(),
+    name: v.name,
+    description: v.description ?? "",
+    enabled: v.enabled ?? true,
   };
   if (!(await store.putIfAbsent("domain", domain.id, domain)))
     throw conflict("domain", `Duplicate entry found with name ${domain.name}`);
@@ -81,14 +45,13 @@ export async function requireDomain(id: string): Promise<Domain> {
   return d;
 }
 
-export async function updateDomain(id: string, body: unknown): Promise<Domain> {
-  const v = objectIn(body, "domain");
-  const before = await requireDomain(id);
+/** `before` as the route read it (its 404 comes before the body's checks). */
+export async function updateDomain(before: Domain, v: DomainInput): Promise<Domain> {
   const after: Domain = {
     ...before,
-    name: nameOf(v, false) ?? before.name,
-    description: stringOf(v, "description") ?? before.description,
-    enabled: boolOf(v, "enabled") ?? before.enabled,
+    name: v.name ?? before.name,
+    description: v.description ?? before.description,
+    enabled: v.enabled ?? before.enabled,
   };
   if (!(await store.replaceNamed("domain", before, after)))
     throw conflict("domain", `Duplicate entry found with name ${after.name}`);
@@ -125,30 +88,14 @@ const PROJECT_FIELDS = [
   "links",
 ];
 
-function tagsOf(v: Body): string[] | undefined {
-  if (v.tags === undefined) return undefined;
-  if (
-    !Array.isArray(v.tags) ||
-    v.tags.some(
-      (t) => typeof t !== "string" || t.length < 1 || t.length > 255 || t.includes("/") || t.includes(","),
-    )
-  )
-    throw invalidField(
-      "tags",
-      v.tags,
-      "tags must be a list of strings of 1 to 255 characters without '/' or ','",
-    );
-  return [...new Set(v.tags as string[])];
-}
-
 /** A new project; `defaultDomainId` is the caller's when the body names none (Keystone's rule). */
-export async function createProject(body: unknown, defaultDomainId: string): Promise<Project> {
-  const v = objectIn(body, "project");
-  if (boolOf(v, "is_domain"))
-    throw new IdentityError(400, "Projects acting as domains are not supported here.");
-  const domainId = stringOf(v, "domain_id", false) ?? defaultDomainId;
+export async function createProject(
+  v: ProjectInput & { name: string; domain_id?: string; parent_id?: string | null },
+  defaultDomainId: string,
+): Promise<Project> {
+  const domainId = v.domain_id ?? defaultDomainId;
   await requireDomain(domainId);
-  const parentId = stringOf(v, "parent_id") ?? domainId;
+  const parentId = v.parent_id ?? domainId;
   if (parentId !== domainId) {
     const parent = await store.getProject(parentId);
     if (!parent) throw notFound("project", parentId);
@@ -163,13 +110,13 @@ export async function createProject(body: unknown, defaultDomainId: string): Pro
   }
   const project: Project = {
     id: newId(),
-    name: nameOf(v, true)!,
+    name: v.name,
     domain_id: domainId,
-    description: stringOf(v, "description") ?? "",
-    enabled: boolOf(v, "enabled") ?? true,
+    description: v.description ?? "",
+    enabled: v.enabled ?? true,
     is_domain: false,
     parent_id: parentId,
-    tags: tagsOf(v) ?? [],
+    tags: v.tags ?? [],
     extra: extraOf(v, PROJECT_FIELDS),
   };
   // the parent's list first: a delete of the parent racing this create sees the child
@@ -190,18 +137,17 @@ export async function requireProject(id: string): Promise<Project> {
   return p;
 }
 
-export async function updateProject(id: string, body: unknown): Promise<Project> {
-  const v = objectIn(body, "project");
-  const before = await requireProject(id);
+/** `before` as the route read it (its 404 comes before the body's checks). */
+export async function updateProject(before: Project, v: ProjectInput): Promise<Project> {
   for (const fixed of ["domain_id", "is_domain", "parent_id"] as const)
     if (v[fixed] !== undefined && v[fixed] !== before[fixed])
       throw new IdentityError(400, `Update of \`${fixed}\` is not allowed.`);
   const after: Project = {
     ...before,
-    name: nameOf(v, false) ?? before.name,
-    description: stringOf(v, "description") ?? before.description,
-    enabled: boolOf(v, "enabled") ?? before.enabled,
-    tags: tagsOf(v) ?? before.tags ?? [],
+    name: v.name ?? before.name,
+    description: v.description ?? before.description,
+    enabled: v.enabled ?? before.enabled,
+    tags: v.tags ?? before.tags ?? [],
     extra: { ...(before.extra ?? {}), ...extraOf(v, PROJECT_FIELDS) },
   };
   if (!(await store.replaceNamed("project", before, after)))
@@ -252,35 +198,22 @@ const USER_FIELDS = [
   "password_expires_at",
 ];
 
-function passwordOf(v: Body): string | undefined {
-  const p = v.password;
-  if (p === undefined || p === null) return undefined;
-  if (typeof p !== "string")
-    throw invalidField("password", p, `${JSON.stringify(p)} is not of type 'string'`);
-  // Keystone's [identity] max_password_length
-  if (p.length > 4096)
-    throw new IdentityError(
-      403,
-      "The password length must be less than or equal to 4096. The server could not comply with the request because the password is invalid.",
-    );
-  return p;
-}
-
-export async function createUser(body: unknown, defaultDomainId: string): Promise<User> {
-  const v = objectIn(body, "user");
-  const domainId = stringOf(v, "domain_id", false) ?? defaultDomainId;
+export async function createUser(
+  v: UserInput & { name: string; domain_id?: string },
+  defaultDomainId: string,
+): Promise<User> {
+  const domainId = v.domain_id ?? defaultDomainId;
   await requireDomain(domainId);
-  const password = passwordOf(v);
   const user: User = {
     id: newId(),
-    name: nameOf(v, true)!,
+    name: v.name,
     domain_id: domainId,
-    enabled: boolOf(v, "enabled") ?? true,
+    enabled: v.enabled ?? true,
     // a user without a password cannot authenticate by password (Keystone stores none)
-    password_hash: password === undefined ? "" : await hashPassword(password),
+    password_hash: v.password == null ? "" : await hashPassword(v.password),
     password_expires_at: null,
-    ...(typeof v.default_project_id === "string" ? { default_project_id: v.default_project_id } : {}),
-    ...(typeof v.description === "string" ? { description: v.description } : {}),
+    ...(v.default_project_id != null ? { default_project_id: v.default_project_id } : {}),
+    ...(v.description !== undefined ? { description: v.description } : {}),
     extra: extraOf(v, USER_FIELDS),
   };
   if (!(await store.putIfAbsent("user", user.id, user)))
@@ -298,42 +231,37 @@ export async function requireUser(id: string): Promise<User> {
  * An admin's update. Disabling the user or setting its password revokes its tokens and, for a
  * disable, deletes its application credentials (Keystone's callbacks on "user disabled").
  */
-export async function updateUser(id: string, body: unknown, now: Date): Promise<User> {
-  const v = objectIn(body, "user");
-  const before = await requireUser(id);
+export async function updateUser(before: User, v: UserInput, now: Date): Promise<User> {
   if (v.domain_id !== undefined && v.domain_id !== before.domain_id)
     throw new IdentityError(400, "Cannot change Domain ID");
-  const password = passwordOf(v);
-  const enabled = boolOf(v, "enabled") ?? before.enabled;
+  const password = v.password ?? undefined;
+  const enabled = v.enabled ?? before.enabled;
   const revoke = password !== undefined || (before.enabled && !enabled);
   const after: User = {
     ...before,
-    name: nameOf(v, false) ?? before.name,
+    name: v.name ?? before.name,
     enabled,
     ...(password !== undefined ? { password_hash: await hashPassword(password) } : {}),
-    ...(v.default_project_id !== undefined
-      ? { default_project_id: (v.default_project_id as string) ?? undefined }
-      : {}),
-    ...(typeof v.description === "string" ? { description: v.description } : {}),
+    ...(v.default_project_id !== undefined ? { default_project_id: v.default_project_id ?? undefined } : {}),
+    ...(v.description !== undefined ? { description: v.description } : {}),
     extra: { ...(before.extra ?? {}), ...extraOf(v, USER_FIELDS) },
     ...(revoke ? { revoked_at: now.toISOString() } : {}),
   };
   if (!(await store.replaceNamed("user", before, after)))
     throw conflict("user", `Duplicate entry found with name ${after.name} at domain ID ${after.domain_id}`);
-  if (before.enabled && !enabled) await dropApplicationCredentials(id);
+  if (before.enabled && !enabled) await dropApplicationCredentials(before.id);
   return after;
 }
 
 /** The user's own change (POST /v3/users/{id}/password): the original password must match. */
-export async function changePassword(id: string, body: unknown, now: Date): Promise<void> {
-  const v = objectIn(body, "user");
-  if (typeof v.original_password !== "string") throw expecting("original_password", "user");
-  if (typeof v.password !== "string") throw expecting("password", "user");
+export async function changePassword(id: string, v: PasswordChange, now: Date): Promise<void> {
   const user = await requireUser(id);
   if (!user.enabled || !(await verifyPassword(v.original_password, user.password_hash))) throw unauthorized();
+  // the length only once the original password is known good, as Keystone's order
+  if (v.password.length > MAX_PASSWORD_LENGTH) throw passwordTooLong(MAX_PASSWORD_LENGTH);
   const after: User = {
     ...user,
-    password_hash: await hashPassword(passwordOf(v)!),
+    password_hash: await hashPassword(v.password),
     revoked_at: now.toISOString(),
   };
   if (!(await store.replaceNamed("user", user, after))) throw notFound("user", id);
@@ -363,15 +291,12 @@ async function dropApplicationCredentials(userId: string, projectId?: string): P
 
 // ---- roles and assignments --------------------------------------------------------------------
 
-export async function createRole(body: unknown): Promise<Role> {
-  const v = objectIn(body, "role");
-  if (v.domain_id !== undefined && v.domain_id !== null)
-    throw new IdentityError(400, "Domain-specific roles are not supported here.");
+export async function createRole(v: RoleInput): Promise<Role> {
   const role: Role = {
     id: newId(),
-    name: nameOf(v, true)!,
+    name: v.name,
     domain_id: null,
-    description: stringOf(v, "description") ?? null,
+    description: v.description ?? null,
   };
   if (!(await store.putIfAbsent("role", role.id, role)))
     throw conflict("role", `Duplicate entry found with name ${role.name}`);

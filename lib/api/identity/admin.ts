@@ -3,7 +3,7 @@
 // managing and listing is the admin's (an `admin` role on a project-scoped token); a user reads
 // itself, its projects and its domain, changes its own password with the original one, and
 // manages its own application credentials.
-import type { Context, Hono } from "hono";
+import type { Context, Hono, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import * as appCreds from "../../identity/app-creds.js";
 import * as manage from "../../identity/manage.js";
@@ -13,7 +13,21 @@ import type { TokenPayload } from "../../identity/token.js";
 import { rolesOf } from "../../identity/validate.js";
 import type { BodyRules } from "../body.js";
 import { Refusal } from "../errors.js";
-import { type FrontEnv, queryOf, readJson } from "../front.js";
+import { type FrontVariables, jsonBody, queryOf } from "../front.js";
+import {
+  applicationCredentialCreate,
+  checked,
+  domainCreate,
+  domainUpdate,
+  keystoneRefusal,
+  passwordChange,
+  patchOf,
+  projectCreate,
+  projectUpdate,
+  roleCreate,
+  userCreate,
+  userUpdate,
+} from "./bodies.js";
 import {
   applicationCredentialView,
   collection,
@@ -24,8 +38,11 @@ import {
   userView,
 } from "./views.js";
 
-/** What the parent app puts in the context: the public base URL (lib/api/app.ts's observe). */
-export type IdentityEnv = FrontEnv;
+/**
+ * What the parent app puts in the context (the public base URL, lib/api/app.ts's observe), and
+ * the caller's token where a route checked it before reading the body.
+ */
+export type IdentityEnv = { Variables: FrontVariables & { token?: TokenPayload } };
 type C = Context<IdentityEnv>;
 
 /** How Keystone reads a body: anything but JSON (an empty body too) is its 400. */
@@ -43,7 +60,9 @@ export interface AdminDeps {
   now: () => Date;
 }
 
-const bodyOf = (c: C): Promise<unknown> => readJson(c, KEYSTONE_BODY);
+/** A body checked by one of ./bodies.ts's schemas, read by Keystone's rules. */
+const body = <S extends Parameters<typeof jsonBody>[1]>(schema: S) =>
+  jsonBody<S, IdentityEnv>(KEYSTONE_BODY, schema, keystoneRefusal);
 
 /**
  * Keystone's list queries, through Hono's validator: each parameter's first value (a filter it
@@ -88,6 +107,14 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     if (!isAdmin(p)) throw forbidden(action);
     return p;
   };
+  /** The admin check before the body's (Keystone enforces its policy first), its token kept. */
+  const adminFirst =
+    (action: string): MiddlewareHandler<IdentityEnv> =>
+    async (c, next) => {
+      c.set("token", await admin(c, action));
+      await next();
+    };
+  const token = (c: C) => c.get("token")!;
   /** The caller's domain for a create that names none: its project's, else its user's. */
   const domainOfCaller = (p: TokenPayload) => p.project?.domain.id ?? p.user.domain.id;
   const list = <T>(c: C, kind: string, items: T[], view: (x: T, base: string) => unknown) =>
@@ -110,9 +137,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     );
     return list(c, "domains", domains, domainView);
   });
-  app.post("/v3/domains", async (c) => {
-    await admin(c, "create_domain");
-    return c.json({ domain: domainView(await manage.createDomain(await bodyOf(c)), base(c)) }, 201);
+  app.post("/v3/domains", adminFirst("create_domain"), body(domainCreate), async (c) => {
+    const domain = await manage.createDomain(c.req.valid("json").domain);
+    return c.json({ domain: domainView(domain, base(c)) }, 201);
   });
   app.get("/v3/domains/:id", async (c) => {
     const p = await caller(c);
@@ -120,11 +147,10 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     if (!isAdmin(p) && p.user.domain.id !== id && p.project?.domain.id !== id) throw forbidden("get_domain");
     return c.json({ domain: domainView(await manage.requireDomain(id), base(c)) });
   });
-  app.patch("/v3/domains/:id", async (c) => {
-    await admin(c, "update_domain");
-    return c.json({
-      domain: domainView(await manage.updateDomain(c.req.param("id"), await bodyOf(c)), base(c)),
-    });
+  app.patch("/v3/domains/:id", adminFirst("update_domain"), body(patchOf("domain")), async (c) => {
+    const before = await manage.requireDomain(c.req.param("id"));
+    const domain = await manage.updateDomain(before, checked(domainUpdate, c.req.valid("json").domain));
+    return c.json({ domain: domainView(domain, base(c)) });
   });
   app.delete("/v3/domains/:id", async (c) => {
     await admin(c, "delete_domain");
@@ -150,9 +176,8 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     );
     return list(c, "projects", projects, projectView);
   });
-  app.post("/v3/projects", async (c) => {
-    const p = await admin(c, "create_project");
-    const project = await manage.createProject(await bodyOf(c), domainOfCaller(p));
+  app.post("/v3/projects", adminFirst("create_project"), body(projectCreate), async (c) => {
+    const project = await manage.createProject(c.req.valid("json").project, domainOfCaller(token(c)));
     return c.json({ project: projectView(project, base(c)) }, 201);
   });
   app.get("/v3/projects/:id", async (c) => {
@@ -161,9 +186,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     if (!isAdmin(p) && p.project?.id !== id) throw forbidden("get_project");
     return c.json({ project: projectView(await manage.requireProject(id), base(c)) });
   });
-  app.patch("/v3/projects/:id", async (c) => {
-    await admin(c, "update_project");
-    const project = await manage.updateProject(c.req.param("id"), await bodyOf(c));
+  app.patch("/v3/projects/:id", adminFirst("update_project"), body(patchOf("project")), async (c) => {
+    const before = await manage.requireProject(c.req.param("id"));
+    const project = await manage.updateProject(before, checked(projectUpdate, c.req.valid("json").project));
     return c.json({ project: projectView(project, base(c)) });
   });
   app.delete("/v3/projects/:id", async (c) => {
@@ -215,9 +240,8 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     );
     return list(c, "users", users, userView);
   });
-  app.post("/v3/users", async (c) => {
-    const p = await admin(c, "create_user");
-    const user = await manage.createUser(await bodyOf(c), domainOfCaller(p));
+  app.post("/v3/users", adminFirst("create_user"), body(userCreate), async (c) => {
+    const user = await manage.createUser(c.req.valid("json").user, domainOfCaller(token(c)));
     return c.json({ user: userView(user, base(c)) }, 201);
   });
   app.get("/v3/users/:id", async (c) => {
@@ -226,9 +250,9 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     if (!isAdmin(p) && p.user.id !== id) throw forbidden("get_user");
     return c.json({ user: userView(await manage.requireUser(id), base(c)) });
   });
-  app.patch("/v3/users/:id", async (c) => {
-    await admin(c, "update_user");
-    const user = await manage.updateUser(c.req.param("id"), await bodyOf(c), deps.now());
+  app.patch("/v3/users/:id", adminFirst("update_user"), body(patchOf("user")), async (c) => {
+    const before = await manage.requireUser(c.req.param("id"));
+    const user = await manage.updateUser(before, checked(userUpdate, c.req.valid("json").user), deps.now());
     return c.json({ user: userView(user, base(c)) });
   });
   app.delete("/v3/users/:id", async (c) => {
@@ -237,8 +261,8 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     return c.body(null, 204);
   });
   // Keystone enforces no policy here: the original password is the credential.
-  app.post("/v3/users/:id/password", async (c) => {
-    await manage.changePassword(c.req.param("id"), await bodyOf(c), deps.now());
+  app.post("/v3/users/:id/password", body(passwordChange), async (c) => {
+    await manage.changePassword(c.req.param("id"), c.req.valid("json").user, deps.now());
     return c.body(null, 204);
   });
   app.get("/v3/users/:id/projects", async (c) => {
@@ -275,16 +299,27 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     const views = await Promise.all(creds.map((x) => credentialView(x, c)));
     return c.json(collection("application_credentials", views, self(c)));
   });
-  app.post("/v3/users/:id/application_credentials", async (c) => {
+  /** Who may create one, before the body (a 403 comes before a 400, as Keystone's policy). */
+  const creatorFirst: MiddlewareHandler<IdentityEnv> = async (c, next) => {
     const p = await caller(c);
-    const cred = await appCreds.createApplicationCredential(
-      c.req.param("id"),
-      await bodyOf(c),
-      p,
-      deps.now(),
-    );
-    return c.json({ application_credential: await credentialView(cred, c) }, 201);
-  });
+    appCreds.mayCreate(c.req.param("id")!, p);
+    c.set("token", p);
+    await next();
+  };
+  app.post(
+    "/v3/users/:id/application_credentials",
+    creatorFirst,
+    body(applicationCredentialCreate),
+    async (c) => {
+      const cred = await appCreds.createApplicationCredential(
+        c.req.param("id"),
+        c.req.valid("json").application_credential,
+        token(c),
+        deps.now(),
+      );
+      return c.json({ application_credential: await credentialView(cred, c) }, 201);
+    },
+  );
   app.get("/v3/users/:id/application_credentials/:cid", async (c) => {
     await ownerOrAdmin(c, "get_application_credential");
     const cred = await appCreds.requireApplicationCredential(c.req.param("id"), c.req.param("cid"));
@@ -304,9 +339,8 @@ export function adminRoutes(app: Hono<IdentityEnv>, deps: AdminDeps): void {
     const roles = all.filter((r): r is store.Role => r !== undefined);
     return list(c, "roles", roles, roleView);
   });
-  app.post("/v3/roles", async (c) => {
-    await admin(c, "create_role");
-    return c.json({ role: roleView(await manage.createRole(await bodyOf(c)), base(c)) }, 201);
+  app.post("/v3/roles", adminFirst("create_role"), body(roleCreate), async (c) => {
+    return c.json({ role: roleView(await manage.createRole(c.req.valid("json").role), base(c)) }, 201);
   });
   app.get("/v3/roles/:id", async (c) => {
     await admin(c, "get_role");

@@ -10,8 +10,9 @@ import { type TokenPayload, tokenExpirationSeconds, tokenKey } from "../../ident
 import { validateToken } from "../../identity/validate.js";
 import { type AuthDeps, tokenTable } from "../auth.js";
 import { Refusal } from "../errors.js";
-import { createFront, readJson, type Service } from "../front.js";
+import { createFront, jsonBody, type Service } from "../front.js";
 import { adminRoutes, forbidden, type IdentityEnv, isAdmin, KEYSTONE_BODY } from "./admin.js";
+import { checked, keystoneRefusal, scopeRequest, tokenRequest } from "./bodies.js";
 import {
   collection,
   keystoneError,
@@ -83,10 +84,11 @@ function routes(app: Hono<IdentityEnv>, deps: AuthDeps): void {
   };
   const self = (c: C) => `${base(c)}${c.req.path}`;
 
-  app.post("/v3/auth/tokens", async (c) => {
-    const body = await readJson(c, KEYSTONE_BODY);
+  app.post("/v3/auth/tokens", jsonBody(KEYSTONE_BODY, tokenRequest, keystoneRefusal), async (c) => {
+    const { auth } = c.req.valid("json");
     const { token, payload } = await issueToken({
-      body,
+      identity: auth.identity,
+      scope: () => checked(scopeRequest, auth.scope),
       headerToken: c.req.header("x-auth-token"),
       resolveToken: (t) => tokenPayload(t, deps.now()),
       key: await tokenKey(),
