@@ -44,6 +44,13 @@ export function outageRuntimeOptions(opts: RuntimeOptions): RuntimeOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A server's create events (attempt, host, result, traceback) and fault, for a failure's message. */
+async function whyRetried(id: string): Promise<string> {
+  const rec = await getInstance(id);
+  const events = Object.values(rec?.actions ?? {}).find((a) => a.action === "create")?.events ?? {};
+  return `${id} built by attempt ${rec?.attempt}: ${JSON.stringify({ events, fault: rec?.fault })}`;
+}
+
 export interface OutageScenario {
   runtime: () => Runtime;
   client: () => Client;
@@ -174,8 +181,9 @@ export function outageScenario(s: OutageScenario): void {
         expect(sv.status, id).toBe("ACTIVE");
         lastActiveMs = Math.max(lastActiveMs, Date.now() - outageEnds);
         const rec = (await getInstance(id))!;
-        // built by its first attempt: the watchdog resent nothing, no report was lost
-        expect(rec.attempt, id).toBe(1);
+        // built by its first attempt: the watchdog resent nothing, no report was lost (otherwise
+        // the create's events say which attempt failed, where, and why)
+        expect(rec.attempt, rec.attempt === 1 ? id : await whyRetried(id)).toBe(1);
         // its claim is where it runs, once
         expect(await claimHosts(id), id).toEqual([rec.host]);
       }
