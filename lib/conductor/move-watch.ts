@@ -40,7 +40,8 @@ async function castToHost(host: string, msg: MoveStepMessage): Promise<void> {
 export async function watchMoves(
   now: Date,
   up: ReadonlyMap<string, boolean>,
-  reportsDelayed = false,
+  /** whether reports from this host may still be on their way (no deadline is held against it) */
+  reportsDelayed: (host: string | null) => boolean = () => false,
 ): Promise<MoveWatchAction[]> {
   const open = await listOpenMigrations();
   const actions: MoveWatchAction[] = [];
@@ -58,7 +59,7 @@ async function watchMove(
   m: MigrationRecord,
   now: Date,
   up: ReadonlyMap<string, boolean>,
-  reportsDelayed: boolean,
+  reportsDelayed: (host: string | null) => boolean,
 ): Promise<MoveWatchAction | undefined> {
   const base = { instance_uuid: m.instance_uuid, migration_uuid: m.uuid };
   const age = (now.getTime() - Date.parse(m.updated_at)) / 1000;
@@ -73,7 +74,8 @@ async function watchMove(
       return { ...base, action: "closed", reason: "its instance is no longer in this move" };
     return undefined;
   }
-  const timeout = reportsDelayed ? Number.POSITIVE_INFINITY : instanceBuildTimeout();
+  const delayed = reportsDelayed(move.source_host) || reportsDelayed(move.dest_host ?? null);
+  const timeout = delayed ? Number.POSITIVE_INFINITY : instanceBuildTimeout();
   const stale = age > timeout;
   // a failure marked on the record whose settling died half-way: finish it
   if (move.status === "error") {

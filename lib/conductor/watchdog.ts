@@ -27,7 +27,12 @@ import { log } from "../log.js";
 import { metrics } from "../metrics.js";
 import { release } from "../placement/claims.js";
 import { sweepLiveness } from "../placement/liveness.js";
-import { deadlinePassed, isHostAlive, type ReportPathVerdict } from "../placement/report-path.js";
+import {
+  deadlinePassed,
+  isHostAlive,
+  type ReportPathVerdict,
+  reportsWaiting,
+} from "../placement/report-path.js";
 import { autoEvacuate } from "./auto-evacuate.js";
 import { type MoveWatchAction, watchMoves } from "./move-watch.js";
 import { offloadShelved, watchUnshelves } from "./shelve-watch.js";
@@ -59,8 +64,11 @@ export async function runWatchdog(
   const up = new Map(
     services.map((s) => [s.host, isHostAlive(s, reportPath, config.service_down_time, now.getTime())]),
   );
+  // hosts whose reports may still be on their way: no deadline is held against them yet
+  const waiting = new Set(services.filter(reportsWaiting).map((s) => s.host));
+  const delayed = (host: string | null) => reportPath.reportsDelayed || (host !== null && waiting.has(host));
   const actions: WatchdogAction[] = reportPath.suspect ? held(reportPath, config) : [];
-  for (const m of await watchMoves(now, up, reportPath.reportsDelayed)) {
+  for (const m of await watchMoves(now, up, delayed)) {
     actions.push({
       instance_uuid: m.instance_uuid,
       attempt: 0,
@@ -100,7 +108,7 @@ export async function runWatchdog(
   }
   for (const rec of building) {
     if (rec.deleted || rec.vm_state !== "building") continue;
-    const action = await watch(rec, up, now, config, reportPath);
+    const action = await watch(rec, up, now, config, reportPath, delayed(rec.host));
     if (action) {
       actions.push(action);
       log.warn(`watchdog.${action.action}`, { request_id: rec.request_id, ...action });
@@ -136,6 +144,7 @@ async function watch(
   now: Date,
   config: SchedulerConfig,
   reportPath: ReportPathVerdict,
+  hostReportsWaiting: boolean,
 ): Promise<WatchdogAction | undefined> {
   const n = rec.attempt;
   const overdue = Boolean(rec.build_deadline && rec.build_deadline < now.toISOString());
@@ -144,9 +153,10 @@ async function watch(
   const live = rec.host !== null && (rec.task_state === "spawning" || rec.spawn_attempt < n);
   if (live && rec.host) {
     const hostUp = up.get(rec.host) ?? false;
-    // A build past its deadline while reports could not get through may have ended on its host
-    // unheard: its report comes once the path is back.
-    if (hostUp && !deadlinePassed(rec.build_deadline, reportPath, now.getTime())) return undefined;
+    // A build past its deadline while reports could not get through, or while its host's spool
+    // still holds reports, may have ended there unheard: its report comes once they are through.
+    if (hostUp && (hostReportsWaiting || !deadlinePassed(rec.build_deadline, reportPath, now.getTime())))
+      return undefined;
     const reason = hostUp
       ? `attempt ${n} passed its build deadline (instance_build_timeout ${instanceBuildTimeout()}s)`
       : `its host is down (no heartbeat within service_down_time ${config.service_down_time}s, or forced down)`;

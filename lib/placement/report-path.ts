@@ -22,6 +22,8 @@ export interface HeardService {
   forced_down?: boolean | undefined;
   /** marked down by an earlier sweep, while the path was sound */
   down_since?: string | undefined;
+  /** reports waiting in the host's spool, as its last heartbeat said (absent: none waited) */
+  report_spool?: { reports: number } | undefined;
 }
 
 export interface ReportPathInput {
@@ -130,6 +132,18 @@ export function judgeReportPath(i: ReportPathInput): ReportPathVerdict {
     changed: hold !== i.hold,
     reportsDelayed: Boolean(suspect) || (recovered !== undefined && i.now - Date.parse(recovered) <= limit),
   };
+}
+
+/**
+ * Whether a host's last heartbeat said its spool held reports, so that no deadline is held against
+ * it yet. After an outage each host's spool resends on its own backoff (up to 10 s, jittered)
+ * while its heartbeats already get through, so the fleet-wide grace (reportsDelayed) can end
+ * before a host's last report is: resending its build elsewhere then would run it twice. A host
+ * not heard at all is judged by liveness instead; one whose spool never drains shows it in
+ * os-hypervisors and in the spool's own warning.
+ */
+export function reportsWaiting(s: Pick<HeardService, "report_spool">): boolean {
+  return (s.report_spool?.reports ?? 0) > 0;
 }
 
 /**

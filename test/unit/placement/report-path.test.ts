@@ -10,6 +10,7 @@ import {
   judgeReportPath,
   quietAfterSeconds,
   type ReportPathHold,
+  reportsWaiting,
 } from "../../../lib/placement/report-path.js";
 
 const T0 = Date.parse("2026-12-07T00:00:00.000Z");
@@ -191,6 +192,14 @@ describe("a build's deadline", () => {
     const hosts = fleet(10, 1000 + SDT);
     expect(judge(hosts, 1000 + SDT, hold).reportsDelayed).toBe(true);
     expect(judge(hosts, 1000 + SDT + 1, hold).reportsDelayed).toBe(false);
+  });
+});
+
+describe("a host's reports still waiting", () => {
+  it("while its last heartbeat said its spool held reports", () => {
+    expect(reportsWaiting({ report_spool: { reports: 2 } })).toBe(true);
+    expect(reportsWaiting({ report_spool: { reports: 0 } })).toBe(false);
+    expect(reportsWaiting({})).toBe(false);
   });
 });
 
