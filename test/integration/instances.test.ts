@@ -3,9 +3,8 @@
 // the scheduling explanation lives apart from the instance item.
 import { createRequire } from "node:module";
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { dynamo } from "../../lib/aws/clients.js";
 import { runWatchdog } from "../../lib/conductor/watchdog.js";
 import { resources, SCHEDULER_DEFAULTS } from "../../lib/config.js";
@@ -19,20 +18,13 @@ import { event } from "../../lib/instances/transition.js";
 import type { SchedulingRecord } from "../../lib/instances/types.js";
 import { listBuilding } from "../../lib/instances/watch.js";
 import { WATCHED_ATTRIBUTES } from "../../lib/resources.js";
-import { applyEnv } from "../../local/emulators.js";
-import { createQueues } from "../../local/tables.js";
 import { record } from "../unit/api/records.js";
+import { useBuildRequestsQueue } from "./hosts.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
 
-beforeAll(async () => {
-  const queues = await createQueues(new SQSClient({}));
-  applyEnv({
-    NOVALESS_BUILD_REQUESTS_QUEUE_URL: queues.buildRequestsQueueUrl,
-    NOVALESS_BUILD_REQUESTS_DLQ_URL: queues.buildRequestsDlqUrl,
-  });
-});
+useBuildRequestsQueue();
 
 const uuid = (n: number) => `6a1f0b8e-2222-4000-8000-${n.toString().padStart(12, "0")}`;
 

@@ -4,7 +4,7 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "../../lib/aws/clients.js";
 import { resources } from "../../lib/config.js";
-import { getHost, registerHost } from "../../lib/placement/hosts.js";
+import { getHost } from "../../lib/placement/hosts.js";
 import {
   getServiceHeartbeat,
   heartbeat,
@@ -13,6 +13,7 @@ import {
   sweepLiveness,
 } from "../../lib/placement/liveness.js";
 import { setServiceStatus } from "../../lib/placement/services.js";
+import { registerTestHost } from "./hosts.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -81,25 +82,10 @@ async function soundSweep(seconds: number) {
 const providerWrites = () => writes.filter((w) => w.table === resources().hostsTable).length;
 const serviceWrites = () => writes.filter((w) => w.table === resources().servicesTable).length;
 
-async function register(host: string): Promise<void> {
-  await registerHost({
-    host,
-    availability_zone: "nova",
-    inventories: {
-      VCPU: { total: 8, reserved: 0, allocation_ratio: 1, min_unit: 1, max_unit: 8, step_size: 1 },
-    },
-    hypervisor_type: "fake",
-    hypervisor_version: 1,
-    host_ip: "10.0.0.1",
-    supported_instances: [["x86_64", "fake", "hvm"]],
-    queue_url: `http://queue/${host}`,
-  });
-}
-
 describe("liveness", () => {
   it("marks a silent host down on its provider once, and a heartbeat brings it back at once", async () => {
-    await register("live-a");
-    await register("live-b");
+    await registerTestHost("live-a");
+    await registerTestHost("live-b");
     writes.length = 0;
 
     await heartbeat("live-a", at(0));
@@ -147,7 +133,7 @@ describe("liveness", () => {
   });
 
   it("a heartbeat since the sweep read wins: the host is not marked", async () => {
-    await register("live-c");
+    await registerTestHost("live-c");
     await heartbeat("live-c", at(0));
     // The sweep judges at 200 s, but the heartbeat it read is no longer the last one.
     await heartbeat("live-c", at(190));
@@ -158,7 +144,7 @@ describe("liveness", () => {
   });
 
   it("a heartbeat landing between the Services mark and the provider's: the mark is taken back", async () => {
-    await register("live-e");
+    await registerTestHost("live-e");
     await heartbeat("live-e", at(0));
     // The sweep's provider write is held until the host has heartbeated (and cleared what it saw).
     let raced = false;
@@ -189,7 +175,7 @@ describe("liveness", () => {
   });
 
   it("a sweep cut short after the Services mark is finished by the next one", async () => {
-    await register("live-f");
+    await registerTestHost("live-f");
     await heartbeat("live-f", at(0));
     const stop = once(
       "cutShort",
@@ -210,7 +196,7 @@ describe("liveness", () => {
   });
 
   it("a sweep finishing its mark between a heartbeat's two writes: the heartbeat clears it again", async () => {
-    await register("live-g");
+    await registerTestHost("live-g");
     await heartbeat("live-g", at(0));
     const cut = once(
       "cutShort",
@@ -236,7 +222,7 @@ describe("liveness", () => {
   });
 
   it("forced_down is mirrored onto the heartbeat, where the watchdog reads liveness", async () => {
-    await register("live-d");
+    await registerTestHost("live-d");
     await heartbeat("live-d", at(0));
     await setServiceStatus("live-d", { forced_down: true });
     const s = (await getServiceHeartbeat("live-d"))!;
@@ -248,7 +234,7 @@ describe("liveness", () => {
   });
 
   it("records the host's report spool in the heartbeat's one write, and clears it with the next that has none", async () => {
-    await register("live-s");
+    await registerTestHost("live-s");
     writes.length = 0;
     await heartbeat("live-s", at(0), { reports: 3, oldest_seconds: 240 });
     expect([providerWrites(), serviceWrites()]).toEqual([0, 1]);

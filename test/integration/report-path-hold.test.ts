@@ -2,7 +2,7 @@
 // hold is one item of the Services table that no listing of services shows, and after the path
 // recovers a host's silence counts from then.
 import { describe, expect, it } from "vitest";
-import { getHost, registerHost } from "../../lib/placement/hosts.js";
+import { getHost } from "../../lib/placement/hosts.js";
 import {
   getServiceHeartbeat,
   heartbeat,
@@ -11,6 +11,7 @@ import {
   REPORT_PATH_KEY,
   sweepLiveness,
 } from "../../lib/placement/liveness.js";
+import { registerTestHost } from "./hosts.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -24,18 +25,7 @@ const HOSTS = ["h1", "h2", "h3", "h4", "h5"];
 describe("the report path's hold", () => {
   it("holds through a silent fleet, ends when most are heard, then catches the one that stays silent", async () => {
     for (const host of HOSTS) {
-      await registerHost({
-        host,
-        availability_zone: "nova",
-        inventories: {
-          VCPU: { total: 8, reserved: 0, allocation_ratio: 1, min_unit: 1, max_unit: 8, step_size: 1 },
-        },
-        hypervisor_type: "fake",
-        hypervisor_version: 1,
-        host_ip: "10.0.0.1",
-        supported_instances: [["x86_64", "fake", "hvm"]],
-        queue_url: `http://queue/${host}`,
-      });
+      await registerTestHost(host);
       await heartbeat(host, at(0));
     }
     // The path stops at 0; sweeps run through 5 service_down_times of it (nothing to decide until

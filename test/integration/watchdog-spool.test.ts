@@ -2,45 +2,21 @@
 // (lib/placement/report-path.ts, reportsWaiting): its last heartbeat said its spool held reports.
 // CI saw the outage scenario resend a build whose host was heard again but was still draining its
 // spool on backoff when the fleet-wide grace ended, service_down_time after the path came back.
-import { SQSClient } from "@aws-sdk/client-sqs";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runWatchdog } from "../../lib/conductor/watchdog.js";
 import { SCHEDULER_DEFAULTS } from "../../lib/config.js";
 import { getInstance } from "../../lib/instances/queries.js";
 import { createInstances } from "../../lib/instances/server-writes.js";
-import { registerHost } from "../../lib/placement/hosts.js";
 import { heartbeat } from "../../lib/placement/liveness.js";
-import { applyEnv } from "../../local/emulators.js";
-import { createQueues } from "../../local/tables.js";
 import { record } from "../unit/api/records.js";
+import { registerTestHost, useBuildRequestsQueue } from "./hosts.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
 
-beforeAll(async () => {
-  const queues = await createQueues(new SQSClient({}));
-  applyEnv({
-    NOVALESS_BUILD_REQUESTS_QUEUE_URL: queues.buildRequestsQueueUrl,
-    NOVALESS_BUILD_REQUESTS_DLQ_URL: queues.buildRequestsDlqUrl,
-  });
-});
+useBuildRequestsQueue();
 
 const uuid = (n: number) => `6a1f0b8e-5555-4000-8000-${n.toString().padStart(12, "0")}`;
-
-async function register(host: string): Promise<void> {
-  await registerHost({
-    host,
-    availability_zone: "nova",
-    inventories: {
-      VCPU: { total: 8, reserved: 0, allocation_ratio: 1, min_unit: 1, max_unit: 8, step_size: 1 },
-    },
-    hypervisor_type: "fake",
-    hypervisor_version: 1,
-    host_ip: "10.0.0.1",
-    supported_instances: [["x86_64", "fake", "hvm"]],
-    queue_url: `http://queue/${host}`,
-  });
-}
 
 /** A build spawning on `host` at attempt 1 (its deadline instance_build_timeout from now). */
 async function spawningBuild(id: string, host: string): Promise<void> {
@@ -56,7 +32,7 @@ describe("a build's deadline and its host's spool", () => {
   it("is not held against a host whose last heartbeat said reports wait; it is once one says none", async () => {
     // an hour on: past the build's deadline
     const now = new Date(Date.now() + 3600_000);
-    await register("spool-a");
+    await registerTestHost("spool-a");
     await heartbeat("spool-a", now, { reports: 2, oldest_seconds: 30 });
     const id = uuid(1);
     await spawningBuild(id, "spool-a");
