@@ -8,7 +8,9 @@
 //   a value for NextToken if there are additional results" (SQS Developer Guide, "Amazon SQS list
 //   queue pagination"; MaxResults "Value range is 1 to 1000", API_ListQueues). fauxqs answers
 //   every queue and ignores NextToken; LocalStack adds a NextToken without MaxResults. Here the
-//   upstream's whole list is read and paged as SQS pages it (by queue name, the token opaque).
+//   upstream's whole list is read, asking with MaxResults and following its NextToken (so an SQS
+//   that pages as AWS does is read whole), and paged as SQS pages it (by queue name, the token
+//   opaque).
 // - CreateQueue of an existing name. "A queue with this name already exists. Amazon SQS returns
 //   this error only if the request includes attributes whose values differ from those of the
 //   existing queue" (QueueNameExists, API_CreateQueue). Values are compared with what SQS stored,
@@ -111,9 +113,13 @@ export function sqsLimits(): SqsLimits {
     const urls: string[] = [];
     let token: string | undefined;
     do {
-      const page = token
-        ? { QueueNamePrefix: prefix, MaxResults: LIST_QUEUES_MAX, NextToken: token }
-        : { QueueNamePrefix: prefix };
+      // MaxResults on every page: an upstream that pages as SQS does answers no NextToken without
+      // it, and would show only its first 1,000 queues
+      const page = {
+        QueueNamePrefix: prefix,
+        MaxResults: LIST_QUEUES_MAX,
+        ...(token ? { NextToken: token } : {}),
+      };
       const res = await upstream(withBody(req, page));
       if (res.status !== 200) return { error: res };
       const out = parse(res.body) as { QueueUrls?: string[]; NextToken?: string } | undefined;
