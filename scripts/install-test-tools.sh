@@ -7,6 +7,9 @@
 # missing and that its tests skip.
 set -u
 
+# LocalStack, in a virtual environment of the project's (its own script says what it did, or why not)
+sh "$(dirname "$0")/localstack/install.sh"
+
 missing_tools() {
   missing=""
   command -v openstack >/dev/null 2>&1 || missing="$missing openstack"

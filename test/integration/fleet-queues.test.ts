@@ -23,7 +23,9 @@ import { operatorOnly } from "./local-aws.js";
 
 const principals = operatorOnly();
 const PREFIX = `fleet${runSuffix()}-compute-`;
-const HOSTS = 520; // 1,040 queues: past what one ListQueues answers without MaxResults
+// 1,200 queues: past what one ListQueues answers without MaxResults (the fleet the LocalStack issue
+// saw os-dead-letters list 505 of, against an SQS that pages as AWS does)
+const HOSTS = 600;
 const queueOf = (host: string) => computeQueueName(PREFIX, host, DLQ_SUFFIX);
 
 let emulators: Emulators;
