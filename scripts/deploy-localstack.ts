@@ -1,10 +1,11 @@
 // `npm run deploy:localstack [-- --keep]`: `cdk deploy` of the real stack to the project's
 // LocalStack (scripts/localstack/install.sh), in host mode on 127.0.0.1: bootstrap, deploy with
 // cdklocal (aws-cdk-local, the CDK CLI pointed at LocalStack), then every resource of the
-// synthesized template listed with the status LocalStack gave it. The deploy does not roll back,
-// so what could be created stays and what could not says why. Without Docker, LocalStack cannot
-// run a Lambda function; on a machine with Docker the same script deploys those too
-// (docs/localstack.md). LocalStack is stopped at the end, unless --keep.
+// synthesized template listed with the status LocalStack gave it and why. Without Docker,
+// LocalStack creates no Lambda function and rolls the whole stack back (--no-rollback or not), so
+// the script then deploys the template less what is or needs Lambda, and says so; on a machine
+// with Docker it keeps cdklocal's own result (docs/localstack.md). LocalStack is stopped at the
+// end, unless --keep.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";

@@ -108,7 +108,7 @@ export async function runWatchdog(
   }
   for (const rec of building) {
     if (rec.deleted || rec.vm_state !== "building") continue;
-    const action = await watch(rec, up, now, config, reportPath, delayed(rec.host));
+    const action = await watch(rec, up, now, config, reportPath, rec.host !== null && waiting.has(rec.host));
     if (action) {
       actions.push(action);
       log.warn(`watchdog.${action.action}`, { request_id: rec.request_id, ...action });
