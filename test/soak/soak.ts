@@ -277,7 +277,6 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const dead = new Map<string, number>(); // host → when to restart it
     const moving = new Map<string, string>(); // server → its source host, for moves accepted
     const deleteAt = new Map<string, number>(); // server → when to delete it, mid-move
-    let midMoveDeletes = 0;
     const hostNames = [...runtime.hosts.keys()];
     const shelvedIds = new Set<string>(); // servers shelved during the load, until unshelved
     const forget = (id: string) => {
@@ -331,10 +330,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         }
         if (ok) {
           moving.set(id, host);
-          if (!midMoveDeletes || random() < 0.3) {
-            midMoveDeletes++;
+          // until one delete has landed mid-move, every accepted move has one due unless one is
+          // pending: another path (a random delete, a failed move) may take the server first, and
+          // a loaded machine lets few moves through
+          if ((!report.deleted_moving && deleteAt.size === 0) || random() < 0.3)
             deleteAt.set(id, Date.now() + random() * 1500);
-          }
         }
       } else if (s.status === "VERIFY_RESIZE") {
         const r = !report.moves.confirmResize.accepted
