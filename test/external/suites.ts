@@ -24,13 +24,11 @@ export const EXTERNAL_SUITES = [
     "host-isolation",
     "lifecycle",
     // the conductor's other workflows and the server's life: fenced writes and casts throughout
-    // (and run beside tempest, in the suite's last phase, where a core is free)
-    "shelve",
-    "snapshots",
+    // (and run beside tempest, in the suite's last phase, where a core is free). Shelve,
+    // snapshots, live migration and drain run in process: against LocalStack they took 214 s of
+    // its phase's 300 (2026-12-07), which put the suite past its budget.
     "pause-suspend",
     "admin-actions",
-    "live-migration",
-    "drain",
     "evacuate",
   ].map((f) => `test/e2e/${f}.test.ts`),
 ];
