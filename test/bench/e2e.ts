@@ -1,9 +1,10 @@
 // npm run bench:e2e [-- --hosts 8,1000,10000 --builds 200 --concurrency 16 --build-ms 0
 //                      --poll-ms 10 --warmup 5 --timeout 600 --dynamodb dynalite|local|auto --sockets
-//                      --network]
+//                      --no-network]
 //
 // Builds end to end through the public API of the local runtime (the real HTTP API of
-// startRuntime, every component under its own role): N creates at concurrency C, each polled
+// startRuntime, every component under its own role), configured as `npm start` is: the seeded
+// network public, so every build makes and binds a port (--no-network: none): N creates at concurrency C, each polled
 // through GET /v2.1/servers/{id} until ACTIVE. Prints builds/s and POST→ACTIVE p50/p90/p99 per
 // fleet size, with the machine's core count, and what the queue in front of the conductor costs:
 // a build request's wait from its SendMessage to build-requests (seen at the IAM gateway) to its
@@ -50,8 +51,9 @@ const { values } = parseArgs({
     "one-thread": { type: "boolean", default: false },
     // how the bench sees builds finish: a GET per server, or one changes-since listing for all
     watch: { type: "string", default: "server" },
-    // the seeded network public: every build makes and binds a port (lib/instances/networking.ts)
-    network: { type: "boolean", default: false },
+    // As `npm start` runs: the seeded network public, every build makes and binds a port
+    // (lib/instances/networking.ts). --no-network builds without one.
+    "no-network": { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -63,7 +65,7 @@ if (values.help) {
   process.stdout.write(
     "usage: npm run bench:e2e -- [--hosts 8,1000] [--builds 200] [--concurrency 16] [--build-ms 0]\n" +
       "       [--poll-ms 10] [--warmup 5] [--timeout 600 (s per size)] [--dynamodb dynalite|local|auto] [--sockets]\n" +
-      "       [--network (each build gets a port on the seeded network public)] [--one-thread]\n" +
+      "       [--no-network (no seeded network: builds get no port; by default each gets one on public, as npm start runs)] [--one-thread]\n" +
       "       [--watch server|changes (a GET per server, or one changes-since listing for every build in flight)]\n",
   );
   process.exit(0);
@@ -186,7 +188,7 @@ async function runSize(hosts: number, be: Awaited<ReturnType<typeof backend>>): 
     buildMs,
     sockets: values.sockets,
     threads: !values["one-thread"],
-    seedNetwork: values.network,
+    seedNetwork: !values["no-network"],
   });
   let runtime: Runtime;
   try {
@@ -335,7 +337,9 @@ function emptyRow(hosts: number, note = ""): Row {
 }
 
 hardStop("bench:e2e", timeoutMs * sizes.length + 120_000);
-print(`bench:e2e on ${machine()}; ${load()}${values.network ? "; each build with a port on public" : ""}`);
+print(
+  `bench:e2e on ${machine()}; ${load()}${values["no-network"] ? "; --no-network: builds without a port" : "; each build with a port on public, as npm start runs"}`,
+);
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
   `DynamoDB: ${be.name} (${be.note}); ${builds} builds per size at concurrency ${concurrency}, build-ms ${buildMs}, ` +
