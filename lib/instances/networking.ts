@@ -8,10 +8,11 @@
 import { createHash } from "node:crypto";
 import type { GuestPort } from "../compute/drivers/driver.js";
 import { NetworkingError } from "../network/cidr.js";
-import { allocate, generatedMac, subnetFor, subnetsOf } from "../network/ports.js";
-import { addressHolder } from "../network/store/addresses.js";
+import { allocate, type FixedIpRequest, generatedMac, subnetFor, subnetsOf } from "../network/ports.js";
+import { addressHolder, freeAddress } from "../network/store/addresses.js";
 import { bindPort, createPort, deletePort, type PortBinding } from "../network/store/ports.js";
 import {
+  type FixedIp,
   getNetwork,
   getPort,
   getSubnet,
@@ -236,7 +237,11 @@ async function allocateOne(
       }
     } else {
       const id = portIdFor(rec.id, i);
-      const made = await createNovaPort({
+      const wanted = req.fixed_ip === undefined ? undefined : [{ ip_address: req.fixed_ip }];
+      // Its addresses are won first and the port written whole, bound, in one create: a build's
+      // port costs one write of its item and of each index entry, not one per step.
+      const won = await allocate({ unwritten: id }, network, wanted);
+      port = await createNovaPort({
         id,
         network_id: network.id,
         project_id: rec.project_id,
@@ -246,17 +251,9 @@ async function allocateOne(
         ...binding,
         revision_number: 0,
         created_at: stamp(now),
+        fixed_ips: won,
       });
-      // made just now: it holds nothing yet (no read needed); else the one an earlier run made
-      port = made ?? (await bindPort(id, binding, rec.id));
-      if (!port) throw new NetworkAllocationFailed(`Port ${id} is still in use.`);
-      const given = await allocate(
-        port,
-        network,
-        req.fixed_ip === undefined ? undefined : [{ ip_address: req.fixed_ip }],
-      );
-      const held = port.fixed_ips.filter((f) => !given.some((g) => g.subnet_id === f.subnet_id));
-      port = { ...port, fixed_ips: [...held, ...given] };
+      if (!port) port = await takeEarlierPort(rec, id, binding, network, wanted, won);
     }
     return vifOf(port, network, req, !req.port_id);
   } catch (e) {
@@ -271,14 +268,36 @@ async function allocateOne(
 }
 
 /**
+ * An earlier run made the port (a re-run of the step, a reschedule): bound to this attempt's host
+ * as it is, the addresses this run won freed unless it holds them, and given any it lacks.
+ */
+async function takeEarlierPort(
+  rec: InstanceRecord,
+  id: string,
+  binding: PortBinding,
+  network: Network,
+  wanted: FixedIpRequest[] | undefined,
+  won: FixedIp[],
+): Promise<Port> {
+  const port = await bindPort(id, binding, rec.id);
+  if (!port) throw new NetworkAllocationFailed(`Port ${id} is still in use.`);
+  const holds = (f: FixedIp) =>
+    port.fixed_ips.some((g) => g.subnet_id === f.subnet_id && g.ip_address === f.ip_address);
+  for (const f of won) if (!holds(f)) await freeAddress(f.subnet_id, f.ip_address, id);
+  const given = await allocate(port, network, wanted);
+  const held = port.fixed_ips.filter((f) => !given.some((g) => g.subnet_id === f.subnet_id));
+  return { ...port, fixed_ips: [...held, ...given] };
+}
+
+/**
  * A port with a MAC of Neutron's base (a MAC another port of the network has is drawn again): the
  * port as written, or undefined when one has its id already.
  */
-async function createNovaPort(port: NewPort): Promise<Port | undefined> {
+async function createNovaPort(port: NewPort & { fixed_ips: FixedIp[] }): Promise<Port | undefined> {
   for (let tries = 1; ; tries++) {
     try {
       const made = { ...port, mac_address: generatedMac() };
-      return (await createPort(made)) ? { ...made, fixed_ips: [] } : undefined;
+      return (await createPort(made)) ? made : undefined;
     } catch (e) {
       if (!(e instanceof NetworkingError && e.type === "MacAddressInUse") || tries >= 3) throw e;
     }

@@ -2,7 +2,7 @@
 // conductor's port binding (lib/instances/ports.ts).
 import { randomBytes } from "node:crypto";
 import { NetworkingError, parseAddress, parseCidr } from "./cidr.js";
-import { allocateAddress } from "./store/addresses.js";
+import { allocateAddress, claimAddress } from "./store/addresses.js";
 import { type FixedIp, getSubnet, type Network, type Port, type Subnet } from "./store/table.js";
 
 /** Neutron's base MAC, fa:16:3e (its default base_mac), and three random octets. */
@@ -39,21 +39,30 @@ export function subnetFor(subnets: readonly Subnet[], ipAddress: string): Subnet
   return subnet;
 }
 
+/** A port not written yet, by its id: what allocate wins for it, its create writes. */
+const isUnwritten = (p: Port | { unwritten: string }): p is { unwritten: string } =>
+  typeof p.unwritten === "string";
+
 /**
  * Give a port the addresses asked for: each `{subnet_id?, ip_address?}`; without fixed_ips, as
  * Neutron's IPAM does, one address from the network's IPv4 subnets (the first with one free)
  * and one from its IPv6 subnets. Idempotent (allocateAddress answers what the port holds).
  * Answers the addresses given (or found held) here; `port` as its caller holds it saves a read.
+ * A port not written yet (`{ unwritten: id }`) gets them won only (claimAddress): its create
+ * writes them, in the one write of the port.
  */
 export async function allocate(
-  port: Port,
+  port: Port | { unwritten: string },
   network: Network,
   wanted: FixedIpRequest[] | undefined,
 ): Promise<FixedIp[]> {
   const subnets = await subnetsOf(network);
   const given: FixedIp[] = [];
   const take = async (s: Subnet, ip?: string) => {
-    given.push({ subnet_id: s.id, ip_address: await allocateAddress(s, port.id, ip, port) });
+    const address = isUnwritten(port)
+      ? await claimAddress(s, port.unwritten, ip)
+      : await allocateAddress(s, port.id, ip, port);
+    given.push({ subnet_id: s.id, ip_address: address });
   };
   if (wanted === undefined) {
     for (const version of [4, 6] as const) {

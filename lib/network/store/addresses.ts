@@ -162,34 +162,47 @@ export async function allocateAddress(
       `Failed to create port on network ${port.network_id}, because fixed_ips included invalid subnet ${subnet.id}`,
     );
   }
-  const wanted = requested === undefined ? undefined : parseAddress(requested);
-  if (requested !== undefined && (!wanted || !isValidForSubnet(parseCidr(subnet.cidr), wanted))) {
+  const wantedText = requested === undefined ? undefined : validAddress(subnet, requested);
+  const existing = port.fixed_ips.find((f) => f.subnet_id === subnet.id)?.ip_address;
+  if (existing !== undefined) {
+    if (wantedText === undefined || wantedText === existing) return existing;
+    throw invalidInput(`Port ${portId} already holds address ${existing} on subnet ${subnet.id}`);
+  }
+  return record(subnet.id, portId, await claimAddress(subnet, portId, wantedText));
+}
+
+/** A requested address of the subnet, normalized; Neutron's InvalidIpForSubnet (400) when not one. */
+function validAddress(subnet: Subnet, requested: string): string {
+  const wanted = parseAddress(requested);
+  if (!wanted || !isValidForSubnet(parseCidr(subnet.cidr), wanted)) {
     throw new NetworkingError(
       400,
       "InvalidIpForSubnet",
       `IP address ${requested} is not a valid IP for the specified subnet.`,
     );
   }
-  const wantedText = wanted ? formatAddress(wanted.value, wanted.version) : undefined;
-  const existing = port.fixed_ips.find((f) => f.subnet_id === subnet.id)?.ip_address;
-  if (existing !== undefined) {
-    if (wantedText === undefined || wantedText === existing) return existing;
-    throw invalidInput(`Port ${portId} already holds address ${existing} on subnet ${subnet.id}`);
+  return formatAddress(wanted.value, wanted.version);
+}
+
+/**
+ * Win an address of the subnet for a port that is not written yet (or not told yet): the
+ * requested one, or a free one of the pools. The port's create writes it with its other
+ * addresses (Nova's ports: one write of the port whole); until then, the by-holder index finds it
+ * for the port's delete. Idempotent for a requested address the port already holds.
+ * Refusals as allocateAddress's: InvalidIpForSubnet, IpAddressAlreadyAllocated,
+ * IpAddressGenerationFailure.
+ */
+export async function claimAddress(subnet: Subnet, portId: string, requested?: string): Promise<string> {
+  if (requested === undefined) return claimFree(subnet, portId);
+  const text = validAddress(subnet, requested);
+  if (!(await claim(subnet.id, text, portId)) && (await holderOf(subnet.id, text)) !== portId) {
+    throw new NetworkingError(
+      409,
+      "IpAddressAlreadyAllocated",
+      `IP address ${text} already allocated in subnet ${subnet.id}`,
+    );
   }
-  let address: string;
-  if (wantedText !== undefined) {
-    if (!(await claim(subnet.id, wantedText, portId)) && (await holderOf(subnet.id, wantedText)) !== portId) {
-      throw new NetworkingError(
-        409,
-        "IpAddressAlreadyAllocated",
-        `IP address ${wantedText} already allocated in subnet ${subnet.id}`,
-      );
-    }
-    address = wantedText;
-  } else {
-    address = await claimFree(subnet, portId);
-  }
-  return record(subnet.id, portId, address);
+  return text;
 }
 
 /**

@@ -10,6 +10,7 @@ import { NETWORKING_BY_HOLDER_INDEX } from "../../resources.js";
 import { NetworkingError } from "../cidr.js";
 import { freeAddress, freeIpItem } from "./addresses.js";
 import {
+  type FixedIp,
   getPort,
   keyOf,
   type NewPort,
@@ -20,12 +21,14 @@ import {
 } from "./table.js";
 
 /**
- * A new port, holding no address yet (allocateAddress gives it them); false when one has its id.
- * Its MAC is the port's on its network (`mac#<network>#<mac>`, in the same transaction):
- * Neutron's MacAddressInUse (409) when another port there has it.
+ * A new port; false when one has its id. It holds the `fixed_ips` given, won for it already
+ * (claimAddress: Nova's ports are written whole, once), or none yet (the front's: allocateAddress
+ * gives it them after). Its MAC is the port's on its network (`mac#<network>#<mac>`, in the same
+ * transaction): Neutron's MacAddressInUse (409) when another port there has it.
  */
-export async function createPort(port: NewPort): Promise<boolean> {
-  const { fixed_ips: _f, ...rest } = port;
+export async function createPort(port: NewPort & { fixed_ips?: FixedIp[] }): Promise<boolean> {
+  const { fixed_ips, ...rest } = port;
+  const ips = Object.fromEntries((fixed_ips ?? []).map((f) => [f.subnet_id, f.ip_address]));
   const mac = typeof port.mac_address === "string" ? macKey(port.network_id, port.mac_address) : undefined;
   // the network counts its ports in the same transaction (port_count), so a network's delete,
   // conditioned on none, never leaves a port behind however the two race
@@ -34,7 +37,7 @@ export async function createPort(port: NewPort): Promise<boolean> {
       {
         Put: {
           TableName: networkingTable(),
-          Item: { ...rest, id: port.id, ips: {}, ...keyOf("port", port.id), kind: "port" },
+          Item: { ...rest, id: port.id, ips, ...keyOf("port", port.id), kind: "port" },
           ConditionExpression: "attribute_not_exists(pk)",
         },
       },

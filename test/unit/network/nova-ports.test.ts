@@ -1,0 +1,99 @@
+// The port Nova makes for a build (allocate_for_instance) on the in-process DynamoDB: its address
+// won first, then the port written whole and bound in one create (no write of the port item
+// after it), the same port and address on a re-run of the step, and a port an earlier run left
+// without its address given one, with nothing held twice.
+import { describe, expect, it } from "vitest";
+import { queryAll } from "../../../lib/aws/dynamo-pages.js";
+import { meterReading, startMeter, stopMeter } from "../../../lib/aws/meter.js";
+import { allocateForInstance, portIdFor } from "../../../lib/instances/networking.js";
+import { PUBLIC_NETWORK_ID, seedPublicNetwork } from "../../../lib/network/seed.js";
+import { createPort } from "../../../lib/network/store/ports.js";
+import { getPort, networkingTable } from "../../../lib/network/store/table.js";
+import { NETWORKING_BY_HOLDER_INDEX } from "../../../lib/resources.js";
+import { useLocalAws } from "../../integration/local-aws.js";
+import { instance } from "../conductor/workflow-fixtures.js";
+
+useLocalAws();
+
+/** The addresses the by-holder index says the port holds (keys only: `ip#<subnet>#<address>`). */
+const held = async (portId: string) =>
+  (
+    await queryAll({
+      TableName: networkingTable(),
+      IndexName: NETWORKING_BY_HOLDER_INDEX,
+      KeyConditionExpression: "holder = :p",
+      ExpressionAttributeValues: { ":p": portId },
+    })
+  ).map((i) => (i.pk as string).split("#")[2]);
+
+async function building() {
+  await seedPublicNetwork();
+  return instance({ requested_networks: [{ network_id: PUBLIC_NETWORK_ID }], attempt: 1 });
+}
+
+/** DynamoDB requests by operation, summed over callers. */
+function requests(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const u of Object.values(meterReading()))
+    for (const [op, n] of Object.entries(u.requests)) out[op] = (out[op] ?? 0) + n;
+  return out;
+}
+
+describe("a build's port", () => {
+  it("is written whole, bound and holding its address, in one transaction: no write of it after", async () => {
+    const rec = await building();
+    startMeter();
+    let vifs: Awaited<ReturnType<typeof allocateForInstance>>;
+    try {
+      vifs = await allocateForInstance(rec, "host-1");
+    } finally {
+      stopMeter();
+    }
+    const id = portIdFor(rec.id, 0);
+    const port = (await getPort(id))!;
+    expect(port).toMatchObject({ device_id: rec.id, "binding:host_id": "host-1", binding_attempt: 1 });
+    expect(port.fixed_ips).toHaveLength(1);
+    expect(vifs?.[0]).toMatchObject({ port_id: id, mac_address: port.mac_address });
+    expect(vifs?.[0]?.fixed_ips[0]?.ip_address).toBe(port.fixed_ips[0]!.ip_address);
+    expect(await held(id)).toEqual([port.fixed_ips[0]!.ip_address]);
+    // The networking writes: the subnet's cursor (UpdateItem), the address (PutItem), the port with
+    // its MAC and the network's count (TransactWriteItems); the network info on the record is the
+    // one more UpdateItem. Recording the address on the port after its create was a third.
+    const ops = requests();
+    expect(ops["dynamodb:TransactWriteItems"]).toBe(1);
+    expect(ops["dynamodb:PutItem"]).toBe(1);
+    expect(ops["dynamodb:UpdateItem"]).toBe(2);
+  });
+
+  it("a re-run of the step finds the same port and address and holds nothing more", async () => {
+    const rec = await building();
+    const first = await allocateForInstance(rec, "host-1");
+    const again = await allocateForInstance(rec, "host-1");
+    expect(again).toEqual(first);
+    const id = portIdFor(rec.id, 0);
+    expect(await held(id)).toEqual([first![0]!.fixed_ips[0]!.ip_address]);
+  });
+
+  it("a port an earlier run made without its address gets one, bound to this attempt's host", async () => {
+    const rec = await building();
+    const id = portIdFor(rec.id, 0);
+    // as a run of the old order left it: made, bound, no address given yet
+    await createPort({
+      id,
+      network_id: PUBLIC_NETWORK_ID,
+      project_id: rec.project_id,
+      mac_address: "fa:16:3e:00:00:01",
+      device_id: rec.id,
+      device_owner: "compute:az1",
+      "binding:host_id": "host-0",
+      binding_attempt: 1,
+    });
+    const vifs = await allocateForInstance(rec, "host-1");
+    const port = (await getPort(id))!;
+    expect(port).toMatchObject({ "binding:host_id": "host-1", mac_address: "fa:16:3e:00:00:01" });
+    expect(port.fixed_ips).toHaveLength(1);
+    expect(vifs?.[0]?.fixed_ips[0]?.ip_address).toBe(port.fixed_ips[0]!.ip_address);
+    // the address this run won before it found the port is free again: one held, the port's
+    expect(await held(id)).toEqual([port.fixed_ips[0]!.ip_address]);
+  });
+});
