@@ -13,8 +13,12 @@ type Item = Record<string, unknown>;
  */
 const loaders = perIdentity(() => new Map<string, DataLoader<string, Item | undefined>>());
 
-function loaderFor(table: string, keyName: string): DataLoader<string, Item | undefined> {
-  const key = `${table}\n${keyName}`;
+function loaderFor(
+  table: string,
+  keyName: string,
+  consistent: boolean,
+): DataLoader<string, Item | undefined> {
+  const key = `${table}\n${keyName}\n${consistent}`;
   let loader = loaders.get().get(key);
   if (!loader) {
     loader = new DataLoader(
@@ -23,7 +27,7 @@ function loaderFor(table: string, keyName: string): DataLoader<string, Item | un
         const found = await batchGetAll(
           table,
           [...new Set(ids)].map((id) => ({ [keyName]: id })),
-          { ConsistentRead: true },
+          { ConsistentRead: consistent },
         );
         const byId = new Map(found.map((item) => [String(item[keyName]), item]));
         return ids.map((id) => byId.get(id));
@@ -36,7 +40,18 @@ function loaderFor(table: string, keyName: string): DataLoader<string, Item | un
   return loader;
 }
 
-/** The item of `table` (keyed by the string attribute `keyName` alone) with this key, read consistently. */
-export function loadItem(table: string, id: string, keyName = "pk"): Promise<Item | undefined> {
-  return loaderFor(table, keyName).load(id);
+/**
+ * The item of `table` (keyed by the string attribute `keyName` alone) with this key, read
+ * consistently; `settled` (what changes seldom and was written well before: a flavor, an image)
+ * reads it eventually consistent, at half the read units, and reads a miss again consistently,
+ * so an item just made is never missed.
+ */
+export async function loadItem(
+  table: string,
+  id: string,
+  keyName = "pk",
+  settled = false,
+): Promise<Item | undefined> {
+  const item = await loaderFor(table, keyName, !settled).load(id);
+  return item === undefined && settled ? loaderFor(table, keyName, true).load(id) : item;
 }

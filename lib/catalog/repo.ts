@@ -55,16 +55,20 @@ async function scanPrefix<T>(prefix: string): Promise<T[]> {
   return items.map((item) => strip<T>(item));
 }
 
-/** One item, read consistently (with the other catalog items asked in the same tick). */
-async function getItem<T>(pk: string): Promise<T | undefined> {
-  const item = await loadItem(table(), pk);
+/**
+ * One item, read consistently (with the other catalog items asked in the same tick); `settled`:
+ * eventually consistent, a miss read again consistently (lib/aws/dynamo-loader.ts).
+ */
+async function getItem<T>(pk: string, settled = false): Promise<T | undefined> {
+  const item = await loadItem(table(), pk, "pk", settled);
   return item ? strip<T>(item) : undefined;
 }
 
 // ── flavors ──
 
-export async function getFlavor(id: string): Promise<Flavor | undefined> {
-  const item = await loadItem(table(), `${FLAVOR}${id}`);
+/** A flavor; `settled` as getItem's (a create's read: half the read units). */
+export async function getFlavor(id: string, settled = false): Promise<Flavor | undefined> {
+  const item = await loadItem(table(), `${FLAVOR}${id}`, "pk", settled);
   return item ? flavorOf(item) : undefined;
 }
 
@@ -234,10 +238,10 @@ export async function listImages(opts: { fresh?: boolean } = {}): Promise<Image[
 
 /**
  * An image by id or, failing that, by name (a convenience for `imageRef`). When several images
- * share the name, the first by id is returned.
+ * share the name, the first by id is returned. `settled` as getItem's.
  */
-export async function getImage(idOrName: string): Promise<Image | undefined> {
-  const byId = await getItem<Image>(`${IMAGE}${idOrName}`);
+export async function getImage(idOrName: string, settled = false): Promise<Image | undefined> {
+  const byId = await getItem<Image>(`${IMAGE}${idOrName}`, settled);
   if (byId) return byId;
   const named = (await listImages()).filter((i) => i.name === idOrName);
   return named.sort((a, b) => a.id.localeCompare(b.id))[0];

@@ -143,7 +143,7 @@ export async function validateNetworks(
 export async function networkZones(requests: readonly NetworkRequest[]): Promise<string[] | undefined> {
   let zones: string[] | undefined;
   for (const id of new Set(requests.map((r) => r.network_id))) {
-    const hints = (await getNetwork(id))?.availability_zone_hints;
+    const hints = (await getNetwork(id, true))?.availability_zone_hints;
     if (!Array.isArray(hints) || hints.length === 0) continue;
     zones = zones === undefined ? [...hints] : zones.filter((z) => hints.includes(z));
   }
@@ -223,7 +223,8 @@ async function allocateOne(
   binding: PortBinding,
   now: Date,
 ): Promise<Vif> {
-  const network = await getNetwork(req.network_id);
+  // the API saw it; its port's transaction is conditioned on it still being there
+  const network = await getNetwork(req.network_id, true);
   if (!network) throw new NetworkAllocationFailed(`Network ${req.network_id} could not be found.`);
   try {
     let port: Port | undefined;
@@ -365,11 +366,12 @@ export async function guestPortsOf(rec: Pick<InstanceRecord, "network_info">): P
   const subnets = new Map<string, Subnet | undefined>();
   const out: GuestPort[] = [];
   for (const vif of vifs) {
-    if (!networks.has(vif.network_id)) networks.set(vif.network_id, await getNetwork(vif.network_id));
+    // the server's own network and subnets, made before it: read as settled
+    if (!networks.has(vif.network_id)) networks.set(vif.network_id, await getNetwork(vif.network_id, true));
     const network = networks.get(vif.network_id);
     const fixed_ips: GuestPort["fixed_ips"] = [];
     for (const f of vif.fixed_ips) {
-      if (!subnets.has(f.subnet_id)) subnets.set(f.subnet_id, await getSubnet(f.subnet_id));
+      if (!subnets.has(f.subnet_id)) subnets.set(f.subnet_id, await getSubnet(f.subnet_id, true));
       const s = subnets.get(f.subnet_id);
       if (!s) continue;
       fixed_ips.push({

@@ -16,9 +16,11 @@ export interface FixedIpRequest {
   ip_address?: string;
 }
 
-/** The subnets of a network that still exist. */
-export async function subnetsOf(network: Network): Promise<Subnet[]> {
-  return (await Promise.all(network.subnets.map((id) => getSubnet(id)))).filter((s): s is Subnet => !!s);
+/** The subnets of a network that still exist (`settled`: made well before; see getSubnet). */
+export async function subnetsOf(network: Network, settled = false): Promise<Subnet[]> {
+  return (await Promise.all(network.subnets.map((id) => getSubnet(id, settled)))).filter(
+    (s): s is Subnet => !!s,
+  );
 }
 
 /** The subnet of the network an address is in; Neutron's InvalidIpForNetwork (400) when none. */
@@ -56,7 +58,8 @@ export async function allocate(
   network: Network,
   wanted: FixedIpRequest[] | undefined,
 ): Promise<FixedIp[]> {
-  const subnets = await subnetsOf(network);
+  // a build's port is on a network the API saw with its subnets: read as settled
+  const subnets = await subnetsOf(network, isUnwritten(port));
   const given: FixedIp[] = [];
   const take = async (s: Subnet, ip?: string) => {
     const address = isUnwritten(port)

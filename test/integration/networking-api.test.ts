@@ -492,15 +492,15 @@ describe("the Networking v2 front", () => {
     }
   });
 
-  it("a network's delete counts its ports on its item, not by the lagging index", async () => {
+  it("a network's delete counts its ports by its count item, not by the lagging index", async () => {
     const n = await call("POST", "/v2.0/networks", DEMO, { network: { name: "counted" } });
     const id = n.json.network.id;
-    // a port the index has not shown yet: the count its create left on the network
+    // a port the index has not shown yet: the count its create left for the network
     await dynamo().send(
       new UpdateCommand({
         TableName: networkingTable(),
-        Key: { pk: `network#${id}` },
-        UpdateExpression: "ADD port_count :one",
+        Key: { pk: `ports#${id}` },
+        UpdateExpression: "ADD ports :one",
         ExpressionAttributeValues: { ":one": 1 },
       }),
     );
@@ -508,8 +508,8 @@ describe("the Networking v2 front", () => {
     await dynamo().send(
       new UpdateCommand({
         TableName: networkingTable(),
-        Key: { pk: `network#${id}` },
-        UpdateExpression: "ADD port_count :minus",
+        Key: { pk: `ports#${id}` },
+        UpdateExpression: "ADD ports :minus",
         ExpressionAttributeValues: { ":minus": -1 },
       }),
     );

@@ -1,6 +1,6 @@
 // Networks on the networking table (./table.ts): a vlan network's VLAN reserved with it, a delete
 // refused while a port is on it.
-import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../../aws/clients.js";
 import { conditionHeld } from "../../aws/dynamo-errors.js";
 import { transactUnlessConditionFails } from "../../aws/dynamo-transact.js";
@@ -13,8 +13,8 @@ import {
   type Network,
   type NewNetwork,
   networkingTable,
+  portCountKey,
   portsOn,
-  putIfAbsent,
   updateAttributes,
 } from "./table.js";
 
@@ -31,14 +31,13 @@ function vlanKeyOf(n: Record<string, unknown>): { pk: string } | undefined {
 }
 
 /**
- * A new network (its subnets come with createSubnet); false when one has its id. A vlan network
- * reserves its VLAN in the same transaction: Neutron's VlanIdInUse (409) when another network
- * holds it.
+ * A new network (its subnets come with createSubnet) and its port count (`ports#<network>`, in
+ * the same transaction); false when one has its id. A vlan network reserves its VLAN in the same
+ * transaction: Neutron's VlanIdInUse (409) when another network holds it.
  */
 export async function createNetwork(n: NewNetwork): Promise<boolean> {
   const { subnets: _s, revision_number: _r, ...rest } = n;
   const vlan = vlanKeyOf(n);
-  if (!vlan) return putIfAbsent("network", { ...rest, id: n.id }, { revision_number: 0 });
   const ok = await transactUnlessConditionFails({
     TransactItems: [
       {
@@ -51,18 +50,37 @@ export async function createNetwork(n: NewNetwork): Promise<boolean> {
       {
         Put: {
           TableName: networkingTable(),
-          Item: { ...vlan, vlan_network: n.id },
+          Item: { ...portCountKey(n.id), ports: 0 },
           ConditionExpression: "attribute_not_exists(pk)",
         },
       },
+      ...(vlan
+        ? [
+            {
+              Put: {
+                TableName: networkingTable(),
+                Item: { ...vlan, vlan_network: n.id },
+                ConditionExpression: "attribute_not_exists(pk)",
+              },
+            },
+          ]
+        : []),
     ],
   });
-  if (ok || (await getNetwork(n.id))) return ok;
+  if (ok || (await getNetwork(n.id)) || !vlan) return ok;
   throw new NetworkingError(
     409,
     "VlanIdInUse",
     `Unable to create the network. The VLAN ${n["provider:segmentation_id"]} on physical network ${n["provider:physical_network"]} is in use.`,
   );
+}
+
+/** How many ports the network has, by its count (undefined: no count, the network is gone). */
+export async function portCount(networkId: string): Promise<number | undefined> {
+  const r = await dynamo().send(
+    new GetCommand({ TableName: networkingTable(), Key: portCountKey(networkId), ConsistentRead: true }),
+  );
+  return r.Item ? Number(r.Item.ports ?? 0) : undefined;
 }
 
 export const updateNetwork = (id: string, changes: Record<string, unknown>) =>
@@ -77,30 +95,37 @@ const networkInUse = (id: string) =>
 
 /**
  * Delete a network and its subnets: Neutron's NetworkInUse (409) while a port is on it; false
- * when it was already gone. The network's port_count (kept by createPort and deletePort in their
- * transactions) decides, not the lagging index: the delete is conditioned on it.
+ * when it was already gone. Its port count (`ports#<network>`, kept by createPort and deletePort
+ * in their transactions) decides, not the lagging index: the delete goes with the count's, in one
+ * transaction conditioned on it being 0.
  */
 export async function deleteNetwork(id: string): Promise<boolean> {
   const network = await getNetwork(id);
   if (!network) return false;
-  if (((network.port_count as number | undefined) ?? 0) > 0 || (await portsOn(id)).length > 0)
-    throw networkInUse(id);
+  if (((await portCount(id)) ?? 0) > 0 || (await portsOn(id)).length > 0) throw networkInUse(id);
   for (const subnetId of network.subnets) {
     const subnet = await getSubnet(subnetId);
     if (subnet) await deleteSubnet(subnet);
   }
-  const deleted = await conditionHeld(
-    dynamo().send(
-      new DeleteCommand({
-        TableName: networkingTable(),
-        Key: keyOf("network", id),
-        // the index read above lags; the count createPort keeps does not
-        ConditionExpression:
-          "attribute_exists(pk) AND (attribute_not_exists(port_count) OR port_count = :zero)",
-        ExpressionAttributeValues: { ":zero": 0 },
-      }),
-    ),
-  );
+  const deleted = await transactUnlessConditionFails({
+    TransactItems: [
+      {
+        Delete: {
+          TableName: networkingTable(),
+          Key: keyOf("network", id),
+          ConditionExpression: "attribute_exists(pk)",
+        },
+      },
+      {
+        Delete: {
+          TableName: networkingTable(),
+          Key: portCountKey(id),
+          ConditionExpression: "attribute_not_exists(ports) OR ports = :zero",
+          ExpressionAttributeValues: { ":zero": 0 },
+        },
+      },
+    ],
+  });
   if (!deleted && (await getNetwork(id))) throw networkInUse(id);
   // its VLAN goes free after it (a crash between the two leaves the VLAN held, never shared)
   const vlan = vlanKeyOf(network);

@@ -17,6 +17,7 @@ import {
   networkingTable,
   notFound,
   type Port,
+  portCountKey,
   updateAttributes,
 } from "./table.js";
 
@@ -30,8 +31,9 @@ export async function createPort(port: NewPort & { fixed_ips?: FixedIp[] }): Pro
   const { fixed_ips, ...rest } = port;
   const ips = Object.fromEntries((fixed_ips ?? []).map((f) => [f.subnet_id, f.ip_address]));
   const mac = typeof port.mac_address === "string" ? macKey(port.network_id, port.mac_address) : undefined;
-  // the network counts its ports in the same transaction (port_count), so a network's delete,
-  // conditioned on none, never leaves a port behind however the two race
+  // the network's count of its ports goes up in the same transaction (`ports#<network>`, there
+  // while the network is), so a network's delete, conditioned on none, never leaves a port
+  // behind however the two race
   const ok = await transactUnlessConditionFails({
     TransactItems: [
       {
@@ -44,8 +46,8 @@ export async function createPort(port: NewPort & { fixed_ips?: FixedIp[] }): Pro
       {
         Update: {
           TableName: networkingTable(),
-          Key: keyOf("network", port.network_id),
-          UpdateExpression: "ADD port_count :one",
+          Key: portCountKey(port.network_id),
+          UpdateExpression: "ADD ports :one",
           ConditionExpression: "attribute_exists(pk)",
           ExpressionAttributeValues: { ":one": 1 },
         },
@@ -178,8 +180,8 @@ export async function deletePort(id: string): Promise<boolean> {
       {
         Update: {
           TableName: networkingTable(),
-          Key: keyOf("network", port.network_id),
-          UpdateExpression: "ADD port_count :minus",
+          Key: portCountKey(port.network_id),
+          UpdateExpression: "ADD ports :minus",
           ConditionExpression: "attribute_exists(pk)",
           ExpressionAttributeValues: { ":minus": -1 },
         },

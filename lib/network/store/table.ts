@@ -14,6 +14,11 @@
 //   network per VLAN, reserved in createNetwork's transaction).
 // - `mac#<network>#<MAC>`, naming the port that has the MAC on the network (createPort's
 //   transaction).
+// - `ports#<network>`, the count of the network's ports (`ports`), made and deleted with the
+//   network in one transaction and kept by every port's create and delete in theirs: a network's
+//   delete is conditioned on it. An item of its own, not an attribute of the network's: the
+//   network item is in the by-kind index whole, so a count on it cost every port's create and
+//   delete a rewrite of that entry too.
 // - `cursor#<subnet>`, a counter advanced with ADD by every unasked allocation: each try takes
 //   the next address of the pools in order (wrapping), so concurrent allocations try different
 //   addresses instead of all racing for the lowest free one, and a try costs one UpdateItem and
@@ -28,8 +33,8 @@
 // Indexes: `by-kind` for whole-kind listings, `by-network` for a network's subnets and ports,
 // `by-holder` (sparse, keys only) for the addresses a port holds: a port's delete frees them all,
 // including one won but not yet recorded on the port item when a crash came between the two
-// writes. Indexes are eventually consistent: a network's delete is conditioned on the port count
-// kept on its item instead; a subnet's in-use check reads the index.
+// writes. Indexes are eventually consistent: a network's delete is conditioned on its port count
+// (`ports#<network>`) instead; a subnet's in-use check reads the index.
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../../aws/clients.js";
 import { conditionHeld, unlessConditionFails } from "../../aws/dynamo-errors.js";
@@ -108,6 +113,7 @@ export const notFound = (kind: "Network" | "Subnet" | "Port", id: string) =>
 export const keyOf = (kind: Kind, id: string) => ({ pk: `${kind}#${id}` });
 export const ipKey = (subnetId: string, address: string) => ({ pk: `ip#${subnetId}#${address}` });
 export const cursorKey = (subnetId: string) => ({ pk: `cursor#${subnetId}` });
+export const portCountKey = (networkId: string) => ({ pk: `ports#${networkId}` });
 
 export function strip<T>(item: Record<string, unknown>): T {
   const { pk: _pk, kind, ips, ...rest } = item;
@@ -125,10 +131,18 @@ export function strip<T>(item: Record<string, unknown>): T {
   return rest as T;
 }
 
-export async function get<T>(kind: Kind, id: string): Promise<T | undefined> {
-  const r = await dynamo().send(
-    new GetCommand({ TableName: networkingTable(), Key: keyOf(kind, id), ConsistentRead: true }),
-  );
+/**
+ * One item by id; a strongly consistent read unless `settled` says the caller reads what was
+ * written well before (a build's network and subnets): half the read units, and one not found
+ * is read again consistently, so a network just made is never missed.
+ */
+export async function get<T>(kind: Kind, id: string, settled = false): Promise<T | undefined> {
+  const read = (consistent: boolean) =>
+    dynamo().send(
+      new GetCommand({ TableName: networkingTable(), Key: keyOf(kind, id), ConsistentRead: consistent }),
+    );
+  let r = await read(!settled);
+  if (!r.Item && settled) r = await read(true);
   return r.Item ? strip<T>(r.Item) : undefined;
 }
 
@@ -188,10 +202,7 @@ export async function updateAttributes<T>(
   const values: Record<string, unknown> = { ":one": 1, ...only?.values };
   const sets: string[] = [];
   for (const [i, [k, v]] of Object.entries(changes)
-    .filter(
-      ([k]) =>
-        !["id", "pk", "kind", "subnets", "ips", "fixed_ips", "revision_number", "port_count"].includes(k),
-    )
+    .filter(([k]) => !["id", "pk", "kind", "subnets", "ips", "fixed_ips", "revision_number"].includes(k))
     .entries()) {
     names[`#a${i}`] = k;
     values[`:a${i}`] = v;
@@ -213,9 +224,9 @@ export async function updateAttributes<T>(
   return r ? strip<T>(r.Attributes!) : undefined;
 }
 
-export const getNetwork = (id: string) => get<Network>("network", id);
+export const getNetwork = (id: string, settled = false) => get<Network>("network", id, settled);
 export const listNetworks = () => all<Network>("network");
-export const getSubnet = (id: string) => get<Subnet>("subnet", id);
+export const getSubnet = (id: string, settled = false) => get<Subnet>("subnet", id, settled);
 export const listSubnets = () => all<Subnet>("subnet");
 export const subnetsOn = (networkId: string) => onNetwork<Subnet>(networkId, "subnet");
 export const getPort = (id: string) => get<Port>("port", id);
