@@ -79,8 +79,12 @@ export interface FleetSnapshot {
 
 export function encodeSnapshot(s: FleetSnapshot): EncodedSnapshot {
   const index = new Map<string, number>();
+  // hosts read from a snapshot share their values' objects: each is stringified once
+  const byObject = new WeakMap<object, number>();
   const values: string[] = [];
   const ref = (v: unknown): number => {
+    const known = typeof v === "object" && v !== null ? byObject.get(v) : undefined;
+    if (known !== undefined) return known;
     const text = JSON.stringify(v ?? null);
     let i = index.get(text);
     if (i === undefined) {
@@ -88,6 +92,7 @@ export function encodeSnapshot(s: FleetSnapshot): EncodedSnapshot {
       values.push(text);
       index.set(text, i);
     }
+    if (typeof v === "object" && v !== null) byObject.set(v, i);
     return i;
   };
   const shared = Object.fromEntries(SHARED.map((f) => [f, [] as number[]])) as Record<Shared, number[]>;
