@@ -7,6 +7,7 @@
 // It sits at the bottom of lib's imports: it imports no other folder of lib.
 export {
   apiOptions,
+  fleetSnapshotInterval,
   identityOptions,
   inheritedPath,
   inLambda,

@@ -15,6 +15,7 @@ import type * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { NagSuppressions } from "cdk-nag";
 import { IMAGES_PREFIX } from "../../lib/compute/image-store.js";
 import { option, parseOption, type SchedulerConfig, schedulerEnvironment } from "../../lib/config.js";
+import { FLEET_SNAPSHOT_KEY } from "../../lib/placement/fleet-snapshot-store.js";
 import {
   API_FUNCTION_TIMEOUT_SECONDS,
   BUILD_INTAKE_TIMEOUT_SECONDS,
@@ -350,6 +351,14 @@ export class Functions {
     scheduling.grantWriteData(scheduler);
     // Flavors, images, aggregates and server groups: the filters read them on every decision.
     catalog.grantReadData(scheduler);
+    // The fleet snapshot, one object (lib/conductor/fleet-snapshots.ts): a cold scheduler reads it
+    // (GetObject; HeadObject is authorized as GetObject), a warm one rewrites it. The API's dry
+    // run only reads it. No s3:ListBucket: a missing snapshot then answers 403, read as none.
+    const fleetSnapshot = data.imagesBucket.arnForObjects(FLEET_SNAPSHOT_KEY);
+    scheduler.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ["s3:GetObject", "s3:PutObject"], resources: [fleetSnapshot] }),
+    );
+    api.addToRolePolicy(new iam.PolicyStatement({ actions: ["s3:GetObject"], resources: [fleetSnapshot] }));
     // A claim of a server group's member writes the group's ledger in its transaction (the late
     // affinity / anti-affinity check, lib/placement/group-claims.ts): UpdateItem only.
     catalog.grant(scheduler, "dynamodb:UpdateItem");

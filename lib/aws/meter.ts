@@ -4,6 +4,7 @@
 // on: its middleware then asks DynamoDB for ReturnConsumedCapacity INDEXES (table and each index)
 // on every command that accepts it; while off it passes every call through untouched.
 
+import { AsyncLocalStorage } from "node:async_hooks";
 // The SDK clients' own stack type (@smithy/types, what every @aws-sdk client is built on).
 import type { MiddlewareStack } from "@smithy/types";
 
@@ -58,10 +59,14 @@ const READ_COMMANDS = new Set(["GetItem", "Query", "Scan", "BatchGetItem", "Tran
 
 let enabled = false;
 let usage = new Map<string, CallerUsage>();
+/** the same counts again, of the calls made inside meterScope(name, …), by name (not by caller) */
+let scoped = new Map<string, CallerUsage>();
+const scope = new AsyncLocalStorage<string>();
 
 /** Starts counting from zero. */
 export function startMeter(): void {
   usage = new Map();
+  scoped = new Map();
   enabled = true;
 }
 
@@ -81,8 +86,26 @@ export function meterReading(opts: { reset?: boolean } = {}): MeterReading {
   return out;
 }
 
+/**
+ * Runs `fn` with its calls (and those of everything it starts) counted a second time under
+ * `name`, whoever makes them: what one step costs (a scheduler's cold start), apart from its
+ * caller's other calls. meterReading's counts are unchanged by it.
+ */
+export function meterScope<T>(name: string, fn: () => T): T {
+  return scope.run(name, fn);
+}
+
+/** The counts of each meterScope name so far, as a copy. */
+export function meterScopeReading(): MeterReading {
+  return structuredClone(Object.fromEntries(scoped)) as MeterReading;
+}
+
+/** where record() counts: `usage`, or `scoped` while it counts a call again for its scope */
+let counting: "caller" | "scope" = "caller";
+
 function callerUsage(caller: string): CallerUsage {
-  let u = usage.get(caller);
+  const counts = counting === "caller" ? usage : scoped;
+  let u = counts.get(caller);
   if (!u) {
     u = {
       requests: {},
@@ -92,7 +115,7 @@ function callerUsage(caller: string): CallerUsage {
       conditionalFailures: 0,
       failedWriteUnits: {},
     };
-    usage.set(caller, u);
+    counts.set(caller, u);
   }
   return u;
 }
@@ -273,12 +296,23 @@ export function attachMeter(
         // sees what it built.
         args = { ...args, input: { ...input, ReturnConsumedCapacity: "INDEXES" } };
       }
+      const within = scope.getStore();
+      const count = (output: Record<string, unknown> | undefined, error?: unknown) => {
+        record(service, caller, operation, input, output, error);
+        if (within === undefined) return;
+        counting = "scope";
+        try {
+          record(service, within, operation, input, output, error);
+        } finally {
+          counting = "caller";
+        }
+      };
       try {
         const result = await next(args);
-        record(service, caller, operation, input, result.output as Record<string, unknown>);
+        count(result.output as Record<string, unknown>);
         return result;
       } catch (e) {
-        record(service, caller, operation, input, undefined, e);
+        count(undefined, e);
         throw e;
       }
     },

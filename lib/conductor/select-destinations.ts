@@ -53,6 +53,7 @@ import {
 } from "../scheduler/manager.js";
 import type { ClaimAnswer } from "../scheduler/select.js";
 import type { InstanceGroup, RequestSpec } from "../scheduler/types.js";
+import { countedRefresh, keepFleetSnapshot, snapshotForColdStart } from "./fleet-snapshots.js";
 import { LiveMigrationRefused, liveMigrationChecks } from "./live-migrate.js";
 import { type MoveRefusedAnswer, type NoValidHostAnswer, noValidHostAnswer } from "./types.js";
 
@@ -66,13 +67,17 @@ import { type MoveRefusedAnswer, type NoValidHostAnswer, noValidHostAnswer } fro
  * claims from the feed, or from a claim conflict (a claim is a conditional write).
  */
 // The scheduler reads no table itself: its host states come from Placement's records, read here.
+// A cold container starts from the fleet snapshot (lib/conductor/fleet-snapshots.ts).
 const HOST_READS = {
   all: () => readAllHosts(),
   changes: readChanges,
   hosts: readHosts,
+  snapshot: snapshotForColdStart,
   retentionMs: FEED_RETENTION_S * 1000,
 };
 const containers = perIdentity(() => ({ idle: [] as HostManager[] }));
+/** a container's snapshot write, started after its refresh, done before it takes another decision */
+const snapshotWrites = new WeakMap<HostManager, Promise<void>>();
 
 async function exclusively<T>(fn: (hosts: HostManager) => Promise<T>): Promise<T> {
   const pool = containers.get();
@@ -80,6 +85,8 @@ async function exclusively<T>(fn: (hosts: HostManager) => Promise<T>): Promise<T
   try {
     return await fn(hosts);
   } finally {
+    await snapshotWrites.get(hosts);
+    snapshotWrites.delete(hosts);
     pool.idle.push(hosts);
   }
 }
@@ -397,7 +404,7 @@ async function checkRebuild(req: RebuildRequest, config: SchedulerConfig): Promi
     [id],
   );
   const result = await exclusively(async (hosts) =>
-    plan(await refreshed(hosts, config), spec, [id], instanceHosts, config),
+    plan(await refreshed(hosts, config, { keepSnapshot: true }), spec, [id], instanceHosts, config),
   );
   metrics.schedulerDecisionTime(performance.now() - started);
   const explanation = result.explanations.at(-1)!;
@@ -430,23 +437,29 @@ export async function decideDestinations(
   // the group's late check, in each claim's transaction (the in-process queue spans one container)
   const group = claimGroupOf(request.spec.instance_group);
   const outcome = await exclusively(async (hosts) =>
-    decide(await refreshed(hosts, config), request, config, random, async (c): Promise<ClaimAnswer> => {
-      const r = await claim(c.host.host, c.instance_uuid, c.resources, n, { group }).catch(
-        async (e: unknown) => {
-          // Placement unreachable: give back what this run claimed, so the retried step starts clean.
-          await releaseAll(claimed, n, log);
-          throw e;
-        },
-      );
-      if (!r.claimed) {
-        // The cache was stale about this host: take its current state (the claim read it to
-        // say why), so the next decision does not bet on it again.
-        if (r.current) hosts.learn(r.current, config);
-        return { claimed: false, reason: r.reason };
-      }
-      claimed.push({ instance_uuid: c.instance_uuid, host: c.host.host });
-      return { claimed: true };
-    }),
+    decide(
+      await refreshed(hosts, config, { keepSnapshot: true }),
+      request,
+      config,
+      random,
+      async (c): Promise<ClaimAnswer> => {
+        const r = await claim(c.host.host, c.instance_uuid, c.resources, n, { group }).catch(
+          async (e: unknown) => {
+            // Placement unreachable: give back what this run claimed, so the retried step starts clean.
+            await releaseAll(claimed, n, log);
+            throw e;
+          },
+        );
+        if (!r.claimed) {
+          // The cache was stale about this host: take its current state (the claim read it to
+          // say why), so the next decision does not bet on it again.
+          if (r.current) hosts.learn(r.current, config);
+          return { claimed: false, reason: r.reason };
+        }
+        claimed.push({ instance_uuid: c.instance_uuid, host: c.host.host });
+        return { claimed: true };
+      },
+    ),
   );
   metrics.schedulerDecisionTime(performance.now() - loaded.started);
   return { outcome, claimed };
@@ -492,11 +505,21 @@ export async function planDestinations(spec: RequestSpec): Promise<PlanResult> {
   });
 }
 
-/** The warm host states, refreshed with what changed, over the catalog's aggregates. */
-async function refreshed(hosts: HostManager, config: SchedulerConfig): Promise<Fleet> {
+/**
+ * The warm host states, refreshed with what changed, over the catalog's aggregates. With
+ * `keepSnapshot` (the scheduler's decisions; not the API's dry run, which only reads it) the
+ * snapshot is rewritten from this view when due, while the decision goes on.
+ */
+async function refreshed(
+  hosts: HostManager,
+  config: SchedulerConfig,
+  opts: { keepSnapshot?: boolean } = {},
+): Promise<Fleet> {
   const started = performance.now();
-  const fleet = await hosts.hostStates(await listAggregates(), config);
+  const aggregates = await listAggregates();
+  const fleet = await countedRefresh(hosts, () => hosts.hostStates(aggregates, config));
   metrics.schedulerFleetReadTime(performance.now() - started);
+  if (opts.keepSnapshot) snapshotWrites.set(hosts, keepFleetSnapshot(hosts));
   return fleet;
 }
 

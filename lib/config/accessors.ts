@@ -138,6 +138,11 @@ export function placementAuditGraceSeconds(): number {
   return read("placement_audit_grace_seconds");
 }
 
+/** [placement] fleet_snapshot_interval, seconds. */
+export function fleetSnapshotInterval(): number {
+  return read("fleet_snapshot_interval");
+}
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 export interface ObservabilityOptions {

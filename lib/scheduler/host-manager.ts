@@ -1,14 +1,17 @@
 // Nova's HostManager: the host states a warm scheduler keeps between invocations. A cold start
-// reads the fleet once (parallel Scan segments); after that each decision reads the change feed's
-// entries since its last refresh (lib/placement/feed.ts), then only the provider items it does not
-// already hold at their stamp, so what a decision reads does not grow with the fleet. The cache is
+// reads the fleet snapshot (lib/placement/fleet-snapshot.ts: the hosts as a warm cache held them
+// at a feed position) and goes on from its position as a warm cache would; with no snapshot, or
+// one older than the feed keeps entries, it reads the fleet (parallel Scan segments). After that
+// each decision reads the change feed's entries since its last refresh (lib/placement/feed.ts),
+// then only the provider items it does not already hold at their stamp, so what a decision reads
+// does not grow with the fleet. The cache is
 // never the authority: a claim is a conditional write, so a stale host costs a claim conflict,
 // after which the claim loop moves on and the host is read again (Nova's claim loop; Nomad's
 // snapshot and plan applier).
 import type { Aggregate } from "../catalog/types.js";
 import type { SchedulerConfig } from "../config.js";
 import type { HostChange } from "../placement/feed.js";
-import type { HostRecord } from "../placement/types.js";
+import type { FleetSnapshot, SchedulerHost } from "../placement/fleet-snapshot.js";
 import { isServiceUp } from "../placement-rules.js";
 import { Fleet } from "./fleet.js";
 import { hostAggregates, hostStateOf } from "./host-state.js";
@@ -24,7 +27,8 @@ const AZ_KEY = "availability_zone";
 export const FEED_LAG_MS = 2_000;
 
 export interface RefreshStats {
-  kind: "cold" | "warm";
+  /** cold: the fleet read whole (Scan); snapshot: a cold start from the snapshot and the feed */
+  kind: "cold" | "snapshot" | "warm";
   /** the feed's entries this refresh read (0 when cold) */
   entries: number;
   /** provider items this refresh read */
@@ -35,7 +39,7 @@ export interface RefreshStats {
 }
 
 /** Which of two images of one provider item is the later write. */
-export function isNewer(a: HostRecord, than: HostRecord): boolean {
+export function isNewer(a: SchedulerHost, than: SchedulerHost): boolean {
   // Every later image carries a generation at least as high (claims, releases and inventory
   // changes bump it); writes that do not (service changes) are ordered by their stamp.
   if (a.generation !== than.generation) return a.generation > than.generation;
@@ -43,7 +47,7 @@ export function isNewer(a: HostRecord, than: HostRecord): boolean {
 }
 
 /** The provider as the scheduler reads it, with its service's liveness worked out. */
-function viewOf(h: HostRecord) {
+function viewOf(h: SchedulerHost) {
   return {
     ...h,
     service: {
@@ -55,14 +59,22 @@ function viewOf(h: HostRecord) {
   };
 }
 
-/** Where host states come from: the whole fleet (cold start), the feed since a stamp, some hosts. */
+/**
+ * Where host states come from: the fleet snapshot (a cold start), the whole fleet (a cold start
+ * without a usable snapshot), the feed since a stamp, some hosts.
+ */
 export interface HostReads {
-  all: () => Promise<HostRecord[]>;
+  all: () => Promise<SchedulerHost[]>;
   changes: (since: string) => Promise<HostChange[]>;
-  hosts: (hosts: readonly string[]) => Promise<HostRecord[]>;
+  hosts: (hosts: readonly string[]) => Promise<SchedulerHost[]>;
+  /** the stored snapshot, or undefined when there is none (or it cannot be read: the Scan serves) */
+  snapshot?: () => Promise<FleetSnapshot | undefined>;
   /** how long the feed keeps an entry: a cache last refreshed longer ago (less a minute) is cold */
   retentionMs: number;
 }
+
+/** How much younger than the feed's retention a position must be to go on from it (clock skew, lag). */
+const RETENTION_MARGIN_MS = 60_000;
 
 const entryKey = (c: HostChange) => `${c.changed_at}#${c.host}`;
 
@@ -71,7 +83,7 @@ const WHOLE_READ_MIN = 16;
 
 export class HostManager {
   private fleet: Fleet | undefined;
-  private readonly providers = new Map<string, HostRecord>();
+  private providers = new Map<string, SchedulerHost>();
   /** the catalog's aggregates as the scheduler sees them, and those listing each host */
   private listed: HostAggregate[] = [];
   private byHost = new Map<string, HostAggregate[]>();
@@ -86,6 +98,8 @@ export class HostManager {
    */
   private handled = new Set<string>();
   lastRefresh: RefreshStats | undefined;
+  /** the newest snapshot position this container knows of (read, written or seen): the writer's clue */
+  snapshotPosition = "";
 
   private readonly lagMs: number;
 
@@ -103,10 +117,28 @@ export class HostManager {
     now = Date.now(),
   ): Promise<Fleet> {
     const started = performance.now();
-    const cold = this.fleet === undefined || now - Date.parse(this.since) > this.reads.retentionMs - 60_000;
+    let kind: RefreshStats["kind"] = this.isCold(now) ? "cold" : "warm";
+    if (kind === "cold") {
+      // A usable snapshot is a warm cache's view at its position: go on from there as one would.
+      const snapshot = await this.reads.snapshot?.();
+      if (snapshot && this.usable(snapshot.position, now)) {
+        this.providers = new Map(snapshot.hosts.map((h) => [h.host, h]));
+        this.since = snapshot.position;
+        this.handled.clear();
+        this.snapshotPosition = snapshot.position;
+        kind = "snapshot";
+      } else {
+        this.providers = new Map();
+      }
+    }
+    const cold = kind === "cold";
     const since = new Date(now - this.lagMs).toISOString();
     const entries = cold ? [] : await this.reads.changes(this.since);
-    const wanted = new Set(entries.filter((c) => !this.handled.has(entryKey(c))).map((c) => c.host));
+    // From a snapshot, an entry whose write (or a later one) it holds already is not read again.
+    const held = (c: HostChange) =>
+      this.handled.has(entryKey(c)) ||
+      (kind === "snapshot" && (this.providers.get(c.host)?.changed_at ?? "") >= c.changed_at);
+    const wanted = new Set(entries.filter((c) => !held(c)).map((c) => c.host));
     // A read by key costs a host half a read unit; a Scan reads about four hosts for that, but a
     // whole read is 8 segments' Scans at least. So past a quarter of the fleet and WHOLE_READ_MIN
     // hosts (a cache long idle) the fleet is read whole.
@@ -114,7 +146,7 @@ export class HostManager {
     const read = whole ? await this.reads.all() : wanted.size ? await this.reads.hosts([...wanted]) : [];
     this.since = since;
     if (cold) this.handled.clear();
-    const changed: HostRecord[] = [];
+    const changed: SchedulerHost[] = [];
     for (const rec of read) {
       const known = this.providers.get(rec.host);
       if (known && !isNewer(rec, known)) continue;
@@ -128,7 +160,7 @@ export class HostManager {
       if ((this.providers.get(c.host)?.changed_at ?? "") >= c.changed_at) this.handled.add(entryKey(c));
     }
     const key = aggregatesKey(aggregates);
-    if (cold || key !== this.aggregatesKey) {
+    if (kind !== "warm" || key !== this.aggregatesKey) {
       this.aggregatesKey = key;
       this.listed = aggregates.map(toHostAggregate);
       this.byHost = new Map();
@@ -145,13 +177,32 @@ export class HostManager {
       this.apply(changed, config);
     }
     this.lastRefresh = {
-      kind: cold ? "cold" : "warm",
+      kind,
       entries: entries.length,
       read: read.length,
       applied: changed.length,
       ms: performance.now() - started,
     };
     return this.fleet!;
+  }
+
+  /** The next refresh reads a snapshot or the whole fleet: nothing held, or held too long idle. */
+  isCold(now = Date.now()): boolean {
+    return this.fleet === undefined || !this.usable(this.since, now);
+  }
+
+  /** A position the feed still holds every entry after. */
+  private usable(position: string, now: number): boolean {
+    return now - Date.parse(position) <= this.reads.retentionMs - RETENTION_MARGIN_MS;
+  }
+
+  /**
+   * What a snapshot of this cache would hold: every provider as held, current to the feed position
+   * the next refresh reads after. Undefined before the first refresh.
+   */
+  view(): { position: string; hosts: SchedulerHost[] } | undefined {
+    if (!this.fleet) return undefined;
+    return { position: this.since, hosts: [...this.providers.values()] };
   }
 
   /** The cached state of one host, as the next decision will see it before refreshing. */
@@ -161,7 +212,7 @@ export class HostManager {
   }
 
   /** A provider item read outside a refresh (after a claim conflict): the cache takes it if newer. */
-  learn(rec: HostRecord, config: Pick<SchedulerConfig, "default_availability_zone">): void {
+  learn(rec: SchedulerHost, config: Pick<SchedulerConfig, "default_availability_zone">): void {
     const known = this.providers.get(rec.host);
     if (known && !isNewer(rec, known)) return;
     this.providers.set(rec.host, rec);
@@ -169,7 +220,7 @@ export class HostManager {
   }
 
   /** Changed hosts into the fleet; a zone never seen before is a new aggregate (the fleet rebuilds). */
-  private apply(records: HostRecord[], config: Pick<SchedulerConfig, "default_availability_zone">): void {
+  private apply(records: SchedulerHost[], config: Pick<SchedulerConfig, "default_availability_zone">): void {
     const zones = this.zones.size;
     const { states, all } = this.resolve(records, config);
     this.fleet!.update(states, this.zones.size > zones ? { aggregates: all } : {});
@@ -184,6 +235,7 @@ export class HostManager {
     this.since = "";
     this.handled.clear();
     this.lastRefresh = undefined;
+    this.snapshotPosition = "";
   }
 
   private build(config: Pick<SchedulerConfig, "default_availability_zone">): Fleet {
@@ -195,7 +247,7 @@ export class HostManager {
 
   /** Host states with their aggregates: those listing them, else their registered zone's. */
   private resolve(
-    records: readonly HostRecord[],
+    records: readonly SchedulerHost[],
     config: Pick<SchedulerConfig, "default_availability_zone">,
   ): { states: HostState[]; all: HostAggregate[] } {
     const states = records.map((h) =>

@@ -14,6 +14,7 @@ import { buildIntakeConcurrency } from "../../infra/constructs/functions.js";
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
 import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
 import { SCHEDULER_DEFAULTS, schedulerConfig, schedulerEnvironment } from "../../lib/config.js";
+import { FLEET_SNAPSHOT_KEY } from "../../lib/placement/fleet-snapshot-store.js";
 import { BUILD_REQUESTS_QUEUE, DLQ_RETENTION_SECONDS, TABLES } from "../../lib/resources.js";
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
@@ -599,7 +600,34 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         [["s3:DeleteObject", "s3:GetObject"], images],
       ]),
     );
-    expect(s3Statements).toHaveLength(2);
+    // + the fleet snapshot's two, below
+    expect(s3Statements).toHaveLength(4);
+  });
+
+  it("lets the scheduler read and write the fleet snapshot, one object, and the API only read it; no host role reaches it", () => {
+    const [bucketId] = Object.keys(s.template.findResources("AWS::S3::Bucket")) as [string];
+    const snapshot = {
+      "Fn::Join": ["", [{ "Fn::GetAtt": [bucketId, "Arn"] }, `/${FLEET_SNAPSHOT_KEY}`]],
+    };
+    const granted = (fn: string) =>
+      Object.values(s.template.findResources("AWS::IAM::Policy"))
+        .filter((p) => JSON.stringify((p as Resource).Properties.Roles).includes(`${fn}ServiceRole`))
+        .flatMap(
+          (p) =>
+            (
+              (p as Resource).Properties.PolicyDocument as {
+                Statement: { Action: unknown; Resource?: unknown }[];
+              }
+            ).Statement,
+        )
+        .filter((st) => JSON.stringify(st.Resource ?? "").includes(FLEET_SNAPSHOT_KEY))
+        .map((st) => [st.Action, st.Resource]);
+    expect(granted("Scheduler")).toEqual([[["s3:GetObject", "s3:PutObject"], snapshot]]);
+    expect(granted("Api")).toEqual([["s3:GetObject", snapshot]]);
+    for (const fn of ["Conductor", "BuildWatchdog", "ComputeEvents", "BuildIntake"])
+      expect(granted(fn)).toEqual([]);
+    // the hosts' role names images/ only
+    expect(JSON.stringify(s.template.findResources("AWS::IAM::ManagedPolicy"))).not.toContain("fleet/");
   });
 
   it("alarms on every DLQ, failed and timed-out executions, builds in ERROR and NoValidHost, functions and tables", () => {
