@@ -87,6 +87,8 @@ interface Stage {
   skipped?: string;
   /** applied in order, the first rejection wins; none means every host passes */
   checks: StageCheck[];
+  /** the first stage only: the hosts start as these candidates, the others rejected as given */
+  seed?: Seed;
 }
 
 /**
@@ -106,13 +108,20 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   const rejected: number[][] = stages.map(() => []);
   const rejections: Rejection[][] = stages.map(() => []);
   const blocks: RejectedBlock[][] = stages.map(() => []);
+  const seed = stages[0]?.seed;
+  if (seed) {
+    rejected[0] = seed.rejected;
+    rejections[0] = seed.rejections;
+    blocks[0] = seed.blocks;
+  }
 
   // Per aggregate class: the first aggregate check (by its place in `ops`) rejecting it, if any.
   const classes = fleet.aggregateSetCount;
   const members = fleet.aggregateMembers;
   const failAt = new Int32Array(classes).fill(ops.length);
   const failure: (Rejection | undefined)[] = new Array(classes);
-  const firstHostOp = ops.findIndex((op) => op.check.reads !== "aggregates");
+  // A seed rejects hosts before any check: no class can be rejected whole then.
+  const firstHostOp = seed ? 0 : ops.findIndex((op) => op.check.reads !== "aggregates");
   const aggregateOps: number[] = [];
   for (let at = 0; at < ops.length; at++) if (ops[at]!.check.reads === "aggregates") aggregateOps.push(at);
   const bulk = new Uint8Array(classes);
@@ -149,30 +158,39 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   // The fleet's two scratch arrays: runStages is not re-entrant, and its result is a copy.
   let [live, next] = fleet.scratch;
   let count = 0;
-  for (let i = 0; i < n; i++) if (bulk[classOf[i]!] === 0) live[count++] = i;
+  if (seed) {
+    live.set(seed.candidates);
+    count = seed.candidates.length;
+  } else for (let i = 0; i < n; i++) if (bulk[classOf[i]!] === 0) live[count++] = i;
 
   // Where each check's rejections start in its stage's lists: runs to merge back into fleet order.
   const runs: number[][] = stages.map(() => []);
+  // Per aggregate class, its hosts an aggregate check turns away (reused from check to check).
+  const leaving = new Int32Array(classes);
   for (let at = 0; at < ops.length; at++) {
     if (count === 0) break;
     const op = ops[at]!;
     const out = rejected[op.stage]!;
     const why = rejections[op.stage]!;
-    runs[op.stage]!.push(out.length);
     let kept = 0;
     if (op.check.reads === "aggregates") {
       // No class left to turn away here: nothing to pass over.
       if (failing[at] === 0) continue;
-      // This check's place in the order: the hosts of the classes it rejects leave here.
+      // This check's place in the order: the hosts of the classes it rejects leave here, as one
+      // block per class (they share its rejection), not host by host.
+      let gone = 0;
       for (let j = 0; j < count; j++) {
         const i = live[j]!;
         const c = classOf[i]!;
         if (failAt[c] === at) {
-          out.push(i);
-          why.push(failure[c]!);
+          leaving[c]!++;
+          gone++;
         } else next[kept++] = i;
       }
+      if (gone > 0)
+        blocks[op.stage]!.push(...classBlocks(live, count, classOf, failAt, at, leaving, failure, gone));
     } else {
+      runs[op.stage]!.push(out.length);
       const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
       kept = runCheck(fleet, op.check, live, count, next, out, why, memo);
     }
@@ -201,6 +219,43 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     reaching -= gone;
   }
   return { candidates: live.slice(0, count), trace };
+}
+
+/**
+ * The live hosts whose class fails at check `at` (`leaving` counts them by class, and is zeroed
+ * again), one block per class in order of its first host, each block in fleet order, over one
+ * array.
+ */
+function classBlocks(
+  live: Int32Array,
+  count: number,
+  classOf: Int32Array,
+  failAt: Int32Array,
+  at: number,
+  leaving: Int32Array,
+  failure: readonly (Rejection | undefined)[],
+  gone: number,
+): RejectedBlock[] {
+  const all = new Int32Array(gone);
+  // Per class, where its next host goes in `all`.
+  const cursor = new Int32Array(leaving.length);
+  const out: RejectedBlock[] = [];
+  let offset = 0;
+  for (let j = 0; j < count && offset < gone; j++) {
+    const c = classOf[live[j]!]!;
+    const size = leaving[c]!;
+    if (size === 0) continue;
+    cursor[c] = offset;
+    out.push({ positions: all.subarray(offset, offset + size), rejection: failure[c]! });
+    offset += size;
+    leaving[c] = 0;
+  }
+  for (let j = 0; j < count; j++) {
+    const i = live[j]!;
+    const c = classOf[i]!;
+    if (failAt[c] === at) all[cursor[c]!++] = i;
+  }
+  return out;
 }
 
 /**
@@ -294,15 +349,68 @@ export interface EarlierDecision {
   trace: readonly StageTrace[];
 }
 
-const PREVIOUS: Rejection = { summary: "were rejected for an earlier instance of this request" };
-
 /**
  * The 2nd+ instance of a multi-create starts where the previous one left off. A host left out
  * keeps the reason it was left out for (not in the zone, short of memory, running a member of the
  * group…), carried from instance to instance, so a NoValidHost names what excluded each host.
+ * The stage is the previous decision's rejections, taken whole (runStages seeds with them).
  */
 function previousInstanceStage(fleet: Fleet, previous: EarlierDecision | undefined): Stage[] {
   if (!previous) return [];
+  const carried = carriedRejections(fleet, previous);
+  if (!carried) return [{ name: "previous_instance", checks: [previousInstanceCheck(fleet, previous)] }];
+  return [{ name: "previous_instance", checks: [], seed: carried }];
+}
+
+/** Where a decision starts from: its candidates, and the other hosts' rejections. */
+interface Seed {
+  candidates: Int32Array;
+  rejected: number[];
+  rejections: Rejection[];
+  blocks: RejectedBlock[];
+}
+
+/**
+ * Every rejection of an earlier decision, as one stage's: its hosts rejected one by one, merged
+ * into fleet order (each stage's list already is), and its blocks. Undefined when they do not
+ * account for every host that is not a candidate (a stage left untraced), so the caller checks
+ * host by host instead.
+ */
+function carriedRejections(fleet: Fleet, previous: EarlierDecision): Seed | undefined {
+  const lists = previous.trace.filter((s) => s.rejected.length > 0);
+  const blocks = previous.trace.flatMap((s) => s.blocks);
+  let total = previous.candidates.length;
+  for (const s of lists) total += s.rejected.length;
+  for (const b of blocks) total += b.positions.length;
+  if (total !== fleet.size) return undefined;
+  // (Shared with the earlier decision's trace: traces are read only.)
+  if (lists.length <= 1) {
+    const only = lists[0];
+    return {
+      candidates: previous.candidates,
+      rejected: only?.rejected ?? [],
+      rejections: only?.rejections ?? [],
+      blocks,
+    };
+  }
+  const starts: number[] = [];
+  let at = 0;
+  for (const s of lists) {
+    starts.push(at);
+    at += s.rejected.length;
+  }
+  const [rejected, rejections] = mergeRuns(
+    lists.flatMap((s) => s.rejected),
+    lists.flatMap((s) => s.rejections),
+    starts,
+  );
+  return { candidates: previous.candidates, rejected, rejections, blocks };
+}
+
+const PREVIOUS: Rejection = { summary: "were rejected for an earlier instance of this request" };
+
+/** The previous_instance stage host by host: what carriedRejections does when it cannot. */
+function previousInstanceCheck(fleet: Fleet, previous: EarlierDecision): StageCheck {
   const passed = new Uint8Array(fleet.size);
   for (const i of previous.candidates) passed[i] = 1;
   const why = new Array<Rejection | undefined>(fleet.size);
@@ -310,20 +418,7 @@ function previousInstanceStage(fleet: Fleet, previous: EarlierDecision | undefin
     for (const [k, position] of s.rejected.entries()) why[position] = s.rejections[k];
     for (const b of s.blocks) for (const position of b.positions) why[position] = b.rejection;
   }
-  const check: HostCheck = (_h, i) => (passed[i] === 1 ? null : (why[i] ?? PREVIOUS));
-  check.pass = (live, n, next, out, reasons) => {
-    let kept = 0;
-    for (let j = 0; j < n; j++) {
-      const i = live[j]!;
-      if (passed[i] === 1) next[kept++] = i;
-      else {
-        out.push(i);
-        reasons.push(why[i] ?? PREVIOUS);
-      }
-    }
-    return kept;
-  };
-  return [{ name: "previous_instance", checks: [{ check }] }];
+  return { check: (_h, i) => (passed[i] === 1 ? null : (why[i] ?? PREVIOUS)) };
 }
 
 /**
