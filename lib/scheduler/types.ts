@@ -236,9 +236,18 @@ export interface Weigher {
   /** Nova's BaseWeigher.maxval: raw values are clamped to it and it is the normalization ceiling. */
   maxval?: number;
   /** The raw value for this request, or null when every host weighs 0 for it. */
-  prepare(spec: RequestSpec, ctx: WeigherContext): ((host: HostState, i: number) => number) | null;
+  prepare(spec: RequestSpec, ctx: WeigherContext): WeigherValue | null;
   /** the raw value is this one host field, whatever the request: the fleet may read its column directly */
   column?: HostNumber;
+}
+
+/**
+ * A weigher's raw value of the host at position `i`. It may also carry `fill`, the same values for
+ * many positions at once (`raw[j]` for `candidates[j]`), for the fleet's loops.
+ */
+export interface WeigherValue {
+  (host: HostState, i: number): number;
+  fill?: (candidates: Int32Array, raw: Float64Array) => void;
 }
 
 /** Numeric host fields the fleet keeps as arrays by position (read thousands of times per decision). */

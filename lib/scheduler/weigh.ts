@@ -101,7 +101,8 @@ export function weighCandidates(
     } else {
       const value = weigher.prepare(spec, ctx);
       prepared = value !== null;
-      if (value) {
+      if (value?.fill) value.fill(candidates, raw);
+      else if (value) {
         for (let j = 0; j < n; j++) {
           const i = candidates[j]!;
           raw[j] = value(hosts[i]!, i);
