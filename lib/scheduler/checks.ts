@@ -12,15 +12,14 @@ export function belowLimit(
     const max = limit(i);
     return count[i]! < max ? null : reject(count[i]!, max);
   };
-  check.pass = (live, n, next, out, why) => {
+  check.pass = (live, n, next, out) => {
     let kept = 0;
     for (let j = 0; j < n; j++) {
       const i = live[j]!;
       const max = limit(i);
       if (count[i]! < max) next[kept++] = i;
       else {
-        out.push(i);
-        why.push(reject(count[i]!, max));
+        out.reject(i, reject(count[i]!, max));
       }
     }
     return kept;
@@ -53,7 +52,7 @@ export function belowClassLimit(
     const max = limit(i);
     return count[i]! < max ? null : reject(count[i]!, max);
   };
-  check.pass = (live, n, next, out, why) => {
+  check.pass = (live, n, next, out) => {
     let kept = 0;
     for (let j = 0; j < n; j++) {
       const i = live[j]!;
@@ -61,8 +60,7 @@ export function belowClassLimit(
       if (Number.isNaN(max)) max = limit(i);
       if (count[i]! < max) next[kept++] = i;
       else {
-        out.push(i);
-        why.push(reject(count[i]!, max));
+        out.reject(i, reject(count[i]!, max));
       }
     }
     return kept;
@@ -73,14 +71,13 @@ export function belowClassLimit(
 /** A host passes when its bit in `mask` is `passWhen` (a set of hosts by position, e.g. names asked for). */
 export function maskCheck(mask: Uint8Array, passWhen: 0 | 1, rejection: Rejection): HostCheck {
   const check: HostCheck = (_host, i) => (mask[i] === passWhen ? null : rejection);
-  check.pass = (live, n, next, out, why) => {
+  check.pass = (live, n, next, out) => {
     let kept = 0;
     for (let j = 0; j < n; j++) {
       const i = live[j]!;
       if (mask[i] === passWhen) next[kept++] = i;
       else {
-        out.push(i);
-        why.push(rejection);
+        out.reject(i, rejection);
       }
     }
     return kept;

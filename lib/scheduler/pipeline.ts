@@ -15,6 +15,7 @@ import type {
   InstanceLocator,
   PositionsPass,
   Rejection,
+  RejectionSink,
   RequestSpec,
   SpecField,
 } from "./types.js";
@@ -163,15 +164,15 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     count = seed.candidates.length;
   } else for (let i = 0; i < n; i++) if (bulk[classOf[i]!] === 0) live[count++] = i;
 
-  // Where each check's rejections start in its stage's lists: runs to merge back into fleet order.
+  // Every check's rejections, one after the other in the fleet's scratch; per stage, the runs
+  // [start, end) of its checks, to merge into fleet order at the end.
+  const log = new RejectionLog(fleet.rejectionScratch);
   const runs: number[][] = stages.map(() => []);
   // Per aggregate class, its hosts an aggregate check turns away (reused from check to check).
   const leaving = new Int32Array(classes);
   for (let at = 0; at < ops.length; at++) {
     if (count === 0) break;
     const op = ops[at]!;
-    const out = rejected[op.stage]!;
-    const why = rejections[op.stage]!;
     let kept = 0;
     if (op.check.reads === "aggregates") {
       // No class left to turn away here: nothing to pass over.
@@ -190,17 +191,19 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
       if (gone > 0)
         blocks[op.stage]!.push(...classBlocks(live, count, classOf, failAt, at, leaving, failure, gone));
     } else {
-      runs[op.stage]!.push(out.length);
+      const start = log.count;
       const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
-      kept = runCheck(fleet, op.check, live, count, next, out, why, memo);
+      kept = runCheck(fleet, op.check, live, count, next, log, memo);
+      if (log.count > start) runs[op.stage]!.push(start, log.count);
     }
     [live, next] = [next, live];
     count = kept;
   }
 
-  for (const [s, starts] of runs.entries()) {
-    if (starts.length > 1) [rejected[s], rejections[s]] = mergeRuns(rejected[s]!, rejections[s]!, starts);
+  for (const [s, bounds] of runs.entries()) {
+    if (bounds.length > 0) [rejected[s], rejections[s]] = mergeRuns(log.positions, log.reasons, bounds);
   }
+  log.clear();
   const trace: StageTrace[] = [];
   let reaching = n;
   for (const [s, stage] of stages.entries()) {
@@ -271,27 +274,61 @@ function keptVerdicts(
   return fleet.verdicts(check.reads, `${stage.name}\u0000${JSON.stringify(check.inputs)}`);
 }
 
-/** A stage's rejections, made by several checks (each run in order), merged into fleet order. */
-function mergeRuns(positions: number[], why: Rejection[], starts: number[]): [number[], Rejection[]] {
-  const ends = [...starts.slice(1), positions.length];
-  const at = [...starts];
-  const outPositions: number[] = [];
-  const outWhy: Rejection[] = [];
-  for (;;) {
+/**
+ * Rejections made check after check (the runs [start, end) of `bounds`, each in fleet order),
+ * merged into fleet order, in arrays of their exact size.
+ */
+function mergeRuns(
+  positions: ArrayLike<number>,
+  why: ArrayLike<Rejection | undefined>,
+  bounds: readonly number[],
+): [number[], Rejection[]] {
+  let total = 0;
+  for (let r = 0; r < bounds.length; r += 2) total += bounds[r + 1]! - bounds[r]!;
+  const outPositions = new Array<number>(total);
+  const outWhy = new Array<Rejection>(total);
+  const at = bounds.filter((_, k) => k % 2 === 0);
+  const ends = bounds.filter((_, k) => k % 2 === 1);
+  for (let k = 0; k < total; k++) {
     let best = -1;
     for (let r = 0; r < at.length; r++) {
       if (at[r]! < ends[r]! && (best < 0 || positions[at[r]!]! < positions[at[best]!]!)) best = r;
     }
-    if (best < 0) return [outPositions, outWhy];
-    outPositions.push(positions[at[best]!]!);
-    outWhy.push(why[at[best]!]!);
+    outPositions[k] = positions[at[best]!]!;
+    outWhy[k] = why[at[best]!]!;
     at[best]!++;
+  }
+  return [outPositions, outWhy];
+}
+
+/**
+ * The rejections of one runStages, appended in the fleet's scratch (no array grown host by host);
+ * clear() drops its references to them, so they die young once the trace has its copies.
+ */
+class RejectionLog implements RejectionSink {
+  count = 0;
+  readonly positions: Int32Array;
+  readonly reasons: (Rejection | undefined)[];
+
+  constructor(scratch: { positions: Int32Array; reasons: (Rejection | undefined)[] }) {
+    this.positions = scratch.positions;
+    this.reasons = scratch.reasons;
+  }
+
+  reject(i: number, why: Rejection): void {
+    this.positions[this.count] = i;
+    this.reasons[this.count++] = why;
+  }
+
+  clear(): void {
+    this.reasons.fill(undefined, 0, this.count);
+    this.count = 0;
   }
 }
 
 /**
  * One check over the live positions: those passing go to `next` (in order), the others to
- * `out`/`why`. A check reading one facet is answered once per class of hosts sharing it; a check
+ * `out`. A check reading one facet is answered once per class of hosts sharing it; a check
  * with a pass of its own over positions runs that.
  */
 function runCheck(
@@ -300,14 +337,13 @@ function runCheck(
   live: Int32Array,
   count: number,
   next: Int32Array,
-  out: number[],
-  why: Rejection[],
+  out: RejectionSink,
   /** verdicts kept with the fleet for this check, if it has a key */
   memo?: (Rejection | null | undefined)[],
 ): number {
   let kept = 0;
   const pass = check.pass ?? check.check.pass;
-  if (pass) return pass(live, count, next, out, why);
+  if (pass) return pass(live, count, next, out);
   const hosts = fleet.hosts;
   const fn = check.check;
   if (check.reads) {
@@ -322,10 +358,7 @@ function runCheck(
         verdicts[c] = r;
       }
       if (r === null) next[kept++] = i;
-      else {
-        out.push(i);
-        why.push(r);
-      }
+      else out.reject(i, r);
     }
     return kept;
   }
@@ -333,10 +366,7 @@ function runCheck(
     const i = live[j]!;
     const r = fn(hosts[i]!, i);
     if (r === null) next[kept++] = i;
-    else {
-      out.push(i);
-      why.push(r);
-    }
+    else out.reject(i, r);
   }
   return kept;
 }
@@ -393,16 +423,16 @@ function carriedRejections(fleet: Fleet, previous: EarlierDecision): Seed | unde
       blocks,
     };
   }
-  const starts: number[] = [];
+  const bounds: number[] = [];
   let at = 0;
   for (const s of lists) {
-    starts.push(at);
+    bounds.push(at, at + s.rejected.length);
     at += s.rejected.length;
   }
   const [rejected, rejections] = mergeRuns(
     lists.flatMap((s) => s.rejected),
     lists.flatMap((s) => s.rejections),
-    starts,
+    bounds,
   );
   return { candidates: previous.candidates, rejected, rejections, blocks };
 }

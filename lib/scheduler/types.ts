@@ -183,17 +183,16 @@ export interface HostCheck {
   pass?: PositionsPass;
 }
 
+/** Where a pass puts the positions it rejects, in order, each with its rejection. */
+export interface RejectionSink {
+  reject(i: number, why: Rejection): void;
+}
+
 /**
  * A check over `count` live positions (in order): those passing go to `next` (in order), the
- * others to `out` with their rejections in `why`; returns how many passed. Answers as the check.
+ * others to `out` with their rejections; returns how many passed. Answers as the check.
  */
-export type PositionsPass = (
-  live: Int32Array,
-  count: number,
-  next: Int32Array,
-  out: number[],
-  why: Rejection[],
-) => number;
+export type PositionsPass = (live: Int32Array, count: number, next: Int32Array, out: RejectionSink) => number;
 
 export interface HostFilter {
   /** Nova's class name, as enabled_filters names it */
