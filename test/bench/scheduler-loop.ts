@@ -6,7 +6,7 @@ import { performance } from "node:perf_hooks";
 import { summarizeNoValidHost, summarizeSelection } from "../../lib/scheduler/explain.js";
 import { Fleet } from "../../lib/scheduler/fleet.js";
 import { runSchedule, type ScheduleResult, schedule } from "../../lib/scheduler/select.js";
-import type { DecisionExplanation, HostState } from "../../lib/scheduler/types.js";
+import type { DecisionExplanation, HostState, InstanceLocator } from "../../lib/scheduler/types.js";
 import {
   busyConfig,
   driftHost,
@@ -62,8 +62,10 @@ export function runLoop(size: number, opts: LoopOptions, onStep: (step: Step) =>
 
   const drift = new Rng(seeded(seed * 31 + size));
   // Where the instances hints and groups name run: the caller reads them per request; here they
-  // are the fleet's and every instance placed since.
-  const located = new Map(synthetic.hostOf);
+  // are every instance placed since over the fleet's (not a copy of its million entries: the
+  // scheduler holds none of them, and a heap that big only slows its garbage collections).
+  const placed = new Map<string, string>();
+  const located: InstanceLocator = { get: (uuid) => placed.get(uuid) ?? synthetic.hostOf.get(uuid) };
   for (const [n, req] of pending.entries()) {
     // What this invocation's refresh brings (drawn outside the timing: DynamoDB's part).
     const changed: HostState[] = [];
@@ -89,7 +91,7 @@ export function runLoop(size: number, opts: LoopOptions, onStep: (step: Step) =>
     const kept: Step["kept"] = [];
     if (result.ok) {
       for (const p of result.placements) {
-        located.set(p.instance_uuid, p.selected.host);
+        placed.set(p.instance_uuid, p.selected.host);
         const explanation = p.decision.compact({ chosen: p.selected });
         kept.push({ explanation, summary: summarizeSelection(explanation) });
       }
