@@ -20,6 +20,7 @@ export class Fleet implements FleetIndex {
   private classOfFacet!: Record<HostFacet, Int32Array>;
   private classCounts!: Record<HostFacet, number>;
   private scratchArrays!: [Int32Array, Int32Array];
+  private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
   private lists: (readonly HostAggregate[])[] = [];
   private members: Int32Array[] = [];
   private classIds!: Record<HostFacet, Map<string, number>>;
@@ -66,6 +67,11 @@ export class Fleet implements FleetIndex {
     return this.scratchArrays;
   }
 
+  /** room for one decision's rejections, host by host (the scheduler's, one decision at a time) */
+  get rejectionScratch(): { positions: Int32Array; reasons: (Rejection | undefined)[] } {
+    return this.rejectionArrays;
+  }
+
   /** per aggregate class, the aggregate list its hosts share */
   get aggregateLists(): readonly (readonly HostAggregate[])[] {
     return this.lists;
@@ -82,6 +88,7 @@ export class Fleet implements FleetIndex {
     this.list = [...hosts];
     this.aggs = aggregates;
     this.scratchArrays = [new Int32Array(n), new Int32Array(n)];
+    this.rejectionArrays = { positions: new Int32Array(n), reasons: new Array(n).fill(undefined) };
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
     ) as Record<HostNumber, Float64Array>;

@@ -50,6 +50,15 @@ export function hostAttribute(host: HostState, name: string): unknown {
   return v === null ? undefined : v;
 }
 
+/** hostAttribute(host, name) for one name, looked up once: for a query run over every host. */
+export function hostAttributeOf(name: string): (host: HostState) => unknown {
+  const get = Object.hasOwn(ATTRIBUTES, name) ? ATTRIBUTES[name] : undefined;
+  return (host) => {
+    const v = get?.(host);
+    return v === null ? undefined : v;
+  };
+}
+
 export function isFloatAttribute(name: string): boolean {
   return FLOATS.has(name);
 }

@@ -11,6 +11,22 @@ export function parseIp(text: string): Uint8Array | undefined {
   return text.includes(":") ? parseIpv6(text) : parseIpv4(text);
 }
 
+const parsed = new Map<string, Uint8Array | undefined>();
+
+/**
+ * parseIp, remembered: a filter asks it of every host's host_ip for each request. The address
+ * returned is shared, so callers must not modify it. Bounded: forgets everything past 2^18 texts.
+ */
+export function parseIpCached(text: string): Uint8Array | undefined {
+  let ip = parsed.get(text);
+  if (ip === undefined && !parsed.has(text)) {
+    if (parsed.size >= 262144) parsed.clear();
+    ip = parseIp(text);
+    parsed.set(text, ip);
+  }
+  return ip;
+}
+
 /** "a.b.c.d/n", "a.b.c.d" (/32), "x::y/n" or "x::y" (/128), as netaddr.IPNetwork. */
 export function parseNetwork(text: string): IpNetwork | undefined {
   const slash = text.indexOf("/");

@@ -15,6 +15,7 @@ import type {
   InstanceLocator,
   PositionsPass,
   Rejection,
+  RejectionSink,
   RequestSpec,
   SpecField,
 } from "./types.js";
@@ -87,6 +88,8 @@ interface Stage {
   skipped?: string;
   /** applied in order, the first rejection wins; none means every host passes */
   checks: StageCheck[];
+  /** the first stage only: the hosts start as these candidates, the others rejected as given */
+  seed?: Seed;
 }
 
 /**
@@ -106,13 +109,20 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   const rejected: number[][] = stages.map(() => []);
   const rejections: Rejection[][] = stages.map(() => []);
   const blocks: RejectedBlock[][] = stages.map(() => []);
+  const seed = stages[0]?.seed;
+  if (seed) {
+    rejected[0] = seed.rejected;
+    rejections[0] = seed.rejections;
+    blocks[0] = seed.blocks;
+  }
 
   // Per aggregate class: the first aggregate check (by its place in `ops`) rejecting it, if any.
   const classes = fleet.aggregateSetCount;
   const members = fleet.aggregateMembers;
   const failAt = new Int32Array(classes).fill(ops.length);
   const failure: (Rejection | undefined)[] = new Array(classes);
-  const firstHostOp = ops.findIndex((op) => op.check.reads !== "aggregates");
+  // A seed rejects hosts before any check: no class can be rejected whole then.
+  const firstHostOp = seed ? 0 : ops.findIndex((op) => op.check.reads !== "aggregates");
   const aggregateOps: number[] = [];
   for (let at = 0; at < ops.length; at++) if (ops[at]!.check.reads === "aggregates") aggregateOps.push(at);
   const bulk = new Uint8Array(classes);
@@ -149,40 +159,51 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   // The fleet's two scratch arrays: runStages is not re-entrant, and its result is a copy.
   let [live, next] = fleet.scratch;
   let count = 0;
-  for (let i = 0; i < n; i++) if (bulk[classOf[i]!] === 0) live[count++] = i;
+  if (seed) {
+    live.set(seed.candidates);
+    count = seed.candidates.length;
+  } else for (let i = 0; i < n; i++) if (bulk[classOf[i]!] === 0) live[count++] = i;
 
-  // Where each check's rejections start in its stage's lists: runs to merge back into fleet order.
+  // Every check's rejections, one after the other in the fleet's scratch; per stage, the runs
+  // [start, end) of its checks, to merge into fleet order at the end.
+  const log = new RejectionLog(fleet.rejectionScratch);
   const runs: number[][] = stages.map(() => []);
+  // Per aggregate class, its hosts an aggregate check turns away (reused from check to check).
+  const leaving = new Int32Array(classes);
   for (let at = 0; at < ops.length; at++) {
     if (count === 0) break;
     const op = ops[at]!;
-    const out = rejected[op.stage]!;
-    const why = rejections[op.stage]!;
-    runs[op.stage]!.push(out.length);
     let kept = 0;
     if (op.check.reads === "aggregates") {
       // No class left to turn away here: nothing to pass over.
       if (failing[at] === 0) continue;
-      // This check's place in the order: the hosts of the classes it rejects leave here.
+      // This check's place in the order: the hosts of the classes it rejects leave here, as one
+      // block per class (they share its rejection), not host by host.
+      let gone = 0;
       for (let j = 0; j < count; j++) {
         const i = live[j]!;
         const c = classOf[i]!;
         if (failAt[c] === at) {
-          out.push(i);
-          why.push(failure[c]!);
+          leaving[c]!++;
+          gone++;
         } else next[kept++] = i;
       }
+      if (gone > 0)
+        blocks[op.stage]!.push(...classBlocks(live, count, classOf, failAt, at, leaving, failure, gone));
     } else {
+      const start = log.count;
       const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
-      kept = runCheck(fleet, op.check, live, count, next, out, why, memo);
+      kept = runCheck(fleet, op.check, live, count, next, log, memo);
+      if (log.count > start) runs[op.stage]!.push(start, log.count);
     }
     [live, next] = [next, live];
     count = kept;
   }
 
-  for (const [s, starts] of runs.entries()) {
-    if (starts.length > 1) [rejected[s], rejections[s]] = mergeRuns(rejected[s]!, rejections[s]!, starts);
+  for (const [s, bounds] of runs.entries()) {
+    if (bounds.length > 0) [rejected[s], rejections[s]] = mergeRuns(log.positions, log.reasons, bounds);
   }
+  log.clear();
   const trace: StageTrace[] = [];
   let reaching = n;
   for (const [s, stage] of stages.entries()) {
@@ -204,6 +225,43 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
 }
 
 /**
+ * The live hosts whose class fails at check `at` (`leaving` counts them by class, and is zeroed
+ * again), one block per class in order of its first host, each block in fleet order, over one
+ * array.
+ */
+function classBlocks(
+  live: Int32Array,
+  count: number,
+  classOf: Int32Array,
+  failAt: Int32Array,
+  at: number,
+  leaving: Int32Array,
+  failure: readonly (Rejection | undefined)[],
+  gone: number,
+): RejectedBlock[] {
+  const all = new Int32Array(gone);
+  // Per class, where its next host goes in `all`.
+  const cursor = new Int32Array(leaving.length);
+  const out: RejectedBlock[] = [];
+  let offset = 0;
+  for (let j = 0; j < count && offset < gone; j++) {
+    const c = classOf[live[j]!]!;
+    const size = leaving[c]!;
+    if (size === 0) continue;
+    cursor[c] = offset;
+    out.push({ positions: all.subarray(offset, offset + size), rejection: failure[c]! });
+    offset += size;
+    leaving[c] = 0;
+  }
+  for (let j = 0; j < count; j++) {
+    const i = live[j]!;
+    const c = classOf[i]!;
+    if (failAt[c] === at) all[cursor[c]!++] = i;
+  }
+  return out;
+}
+
+/**
  * The verdicts the fleet keeps for a check reading one facet and declaring its inputs, keyed by
  * the stage and the inputs' values; none for a check that does not declare them.
  */
@@ -216,27 +274,61 @@ function keptVerdicts(
   return fleet.verdicts(check.reads, `${stage.name}\u0000${JSON.stringify(check.inputs)}`);
 }
 
-/** A stage's rejections, made by several checks (each run in order), merged into fleet order. */
-function mergeRuns(positions: number[], why: Rejection[], starts: number[]): [number[], Rejection[]] {
-  const ends = [...starts.slice(1), positions.length];
-  const at = [...starts];
-  const outPositions: number[] = [];
-  const outWhy: Rejection[] = [];
-  for (;;) {
+/**
+ * Rejections made check after check (the runs [start, end) of `bounds`, each in fleet order),
+ * merged into fleet order, in arrays of their exact size.
+ */
+function mergeRuns(
+  positions: ArrayLike<number>,
+  why: ArrayLike<Rejection | undefined>,
+  bounds: readonly number[],
+): [number[], Rejection[]] {
+  let total = 0;
+  for (let r = 0; r < bounds.length; r += 2) total += bounds[r + 1]! - bounds[r]!;
+  const outPositions = new Array<number>(total);
+  const outWhy = new Array<Rejection>(total);
+  const at = bounds.filter((_, k) => k % 2 === 0);
+  const ends = bounds.filter((_, k) => k % 2 === 1);
+  for (let k = 0; k < total; k++) {
     let best = -1;
     for (let r = 0; r < at.length; r++) {
       if (at[r]! < ends[r]! && (best < 0 || positions[at[r]!]! < positions[at[best]!]!)) best = r;
     }
-    if (best < 0) return [outPositions, outWhy];
-    outPositions.push(positions[at[best]!]!);
-    outWhy.push(why[at[best]!]!);
+    outPositions[k] = positions[at[best]!]!;
+    outWhy[k] = why[at[best]!]!;
     at[best]!++;
+  }
+  return [outPositions, outWhy];
+}
+
+/**
+ * The rejections of one runStages, appended in the fleet's scratch (no array grown host by host);
+ * clear() drops its references to them, so they die young once the trace has its copies.
+ */
+class RejectionLog implements RejectionSink {
+  count = 0;
+  readonly positions: Int32Array;
+  readonly reasons: (Rejection | undefined)[];
+
+  constructor(scratch: { positions: Int32Array; reasons: (Rejection | undefined)[] }) {
+    this.positions = scratch.positions;
+    this.reasons = scratch.reasons;
+  }
+
+  reject(i: number, why: Rejection): void {
+    this.positions[this.count] = i;
+    this.reasons[this.count++] = why;
+  }
+
+  clear(): void {
+    this.reasons.fill(undefined, 0, this.count);
+    this.count = 0;
   }
 }
 
 /**
  * One check over the live positions: those passing go to `next` (in order), the others to
- * `out`/`why`. A check reading one facet is answered once per class of hosts sharing it; a check
+ * `out`. A check reading one facet is answered once per class of hosts sharing it; a check
  * with a pass of its own over positions runs that.
  */
 function runCheck(
@@ -245,14 +337,13 @@ function runCheck(
   live: Int32Array,
   count: number,
   next: Int32Array,
-  out: number[],
-  why: Rejection[],
+  out: RejectionSink,
   /** verdicts kept with the fleet for this check, if it has a key */
   memo?: (Rejection | null | undefined)[],
 ): number {
   let kept = 0;
   const pass = check.pass ?? check.check.pass;
-  if (pass) return pass(live, count, next, out, why);
+  if (pass) return pass(live, count, next, out);
   const hosts = fleet.hosts;
   const fn = check.check;
   if (check.reads) {
@@ -267,10 +358,7 @@ function runCheck(
         verdicts[c] = r;
       }
       if (r === null) next[kept++] = i;
-      else {
-        out.push(i);
-        why.push(r);
-      }
+      else out.reject(i, r);
     }
     return kept;
   }
@@ -278,10 +366,7 @@ function runCheck(
     const i = live[j]!;
     const r = fn(hosts[i]!, i);
     if (r === null) next[kept++] = i;
-    else {
-      out.push(i);
-      why.push(r);
-    }
+    else out.reject(i, r);
   }
   return kept;
 }
@@ -294,15 +379,68 @@ export interface EarlierDecision {
   trace: readonly StageTrace[];
 }
 
-const PREVIOUS: Rejection = { summary: "were rejected for an earlier instance of this request" };
-
 /**
  * The 2nd+ instance of a multi-create starts where the previous one left off. A host left out
  * keeps the reason it was left out for (not in the zone, short of memory, running a member of the
  * group…), carried from instance to instance, so a NoValidHost names what excluded each host.
+ * The stage is the previous decision's rejections, taken whole (runStages seeds with them).
  */
 function previousInstanceStage(fleet: Fleet, previous: EarlierDecision | undefined): Stage[] {
   if (!previous) return [];
+  const carried = carriedRejections(fleet, previous);
+  if (!carried) return [{ name: "previous_instance", checks: [previousInstanceCheck(fleet, previous)] }];
+  return [{ name: "previous_instance", checks: [], seed: carried }];
+}
+
+/** Where a decision starts from: its candidates, and the other hosts' rejections. */
+interface Seed {
+  candidates: Int32Array;
+  rejected: number[];
+  rejections: Rejection[];
+  blocks: RejectedBlock[];
+}
+
+/**
+ * Every rejection of an earlier decision, as one stage's: its hosts rejected one by one, merged
+ * into fleet order (each stage's list already is), and its blocks. Undefined when they do not
+ * account for every host that is not a candidate (a stage left untraced), so the caller checks
+ * host by host instead.
+ */
+function carriedRejections(fleet: Fleet, previous: EarlierDecision): Seed | undefined {
+  const lists = previous.trace.filter((s) => s.rejected.length > 0);
+  const blocks = previous.trace.flatMap((s) => s.blocks);
+  let total = previous.candidates.length;
+  for (const s of lists) total += s.rejected.length;
+  for (const b of blocks) total += b.positions.length;
+  if (total !== fleet.size) return undefined;
+  // (Shared with the earlier decision's trace: traces are read only.)
+  if (lists.length <= 1) {
+    const only = lists[0];
+    return {
+      candidates: previous.candidates,
+      rejected: only?.rejected ?? [],
+      rejections: only?.rejections ?? [],
+      blocks,
+    };
+  }
+  const bounds: number[] = [];
+  let at = 0;
+  for (const s of lists) {
+    bounds.push(at, at + s.rejected.length);
+    at += s.rejected.length;
+  }
+  const [rejected, rejections] = mergeRuns(
+    lists.flatMap((s) => s.rejected),
+    lists.flatMap((s) => s.rejections),
+    bounds,
+  );
+  return { candidates: previous.candidates, rejected, rejections, blocks };
+}
+
+const PREVIOUS: Rejection = { summary: "were rejected for an earlier instance of this request" };
+
+/** The previous_instance stage host by host: what carriedRejections does when it cannot. */
+function previousInstanceCheck(fleet: Fleet, previous: EarlierDecision): StageCheck {
   const passed = new Uint8Array(fleet.size);
   for (const i of previous.candidates) passed[i] = 1;
   const why = new Array<Rejection | undefined>(fleet.size);
@@ -310,20 +448,7 @@ function previousInstanceStage(fleet: Fleet, previous: EarlierDecision | undefin
     for (const [k, position] of s.rejected.entries()) why[position] = s.rejections[k];
     for (const b of s.blocks) for (const position of b.positions) why[position] = b.rejection;
   }
-  const check: HostCheck = (_h, i) => (passed[i] === 1 ? null : (why[i] ?? PREVIOUS));
-  check.pass = (live, n, next, out, reasons) => {
-    let kept = 0;
-    for (let j = 0; j < n; j++) {
-      const i = live[j]!;
-      if (passed[i] === 1) next[kept++] = i;
-      else {
-        out.push(i);
-        reasons.push(why[i] ?? PREVIOUS);
-      }
-    }
-    return kept;
-  };
-  return [{ name: "previous_instance", checks: [{ check }] }];
+  return { check: (_h, i) => (passed[i] === 1 ? null : (why[i] ?? PREVIOUS)) };
 }
 
 /**

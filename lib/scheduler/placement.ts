@@ -130,7 +130,7 @@ function resourcePass(req: PlacementRequest, fleet: Fleet, check: HostCheck): St
   const used = columns.map((col) => col!.used);
   const capacity = columns.map((col) => col!.capacity);
   const hosts = fleet.hosts;
-  return (live, count, next, out, why) => {
+  return (live, count, next, out) => {
     let kept = 0;
     for (let j = 0; j < count; j++) {
       const i = live[j]!;
@@ -143,8 +143,7 @@ function resourcePass(req: PlacementRequest, fleet: Fleet, check: HostCheck): St
       }
       if (fits) next[kept++] = i;
       else {
-        out.push(i);
-        why.push(check(hosts[i]!, i)!);
+        out.reject(i, check(hosts[i]!, i)!);
       }
     }
     return kept;

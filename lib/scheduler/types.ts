@@ -183,17 +183,16 @@ export interface HostCheck {
   pass?: PositionsPass;
 }
 
+/** Where a pass puts the positions it rejects, in order, each with its rejection. */
+export interface RejectionSink {
+  reject(i: number, why: Rejection): void;
+}
+
 /**
  * A check over `count` live positions (in order): those passing go to `next` (in order), the
- * others to `out` with their rejections in `why`; returns how many passed. Answers as the check.
+ * others to `out` with their rejections; returns how many passed. Answers as the check.
  */
-export type PositionsPass = (
-  live: Int32Array,
-  count: number,
-  next: Int32Array,
-  out: number[],
-  why: Rejection[],
-) => number;
+export type PositionsPass = (live: Int32Array, count: number, next: Int32Array, out: RejectionSink) => number;
 
 export interface HostFilter {
   /** Nova's class name, as enabled_filters names it */
@@ -236,9 +235,18 @@ export interface Weigher {
   /** Nova's BaseWeigher.maxval: raw values are clamped to it and it is the normalization ceiling. */
   maxval?: number;
   /** The raw value for this request, or null when every host weighs 0 for it. */
-  prepare(spec: RequestSpec, ctx: WeigherContext): ((host: HostState, i: number) => number) | null;
+  prepare(spec: RequestSpec, ctx: WeigherContext): WeigherValue | null;
   /** the raw value is this one host field, whatever the request: the fleet may read its column directly */
   column?: HostNumber;
+}
+
+/**
+ * A weigher's raw value of the host at position `i`. It may also carry `fill`, the same values for
+ * many positions at once (`raw[j]` for `candidates[j]`), for the fleet's loops.
+ */
+export interface WeigherValue {
+  (host: HostState, i: number): number;
+  fill?: (candidates: Int32Array, raw: Float64Array) => void;
 }
 
 /** Numeric host fields the fleet keeps as arrays by position (read thousands of times per decision). */

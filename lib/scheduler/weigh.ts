@@ -101,7 +101,8 @@ export function weighCandidates(
     } else {
       const value = weigher.prepare(spec, ctx);
       prepared = value !== null;
-      if (value) {
+      if (value?.fill) value.fill(candidates, raw);
+      else if (value) {
         for (let j = 0; j < n; j++) {
           const i = candidates[j]!;
           raw[j] = value(hosts[i]!, i);
@@ -112,23 +113,25 @@ export function weighCandidates(
     // weigher said, for the explanation. Clamping rarely changes anything: copy only if it does.
     // One pass finds whether it does and the bounds of the clamped values (normalize()'s).
     let bounded: Float64Array = raw;
-    let min = minval ?? clamp(raw[0]!, minval, maxval);
-    let max = maxval ?? clamp(raw[0]!, minval, maxval);
     let clamps = false;
     // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0.
     const allZero = !weigher.column && !prepared;
     // (bounds as plain numbers, so the loop compares numbers only: ±Infinity clamp nothing)
     const lo = minval ?? Number.NEGATIVE_INFINITY;
     const hi = maxval ?? Number.POSITIVE_INFINITY;
-    const trackMin = minval === undefined;
-    const trackMax = maxval === undefined;
+    // The clamped values' bounds, both always (no branch on which are wanted inside the loop),
+    // starting from the first as normalize() does.
+    let lowest = clamp(raw[0]!, minval, maxval);
+    let highest = lowest;
     for (let j = 0; j < n && !allZero; j++) {
       const v = raw[j]!;
       const c = v < lo ? lo : v > hi ? hi : v;
       if (c !== v) clamps = true;
-      if (trackMax && c > max) max = c;
-      if (trackMin && c < min) min = c;
+      if (c > highest) highest = c;
+      if (c < lowest) lowest = c;
     }
+    const min = minval ?? lowest;
+    const max = maxval ?? highest;
     if (clamps || (allZero && clamp(0, minval, maxval) !== 0)) bounded = clampAll(raw, minval, maxval);
     const table = fleet.multipliers(
       weigher.multiplierOption,

@@ -17,6 +17,10 @@ interface Requirement {
   /** unscoped: only checked where the host has the attribute or stat */
   unscoped: boolean;
   rejection: Rejection;
+  /** the verdict by capability value: few values, thousands of hosts */
+  verdicts: Map<string, Rejection | null>;
+  /** the rejection of a host without the capability */
+  absent: Rejection;
 }
 
 export const ComputeCapabilitiesFilter: HostFilter = {
@@ -38,6 +42,11 @@ export const ComputeCapabilitiesFilter: HostFilter = {
         float: scope.length === 1 && isFloatAttribute(scope[0]!),
         unscoped,
         rejection: { summary: `do not match extra spec ${key}=${req}` },
+        verdicts: new Map(),
+        absent: {
+          summary: `do not match extra spec ${key}=${req}`,
+          reason: `host has no capability ${scope.join(":")}`,
+        },
       });
     }
     if (requirements.length === 0) return null;
@@ -45,12 +54,16 @@ export const ComputeCapabilitiesFilter: HostFilter = {
       for (const r of requirements) {
         if (r.unscoped && !hasHostAttribute(r.key) && !(r.key in host.stats)) continue;
         const cap = hostCapability(host, r.scope);
-        if (cap === undefined)
-          return { ...r.rejection, reason: `host has no capability ${r.scope.join(":")}` };
+        if (cap === undefined) return r.absent;
         const value = pyStr(cap, r.float);
-        if (!r.matches(value)) {
-          return { ...r.rejection, reason: `capability ${r.scope.join(":")} is ${value}, not ${r.req}` };
+        let verdict = r.verdicts.get(value);
+        if (verdict === undefined) {
+          verdict = r.matches(value)
+            ? null
+            : { ...r.rejection, reason: `capability ${r.scope.join(":")} is ${value}, not ${r.req}` };
+          r.verdicts.set(value, verdict);
         }
+        if (verdict) return verdict;
       }
       return null;
     };

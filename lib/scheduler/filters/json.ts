@@ -5,7 +5,7 @@
 // Python's semantics throughout: a list result passes if any element is true, a missing
 // attribute is dropped from the arguments, and a comparison needs at least two arguments.
 import { schedulerHint } from "../hints.js";
-import { hostAttribute } from "../host-view.js";
+import { hostAttributeOf } from "../host-view.js";
 import { pyCompare, pyEquals, truthy } from "../python.js";
 import type { HostFilter, HostState, Rejection } from "../types.js";
 
@@ -18,19 +18,28 @@ const compare =
   (ok: (d: number) => boolean): Command =>
   (args) => {
     if (args.length < 2) return false;
-    return args.slice(1).every((arg) => {
-      const d = pyCompare(args[0], arg);
+    for (let k = 1; k < args.length; k++) {
+      const d = pyCompare(args[0], args[k]);
       if (d === undefined)
-        throw new InvalidQuery(`cannot order ${JSON.stringify(args[0])} and ${JSON.stringify(arg)}`);
-      return ok(d);
-    });
+        throw new InvalidQuery(`cannot order ${JSON.stringify(args[0])} and ${JSON.stringify(args[k])}`);
+      if (!ok(d)) return false;
+    }
+    return true;
   };
 
+// (Loops, not args.slice(1).every(…): they run for every host, and allocate nothing.)
 const COMMANDS: Readonly<Record<string, Command>> = {
-  "=": (args) => args.length >= 2 && args.slice(1).every((arg) => pyEquals(args[0], arg)),
+  "=": (args) => {
+    if (args.length < 2) return false;
+    for (let k = 1; k < args.length; k++) if (!pyEquals(args[0], args[k])) return false;
+    return true;
+  },
   "<": compare((d) => d < 0),
   ">": compare((d) => d > 0),
-  in: (args) => args.length >= 2 && args.slice(1).some((arg) => pyEquals(args[0], arg)),
+  in: (args) => {
+    for (let k = 1; k < args.length; k++) if (pyEquals(args[0], args[k])) return true;
+    return false;
+  },
   "<=": compare((d) => d <= 0),
   ">=": compare((d) => d >= 0),
   not: (args) => args.map((arg) => !truthy(arg)),
@@ -56,10 +65,11 @@ export const JsonFilter: HostFilter = {
     }
     const summary = `do not match the query ${typeof hint === "string" ? hint : JSON.stringify(hint)}`;
     const rejection: Rejection = { summary };
+    const evaluate = compile(query);
     return (host) => {
       let result: unknown;
       try {
-        result = evaluate(query, host);
+        result = evaluate(host);
       } catch (e) {
         if (!(e instanceof InvalidQuery)) throw e;
         return { summary, reason: `the query is invalid for this host: ${e.message}` };
@@ -70,30 +80,56 @@ export const JsonFilter: HostFilter = {
   },
 };
 
-function evaluate(query: unknown, host: HostState): unknown {
-  if (!truthy(query)) return true;
-  if (!Array.isArray(query)) throw new InvalidQuery("a query is a list");
+type Evaluator = (host: HostState) => unknown;
+
+/**
+ * The query as a function of the host, its operators and attribute paths resolved once per
+ * request rather than once per host. It evaluates as the query would, argument by argument, and
+ * throws the same InvalidQuery at the same point.
+ */
+function compile(query: unknown): Evaluator {
+  if (!truthy(query)) return () => true;
+  if (!Array.isArray(query)) return invalid("a query is a list");
   const command =
     typeof query[0] === "string" && Object.hasOwn(COMMANDS, query[0]) ? COMMANDS[query[0]] : undefined;
-  if (!command) throw new InvalidQuery(`unknown operator ${JSON.stringify(query[0])}`);
-  const args: unknown[] = [];
-  for (let arg of query.slice(1)) {
-    if (Array.isArray(arg)) arg = evaluate(arg, host);
-    else if (typeof arg === "string") arg = lookup(arg, host);
-    if (arg !== undefined && arg !== null) args.push(arg);
-  }
-  return command(args);
+  if (!command) return invalid(`unknown operator ${JSON.stringify(query[0])}`);
+  const parts = Array.from(query.slice(1), argument);
+  return (host) => {
+    const args: unknown[] = [];
+    for (const part of parts) {
+      const arg = part(host);
+      if (arg !== undefined && arg !== null) args.push(arg);
+    }
+    return command(args);
+  };
+}
+
+function invalid(message: string): Evaluator {
+  return () => {
+    throw new InvalidQuery(message);
+  };
+}
+
+/** A list is a query; text is a lookup; anything else is itself. */
+function argument(arg: unknown): Evaluator {
+  if (Array.isArray(arg)) return compile(arg);
+  if (typeof arg === "string") return lookup(arg);
+  return () => arg;
 }
 
 /** _parse_string: "$attr.key…" reads the host; other text is itself; "" is None. */
-function lookup(text: string, host: HostState): unknown {
-  if (!text) return undefined;
-  if (!text.startsWith("$")) return text;
+function lookup(text: string): Evaluator {
+  if (!text) return () => undefined;
+  if (!text.startsWith("$")) return () => text;
   const [name, ...path] = text.slice(1).split(".");
-  let obj = hostAttribute(host, name!);
-  for (const key of path) {
-    if (obj === undefined || obj === null || typeof obj !== "object" || Array.isArray(obj)) return undefined;
-    obj = (obj as Record<string, unknown>)[key];
-  }
-  return obj ?? undefined;
+  const attribute = hostAttributeOf(name!);
+  return (host) => {
+    let obj = attribute(host);
+    for (const key of path) {
+      if (obj === undefined || obj === null || typeof obj !== "object" || Array.isArray(obj))
+        return undefined;
+      obj = (obj as Record<string, unknown>)[key];
+    }
+    return obj ?? undefined;
+  };
 }

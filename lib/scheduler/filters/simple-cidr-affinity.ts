@@ -1,7 +1,7 @@
 // Nova's SimpleCIDRAffinityFilter: hints build_near_host_ip and cidr (default "/24"): only hosts
 // whose host_ip is in that network. Nova concatenates the two, so cidr is written "/24".
 import { schedulerHint } from "../hints.js";
-import { inNetwork, parseIp, parseNetwork } from "../ip.js";
+import { inNetwork, parseIpCached, parseNetwork } from "../ip.js";
 import type { HostFilter } from "../types.js";
 
 export const SimpleCIDRAffinityFilter: HostFilter = {
@@ -21,7 +21,7 @@ export const SimpleCIDRAffinityFilter: HostFilter = {
     }
     const summary = `are not in ${network}`;
     return (host) => {
-      const ip = parseIp(host.host_ip);
+      const ip = parseIpCached(host.host_ip);
       if (!ip) return { summary, reason: `host_ip "${host.host_ip}" is not an IP address` };
       return inNetwork(ip, net) ? null : { summary, reason: `host_ip ${host.host_ip} is not in ${network}` };
     };

@@ -1,6 +1,6 @@
 // Nova's CPUWeigher: more free vCPUs (total × cpu_allocation_ratio − used) weigh more
 // (spreading); a negative multiplier stacks.
-import type { Weigher } from "../types.js";
+import type { Weigher, WeigherValue } from "../types.js";
 
 export const CPUWeigher: Weigher = {
   name: "CPUWeigher",
@@ -10,6 +10,13 @@ export const CPUWeigher: Weigher = {
     const total = ctx.fleet.column("vcpus_total");
     const ratio = ctx.fleet.column("cpu_allocation_ratio");
     const used = ctx.fleet.column("vcpus_used");
-    return (_host, i) => total[i]! * ratio[i]! - used[i]!;
+    const value: WeigherValue = (_host, i) => total[i]! * ratio[i]! - used[i]!;
+    value.fill = (candidates, raw) => {
+      for (let j = 0; j < candidates.length; j++) {
+        const i = candidates[j]!;
+        raw[j] = total[i]! * ratio[i]! - used[i]!;
+      }
+    };
+    return value;
   },
 };

@@ -3,7 +3,7 @@
 // weight_of_unavailable — unless that metric's ratio × the host's multiplier is 0.
 import { weightMultiplier } from "../aggregates.js";
 import { pyFloat } from "../python.js";
-import type { HostState, Weigher } from "../types.js";
+import type { HostState, Weigher, WeigherValue } from "../types.js";
 
 /** Nova's ComputeHostMetricNotFound: the request fails, as in Nova. */
 export class ComputeHostMetricNotFound extends Error {
@@ -43,17 +43,33 @@ export const MetricsWeigher: Weigher = {
       return undefined;
     };
     const columns = names.map((name) => ctx.fleet.metric(name));
-    return (host, i) => {
-      let value = 0.0;
+    const value: WeigherValue = (host, i) => {
+      let sum = 0.0;
       for (let k = 0; k < columns.length; k++) {
         const col = columns[k]!;
-        if (col.has[i] === 1) value += col.value[i]! * ratios[k]!;
+        if (col.has[i] === 1) sum += col.value[i]! * ratios[k]!;
         else {
           const v = missing(host, k);
           if (v !== undefined) return v;
         }
       }
-      return value;
+      return sum;
     };
+    const hosts = ctx.fleet;
+    value.fill = (candidates, raw) => {
+      for (let j = 0; j < candidates.length; j++) {
+        const i = candidates[j]!;
+        let sum = 0.0;
+        let k = 0;
+        for (; k < columns.length; k++) {
+          const col = columns[k]!;
+          if (col.has[i] !== 1) break;
+          sum += col.value[i]! * ratios[k]!;
+        }
+        // A missing metric: the host by host rule, which may throw or weigh it as unavailable.
+        raw[j] = k === columns.length ? sum : value(hosts.hostAt(i), i);
+      }
+    };
+    return value;
   },
 };
