@@ -112,10 +112,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     // Hosts report to compute-events from their first step: its function is set before any starts.
     const events = computeEvents(stack, handlerOf, builds, opts.faults?.computeEventsDelayMs);
     deployed.serveComputeEvents(events.handler);
-    const hosts = await startHosts(opts, names, emulators, {
-      eventsUrl: deployed.eventsUrl,
-      computeQueuePrefix: stack.computeQueuePrefix,
-    });
+    const hosts = await startHosts(
+      opts,
+      names,
+      emulators,
+      { eventsUrl: deployed.eventsUrl, computeQueuePrefix: stack.computeQueuePrefix },
+      { computeEventsConcurrency: stack.account.reservedOf("novaless-compute-events") },
+    );
     stops.push(() => hosts.stop());
     stops.push(await startIntake(opts, stack, deployed.buildRequests.queueUrl, handlerOf, builds));
     const watchdog = startWatchdog(stack, handlerOf, opts.watchdogIntervalMs ?? 10_000);

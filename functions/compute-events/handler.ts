@@ -3,8 +3,8 @@ import { applyReportRequest } from "../../lib/conductor/compute-events.js";
 import { withObservability } from "../../lib/metrics.js";
 
 /**
- * A host's report, POSTed to the function URL (AWS_IAM): 200 applied; 400 dead-lettered with its
- * reason (sending it again would not help); a failure throws, Lambda answers 502 and the host
+ * A host's report, POSTed to the function URL (AWS_IAM): 200 applied (a registration's answer
+ * names the host's queue); 400 dead-lettered with its reason (sending it again would not help); a failure throws, Lambda answers 502 and the host
  * sends it again.
  */
 export async function handler(
@@ -27,6 +27,6 @@ export async function handler(
       body,
       senderId: event.requestContext.authorizer.iam.userId,
     });
-    return outcome.applied ? answer(200, { applied: true }) : answer(400, { dead_lettered: outcome.reason });
+    return outcome.applied ? answer(200, outcome) : answer(400, { dead_lettered: outcome.reason });
   });
 }

@@ -36,8 +36,8 @@ export interface RegisterOptions {
 
 /**
  * Nova's compute service start: report the host (inventory, hypervisor, the guests it runs) and
- * wait for its queues, which compute-events creates and tags with the host's name (the host may
- * not create queues). What every transport does before it takes messages.
+ * take its queues, which compute-events creates and tags with the host's name (the host may not
+ * create queues) and names in its answer. What every transport does before it takes messages.
  */
 export async function registerComputeHost(
   h: HostIdentity,
@@ -47,7 +47,7 @@ export async function registerComputeHost(
   const d = h.driver;
   const name = computeQueueName(opts.computeQueuePrefix, h.host, DLQ_SUFFIX);
   let created = opts.queueCreated?.(name);
-  await reporter.send(
+  const { answer } = await reporter.send(
     "register",
     {
       availability_zone: h.availability_zone,
@@ -60,6 +60,10 @@ export async function registerComputeHost(
     },
     opts.signal,
   );
+  const queueUrl = queueUrlOf(answer);
+  // compute-events creates the DLQ first, beside the queue: its URL is the queue's and the suffix
+  if (queueUrl) return { queueUrl, dlqUrl: `${queueUrl}${DLQ_SUFFIX}` };
+  // A compute-events that does not name the queue (one deployed before it did): ask SQS for it.
   const waitMs = opts.queueWaitMs ?? 60_000;
   const deadline = Date.now() + waitMs;
   for (let pause = 50; ; pause = Math.min(2000, pause * 2)) {
@@ -67,7 +71,6 @@ export async function registerComputeHost(
       const queue = await sqsClient().send(new GetQueueUrlCommand({ QueueName: name }), {
         abortSignal: opts.signal,
       });
-      // compute-events creates the DLQ first, beside the queue: its URL is the queue's and the suffix
       return { queueUrl: queue.QueueUrl!, dlqUrl: `${queue.QueueUrl!}${DLQ_SUFFIX}` };
     } catch (e) {
       // Not there yet, or not tagged for this host yet: SQS says one or the other.
@@ -88,5 +91,16 @@ export async function registerComputeHost(
       }
       await new Promise((r) => setTimeout(r, pause));
     }
+  }
+}
+
+/** The queue URL a registration's answer names, if it names one. */
+function queueUrlOf(answer: string | undefined): string | undefined {
+  if (!answer) return undefined;
+  try {
+    const url = (JSON.parse(answer) as { queue_url?: unknown }).queue_url;
+    return typeof url === "string" && url ? url : undefined;
+  } catch {
+    return undefined;
   }
 }

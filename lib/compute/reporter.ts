@@ -30,6 +30,8 @@ const SPOOLED_TRY_MS = 35_000;
 /** What sending a report gives: for a spooled one, kept; `delivered` says when compute-events applied it. */
 export interface Sent {
   delivered: Promise<boolean>;
+  /** what compute-events answered a report sent directly (a registration's names the host's queue) */
+  answer?: string;
 }
 
 /**
@@ -86,17 +88,13 @@ export class Reporter {
     // Signed as the host's session: compute-events reads who sent it from the signature.
     const post = () =>
       this.asHost(() => postToFunctionUrl(this.eventsUrl, json, { ...DIRECT_RETRIES, signal }));
-    if (kind !== "register") {
-      await post();
-      return { delivered: Promise.resolve(true) };
-    }
+    if (kind !== "register") return { delivered: Promise.resolve(true), answer: await post() };
     // Registration is tried until compute-events answers, or the agent stops: an agent started
     // during an outage of compute-events comes up as it ends, its spool with it. A refusal (a
     // 4xx other than 429: the host's credentials, its report) ends the start: an operator must look.
     for (;;) {
       try {
-        await post();
-        return { delivered: Promise.resolve(true) };
+        return { delivered: Promise.resolve(true), answer: await post() };
       } catch (e) {
         if (signal?.aborted || (e instanceof FunctionUrlError && !retryableStatus(e.status))) throw e;
         // a line a minute or so for the operator (a wrong events_url looks the same)

@@ -36,8 +36,11 @@ export interface ReportRecord {
   senderId?: string;
 }
 
-/** What a report's POST is answered: applied, or dead-lettered with its reason (a retry would not help). */
-export type ReportOutcome = { applied: true } | { applied: false; reason: string };
+/**
+ * What a report's POST is answered: applied (a registration with the host's queue, so the host
+ * need not ask SQS for it), or dead-lettered with its reason (a retry would not help).
+ */
+export type ReportOutcome = { applied: true; queue_url?: string } | { applied: false; reason: string };
 
 /**
  * One report as a host posted it. A failure throws (the function answers 5xx and the host sends
@@ -45,8 +48,8 @@ export type ReportOutcome = { applied: true } | { applied: false; reason: string
  */
 export async function applyReportRequest(r: ReportRecord): Promise<ReportOutcome> {
   try {
-    const reason = await applyRecord(r);
-    return reason === undefined ? { applied: true } : { applied: false, reason };
+    const outcome = await applyRecord(r);
+    return typeof outcome === "string" ? { applied: false, reason: outcome } : { applied: true, ...outcome };
   } catch (error) {
     rootLog.error("compute_events.report_failed", { message_id: r.messageId, error });
     throw error;
@@ -59,8 +62,8 @@ async function deadLetter(r: ReportRecord, reason: string): Promise<string> {
   return reason;
 }
 
-/** undefined when applied; the reason when dead-lettered */
-async function applyRecord(r: ReportRecord): Promise<string | undefined> {
+/** what the host is told when applied; the reason when dead-lettered */
+async function applyRecord(r: ReportRecord): Promise<{ queue_url?: string } | string> {
   const parsed = parseJsonMessage(computeReport, r.body);
   if (!parsed.ok) return deadLetter(r, parsed.reason);
   const report = parsed.value;
@@ -73,15 +76,18 @@ async function applyRecord(r: ReportRecord): Promise<string | undefined> {
       `report for host ${report.host} sent by ${r.senderId ?? "an unknown sender"}: a host may report only for itself`,
     );
   }
-  await applyReport(report, rootLog.child({ host: report.host, report: report.kind }));
-  return undefined;
+  const log = rootLog.child({ host: report.host, report: report.kind });
+  if (report.kind === "register") return { queue_url: (await register(report, log)).queueUrl };
+  await applyReport(report, log);
+  return {};
 }
 
 /** One report, its sender already checked. */
 export async function applyReport(report: ComputeReport, log: Logger): Promise<void> {
   switch (report.kind) {
     case "register":
-      return register(report, log);
+      await register(report, log);
+      return;
     case "heartbeat":
       if (report.dead_letters) {
         metrics.computeDeadLetters(report.dead_letters);

@@ -1,6 +1,6 @@
 // compute-events' registration (Nova's compute service start and _init_instance): the host's
 // queues and records, then what it runs reconciled with what the database puts there.
-import { ensureQueueWithDlq } from "../aws/queues.js";
+import { ensureQueueWithDlq, type QueueWithDlq } from "../aws/queues.js";
 import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
 import { guestSpecFor } from "../instances/guest.js";
@@ -41,8 +41,9 @@ const SYNCED_AT_REGISTER = new Set(["active", "stopped", "paused", "suspended"])
  * Nova's compute service start: the host's queues (created here, never by the host, tagged with
  * its name for the compute role's policy), its provider and service records, then
  * _init_instance for every guest the host runs and every instance the database puts there.
+ * Returns the host's queues: its answer tells the host which queue is its own.
  */
-export async function register(r: RegisterReport, log: Logger): Promise<void> {
+export async function register(r: RegisterReport, log: Logger): Promise<QueueWithDlq> {
   const q = await ensureQueueWithDlq(
     computeQueueName(resources().computeQueuePrefix, r.host, DLQ_SUFFIX),
     COMPUTE_QUEUE,
@@ -75,6 +76,7 @@ export async function register(r: RegisterReport, log: Logger): Promise<void> {
   await heartbeat(r.host);
   const actions = await reconcile(r, log, fresh);
   log.info("compute_events.registered", { queue_url: q.queueUrl, guests: r.guests.length, ...actions });
+  return q;
 }
 
 /**

@@ -67,6 +67,12 @@ interface HostWiring {
   computeQueuePrefix: string;
 }
 
+/** What the hosts' start is paced by: the invocations compute-events can run at once. */
+interface RegistrationPace {
+  /** compute-events' reserved concurrency; undefined: it draws on the unreserved pool */
+  computeEventsConcurrency: number | undefined;
+}
+
 /** The hosts, their agents started (registered), and how each is stopped, killed or restarted. */
 export interface Hosts {
   hosts: Map<string, HostHandle>;
@@ -83,6 +89,7 @@ export async function startHosts(
   names: string[],
   emulators: Emulators,
   wiring: HostWiring,
+  pace: RegistrationPace = { computeEventsConcurrency: undefined },
 ): Promise<Hosts> {
   const fleet =
     (opts.transport ?? "simulated") === "simulated"
@@ -117,7 +124,7 @@ export async function startHosts(
   const removeSpools = () => rmSync(spoolsPath, { recursive: true, force: true });
   let hosts: Map<string, HostHandle>;
   try {
-    hosts = await createHosts(opts, names, newAgent, spoolsPath);
+    hosts = await createHosts(opts, names, newAgent, spoolsPath, registrationConcurrency(pace));
   } catch (e) {
     removeSpools();
     fleet?.stop();
@@ -191,11 +198,26 @@ function hostIdentity(opts: RuntimeOptions, host: string, driver: Driver, i: num
 /** Hosts registering at once: enough to keep the emulators busy, few enough not to time out. */
 const REGISTRATION_CONCURRENCY = 32;
 
+/**
+ * The runtime starts its fleet in waves no wider than compute-events can take: a registration
+ * past its reserved concurrency is throttled (429, as Lambda answers) and sent again after a
+ * backoff, so a wider wave only adds refused requests (each signed and judged by the gateway) and
+ * leaves slots idle while the refused hosts wait out their backoffs. Lambda still refuses the
+ * reservation's excess: a heartbeat or a restart beside the start is throttled as before.
+ */
+export function registrationConcurrency(pace: RegistrationPace): number {
+  return Math.max(
+    1,
+    Math.min(REGISTRATION_CONCURRENCY, pace.computeEventsConcurrency ?? REGISTRATION_CONCURRENCY),
+  );
+}
+
 async function createHosts(
   opts: RuntimeOptions,
   names: string[],
   newAgent: (h: Omit<HostHandle, "agent">, i: number) => HostAgent,
   spoolsPath: string,
+  concurrency: number,
 ): Promise<Map<string, HostHandle>> {
   const failing = new Set(opts.failHosts ?? []);
   const slow = opts.slowHosts ?? {};
@@ -223,7 +245,7 @@ async function createHosts(
   }
   await startAll(
     [...hosts.values()].map((h) => ({ start: () => asHost(h.name)(() => h.agent.start()) })),
-    REGISTRATION_CONCURRENCY,
+    concurrency,
   );
   return hosts;
 }
