@@ -113,12 +113,13 @@ try {
     const frame = "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))";
     await page.evaluate(frame);
     const shoot = async (name: string) => {
-      const main = await page.$(".fleet-main");
-      const box = (await main!.boundingBox())!;
+      // the controls down to the focused host's line
+      const box = (await (await page.$(".fleet-main"))!.boundingBox())!;
+      const end = (await (await page.$("[data-testid=fleet-focused]"))!.boundingBox())!;
       const path = join(values.out, name);
       await page.screenshot({
         path,
-        clip: { x: box.x, y: box.y, width: box.width, height: Math.min(box.height, 860) },
+        clip: { x: box.x, y: box.y, width: box.width, height: end.y + end.height + 8 - box.y },
       });
       print(`wrote ${path}`);
     };

@@ -264,6 +264,7 @@ export function FleetView() {
             <input type="search" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
           </label>
           <label
+            class="inline"
             title={
               namesFit ? undefined : `Names are drawn up to ${NAMES_MAX_HOSTS} hosts: filter to see them`
             }
@@ -274,7 +275,7 @@ export function FleetView() {
               checked={names}
               disabled={!namesFit}
               onChange={(e) => setNames(e.currentTarget.checked)}
-            />{" "}
+            />
             Host names
           </label>
         </form>
