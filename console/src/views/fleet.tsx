@@ -160,6 +160,14 @@ function FleetCanvas({
   useEffect(() => {
     if (ring.current) drawFocus(ring.current, layout, width, [cursor, hover]);
   }, [layout, cursor, hover, width]);
+  // the host a key moved to stays in view on a map taller than the window (named tiles)
+  const keepInView = (i: number) => {
+    const cell = layout.cells[i];
+    if (!cell || !canvas.current) return;
+    const top = canvas.current.getBoundingClientRect().top + cell.y;
+    if (top < 0) scrollBy(0, top - layout.h);
+    else if (top + layout.h > innerHeight) scrollBy(0, top + 2 * layout.h - innerHeight);
+  };
   const at = (e: MouseEvent) => {
     const r = canvas.current!.getBoundingClientRect();
     return cellAt(layout, e.clientX - r.left, e.clientY - r.top);
@@ -186,6 +194,7 @@ function FleetCanvas({
           if (next !== cursor) {
             e.preventDefault();
             setCursor(next);
+            keepInView(next);
           }
         }}
       />
