@@ -1,7 +1,9 @@
-// The fleet map: every host a cell on a canvas (fluid at 10,000), grouped by availability zone or
-// aggregate, colored by the chosen resource class's utilization, marked down, disabled or forced
-// down. Kept live by os-fleet?changes-since (only what changed). Keyboard: arrows move, Enter
-// opens; the focused host is read out. Beside it, the newest servers, so a build can be watched.
+// The fleet map: every host a cell on a canvas (fluid at 10,000; drawn by fleet-draw.ts), grouped
+// by availability zone or aggregate, colored on a continuous ramp by the chosen resource class's
+// utilization, marked down, disabled or forced down, and named on its tile while the fleet is
+// small enough. Kept live by os-fleet?changes-since (only what changed). Keyboard: arrows move,
+// Enter opens; the focused host is read out. Beside it, the newest servers, so a build can be
+// watched.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { get, getFresh } from "../api.js";
 import { Badge, type ConfirmRequest, ErrorNote, UsageBar } from "../components.js";
