@@ -30,12 +30,70 @@ export function markOf(h: FleetHost): HostMark {
   return "up";
 }
 
-/** Utilization to a color: green (idle) through amber to red (full); grey for no such class. */
+/**
+ * The utilization ramp, idle to full: ColorBrewer's YlOrRd (without its palest and darkest
+ * classes, so idle still shows on white and full stays apart from a down host's slate).
+ * Sequential in lightness, it reads the same to the colour-blind and in greyscale.
+ */
+export const UTILIZATION_RAMP = ["#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026"];
+/** a host without the chosen resource class */
+export const NO_CLASS_COLOR = "#9aa5b1";
+/** a host that is down or forced down */
+export const DOWN_COLOR = "#323f4b";
+
+const rgbOf = (hex: string): [number, number, number] => [
+  Number.parseInt(hex.slice(1, 3), 16),
+  Number.parseInt(hex.slice(3, 5), 16),
+  Number.parseInt(hex.slice(5, 7), 16),
+];
+
+/** The ramp at t in [0, 1], interpolated in sRGB between its stops, as CSS gradients do. */
+function rampAt(t: number): [number, number, number] {
+  const span = t * (UTILIZATION_RAMP.length - 1);
+  const i = Math.min(UTILIZATION_RAMP.length - 2, Math.floor(span));
+  const f = span - i;
+  const a = rgbOf(UTILIZATION_RAMP[i]!);
+  const b = rgbOf(UTILIZATION_RAMP[i + 1]!);
+  return [0, 1, 2].map((k) => Math.round(a[k]! + (b[k]! - a[k]!) * f)) as [number, number, number];
+}
+
+/** One color per percent: the map draws at most 101 colors, each in one fill. */
+const RAMP_STEPS = 100;
+const RAMP_TABLE = Array.from({ length: RAMP_STEPS + 1 }, (_, i) => {
+  const [r, g, b] = rampAt(i / RAMP_STEPS);
+  return `rgb(${r} ${g} ${b})`;
+});
+// a name on a cell: dark on the light end of the ramp, white where the ramp is dark
+const LABEL_TABLE = Array.from({ length: RAMP_STEPS + 1 }, (_, i) =>
+  luminance(rampAt(i / RAMP_STEPS)) > 0.3 ? "#1f2933" : "#ffffff",
+);
+
+function luminance([r, g, b]: [number, number, number]): number {
+  const lin = (c: number) => (c / 255 <= 0.04045 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4);
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+
+const rampIndex = (u: number) => Math.round(Math.max(0, Math.min(1, u)) * RAMP_STEPS);
+
+/** Utilization to a color on the ramp (continuous to the percent); grey for no such class. */
 export function utilizationColor(u: number | undefined): string {
-  if (u === undefined) return "#9aa5b1";
-  const t = Math.max(0, Math.min(1, u));
-  // hue 140 (green) → 0 (red)
-  return `hsl(${Math.round(140 * (1 - t))} 70% ${Math.round(42 + 8 * (1 - t))}%)`;
+  return u === undefined ? NO_CLASS_COLOR : RAMP_TABLE[rampIndex(u)]!;
+}
+
+/** The color a host's name is written in on its cell: readable on the cell's color. */
+export function labelColor(u: number | undefined): string {
+  return u === undefined ? "#1f2933" : LABEL_TABLE[rampIndex(u)]!;
+}
+
+/** The legend's bar: a CSS gradient through the same stops the cells are colored from. */
+export const UTILIZATION_GRADIENT = `linear-gradient(to right, ${UTILIZATION_RAMP.map(
+  (c, i) => `${c} ${Math.round((i / (UTILIZATION_RAMP.length - 1)) * 100)}%`,
+).join(", ")})`;
+
+/** The class the map is colored by: the one picked while the fleet has it, else VCPU, else the first. */
+export function colorClass(picked: string | undefined, classes: readonly string[]): string {
+  if (picked && classes.includes(picked)) return picked;
+  return classes.includes("VCPU") || !classes.length ? "VCPU" : classes[0]!;
 }
 
 export interface HostGroup {
@@ -74,6 +132,30 @@ export function cellSize(hosts: number): number {
   return 6;
 }
 
+/** A cell's width and height: a square, or a tile wide enough for its host's name. */
+export interface Tile {
+  w: number;
+  h: number;
+}
+
+/** Names are drawn on the map up to this many hosts (beyond, its canvas would be too tall). */
+export const NAMES_MAX_HOSTS = 2_000;
+/** ... and shown by default up to this many, about two screens of named tiles. */
+export const NAMES_DEFAULT_HOSTS = 1_000;
+export const NAME_TILE_HEIGHT = 20;
+
+/**
+ * The cell of a fleet of `hosts`: with names, as wide as the widest name (measured by the
+ * caller's font) plus padding; else a square of cellSize.
+ */
+export function tileFor(hosts: number, nameWidth: number | undefined): Tile {
+  if (nameWidth === undefined) {
+    const s = cellSize(hosts);
+    return { w: s, h: s };
+  }
+  return { w: Math.min(160, Math.max(40, Math.ceil(nameWidth) + 10)), h: NAME_TILE_HEIGHT };
+}
+
 export interface Cell {
   x: number;
   y: number;
@@ -81,41 +163,62 @@ export interface Cell {
   group: number;
 }
 
+/** A group's block of cells: `count` cells from `start`, in rows from `y`. */
+export interface GroupBlock {
+  start: number;
+  count: number;
+  y: number;
+  rows: number;
+}
+
 export interface Layout {
   cells: Cell[];
   labels: { name: string; x: number; y: number; count: number }[];
+  blocks: GroupBlock[];
   height: number;
   columns: number;
-  size: number;
+  w: number;
+  h: number;
 }
 
 export const LABEL_HEIGHT = 22;
 const GAP = 1;
 
 /** Rows of cells per group, each group under its label, wrapped to `width`. */
-export function layoutFleet(groups: readonly HostGroup[], width: number, size: number): Layout {
-  const step = size + GAP;
-  const columns = Math.max(1, Math.floor((width + GAP) / step));
+export function layoutFleet(groups: readonly HostGroup[], width: number, tile: Tile): Layout {
+  const stepX = tile.w + GAP;
+  const stepY = tile.h + GAP;
+  const columns = Math.max(1, Math.floor((width + GAP) / stepX));
   const cells: Cell[] = [];
   const labels: Layout["labels"] = [];
+  const blocks: GroupBlock[] = [];
   let y = 0;
   groups.forEach((g, gi) => {
     labels.push({ name: g.name, x: 0, y, count: g.hosts.length });
     y += LABEL_HEIGHT;
+    const rows = Math.ceil(g.hosts.length / columns);
+    blocks.push({ start: cells.length, count: g.hosts.length, y, rows });
     g.hosts.forEach((host, i) => {
-      cells.push({ x: (i % columns) * step, y: y + Math.floor(i / columns) * step, host, group: gi });
+      cells.push({ x: (i % columns) * stepX, y: y + Math.floor(i / columns) * stepY, host, group: gi });
     });
-    y += Math.ceil(g.hosts.length / columns) * step + 10;
+    y += rows * stepY + 10;
   });
-  return { cells, labels, height: Math.max(y, 40), columns, size };
+  return { cells, labels, blocks, height: Math.max(y, 40), columns, w: tile.w, h: tile.h };
 }
 
-/** The cell under a point, or -1. */
+/** The cell under a point, or -1: its group's block by y, then its row and column. */
 export function cellAt(l: Layout, x: number, y: number): number {
-  // cells are in rows: a binary search on y would do; a fleet of 10,000 scans fast enough
-  for (let i = 0; i < l.cells.length; i++) {
-    const c = l.cells[i]!;
-    if (x >= c.x && x < c.x + l.size && y >= c.y && y < c.y + l.size) return i;
+  const stepX = l.w + GAP;
+  const stepY = l.h + GAP;
+  if (x < 0) return -1;
+  const col = Math.floor(x / stepX);
+  if (col >= l.columns || x - col * stepX >= l.w) return -1;
+  for (const b of l.blocks) {
+    if (y < b.y || y >= b.y + b.rows * stepY) continue;
+    const row = Math.floor((y - b.y) / stepY);
+    if (y - b.y - row * stepY >= l.h) return -1;
+    const i = row * l.columns + col;
+    return i < b.count ? b.start + i : -1;
   }
   return -1;
 }
@@ -126,7 +229,7 @@ export function moveCursor(l: Layout, i: number, key: string): number {
   if (!n) return -1;
   if (i < 0) return 0;
   const here = l.cells[i]!;
-  const step = l.size + GAP;
+  const step = l.h + GAP;
   if (key === "ArrowRight") return Math.min(n - 1, i + 1);
   if (key === "ArrowLeft") return Math.max(0, i - 1);
   if (key === "Home") return 0;
@@ -152,18 +255,36 @@ export function moveCursor(l: Layout, i: number, key: string): number {
   return i;
 }
 
-/** Changes-since rows applied to the fleet: new and changed hosts in, deleted services out. */
+/**
+ * Changes-since rows applied to the fleet: new and changed hosts in, deleted services out. The
+ * fleet stays in name order; it is sorted again only when a host joins, and an empty poll keeps
+ * the same array (so the map's layout is not redone).
+ */
 export function mergeFleet(hosts: readonly FleetHost[], changes: readonly FleetHost[]): FleetHost[] {
   if (!changes.length) return hosts as FleetHost[];
-  const byName = new Map(hosts.map((h) => [h.host, h]));
+  const at = new Map(hosts.map((h, i) => [h.host, i]));
+  const next: (FleetHost | null)[] = hosts.slice();
+  let joined = false;
+  let left = false;
   for (const c of changes) {
-    const old = byName.get(c.host);
+    const i = at.get(c.host);
+    const old = i === undefined ? null : next[i];
     // the feed may repeat an older copy (its look-back): keep the newest
     if (old && old.changed_at > c.changed_at) continue;
-    if (c.deleted) byName.delete(c.host);
-    else byName.set(c.host, c);
+    if (c.deleted) {
+      if (i !== undefined && old) {
+        next[i] = null;
+        left = true;
+      }
+    } else if (i !== undefined) next[i] = c;
+    else {
+      at.set(c.host, next.length);
+      next.push(c);
+      joined = true;
+    }
   }
-  return [...byName.values()].sort((a, b) => a.host.localeCompare(b.host));
+  const kept = left ? next.filter((h): h is FleetHost => h !== null) : (next as FleetHost[]);
+  return joined ? kept.sort((a, b) => a.host.localeCompare(b.host)) : kept;
 }
 
 export interface FleetSummary {

@@ -4,9 +4,13 @@
 // puppeteer-core): N simulated hosts on the local runtime (dynalite), the admin signed in with a
 // token. Prints, with the machine's core count:
 // - os-fleet: the full answer's size and time, and a changes-since poll's;
-// - the first map: from opening the console to "N hosts" drawn;
-// - the keyboard: each arrow key moves the focus and redraws every cell; its time from the key to
-//   the next painted frame, p50/p95/max over --moves presses;
+// - the first map: from opening the console (signing in included) to the frame that shows the
+//   map, and apart from the API, the render: from the page's os-fleet answer parsed (its mark
+//   fleet:data) to that frame (fleet:painted), with the page's own os-fleet read between its
+//   marks fleet:request and fleet:data; then the goal line, the render of the largest size
+//   against 1 s;
+// - the keyboard: each arrow key moves the focus (its ring redrawn on a layer of its own); its
+//   time from the key to the next painted frame, p50/p95/max over --moves presses;
 // - watching: the page left open --watch seconds while hosts heartbeat and it polls every 2 s;
 //   the main thread's long tasks (over 50 ms, what makes a page stutter) and the JS heap.
 import { parseArgs } from "node:util";
@@ -57,6 +61,8 @@ interface Row {
   "changes KiB": string;
   "changes ms": string;
   "first map ms": string;
+  "page os-fleet ms": string;
+  "render ms": string;
   "key p50 ms": string;
   "key p95 ms": string;
   "key max ms": string;
@@ -98,11 +104,17 @@ async function runSize(hosts: number): Promise<Row> {
     await page.type("input[name=token]", ADMIN_TOKEN);
     await page.click("form[aria-label='Sign in'] button[type=submit]");
     await page.waitForFunction(
-      `document.querySelector("[data-testid=fleet-summary]")?.textContent?.startsWith("${hosts} hosts")`,
-      { timeout: 120_000 },
+      `document.querySelector("[data-testid=fleet-summary]")?.textContent?.startsWith("${hosts} hosts") &&
+        performance.getEntriesByName("fleet:painted").length > 0`,
+      { timeout: 300_000 },
     );
-    await page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))");
     const firstMap = performance.now() - opened;
+    // the console's marks (console/src/views/fleet.tsx), ms from the page's navigation
+    const marks = (await page.evaluate(`Object.fromEntries(
+      ["fleet:request", "fleet:data", "fleet:drawn", "fleet:painted"].map((n) => [n, performance.getEntriesByName(n)[0]?.startTime]),
+    )`)) as Record<string, number>;
+    const pageFleet = marks["fleet:data"]! - marks["fleet:request"]!;
+    const render = marks["fleet:painted"]! - marks["fleet:data"]!;
 
     // Each arrow key: the focus moves, every cell is drawn again; timed in the page from the key
     // to the frame after the focused host's description changed.
@@ -136,6 +148,8 @@ async function runSize(hosts: number): Promise<Row> {
       "changes KiB": fmt(changes.bytes / 1024, 1),
       "changes ms": fmt(changes.ms, 0),
       "first map ms": fmt(firstMap, 0),
+      "page os-fleet ms": fmt(pageFleet, 0),
+      "render ms": fmt(render, 0),
       "key p50 ms": fmt(percentile(keyTimes, 0.5)),
       "key p95 ms": fmt(percentile(keyTimes, 0.95)),
       "key max ms": fmt(keyTimes.at(-1) ?? Number.NaN),
@@ -145,7 +159,7 @@ async function runSize(hosts: number): Promise<Row> {
     };
     print(
       `${hosts} hosts: os-fleet ${row["os-fleet KiB"]} KiB in ${row["os-fleet ms"]} ms, changes ${row["changes KiB"]} KiB; ` +
-        `first map ${row["first map ms"]} ms; key p50 ${row["key p50 ms"]} p95 ${row["key p95 ms"]} ms; ` +
+        `first map ${row["first map ms"]} ms (the page's os-fleet ${row["page os-fleet ms"]} ms, then the render ${row["render ms"]} ms); key p50 ${row["key p50 ms"]} p95 ${row["key p95 ms"]} ms; ` +
         `${row["long tasks"]} long tasks watching; ${load()}`,
     );
     return row;
@@ -159,5 +173,14 @@ print(`bench:console on ${machine()}`);
 const rows: Row[] = [];
 for (const hosts of sizes) rows.push(await runSize(hosts));
 console.table(rows);
+// the goal: at the largest size, the map renders in ≤ 1 s once its data is in; from opening, the
+// API's read of the whole fleet counts too, and is said apart
+const largest = rows.at(-1)!;
+const verdict = (ms: string) => (Number(ms) <= 1_000 ? "MET" : "MISSED");
+print(
+  `goal ≤ 1 s at ${largest.hosts} hosts: render after data ${largest["render ms"]} ms ${verdict(largest["render ms"])}; ` +
+    `from opening ${largest["first map ms"]} ms ${verdict(largest["first map ms"])} ` +
+    `(of which the page's os-fleet read ${largest["page os-fleet ms"]} ms)`,
+);
 print(`(${load()})`);
 process.exit(0);

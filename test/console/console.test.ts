@@ -137,7 +137,41 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await until(
       `Number(document.querySelector("[data-testid=fleet-summary]")?.getAttribute("data-instances")) >= 1`,
     );
-    await page.focus("canvas");
+    // Color by starts on a real class, VCPU, shown in its select
+    expect(
+      await page.$eval("select[name=color]", (e) => {
+        const select = e as unknown as { value: string; selectedOptions: { textContent: string }[] };
+        return [select.value, select.selectedOptions[0]?.textContent];
+      }),
+    ).toEqual(["VCPU", "VCPU"]);
+    // the legend's ramp is a gradient, as the cells are colored
+    expect(
+      await page.$eval(
+        "[data-testid=fleet-ramp]",
+        (e) =>
+          (
+            globalThis as unknown as { getComputedStyle(e: unknown): { backgroundImage: string } }
+          ).getComputedStyle(e).backgroundImage,
+      ),
+    ).toMatch(/^linear-gradient/);
+    // a fleet this small has its names on the map: dark text pixels on the first host's tile
+    // (idle, the ramp's light end), none once names are turned off
+    const textPixels = `(() => {
+      const c = document.querySelector("canvas[role=img]");
+      const d = c.getContext("2d").getImageData(2 * devicePixelRatio, 24 * devicePixelRatio, 30 * devicePixelRatio, 16 * devicePixelRatio).data;
+      let dark = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i] < 120) dark++;
+      return dark;
+    })()`;
+    expect(await page.$eval("canvas[role=img]", (e) => e.getAttribute("data-names"))).toBe("true");
+    expect(await page.evaluate(textPixels)).toBeGreaterThan(10);
+    await page.click("input[name=names]");
+    await until(`document.querySelector("canvas[role=img]").getAttribute("data-names") === "false"`);
+    expect(await page.evaluate(textPixels)).toBe(0);
+    await page.click("input[name=names]");
+    await until(`document.querySelector("canvas[role=img]").getAttribute("data-names") === "true"`);
+    // names stay reachable by keyboard: the focused host is read out
+    await page.focus("canvas[role=img]");
     await page.keyboard.press("ArrowRight");
     expect(await text("[data-testid=fleet-focused]")).toMatch(/^host-\d, zone \w+, up, VCPU \d+ of \d+/);
     await shot("fleet");
@@ -236,6 +270,12 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     await page.goto(`${runtime.url}/console#/plan`);
     await page.waitForSelector("form[aria-label='Dry run'] select[name=flavor] option");
     await page.waitForSelector("form[aria-label='Dry run'] select[name=image] option");
+    // Flavor and Image start on their lists' first entries, shown, not blank
+    for (const name of ["flavor", "image"])
+      await until(`(() => {
+        const s = document.querySelector("form[aria-label='Dry run'] select[name=${name}]");
+        return s.value !== "" && s.selectedIndex === 0;
+      })()`);
     // on public, as a create naming it would be (networks are required from 2.37)
     await page.waitForSelector(
       `form[aria-label='Dry run'] select[name=network] option[value='${PUBLIC_NETWORK_ID}']`,

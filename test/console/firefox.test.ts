@@ -54,7 +54,10 @@ describe.skipIf(!firefox)("the web console in firefox", () => {
       for (let i = 3; i < d.length; i += 4) if (d[i] > 0) return true;
       return false;
     })()`);
-    await page.focus("canvas");
+    // Color by starts on VCPU; three hosts are named on the map
+    await until(`document.querySelector("select[name=color]").selectedOptions[0]?.textContent === "VCPU"`);
+    expect(await page.$eval("canvas[role=img]", (e) => e.getAttribute("data-names"))).toBe("true");
+    await page.focus("canvas[role=img]");
     await page.keyboard.press("ArrowRight");
     expect(await text("[data-testid=fleet-focused]")).toMatch(/^host-\d, zone \w+, up/);
     await shot("fleet");

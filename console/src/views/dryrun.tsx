@@ -21,8 +21,11 @@ export function DryRunView() {
   const zones = usePoll<{ availabilityZoneInfo: { zoneName: string }[] }>("/v2.1/os-availability-zone", 0);
   const groups = usePoll<{ server_groups: Named[] }>("/v2.1/os-server-groups?all_projects=true", 0);
   const networks = usePoll<{ networks: Named[] }>("/networking/v2.0/networks", 0);
-  const [flavor, setFlavor] = useState("");
-  const [image, setImage] = useState("");
+  const [flavorPicked, setFlavor] = useState("");
+  const [imagePicked, setImage] = useState("");
+  // until one is picked, the first of each list: what the select shows is what is sent
+  const flavor = flavorPicked || flavors.data?.flavors[0]?.id || "";
+  const image = imagePicked || images.data?.images[0]?.id || "";
   const [zone, setZone] = useState("");
   const [group, setGroup] = useState("");
   const [picked, setNetwork] = useState<string>();
@@ -44,8 +47,8 @@ export function DryRunView() {
       const { plan: p } = await post<{ plan: Plan }>("/v2.1/os-scheduler/plan", {
         server: {
           name: "dry-run",
-          flavorRef: flavor || flavors.data?.flavors[0]?.id,
-          imageRef: image || images.data?.images[0]?.id,
+          flavorRef: flavor,
+          imageRef: image,
           ...(zone ? { availability_zone: zone } : {}),
           networks: ["auto", "none"].includes(network) ? network : [{ uuid: network }],
           min_count: count,

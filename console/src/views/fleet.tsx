@@ -1,33 +1,47 @@
-// The fleet map: every host a cell on a canvas (fluid at 10,000), grouped by availability zone or
-// aggregate, colored by the chosen resource class's utilization, marked down, disabled or forced
-// down. Kept live by os-fleet?changes-since (only what changed). Keyboard: arrows move, Enter
-// opens; the focused host is read out. Beside it, the newest servers, so a build can be watched.
+// The fleet map: every host a cell on a canvas (fluid at 10,000; drawn by fleet-draw.ts), grouped
+// by availability zone or aggregate, colored on a continuous ramp by the chosen resource class's
+// utilization, marked down, disabled or forced down, and named on its tile while the fleet is
+// small enough. Kept live by os-fleet?changes-since (only what changed). Keyboard: arrows move,
+// Enter opens; the focused host is read out. Beside it, the newest servers, so a build can be
+// watched.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { get, getFresh } from "../api.js";
 import { Badge, type ConfirmRequest, ErrorNote, UsageBar } from "../components.js";
 import { usePoll, useServerList } from "../hooks.js";
 import {
   cellAt,
-  cellSize,
+  colorClass,
+  DOWN_COLOR,
   groupHosts,
-  LABEL_HEIGHT,
   layoutFleet,
   markOf,
   mergeFleet,
   moveCursor,
+  NAMES_DEFAULT_HOSTS,
+  NAMES_MAX_HOSTS,
+  NO_CLASS_COLOR,
   summarize,
+  tileFor,
+  UTILIZATION_GRADIENT,
   utilization,
-  utilizationColor,
 } from "../model.js";
 import type { Fleet, FleetHost } from "../types.js";
 import { DrainHost } from "./drain.js";
+import { drawCells, drawFocus, NAME_FONT } from "./fleet-draw.js";
 import { ServiceButtons } from "./operations.js";
 import { ServerTable } from "./servers.js";
 
 const FLEET_POLL_MS = 2_000;
 const ALL_TENANTS = { allTenants: true };
 
-/** The fleet, full once, then changes-since. */
+/** The same aggregates as before (as JSON): kept, so that the map's grouping is not redone. */
+const sameAggregates = (a: Fleet["aggregates"], b: Fleet["aggregates"]) =>
+  a.length === b.length && JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The fleet, full once, then changes-since. A poll that changes nothing keeps the same object,
+ * and one that changes hosts keeps the aggregates' array, so the map redoes only what changed.
+ */
 function useFleet(): { fleet: Fleet | undefined; error: string | undefined } {
   const [fleet, setFleet] = useState<Fleet>();
   const [error, setError] = useState<string>();
@@ -35,15 +49,35 @@ function useFleet(): { fleet: Fleet | undefined; error: string | undefined } {
     let alive = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let current: Fleet | undefined;
+    let since = "";
     const run = async () => {
       try {
-        const path = current
-          ? `/v2.1/os-fleet?changes-since=${encodeURIComponent(current.next_changes_since)}`
-          : "/v2.1/os-fleet";
+        const first = !current;
+        if (first) performance.mark("fleet:request");
+        const path = current ? `/v2.1/os-fleet?changes-since=${encodeURIComponent(since)}` : "/v2.1/os-fleet";
         const { fleet: f } = await get<{ fleet: Fleet }>(path);
-        current = current ? { ...f, hosts: mergeFleet(current.hosts, f.hosts), full: true } : f;
+        if (first) performance.mark("fleet:data");
+        since = f.next_changes_since;
+        const before = current;
+        if (!before) current = f;
+        else {
+          const hosts = mergeFleet(before.hosts, f.hosts);
+          const aggregates = sameAggregates(before.aggregates, f.aggregates)
+            ? before.aggregates
+            : f.aggregates;
+          const classes =
+            before.resource_classes.join() === f.resource_classes.join()
+              ? before.resource_classes
+              : f.resource_classes;
+          if (
+            hosts !== before.hosts ||
+            aggregates !== before.aggregates ||
+            classes !== before.resource_classes
+          )
+            current = { ...f, hosts, aggregates, resource_classes: classes, full: true };
+        }
         if (alive) {
-          setFleet(current);
+          if (current !== before) setFleet(current);
           setError(undefined);
         }
       } catch (e) {
@@ -68,19 +102,41 @@ function describe(h: FleetHost, rc: string): string {
   return `${h.host}, zone ${h.zone}, ${MARK_LABEL[markOf(h)]}, ${rc} ${r ? `${r[0]} of ${r[1]}` : "none"}${u === undefined ? "" : ` (${Math.round(u * 100)}%)`}, ${h.instances} instances${h.building ? `, ${h.building} building` : ""}`;
 }
 
+/** The widest host name in the map's name font (a canvas measures it). */
+function widestName(hosts: readonly FleetHost[]): number {
+  const g = document.createElement("canvas").getContext("2d")!;
+  g.font = NAME_FONT;
+  let widest = 0;
+  for (const h of hosts) widest = Math.max(widest, g.measureText(h.host).width);
+  return widest;
+}
+
+// The first drawing of a fleet is marked for the bench (test/bench/console.ts) and DevTools: from
+// the data (fleet:data) to the frame that shows it (fleet:painted).
+let painted = false;
+function markPainted(): void {
+  if (painted) return;
+  painted = true;
+  performance.mark("fleet:drawn");
+  requestAnimationFrame(() => setTimeout(() => performance.mark("fleet:painted")));
+}
+
 function FleetCanvas({
   hosts,
   groupBy,
   rc,
+  names,
   fleet,
 }: {
   hosts: FleetHost[];
   groupBy: "zone" | "aggregate";
   rc: string;
+  names: boolean;
   fleet: Fleet;
 }) {
   const wrap = useRef<HTMLDivElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
+  const ring = useRef<HTMLCanvasElement>(null);
   const [width, setWidth] = useState(800);
   const [cursor, setCursor] = useState(-1);
   const [hover, setHover] = useState(-1);
@@ -96,56 +152,24 @@ function FleetCanvas({
     () => groupHosts(hosts, groupBy, fleet.aggregates),
     [hosts, groupBy, fleet.aggregates],
   );
-  const layout = useMemo(
-    () => layoutFleet(groups, width, cellSize(hosts.length)),
-    [groups, width, hosts.length],
-  );
+  const tile = useMemo(() => tileFor(hosts.length, names ? widestName(hosts) : undefined), [hosts, names]);
+  const layout = useMemo(() => layoutFleet(groups, width, tile), [groups, width, tile]);
   useEffect(() => {
-    const c = canvas.current;
-    if (!c) return;
-    const dpr = devicePixelRatio || 1;
-    c.width = width * dpr;
-    c.height = layout.height * dpr;
-    c.style.height = `${layout.height}px`;
-    const g = c.getContext("2d")!;
-    g.scale(dpr, dpr);
-    g.clearRect(0, 0, width, layout.height);
-    g.font = "600 13px system-ui, sans-serif";
-    g.fillStyle = "#1f2933";
-    for (const l of layout.labels) g.fillText(`${l.name} · ${l.count} hosts`, l.x, l.y + LABEL_HEIGHT - 7);
-    const s = layout.size;
-    layout.cells.forEach((cell, i) => {
-      const h = cell.host;
-      const mark = markOf(h);
-      g.fillStyle =
-        mark === "down" || mark === "forced-down" ? "#323f4b" : utilizationColor(utilization(h, rc));
-      g.fillRect(cell.x, cell.y, s, s);
-      if (mark === "disabled") {
-        g.strokeStyle = "#1f2933";
-        g.lineWidth = 1;
-        g.beginPath();
-        g.moveTo(cell.x, cell.y + s);
-        g.lineTo(cell.x + s, cell.y);
-        g.stroke();
-      }
-      if (mark === "forced-down") {
-        g.strokeStyle = "#a855f7";
-        g.lineWidth = Math.max(1, s / 7);
-        g.strokeRect(cell.x + 0.5, cell.y + 0.5, s - 1, s - 1);
-      }
-      if (h.building > 0 && s >= 8) {
-        g.fillStyle = "#ffffff";
-        g.beginPath();
-        g.arc(cell.x + s / 2, cell.y + s / 2, s / 5, 0, Math.PI * 2);
-        g.fill();
-      }
-      if (i === cursor || i === hover) {
-        g.strokeStyle = "#0b69a3";
-        g.lineWidth = 2;
-        g.strokeRect(cell.x - 1, cell.y - 1, s + 2, s + 2);
-      }
-    });
-  }, [layout, rc, cursor, hover, width]);
+    if (!canvas.current) return;
+    drawCells(canvas.current, layout, width, rc, names);
+    if (layout.cells.length) markPainted();
+  }, [layout, rc, names, width]);
+  useEffect(() => {
+    if (ring.current) drawFocus(ring.current, layout, width, [cursor, hover]);
+  }, [layout, cursor, hover, width]);
+  // the host a key moved to stays in view on a map taller than the window (named tiles)
+  const keepInView = (i: number) => {
+    const cell = layout.cells[i];
+    if (!cell || !canvas.current) return;
+    const top = canvas.current.getBoundingClientRect().top + cell.y;
+    if (top < 0) scrollBy(0, top - layout.h);
+    else if (top + layout.h > innerHeight) scrollBy(0, top + 2 * layout.h - innerHeight);
+  };
   const at = (e: MouseEvent) => {
     const r = canvas.current!.getBoundingClientRect();
     return cellAt(layout, e.clientX - r.left, e.clientY - r.top);
@@ -161,7 +185,8 @@ function FleetCanvas({
         ref={canvas}
         tabIndex={0}
         role="img"
-        aria-label={`Fleet map: ${hosts.length} hosts in ${groups.length} groups, colored by ${rc} utilization. Arrow keys move between hosts, Enter opens one.`}
+        data-names={String(names)}
+        aria-label={`Fleet map: ${hosts.length} hosts in ${groups.length} groups, colored by ${rc} utilization${names ? ", each named" : ""}. Arrow keys move between hosts, Enter opens one.`}
         onMouseMove={(e) => setHover(at(e))}
         onMouseLeave={() => setHover(-1)}
         onClick={(e) => open(at(e))}
@@ -171,9 +196,11 @@ function FleetCanvas({
           if (next !== cursor) {
             e.preventDefault();
             setCursor(next);
+            keepInView(next);
           }
         }}
       />
+      <canvas ref={ring} class="fleet-ring" />
       <p class="focused" aria-live="polite" data-testid="fleet-focused">
         {focused ? describe(focused, rc) : "Hover or focus the map to see a host."}
       </p>
@@ -202,14 +229,21 @@ function RecentServers() {
 
 export function FleetView() {
   const { fleet, error } = useFleet();
-  const [rc, setRc] = useState("VCPU");
+  const [picked, setRc] = useState<string>();
+  const classes = fleet?.resource_classes ?? [];
+  // the class picked, while the fleet has it; until then VCPU (or the fleet's first class)
+  const rc = colorClass(picked, classes);
   const [groupBy, setGroupBy] = useState<"zone" | "aggregate">("zone");
   const [filter, setFilter] = useState("");
+  const [namesPicked, setNames] = useState<boolean>();
   const hosts = useMemo(
-    () => (fleet?.hosts ?? []).filter((h) => !filter || h.host.includes(filter)),
+    () => (filter ? (fleet?.hosts ?? []).filter((h) => h.host.includes(filter)) : (fleet?.hosts ?? [])),
     [fleet, filter],
   );
-  const sum = summarize(hosts, rc);
+  // names on the map by default while the fleet is small enough for named tiles to fit
+  const namesFit = hosts.length <= NAMES_MAX_HOSTS;
+  const names = namesFit && (namesPicked ?? hosts.length <= NAMES_DEFAULT_HOSTS);
+  const sum = useMemo(() => summarize(hosts, rc), [hosts, rc]);
   return (
     <div class="fleet">
       <div class="fleet-main">
@@ -218,9 +252,11 @@ export function FleetView() {
         <form class="controls" onSubmit={(e) => e.preventDefault()}>
           <label>
             Color by
-            <select value={rc} onChange={(e) => setRc(e.currentTarget.value)}>
-              {(fleet?.resource_classes ?? ["VCPU"]).map((c) => (
-                <option key={c}>{c}</option>
+            <select name="color" value={rc} onChange={(e) => setRc(e.currentTarget.value)}>
+              {(classes.length ? classes : [rc]).map((c) => (
+                <option key={c} value={c}>
+                  {c}
+                </option>
               ))}
             </select>
           </label>
@@ -238,23 +274,40 @@ export function FleetView() {
             Host filter
             <input type="search" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
           </label>
+          <label
+            class="inline"
+            title={
+              namesFit ? undefined : `Names are drawn up to ${NAMES_MAX_HOSTS} hosts: filter to see them`
+            }
+          >
+            <input
+              type="checkbox"
+              name="names"
+              checked={names}
+              disabled={!namesFit}
+              onChange={(e) => setNames(e.currentTarget.checked)}
+            />
+            Host names
+          </label>
         </form>
         <p class="fleet-summary" data-testid="fleet-summary" data-instances={sum.instances}>
           {sum.hosts} hosts: {sum.up} up, {sum.down} down, {sum.disabled} disabled, {sum.forcedDown} forced
           down · {sum.instances} instances, {sum.building} building · {rc} {sum.used} of {sum.capacity}
         </p>
         <ul class="legend" aria-label="Legend">
-          <li>
-            <span class="swatch" style={{ background: utilizationColor(0) }} /> idle
+          <li class="ramp-item">
+            {rc} used
+            <span class="ramp" data-testid="fleet-ramp" style={{ background: UTILIZATION_GRADIENT }}>
+              <span>0%</span>
+              <span>50%</span>
+              <span>100%</span>
+            </span>
           </li>
           <li>
-            <span class="swatch" style={{ background: utilizationColor(0.6) }} /> 60%
+            <span class="swatch" style={{ background: NO_CLASS_COLOR }} /> no {rc}
           </li>
           <li>
-            <span class="swatch" style={{ background: utilizationColor(1) }} /> full
-          </li>
-          <li>
-            <span class="swatch" style={{ background: "#323f4b" }} /> down
+            <span class="swatch" style={{ background: DOWN_COLOR }} /> down
           </li>
           <li>
             <span class="swatch swatch-disabled" /> disabled
@@ -267,7 +320,7 @@ export function FleetView() {
           </li>
         </ul>
         {fleet ? (
-          <FleetCanvas hosts={hosts} groupBy={groupBy} rc={rc} fleet={fleet} />
+          <FleetCanvas hosts={hosts} groupBy={groupBy} rc={rc} names={names} fleet={fleet} />
         ) : (
           <p>Loading the fleet…</p>
         )}

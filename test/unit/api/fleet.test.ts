@@ -1,5 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { serviceUuid } from "../../../lib/api/host-ids.js";
+import { fleetView } from "../../../lib/api/views/fleet.js";
+import type { Aggregate } from "../../../lib/catalog/types.js";
 import { apiCall, fakeWorld, host } from "./fakes.js";
 
 let world = fakeWorld();
@@ -81,6 +83,35 @@ describe("GET /os-fleet", () => {
     ).toEqual([
       ["host-2", 5, false],
       ["host-9", 2, true],
+    ]);
+  });
+
+  it("names each host's aggregates by number in the aggregates' order, and its zone by its AZ aggregate", () => {
+    const agg = (number: number | undefined, name: string, hosts: string[], zone?: string): Aggregate => ({
+      id: `uuid-${name}`,
+      ...(number === undefined ? {} : { number }),
+      name,
+      availability_zone: zone ?? null,
+      hosts,
+      metadata: zone ? { availability_zone: zone } : {},
+      created_at: "2026-03-01T00:00:00Z",
+      updated_at: "2026-03-01T00:00:00Z",
+    });
+    const aggregates = [
+      agg(7, "az-east", ["host-1", "host-2"], "east"),
+      agg(3, "gpu", ["host-2", "host-2"]),
+      // written before aggregates had numbers: no id to name it by
+      agg(undefined, "old", ["host-1"]),
+    ];
+    const { fleet } = fleetView([host("host-1"), host("host-2"), host("host-3")], aggregates, {
+      defaultZone: "nova",
+      full: true,
+      nextChangesSince: "2026-03-01T00:00:00.000Z",
+    }) as { fleet: { hosts: { host: string; aggregates: number[]; zone: string }[] } };
+    expect(fleet.hosts.map((h) => [h.host, h.aggregates, h.zone])).toEqual([
+      ["host-1", [7], "east"],
+      ["host-2", [7, 3], "east"],
+      ["host-3", [], "nova"],
     ]);
   });
 

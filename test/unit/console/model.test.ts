@@ -3,14 +3,18 @@ import {
   barExtent,
   cellAt,
   changesQuery,
+  colorClass,
   firstAddress,
   funnel,
   groupHosts,
+  LABEL_HEIGHT,
+  labelColor,
   layoutFleet,
   markOf,
   mergeFleet,
   mergeServers,
   moveCursor,
+  NO_CLASS_COLOR,
   parseHints,
   reschedules,
   roleChoices,
@@ -19,7 +23,9 @@ import {
   serverQuery,
   subnetUsage,
   summarize,
+  tileFor,
   timeline,
+  UTILIZATION_GRADIENT,
   utilization,
   utilizationColor,
   weightBars,
@@ -58,9 +64,44 @@ describe("the fleet map's model", () => {
     expect(markOf(host("a", { forced_down: true, state: "down" }))).toBe("forced-down");
     expect(markOf(host("a", { state: "down", status: "disabled" }))).toBe("down");
     expect(markOf(host("a", { status: "disabled" }))).toBe("disabled");
-    expect(utilizationColor(0)).toBe("hsl(140 70% 50%)");
-    expect(utilizationColor(2)).toBe("hsl(0 70% 42%)");
-    expect(utilizationColor(undefined)).toBe("#9aa5b1");
+    // the ramp's ends and a point between two stops, interpolated as the legend's CSS gradient is
+    expect(utilizationColor(0)).toBe("rgb(255 237 160)");
+    expect(utilizationColor(2)).toBe("rgb(189 0 38)");
+    expect(utilizationColor(0.5)).toBe("rgb(253 141 60)");
+    expect(utilizationColor(1 / 12)).toBe(utilizationColor(0.08));
+    expect(utilizationColor(undefined)).toBe(NO_CLASS_COLOR);
+    expect(UTILIZATION_GRADIENT).toBe(
+      "linear-gradient(to right, #ffeda0 0%, #fed976 17%, #feb24c 33%, #fd8d3c 50%, #fc4e2a 67%, #e31a1c 83%, #bd0026 100%)",
+    );
+    // load shows under 60% too: every percent from 0 to 100 has a color of its own
+    const colors = new Set(Array.from({ length: 101 }, (_, i) => utilizationColor(i / 100)));
+    expect(colors.size).toBeGreaterThan(95);
+    // and a name stays readable: dark on the light end, white on the dark end
+    expect(labelColor(0)).toBe("#1f2933");
+    expect(labelColor(1)).toBe("#ffffff");
+  });
+
+  it("colors by the class picked while the fleet has it, else VCPU, else its first", () => {
+    expect(colorClass(undefined, ["DISK_GB", "MEMORY_MB", "VCPU"])).toBe("VCPU");
+    expect(colorClass("MEMORY_MB", ["DISK_GB", "MEMORY_MB", "VCPU"])).toBe("MEMORY_MB");
+    expect(colorClass("CUSTOM_GPU", ["DISK_GB", "VCPU"])).toBe("VCPU");
+    expect(colorClass(undefined, ["CUSTOM_GPU", "DISK_GB"])).toBe("CUSTOM_GPU");
+    expect(colorClass(undefined, [])).toBe("VCPU");
+  });
+
+  it("makes tiles wide enough for names, and squares without", () => {
+    expect(tileFor(10_000, undefined)).toEqual({ w: 6, h: 6 });
+    expect(tileFor(300, 52.3)).toEqual({ w: 63, h: 20 });
+    expect(tileFor(300, 500)).toEqual({ w: 160, h: 20 });
+    const hosts = Array.from({ length: 300 }, (_, i) => host(`host-${i + 1}`));
+    const l = layoutFleet(groupHosts(hosts, "zone", []), 640, tileFor(300, 52.3));
+    expect(l.columns).toBe(10);
+    const c = l.cells[37]!;
+    expect([c.x, c.y]).toEqual([7 * 64, LABEL_HEIGHT + 3 * 21]);
+    expect(cellAt(l, c.x + 62, c.y + 19)).toBe(37);
+    // the gap between two tiles is no tile
+    expect(cellAt(l, c.x + 63, c.y + 5)).toBe(-1);
+    expect(moveCursor(l, 37, "ArrowDown")).toBe(47);
   });
 
   it("groups by zone, or by aggregate with a host in each of its aggregates and the rest last", () => {
@@ -82,13 +123,17 @@ describe("the fleet map's model", () => {
 
   it("lays 10,000 hosts out in rows under their group, finds the cell under a point, and moves by keyboard", () => {
     const hosts = Array.from({ length: 10_000 }, (_, i) => host(`h${i}`, { zone: i < 5000 ? "az1" : "az2" }));
-    const l = layoutFleet(groupHosts(hosts, "zone", []), 700, 6);
+    const l = layoutFleet(groupHosts(hosts, "zone", []), 700, { w: 6, h: 6 });
     expect(l.cells).toHaveLength(10_000);
     expect(l.columns).toBe(100);
     expect(l.labels.map((x) => x.name)).toEqual(["az1", "az2"]);
     const c = l.cells[123]!;
     expect(cellAt(l, c.x + 1, c.y + 1)).toBe(123);
     expect(cellAt(l, 699, 1)).toBe(-1);
+    // every cell is found where it is drawn, and none in a group's label
+    expect(l.cells.every((cell, i) => cellAt(l, cell.x + 5, cell.y + 5) === i)).toBe(true);
+    expect(cellAt(l, 3, 3)).toBe(-1);
+    expect(cellAt(l, 3, l.blocks[1]!.y - 3)).toBe(-1);
     expect(moveCursor(l, -1, "ArrowRight")).toBe(0);
     expect(moveCursor(l, 0, "ArrowDown")).toBe(100);
     expect(moveCursor(l, 100, "ArrowUp")).toBe(0);
@@ -111,6 +156,15 @@ describe("the fleet map's model", () => {
       ["b", 0],
       ["d", 0],
     ]);
+    // a poll with nothing new keeps the same array; a changed host keeps its place
+    expect(mergeFleet(merged, [])).toBe(merged);
+    const again = mergeFleet(merged, [host("b", { instances: 4, changed_at: "2026-11-25T10:00:07.000Z" })]);
+    expect(again.map((h) => [h.host, h.instances])).toEqual([
+      ["a", 3],
+      ["b", 4],
+      ["d", 0],
+    ]);
+    expect(mergeFleet(again, [host("0")]).map((h) => h.host)).toEqual(["0", "a", "b", "d"]);
   });
 
   it("summarizes states and one class's usage", () => {
