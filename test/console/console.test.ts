@@ -167,6 +167,8 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     expect(await page.evaluate(textPixels)).toBeGreaterThan(10);
     await page.click("input[name=names]");
     await until(`document.querySelector("canvas[role=img]").getAttribute("data-names") === "false"`);
+    // the attribute is set with the state, the canvas drawn on the next frame: wait for it
+    await until(`${textPixels} === 0`);
     expect(await page.evaluate(textPixels)).toBe(0);
     await page.click("input[name=names]");
     await until(`document.querySelector("canvas[role=img]").getAttribute("data-names") === "true"`);
