@@ -89,7 +89,7 @@ export async function startHosts(
   names: string[],
   emulators: Emulators,
   wiring: HostWiring,
-  pace: RegistrationPace = { computeEventsConcurrency: undefined },
+  pace: RegistrationPace,
 ): Promise<Hosts> {
   const fleet =
     (opts.transport ?? "simulated") === "simulated"
@@ -205,7 +205,7 @@ const REGISTRATION_CONCURRENCY = 32;
  * leaves slots idle while the refused hosts wait out their backoffs. Lambda still refuses the
  * reservation's excess: a heartbeat or a restart beside the start is throttled as before.
  */
-export function registrationConcurrency(pace: RegistrationPace): number {
+function registrationConcurrency(pace: RegistrationPace): number {
   return Math.max(
     1,
     Math.min(REGISTRATION_CONCURRENCY, pace.computeEventsConcurrency ?? REGISTRATION_CONCURRENCY),

@@ -3,8 +3,9 @@
 // The local runtime's start at fleet size, as `npm start -- --hosts N` starts it (the functions
 // and dynalite in threads of their own unless --one-thread, the network seeded): from the call to
 // startRuntime until it answers, every host registered through compute-events' function URL.
-// Prints, per size: the seconds, the process's CPU (all threads), the busiest threads, and
-// compute-events' throttles (429s the hosts sent again) and peak concurrency; then the goal line.
+// Prints, per size: the seconds, the process's CPU (all threads), how busy each thread's event loop
+// was, the RSS, and compute-events' throttles (429s the hosts sent again) and peak concurrency;
+// then the goal line. Other processes on the machine change every figure: the load is printed.
 import { parseArgs } from "node:util";
 import type { Runtime } from "../../local/runtime.js";
 import { startRuntime } from "../../local/runtime.js";
@@ -44,6 +45,7 @@ for (const hosts of sizes) {
   );
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const rss = Math.round(process.memoryUsage().rss / 2 ** 20);
   results.set(hosts, seconds);
   const pct = (u: number) => `${(u * 100).toFixed(0)}%`;
   const busy = [
@@ -52,7 +54,7 @@ for (const hosts of sizes) {
   ];
   print(
     `${hosts} hosts ready in ${seconds.toFixed(1)} s (CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s, ` +
-      `all threads; busy: ${busy.join(", ")}); compute-events: ` +
+      `all threads; busy: ${busy.join(", ")}; RSS ${rss} MiB); compute-events: ` +
       `${runtime.concurrency.throttles.get(EVENTS) ?? 0} throttled, peak ${runtime.concurrency.peaks.get(EVENTS) ?? 0} ` +
       `of ${runtime.concurrency.reservedOf(EVENTS) ?? "unreserved"}`,
   );
