@@ -8,9 +8,9 @@
 //   a value for NextToken if there are additional results" (SQS Developer Guide, "Amazon SQS list
 //   queue pagination"; MaxResults "Value range is 1 to 1000", API_ListQueues). fauxqs answers
 //   every queue and ignores NextToken; LocalStack adds a NextToken without MaxResults. Here the
-//   upstream's whole list is read, asking with MaxResults and following its NextToken (so an SQS
-//   that pages as AWS does is read whole), and paged as SQS pages it (by queue name, the token
-//   opaque).
+//   upstream's whole list is read (listAll: first without MaxResults, then, on exactly 1,000 and
+//   no token, with MaxResults on every page, so an SQS that pages as AWS does is read whole), and
+//   paged as SQS pages it (by queue name, the token opaque).
 // - CreateQueue of an existing name. "A queue with this name already exists. Amazon SQS returns
 //   this error only if the request includes attributes whose values differ from those of the
 //   existing queue" (QueueNameExists, API_CreateQueue). Values are compared with what SQS stored,
@@ -104,29 +104,39 @@ function withBody(req: RawRequest, body: unknown): RawRequest {
 export function sqsLimits(): SqsLimits {
   const known = new Map<string, Known>();
 
-  /** Every queue URL under the prefix, following the upstream's own pages if it has any. */
+  /**
+   * Every queue URL under the prefix, however the upstream pages. Asked first without MaxResults:
+   * fauxqs then answers every queue (and truncates at MaxResults without a NextToken, so it must
+   * not be given one); LocalStack answers a NextToken, followed. An answer of exactly 1,000 and no
+   * token may be SQS's cap (no NextToken without MaxResults): the list is read again with
+   * MaxResults on every page, following SQS's tokens.
+   */
   async function listAll(
     req: RawRequest,
     prefix: string | undefined,
     upstream: Upstream,
   ): Promise<{ urls: string[] } | { error: RawResponse }> {
-    const urls: string[] = [];
-    let token: string | undefined;
-    do {
-      // MaxResults on every page: an upstream that pages as SQS does answers no NextToken without
-      // it, and would show only its first 1,000 queues
-      const page = {
-        QueueNamePrefix: prefix,
-        MaxResults: LIST_QUEUES_MAX,
-        ...(token ? { NextToken: token } : {}),
-      };
-      const res = await upstream(withBody(req, page));
-      if (res.status !== 200) return { error: res };
-      const out = parse(res.body) as { QueueUrls?: string[]; NextToken?: string } | undefined;
-      urls.push(...(out?.QueueUrls ?? []));
-      token = out?.NextToken ?? undefined;
-    } while (token);
-    return { urls: [...new Set(urls)].sort((a, b) => (nameOfUrl(a) < nameOfUrl(b) ? -1 : 1)) };
+    const pages = async (withMax: boolean): Promise<{ urls: string[] } | { error: RawResponse }> => {
+      const urls: string[] = [];
+      let token: string | undefined;
+      do {
+        const page = {
+          QueueNamePrefix: prefix,
+          ...(withMax || token ? { MaxResults: LIST_QUEUES_MAX } : {}),
+          ...(token ? { NextToken: token } : {}),
+        };
+        const res = await upstream(withBody(req, page));
+        if (res.status !== 200) return { error: res };
+        const out = parse(res.body) as { QueueUrls?: string[]; NextToken?: string } | undefined;
+        urls.push(...(out?.QueueUrls ?? []));
+        token = out?.NextToken ?? undefined;
+      } while (token);
+      return { urls };
+    };
+    let read = await pages(false);
+    if ("urls" in read && read.urls.length === LIST_QUEUES_MAX) read = await pages(true);
+    if ("error" in read) return read;
+    return { urls: [...new Set(read.urls)].sort((a, b) => (nameOfUrl(a) < nameOfUrl(b) ? -1 : 1)) };
   }
 
   async function listQueues(req: RawRequest, body: Record<string, unknown>, upstream: Upstream) {
