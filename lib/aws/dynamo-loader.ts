@@ -1,6 +1,6 @@
-// Consistent reads of single items, the ones asked in the same tick sent as one BatchGetItem
-// (DataLoader's batching, no cache): a create's flavor, image, quota and quota class are one
-// request, not four. The items come back as stored.
+// Reads of single items, the ones asked in the same tick sent as one BatchGetItem (DataLoader's
+// batching, no cache): a create's quota and quota class are one consistent request, its flavor
+// and image (read as settled) one eventually consistent request. The items come back as stored.
 import DataLoader from "dataloader";
 import { batchGetAll } from "./dynamo-batch.js";
 import { perIdentity } from "./identity.js";

@@ -236,12 +236,18 @@ export async function listImages(opts: { fresh?: boolean } = {}): Promise<Image[
   return [...items];
 }
 
+/** The shape of an image's id (Glance's: a UUID). */
+const IMAGE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
  * An image by id or, failing that, by name (a convenience for `imageRef`). When several images
  * share the name, the first by id is returned. `settled` as getItem's.
  */
 export async function getImage(idOrName: string, settled = false): Promise<Image | undefined> {
-  const byId = await getItem<Image>(`${IMAGE}${idOrName}`, settled);
+  // Glance's ids are UUIDs (lib/api/image/validation.ts): a create's ref that is not one is a name,
+  // and reading it as an id first would cost a miss, and a settled miss's consistent read again
+  const byId =
+    settled && !IMAGE_ID.test(idOrName) ? undefined : await getItem<Image>(`${IMAGE}${idOrName}`, settled);
   if (byId) return byId;
   const named = (await listImages()).filter((i) => i.name === idOrName);
   return named.sort((a, b) => a.id.localeCompare(b.id))[0];
