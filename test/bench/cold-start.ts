@@ -11,6 +11,7 @@
 // times each (after one uncounted warm-up of each), the snapshot rewritten and the changes made
 // again before each. The emulators run in this process: their work is in the times.
 // Prints the goal lines (≤ 50 read units, ≤ 200 ms) MET or MISSED for both paths.
+
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
@@ -27,6 +28,7 @@ import {
   selectDestinations,
 } from "../../lib/conductor/select-destinations.js";
 import { resources, schedulerConfig } from "../../lib/config.js";
+import { conductorRequest } from "../../lib/instances/request-spec.js";
 import { createInstances } from "../../lib/instances/server-writes.js";
 import type { ConductorInput } from "../../lib/messages/scheduled.js";
 import { readChanges } from "../../lib/placement/change-log.js";
@@ -141,16 +143,7 @@ async function building(): Promise<ConductorInput> {
   const id = randomUUID();
   const base = record({ id, request_id: `req-${randomUUID()}` });
   await createInstances([base]);
-  return {
-    version: 2,
-    request_id: base.request_id,
-    reservation_id: base.reservation_id,
-    project_id: base.project_id,
-    user_id: base.user_id,
-    instance_uuids: [id],
-    retry: { num_attempts: 1, hosts: [] },
-    config: { max_attempts: 3 },
-  };
+  return { ...conductorRequest(base, base.request_id), config: { max_attempts: 3 } };
 }
 
 const readUnits = (r: MeterReading | Record<string, MeterReading[string] | undefined>) =>

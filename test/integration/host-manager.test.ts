@@ -2,6 +2,7 @@
 // refresh reads only the provider items written since the last one, and a stale cache never
 // overcommits: the claim is the authority, so a host whose capacity changed behind the cache costs
 // a claim conflict, after which the claim loop moves to the next host and the cache learns it.
+
 import { randomUUID } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteCommand, DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
@@ -14,6 +15,7 @@ import {
   selectDestinations,
 } from "../../lib/conductor/select-destinations.js";
 import { schedulerConfig } from "../../lib/config.js";
+import { conductorRequest } from "../../lib/instances/request-spec.js";
 import { createInstances } from "../../lib/instances/server-writes.js";
 import type { ConductorInput } from "../../lib/messages/scheduled.js";
 import { consumerAllocations } from "../../lib/placement/allocations.js";
@@ -48,13 +50,7 @@ async function building(memory_mb: number, hosts: string[] = []): Promise<Conduc
   const base = record({ id, request_id: `req-${randomUUID()}`, flavor: { ...record().flavor, memory_mb } });
   await createInstances([base]);
   return {
-    version: 2,
-    request_id: base.request_id,
-    reservation_id: base.reservation_id,
-    project_id: base.project_id,
-    user_id: base.user_id,
-    instance_uuids: [id],
-    retry: { num_attempts: 1, hosts },
+    ...conductorRequest(base, base.request_id, { num_attempts: 1, hosts }),
     config: { max_attempts: 3 },
   };
 }

@@ -3,6 +3,7 @@
 // give the Scan's view, without a Scan; a missing, stale or unreadable snapshot is a Scan; the
 // snapshot is rewritten only when due; and a stale snapshot costs a claim conflict, never an
 // overcommit (the claim is a conditional write).
+
 import { randomUUID } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
@@ -18,6 +19,7 @@ import {
 } from "../../../lib/conductor/fleet-snapshots.js";
 import { resetHostManagers, selectDestinations } from "../../../lib/conductor/select-destinations.js";
 import { resources, schedulerConfig } from "../../../lib/config.js";
+import { conductorRequest } from "../../../lib/instances/request-spec.js";
 import { createInstances } from "../../../lib/instances/server-writes.js";
 import type { ConductorInput } from "../../../lib/messages/scheduled.js";
 import { consumerAllocations } from "../../../lib/placement/allocations.js";
@@ -230,16 +232,7 @@ async function building(memory_mb: number): Promise<ConductorInput> {
   const id = randomUUID();
   const base = record({ id, request_id: `req-${randomUUID()}`, flavor: { ...record().flavor, memory_mb } });
   await createInstances([base]);
-  return {
-    version: 2,
-    request_id: base.request_id,
-    reservation_id: base.reservation_id,
-    project_id: base.project_id,
-    user_id: base.user_id,
-    instance_uuids: [id],
-    retry: { num_attempts: 1, hosts: [] },
-    config: { max_attempts: 3 },
-  };
+  return { ...conductorRequest(base, base.request_id), config: { max_attempts: 3 } };
 }
 
 const chosen = (s: Awaited<ReturnType<typeof selectDestinations>>) => s.hosts[s.selections[0]!.host]!.host;
