@@ -48,10 +48,8 @@ export function belowClassLimit(
     }
     return v;
   };
-  const check: HostCheck = (_host, i) => {
-    const max = limit(i);
-    return count[i]! < max ? null : reject(count[i]!, max);
-  };
+  // belowLimit's check, host by host; its pass reads the class table inline
+  const check = belowLimit(count, limit, reject);
   check.pass = (live, n, next, out) => {
     let kept = 0;
     for (let j = 0; j < n; j++) {
