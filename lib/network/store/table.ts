@@ -35,9 +35,9 @@
 // including one won but not yet recorded on the port item when a crash came between the two
 // writes. Indexes are eventually consistent: a network's delete is conditioned on its port count
 // (`ports#<network>`) instead; a subnet's in-use check reads the index.
-import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../../aws/clients.js";
-import { conditionHeld, unlessConditionFails } from "../../aws/dynamo-errors.js";
+import { unlessConditionFails } from "../../aws/dynamo-errors.js";
 import { queryAll } from "../../aws/dynamo-pages.js";
 import { resources } from "../../config.js";
 import { NETWORKING_BY_KIND_INDEX, NETWORKING_BY_NETWORK_INDEX } from "../../resources.js";
@@ -167,22 +167,6 @@ export async function onNetwork<T>(networkId: string, kind: "subnet" | "port"): 
     ExpressionAttributeValues: { ":n": networkId, ":p": `${kind}#` },
   });
   return items.map((i) => strip<T>(i));
-}
-
-export async function putIfAbsent(
-  kind: Kind,
-  item: { id: string },
-  extra: Record<string, unknown> = {},
-): Promise<boolean> {
-  return conditionHeld(
-    dynamo().send(
-      new PutCommand({
-        TableName: networkingTable(),
-        Item: { ...item, ...extra, ...keyOf(kind, item.id), kind },
-        ConditionExpression: "attribute_not_exists(pk)",
-      }),
-    ),
-  );
 }
 
 /**
