@@ -102,7 +102,8 @@ const networkInUse = (id: string) =>
 export async function deleteNetwork(id: string): Promise<boolean> {
   const network = await getNetwork(id);
   if (!network) return false;
-  if (((await portCount(id)) ?? 0) > 0 || (await portsOn(id)).length > 0) throw networkInUse(id);
+  const counted = (await portCount(id)) ?? Number(network.port_count ?? 0);
+  if (counted > 0 || (await portsOn(id)).length > 0) throw networkInUse(id);
   for (const subnetId of network.subnets) {
     const subnet = await getSubnet(subnetId);
     if (subnet) await deleteSubnet(subnet);
@@ -113,7 +114,10 @@ export async function deleteNetwork(id: string): Promise<boolean> {
         Delete: {
           TableName: networkingTable(),
           Key: keyOf("network", id),
-          ConditionExpression: "attribute_exists(pk)",
+          // a network from before its count was an item of its own may still count on its item
+          ConditionExpression:
+            "attribute_exists(pk) AND (attribute_not_exists(port_count) OR port_count = :zero)",
+          ExpressionAttributeValues: { ":zero": 0 },
         },
       },
       {

@@ -10,7 +10,9 @@ import { NETWORKING_BY_HOLDER_INDEX } from "../../resources.js";
 import { NetworkingError } from "../cidr.js";
 import { freeAddress, freeIpItem } from "./addresses.js";
 import {
+  adoptPortCount,
   type FixedIp,
+  getNetwork,
   getPort,
   keyOf,
   type NewPort,
@@ -77,6 +79,9 @@ export async function createPort(port: NewPort & { fixed_ips?: FixedIp[] }): Pro
         `Unable to complete operation for network ${port.network_id}. The mac address ${port.mac_address} is in use.`,
       );
   }
+  // a network from before its count was an item of its own: the count adopted, and once more
+  const network = await getNetwork(port.network_id);
+  if (network && (await adoptPortCount(network))) return createPort(port);
   throw notFound("Network", port.network_id);
 }
 

@@ -35,9 +35,9 @@
 // including one won but not yet recorded on the port item when a crash came between the two
 // writes. Indexes are eventually consistent: a network's delete is conditioned on its port count
 // (`ports#<network>`) instead; a subnet's in-use check reads the index.
-import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../../aws/clients.js";
-import { unlessConditionFails } from "../../aws/dynamo-errors.js";
+import { conditionHeld, unlessConditionFails } from "../../aws/dynamo-errors.js";
 import { queryAll } from "../../aws/dynamo-pages.js";
 import { resources } from "../../config.js";
 import { NETWORKING_BY_KIND_INDEX, NETWORKING_BY_NETWORK_INDEX } from "../../resources.js";
@@ -114,6 +114,23 @@ export const keyOf = (kind: Kind, id: string) => ({ pk: `${kind}#${id}` });
 export const ipKey = (subnetId: string, address: string) => ({ pk: `ip#${subnetId}#${address}` });
 export const cursorKey = (subnetId: string) => ({ pk: `cursor#${subnetId}` });
 export const portCountKey = (networkId: string) => ({ pk: `ports#${networkId}` });
+
+/**
+ * A network made before its port count was an item of its own kept the count on its item
+ * (`port_count`): its `ports#` item is made from it, once (true when made here). The old count
+ * stays on the network item, and its delete is conditioned on it too.
+ */
+export async function adoptPortCount(network: Network): Promise<boolean> {
+  return conditionHeld(
+    dynamo().send(
+      new PutCommand({
+        TableName: networkingTable(),
+        Item: { ...portCountKey(network.id), ports: Number(network.port_count ?? 0) },
+        ConditionExpression: "attribute_not_exists(pk)",
+      }),
+    ),
+  );
+}
 
 export function strip<T>(item: Record<string, unknown>): T {
   const { pk: _pk, kind, ips, ...rest } = item;

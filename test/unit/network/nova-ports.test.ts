@@ -2,12 +2,16 @@
 // won first, then the port written whole and bound in one create (no write of the port item
 // after it), the same port and address on a re-run of the step, and a port an earlier run left
 // without its address given one, with nothing held twice.
+import { randomUUID } from "node:crypto";
+import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { describe, expect, it } from "vitest";
+import { dynamo } from "../../../lib/aws/clients.js";
 import { queryAll } from "../../../lib/aws/dynamo-pages.js";
 import { meterReading, startMeter, stopMeter } from "../../../lib/aws/meter.js";
 import { allocateForInstance, portIdFor } from "../../../lib/instances/networking.js";
 import { PUBLIC_NETWORK_ID, seedPublicNetwork } from "../../../lib/network/seed.js";
-import { createPort } from "../../../lib/network/store/ports.js";
+import { deleteNetwork, portCount } from "../../../lib/network/store/networks.js";
+import { createPort, deletePort } from "../../../lib/network/store/ports.js";
 import { getPort, networkingTable } from "../../../lib/network/store/table.js";
 import { NETWORKING_BY_HOLDER_INDEX } from "../../../lib/resources.js";
 import { useLocalAws } from "../../integration/local-aws.js";
@@ -95,5 +99,34 @@ describe("a build's port", () => {
     expect(vifs?.[0]?.fixed_ips[0]?.ip_address).toBe(port.fixed_ips[0]!.ip_address);
     // the address this run won before it found the port is free again: one held, the port's
     expect(await held(id)).toEqual([port.fixed_ips[0]!.ip_address]);
+  });
+});
+
+describe("a network from before its port count was an item of its own", () => {
+  it("takes a port (its count adopted from its item's), and is deleted only once the port is gone", async () => {
+    const id = randomUUID();
+    // as the old createNetwork left it: the network item alone, its count on it
+    await dynamo().send(
+      new PutCommand({
+        TableName: networkingTable(),
+        Item: {
+          pk: `network#${id}`,
+          kind: "network",
+          id,
+          name: "old",
+          project_id: "demo",
+          revision_number: 0,
+          port_count: 2,
+        },
+      }),
+    );
+    const portId = randomUUID();
+    expect(await createPort({ id: portId, network_id: id, project_id: "demo" })).toBe(true);
+    expect(await portCount(id)).toBe(3);
+    await expect(deleteNetwork(id)).rejects.toMatchObject({ type: "NetworkInUse" });
+    expect(await deletePort(portId)).toBe(true);
+    expect(await portCount(id)).toBe(2);
+    // the two ports its old count says it has: still in use
+    await expect(deleteNetwork(id)).rejects.toMatchObject({ type: "NetworkInUse" });
   });
 });
