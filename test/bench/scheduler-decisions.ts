@@ -11,15 +11,11 @@
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { parseArgs } from "node:util";
-import { runLoop } from "./scheduler-loop.js";
+import { LOOP_ARGS, runLoop } from "./scheduler-loop.js";
 
 const { values } = parseArgs({
   options: {
-    sizes: { type: "string", default: "1000,10000,50000" },
-    requests: { type: "string", default: "3000" },
-    warmup: { type: "string", default: "300" },
-    changed: { type: "string", default: "20" },
-    seed: { type: "string", default: "7" },
+    ...LOOP_ARGS,
     out: { type: "string" },
     detailed: { type: "boolean", default: false },
   },

@@ -18,6 +18,15 @@ import {
   syntheticRequest,
 } from "../unit/scheduler/synthetic.js";
 
+/** The command-line options of the benches that run this loop (parseArgs' form, its defaults). */
+export const LOOP_ARGS = {
+  sizes: { type: "string", default: "1000,10000,50000" },
+  requests: { type: "string", default: "3000" },
+  warmup: { type: "string", default: "300" },
+  changed: { type: "string", default: "20" },
+  seed: { type: "string", default: "7" },
+} as const;
+
 export interface LoopOptions {
   seed: number;
   requests: number;

@@ -15,15 +15,11 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Fleet } from "../../lib/scheduler/fleet.js";
 import { REALISTIC_MIX } from "../unit/scheduler/synthetic.js";
-import { runLoop } from "./scheduler-loop.js";
+import { LOOP_ARGS, runLoop } from "./scheduler-loop.js";
 
 const { values } = parseArgs({
   options: {
-    sizes: { type: "string", default: "1000,10000,50000" },
-    requests: { type: "string", default: "3000" },
-    warmup: { type: "string", default: "300" },
-    changed: { type: "string", default: "20" },
-    seed: { type: "string", default: "7" },
+    ...LOOP_ARGS,
   },
 });
 const sizes = values.sizes.split(",").map(Number);

@@ -8,7 +8,6 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteCommand, DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
-import { inventoriesFor } from "../../lib/compute/inventory.js";
 import {
   hostManager,
   resetHostManagers,
@@ -25,6 +24,7 @@ import { changeItem, FEED_RETENTION_S, FEED_SHARDS } from "../../lib/placement/f
 import { getHost, readAllHosts, readHosts, registerHost } from "../../lib/placement/hosts.js";
 import { HostManager } from "../../lib/scheduler/host-manager.js";
 import { record } from "../unit/api/records.js";
+import { fakeHostRegistration } from "../unit/conductor/workflow-fixtures.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -32,16 +32,7 @@ useLocalAws();
 const GiB = 1024;
 
 async function host(name: string, memoryGiB: number): Promise<void> {
-  await registerHost({
-    host: name,
-    availability_zone: "az1",
-    inventories: inventoriesFor({ vcpus: 16, memory_mb: memoryGiB * GiB, local_gb: 1000 }),
-    hypervisor_type: "fake",
-    hypervisor_version: 1000,
-    host_ip: "10.0.0.1",
-    supported_instances: [["x86_64", "fake", "hvm"]],
-    queue_url: `http://127.0.0.1:1/000000000000/q-${name}`,
-  });
+  await registerHost(fakeHostRegistration(name, { vcpus: 16, memory_mb: memoryGiB * GiB, local_gb: 1000 }));
 }
 
 /** A new instance in BUILD of a flavor with `memory_mb`, and the conductor's input for attempt 1. */

@@ -49,15 +49,17 @@ export function sentSpec(w: FakeWorld, msg: BuildRequest | undefined) {
 
 export const NOW = new Date("2026-03-01T12:00:00.123Z");
 
+/** One resource class's inventory: `total`, `reserved`, `allocation_ratio`, units of 1. */
+export const inv = (total: number, reserved = 0, ratio = 1) => ({
+  total,
+  reserved,
+  allocation_ratio: ratio,
+  min_unit: 1,
+  max_unit: total,
+  step_size: 1,
+});
+
 export function host(name: string, overrides: Partial<HostRecord> = {}): HostRecord {
-  const inv = (total: number, reserved = 0, ratio = 1) => ({
-    total,
-    reserved,
-    allocation_ratio: ratio,
-    min_unit: 1,
-    max_unit: total,
-    step_size: 1,
-  });
   return {
     host: name,
     node: name,

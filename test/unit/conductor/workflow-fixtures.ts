@@ -41,18 +41,29 @@ export function hostNames(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `cn-${tag}-${i}`);
 }
 
-/** A host registered with Placement and heard from now; `memoryMb` of room. */
-export async function host(name: string, memoryMb = 8192, hypervisorType = "fake"): Promise<void> {
-  await registerHost({
+/** What a fake host in az1 registers with Placement: its inventory of these sizes. */
+export function fakeHostRegistration(
+  name: string,
+  sizes: { vcpus: number; memory_mb: number; local_gb: number },
+  hypervisorType = "fake",
+): Parameters<typeof registerHost>[0] {
+  return {
     host: name,
     availability_zone: "az1",
-    inventories: inventoriesFor({ vcpus: 8, memory_mb: memoryMb, local_gb: 100 }),
+    inventories: inventoriesFor(sizes),
     hypervisor_type: hypervisorType,
     hypervisor_version: 1000,
     host_ip: "10.0.0.1",
     supported_instances: [["x86_64", "fake", "hvm"]],
     queue_url: `http://127.0.0.1:1/000000000000/q-${name}`,
-  });
+  };
+}
+
+/** A host registered with Placement and heard from now; `memoryMb` of room. */
+export async function host(name: string, memoryMb = 8192, hypervisorType = "fake"): Promise<void> {
+  await registerHost(
+    fakeHostRegistration(name, { vcpus: 8, memory_mb: memoryMb, local_gb: 100 }, hypervisorType),
+  );
   await heartbeat(name);
 }
 

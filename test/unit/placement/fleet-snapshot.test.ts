@@ -11,15 +11,7 @@ import {
   schedulerFieldsOf,
 } from "../../../lib/placement/fleet-snapshot.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
-
-const inv = (total: number, reserved = 0, ratio = 1) => ({
-  total,
-  reserved,
-  allocation_ratio: ratio,
-  min_unit: 1,
-  max_unit: total,
-  step_size: 1,
-});
+import { inv } from "../api/fakes.js";
 
 function host(i: number, over: Partial<HostRecord> = {}): HostRecord {
   const name = `compute-${String(i).padStart(5, "0")}`;

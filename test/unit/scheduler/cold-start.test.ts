@@ -11,7 +11,6 @@ import { DeleteCommand, DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { s3Client } from "../../../lib/aws/clients.js";
 import { meterReading, startMeter, stopMeter } from "../../../lib/aws/meter.js";
-import { inventoriesFor } from "../../../lib/compute/inventory.js";
 import {
   fleetCacheStats,
   keepFleetSnapshot,
@@ -38,6 +37,7 @@ import { setServiceStatus } from "../../../lib/placement/services.js";
 import { HostManager, type HostReads } from "../../../lib/scheduler/host-manager.js";
 import { useLocalAws } from "../../integration/local-aws.js";
 import { record } from "../api/records.js";
+import { fakeHostRegistration } from "../conductor/workflow-fixtures.js";
 
 useLocalAws();
 
@@ -60,16 +60,7 @@ beforeEach(async () => {
 });
 
 async function host(name: string, memoryGiB = 64): Promise<void> {
-  await registerHost({
-    host: name,
-    availability_zone: "az1",
-    inventories: inventoriesFor({ vcpus: 16, memory_mb: memoryGiB * GiB, local_gb: 1000 }),
-    hypervisor_type: "fake",
-    hypervisor_version: 1000,
-    host_ip: "10.0.0.1",
-    supported_instances: [["x86_64", "fake", "hvm"]],
-    queue_url: `http://127.0.0.1:1/000000000000/q-${name}`,
-  });
+  await registerHost(fakeHostRegistration(name, { vcpus: 16, memory_mb: memoryGiB * GiB, local_gb: 1000 }));
 }
 
 /** The scheduler Lambda's reads (select-destinations' HOST_READS), the feed's lag 0. */
