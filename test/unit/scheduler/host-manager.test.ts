@@ -6,17 +6,10 @@ import type { Aggregate } from "../../../lib/catalog/types.js";
 import { FEED_RETENTION_S, type HostChange } from "../../../lib/placement/feed.js";
 import type { HostRecord } from "../../../lib/placement/types.js";
 import { HostManager, isNewer } from "../../../lib/scheduler/host-manager.js";
+import { inv } from "../api/fakes.js";
 import { config } from "./fixtures.js";
 
 function record(host: string, extra: Partial<HostRecord> = {}): HostRecord {
-  const inv = (total: number, reserved: number, ratio: number) => ({
-    total,
-    reserved,
-    allocation_ratio: ratio,
-    min_unit: 1,
-    max_unit: total,
-    step_size: 1,
-  });
   return {
     host,
     node: host,
