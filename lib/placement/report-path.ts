@@ -9,7 +9,11 @@ import { idleHeartbeatSeconds } from "../compute/heartbeat.js";
 
 /** The watchdog's record of the report path being suspect: when it began and when it ended. */
 export interface ReportPathHold {
-  /** ISO: the sweep that first found the path suspect */
+  /**
+   * ISO: when the path was last known to carry a report, as the sweep that first found it suspect
+   * saw it (the freshest counted heartbeat then). Not that sweep's own time: a path is found
+   * quiet only service_down_time or so after it stopped, and reports were lost from the stop.
+   */
   since: string;
   /** ISO: the sweep that found it sound again; absent while the hold lasts */
   recovered_at?: string | undefined;
@@ -101,8 +105,9 @@ export function quietAfterSeconds(serviceDownTime: number, reportInterval: numbe
  * The fleet's verdict, before any host's: the path is suspect when some host is silent and either
  * no counted host was heard for quietAfterSeconds (a whole outage, caught at the first sweep that
  * finds a host silent, before that host is marked down), or more than suspectFraction of the
- * counted hosts, and more than two, are silent at once (a storm some reports get through). A hold starts with the first
- * suspect sweep and ends with the first sound one.
+ * counted hosts, and more than two, are silent at once (a storm some reports get through). A hold
+ * is recorded by the first suspect sweep, dated from the freshest heartbeat it saw, and ends with
+ * the first sound one.
  */
 export function judgeReportPath(i: ReportPathInput): ReportPathVerdict {
   const counted = i.services.filter((s) => !s.forced_down && s.down_since === undefined);
@@ -119,7 +124,7 @@ export function judgeReportPath(i: ReportPathInput): ReportPathVerdict {
   const at = new Date(i.now).toISOString();
   const held = i.hold !== undefined && i.hold.recovered_at === undefined;
   let hold = i.hold;
-  if (suspect && !held) hold = { since: at };
+  if (suspect && !held) hold = { since: new Date(i.now - (quietSeconds ?? 0) * 1000).toISOString() };
   else if (!suspect && held) hold = { since: i.hold!.since, recovered_at: at };
   const recovered = hold?.recovered_at;
   return {
@@ -148,8 +153,9 @@ export function reportsWaiting(s: Pick<HeardService, "report_spool">): boolean {
 
 /**
  * Whether an attempt's deadline has passed, as the watchdog holds it against the attempt's host:
- * never while reports are delayed, and a deadline that fell after the last hold began is pushed
- * back by that hold's length (the time no report could get through does not count).
+ * never while reports are delayed, and a deadline that fell after the path went quiet is pushed
+ * back by the hold's length, from the last report it carried to its recovery (the time no report
+ * could get through does not count).
  */
 export function deadlinePassed(
   deadline: string | null | undefined,

@@ -98,7 +98,9 @@ describe("an outage of the path", () => {
       hold = v.hold;
     }
     expect(firstHeld).toBeDefined();
-    expect(hold).toEqual({ since: at(firstHeld!) });
+    // dated from the last report the path carried, not from the sweep that first saw it quiet
+    expect(firstHeld).toBeGreaterThan(1000);
+    expect(hold).toEqual({ since: at(1000) });
   });
 
   it("holds whatever the fraction when no host is heard at all (Kubernetes' full disruption)", () => {
@@ -185,6 +187,19 @@ describe("a build's deadline", () => {
     expect(deadlinePassed(at(100), after, T0 + 401_000)).toBe(true);
     // a deadline that had passed before the hold began is not pushed back
     expect(deadlinePassed(at(40), after, T0 + 41_000)).toBe(true);
+  });
+
+  it("counts the whole outage lost, from the last report the path carried, not from its first suspect sweep", () => {
+    // the path stops at 1000 and a sweep finds it quiet some time later; it recovers at 1300
+    const hosts = fleet(10, 1000);
+    let hold: ReportPathHold | undefined;
+    for (let t = 1000; !hold; t += 1) hold = judge(hosts, t, hold).hold;
+    const recovered = judge(fleet(10, 1300, 1), 1300, hold).hold!;
+    expect(recovered).toEqual({ since: at(1000), recovered_at: at(1300) });
+    // a deadline at 1010, while no report could get through, falls 300 s later
+    const after = { reportsDelayed: false, hold: recovered };
+    expect(deadlinePassed(at(1010), after, T0 + 1309_000)).toBe(false);
+    expect(deadlinePassed(at(1010), after, T0 + 1311_000)).toBe(true);
   });
 
   it("the verdict says reports are delayed while suspect and for service_down_time after", () => {
