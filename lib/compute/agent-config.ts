@@ -13,7 +13,7 @@ import {
   type ConfigOption,
   checkOption,
 } from "../config.js";
-import { parseBridgeMappings } from "./drivers/vif.js";
+import { checkBridgeKinds, parseBridgeMappings } from "./drivers/vif.js";
 
 type Option = ConfigOption;
 
@@ -157,12 +157,23 @@ export function loadAgentConfig(o: LoadOptions): { config: AgentConfig; help: bo
       );
     }
   }
+  const bridges = { ovs: {}, linux: {} };
+  for (const [section, kind] of [
+    ["ovs", "ovs"],
+    ["linux_bridge", "linux"],
+  ] as const) {
+    try {
+      bridges[kind] = parseBridgeMappings(String(config[section].bridge_mappings ?? ""));
+    } catch (e) {
+      throw new ConfigError(
+        `[${section}] bridge_mappings = ${JSON.stringify(config[section].bridge_mappings)}: ${(e as Error).message}`,
+      );
+    }
+  }
   try {
-    parseBridgeMappings(String(config.ovs.bridge_mappings ?? ""));
+    checkBridgeKinds(bridges);
   } catch (e) {
-    throw new ConfigError(
-      `[ovs] bridge_mappings = ${JSON.stringify(config.ovs.bridge_mappings)}: ${(e as Error).message}`,
-    );
+    throw new ConfigError((e as Error).message);
   }
   const wait = Number(config.novaless.wait_time_seconds);
   if (wait < 1 || wait > 20)
@@ -175,7 +186,7 @@ function pickScalars(o: Record<string, unknown>): Record<string, unknown> {
 }
 
 function emptyConfig(): AgentConfig {
-  return { DEFAULT: {}, libvirt: {}, ovs: {}, novaless: {}, fake: {} };
+  return { DEFAULT: {}, libvirt: {}, ovs: {}, linux_bridge: {}, novaless: {}, fake: {} };
 }
 
 const defaultOf = (x: Option) => {

@@ -4,7 +4,7 @@ import type { AgentUse, ConfigOption, OptionKind, OptionValue } from "./option.j
 const agentEnv = (group: string, name: string) => `NOVALESS_${group.toUpperCase()}_${name.toUpperCase()}`;
 
 const agentOpt = (
-  group: "DEFAULT" | "libvirt" | "ovs" | "novaless" | "fake",
+  group: "DEFAULT" | "libvirt" | "ovs" | "linux_bridge" | "novaless" | "fake",
   name: string,
   kind: OptionKind,
   value: OptionValue | undefined,
@@ -87,6 +87,15 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
     "Each physical network's Open vSwitch bridge on this host, <physical_network>:<bridge>, comma-separated (e.g. physnet1:br-ex,physnet2:br-vlan), as Neutron's Open vSwitch agent's option. A port on a network whose physical network is not listed fails its build here (PortBindingFailed); a vlan network's ports are tagged with their VLAN on that bridge (libvirt driver).",
     { defaultText: "none: a port fails to bind on this host" },
   ),
+  // Neutron's linuxbridge_agent.ini [linux_bridge] bridge_mappings, read by the libvirt driver
+  agentOpt(
+    "linux_bridge",
+    "bridge_mappings",
+    "string?",
+    undefined,
+    "Each physical network's Linux bridge on this host, <physical_network>:<bridge>, comma-separated, as Neutron's Linux bridge agent's option, for a host without Open vSwitch. Its ports are plain taps on the bridge; a vlan network's port fails its build here (PortBindingFailed: libvirt 9.0 cannot tag a port on a Linux bridge). A physical network may be in this option or in [ovs] bridge_mappings, not both (libvirt driver).",
+    { defaultText: "none" },
+  ),
   agentOpt(
     "novaless",
     "events_url",
@@ -151,7 +160,7 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
 ];
 
 /** The sections of compute.conf, in its order. */
-export const AGENT_SECTIONS = ["DEFAULT", "libvirt", "ovs", "novaless", "fake"] as const;
+export const AGENT_SECTIONS = ["DEFAULT", "libvirt", "ovs", "linux_bridge", "novaless", "fake"] as const;
 export type AgentSection = (typeof AGENT_SECTIONS)[number];
 
 /** The order compute.conf and `novaless-compute --help` list [DEFAULT]'s options in. */

@@ -28,6 +28,7 @@ export function createDriver(c: AgentConfig): Driver {
         instancesPath,
         imagesPath: String(c.libvirt.images_path),
         bridgeMappings: parseBridgeMappings(String(c.ovs.bridge_mappings ?? "")),
+        linuxBridgeMappings: parseBridgeMappings(String(c.linux_bridge.bridge_mappings ?? "")),
         shutdownTimeoutSeconds,
         ...(imageStore ? { imageStore } : {}),
       });

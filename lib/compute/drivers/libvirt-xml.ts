@@ -35,9 +35,10 @@ function disk(file: string, dev: string, format: string): string {
 
 /**
  * A port's <interface>, as Nova's LibvirtConfigGuestInterface writes an Open vSwitch port: a tap
- * named after the port on the bridge of its physical network, its VLAN tagged by libvirt.
+ * named after the port on the bridge of its physical network, its VLAN tagged by libvirt; on a
+ * Linux bridge, the same tap without a virtualport (bindPorts refuses a vlan port there).
  */
-function interfaceXml({ port, bridge }: BoundPort): string {
+function interfaceXml({ port, bridge, kind }: BoundPort): string {
   const x = escapeXml;
   const vlan =
     port.network_type === "vlan" && port.segmentation_id !== null
@@ -47,7 +48,9 @@ function interfaceXml({ port, bridge }: BoundPort): string {
     `    <interface type='bridge'>\n      <mac address='${x(port.mac_address)}'/>\n` +
     `      <source bridge='${x(bridge)}'/>\n${vlan}` +
     // interfaceid: the OVS port's external_ids:iface-id, by which Neutron's agents know a port
-    `      <virtualport type='openvswitch'>\n        <parameters interfaceid='${x(port.port_id)}'/>\n      </virtualport>\n` +
+    (kind === "openvswitch"
+      ? `      <virtualport type='openvswitch'>\n        <parameters interfaceid='${x(port.port_id)}'/>\n      </virtualport>\n`
+      : "") +
     `      <target dev='${x(tapName(port.port_id))}'/>\n      <model type='virtio'/>\n` +
     `      <mtu size='${port.mtu}'/>\n    </interface>`
   );

@@ -28,7 +28,7 @@ import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
 import { ourDomains, powerStateOf } from "./libvirt-states.js";
 import { domainName, domainXml } from "./libvirt-xml.js";
-import { type BridgeMappings, bindPorts } from "./vif.js";
+import { type BoundPort, type BridgeMappings, bindPorts, checkBridgeKinds, type HostBridges } from "./vif.js";
 import { VirshConnectionLost, VirshShell } from "./virsh.js";
 
 // What the driver's tests and the conductor's read of virsh's words.
@@ -51,6 +51,8 @@ export interface LibvirtDriverOptions {
   imageStore?: ImageStore;
   /** physical network → Open vSwitch bridge ([ovs] bridge_mappings, vif.ts) */
   bridgeMappings?: BridgeMappings;
+  /** physical network → Linux bridge ([linux_bridge] bridge_mappings, vif.ts): flat networks only */
+  linuxBridgeMappings?: BridgeMappings;
   /** the virsh program (default: virsh on PATH; tests: a stand-in) */
   virshBinary?: string;
   /** how long a virsh command may go unanswered before the connection is made again (virsh.ts) */
@@ -83,7 +85,11 @@ export class LibvirtDriver implements Driver {
   private polling = false;
   private overlays: "qcow2" | "copy" = "copy";
 
+  private readonly bridges: HostBridges;
+
   constructor(private readonly opts: LibvirtDriverOptions) {
+    this.bridges = { ovs: opts.bridgeMappings ?? {}, linux: opts.linuxBridgeMappings ?? {} };
+    checkBridgeKinds(this.bridges);
     this.virsh = new VirshShell(opts.uri, {
       binary: opts.virshBinary,
       timeoutMs: opts.virshTimeoutMs,
@@ -220,7 +226,7 @@ export class LibvirtDriver implements Driver {
     const dir = this.dir(id);
     const base = join(this.opts.imagesPath, guest.image.id);
     // before anything is made: a port this host cannot plug fails the build as it is
-    const ports = bindPorts(guest.ports ?? [], this.opts.bridgeMappings ?? {}, this.opts.host);
+    const ports = bindPorts(guest.ports ?? [], this.bridges, this.opts.host);
     // an image made from a server (a snapshot, a backup) comes from the images bucket into the
     // cache; the catalog's own images are the operator's to place
     if (!existsSync(base) && SERVER_IMAGE_TYPES.has(guest.image.properties.image_type ?? "")) {
@@ -258,7 +264,7 @@ export class LibvirtDriver implements Driver {
         if (guest.flavor.ephemeral_gb > 0)
           sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);
         if (guest.flavor.swap > 0) sparse(join(dir, "disk.swap"), guest.flavor.swap * 2 ** 20);
-        if (guest.config_drive) await makeConfigDrive(guest, join(dir, "disk.config"), "ovs");
+        if (guest.config_drive) await makeConfigDrive(guest, join(dir, "disk.config"), this.vifType(ports));
         if (signal?.aborted) throw new Error("aborted: the host is stopping");
         const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm", ports);
         writeFileSync(join(dir, "libvirt.xml"), xml);
@@ -273,6 +279,13 @@ export class LibvirtDriver implements Driver {
         throw new BuildFailure(`libvirt on ${this.opts.host} could not boot ${id}: ${(e as Error).message}`);
       }
     });
+  }
+
+  /** Nova's VIF type in network_data.json: "ovs" when a port is on Open vSwitch, else "bridge". */
+  private vifType(ports: readonly BoundPort[]): string {
+    return ports.some((p) => p.kind === "linux") && !ports.some((p) => p.kind === "openvswitch")
+      ? "bridge"
+      : "ovs";
   }
 
   private get store(): ImageStore {

@@ -6,7 +6,12 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, loadAgentConfig } from "../../../lib/compute/agent-config.js";
 import { BuildFailure, type GuestPort, type GuestSpec } from "../../../lib/compute/drivers/driver.js";
 import { domainXml } from "../../../lib/compute/drivers/libvirt-xml.js";
-import { bindPorts, PortBindingFailed, parseBridgeMappings } from "../../../lib/compute/drivers/vif.js";
+import {
+  bindPorts,
+  checkBridgeKinds,
+  PortBindingFailed,
+  parseBridgeMappings,
+} from "../../../lib/compute/drivers/vif.js";
 import { guestSpec, spawnInstanceV1 } from "../../../lib/messages/compute.js";
 
 const flat: GuestPort = {
@@ -118,6 +123,69 @@ describe("bindPorts", () => {
     expect(message).toContain(`Binding failed for port ${vlan.port_id} on host kvm-1`);
     expect(message).toContain(`network db-vlan (${vlan.network_id}) is on physical network physnet9`);
     expect(message).toContain("[ovs] bridge_mappings: physnet1, physnet2");
+  });
+});
+
+describe("Linux bridges ([linux_bridge] bridge_mappings)", () => {
+  const BRIDGES = { ovs: {}, linux: { physnet1: "brq-flat", physnet2: "brq-vlan" } };
+
+  it("puts a flat port on its physical network's Linux bridge, a plain tap without a virtualport", () => {
+    const bound = bindPorts([flat], BRIDGES, "kvm-1");
+    expect(bound).toEqual([{ port: flat, bridge: "brq-flat", kind: "linux" }]);
+    const xml = domainXml(guest, { dir: "/d", rootFormat: "raw" }, "kvm", bound);
+    expect(xml.match(/<interface type='bridge'>[\s\S]*?<\/interface>/)?.[0]).toBe(
+      [
+        "<interface type='bridge'>",
+        "      <mac address='fa:16:3e:11:22:33'/>",
+        "      <source bridge='brq-flat'/>",
+        "      <target dev='tap0a1b2c3d-4e'/>",
+        "      <model type='virtio'/>",
+        "      <mtu size='1500'/>",
+        "    </interface>",
+      ].join("\n"),
+    );
+  });
+
+  it("refuses a vlan port on a Linux bridge as PortBindingFailed naming host, port, network and VLAN", () => {
+    let err: unknown;
+    try {
+      bindPorts([flat, vlan], BRIDGES, "kvm-1");
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(PortBindingFailed);
+    expect((err as Error).message).toBe(
+      `Binding failed for port ${vlan.port_id} on host kvm-1: network db-vlan (${vlan.network_id}) is a vlan network (VLAN 101) on physical network physnet2, which host kvm-1 maps to Linux bridge brq-vlan ([linux_bridge] bridge_mappings): libvirt tags VLANs only on Open vSwitch bridges`,
+    );
+  });
+
+  it("names both kinds of mapping when a physical network is in neither", () => {
+    const lost = { ...flat, physical_network: "physnet9" };
+    expect(() => bindPorts([lost], { ovs: { physnet3: "br-ex" }, linux: { physnet1: "brq" } }, "h")).toThrow(
+      "([ovs] bridge_mappings: physnet3, [linux_bridge] bridge_mappings: physnet1)",
+    );
+  });
+
+  it("refuses a physical network mapped to both kinds, in compute.conf too", () => {
+    expect(() => checkBridgeKinds({ ovs: { physnet1: "br-ex" }, linux: { physnet1: "brq" } })).toThrow(
+      "physical network physnet1 is mapped in both [ovs] bridge_mappings and [linux_bridge] bridge_mappings",
+    );
+    const load = (conf: string) =>
+      loadAgentConfig({
+        argv: [],
+        env: { NOVALESS_NOVALESS_EVENTS_URL: "https://q", NOVALESS_NOVALESS_COMPUTE_QUEUE_PREFIX: "p-" },
+        readFile: (p) => (p === "/etc/novaless/compute.conf" ? conf : undefined),
+        machine: { fqdn: "cn-01", ip: "10.0.0.1" },
+      });
+    expect(load("[linux_bridge]\nbridge_mappings = physnet1:brq\n").config.linux_bridge.bridge_mappings).toBe(
+      "physnet1:brq",
+    );
+    expect(() =>
+      load("[ovs]\nbridge_mappings = physnet1:br-ex\n[linux_bridge]\nbridge_mappings = physnet1:brq\n"),
+    ).toThrow(ConfigError);
+    expect(() => load("[linux_bridge]\nbridge_mappings = physnet1\n")).toThrow(
+      `[linux_bridge] bridge_mappings = "physnet1": Invalid mapping: 'physnet1'`,
+    );
   });
 });
 
