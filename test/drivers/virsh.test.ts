@@ -230,7 +230,7 @@ done | virsh "$@"
     try {
       await expect(d!.suspend(g.instance_uuid)).rejects.toThrow(
         new RegExp(
-          `^virsh managedsave ${name} on test:///default: no answer in [\\d.]+ s, and no job is running on the domain: virsh lost the end of its job`,
+          `^virsh managedsave ${name} on host [^ ]+ \\(test:///default\\): no answer in [\\d.]+ s, and no job is running on the domain: virsh lost the end of its job`,
         ),
       );
     } finally {

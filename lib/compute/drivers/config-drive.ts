@@ -1,11 +1,10 @@
 // Nova's config drive: an ISO 9660 volume labelled config-2 with openstack/latest/ (meta_data.json,
 // user_data, network_data.json, vendor_data.json), made with genisoimage and Nova's arguments.
-import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { promisify } from "node:util";
 import type { GuestSpec } from "./driver.js";
+import { hostCommand } from "./host-command.js";
 import { networkData } from "./network-data.js";
 
 /** The drive's files, path → content (pure). `vifType`: Nova's VIF type of the host's ports. */
@@ -35,15 +34,21 @@ export function configDriveFiles(
   return files;
 }
 
-/** Writes the drive to `out` (genisoimage, as Nova's configdrive.py). */
-export async function makeConfigDrive(guest: GuestSpec, out: string, vifType?: string): Promise<void> {
+/** Writes the drive to `out` (genisoimage, as Nova's configdrive.py); `host` is named in its errors. */
+export async function makeConfigDrive(
+  guest: GuestSpec,
+  out: string,
+  vifType: string | undefined,
+  host: string,
+): Promise<void> {
   const staging = mkdtempSync(join(tmpdir(), "novaless-configdrive-"));
   try {
     for (const [path, content] of Object.entries(configDriveFiles(guest, undefined, vifType))) {
       mkdirSync(dirname(join(staging, path)), { recursive: true });
       writeFileSync(join(staging, path), content);
     }
-    await promisify(execFile)("genisoimage", [
+    const argv = [
+      "genisoimage",
       "-o",
       out,
       "-ldots",
@@ -58,7 +63,8 @@ export async function makeConfigDrive(guest: GuestSpec, out: string, vifType?: s
       "-V",
       "config-2",
       staging,
-    ]);
+    ];
+    await hostCommand(argv, { host, instance: guest.instance_uuid, timeoutMs: 60_000 });
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

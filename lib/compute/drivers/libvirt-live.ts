@@ -1,14 +1,18 @@
 // Nova's libvirt live migration, for LibvirtDriver: the destination gets the instance's
-// directory and disks of the same sizes (the copy fills them: --copy-storage-all, Nova's block
-// migration, as novaless hosts share no storage), then `virsh migrate --live --persistent
-// --undefinesource` to qemu+tcp://<destination>/system (Nova's default live_migration_uri), with
-// its job's progress from `virsh domjobinfo`; abort is `virsh domjobabort`, force_complete pauses
-// the domain so the copy converges (Nova's default without post-copy), and the destination resumes it.
-import { execFile } from "node:child_process";
+// directory, the image in its own cache and the root disk as a qcow2 overlay on it, the other disks
+// of the same sizes and the config drive made again (Nova's pre_live_migration; the copy fills the
+// disks: --copy-storage-all, Nova's block migration, as novaless hosts share no storage; a
+// read-only config drive is not copied), then `virsh migrate --live --p2p --persistent
+// --undefinesource` to qemu+tcp://<destination>/system (Nova's default live_migration_uri and its
+// peer-to-peer flag: the source's daemon, not this client, reaches the destination's), with its
+// job's progress from `virsh domjobinfo`; abort is `virsh domjobabort`, force_complete pauses the
+// domain so the copy converges (Nova's default without post-copy), and the destination resumes it.
+// A copy that has not completed in Nova's live_migration_completion_timeout (800 s per GiB of
+// memory and disk) is aborted, as Nova's default timeout action.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import {
+  type GuestSpec,
   LiveMigrationAborted,
   type LiveMigrationDriver,
   type LiveMigrationJob,
@@ -16,9 +20,11 @@ import {
   type PowerState,
 } from "./driver.js";
 import { sparse } from "./guest-files.js";
+import { hostCommand } from "./host-command.js";
 import { domainName } from "./libvirt-xml.js";
 
-const run = promisify(execFile);
+/** Nova's live_migration_completion_timeout, per GiB of memory and disk to copy. */
+const COMPLETION_SECONDS_PER_GIB = 800;
 
 /** What a live migration uses of its LibvirtDriver: its connection, its domains, its guests. */
 export interface LiveDomains {
@@ -35,18 +41,47 @@ export interface LiveDomains {
   act<T>(id: string, work: () => Promise<T>): Promise<T>;
   /** the driver's guests and their power states */
   guests: Map<string, PowerState>;
+  /** this host's name, for errors */
+  host: string;
+  /** the guest's image in this host's cache (fetched when it is a server's image): its path */
+  fetchImage(image: GuestSpec["image"]): Promise<string>;
+  /** writes the guest's config drive */
+  configDrive(guest: GuestSpec, out: string): Promise<void>;
+  /** the spec a guest was defined from, if known here */
+  specOf(id: string): GuestSpec | undefined;
 }
 
 export function liveMigrationOps(d: LiveDomains): LiveMigrationDriver {
   return {
     preLiveMigration: async (guest) => {
-      const dir = d.dir(guest.instance_uuid);
+      const id = guest.instance_uuid;
+      const dir = d.dir(id);
       mkdirSync(dir, { recursive: true });
-      if (!existsSync(join(dir, "disk"))) sparse(join(dir, "disk"), guest.flavor.root_gb * 2 ** 30);
+      if (!existsSync(join(dir, "disk"))) {
+        const base = await d.fetchImage(guest.image);
+        const format = guest.image.properties.disk_format === "qcow2" ? "qcow2" : "raw";
+        await hostCommand(
+          [
+            "qemu-img",
+            "create",
+            "-f",
+            "qcow2",
+            "-F",
+            format,
+            "-b",
+            base,
+            join(dir, "disk"),
+            `${guest.flavor.root_gb}G`,
+          ],
+          { host: d.host, instance: id },
+        );
+      }
       if (guest.flavor.ephemeral_gb > 0 && !existsSync(join(dir, "disk.eph0")))
         sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);
       if (guest.flavor.swap > 0 && !existsSync(join(dir, "disk.swap")))
         sparse(join(dir, "disk.swap"), guest.flavor.swap * 2 ** 20);
+      if (guest.config_drive && !existsSync(join(dir, "disk.config")))
+        await d.configDrive(guest, join(dir, "disk.config"));
       writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
     },
     liveMigrate: (id, dest, job) => liveMigrate(d, id, dest.ip, job),
@@ -67,6 +102,19 @@ async function liveMigrate(d: LiveDomains, id: string, destIp: string, job: Live
   const onForce = () => void d.virsh(`suspend ${name}`).catch(() => undefined);
   job.abort.addEventListener("abort", onAbort);
   job.forceComplete.addEventListener("abort", onForce);
+  const flavor = d.specOf(id)?.flavor;
+  const gib = flavor
+    ? Math.max(1, Math.ceil(flavor.memory_mb / 1024 + flavor.root_gb + flavor.ephemeral_gb))
+    : 1;
+  const completion = setTimeout(
+    () => {
+      timedOut = true;
+      onAbort();
+    },
+    gib * COMPLETION_SECONDS_PER_GIB * 1000,
+  );
+  let timedOut = false;
+  completion.unref();
   const progress = setInterval(() => {
     d.virsh(`domjobinfo ${name}`)
       .then((out) => {
@@ -77,22 +125,36 @@ async function liveMigrate(d: LiveDomains, id: string, destIp: string, job: Live
   }, 1000);
   try {
     await d.act(id, () =>
-      run("virsh", [
-        "-c",
-        d.uri,
-        "migrate",
-        "--live",
-        "--persistent",
-        "--undefinesource",
-        "--copy-storage-all",
-        name,
-        `qemu+tcp://${destIp}/system`,
-      ]),
+      hostCommand(
+        [
+          "virsh",
+          "-c",
+          d.uri,
+          "migrate",
+          "--live",
+          "--p2p",
+          "--persistent",
+          "--undefinesource",
+          "--copy-storage-all",
+          name,
+          `qemu+tcp://${destIp}/system`,
+        ],
+        // past the completion timeout the job is aborted; this is the client's own deadline
+        { host: d.host, instance: id, timeoutMs: (gib * COMPLETION_SECONDS_PER_GIB + 120) * 1000 },
+      ),
     );
   } catch (e) {
-    if (job.abort.aborted) throw new LiveMigrationAborted(`live migration of ${id} aborted`);
+    if (job.abort.aborted)
+      throw new LiveMigrationAborted(
+        `live migration of ${id} from host ${d.host} aborted; it runs here still`,
+      );
+    if (timedOut)
+      throw new LiveMigrationAborted(
+        `live migration of ${id} from host ${d.host} did not complete in ${gib * COMPLETION_SECONDS_PER_GIB} s (live_migration_completion_timeout) and was aborted; it runs here still`,
+      );
     throw e;
   } finally {
+    clearTimeout(completion);
     clearInterval(progress);
     job.abort.removeEventListener("abort", onAbort);
     job.forceComplete.removeEventListener("abort", onForce);

@@ -3,11 +3,10 @@
 // mapping, and lifecycle events. Over one persistent virsh connection (virsh.ts). `virsh event`
 // would block that one connection, so lifecycle events come from polling the domains' states
 // over it (every pollMs): a change the driver did not ask for is an event.
-import { execFile } from "node:child_process";
+import { type ChildProcess, spawn as spawnProcess } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { promisify } from "node:util";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import { captureAndUpload, type ImageStore, type SnapshotData, type SnapshotStage } from "../image-store.js";
 import { makeConfigDrive } from "./config-drive.js";
@@ -24,11 +23,12 @@ import {
   type RebootType,
 } from "./driver.js";
 import { imageStoreOf, SERVER_IMAGE_TYPES, snapshotsDir, sparse, tailFile } from "./guest-files.js";
+import { hostCommand } from "./host-command.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
 import { ourDomains, powerStateOf } from "./libvirt-states.js";
 import { domainName, domainXml } from "./libvirt-xml.js";
-import { type BoundPort, type BridgeMappings, bindPorts, checkBridgeKinds, type HostBridges } from "./vif.js";
+import { type BridgeMappings, bindPorts, checkBridgeKinds, type HostBridges } from "./vif.js";
 import { VirshConnectionLost, VirshShell } from "./virsh.js";
 
 // What the driver's tests and the conductor's read of virsh's words.
@@ -70,8 +70,6 @@ const STATE_IN_CONNECTION = /^test:\/\//;
  */
 const ACT_ATTEMPTS = 3;
 
-const run = promisify(execFile);
-
 export class LibvirtDriver implements Driver {
   hypervisorType = "QEMU";
   hypervisorVersion = 0;
@@ -83,6 +81,10 @@ export class LibvirtDriver implements Driver {
   private readonly listeners: LifecycleListener[] = [];
   private poller: NodeJS.Timeout | undefined;
   private polling = false;
+  /** a poll asked for while one ran (an event during a sweep): it runs again after */
+  private pollAgain = false;
+  private events: ChildProcess | undefined;
+  private closed = false;
   private overlays: "qcow2" | "copy" = "copy";
 
   private readonly bridges: HostBridges;
@@ -95,6 +97,7 @@ export class LibvirtDriver implements Driver {
       timeoutMs: opts.virshTimeoutMs,
       jobTimeoutMs: opts.virshJobTimeoutMs,
       restore: STATE_IN_CONNECTION.test(opts.uri) ? () => this.restoreCommands() : undefined,
+      host: opts.host,
     });
     this.liveOps = liveMigrationOps({
       uri: opts.uri,
@@ -104,6 +107,10 @@ export class LibvirtDriver implements Driver {
       known: (id) => this.known(id),
       act: (id, work) => this.act(id, work),
       guests: this.guests,
+      host: opts.host,
+      fetchImage: (image) => this.cacheImage(image),
+      configDrive: (guest, out) => this.configDrive(guest, out),
+      specOf: (id) => this.specOf(id),
     });
   }
 
@@ -164,13 +171,50 @@ export class LibvirtDriver implements Driver {
       this.hypervisorType = m[1]!.toUpperCase();
       this.hypervisorVersion = Number(m[2]) * 1_000_000 + Number(m[3]) * 1000 + Number(m[4]);
     }
-    this.overlays = await run("qemu-img", ["--version"]).then(
+    this.overlays = await hostCommand(["qemu-img", "--version"], {
+      host: this.opts.host,
+      timeoutMs: 10_000,
+    }).then(
       () => "qcow2" as const,
       () => "copy" as const,
     );
     for (const [id, power] of await this.domains()) this.guests.set(id, power);
     this.poller = setInterval(() => void this.poll(), this.opts.pollMs ?? 2000);
     this.poller.unref();
+    if (!STATE_IN_CONNECTION.test(this.opts.uri)) this.watchEvents();
+  }
+
+  /**
+   * libvirt's lifecycle events (Nova's virDomainEventRegisterAny): `virsh event --loop` on a
+   * connection of its own (it would hold the driver's), each event a prompt to read the domain's
+   * state at once; the poll stays as the sweep behind it. Made again when it ends, unless closed.
+   * Not on test:///, whose state lives in the driver's own connection.
+   */
+  private watchEvents(): void {
+    if (this.closed) return;
+    const proc = spawnProcess(
+      this.opts.virshBinary ?? "virsh",
+      ["-q", "-c", this.opts.uri, "event", "--all", "--loop", "--event", "lifecycle"],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    this.events = proc;
+    let buffer = "";
+    proc.stdout.setEncoding("utf8");
+    proc.stdout.on("data", (chunk: string) => {
+      buffer += chunk;
+      const lines = buffer.split("\n");
+      buffer = lines.pop() ?? "";
+      for (const line of lines) {
+        const id = /for domain '?instance-([0-9a-f-]{36})'?/.exec(line)?.[1];
+        if (id && this.guests.has(id)) void this.poll();
+      }
+    });
+    proc.stderr.resume();
+    proc.on("error", () => undefined);
+    proc.on("exit", () => {
+      if (this.events === proc) this.events = undefined;
+      if (!this.closed) setTimeout(() => this.watchEvents(), 1000).unref();
+    });
   }
 
   /** novaless's domains (instance-<uuid>) and their power states; others are not ours. */
@@ -179,8 +223,12 @@ export class LibvirtDriver implements Driver {
   }
 
   private async poll(): Promise<void> {
-    if (this.polling) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
     this.polling = true;
+    this.pollAgain = false;
     try {
       const now = await this.domains();
       for (const [id, was] of this.guests) {
@@ -194,6 +242,7 @@ export class LibvirtDriver implements Driver {
       // the connection is being re-made; the next poll sees the states
     } finally {
       this.polling = false;
+      if (this.pollAgain) void this.poll();
     }
   }
 
@@ -224,47 +273,36 @@ export class LibvirtDriver implements Driver {
   async spawn(guest: GuestSpec, signal?: AbortSignal): Promise<void> {
     const id = guest.instance_uuid;
     const dir = this.dir(id);
-    const base = join(this.opts.imagesPath, guest.image.id);
     // before anything is made: a port this host cannot plug fails the build as it is
     const ports = bindPorts(guest.ports ?? [], this.bridges, this.opts.host);
-    // an image made from a server (a snapshot, a backup) comes from the images bucket into the
-    // cache; the catalog's own images are the operator's to place
-    if (!existsSync(base) && SERVER_IMAGE_TYPES.has(guest.image.properties.image_type ?? "")) {
-      mkdirSync(this.opts.imagesPath, { recursive: true });
-      await this.store.fetch(guest.image.id, base).catch((e: Error) => {
-        throw new BuildFailure(
-          `image ${guest.image.name} (${guest.image.id}) could not be fetched from the images bucket to host ${this.opts.host}: ${e.message}`,
-        );
-      });
-    }
-    if (!existsSync(base)) {
-      throw new BuildFailure(
-        `image ${guest.image.name} (${guest.image.id}) is not in the image cache ${this.opts.imagesPath} on host ${this.opts.host}`,
-      );
-    }
+    const base = await this.cacheImage(guest.image);
     await this.act(id, async () => {
       try {
         mkdirSync(dir, { recursive: true });
         const format = guest.image.properties.disk_format === "qcow2" ? "qcow2" : "raw";
         let rootFormat: "qcow2" | "raw" = format;
         if (this.overlays === "qcow2") {
-          await run("qemu-img", [
-            "create",
-            "-f",
-            "qcow2",
-            "-F",
-            format,
-            "-b",
-            base,
-            join(dir, "disk"),
-            `${guest.flavor.root_gb}G`,
-          ]);
+          await hostCommand(
+            [
+              "qemu-img",
+              "create",
+              "-f",
+              "qcow2",
+              "-F",
+              format,
+              "-b",
+              base,
+              join(dir, "disk"),
+              `${guest.flavor.root_gb}G`,
+            ],
+            { host: this.opts.host, instance: id },
+          );
           rootFormat = "qcow2";
         } else copyFileSync(base, join(dir, "disk"));
         if (guest.flavor.ephemeral_gb > 0)
           sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);
         if (guest.flavor.swap > 0) sparse(join(dir, "disk.swap"), guest.flavor.swap * 2 ** 20);
-        if (guest.config_drive) await makeConfigDrive(guest, join(dir, "disk.config"), this.vifType(ports));
+        if (guest.config_drive) await this.configDrive(guest, join(dir, "disk.config"));
         if (signal?.aborted) throw new Error("aborted: the host is stopping");
         const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm", ports);
         writeFileSync(join(dir, "libvirt.xml"), xml);
@@ -281,11 +319,37 @@ export class LibvirtDriver implements Driver {
     });
   }
 
-  /** Nova's VIF type in network_data.json: "ovs" when a port is on Open vSwitch, else "bridge". */
-  private vifType(ports: readonly BoundPort[]): string {
-    return ports.some((p) => p.kind === "linux") && !ports.some((p) => p.kind === "openvswitch")
-      ? "bridge"
-      : "ovs";
+  /**
+   * The image in this host's cache, fetched once: an image made from a server (a snapshot, a
+   * backup) comes from the images bucket; the catalog's own images are the operator's to place.
+   * BuildFailure when it is not there.
+   */
+  private async cacheImage(image: GuestSpec["image"]): Promise<string> {
+    const base = join(this.opts.imagesPath, image.id);
+    if (!existsSync(base) && SERVER_IMAGE_TYPES.has(image.properties.image_type ?? "")) {
+      mkdirSync(this.opts.imagesPath, { recursive: true });
+      await this.store.fetch(image.id, base).catch((e: Error) => {
+        throw new BuildFailure(
+          `image ${image.name} (${image.id}) could not be fetched from the images bucket to host ${this.opts.host}: ${e.message}`,
+        );
+      });
+    }
+    if (!existsSync(base)) {
+      throw new BuildFailure(
+        `image ${image.name} (${image.id}) is not in the image cache ${this.opts.imagesPath} on host ${this.opts.host}`,
+      );
+    }
+    return base;
+  }
+
+  /**
+   * The guest's config drive, its links typed as Nova's VIF types: "ovs" when a port is on Open
+   * vSwitch, else "bridge" (Linux bridges).
+   */
+  private configDrive(guest: GuestSpec, out: string): Promise<void> {
+    const ports = bindPorts(guest.ports ?? [], this.bridges, this.opts.host);
+    const linuxOnly = ports.some((p) => p.kind === "linux") && !ports.some((p) => p.kind === "openvswitch");
+    return makeConfigDrive(guest, out, linuxOnly ? "bridge" : "ovs", this.opts.host);
   }
 
   private get store(): ImageStore {
@@ -314,7 +378,11 @@ export class LibvirtDriver implements Driver {
           try {
             const disk = join(this.dir(instanceUuid), "disk");
             if (this.overlays === "qcow2") {
-              await run("qemu-img", ["convert", "-U", "-O", "qcow2", disk, file]);
+              await hostCommand(["qemu-img", "convert", "-U", "-O", "qcow2", disk, file], {
+                host: this.opts.host,
+                instance: instanceUuid,
+                timeoutMs: 30 * 60_000,
+              });
               return { disk_format: "qcow2", container_format: "bare" };
             }
             copyFileSync(disk, file);
@@ -501,7 +569,9 @@ export class LibvirtDriver implements Driver {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     if (this.poller) clearInterval(this.poller);
+    this.events?.kill("SIGKILL");
     await this.virsh.close();
   }
 

@@ -41,6 +41,8 @@ export interface VirshShellOptions {
   jobTimeoutMs?: number;
   /** commands that bring a new connection back to what the lost one held (test:///: the domains) */
   restore?: () => string[];
+  /** the host it is, named in errors */
+  host?: string;
 }
 
 interface Pending {
@@ -64,6 +66,8 @@ export class VirshShell {
   private readonly jobTimeoutMs: number;
   /** connections made (more than one: the shell died or was given up, and was reconnected) */
   connections = 0;
+  /** where, in errors: the host and its URI, or the URI */
+  private readonly where: string;
 
   constructor(
     readonly uri: string,
@@ -72,6 +76,7 @@ export class VirshShell {
     this.binary = opts.binary ?? "virsh";
     this.timeoutMs = opts.timeoutMs ?? VIRSH_TIMEOUT_MS;
     this.jobTimeoutMs = opts.jobTimeoutMs ?? VIRSH_JOB_TIMEOUT_MS;
+    this.where = opts.host ? `host ${opts.host} (${uri})` : uri;
   }
 
   private connect(): ChildProcessWithoutNullStreams {
@@ -171,7 +176,7 @@ export class VirshShell {
     this.proc = undefined;
     this.fail(
       new VirshConnectionLost(
-        `virsh ${p.command} on ${this.uri}: no answer in ${seconds} s${cause}; the connection is closed and made again for the next command`,
+        `virsh ${p.command} on ${this.where}: no answer in ${seconds} s${cause}; the connection is closed and made again for the next command`,
       ),
     );
     if (proc) killGroup(proc);
@@ -214,7 +219,11 @@ export class VirshShell {
       .filter((l) => l !== p.command && !l.startsWith('echo "__novaless'));
     const errors = lines.filter((l) => l.startsWith("error:"));
     if (errors.length)
-      p.reject(new VirshError(`virsh ${p.command}: ${errors.map((e) => e.slice(6).trim()).join("; ")}`));
+      p.reject(
+        new VirshError(
+          `virsh ${p.command} on ${this.where}: ${errors.map((e) => e.slice(6).trim()).join("; ")}`,
+        ),
+      );
     else p.resolve(lines.join("\n").trim());
     this.next();
   }
