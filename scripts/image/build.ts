@@ -289,14 +289,22 @@ LABEL novaless
 
 const MBR_BIN = "/usr/lib/syslinux/mbr/mbr.bin";
 
+/** The build's missing commands and files, and the Debian packages that have them. */
+export function missingBuildTools(): { missing: string[]; packages: string[] } {
+  const missing: string[] = (Object.keys(TOOLS) as Tool[]).filter((t) => !onPath(t));
+  const packages = new Set<string>(missing.map((t) => TOOLS[t as Tool]));
+  if (!existsSync(MBR_BIN)) {
+    missing.push(MBR_BIN);
+    packages.add("syslinux-common");
+  }
+  return { missing, packages: [...packages] };
+}
+
 function checkTools(): void {
-  const missing = (Object.keys(TOOLS) as Tool[]).filter((t) => !onPath(t));
-  const packages = new Set<string>(missing.map((t) => TOOLS[t]));
-  if (!existsSync(MBR_BIN)) packages.add("syslinux-common");
-  if (packages.size > 0)
+  const { missing, packages } = missingBuildTools();
+  if (missing.length > 0)
     throw new ImageBuildError(
-      `image build: missing ${[...missing, ...(existsSync(MBR_BIN) ? [] : [MBR_BIN])].join(", ")}: ` +
-        `install Debian's ${[...packages].join(" ")}`,
+      `image build: missing ${missing.join(", ")}: install Debian's ${packages.join(" ")}`,
     );
 }
 

@@ -258,7 +258,8 @@ case "$1" in
 boot) boot ;;
 uptime) uptime_loop ;;
 power-button)
-  say "ACPI power button: powering off"
+  # acpid sends its handlers' output to its log; this line is for the console
+  say "ACPI power button: powering off" >/dev/console
   poweroff
   ;;
 shutdown)
