@@ -2,7 +2,8 @@
 # The real OpenStack clients and tempest that test/clients and test/tempest drive, and libvirt's
 # virsh (its test:///default driver) and genisoimage (config drives) that test/drivers drive, and
 # chromium and firefox-esr, the real browsers test/console drives (puppeteer-core; no browser
-# download). A no-op when they are all present; as root on Debian/Ubuntu it installs what is
+# download), and what real guests need: the guest image's kernel, busybox and syslinux
+# (npm run image:build), QEMU and libvirtd (test/image, the libvirt hosts). A no-op when they are all present; as root on Debian/Ubuntu it installs what is
 # missing (CI runs `npm test` as root on a clean machine); anywhere else it says which tool is
 # missing and that its tests skip.
 set -u
@@ -20,6 +21,19 @@ missing_tools() {
   command -v genisoimage >/dev/null 2>&1 || missing="$missing genisoimage"
   command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
   command -v firefox-esr >/dev/null 2>&1 || command -v firefox >/dev/null 2>&1 || missing="$missing firefox"
+  # the guest image (npm run image:build) and real guests (test/image, test/drivers/libvirt-qemu,
+  # test/e2e/libvirt-guests): a kernel, busybox, syslinux on FAT, QEMU and libvirtd
+  ls /boot/vmlinuz-*-cloud-amd64 >/dev/null 2>&1 || missing="$missing linux-image-cloud-amd64"
+  [ -x /bin/busybox ] || missing="$missing busybox-static"
+  command -v syslinux >/dev/null 2>&1 || missing="$missing syslinux"
+  [ -f /usr/lib/syslinux/mbr/mbr.bin ] || missing="$missing syslinux-common"
+  command -v mkfs.vfat >/dev/null 2>&1 || missing="$missing dosfstools"
+  command -v mcopy >/dev/null 2>&1 || missing="$missing mtools"
+  command -v qemu-img >/dev/null 2>&1 || missing="$missing qemu-utils"
+  command -v qemu-system-x86_64 >/dev/null 2>&1 || missing="$missing qemu-system-x86"
+  [ -x /usr/sbin/libvirtd ] || missing="$missing libvirtd"
+  command -v ping >/dev/null 2>&1 || missing="$missing ping"
+  command -v ip >/dev/null 2>&1 || missing="$missing ip"
   echo "$missing"
 }
 
@@ -31,7 +45,9 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   if apt-get update -q && apt-get install -y -q --no-install-recommends \
     python3-openstackclient python3-novaclient python3-openstacksdk tempest \
-    libvirt-clients genisoimage chromium firefox-esr fonts-dejavu-core; then
+    libvirt-clients genisoimage chromium firefox-esr fonts-dejavu-core \
+    linux-image-cloud-amd64 busybox-static syslinux syslinux-common dosfstools mtools \
+    qemu-utils qemu-system-x86 libvirt-daemon-system libvirt-daemon-driver-qemu iproute2 iputils-ping; then
     missing=$(missing_tools)
     [ -z "$missing" ] && exit 0
   fi

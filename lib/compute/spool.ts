@@ -6,6 +6,7 @@
 // store outlives the agent (a directory on disk, or the local simulator's memory standing for it),
 // so a restarted agent resends what its predecessor had not delivered, after an outage of any
 // length. Reports of one instance go in the order they were spooled; instances go in parallel.
+import { setMaxListeners } from "node:events";
 import { mkdir, open, readdir, readFile, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { FunctionUrlError } from "../aws/function-url.js";
@@ -247,6 +248,9 @@ export class ReportSpool {
     opts: SpoolOptions = {},
   ) {
     this.opts = { ...DEFAULTS, random: Math.random, ...opts };
+    // Every lane (one per instance with reports waiting) backs off on this one signal, so that a
+    // stop ends them all: more than Node's 10 listeners is the spool working, not a leak.
+    setMaxListeners(0, this.abort.signal);
   }
 
   /** Reads back what earlier incarnations left, in order, and starts sending. */
