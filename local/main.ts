@@ -32,14 +32,17 @@ if (values.help) {
   process.stdout.write(
     "usage: npm start -- [--port 8774] [--hosts 8 | --hosts compute-1.example.org,compute-2.example.org]\n" +
       "                    [--fail-hosts host-1,host-2] [--build-ms 1000] [--long-poll]\n" +
-      "                    [--heartbeat-seconds report_interval] [--driver fake|exec] [--instances-path DIR]\n" +
+      "                    [--heartbeat-seconds report_interval] [--driver fake|exec|libvirt] [--instances-path DIR]\n" +
       "                    [--log-format human|json] [--one-thread]\n" +
       "hosts are simulated (event-driven, 10,000 on 2 cores); --long-poll runs one long-polling agent\n" +
       "per host instead, as novaless-compute does on a real host. --driver exec runs each server as a\n" +
       "real process (image sleeper), with long-polling agents. Logs: one line per event, readable on a\n" +
       "terminal, JSON when the output is not a TTY or with --log-format json; one build.finished line per build.\n" +
       "The functions (the Lambda handlers and the API) and dynalite each run in a worker thread of their\n" +
-      "own, as on AWS they run apart; --one-thread runs everything in this thread, as the tests do.\n",
+      "own, as on AWS they run apart; --one-thread runs everything in this thread, as the tests do.\n" +
+      "--driver libvirt (as root) makes each host a network namespace with a libvirtd of its own and\n" +
+      "runs each server as a QEMU virtual machine (KVM where /dev/kvm opens, else TCG), its port on\n" +
+      "the bridge of `public` (physnet1); docs/compute-host.md says which Debian packages it needs.\n",
   );
   process.exit(0);
 }
@@ -74,23 +77,25 @@ if (logFormat !== "human" && logFormat !== "json") {
 }
 setLogFormat(logFormat);
 
-if (values.driver !== "fake" && values.driver !== "exec") {
-  process.stderr.write(`--driver must be fake or exec, got ${values.driver}\n`);
+if (values.driver !== "fake" && values.driver !== "exec" && values.driver !== "libvirt") {
+  process.stderr.write(`--driver must be fake, exec or libvirt, got ${values.driver}\n`);
   process.exit(2);
 }
-const exec = values.driver === "exec";
+const driver = values.driver;
+const exec = driver === "exec";
+const real = driver !== "fake";
 
 const runtime = await startRuntime({
   seedNetwork: true,
   threads: !values["one-thread"],
-  driver: exec ? "exec" : "fake",
+  driver,
   ...(values["instances-path"] ? { instancesPath: values["instances-path"] } : {}),
   port: int("port", values.port, 0),
   hosts: hosts(values.hosts),
   failHosts: values["fail-hosts"].split(",").filter(Boolean),
   buildMs: int("build-ms", values["build-ms"], 0),
-  // real processes: real agents (the simulator is for fleets of fake hosts)
-  transport: values["long-poll"] || exec ? "long-poll" : "simulated",
+  // real processes and virtual machines: real agents (the simulator is for fleets of fake hosts)
+  transport: values["long-poll"] || real ? "long-poll" : "simulated",
   heartbeatSeconds:
     values["heartbeat-seconds"] === undefined
       ? undefined
@@ -117,7 +122,13 @@ if (logFormat === "json") {
       `ready in ${seconds(performance.now() * 1000)} s from process start (CPU ${seconds(cpu.user + cpu.system)} s ` +
       `on ${availableParallelism()} cores); RSS ${mib(process.memoryUsage().rss)}\n` +
       `try: curl -s ${runtime.url}/v2.1/flavors/detail -H 'X-Auth-Token: demo-token'\n` +
-      (exec ? `servers of image sleeper are processes: ps -eo pid,args | grep 'sleep 2147483647'\n\n` : "\n"),
+      (exec ? `servers of image sleeper are processes: ps -eo pid,args | grep 'sleep 2147483647'\n\n` : "") +
+      (driver === "libvirt"
+        ? `hosts are libvirt daemons in network namespaces (ip netns list); upload a guest image first:\n` +
+          `  npm run image:build && openstack image create --disk-format qcow2 --container-format bare --file build/guest.qcow2 guest\n\n`
+        : exec
+          ? ""
+          : "\n"),
   );
 }
 

@@ -21,6 +21,7 @@ import { hostPrincipal } from "./iam/policy.js";
 import type { LambdaHandler } from "./lambda.js";
 import { buildLines } from "./runtime/build-lines.js";
 import { computeEvents, startIntake, startWatchdog } from "./runtime/functions.js";
+import { seedGuestImage } from "./runtime/guest-image.js";
 import { hostNames, startHosts } from "./runtime/hosts.js";
 import type { Runtime, RuntimeOptions } from "./runtime/options.js";
 import { deployResources, seedData, useEnvironment } from "./runtime/resources.js";
@@ -108,6 +109,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         : undefined;
     if (thread) handlerOf = (fn) => thread.handler(fn);
     await seedData(opts);
+    if (opts.driver === "libvirt") await seedGuestImage();
 
     // Hosts report to compute-events from their first step: its function is set before any starts.
     const events = computeEvents(stack, handlerOf, builds, opts.faults?.computeEventsDelayMs);

@@ -7,14 +7,22 @@ import { join } from "node:path";
 import { runAs } from "../../lib/aws/identity.js";
 import { ComputeAgent, type HostAgent } from "../../lib/compute/agent.js";
 import type { HostIdentity } from "../../lib/compute/build-path.js";
+import { machineFacts } from "../../lib/compute/discover.js";
 import type { Driver } from "../../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
+import { LibvirtDriver } from "../../lib/compute/drivers/libvirt.js";
 import { inventoriesFor } from "../../lib/compute/inventory.js";
 import { DiskSpoolStore, MemorySpoolStore, type SpoolStore } from "../../lib/compute/spool.js";
 import { schedulerConfig } from "../../lib/config.js";
 import { log } from "../../lib/log.js";
 import type { Emulators } from "../emulators.js";
 import { hostIdentityOf } from "../iam/identities.js";
+import {
+  type LibvirtHost,
+  type LibvirtHosts,
+  libvirtHostsUnavailable,
+  startLibvirtHosts,
+} from "../libvirt-hosts.js";
 import { Fleet, startAll } from "../simulator.js";
 import type { HostHandle, RuntimeOptions } from "./options.js";
 
@@ -104,7 +112,7 @@ export async function startHosts(
     emulators.gateway?.onQueueCreated((name) => fleet.queueCreated(name));
   }
   const newAgent = (h: Omit<HostHandle, "agent">, i: number): HostAgent => {
-    const identity = hostIdentity(opts, h.name, h.driver, i);
+    const identity = hostIdentity(opts, h.name, h.driver, i, h.libvirt);
     return fleet
       ? fleet.agent(identity, h.spool)
       : new ComputeAgent({
@@ -123,21 +131,33 @@ export async function startHosts(
   const spoolsPath = mkdtempSync(join(tmpdir(), "novaless-spools-"));
   const removeSpools = () => rmSync(spoolsPath, { recursive: true, force: true });
   let hosts: Map<string, HostHandle>;
+  // libvirt: each host a namespace and a daemon of its own, made before its driver connects
+  const libvirt = opts.driver === "libvirt" ? await startLocalLibvirtHosts(names) : undefined;
   try {
-    hosts = await createHosts(opts, names, newAgent, spoolsPath, registrationConcurrency(pace));
+    hosts = await createHosts(opts, names, newAgent, spoolsPath, registrationConcurrency(pace), libvirt);
   } catch (e) {
     removeSpools();
     fleet?.stop();
+    await libvirt?.stop();
     throw e;
   }
   const stop = async () => {
     await Promise.all([...hosts.values()].map((h) => asHost(h.name)(() => h.agent.stop())));
     // A real host's guests outlive its agent; the local runtime's leave with it (an exec
-    // guest is a process of this machine).
-    if (opts.driver === "exec")
+    // guest is a process of this machine, a libvirt guest a QEMU of its daemon).
+    if (opts.driver === "exec" || opts.driver === "libvirt")
       for (const h of hosts.values())
-        for (const g of h.driver.list()) await h.driver.destroy(g.instance_uuid);
+        for (const g of h.driver.list())
+          await h.driver.destroy(g.instance_uuid).catch((e) =>
+            log.warn("runtime.guest_destroy_failed", {
+              host: h.name,
+              instance_uuid: g.instance_uuid,
+              error: e,
+            }),
+          );
     await Promise.all([...hosts.values()].map((h) => h.driver.close()));
+    // then the daemons, namespaces, bridges and directories (what a guest left, too)
+    await libvirt?.stop();
     removeSpools();
     fleet?.stop();
   };
@@ -184,13 +204,28 @@ function handle(hosts: Map<string, HostHandle>, name: string): HostHandle {
 }
 
 /** The i-th host of the runtime: its place, size and address. */
-function hostIdentity(opts: RuntimeOptions, host: string, driver: Driver, i: number): HostIdentity {
+function hostIdentity(
+  opts: RuntimeOptions,
+  host: string,
+  driver: Driver,
+  i: number,
+  libvirt?: LibvirtHost,
+): HostIdentity {
   const azs = opts.availabilityZones ?? ["az1", "az2"];
+  // a libvirt host reports the machine it runs on, as nova-compute's resource tracker does
+  const m = libvirt ? machineFacts(libvirt.instancesPath) : undefined;
+  const size = m
+    ? {
+        vcpus: m.cpus,
+        memory_mb: Math.floor(m.memoryBytes / 2 ** 20),
+        local_gb: Math.floor(m.diskBytes / 2 ** 30),
+      }
+    : { vcpus: 16, memory_mb: 65536, local_gb: 1000 };
   return {
     host,
     availability_zone: azs[i % azs.length]!,
-    inventories: inventoriesFor({ vcpus: 16, memory_mb: 65536, local_gb: 1000 }),
-    host_ip: `10.${Math.floor(i / 62500)}.${Math.floor(i / 250) % 250}.${(i % 250) + 1}`,
+    inventories: inventoriesFor(size),
+    host_ip: libvirt?.ip ?? `10.${Math.floor(i / 62500)}.${Math.floor(i / 250) % 250}.${(i % 250) + 1}`,
     driver,
   };
 }
@@ -212,12 +247,43 @@ function registrationConcurrency(pace: RegistrationPace): number {
   );
 }
 
+/**
+ * The seeded network `public` (physnet1, flat, 10.20.0.0/16) as a Linux bridge on every libvirt
+ * host, joined across them. Each host's own address on it comes from the top of the subnet, far
+ * from where Networking allocates ports (from the bottom), so that its namespace reaches its
+ * guests (ping) and a moved guest answers on the same address at the destination.
+ */
+async function startLocalLibvirtHosts(names: string[]): Promise<LibvirtHosts> {
+  const why = libvirtHostsUnavailable();
+  if (why) throw new Error(`--driver libvirt cannot run here: ${why}`);
+  return startLibvirtHosts({
+    hosts: names,
+    networks: [
+      {
+        physnet: "physnet1",
+        bridge: "br-physnet1",
+        addresses: names.map((_, i) => `10.20.255.${250 - i}/16`),
+      },
+    ],
+  });
+}
+
+/**
+ * Nova's [libvirt] virt_type for the local hosts: qemu (TCG) unless NOVALESS_LIBVIRT_VIRT_TYPE
+ * says kvm. /dev/kvm opening is not enough: a nested or partial KVM (as on this project's build
+ * machines) opens and then fails inside the guest's BIOS.
+ */
+function localVirtType(): "kvm" | "qemu" {
+  return process.env.NOVALESS_LIBVIRT_VIRT_TYPE === "kvm" ? "kvm" : "qemu";
+}
+
 async function createHosts(
   opts: RuntimeOptions,
   names: string[],
   newAgent: (h: Omit<HostHandle, "agent">, i: number) => HostAgent,
   spoolsPath: string,
   concurrency: number,
+  libvirt?: LibvirtHosts,
 ): Promise<Map<string, HostHandle>> {
   const failing = new Set(opts.failHosts ?? []);
   const slow = opts.slowHosts ?? {};
@@ -232,16 +298,34 @@ async function createHosts(
     opts.driver === "exec" ? await import("../../lib/compute/drivers/exec.js") : { ExecDriver: undefined };
   for (const unknown of [...failing, ...Object.keys(slow)].filter((h) => !names.includes(h)))
     throw new Error(`host ${unknown} has a failure mode but is not one of the runtime's hosts`);
+  const virtType = libvirt ? localVirtType() : undefined;
   for (const [i, name] of names.entries()) {
-    const driver: Driver = ExecDriver
-      ? new ExecDriver({ host: name, instancesPath: join(instancesPath, name), shutdownTimeoutSeconds: 5 })
-      : new FakeDriver({
+    const lv = libvirt?.hosts[i];
+    const driver: Driver = lv
+      ? new LibvirtDriver({
           host: name,
-          buildMs: slow[name] ?? opts.buildMs ?? 1000,
-          failAll: failing.has(name),
-        });
+          uri: lv.uri,
+          virtType,
+          instancesPath: lv.instancesPath,
+          imagesPath: lv.imagesPath,
+          linuxBridgeMappings: lv.bridgeMappings,
+          shutdownTimeoutSeconds: 10,
+        })
+      : ExecDriver
+        ? new ExecDriver({ host: name, instancesPath: join(instancesPath, name), shutdownTimeoutSeconds: 5 })
+        : new FakeDriver({
+            host: name,
+            buildMs: slow[name] ?? opts.buildMs ?? 1000,
+            failAll: failing.has(name),
+          });
     const spool = spoolOf(name);
-    hosts.set(name, { name, driver, spool, agent: newAgent({ name, driver, spool }, i) });
+    hosts.set(name, {
+      name,
+      driver,
+      spool,
+      agent: newAgent({ name, driver, spool, ...(lv ? { libvirt: lv } : {}) }, i),
+      ...(lv ? { libvirt: lv } : {}),
+    });
   }
   await startAll(
     [...hosts.values()].map((h) => ({ start: () => asHost(h.name)(() => h.agent.start()) })),

@@ -9,6 +9,7 @@ import type { Emulators } from "../emulators.js";
 import type { FunctionComponent, hostIdentityOf } from "../iam/identities.js";
 import type { IamOptions } from "../iam/policy.js";
 import type { StackPolicies } from "../iam/stack-policies.js";
+import type { LibvirtHost } from "../libvirt-hosts.js";
 import type { Thread } from "../threads.js";
 
 /** Faults the soak (and tests) inject into the local runtime; every choice from `random`. */
@@ -51,10 +52,12 @@ export interface RuntimeOptions {
   /** how many hosts (host-1 … host-N), or their names (e.g. compute-1.example.org) */
   hosts?: number | string[];
   /**
-   * The hosts' virt driver: "fake" (default; simulation), or "exec": each server a real process
-   * (lib/compute/drivers/exec.ts) under `instancesPath/<host>/`.
+   * The hosts' virt driver: "fake" (default; simulation); "exec": each server a real process
+   * (lib/compute/drivers/exec.ts) under `instancesPath/<host>/`; "libvirt": each host a network
+   * namespace with a libvirtd of its own (local/libvirt-hosts.ts, as root), each server a real
+   * QEMU virtual machine on it.
    */
-  driver?: "fake" | "exec";
+  driver?: "fake" | "exec" | "libvirt";
   /** exec: where the hosts keep their instances (default: a directory under the OS temp dir) */
   instancesPath?: string;
   /** hosts whose fake driver fails every build */
@@ -112,6 +115,8 @@ export interface HostHandle {
   driver: Driver;
   spool: SpoolStore;
   agent: HostAgent;
+  /** a libvirt host's namespace, daemon and bridges (driver "libvirt") */
+  libvirt?: LibvirtHost;
 }
 
 export interface Runtime {

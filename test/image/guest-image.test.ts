@@ -250,7 +250,7 @@ describe.skipIf(missing.length > 0 && !CI)("the guest image (build/guest.qcow2)"
     const built = await ensureGuestImage();
     image = built.path;
     dir = mkdtempSync(join(tmpdir(), "novaless-guest-image-"));
-    await makeConfigDrive(guest, join(dir, "disk.config"));
+    await makeConfigDrive(guest, join(dir, "disk.config"), "bridge", "the test");
     ip("netns", "add", NS);
     ip("-n", NS, "link", "set", "lo", "up");
     ip("-n", NS, "link", "add", "br0", "type", "bridge");
