@@ -320,25 +320,20 @@ export class LibvirtDriver implements Driver {
   }
 
   /**
-   * The image in this host's cache, fetched once: an image made from a server (a snapshot, a
-   * backup) comes from the images bucket; the catalog's own images are the operator's to place.
-   * BuildFailure when it is not there.
+   * The image in this host's cache (Nova's _base), fetched once from the images bucket, where an
+   * image's data is (a snapshot's, a backup's, one the operator stored). An image already in the
+   * cache is used as it is, as an operator may place one there by hand. BuildFailure, naming the
+   * image, the host and why, when it is in neither.
    */
   private async cacheImage(image: GuestSpec["image"]): Promise<string> {
     const base = join(this.opts.imagesPath, image.id);
-    if (!existsSync(base) && SERVER_IMAGE_TYPES.has(image.properties.image_type ?? "")) {
-      mkdirSync(this.opts.imagesPath, { recursive: true });
-      await this.store.fetch(image.id, base).catch((e: Error) => {
-        throw new BuildFailure(
-          `image ${image.name} (${image.id}) could not be fetched from the images bucket to host ${this.opts.host}: ${e.message}`,
-        );
-      });
-    }
-    if (!existsSync(base)) {
+    if (existsSync(base)) return base;
+    mkdirSync(this.opts.imagesPath, { recursive: true });
+    await this.store.fetch(image.id, base).catch((e: Error) => {
       throw new BuildFailure(
-        `image ${image.name} (${image.id}) is not in the image cache ${this.opts.imagesPath} on host ${this.opts.host}`,
+        `image ${image.name} (${image.id}) is not in the image cache ${this.opts.imagesPath} on host ${this.opts.host}, and could not be fetched from the images bucket: ${e.message}`,
       );
-    }
+    });
     return base;
   }
 
