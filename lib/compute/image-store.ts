@@ -72,13 +72,20 @@ export interface ImageStore {
 }
 
 /**
- * Data up to this size is one PutObject; larger data a multipart upload of parts this size. S3
- * takes at most 5 GB in one PUT, parts of 5 MiB to 5 GiB and at most 10,000 of them (S3 user
- * guide, "Uploading objects" and "Amazon S3 multipart upload limits"): 64 MiB parts carry 640 GiB.
- * Each body is whole bytes read from the file, never a stream (the local runtime's in-process
- * transport takes whole bodies).
+ * Data up to this size is one PutObject; larger data a multipart upload of parts this size, as
+ * the AWS CLI uploads (multipart_threshold and multipart_chunksize, 8 MiB). S3 takes parts of
+ * 5 MiB to 5 GiB and at most 10,000 of them (S3 user guide, "Amazon S3 multipart upload limits"),
+ * so a disk past 80 GiB gets parts of a tenth of a thousandth of its size. Small parts also keep
+ * each body under what the local runtime's S3 (fauxqs) accepts in one request (11 MiB). Each body
+ * is whole bytes read from the file, never a stream (the in-process transport takes whole bodies).
  */
-const PART_BYTES = 64 * 2 ** 20;
+const PART_BYTES = 8 * 2 ** 20;
+const MAX_PARTS = 10_000;
+
+/** The part size for `size` bytes: `partBytes`, or larger when that would pass S3's 10,000 parts. */
+export function partSizeFor(size: number, partBytes: number): number {
+  return Math.max(partBytes, Math.ceil(size / MAX_PARTS / 2 ** 20) * 2 ** 20);
+}
 
 function readPart(file: string, offset: number, length: number): Buffer {
   const buf = Buffer.alloc(length);
@@ -145,7 +152,13 @@ export function s3ImageStore(bucket?: string, opts: { partBytes?: number } = {})
     async put(imageId, file) {
       const stored = await digest(file);
       if (stored.size > partBytes) {
-        await multipartPut(Bucket(), imageKey(imageId), file, stored.size, partBytes);
+        await multipartPut(
+          Bucket(),
+          imageKey(imageId),
+          file,
+          stored.size,
+          partSizeFor(stored.size, partBytes),
+        );
         return stored;
       }
       await s3Client().send(
