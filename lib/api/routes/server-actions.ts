@@ -141,9 +141,13 @@ async function power(
   return { status: 202 };
 }
 
-/** Nova's console_output: printable characters only (it replaces the rest). */
+/**
+ * Nova's console_output removes what XML 1.0 cannot carry (api/openstack/compute/console_output.py:
+ * `re.compile('[\x00-\x08\x0B-\x1F]')`, substituted by ''): a real serial log's \r of every
+ * line goes, tab and newline stay.
+ */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
-const NOT_PRINTABLE = /[\x00-\x08\x0B-\x1F\x7F]/g;
+const NOT_PRINTABLE = /[\x00-\x08\x0B-\x1F]/g;
 
 /**
  * os-getConsoleOutput: asks the host (its queue) and waits for its answer, which compute-events
@@ -184,7 +188,7 @@ async function consoleOutput(
   }
   // the host tailed it already (Nova tails on the host); tailing again changes nothing
   const output = tailLog(answer.output, length);
-  return { status: 200, body: { output: output.replace(NOT_PRINTABLE, "?") } };
+  return { status: 200, body: { output: output.replace(NOT_PRINTABLE, "") } };
 }
 
 export async function serverAction(call: RouteCall): Promise<ApiResult> {
