@@ -27,14 +27,17 @@ function parseColonList(out: string): Map<string, string> {
   return m;
 }
 
-/** The rows of a virsh table (domblklist, domiflist), header and rule skipped. */
+/**
+ * The rows of a virsh table (domblklist, domiflist): its header, where there is one, is the line
+ * above the rule (`virsh -q`, as the driver's connection runs, prints neither).
+ */
 function tableRows(out: string): string[][] {
-  return out
+  const lines = out
     .split("\n")
     .map((l) => l.trim())
-    .filter((l) => l && !/^-+$/.test(l))
-    .slice(1)
-    .map((l) => l.split(/\s+/));
+    .filter(Boolean);
+  const rule = lines.findIndex((l) => /^-+$/.test(l));
+  return lines.slice(rule + 1).map((l) => l.split(/\s+/));
 }
 
 const STATE_NAMES: Record<string, InstanceDiagnostics["state"]> = {

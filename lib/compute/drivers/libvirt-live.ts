@@ -165,15 +165,20 @@ async function liveMigrate(d: LiveDomains, id: string, destIp: string, job: Live
 
 const UNITS: Record<string, number> = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40 };
 
-/** `virsh domjobinfo`'s memory lines ("Memory processed:  1.234 GiB") as bytes. */
+/**
+ * `virsh domjobinfo`'s memory lines ("Memory processed:  1.234 GiB") as bytes. A running job
+ * without them (a block migration's disk copy comes before its memory's) is all zeros, as Nova
+ * reads libvirt's job info then; no job: undefined.
+ */
 export function jobProgress(out: string) {
+  if (!/^Job type:\s*(Bounded|Unbounded)/m.test(out)) return undefined;
   const read = (label: string) => {
     const m = new RegExp(`^${label}:\\s+([0-9.]+)\\s*(B|KiB|MiB|GiB|TiB)?`, "m").exec(out);
-    return m ? Math.round(Number(m[1]) * (UNITS[m[2] ?? "B"] ?? 1)) : undefined;
+    return m ? Math.round(Number(m[1]) * (UNITS[m[2] ?? "B"] ?? 1)) : 0;
   };
-  const total = read("Memory total");
-  const processed = read("Memory processed");
-  const remaining = read("Memory remaining");
-  if (total === undefined || processed === undefined || remaining === undefined) return undefined;
-  return { memory_total_bytes: total, memory_processed_bytes: processed, memory_remaining_bytes: remaining };
+  return {
+    memory_total_bytes: read("Memory total"),
+    memory_processed_bytes: read("Memory processed"),
+    memory_remaining_bytes: read("Memory remaining"),
+  };
 }

@@ -1,7 +1,9 @@
 // A guest's libvirt domain, as Nova's LibvirtConfigGuest writes it: name, uuid, memory and
 // vCPUs from the flavor, Nova's metadata, SMBIOS with the instance's uuid, the root disk (and the
-// ephemeral and swap disks the flavor asks for), the config drive as a read-only cdrom, one
-// <interface> per port (vif.ts binds them to bridges), and a serial console logged to console.log.
+// ephemeral and swap disks the flavor asks for), ACPI and the APIC (Nova's x86 features: ACPI is
+// how a clean shutdown reaches the guest), the config drive as a read-only cdrom, one
+// <interface> per port (vif.ts binds them to bridges), and a serial console logged to console.log,
+// appended to across the guest's QEMU processes (a hard reboot, a resume), as virtlogd keeps it.
 // Pure: paths in, XML out.
 import type { GuestSpec } from "./driver.js";
 import { tapName } from "./network-data.js";
@@ -69,10 +71,12 @@ export function domainXml(
   const disks = [disk(`${dir}/disk`, "vda", paths.rootFormat)];
   if (f.ephemeral_gb > 0) disks.push(disk(`${dir}/disk.eph0`, "vdb", "raw"));
   if (f.swap > 0) disks.push(disk(`${dir}/disk.swap`, f.ephemeral_gb > 0 ? "vdc" : "vdb", "raw"));
+  // Nova's config drive on an i440fx machine (libvirt's default): a cdrom on the IDE bus, which any
+  // guest kernel reads (a SATA one needs AHCI's driver)
   if (guest.config_drive) {
     disks.push(
       `    <disk type='file' device='cdrom'>\n      <driver name='qemu' type='raw' cache='none'/>\n` +
-        `      <source file='${x(`${dir}/disk.config`)}'/>\n      <target dev='sda' bus='sata'/>\n      <readonly/>\n    </disk>`,
+        `      <source file='${x(`${dir}/disk.config`)}'/>\n      <target dev='hdd' bus='ide'/>\n      <readonly/>\n    </disk>`,
     );
   }
   return `<domain type='${x(virtType)}'>
@@ -112,13 +116,17 @@ export function domainXml(
     <boot dev='hd'/>
     <smbios mode='sysinfo'/>
   </os>
+  <features>
+    <acpi/>
+    <apic/>
+  </features>
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>restart</on_reboot>
   <on_crash>destroy</on_crash>
   <devices>
 ${[...disks, ...ports.map(interfaceXml)].join("\n")}
     <serial type='pty'>
-      <log file='${x(`${dir}/console.log`)}' append='off'/>
+      <log file='${x(`${dir}/console.log`)}' append='on'/>
       <target port='0'/>
     </serial>
     <console type='pty'>

@@ -61,6 +61,9 @@ export interface LibvirtDriverOptions {
   virshJobTimeoutMs?: number;
 }
 
+/** coreutils' stdbuf, where installed */
+const STDBUF = ["/usr/bin/stdbuf", "/bin/stdbuf"].find((p) => existsSync(p));
+
 /** libvirt's test driver without a transport: its domains live in the client's connection. */
 const STATE_IN_CONNECTION = /^test:\/\//;
 
@@ -192,11 +195,20 @@ export class LibvirtDriver implements Driver {
    */
   private watchEvents(): void {
     if (this.closed) return;
-    const proc = spawnProcess(
+    // virsh's stdout into a pipe is block-buffered: line-buffered through stdbuf where it is
+    const argv = [
       this.opts.virshBinary ?? "virsh",
-      ["-q", "-c", this.opts.uri, "event", "--all", "--loop", "--event", "lifecycle"],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
+      "-q",
+      "-c",
+      this.opts.uri,
+      "event",
+      "--loop",
+      "--event",
+      "lifecycle",
+    ];
+    const proc = STDBUF
+      ? spawnProcess(STDBUF, ["-oL", ...argv], { stdio: ["ignore", "pipe", "pipe"] })
+      : spawnProcess(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
     this.events = proc;
     let buffer = "";
     proc.stdout.setEncoding("utf8");

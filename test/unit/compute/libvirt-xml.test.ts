@@ -43,7 +43,7 @@ describe("domainXml", () => {
     expect(xml).not.toContain("disk.eph0");
     expect(xml).not.toContain("disk.swap");
     expect(xml).not.toContain("disk.config");
-    expect(xml).toContain("<log file='/var/lib/novaless/instances/x/console.log' append='off'/>");
+    expect(xml).toContain("<log file='/var/lib/novaless/instances/x/console.log' append='on'/>");
   });
 
   it("adds ephemeral, swap and the config drive when asked", () => {

@@ -175,5 +175,11 @@ describe("libvirt's job progress", () => {
       memory_remaining_bytes: 768 * 2 ** 20,
     });
     expect(jobProgress("Job type: None")).toBeUndefined();
+    // a block migration's disk copy, before its memory: zeros, as Nova reads it
+    expect(jobProgress("Job type:         Unbounded\nOperation:        Outgoing migration")).toEqual({
+      memory_total_bytes: 0,
+      memory_processed_bytes: 0,
+      memory_remaining_bytes: 0,
+    });
   });
 });

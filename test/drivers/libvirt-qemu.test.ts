@@ -1,0 +1,433 @@
+// The libvirt driver against real QEMU through real libvirtd: two libvirt hosts on this machine
+// (local/libvirt-hosts.ts: a network namespace, a libvirtd and a Linux bridge per network each,
+// the bridges joined), the guest image the project builds (build/guest.qcow2: a kernel and a
+// busybox initramfs that reads its config drive, prints a banner and an uptime line a second on
+// its serial console, and answers ping). One host: a guest's whole life. Two hosts: a live
+// migration with its disk copied, and one aborted. Without root, QEMU, libvirtd or the image
+// they skip, saying why on stderr; with CI set they fail instead.
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type GuestPort,
+  type GuestSpec,
+  LiveMigrationAborted,
+  type LiveMigrationProgress,
+  POWER_STATE,
+  type PowerState,
+} from "../../lib/compute/drivers/driver.js";
+import { LibvirtDriver } from "../../lib/compute/drivers/libvirt.js";
+import { tapName } from "../../lib/compute/drivers/network-data.js";
+import type { ImageStore } from "../../lib/compute/image-store.js";
+import {
+  type LibvirtHost,
+  type LibvirtHosts,
+  libvirtHostsUnavailable,
+  startLibvirtHosts,
+} from "../../local/libvirt-hosts.js";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const FILE = "test/drivers/libvirt-qemu.test.ts";
+
+/** build/guest.qcow2, built when missing and the build script is there; else NOVALESS_GUEST_IMAGE. */
+function guestImage(): { path?: string; why?: string } {
+  const built = join(REPO, "build", "guest.qcow2");
+  if (existsSync(built)) return { path: built };
+  const scripts = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).scripts ?? {};
+  if (scripts["image:build"]) {
+    try {
+      execFileSync("npm", ["run", "image:build"], { cwd: REPO, stdio: "inherit", timeout: 300_000 });
+      if (existsSync(built)) return { path: built };
+    } catch (e) {
+      return { why: `npm run image:build failed: ${(e as Error).message}` };
+    }
+  }
+  const env = process.env.NOVALESS_GUEST_IMAGE;
+  if (env && existsSync(env)) return { path: env };
+  return {
+    why: `no guest image: ${built} is missing, there is no npm run image:build, and NOVALESS_GUEST_IMAGE ${env ? `(${env}) is not a file` : "is not set"}`,
+  };
+}
+
+const image = guestImage();
+const why = libvirtHostsUnavailable() ?? image.why;
+if (why) console.warn(`${FILE}: ${why}: ${process.env.CI ? "CI is set, so this fails" : "these tests skip"}`);
+
+/**
+ * kvm where the guest image boots under KVM, else TCG (qemu), and why; NOVALESS_LIBVIRT_VIRT_TYPE
+ * overrides. /dev/kvm opening is not enough: a nested KVM without the CPU's virtualization flags
+ * stops the guest within seconds ("paused (internal-error)"), so without vmx or svm it is TCG at
+ * once, and with them the image must reach its kernel under KVM within 6 s.
+ */
+function virtType(disk: string): { type: "kvm" | "qemu"; why: string } {
+  const forced = process.env.NOVALESS_LIBVIRT_VIRT_TYPE;
+  if (forced === "kvm" || forced === "qemu") return { type: forced, why: "NOVALESS_LIBVIRT_VIRT_TYPE" };
+  if (!existsSync("/dev/kvm")) return { type: "qemu", why: "no /dev/kvm" };
+  if (!/\b(vmx|svm)\b/.test(readFileSync("/proc/cpuinfo", "utf8")))
+    return { type: "qemu", why: "/dev/kvm is there, but the CPU shows no vmx or svm" };
+  const serial = join(dirname(disk), "probe.log");
+  try {
+    const out = execFileSync(
+      "sh",
+      [
+        "-c",
+        '(sleep 6; echo "info status"; sleep 0.3; echo quit) | qemu-system-x86_64 -accel kvm -nodefaults -display none -m 128 -monitor stdio -serial file:"$1" -snapshot -drive file="$0",if=virtio',
+        disk,
+        serial,
+      ],
+      { timeout: 20_000, stdio: ["ignore", "pipe", "ignore"] },
+    ).toString();
+    const booted = existsSync(serial) && readFileSync(serial, "utf8").includes("Loading");
+    if (/VM status: running/.test(out) && booted) return { type: "kvm", why: "the image boots under KVM" };
+    return { type: "qemu", why: `KVM: ${/VM status: (.*)/.exec(out)?.[1]?.trim() ?? "no status"}` };
+  } catch (e) {
+    return { type: "qemu", why: `KVM probe failed: ${(e as Error).message}` };
+  }
+}
+
+const IMAGE_ID = "6b1f0f7e-0000-4000-8000-00000000a001";
+const NETWORK = {
+  id: "9f8e7d6c-0000-4000-8000-0000000000f1",
+  name: "flat-net",
+  cidr: "10.20.0.0/24",
+  physnet: "physnet1",
+};
+
+function port(n: number): GuestPort {
+  return {
+    port_id: `${n}a1b2c3d-4e5f-4071-8293-a4b5c6d7e8f9`,
+    network_id: NETWORK.id,
+    network_name: NETWORK.name,
+    mac_address: `fa:16:3e:00:20:${n.toString(16).padStart(2, "0")}`,
+    fixed_ips: [
+      {
+        subnet_id: "5e6f7a8b-0000-4000-8000-0000000000f1",
+        ip_address: `10.20.0.${10 + n}`,
+        version: 4,
+        cidr: NETWORK.cidr,
+        gateway_ip: null,
+        dns_nameservers: [],
+        host_routes: [],
+      },
+    ],
+    network_type: "flat",
+    physical_network: NETWORK.physnet,
+    segmentation_id: null,
+    mtu: 1500,
+  };
+}
+
+function guest(n: number, hostname: string): GuestSpec {
+  return {
+    instance_uuid: crypto.randomUUID(),
+    name: hostname,
+    hostname,
+    project_id: "p",
+    user_id: "u",
+    flavor: {
+      id: "1",
+      name: "m1.nano",
+      vcpus: 1,
+      memory_mb: 128,
+      root_gb: 1,
+      ephemeral_gb: 0,
+      swap: 0,
+      extra_specs: {},
+    },
+    image: { id: IMAGE_ID, name: "novaless-guest", properties: { disk_format: "qcow2" } },
+    metadata: {},
+    config_drive: true,
+    ports: [port(n)],
+  };
+}
+
+/** The images bucket as a directory. */
+function dirStore(dir: string): ImageStore {
+  mkdirSync(dir, { recursive: true });
+  return {
+    async put(id, file) {
+      copyFileSync(file, join(dir, id));
+      return { size: statSync(file).size, checksum: "md5", os_hash_value: "sha512" };
+    },
+    async fetch(id, file) {
+      if (!existsSync(join(dir, id))) return false;
+      copyFileSync(join(dir, id), file);
+      return true;
+    },
+    async open(id) {
+      return existsSync(join(dir, id))
+        ? { body: Readable.from(readFileSync(join(dir, id))), size: statSync(join(dir, id)).size }
+        : undefined;
+    },
+    async remove(id) {
+      rmSync(join(dir, id), { force: true });
+    },
+    async downloadUrl(id) {
+      return `file://${join(dir, id)}`;
+    },
+  };
+}
+
+async function until<T>(what: string, get: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await get().catch(() => undefined);
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(100);
+  }
+}
+
+const lastUptime = (console: string): number | undefined => {
+  const all = [...console.matchAll(/^novaless-guest uptime (\d+)/gm)];
+  return all.length ? Number(all[all.length - 1]![1]) : undefined;
+};
+
+const count = (text: string, what: string) => text.split(what).length - 1;
+const banners = (console: string, uuid: string) => count(console, `novaless-guest uuid ${uuid}`);
+
+describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through libvirtd", () => {
+  let harness: LibvirtHosts | undefined;
+  const drivers: LibvirtDriver[] = [];
+  const work = mkdtempSync(join(tmpdir(), "novaless-libvirt-qemu-"));
+  let type: "kvm" | "qemu" = "qemu";
+  let a: LibvirtDriver;
+  let b: LibvirtDriver;
+  const events: [string, PowerState][] = [];
+
+  beforeAll(async () => {
+    if (why) throw new Error(`${FILE}: ${why}`);
+    // the probe boots a throwaway overlay (-snapshot), never the image itself
+    copyFileSync(image.path!, join(work, "probe.qcow2"));
+    const probe = virtType(join(work, "probe.qcow2"));
+    type = probe.type;
+    console.info(`${FILE}: domain type ${type} (${type === "kvm" ? "KVM" : "TCG"}: ${probe.why})`);
+    harness = await startLibvirtHosts({
+      hosts: ["host-a", "host-b"],
+      networks: [
+        { physnet: NETWORK.physnet, bridge: "br-flat", addresses: ["10.20.0.201/24", "10.20.0.202/24"] },
+      ],
+    });
+    for (const h of harness.hosts) {
+      // the operator's copy of the catalog image in each host's cache
+      copyFileSync(image.path!, join(h.imagesPath, IMAGE_ID));
+      const d = new LibvirtDriver({
+        host: h.name,
+        uri: h.uri,
+        virtType: type,
+        instancesPath: h.instancesPath,
+        imagesPath: h.imagesPath,
+        linuxBridgeMappings: h.bridgeMappings,
+        shutdownTimeoutSeconds: 20,
+        // long: a power change seen at once comes from libvirt's lifecycle events, not the poll
+        pollMs: 60_000,
+        imageStore: dirStore(join(work, "bucket")),
+      });
+      drivers.push(d);
+      await d.init();
+    }
+    [a, b] = drivers as [LibvirtDriver, LibvirtDriver];
+    a.onLifecycle((id, power) => events.push([id, power]));
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const d of drivers) await d.close().catch(() => undefined);
+    await harness?.stop();
+    rmSync(work, { recursive: true, force: true });
+  }, 60_000);
+
+  const bootOf = async (d: LibvirtDriver, g: GuestSpec, seen: number) =>
+    until(
+      `the banner of ${g.instance_uuid}`,
+      async () => {
+        const out = await d.consoleOutput(g.instance_uuid);
+        return banners(out, g.instance_uuid) > seen && count(out, "novaless-guest ready") > seen
+          ? out
+          : undefined;
+      },
+      60_000,
+    );
+
+  it("one host: spawn with a port and a config drive, console, ping, power actions, crash dump, events, diagnostics, snapshot, destroy", async () => {
+    const h = harness!.hosts[0]!;
+    const g = guest(1, "alpha");
+    const id = g.instance_uuid;
+    const ip = g.ports![0]!.fixed_ips[0]!.ip_address;
+    const t0 = Date.now();
+    await a.spawn(g);
+    let out = await bootOf(a, g, 0);
+    console.info(`${FILE}: boot (define → banner): ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    expect(out).toContain(`novaless-guest uuid ${id}`);
+    expect(out).toContain("novaless-guest hostname alpha");
+    expect(out).toMatch(new RegExp(`novaless-guest address \\S+ ${ip.replace(/\./g, "\\.")}/24`));
+    expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
+    await until("ping from the host", () => h.exec(["ping", "-c1", "-W1", ip]));
+
+    // the tap is on the host's bridge, with the port's MAC on the guest's side
+    const tap = tapName(g.ports![0]!.port_id);
+    expect(await h.exec(["ip", "-o", "link", "show", tap])).toContain("master br-flat");
+    expect(await a.dumpxml(id)).not.toContain("virtualport");
+
+    const diag = await a.diagnostics(id);
+    expect(diag).toMatchObject({ state: "running", driver: "libvirt", hypervisor: type, config_drive: true });
+    expect(diag.memory_details.maximum).toBe(128);
+    expect(diag.cpu_details).toHaveLength(1);
+    expect(diag.cpu_details[0]!.time).toBeGreaterThan(0);
+    expect(diag.nic_details[0]!.mac_address).toBe(g.ports![0]!.mac_address);
+    expect(diag.nic_details[0]!.rx_packets).toBeGreaterThan(0);
+    expect(diag.disk_details.map((x) => x.device)).toContain("vda");
+    expect(diag.disk_details.find((x) => x.device === "vda")!.read_bytes).toBeGreaterThan(0);
+
+    await a.pause(id);
+    expect(a.powerState(id)).toBe(POWER_STATE.PAUSED);
+    expect(await a.virshForTests(`domstate instance-${id}`)).toBe("paused");
+    await a.unpause(id);
+    expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
+
+    // suspend keeps the guest's memory on disk: it goes on counting from where it was
+    const before = lastUptime(await a.consoleOutput(id))!;
+    await a.suspend(id);
+    expect(a.powerState(id)).toBe(POWER_STATE.SUSPENDED);
+    expect(await a.virshForTests(`dominfo instance-${id}`)).toMatch(/Managed save:\s+yes/);
+    await a.resume(id);
+    expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
+    await until("uptime counting on after resume", async () =>
+      (lastUptime(await a.consoleOutput(id)) ?? 0) > before ? true : undefined,
+    );
+    expect(banners(await a.consoleOutput(id), id)).toBe(1);
+
+    await a.triggerCrashDump(id);
+    out = await until("the NMI on the console", async () => {
+      const o = await a.consoleOutput(id);
+      return /NMI/.test(o) ? o : undefined;
+    });
+    console.info(
+      `${FILE}: NMI on the console: ${out
+        .split("\n")
+        .find((l) => /NMI/.test(l))
+        ?.trim()}`,
+    );
+
+    const stages: string[] = [];
+    const snapshotId = "6b1f0f7e-0000-4000-8000-00000000b001";
+    const snap = await a.snapshot(id, snapshotId, async (s) => void stages.push(s));
+    expect(stages).toEqual(["image_pending_upload", "image_uploading"]);
+    expect(snap).toMatchObject({ disk_format: "qcow2", container_format: "bare" });
+    const info = JSON.parse(
+      execFileSync("qemu-img", ["info", "--output=json", join(work, "bucket", snapshotId)], {
+        timeout: 20_000,
+      }).toString(),
+    );
+    expect(info.format).toBe("qcow2");
+    expect(info["backing-filename"]).toBeUndefined();
+    expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
+
+    // the console log goes on across the guest's QEMU processes: each boot one more banner
+    await a.reboot(id, "SOFT");
+    await bootOf(a, g, 1);
+    await a.reboot(id, "HARD");
+    await bootOf(a, g, 2);
+    expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
+
+    // ACPI: the guest's acpid powers it off, well within the shutdown timeout
+    const off = Date.now();
+    await a.powerOff(id);
+    expect(a.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+    expect(await a.virshForTests(`domstate --reason instance-${id}`)).toBe("shut off (shutdown)");
+    console.info(`${FILE}: ACPI power-off: ${((Date.now() - off) / 1000).toFixed(1)} s`);
+    expect(await a.consoleOutput(id)).toContain("ACPI power button");
+    await a.powerOn(id);
+    expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
+    // its fourth boot: spawn, soft reboot, hard reboot, this
+    await until("a new boot", async () =>
+      count(await a.consoleOutput(id), "SYSLINUX") > 3 ? true : undefined,
+    );
+    // the driver's own actions were no events
+    expect(events.filter(([e]) => e === id)).toEqual([]);
+
+    // stopped behind the driver's back: a lifecycle event, long before the minute's poll
+    execFileSync("virsh", ["-q", "-c", h.uri, "destroy", `instance-${id}`], { timeout: 20_000 });
+    await until(
+      "the lifecycle event",
+      async () => (events.some(([e, p]) => e === id && p === POWER_STATE.SHUTDOWN) ? true : undefined),
+      5_000,
+    );
+    expect(a.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+
+    await a.destroy(id);
+    expect(a.has(id)).toBe(false);
+    expect(await a.virshForTests("list --all --name")).not.toContain(id);
+    expect(existsSync(join(h.instancesPath, id))).toBe(false);
+    await expect(h.exec(["ip", "link", "show", tap])).rejects.toThrow(/does not exist/);
+  }, 180_000);
+
+  it("two hosts: a live migration with its disk copied keeps the guest counting and answering on its address; an aborted one leaves it running on the source", async () => {
+    const [ha, hb] = harness!.hosts as [LibvirtHost, LibvirtHost];
+    const g = guest(2, "mover");
+    const id = g.instance_uuid;
+    const ip = g.ports![0]!.fixed_ips[0]!.ip_address;
+    await a.spawn(g);
+    await bootOf(a, g, 0);
+    await until("ping on host-a", () => ha.exec(["ping", "-c1", "-W1", ip]));
+    await b.live!.preLiveMigration(g);
+    const dest = { host: hb.name, ip: hb.ip, blockMigration: true };
+    const job = (abort: AbortController, progress: LiveMigrationProgress[]) => ({
+      abort: abort.signal,
+      forceComplete: new AbortController().signal,
+      onProgress: (p: LiveMigrationProgress) => progress.push(p),
+    });
+
+    // aborted once its progress shows (slowed to 1 MiB/s so that the abort lands mid-copy)
+    await a.virshForTests(`migrate-setspeed instance-${id} 1`);
+    const abort = new AbortController();
+    const early: LiveMigrationProgress[] = [];
+    const aborted = a.live!.liveMigrate(id, dest, job(abort, early)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await until("progress", async () => (early.length ? true : undefined), 20_000);
+    abort.abort();
+    expect(await aborted).toBeInstanceOf(LiveMigrationAborted);
+    expect(a.has(id)).toBe(true);
+    expect(await a.virshForTests(`domstate instance-${id}`)).toBe("running");
+    expect(execFileSync("virsh", ["-q", "-c", hb.uri, "list", "--all", "--name"]).toString()).not.toContain(
+      id,
+    );
+    await until("ping on host-a after the abort", () => ha.exec(["ping", "-c1", "-W1", ip]));
+
+    await a.virshForTests(`migrate-setspeed instance-${id} 8796093022207`);
+    const before = lastUptime(await a.consoleOutput(id))!;
+    const progress: LiveMigrationProgress[] = [];
+    const t0 = Date.now();
+    await a.live!.liveMigrate(id, dest, job(new AbortController(), progress));
+    await b.live!.postLiveMigrationAtDestination(g);
+    console.info(
+      `${FILE}: live migration (--copy-storage-all) host-a → host-b: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${progress.length} progress report(s), last ${JSON.stringify(progress.at(-1))}`,
+    );
+    expect(a.has(id)).toBe(false);
+    expect(existsSync(join(ha.instancesPath, id))).toBe(false);
+    expect(execFileSync("virsh", ["-q", "-c", ha.uri, "list", "--all", "--name"]).toString()).not.toContain(
+      id,
+    );
+    expect(b.powerState(id)).toBe(POWER_STATE.RUNNING);
+    expect(await b.virshForTests(`domstate instance-${id}`)).toBe("running");
+
+    // the same guest, not a new boot: its uptime goes on from where it was
+    const after = await until("uptime on host-b", async () => lastUptime(await b.consoleOutput(id)));
+    expect(after).toBeGreaterThanOrEqual(before);
+    expect(await b.consoleOutput(id)).not.toContain("SYSLINUX");
+    console.info(`${FILE}: uptime ${before} on host-a before the move, ${after} on host-b after`);
+    await until("ping on host-b", () => hb.exec(["ping", "-c1", "-W1", ip]));
+    const tap = tapName(g.ports![0]!.port_id);
+    expect(await hb.exec(["ip", "-o", "link", "show", tap])).toContain("master br-flat");
+    await expect(ha.exec(["ip", "link", "show", tap])).rejects.toThrow(/does not exist/);
+
+    await b.destroy(id);
+    expect(b.has(id)).toBe(false);
+  }, 180_000);
+});
