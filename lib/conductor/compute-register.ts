@@ -16,6 +16,7 @@ import { registerHost } from "../placement/hosts.js";
 import { heartbeat } from "../placement/liveness.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
+import { canonicalHypervisorType } from "../scheduler/image-props.js";
 import { applyBuildReport } from "./build-events.js";
 import { castToHost, stopGuest } from "./host-casts.js";
 import { rememberQueueUrl } from "./host-queues.js";
@@ -60,7 +61,7 @@ export async function register(r: RegisterReport, log: Logger): Promise<QueueWit
       hypervisor_type: r.hypervisor_type,
       hypervisor_version: r.hypervisor_version,
       host_ip: r.host_ip,
-      supported_instances: [["x86_64", r.hypervisor_type, "hvm"]],
+      supported_instances: supportedInstances(r.hypervisor_type, r.facts),
       queue_url: q.queueUrl,
       hypervisor_facts: r.facts,
     });
@@ -230,4 +231,20 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
 export async function evacuationCleaned(host: string, migrationUuid: string): Promise<void> {
   await release(host, migrationUuid);
   await updateMigration(migrationUuid, ["done"], "completed");
+}
+
+/**
+ * Nova's supported_instances: [architecture, hypervisor type, vm mode], the type canonical
+ * (fields.HVType: lower case), as ImagePropertiesFilter compares an image's img_hv_type with it.
+ * libvirt reports a triple per domain type its capabilities offer: a kvm host runs qemu (TCG)
+ * guests too. A host that said "QEMU" (libvirt's hypervisor name) refused every image asking for
+ * qemu, and so every move of a guest whose image carried it.
+ */
+export function supportedInstances(
+  hypervisorType: string,
+  facts: Record<string, unknown> | undefined,
+): [string, string, string][] {
+  const type = canonicalHypervisorType(hypervisorType) ?? hypervisorType;
+  const types = facts?.virt_type === "kvm" ? ["kvm", type] : [type];
+  return [...new Set(types)].map((t) => ["x86_64", t, "hvm"]);
 }
