@@ -12,6 +12,10 @@ const LONGEST_FIRST = [
   // compute, not last, where the two ran together on an idle machine for a minute
   "test/e2e/report-outage.test.ts",
   "test/e2e/report-outage-exec.test.ts",
+  // real QEMU guests (TCG): a core while they boot, waiting otherwise
+  "test/drivers/libvirt-qemu.test.ts",
+  "test/e2e/libvirt-guests.test.ts",
+  "test/image/guest-image.test.ts",
   "test/e2e/simulator.test.ts",
   "test/console/console.test.ts",
   "test/e2e/faults-deletes.test.ts",
