@@ -203,7 +203,7 @@ const banners = (console: string, uuid: string) => count(console, `novaless-gues
 describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through libvirtd", () => {
   let harness: LibvirtHosts | undefined;
   const drivers: LibvirtDriver[] = [];
-  const work = mkdtempSync(join(tmpdir(), "novaless-libvirt-qemu-"));
+  let work = "";
   let type: "kvm" | "qemu" = "qemu";
   let a: LibvirtDriver;
   let b: LibvirtDriver;
@@ -211,6 +211,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
 
   beforeAll(async () => {
     if (why) throw new Error(`${FILE}: ${why}`);
+    work = mkdtempSync(join(tmpdir(), "novaless-libvirt-qemu-"));
     // the probe boots a throwaway overlay (-snapshot), never the image itself
     copyFileSync(image.path!, join(work, "probe.qcow2"));
     const probe = virtType(join(work, "probe.qcow2"));
@@ -247,7 +248,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
   afterAll(async () => {
     for (const d of drivers) await d.close().catch(() => undefined);
     await harness?.stop();
-    rmSync(work, { recursive: true, force: true });
+    if (work) rmSync(work, { recursive: true, force: true });
   }, 60_000);
 
   const bootOf = async (d: LibvirtDriver, g: GuestSpec, seen: number) =>
