@@ -314,7 +314,12 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
     await until("uptime counting on after resume", async () =>
       (lastUptime(await a.consoleOutput(id)) ?? 0) > before ? true : undefined,
-    );
+    ).catch(async (e: Error) => {
+      const state = await a.virshForTests(`domstate --reason instance-${id}`);
+      throw new Error(
+        `${e.message} (uptime ${before} before; ${state}): ${(await a.consoleOutput(id)).slice(-600)}`,
+      );
+    });
     expect(banners(await a.consoleOutput(id), id)).toBe(1);
 
     await a.triggerCrashDump(id);
@@ -374,9 +379,13 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(await a.consoleOutput(id)).toContain("ACPI power button");
     await a.powerOn(id);
     expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
-    // its fourth boot: spawn, soft reboot, hard reboot, this
+    // still in its firmware, nothing answers ACPI: destroyed after the shutdown timeout
+    await a.powerOff(id, 1);
+    expect(await a.virshForTests(`domstate --reason instance-${id}`)).toBe("shut off (destroyed)");
+    await a.powerOn(id);
+    // its fifth boot: spawn, soft reboot, hard reboot, the two power-ons
     await until("a new boot", async () =>
-      count(await a.consoleOutput(id), "SYSLINUX") > 3 ? true : undefined,
+      count(await a.consoleOutput(id), "SYSLINUX") > 4 ? true : undefined,
     );
     // the driver's own actions were no events
     expect(events.filter(([e]) => e === id)).toEqual([]);
