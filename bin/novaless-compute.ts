@@ -72,7 +72,11 @@ const prefix = String(c.novaless.compute_queue_prefix);
 // a host name or prefix that cannot make a queue is refused before anything is sent
 const queue = computeQueueName(prefix, host, DLQ_SUFFIX);
 const driver = createDriver(c);
-const size = hostSizeOf(machineFacts(String(c.DEFAULT.instances_path)), c);
+// the hypervisor's view of the host where the driver has one (libvirt: nodeinfo), else the machine's
+const facts = driver.machineFacts
+  ? await driver.machineFacts()
+  : machineFacts(String(c.DEFAULT.instances_path));
+const size = hostSizeOf(facts, c);
 const agent = new ComputeAgent({
   host,
   availability_zone: String(c.DEFAULT.default_availability_zone),

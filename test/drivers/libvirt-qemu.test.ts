@@ -6,8 +6,17 @@
 // migration with its disk copied, and one aborted. Without root, QEMU, libvirtd or the image
 // they skip, saying why on stderr; with CI set they fail instead.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  statSync,
+} from "node:fs";
+import { availableParallelism, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -194,7 +203,7 @@ const banners = (console: string, uuid: string) => count(console, `novaless-gues
 describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through libvirtd", () => {
   let harness: LibvirtHosts | undefined;
   const drivers: LibvirtDriver[] = [];
-  const work = mkdtempSync(join(tmpdir(), "novaless-libvirt-qemu-"));
+  let work = "";
   let type: "kvm" | "qemu" = "qemu";
   let a: LibvirtDriver;
   let b: LibvirtDriver;
@@ -202,6 +211,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
 
   beforeAll(async () => {
     if (why) throw new Error(`${FILE}: ${why}`);
+    work = mkdtempSync(join(tmpdir(), "novaless-libvirt-qemu-"));
     // the probe boots a throwaway overlay (-snapshot), never the image itself
     copyFileSync(image.path!, join(work, "probe.qcow2"));
     const probe = virtType(join(work, "probe.qcow2"));
@@ -238,7 +248,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
   afterAll(async () => {
     for (const d of drivers) await d.close().catch(() => undefined);
     await harness?.stop();
-    rmSync(work, { recursive: true, force: true });
+    if (work) rmSync(work, { recursive: true, force: true });
   }, 60_000);
 
   const bootOf = async (d: LibvirtDriver, g: GuestSpec, seen: number) =>
@@ -255,6 +265,12 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
 
   it("one host: spawn with a port and a config drive, console, ping, power actions, crash dump, events, diagnostics, snapshot, destroy", async () => {
     const h = harness!.hosts[0]!;
+    // the host's inventory as libvirt sees it: this machine's CPUs and memory, the instances disk
+    const facts = await a.machineFacts();
+    expect(facts.cpus).toBe(availableParallelism());
+    expect(Math.abs(facts.memoryBytes - totalmem()) / totalmem()).toBeLessThan(0.05);
+    const fs = statfsSync(h.instancesPath);
+    expect(facts.diskBytes).toBe(fs.blocks * fs.bsize);
     const g = guest(1, "alpha");
     const id = g.instance_uuid;
     const ip = g.ports![0]!.fixed_ips[0]!.ip_address;
@@ -298,7 +314,12 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
     await until("uptime counting on after resume", async () =>
       (lastUptime(await a.consoleOutput(id)) ?? 0) > before ? true : undefined,
-    );
+    ).catch(async (e: Error) => {
+      const state = await a.virshForTests(`domstate --reason instance-${id}`);
+      throw new Error(
+        `${e.message} (uptime ${before} before; ${state}): ${(await a.consoleOutput(id)).slice(-600)}`,
+      );
+    });
     expect(banners(await a.consoleOutput(id), id)).toBe(1);
 
     await a.triggerCrashDump(id);
@@ -327,6 +348,21 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(info["backing-filename"]).toBeUndefined();
     expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
 
+    // the snapshot boots on the other host, fetched from the bucket into its image cache
+    const fromSnapshot: GuestSpec = {
+      ...guest(3, "from-snapshot"),
+      image: {
+        id: snapshotId,
+        name: "alpha-snap",
+        properties: { disk_format: "qcow2", image_type: "snapshot" },
+      },
+    };
+    await b.spawn(fromSnapshot);
+    expect(existsSync(join(harness!.hosts[1]!.imagesPath, snapshotId))).toBe(true);
+    await bootOf(b, fromSnapshot, 0);
+    await b.destroy(fromSnapshot.instance_uuid);
+    expect(existsSync(join(harness!.hosts[1]!.imagesPath, snapshotId))).toBe(false);
+
     // the console log goes on across the guest's QEMU processes: each boot one more banner
     await a.reboot(id, "SOFT");
     await bootOf(a, g, 1);
@@ -343,9 +379,13 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(await a.consoleOutput(id)).toContain("ACPI power button");
     await a.powerOn(id);
     expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
-    // its fourth boot: spawn, soft reboot, hard reboot, this
+    // still in its firmware, nothing answers ACPI: destroyed after the shutdown timeout
+    await a.powerOff(id, 1);
+    expect(await a.virshForTests(`domstate --reason instance-${id}`)).toBe("shut off (destroyed)");
+    await a.powerOn(id);
+    // its fifth boot: spawn, soft reboot, hard reboot, the two power-ons
     await until("a new boot", async () =>
-      count(await a.consoleOutput(id), "SYSLINUX") > 3 ? true : undefined,
+      count(await a.consoleOutput(id), "SYSLINUX") > 4 ? true : undefined,
     );
     // the driver's own actions were no events
     expect(events.filter(([e]) => e === id)).toEqual([]);
@@ -395,9 +435,9 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(await aborted).toBeInstanceOf(LiveMigrationAborted);
     expect(a.has(id)).toBe(true);
     expect(await a.virshForTests(`domstate instance-${id}`)).toBe("running");
-    expect(execFileSync("virsh", ["-q", "-c", hb.uri, "list", "--all", "--name"]).toString()).not.toContain(
-      id,
-    );
+    expect(
+      execFileSync("virsh", ["-q", "-c", hb.uri, "list", "--all", "--name"], { timeout: 20_000 }).toString(),
+    ).not.toContain(id);
     await until("ping on host-a after the abort", () => ha.exec(["ping", "-c1", "-W1", ip]));
 
     await a.virshForTests(`migrate-setspeed instance-${id} 8796093022207`);
@@ -411,9 +451,9 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     );
     expect(a.has(id)).toBe(false);
     expect(existsSync(join(ha.instancesPath, id))).toBe(false);
-    expect(execFileSync("virsh", ["-q", "-c", ha.uri, "list", "--all", "--name"]).toString()).not.toContain(
-      id,
-    );
+    expect(
+      execFileSync("virsh", ["-q", "-c", ha.uri, "list", "--all", "--name"], { timeout: 20_000 }).toString(),
+    ).not.toContain(id);
     expect(b.powerState(id)).toBe(POWER_STATE.RUNNING);
     expect(await b.virshForTests(`domstate instance-${id}`)).toBe("running");
 
@@ -427,7 +467,39 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(await hb.exec(["ip", "-o", "link", "show", tap])).toContain("master br-flat");
     await expect(ha.exec(["ip", "link", "show", tap])).rejects.toThrow(/does not exist/);
 
-    await b.destroy(id);
+    // and back, forced to complete: the guest is paused on host-b so the copy converges (Nova's
+    // force_complete without post-copy), and host-a runs it on. Throttled so that
+    // the force lands mid-copy (the disk copy counts its zeros against the limit: a few seconds).
+    await a.live!.preLiveMigration(g);
+    await b.virshForTests(`migrate-setspeed instance-${id} 256`);
+    const force = new AbortController();
+    const t1 = Date.now();
+    const back: LiveMigrationProgress[] = [];
+    const moving = b.live!.liveMigrate(
+      id,
+      { host: ha.name, ip: ha.ip, blockMigration: true },
+      { abort: new AbortController().signal, forceComplete: force.signal, onProgress: (p) => back.push(p) },
+    );
+    await until("progress back", async () => (back.length ? true : undefined), 20_000);
+    force.abort();
+    await until("paused on host-b", async () =>
+      (await b.virshForTests(`domstate instance-${id}`)) === "paused" ? true : undefined,
+    );
+    await moving;
+    await a.live!.postLiveMigrationAtDestination(g);
+    console.info(
+      `${FILE}: live migration host-b → host-a, force_complete after its first progress: ${((Date.now() - t1) / 1000).toFixed(1)} s, ${back.length} progress report(s)`,
+    );
     expect(b.has(id)).toBe(false);
+    expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
+    expect(await a.virshForTests(`domstate instance-${id}`)).toBe("running");
+    const later = lastUptime(await b.consoleOutput(id).catch(() => "")) ?? after;
+    await until("uptime on host-a again", async () =>
+      (lastUptime(await a.consoleOutput(id)) ?? 0) > later ? true : undefined,
+    );
+    await until("ping on host-a again", () => ha.exec(["ping", "-c1", "-W1", ip]));
+
+    await a.destroy(id);
+    expect(a.has(id)).toBe(false);
   }, 180_000);
 });

@@ -1,6 +1,7 @@
 import type { FlavorSpec, ImageSpec } from "../../messages/common.js";
 import { POWER_STATE, type PowerState } from "../../messages/power-state.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
+import type { MachineFacts } from "../discover.js";
 import type { SnapshotData, SnapshotStage } from "../image-store.js";
 
 /** A port as the host is told of it (Nova's VIF): what the guest's NIC needs. */
@@ -129,6 +130,12 @@ export interface Driver {
   powerState(instanceUuid: string): PowerState;
   /** called for every power-state change the agent did not ask for */
   onLifecycle(listener: LifecycleListener): void;
+  /**
+   * The host's CPUs, memory and instances disk as the hypervisor sees them (Nova's libvirt
+   * driver: virConnectGetInfo and the instances path's filesystem); absent where the agent reads
+   * the machine itself (discover.ts machineFacts).
+   */
+  machineFacts?(): Promise<MachineFacts>;
   /** release connections and supervisors; guests keep running (as nova-compute's stop). */
   close(): Promise<void>;
   /**

@@ -122,7 +122,7 @@ async function liveMigrate(d: LiveDomains, id: string, destIp: string, job: Live
         if (p) job.onProgress(p);
       })
       .catch(() => undefined);
-  }, 1000);
+  }, 500);
   try {
     await d.act(id, () =>
       hostCommand(

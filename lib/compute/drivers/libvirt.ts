@@ -4,10 +4,19 @@
 // would block that one connection, so lifecycle events come from polling the domains' states
 // over it (every pollMs): a change the driver did not ask for is an event.
 import { type ChildProcess, spawn as spawnProcess } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
+import type { MachineFacts } from "../discover.js";
 import { captureAndUpload, type ImageStore, type SnapshotData, type SnapshotStage } from "../image-store.js";
 import { makeConfigDrive } from "./config-drive.js";
 import {
@@ -551,6 +560,18 @@ export class LibvirtDriver implements Driver {
       virtType: this.opts.virtType ?? "kvm",
       configDrive: existsSync(join(this.dir(instanceUuid), "disk.config")),
     });
+  }
+
+  /** The host as libvirt sees it (`virsh nodeinfo`), and the instances path's filesystem. */
+  async machineFacts(): Promise<MachineFacts> {
+    const info = await this.virsh.run("nodeinfo");
+    const cpus = Number(/^CPU\(s\):\s*(\d+)/m.exec(info)?.[1]);
+    const kib = Number(/^Memory size:\s*(\d+)\s*KiB/m.exec(info)?.[1]);
+    if (!cpus || !kib)
+      throw new Error(`virsh nodeinfo on host ${this.opts.host}: no CPU(s) or Memory size in ${info}`);
+    mkdirSync(this.opts.instancesPath, { recursive: true });
+    const fs = statfsSync(this.opts.instancesPath);
+    return { cpus, memoryBytes: kib * 1024, diskBytes: fs.blocks * fs.bsize };
   }
 
   /** The end of the serial console's log (Nova's get_console_output of a file-logged console). */
