@@ -306,7 +306,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(a.powerState(id)).toBe(POWER_STATE.RUNNING);
 
     // suspend keeps the guest's memory on disk: it goes on counting from where it was
-    const before = lastUptime(await a.consoleOutput(id))!;
+    const before = await until("an uptime line", async () => lastUptime(await a.consoleOutput(id)));
     await a.suspend(id);
     expect(a.powerState(id)).toBe(POWER_STATE.SUSPENDED);
     expect(await a.virshForTests(`dominfo instance-${id}`)).toMatch(/Managed save:\s+yes/);
@@ -441,7 +441,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     await until("ping on host-a after the abort", () => ha.exec(["ping", "-c1", "-W1", ip]));
 
     await a.virshForTests(`migrate-setspeed instance-${id} 8796093022207`);
-    const before = lastUptime(await a.consoleOutput(id))!;
+    const before = await until("an uptime line", async () => lastUptime(await a.consoleOutput(id)));
     const progress: LiveMigrationProgress[] = [];
     const t0 = Date.now();
     await a.live!.liveMigrate(id, dest, job(new AbortController(), progress));
