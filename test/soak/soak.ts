@@ -32,6 +32,12 @@ export interface SoakOptions {
   log?: (line: string) => void;
   /** the functions and dynalite in threads of their own, as `npm start` runs them */
   threads?: boolean;
+  /**
+   * "libvirt": real QEMU guests of the seeded novaless-guest image on libvirt hosts (root; as
+   * `npm start -- --driver libvirt`), small flavors only, and cirros (no image data) as the
+   * image every host fails to boot; no black-hole host (a libvirt host cannot be told to fail).
+   */
+  driver?: "fake" | "libvirt";
 }
 
 export interface SoakReport {
@@ -123,6 +129,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   // a soak with its own log (npm run soak, SOAK_LOG=1) shows the product's lines as a person reads them
   if (opts.log) setLogFormat("human");
   const hostCount = opts.hosts ?? 12;
+  const libvirt = opts.driver === "libvirt";
+  // a real guest's memory is this machine's: the two smallest flavors
+  const flavors = libvirt ? FLAVORS.slice(0, 2) : FLAVORS;
   const starting = Date.now();
   const runtime: Runtime = await startRuntime({
     port: 0,
@@ -130,8 +139,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // every server gets a port on public: its ports are checked at the end with the claims
     seedNetwork: true,
     hosts: hostCount,
-    buildMs: 300,
-    failHosts: [`host-${hostCount}`], // a "black hole" host that fails every build
+    ...(libvirt
+      ? { driver: "libvirt" as const, transport: "long-poll" as const }
+      : {
+          buildMs: 300,
+          failHosts: [`host-${hostCount}`], // a "black hole" host that fails every build
+        }),
     heartbeatSeconds: 1,
     watchdogIntervalMs: 1000,
     env: {
@@ -312,7 +325,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         const r = !report.moves.resize.accepted ? 0 : !report.moves.migrate.accepted ? 0.7 : random();
         let ok: boolean;
         if (r < 0.6) {
-          const flavorRef = pick(FLAVORS.filter((f) => f !== s.flavor.id));
+          const flavorRef = pick(flavors.filter((f) => f !== s.flavor.id));
           ok = await moveAction(id, "resize", { resize: { flavorRef } });
         } else if (r < 0.85) {
           ok = await moveAction(id, "migrate", { migrate: null }, ADMIN);
@@ -382,8 +395,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         if (groups.length && random() < 0.2) hints.group = pick(groups);
         const server = {
           name: `soak-${report.requests}`,
-          flavorRef: pick(["1", "1", "2", "2", "3", "4"]),
-          imageRef: random() < 0.05 ? "broken" : pick(["cirros", "ubuntu"]),
+          flavorRef: pick(libvirt ? ["1", "1", "2"] : ["1", "1", "2", "2", "3", "4"]),
+          imageRef: libvirt
+            ? random() < 0.05
+              ? "cirros"
+              : "novaless-guest"
+            : random() < 0.05
+              ? "broken"
+              : pick(["cirros", "ubuntu"]),
+          ...(libvirt ? { config_drive: true } : {}),
           min_count: count,
           max_count: count,
           // Nova answers a multi-create's first server only; its reservation tells them all
@@ -473,7 +493,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       (r) => r.vm_state === "active" && r.task_state === null && !r.migration && r.host,
     );
     for (const r of quiet.slice(0, missing.length)) {
-      const flavorRef = pick(FLAVORS.filter((f) => f !== r.flavor.id));
+      const flavorRef = pick(flavors.filter((f) => f !== r.flavor.id));
       await moveAction(r.id, "resize", { resize: { flavorRef } });
     }
     // Likewise pause and shelve (offloaded at once), on quiet servers the resizes left alone; the
@@ -810,13 +830,19 @@ async function main(): Promise<void> {
       seed: { type: "string", default: "42" },
       hosts: { type: "string", default: "12" },
       threads: { type: "boolean", default: false },
+      driver: { type: "string", default: "fake" },
     },
   });
+  if (values.driver !== "fake" && values.driver !== "libvirt") {
+    process.stderr.write(`--driver must be fake or libvirt, got ${values.driver}\n`);
+    process.exit(2);
+  }
   const report = await runSoak({
     minutes: Number(values.minutes),
     seed: Number(values.seed),
     hosts: Number(values.hosts),
     threads: values.threads,
+    driver: values.driver,
     log: (l) => process.stderr.write(`${l}\n`),
   });
   process.stdout.write(`${printReport(report)}\n`);
