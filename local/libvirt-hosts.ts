@@ -21,12 +21,13 @@
 // root, dynamic_ownership 0, security_driver "none"), its serial log written by QEMU itself
 // (stdio_handler "file": no virtlogd), and without cgroup controllers or a private /dev, so
 // the hosts need nothing but the daemon.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { hostCommand } from "../lib/compute/drivers/host-command.js";
 
 /** Every external command's deadline unless told otherwise. */
 const COMMAND_MS = 20_000;
@@ -105,23 +106,8 @@ export function libvirtHostsUnavailable(): string | undefined {
 }
 
 /** Runs a command with a deadline; its error names the command, what it was for, and its output. */
-export function runCommand(
-  argv: string[],
-  what: string,
-  timeoutMs = COMMAND_MS,
-): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      argv[0]!,
-      argv.slice(1),
-      { timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 16 * 2 ** 20 },
-      (err, stdout, stderr) => {
-        if (!err) return resolve({ stdout, stderr });
-        const why = err.killed ? `no answer in ${timeoutMs} ms` : `exit ${err.code}`;
-        reject(new Error(`${argv.join(" ")} (${what}): ${why}: ${(stderr || stdout).trim()}`));
-      },
-    );
-  });
+export function runCommand(argv: string[], purpose: string, timeoutMs = COMMAND_MS): Promise<string> {
+  return hostCommand(argv, { host: "this machine", purpose, timeoutMs });
 }
 
 /** The directories each daemon has of its own, bound over the system's. */
@@ -291,7 +277,7 @@ export async function startLibvirtHosts(opts: LibvirtHostsOptions): Promise<Libv
         bridgeMappings,
         logFile: join(d.dir, "libvirtd.log"),
         exec: async (argv, timeoutMs) =>
-          (await runCommand(["ip", "netns", "exec", ns, ...argv], `in host ${name}`, timeoutMs)).stdout,
+          await runCommand(["ip", "netns", "exec", ns, ...argv], `in host ${name}`, timeoutMs),
       });
     }
     // the daemons start side by side: each probes QEMU's capabilities into its own cache first
@@ -327,7 +313,7 @@ async function untilAnswers(uri: string, daemon: ChildProcess, host: string, log
 /** Every domain of the host destroyed and undefined (with its managed save). */
 async function destroyDomains(h: LibvirtHost): Promise<void> {
   const virsh = (args: string[]) => runCommand(["virsh", "-q", "-c", h.uri, ...args], `host ${h.name}`);
-  const names = (await virsh(["list", "--all", "--name"])).stdout.split("\n").filter(Boolean);
+  const names = (await virsh(["list", "--all", "--name"])).split("\n").filter(Boolean);
   for (const n of names) {
     await virsh(["destroy", n]).catch(() => undefined);
     await virsh(["undefine", "--managed-save", n]).catch(() => undefined);
@@ -344,7 +330,7 @@ async function stopDaemon(d: ChildProcess): Promise<void> {
 }
 
 async function killNamespace(ns: string): Promise<void> {
-  const pids = (await runCommand(["ip", "netns", "pids", ns], `processes of ${ns}`)).stdout
+  const pids = (await runCommand(["ip", "netns", "pids", ns], `processes of ${ns}`))
     .split("\n")
     .filter(Boolean)
     .map(Number);

@@ -14,13 +14,16 @@ export interface CommandContext {
   host: string;
   /** the guest it is for, if any */
   instance?: string;
+  /** what it is for, said instead of the guest and host (the local libvirt hosts' own commands) */
+  purpose?: string;
   timeoutMs?: number;
 }
 
 /** Runs `argv` (no shell); resolves with its stdout, rejects with a HostCommandError. */
 export function hostCommand(argv: readonly string[], ctx: CommandContext): Promise<string> {
   const timeoutMs = ctx.timeoutMs ?? COMMAND_TIMEOUT_MS;
-  const what = `${argv.join(" ")} (${ctx.instance ? `instance ${ctx.instance}, ` : ""}host ${ctx.host})`;
+  const about = ctx.purpose ?? `${ctx.instance ? `instance ${ctx.instance}, ` : ""}host ${ctx.host}`;
+  const what = `${argv.join(" ")} (${about})`;
   return new Promise((resolve, reject) => {
     execFile(
       argv[0]!,
@@ -39,4 +42,21 @@ export function hostCommand(argv: readonly string[], ctx: CommandContext): Promi
       },
     );
   });
+}
+
+/**
+ * A guest's root disk as Nova's libvirt driver makes it: a qcow2 overlay of `rootGb` on the cached
+ * image `base` (its own format), at spawn and at a live migration's destination alike.
+ */
+export function qcow2Overlay(
+  base: string,
+  baseFormat: "qcow2" | "raw",
+  disk: string,
+  rootGb: number,
+  ctx: CommandContext,
+): Promise<string> {
+  return hostCommand(
+    ["qemu-img", "create", "-f", "qcow2", "-F", baseFormat, "-b", base, disk, `${rootGb}G`],
+    ctx,
+  );
 }

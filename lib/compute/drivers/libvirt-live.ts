@@ -20,7 +20,7 @@ import {
   type PowerState,
 } from "./driver.js";
 import { sparse } from "./guest-files.js";
-import { hostCommand } from "./host-command.js";
+import { hostCommand, qcow2Overlay } from "./host-command.js";
 import { domainName } from "./libvirt-xml.js";
 
 /** Nova's live_migration_completion_timeout, per GiB of memory and disk to copy. */
@@ -60,21 +60,10 @@ export function liveMigrationOps(d: LiveDomains): LiveMigrationDriver {
       if (!existsSync(join(dir, "disk"))) {
         const base = await d.fetchImage(guest.image);
         const format = guest.image.properties.disk_format === "qcow2" ? "qcow2" : "raw";
-        await hostCommand(
-          [
-            "qemu-img",
-            "create",
-            "-f",
-            "qcow2",
-            "-F",
-            format,
-            "-b",
-            base,
-            join(dir, "disk"),
-            `${guest.flavor.root_gb}G`,
-          ],
-          { host: d.host, instance: id },
-        );
+        await qcow2Overlay(base, format, join(dir, "disk"), guest.flavor.root_gb, {
+          host: d.host,
+          instance: id,
+        });
       }
       if (guest.flavor.ephemeral_gb > 0 && !existsSync(join(dir, "disk.eph0")))
         sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);

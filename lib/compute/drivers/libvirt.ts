@@ -32,7 +32,7 @@ import {
   type RebootType,
 } from "./driver.js";
 import { imageStoreOf, SERVER_IMAGE_TYPES, snapshotsDir, sparse, tailFile } from "./guest-files.js";
-import { hostCommand } from "./host-command.js";
+import { hostCommand, qcow2Overlay } from "./host-command.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
 import { ourDomains, powerStateOf } from "./libvirt-states.js";
@@ -303,21 +303,10 @@ export class LibvirtDriver implements Driver {
         const format = guest.image.properties.disk_format === "qcow2" ? "qcow2" : "raw";
         let rootFormat: "qcow2" | "raw" = format;
         if (this.overlays === "qcow2") {
-          await hostCommand(
-            [
-              "qemu-img",
-              "create",
-              "-f",
-              "qcow2",
-              "-F",
-              format,
-              "-b",
-              base,
-              join(dir, "disk"),
-              `${guest.flavor.root_gb}G`,
-            ],
-            { host: this.opts.host, instance: id },
-          );
+          await qcow2Overlay(base, format, join(dir, "disk"), guest.flavor.root_gb, {
+            host: this.opts.host,
+            instance: id,
+          });
           rootFormat = "qcow2";
         } else copyFileSync(base, join(dir, "disk"));
         if (guest.flavor.ephemeral_gb > 0)
