@@ -6,19 +6,9 @@
 // migration with its disk copied, and one aborted. Without root, QEMU, libvirtd or the image
 // they skip, saying why on stderr; with CI set they fail instead.
 import { execFileSync } from "node:child_process";
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statfsSync,
-  statSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import { availableParallelism, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -32,13 +22,13 @@ import {
 } from "../../lib/compute/drivers/driver.js";
 import { LibvirtDriver } from "../../lib/compute/drivers/libvirt.js";
 import { tapName } from "../../lib/compute/drivers/network-data.js";
-import type { ImageStore } from "../../lib/compute/image-store.js";
 import {
   type LibvirtHost,
   type LibvirtHosts,
   libvirtHostsUnavailable,
   startLibvirtHosts,
 } from "../../local/libvirt-hosts.js";
+import { dirStore } from "./dir-store.js";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const FILE = "test/drivers/libvirt-qemu.test.ts";
@@ -152,33 +142,6 @@ function guest(n: number, hostname: string): GuestSpec {
     metadata: {},
     config_drive: true,
     ports: [port(n)],
-  };
-}
-
-/** The images bucket as a directory. */
-function dirStore(dir: string): ImageStore {
-  mkdirSync(dir, { recursive: true });
-  return {
-    async put(id, file) {
-      copyFileSync(file, join(dir, id));
-      return { size: statSync(file).size, checksum: "md5", os_hash_value: "sha512" };
-    },
-    async fetch(id, file) {
-      if (!existsSync(join(dir, id))) return false;
-      copyFileSync(join(dir, id), file);
-      return true;
-    },
-    async open(id) {
-      return existsSync(join(dir, id))
-        ? { body: Readable.from(readFileSync(join(dir, id))), size: statSync(join(dir, id)).size }
-        : undefined;
-    },
-    async remove(id) {
-      rmSync(join(dir, id), { force: true });
-    },
-    async downloadUrl(id) {
-      return `file://${join(dir, id)}`;
-    },
   };
 }
 

@@ -3,25 +3,15 @@
 // stand-in: these are the drivers' own tests, without AWS; test/e2e/snapshots-exec.test.ts runs
 // them through S3 and IAM). libvirt on test:///default (skips without virsh), and exec.
 import { execFileSync } from "node:child_process";
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable } from "node:stream";
 import { afterAll, describe, expect, it } from "vitest";
 import { type GuestSpec, POWER_STATE } from "../../lib/compute/drivers/driver.js";
 import { ExecDriver } from "../../lib/compute/drivers/exec.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { LibvirtDriver } from "../../lib/compute/drivers/libvirt.js";
-import type { ImageStore } from "../../lib/compute/image-store.js";
+import { dirStore } from "./dir-store.js";
 
 const virsh = (() => {
   try {
@@ -34,36 +24,6 @@ const virsh = (() => {
 
 const root = mkdtempSync(join(tmpdir(), "novaless-snapshot-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-/** The images bucket as a directory: what the drivers put, fetch and stage. */
-function dirStore(dir: string): ImageStore & { puts: string[] } {
-  mkdirSync(dir, { recursive: true });
-  const puts: string[] = [];
-  return {
-    puts,
-    async put(id, file) {
-      puts.push(id);
-      copyFileSync(file, join(dir, id));
-      return { size: statSync(file).size, checksum: "md5", os_hash_value: "sha512" };
-    },
-    async fetch(id, file) {
-      if (!existsSync(join(dir, id))) return false;
-      copyFileSync(join(dir, id), file);
-      return true;
-    },
-    async open(id) {
-      return existsSync(join(dir, id))
-        ? { body: Readable.from(readFileSync(join(dir, id))), size: statSync(join(dir, id)).size }
-        : undefined;
-    },
-    async remove(id) {
-      rmSync(join(dir, id), { force: true });
-    },
-    async downloadUrl(id) {
-      return `file://${join(dir, id)}`;
-    },
-  };
-}
 
 const flavor = {
   id: "1",
