@@ -13,14 +13,21 @@ export interface MachineFacts {
   diskBytes: number;
 }
 
+/** Pure: the machine's facts in the units Nova's resource tracker reports (vCPUs, MB, GB). */
+export function machineSize(m: MachineFacts): Pick<HostSize, "vcpus" | "memory_mb" | "local_gb"> {
+  return {
+    vcpus: m.cpus,
+    memory_mb: Math.floor(m.memoryBytes / 2 ** 20),
+    local_gb: Math.floor(m.diskBytes / 2 ** 30),
+  };
+}
+
 /** Pure: the machine's facts and the configuration → the size inventoriesFor takes. */
 export function hostSizeOf(m: MachineFacts, c: AgentConfig): HostSize {
   const d = c.DEFAULT;
   const num = (v: unknown) => (v === undefined ? undefined : Number(v));
   return {
-    vcpus: m.cpus,
-    memory_mb: Math.floor(m.memoryBytes / 2 ** 20),
-    local_gb: Math.floor(m.diskBytes / 2 ** 30),
+    ...machineSize(m),
     ...(d.cpu_allocation_ratio !== undefined ? { cpu_allocation_ratio: num(d.cpu_allocation_ratio) } : {}),
     ...(d.ram_allocation_ratio !== undefined ? { ram_allocation_ratio: num(d.ram_allocation_ratio) } : {}),
     ...(d.disk_allocation_ratio !== undefined ? { disk_allocation_ratio: num(d.disk_allocation_ratio) } : {}),

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { runAs } from "../../lib/aws/identity.js";
 import { ComputeAgent, type HostAgent } from "../../lib/compute/agent.js";
 import type { HostIdentity } from "../../lib/compute/build-path.js";
-import { machineFacts } from "../../lib/compute/discover.js";
+import { machineSize } from "../../lib/compute/discover.js";
 import type { Driver } from "../../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { LibvirtDriver } from "../../lib/compute/drivers/libvirt.js";
@@ -17,12 +17,7 @@ import { schedulerConfig } from "../../lib/config.js";
 import { log } from "../../lib/log.js";
 import type { Emulators } from "../emulators.js";
 import { hostIdentityOf } from "../iam/identities.js";
-import {
-  type LibvirtHost,
-  type LibvirtHosts,
-  libvirtHostsUnavailable,
-  startLibvirtHosts,
-} from "../libvirt-hosts.js";
+import { type LibvirtHosts, libvirtHostsUnavailable, startLibvirtHosts } from "../libvirt-hosts.js";
 import { Fleet, startAll } from "../simulator.js";
 import type { HostHandle, RuntimeOptions } from "./options.js";
 
@@ -112,7 +107,7 @@ export async function startHosts(
     emulators.gateway?.onQueueCreated((name) => fleet.queueCreated(name));
   }
   const newAgent = (h: Omit<HostHandle, "agent">, i: number): HostAgent => {
-    const identity = hostIdentity(opts, h.name, h.driver, i, h.libvirt);
+    const identity = hostIdentity(opts, h, i);
     return fleet
       ? fleet.agent(identity, h.spool)
       : new ComputeAgent({
@@ -204,23 +199,10 @@ function handle(hosts: Map<string, HostHandle>, name: string): HostHandle {
 }
 
 /** The i-th host of the runtime: its place, size and address. */
-function hostIdentity(
-  opts: RuntimeOptions,
-  host: string,
-  driver: Driver,
-  i: number,
-  libvirt?: LibvirtHost,
-): HostIdentity {
+function hostIdentity(opts: RuntimeOptions, h: Omit<HostHandle, "agent">, i: number): HostIdentity {
   const azs = opts.availabilityZones ?? ["az1", "az2"];
-  // a libvirt host reports the machine it runs on, as nova-compute's resource tracker does
-  const m = libvirt ? machineFacts(libvirt.instancesPath) : undefined;
-  const size = m
-    ? {
-        vcpus: m.cpus,
-        memory_mb: Math.floor(m.memoryBytes / 2 ** 20),
-        local_gb: Math.floor(m.diskBytes / 2 ** 30),
-      }
-    : { vcpus: 16, memory_mb: 65536, local_gb: 1000 };
+  const { name: host, driver, libvirt } = h;
+  const size = h.size ?? { vcpus: 16, memory_mb: 65536, local_gb: 1000 };
   return {
     host,
     availability_zone: azs[i % azs.length]!,
@@ -318,14 +300,14 @@ async function createHosts(
             buildMs: slow[name] ?? opts.buildMs ?? 1000,
             failAll: failing.has(name),
           });
-    const spool = spoolOf(name);
-    hosts.set(name, {
+    const handle: Omit<HostHandle, "agent"> = {
       name,
       driver,
-      spool,
-      agent: newAgent({ name, driver, spool, ...(lv ? { libvirt: lv } : {}) }, i),
-      ...(lv ? { libvirt: lv } : {}),
-    });
+      spool: spoolOf(name),
+      // a libvirt host reports what its hypervisor sees, as novaless-compute does
+      ...(lv && driver.machineFacts ? { libvirt: lv, size: machineSize(await driver.machineFacts()) } : {}),
+    };
+    hosts.set(name, { ...handle, agent: newAgent(handle, i) });
   }
   await startAll(
     [...hosts.values()].map((h) => ({ start: () => asHost(h.name)(() => h.agent.start()) })),

@@ -2,6 +2,7 @@
 // (Runtime, HostHandle).
 import type { HostAgent } from "../../lib/compute/agent.js";
 import type { Driver } from "../../lib/compute/drivers/driver.js";
+import type { HostSize } from "../../lib/compute/inventory.js";
 import type { SpoolStore } from "../../lib/compute/spool.js";
 import type { WatchdogAction } from "../../lib/conductor/watchdog.js";
 import type { AccountConcurrency, AccountConcurrencyOptions } from "../concurrency.js";
@@ -117,6 +118,8 @@ export interface HostHandle {
   agent: HostAgent;
   /** a libvirt host's namespace, daemon and bridges (driver "libvirt") */
   libvirt?: LibvirtHost;
+  /** the size its hypervisor reports (libvirt: `virsh nodeinfo`); absent: a simulated host's */
+  size?: HostSize;
 }
 
 export interface Runtime {

@@ -8,9 +8,8 @@
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import { availableParallelism, tmpdir, totalmem } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type GuestPort,
@@ -28,33 +27,18 @@ import {
   libvirtHostsUnavailable,
   startLibvirtHosts,
 } from "../../local/libvirt-hosts.js";
+import { ensureGuestImage, missingBuildTools } from "../../scripts/image/build.js";
 import { dirStore } from "./dir-store.js";
 
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const FILE = "test/drivers/libvirt-qemu.test.ts";
 
-/** build/guest.qcow2, built when missing and the build script is there; else NOVALESS_GUEST_IMAGE. */
-function guestImage(): { path?: string; why?: string } {
-  const built = join(REPO, "build", "guest.qcow2");
-  if (existsSync(built)) return { path: built };
-  const scripts = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).scripts ?? {};
-  if (scripts["image:build"]) {
-    try {
-      execFileSync("npm", ["run", "image:build"], { cwd: REPO, stdio: "inherit", timeout: 300_000 });
-      if (existsSync(built)) return { path: built };
-    } catch (e) {
-      return { why: `npm run image:build failed: ${(e as Error).message}` };
-    }
-  }
-  const env = process.env.NOVALESS_GUEST_IMAGE;
-  if (env && existsSync(env)) return { path: env };
-  return {
-    why: `no guest image: ${built} is missing, there is no npm run image:build, and NOVALESS_GUEST_IMAGE ${env ? `(${env}) is not a file` : "is not set"}`,
-  };
-}
-
-const image = guestImage();
-const why = libvirtHostsUnavailable() ?? image.why;
+// build/guest.qcow2, built in beforeAll when missing or stale (scripts/image/build.ts)
+const tools = missingBuildTools();
+const why =
+  libvirtHostsUnavailable() ??
+  (tools.missing.length
+    ? `the guest image cannot be built: missing ${tools.missing.join(", ")} (Debian's ${tools.packages.join(" ")})`
+    : undefined);
 if (why) console.warn(`${FILE}: ${why}: ${process.env.CI ? "CI is set, so this fails" : "these tests skip"}`);
 
 /**
@@ -174,9 +158,10 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
 
   beforeAll(async () => {
     if (why) throw new Error(`${FILE}: ${why}`);
+    const image = await ensureGuestImage();
     work = mkdtempSync(join(tmpdir(), "novaless-libvirt-qemu-"));
     // the probe boots a throwaway overlay (-snapshot), never the image itself
-    copyFileSync(image.path!, join(work, "probe.qcow2"));
+    copyFileSync(image.path, join(work, "probe.qcow2"));
     const probe = virtType(join(work, "probe.qcow2"));
     type = probe.type;
     console.info(`${FILE}: domain type ${type} (${type === "kvm" ? "KVM" : "TCG"}: ${probe.why})`);
@@ -188,7 +173,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     });
     for (const h of harness.hosts) {
       // the operator's copy of the catalog image in each host's cache
-      copyFileSync(image.path!, join(h.imagesPath, IMAGE_ID));
+      copyFileSync(image.path, join(h.imagesPath, IMAGE_ID));
       const d = new LibvirtDriver({
         host: h.name,
         uri: h.uri,

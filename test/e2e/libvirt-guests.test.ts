@@ -7,42 +7,29 @@
 // still counting and still answers on its address; it resizes; and deleting everything leaves no
 // domain, disk or claim. Without root, QEMU, libvirtd or the image it skips, saying why; with CI
 // set it fails instead.
-import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PUBLIC_NETWORK_ID } from "../../lib/network/seed.js";
 import { libvirtHostsUnavailable } from "../../local/libvirt-hosts.js";
 import { GUEST_IMAGE_ID } from "../../local/runtime/guest-image.js";
 import type { Runtime } from "../../local/runtime.js";
+import { missingBuildTools } from "../../scripts/image/build.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 const FILE = "test/e2e/libvirt-guests.test.ts";
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** build/guest.qcow2, built when missing (npm run image:build). */
-function guestImage(): { path?: string; why?: string } {
-  const built = join(REPO, "build", "guest.qcow2");
-  if (!existsSync(built) && libvirtHostsUnavailable() === undefined) {
-    try {
-      execFileSync("npm", ["run", "image:build"], { cwd: REPO, stdio: "inherit", timeout: 300_000 });
-    } catch (e) {
-      return { why: `npm run image:build failed: ${(e as Error).message}` };
-    }
-  }
-  return existsSync(built) ? { path: built } : { why: `no guest image at ${built} (npm run image:build)` };
-}
-
-const unavailable = libvirtHostsUnavailable();
-const image = unavailable ? {} : guestImage();
-const why = unavailable ?? image.why;
+// the runtime builds the guest image when it is missing or stale (local/runtime/guest-image.ts)
+const tools = missingBuildTools();
+const why =
+  libvirtHostsUnavailable() ??
+  (tools.missing.length
+    ? `the guest image cannot be built: missing ${tools.missing.join(", ")} (Debian's ${tools.packages.join(" ")})`
+    : undefined);
 if (why) console.warn(`${FILE}: ${why}: ${process.env.CI ? "CI is set, so this fails" : "it skips"}`);
 
 let runtime: Runtime;
 let client: Client;
 let admin: Client;
-let imageId: string;
 
 /** The last `novaless-guest uptime N` the server printed, from os-getConsoleOutput. */
 async function uptime(id: string): Promise<number> {
@@ -110,7 +97,6 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
       const shown = await admin.get(`/image/v2/images/${GUEST_IMAGE_ID}`);
       expect(shown.body).toMatchObject({ name: "novaless-guest", status: "active", disk_format: "qcow2" });
       expect(shown.body.size).toBeGreaterThan(1 << 20);
-      imageId = GUEST_IMAGE_ID;
     }, 180_000);
 
     afterAll(async () => {
@@ -125,7 +111,7 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
       const t0 = Date.now();
       id = await admin.createServer({
         name: "guest-1",
-        imageRef: imageId,
+        imageRef: GUEST_IMAGE_ID,
         flavorRef: "1",
         config_drive: true,
         networks: [{ uuid: PUBLIC_NETWORK_ID }],
