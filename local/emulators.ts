@@ -219,6 +219,9 @@ async function startDynaliteThread(port: number): Promise<Started> {
  * With an empty store host, fauxqs builds the URL from the request's Host header instead, so
  * queue URLs are `http://127.0.0.1:<port>/000000000000/<name>`: the endpoint itself.
  */
+/** S3's limit on one PutObject (5 GB). */
+const S3_PUT_MAX_BYTES = 5 * 1024 ** 3;
+
 async function startSqs(port: number): Promise<Started> {
   const { SqsStore } = await importFauxqsInternal<{ SqsStore: new () => { host: string } }>(
     "sqs/sqsStore.js",
@@ -231,6 +234,12 @@ async function startSqs(port: number): Promise<Started> {
   const app = buildApp({
     logger: false,
     stores: stores as NonNullable<Parameters<typeof buildApp>[0]>["stores"],
+  });
+  // fauxqs takes 11 MiB a request, S3 5 GB a PutObject (an image's upload is one PUT): its S3
+  // parser again, with S3's limit
+  app.removeContentTypeParser("*");
+  app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: S3_PUT_MAX_BYTES }, (_req, body, done) => {
+    done(null, body);
   });
   await app.listen({ port, host: HOST });
   const { port: actual } = app.server.address() as AddressInfo;

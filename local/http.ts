@@ -6,6 +6,7 @@ import { getRequestListener } from "@hono/node-server";
 import { authenticate } from "../lib/api/auth.js";
 import { apiApp } from "../lib/api/http.js";
 import type { HttpMessage } from "./function-thread.js";
+import { edgeUpload, isEdgeUpload } from "./image-edge.js";
 import { exact } from "./threads.js";
 
 export interface HttpFront {
@@ -188,6 +189,16 @@ export async function startHttpFront(
           res.writeHead(r.status, { "content-type": "application/json" });
           res.end(JSON.stringify(r.body));
         });
+      return;
+    }
+    // the distribution's upload behaviour (what CloudFront does on AWS, before API Gateway)
+    if (isEdgeUpload(req)) {
+      void edgeUpload(req, res, new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)).catch(
+        (e: unknown) => {
+          if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
+          res.end(`502 Bad Gateway\n\n${String(e)}`);
+        },
+      );
       return;
     }
     if (listener) void listener(req, res);

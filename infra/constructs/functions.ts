@@ -426,8 +426,13 @@ export class Functions {
     computeEvents.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["s3:DeleteObject"], resources: [images] }),
     );
+    // ... and stores an upload's data, its own or through the presigned URL it gives the edge
+    // (lib/api/image/upload.ts), reads it back to check it, and deletes what fails
     api.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ["s3:GetObject", "s3:DeleteObject"], resources: [images] }),
+      new iam.PolicyStatement({
+        actions: ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+        resources: [images],
+      }),
     );
     // a start or reboot carries the owner's public key (Nova passes it to the driver), a spawn its
     // ports with their networks' and subnets' attributes; a server that moved (or was offloaded)

@@ -32,11 +32,16 @@ export async function updateImage(
   id: string,
   from: ImageStatus[],
   set: Partial<
-    Pick<Image, "status" | "size" | "checksum" | "os_hash_algo" | "os_hash_value" | "updated_at">
+    Pick<
+      Image,
+      "status" | "size" | "virtual_size" | "checksum" | "os_hash_algo" | "os_hash_value" | "updated_at"
+    >
   > & {
     /** properties to set (disk_format and container_format, once the data is known) */
     properties?: Record<string, string>;
   },
+  /** also only if its updated_at is still this (a stale upload taken over, not a live one) */
+  unchangedSince?: string,
 ): Promise<Image | undefined> {
   const names: Record<string, string> = { "#status": "status" };
   const values: Record<string, unknown> = {};
@@ -52,13 +57,19 @@ export async function updateImage(
     values[`:p${i}`] = v;
     sets.push(`properties.#p${i} = :p${i}`);
   });
+  let since = "";
+  if (unchangedSince !== undefined) {
+    names["#updatedAtSeen"] = "updated_at";
+    values[":updatedAtSeen"] = unchangedSince;
+    since = " AND #updatedAtSeen = :updatedAtSeen";
+  }
   const r = await unlessConditionFails(
     dynamo().send(
       new UpdateCommand({
         TableName: resources().catalogTable,
         Key: { pk: `image#${id}` },
         UpdateExpression: `SET ${sets.join(", ")}`,
-        ConditionExpression: `attribute_exists(pk) AND ${inState(values, "#status", from, "from")}`,
+        ConditionExpression: `attribute_exists(pk) AND ${inState(values, "#status", from, "from")}${since}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ReturnValues: "ALL_NEW",

@@ -38,6 +38,8 @@ export interface Image {
   members?: string[];
   /** its data, once uploaded (a snapshot's, in the images bucket); absent: a record only */
   size?: number;
+  /** bytes the guest sees, where the data's format records it (Glance's virtual_size) */
+  virtual_size?: number;
   checksum?: string;
   os_hash_algo?: string;
   os_hash_value?: string;

@@ -69,6 +69,14 @@ export interface ImageStore {
    * signed with the caller's): Glance's download points there, as a Lambda answers at most 6 MB.
    */
   downloadUrl(imageId: string, seconds: number): Promise<string>;
+  /**
+   * A URL that writes the data, one PUT of at most 5 GB, for `seconds` (S3's presigned PutObject,
+   * signed with the caller's credentials): Glance's upload goes there, around API Gateway's 10 MB
+   * and Lambda's 6 MB (lib/api/image/upload.ts).
+   */
+  uploadUrl(imageId: string, seconds: number): Promise<string>;
+  /** write `body` as the image's data in one PUT (an upload small enough to reach the API) */
+  putData(imageId: string, body: Uint8Array): Promise<void>;
 }
 
 /**
@@ -200,6 +208,25 @@ export function s3ImageStore(bucket?: string, opts: { partBytes?: number } = {})
       return getSignedUrl(s3Client(), new GetObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }), {
         expiresIn: seconds,
       });
+    },
+    uploadUrl(imageId, seconds) {
+      // signed for the host and key only: the uploader's Content-Type and length are its own,
+      // and no checksum of a body the signer never sees (the SDK would sign one of an empty body)
+      return getSignedUrl(s3Client(), new PutObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }), {
+        expiresIn: seconds,
+        unhoistableHeaders: new Set(),
+      });
+    },
+    async putData(imageId, body) {
+      await s3Client().send(
+        new PutObjectCommand({
+          Bucket: Bucket(),
+          Key: imageKey(imageId),
+          Body: body,
+          ContentLength: body.byteLength,
+          ContentType: "application/octet-stream",
+        }),
+      );
     },
   };
 }

@@ -1,6 +1,6 @@
 // The images bucket as a directory, for the driver tests: what a driver puts, fetches and stages,
 // and the ids it put.
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import type { ImageStore } from "../../lib/compute/image-store.js";
@@ -30,6 +30,12 @@ export function dirStore(dir: string): ImageStore & { puts: string[] } {
     },
     async downloadUrl(id) {
       return `file://${join(dir, id)}`;
+    },
+    async uploadUrl(id) {
+      return `file://${join(dir, id)}`;
+    },
+    async putData(id, body) {
+      writeFileSync(join(dir, id), body);
     },
   };
 }

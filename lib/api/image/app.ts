@@ -17,6 +17,14 @@ import { Refusal } from "../errors.js";
 import { createFront, type FrontEnv, type Service } from "../front.js";
 import { type GlanceRule, glanceDecision, glanceRefusal } from "../policy.js";
 import {
+  abortUpload,
+  beginUpload,
+  completeUpload,
+  UPLOAD_STEP_HEADER,
+  UPLOAD_URL_SECONDS,
+  type UploadStep,
+} from "./upload.js";
+import {
   GLANCE_BODY,
   type ImageBody,
   type ImageListQuery,
@@ -44,6 +52,8 @@ const TITLES: Record<number, string> = {
   403: "Forbidden",
   404: "Not Found",
   409: "Conflict",
+  413: "Request Entity Too Large",
+  415: "Unsupported Media Type",
 };
 
 /** webob's HTTPNotFound() as Glance raises it, with its default text. */
@@ -169,22 +179,48 @@ function routes(app: Hono<ImageEnv>, deps: ImageAppDeps): void {
     await next();
   };
   app.post("/v2/images", adminOnly, imageBody, async (c) => {
-    const image = imageFrom(c.req.valid("json"), deps.now());
+    const image = imageFrom(c.req.valid("json"), c.get("auth").project_id, deps.now());
     if (!(await createImage(image)))
       throw new Refusal(409, `Image with identifier ${image.id} already exists!`);
     c.header("Location", `${c.get("baseUrl")}/image/v2/images/${image.id}`);
     return c.json(imageView(image), 201);
   });
 
-  // Image data comes from servers' snapshots only (the compute driver boots a seeded image from its
-  // record): an upload is refused as Glance refuses one to an image that is already active.
+  // Glance's upload. The edge (on AWS, the CloudFront distribution's upload behaviour; locally, the
+  // front) asks for each step by UPLOAD_STEP_HEADER and sends the body straight to the images
+  // bucket; a body that reaches the API itself is stored here (./upload.ts).
   app.put("/v2/images/:id/file", async (c: C) => {
-    await visible(c);
+    const image = await visible(c);
     enforce(c, "upload_image", true);
-    throw new Refusal(
-      409,
-      "Image status transition from active to saving is not allowed: novaless keeps no image data, an image is its metadata",
-    );
+    const auth = c.get("auth");
+    if (!auth.isAdmin && image.owner !== auth.project_id)
+      throw new Refusal(403, "You are not permitted to upload data for this image.");
+    const step = c.req.header(UPLOAD_STEP_HEADER) as UploadStep | undefined;
+    const now = deps.now();
+    if (step === "complete") {
+      await completeUpload(image, imageData(), now);
+      return c.body(null, 204);
+    }
+    if (step === "abort") {
+      if (image.status === "saving") await abortUpload(image, imageData(), now);
+      return c.body(null, 204);
+    }
+    const type = c.req.header("content-type")?.split(";")[0]?.trim();
+    if (type !== undefined && type !== "application/octet-stream")
+      throw new Refusal(415, `Content type ${type} is not supported, use application/octet-stream`);
+    const begun = await beginUpload(image, now);
+    if (step === "begin") {
+      c.header("Location", await imageData().uploadUrl(image.id, UPLOAD_URL_SECONDS));
+      return c.body(null, 307);
+    }
+    try {
+      await imageData().putData(image.id, new Uint8Array(await c.req.arrayBuffer()));
+    } catch (e) {
+      await abortUpload(begun, imageData(), now);
+      throw e;
+    }
+    await completeUpload(begun, imageData(), now);
+    return c.body(null, 204);
   });
 }
 
@@ -206,17 +242,14 @@ function sorted(images: Image[], sort: ImageListQuery["sort"]): Image[] {
   });
 }
 
-/**
- * The record a create makes. Its status is `active`, not Glance's `queued`: the catalog has no
- * image data anywhere (the compute driver boots from the record), so there is nothing to upload and
- * a queued image would be one Nova could never boot.
- */
-function imageFrom(body: ImageBody, now: Date): Image {
+/** The record a create makes: Glance's `queued`, owned by the creator's project, until its data is uploaded. */
+function imageFrom(body: ImageBody, owner: string, now: Date): Image {
   const { properties, disk_format, container_format } = body;
   return {
     id: body.id ?? randomUUID(),
     name: body.name ?? "",
-    status: "active",
+    status: "queued",
+    owner,
     min_disk: body.min_disk,
     min_ram: body.min_ram,
     properties: {

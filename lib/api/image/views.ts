@@ -48,9 +48,11 @@ const glanceTime = (iso: string): string => iso.replace(/\.\d+Z$/, "Z");
 export function imageView(img: Image): Record<string, unknown> {
   const extra = Object.fromEntries(Object.entries(img.properties).filter(([k]) => !CORE.has(k)));
   const created = glanceTime(img.created_at);
+  // a seeded record has no formats and is booted as qcow2; an image made here has what it was given
+  const seeded = img.status === "active" && img.owner === undefined;
   return {
-    container_format: "bare",
-    disk_format: "qcow2",
+    container_format: seeded ? "bare" : null,
+    disk_format: seeded ? "qcow2" : null,
     ...extra,
     id: img.id,
     name: img.name,
@@ -62,7 +64,7 @@ export function imageView(img: Image): Record<string, unknown> {
     os_hash_algo: img.os_hash_algo ?? null,
     os_hash_value: img.os_hash_value ?? null,
     size: img.status === "active" ? (img.size ?? null) : null,
-    virtual_size: null,
+    virtual_size: img.status === "active" ? (img.virtual_size ?? null) : null,
     min_disk: img.min_disk,
     min_ram: img.min_ram,
     owner: img.owner ?? null,
