@@ -5,6 +5,7 @@
 // in between would change every logical ID, and CloudFormation would replace the tables.
 import { CfnOutput, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
 import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
+import type * as cloudfront from "aws-cdk-lib/aws-cloudfront";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as iam from "aws-cdk-lib/aws-iam";
@@ -20,6 +21,7 @@ import type { TableSpec } from "../../lib/resources.js";
 import { Api } from "../constructs/api.js";
 import { Conductor, type ConductorType } from "../constructs/conductor.js";
 import { Data } from "../constructs/data.js";
+import { Edge } from "../constructs/edge.js";
 import { Functions } from "../constructs/functions.js";
 import { HostAccess, type RolesAnywhereTrust } from "../constructs/host-access.js";
 import { Observability } from "../constructs/observability.js";
@@ -101,6 +103,8 @@ export class NovalessStack extends Stack {
   /** the /identity admin's password (generated), for `npm run seed -- --admin-password-from-secret` */
   readonly adminPasswordSecret?: secretsmanager.Secret;
   readonly dashboard: cloudwatch.Dashboard;
+  /** the CloudFront distribution in front of the API (absent when synthesized without a region) */
+  readonly endpoint: cloudfront.Distribution | undefined;
   readonly alarms: cloudwatch.Alarm[];
 
   constructor(scope: Construct, id: string, props: NovalessStackProps = {}) {
@@ -133,6 +137,7 @@ export class NovalessStack extends Stack {
       throttleBurstLimit: props.apiThrottleBurstLimit ?? 100,
       logRetention,
     });
+    const edge = new Edge(this, { httpApi: api.httpApi });
     const hostAccess = new HostAccess(this, {
       queues,
       reportFunctionArn: functions.computeEvents.functionArn,
@@ -168,6 +173,7 @@ export class NovalessStack extends Stack {
     this.computeEventsFunction = functions.computeEvents;
     this.conductor = conductor.stateMachine;
     this.httpApi = api.httpApi;
+    this.endpoint = edge.distribution;
     this.computeAgentPolicy = hostAccess.computeAgentPolicy;
     this.computeHostRole = hostAccess.computeHostRole;
     this.computeHostAssumePolicy = hostAccess.computeHostAssumePolicy;

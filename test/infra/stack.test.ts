@@ -1,6 +1,6 @@
 // The CDK stack, synthesized offline. The default (Express) variant bundles the four Lambdas
 // with the local esbuild; the Standard variant skips bundling, so the suite stays quick.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { App, type CfnElement, RemovalPolicy } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
@@ -559,7 +559,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("keeps snapshots' data in a private, encrypted bucket: hosts put and get images/, the API gets and deletes, compute-events deletes", () => {
+  it("keeps snapshots' data in a private, encrypted bucket: hosts put and get images/, the API gets, puts (uploads) and deletes, compute-events deletes", () => {
     const buckets = s.template.findResources("AWS::S3::Bucket");
     expect(Object.keys(buckets)).toHaveLength(1);
     const [bucketId] = Object.keys(buckets) as [string];
@@ -597,7 +597,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     expect(s3Statements.map((st) => [st.Action, (st as { Resource?: unknown }).Resource])).toEqual(
       expect.arrayContaining([
         ["s3:DeleteObject", images],
-        [["s3:DeleteObject", "s3:GetObject"], images],
+        [["s3:DeleteObject", "s3:GetObject", "s3:PutObject"], images],
       ]),
     );
     // + the fleet snapshot's two, below
@@ -945,5 +945,61 @@ describe("scheduler options", () => {
     expect(() => new NovalessStack(new App(), "Bad", { computeQueuePrefix: "compute.queues." })).toThrow(
       /computeQueuePrefix/,
     );
+  });
+});
+
+describe("the image edge (a stack bound to a region, as `cdk deploy` makes it)", () => {
+  it("puts a CloudFront distribution before the API: everything passes uncached; /image/v2/images/*/file runs the upload's Lambda@Edge, bundled small, from a us-east-1 stack", () => {
+    // only the edge's bundle is built: the test reads its files
+    const app = new App({
+      context: { ...cdkJson.context, "aws:cdk:bundling-stacks": ["edge-lambda-stack-*"] },
+    });
+    const stack = new NovalessStack(app, "NovalessStack", {
+      env: { account: "123456789012", region: "eu-west-1" },
+    });
+    const template = Template.fromStack(stack);
+    const [dist] = Object.values(template.findResources("AWS::CloudFront::Distribution")) as Resource[];
+    const config = dist!.Properties.DistributionConfig as {
+      DefaultCacheBehavior: Record<string, unknown>;
+      CacheBehaviors: Record<string, unknown>[];
+    };
+    expect(config.DefaultCacheBehavior).toMatchObject({
+      ViewerProtocolPolicy: "https-only",
+      AllowedMethods: ["GET", "HEAD", "OPTIONS", "PUT", "PATCH", "POST", "DELETE"],
+      // Managed-CachingDisabled and Managed-AllViewerExceptHostHeader
+      CachePolicyId: "4135ea2d-6df8-44a3-9df3-4b5a84be39ad",
+      OriginRequestPolicyId: "b689b0a8-53d0-40ab-baf2-68738e2966ac",
+    });
+    expect(config.CacheBehaviors).toHaveLength(1);
+    const upload = config.CacheBehaviors[0]!;
+    expect(upload.PathPattern).toBe("/image/v2/images/*/file");
+    expect((upload.LambdaFunctionAssociations as { EventType: string }[]).map((a) => a.EventType)).toEqual([
+      "origin-request",
+      "origin-response",
+    ]);
+    template.hasOutput("EndpointUrl", {});
+    const assembly = app.synth();
+    const edgeStack = assembly.stacks.find((s) => s.stackName.startsWith("edge-lambda-stack-"))!;
+    expect(edgeStack.environment.region).toBe("us-east-1");
+    const fn = Object.values(edgeStack.template.Resources as Record<string, Resource>).find(
+      (r) => r.Type === "AWS::Lambda::Function",
+    )!;
+    expect(fn.Properties).toMatchObject({ Runtime: "nodejs22.x", Timeout: 30, MemorySize: 128 });
+    expect(fn.Properties.Environment).toBeUndefined();
+    // the edge holds no credentials: its role has Lambda's logging policy and nothing else
+    const policies = Object.values(edgeStack.template.Resources as Record<string, Resource>).filter(
+      (r) => r.Type === "AWS::IAM::Policy",
+    );
+    expect(policies).toEqual([]);
+    // its code: the asset the S3 key names, one small file that imports nothing
+    const key = (fn.Properties.Code as { S3Key: string }).S3Key;
+    const dir = join(assembly.directory, `asset.${key.replace(/\.zip$/, "")}`);
+    expect(readdirSync(dir)).toEqual(["index.mjs"]);
+    expect(statSync(join(dir, "index.mjs")).size).toBeLessThan(16 * 1024);
+  });
+
+  it("is left out of a stack with no region", () => {
+    const { template } = synth({}, false);
+    expect(template.findResources("AWS::CloudFront::Distribution")).toEqual({});
   });
 });

@@ -10,8 +10,12 @@
 //   (back to queued) and answer in Glance's shape.
 // The function holds no credentials and reads no table: the presigned URL carries the API's
 // authority, and the API's own domain comes from the distribution's origin. Locally the front does
-// what CloudFront does (local/http.ts) with these same two functions.
-import { UPLOAD_STEP_HEADER, type UploadStep } from "./upload.js";
+// what CloudFront does (local/image-edge.ts) with these same two functions. This module imports
+// nothing: it is the whole of the edge's bundle.
+
+/** The header the edge sets on its calls to the API: which step of an upload it asks for. */
+export const UPLOAD_STEP_HEADER = "x-novaless-upload";
+export type UploadStep = "begin" | "complete" | "abort";
 
 /** The CloudFront event shapes this function reads and answers (Lambda@Edge's event structure). */
 export type CfHeaders = Record<string, { key?: string; value: string }[]>;

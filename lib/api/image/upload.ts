@@ -17,15 +17,13 @@ import type { Image } from "../../catalog/types.js";
 import type { ImageStore } from "../../compute/image-store.js";
 import { Refusal } from "../errors.js";
 
+export { UPLOAD_STEP_HEADER, type UploadStep } from "./edge.js";
+
 /**
  * How long an upload's presigned URL writes, and how long a `saving` upload may go unfinished
  * before another upload may take it over (its uploader is gone: the edge never completed it).
  */
 export const UPLOAD_URL_SECONDS = 3600;
-
-/** The header the edge sets on its calls to the API: which half of an upload it asks for. */
-export const UPLOAD_STEP_HEADER = "x-novaless-upload";
-export type UploadStep = "begin" | "complete" | "abort";
 
 const transition = (from: string) =>
   new Refusal(409, `Image status transition from ${from} to saving is not allowed`);
