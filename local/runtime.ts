@@ -109,7 +109,6 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         : undefined;
     if (thread) handlerOf = (fn) => thread.handler(fn);
     await seedData(opts);
-    if (opts.driver === "libvirt") await seedGuestImage();
 
     // Hosts report to compute-events from their first step: its function is set before any starts.
     const events = computeEvents(stack, handlerOf, builds, opts.faults?.computeEventsDelayMs);
@@ -143,6 +142,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       thread?.http,
     );
     stops.push(() => front.stop());
+    if (opts.driver === "libvirt") await seedGuestImage(front.url);
     log.info("runtime.ready", { url: front.url, hosts: hosts.hosts.size, endpoints: emulators.endpoints });
     return {
       url: front.url,

@@ -1,11 +1,10 @@
 // `--driver libvirt`: the project's guest image (build/guest.qcow2, built when missing or stale)
-// in the catalog as `novaless-guest`, its data in the images bucket, where the libvirt driver
-// fetches it into a host's image cache on the first boot there. Seeded, as DevStack seeds CirrOS:
-// Glance's own upload (PUT /v2/images/{id}/file) is not offered, because on AWS a request to a
-// Lambda function carries at most 6 MB and the image is 16 MB (docs/compute-host.md).
-import { createImage, updateImage } from "../../lib/catalog/image-create.js";
-import { getImage } from "../../lib/catalog/repo.js";
-import { s3ImageStore } from "../../lib/compute/image-store.js";
+// in the catalog as `novaless-guest`, put there as an operator would: through the Image API, as
+// the seeded admin (a Keystone password token), `POST /v2/images` then `PUT /v2/images/{id}/file`
+// through the front's upload behaviour (the body to the images bucket, local/image-edge.ts). The
+// libvirt driver fetches it from the bucket into a host's image cache on the first boot there.
+import { createReadStream, statSync } from "node:fs";
+import { Readable } from "node:stream";
 import { log } from "../../lib/log.js";
 import { ensureGuestImage } from "../../scripts/image/build.js";
 
@@ -13,34 +12,74 @@ import { ensureGuestImage } from "../../scripts/image/build.js";
 export const GUEST_IMAGE_ID = "a1b2c3d4-0000-4000-8000-00000000a001";
 export const GUEST_IMAGE_NAME = "novaless-guest";
 
-export async function seedGuestImage(now = new Date()): Promise<void> {
+/** The seeded admin (local/runtime/resources.ts seeds it). */
+const ADMIN = { name: "admin", password: "admin-secret", project: "admin" };
+
+async function adminToken(api: string): Promise<string> {
+  const domain = { id: "default" };
+  const r = await fetch(`${api}/identity/v3/auth/tokens`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      auth: {
+        identity: {
+          methods: ["password"],
+          password: { user: { name: ADMIN.name, domain, password: ADMIN.password } },
+        },
+        scope: { project: { name: ADMIN.project, domain } },
+      },
+    }),
+  });
+  const token = r.headers.get("x-subject-token");
+  if (r.status !== 201 || !token)
+    throw new Error(`seeding ${GUEST_IMAGE_NAME}: Keystone answered ${r.status}: ${await r.text()}`);
+  return token;
+}
+
+/** Create the image and upload its data through `api` (the runtime's front), as `openstack image create --file` does. */
+export async function seedGuestImage(api: string): Promise<void> {
   const { path, built } = await ensureGuestImage();
-  if (!(await getImage(GUEST_IMAGE_ID))) {
-    await createImage({
+  const token = await adminToken(api);
+  const glance = (
+    method: string,
+    route: string,
+    init: { body?: string | ReadableStream; type: string; size?: number },
+  ) =>
+    fetch(`${api}/image/v2/images${route}`, {
+      method,
+      headers: {
+        "x-auth-token": token,
+        "content-type": init.type,
+        ...(init.size !== undefined ? { "content-length": String(init.size) } : {}),
+      },
+      ...(init.body !== undefined ? { body: init.body, duplex: "half" } : {}),
+    } as RequestInit);
+  const created = await glance("POST", "", {
+    type: "application/json",
+    body: JSON.stringify({
       id: GUEST_IMAGE_ID,
       name: GUEST_IMAGE_NAME,
-      status: "queued",
+      disk_format: "qcow2",
+      container_format: "bare",
       min_disk: 1,
       min_ram: 64,
-      properties: { architecture: "x86_64", disk_format: "qcow2", container_format: "bare" },
-      created_at: now.toISOString(),
-    });
-  }
-  // its data again on every start: a rebuilt image replaces the stored one (each start's hosts
-  // are new, their image caches empty)
-  const stored = await s3ImageStore().put(GUEST_IMAGE_ID, path);
-  await updateImage(GUEST_IMAGE_ID, ["queued", "saving", "active"], {
-    status: "active",
-    size: stored.size,
-    checksum: stored.checksum,
-    os_hash_algo: "sha512",
-    os_hash_value: stored.os_hash_value,
-    updated_at: now.toISOString(),
+      architecture: "x86_64",
+    }),
   });
+  if (created.status !== 201)
+    throw new Error(`seeding ${GUEST_IMAGE_NAME}: POST answered ${created.status}: ${await created.text()}`);
+  const size = statSync(path).size;
+  const put = await glance("PUT", `/${GUEST_IMAGE_ID}/file`, {
+    type: "application/octet-stream",
+    body: Readable.toWeb(createReadStream(path)) as ReadableStream,
+    size,
+  });
+  if (put.status !== 204)
+    throw new Error(`seeding ${GUEST_IMAGE_NAME}: the upload answered ${put.status}: ${await put.text()}`);
   log.info("runtime.guest_image_seeded", {
     image: GUEST_IMAGE_ID,
     name: GUEST_IMAGE_NAME,
-    bytes: stored.size,
+    bytes: size,
     built: built !== null,
   });
 }

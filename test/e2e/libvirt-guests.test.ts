@@ -1,19 +1,21 @@
 // `npm start -- --driver libvirt --hosts 2`, as a test: two libvirt hosts on this machine (each a
 // network namespace with a libvirtd of its own, local/libvirt-hosts.ts), the project's guest image
-// (build/guest.qcow2, seeded by the runtime) in the catalog with its data in the images bucket, and servers that are
-// real QEMU virtual machines, driven through the public API only. A server boots and prints its
+// (build/guest.qcow2, uploaded by the runtime through Glance's API) in the catalog with its data in
+// the images bucket, and servers that are real QEMU virtual machines, driven through the public API
+// only. A server boots and prints its
 // uuid, hostname and fixed IP on its console, answers ping from its host's namespace, is
 // snapshotted and its snapshot boots on the other host; it live-migrates with its uptime counter
 // still counting and still answers on its address; it resizes; and deleting everything leaves no
 // domain, disk or claim. Without root, QEMU, libvirtd or the image it skips, saying why; with CI
 // set it fails instead.
-import { existsSync, readdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PUBLIC_NETWORK_ID } from "../../lib/network/seed.js";
 import { libvirtHostsUnavailable } from "../../local/libvirt-hosts.js";
 import { GUEST_IMAGE_ID } from "../../local/runtime/guest-image.js";
 import type { Runtime } from "../../local/runtime.js";
-import { missingBuildTools } from "../../scripts/image/build.js";
+import { GUEST_IMAGE, missingBuildTools } from "../../scripts/image/build.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 const FILE = "test/e2e/libvirt-guests.test.ts";
@@ -92,11 +94,17 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
         seedNetwork: true,
       }));
       admin = client.as(ADMIN);
-      // the runtime seeded the guest image (local/runtime/guest-image.ts): in the catalog, its
-      // data in the images bucket
+      // the runtime uploaded the guest image through Glance's API (local/runtime/guest-image.ts):
+      // what the images bucket holds is build/guest.qcow2, byte for byte
       const shown = await admin.get(`/image/v2/images/${GUEST_IMAGE_ID}`);
-      expect(shown.body).toMatchObject({ name: "novaless-guest", status: "active", disk_format: "qcow2" });
-      expect(shown.body.size).toBeGreaterThan(1 << 20);
+      const built = readFileSync(GUEST_IMAGE);
+      expect(shown.body).toMatchObject({
+        name: "novaless-guest",
+        status: "active",
+        disk_format: "qcow2",
+        size: built.length,
+        checksum: createHash("md5").update(built).digest("hex"),
+      });
     }, 180_000);
 
     afterAll(async () => {
