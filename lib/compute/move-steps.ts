@@ -48,7 +48,7 @@ export class MoveSteps extends GuestSteps {
           }
           case "resize_instance":
             if (!this.driver.has(id)) break;
-            if (cold) await cold.migrateDiskAndPowerOff(id, move);
+            if (cold) await cold.migrateDiskAndPowerOff(id, move, msg.new_flavor);
             else await this.driver.powerOff(id);
             break;
           case "finish_resize":

@@ -459,7 +459,6 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     const [ha, hb] = harness!.hosts as [LibvirtHost, LibvirtHost];
     const g = guest(4, "resized");
     const id = g.instance_uuid;
-    const ip = g.ports![0]!.fixed_ips[0]!.ip_address;
     const bigger: GuestSpec = {
       ...g,
       flavor: { ...g.flavor, id: "2", name: "m1.bigger", memory_mb: 192, root_gb: 2 },
@@ -486,8 +485,13 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     execFileSync("qemu-io", ["-f", "qcow2", "-c", "write -P 0x5a 512M 64k", diskOf(ha)], { timeout: 20_000 });
     expect(hasMark(diskOf(ha))).toBe(true);
 
-    // the source flattens the disk into the bucket, once however often the cast comes
+    // the source flattens the disk into the bucket, once however often the cast comes; it shrinks
+    // no disk (Nova's "Unable to resize disk down.")
     const m1 = { uuid: crypto.randomUUID(), sameHost: false };
+    await expect(
+      a.cold.migrateDiskAndPowerOff(id, m1, { ...g.flavor, name: "m1.none", root_gb: 0 }),
+    ).rejects.toThrow(`Unable to resize disk down: instance ${id} on host host-a has disks of 1 GB (root)`);
+    expect(migrations.puts).toEqual([]);
     const t0 = Date.now();
     await a.cold.migrateDiskAndPowerOff(id, m1);
     await a.cold.migrateDiskAndPowerOff(id, m1);
@@ -500,18 +504,19 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     ]);
     expect(a.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
 
-    // the destination boots it, grown to the new flavor, the mark on it: not the image's disk
-    await b.cold.finishMigration(bigger, m1, true);
-    await bootOf(b, bigger, 0);
+    // the destination defines it (left off here: test/e2e/libvirt-guests.test.ts boots one), grown
+    // to the new flavor, the mark on it: not a disk made from the image
+    await b.cold.finishMigration(bigger, m1, false);
     console.info(
-      `${FILE}: cold migration host-a → host-b (flatten, bucket, grow, boot): ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      `${FILE}: cold migration host-a → host-b (flatten, bucket, fetch, grow, define): ${((Date.now() - t0) / 1000).toFixed(1)} s`,
     );
-    expect(info(diskOf(hb))["virtual-size"]).toBe(2 * GiB);
+    expect(info(diskOf(hb))).toMatchObject({ format: "qcow2", "virtual-size": 2 * GiB });
     expect(hasMark(diskOf(hb))).toBe(true);
     expect(await b.dumpxml(id)).toContain("<memory unit='KiB'>196608</memory>");
-    await until("ping on host-b", () => hb.exec(["ping", "-c1", "-W1", ip]));
+    expect(b.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+    // (a redelivered cast finds it finished)
     await b.cold.finishMigration(bigger, m1, true);
-    expect(banners(await b.consoleOutput(id), id)).toBe(1);
+    expect(b.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
 
     // revert: the destination's copy goes (revert_resize), the source's is back as it was (left
     // off here: test/e2e/libvirt-guests.test.ts reverts a running one)

@@ -166,9 +166,11 @@ export interface ColdMigration {
 export interface ColdMigrationDriver {
   /**
    * The source (Nova's migrate_disk_and_power_off): the guest powered off and its disk handed to
-   * the destination; it stays defined here until confirm or revert.
+   * the destination; it stays defined here until confirm or revert. A `flavor` whose root or
+   * ephemeral disk is smaller than the guest's is refused first, the guest left as it is (Nova's
+   * "Unable to resize disk down.").
    */
-  migrateDiskAndPowerOff(instanceUuid: string, migration: ColdMigration): Promise<void>;
+  migrateDiskAndPowerOff(instanceUuid: string, migration: ColdMigration, flavor?: FlavorSpec): Promise<void>;
   /**
    * The destination (Nova's finish_migration): the guest from the handed-over disk, grown to the
    * new flavor's root_gb (never shrunk), running when `powerOn`.

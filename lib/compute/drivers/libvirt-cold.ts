@@ -95,6 +95,8 @@ export interface ColdDomains {
   act<T>(id: string, work: () => Promise<T>): Promise<T>;
   /** the driver's guests and their power states */
   guests: Map<string, PowerState>;
+  /** the spec a guest was defined from, if known here */
+  specOf(id: string): GuestSpec | undefined;
   powerOff(id: string): Promise<void>;
   /** the guest's domain and files gone from this host (not what it handed over) */
   undefine(id: string): Promise<void>;
@@ -216,7 +218,12 @@ export function coldMigrationOps(d: ColdDomains): ColdMigrationDriver {
   };
 
   return {
-    async migrateDiskAndPowerOff(id, m) {
+    async migrateDiskAndPowerOff(id, m, flavor) {
+      const old = d.specOf(id)?.flavor;
+      if (flavor && old && (flavor.root_gb < old.root_gb || flavor.ephemeral_gb < old.ephemeral_gb))
+        throw new Error(
+          `Unable to resize disk down: instance ${id} on host ${d.host} has disks of ${old.root_gb} GB (root) and ${old.ephemeral_gb} GB (ephemeral), flavor ${flavor.name} ${flavor.root_gb} GB and ${flavor.ephemeral_gb} GB`,
+        );
       await d.powerOff(id);
       // on its own host the destination finds the disk where it is
       if (m.sameHost) return;

@@ -150,6 +150,7 @@ export class LibvirtDriver implements Driver {
       known: (id) => this.known(id),
       act: (id, work) => this.act(id, work),
       guests: this.guests,
+      specOf: (id) => this.specOf(id),
       powerOff: (id) => this.powerOff(id),
       undefine: (id) => this.undefine(id),
       define: (guest, rootFormat, start) => this.define(guest, rootFormat, start),

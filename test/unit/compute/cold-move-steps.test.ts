@@ -7,6 +7,7 @@ import { BuildPath, type Reporter } from "../../../lib/compute/build-path.js";
 import type { ColdMigration, ColdMigrationDriver, GuestSpec } from "../../../lib/compute/drivers/driver.js";
 import { FakeDriver } from "../../../lib/compute/drivers/fake.js";
 import { log } from "../../../lib/log.js";
+import type { FlavorSpec } from "../../../lib/messages/common.js";
 import type { MoveStepMessage } from "../../../lib/messages/compute.js";
 
 const ID = "6f1c2d3e-0000-4000-8000-000000000003";
@@ -41,6 +42,7 @@ function step(kind: MoveStepMessage["kind"], sameHost = false): MoveStepMessage 
     attempt: 2,
     same_host: sameHost,
   };
+  if (kind === "resize_instance") return { ...base, kind, new_flavor: guest.flavor };
   return (
     kind === "finish_resize" || kind === "finish_revert_resize" || kind === "rebuild_instance"
       ? { ...base, kind, guest, power_on: true }
@@ -53,8 +55,8 @@ function setup(carries: boolean, failFinish = false) {
   const fake = new FakeDriver({ host: "h", buildMs: 0, failAll: false });
   const calls: [string, ...unknown[]][] = [];
   const cold: ColdMigrationDriver = {
-    async migrateDiskAndPowerOff(id: string, m: ColdMigration) {
-      calls.push(["migrateDiskAndPowerOff", id, m]);
+    async migrateDiskAndPowerOff(id: string, m: ColdMigration, flavor?: FlavorSpec) {
+      calls.push(["migrateDiskAndPowerOff", id, m, flavor?.name]);
       await fake.powerOff(id);
     },
     async finishMigration(g: GuestSpec, m: ColdMigration, powerOn: boolean) {
@@ -94,7 +96,7 @@ describe("a driver that carries the disk", () => {
     await run(step("finish_revert_resize"));
     await run(step("confirm_resize"));
     expect(calls).toEqual([
-      ["migrateDiskAndPowerOff", ID, move],
+      ["migrateDiskAndPowerOff", ID, move, "m1.small"],
       ["finishMigration", ID, move, true],
       ["finishRevertMigration", ID, move, true],
       ["confirmMigration", ID, move],
