@@ -527,6 +527,10 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(existsSync(join(work, "migrations", m1.uuid))).toBe(false);
     expect(existsSync(join(hb.instancesPath, id))).toBe(false);
     expect(a.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+    // a late copy of the source's cast hands nothing over again
+    await a.cold.migrateDiskAndPowerOff(id, m1);
+    expect(migrations.puts).toEqual([m1.uuid]);
+    expect(existsSync(join(work, "migrations", m1.uuid))).toBe(false);
 
     // its own host: grown in place, the old directory kept beside it; revert puts it back
     const m2 = { uuid: crypto.randomUUID(), sameHost: true };

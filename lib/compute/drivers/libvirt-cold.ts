@@ -39,30 +39,28 @@ import { domainName } from "./libvirt-xml.js";
 /** A disk's copy or flattening may take a while (the snapshot's deadline). */
 const DISK_COPY_MS = 30 * 60_000;
 
-/** In the guest's directory: the migration whose object holds this guest's disk. */
+/**
+ * Marks in the guest's directory, each a migration's uuid: whose object holds this guest's disk,
+ * which move finished here, and which was last confirmed or reverted here (a late cast of it
+ * changes nothing).
+ */
 const HANDED_OVER = "resize.handed-over";
-/** In the guest's directory: the migration this guest was finished for here. */
 const FINISHED = "resize.finished";
+const ENDED = "resize.ended";
 
-/** What the guest's directory was before a move on its own host (Nova's inst_base_resize). */
-export const keptDir = (dir: string): string => `${dir}_resize`;
-
-/** The migration whose handed-over disk is this guest's (its directory's mark), if any. */
-export function handedOver(dir: string): string | undefined {
+function markOf(dir: string, mark: string): string | undefined {
   try {
-    return readFileSync(join(dir, HANDED_OVER), "utf8").trim() || undefined;
+    return readFileSync(join(dir, mark), "utf8").trim() || undefined;
   } catch {
     return undefined;
   }
 }
 
-const finishedFor = (dir: string) => {
-  try {
-    return readFileSync(join(dir, FINISHED), "utf8").trim();
-  } catch {
-    return undefined;
-  }
-};
+/** What the guest's directory was before a move on its own host (Nova's inst_base_resize). */
+export const keptDir = (dir: string): string => `${dir}_resize`;
+
+/** The migration whose handed-over disk is this guest's, if any. */
+export const handedOver = (dir: string): string | undefined => markOf(dir, HANDED_OVER);
 
 /** A disk file's format by its magic: qcow2 ("QFI\xfb"), else raw. */
 function formatOf(file: string): "qcow2" | "raw" {
@@ -224,10 +222,12 @@ export function coldMigrationOps(d: ColdDomains): ColdMigrationDriver {
         throw new Error(
           `Unable to resize disk down: instance ${id} on host ${d.host} has disks of ${old.root_gb} GB (root) and ${old.ephemeral_gb} GB (ephemeral), flavor ${flavor.name} ${flavor.root_gb} GB and ${flavor.ephemeral_gb} GB`,
         );
+      const dir = d.dir(id);
+      if (markOf(dir, FINISHED) === m.uuid || markOf(dir, ENDED) === m.uuid) return;
       await d.powerOff(id);
       // on its own host the destination finds the disk where it is
       if (m.sameHost) return;
-      const earlier = handedOver(d.dir(id));
+      const earlier = handedOver(dir);
       if (earlier === m.uuid) return; // a redelivered cast: handed over already
       // a move that failed after its hand-over left its object; this one replaces it
       if (earlier) await removeHandedOver(id, earlier);
@@ -238,7 +238,7 @@ export function coldMigrationOps(d: ColdDomains): ColdMigrationDriver {
       const id = guest.instance_uuid;
       const dir = d.dir(id);
       // a redelivered cast of one finished here
-      if (d.guests.has(id) && finishedFor(dir) === m.uuid) return;
+      if (d.guests.has(id) && markOf(dir, FINISHED) === m.uuid) return;
       if (m.sameHost) return finishInPlace(guest, m, powerOn);
       // a copy of another life here (an older move's) gives way, as a rebuild's does
       if (d.guests.has(id)) await d.undefine(id);
@@ -248,7 +248,7 @@ export function coldMigrationOps(d: ColdDomains): ColdMigrationDriver {
           const disk = join(dir, "disk");
           if (!(await d.store.fetch(m.uuid, disk)))
             throw new Error(
-              `migrations/${m.uuid} is not in the images bucket: its source handed no disk over (a move that began on its own host cannot finish on another)`,
+              `migrations/${m.uuid} is not in the images bucket: its source handed no disk over (it does so only for a move to another host) or it was removed`,
             );
           await grow(id, disk, guest.flavor.root_gb);
           otherDisks(guest, dir);
@@ -263,7 +263,7 @@ export function coldMigrationOps(d: ColdDomains): ColdMigrationDriver {
       }
     },
 
-    async finishRevertMigration(guest, _m, powerOn) {
+    async finishRevertMigration(guest, m, powerOn) {
       const id = guest.instance_uuid;
       // its own host: the resized guest gives way to the kept one (Nova renames inst_base_resize
       // back); on another host the source's guest waited here, defined and off
@@ -275,14 +275,17 @@ export function coldMigrationOps(d: ColdDomains): ColdMigrationDriver {
         d.guests.set(id, await d.domstate(id));
       });
       await removeHandedOver(id, handedOver(d.dir(id)));
+      writeFileSync(join(d.dir(id), ENDED), m.uuid);
     },
 
     async confirmMigration(id, m) {
       const dir = d.dir(id);
       // (read first: on another host the guest's directory goes with it)
       const uuid = handedOver(dir);
-      if (m.sameHost) rmSync(keptDir(dir), { recursive: true, force: true });
-      else await d.undefine(id);
+      if (m.sameHost) {
+        rmSync(keptDir(dir), { recursive: true, force: true });
+        if (existsSync(dir)) writeFileSync(join(dir, ENDED), m.uuid);
+      } else await d.undefine(id);
       await removeHandedOver(id, uuid);
     },
   };
