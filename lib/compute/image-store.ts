@@ -4,7 +4,8 @@
 // under images/ (infra/constructs/host-access.ts), as AWS's S3 policies name them
 // (arn:aws:s3:::<bucket>/images/*; s3:PutObject, which also authorizes a multipart upload's
 // create, parts and complete, s3:AbortMultipartUpload and s3:GetObject: the Service Authorization
-// Reference's "Actions, resources, and condition keys for Amazon S3").
+// Reference's "Actions, resources, and condition keys for Amazon S3"). The same bucket carries a
+// resize's disk between hosts under migrations/ (MIGRATIONS_PREFIX, below).
 import { createHash } from "node:crypto";
 import {
   closeSync,

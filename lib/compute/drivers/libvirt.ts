@@ -1,6 +1,7 @@
 // Nova's libvirt driver, reduced: domains from the flavor and image (libvirt-xml.ts), disks from
 // the image cache, a config drive, define/start/shutdown/destroy/undefine, Nova's power-state
-// mapping, and lifecycle events. Over one persistent virsh connection (virsh.ts). `virsh event`
+// mapping, lifecycle events, live migration (libvirt-live.ts), and resize and cold migration with
+// the disk carried (libvirt-cold.ts). Over one persistent virsh connection (virsh.ts). `virsh event`
 // would block that one connection, so lifecycle events come from polling the domains' states
 // over it (every pollMs): a change the driver did not ask for is an event.
 import { type ChildProcess, spawn as spawnProcess } from "node:child_process";
