@@ -1,9 +1,10 @@
 // The tables, one per spec in lib/resources.ts (the local runtime creates the same ones), and the
 // images bucket: snapshots' and backups' data, which any host reads to boot them.
-import { CfnOutput, type RemovalPolicy, type Stack } from "aws-cdk-lib";
+import { CfnOutput, Duration, type RemovalPolicy, type Stack } from "aws-cdk-lib";
 import * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import { NagSuppressions } from "cdk-nag";
+import { MIGRATIONS_PREFIX } from "../../lib/compute/image-store.js";
 import { type Projection, TABLES, type TableSpec } from "../../lib/resources.js";
 
 /** A spec's projection as the CDK takes it (a list of attributes is INCLUDE). */
@@ -20,13 +21,19 @@ export interface DataProps {
   removalPolicy: RemovalPolicy;
 }
 
+/** Days a move's disk may stay in the images bucket (docs/moves.md). */
+export const MIGRATION_DISK_DAYS = 7;
+
 /**
  * Like every part in this folder, a plain class whose resources are the stack's own children: a
  * construct in between would change their logical IDs, and CloudFormation would replace the tables.
  */
 export class Data {
   readonly tables: Record<TableSpec["id"], dynamodb.Table>;
-  /** images/<image id>: a snapshot's data (lib/compute/image-store.ts) */
+  /**
+   * images/<image id>: a snapshot's data; migrations/<migration uuid>: a resize's or cold
+   * migration's disk on its way (lib/compute/image-store.ts)
+   */
   readonly imagesBucket: s3.Bucket;
 
   constructor(stack: Stack, props: DataProps) {
@@ -60,6 +67,17 @@ export class Data {
       encryption: s3.BucketEncryption.S3_MANAGED,
       enforceSSL: true,
       removalPolicy: props.removalPolicy,
+      lifecycleRules: [
+        {
+          // a move's disk is read only until its destination finished it, and removed at confirm
+          // or revert; what a failed move or a lost removal left expires, and so do the parts of
+          // an upload a host died in
+          id: "MigrationDisks",
+          prefix: MIGRATIONS_PREFIX,
+          expiration: Duration.days(MIGRATION_DISK_DAYS),
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+      ],
     });
     NagSuppressions.addResourceSuppressions(this.imagesBucket, [
       {

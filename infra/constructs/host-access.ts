@@ -1,4 +1,5 @@
-// What a compute host may do: no database, its own queue, compute-events, and the images bucket. Nova's
+// What a compute host may do: no database, its own queue, compute-events, and the images bucket
+// (images/, and migrations/ for the disks moves carry). Nova's
 // nova-compute never touches the database. A host's credentials are a session of
 // ComputeHostRole tagged `novaless-host=<host>` and named <host>: its own queue and DLQ carry
 // the same tag (the consumer creates them), and it may report only to compute-events' function
@@ -9,7 +10,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as rolesanywhere from "aws-cdk-lib/aws-rolesanywhere";
 import type * as s3 from "aws-cdk-lib/aws-s3";
 import { NagSuppressions } from "cdk-nag";
-import { IMAGES_PREFIX } from "../../lib/compute/image-store.js";
+import { IMAGES_PREFIX, MIGRATIONS_PREFIX } from "../../lib/compute/image-store.js";
 import { HOST_TAG } from "../../lib/resources.js";
 import { COMPUTE_QUEUES_REASON, computeQueuesFinding, IMAGES_REASON, imagesFinding } from "./nag.js";
 import type { Queues } from "./queues.js";
@@ -32,7 +33,10 @@ export interface HostAccessProps {
   queues: Queues;
   /** compute-events, whose function URL takes the hosts' reports */
   reportFunctionArn: string;
-  /** snapshots' data: a host puts the ones it takes and gets the ones it boots */
+  /**
+   * snapshots' data: a host puts the ones it takes and gets the ones it boots; and the disks of
+   * resizes and cold migrations, which a source puts, its destination gets, and either removes
+   */
   imagesBucket: s3.IBucket;
   /** Off when absent: hosts then take their sessions from EC2 instance-profile roles only. */
   rolesAnywhere?: RolesAnywhereTrust;
@@ -80,6 +84,14 @@ export class HostAccess {
           // (PutObject also covers a multipart upload's steps; a failed one is aborted)
           actions: ["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"],
           resources: [props.imagesBucket.arnForObjects(`${IMAGES_PREFIX}*`)],
+          conditions: { StringLike: { "aws:userid": `*:${hostTag}` } },
+        }),
+        // A resize's or cold migration's disk, from its source to its destination: named by the
+        // migration's uuid (the conductor's), removed by the source once confirmed or reverted
+        new iam.PolicyStatement({
+          sid: "MigrationDisks",
+          actions: ["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject", "s3:DeleteObject"],
+          resources: [props.imagesBucket.arnForObjects(`${MIGRATIONS_PREFIX}*`)],
           conditions: { StringLike: { "aws:userid": `*:${hostTag}` } },
         }),
         // Reports go to compute-events' function URL (AWS_IAM), which needs both actions since
@@ -154,6 +166,12 @@ export class HostAccess {
         appliesTo: [computeQueuesFinding(queues.computeQueuePrefix)],
       },
       { id: "AwsSolutions-IAM5", reason: IMAGES_REASON, appliesTo: [imagesFinding(props.imagesBucket)] },
+      {
+        id: "AwsSolutions-IAM5",
+        reason:
+          "A move's disk object is named by the migration's uuid, made by the conductor: the grant is to the images bucket's migrations/ prefix only",
+        appliesTo: [imagesFinding(props.imagesBucket, MIGRATIONS_PREFIX)],
+      },
     ]);
   }
 

@@ -21,8 +21,8 @@ export function computeQueuesFinding(prefix: string, suffix = ""): { regex: stri
 export const IMAGES_REASON =
   "An image's object is named by the image's id, made when the API records the image: the grant is to the images bucket's images/ prefix only";
 
-/** The `appliesTo` of a grant on the images bucket's objects under images/. */
-export function imagesFinding(bucket: IBucket): string {
+/** The `appliesTo` of a grant on the images bucket's objects under `prefix` (images/). */
+export function imagesFinding(bucket: IBucket, prefix = IMAGES_PREFIX): string {
   const logical = Stack.of(bucket).getLogicalId(bucket.node.defaultChild as CfnElement);
-  return `Resource::<${logical}.Arn>/${IMAGES_PREFIX}*`;
+  return `Resource::<${logical}.Arn>/${prefix}*`;
 }

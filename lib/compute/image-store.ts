@@ -4,7 +4,8 @@
 // under images/ (infra/constructs/host-access.ts), as AWS's S3 policies name them
 // (arn:aws:s3:::<bucket>/images/*; s3:PutObject, which also authorizes a multipart upload's
 // create, parts and complete, s3:AbortMultipartUpload and s3:GetObject: the Service Authorization
-// Reference's "Actions, resources, and condition keys for Amazon S3").
+// Reference's "Actions, resources, and condition keys for Amazon S3"). The same bucket carries a
+// resize's disk between hosts under migrations/ (MIGRATIONS_PREFIX, below).
 import { createHash } from "node:crypto";
 import {
   closeSync,
@@ -34,6 +35,13 @@ import { resources } from "../config.js";
 
 export const IMAGES_PREFIX = "images/";
 export const imageKey = (imageId: string): string => `${IMAGES_PREFIX}${imageId}`;
+
+/**
+ * A resize's or cold migration's root disk, handed from its source host to its destination at
+ * migrations/<migration uuid> in the same bucket (drivers/libvirt-cold.ts); the host role may put,
+ * get and delete there, and a lifecycle rule expires what a failed move left.
+ */
+export const MIGRATIONS_PREFIX = "migrations/";
 
 /** Glance's fields of an image's data. */
 export interface StoredImage {
@@ -151,28 +159,27 @@ const missing = (e: unknown) => {
 
 /**
  * The images bucket; its name read when used (the resource images_bucket, or `bucket`).
- * `partBytes`: the multipart threshold and part size (tests make it small).
+ * `partBytes`: the multipart threshold and part size (tests make it small); `prefix`: where its
+ * objects are (images/, or MIGRATIONS_PREFIX for the disks moves hand over).
  */
-export function s3ImageStore(bucket?: string, opts: { partBytes?: number } = {}): ImageStore {
+export function s3ImageStore(
+  bucket?: string,
+  opts: { partBytes?: number; prefix?: string } = {},
+): ImageStore {
   const Bucket = () => bucket ?? resources().imagesBucket;
   const partBytes = opts.partBytes ?? PART_BYTES;
+  const keyOf = (id: string) => `${opts.prefix ?? IMAGES_PREFIX}${id}`;
   return {
     async put(imageId, file) {
       const stored = await digest(file);
       if (stored.size > partBytes) {
-        await multipartPut(
-          Bucket(),
-          imageKey(imageId),
-          file,
-          stored.size,
-          partSizeFor(stored.size, partBytes),
-        );
+        await multipartPut(Bucket(), keyOf(imageId), file, stored.size, partSizeFor(stored.size, partBytes));
         return stored;
       }
       await s3Client().send(
         new PutObjectCommand({
           Bucket: Bucket(),
-          Key: imageKey(imageId),
+          Key: keyOf(imageId),
           Body: readFileSync(file),
           ContentLength: stored.size,
           ContentType: "application/octet-stream",
@@ -194,7 +201,7 @@ export function s3ImageStore(bucket?: string, opts: { partBytes?: number } = {})
     },
     async open(imageId) {
       try {
-        const r = await s3Client().send(new GetObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }));
+        const r = await s3Client().send(new GetObjectCommand({ Bucket: Bucket(), Key: keyOf(imageId) }));
         return { body: r.Body as Readable, size: Number(r.ContentLength ?? 0) };
       } catch (e) {
         if (missing(e)) return undefined;
@@ -202,17 +209,17 @@ export function s3ImageStore(bucket?: string, opts: { partBytes?: number } = {})
       }
     },
     async remove(imageId) {
-      await s3Client().send(new DeleteObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }));
+      await s3Client().send(new DeleteObjectCommand({ Bucket: Bucket(), Key: keyOf(imageId) }));
     },
     downloadUrl(imageId, seconds) {
-      return getSignedUrl(s3Client(), new GetObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }), {
+      return getSignedUrl(s3Client(), new GetObjectCommand({ Bucket: Bucket(), Key: keyOf(imageId) }), {
         expiresIn: seconds,
       });
     },
     uploadUrl(imageId, seconds) {
       // signed for the host and key only: the uploader's Content-Type and length are its own,
       // and no checksum of a body the signer never sees (the SDK would sign one of an empty body)
-      return getSignedUrl(s3Client(), new PutObjectCommand({ Bucket: Bucket(), Key: imageKey(imageId) }), {
+      return getSignedUrl(s3Client(), new PutObjectCommand({ Bucket: Bucket(), Key: keyOf(imageId) }), {
         expiresIn: seconds,
         unhoistableHeaders: new Set(),
       });
@@ -221,7 +228,7 @@ export function s3ImageStore(bucket?: string, opts: { partBytes?: number } = {})
       await s3Client().send(
         new PutObjectCommand({
           Bucket: Bucket(),
-          Key: imageKey(imageId),
+          Key: keyOf(imageId),
           Body: body,
           ContentLength: body.byteLength,
           ContentType: "application/octet-stream",

@@ -17,14 +17,19 @@ import { reportMoveStep } from "./reporter.js";
 export class MoveSteps extends GuestSteps {
   /**
    * A step of a resize, cold migration, evacuation or rebuild, then its report. Each is safe to
-   * repeat: the source powers its guest off (and keeps it until confirm or revert), the
-   * destination creates the guest with the new flavor unless it has it, confirm and revert destroy
-   * the copy that is no longer wanted, finish_revert_resize brings the old guest back, and a
-   * rebuild re-spawns the guest from its image once per rebuild. A same-host move has one guest:
-   * it is replaced in place, and confirm leaves it alone.
+   * repeat. A driver that carries the guest's disk (its `cold`: libvirt) does Nova's
+   * migrate_disk_and_power_off on the source, finish_migration on the destination, and
+   * confirm_migration or finish_revert_migration on the source. Another (fake, exec) has the source
+   * power its guest off and keep it until confirm or revert, the destination create the guest
+   * anew from its image with the new flavor unless it has it, and confirm and revert destroy the
+   * copy that is no longer wanted; a same-host move there has one guest, replaced in place, which
+   * confirm leaves alone. finish_revert_resize brings the old guest back, and a rebuild re-spawns
+   * the guest from its image once per rebuild.
    */
   protected async moveStep(msg: MoveStepMessage, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
+    const cold = this.driver.cold;
+    const move = { uuid: msg.migration_uuid, sameHost: msg.same_host };
     this.gone.delete(id);
     const { started, ok, details } = await this.act(
       id,
@@ -42,22 +47,29 @@ export class MoveSteps extends GuestSteps {
             break;
           }
           case "resize_instance":
-            if (this.driver.has(id)) await this.driver.powerOff(id);
+            if (!this.driver.has(id)) break;
+            if (cold) await cold.migrateDiskAndPowerOff(id, move, msg.new_flavor);
+            else await this.driver.powerOff(id);
             break;
           case "finish_resize":
-            if (msg.same_host || !this.driver.has(id)) {
+            if (cold) await cold.finishMigration(msg.guest, move, msg.power_on);
+            else if (msg.same_host || !this.driver.has(id)) {
               if (msg.same_host) await this.driver.destroy(id);
               await this.guestAs(msg.guest, msg.power_on);
             }
             break;
           case "confirm_resize":
-            if (!msg.same_host) await this.driver.destroy(id);
+            if (cold) await cold.confirmMigration(id, move);
+            else if (!msg.same_host) await this.driver.destroy(id);
             break;
           case "revert_resize":
-            await this.driver.destroy(id);
+            // on its own host a carried disk's guest gives way in finish_revert_resize, to the one
+            // kept (Nova's destroy without its disks there)
+            if (!(cold && msg.same_host)) await this.driver.destroy(id);
             break;
           case "finish_revert_resize":
-            if (!this.driver.has(id)) await this.guestAs(msg.guest, msg.power_on);
+            if (cold && this.driver.has(id)) await cold.finishRevertMigration(msg.guest, move, msg.power_on);
+            else if (!this.driver.has(id)) await this.guestAs(msg.guest, msg.power_on);
             else if (msg.power_on && this.driver.powerState(id) !== POWER_STATE.RUNNING)
               await this.driver.powerOn(id);
             break;

@@ -53,7 +53,7 @@ export async function nextMoveCast(
     same_host: move.dest_host === move.source_host,
   };
   if (rec.task_state === "resize_migrating")
-    return { ...step, kind: "resize_instance", host: move.source_host };
+    return { ...step, kind: "resize_instance", host: move.source_host, new_flavor: move.new_flavor };
   if (rec.task_state === "rebuild_spawning" && move.dest_host) {
     return {
       ...step,

@@ -185,8 +185,16 @@ const moveStep = {
   same_host: z.boolean(),
 };
 
-/** To the source: shut the guest down and hand it over; it stays defined until confirm or revert. */
-export const resizeInstanceV1 = z.object({ ...moveStep, kind: z.literal("resize_instance") });
+/**
+ * To the source: shut the guest down and hand it over; it stays defined until confirm or revert.
+ * `new_flavor` (Nova's migrate_disk_and_power_off's flavor): a driver that carries the disk refuses
+ * to shrink it; absent in casts from before it was sent.
+ */
+export const resizeInstanceV1 = z.object({
+  ...moveStep,
+  kind: z.literal("resize_instance"),
+  new_flavor: flavorSpec.optional(),
+});
 
 /** To the destination: create the guest with the new flavor (running if it ran before the move). */
 export const finishResizeV1 = z.object({

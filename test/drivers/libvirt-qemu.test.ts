@@ -5,7 +5,7 @@
 // its serial console, and answers ping). One host: a guest's whole life. Two hosts: a live
 // migration with its disk copied, and one aborted. Without root, QEMU, libvirtd or the image
 // they skip, saying why on stderr; with CI set they fail instead.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import { availableParallelism, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
@@ -155,6 +155,8 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
   let a: LibvirtDriver;
   let b: LibvirtDriver;
   const events: [string, PowerState][] = [];
+  /** the images bucket's migrations/, where a move's disk goes */
+  let migrations: ReturnType<typeof dirStore>;
 
   beforeAll(async () => {
     if (why) throw new Error(`${FILE}: ${why}`);
@@ -165,6 +167,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     const probe = virtType(join(work, "probe.qcow2"));
     type = probe.type;
     console.info(`${FILE}: domain type ${type} (${type === "kvm" ? "KVM" : "TCG"}: ${probe.why})`);
+    migrations = dirStore(join(work, "migrations"));
     harness = await startLibvirtHosts({
       hosts: ["host-a", "host-b"],
       networks: [
@@ -185,6 +188,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
         // long: a power change seen at once comes from libvirt's lifecycle events, not the poll
         pollMs: 60_000,
         imageStore: dirStore(join(work, "bucket")),
+        migrationStore: migrations,
       });
       drivers.push(d);
       await d.init();
@@ -449,5 +453,121 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
 
     await a.destroy(id);
     expect(a.has(id)).toBe(false);
+  }, 180_000);
+
+  it("two hosts: a resize carries the disk to the other host through the bucket, grown; revert brings the original back; on its own host the disk is grown in place, the old one kept until revert or confirm", async () => {
+    const [ha, hb] = harness!.hosts as [LibvirtHost, LibvirtHost];
+    const g = guest(4, "resized");
+    const id = g.instance_uuid;
+    const bigger: GuestSpec = {
+      ...g,
+      flavor: { ...g.flavor, id: "2", name: "m1.bigger", memory_mb: 192, root_gb: 2 },
+    };
+    const diskOf = (h: LibvirtHost, dir = id) => join(h.instancesPath, dir, "disk");
+    const info = (file: string) =>
+      JSON.parse(
+        execFileSync("qemu-img", ["info", "-U", "--output=json", file], { timeout: 20_000 }).toString(),
+      ) as { "virtual-size": number; format: string; "backing-filename"?: string };
+    // the mark: 64 KiB of 0x5a at 512 MiB, far past the image's 64 MiB (the guest runs from RAM
+    // and never writes its disk); a disk made from the image reads zeros there
+    const hasMark = (file: string) => {
+      const r = spawnSync("qemu-io", ["-r", "-U", "-f", "qcow2", "-c", "read -P 0x5a 512M 64k", file], {
+        timeout: 20_000,
+      });
+      return r.status === 0 && !/verification failed/.test(String(r.stdout));
+    };
+    const GiB = 2 ** 30;
+
+    // off at once, as a power cut would (the guest never writes its disk), for the mark to go on
+    await a.spawn(g);
+    await a.virshForTests(`destroy instance-${id}`);
+    expect(hasMark(diskOf(ha))).toBe(false);
+    execFileSync("qemu-io", ["-f", "qcow2", "-c", "write -P 0x5a 512M 64k", diskOf(ha)], { timeout: 20_000 });
+    expect(hasMark(diskOf(ha))).toBe(true);
+
+    // the source flattens the disk into the bucket, once however often the cast comes; it shrinks
+    // no disk (Nova's "Unable to resize disk down.")
+    const m1 = { uuid: crypto.randomUUID(), sameHost: false };
+    await expect(
+      a.cold.migrateDiskAndPowerOff(id, m1, { ...g.flavor, name: "m1.none", root_gb: 0 }),
+    ).rejects.toThrow(`Unable to resize disk down: instance ${id} on host host-a has disks of 1 GB (root)`);
+    expect(migrations.puts).toEqual([]);
+    const t0 = Date.now();
+    await a.cold.migrateDiskAndPowerOff(id, m1);
+    await a.cold.migrateDiskAndPowerOff(id, m1);
+    expect(migrations.puts).toEqual([m1.uuid]);
+    const handed = info(join(work, "migrations", m1.uuid));
+    expect([handed.format, handed["backing-filename"], handed["virtual-size"]]).toEqual([
+      "qcow2",
+      undefined,
+      GiB,
+    ]);
+    expect(a.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+
+    // the destination defines it (left off here: test/e2e/libvirt-guests.test.ts boots one), grown
+    // to the new flavor, the mark on it: not a disk made from the image
+    await b.cold.finishMigration(bigger, m1, false);
+    console.info(
+      `${FILE}: cold migration host-a → host-b (flatten, bucket, fetch, grow, define): ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+    );
+    expect(info(diskOf(hb))).toMatchObject({ format: "qcow2", "virtual-size": 2 * GiB });
+    expect(hasMark(diskOf(hb))).toBe(true);
+    expect(await b.dumpxml(id)).toContain("<memory unit='KiB'>196608</memory>");
+    expect(b.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+    // (a redelivered cast finds it finished)
+    await b.cold.finishMigration(bigger, m1, true);
+    expect(b.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+
+    // revert: the destination's copy goes (revert_resize), the source's is back as it was (left
+    // off here: test/e2e/libvirt-guests.test.ts reverts a running one)
+    await b.destroy(id);
+    await a.cold.finishRevertMigration(g, m1, false);
+    expect(info(diskOf(ha))).toMatchObject({ "virtual-size": GiB, "backing-filename": expect.any(String) });
+    expect(hasMark(diskOf(ha))).toBe(true);
+    expect(existsSync(join(work, "migrations", m1.uuid))).toBe(false);
+    expect(existsSync(join(hb.instancesPath, id))).toBe(false);
+    expect(a.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+    // a late copy of the source's cast hands nothing over again
+    await a.cold.migrateDiskAndPowerOff(id, m1);
+    expect(migrations.puts).toEqual([m1.uuid]);
+    expect(existsSync(join(work, "migrations", m1.uuid))).toBe(false);
+
+    // its own host: grown in place, the old directory kept beside it; revert puts it back
+    const m2 = { uuid: crypto.randomUUID(), sameHost: true };
+    await a.cold.migrateDiskAndPowerOff(id, m2);
+    expect(migrations.puts).toEqual([m1.uuid]);
+    await a.cold.finishMigration(bigger, m2, false);
+    expect(info(diskOf(ha))["virtual-size"]).toBe(2 * GiB);
+    expect(info(diskOf(ha, `${id}_resize`))["virtual-size"]).toBe(GiB);
+    expect(hasMark(diskOf(ha))).toBe(true);
+    expect(await a.dumpxml(id)).toContain("<memory unit='KiB'>196608</memory>");
+    expect(a.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+    await a.cold.finishRevertMigration(g, m2, false);
+    expect(info(diskOf(ha))["virtual-size"]).toBe(GiB);
+    expect(existsSync(join(ha.instancesPath, `${id}_resize`))).toBe(false);
+    expect(await a.dumpxml(id)).toContain("<memory unit='KiB'>131072</memory>");
+    expect(a.powerState(id)).toBe(POWER_STATE.SHUTDOWN);
+
+    // and confirm removes what was kept
+    const m3 = { uuid: crypto.randomUUID(), sameHost: true };
+    await a.cold.migrateDiskAndPowerOff(id, m3);
+    await a.cold.finishMigration(bigger, m3, false);
+    await a.cold.confirmMigration(id, m3);
+    expect(existsSync(join(ha.instancesPath, `${id}_resize`))).toBe(false);
+    expect(info(diskOf(ha))["virtual-size"]).toBe(2 * GiB);
+    expect(hasMark(diskOf(ha))).toBe(true);
+
+    // a destination with no disk handed over fails, naming itself, the guest and the move, and
+    // keeps nothing
+    const lost = crypto.randomUUID();
+    await expect(b.cold.finishMigration(bigger, { uuid: lost, sameHost: false }, true)).rejects.toThrow(
+      `host host-b could not finish migration ${lost} of instance ${id}: migrations/${lost} is not in the images bucket`,
+    );
+    expect(b.has(id)).toBe(false);
+    expect(existsSync(join(hb.instancesPath, id))).toBe(false);
+
+    await a.destroy(id);
+    expect(a.has(id)).toBe(false);
+    expect(existsSync(join(ha.instancesPath, id))).toBe(false);
   }, 180_000);
 });

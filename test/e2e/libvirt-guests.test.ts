@@ -2,15 +2,24 @@
 // network namespace with a libvirtd of its own, local/libvirt-hosts.ts), the project's guest image
 // (build/guest.qcow2, uploaded by the runtime through Glance's API) in the catalog with its data in
 // the images bucket, and servers that are real QEMU virtual machines, driven through the public API
-// only. A server boots and prints its
-// uuid, hostname and fixed IP on its console, answers ping from its host's namespace, is
-// snapshotted and its snapshot boots on the other host; it live-migrates with its uptime counter
-// still counting and still answers on its address; it resizes; and deleting everything leaves no
-// domain, disk or claim. Without root, QEMU, libvirtd or the image it skips, saying why; with CI
-// set it fails instead.
+// only. A server boots and prints its uuid, hostname and fixed IP on its console, answers ping from
+// its host's namespace, is snapshotted and its snapshot boots on the other host; it live-migrates with its uptime counter
+// still counting and still answers on its address; it resizes to the other host with its disk
+// (a mark its first boot wrote on the disk is there, on a disk grown to the new flavor), reverts
+// and resizes again; it is evacuated from a host that lost power, rebuilt from its image on the
+// other and answering on its address there; and deleting everything leaves no domain, disk, handed
+// over disk or claim. Without root, QEMU, libvirtd or the image it skips, saying why; with CI set
+// it fails instead.
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { GetObjectCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { s3Client } from "../../lib/aws/clients.js";
+import { MIGRATIONS_PREFIX } from "../../lib/compute/image-store.js";
+import { resources } from "../../lib/config.js";
+import { listInstanceMigrations } from "../../lib/instances/migrations.js";
 import { PUBLIC_NETWORK_ID } from "../../lib/network/seed.js";
 import { libvirtHostsUnavailable } from "../../local/libvirt-hosts.js";
 import { GUEST_IMAGE_ID } from "../../local/runtime/guest-image.js";
@@ -50,6 +59,54 @@ function fixedIp(s: Record<string, unknown>): string {
 }
 
 const hostOf = (s: Record<string, unknown>) => s["OS-EXT-SRV-ATTR:host"] as string;
+
+/**
+ * The guest's user_data, run at every boot: its root disk's size as the guest sees it, and the
+ * mark a first boot wrote at 512 MiB, far past the image's 64 MiB (the guest runs from RAM and
+ * never writes its disk otherwise). A disk made from the image has no mark.
+ */
+const USER_DATA = `#!/bin/sh
+mark=$(dd if=/dev/vda bs=1M skip=512 count=1 2>/dev/null | tr -cd 'a-z0-9-' | head -c 40)
+echo "novaless-test disk $(cat /sys/block/vda/size) sectors, mark \${mark:-none}"
+if [ -z "$mark" ]; then
+  mark=m-$(cat /proc/sys/kernel/random/uuid)
+  printf '%s' "$mark" | dd of=/dev/vda bs=1M seek=512 2>/dev/null && sync && echo "novaless-test wrote mark $mark"
+fi
+`;
+
+/** A root disk of `gb` GiB, in the 512-byte sectors /sys/block/vda/size counts. */
+const sectors = (gb: number) => gb * 2 ** 21;
+
+/** Waits for the console to show `line`. */
+async function consoleShows(id: string, line: string): Promise<void> {
+  await eventually(
+    async () =>
+      String(
+        (await admin.post(`/v2.1/servers/${id}/action`, { "os-getConsoleOutput": { length: 100 } })).body
+          .output ?? "",
+      ),
+    (o) => o.includes(line),
+    90_000,
+  );
+}
+
+/** The images bucket's object of a move's disk: its name, or NoSuchKey. */
+async function handedOverDisk(migrationUuid: string): Promise<string> {
+  return s3Client()
+    .send(
+      new GetObjectCommand({ Bucket: resources().imagesBucket, Key: `${MIGRATIONS_PREFIX}${migrationUuid}` }),
+    )
+    .then(
+      () => "found",
+      (e: Error) => e.name,
+    );
+}
+
+/** The server's latest migration record. */
+async function latestMigration(id: string) {
+  const all = await listInstanceMigrations(id);
+  return all.sort((x, y) => x.id - y.id).at(-1)!;
+}
 
 /** One ping from the host's own namespace: true when the guest answered. */
 async function pings(host: string, ip: string): Promise<boolean> {
@@ -114,6 +171,8 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
     let id: string;
     let ip: string;
     let host: string;
+    /** what the server's first boot wrote on its disk */
+    let mark: string;
 
     it("boots: the console shows the server's uuid, hostname and fixed IP; its host pings it; a snapshot boots on the other host", async () => {
       const t0 = Date.now();
@@ -123,9 +182,14 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
         flavorRef: "1",
         config_drive: true,
         networks: [{ uuid: PUBLIC_NETWORK_ID }],
+        user_data: Buffer.from(USER_DATA).toString("base64"),
       });
       expect((await admin.waitForStatus(id, ["ACTIVE", "ERROR"], 180_000)).status).toBe("ACTIVE");
       ({ ip, host } = await booted(id));
+      await consoleShows(id, `novaless-test disk ${sectors(1)} sectors, mark none`);
+      await consoleShows(id, "novaless-test wrote mark m-");
+      const out = (await admin.post(`/v2.1/servers/${id}/action`, { "os-getConsoleOutput": {} })).body.output;
+      mark = /novaless-test wrote mark (m-[0-9a-f-]+)/.exec(String(out))![1]!;
       console.info(`${FILE}: create → banner on the console in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       expect(await eventually(() => pings(host, ip), Boolean, 30_000)).toBe(true);
 
@@ -189,18 +253,112 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
       host = other;
     });
 
-    it("resizes and confirms: ACTIVE on the bigger flavor, answering on its address", async () => {
+    it("resizes to the other host with its disk, grown; reverts to the disk it had; resizes again and confirms, answering on its address", async () => {
+      const source = host;
+      const other = [...runtime.hosts.keys()].find((h) => h !== host)!;
+      const t0 = Date.now();
       const r = await admin.post(`/v2.1/servers/${id}/action`, { resize: { flavorRef: "2" } });
       expect(r.status).toBe(202);
-      await admin.waitForStatus(id, ["VERIFY_RESIZE", "ERROR"], 180_000);
+      expect((await admin.waitForStatus(id, ["VERIFY_RESIZE", "ERROR"], 180_000)).status).toBe(
+        "VERIFY_RESIZE",
+      );
+      expect(hostOf(await server(id))).toBe(other);
+      // the guest on the destination reads the mark its first boot wrote, on a disk of m1.small's
+      // 20 GB: carried, not made from the image
+      await consoleShows(id, `novaless-test disk ${sectors(20)} sectors, mark ${mark}`);
+      console.info(
+        `${FILE}: resize ${source} → ${other} with its disk in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      );
+      const lv = runtime.hosts.get(other)!.libvirt!;
+      const disk = JSON.parse(
+        execFileSync("qemu-img", ["info", "-U", "--output=json", join(lv.instancesPath, id, "disk")], {
+          timeout: 20_000,
+        }).toString(),
+      );
+      // flattened on the source: a standalone qcow2, grown with qemu-img resize
+      expect([disk.format, disk["backing-filename"], disk["virtual-size"]]).toEqual([
+        "qcow2",
+        undefined,
+        20 * 2 ** 30,
+      ]);
+      const first = await latestMigration(id);
+      expect(await handedOverDisk(first.uuid)).toBe("found");
+      expect(await eventually(() => pings(other, ip), Boolean, 30_000)).toBe(true);
+
+      // revert: the source's guest, with the old flavor and the disk it had
+      expect((await admin.post(`/v2.1/servers/${id}/action`, { revertResize: null })).status).toBe(202);
+      const back = await admin.waitForStatus(id, ["ACTIVE", "ERROR"], 120_000);
+      expect([back.status, hostOf(back), (back.flavor as Record<string, unknown>).id]).toEqual([
+        "ACTIVE",
+        source,
+        "1",
+      ]);
+      await consoleShows(id, `novaless-test disk ${sectors(1)} sectors, mark ${mark}`);
+      expect(await handedOverDisk(first.uuid)).toBe("NoSuchKey");
+      expect(existsSync(join(lv.instancesPath, id))).toBe(false);
+      expect(await eventually(() => pings(source, ip), Boolean, 30_000)).toBe(true);
+
+      // again, confirmed: the source's copy and the handed-over disk go
+      expect((await admin.post(`/v2.1/servers/${id}/action`, { resize: { flavorRef: "2" } })).status).toBe(
+        202,
+      );
+      expect((await admin.waitForStatus(id, ["VERIFY_RESIZE", "ERROR"], 180_000)).status).toBe(
+        "VERIFY_RESIZE",
+      );
       expect((await admin.post(`/v2.1/servers/${id}/action`, { confirmResize: null })).status).toBe(204);
       const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"], 120_000);
-      expect([s.status, (s.flavor as Record<string, unknown>).id]).toEqual(["ACTIVE", "2"]);
+      expect([s.status, (s.flavor as Record<string, unknown>).id, hostOf(s)]).toEqual(["ACTIVE", "2", other]);
+      await consoleShows(id, `novaless-test disk ${sectors(20)} sectors, mark ${mark}`);
+      const second = await latestMigration(id);
+      await eventually(
+        () => handedOverDisk(second.uuid),
+        (x) => x === "NoSuchKey",
+        30_000,
+      );
+      expect(existsSync(join(runtime.hosts.get(source)!.libvirt!.instancesPath, id))).toBe(false);
       const b = await booted(id);
       expect(await eventually(() => pings(b.host, b.ip), Boolean, 30_000)).toBe(true);
+      host = other;
     });
 
-    it("deleting everything leaves no domain, disk or claim", async () => {
+    it("evacuates from a host that lost power: rebuilt from its image on the other host, on the same address, its port bound there", async () => {
+      const dead = host;
+      const other = [...runtime.hosts.keys()].find((h) => h !== dead)!;
+      const lv = runtime.hosts.get(dead)!.libvirt!;
+      // the power cut: the agent stops and the guest with it (its domain stays defined, as a
+      // host's does across a power loss); the operator fences the host (forced_down)
+      expect((await admin.post(`/local/hosts/${dead}/stop`, {})).status).toBe(202);
+      await lv.exec(["virsh", "-c", lv.uri, "destroy", `instance-${id}`]);
+      const down = await admin.at("2.53").call("PUT", `/v2.1/os-services/${dead}`, { forced_down: true });
+      expect(down.status).toBe(200);
+      const t0 = Date.now();
+      const r = await admin.at("2.68").post(`/v2.1/servers/${id}/action`, { evacuate: {} });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"], 180_000);
+      expect([s.status, hostOf(s)]).toEqual(["ACTIVE", other]);
+      // from the image: the flavor's disk, without the mark the old one had
+      await consoleShows(id, `novaless-test disk ${sectors(20)} sectors, mark none`);
+      console.info(`${FILE}: evacuation ${dead} → ${other} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      const b = await booted(id);
+      expect([b.host, b.ip]).toEqual([other, ip]);
+      expect(await eventually(() => pings(other, ip), Boolean, 30_000)).toBe(true);
+      const ports = await admin.get(`/networking/v2.0/ports?device_id=${id}`);
+      expect(ports.body.ports.map((p: Record<string, unknown>) => p["binding:host_id"])).toEqual([other]);
+
+      // the host comes back: its copy of the evacuated server goes, then the evacuation completes
+      const up = await admin.at("2.53").call("PUT", `/v2.1/os-services/${dead}`, { forced_down: false });
+      expect(up.status).toBe(200);
+      expect((await admin.post(`/local/hosts/${dead}/start`, {})).status).toBe(202);
+      await eventually(
+        async () => (await latestMigration(id)).status,
+        (st) => st === "completed",
+        60_000,
+      );
+      expect((await lv.exec(["virsh", "-c", lv.uri, "list", "--all", "--name"])).trim()).toBe("");
+      host = other;
+    });
+
+    it("deleting everything leaves no domain, disk, handed-over disk or claim", async () => {
       expect((await admin.delete(`/v2.1/servers/${id}`)).status).toBe(204);
       await admin.waitForStatus(id, ["GONE"], 120_000);
       for (const h of runtime.hosts.values()) {
@@ -215,6 +373,10 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
         expect(left, h.name).toEqual([]);
       }
       expect(await eventually(leakedClaims, (l) => l.length === 0, 30_000)).toEqual([]);
+      const handedOver = await s3Client().send(
+        new ListObjectsV2Command({ Bucket: resources().imagesBucket, Prefix: MIGRATIONS_PREFIX }),
+      );
+      expect(handedOver.KeyCount ?? 0).toBe(0);
     });
   },
 );

@@ -2,7 +2,8 @@
 // guest's own files) into the images bucket (S3, served by fauxqs behind the IAM gateway); Glance
 // serves the data with its checksum; a server booted from the snapshot on ANOTHER host starts in
 // the snapshotted files; deleting the image deletes its data. And the bucket's IAM: a host may put
-// and get images, nothing else; the API may get and delete them, not put.
+// and get images, and put, get and delete the disks moves hand over (migrations/), nothing else;
+// the API may get and delete images, not put, and touches no move's disk.
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,7 +12,7 @@ import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sd
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3Client } from "../../lib/aws/clients.js";
 import { runAs } from "../../lib/aws/identity.js";
-import { imageKey, s3ImageStore } from "../../lib/compute/image-store.js";
+import { imageKey, MIGRATIONS_PREFIX, s3ImageStore } from "../../lib/compute/image-store.js";
 import { resources } from "../../lib/config.js";
 import { hostIdentityOf, identityOf } from "../../local/iam/identities.js";
 import type { Runtime } from "../../local/runtime.js";
@@ -148,6 +149,28 @@ describe("the images bucket's IAM", () => {
         ),
       ),
     ).toBe("AccessDenied");
+  });
+
+  it("a host puts, gets and deletes a move's disk under migrations/; the API cannot read it", async () => {
+    const host = [...runtime.hosts.keys()][0]!;
+    const asHost = <T>(fn: () => T) => runAs(hostIdentityOf(host), fn);
+    const key = `${MIGRATIONS_PREFIX}88888888-2222-3333-4444-555555555555`;
+    expect(
+      await denied(
+        asHost(() => s3Client().send(new PutObjectCommand({ Bucket: bucket(), Key: key, Body: "x" }))),
+      ),
+    ).toBe("allowed");
+    expect(
+      await denied(
+        runAs(identityOf("api"), () => s3Client().send(new GetObjectCommand({ Bucket: bucket(), Key: key }))),
+      ),
+    ).toBe("AccessDenied");
+    expect(
+      await denied(asHost(() => s3Client().send(new GetObjectCommand({ Bucket: bucket(), Key: key })))),
+    ).toBe("allowed");
+    expect(
+      await denied(asHost(() => s3Client().send(new DeleteObjectCommand({ Bucket: bucket(), Key: key })))),
+    ).toBe("allowed");
   });
 
   it("a host uploads an image past one part as a multipart upload (parts of at least S3's 5 MiB) and another reads it whole", async () => {

@@ -10,6 +10,7 @@ import {
   CONDUCTOR_TASKS,
   conductorDefinition,
 } from "../../infra/conductor/definition.js";
+import { MIGRATION_DISK_DAYS } from "../../infra/constructs/data.js";
 import { buildIntakeConcurrency } from "../../infra/constructs/functions.js";
 import { NovalessStack, type NovalessStackProps } from "../../infra/stacks/novaless-stack.js";
 import { DEFAULT_AUTH_TOKENS } from "../../lib/api/settings.js";
@@ -559,7 +560,7 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     });
   });
 
-  it("keeps snapshots' data in a private, encrypted bucket: hosts put and get images/, the API gets, puts (uploads) and deletes, compute-events deletes", () => {
+  it("keeps snapshots' data in a private, encrypted bucket: hosts put and get images/, and put, get and delete migrations/; the API gets, puts (uploads) and deletes, compute-events deletes", () => {
     const buckets = s.template.findResources("AWS::S3::Bucket");
     expect(Object.keys(buckets)).toHaveLength(1);
     const [bucketId] = Object.keys(buckets) as [string];
@@ -586,7 +587,28 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
             Resource: images,
             Condition: { StringLike: { "aws:userid": `*:${tag("aws:PrincipalTag/novaless-host")}` } },
           }),
+          // a move's disk, from its source to its destination
+          Match.objectLike({
+            Sid: "MigrationDisks",
+            Action: ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+            Resource: { "Fn::Join": ["", [{ "Fn::GetAtt": [bucketId, "Arn"] }, "/migrations/*"]] },
+            Condition: { StringLike: { "aws:userid": `*:${tag("aws:PrincipalTag/novaless-host")}` } },
+          }),
         ]),
+      },
+    });
+    // what a failed move left under migrations/ expires
+    s.template.hasResourceProperties("AWS::S3::Bucket", {
+      LifecycleConfiguration: {
+        Rules: [
+          {
+            Id: "MigrationDisks",
+            Prefix: "migrations/",
+            Status: "Enabled",
+            ExpirationInDays: MIGRATION_DISK_DAYS,
+            AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+          },
+        ],
       },
     });
     const s3Statements = Object.values(s.template.findResources("AWS::IAM::Policy")).flatMap((p) =>

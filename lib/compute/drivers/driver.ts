@@ -144,6 +144,48 @@ export interface Driver {
    * conductor refuses before anything is claimed.
    */
   readonly live?: LiveMigrationDriver;
+  /**
+   * Resize and cold migration with the guest's disk, for drivers that carry it (libvirt); absent
+   * for those whose destination creates the guest anew from its image (fake, exec), as the host's
+   * move steps then do (move-steps.ts).
+   */
+  readonly cold?: ColdMigrationDriver;
+}
+
+/** The move a cold migration step belongs to: its uuid, and whether it stays on its host. */
+export interface ColdMigration {
+  uuid: string;
+  sameHost: boolean;
+}
+
+/**
+ * Nova's virt driver calls for a resize or cold migration. Each is safe to repeat (SQS delivers a
+ * step at least once), and a destination that fails leaves nothing of the guest behind (on its
+ * own host: the guest as the source left it).
+ */
+export interface ColdMigrationDriver {
+  /**
+   * The source (Nova's migrate_disk_and_power_off): the guest powered off and its disk handed to
+   * the destination; it stays defined here until confirm or revert. A `flavor` whose root or
+   * ephemeral disk is smaller than the guest's is refused first, the guest left as it is (Nova's
+   * "Unable to resize disk down.").
+   */
+  migrateDiskAndPowerOff(instanceUuid: string, migration: ColdMigration, flavor?: FlavorSpec): Promise<void>;
+  /**
+   * The destination (Nova's finish_migration): the guest from the handed-over disk, grown to the
+   * new flavor's root_gb (never shrunk), running when `powerOn`.
+   */
+  finishMigration(guest: GuestSpec, migration: ColdMigration, powerOn: boolean): Promise<void>;
+  /**
+   * The source after a revert (Nova's finish_revert_migration): the old guest as it was before the
+   * move, running when `powerOn`; the handed-over disk removed.
+   */
+  finishRevertMigration(guest: GuestSpec, migration: ColdMigration, powerOn: boolean): Promise<void>;
+  /**
+   * The source after a confirm (Nova's confirm_migration): what the move kept of the old guest
+   * removed (another host's: the guest itself), and the handed-over disk.
+   */
+  confirmMigration(instanceUuid: string, migration: ColdMigration): Promise<void>;
 }
 
 /** A live migration's memory figures, as Nova's driver reports them (server_migrations' fields). */

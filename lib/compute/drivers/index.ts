@@ -1,6 +1,6 @@
 // The virt driver a compute host runs, from its configuration ([DEFAULT] compute_driver).
 import type { AgentConfig } from "../agent-config.js";
-import { s3ImageStore } from "../image-store.js";
+import { MIGRATIONS_PREFIX, s3ImageStore } from "../image-store.js";
 import type { Driver } from "./driver.js";
 import { ExecDriver } from "./exec.js";
 import { FakeDriver } from "./fake.js";
@@ -11,7 +11,8 @@ export function createDriver(c: AgentConfig): Driver {
   const host = String(c.DEFAULT.host);
   const instancesPath = String(c.DEFAULT.instances_path);
   const shutdownTimeoutSeconds = Number(c.DEFAULT.shutdown_timeout);
-  const imageStore = c.novaless.images_bucket ? s3ImageStore(String(c.novaless.images_bucket)) : undefined;
+  const bucket = c.novaless.images_bucket ? String(c.novaless.images_bucket) : undefined;
+  const imageStore = bucket ? s3ImageStore(bucket) : undefined;
   switch (c.DEFAULT.compute_driver) {
     case "fake":
       return new FakeDriver({
@@ -30,7 +31,9 @@ export function createDriver(c: AgentConfig): Driver {
         bridgeMappings: parseBridgeMappings(String(c.ovs.bridge_mappings ?? "")),
         linuxBridgeMappings: parseBridgeMappings(String(c.linux_bridge.bridge_mappings ?? "")),
         shutdownTimeoutSeconds,
-        ...(imageStore ? { imageStore } : {}),
+        ...(bucket
+          ? { imageStore, migrationStore: s3ImageStore(bucket, { prefix: MIGRATIONS_PREFIX }) }
+          : {}),
       });
     default:
       return new ExecDriver({

@@ -1,6 +1,7 @@
 // Nova's libvirt driver, reduced: domains from the flavor and image (libvirt-xml.ts), disks from
 // the image cache, a config drive, define/start/shutdown/destroy/undefine, Nova's power-state
-// mapping, and lifecycle events. Over one persistent virsh connection (virsh.ts). `virsh event`
+// mapping, lifecycle events, live migration (libvirt-live.ts), and resize and cold migration with
+// the disk carried (libvirt-cold.ts). Over one persistent virsh connection (virsh.ts). `virsh event`
 // would block that one connection, so lifecycle events come from polling the domains' states
 // over it (every pollMs): a change the driver did not ask for is an event.
 import { type ChildProcess, spawn as spawnProcess } from "node:child_process";
@@ -17,10 +18,18 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import type { MachineFacts } from "../discover.js";
-import { captureAndUpload, type ImageStore, type SnapshotData, type SnapshotStage } from "../image-store.js";
+import {
+  captureAndUpload,
+  type ImageStore,
+  MIGRATIONS_PREFIX,
+  type SnapshotData,
+  type SnapshotStage,
+  s3ImageStore,
+} from "../image-store.js";
 import { makeConfigDrive } from "./config-drive.js";
 import {
   BuildFailure,
+  type ColdMigrationDriver,
   type Driver,
   type GuestInfo,
   GuestNotFound,
@@ -33,6 +42,7 @@ import {
 } from "./driver.js";
 import { imageStoreOf, SERVER_IMAGE_TYPES, snapshotsDir, sparse, tailFile } from "./guest-files.js";
 import { hostCommand, qcow2Overlay } from "./host-command.js";
+import { coldMigrationOps, handedOver, keptDir } from "./libvirt-cold.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
 import { ourDomains, powerStateOf } from "./libvirt-states.js";
@@ -58,6 +68,11 @@ export interface LibvirtDriverOptions {
   pollMs?: number;
   /** where snapshots go and images missing from the cache come from (default: the images bucket) */
   imageStore?: ImageStore;
+  /**
+   * where a resize's or cold migration's disk goes from its source to its destination (default:
+   * the images bucket's migrations/)
+   */
+  migrationStore?: ImageStore;
   /** physical network → Open vSwitch bridge ([ovs] bridge_mappings, vif.ts) */
   bridgeMappings?: BridgeMappings;
   /** physical network → Linux bridge ([linux_bridge] bridge_mappings, vif.ts): flat networks only */
@@ -87,6 +102,8 @@ export class LibvirtDriver implements Driver {
   hypervisorVersion = 0;
   private readonly virsh: VirshShell;
   private readonly liveOps: LiveMigrationDriver;
+  /** Nova's libvirt resize and cold migration, the disk carried (libvirt-cold.ts) */
+  readonly cold: ColdMigrationDriver;
   private readonly guests = new Map<string, PowerState>();
   /** guests the driver is acting on: their state changes are not lifecycle events */
   private readonly acting = new Set<string>();
@@ -123,6 +140,22 @@ export class LibvirtDriver implements Driver {
       fetchImage: (image) => this.cacheImage(image),
       configDrive: (guest, out) => this.configDrive(guest, out),
       specOf: (id) => this.specOf(id),
+    });
+    this.cold = coldMigrationOps({
+      host: opts.host,
+      instancesPath: opts.instancesPath,
+      qemuImg: () => this.overlays === "qcow2",
+      dir: (id) => this.dir(id),
+      virsh: (command) => this.virsh.run(command),
+      domstate: (id) => this.domstate(id),
+      known: (id) => this.known(id),
+      act: (id, work) => this.act(id, work),
+      guests: this.guests,
+      specOf: (id) => this.specOf(id),
+      powerOff: (id) => this.powerOff(id),
+      undefine: (id) => this.undefine(id),
+      define: (guest, rootFormat, start) => this.define(guest, rootFormat, start),
+      store: this.migrationStore,
     });
   }
 
@@ -312,21 +345,36 @@ export class LibvirtDriver implements Driver {
         if (guest.flavor.ephemeral_gb > 0)
           sparse(join(dir, "disk.eph0"), guest.flavor.ephemeral_gb * 2 ** 30);
         if (guest.flavor.swap > 0) sparse(join(dir, "disk.swap"), guest.flavor.swap * 2 ** 20);
-        if (guest.config_drive) await this.configDrive(guest, join(dir, "disk.config"));
         if (signal?.aborted) throw new Error("aborted: the host is stopping");
-        const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm", ports);
-        writeFileSync(join(dir, "libvirt.xml"), xml);
-        writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
-        await this.virsh.run(`define "${join(dir, "libvirt.xml")}"`);
-        this.guests.set(id, POWER_STATE.SHUTDOWN);
-        await this.virsh.run(`start ${domainName(id)}`);
-        this.guests.set(id, await this.domstate(id));
+        await this.define(guest, rootFormat, true, ports);
         if (signal?.aborted) throw new Error("aborted: the host is stopping");
       } catch (e) {
         await this.destroy(id).catch(() => undefined);
         throw new BuildFailure(`libvirt on ${this.opts.host} could not boot ${id}: ${(e as Error).message}`);
       }
     });
+  }
+
+  /**
+   * The guest's config drive, XML and spec written in its directory, its domain defined (again:
+   * a resize on its own host), and started when `start` (Nova's _create_guest_with_network).
+   */
+  private async define(
+    guest: GuestSpec,
+    rootFormat: "qcow2" | "raw",
+    start: boolean,
+    ports = bindPorts(guest.ports ?? [], this.bridges, this.opts.host),
+  ): Promise<void> {
+    const id = guest.instance_uuid;
+    const dir = this.dir(id);
+    if (guest.config_drive) await this.configDrive(guest, join(dir, "disk.config"));
+    const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm", ports);
+    writeFileSync(join(dir, "libvirt.xml"), xml);
+    writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
+    await this.virsh.run(`define "${join(dir, "libvirt.xml")}"`);
+    this.guests.set(id, POWER_STATE.SHUTDOWN);
+    if (start) await this.virsh.run(`start ${domainName(id)}`);
+    this.guests.set(id, await this.domstate(id));
   }
 
   /**
@@ -359,6 +407,10 @@ export class LibvirtDriver implements Driver {
 
   private get store(): ImageStore {
     return imageStoreOf(this.opts.imageStore);
+  }
+
+  private get migrationStore(): ImageStore {
+    return this.opts.migrationStore ?? s3ImageStore(undefined, { prefix: MIGRATIONS_PREFIX });
   }
 
   /**
@@ -419,6 +471,15 @@ export class LibvirtDriver implements Driver {
   }
 
   async destroy(instanceUuid: string): Promise<void> {
+    const migration = handedOver(this.dir(instanceUuid));
+    await this.undefine(instanceUuid);
+    // a server deleted in the middle of a move: the disk it handed over goes too (at best: the
+    // bucket's lifecycle rule expires what stays)
+    if (migration) await this.migrationStore.remove(migration).catch(() => undefined);
+  }
+
+  /** The guest's domain and files gone from this host, what a move kept of it too. */
+  private async undefine(instanceUuid: string): Promise<void> {
     await this.act(instanceUuid, async () => {
       const name = domainName(instanceUuid);
       await this.virsh.run(`destroy ${name}`).catch(() => undefined); // not running: fine
@@ -426,6 +487,7 @@ export class LibvirtDriver implements Driver {
       await this.virsh.run(`undefine --managed-save ${name}`).catch(() => undefined);
       const image = this.specOf(instanceUuid)?.image;
       rmSync(this.dir(instanceUuid), { recursive: true, force: true });
+      rmSync(keptDir(this.dir(instanceUuid)), { recursive: true, force: true });
       this.guests.delete(instanceUuid);
       if (image) this.dropFetchedImage(image);
     });

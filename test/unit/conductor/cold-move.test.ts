@@ -22,6 +22,8 @@ describe("cold move: placement", () => {
     expect(casts[0]!.msg).toMatchObject({ kind: "resize_instance", host: source, attempt: moveAttempt(req) });
     expect(casts[0]!.queue_url).toContain(`q-${source}`);
     const now = (await getInstance(rec.id))!;
+    // the flavor the source's driver checks its disks against (Nova's migrate_disk_and_power_off)
+    expect(casts[0]!.msg).toMatchObject({ new_flavor: now.migration!.new_flavor });
     expect(now.task_state).toBe("resize_migrating");
     expect(now.migration).toMatchObject({ dest_host: dests[0], attempt: moveAttempt(req) });
     expect((await w.migration(m.uuid)).status).toBe("migrating");
