@@ -399,7 +399,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     await a.live!.liveMigrate(id, dest, job(new AbortController(), progress));
     await b.live!.postLiveMigrationAtDestination(g);
     console.info(
-      `${FILE}: live migration (--copy-storage-all) host-a → host-b: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${progress.length} progress report(s), last ${JSON.stringify(progress.at(-1))}`,
+      `${FILE}: live migration (--copy-storage-inc) host-a → host-b: ${((Date.now() - t0) / 1000).toFixed(1)} s, ${progress.length} progress report(s), last ${JSON.stringify(progress.at(-1))}`,
     );
     expect(a.has(id)).toBe(false);
     expect(existsSync(join(ha.instancesPath, id))).toBe(false);

@@ -1,14 +1,16 @@
 // Nova's libvirt live migration, for LibvirtDriver: the destination gets the instance's
 // directory, the image in its own cache and the root disk as a qcow2 overlay on it, the other disks
-// of the same sizes and the config drive made again (Nova's pre_live_migration; the copy fills the
-// disks: --copy-storage-all, Nova's block migration, as novaless hosts share no storage; a
-// read-only config drive is not copied), then `virsh migrate --live --p2p --persistent
-// --undefinesource` to qemu+tcp://<destination>/system (Nova's default live_migration_uri and its
-// peer-to-peer flag: the source's daemon, not this client, reaches the destination's), with its
-// job's progress from `virsh domjobinfo`; abort is `virsh domjobabort`, force_complete pauses the
-// domain so the copy converges (Nova's default without post-copy), and the destination resumes it.
-// A copy that has not completed in Nova's live_migration_completion_timeout (800 s per GiB of
-// memory and disk) is aborted, as Nova's default timeout action.
+// of the same sizes and the config drive made again (Nova's pre_live_migration), then `virsh
+// migrate --live --p2p --persistent --undefinesource --copy-storage-inc` to
+// qemu+tcp://<destination>/system (Nova's default live_migration_uri and its peer-to-peer flag: the
+// source's daemon, not this client, reaches the destination's). The disks are copied as Nova's
+// block migration copies them (VIR_MIGRATE_NON_SHARED_INC), since novaless hosts share no storage:
+// incrementally, the root disk's top layer only, the destination's overlay standing on the same
+// image in its own cache; a read-only config drive is not copied. Its job's progress comes from
+// `virsh domjobinfo`; abort is `virsh domjobabort`, force_complete pauses the domain so the copy
+// converges (Nova's default without post-copy), and the destination resumes it. A copy that has not
+// completed in Nova's live_migration_completion_timeout (800 s per GiB of memory and disk) is
+// aborted, as Nova's default timeout action.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -124,7 +126,7 @@ async function liveMigrate(d: LiveDomains, id: string, destIp: string, job: Live
           "--p2p",
           "--persistent",
           "--undefinesource",
-          "--copy-storage-all",
+          "--copy-storage-inc",
           name,
           `qemu+tcp://${destIp}/system`,
         ],
