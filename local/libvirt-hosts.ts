@@ -21,13 +21,84 @@
 // root, dynamic_ownership 0, security_driver "none"), its serial log written by QEMU itself
 // (stdio_handler "file": no virtlogd), and without cgroup controllers or a private /dev, so
 // the hosts need nothing but the daemon.
+//
+// A harness whose process died without stopping it (SIGKILL, a crash) leaves its namespaces, their
+// daemons and QEMUs, and its links behind. Each harness leaves a lease in LEASES naming its tag
+// (every namespace and link it makes is named `<tag>-…`), its process and its directory; the next
+// harness to start sweeps what a lease of a dead process names.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { hostCommand } from "../lib/compute/drivers/host-command.js";
+
+/** Where each running harness leaves its lease (tmpfs: a reboot leaves none, and no namespace). */
+export const LEASES = "/run/novaless-libvirt-hosts";
+
+interface Lease {
+  tag: string;
+  pid: number;
+  /** its directory, removed with it when the harness made it */
+  root: string;
+  ownRoot: boolean;
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/**
+ * What harnesses of dead processes left: their namespaces' processes killed (libvirtd, QEMU), the
+ * namespaces and links named by their tags removed, their directories too. The names swept.
+ */
+export async function sweepDeadHarnesses(): Promise<string[]> {
+  if (!existsSync(LEASES)) return [];
+  const swept: string[] = [];
+  for (const file of readdirSync(LEASES).filter((f) => f.endsWith(".json"))) {
+    let lease: Lease;
+    try {
+      lease = JSON.parse(readFileSync(join(LEASES, file), "utf8")) as Lease;
+    } catch {
+      rmSync(join(LEASES, file), { force: true });
+      continue;
+    }
+    if (alive(lease.pid)) continue;
+    const mine = (name: string) => name.startsWith(`${lease.tag}-`);
+    const namespaces = (await runCommand(["ip", "netns", "list"], "list namespaces"))
+      .split("\n")
+      .map((l) => l.split(" ")[0]!)
+      .filter(mine);
+    for (const ns of namespaces) await killNamespace(ns).catch(() => undefined);
+    for (const ns of namespaces)
+      await runCommand(["ip", "netns", "del", ns], "remove a stale host").catch(() => undefined);
+    const links = (await runCommand(["ip", "-o", "link", "show"], "list links"))
+      .split("\n")
+      .map((l) => l.split(":")[1]?.trim().split("@")[0] ?? "")
+      .filter(mine);
+    for (const link of links)
+      await runCommand(["ip", "link", "del", link], "remove a stale link").catch(() => undefined);
+    if (lease.ownRoot) rmSync(lease.root, { recursive: true, force: true });
+    rmSync(join(LEASES, file), { force: true });
+    swept.push(...namespaces, ...links);
+  }
+  return swept;
+}
 
 /** Every external command's deadline unless told otherwise. */
 const COMMAND_MS = 20_000;
@@ -173,9 +244,13 @@ export async function startLibvirtHosts(opts: LibvirtHostsOptions): Promise<Libv
     );
   // mount points only (libvirtd makes them when it runs on the machine itself)
   for (const path of Object.values(BOUND)) mkdirSync(path, { recursive: true });
+  await sweepDeadHarnesses();
   const root = opts.root ?? mkdtempSync(join(tmpdir(), "novaless-libvirt-hosts-"));
   // short: interface names are at most 15 characters
   const tag = `nl${randomBytes(2).toString("hex")}`;
+  const lease = join(LEASES, `${tag}.json`);
+  mkdirSync(LEASES, { recursive: true });
+  writeFileSync(lease, JSON.stringify({ tag, pid: process.pid, root, ownRoot: !opts.root } satisfies Lease));
   const daemons: ChildProcess[] = [];
   const namespaces: string[] = [];
   const rootLinks: string[] = [];
@@ -192,7 +267,9 @@ export async function startLibvirtHosts(opts: LibvirtHostsOptions): Promise<Libv
     for (const link of rootLinks)
       await attempt(runCommand(["ip", "link", "del", link], "remove a link").catch(() => undefined));
     if (!opts.root) rmSync(root, { recursive: true, force: true });
+    // a stop that could not remove everything leaves its lease, for the next harness to sweep
     if (errors.length) throw new Error(`stopping the libvirt hosts: ${errors.join("; ")}`);
+    rmSync(lease, { force: true });
   };
 
   try {
