@@ -190,7 +190,7 @@ describe("the images bucket's IAM", () => {
     await runAs(identityOf("api"), () => store.remove(id));
   });
 
-  it("the API gets and deletes images, and cannot put one; the scheduler touches none", async () => {
+  it("the API gets, puts (Glance's upload) and deletes images, and nothing outside images/; the scheduler touches none", async () => {
     const key = imageKey("66666666-2222-3333-4444-555555555555");
     const as =
       (c: "api" | "scheduler") =>
@@ -199,6 +199,13 @@ describe("the images bucket's IAM", () => {
     expect(
       await denied(
         as("api")(() => s3Client().send(new PutObjectCommand({ Bucket: bucket(), Key: key, Body: "x" }))),
+      ),
+    ).toBe("allowed");
+    expect(
+      await denied(
+        as("api")(() =>
+          s3Client().send(new PutObjectCommand({ Bucket: bucket(), Key: "elsewhere/x", Body: "x" })),
+        ),
       ),
     ).toBe("AccessDenied");
     expect(

@@ -97,6 +97,9 @@ const STATE_IN_CONNECTION = /^test:\/\//;
  */
 const ACT_ATTEMPTS = 3;
 
+/** Nova's libvirt driver resends a clean shutdown this often until shutdown_timeout. */
+const SHUTDOWN_RETRY_INTERVAL_MS = 10_000;
+
 export class LibvirtDriver implements Driver {
   hypervisorType = "QEMU";
   hypervisorVersion = 0;
@@ -517,10 +520,21 @@ export class LibvirtDriver implements Driver {
       if (state === POWER_STATE.PAUSED) await this.virsh.run(`destroy ${name}`);
       if (state === POWER_STATE.SUSPENDED) await this.virsh.run(`managedsave-remove ${name}`);
       if (state === POWER_STATE.RUNNING) {
-        await this.virsh.run(`shutdown ${name}`);
-        const deadline = Date.now() + timeoutSeconds * 1000;
-        while ((await this.domstate(instanceUuid)) !== POWER_STATE.SHUTDOWN && Date.now() < deadline)
+        // Nova's _clean_shutdown: the request again every SHUTDOWN_RETRY_INTERVAL, as a guest may
+        // not have been listening yet (one still booting, its ACPI handler not started)
+        const start = Date.now();
+        const deadline = start + timeoutSeconds * 1000;
+        let sent = 0;
+        while ((await this.domstate(instanceUuid)) !== POWER_STATE.SHUTDOWN && Date.now() < deadline) {
+          if (Date.now() >= start + sent * SHUTDOWN_RETRY_INTERVAL_MS) {
+            await this.virsh.run(`shutdown ${name}`).catch((e: unknown) => {
+              // a domain that went off meanwhile refuses a shutdown: the loop's next look sees it
+              if (sent === 0) throw e;
+            });
+            sent++;
+          }
           await sleep(200);
+        }
         // Nova's clean shutdown gives up after shutdown_timeout and destroys
         if ((await this.domstate(instanceUuid)) !== POWER_STATE.SHUTDOWN)
           await this.virsh.run(`destroy ${name}`);
