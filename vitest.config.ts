@@ -1,10 +1,12 @@
 import { readdirSync } from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
-import { leftToExternal } from "./test/external/suites.js";
+import { leftToExternal, REAL_QEMU_SUITES } from "./test/external/suites.js";
 import LongestFirst from "./test/sequencer.js";
 
-// npm test's in-process run leaves the external suites to `npm run test:external` (one run each).
+// npm test's in-process run leaves the external suites to `npm run test:external` (one run each),
+// and the real-QEMU files to `npm run test:qemu` (NOVALESS_SUITES=qemu), which runs before it.
 const inProcessOnly = process.env.NOVALESS_SUITES === "in-process";
+const qemuOnly = process.env.NOVALESS_SUITES === "qemu";
 const files = inProcessOnly
   ? readdirSync("test", { recursive: true, encoding: "utf8" }).map((f) => `test/${f}`)
   : [];
@@ -65,12 +67,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: "runtime",
-          include: ["test/**/*.test.ts"],
+          include: qemuOnly ? REAL_QEMU_SUITES : ["test/**/*.test.ts"],
           exclude: [
             ...configDefaults.exclude,
             ...UNIT,
             ...ISOLATED,
-            ...(inProcessOnly ? leftToExternal(files) : []),
+            ...(inProcessOnly ? [...leftToExternal(files), ...REAL_QEMU_SUITES] : []),
           ],
           // Emulator-backed suites start their own runtimes; each runtime sets the process's env
           // and the SDK's request handler and stops them with itself, so the files of one fork

@@ -370,13 +370,14 @@ describe.skipIf(!chromium)("the web console in chromium", () => {
     const admin = client.as(ADMIN);
     const id = await admin.createServer({ name: "console-live", flavorRef: "1" });
     await admin.waitForStatus(id, ["ACTIVE"]);
-    // a slow copy, so that its progress shows and force complete has something to end
-    for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 20_000;
+    // a slow copy, so that its progress shows and force complete has something to end (a minute:
+    // on a busy machine the steps before the copy take their time; force complete ends it)
+    for (const h of runtime.hosts.values()) (h.driver as FakeDriver).liveMigrationMs = 60_000;
     await page.goto(`${runtime.url}/console#/servers/${id}`);
     await status("ACTIVE");
     const from = await text("[data-testid=server-host]");
     const target = await act("live-migrate", (hosts) => hosts.find((h) => h && h !== from)!);
-    await page.waitForSelector("[data-testid=live-migration][data-status=running]", { timeout: 20_000 });
+    await page.waitForSelector("[data-testid=live-migration][data-status=running]", { timeout: 60_000 });
     await until(
       `/^\\d+% of \\d+ MiB copied$/.test(document.querySelector("[data-testid=live-progress]")?.textContent ?? "")`,
     );

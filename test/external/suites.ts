@@ -33,6 +33,17 @@ export const EXTERNAL_SUITES = [
   ].map((f) => `test/e2e/${f}.test.ts`),
 ];
 
+/**
+ * The files that run real QEMU guests (TCG: a core each while one boots). `npm test` runs them
+ * first, on their own (`npm run test:qemu`): beside the rest of the suite, LocalStack and tempest,
+ * a guest starved of CPU misses its deadlines, and so does its libvirtd's start.
+ */
+export const REAL_QEMU_SUITES = [
+  "test/drivers/libvirt-qemu.test.ts",
+  "test/e2e/libvirt-guests.test.ts",
+  "test/image/guest-image.test.ts",
+];
+
 /** the checks of the embedded emulators themselves: they skip against external ones */
 export const IN_PROCESS_ONLY = ["test/integration/emulators.test.ts"];
 

@@ -9,28 +9,11 @@ import { FakeDriver } from "../../../lib/compute/drivers/fake.js";
 import { log } from "../../../lib/log.js";
 import type { FlavorSpec } from "../../../lib/messages/common.js";
 import type { MoveStepMessage } from "../../../lib/messages/compute.js";
+import { guestSpec } from "./guest-fixture.js";
 
 const ID = "6f1c2d3e-0000-4000-8000-000000000003";
 const MIGRATION = "7a2b3c4d-0000-4000-8000-000000000004";
-const guest: GuestSpec = {
-  instance_uuid: ID,
-  name: "vm",
-  hostname: "vm",
-  project_id: "p",
-  user_id: "u",
-  flavor: {
-    id: "2",
-    name: "m1.small",
-    vcpus: 1,
-    memory_mb: 2048,
-    root_gb: 20,
-    ephemeral_gb: 0,
-    swap: 0,
-    extra_specs: {},
-  },
-  image: { id: "i", name: "cirros", properties: {} },
-  metadata: {},
-};
+const guest = guestSpec(ID, { id: "2", name: "m1.small", memory_mb: 2048, root_gb: 20 });
 
 function step(kind: MoveStepMessage["kind"], sameHost = false): MoveStepMessage {
   const base = {

@@ -6,6 +6,7 @@ import { BuildPath, type Reporter } from "../../../lib/compute/build-path.js";
 import { FakeDriver } from "../../../lib/compute/drivers/fake.js";
 import { log } from "../../../lib/log.js";
 import type { GetDiagnostics } from "../../../lib/messages/compute.js";
+import { guestSpec } from "./guest-fixture.js";
 
 const ID = "6f1c2d3e-0000-4000-8000-0000000000d1";
 const ask: GetDiagnostics = {
@@ -15,25 +16,7 @@ const ask: GetDiagnostics = {
   instance_uuid: ID,
   host: "h",
 };
-const guest = {
-  instance_uuid: ID,
-  name: "vm",
-  hostname: "vm",
-  project_id: "p",
-  user_id: "u",
-  flavor: {
-    id: "1",
-    name: "m1.tiny",
-    vcpus: 2,
-    memory_mb: 512,
-    root_gb: 1,
-    ephemeral_gb: 0,
-    swap: 0,
-    extra_specs: {},
-  },
-  image: { id: "i", name: "cirros", properties: {} },
-  metadata: {},
-};
+const guest = guestSpec(ID, { vcpus: 2 });
 
 function setup() {
   const driver = new FakeDriver({ host: "h", buildMs: 0, failAll: false });

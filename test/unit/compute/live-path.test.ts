@@ -7,28 +7,11 @@ import { FakeDriver } from "../../../lib/compute/drivers/fake.js";
 import { LivePath } from "../../../lib/compute/live-path.js";
 import { log } from "../../../lib/log.js";
 import type { LiveMigrationControl, LiveMigrationStepMessage } from "../../../lib/messages/compute.js";
+import { guestSpec } from "./guest-fixture.js";
 
 const ID = "6f1c2d3e-0000-4000-8000-000000000001";
 const MIG = "6f1c2d3e-0000-4000-8000-0000000000aa";
-const guest = {
-  instance_uuid: ID,
-  name: "vm",
-  hostname: "vm",
-  project_id: "p",
-  user_id: "u",
-  flavor: {
-    id: "1",
-    name: "m1.tiny",
-    vcpus: 1,
-    memory_mb: 512,
-    root_gb: 1,
-    ephemeral_gb: 0,
-    swap: 0,
-    extra_specs: {},
-  },
-  image: { id: "i", name: "cirros", properties: {} },
-  metadata: {},
-};
+const guest = guestSpec(ID);
 
 function setup(ms: number) {
   const driver = new FakeDriver({ host: "src", buildMs: 0, failAll: false, liveMigrationMs: ms });

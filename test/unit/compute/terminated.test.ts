@@ -7,27 +7,10 @@ import { BuildPath, type Reporter } from "../../../lib/compute/build-path.js";
 import { FakeDriver } from "../../../lib/compute/drivers/fake.js";
 import { log } from "../../../lib/log.js";
 import type { PowerAction, SpawnInstance } from "../../../lib/messages/compute.js";
+import { guestSpec } from "./guest-fixture.js";
 
 const ID = "6f1c2d3e-0000-4000-8000-000000000002";
-const guest = {
-  instance_uuid: ID,
-  name: "vm",
-  hostname: "vm",
-  project_id: "p",
-  user_id: "u",
-  flavor: {
-    id: "1",
-    name: "m1.tiny",
-    vcpus: 1,
-    memory_mb: 512,
-    root_gb: 1,
-    ephemeral_gb: 0,
-    swap: 0,
-    extra_specs: {},
-  },
-  image: { id: "i", name: "cirros", properties: {} },
-  metadata: {},
-};
+const guest = guestSpec(ID);
 const start: PowerAction = {
   version: 1,
   kind: "power_action",
