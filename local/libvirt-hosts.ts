@@ -42,6 +42,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { hostCommand } from "../lib/compute/drivers/host-command.js";
+import { missingBuildTools } from "../scripts/image/build.js";
 
 /** Where each running harness leaves its lease (tmpfs: a reboot leaves none, and no namespace). */
 export const LEASES = "/run/novaless-libvirt-hosts";
@@ -174,6 +175,20 @@ export function libvirtHostsUnavailable(): string | undefined {
   if (missing.length)
     return `missing ${missing.map(([p]) => p).join(", ")}: apt-get install ${[...new Set(missing.map(([, pkg]) => pkg))].join(" ")}`;
   return undefined;
+}
+
+/**
+ * Why real guests cannot run here: no libvirt hosts, or a guest image that cannot be built (its
+ * Debian packages named); undefined when they can.
+ */
+export function realGuestsUnavailable(): string | undefined {
+  const tools = missingBuildTools();
+  return (
+    libvirtHostsUnavailable() ??
+    (tools.missing.length
+      ? `the guest image cannot be built: missing ${tools.missing.join(", ")} (Debian's ${tools.packages.join(" ")})`
+      : undefined)
+  );
 }
 
 /** Runs a command with a deadline; its error names the command, what it was for, and its output. */

@@ -24,21 +24,16 @@ import { tapName } from "../../lib/compute/drivers/network-data.js";
 import {
   type LibvirtHost,
   type LibvirtHosts,
-  libvirtHostsUnavailable,
+  realGuestsUnavailable,
   startLibvirtHosts,
 } from "../../local/libvirt-hosts.js";
-import { ensureGuestImage, missingBuildTools } from "../../scripts/image/build.js";
+import { ensureGuestImage } from "../../scripts/image/build.js";
 import { dirStore } from "./dir-store.js";
 
 const FILE = "test/drivers/libvirt-qemu.test.ts";
 
 // build/guest.qcow2, built in beforeAll when missing or stale (scripts/image/build.ts)
-const tools = missingBuildTools();
-const why =
-  libvirtHostsUnavailable() ??
-  (tools.missing.length
-    ? `the guest image cannot be built: missing ${tools.missing.join(", ")} (Debian's ${tools.packages.join(" ")})`
-    : undefined);
+const why = realGuestsUnavailable();
 if (why) console.warn(`${FILE}: ${why}: ${process.env.CI ? "CI is set, so this fails" : "these tests skip"}`);
 
 /**

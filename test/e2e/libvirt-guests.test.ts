@@ -21,21 +21,16 @@ import { MIGRATIONS_PREFIX } from "../../lib/compute/image-store.js";
 import { resources } from "../../lib/config.js";
 import { listInstanceMigrations } from "../../lib/instances/migrations.js";
 import { PUBLIC_NETWORK_ID } from "../../lib/network/seed.js";
-import { libvirtHostsUnavailable } from "../../local/libvirt-hosts.js";
+import { realGuestsUnavailable } from "../../local/libvirt-hosts.js";
 import { GUEST_IMAGE_ID } from "../../local/runtime/guest-image.js";
 import type { Runtime } from "../../local/runtime.js";
-import { GUEST_IMAGE, missingBuildTools } from "../../scripts/image/build.js";
+import { GUEST_IMAGE } from "../../scripts/image/build.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
 const FILE = "test/e2e/libvirt-guests.test.ts";
 
 // the runtime builds the guest image when it is missing or stale (local/runtime/guest-image.ts)
-const tools = missingBuildTools();
-const why =
-  libvirtHostsUnavailable() ??
-  (tools.missing.length
-    ? `the guest image cannot be built: missing ${tools.missing.join(", ")} (Debian's ${tools.packages.join(" ")})`
-    : undefined);
+const why = realGuestsUnavailable();
 if (why) console.warn(`${FILE}: ${why}: ${process.env.CI ? "CI is set, so this fails" : "it skips"}`);
 
 let runtime: Runtime;
