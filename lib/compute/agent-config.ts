@@ -186,7 +186,7 @@ function pickScalars(o: Record<string, unknown>): Record<string, unknown> {
 }
 
 function emptyConfig(): AgentConfig {
-  return { DEFAULT: {}, libvirt: {}, ovs: {}, linux_bridge: {}, novaless: {}, fake: {} };
+  return { DEFAULT: {}, libvirt: {}, image_cache: {}, ovs: {}, linux_bridge: {}, novaless: {}, fake: {} };
 }
 
 const defaultOf = (x: Option) => {

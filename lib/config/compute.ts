@@ -4,7 +4,7 @@ import type { AgentUse, ConfigOption, OptionKind, OptionValue } from "./option.j
 const agentEnv = (group: string, name: string) => `NOVALESS_${group.toUpperCase()}_${name.toUpperCase()}`;
 
 const agentOpt = (
-  group: "DEFAULT" | "libvirt" | "ovs" | "linux_bridge" | "novaless" | "fake",
+  group: "DEFAULT" | "libvirt" | "image_cache" | "ovs" | "linux_bridge" | "novaless" | "fake",
   name: string,
   kind: OptionKind,
   value: OptionValue | undefined,
@@ -14,7 +14,7 @@ const agentOpt = (
   key: `compute_${group === "DEFAULT" ? "" : `${group}_`}${name}`,
   group,
   name,
-  nova: group === "DEFAULT" || group === "libvirt",
+  nova: group === "DEFAULT" || group === "libvirt" || group === "image_cache",
   env: agentEnv(group, name),
   kind,
   ...(value === undefined ? {} : { default: value }),
@@ -77,6 +77,20 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
     undefined,
     "The image cache: <images_path>/<image id> is an image's file.",
     { defaultText: "<instances_path>/_base" },
+  ),
+  agentOpt(
+    "image_cache",
+    "manager_interval",
+    "int",
+    2400,
+    "Seconds between runs of the image cache manager, which removes from the libvirt image cache an image no guest of the host stands on and none has used for remove_unused_original_minimum_age_seconds (a later guest fetches it from the images bucket again); -1 never runs it. As Nova's.",
+  ),
+  agentOpt(
+    "image_cache",
+    "remove_unused_original_minimum_age_seconds",
+    "int",
+    86400,
+    "Seconds a cached image no guest uses is kept before the image cache manager removes it. As Nova's.",
   ),
   // Neutron's openvswitch_agent.ini [ovs] bridge_mappings, read by the libvirt driver
   agentOpt(
@@ -160,7 +174,15 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
 ];
 
 /** The sections of compute.conf, in its order. */
-export const AGENT_SECTIONS = ["DEFAULT", "libvirt", "ovs", "linux_bridge", "novaless", "fake"] as const;
+export const AGENT_SECTIONS = [
+  "DEFAULT",
+  "libvirt",
+  "image_cache",
+  "ovs",
+  "linux_bridge",
+  "novaless",
+  "fake",
+] as const;
 export type AgentSection = (typeof AGENT_SECTIONS)[number];
 
 /** The order compute.conf and `novaless-compute --help` list [DEFAULT]'s options in. */

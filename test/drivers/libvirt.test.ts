@@ -2,7 +2,7 @@
 // its state lives as long as the one connection the driver holds). Skips, saying so, without
 // virsh (Debian's libvirt-clients, which scripts/install-test-tools.sh installs).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -170,6 +170,31 @@ describe.skipIf(!virsh)("LibvirtDriver on test:///default", () => {
     expect(diag.disk_details.length).toBeGreaterThan(0);
     await d.destroy(g.instance_uuid);
     await expect(d.diagnostics(g.instance_uuid)).rejects.toThrow(/not defined on host kvm-1/);
+  });
+
+  it("ages the image cache as Nova's manager does: an image no guest stands on goes once unused for a day; a guest's image and a fresh one stay; a guest's use makes its image fresh", async () => {
+    const day = 86_400_000;
+    const longAgo = new Date(Date.now() - 2 * day);
+    const [mine, old, fresh] = [
+      "a1a2a3a4-0000-4000-8000-0000000000a1",
+      "b1b2c3d4-0000-4000-8000-0000000000bb",
+      "c1c2c3d4-0000-4000-8000-0000000000cc",
+    ];
+    const fetching = `${old}.part-1`;
+    for (const f of [mine, old, fresh, fetching]) writeFileSync(join(images, f), "x");
+    for (const f of [mine, old, fetching]) utimesSync(join(images, f), longAgo, longAgo);
+    const g = guest({ config_drive: false, image: { id: mine, name: "mine", properties: {} } });
+    await d.spawn(g);
+    // the spawn used it: fresh again
+    expect(Date.now() - statSync(join(images, mine)).mtimeMs).toBeLessThan(60_000);
+    utimesSync(join(images, mine), longAgo, longAgo);
+    expect(d.ageCachedImages()).toEqual([old]);
+    expect([mine, fresh, fetching].every((f) => existsSync(join(images, f)))).toBe(true);
+    // its guest gone, a day later its image goes too (as does the one fresh today)
+    await d.destroy(g.instance_uuid);
+    expect(d.ageCachedImages(Date.now() + 2 * day)).toEqual(expect.arrayContaining([mine, fresh]));
+    expect(existsSync(join(images, fetching))).toBe(true);
+    if (!existsSync(join(images, IMAGE))) writeFileSync(join(images, IMAGE), Buffer.alloc(1024 * 1024));
   });
 
   it("maps libvirt's states as Nova does", () => {

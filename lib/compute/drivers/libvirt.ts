@@ -9,13 +9,17 @@ import {
   copyFileSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statfsSync,
+  statSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { log } from "../../log.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import type { MachineFacts } from "../discover.js";
 import {
@@ -83,6 +87,11 @@ export interface LibvirtDriverOptions {
   virshTimeoutMs?: number;
   /** the same for managedsave, save, dump and migrate, whose end virsh 9.0 can lose (virsh.ts) */
   virshJobTimeoutMs?: number;
+  /**
+   * Nova's image cache manager ([image_cache]): every `intervalSeconds` (-1: never), a cached
+   * image no guest here uses and unused for `minimumAgeSeconds` is removed
+   */
+  imageCache?: { intervalSeconds: number; minimumAgeSeconds: number };
 }
 
 /** coreutils' stdbuf, where installed */
@@ -112,6 +121,7 @@ export class LibvirtDriver implements Driver {
   private readonly acting = new Set<string>();
   private readonly listeners: LifecycleListener[] = [];
   private poller: NodeJS.Timeout | undefined;
+  private cacheManager: NodeJS.Timeout | undefined;
   private polling = false;
   /** a poll asked for while one ran (an event during a sweep): it runs again after */
   private pollAgain = false;
@@ -229,7 +239,42 @@ export class LibvirtDriver implements Driver {
     for (const [id, power] of await this.domains()) this.guests.set(id, power);
     this.poller = setInterval(() => void this.poll(), this.opts.pollMs ?? 2000);
     this.poller.unref();
+    const cache = this.opts.imageCache;
+    if (cache && cache.intervalSeconds > 0) {
+      this.cacheManager = setInterval(() => this.ageCachedImages(), cache.intervalSeconds * 1000);
+      this.cacheManager.unref();
+    }
     if (!STATE_IN_CONNECTION.test(this.opts.uri)) this.watchEvents();
+  }
+
+  /**
+   * Nova's image cache manager (_age_and_verify_cached_images): a cached image that no guest of
+   * this host stands on and that none has used for [image_cache]
+   * remove_unused_original_minimum_age_seconds goes (a later guest fetches it from the images
+   * bucket again); the file's mtime is when a guest last used it (cacheImage touches it). Nothing
+   * goes while a guest's image is unknown here. The ids removed.
+   */
+  ageCachedImages(now = Date.now()): string[] {
+    const minimumAge = (this.opts.imageCache?.minimumAgeSeconds ?? 86_400) * 1000;
+    if (!existsSync(this.opts.imagesPath)) return [];
+    const inUse = new Set<string>();
+    for (const id of this.guests.keys()) {
+      const image = this.specOf(id)?.image.id;
+      if (image === undefined) return [];
+      inUse.add(image);
+    }
+    const removed: string[] = [];
+    for (const name of readdirSync(this.opts.imagesPath)) {
+      // a fetch under way writes <id>.part-<pid> (image-store.ts)
+      if (name.includes(".part-") || inUse.has(name)) continue;
+      const file = join(this.opts.imagesPath, name);
+      const stat = statSync(file, { throwIfNoEntry: false });
+      if (!stat?.isFile() || now - stat.mtimeMs < minimumAge) continue;
+      rmSync(file, { force: true });
+      removed.push(name);
+    }
+    if (removed.length) log.info("libvirt.image_cache_aged", { host: this.opts.host, removed });
+    return removed;
   }
 
   /**
@@ -388,7 +433,12 @@ export class LibvirtDriver implements Driver {
    */
   private async cacheImage(image: GuestSpec["image"]): Promise<string> {
     const base = join(this.opts.imagesPath, image.id);
-    if (existsSync(base)) return base;
+    if (existsSync(base)) {
+      // used now: the cache manager's age of it starts again
+      const now = new Date();
+      utimesSync(base, now, now);
+      return base;
+    }
     mkdirSync(this.opts.imagesPath, { recursive: true });
     await this.store.fetch(image.id, base).catch((e: Error) => {
       throw new BuildFailure(
@@ -664,6 +714,7 @@ export class LibvirtDriver implements Driver {
   async close(): Promise<void> {
     this.closed = true;
     if (this.poller) clearInterval(this.poller);
+    if (this.cacheManager) clearInterval(this.cacheManager);
     this.events?.kill("SIGKILL");
     await this.virsh.close();
   }
