@@ -34,6 +34,8 @@ import { s3Client } from "../aws/clients.js";
 import { resources } from "../config.js";
 
 export const IMAGES_PREFIX = "images/";
+/** What a fetch under way writes beside its file: <file>.part-<pid>, renamed once whole. */
+export const PARTIAL_SUFFIX = ".part-";
 export const imageKey = (imageId: string): string => `${IMAGES_PREFIX}${imageId}`;
 
 /**
@@ -139,16 +141,39 @@ async function multipartPut(Bucket: string, Key: string, file: string, size: num
   }
 }
 
-async function digest(file: string): Promise<StoredImage> {
+/**
+ * Glance's figures of data as it streams by (size, MD5, SHA-512), with its first `headBytes` bytes
+ * kept (an upload's format inspection): an upload read back, a snapshot before it is put.
+ */
+export async function figuresOf(
+  body: AsyncIterable<Buffer>,
+  headBytes = 0,
+): Promise<StoredImage & { head: Buffer }> {
   const md5 = createHash("md5");
   const sha512 = createHash("sha512");
+  const head: Buffer[] = [];
+  let kept = 0;
   let size = 0;
-  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+  for await (const chunk of body) {
     md5.update(chunk);
     sha512.update(chunk);
     size += chunk.length;
+    if (kept < headBytes) {
+      head.push(chunk);
+      kept += chunk.length;
+    }
   }
-  return { size, checksum: md5.digest("hex"), os_hash_value: sha512.digest("hex") };
+  return {
+    size,
+    checksum: md5.digest("hex"),
+    os_hash_value: sha512.digest("hex"),
+    head: Buffer.concat(head).subarray(0, headBytes),
+  };
+}
+
+async function digest(file: string): Promise<StoredImage> {
+  const { size, checksum, os_hash_value } = await figuresOf(createReadStream(file) as AsyncIterable<Buffer>);
+  return { size, checksum, os_hash_value };
 }
 
 const missing = (e: unknown) => {
@@ -190,7 +215,7 @@ export function s3ImageStore(
     async fetch(imageId, file) {
       const got = await this.open(imageId);
       if (!got) return false;
-      const part = `${file}.part-${process.pid}`;
+      const part = `${file}${PARTIAL_SUFFIX}${process.pid}`;
       try {
         await pipeline(got.body, createWriteStream(part));
         renameSync(part, file);

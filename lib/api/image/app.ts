@@ -52,7 +52,6 @@ const TITLES: Record<number, string> = {
   403: "Forbidden",
   404: "Not Found",
   409: "Conflict",
-  413: "Request Entity Too Large",
   415: "Unsupported Media Type",
 };
 

@@ -9,12 +9,10 @@
 // presigned PutObject URL; the body goes there; it asks the API to complete it, which reads the
 // object back and imports it. An upload small enough to reach the API is stored by the API itself,
 // through the same begin and complete.
-import { createHash } from "node:crypto";
-import type { Readable } from "node:stream";
 import { updateImage } from "../../catalog/image-create.js";
 import { FORMAT_HEADER_BYTES, formatMismatch, inspectFormat } from "../../catalog/image-format.js";
 import type { Image } from "../../catalog/types.js";
-import type { ImageStore } from "../../compute/image-store.js";
+import { figuresOf, type ImageStore } from "../../compute/image-store.js";
 import { Refusal } from "../errors.js";
 
 export { UPLOAD_STEP_HEADER, type UploadStep } from "./edge.js";
@@ -52,30 +50,6 @@ export async function abortUpload(image: Image, store: ImageStore, now: Date): P
   await updateImage(image.id, ["saving"], { status: "queued", updated_at: now.toISOString() });
 }
 
-/** The figures of the stored data, read back whole. */
-async function readBack(body: Readable) {
-  const md5 = createHash("md5");
-  const sha512 = createHash("sha512");
-  const head: Buffer[] = [];
-  let headBytes = 0;
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    md5.update(chunk);
-    sha512.update(chunk);
-    size += chunk.length;
-    if (headBytes < FORMAT_HEADER_BYTES) {
-      head.push(chunk);
-      headBytes += chunk.length;
-    }
-  }
-  return {
-    size,
-    checksum: md5.digest("hex"),
-    os_hash_value: sha512.digest("hex"),
-    head: Buffer.concat(head).subarray(0, FORMAT_HEADER_BYTES),
-  };
-}
-
 /**
  * saving → active with the stored data's figures; an image already active is answered as it is
  * (the edge's completion, repeated). Data that does not match its disk_format, or that is unsafe,
@@ -90,7 +64,7 @@ export async function completeUpload(image: Image, store: ImageStore, now: Date)
     await updateImage(image.id, ["saving"], { status: "queued", updated_at: now.toISOString() });
     throw new Refusal(400, `Image ${image.id} has no data: the upload did not reach the image store`);
   }
-  const data = await readBack(stored.body);
+  const data = await figuresOf(stored.body as AsyncIterable<Buffer>, FORMAT_HEADER_BYTES);
   const diskFormat = image.properties.disk_format ?? "raw";
   const inspected = inspectFormat(data.head, data.size);
   const refused = formatMismatch(diskFormat, inspected);

@@ -26,6 +26,7 @@ import {
   captureAndUpload,
   type ImageStore,
   MIGRATIONS_PREFIX,
+  PARTIAL_SUFFIX,
   type SnapshotData,
   type SnapshotStage,
   s3ImageStore,
@@ -265,8 +266,8 @@ export class LibvirtDriver implements Driver {
     }
     const removed: string[] = [];
     for (const name of readdirSync(this.opts.imagesPath)) {
-      // a fetch under way writes <id>.part-<pid> (image-store.ts)
-      if (name.includes(".part-") || inUse.has(name)) continue;
+      // a fetch under way (image-store.ts)
+      if (name.includes(PARTIAL_SUFFIX) || inUse.has(name)) continue;
       const file = join(this.opts.imagesPath, name);
       const stat = statSync(file, { throwIfNoEntry: false });
       if (!stat?.isFile() || now - stat.mtimeMs < minimumAge) continue;
