@@ -10,6 +10,7 @@ import {
   selection,
   uuid,
 } from "./common.js";
+import { portFilter } from "./port-filter.js";
 
 /**
  * What every cast to a host names after its version and kind: the request it serves, the server,
@@ -104,6 +105,8 @@ export const guestPort = z.object({
   physical_network: z.string().min(1).nullable(),
   segmentation_id: z.number().int().min(1).max(4094).nullable(),
   mtu: z.number().int().min(68),
+  /** its security groups' rules (absent: a record from before security groups, nothing filtered) */
+  filter: portFilter.optional(),
 });
 
 /** What a host builds or starts a guest from: the instance's record, with its key's public half. */

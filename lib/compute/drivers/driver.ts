@@ -1,4 +1,5 @@
 import type { FlavorSpec, ImageSpec } from "../../messages/common.js";
+import type { PortFilter } from "../../messages/port-filter.js";
 import { POWER_STATE, type PowerState } from "../../messages/power-state.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import type { MachineFacts } from "../discover.js";
@@ -23,6 +24,8 @@ export interface GuestPort {
   physical_network: string | null;
   segmentation_id: number | null;
   mtu: number;
+  /** its security groups' rules (lib/messages/port-filter.ts); absent: nothing filtered */
+  filter?: PortFilter;
 }
 
 /** What a guest is built from: the instance's record, as the build cast carries it. */
@@ -136,6 +139,12 @@ export interface Driver {
    * the machine itself (discover.ts machineFacts).
    */
   machineFacts?(): Promise<MachineFacts>;
+  /**
+   * Nova's refresh_instance_security_rules (Neutron's agent on the host): enforce each port's
+   * filter now, replacing what was enforced for it. Absent: the driver cannot isolate a guest's
+   * traffic (exec: a process shares the host's network), and says so in its facts.
+   */
+  applyPortFilters?(instanceUuid: string, ports: readonly GuestPort[]): Promise<void>;
   /** release connections and supervisors; guests keep running (as nova-compute's stop). */
   close(): Promise<void>;
   /**
