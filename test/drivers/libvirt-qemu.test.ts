@@ -389,7 +389,8 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     const ip = g.ports![0]!.fixed_ips[0]!.ip_address;
     const tap = tapName(g.ports![0]!.port_id);
     const ping = (h: LibvirtHost) => h.exec(["ping", "-c1", "-W1", ip]);
-    const connect = (h: LibvirtHost) => h.exec(["timeout", "3", "bash", "-c", `exec 3<>/dev/tcp/${ip}/8080`]);
+    const connect = (h: LibvirtHost, seconds = 3) =>
+      h.exec(["timeout", String(seconds), "bash", "-c", `exec 3<>/dev/tcp/${ip}/8080`]);
     const refused = (what: Promise<unknown>) =>
       what.then(
         () => undefined,
@@ -416,7 +417,7 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     await connect(ha);
     await a.applyPortFilters(id, withRules(ICMP_IN));
     await until("ping admitted again", () => ping(ha), 10_000);
-    expect(await refused(connect(ha))).toBe(true);
+    expect(await refused(connect(ha, 2))).toBe(true);
     await a.applyPortFilters(id, withRules(ICMP_IN, TCP_8080_IN));
     await until("TCP 8080 admitted again", () => connect(ha), 10_000);
     // kept in the guest's spec: the agent's next start enforces the same

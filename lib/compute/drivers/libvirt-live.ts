@@ -88,6 +88,9 @@ export function liveMigrationOps(d: LiveDomains): LiveMigrationDriver {
       const name = domainName(id);
       if (!opts?.paused && (await d.domstate(id)) === POWER_STATE.PAUSED) await d.virsh(`resume ${name}`);
       d.guests.set(id, await d.domstate(id));
+      // the port's filters as they are now: a refresh during the copy went to the source
+      writeFileSync(join(d.dir(id), "spec.json"), JSON.stringify(guest));
+      await d.applyFilters(guest);
     },
   };
 }

@@ -608,9 +608,8 @@ export class LibvirtDriver implements Driver {
       await this.virsh.run(`destroy ${name}`).catch(() => undefined); // not running: fine
       // with its managed save image, if suspended; not defined: fine
       await this.virsh.run(`undefine --managed-save ${name}`).catch(() => undefined);
-      const spec = this.specOf(instanceUuid);
       await this.removeFilters(instanceUuid);
-      const image = spec?.image;
+      const image = this.specOf(instanceUuid)?.image;
       rmSync(this.dir(instanceUuid), { recursive: true, force: true });
       rmSync(keptDir(this.dir(instanceUuid)), { recursive: true, force: true });
       this.guests.delete(instanceUuid);
