@@ -3,7 +3,7 @@
 # virsh (its test:///default driver) and genisoimage (config drives) that test/drivers drive, and
 # chromium and firefox-esr, the real browsers test/console drives (puppeteer-core; no browser
 # download), and what real guests need: the guest image's kernel, busybox and syslinux
-# (npm run image:build), QEMU and libvirtd (test/image, the libvirt hosts). A no-op when they are all present; as root on Debian/Ubuntu it installs what is
+# (npm run image:build), QEMU, libvirtd and nftables (test/image, the libvirt hosts). A no-op when they are all present; as root on Debian/Ubuntu it installs what is
 # missing (CI runs `npm test` as root on a clean machine); anywhere else it says which tool is
 # missing and that its tests skip.
 set -u
@@ -34,6 +34,8 @@ missing_tools() {
   [ -x /usr/sbin/libvirtd ] || missing="$missing libvirtd"
   command -v ping >/dev/null 2>&1 || missing="$missing ping"
   command -v ip >/dev/null 2>&1 || missing="$missing ip"
+  # the libvirt hosts' security groups (nftables rules on the guests' taps)
+  command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing="$missing nft"
   echo "$missing"
 }
 
@@ -47,7 +49,8 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     python3-openstackclient python3-novaclient python3-openstacksdk tempest \
     libvirt-clients genisoimage chromium firefox-esr fonts-dejavu-core \
     linux-image-cloud-amd64 busybox-static syslinux syslinux-common dosfstools mtools \
-    qemu-utils qemu-system-x86 libvirt-daemon-system libvirt-daemon-driver-qemu iproute2 iputils-ping; then
+    qemu-utils qemu-system-x86 libvirt-daemon-system libvirt-daemon-driver-qemu iproute2 iputils-ping \
+    nftables; then
     missing=$(missing_tools)
     [ -z "$missing" ] && exit 0
   fi

@@ -142,7 +142,8 @@ export interface Driver {
   /**
    * Nova's refresh_instance_security_rules (Neutron's agent on the host): enforce each port's
    * filter now, replacing what was enforced for it. Absent: the driver cannot isolate a guest's
-   * traffic (exec: a process shares the host's network), and says so in its facts.
+   * traffic (exec: a process shares the host's network), and says so in its facts. GuestNotFound
+   * when the guest is not on this host (its rules went with it).
    */
   applyPortFilters?(instanceUuid: string, ports: readonly GuestPort[]): Promise<void>;
   /** release connections and supervisors; guests keep running (as nova-compute's stop). */

@@ -116,6 +116,10 @@ export class ExecDriver implements Driver {
       // the conductor refuses a live migration from here with Nova's MigrationPreCheckError
       live_migration: false,
       live_migration_unsupported: "a process cannot move live",
+      // no applyPortFilters: the API keeps a server's security groups, this host cannot apply them
+      security_groups_enforced: false,
+      security_groups_unenforced:
+        "a guest is a process in the host's own network namespace: its traffic cannot be told from the host's, so its ports' security groups are not enforced",
     };
   }
 

@@ -1,7 +1,8 @@
 // Nova's libvirt driver, reduced: domains from the flavor and image (libvirt-xml.ts), disks from
 // the image cache, a config drive, define/start/shutdown/destroy/undefine, Nova's power-state
 // mapping, lifecycle events, live migration (libvirt-live.ts), and resize and cold migration with
-// the disk carried (libvirt-cold.ts). Over one persistent virsh connection (virsh.ts). `virsh event`
+// the disk carried (libvirt-cold.ts), and each port's security groups as nftables rules on its
+// tap (libvirt-filters.ts). Over one persistent virsh connection (virsh.ts). `virsh event`
 // would block that one connection, so lifecycle events come from polling the domains' states
 // over it (every pollMs): a change the driver did not ask for is an event.
 import { type ChildProcess, spawn as spawnProcess } from "node:child_process";
@@ -38,6 +39,7 @@ import {
   type Driver,
   type GuestInfo,
   GuestNotFound,
+  type GuestPort,
   type GuestSpec,
   type LifecycleListener,
   type LiveMigrationDriver,
@@ -49,6 +51,7 @@ import { imageStoreOf, SERVER_IMAGE_TYPES, snapshotsDir, sparse, tailFile } from
 import { hostCommand, qcow2Overlay } from "./host-command.js";
 import { coldMigrationOps, handedOver, keptDir } from "./libvirt-cold.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
+import { PortFilters } from "./libvirt-filters.js";
 import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
 import { ourDomains, powerStateOf } from "./libvirt-states.js";
 import { domainName, domainXml } from "./libvirt-xml.js";
@@ -82,6 +85,11 @@ export interface LibvirtDriverOptions {
   bridgeMappings?: BridgeMappings;
   /** physical network → Linux bridge ([linux_bridge] bridge_mappings, vif.ts): flat networks only */
   linuxBridgeMappings?: BridgeMappings;
+  /**
+   * the network namespace where the libvirt daemon makes its taps, for nft (libvirt-filters.ts);
+   * undefined: the agent's own (a real host). The local hosts' harness runs each daemon in one.
+   */
+  netns?: string;
   /** the virsh program (default: virsh on PATH; tests: a stand-in) */
   virshBinary?: string;
   /** how long a virsh command may go unanswered before the connection is made again (virsh.ts) */
@@ -131,10 +139,18 @@ export class LibvirtDriver implements Driver {
   private overlays: "qcow2" | "copy" = "copy";
 
   private readonly bridges: HostBridges;
+  /** the ports' security groups on this host (Neutron's firewall, nftables) */
+  private readonly filters: PortFilters;
 
   constructor(private readonly opts: LibvirtDriverOptions) {
     this.bridges = { ovs: opts.bridgeMappings ?? {}, linux: opts.linuxBridgeMappings ?? {} };
     checkBridgeKinds(this.bridges);
+    this.filters = new PortFilters({
+      host: opts.host,
+      netns: opts.netns,
+      unsupported: STATE_IN_CONNECTION.test(opts.uri) ? `connection ${opts.uri} makes no taps` : undefined,
+      ovsBridges: [...new Set(Object.values(this.bridges.ovs))],
+    });
     this.virsh = new VirshShell(opts.uri, {
       binary: opts.virshBinary,
       timeoutMs: opts.virshTimeoutMs,
@@ -154,6 +170,8 @@ export class LibvirtDriver implements Driver {
       fetchImage: (image) => this.cacheImage(image),
       configDrive: (guest, out) => this.configDrive(guest, out),
       specOf: (id) => this.specOf(id),
+      applyFilters: (guest) => this.filters.apply(guest.instance_uuid, this.bind(guest.ports ?? [])),
+      removeFilters: (id) => this.removeFilters(id),
     });
     this.cold = coldMigrationOps({
       host: opts.host,
@@ -211,6 +229,7 @@ export class LibvirtDriver implements Driver {
       ...(this.liveCapable()
         ? {}
         : { live_migration_unsupported: `connection ${this.opts.uri} cannot migrate a domain live` }),
+      ...this.filters.facts(),
     };
   }
 
@@ -238,6 +257,17 @@ export class LibvirtDriver implements Driver {
       () => "copy" as const,
     );
     for (const [id, power] of await this.domains()) this.guests.set(id, power);
+    // the guests' filters as their specs say, and none of a guest gone from here (the sweep)
+    await this.filters.start(
+      [...this.guests.keys()].map((id) => {
+        const ports = this.specOf(id)?.ports ?? [];
+        try {
+          return { instanceUuid: id, ports: this.bind(ports) };
+        } catch {
+          return { instanceUuid: id, ports: [] };
+        }
+      }),
+    );
     this.poller = setInterval(() => void this.poll(), this.opts.pollMs ?? 2000);
     this.poller.unref();
     const cache = this.opts.imageCache;
@@ -420,6 +450,8 @@ export class LibvirtDriver implements Driver {
     const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm", ports);
     writeFileSync(join(dir, "libvirt.xml"), xml);
     writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
+    // before the guest runs: its first packet meets its ports' filters
+    await this.filters.apply(id, ports);
     await this.virsh.run(`define "${join(dir, "libvirt.xml")}"`);
     this.guests.set(id, POWER_STATE.SHUTDOWN);
     if (start) await this.virsh.run(`start ${domainName(id)}`);
@@ -457,6 +489,43 @@ export class LibvirtDriver implements Driver {
     const ports = bindPorts(guest.ports ?? [], this.bridges, this.opts.host);
     const linuxOnly = ports.some((p) => p.kind === "linux") && !ports.some((p) => p.kind === "openvswitch");
     return makeConfigDrive(guest, out, linuxOnly ? "bridge" : "ovs", this.opts.host);
+  }
+
+  /** The ports bound to this host's bridges (PortBindingFailed for one it cannot plug). */
+  private bind(ports: readonly GuestPort[]) {
+    return bindPorts(ports, this.bridges, this.opts.host);
+  }
+
+  /**
+   * Nova's refresh_instance_security_rules: the ports' filters enforced now, replacing what was
+   * (one nft transaction: no gap), and kept in the guest's spec for the agent's next start.
+   */
+  async applyPortFilters(instanceUuid: string, ports: readonly GuestPort[]): Promise<void> {
+    this.known(instanceUuid);
+    const spec = this.specOf(instanceUuid);
+    if (spec?.ports) {
+      const byId = new Map(ports.map((p) => [p.port_id, p]));
+      const updated = spec.ports.map((p) => {
+        const now = byId.get(p.port_id);
+        return now ? { ...p, filter: now.filter } : p;
+      });
+      writeFileSync(join(this.dir(instanceUuid), "spec.json"), JSON.stringify({ ...spec, ports: updated }));
+    }
+    await this.filters.apply(instanceUuid, this.bind(ports));
+  }
+
+  /**
+   * The guest's ports' chains gone (it is destroyed or has moved away); what cannot be removed now
+   * the agent's next start sweeps.
+   */
+  private async removeFilters(instanceUuid: string): Promise<void> {
+    await this.filters.remove(instanceUuid, this.specOf(instanceUuid)?.ports ?? []).catch((e: unknown) =>
+      log.warn("libvirt.port_filter_not_removed", {
+        host: this.opts.host,
+        instance_uuid: instanceUuid,
+        error: e,
+      }),
+    );
   }
 
   private get store(): ImageStore {
@@ -539,6 +608,7 @@ export class LibvirtDriver implements Driver {
       await this.virsh.run(`destroy ${name}`).catch(() => undefined); // not running: fine
       // with its managed save image, if suspended; not defined: fine
       await this.virsh.run(`undefine --managed-save ${name}`).catch(() => undefined);
+      await this.removeFilters(instanceUuid);
       const image = this.specOf(instanceUuid)?.image;
       rmSync(this.dir(instanceUuid), { recursive: true, force: true });
       rmSync(keptDir(this.dir(instanceUuid)), { recursive: true, force: true });
