@@ -11,6 +11,7 @@ import { NetworkingError } from "../cidr.js";
 import { freeAddress, freeIpItem } from "./addresses.js";
 import {
   adoptPortCount,
+  deviceKey,
   type FixedIp,
   getNetwork,
   getPort,
@@ -41,7 +42,14 @@ export async function createPort(port: NewPort & { fixed_ips?: FixedIp[] }): Pro
       {
         Put: {
           TableName: networkingTable(),
-          Item: { ...rest, id: port.id, ips, ...keyOf("port", port.id), kind: "port" },
+          Item: {
+            ...rest,
+            id: port.id,
+            ips,
+            ...keyOf("port", port.id),
+            kind: "port",
+            ...(deviceKey(port.device_id) ? { device: deviceKey(port.device_id) } : {}),
+          },
           ConditionExpression: "attribute_not_exists(pk)",
         },
       },
