@@ -9,7 +9,7 @@ import { defaultDeps } from "../../lib/api/deps.js";
 import { handleHttp } from "../../lib/api/router.js";
 import { dynamo } from "../../lib/aws/clients.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
-import { createPort, portCreated } from "../../lib/network/store/ports.js";
+import { createPort, indexPortDevices, portCreated } from "../../lib/network/store/ports.js";
 import { networkingTable, portsOfDevice } from "../../lib/network/store/table.js";
 import { API_FUNCTION_TIMEOUT_SECONDS } from "../../lib/resources.js";
 import { useLocalAws } from "./local-aws.js";
@@ -304,6 +304,18 @@ describe("the Networking v2 front", () => {
     expect(byDevice.json.ports.map((x: Json) => x.id)).toEqual([port.id]);
     // read through the by-device index, which follows the port's device_id
     expect(await portsOfDevice("server-1")).toMatchObject([{ id: port.id, device_id: "server-1" }]);
+    // a port an older release wrote has no key until the seed gives it one
+    await dynamo().send(
+      new UpdateCommand({
+        TableName: networkingTable(),
+        Key: { pk: `port#${port.id}` },
+        UpdateExpression: "REMOVE device",
+      }),
+    );
+    expect(await portsOfDevice("server-1")).toEqual([]);
+    expect(await indexPortDevices()).toBe(1);
+    expect(await indexPortDevices()).toBe(0);
+    expect(await portsOfDevice("server-1")).toMatchObject([{ id: port.id }]);
     const redevised = await call("PUT", `/v2.0/ports/${port.id}`, DEMO, { port: { device_id: "server-9" } });
     expect(redevised.json.port.device_id).toBe("server-9");
     expect(redevised.json.port).not.toHaveProperty("device");
