@@ -478,7 +478,7 @@ export class Functions {
           {
             id: "AwsSolutions-IAM5",
             reason:
-              "The Instances table's indexes (by-project for the API's listings, by-vm-state for the listings and the watchdog's builds in flight), the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments), the Networking table's by-kind, by-network and by-holder (listings, a network's subnets and ports, the addresses a port holds): a table grant covers its indexes as <table>/index/*",
+              "The Instances table's indexes (by-project for the API's listings, by-vm-state for the listings and the watchdog's builds in flight), the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments), the Networking table's by-kind, by-network, by-holder and by-device (listings, a network's subnets and ports, the addresses a port holds, a device's ports): a table grant covers its indexes as <table>/index/*",
             appliesTo: [
               indexes(data.tables.Instances),
               indexes(data.tables.Migrations),

@@ -46,13 +46,32 @@ export function newAdminPass(): string {
   return randomString(PASSWORD_SYMBOLS, 12);
 }
 
-/** Nova's checks of an image against the flavor it is booted with. */
-export function checkFlavorFitsImage(flavor: Flavor, image: Image): void {
-  if (flavor.memory_mb < image.min_ram) throw badRequest("Flavor's memory is too small for requested image.");
-  // a root disk of 0 means "the image's size" in Nova, so min_disk cannot be violated
-  if (flavor.root_gb > 0 && flavor.root_gb < image.min_disk) {
-    throw badRequest("Flavor's disk is too small for requested image.");
-  }
+const GIB = 1024 ** 3;
+
+/**
+ * Nova's _validate_flavor_image_nostatus: the image against the flavor a server boots (or is
+ * rebuilt) with, with its exceptions' texts. A root disk of 0 means "the image's size": no disk
+ * check then.
+ */
+export function checkFlavorFitsImage(
+  flavor: Pick<Flavor, "memory_mb" | "root_gb">,
+  image: Pick<Image, "min_ram" | "min_disk" | "size">,
+): void {
+  // FlavorMemoryTooSmall
+  if (flavor.memory_mb < (image.min_ram ?? 0))
+    throw badRequest("Flavor's memory is too small for requested image.");
+  const dest = flavor.root_gb * GIB;
+  if (dest === 0) return;
+  const size = image.size ?? 0;
+  const minDisk = (image.min_disk ?? 0) * GIB;
+  if (size > dest)
+    throw badRequest(
+      `Flavor's disk is too small for requested image. Flavor disk is ${dest} bytes, image is ${size} bytes.`,
+    );
+  if (minDisk > dest)
+    throw badRequest(
+      `Flavor's disk is smaller than the minimum size specified in image metadata. Flavor disk is ${dest} bytes, minimum size is ${minDisk} bytes.`,
+    );
 }
 
 /** The RequestSpec of a create: what the scheduler decides from (and what a dry run plans). */

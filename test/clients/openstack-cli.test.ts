@@ -138,6 +138,65 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
     await cloud.openstack(["image", "delete", created.id], { json: false });
   });
 
+  it("a member's image: image create --private --file (Glance's default policy lets members), image set --property and --min-ram (Glance's PATCH), unset, boots its server, image delete; --public is the admin's", async () => {
+    const demo = { cloud: "demo" as const };
+    const file = join(cloud.dir, "member.raw");
+    await writeFile(file, Buffer.alloc(1024, "*"));
+    const name = unique("member-image");
+    const created = await cloud.openstack(
+      [
+        "image",
+        "create",
+        "--private",
+        "--disk-format",
+        "raw",
+        "--container-format",
+        "bare",
+        "--property",
+        "os_distro=cirros",
+        "--file",
+        file,
+        name,
+      ],
+      demo,
+    );
+    expect(created).toMatchObject({ name, visibility: "private" });
+    await cloud.openstack(
+      [
+        "image",
+        "set",
+        "--property",
+        "os_version=1",
+        "--property",
+        "os_distro=ubuntu",
+        "--min-ram",
+        "64",
+        name,
+      ],
+      { ...demo, json: false },
+    );
+    await cloud.openstack(["image", "unset", "--property", "os_version", name], { ...demo, json: false });
+    const shown = await cloud.openstack(["image", "show", name], demo);
+    expect(shown).toMatchObject({ status: "active", size: 1024, min_ram: 64, visibility: "private" });
+    expect(shown.properties).toMatchObject({ os_distro: "ubuntu" });
+    expect(shown.properties).not.toHaveProperty("os_version");
+    // its project lists it
+    expect((await cloud.openstack(["image", "list", "--name", name], demo)).length).toBe(1);
+    const server = await cloud.openstack(
+      ["server", "create", "--flavor", "m1.tiny", "--image", name, "--nic", "none", "--wait", unique("vm")],
+      { ...demo, version: "2.79" },
+    );
+    expect(server.status).toBe("ACTIVE");
+    await cloud.openstack(["server", "delete", "--wait", server.id], { ...demo, json: false });
+    const publicized = await cloud.openstackFails(
+      ["image", "create", "--public", "--disk-format", "raw", "--container-format", "bare", unique("pub")],
+      demo,
+    );
+    expect(publicized.stderr).toMatch(/403/);
+    await cloud.openstack(["image", "delete", name], { ...demo, json: false });
+    expect(await cloud.openstack(["image", "list", "--name", name], demo)).toEqual([]);
+  });
+
   it("at 2.92 Nova generates no keypair: create without --public-key is refused", async () => {
     const err = await cloud.openstackFails(["keypair", "create", unique("generated")], {
       cloud: "demo",

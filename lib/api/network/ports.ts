@@ -10,6 +10,7 @@ import { allocate, type FixedIpRequest, generatedMac } from "../../network/ports
 import { allocateAddress, releaseAddress } from "../../network/store/addresses.js";
 import { createPort, deletePort, portCreated, portShown, updatePort } from "../../network/store/ports.js";
 import {
+  deviceKey,
   getNetwork,
   getPort,
   getSubnet,
@@ -17,9 +18,12 @@ import {
   listPorts,
   type Network,
   type Port,
+  portsOfDevice,
+  portsOn,
 } from "../../network/store/table.js";
 import { API_FUNCTION_TIMEOUT_SECONDS } from "../../resources.js";
 import type { AuthContext, AuthDeps } from "../auth.js";
+import type { ListQuery } from "./listing.js";
 import { visibleNetwork } from "./networks.js";
 import { type AttributeRule, memberOf, policyRefused, pretendNotFound, readerOf } from "./policy.js";
 import {
@@ -186,6 +190,22 @@ async function createOnePort(auth: AuthContext, body: Body, deps: AuthDeps): Pro
   return { view: portView((await getPort(port.id))!, auth), undo: () => deletePort(port.id) };
 }
 
+/**
+ * The ports a list's filters can match, read by an index where one narrows them: a device's (the
+ * SDK's and Ansible's `?device_id=<server>`, per server), a network's; undefined when none does
+ * (a filter on a free port's empty device_id, or none at all): every port is read.
+ */
+async function portsFiltered(filters: ListQuery["filters"]): Promise<Port[] | undefined> {
+  const values = (name: string) => filters.find(([k]) => k === name)?.[1];
+  const devices = values("device_id");
+  const networks = values("network_id");
+  let ports: Port[][];
+  if (devices && !devices.includes("")) ports = await Promise.all([...new Set(devices)].map(portsOfDevice));
+  else if (networks) ports = await Promise.all([...new Set(networks)].map(portsOn));
+  else return undefined;
+  return ports.flat();
+}
+
 export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   resourceRoutes(app, {
     name: "port",
@@ -193,14 +213,23 @@ export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     attributes: PORT_ATTRIBUTES,
     createAttributes: PORT_CREATE,
     view: portView,
-    visible: async (auth) => {
-      const ownedNetworks = auth.isAdmin
-        ? undefined
-        : new Set((await listNetworks()).filter((n) => readerOf(auth, n.project_id)).map((n) => n.id));
+    visible: async (auth, filters) => {
       const now = deps.now();
-      return (await listPorts())
-        .filter((p) => portShown(p, now))
-        .filter((p) => !ownedNetworks || readerOf(auth, p.project_id) || ownedNetworks.has(p.network_id));
+      const narrowed = await portsFiltered(filters);
+      const ports = (narrowed ?? (await listPorts())).filter((p) => portShown(p, now));
+      if (auth.isAdmin) return ports;
+      // a port is its project's readers', and its network's project's: the networks of the
+      // others' ports are read (a few, where an index narrowed them), or all of them
+      const others = [
+        ...new Set(ports.filter((p) => !readerOf(auth, p.project_id)).map((p) => p.network_id)),
+      ];
+      const networks = narrowed
+        ? await Promise.all(others.map((id) => getNetwork(id, true)))
+        : await listNetworks();
+      const owned = new Set(
+        networks.filter((n): n is Network => !!n && readerOf(auth, n.project_id)).map((n) => n.id),
+      );
+      return ports.filter((p) => readerOf(auth, p.project_id) || owned.has(p.network_id));
     },
     find: async (auth, id) => (await visiblePort(auth, id, deps.now())).port,
     create: (auth, body) => createOnePort(auth, body, deps),
@@ -245,8 +274,9 @@ export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
 
 /** A port of a server (a build's, or one bound to it) changed: the server's view follows. */
 async function serverPortChanged(port: Port): Promise<void> {
-  if (typeof port.device_id === "string" && String(port.device_owner ?? "").startsWith("compute:"))
-    await refreshNetworkInfo(port.device_id);
+  // (a free port's device_id is "": no server to tell)
+  const device = deviceKey(port.device_id);
+  if (device && String(port.device_owner ?? "").startsWith("compute:")) await refreshNetworkInfo(device);
 }
 
 /**

@@ -9,7 +9,7 @@ import type { AuthContext } from "../auth.js";
 import type { BodyRules } from "../body.js";
 import { Refusal } from "../errors.js";
 import { type FrontEnv, jsonBody, readJson } from "../front.js";
-import { byId, listed, listParams } from "./listing.js";
+import { byId, type ListQuery, listed, listParams } from "./listing.js";
 import { type AttributeRule, policyRefused, pretendNotFound } from "./policy.js";
 import { selectFields } from "./views.js";
 
@@ -195,8 +195,11 @@ export interface Resource<T extends { id: string }> {
   /** the attributes a create may set */
   createAttributes: readonly string[];
   view: (item: T, auth: AuthContext) => Record<string, unknown>;
-  /** every item the caller sees */
-  visible: (auth: AuthContext) => Promise<T[]>;
+  /**
+   * every item the caller sees; or only those among them a list's filters may match, where the
+   * store can narrow them by an index (the listing filters them all the same)
+   */
+  visible: (auth: AuthContext, filters: ListQuery["filters"]) => Promise<T[]>;
   /** the one the caller asks for, or its 404 */
   find: (auth: AuthContext, id: string) => Promise<T>;
   create: (auth: AuthContext, body: Body) => Promise<Made>;
@@ -206,8 +209,9 @@ export interface Resource<T extends { id: string }> {
 export function resourceRoutes<T extends { id: string }>(app: Hono<NetEnv>, r: Resource<T>): void {
   const collection = `${r.name}s`;
   app.get(`/v2.0/${collection}`, listParams(r.attributes), async (c) => {
-    const items = (await r.visible(c.get("auth"))).sort(byId);
-    return listed(c, collection, items, r.view, c.req.valid("query"), (id) => notFound(r.kind, id));
+    const q = c.req.valid("query");
+    const items = (await r.visible(c.get("auth"), q.filters)).sort(byId);
+    return listed(c, collection, items, r.view, q, (id) => notFound(r.kind, id));
   });
   app.get(`/v2.0/${collection}/:id`, async (c) => {
     const auth = c.get("auth");

@@ -6,11 +6,12 @@ import { dynamo } from "../../aws/clients.js";
 import { conditionHeld } from "../../aws/dynamo-errors.js";
 import { queryAll } from "../../aws/dynamo-pages.js";
 import { transactUnlessConditionFails } from "../../aws/dynamo-transact.js";
-import { NETWORKING_BY_HOLDER_INDEX } from "../../resources.js";
+import { NETWORKING_BY_HOLDER_INDEX, NETWORKING_BY_KIND_INDEX } from "../../resources.js";
 import { NetworkingError } from "../cidr.js";
 import { freeAddress, freeIpItem } from "./addresses.js";
 import {
   adoptPortCount,
+  deviceKey,
   type FixedIp,
   getNetwork,
   getPort,
@@ -41,7 +42,14 @@ export async function createPort(port: NewPort & { fixed_ips?: FixedIp[] }): Pro
       {
         Put: {
           TableName: networkingTable(),
-          Item: { ...rest, id: port.id, ips, ...keyOf("port", port.id), kind: "port" },
+          Item: {
+            ...rest,
+            id: port.id,
+            ips,
+            ...keyOf("port", port.id),
+            kind: "port",
+            ...(deviceKey(port.device_id) ? { device: deviceKey(port.device_id) } : {}),
+          },
           ConditionExpression: "attribute_not_exists(pk)",
         },
       },
@@ -149,6 +157,41 @@ export const bindPort = (id: string, binding: PortBinding, from: string) =>
           values: { ":cfree": "", ":cme": from, ":cat": binding.binding_attempt },
         },
   );
+
+/**
+ * The by-device key of ports written before the index (an older release's table): `device` set
+ * from each port's device_id where it names one and the key is missing. Run by the seed, never
+ * on a request path; conditioned on the device_id read, so a port rebound meanwhile keeps its own.
+ * Returns how many it wrote.
+ */
+export async function indexPortDevices(): Promise<number> {
+  const items = await queryAll({
+    TableName: networkingTable(),
+    IndexName: NETWORKING_BY_KIND_INDEX,
+    KeyConditionExpression: "#k = :k",
+    ExpressionAttributeNames: { "#k": "kind" },
+    ExpressionAttributeValues: { ":k": "port" },
+  });
+  let written = 0;
+  for (const item of items) {
+    const device = deviceKey(item.device_id);
+    if (device === undefined || item.device === device) continue;
+    const ok = await conditionHeld(
+      dynamo().send(
+        new UpdateCommand({
+          TableName: networkingTable(),
+          Key: { pk: item.pk },
+          UpdateExpression: "SET #d = :d",
+          ConditionExpression: "attribute_exists(pk) AND device_id = :d",
+          ExpressionAttributeNames: { "#d": "device" },
+          ExpressionAttributeValues: { ":d": device },
+        }),
+      ),
+    );
+    if (ok) written++;
+  }
+  return written;
+}
 
 /**
  * Delete a port and free every address it holds: those recorded on it, and any the by-holder
