@@ -116,6 +116,9 @@ export class ExecDriver implements Driver {
       // the conductor refuses a live migration from here with Nova's MigrationPreCheckError
       live_migration: false,
       live_migration_unsupported: "a process cannot move live",
+      // the API refuses an interface attach to its servers with Nova's AttachInterfaceNotSupported
+      attach_interface: false,
+      attach_interface_unsupported: "a process shares the host's network: it has no NIC to plug",
     };
   }
 

@@ -38,9 +38,10 @@ function disk(file: string, dev: string, format: string): string {
 /**
  * A port's <interface>, as Nova's LibvirtConfigGuestInterface writes an Open vSwitch port: a tap
  * named after the port on the bridge of its physical network, its VLAN tagged by libvirt; on a
- * Linux bridge, the same tap without a virtualport (bindPorts refuses a vlan port there).
+ * Linux bridge, the same tap without a virtualport (bindPorts refuses a vlan port there). The
+ * domain's, and the device an interface attach or detach hands `virsh attach-device`.
  */
-function interfaceXml({ port, bridge, kind }: BoundPort): string {
+export function interfaceXml({ port, bridge, kind }: BoundPort): string {
   const x = escapeXml;
   const vlan =
     port.network_type === "vlan" && port.segmentation_id !== null
