@@ -59,6 +59,16 @@ export function interfaceXml({ port, bridge, kind }: BoundPort): string {
   );
 }
 
+/** The MAC addresses of a domain XML's <interface>s (as `virsh dumpxml` prints it), lower case. */
+export function interfaceMacs(xml: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of xml.matchAll(/<interface\b[\s\S]*?<\/interface>/g)) {
+    const mac = /<mac address=['"]([0-9a-fA-F:]+)['"]/.exec(m[0])?.[1];
+    if (mac) out.add(mac.toLowerCase());
+  }
+  return out;
+}
+
 /** `ports`: the guest's ports with their bridges on this host (vif.ts bindPorts), in order. */
 export function domainXml(
   guest: GuestSpec,

@@ -52,7 +52,7 @@ import { coldMigrationOps, handedOver, keptDir } from "./libvirt-cold.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
 import { ourDomains, powerStateOf } from "./libvirt-states.js";
-import { domainName, domainXml, interfaceXml } from "./libvirt-xml.js";
+import { domainName, domainXml, interfaceMacs, interfaceXml } from "./libvirt-xml.js";
 import { type BridgeMappings, bindPorts, checkBridgeKinds, type HostBridges } from "./vif.js";
 import { VirshConnectionLost, VirshShell } from "./virsh.js";
 
@@ -115,16 +115,6 @@ const ACT_ATTEMPTS = 3;
 
 /** How often a detach looks whether the guest let its device go. */
 const DETACH_POLL_MS = 250;
-
-/** The MAC addresses of a domain XML's <interface>s, lower case. */
-export function interfaceMacs(xml: string): Set<string> {
-  const out = new Set<string>();
-  for (const m of xml.matchAll(/<interface\b[\s\S]*?<\/interface>/g)) {
-    const mac = /<mac address=['"]([0-9a-fA-F:]+)['"]/.exec(m[0])?.[1];
-    if (mac) out.add(mac.toLowerCase());
-  }
-  return out;
-}
 
 /** Nova's libvirt driver resends a clean shutdown this often until shutdown_timeout. */
 const SHUTDOWN_RETRY_INTERVAL_MS = 10_000;
