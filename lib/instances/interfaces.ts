@@ -235,9 +235,12 @@ export async function settleAttachFailed(
   attachment: Pick<InterfaceAttachment, "port_id" | "preexisting">,
   ev: ActionEvent,
   error: "not_supported" | "failed",
+  /** the fault's message when it is not Nova's for the host's failure (a refusal's own) */
+  faultMessage?: string,
 ): Promise<InstanceRecord | undefined> {
   await releasePort(instanceId, attachment.port_id, attachment.preexisting);
-  const message = error === "not_supported" ? attachNotSupported(instanceId) : attachFailed(instanceId);
+  const message =
+    faultMessage ?? (error === "not_supported" ? attachNotSupported(instanceId) : attachFailed(instanceId));
   return transition(
     instanceId,
     merge(

@@ -338,12 +338,29 @@ function vifAddresses(port: Port): Vif["fixed_ips"] {
   }));
 }
 
-/** The network info cache on the record (Nova's instance_info_caches), while the server lives. */
-function recordNetworkInfo(id: string, vifs: Vif[]): Promise<InstanceRecord | undefined> {
+/**
+ * The network info cache on the record (Nova's instance_info_caches), while the server lives;
+ * with `over`, only while it is still that list (each VIF's port and detach mark where they were
+ * read: an interface attach appends to it and a detach writes by index).
+ */
+function recordNetworkInfo(
+  id: string,
+  vifs: Vif[],
+  over?: readonly Vif[],
+): Promise<InstanceRecord | undefined> {
+  const values: Record<string, unknown> = { ":vifs": vifs, ":false": false };
+  const same = (over ?? []).map((v, i) => {
+    values[`:p${i}`] = v.port_id;
+    if (v.detaching === undefined)
+      return `network_info[${i}].port_id = :p${i} AND attribute_not_exists(network_info[${i}].detaching)`;
+    values[`:d${i}`] = v.detaching;
+    return `network_info[${i}].port_id = :p${i} AND network_info[${i}].detaching = :d${i}`;
+  });
+  if (over) values[":n"] = over.length;
   return transition(id, {
     set: ["network_info = :vifs"],
-    condition: "deleted = :false",
-    values: { ":vifs": vifs, ":false": false },
+    condition: ["deleted = :false", ...(over ? ["size(network_info) = :n", ...same] : [])].join(" AND "),
+    values,
   });
 }
 
@@ -469,13 +486,18 @@ export async function rebindPorts(rec: InstanceRecord, now = new Date()): Promis
  * a port's addresses are its own now). A server that is gone or names no port is left alone.
  */
 export async function refreshNetworkInfo(instanceId: string): Promise<void> {
-  const rec = await getInstance(instanceId);
-  if (!rec || rec.deleted || !rec.network_info?.length) return;
-  const vifs: Vif[] = [];
-  for (const vif of rec.network_info) {
-    const port = await getPort(vif.port_id);
-    if (!port || port.device_id !== rec.id) continue;
-    vifs.push({ ...vif, fixed_ips: vifAddresses(port) });
+  for (let tries = 0; tries < REFRESH_TRIES; tries++) {
+    const rec = await getInstance(instanceId);
+    if (!rec || rec.deleted || !rec.network_info?.length) return;
+    const vifs: Vif[] = [];
+    for (const vif of rec.network_info) {
+      const port = await getPort(vif.port_id);
+      if (!port || port.device_id !== rec.id) continue;
+      vifs.push({ ...vif, fixed_ips: vifAddresses(port) });
+    }
+    if (await recordNetworkInfo(rec.id, vifs, rec.network_info)) return;
   }
-  await recordNetworkInfo(rec.id, vifs);
 }
+
+/** Tries of a refresh whose network info an interface attach or detach changed meanwhile. */
+const REFRESH_TRIES = 5;

@@ -103,21 +103,22 @@ async function attachInterface(call: RouteCall): Promise<ApiResult> {
   const begun = await d.beginAttach(rec, action, attachment);
   if (!begun) return refusedBy(call, rec, "attach_interface");
   const placed = { ...begun, host: host.host };
-  /** the attach did not reach the host: its port freed, the action's event failed */
-  const abandon = (why: string) =>
+  /** the attach did not reach the host: its port freed, the action's event failed (Nova's fault: `why`) */
+  const abandon = (why: string, refused: boolean) =>
     d.settleAttachFailed(
       rec.id,
       rid,
       attachment,
       event(EVENT_ATTACH, 0, "Error", null, why, new Date(action.start_time)),
       "failed",
+      refused ? why : undefined,
     );
   let port: Awaited<ReturnType<InterfaceDeps["guestPorts"]>>[number] | undefined;
   try {
     const vif = await d.allocate(placed, request, attachment, call.deps.now());
     [port] = await d.guestPorts({ network_info: [vif] });
   } catch (e) {
-    await abandon(e instanceof Error ? e.message : String(e));
+    await abandon(e instanceof Error ? e.message : String(e), e instanceof InterfaceRefused);
     throw e instanceof InterfaceRefused ? refusal(e) : e;
   }
   try {
@@ -131,7 +132,7 @@ async function attachInterface(call: RouteCall): Promise<ApiResult> {
       ...(attachment.tag !== undefined ? { tag: attachment.tag } : {}),
     });
   } catch (e) {
-    await abandon(`the attach could not be cast to host ${host.host}: ${(e as Error).message}`);
+    await abandon(`the attach could not be cast to host ${host.host}: ${(e as Error).message}`, false);
     throw e;
   }
   return attachOutcome(call, d, rec.id, rid, attachment.port_id);
