@@ -168,6 +168,10 @@ export async function allocateAttachment(
     updated_at: stamp(now),
     binding_attempt: rec.attempt,
   };
+  // security groups (issue 40): a port Nova makes for an attach gets the server's groups (Nova's
+  // allocate_for_instance passes instance.security_groups, the project's `default` when none), as a
+  // build's ports do; allocatePort is where both get them. A user's port keeps its own. Its filter
+  // reaches the host in the cast's port (guestPortsOf), as a build's does.
   try {
     return await allocatePort(rec, attachment.port_id, request, binding, now);
   } catch (e) {
