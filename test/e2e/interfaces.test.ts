@@ -416,6 +416,19 @@ describe("os-interface attach and detach", () => {
     }
   });
 
+  it("a server created without a network gets one by attach, and its delete frees the port", async () => {
+    const id = await demo.at("2.37").createServer({ name: "att-none", networks: "none" });
+    expect((await admin.waitForStatus(id, ["ACTIVE", "ERROR"])).status).toBe("ACTIVE");
+    expect(await ifaces(id)).toEqual([]);
+    const r = await attach(demo, id, { net_id: PUBLIC_NETWORK_ID });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect((await demo.get(`/v2.1/servers/${id}`)).body.server.addresses.public).toHaveLength(1);
+    expect(await guestPorts(id)).toEqual([r.body.interfaceAttachment.port_id]);
+    expect((await demo.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+    await admin.waitForStatus(id, ["GONE"]);
+    expect((await neutron(admin, "GET", `ports/${r.body.interfaceAttachment.port_id}`)).status).toBe(404);
+  });
+
   it("a cold migration carries the attached port: the destination's guest has it, bound there", async () => {
     const id = await server("att-move");
     const r = await attach(demo, id);
