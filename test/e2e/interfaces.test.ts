@@ -252,6 +252,21 @@ describe("os-interface attach and detach", () => {
       "Multiple possible networks found, use a Network ID to be more specific.",
     ]);
     await neutron(demo, "DELETE", `networks/${mine.body.network.id}`);
+    // a network whose subnet is full: Nova's NoMoreFixedIps, and no port left
+    const small = (await neutron(admin, "POST", "networks", { network: { name: "small", shared: true } }))
+      .body.network;
+    await neutron(admin, "POST", "subnets", {
+      subnet: { network_id: small.id, ip_version: 4, cidr: "192.168.61.0/30" },
+    });
+    const only = await neutron(admin, "POST", "ports", { port: { network_id: small.id } });
+    expect(only.status).toBe(201);
+    expect(await refused(attach(demo, id, { net_id: small.id }))).toEqual([
+      400,
+      `No fixed IP addresses available for network: ${small.id}`,
+    ]);
+    expect((await neutron(admin, "GET", `ports?network_id=${small.id}`)).body.ports).toHaveLength(1);
+    await neutron(admin, "DELETE", `ports/${only.body.port.id}`);
+    expect((await neutron(admin, "DELETE", `networks/${small.id}`)).status).toBe(204);
     // locked: the owner is refused, an admin is not
     expect((await demo.post(`/v2.1/servers/${id}/action`, { lock: null })).status).toBe(202);
     expect(await refused(attach(demo, id))).toEqual([409, `Instance ${id} is locked`]);
