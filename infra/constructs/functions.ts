@@ -436,10 +436,12 @@ export class Functions {
     );
     // a start or reboot carries the owner's public key (Nova passes it to the driver), a spawn its
     // ports with their networks' and subnets' attributes; a server that moved (or was offloaded)
-    // has its ports bound to its new host (UpdateItem)
+    // has its ports bound to its new host (UpdateItem); an interface detached, or an attach that
+    // failed, deletes the port Nova made and frees its addresses (DeleteItem, TransactWriteItems
+    // with the network's port count) or unbinds the user's
     catalog.grantReadData(computeEvents);
     networking.grantReadData(computeEvents);
-    networking.grant(computeEvents, "dynamodb:UpdateItem");
+    networking.grant(computeEvents, "dynamodb:UpdateItem", "dynamodb:DeleteItem");
     queues.buildRequests.grantSendMessages(computeEvents);
     queues.computeEventsDlq.grantSendMessages(computeEvents);
     computeEvents.addToRolePolicy(

@@ -36,6 +36,14 @@ import { planDestinations } from "../conductor/select-destinations.js";
 import { apiOptions, moveOptions } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
+import {
+  allocateAttachment,
+  beginAttach,
+  beginDetach,
+  resolveAttach,
+  settleAttachFailed,
+  settleDetachFailed,
+} from "../instances/interfaces.js";
 import { markLiveAbort, recordLiveAction } from "../instances/live-move.js";
 import {
   createMigration,
@@ -47,7 +55,7 @@ import {
   updateMigration,
 } from "../instances/migrations.js";
 import { beginConfirm, beginMove, beginRevert } from "../instances/move.js";
-import { networkZones, validateNetworks } from "../instances/networking.js";
+import { guestPortsOf, networkZones, validateNetworks } from "../instances/networking.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances, listServerPage } from "../instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
@@ -137,7 +145,24 @@ export interface ApiDeps {
   liveMigration?: LiveMigrationDeps;
   rebuild?: RebuildDeps;
   shelve?: ShelveDeps;
+  /** os-interface's attach and detach (server-interfaces.ts) */
+  interfaces?: InterfaceDeps;
   now: () => Date;
+}
+
+/** What an interface attach and detach need besides the record (lib/instances/interfaces.ts). */
+export interface InterfaceDeps {
+  resolve: typeof resolveAttach;
+  beginAttach: typeof beginAttach;
+  allocate: typeof allocateAttachment;
+  settleAttachFailed: typeof settleAttachFailed;
+  beginDetach: typeof beginDetach;
+  settleDetachFailed: typeof settleDetachFailed;
+  guestPorts: typeof guestPortsOf;
+  castToCompute: typeof castToCompute;
+  /** how long an attach waits for its host's report (Nova's is an RPC call), and how often it looks */
+  attachTimeoutMs: number;
+  attachPollMs: number;
 }
 
 /** What shelve, shelveOffload and unshelve need besides the record (lib/instances/shelve.ts). */
@@ -232,6 +257,19 @@ export const defaultDeps: ApiDeps = {
     castToCompute,
   },
   network: { validate: validateNetworks, zones: networkZones },
+  interfaces: {
+    resolve: resolveAttach,
+    beginAttach,
+    allocate: allocateAttachment,
+    settleAttachFailed,
+    beginDetach,
+    settleDetachFailed,
+    guestPorts: guestPortsOf,
+    castToCompute,
+    // well inside API Gateway's 29 s: a later report still settles the attachment
+    attachTimeoutMs: 20_000,
+    attachPollMs: 100,
+  },
   power: {
     begin: beginPowerAction,
     castToCompute,

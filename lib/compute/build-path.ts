@@ -54,6 +54,8 @@ export class BuildPath extends MoveSteps {
       shelve_instance: (p, m, log) => p.shelveStep(m, log),
       unshelve_instance: (p, m, log) => p.unshelveStep(m, log),
       trigger_crash_dump: (p, m, log) => p.crashDump(m, log),
+      attach_interface: (p, m, log) => p.interfaceStep(m, log),
+      detach_interface: (p, m, log) => p.interfaceStep(m, log),
       rebuild_instance: move,
       resize_instance: move,
       finish_resize: move,

@@ -1,8 +1,11 @@
 // The steps of a guest's own life on this host: its build (Nova's _build_and_run_instance) and
-// terminate, the power actions, a crash dump, and the API's questions (console output, diagnostics).
+// terminate, the power actions, a crash dump, interface attach and detach, and the API's questions
+// (console output, diagnostics).
 import type { Logger } from "../log.js";
 import type {
+  AttachInterface,
   BuildAndRunInstance,
+  DetachInterface,
   GetConsoleOutput,
   GetDiagnostics,
   PowerAction,
@@ -12,12 +15,27 @@ import type {
 } from "../messages/compute.js";
 import { tailLog } from "../messages/console-log.js";
 import { POWER_STATE } from "./drivers/driver.js";
-import { HostState } from "./host-state.js";
+import { GONE_KEPT, HostState } from "./host-state.js";
 
 /** The console output a report carries at most (the API answers it whole; Lambda takes 6 MB a request). */
 const CONSOLE_MAX_CHARS = 200_000;
 
+/** How an interface attach or detach ended here, as its report says it. */
+interface InterfaceOutcome {
+  started_at: string;
+  ok: boolean;
+  not_supported?: true;
+  details: string | null;
+}
+
 export class GuestSteps extends HostState {
+  /**
+   * The interface attaches and detaches this incarnation did, by request (bounded): a redelivered
+   * cast is answered again as it ended, not done again (a detach repeated after the port came back
+   * would take it off the guest).
+   */
+  private readonly interfaceOps = new Map<string, InterfaceOutcome>();
+
   /** Taken: compute-events fences it (host, attempt) and answers with what to spawn. */
   protected async buildStarted(msg: BuildAndRunInstance): Promise<void> {
     await this.reporter.send("build_started", {
@@ -176,6 +194,59 @@ export class GuestSteps extends HostState {
       ok: details === null,
       details,
     });
+  }
+
+  /**
+   * Nova's attach_interface and detach_interface (the compute manager's): the driver's hot-plug or
+   * unplug of the port's NIC, or Nova's AttachInterfaceNotSupported where the driver has none.
+   * compute-events settles the attachment from the report (the network info, the port freed on a
+   * failure or a detach).
+   */
+  protected async interfaceStep(msg: AttachInterface | DetachInterface, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    const attach = msg.kind === "attach_interface";
+    let outcome = this.interfaceOps.get(msg.request_id);
+    if (outcome) {
+      log.info("compute.interface_step_repeated", { kind: msg.kind, ok: outcome.ok });
+    } else {
+      const hotplug = attach ? this.driver.attachInterface : this.driver.detachInterface;
+      if (!hotplug) {
+        outcome = {
+          started_at: new Date().toISOString(),
+          ok: false,
+          not_supported: true,
+          details: `Attaching interfaces is not supported for instance ${id}: the ${this.driver.hypervisorType} driver on host ${this.host} cannot hot-plug a NIC.`,
+        };
+      } else if (!this.driver.has(id)) {
+        outcome = {
+          started_at: new Date().toISOString(),
+          ok: false,
+          details: `instance ${id} is not defined on host ${this.host}`,
+        };
+      } else {
+        const { started, ok, details } = await this.act(
+          id,
+          () => hotplug.call(this.driver, id, msg.port),
+          (d) =>
+            log.warn("compute.interface_step_failed", {
+              kind: msg.kind,
+              port_id: msg.port.port_id,
+              details: d,
+            }),
+        );
+        outcome = { started_at: started, ok, details };
+      }
+      this.interfaceOps.set(msg.request_id, outcome);
+      if (this.interfaceOps.size > GONE_KEPT)
+        this.interfaceOps.delete(this.interfaceOps.keys().next().value!);
+    }
+    await this.reporter.send(attach ? "attach_interface_done" : "detach_interface_done", {
+      request_id: msg.request_id,
+      instance_uuid: id,
+      port_id: msg.port.port_id,
+      ...outcome,
+    });
+    log.info("compute.interface_step_done", { kind: msg.kind, port_id: msg.port.port_id, ok: outcome.ok });
   }
 
   /** os-getConsoleOutput: the log's end, the last `length` lines when asked. */

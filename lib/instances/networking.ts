@@ -53,13 +53,13 @@ export interface Asker {
 }
 
 /** _get_available_networks: the project's own networks (up) and the shared ones. */
-async function availableNetworks(project: string): Promise<Network[]> {
+export async function availableNetworks(project: string): Promise<Network[]> {
   return (await listNetworks())
     .filter((n) => n.shared === true || (n.project_id === project && n.admin_state_up !== false))
     .sort((a, b) => a.id.localeCompare(b.id));
 }
 
-const visibleNetwork = (n: Network | undefined, who: Asker): n is Network =>
+export const visibleNetwork = (n: Network | undefined, who: Asker): n is Network =>
   n !== undefined && (who.isAdmin || n.shared === true || n.project_id === who.project_id);
 
 /**
@@ -165,8 +165,11 @@ async function checkFixedIpFree(network: Network, address: string): Promise<void
   throw refused400(`Fixed IP address ${address} is already in use on instance ${port?.device_id ?? ""}.`);
 }
 
-/** The id of the port Nova makes for an instance's i-th requested network (a UUID, stable). */
-export function portIdFor(instanceId: string, index: number): string {
+/**
+ * The id of the port Nova makes for an instance's i-th requested network, or for an interface
+ * attach (`attach/<request id>`): a UUID, stable.
+ */
+export function portIdFor(instanceId: string, index: number | string): string {
   const h = createHash("sha256").update(`novaless-port/${instanceId}/${index}`).digest("hex");
   // shaped as a version 5 (name-based) UUID
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
@@ -180,7 +183,11 @@ const stamp = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
  * message is Nova's reason.
  */
 export class NetworkAllocationFailed extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** Neutron's refusal (IpAddressAlreadyAllocated, …), when Neutron refused */
+    readonly type?: string,
+  ) {
     super(message);
     this.name = "NetworkAllocationFailed";
   }
@@ -208,36 +215,40 @@ export async function allocateForInstance(
     binding_attempt: rec.attempt,
   };
   const vifs: Vif[] = [];
-  for (const [i, req] of requests.entries()) vifs.push(await allocateOne(rec, i, req, binding, now));
+  for (const [i, req] of requests.entries())
+    vifs.push(await allocatePort(rec, portIdFor(rec.id, i), req, binding, now));
   if (await recordNetworkInfo(rec.id, vifs)) return vifs;
   // deleted meanwhile: its delete may have looked for ports before these were made
   await deallocateForInstance({ ...rec, deleted: true });
   return undefined;
 }
 
-/** The i-th request's port, made or bound; Neutron's refusals as Nova's reasons. */
-async function allocateOne(
+/**
+ * One request's port, made (with id `id`) or bound; Neutron's refusals as Nova's reasons. A
+ * build's ports and an interface attach's are made here, so each gets what a server's port gets.
+ */
+export async function allocatePort(
   rec: InstanceRecord,
-  i: number,
+  id: string,
   req: NetworkRequest,
   binding: PortBinding,
   now: Date,
 ): Promise<Vif> {
   // the API saw it; its port's transaction is conditioned on it still being there
   const network = await getNetwork(req.network_id, true);
-  if (!network) throw new NetworkAllocationFailed(`Network ${req.network_id} could not be found.`);
+  if (!network)
+    throw new NetworkAllocationFailed(`Network ${req.network_id} could not be found.`, "NetworkNotFound");
   try {
     let port: Port | undefined;
     if (req.port_id) {
       port = await bindPort(req.port_id, binding, rec.id);
       if (!port) {
         const current = await getPort(req.port_id);
-        throw new NetworkAllocationFailed(
-          current ? `Port ${req.port_id} is still in use.` : `Port id ${req.port_id} could not be found.`,
-        );
+        throw current
+          ? new NetworkAllocationFailed(`Port ${req.port_id} is still in use.`, "PortInUse")
+          : new NetworkAllocationFailed(`Port id ${req.port_id} could not be found.`, "PortNotFound");
       }
     } else {
-      const id = portIdFor(rec.id, i);
       const wanted = req.fixed_ip === undefined ? undefined : [{ ip_address: req.fixed_ip }];
       // Its addresses are won first and the port written whole, bound, in one create: a build's
       // port costs one write of its item and of each index entry, not one per step.
@@ -264,6 +275,7 @@ async function allocateOne(
       e.type === "IpAddressGenerationFailure"
         ? `No fixed IP addresses available for network: ${network.id}`
         : e.message,
+      e.type,
     );
   }
 }
@@ -281,7 +293,7 @@ async function takeEarlierPort(
   won: FixedIp[],
 ): Promise<Port> {
   const port = await bindPort(id, binding, rec.id);
-  if (!port) throw new NetworkAllocationFailed(`Port ${id} is still in use.`);
+  if (!port) throw new NetworkAllocationFailed(`Port ${id} is still in use.`, "PortInUse");
   const holds = (f: FixedIp) =>
     port.fixed_ips.some((g) => g.subnet_id === f.subnet_id && g.ip_address === f.ip_address);
   for (const f of won) if (!holds(f)) await freeAddress(f.subnet_id, f.ip_address, id);
@@ -305,7 +317,7 @@ async function createNovaPort(port: NewPort & { fixed_ips: FixedIp[] }): Promise
   }
 }
 
-function vifOf(port: Port, network: Network, req: NetworkRequest, made: boolean): Vif {
+export function vifOf(port: Port, network: Network, req: NetworkRequest, made: boolean): Vif {
   return {
     port_id: port.id,
     network_id: network.id,
@@ -326,34 +338,76 @@ function vifAddresses(port: Port): Vif["fixed_ips"] {
   }));
 }
 
-/** The network info cache on the record (Nova's instance_info_caches), while the server lives. */
-function recordNetworkInfo(id: string, vifs: Vif[]): Promise<InstanceRecord | undefined> {
+/**
+ * The network info cache on the record (Nova's instance_info_caches), while the server lives;
+ * with `over`, only while it is still that list (each VIF's port and detach mark where they were
+ * read: an interface attach appends to it and a detach writes by index).
+ */
+function recordNetworkInfo(
+  id: string,
+  vifs: Vif[],
+  over?: readonly Vif[],
+): Promise<InstanceRecord | undefined> {
+  const values: Record<string, unknown> = { ":vifs": vifs, ":false": false };
+  const same = (over ?? []).map((v, i) => {
+    values[`:p${i}`] = v.port_id;
+    if (v.detaching === undefined)
+      return `network_info[${i}].port_id = :p${i} AND attribute_not_exists(network_info[${i}].detaching)`;
+    values[`:d${i}`] = v.detaching;
+    return `network_info[${i}].port_id = :p${i} AND network_info[${i}].detaching = :d${i}`;
+  });
+  if (over) values[":n"] = over.length;
   return transition(id, {
     set: ["network_info = :vifs"],
-    condition: "deleted = :false",
-    values: { ":vifs": vifs, ":false": false },
+    condition: ["deleted = :false", ...(over ? ["size(network_info) = :n", ...same] : [])].join(" AND "),
+    values,
   });
 }
 
 /**
+ * A port leaves the server (Nova's _deallocate_port_for_instance, preserve_on_delete): the port
+ * Nova made is deleted, the user's unbound and kept, with its address. Only while it is this
+ * server's (the unbind is conditioned on the device): idempotent.
+ */
+export async function releasePort(
+  instanceId: string,
+  portId: string,
+  preexisting: boolean,
+  now = new Date(),
+): Promise<void> {
+  if (!preexisting) {
+    await deletePort(portId);
+    return;
+  }
+  await bindPort(
+    portId,
+    { device_id: "", device_owner: "", "binding:host_id": "", updated_at: stamp(now) },
+    instanceId,
+  );
+}
+
+/**
  * deallocate_for_instance: delete the ports Nova made (every index of the requests, whether or
- * not the record names it yet) and unbind the user's. Idempotent. The network info is left as
- * it was on a deleted record; a live one (a failed build) is emptied.
+ * not the record names it yet, and those interface attaches made) and unbind the user's (those
+ * the create named and those attached since, or still being attached). Idempotent. The network
+ * info is left as it was on a deleted record; a live one (a failed build) is emptied.
  */
 export async function deallocateForInstance(rec: InstanceRecord, now = new Date()): Promise<void> {
-  for (const [i, req] of (rec.requested_networks ?? []).entries()) {
-    if (req.port_id) {
-      await bindPort(
-        req.port_id,
-        { device_id: "", device_owner: "", "binding:host_id": "", updated_at: stamp(now) },
-        rec.id,
-      );
-    } else {
-      await deletePort(portIdFor(rec.id, i));
-    }
-  }
+  const ports = new Map<string, boolean>();
+  for (const [i, req] of (rec.requested_networks ?? []).entries())
+    ports.set(req.port_id ?? portIdFor(rec.id, i), Boolean(req.port_id));
+  for (const vif of rec.network_info ?? []) ports.set(vif.port_id, vif.preexisting);
+  for (const a of Object.values(rec.actions ?? {}))
+    if (a.interface?.state === "pending") ports.set(a.interface.port_id, a.interface.preexisting);
+  for (const [id, preexisting] of ports) await releasePort(rec.id, id, preexisting, now);
   if (!rec.deleted && rec.network_info?.length) await recordNetworkInfo(rec.id, []);
 }
+
+/** Whether a server has ports to give back at its delete: requested, attached, or being attached. */
+export const holdsPorts = (rec: InstanceRecord): boolean =>
+  Boolean(rec.requested_networks?.length) ||
+  Boolean(rec.network_info?.length) ||
+  Object.values(rec.actions ?? {}).some((a) => a.interface?.state === "pending");
 
 /**
  * The host's view of the server's ports (Nova's network_info as the driver gets it): each VIF
@@ -432,13 +486,18 @@ export async function rebindPorts(rec: InstanceRecord, now = new Date()): Promis
  * a port's addresses are its own now). A server that is gone or names no port is left alone.
  */
 export async function refreshNetworkInfo(instanceId: string): Promise<void> {
-  const rec = await getInstance(instanceId);
-  if (!rec || rec.deleted || !rec.network_info?.length) return;
-  const vifs: Vif[] = [];
-  for (const vif of rec.network_info) {
-    const port = await getPort(vif.port_id);
-    if (!port || port.device_id !== rec.id) continue;
-    vifs.push({ ...vif, fixed_ips: vifAddresses(port) });
+  for (let tries = 0; tries < REFRESH_TRIES; tries++) {
+    const rec = await getInstance(instanceId);
+    if (!rec || rec.deleted || !rec.network_info?.length) return;
+    const vifs: Vif[] = [];
+    for (const vif of rec.network_info) {
+      const port = await getPort(vif.port_id);
+      if (!port || port.device_id !== rec.id) continue;
+      vifs.push({ ...vif, fixed_ips: vifAddresses(port) });
+    }
+    if (await recordNetworkInfo(rec.id, vifs, rec.network_info)) return;
   }
-  await recordNetworkInfo(rec.id, vifs);
 }
+
+/** Tries of a refresh whose network info an interface attach or detach changed meanwhile. */
+const REFRESH_TRIES = 5;

@@ -111,7 +111,10 @@ export type ActionName =
   | "resetState"
   // Nova's instance_actions.CREATE_IMAGE and BACKUP
   | "createImage"
-  | "createBackup";
+  | "createBackup"
+  // Nova's instance_actions.ATTACH_INTERFACE and DETACH_INTERFACE
+  | "attach_interface"
+  | "detach_interface";
 
 /** Nova's Migration.migration_type. */
 export type MigrationType = "migration" | "resize" | "live-migration" | "evacuation";
@@ -277,6 +280,25 @@ export interface InstanceAction {
   message: string | null;
   /** keyed `${event}#${attempt}` so a repeated write of the same event is idempotent */
   events: Record<string, ActionEvent>;
+  /** an attach_interface's port, from its accept until its host's report settles it (never shown) */
+  interface?: InterfaceAttachment;
+}
+
+/**
+ * The port an interface attach is about (lib/instances/interfaces.ts), kept on its action: written
+ * before the port is made or bound, so that a delete, a failed report or a timed-out API finds it
+ * whatever the attach came to.
+ */
+export interface InterfaceAttachment {
+  port_id: string;
+  network_id: string;
+  /** false: Nova made the port (deleted when the attach fails); true: the user's (unbound) */
+  preexisting: boolean;
+  tag?: string;
+  /** pending until the host's report: attached (in the network info) or failed (the port freed) */
+  state: "pending" | "attached" | "failed";
+  /** why it failed: the driver has no hot-plug (Nova's 400), or the host could not (500) */
+  error?: "not_supported" | "failed";
 }
 
 export interface InstanceRecord {
@@ -431,4 +453,6 @@ export interface Vif {
   /** false: Nova made it and deletes it; true: the user's, only unbound */
   preexisting: boolean;
   tag?: string;
+  /** a detach_interface of it is under way: that request's id (its host's report ends it) */
+  detaching?: string;
 }

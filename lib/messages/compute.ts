@@ -267,6 +267,31 @@ export const triggerCrashDumpV1 = z.object({
 });
 
 /**
+ * API → compute: Nova's attach_interface, a port hot-plugged into the guest (a stopped guest gets
+ * it in its definition only). The port is made (or the user's bound) to this host already; the
+ * host's report settles the attachment, and a failure's port is freed by compute-events.
+ */
+export const attachInterfaceV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("attach_interface"),
+  ...castTo,
+  port: guestPort,
+  /** the device tag asked for (2.49) */
+  tag: z.string().min(1).optional(),
+});
+
+/**
+ * API → compute: Nova's detach_interface, the port's NIC unplugged from the guest (and from its
+ * definition). compute-events then deletes the port Nova made, or unbinds the user's.
+ */
+export const detachInterfaceV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("detach_interface"),
+  ...castTo,
+  port: guestPort,
+});
+
+/**
  * The conductor → the host it chose for a shelved-offloaded server (Nova's unshelve_instance):
  * create the guest from its shelved image. `unshelve_uuid` and `attempt` fence it, as a move's
  * migration and attempt do; a redelivered cast of one done here is only reported again.
@@ -355,6 +380,8 @@ export type GetDiagnostics = z.infer<typeof getDiagnosticsV1>;
 export type SnapshotInstance = z.infer<typeof snapshotInstanceV1>;
 export type ShelveInstance = z.infer<typeof shelveInstanceV1>;
 export type TriggerCrashDump = z.infer<typeof triggerCrashDumpV1>;
+export type AttachInterface = z.infer<typeof attachInterfaceV1>;
+export type DetachInterface = z.infer<typeof detachInterfaceV1>;
 export type UnshelveInstance = z.infer<typeof unshelveInstanceV1>;
 export type LiveMigrationStepMessage =
   | z.infer<typeof preLiveMigrationV1>
@@ -380,6 +407,8 @@ export type ComputeMessage =
   | ShelveInstance
   | UnshelveInstance
   | TriggerCrashDump
+  | AttachInterface
+  | DetachInterface
   | LiveMigrationControl
   | MoveStepMessage;
 
@@ -414,6 +443,8 @@ const OTHER_CASTS = [
   shelveInstanceV1,
   unshelveInstanceV1,
   triggerCrashDumpV1,
+  attachInterfaceV1,
+  detachInterfaceV1,
   ...MOVE_MESSAGES,
 ] as const;
 

@@ -53,7 +53,7 @@ export const userData = z
   });
 
 /** Nova's format "uuid" (oslo's is_uuid_like: 32 hex digits, dashes anywhere). */
-const uuidLike = z.string().refine((v) => /^[0-9a-f]{32}$/i.test(v.replaceAll("-", "")), {
+export const uuidLike = z.string().refine((v) => /^[0-9a-f]{32}$/i.test(v.replaceAll("-", "")), {
   message: "is not a 'uuid'",
 });
 const fixedIp = z.union([z.ipv4(), z.ipv6()]);

@@ -120,6 +120,9 @@ export class ExecDriver implements Driver {
       security_groups_enforced: false,
       security_groups_unenforced:
         "a guest is a process in the host's own network namespace: its traffic cannot be told from the host's, so its ports' security groups are not enforced",
+      // the API refuses an interface attach to its servers with Nova's AttachInterfaceNotSupported
+      attach_interface: false,
+      attach_interface_unsupported: "a process shares the host's network: it has no NIC to plug",
     };
   }
 

@@ -7,6 +7,7 @@ import {
   type Driver,
   type GuestInfo,
   GuestNotFound,
+  type GuestPort,
   type GuestSpec,
   type LifecycleListener,
   LiveMigrationAborted,
@@ -185,6 +186,40 @@ export class FakeDriver implements Driver {
       "Uhhuh. NMI received for unknown reason 3d on CPU 0.",
       "Do you have a strange power saving mode enabled?",
     );
+  }
+
+  /** fails every interface attach here (tests: a host whose hypervisor refuses the NIC) */
+  failInterfaceAttach = false;
+  /** how long an attach or detach takes here (tests: an attachment still under way) */
+  interfaceMs = 0;
+
+  /**
+   * A hot-plug, simulated: the port joins the guest's ports (what a move or a restart of it
+   * carries), and a running guest's console says so as a kernel would. Safe to repeat.
+   */
+  async attachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
+    const g = this.guest(instanceUuid);
+    if (this.interfaceMs > 0) await sleep(this.interfaceMs);
+    if (this.failInterfaceAttach)
+      throw new Error(
+        `fake driver on ${this.opts.host} is set to fail every interface attach (port ${port.port_id}, instance ${instanceUuid})`,
+      );
+    const ports = g.spec.ports ?? [];
+    if (ports.some((p) => p.mac_address === port.mac_address)) return;
+    g.spec = { ...g.spec, ports: [...ports, port] };
+    if (g.power === POWER_STATE.RUNNING)
+      g.console.push(`virtio_net: NIC ${port.mac_address} (port ${port.port_id}) plugged in`);
+  }
+
+  /** An unplug, simulated: the port leaves the guest's ports. Safe to repeat. */
+  async detachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
+    const g = this.guest(instanceUuid);
+    if (this.interfaceMs > 0) await sleep(this.interfaceMs);
+    const ports = g.spec.ports ?? [];
+    if (!ports.some((p) => p.mac_address === port.mac_address)) return;
+    g.spec = { ...g.spec, ports: ports.filter((p) => p.mac_address !== port.mac_address) };
+    if (g.power === POWER_STATE.RUNNING)
+      g.console.push(`virtio_net: NIC ${port.mac_address} (port ${port.port_id}) unplugged`);
   }
 
   async pause(instanceUuid: string): Promise<void> {

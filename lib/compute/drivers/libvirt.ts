@@ -54,7 +54,7 @@ import { domainDiagnostics } from "./libvirt-diagnostics.js";
 import { PortFilters } from "./libvirt-filters.js";
 import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
 import { ourDomains, powerStateOf } from "./libvirt-states.js";
-import { domainName, domainXml } from "./libvirt-xml.js";
+import { domainName, domainXml, interfaceMacs, interfaceXml } from "./libvirt-xml.js";
 import { type BridgeMappings, bindPorts, checkBridgeKinds, type HostBridges } from "./vif.js";
 import { VirshConnectionLost, VirshShell } from "./virsh.js";
 
@@ -101,6 +101,11 @@ export interface LibvirtDriverOptions {
    * image no guest here uses and unused for `minimumAgeSeconds` is removed
    */
   imageCache?: { intervalSeconds: number; minimumAgeSeconds: number };
+  /**
+   * Nova's [libvirt] device_detach_attempts and device_detach_timeout: how many times a device is
+   * asked off a running guest, each waiting that long for the guest to let it go (default 8 × 20 s)
+   */
+  deviceDetach?: { attempts: number; timeoutSeconds: number };
 }
 
 /** coreutils' stdbuf, where installed */
@@ -114,6 +119,9 @@ const STATE_IN_CONNECTION = /^test:\/\//;
  * (or the test:/// restore's) can lose its end too, about one in a hundred on virsh 9.0.
  */
 const ACT_ATTEMPTS = 3;
+
+/** How often a detach looks whether the guest let its device go. */
+const DETACH_POLL_MS = 250;
 
 /** Nova's libvirt driver resends a clean shutdown this often until shutdown_timeout. */
 const SHUTDOWN_RETRY_INTERVAL_MS = 10_000;
@@ -697,6 +705,115 @@ export class LibvirtDriver implements Driver {
     await this.act(instanceUuid, async () => {
       await this.virsh.run(`inject-nmi ${domainName(instanceUuid)}`);
     });
+  }
+
+  /**
+   * Nova's libvirt attach_interface: the port's <interface> (the one the domain's XML has for a
+   * port, libvirt-xml.ts) attached with `virsh attach-device`, to the running (or paused) domain
+   * and its persistent definition, or to the definition only when the domain is shut off; what is
+   * there already (a redelivered cast, a host that died half-way) is not attached again. The
+   * instance's libvirt.xml and spec follow, so a hard reboot, a move or a restarted agent keeps it.
+   */
+  async attachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
+    this.known(instanceUuid);
+    // a port whose physical network this host does not map is refused before anything is done
+    const [bound] = bindPorts([port], this.bridges, this.opts.host);
+    const mac = port.mac_address.toLowerCase();
+    await this.act(instanceUuid, async () => {
+      const { name, live, inConfig, inLive } = await this.interfaceState(instanceUuid, mac);
+      const flags = [...(inConfig ? [] : ["--config"]), ...(live && !inLive ? ["--live"] : [])];
+      if (flags.length) {
+        const file = join(this.dir(instanceUuid), `interface-${port.port_id}.xml`);
+        writeFileSync(file, `${interfaceXml(bound!)}\n`);
+        try {
+          await this.virsh.run(`attach-device ${name} "${file}" ${flags.join(" ")}`);
+        } catch (e) {
+          throw new Error(
+            `libvirt on ${this.opts.host} could not attach port ${port.port_id} (${port.mac_address}) to instance ${instanceUuid}: ${(e as Error).message}`,
+          );
+        } finally {
+          rmSync(file, { force: true });
+        }
+      }
+      await this.keepDefinition(instanceUuid, (ports) =>
+        ports.some((p) => p.mac_address.toLowerCase() === mac) ? ports : [...ports, port],
+      );
+    });
+  }
+
+  /**
+   * Nova's libvirt detach_interface (_detach_with_retry): the NIC gone from the persistent
+   * definition, then asked off the running domain with `virsh detach-device --live` and waited
+   * for (the guest must let a PCI device go), asked again up to device_detach_attempts times
+   * (Nova's DeviceDetachFailed after the last). A NIC that is not there is detached already.
+   */
+  async detachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
+    this.known(instanceUuid);
+    const mac = port.mac_address.toLowerCase();
+    const attempts = this.opts.deviceDetach?.attempts ?? 8;
+    const timeoutMs = (this.opts.deviceDetach?.timeoutSeconds ?? 20) * 1000;
+    await this.act(instanceUuid, async () => {
+      const { name, live, inConfig, inLive } = await this.interfaceState(instanceUuid, mac);
+      // libvirt finds the device by its MAC: the port's own <interface>, or its MAC alone where
+      // this host no longer maps its network
+      let device: string;
+      try {
+        device = interfaceXml(bindPorts([port], this.bridges, this.opts.host)[0]!);
+      } catch {
+        device = `<interface type='bridge'>\n  <mac address='${mac}'/>\n</interface>`;
+      }
+      const file = join(this.dir(instanceUuid), `interface-${port.port_id}.xml`);
+      writeFileSync(file, `${device}\n`);
+      try {
+        if (inConfig) await this.virsh.run(`detach-device ${name} "${file}" --config`);
+        if (live && inLive) {
+          for (let attempt = 1; ; attempt++) {
+            await this.virsh.run(`detach-device ${name} "${file}" --live`).catch((e: Error) => {
+              // gone meanwhile (the guest let it go as the last attempt timed out): detached
+              if (!/not found|no device|no matching/i.test(e.message)) throw e;
+            });
+            const deadline = Date.now() + timeoutMs;
+            while (Date.now() < deadline) {
+              if (!interfaceMacs(await this.virsh.run(`dumpxml ${name}`)).has(mac)) return;
+              await sleep(DETACH_POLL_MS);
+            }
+            if (attempt >= attempts)
+              throw new Error(
+                `Device detach failed for ${port.mac_address}: Run out of retry while detaching device ${port.mac_address} with device alias of port ${port.port_id} from instance ${instanceUuid} from the live domain config on host ${this.opts.host}. Device is still attached to the guest.`,
+              );
+          }
+        }
+      } finally {
+        rmSync(file, { force: true });
+        await this.keepDefinition(instanceUuid, (ports) =>
+          ports.filter((p) => p.mac_address.toLowerCase() !== mac),
+        );
+      }
+    });
+  }
+
+  /** Whether the domain runs (or is paused), and whether its definition and live XML have the MAC. */
+  private async interfaceState(id: string, mac: string) {
+    const name = domainName(id);
+    const power = await this.domstate(id);
+    const live = power === POWER_STATE.RUNNING || power === POWER_STATE.PAUSED;
+    const inConfig = interfaceMacs(await this.virsh.run(`dumpxml --inactive ${name}`)).has(mac);
+    const inLive = live && interfaceMacs(await this.virsh.run(`dumpxml ${name}`)).has(mac);
+    return { name, live, inConfig, inLive };
+  }
+
+  /**
+   * The instance's libvirt.xml as libvirt now defines the domain (a hard reboot defines it again
+   * from it), and its spec's ports as `change` makes them (a move, the config drive, the image
+   * cache read the spec).
+   */
+  private async keepDefinition(id: string, change: (ports: GuestPort[]) => GuestPort[]): Promise<void> {
+    const dir = this.dir(id);
+    writeFileSync(join(dir, "libvirt.xml"), await this.virsh.run(`dumpxml --inactive ${domainName(id)}`));
+    const spec = this.specOf(id);
+    if (!spec) return;
+    const ports = change(spec.ports ?? []);
+    writeFileSync(join(dir, "spec.json"), JSON.stringify({ ...spec, ports }));
   }
 
   /** Nova's pause: `virsh suspend` (the domain's vCPUs stop, its memory stays). */
