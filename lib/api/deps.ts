@@ -52,6 +52,7 @@ import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances, listServerPage } from "../instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
+import { resolveRequestedGroups, securityGroupNames } from "../instances/security-groups.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
 import { createShelvedImage } from "../instances/shelve.js";
 import { beginAction } from "../instances/transition.js";
@@ -190,6 +191,10 @@ export interface DeadLetterDeps {
 export interface NetworkDeps {
   validate: typeof validateNetworks;
   zones: typeof networkZones;
+  /** a create's security groups (lib/instances/security-groups.ts) */
+  securityGroups: typeof resolveRequestedGroups;
+  /** the names of groups by id, for the servers' views */
+  groupNames: typeof securityGroupNames;
 }
 
 /** What os-stop, os-start, reboot and os-getConsoleOutput need besides the record. */
@@ -231,7 +236,12 @@ export const defaultDeps: ApiDeps = {
     beginRevert,
     castToCompute,
   },
-  network: { validate: validateNetworks, zones: networkZones },
+  network: {
+    validate: validateNetworks,
+    zones: networkZones,
+    securityGroups: resolveRequestedGroups,
+    groupNames: securityGroupNames,
+  },
   power: {
     begin: beginPowerAction,
     castToCompute,

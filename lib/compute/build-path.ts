@@ -54,6 +54,7 @@ export class BuildPath extends MoveSteps {
       shelve_instance: (p, m, log) => p.shelveStep(m, log),
       unshelve_instance: (p, m, log) => p.unshelveStep(m, log),
       trigger_crash_dump: (p, m, log) => p.crashDump(m, log),
+      refresh_instance_security_rules: (p, m, log) => p.refreshSecurityRules(m, log),
       rebuild_instance: move,
       resize_instance: move,
       finish_resize: move,

@@ -6,23 +6,31 @@
 // the i-th requested network has an id derived from the instance and i, so a re-run, a reschedule
 // or a delete finds it whether or not the record came to name it.
 import { createHash } from "node:crypto";
-import type { GuestPort } from "../compute/drivers/driver.js";
 import { NetworkingError } from "../network/cidr.js";
 import { allocate, type FixedIpRequest, generatedMac, subnetFor, subnetsOf } from "../network/ports.js";
+import { defaultGroupId } from "../network/security-groups.js";
 import { addressHolder, freeAddress } from "../network/store/addresses.js";
-import { bindPort, createPort, deletePort, type PortBinding } from "../network/store/ports.js";
+import {
+  bindPort,
+  createPort,
+  deletePort,
+  type PortBinding,
+  securityGroupsOf,
+} from "../network/store/ports.js";
+import { ensureDefaultSecurityGroup, forgetDefaultSecurityGroup } from "../network/store/security-groups.js";
 import {
   type FixedIp,
   getNetwork,
   getPort,
-  getSubnet,
   listNetworks,
   type Network,
   type NewPort,
   type Port,
   type Subnet,
 } from "../network/store/table.js";
+import type { Membership } from "./port-filters.js";
 import { getInstance } from "./queries.js";
+import { refreshPortFilters } from "./security-group-refresh.js";
 import { transition } from "./transition.js";
 import type { InstanceRecord, NetworkRequest, Vif } from "./types.js";
 
@@ -208,11 +216,39 @@ export async function allocateForInstance(
     binding_attempt: rec.attempt,
   };
   const vifs: Vif[] = [];
-  for (const [i, req] of requests.entries()) vifs.push(await allocateOne(rec, i, req, binding, now));
+  const joined: Membership[] = [];
+  for (const [i, req] of requests.entries()) vifs.push(await allocateOne(rec, i, req, binding, now, joined));
+  // the servers of the groups naming these ports' groups as remote admit their addresses now
+  await refreshPortFilters({ joined }, rec.request_id);
   if (await recordNetworkInfo(rec.id, vifs)) return vifs;
   // deleted meanwhile: its delete may have looked for ports before these were made
   await deallocateForInstance({ ...rec, deleted: true });
   return undefined;
+}
+
+/**
+ * The security groups and port security a port Nova makes on `network` gets (Neutron applies
+ * them at the port's create): the create's groups, or the project's default group; none on a
+ * network without port security, where asking for groups is Nova's SecurityGroupCannotBeApplied.
+ */
+async function portSecurityFor(
+  rec: InstanceRecord,
+  network: Network,
+  now: Date,
+): Promise<{ port_security_enabled: boolean; security_groups: string[] }> {
+  const asked = rec.requested_security_groups ?? [];
+  if (network.port_security_enabled === false) {
+    if (asked.some((g) => g !== "default"))
+      throw new NetworkAllocationFailed(
+        "Network requires port_security_enabled and subnet associated in order to apply security groups.",
+      );
+    return { port_security_enabled: false, security_groups: [] };
+  }
+  const groups: string[] = [];
+  // Nova's _clean_security_groups: only `default` asked is nothing asked (Neutron's default applies)
+  for (const g of asked.length && !(asked.length === 1 && asked[0] === "default") ? asked : ["default"])
+    groups.push(g === "default" ? await ensureDefaultSecurityGroup(rec.project_id, stamp(now)) : g);
+  return { port_security_enabled: true, security_groups: [...new Set(groups)] };
 }
 
 /** The i-th request's port, made or bound; Neutron's refusals as Nova's reasons. */
@@ -222,6 +258,7 @@ async function allocateOne(
   req: NetworkRequest,
   binding: PortBinding,
   now: Date,
+  joined: Membership[],
 ): Promise<Vif> {
   // the API saw it; its port's transaction is conditioned on it still being there
   const network = await getNetwork(req.network_id, true);
@@ -242,19 +279,25 @@ async function allocateOne(
       // Its addresses are won first and the port written whole, bound, in one create: a build's
       // port costs one write of its item and of each index entry, not one per step.
       const won = await allocate({ unwritten: id }, network, wanted);
-      port = await createNovaPort({
-        id,
-        network_id: network.id,
-        project_id: rec.project_id,
-        name: "",
-        description: "",
-        admin_state_up: true,
-        ...binding,
-        revision_number: 0,
-        created_at: stamp(now),
-        fixed_ips: won,
-      });
-      if (!port) port = await takeEarlierPort(rec, id, binding, network, wanted, won);
+      const security = await portSecurityFor(rec, network, now);
+      port = await createNovaPort(
+        {
+          id,
+          network_id: network.id,
+          project_id: rec.project_id,
+          name: "",
+          description: "",
+          admin_state_up: true,
+          ...binding,
+          ...security,
+          revision_number: 0,
+          created_at: stamp(now),
+          fixed_ips: won,
+        },
+        rec.project_id,
+      );
+      if (port) for (const g of security.security_groups) joined.push([g, id]);
+      else port = await takeEarlierPort(rec, id, binding, network, wanted, won);
     }
     return vifOf(port, network, req, !req.port_id);
   } catch (e) {
@@ -294,13 +337,24 @@ async function takeEarlierPort(
  * A port with a MAC of Neutron's base (a MAC another port of the network has is drawn again): the
  * port as written, or undefined when one has its id already.
  */
-async function createNovaPort(port: NewPort & { fixed_ips: FixedIp[] }): Promise<Port | undefined> {
+async function createNovaPort(
+  port: NewPort & { fixed_ips: FixedIp[]; security_groups: string[] },
+  project: string,
+): Promise<Port | undefined> {
   for (let tries = 1; ; tries++) {
     try {
       const made = { ...port, mac_address: generatedMac() };
       return (await createPort(made)) ? made : undefined;
     } catch (e) {
-      if (!(e instanceof NetworkingError && e.type === "MacAddressInUse") || tries >= 3) throw e;
+      if (!(e instanceof NetworkingError) || tries >= 3) throw e;
+      // the project's default group, known to this container, was deleted since (an admin may):
+      // made again, and the port with it
+      const deletedDefault =
+        e.type === "SecurityGroupNotFound" && port.security_groups.includes(defaultGroupId(project));
+      if (deletedDefault) {
+        forgetDefaultSecurityGroup(project);
+        await ensureDefaultSecurityGroup(project, String(port.created_at));
+      } else if (e.type !== "MacAddressInUse") throw e;
     }
   }
 }
@@ -312,6 +366,7 @@ function vifOf(port: Port, network: Network, req: NetworkRequest, made: boolean)
     network_name: network.name,
     mac_address: String(port.mac_address),
     fixed_ips: vifAddresses(port),
+    ...(securityGroupsOf(port).length ? { security_groups: securityGroupsOf(port) } : {}),
     preexisting: !made,
     ...(req.tag === undefined ? {} : { tag: req.tag }),
   };
@@ -341,6 +396,7 @@ function recordNetworkInfo(id: string, vifs: Vif[]): Promise<InstanceRecord | un
  * it was on a deleted record; a live one (a failed build) is emptied.
  */
 export async function deallocateForInstance(rec: InstanceRecord, now = new Date()): Promise<void> {
+  const left: Membership[] = [];
   for (const [i, req] of (rec.requested_networks ?? []).entries()) {
     if (req.port_id) {
       await bindPort(
@@ -349,58 +405,14 @@ export async function deallocateForInstance(rec: InstanceRecord, now = new Date(
         rec.id,
       );
     } else {
-      await deletePort(portIdFor(rec.id, i));
+      const id = portIdFor(rec.id, i);
+      const port = await getPort(id);
+      if (await deletePort(id)) for (const g of port ? securityGroupsOf(port) : []) left.push([g, id]);
     }
   }
   if (!rec.deleted && rec.network_info?.length) await recordNetworkInfo(rec.id, []);
-}
-
-/**
- * The host's view of the server's ports (Nova's network_info as the driver gets it): each VIF
- * with its subnets' gateway, DNS and routes, and the segment it is bridged to.
- */
-export async function guestPortsOf(rec: Pick<InstanceRecord, "network_info">): Promise<GuestPort[]> {
-  const vifs = rec.network_info ?? [];
-  if (vifs.length === 0) return [];
-  const networks = new Map<string, Network | undefined>();
-  const subnets = new Map<string, Subnet | undefined>();
-  const out: GuestPort[] = [];
-  for (const vif of vifs) {
-    // the server's own network and subnets, made before it: read as settled
-    if (!networks.has(vif.network_id)) networks.set(vif.network_id, await getNetwork(vif.network_id, true));
-    const network = networks.get(vif.network_id);
-    const fixed_ips: GuestPort["fixed_ips"] = [];
-    for (const f of vif.fixed_ips) {
-      if (!subnets.has(f.subnet_id)) subnets.set(f.subnet_id, await getSubnet(f.subnet_id, true));
-      const s = subnets.get(f.subnet_id);
-      if (!s) continue;
-      fixed_ips.push({
-        subnet_id: f.subnet_id,
-        ip_address: f.ip_address,
-        version: f.version,
-        cidr: s.cidr,
-        gateway_ip: s.gateway_ip,
-        dns_nameservers: (s.dns_nameservers as string[] | undefined) ?? [],
-        host_routes: (s.host_routes as { destination: string; nexthop: string }[] | undefined) ?? [],
-      });
-    }
-    const type = network?.["provider:network_type"] === "vlan" ? "vlan" : "flat";
-    out.push({
-      port_id: vif.port_id,
-      network_id: vif.network_id,
-      network_name: vif.network_name,
-      mac_address: vif.mac_address,
-      fixed_ips,
-      network_type: type,
-      physical_network: (network?.["provider:physical_network"] as string | null | undefined) ?? null,
-      segmentation_id:
-        type === "vlan"
-          ? ((network?.["provider:segmentation_id"] as number | null | undefined) ?? null)
-          : null,
-      mtu: (network?.mtu as number | undefined) ?? 1500,
-    });
-  }
-  return out;
+  // the servers of the groups naming those ports' groups as remote no longer admit their addresses
+  await refreshPortFilters({ left }, rec.request_id);
 }
 
 /**
@@ -438,7 +450,13 @@ export async function refreshNetworkInfo(instanceId: string): Promise<void> {
   for (const vif of rec.network_info) {
     const port = await getPort(vif.port_id);
     if (!port || port.device_id !== rec.id) continue;
-    vifs.push({ ...vif, fixed_ips: vifAddresses(port) });
+    const { security_groups: _had, ...rest } = vif;
+    const groups = securityGroupsOf(port);
+    vifs.push({
+      ...rest,
+      fixed_ips: vifAddresses(port),
+      ...(groups.length ? { security_groups: groups } : {}),
+    });
   }
   await recordNetworkInfo(rec.id, vifs);
 }

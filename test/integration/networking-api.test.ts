@@ -130,7 +130,7 @@ describe("the Networking v2 front", () => {
       "provider:network_type": "flat",
       "provider:physical_network": "physnet1",
       "provider:segmentation_id": null,
-      port_security_enabled: false,
+      port_security_enabled: true,
       revision_number: 0,
       created_at: "2026-03-01T12:00:00Z",
     });
@@ -484,8 +484,8 @@ describe("the Networking v2 front", () => {
     for (const id of [a, b]) expect((await call("DELETE", `/v2.0/networks/${id}`, DEMO)).status).toBe(204);
   });
 
-  it("serves no routers, floating IPs or security groups", async () => {
-    for (const path of ["/v2.0/routers", "/v2.0/floatingips", "/v2.0/security-groups"]) {
+  it("serves no routers or floating IPs", async () => {
+    for (const path of ["/v2.0/routers", "/v2.0/floatingips"]) {
       const r = await call("GET", path, DEMO);
       expect(r.status).toBe(404);
       expect(r.json).toEqual(neutronError("HTTPNotFound", "The resource could not be found."));
