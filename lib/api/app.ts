@@ -149,7 +149,7 @@ function notFound(c: ApiContext): ApiError {
   if (path === "/" || path === V21) return badMethod(["GET"]);
   // Nova's mapper matches no route for a trailing slash (DELETE /os-security-groups/ is a 404,
   // not the collection's 405)
-  if (path.startsWith(`${V21}/`) && c.req.path.endsWith("/"))
+  if (path.startsWith(`${V21}/`) && new URL(c.req.url).pathname.endsWith("/"))
     return new ApiError("itemNotFound", RESOURCE_NOT_FOUND);
   if (path.startsWith(`${V21}/`)) {
     let rel = path.slice(V21.length);
