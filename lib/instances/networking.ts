@@ -296,8 +296,9 @@ async function allocateOne(
         },
         rec.project_id,
       );
-      if (port) for (const g of security.security_groups) joined.push([g, id]);
-      else port = await takeEarlierPort(rec, id, binding, network, wanted, won);
+      if (!port) port = await takeEarlierPort(rec, id, binding, network, wanted, won);
+      // (an earlier run's port too: that run may have ended before it told the hosts)
+      for (const g of securityGroupsOf(port)) joined.push([g, id]);
     }
     return vifOf(port, network, req, !req.port_id);
   } catch (e) {

@@ -296,8 +296,12 @@ export async function createSecurityGroup(
   throw new Error(`security group ${group.id} of project ${group.project_id} could not be created`);
 }
 
-/** Default groups this container has seen made (a miss reads the table). */
-const knownDefaults = new Set<string>();
+/**
+ * Default groups this container has seen made, and when (a miss, or a sighting older than
+ * KNOWN_DEFAULT_MS, reads the table: an admin may have deleted one, and its next use makes it again).
+ */
+const knownDefaults = new Map<string, number>();
+const KNOWN_DEFAULT_MS = 60_000;
 
 /**
  * The project's `default` group, made on first use with Neutron's default rules (egress; ingress
@@ -306,13 +310,13 @@ const knownDefaults = new Set<string>();
  */
 export async function ensureDefaultSecurityGroup(project: string, now: string): Promise<string> {
   const id = defaultGroupId(project);
-  if (knownDefaults.has(id)) return id;
+  if (Date.now() - (knownDefaults.get(id) ?? Number.NEGATIVE_INFINITY) < KNOWN_DEFAULT_MS) return id;
   if (!(await readGroupItem(id, false)) && !(await readGroupItem(id))) {
     const group = { id, name: "default", description: "Default security group", project_id: project, now };
     // lost to a concurrent first use: it is there now
     await transactUnlessConditionFails({ TransactItems: groupWrites(group, true) });
   }
-  knownDefaults.add(id);
+  knownDefaults.set(id, Date.now());
   return id;
 }
 
