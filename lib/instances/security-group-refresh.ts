@@ -107,6 +107,8 @@ async function fanOut(change: FilterChange, requestId: string, log: Logger): Pro
         const hosts = hostsOf(rec);
         if (!hosts.length) return;
         const guestPorts = await guestPortsOf(rec, resolver);
+        // no port yet (a build whose allocation is this very change: its spawn carries them)
+        if (!guestPorts.length) return;
         for (const host of hosts) {
           const url = await queueOf(host);
           if (!url) {
