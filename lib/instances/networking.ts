@@ -8,7 +8,6 @@
 import { createHash } from "node:crypto";
 import { NetworkingError } from "../network/cidr.js";
 import { allocate, type FixedIpRequest, generatedMac, subnetFor, subnetsOf } from "../network/ports.js";
-import { defaultGroupId } from "../network/security-groups.js";
 import { addressHolder, freeAddress } from "../network/store/addresses.js";
 import {
   bindPort,
@@ -17,7 +16,7 @@ import {
   type PortBinding,
   securityGroupsOf,
 } from "../network/store/ports.js";
-import { ensureDefaultSecurityGroup, forgetDefaultSecurityGroup } from "../network/store/security-groups.js";
+import { ensureDefaultSecurityGroup } from "../network/store/security-groups.js";
 import {
   type FixedIp,
   getNetwork,
@@ -280,22 +279,19 @@ async function allocateOne(
       // port costs one write of its item and of each index entry, not one per step.
       const won = await allocate({ unwritten: id }, network, wanted);
       const security = await portSecurityFor(rec, network, now);
-      port = await createNovaPort(
-        {
-          id,
-          network_id: network.id,
-          project_id: rec.project_id,
-          name: "",
-          description: "",
-          admin_state_up: true,
-          ...binding,
-          ...security,
-          revision_number: 0,
-          created_at: stamp(now),
-          fixed_ips: won,
-        },
-        rec.project_id,
-      );
+      port = await createNovaPort({
+        id,
+        network_id: network.id,
+        project_id: rec.project_id,
+        name: "",
+        description: "",
+        admin_state_up: true,
+        ...binding,
+        ...security,
+        revision_number: 0,
+        created_at: stamp(now),
+        fixed_ips: won,
+      });
       if (!port) port = await takeEarlierPort(rec, id, binding, network, wanted, won);
       // (an earlier run's port too: that run may have ended before it told the hosts)
       for (const g of securityGroupsOf(port)) joined.push([g, id]);
@@ -340,22 +336,13 @@ async function takeEarlierPort(
  */
 async function createNovaPort(
   port: NewPort & { fixed_ips: FixedIp[]; security_groups: string[] },
-  project: string,
 ): Promise<Port | undefined> {
   for (let tries = 1; ; tries++) {
     try {
       const made = { ...port, mac_address: generatedMac() };
       return (await createPort(made)) ? made : undefined;
     } catch (e) {
-      if (!(e instanceof NetworkingError) || tries >= 3) throw e;
-      // the project's default group, known to this container, was deleted since (an admin may):
-      // made again, and the port with it
-      const deletedDefault =
-        e.type === "SecurityGroupNotFound" && port.security_groups.includes(defaultGroupId(project));
-      if (deletedDefault) {
-        forgetDefaultSecurityGroup(project);
-        await ensureDefaultSecurityGroup(project, String(port.created_at));
-      } else if (e.type !== "MacAddressInUse") throw e;
+      if (!(e instanceof NetworkingError && e.type === "MacAddressInUse") || tries >= 3) throw e;
     }
   }
 }

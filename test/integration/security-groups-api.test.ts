@@ -414,6 +414,21 @@ describe("security groups in the Networking front", () => {
     expect(ids).not.toContain(none.id);
   });
 
+  it("a default group an admin deleted is made again by the project's next port, or list", async () => {
+    const def = defaultGroupId(otherProject);
+    expect((await call("GET", `/v2.0/security-groups/${def}`, other)).status).toBe(200);
+    expect((await call("DELETE", `/v2.0/security-groups/${def}`, ADMIN)).status).toBe(204);
+    expect((await call("GET", `/v2.0/security-groups/${def}`, other)).status).toBe(404);
+    // this container saw it a moment ago: the port's create finds it gone and makes it again
+    const port = await call("POST", "/v2.0/ports", other, { port: { network_id: net.id } });
+    expect(port.status).toBe(201);
+    expect(port.json.port.security_groups).toEqual([def]);
+    expect((await call("DELETE", `/v2.0/ports/${port.json.port.id}`, other)).status).toBe(204);
+    expect((await call("DELETE", `/v2.0/security-groups/${def}`, ADMIN)).status).toBe(204);
+    const listed = (await call("GET", "/v2.0/security-groups", other)).json.security_groups;
+    expect(listed.map((g: Json) => g.id)).toContain(def);
+  });
+
   it("the project's quota of groups, its default group counted", async () => {
     const saved = process.env.NOVALESS_NEUTRON_QUOTA_SECURITY_GROUP;
     process.env.NOVALESS_NEUTRON_QUOTA_SECURITY_GROUP = "3";

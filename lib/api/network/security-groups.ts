@@ -72,9 +72,11 @@ export async function ensureDefaultGroup(
   auth: AuthContext,
   project: string,
   now: Date,
+  /** read the table whatever this container saw (a list shows what is there) */
+  fresh = false,
 ): Promise<string | undefined> {
   if (project !== auth.project_id && !auth.isAdmin) return undefined;
-  return ensureDefaultSecurityGroup(project, stamp(now));
+  return ensureDefaultSecurityGroup(project, stamp(now), fresh);
 }
 
 /** The name validator of a group's name (_validate_name_not_default): no second `default`. */
@@ -263,7 +265,7 @@ export function securityGroupRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     createAttributes: ["name", "description", "tenant_id", "project_id"],
     view: (g) => securityGroupView(g),
     beforeList: async (auth, filters) => {
-      await ensureDefaultGroup(auth, listedProject(auth, filters), deps.now());
+      await ensureDefaultGroup(auth, listedProject(auth, filters), deps.now(), true);
     },
     visible: async (auth) => (await listSecurityGroups()).filter((g) => seesGroup(auth, g)),
     find: visibleGroup,
@@ -292,7 +294,7 @@ export function securityGroupRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     createAttributes: RULE_CREATE,
     view: (r) => securityGroupRuleView(r, r.belongs_to_default),
     beforeList: async (auth, filters) => {
-      await ensureDefaultGroup(auth, listedProject(auth, filters), deps.now());
+      await ensureDefaultGroup(auth, listedProject(auth, filters), deps.now(), true);
     },
     visible: visibleRules,
     find: async (auth, id) => {

@@ -108,7 +108,7 @@ function nonNegative(query: Query, name: string): number | undefined {
 async function listGroups({ ctx, deps, query }: RouteCall): Promise<ApiResult> {
   const { auth } = ctx;
   const all = auth.isAdmin && "all_tenants" in query;
-  await ensureDefaultGroup(auth, auth.project_id, deps.now());
+  await ensureDefaultGroup(auth, auth.project_id, deps.now(), true);
   const groups = (await listSecurityGroups())
     .filter((g) => seesGroup(auth, g) && (all || g.project_id === auth.project_id))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

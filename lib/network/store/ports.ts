@@ -8,8 +8,15 @@ import { queryAll } from "../../aws/dynamo-pages.js";
 import { transactUnlessConditionFails } from "../../aws/dynamo-transact.js";
 import { NETWORKING_BY_HOLDER_INDEX } from "../../resources.js";
 import { NetworkingError } from "../cidr.js";
+import { defaultGroupId } from "../security-groups.js";
 import { freeAddress, freeIpItem } from "./addresses.js";
-import { groupNotFound, membershipWrites, missingGroups } from "./security-groups.js";
+import {
+  ensureDefaultSecurityGroup,
+  forgetDefaultSecurityGroup,
+  groupNotFound,
+  membershipWrites,
+  missingGroups,
+} from "./security-groups.js";
 import {
   adoptPortCount,
   type FixedIp,
@@ -34,6 +41,7 @@ import {
  */
 export async function createPort(
   port: NewPort & { fixed_ips?: FixedIp[]; security_groups?: string[] },
+  retried = false,
 ): Promise<boolean> {
   const { fixed_ips, ...rest } = port;
   const groups = [...new Set(port.security_groups ?? [])];
@@ -76,6 +84,14 @@ export async function createPort(
   });
   if (ok || (await getPort(port.id))) return ok;
   const missing = groups.length ? await missingGroups(groups) : [];
+  // the project's default group, seen by this container, was deleted since (an admin may): made
+  // again, and the port with it (its id is the project's, so the port's is still right)
+  const defaultId = defaultGroupId(port.project_id);
+  if (missing.length === 1 && missing[0] === defaultId && !retried) {
+    forgetDefaultSecurityGroup(port.project_id);
+    await ensureDefaultSecurityGroup(port.project_id, new Date().toISOString().replace(/\.\d+Z$/, "Z"));
+    return createPort(port, true);
+  }
   if (missing.length) throw groupNotFound(missing.join(", "));
   if (mac) {
     const held = await dynamo().send(

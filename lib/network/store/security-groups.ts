@@ -306,11 +306,17 @@ const KNOWN_DEFAULT_MS = 60_000;
 /**
  * The project's `default` group, made on first use with Neutron's default rules (egress; ingress
  * from its own members), exactly once however many first uses run at once: its id is derived
- * from the project, and one conditional transaction makes it. Answers its id.
+ * from the project, and one conditional transaction makes it. Answers its id. `fresh`: read the
+ * table whatever this container saw (a list shows what is there).
  */
-export async function ensureDefaultSecurityGroup(project: string, now: string): Promise<string> {
+export async function ensureDefaultSecurityGroup(
+  project: string,
+  now: string,
+  fresh = false,
+): Promise<string> {
   const id = defaultGroupId(project);
-  if (Date.now() - (knownDefaults.get(id) ?? Number.NEGATIVE_INFINITY) < KNOWN_DEFAULT_MS) return id;
+  if (!fresh && Date.now() - (knownDefaults.get(id) ?? Number.NEGATIVE_INFINITY) < KNOWN_DEFAULT_MS)
+    return id;
   if (!(await readGroupItem(id, false)) && !(await readGroupItem(id))) {
     const group = { id, name: "default", description: "Default security group", project_id: project, now };
     // lost to a concurrent first use: it is there now
