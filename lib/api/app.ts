@@ -149,6 +149,10 @@ function routeHandler(route: Route, deps: ApiDeps, legacy: boolean) {
 function notFound(c: ApiContext): ApiError {
   const path = c.req.path.replace(/\/+$/, "") || "/";
   if (path === "/" || path === V21 || path === "/v2") return badMethod(["GET"]);
+  // Nova's mapper matches no route for a trailing slash (DELETE /os-security-groups/ is a 404,
+  // not the collection's 405)
+  if (path.startsWith(`${V21}/`) && new URL(c.req.url).pathname.endsWith("/"))
+    return new ApiError("itemNotFound", RESOURCE_NOT_FOUND);
   if (path.startsWith(`${V21}/`)) {
     let rel = path.slice(V21.length);
     const auth = c.get("auth");

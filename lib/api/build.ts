@@ -118,6 +118,8 @@ export interface CreatePlanInput {
   networks?: NetworkRequest[];
   /** the zones they are all available in, for the scheduler's AvailabilityZoneFilter */
   networkZones?: string[];
+  /** the create's security groups, resolved (ids, or `default`); absent: the project's default */
+  securityGroups?: string[];
 }
 
 export interface CreatePlan {
@@ -178,6 +180,7 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     tags: [...req.tags],
     key_name: req.keyName,
     ...(input.networks?.length ? { requested_networks: input.networks.map((n) => ({ ...n })) } : {}),
+    ...(input.securityGroups?.length ? { requested_security_groups: [...input.securityGroups] } : {}),
     access_ip_v4: req.accessIPv4,
     access_ip_v6: req.accessIPv6,
     hostname: req.hostname,

@@ -36,6 +36,7 @@ import { planDestinations } from "../conductor/select-destinations.js";
 import { apiOptions, moveOptions } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
+import { guestPortsOf } from "../instances/guest-ports.js";
 import {
   allocateAttachment,
   beginAttach,
@@ -55,11 +56,12 @@ import {
   updateMigration,
 } from "../instances/migrations.js";
 import { beginConfirm, beginMove, beginRevert } from "../instances/move.js";
-import { guestPortsOf, networkZones, validateNetworks } from "../instances/networking.js";
+import { networkZones, validateNetworks } from "../instances/networking.js";
 import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances, listServerPage } from "../instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
+import { resolveRequestedGroups, securityGroupNames } from "../instances/security-groups.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
 import { createShelvedImage } from "../instances/shelve.js";
 import { beginAction } from "../instances/transition.js";
@@ -215,6 +217,10 @@ export interface DeadLetterDeps {
 export interface NetworkDeps {
   validate: typeof validateNetworks;
   zones: typeof networkZones;
+  /** a create's security groups (lib/instances/security-groups.ts) */
+  securityGroups: typeof resolveRequestedGroups;
+  /** the names of groups by id, for the servers' views */
+  groupNames: typeof securityGroupNames;
 }
 
 /** What os-stop, os-start, reboot and os-getConsoleOutput need besides the record. */
@@ -256,7 +262,12 @@ export const defaultDeps: ApiDeps = {
     beginRevert,
     castToCompute,
   },
-  network: { validate: validateNetworks, zones: networkZones },
+  network: {
+    validate: validateNetworks,
+    zones: networkZones,
+    securityGroups: resolveRequestedGroups,
+    groupNames: securityGroupNames,
+  },
   interfaces: {
     resolve: resolveAttach,
     beginAttach,

@@ -56,6 +56,7 @@ export class BuildPath extends MoveSteps {
       trigger_crash_dump: (p, m, log) => p.crashDump(m, log),
       attach_interface: (p, m, log) => p.interfaceStep(m, log),
       detach_interface: (p, m, log) => p.interfaceStep(m, log),
+      refresh_instance_security_rules: (p, m, log) => p.refreshSecurityRules(m, log),
       rebuild_instance: move,
       resize_instance: move,
       finish_resize: move,

@@ -9,6 +9,7 @@ import type {
   GetConsoleOutput,
   GetDiagnostics,
   PowerAction,
+  RefreshInstanceSecurityRules,
   SpawnInstance,
   TerminateInstance,
   TriggerCrashDump,
@@ -28,6 +29,9 @@ interface InterfaceOutcome {
   details: string | null;
 }
 
+/** Guests whose last applied filters a host remembers (a late refresh is at most minutes behind). */
+const FILTERS_KEPT = 10_000;
+
 export class GuestSteps extends HostState {
   /**
    * The interface attaches and detaches this incarnation did, by request (bounded): a redelivered
@@ -35,6 +39,8 @@ export class GuestSteps extends HostState {
    * would take it off the guest).
    */
   private readonly interfaceOps = new Map<string, InterfaceOutcome>();
+  /** when the filters last applied to each guest were computed (a refresh older than that is stale) */
+  private readonly filtersAt = new Map<string, number>();
 
   /** Taken: compute-events fences it (host, attempt) and answers with what to spawn. */
   protected async buildStarted(msg: BuildAndRunInstance): Promise<void> {
@@ -247,6 +253,39 @@ export class GuestSteps extends HostState {
       ...outcome,
     });
     log.info("compute.interface_step_done", { kind: msg.kind, port_id: msg.port.port_id, ok: outcome.ok });
+  }
+
+  /**
+   * Nova's refresh_instance_security_rules: the guest's ports' filters enforced again, through the
+   * driver's applyPortFilters (a driver without it cannot isolate a guest: nothing to do). A guest
+   * not here (moved, deleted) is left alone; a refresh computed before the one applied last (SQS
+   * reordered them) is ignored. No report answers it: the next change, or the guest's next cast,
+   * carries the filters again.
+   */
+  protected async refreshSecurityRules(msg: RefreshInstanceSecurityRules, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    if (!this.driver.applyPortFilters) {
+      log.debug("compute.port_filters_not_enforced", { driver: this.driver.hypervisorType });
+      return;
+    }
+    if (!this.driver.has(id)) {
+      log.info("compute.port_filters_guest_not_here", {});
+      return;
+    }
+    const last = this.filtersAt.get(id);
+    if (last !== undefined && last > msg.computed_at) {
+      log.info("compute.port_filters_stale", { computed_at: msg.computed_at, applied: last });
+      return;
+    }
+    try {
+      await this.driver.applyPortFilters(id, msg.ports);
+      this.filtersAt.delete(id);
+      this.filtersAt.set(id, msg.computed_at);
+      if (this.filtersAt.size > FILTERS_KEPT) this.filtersAt.delete(this.filtersAt.keys().next().value!);
+      log.info("compute.port_filters_applied", { ports: msg.ports.length });
+    } catch (e) {
+      log.warn("compute.port_filters_failed", { error: e, host: this.host });
+    }
   }
 
   /** os-getConsoleOutput: the log's end, the last `length` lines when asked. */

@@ -26,7 +26,9 @@ import {
   vifOf,
   visibleNetwork,
 } from "./networking.js";
+import type { Membership } from "./port-filters.js";
 import { getInstance } from "./queries.js";
+import { refreshPortFilters } from "./security-group-refresh.js";
 import { beginAction, event, eventClause, merge, transition, transitionWithEvent } from "./transition.js";
 import type {
   ActionEvent,
@@ -152,7 +154,7 @@ const stamp = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
 /**
  * Nova's allocate_for_instance for the attach: the port made (through the same allocatePort a
  * build's ports are made with, so it gets what theirs get: the server's security groups among
- * them once ports carry them) or the user's bound, to the server's host. Neutron's refusals are
+ * them) or the user's bound, to the server's host. Neutron's refusals are
  * Nova's answers to the attach.
  */
 export async function allocateAttachment(
@@ -168,10 +170,10 @@ export async function allocateAttachment(
     updated_at: stamp(now),
     binding_attempt: rec.attempt,
   };
-  // security groups (issue 40): a port Nova makes for an attach gets the server's groups (Nova's
-  // allocate_for_instance passes instance.security_groups, the project's `default` when none), as a
-  // build's ports do; allocatePort is where both get them. A user's port keeps its own. Its filter
-  // reaches the host in the cast's port (guestPortsOf), as a build's does.
+  // A port Nova makes for an attach gets the server's groups (Nova's allocate_for_instance passes
+  // instance.security_groups, the project's `default` when none), as a build's ports do;
+  // allocatePort is where both get them. A user's port keeps its own. Its filter reaches the host
+  // in the cast's port (guestPortsOf), as a build's does.
   try {
     return await allocatePort(rec, attachment.port_id, request, binding, now);
   } catch (e) {
@@ -323,9 +325,15 @@ export async function attachDone(r: InterfaceReport): Promise<"attached" | "fail
         underAction(r.request_id, ev),
       ),
     );
-    // security groups (issue 40): the port is a new member of its groups; once hosts enforce
-    // them, the groups' other ports' filters are refreshed here (refresh_instance_security_rules)
-    if (done) return "attached";
+    if (done) {
+      // the port is a new member of its groups: the servers of groups naming them as remote
+      // admit its addresses now (its own filter went to its host in the attach's cast)
+      await refreshPortFilters(
+        { joined: (vif.security_groups ?? []).map((g): Membership => [g, vif.port_id]) },
+        r.request_id,
+      );
+      return "attached";
+    }
     const now = await getInstance(rec.id);
     if (now?.actions[r.request_id]?.interface?.state !== "pending") return "ignored";
   }
@@ -429,7 +437,7 @@ export async function detachDone(r: InterfaceReport): Promise<"detached" | "fail
       );
       return "failed";
     }
-    await releasePort(rec.id, m.vif.port_id, m.vif.preexisting);
+    const left = await releasePort(rec.id, m.vif.port_id, m.vif.preexisting);
     const vif = `network_info[${m.index}]`;
     const done = await transitionWithEvent(
       { id: rec.id, request_id: r.request_id },
@@ -441,9 +449,11 @@ export async function detachDone(r: InterfaceReport): Promise<"detached" | "fail
         values: { ":now": r.sent_at, ":h": r.host, ":rid": r.request_id, ":port": r.port_id },
       },
     );
-    // security groups (issue 40): the port left its groups; once hosts enforce them, the groups'
-    // other ports' filters are refreshed here (refresh_instance_security_rules)
-    if (done) return "detached";
+    if (done) {
+      // a deleted port left its groups: their referrers no longer admit its addresses
+      await refreshPortFilters({ left }, r.request_id);
+      return "detached";
+    }
   }
   throw new Error(
     `the network info of instance ${r.instance_uuid} kept changing: detach ${r.request_id} of port ${r.port_id} not settled`,

@@ -6,23 +6,30 @@
 // the i-th requested network has an id derived from the instance and i, so a re-run, a reschedule
 // or a delete finds it whether or not the record came to name it.
 import { createHash } from "node:crypto";
-import type { GuestPort } from "../compute/drivers/driver.js";
 import { NetworkingError } from "../network/cidr.js";
 import { allocate, type FixedIpRequest, generatedMac, subnetFor, subnetsOf } from "../network/ports.js";
 import { addressHolder, freeAddress } from "../network/store/addresses.js";
-import { bindPort, createPort, deletePort, type PortBinding } from "../network/store/ports.js";
+import {
+  bindPort,
+  createPort,
+  deletePort,
+  type PortBinding,
+  securityGroupsOf,
+} from "../network/store/ports.js";
+import { ensureDefaultSecurityGroup } from "../network/store/security-groups.js";
 import {
   type FixedIp,
   getNetwork,
   getPort,
-  getSubnet,
   listNetworks,
   type Network,
   type NewPort,
   type Port,
   type Subnet,
 } from "../network/store/table.js";
+import type { Membership } from "./port-filters.js";
 import { getInstance } from "./queries.js";
+import { refreshPortFilters } from "./security-group-refresh.js";
 import { transition } from "./transition.js";
 import type { InstanceRecord, NetworkRequest, Vif } from "./types.js";
 
@@ -215,8 +222,11 @@ export async function allocateForInstance(
     binding_attempt: rec.attempt,
   };
   const vifs: Vif[] = [];
+  const joined: Membership[] = [];
   for (const [i, req] of requests.entries())
-    vifs.push(await allocatePort(rec, portIdFor(rec.id, i), req, binding, now));
+    vifs.push(await allocatePort(rec, portIdFor(rec.id, i), req, binding, now, joined));
+  // the servers of the groups naming these ports' groups as remote admit their addresses now
+  await refreshPortFilters({ joined }, rec.request_id);
   if (await recordNetworkInfo(rec.id, vifs)) return vifs;
   // deleted meanwhile: its delete may have looked for ports before these were made
   await deallocateForInstance({ ...rec, deleted: true });
@@ -224,8 +234,35 @@ export async function allocateForInstance(
 }
 
 /**
+ * The security groups and port security a port Nova makes on `network` gets (Neutron applies
+ * them at the port's create): the create's groups, or the project's default group; none on a
+ * network without port security, where asking for groups is Nova's SecurityGroupCannotBeApplied.
+ */
+async function portSecurityFor(
+  rec: InstanceRecord,
+  network: Network,
+  now: Date,
+): Promise<{ port_security_enabled: boolean; security_groups: string[] }> {
+  const asked = rec.requested_security_groups ?? [];
+  if (network.port_security_enabled === false) {
+    if (asked.some((g) => g !== "default"))
+      throw new NetworkAllocationFailed(
+        "Network requires port_security_enabled and subnet associated in order to apply security groups.",
+      );
+    return { port_security_enabled: false, security_groups: [] };
+  }
+  const groups: string[] = [];
+  // Nova's _clean_security_groups: only `default` asked is nothing asked (Neutron's default applies)
+  for (const g of asked.length && !(asked.length === 1 && asked[0] === "default") ? asked : ["default"])
+    groups.push(g === "default" ? await ensureDefaultSecurityGroup(rec.project_id, stamp(now)) : g);
+  return { port_security_enabled: true, security_groups: [...new Set(groups)] };
+}
+
+/**
  * One request's port, made (with id `id`) or bound; Neutron's refusals as Nova's reasons. A
- * build's ports and an interface attach's are made here, so each gets what a server's port gets.
+ * build's ports and an interface attach's are made here, so each gets what a server's port gets
+ * (its groups among them). The memberships it writes are appended to `joined`, for the caller to
+ * tell the hosts once the port is the server's.
  */
 export async function allocatePort(
   rec: InstanceRecord,
@@ -233,6 +270,7 @@ export async function allocatePort(
   req: NetworkRequest,
   binding: PortBinding,
   now: Date,
+  joined: Membership[] = [],
 ): Promise<Vif> {
   // the API saw it; its port's transaction is conditioned on it still being there
   const network = await getNetwork(req.network_id, true);
@@ -253,6 +291,7 @@ export async function allocatePort(
       // Its addresses are won first and the port written whole, bound, in one create: a build's
       // port costs one write of its item and of each index entry, not one per step.
       const won = await allocate({ unwritten: id }, network, wanted);
+      const security = await portSecurityFor(rec, network, now);
       port = await createNovaPort({
         id,
         network_id: network.id,
@@ -261,11 +300,14 @@ export async function allocatePort(
         description: "",
         admin_state_up: true,
         ...binding,
+        ...security,
         revision_number: 0,
         created_at: stamp(now),
         fixed_ips: won,
       });
       if (!port) port = await takeEarlierPort(rec, id, binding, network, wanted, won);
+      // (an earlier run's port too: that run may have ended before it told the hosts)
+      for (const g of securityGroupsOf(port)) joined.push([g, id]);
     }
     return vifOf(port, network, req, !req.port_id);
   } catch (e) {
@@ -306,7 +348,9 @@ async function takeEarlierPort(
  * A port with a MAC of Neutron's base (a MAC another port of the network has is drawn again): the
  * port as written, or undefined when one has its id already.
  */
-async function createNovaPort(port: NewPort & { fixed_ips: FixedIp[] }): Promise<Port | undefined> {
+async function createNovaPort(
+  port: NewPort & { fixed_ips: FixedIp[]; security_groups: string[] },
+): Promise<Port | undefined> {
   for (let tries = 1; ; tries++) {
     try {
       const made = { ...port, mac_address: generatedMac() };
@@ -324,6 +368,7 @@ export function vifOf(port: Port, network: Network, req: NetworkRequest, made: b
     network_name: network.name,
     mac_address: String(port.mac_address),
     fixed_ips: vifAddresses(port),
+    ...(securityGroupsOf(port).length ? { security_groups: securityGroupsOf(port) } : {}),
     preexisting: !made,
     ...(req.tag === undefined ? {} : { tag: req.tag }),
   };
@@ -367,23 +412,29 @@ function recordNetworkInfo(
 /**
  * A port leaves the server (Nova's _deallocate_port_for_instance, preserve_on_delete): the port
  * Nova made is deleted, the user's unbound and kept, with its address. Only while it is this
- * server's (the unbind is conditioned on the device): idempotent.
+ * server's (the unbind is conditioned on the device): idempotent. Answers the memberships the
+ * deleted port left.
  */
 export async function releasePort(
   instanceId: string,
   portId: string,
   preexisting: boolean,
   now = new Date(),
-): Promise<void> {
+): Promise<Membership[]> {
   if (!preexisting) {
-    await deletePort(portId);
-    return;
+    const port = await getPort(portId);
+    // the groups it leaves: their referrers' hosts are told by the caller
+    if (await deletePort(portId))
+      return port ? securityGroupsOf(port).map((g): Membership => [g, portId]) : [];
+    return [];
   }
+  // the user's port keeps its groups (and stays their member) unbound
   await bindPort(
     portId,
     { device_id: "", device_owner: "", "binding:host_id": "", updated_at: stamp(now) },
     instanceId,
   );
+  return [];
 }
 
 /**
@@ -399,8 +450,11 @@ export async function deallocateForInstance(rec: InstanceRecord, now = new Date(
   for (const vif of rec.network_info ?? []) ports.set(vif.port_id, vif.preexisting);
   for (const a of Object.values(rec.actions ?? {}))
     if (a.interface?.state === "pending") ports.set(a.interface.port_id, a.interface.preexisting);
-  for (const [id, preexisting] of ports) await releasePort(rec.id, id, preexisting, now);
+  const left: Membership[] = [];
+  for (const [id, preexisting] of ports) left.push(...(await releasePort(rec.id, id, preexisting, now)));
   if (!rec.deleted && rec.network_info?.length) await recordNetworkInfo(rec.id, []);
+  // the servers of the groups naming those ports' groups as remote no longer admit their addresses
+  await refreshPortFilters({ left }, rec.request_id);
 }
 
 /** Whether a server has ports to give back at its delete: requested, attached, or being attached. */
@@ -408,54 +462,6 @@ export const holdsPorts = (rec: InstanceRecord): boolean =>
   Boolean(rec.requested_networks?.length) ||
   Boolean(rec.network_info?.length) ||
   Object.values(rec.actions ?? {}).some((a) => a.interface?.state === "pending");
-
-/**
- * The host's view of the server's ports (Nova's network_info as the driver gets it): each VIF
- * with its subnets' gateway, DNS and routes, and the segment it is bridged to.
- */
-export async function guestPortsOf(rec: Pick<InstanceRecord, "network_info">): Promise<GuestPort[]> {
-  const vifs = rec.network_info ?? [];
-  if (vifs.length === 0) return [];
-  const networks = new Map<string, Network | undefined>();
-  const subnets = new Map<string, Subnet | undefined>();
-  const out: GuestPort[] = [];
-  for (const vif of vifs) {
-    // the server's own network and subnets, made before it: read as settled
-    if (!networks.has(vif.network_id)) networks.set(vif.network_id, await getNetwork(vif.network_id, true));
-    const network = networks.get(vif.network_id);
-    const fixed_ips: GuestPort["fixed_ips"] = [];
-    for (const f of vif.fixed_ips) {
-      if (!subnets.has(f.subnet_id)) subnets.set(f.subnet_id, await getSubnet(f.subnet_id, true));
-      const s = subnets.get(f.subnet_id);
-      if (!s) continue;
-      fixed_ips.push({
-        subnet_id: f.subnet_id,
-        ip_address: f.ip_address,
-        version: f.version,
-        cidr: s.cidr,
-        gateway_ip: s.gateway_ip,
-        dns_nameservers: (s.dns_nameservers as string[] | undefined) ?? [],
-        host_routes: (s.host_routes as { destination: string; nexthop: string }[] | undefined) ?? [],
-      });
-    }
-    const type = network?.["provider:network_type"] === "vlan" ? "vlan" : "flat";
-    out.push({
-      port_id: vif.port_id,
-      network_id: vif.network_id,
-      network_name: vif.network_name,
-      mac_address: vif.mac_address,
-      fixed_ips,
-      network_type: type,
-      physical_network: (network?.["provider:physical_network"] as string | null | undefined) ?? null,
-      segmentation_id:
-        type === "vlan"
-          ? ((network?.["provider:segmentation_id"] as number | null | undefined) ?? null)
-          : null,
-      mtu: (network?.mtu as number | undefined) ?? 1500,
-    });
-  }
-  return out;
-}
 
 /**
  * The server's ports follow it (Nova's migrate_instance_finish, setup_networks_on_host): bound to
@@ -493,7 +499,13 @@ export async function refreshNetworkInfo(instanceId: string): Promise<void> {
     for (const vif of rec.network_info) {
       const port = await getPort(vif.port_id);
       if (!port || port.device_id !== rec.id) continue;
-      vifs.push({ ...vif, fixed_ips: vifAddresses(port) });
+      const { security_groups: _had, ...rest } = vif;
+      const groups = securityGroupsOf(port);
+      vifs.push({
+        ...rest,
+        fixed_ips: vifAddresses(port),
+        ...(groups.length ? { security_groups: groups } : {}),
+      });
     }
     if (await recordNetworkInfo(rec.id, vifs, rec.network_info)) return;
   }

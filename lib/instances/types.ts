@@ -324,6 +324,12 @@ export interface InstanceRecord {
   key_name?: string | null;
   /** the create's `networks`, resolved by the API (lib/instances/networking.ts); absent: none */
   requested_networks?: NetworkRequest[];
+  /**
+   * The create's security_groups, resolved by the API to the project's groups' ids (`default`
+   * kept as the name: the conductor makes the project's default group if it is not there);
+   * absent: Nova's default, the project's default group
+   */
+  requested_security_groups?: string[];
   /** the ports the server is bound to (Nova's network info cache): the views' `addresses` */
   network_info?: Vif[];
   /** Nova's accessIPv4/accessIPv6: addresses the user records for the server (create, PUT) */
@@ -450,6 +456,8 @@ export interface Vif {
   network_name: string;
   mac_address: string;
   fixed_ips: { subnet_id: string; ip_address: string; version: 4 | 6 }[];
+  /** the port's security groups' ids, as the views show them (absent: none, or from before them) */
+  security_groups?: string[];
   /** false: Nova made it and deletes it; true: the user's, only unbound */
   preexisting: boolean;
   tag?: string;

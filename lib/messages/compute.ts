@@ -128,6 +128,22 @@ export const guestSpec = z.object({
 });
 
 /**
+ * API or conductor → the host of a server whose ports' filters changed (Nova's compute RPC
+ * refresh_instance_security_rules; Neutron's security group agent RPC in spirit): a rule was added
+ * or deleted, a port joined or left a group, or a remote group's members changed. It carries the
+ * server's ports with their fresh filters, so the host reads no database; enforcing them again
+ * is idempotent. `computed_at` (epoch ms) orders them: a host ignores one older than what it
+ * applied last (SQS may deliver two out of order). No report answers it.
+ */
+export const refreshInstanceSecurityRulesV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("refresh_instance_security_rules"),
+  ...castTo,
+  ports: z.array(guestPort),
+  computed_at: z.number().int().min(0),
+});
+
+/**
  * compute-events → compute: the build this host reported taking is fenced and recorded as
  * spawning; here is what to build. Hosts read no database, so the guest comes with it.
  */
@@ -379,6 +395,7 @@ export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
 export type GetDiagnostics = z.infer<typeof getDiagnosticsV1>;
 export type SnapshotInstance = z.infer<typeof snapshotInstanceV1>;
 export type ShelveInstance = z.infer<typeof shelveInstanceV1>;
+export type RefreshInstanceSecurityRules = z.infer<typeof refreshInstanceSecurityRulesV1>;
 export type TriggerCrashDump = z.infer<typeof triggerCrashDumpV1>;
 export type AttachInterface = z.infer<typeof attachInterfaceV1>;
 export type DetachInterface = z.infer<typeof detachInterfaceV1>;
@@ -409,6 +426,7 @@ export type ComputeMessage =
   | TriggerCrashDump
   | AttachInterface
   | DetachInterface
+  | RefreshInstanceSecurityRules
   | LiveMigrationControl
   | MoveStepMessage;
 
@@ -445,6 +463,7 @@ const OTHER_CASTS = [
   triggerCrashDumpV1,
   attachInterfaceV1,
   detachInterfaceV1,
+  refreshInstanceSecurityRulesV1,
   ...MOVE_MESSAGES,
 ] as const;
 

@@ -5,8 +5,8 @@
 // at the versions OSC needs for `migrate --host`, `--live-migration --host` and the in-progress
 // migration's commands); evacuate once at the end, its host stopped and forced down. Servers get
 // their addresses on the seeded network `public` (the Networking front's own commands are in
-// network-cli.test.ts). Not here, for a real reason: volumes (no Cinder), floating IPs and
-// security groups (none in the Networking front), console.
+// network-cli.test.ts, security groups in security-group-cli.test.ts). Not here, for a real
+// reason: volumes (no Cinder), floating IPs (none in the Networking front), console.
 import { createHash, randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";

@@ -130,7 +130,7 @@ describe("the Networking v2 front", () => {
       "provider:network_type": "flat",
       "provider:physical_network": "physnet1",
       "provider:segmentation_id": null,
-      port_security_enabled: false,
+      port_security_enabled: true,
       revision_number: 0,
       created_at: "2026-03-01T12:00:00Z",
     });
@@ -572,8 +572,8 @@ describe("the Networking v2 front", () => {
     ).toEqual(all.map((n: Json) => n.id));
   });
 
-  it("serves no floating IPs or security groups", async () => {
-    for (const path of ["/v2.0/floatingips", "/v2.0/security-groups"]) {
+  it("serves no floating IPs", async () => {
+    for (const path of ["/v2.0/floatingips"]) {
       const r = await call("GET", path, DEMO);
       expect(r.status).toBe(404);
       expect(r.json).toEqual(neutronError("HTTPNotFound", "The resource could not be found."));

@@ -1,9 +1,10 @@
 // Neutron's Networking v2 API on DevStack's path, /networking: networks (./networks.ts), subnets
 // (./subnets.ts) and ports (./ports.ts) over lib/network/store/, Neutron's quotas
-// (./quotas.ts), with Neutron's shapes, its errors ({"NeutronError": {type, message, detail}})
-// and its default policies (./policy.ts). Routers are an empty list (./routers.ts); floating IPs
-// and security groups' paths are Neutron's 404 for an unknown resource. A missing or unknown
-// token is Keystone's 401, as keystonemiddleware answers in front of Neutron.
+// (./quotas.ts), security groups and their rules (./security-groups.ts), with Neutron's shapes,
+// its errors ({"NeutronError": {type, message, detail}}) and its default policies (./policy.ts).
+// Routers are an empty list (./routers.ts); floating IPs' paths are Neutron's 404 for an unknown
+// resource. A missing or unknown token is Keystone's 401, as keystonemiddleware answers in front
+// of Neutron.
 import type { Hono } from "hono";
 import { NetworkingError } from "../../network/cidr.js";
 import type { AuthDeps } from "../auth.js";
@@ -14,6 +15,7 @@ import { portRoutes } from "./ports.js";
 import { quotaRoutes } from "./quotas.js";
 import { NEUTRON_BODY, type NetEnv } from "./request.js";
 import { routerRoutes } from "./routers.js";
+import { securityGroupRoutes } from "./security-groups.js";
 import { subnetRoutes } from "./subnets.js";
 import { extensionsDocument, resourcesDocument, versionsDocument } from "./views.js";
 
@@ -45,6 +47,7 @@ export function networkApp(deps: AuthDeps): Hono<NetEnv> {
     subnetRoutes(app, deps);
     portRoutes(app, deps);
     routerRoutes(app);
+    securityGroupRoutes(app, deps);
     quotaRoutes(app);
   });
 }

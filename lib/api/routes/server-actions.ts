@@ -24,6 +24,7 @@ import {
   type NovaAction,
   refusedBy,
 } from "./instance-checks.js";
+import { addSecurityGroup, removeSecurityGroup } from "./security-groups.js";
 import { triggerCrashDump } from "./server-crash-dump.js";
 import { createBackup, createImage } from "./server-images.js";
 import { migrateLive } from "./server-live-migrate.js";
@@ -68,8 +69,8 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 }
 
 /**
- * Nova's actions that need what this system does not have yet: graphical consoles, shelve and
- * rescue, passwords, networks and volumes, soft delete.
+ * Nova's actions that need what this system does not have yet: graphical consoles, rescue,
+ * passwords, fixed and floating IPs, soft delete.
  */
 const UNSUPPORTED = new Set([
   "os-getVNCConsole",
@@ -85,8 +86,6 @@ const UNSUPPORTED = new Set([
   "removeFixedIp",
   "addFloatingIp",
   "removeFloatingIp",
-  "addSecurityGroup",
-  "removeSecurityGroup",
   "forceDelete",
   "restore",
 ]);
@@ -225,6 +224,8 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "unshelve") return unshelve(call, rec, arg);
   if (name === "trigger_crash_dump") return triggerCrashDump(call, rec, arg);
   if (name === "os-resetState") return resetState(call, rec, arg);
+  if (name === "addSecurityGroup") return addSecurityGroup(call, rec, arg);
+  if (name === "removeSecurityGroup") return removeSecurityGroup(call, rec, arg);
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(
       "notImplemented",

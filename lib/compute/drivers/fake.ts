@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { optionValue } from "../../config.js";
+import type { PortFilter } from "../../messages/port-filter.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import type { SnapshotData, SnapshotStage } from "../image-store.js";
 import {
@@ -58,6 +59,12 @@ export class FakeDriver implements Driver {
   liveMigrationPrepareMs = 0;
   /** live migrations copied out of this host, per instance: tests prove none ran twice */
   readonly liveMigrations = new Map<string, number>();
+  /**
+   * The filters enforced per guest, by port (a spawn's, then each applyPortFilters'): tests read
+   * what a host was told to let through. `filterApplies` counts the refreshes.
+   */
+  readonly portFilters = new Map<string, Map<string, PortFilter | undefined>>();
+  readonly filterApplies = new Map<string, number>();
 
   constructor(private readonly opts: FakeDriverOptions) {
     this.liveMigrationMs = opts.liveMigrationMs ?? liveMigrationMsOption();
@@ -132,11 +139,24 @@ export class FakeDriver implements Driver {
     }
     const g = { spec: guest, power: POWER_STATE.RUNNING, boots: 0, console: [] as string[] };
     this.guests.set(guest.instance_uuid, g);
+    this.enforce(guest.instance_uuid, guest.ports ?? []);
     this.boot(guest.instance_uuid);
   }
 
   async destroy(instanceUuid: string): Promise<void> {
     this.guests.delete(instanceUuid);
+    this.portFilters.delete(instanceUuid);
+  }
+
+  /** Nova's refresh_instance_security_rules, simulated: the ports' filters recorded as enforced. */
+  async applyPortFilters(instanceUuid: string, ports: readonly GuestPort[]): Promise<void> {
+    this.guest(instanceUuid);
+    this.enforce(instanceUuid, ports);
+    this.filterApplies.set(instanceUuid, (this.filterApplies.get(instanceUuid) ?? 0) + 1);
+  }
+
+  private enforce(instanceUuid: string, ports: readonly GuestPort[]): void {
+    this.portFilters.set(instanceUuid, new Map(ports.map((p) => [p.port_id, p.filter])));
   }
 
   async powerOff(instanceUuid: string): Promise<void> {
@@ -345,6 +365,7 @@ export class FakeDriver implements Driver {
   adopt(guest: GuestSpec): void {
     const g = { spec: guest, power: POWER_STATE.RUNNING, boots: 0, console: [] as string[] };
     this.guests.set(guest.instance_uuid, g);
+    this.enforce(guest.instance_uuid, guest.ports ?? []);
     this.boot(guest.instance_uuid);
   }
 

@@ -38,6 +38,7 @@
 // (`ports#<network>`) instead; a subnet's in-use check reads the index.
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../../aws/clients.js";
+import { batchGetAll } from "../../aws/dynamo-batch.js";
 import { conditionHeld, unlessConditionFails } from "../../aws/dynamo-errors.js";
 import { queryAll } from "../../aws/dynamo-pages.js";
 import { resources } from "../../config.js";
@@ -256,6 +257,15 @@ export const getSubnet = (id: string, settled = false) => get<Subnet>("subnet", 
 export const listSubnets = () => all<Subnet>("subnet");
 export const subnetsOn = (networkId: string) => onNetwork<Subnet>(networkId, "subnet");
 export const getPort = (id: string) => get<Port>("port", id);
+/** Ports by id, those that exist (strongly consistent, one BatchGetItem per 100). */
+export async function getPorts(ids: readonly string[]): Promise<Port[]> {
+  const items = await batchGetAll(
+    networkingTable(),
+    [...new Set(ids)].map((id) => keyOf("port", id)),
+    { ConsistentRead: true },
+  );
+  return items.map((i) => strip<Port>(i));
+}
 export const listPorts = () => all<Port>("port");
 export const portsOn = (networkId: string) => onNetwork<Port>(networkId, "port");
 
