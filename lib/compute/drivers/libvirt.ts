@@ -711,8 +711,9 @@ export class LibvirtDriver implements Driver {
    * Nova's libvirt attach_interface: the port's <interface> (the one the domain's XML has for a
    * port, libvirt-xml.ts) attached with `virsh attach-device`, to the running (or paused) domain
    * and its persistent definition, or to the definition only when the domain is shut off; what is
-   * there already (a redelivered cast, a host that died half-way) is not attached again. The
-   * instance's libvirt.xml and spec follow, so a hard reboot, a move or a restarted agent keeps it.
+   * there already (a redelivered cast, a host that died half-way) is not attached again. Its
+   * filter (its security groups) is loaded first. The instance's libvirt.xml and spec follow, so a
+   * hard reboot, a move or a restarted agent keeps it.
    */
   async attachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
     this.known(instanceUuid);
@@ -721,6 +722,8 @@ export class LibvirtDriver implements Driver {
     const mac = port.mac_address.toLowerCase();
     await this.act(instanceUuid, async () => {
       const { name, live, inConfig, inLive } = await this.interfaceState(instanceUuid, mac);
+      // its security groups' chains before its tap carries a frame, as a spawn's ports
+      await this.filters.apply(instanceUuid, [bound!]);
       const flags = [...(inConfig ? [] : ["--config"]), ...(live && !inLive ? ["--live"] : [])];
       if (flags.length) {
         const file = join(this.dir(instanceUuid), `interface-${port.port_id}.xml`);
@@ -789,6 +792,8 @@ export class LibvirtDriver implements Driver {
           ports.filter((p) => p.mac_address.toLowerCase() !== mac),
         );
       }
+      // its tap is gone: so are its chains
+      await this.filters.remove(instanceUuid, [port]);
     });
   }
 
