@@ -33,7 +33,7 @@ import {
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
 import { planDestinations } from "../conductor/select-destinations.js";
-import { apiOptions, moveOptions } from "../config.js";
+import { apiOptions, moveOptions, reclaimInstanceInterval } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { markLiveAbort, recordLiveAction } from "../instances/live-move.js";
@@ -54,6 +54,13 @@ import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
 import { createShelvedImage } from "../instances/shelve.js";
+import { deleteServerImage } from "../instances/snapshot.js";
+import {
+  abandonRestore,
+  abandonSoftDelete,
+  beginRestore,
+  beginSoftDelete,
+} from "../instances/soft-delete.js";
 import { beginAction } from "../instances/transition.js";
 import { abandonAction } from "../instances/workflows.js";
 import { listAllocations } from "../placement/allocations.js";
@@ -137,7 +144,23 @@ export interface ApiDeps {
   liveMigration?: LiveMigrationDeps;
   rebuild?: RebuildDeps;
   shelve?: ShelveDeps;
+  /** a delete deferred (reclaim_instance_interval), restore and forceDelete; absent: deletes are at once */
+  deferredDelete?: DeferredDeleteDeps;
   now: () => Date;
+}
+
+/** What a soft delete, restore and forceDelete need besides the record (lib/instances/soft-delete.ts). */
+export interface DeferredDeleteDeps {
+  /** [DEFAULT] reclaim_instance_interval: above 0 a delete is deferred */
+  reclaimInterval: () => number;
+  beginSoftDelete: typeof beginSoftDelete;
+  abandonSoftDelete: typeof abandonSoftDelete;
+  beginRestore: typeof beginRestore;
+  abandonRestore: typeof abandonRestore;
+  castToCompute: typeof castToCompute;
+  guestSpecFor: typeof guestSpecFor;
+  /** a SHELVED server's snapshot, deleted with its soft delete (Nova's _delete) */
+  deleteServerImage: typeof deleteServerImage;
 }
 
 /** What shelve, shelveOffload and unshelve need besides the record (lib/instances/shelve.ts). */
@@ -204,6 +227,16 @@ export interface PowerDeps {
 }
 
 export const defaultDeps: ApiDeps = {
+  deferredDelete: {
+    reclaimInterval: reclaimInstanceInterval,
+    beginSoftDelete,
+    abandonSoftDelete,
+    beginRestore,
+    abandonRestore,
+    castToCompute,
+    guestSpecFor,
+    deleteServerImage,
+  },
   liveMigration: {
     getMigration,
     markAbort: markLiveAbort,
