@@ -209,7 +209,8 @@ export async function resetInstanceState(
 function guardCounted(): Update {
   return {
     set: [],
-    condition: "(vm_state <> :soft OR task_state = :restoring)",
+    // (merge wraps it in its parentheses: DynamoDB refuses a pair more as redundant)
+    condition: "vm_state <> :soft OR task_state = :restoring",
     values: { ":soft": "soft-delete", ":restoring": "restoring" },
   };
 }

@@ -240,6 +240,22 @@ describe("restore", () => {
   });
 });
 
+describe("os-resetState", () => {
+  it("an active or an errored server counts in its quota again, a SOFT_DELETED one reset to active too", async () => {
+    const { id } = await active();
+    const before = await used();
+    expect((await action(id, { "os-resetState": { state: "error" } }, admin)).status).toBe(202);
+    expect((await show(id)).status).toBe("ERROR");
+    expect(await used()).toBe(before);
+
+    const soft = await softDeleted();
+    const uncounted = await used();
+    expect((await action(soft.id, { "os-resetState": { state: "active" } }, admin)).status).toBe(202);
+    expect((await show(soft.id)).status).toBe("ACTIVE");
+    expect(await used()).toBe(uncounted + 1);
+  });
+});
+
 describe("forceDelete", () => {
   it("deletes a SOFT_DELETED server now: the claim and port freed, the guest gone, the usage not given back twice", async () => {
     const { id, host } = await softDeleted();
