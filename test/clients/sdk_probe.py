@@ -56,6 +56,19 @@ def create_server_wait(conn, name, flavor, image):
     return result
 
 
+def soft_delete(conn, name, flavor, image):
+    """With reclaim_instance_interval set: delete leaves SOFT_DELETED, delete_server(force=True) is
+    Nova's forceDelete (waiting until gone)."""
+    server = conn.compute.create_server(name=name, flavor_id=flavor, image_id=image)
+    server = conn.compute.wait_for_server(server, status="ACTIVE", interval=1, wait=120)
+    conn.compute.delete_server(server)
+    soft = conn.compute.wait_for_server(server, status="SOFT_DELETED", interval=1, wait=120)
+    listed = [s.id for s in conn.compute.servers()]
+    conn.compute.delete_server(server, force=True)
+    conn.compute.wait_for_delete(server, interval=1, wait=120)
+    return {"soft": plain(soft), "listed": listed}
+
+
 def _at_least(conn, version):
     """Whether the microversion this run asked for is `version` or later."""
     if VERSION == "latest":
@@ -123,6 +136,7 @@ OPERATIONS = {
     "availability-zones": availability_zones,
     "aggregates": aggregates,
     "create-server-wait": create_server_wait,
+    "soft-delete": soft_delete,
 }
 
 
