@@ -47,12 +47,14 @@ export async function deleteServer(
   if (rec.host) {
     const host = await getHost(rec.host);
     // `rec` is the record as the delete found it.
-    // a paused or suspended guest still holds its host's memory (or its saved state) until destroyed
+    // a paused or suspended guest still holds its host's memory (or its saved state) until
+    // destroyed; a SOFT_DELETED one being restored may be running already
     const mayRun =
       rec.vm_state === "active" ||
       rec.vm_state === "paused" ||
       rec.vm_state === "suspended" ||
-      rec.task_state === "spawning";
+      rec.task_state === "spawning" ||
+      rec.task_state === "restoring";
     const hostUp = host !== undefined && isServiceUp(host);
     releasedBy = mayRun && hostUp ? "host" : "api";
     if (releasedBy === "api") await release(rec.host, id, rec.attempt);

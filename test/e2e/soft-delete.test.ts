@@ -31,7 +31,8 @@ beforeAll(async () => {
     env: {
       NOVALESS_RECLAIM_INSTANCE_INTERVAL: String(INTERVAL),
       NOVALESS_SERVICE_DOWN_TIME: "4",
-      NOVALESS_SHELVED_OFFLOAD_TIME: "0",
+      // SHELVED stays on its host until shelveOffload
+      NOVALESS_SHELVED_OFFLOAD_TIME: "-1",
     },
   }));
   admin = demo.as(ADMIN);
@@ -141,9 +142,27 @@ describe("a delete with reclaim_instance_interval set", () => {
     expect(driverOf(down.host).has(down.id)).toBe(false);
   });
 
+  it("a SHELVED server is soft-deleted, its snapshot deleted (Nova's _delete); restore starts it on its host", async () => {
+    const { id, host } = await active();
+    expect((await action(id, { shelve: null })).status).toBe(202);
+    await settled(id, "SHELVED");
+    const imageId = (await getInstance(id))!.shelve!.image_id!;
+    expect((await admin.get(`/v2.1/images/${imageId}`)).status).toBe(200);
+    expect((await demo.delete(`/v2.1/servers/${id}`)).status).toBe(204);
+    await settled(id, "SOFT_DELETED");
+    expect((await admin.get(`/v2.1/images/${imageId}`)).status).toBe(404);
+    expect((await getInstance(id))!.shelve).toBeUndefined();
+    expect((await action(id, { restore: null })).status).toBe(202);
+    const back = await settled(id, "ACTIVE");
+    expect(back["OS-EXT-SRV-ATTR:host"]).toBe(host);
+    expect(driverOf(host).powerState(id)).toBe(1);
+  });
+
   it("a SHELVED_OFFLOADED server is deleted at once (Nova's _local_delete)", async () => {
     const { id } = await active();
     expect((await action(id, { shelve: null })).status).toBe(202);
+    await settled(id, "SHELVED");
+    expect((await action(id, { shelveOffload: null }, admin)).status).toBe(202);
     await settled(id, "SHELVED_OFFLOADED");
     expect((await demo.delete(`/v2.1/servers/${id}`)).status).toBe(204);
     await admin.waitForStatus(id, ["GONE"]);
