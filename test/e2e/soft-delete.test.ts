@@ -239,6 +239,33 @@ describe("restore", () => {
     await settled(soft.id, "ACTIVE");
   });
 
+  it("a host that cannot power the guest on: the event fails, the server stays SOFT_DELETED (Nova's reverts_task_state), its usage given back", async () => {
+    const { id, host } = await softDeleted();
+    const before = await used();
+    const driver = driverOf(host);
+    const powerOn = driver.powerOn;
+    driver.powerOn = async () => {
+      throw new Error(`fake driver on ${host} cannot power on instance ${id}`);
+    };
+    try {
+      expect((await action(id, { restore: null })).status).toBe(202);
+      const events = await eventually(
+        () => actionEvents(id, "restore"),
+        (e) => e?.[0]?.result === "Error",
+      );
+      expect(events?.[0]).toMatchObject({ event: "compute_restore_instance", result: "Error" });
+    } finally {
+      driver.powerOn = powerOn;
+    }
+    const s = await settled(id, "SOFT_DELETED");
+    expect(s["OS-EXT-STS:vm_state"]).toBe("soft-delete");
+    expect(await used()).toBe(before);
+    // and a second try goes through
+    expect((await action(id, { restore: null })).status).toBe(202);
+    await settled(id, "ACTIVE");
+    expect(await used()).toBe(before + 1);
+  });
+
   it("over the quota: Nova's 403, the server stays SOFT_DELETED and nothing is taken", async () => {
     const { id } = await softDeleted();
     const now = await used();
