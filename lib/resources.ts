@@ -198,6 +198,10 @@ export const TABLES: TableSpec[] = [
       { indexName: "by-holder", partitionKey: "holder", sortKey: "pk", projection: "KEYS_ONLY" },
       // a network's subnets and ports (a delete's in-use checks, `port list --network`), whole
       { indexName: "by-network", partitionKey: "network_id", sortKey: "pk", projection: "ALL" },
+      // Sparse: a device's ports (`?device_id=`, what the SDK's and Ansible's server paths ask for
+      // each server), whole. `device` is the port's device_id while it has one (an index key
+      // cannot be an empty string, and a free port's device_id is "").
+      { indexName: "by-device", partitionKey: "device", sortKey: "pk", projection: "ALL" },
     ],
   },
 ];
@@ -206,6 +210,7 @@ export const IDENTITY_BY_KIND_INDEX = "by-kind";
 export const NETWORKING_BY_KIND_INDEX = "by-kind";
 export const NETWORKING_BY_HOLDER_INDEX = "by-holder";
 export const NETWORKING_BY_NETWORK_INDEX = "by-network";
+export const NETWORKING_BY_DEVICE_INDEX = "by-device";
 
 export const INSTANCES_BY_PROJECT_INDEX = "by-project";
 export const INSTANCES_BY_HOST_INDEX = "by-host";

@@ -159,6 +159,8 @@ const TOOLS: readonly [program: string, pkg: string][] = [
   ["genisoimage", "genisoimage"],
   ["ip", "iproute2"],
   ["ping", "iputils-ping"],
+  // the guests' security groups (lib/compute/drivers/libvirt-filters.ts)
+  ["nft", "nftables"],
 ];
 
 const onPath = (program: string): boolean =>

@@ -438,10 +438,12 @@ export class Functions {
     );
     // a start or reboot carries the owner's public key (Nova passes it to the driver), a spawn its
     // ports with their networks' and subnets' attributes; a server that moved (or was offloaded)
-    // has its ports bound to its new host (UpdateItem)
+    // has its ports bound to its new host (UpdateItem); an interface detached, or an attach that
+    // failed, deletes the port Nova made and frees its addresses (DeleteItem, TransactWriteItems
+    // with the network's port count) or unbinds the user's
     catalog.grantReadData(computeEvents);
     networking.grantReadData(computeEvents);
-    networking.grant(computeEvents, "dynamodb:UpdateItem");
+    networking.grant(computeEvents, "dynamodb:UpdateItem", "dynamodb:DeleteItem");
     queues.buildRequests.grantSendMessages(computeEvents);
     queues.computeEventsDlq.grantSendMessages(computeEvents);
     computeEvents.addToRolePolicy(
@@ -480,7 +482,7 @@ export class Functions {
           {
             id: "AwsSolutions-IAM5",
             reason:
-              "The Instances table's indexes (by-project for the API's listings, by-vm-state for the listings and the watchdog's builds in flight), the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments), the Networking table's by-kind, by-network and by-holder (listings, a network's subnets and ports, the addresses a port holds): a table grant covers its indexes as <table>/index/*",
+              "The Instances table's indexes (by-project for the API's listings, by-vm-state for the listings and the watchdog's builds in flight), the Migrations table's by-instance (a server's migrations), the Identity table's by-kind (an admin's listings of projects, users and role assignments), the Networking table's by-kind, by-network, by-holder and by-device (listings, a network's subnets and ports, the addresses a port holds, a device's ports): a table grant covers its indexes as <table>/index/*",
             appliesTo: [
               indexes(data.tables.Instances),
               indexes(data.tables.Migrations),

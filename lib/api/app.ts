@@ -31,7 +31,7 @@ import { baseUrlFrom, type Query, type Route } from "./request.js";
 import { ROUTES } from "./routes/index.js";
 import { apiSettings } from "./settings.js";
 import { NOVA_BODY } from "./validation/common.js";
-import { versionsView, versionView } from "./views/versions.js";
+import { legacyVersionView, versionsView, versionView } from "./views/versions.js";
 
 /** What an entry point may hand the app besides the request (handleHttp's test options). */
 export interface ApiBindings {
@@ -121,6 +121,8 @@ function routeHandler(route: Route, deps: ApiDeps, legacy: boolean) {
       delete params.project_id;
     }
     if (!c.get("version").matches(route.min, route.max)) return next();
+    // (c.req.path has lost the slash already: the request's own URL keeps it)
+    if (route.exact && new URL(c.req.url).pathname.endsWith("/")) return next();
     const body = await bodyOf(c);
     // Nova's default policy for the route: a reader reads, a member writes (lib/api/policy.ts)
     enforceRoute(route, c.get("auth"), body);
@@ -146,7 +148,11 @@ function routeHandler(route: Route, deps: ApiDeps, legacy: boolean) {
 /** Nova's 404, or its 405 with the methods the path has (a legacy path's too). */
 function notFound(c: ApiContext): ApiError {
   const path = c.req.path.replace(/\/+$/, "") || "/";
-  if (path === "/" || path === V21) return badMethod(["GET"]);
+  if (path === "/" || path === V21 || path === "/v2") return badMethod(["GET"]);
+  // Nova's mapper matches no route for a trailing slash (DELETE /os-security-groups/ is a 404,
+  // not the collection's 405)
+  if (path.startsWith(`${V21}/`) && new URL(c.req.url).pathname.endsWith("/"))
+    return new ApiError("itemNotFound", RESOURCE_NOT_FOUND);
   if (path.startsWith(`${V21}/`)) {
     let rel = path.slice(V21.length);
     const auth = c.get("auth");
@@ -180,6 +186,8 @@ const NOVA: Service<ApiEnv> = {
   versions: [
     { path: "/", document: versionsView },
     { path: V21, document: versionView },
+    // the legacy v2.0 endpoint's document, which GET / links to (its API is not served)
+    { path: "/v2", document: legacyVersionView },
   ],
   tokenPaths: [`${V21}/*`],
   notFound,

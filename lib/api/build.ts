@@ -46,13 +46,32 @@ export function newAdminPass(): string {
   return randomString(PASSWORD_SYMBOLS, 12);
 }
 
-/** Nova's checks of an image against the flavor it is booted with. */
-export function checkFlavorFitsImage(flavor: Flavor, image: Image): void {
-  if (flavor.memory_mb < image.min_ram) throw badRequest("Flavor's memory is too small for requested image.");
-  // a root disk of 0 means "the image's size" in Nova, so min_disk cannot be violated
-  if (flavor.root_gb > 0 && flavor.root_gb < image.min_disk) {
-    throw badRequest("Flavor's disk is too small for requested image.");
-  }
+const GIB = 1024 ** 3;
+
+/**
+ * Nova's _validate_flavor_image_nostatus: the image against the flavor a server boots (or is
+ * rebuilt) with, with its exceptions' texts. A root disk of 0 means "the image's size": no disk
+ * check then.
+ */
+export function checkFlavorFitsImage(
+  flavor: Pick<Flavor, "memory_mb" | "root_gb">,
+  image: Pick<Image, "min_ram" | "min_disk" | "size">,
+): void {
+  // FlavorMemoryTooSmall
+  if (flavor.memory_mb < (image.min_ram ?? 0))
+    throw badRequest("Flavor's memory is too small for requested image.");
+  const dest = flavor.root_gb * GIB;
+  if (dest === 0) return;
+  const size = image.size ?? 0;
+  const minDisk = (image.min_disk ?? 0) * GIB;
+  if (size > dest)
+    throw badRequest(
+      `Flavor's disk is too small for requested image. Flavor disk is ${dest} bytes, image is ${size} bytes.`,
+    );
+  if (minDisk > dest)
+    throw badRequest(
+      `Flavor's disk is smaller than the minimum size specified in image metadata. Flavor disk is ${dest} bytes, minimum size is ${minDisk} bytes.`,
+    );
 }
 
 /** The RequestSpec of a create: what the scheduler decides from (and what a dry run plans). */
@@ -99,6 +118,8 @@ export interface CreatePlanInput {
   networks?: NetworkRequest[];
   /** the zones they are all available in, for the scheduler's AvailabilityZoneFilter */
   networkZones?: string[];
+  /** the create's security groups, resolved (ids, or `default`); absent: the project's default */
+  securityGroups?: string[];
 }
 
 export interface CreatePlan {
@@ -159,6 +180,7 @@ export function planCreate(input: CreatePlanInput): CreatePlan {
     tags: [...req.tags],
     key_name: req.keyName,
     ...(input.networks?.length ? { requested_networks: input.networks.map((n) => ({ ...n })) } : {}),
+    ...(input.securityGroups?.length ? { requested_security_groups: [...input.securityGroups] } : {}),
     access_ip_v4: req.accessIPv4,
     access_ip_v6: req.accessIPv6,
     hostname: req.hostname,

@@ -36,6 +36,15 @@ import { planDestinations } from "../conductor/select-destinations.js";
 import { apiOptions, moveOptions, reclaimInstanceInterval } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
+import { guestPortsOf } from "../instances/guest-ports.js";
+import {
+  allocateAttachment,
+  beginAttach,
+  beginDetach,
+  resolveAttach,
+  settleAttachFailed,
+  settleDetachFailed,
+} from "../instances/interfaces.js";
 import { markLiveAbort, recordLiveAction } from "../instances/live-move.js";
 import {
   createMigration,
@@ -52,6 +61,7 @@ import { beginPowerAction, readConsoleOutput } from "../instances/power.js";
 import { getInstance, listInstances, listServerPage } from "../instances/queries.js";
 import { abandonRebuild, beginRebuild } from "../instances/rebuild.js";
 import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
+import { resolveRequestedGroups, securityGroupNames } from "../instances/security-groups.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
 import { createShelvedImage } from "../instances/shelve.js";
 import { deleteServerImage } from "../instances/snapshot.js";
@@ -146,7 +156,24 @@ export interface ApiDeps {
   shelve?: ShelveDeps;
   /** a delete deferred (reclaim_instance_interval), restore and forceDelete; absent: deletes are at once */
   deferredDelete?: DeferredDeleteDeps;
+  /** os-interface's attach and detach (server-interfaces.ts) */
+  interfaces?: InterfaceDeps;
   now: () => Date;
+}
+
+/** What an interface attach and detach need besides the record (lib/instances/interfaces.ts). */
+export interface InterfaceDeps {
+  resolve: typeof resolveAttach;
+  beginAttach: typeof beginAttach;
+  allocate: typeof allocateAttachment;
+  settleAttachFailed: typeof settleAttachFailed;
+  beginDetach: typeof beginDetach;
+  settleDetachFailed: typeof settleDetachFailed;
+  guestPorts: typeof guestPortsOf;
+  castToCompute: typeof castToCompute;
+  /** how long an attach waits for its host's report (Nova's is an RPC call), and how often it looks */
+  attachTimeoutMs: number;
+  attachPollMs: number;
 }
 
 /** What a soft delete, restore and forceDelete need besides the record (lib/instances/soft-delete.ts). */
@@ -213,6 +240,10 @@ export interface DeadLetterDeps {
 export interface NetworkDeps {
   validate: typeof validateNetworks;
   zones: typeof networkZones;
+  /** a create's security groups (lib/instances/security-groups.ts) */
+  securityGroups: typeof resolveRequestedGroups;
+  /** the names of groups by id, for the servers' views */
+  groupNames: typeof securityGroupNames;
 }
 
 /** What os-stop, os-start, reboot and os-getConsoleOutput need besides the record. */
@@ -264,7 +295,25 @@ export const defaultDeps: ApiDeps = {
     beginRevert,
     castToCompute,
   },
-  network: { validate: validateNetworks, zones: networkZones },
+  network: {
+    validate: validateNetworks,
+    zones: networkZones,
+    securityGroups: resolveRequestedGroups,
+    groupNames: securityGroupNames,
+  },
+  interfaces: {
+    resolve: resolveAttach,
+    beginAttach,
+    allocate: allocateAttachment,
+    settleAttachFailed,
+    beginDetach,
+    settleDetachFailed,
+    guestPorts: guestPortsOf,
+    castToCompute,
+    // well inside API Gateway's 29 s: a later report still settles the attachment
+    attachTimeoutMs: 20_000,
+    attachPollMs: 100,
+  },
   power: {
     begin: beginPowerAction,
     castToCompute,

@@ -130,6 +130,15 @@ export const COMPUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   "POST /servers/:id/os-interface": member(`${N}:os-attach-interfaces:create`),
   "DELETE /servers/:id/os-interface/:port_id": member(`${N}:os-attach-interfaces:delete`),
   "GET /servers/:id/ips": reader(`${N}:ips:index`),
+  // security_groups.py (the proxies until 2.35, a server's groups at every version)
+  "GET /os-security-groups": reader(`${N}:os-security-groups:get`),
+  "POST /os-security-groups": member(`${N}:os-security-groups:create`),
+  "GET /os-security-groups/:id": reader(`${N}:os-security-groups:show`),
+  "PUT /os-security-groups/:id": member(`${N}:os-security-groups:update`),
+  "DELETE /os-security-groups/:id": member(`${N}:os-security-groups:delete`),
+  "POST /os-security-group-rules": member(`${N}:os-security-groups:rule:create`),
+  "DELETE /os-security-group-rules/:id": member(`${N}:os-security-groups:rule:delete`),
+  "GET /servers/:id/os-security-groups": reader(`${N}:os-security-groups:list`),
   "GET /servers/:id/ips/:network_label": reader(`${N}:ips:show`),
   "GET /servers/:id/diagnostics": admin(`${N}:os-server-diagnostics`),
   "GET /servers/:id/os-instance-actions": reader(`${N}:os-instance-actions:list`),
@@ -168,6 +177,14 @@ export const COMPUTE_POLICIES: Readonly<Record<string, RoutePolicy>> = {
   },
   // names no image: the handler's 404 for anyone, as Nova's
   "DELETE /images": any("delete_image"),
+  // image_metadata.py has no rule of its own: Glance's get_image reads (its 404), and its
+  // modify_image, asked by the handler on the image's owner, changes (Nova's 403)
+  "GET /images/:id/metadata": { ...reader("get_image"), refuse: IMAGE_NOT_FOUND },
+  "GET /images/:id/metadata/:key": { ...reader("get_image"), refuse: IMAGE_NOT_FOUND },
+  "POST /images/:id/metadata": any("modify_image"),
+  "PUT /images/:id/metadata": any("modify_image"),
+  "PUT /images/:id/metadata/:key": any("modify_image"),
+  "DELETE /images/:id/metadata/:key": any("modify_image"),
   // keypairs.py: `(rule:context_is_admin) or user_id:%(user_id)s`, no role at all — a key pair is
   // its user's, not its project's, so Nova lets a reader (any project-scoped user) make and delete
   // its own; the handlers check the user (validation/keypairs.ts keypairOwner)
@@ -316,9 +333,30 @@ export const GLANCE_POLICIES = {
   modify_image: "member",
   delete_image: "member",
   upload_image: "member",
+  // a visibility's own rules, on a create or a change that sets it
+  publicize_image: "admin",
+  communitize_image: "member",
 } as const satisfies Record<string, Need>;
 
 export type GlanceRule = keyof typeof GLANCE_POLICIES;
+
+/**
+ * The rules Glance scopes to the image's owner: ADMIN_OR_PROJECT_MEMBER's project_id:%(project_id)s
+ * (the image's owner), add_image's project_id:%(owner)s (the owner a create proposes).
+ */
+const OWNER_SCOPED: ReadonlySet<GlanceRule> = new Set([
+  "add_image",
+  "modify_image",
+  "delete_image",
+  "upload_image",
+  "communitize_image",
+]);
+
+/** What a rule is asked of: an image (its owner, null for the catalog's own), or one a create proposes. */
+export interface GlanceTarget {
+  owner: string | null;
+  proposed?: true;
+}
 
 /**
  * Glance's ImageAPIPolicy: "allow", or how Glance refuses. A refused get_image hides the image
@@ -328,9 +366,11 @@ export type GlanceRule = keyof typeof GLANCE_POLICIES;
 export function glanceDecision(
   auth: Pick<AuthContext, "roles" | "isAdmin" | "project_id">,
   rule: GlanceRule,
-  onImage: boolean,
+  target?: GlanceTarget,
 ): "allow" | 403 | 404 {
-  if (allows(auth, GLANCE_POLICIES[rule])) return "allow";
-  if (!onImage) return 403;
+  const need = GLANCE_POLICIES[rule];
+  const project = target && OWNER_SCOPED.has(rule) ? (target.owner ?? "") : undefined;
+  if (need === "admin" ? auth.isAdmin : allows(auth, need, project)) return "allow";
+  if (!target || target.proposed) return 403;
   return rule === "get_image" || !allows(auth, GLANCE_POLICIES.get_image) ? 404 : 403;
 }

@@ -75,4 +75,10 @@ export interface Route {
   /** the microversions it exists at (inclusive; open when absent): outside them it is 404, as Nova */
   min?: string;
   max?: string;
+  /**
+   * The path with a trailing slash is no route, as Nova's router has it (its routes match exactly).
+   * Compute's front otherwise reads a trailing slash as none (Hono's strict: false), which every
+   * other route keeps: only where a client's trailing slash means something else is it set.
+   */
+  exact?: true;
 }

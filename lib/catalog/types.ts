@@ -18,6 +18,9 @@ export interface Flavor {
   projects?: string[];
 }
 
+/** Glance's visibilities: every project's, its owner's, its owner's and its members', anyone's who asks. */
+export type ImageVisibility = "public" | "private" | "shared" | "community";
+
 /** Glance's image statuses this catalog uses (a deleted image is gone). */
 export type ImageStatus = "queued" | "saving" | "active" | "killed";
 
@@ -32,8 +35,8 @@ export interface Image {
   updated_at?: string;
   /** the project that owns it (a snapshot's); absent: the catalog's own, public images */
   owner?: string;
-  /** absent: public */
-  visibility?: "public" | "private" | "shared";
+  /** Glance's visibility; absent: public (the catalog's seeded images) */
+  visibility?: ImageVisibility;
   /** the projects a shared image is shared with (Glance's members; Nova's instance_owner) */
   members?: string[];
   /** its data, once uploaded (a snapshot's, in the images bucket); absent: a record only */

@@ -1,23 +1,47 @@
 // The steps of a guest's own life on this host: its build (Nova's _build_and_run_instance) and
-// terminate, the power actions, a crash dump, and the API's questions (console output, diagnostics).
+// terminate, the power actions, a crash dump, interface attach and detach, and the API's questions
+// (console output, diagnostics).
 import type { Logger } from "../log.js";
 import type {
+  AttachInterface,
   BuildAndRunInstance,
+  DetachInterface,
   GetConsoleOutput,
   GetDiagnostics,
   PowerAction,
+  RefreshInstanceSecurityRules,
   SpawnInstance,
   TerminateInstance,
   TriggerCrashDump,
 } from "../messages/compute.js";
 import { tailLog } from "../messages/console-log.js";
 import { POWER_STATE } from "./drivers/driver.js";
-import { HostState } from "./host-state.js";
+import { GONE_KEPT, HostState } from "./host-state.js";
 
 /** The console output a report carries at most (the API answers it whole; Lambda takes 6 MB a request). */
 const CONSOLE_MAX_CHARS = 200_000;
 
+/** How an interface attach or detach ended here, as its report says it. */
+interface InterfaceOutcome {
+  started_at: string;
+  ok: boolean;
+  not_supported?: true;
+  details: string | null;
+}
+
+/** Guests whose last applied filters a host remembers (a late refresh is at most minutes behind). */
+const FILTERS_KEPT = 10_000;
+
 export class GuestSteps extends HostState {
+  /**
+   * The interface attaches and detaches this incarnation did, by request (bounded): a redelivered
+   * cast is answered again as it ended, not done again (a detach repeated after the port came back
+   * would take it off the guest).
+   */
+  private readonly interfaceOps = new Map<string, InterfaceOutcome>();
+  /** when the filters last applied to each guest were computed (a refresh older than that is stale) */
+  private readonly filtersAt = new Map<string, number>();
+
   /** Taken: compute-events fences it (host, attempt) and answers with what to spawn. */
   protected async buildStarted(msg: BuildAndRunInstance): Promise<void> {
     await this.reporter.send("build_started", {
@@ -180,6 +204,92 @@ export class GuestSteps extends HostState {
       ok: details === null,
       details,
     });
+  }
+
+  /**
+   * Nova's attach_interface and detach_interface (the compute manager's): the driver's hot-plug or
+   * unplug of the port's NIC, or Nova's AttachInterfaceNotSupported where the driver has none.
+   * compute-events settles the attachment from the report (the network info, the port freed on a
+   * failure or a detach).
+   */
+  protected async interfaceStep(msg: AttachInterface | DetachInterface, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    const attach = msg.kind === "attach_interface";
+    let outcome = this.interfaceOps.get(msg.request_id);
+    if (outcome) {
+      log.info("compute.interface_step_repeated", { kind: msg.kind, ok: outcome.ok });
+    } else {
+      const hotplug = attach ? this.driver.attachInterface : this.driver.detachInterface;
+      if (!hotplug) {
+        outcome = {
+          started_at: new Date().toISOString(),
+          ok: false,
+          not_supported: true,
+          details: `Attaching interfaces is not supported for instance ${id}: the ${this.driver.hypervisorType} driver on host ${this.host} cannot hot-plug a NIC.`,
+        };
+      } else if (!this.driver.has(id)) {
+        outcome = {
+          started_at: new Date().toISOString(),
+          ok: false,
+          details: `instance ${id} is not defined on host ${this.host}`,
+        };
+      } else {
+        const { started, ok, details } = await this.act(
+          id,
+          () => hotplug.call(this.driver, id, msg.port),
+          (d) =>
+            log.warn("compute.interface_step_failed", {
+              kind: msg.kind,
+              port_id: msg.port.port_id,
+              details: d,
+            }),
+        );
+        outcome = { started_at: started, ok, details };
+      }
+      this.interfaceOps.set(msg.request_id, outcome);
+      if (this.interfaceOps.size > GONE_KEPT)
+        this.interfaceOps.delete(this.interfaceOps.keys().next().value!);
+    }
+    await this.reporter.send(attach ? "attach_interface_done" : "detach_interface_done", {
+      request_id: msg.request_id,
+      instance_uuid: id,
+      port_id: msg.port.port_id,
+      ...outcome,
+    });
+    log.info("compute.interface_step_done", { kind: msg.kind, port_id: msg.port.port_id, ok: outcome.ok });
+  }
+
+  /**
+   * Nova's refresh_instance_security_rules: the guest's ports' filters enforced again, through the
+   * driver's applyPortFilters (a driver without it cannot isolate a guest: nothing to do). A guest
+   * not here (moved, deleted) is left alone; a refresh computed before the one applied last (SQS
+   * reordered them) is ignored. No report answers it: the next change, or the guest's next cast,
+   * carries the filters again.
+   */
+  protected async refreshSecurityRules(msg: RefreshInstanceSecurityRules, log: Logger): Promise<void> {
+    const id = msg.instance_uuid;
+    if (!this.driver.applyPortFilters) {
+      log.debug("compute.port_filters_not_enforced", { driver: this.driver.hypervisorType });
+      return;
+    }
+    if (!this.driver.has(id)) {
+      log.info("compute.port_filters_guest_not_here", {});
+      return;
+    }
+    const last = this.filtersAt.get(id);
+    if (last !== undefined && last > msg.computed_at) {
+      log.info("compute.port_filters_stale", { computed_at: msg.computed_at, applied: last });
+      return;
+    }
+    try {
+      await this.driver.applyPortFilters(id, msg.ports);
+      this.filtersAt.delete(id);
+      this.filtersAt.set(id, msg.computed_at);
+      if (this.filtersAt.size > FILTERS_KEPT) this.filtersAt.delete(this.filtersAt.keys().next().value!);
+      log.info("compute.port_filters_applied", { ports: msg.ports.length });
+    } catch (e) {
+      log.warn("compute.port_filters_failed", { error: e, host: this.host });
+    }
   }
 
   /** os-getConsoleOutput: the log's end, the last `length` lines when asked. */

@@ -5,12 +5,14 @@
 // duplicated, late or reordered one changes nothing. Who sent a report is the session that signed
 // the POST to compute-events' function URL (aws:userid, which IAM forces to name the host's
 // session), never the body. A registration is applied in compute-register.ts, a build's reports
-// in build-events.ts, a move's in move-events.ts, a shelve's in shelve-events.ts.
+// in build-events.ts, a move's in move-events.ts, a shelve's in shelve-events.ts, an interface
+// attach's or detach's in lib/instances/interfaces.ts.
 import { sendToDeadLetter } from "../aws/send.js";
 import { hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
 import { crashDumpDone } from "../instances/crash-dump.js";
 import { storeHostAnswer } from "../instances/host-answers.js";
+import { attachDone, detachDone } from "../instances/interfaces.js";
 import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
 import { shelveProgress } from "../instances/shelve.js";
 import { finishSnapshot, imageSaving, snapshotProgress } from "../instances/snapshot.js";
@@ -197,6 +199,18 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
         request_id: report.request_id,
         ok: report.ok,
         applied: Boolean(done),
+      });
+      return;
+    }
+    case "attach_interface_done":
+    case "detach_interface_done": {
+      const outcome = await (report.kind === "attach_interface_done" ? attachDone : detachDone)(report);
+      log.info(`compute_events.${report.kind}`, {
+        instance_uuid: report.instance_uuid,
+        request_id: report.request_id,
+        port_id: report.port_id,
+        ok: report.ok,
+        outcome,
       });
       return;
     }

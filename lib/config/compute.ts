@@ -79,6 +79,20 @@ export const COMPUTE_OPTIONS: readonly ConfigOption[] = [
     { defaultText: "<instances_path>/_base" },
   ),
   agentOpt(
+    "libvirt",
+    "device_detach_attempts",
+    "int",
+    8,
+    "How many times a device (an interface) is asked off a running guest before its detach fails, each waiting device_detach_timeout for the guest to let it go. As Nova's.",
+  ),
+  agentOpt(
+    "libvirt",
+    "device_detach_timeout",
+    "int",
+    20,
+    "Seconds each request to detach a device from a running guest waits for the guest to let it go. As Nova's.",
+  ),
+  agentOpt(
     "image_cache",
     "manager_interval",
     "int",

@@ -1,4 +1,5 @@
-// Nova's [quota] options (nova/conf/quota.py).
+// Nova's [quota] options (nova/conf/quota.py), and Neutron's [quotas] for what the Networking
+// front counts (neutron/conf/quota.py).
 import type { ConfigOption } from "./option.js";
 
 /** Nova's [quota] defaults (nova/conf/quota.py); lib/quotas/quotas.ts reasons about them. */
@@ -44,3 +45,25 @@ export const QUOTA_OPTIONS: readonly ConfigOption[] = Object.entries(NOVA_QUOTA_
     };
   },
 );
+
+/**
+ * Neutron's [quotas] quota_security_group and quota_security_group_rule (neutron/conf/quota.py:
+ * 10 and 100): the security groups and rules a project may have, the default group and its rules
+ * counted (lib/network/store/security-groups.ts). Neutron's other quotas are not enforced here.
+ */
+export const NEUTRON_QUOTA_OPTIONS: readonly ConfigOption[] = [
+  ["security_group", 10, "security groups"],
+  ["security_group_rule", 100, "security group rules"],
+].map(([resource, value, what]) => ({
+  key: `neutron_quota_${resource}`,
+  group: "quotas",
+  name: `quota_${resource}`,
+  nova: true,
+  env: `NOVALESS_NEUTRON_QUOTA_${String(resource).toUpperCase()}`,
+  kind: "int" as const,
+  default: value as number,
+  min: -1,
+  lenient: true,
+  help: `Number of ${what} allowed per project in the Networking front (Neutron's option; -1: unlimited); an invalid value is ignored.`,
+  topic: "quota" as const,
+}));

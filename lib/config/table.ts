@@ -7,7 +7,7 @@ import { IDENTITY_OPTIONS } from "./identity.js";
 import { OBSERVABILITY_OPTIONS } from "./observability.js";
 import type { ConfigOption } from "./option.js";
 import { PLACEMENT_OPTIONS } from "./placement.js";
-import { QUOTA_OPTIONS } from "./quota.js";
+import { NEUTRON_QUOTA_OPTIONS, QUOTA_OPTIONS } from "./quota.js";
 import { RESOURCE_OPTIONS } from "./resources.js";
 import { SCHEDULER_OPTIONS } from "./scheduler.js";
 
@@ -21,6 +21,7 @@ export const OPTIONS: readonly ConfigOption[] = [
   ...PLACEMENT_OPTIONS,
   ...OBSERVABILITY_OPTIONS,
   ...QUOTA_OPTIONS,
+  ...NEUTRON_QUOTA_OPTIONS,
   ...DEPLOYMENT_OPTIONS,
   ...RESOURCE_OPTIONS,
 ];

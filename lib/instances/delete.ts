@@ -7,7 +7,7 @@ import { release } from "../placement/claims.js";
 import { getHost } from "../placement/hosts.js";
 import { isServiceUp } from "../placement/liveness.js";
 import { OPEN_MIGRATION_STATUSES, updateMigration } from "./migrations.js";
-import { deallocateForInstance } from "./networking.js";
+import { deallocateForInstance, holdsPorts } from "./networking.js";
 import { markDeletedReleasing } from "./quota-release.js";
 import { deleteServerImage } from "./snapshot.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
@@ -71,7 +71,7 @@ export async function deleteServer(
   }
   if (rec.migration) await endMoveOnDelete(rec, requestId);
   // Nova's deallocate_for_instance: the ports it made go, the user's are unbound
-  if (rec.requested_networks?.length) await deallocateForInstance({ ...rec, deleted: true });
+  if (holdsPorts(rec)) await deallocateForInstance({ ...rec, deleted: true });
   // Nova's delete of a shelved server deletes its shelve's snapshot too
   if (rec.shelve?.image_id) await deleteServerImage(rec.shelve.image_id);
   log.info("instance.deleted", {

@@ -2,7 +2,7 @@
 // (and its key pair's public key, which Nova also passes to the driver) travels with the cast.
 import { getKeypair } from "../catalog/keypairs.js";
 import type { GuestSpec } from "../compute/drivers/driver.js";
-import { guestPortsOf } from "./networking.js";
+import { guestPortsOf } from "./guest-ports.js";
 import type { InstanceRecord } from "./types.js";
 
 /** The guest of `r`, with `key_data` when its key pair still exists (Nova keeps the key's text on the instance). */

@@ -6,23 +6,30 @@
 // the i-th requested network has an id derived from the instance and i, so a re-run, a reschedule
 // or a delete finds it whether or not the record came to name it.
 import { createHash } from "node:crypto";
-import type { GuestPort } from "../compute/drivers/driver.js";
 import { NetworkingError } from "../network/cidr.js";
 import { allocate, type FixedIpRequest, generatedMac, subnetFor, subnetsOf } from "../network/ports.js";
 import { addressHolder, freeAddress } from "../network/store/addresses.js";
-import { bindPort, createPort, deletePort, type PortBinding } from "../network/store/ports.js";
+import {
+  bindPort,
+  createPort,
+  deletePort,
+  type PortBinding,
+  securityGroupsOf,
+} from "../network/store/ports.js";
+import { ensureDefaultSecurityGroup } from "../network/store/security-groups.js";
 import {
   type FixedIp,
   getNetwork,
   getPort,
-  getSubnet,
   listNetworks,
   type Network,
   type NewPort,
   type Port,
   type Subnet,
 } from "../network/store/table.js";
+import type { Membership } from "./port-filters.js";
 import { getInstance } from "./queries.js";
+import { refreshPortFilters } from "./security-group-refresh.js";
 import { transition } from "./transition.js";
 import type { InstanceRecord, NetworkRequest, Vif } from "./types.js";
 
@@ -53,13 +60,13 @@ export interface Asker {
 }
 
 /** _get_available_networks: the project's own networks (up) and the shared ones. */
-async function availableNetworks(project: string): Promise<Network[]> {
+export async function availableNetworks(project: string): Promise<Network[]> {
   return (await listNetworks())
     .filter((n) => n.shared === true || (n.project_id === project && n.admin_state_up !== false))
     .sort((a, b) => a.id.localeCompare(b.id));
 }
 
-const visibleNetwork = (n: Network | undefined, who: Asker): n is Network =>
+export const visibleNetwork = (n: Network | undefined, who: Asker): n is Network =>
   n !== undefined && (who.isAdmin || n.shared === true || n.project_id === who.project_id);
 
 /**
@@ -165,8 +172,11 @@ async function checkFixedIpFree(network: Network, address: string): Promise<void
   throw refused400(`Fixed IP address ${address} is already in use on instance ${port?.device_id ?? ""}.`);
 }
 
-/** The id of the port Nova makes for an instance's i-th requested network (a UUID, stable). */
-export function portIdFor(instanceId: string, index: number): string {
+/**
+ * The id of the port Nova makes for an instance's i-th requested network, or for an interface
+ * attach (`attach/<request id>`): a UUID, stable.
+ */
+export function portIdFor(instanceId: string, index: number | string): string {
   const h = createHash("sha256").update(`novaless-port/${instanceId}/${index}`).digest("hex");
   // shaped as a version 5 (name-based) UUID
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
@@ -180,7 +190,11 @@ const stamp = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
  * message is Nova's reason.
  */
 export class NetworkAllocationFailed extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** Neutron's refusal (IpAddressAlreadyAllocated, …), when Neutron refused */
+    readonly type?: string,
+  ) {
     super(message);
     this.name = "NetworkAllocationFailed";
   }
@@ -208,40 +222,76 @@ export async function allocateForInstance(
     binding_attempt: rec.attempt,
   };
   const vifs: Vif[] = [];
-  for (const [i, req] of requests.entries()) vifs.push(await allocateOne(rec, i, req, binding, now));
+  const joined: Membership[] = [];
+  for (const [i, req] of requests.entries())
+    vifs.push(await allocatePort(rec, portIdFor(rec.id, i), req, binding, now, joined));
+  // the servers of the groups naming these ports' groups as remote admit their addresses now
+  await refreshPortFilters({ joined }, rec.request_id);
   if (await recordNetworkInfo(rec.id, vifs)) return vifs;
   // deleted meanwhile: its delete may have looked for ports before these were made
   await deallocateForInstance({ ...rec, deleted: true });
   return undefined;
 }
 
-/** The i-th request's port, made or bound; Neutron's refusals as Nova's reasons. */
-async function allocateOne(
+/**
+ * The security groups and port security a port Nova makes on `network` gets (Neutron applies
+ * them at the port's create): the create's groups, or the project's default group; none on a
+ * network without port security, where asking for groups is Nova's SecurityGroupCannotBeApplied.
+ */
+async function portSecurityFor(
   rec: InstanceRecord,
-  i: number,
+  network: Network,
+  now: Date,
+): Promise<{ port_security_enabled: boolean; security_groups: string[] }> {
+  const asked = rec.requested_security_groups ?? [];
+  if (network.port_security_enabled === false) {
+    if (asked.some((g) => g !== "default"))
+      throw new NetworkAllocationFailed(
+        "Network requires port_security_enabled and subnet associated in order to apply security groups.",
+      );
+    return { port_security_enabled: false, security_groups: [] };
+  }
+  const groups: string[] = [];
+  // Nova's _clean_security_groups: only `default` asked is nothing asked (Neutron's default applies)
+  for (const g of asked.length && !(asked.length === 1 && asked[0] === "default") ? asked : ["default"])
+    groups.push(g === "default" ? await ensureDefaultSecurityGroup(rec.project_id, stamp(now)) : g);
+  return { port_security_enabled: true, security_groups: [...new Set(groups)] };
+}
+
+/**
+ * One request's port, made (with id `id`) or bound; Neutron's refusals as Nova's reasons. A
+ * build's ports and an interface attach's are made here, so each gets what a server's port gets
+ * (its groups among them). The memberships it writes are appended to `joined`, for the caller to
+ * tell the hosts once the port is the server's.
+ */
+export async function allocatePort(
+  rec: InstanceRecord,
+  id: string,
   req: NetworkRequest,
   binding: PortBinding,
   now: Date,
+  joined: Membership[] = [],
 ): Promise<Vif> {
   // the API saw it; its port's transaction is conditioned on it still being there
   const network = await getNetwork(req.network_id, true);
-  if (!network) throw new NetworkAllocationFailed(`Network ${req.network_id} could not be found.`);
+  if (!network)
+    throw new NetworkAllocationFailed(`Network ${req.network_id} could not be found.`, "NetworkNotFound");
   try {
     let port: Port | undefined;
     if (req.port_id) {
       port = await bindPort(req.port_id, binding, rec.id);
       if (!port) {
         const current = await getPort(req.port_id);
-        throw new NetworkAllocationFailed(
-          current ? `Port ${req.port_id} is still in use.` : `Port id ${req.port_id} could not be found.`,
-        );
+        throw current
+          ? new NetworkAllocationFailed(`Port ${req.port_id} is still in use.`, "PortInUse")
+          : new NetworkAllocationFailed(`Port id ${req.port_id} could not be found.`, "PortNotFound");
       }
     } else {
-      const id = portIdFor(rec.id, i);
       const wanted = req.fixed_ip === undefined ? undefined : [{ ip_address: req.fixed_ip }];
       // Its addresses are won first and the port written whole, bound, in one create: a build's
       // port costs one write of its item and of each index entry, not one per step.
       const won = await allocate({ unwritten: id }, network, wanted);
+      const security = await portSecurityFor(rec, network, now);
       port = await createNovaPort({
         id,
         network_id: network.id,
@@ -250,11 +300,14 @@ async function allocateOne(
         description: "",
         admin_state_up: true,
         ...binding,
+        ...security,
         revision_number: 0,
         created_at: stamp(now),
         fixed_ips: won,
       });
       if (!port) port = await takeEarlierPort(rec, id, binding, network, wanted, won);
+      // (an earlier run's port too: that run may have ended before it told the hosts)
+      for (const g of securityGroupsOf(port)) joined.push([g, id]);
     }
     return vifOf(port, network, req, !req.port_id);
   } catch (e) {
@@ -264,6 +317,7 @@ async function allocateOne(
       e.type === "IpAddressGenerationFailure"
         ? `No fixed IP addresses available for network: ${network.id}`
         : e.message,
+      e.type,
     );
   }
 }
@@ -281,7 +335,7 @@ async function takeEarlierPort(
   won: FixedIp[],
 ): Promise<Port> {
   const port = await bindPort(id, binding, rec.id);
-  if (!port) throw new NetworkAllocationFailed(`Port ${id} is still in use.`);
+  if (!port) throw new NetworkAllocationFailed(`Port ${id} is still in use.`, "PortInUse");
   const holds = (f: FixedIp) =>
     port.fixed_ips.some((g) => g.subnet_id === f.subnet_id && g.ip_address === f.ip_address);
   for (const f of won) if (!holds(f)) await freeAddress(f.subnet_id, f.ip_address, id);
@@ -294,7 +348,9 @@ async function takeEarlierPort(
  * A port with a MAC of Neutron's base (a MAC another port of the network has is drawn again): the
  * port as written, or undefined when one has its id already.
  */
-async function createNovaPort(port: NewPort & { fixed_ips: FixedIp[] }): Promise<Port | undefined> {
+async function createNovaPort(
+  port: NewPort & { fixed_ips: FixedIp[]; security_groups: string[] },
+): Promise<Port | undefined> {
   for (let tries = 1; ; tries++) {
     try {
       const made = { ...port, mac_address: generatedMac() };
@@ -305,13 +361,14 @@ async function createNovaPort(port: NewPort & { fixed_ips: FixedIp[] }): Promise
   }
 }
 
-function vifOf(port: Port, network: Network, req: NetworkRequest, made: boolean): Vif {
+export function vifOf(port: Port, network: Network, req: NetworkRequest, made: boolean): Vif {
   return {
     port_id: port.id,
     network_id: network.id,
     network_name: network.name,
     mac_address: String(port.mac_address),
     fixed_ips: vifAddresses(port),
+    ...(securityGroupsOf(port).length ? { security_groups: securityGroupsOf(port) } : {}),
     preexisting: !made,
     ...(req.tag === undefined ? {} : { tag: req.tag }),
   };
@@ -326,82 +383,85 @@ function vifAddresses(port: Port): Vif["fixed_ips"] {
   }));
 }
 
-/** The network info cache on the record (Nova's instance_info_caches), while the server lives. */
-function recordNetworkInfo(id: string, vifs: Vif[]): Promise<InstanceRecord | undefined> {
+/**
+ * The network info cache on the record (Nova's instance_info_caches), while the server lives;
+ * with `over`, only while it is still that list (each VIF's port and detach mark where they were
+ * read: an interface attach appends to it and a detach writes by index).
+ */
+function recordNetworkInfo(
+  id: string,
+  vifs: Vif[],
+  over?: readonly Vif[],
+): Promise<InstanceRecord | undefined> {
+  const values: Record<string, unknown> = { ":vifs": vifs, ":false": false };
+  const same = (over ?? []).map((v, i) => {
+    values[`:p${i}`] = v.port_id;
+    if (v.detaching === undefined)
+      return `network_info[${i}].port_id = :p${i} AND attribute_not_exists(network_info[${i}].detaching)`;
+    values[`:d${i}`] = v.detaching;
+    return `network_info[${i}].port_id = :p${i} AND network_info[${i}].detaching = :d${i}`;
+  });
+  if (over) values[":n"] = over.length;
   return transition(id, {
     set: ["network_info = :vifs"],
-    condition: "deleted = :false",
-    values: { ":vifs": vifs, ":false": false },
+    condition: ["deleted = :false", ...(over ? ["size(network_info) = :n", ...same] : [])].join(" AND "),
+    values,
   });
 }
 
 /**
- * deallocate_for_instance: delete the ports Nova made (every index of the requests, whether or
- * not the record names it yet) and unbind the user's. Idempotent. The network info is left as
- * it was on a deleted record; a live one (a failed build) is emptied.
+ * A port leaves the server (Nova's _deallocate_port_for_instance, preserve_on_delete): the port
+ * Nova made is deleted, the user's unbound and kept, with its address. Only while it is this
+ * server's (the unbind is conditioned on the device): idempotent. Answers the memberships the
+ * deleted port left.
  */
-export async function deallocateForInstance(rec: InstanceRecord, now = new Date()): Promise<void> {
-  for (const [i, req] of (rec.requested_networks ?? []).entries()) {
-    if (req.port_id) {
-      await bindPort(
-        req.port_id,
-        { device_id: "", device_owner: "", "binding:host_id": "", updated_at: stamp(now) },
-        rec.id,
-      );
-    } else {
-      await deletePort(portIdFor(rec.id, i));
-    }
+export async function releasePort(
+  instanceId: string,
+  portId: string,
+  preexisting: boolean,
+  now = new Date(),
+): Promise<Membership[]> {
+  if (!preexisting) {
+    const port = await getPort(portId);
+    // the groups it leaves: their referrers' hosts are told by the caller
+    if (await deletePort(portId))
+      return port ? securityGroupsOf(port).map((g): Membership => [g, portId]) : [];
+    return [];
   }
-  if (!rec.deleted && rec.network_info?.length) await recordNetworkInfo(rec.id, []);
+  // the user's port keeps its groups (and stays their member) unbound
+  await bindPort(
+    portId,
+    { device_id: "", device_owner: "", "binding:host_id": "", updated_at: stamp(now) },
+    instanceId,
+  );
+  return [];
 }
 
 /**
- * The host's view of the server's ports (Nova's network_info as the driver gets it): each VIF
- * with its subnets' gateway, DNS and routes, and the segment it is bridged to.
+ * deallocate_for_instance: delete the ports Nova made (every index of the requests, whether or
+ * not the record names it yet, and those interface attaches made) and unbind the user's (those
+ * the create named and those attached since, or still being attached). Idempotent. The network
+ * info is left as it was on a deleted record; a live one (a failed build) is emptied.
  */
-export async function guestPortsOf(rec: Pick<InstanceRecord, "network_info">): Promise<GuestPort[]> {
-  const vifs = rec.network_info ?? [];
-  if (vifs.length === 0) return [];
-  const networks = new Map<string, Network | undefined>();
-  const subnets = new Map<string, Subnet | undefined>();
-  const out: GuestPort[] = [];
-  for (const vif of vifs) {
-    // the server's own network and subnets, made before it: read as settled
-    if (!networks.has(vif.network_id)) networks.set(vif.network_id, await getNetwork(vif.network_id, true));
-    const network = networks.get(vif.network_id);
-    const fixed_ips: GuestPort["fixed_ips"] = [];
-    for (const f of vif.fixed_ips) {
-      if (!subnets.has(f.subnet_id)) subnets.set(f.subnet_id, await getSubnet(f.subnet_id, true));
-      const s = subnets.get(f.subnet_id);
-      if (!s) continue;
-      fixed_ips.push({
-        subnet_id: f.subnet_id,
-        ip_address: f.ip_address,
-        version: f.version,
-        cidr: s.cidr,
-        gateway_ip: s.gateway_ip,
-        dns_nameservers: (s.dns_nameservers as string[] | undefined) ?? [],
-        host_routes: (s.host_routes as { destination: string; nexthop: string }[] | undefined) ?? [],
-      });
-    }
-    const type = network?.["provider:network_type"] === "vlan" ? "vlan" : "flat";
-    out.push({
-      port_id: vif.port_id,
-      network_id: vif.network_id,
-      network_name: vif.network_name,
-      mac_address: vif.mac_address,
-      fixed_ips,
-      network_type: type,
-      physical_network: (network?.["provider:physical_network"] as string | null | undefined) ?? null,
-      segmentation_id:
-        type === "vlan"
-          ? ((network?.["provider:segmentation_id"] as number | null | undefined) ?? null)
-          : null,
-      mtu: (network?.mtu as number | undefined) ?? 1500,
-    });
-  }
-  return out;
+export async function deallocateForInstance(rec: InstanceRecord, now = new Date()): Promise<void> {
+  const ports = new Map<string, boolean>();
+  for (const [i, req] of (rec.requested_networks ?? []).entries())
+    ports.set(req.port_id ?? portIdFor(rec.id, i), Boolean(req.port_id));
+  for (const vif of rec.network_info ?? []) ports.set(vif.port_id, vif.preexisting);
+  for (const a of Object.values(rec.actions ?? {}))
+    if (a.interface?.state === "pending") ports.set(a.interface.port_id, a.interface.preexisting);
+  const left: Membership[] = [];
+  for (const [id, preexisting] of ports) left.push(...(await releasePort(rec.id, id, preexisting, now)));
+  if (!rec.deleted && rec.network_info?.length) await recordNetworkInfo(rec.id, []);
+  // the servers of the groups naming those ports' groups as remote no longer admit their addresses
+  await refreshPortFilters({ left }, rec.request_id);
 }
+
+/** Whether a server has ports to give back at its delete: requested, attached, or being attached. */
+export const holdsPorts = (rec: InstanceRecord): boolean =>
+  Boolean(rec.requested_networks?.length) ||
+  Boolean(rec.network_info?.length) ||
+  Object.values(rec.actions ?? {}).some((a) => a.interface?.state === "pending");
 
 /**
  * The server's ports follow it (Nova's migrate_instance_finish, setup_networks_on_host): bound to
@@ -432,13 +492,24 @@ export async function rebindPorts(rec: InstanceRecord, now = new Date()): Promis
  * a port's addresses are its own now). A server that is gone or names no port is left alone.
  */
 export async function refreshNetworkInfo(instanceId: string): Promise<void> {
-  const rec = await getInstance(instanceId);
-  if (!rec || rec.deleted || !rec.network_info?.length) return;
-  const vifs: Vif[] = [];
-  for (const vif of rec.network_info) {
-    const port = await getPort(vif.port_id);
-    if (!port || port.device_id !== rec.id) continue;
-    vifs.push({ ...vif, fixed_ips: vifAddresses(port) });
+  for (let tries = 0; tries < REFRESH_TRIES; tries++) {
+    const rec = await getInstance(instanceId);
+    if (!rec || rec.deleted || !rec.network_info?.length) return;
+    const vifs: Vif[] = [];
+    for (const vif of rec.network_info) {
+      const port = await getPort(vif.port_id);
+      if (!port || port.device_id !== rec.id) continue;
+      const { security_groups: _had, ...rest } = vif;
+      const groups = securityGroupsOf(port);
+      vifs.push({
+        ...rest,
+        fixed_ips: vifAddresses(port),
+        ...(groups.length ? { security_groups: groups } : {}),
+      });
+    }
+    if (await recordNetworkInfo(rec.id, vifs, rec.network_info)) return;
   }
-  await recordNetworkInfo(rec.id, vifs);
 }
+
+/** Tries of a refresh whose network info an interface attach or detach changed meanwhile. */
+const REFRESH_TRIES = 5;

@@ -120,7 +120,10 @@ export type ActionName =
   | "resetState"
   // Nova's instance_actions.CREATE_IMAGE and BACKUP
   | "createImage"
-  | "createBackup";
+  | "createBackup"
+  // Nova's instance_actions.ATTACH_INTERFACE and DETACH_INTERFACE
+  | "attach_interface"
+  | "detach_interface";
 
 /** Nova's Migration.migration_type. */
 export type MigrationType = "migration" | "resize" | "live-migration" | "evacuation";
@@ -286,6 +289,25 @@ export interface InstanceAction {
   message: string | null;
   /** keyed `${event}#${attempt}` so a repeated write of the same event is idempotent */
   events: Record<string, ActionEvent>;
+  /** an attach_interface's port, from its accept until its host's report settles it (never shown) */
+  interface?: InterfaceAttachment;
+}
+
+/**
+ * The port an interface attach is about (lib/instances/interfaces.ts), kept on its action: written
+ * before the port is made or bound, so that a delete, a failed report or a timed-out API finds it
+ * whatever the attach came to.
+ */
+export interface InterfaceAttachment {
+  port_id: string;
+  network_id: string;
+  /** false: Nova made the port (deleted when the attach fails); true: the user's (unbound) */
+  preexisting: boolean;
+  tag?: string;
+  /** pending until the host's report: attached (in the network info) or failed (the port freed) */
+  state: "pending" | "attached" | "failed";
+  /** why it failed: the driver has no hot-plug (Nova's 400), or the host could not (500) */
+  error?: "not_supported" | "failed";
 }
 
 export interface InstanceRecord {
@@ -311,6 +333,12 @@ export interface InstanceRecord {
   key_name?: string | null;
   /** the create's `networks`, resolved by the API (lib/instances/networking.ts); absent: none */
   requested_networks?: NetworkRequest[];
+  /**
+   * The create's security_groups, resolved by the API to the project's groups' ids (`default`
+   * kept as the name: the conductor makes the project's default group if it is not there);
+   * absent: Nova's default, the project's default group
+   */
+  requested_security_groups?: string[];
   /** the ports the server is bound to (Nova's network info cache): the views' `addresses` */
   network_info?: Vif[];
   /** Nova's accessIPv4/accessIPv6: addresses the user records for the server (create, PUT) */
@@ -437,7 +465,11 @@ export interface Vif {
   network_name: string;
   mac_address: string;
   fixed_ips: { subnet_id: string; ip_address: string; version: 4 | 6 }[];
+  /** the port's security groups' ids, as the views show them (absent: none, or from before them) */
+  security_groups?: string[];
   /** false: Nova made it and deletes it; true: the user's, only unbound */
   preexisting: boolean;
   tag?: string;
+  /** a detach_interface of it is under way: that request's id (its host's report ends it) */
+  detaching?: string;
 }

@@ -128,6 +128,22 @@ export const guestSpec = z.object({
 });
 
 /**
+ * API or conductor → the host of a server whose ports' filters changed (Nova's compute RPC
+ * refresh_instance_security_rules; Neutron's security group agent RPC in spirit): a rule was added
+ * or deleted, a port joined or left a group, or a remote group's members changed. It carries the
+ * server's ports with their fresh filters, so the host reads no database; enforcing them again
+ * is idempotent. `computed_at` (epoch ms) orders them: a host ignores one older than what it
+ * applied last (SQS may deliver two out of order). No report answers it.
+ */
+export const refreshInstanceSecurityRulesV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("refresh_instance_security_rules"),
+  ...castTo,
+  ports: z.array(guestPort),
+  computed_at: z.number().int().min(0),
+});
+
+/**
  * compute-events → compute: the build this host reported taking is fenced and recorded as
  * spawning; here is what to build. Hosts read no database, so the guest comes with it.
  */
@@ -281,6 +297,31 @@ export const triggerCrashDumpV1 = z.object({
 });
 
 /**
+ * API → compute: Nova's attach_interface, a port hot-plugged into the guest (a stopped guest gets
+ * it in its definition only). The port is made (or the user's bound) to this host already; the
+ * host's report settles the attachment, and a failure's port is freed by compute-events.
+ */
+export const attachInterfaceV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("attach_interface"),
+  ...castTo,
+  port: guestPort,
+  /** the device tag asked for (2.49) */
+  tag: z.string().min(1).optional(),
+});
+
+/**
+ * API → compute: Nova's detach_interface, the port's NIC unplugged from the guest (and from its
+ * definition). compute-events then deletes the port Nova made, or unbinds the user's.
+ */
+export const detachInterfaceV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("detach_interface"),
+  ...castTo,
+  port: guestPort,
+});
+
+/**
  * The conductor → the host it chose for a shelved-offloaded server (Nova's unshelve_instance):
  * create the guest from its shelved image. `unshelve_uuid` and `attempt` fence it, as a move's
  * migration and attempt do; a redelivered cast of one done here is only reported again.
@@ -368,7 +409,10 @@ export type GetConsoleOutput = z.infer<typeof getConsoleOutputV1>;
 export type GetDiagnostics = z.infer<typeof getDiagnosticsV1>;
 export type SnapshotInstance = z.infer<typeof snapshotInstanceV1>;
 export type ShelveInstance = z.infer<typeof shelveInstanceV1>;
+export type RefreshInstanceSecurityRules = z.infer<typeof refreshInstanceSecurityRulesV1>;
 export type TriggerCrashDump = z.infer<typeof triggerCrashDumpV1>;
+export type AttachInterface = z.infer<typeof attachInterfaceV1>;
+export type DetachInterface = z.infer<typeof detachInterfaceV1>;
 export type UnshelveInstance = z.infer<typeof unshelveInstanceV1>;
 export type LiveMigrationStepMessage =
   | z.infer<typeof preLiveMigrationV1>
@@ -394,6 +438,9 @@ export type ComputeMessage =
   | ShelveInstance
   | UnshelveInstance
   | TriggerCrashDump
+  | AttachInterface
+  | DetachInterface
+  | RefreshInstanceSecurityRules
   | LiveMigrationControl
   | MoveStepMessage;
 
@@ -428,6 +475,9 @@ const OTHER_CASTS = [
   shelveInstanceV1,
   unshelveInstanceV1,
   triggerCrashDumpV1,
+  attachInterfaceV1,
+  detachInterfaceV1,
+  refreshInstanceSecurityRulesV1,
   ...MOVE_MESSAGES,
 ] as const;
 

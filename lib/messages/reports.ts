@@ -284,6 +284,29 @@ export const crashDumpDoneReport = z.object({
   details: z.string().nullable(),
 });
 
+/**
+ * An attach_interface or detach_interface done (or not) on this host, for the request that asked
+ * it. `not_supported`: the driver has no hot-plug (Nova's AttachInterfaceNotSupported).
+ */
+const interfaceDone = {
+  ...base,
+  request_id: z.string().min(1),
+  instance_uuid: uuid,
+  port_id: uuid,
+  started_at: z.string().datetime(),
+  ok: z.boolean(),
+  not_supported: z.boolean().optional(),
+  details: z.string().nullable(),
+};
+export const attachInterfaceDoneReport = z.object({
+  ...interfaceDone,
+  kind: z.literal("attach_interface_done"),
+});
+export const detachInterfaceDoneReport = z.object({
+  ...interfaceDone,
+  kind: z.literal("detach_interface_done"),
+});
+
 /** A shelve's snapshot moved on (Nova's shelving_image_pending_upload, then _uploading). */
 export const shelveProgressReport = z.object({
   ...base,
@@ -375,6 +398,8 @@ export const computeReport = z.discriminatedUnion("kind", [
   shelveProgressReport,
   unshelveDoneReport,
   crashDumpDoneReport,
+  attachInterfaceDoneReport,
+  detachInterfaceDoneReport,
 ]);
 
 export type ComputeReport = z.infer<typeof computeReport>;
@@ -389,6 +414,9 @@ export type ShelveDoneReport = z.infer<typeof shelveDoneReport>;
 export type UnshelveDoneReport = z.infer<typeof unshelveDoneReport>;
 export type ShelveProgressReport = z.infer<typeof shelveProgressReport>;
 export type CrashDumpDoneReport = z.infer<typeof crashDumpDoneReport>;
+export type InterfaceDoneReport =
+  | z.infer<typeof attachInterfaceDoneReport>
+  | z.infer<typeof detachInterfaceDoneReport>;
 export type LiveMigrationProgressReport = z.infer<typeof liveMigrationProgressReport>;
 export type SnapshotProgressReport = z.infer<typeof snapshotProgressReport>;
 export type SnapshotDoneReport = z.infer<typeof snapshotDoneReport>;

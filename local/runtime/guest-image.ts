@@ -59,6 +59,8 @@ export async function seedGuestImage(api: string): Promise<void> {
     body: JSON.stringify({
       id: GUEST_IMAGE_ID,
       name: GUEST_IMAGE_NAME,
+      // every project boots it, as an operator's `openstack image create --public`
+      visibility: "public",
       disk_format: "qcow2",
       container_format: "bare",
       min_disk: 1,

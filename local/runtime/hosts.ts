@@ -291,6 +291,8 @@ async function createHosts(
           instancesPath: lv.instancesPath,
           imagesPath: lv.imagesPath,
           linuxBridgeMappings: lv.bridgeMappings,
+          // its taps, and so their nftables rules, are in the host's namespace
+          netns: lv.netns,
           shutdownTimeoutSeconds: 10,
         })
       : ExecDriver

@@ -11,6 +11,7 @@ import { resetCatalogCache, seedCatalog } from "../../lib/catalog/repo.js";
 import { resetHostManagers } from "../../lib/conductor/select-destinations.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
 import { seedPublicNetwork } from "../../lib/network/seed.js";
+import { indexPortDevices } from "../../lib/network/store/ports.js";
 import { BUILD_REQUESTS_QUEUE } from "../../lib/resources.js";
 import { applyEnv, type Emulators } from "../emulators.js";
 import type { FunctionUrlHandler } from "../iam/function-urls.js";
@@ -130,5 +131,7 @@ export async function deployResources(
 export async function seedData(opts: RuntimeOptions): Promise<void> {
   await seedCatalog();
   await seedIdentity({ adminPassword: "admin-secret", demo: true });
+  // ports an older release wrote get their by-device key (a kept table's)
+  await indexPortDevices();
   if (opts.seedNetwork) await seedPublicNetwork();
 }

@@ -5,8 +5,8 @@
 // at the versions OSC needs for `migrate --host`, `--live-migration --host` and the in-progress
 // migration's commands); evacuate once at the end, its host stopped and forced down. Servers get
 // their addresses on the seeded network `public` (the Networking front's own commands are in
-// network-cli.test.ts). Not here, for a real reason: volumes (no Cinder), floating IPs and
-// security groups (none in the Networking front), console.
+// network-cli.test.ts, security groups in security-group-cli.test.ts). Not here, for a real
+// reason: volumes (no Cinder), floating IPs (none in the Networking front), console.
 import { createHash, randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -136,6 +136,65 @@ describe.skipIf(missing("openstack"))("the openstack CLI against novaless", () =
     const left: Json[] = await cloud.openstack(["image", "list"]);
     expect(left.filter((i) => String(i.Name).startsWith("bad"))).toEqual([]);
     await cloud.openstack(["image", "delete", created.id], { json: false });
+  });
+
+  it("a member's image: image create --private --file (Glance's default policy lets members), image set --property and --min-ram (Glance's PATCH), unset, boots its server, image delete; --public is the admin's", async () => {
+    const demo = { cloud: "demo" as const };
+    const file = join(cloud.dir, "member.raw");
+    await writeFile(file, Buffer.alloc(1024, "*"));
+    const name = unique("member-image");
+    const created = await cloud.openstack(
+      [
+        "image",
+        "create",
+        "--private",
+        "--disk-format",
+        "raw",
+        "--container-format",
+        "bare",
+        "--property",
+        "os_distro=cirros",
+        "--file",
+        file,
+        name,
+      ],
+      demo,
+    );
+    expect(created).toMatchObject({ name, visibility: "private" });
+    await cloud.openstack(
+      [
+        "image",
+        "set",
+        "--property",
+        "os_version=1",
+        "--property",
+        "os_distro=ubuntu",
+        "--min-ram",
+        "64",
+        name,
+      ],
+      { ...demo, json: false },
+    );
+    await cloud.openstack(["image", "unset", "--property", "os_version", name], { ...demo, json: false });
+    const shown = await cloud.openstack(["image", "show", name], demo);
+    expect(shown).toMatchObject({ status: "active", size: 1024, min_ram: 64, visibility: "private" });
+    expect(shown.properties).toMatchObject({ os_distro: "ubuntu" });
+    expect(shown.properties).not.toHaveProperty("os_version");
+    // its project lists it
+    expect((await cloud.openstack(["image", "list", "--name", name], demo)).length).toBe(1);
+    const server = await cloud.openstack(
+      ["server", "create", "--flavor", "m1.tiny", "--image", name, "--nic", "none", "--wait", unique("vm")],
+      { ...demo, version: "2.79" },
+    );
+    expect(server.status).toBe("ACTIVE");
+    await cloud.openstack(["server", "delete", "--wait", server.id], { ...demo, json: false });
+    const publicized = await cloud.openstackFails(
+      ["image", "create", "--public", "--disk-format", "raw", "--container-format", "bare", unique("pub")],
+      demo,
+    );
+    expect(publicized.stderr).toMatch(/403/);
+    await cloud.openstack(["image", "delete", name], { ...demo, json: false });
+    expect(await cloud.openstack(["image", "list", "--name", name], demo)).toEqual([]);
   });
 
   it("at 2.92 Nova generates no keypair: create without --public-key is refused", async () => {

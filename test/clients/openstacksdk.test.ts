@@ -66,6 +66,27 @@ describe.skipIf(missing("openstacksdk"))("openstacksdk against novaless", () => 
       },
     );
 
+    // what the cloud layer's auto_ip path and Ansible's server facts read: no routers (an empty
+    // list, not a 404), no external network, so no floating IP is needed or found
+    it.skipIf(version !== "latest")(
+      "the auto_ip paths: routers an empty list, ports by device_id, no external network or floating IP",
+      async () => {
+        const r = await cloud.sdk("auto-ip-paths", [unique("sdk-auto"), "m1.tiny", "cirros"], as("demo"));
+        expect(r.routers).toEqual([]);
+        expect(r.routers_filtered).toEqual([]);
+        expect(r.external_ipv4).toEqual([]);
+        expect(r.floating_networks).toEqual([]);
+        // routers were listed (a 404 would have raised its own error): none has a gateway
+        expect(r.floating_network).toBe("ResourceNotFound: unable to find an external network");
+        expect(r.needs_floating_ip).toBe(false);
+        expect(r.ports).toHaveLength(1);
+        expect(r.floating_ips).toEqual([]);
+        // the network named `public` is the SDK's external address of last resort
+        expect(r.external_address).toMatch(/^10\.20\./);
+        expect(r.router_show).toMatch(/Router 00000000-0000-4000-8000-000000000000 could not be found/);
+      },
+    );
+
     it("keypairs: create (generated), list, show, delete", async () => {
       const name = unique("sdk-key");
       const r = await cloud.sdk("keypairs", [name], as("demo"));

@@ -69,6 +69,38 @@ def soft_delete(conn, name, flavor, image):
     return {"soft": plain(soft), "listed": listed}
 
 
+def auto_ip_paths(conn, name, flavor, image):
+    """What the cloud layer's auto_ip and server-facts paths (Ansible's openstack.cloud) read
+    about a server: its ports by device_id, the external networks, routers (for an external
+    gateway when no network is external), floating IPs, the server's external address."""
+    from openstack.cloud import meta
+
+    server = conn.create_server(name, image=image, flavor=flavor, wait=True, timeout=120)
+    try:
+        result = {
+            "routers": [plain(r) for r in conn.list_routers()],
+            "routers_filtered": [plain(r) for r in conn.network.routers(name="r", is_admin_state_up=True)],
+            "external_ipv4": [n.name for n in conn.get_external_ipv4_networks()],
+            "floating_networks": [n.name for n in conn.get_external_ipv4_floating_networks()],
+            "needs_floating_ip": conn._needs_floating_ip(server, None),
+            "ports": [p.id for p in conn.search_ports(filters={"device_id": server.id})],
+            "floating_ips": [plain(f) for f in conn.list_floating_ips()],
+            "external_address": meta.get_server_external_ipv4(conn, server),
+        }
+        try:
+            conn._get_floating_network_id()
+            result["floating_network"] = "found"
+        except openstack.exceptions.SDKException as e:
+            result["floating_network"] = f"{type(e).__name__}: {e}"
+        try:
+            conn.network.get_router("00000000-0000-4000-8000-000000000000")
+        except openstack.exceptions.NotFoundException as e:
+            result["router_show"] = str(e)
+        return result
+    finally:
+        conn.delete_server(server.id, wait=True, timeout=120)
+
+
 def _at_least(conn, version):
     """Whether the microversion this run asked for is `version` or later."""
     if VERSION == "latest":
@@ -137,6 +169,7 @@ OPERATIONS = {
     "aggregates": aggregates,
     "create-server-wait": create_server_wait,
     "soft-delete": soft_delete,
+    "auto-ip-paths": auto_ip_paths,
 }
 
 

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { detectCgroupV2, limitFiles } from "../../lib/compute/drivers/cgroups.js";
-import { BuildFailure, type GuestSpec, POWER_STATE } from "../../lib/compute/drivers/driver.js";
+import { BuildFailure, type Driver, type GuestSpec, POWER_STATE } from "../../lib/compute/drivers/driver.js";
 import { EXEC_COMMAND_PROPERTY, ExecDriver, parseCommandLine } from "../../lib/compute/drivers/exec.js";
 
 const root = mkdtempSync(join(tmpdir(), "novaless-exec-"));
@@ -147,7 +147,9 @@ describe("ExecDriver", () => {
       meta: { role: "test" },
       public_keys: { k: "ssh-ed25519 AAAA test" },
     });
-    expect(d.facts()).toMatchObject({ limits_enforced: false });
+    // a process shares the host's network: its security groups are kept, not enforced
+    expect(d.facts()).toMatchObject({ limits_enforced: false, security_groups_enforced: false });
+    expect((d as Driver).applyPortFilters).toBeUndefined();
   });
 
   it("fails the build of a command that exits at once, naming its status, and of an image without a command", async () => {

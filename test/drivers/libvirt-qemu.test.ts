@@ -3,7 +3,8 @@
 // the bridges joined), the guest image the project builds (build/guest.qcow2: a kernel and a
 // busybox initramfs that reads its config drive, prints a banner and an uptime line a second on
 // its serial console, and answers ping). One host: a guest's whole life. Two hosts: a live
-// migration with its disk copied, and one aborted. Without root, QEMU, libvirtd or the image
+// migration with its disk copied, and one aborted, the guest's port filtered by its security
+// groups (nftables on its tap) all along: ping and a TCP connect admitted, refused, admitted again. Without root, QEMU, libvirtd or the image
 // they skip, saying why on stderr; with CI set they fail instead.
 import { execFileSync, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
@@ -21,6 +22,7 @@ import {
 } from "../../lib/compute/drivers/driver.js";
 import { LibvirtDriver } from "../../lib/compute/drivers/libvirt.js";
 import { tapName } from "../../lib/compute/drivers/network-data.js";
+import type { PortFilter, PortFilterRule } from "../../lib/messages/port-filter.js";
 import {
   type LibvirtHost,
   type LibvirtHosts,
@@ -140,6 +142,25 @@ const lastUptime = (console: string): number | undefined => {
 };
 
 const count = (text: string, what: string) => text.split(what).length - 1;
+
+/** A security group rule of IPv4 from anywhere, as the Networking API resolves it. */
+const sgRule = (over: Partial<PortFilterRule>): PortFilterRule => ({
+  direction: "ingress",
+  ethertype: "IPv4",
+  protocol: null,
+  port_range_min: null,
+  port_range_max: null,
+  remote_ips: ["0.0.0.0/0"],
+  ...over,
+});
+const EGRESS = sgRule({ direction: "egress" });
+const ICMP_IN = sgRule({ protocol: "icmp" });
+const TCP_8080_IN = sgRule({ protocol: "tcp", port_range_min: 8080, port_range_max: 8080 });
+const filterOf = (...rules: PortFilterRule[]): PortFilter => ({
+  port_security_enabled: true,
+  security_groups: ["0c4b7e2a-0000-4000-8000-00000000c001"],
+  rules: [EGRESS, ...rules],
+});
 const banners = (console: string, uuid: string) => count(console, `novaless-guest uuid ${uuid}`);
 
 describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through libvirtd", () => {
@@ -179,6 +200,8 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
         instancesPath: h.instancesPath,
         imagesPath: h.imagesPath,
         linuxBridgeMappings: h.bridgeMappings,
+        // the daemon's taps are in the host's namespace: so are their nftables rules
+        netns: h.netns,
         shutdownTimeoutSeconds: 20,
         // long: a power change seen at once comes from libvirt's lifecycle events, not the poll
         pollMs: 60_000,
@@ -354,14 +377,51 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     await expect(h.exec(["ip", "link", "show", tap])).rejects.toThrow(/does not exist/);
   }, 180_000);
 
-  it("two hosts: a live migration with its disk copied keeps the guest counting and answering on its address; an aborted one leaves it running on the source", async () => {
+  it("two hosts: a port's security groups enforced on its tap and refreshed (ping and TCP refused, then admitted), a live migration with its disk copied keeps the guest counting and answering on its address, its filters with it; an aborted one leaves it running on the source", async () => {
     const [ha, hb] = harness!.hosts as [LibvirtHost, LibvirtHost];
-    const g = guest(2, "mover");
+    // its port filtered: ICMP and TCP 8080 in (a listener of busybox's httpd, from user_data), all out
+    const g: GuestSpec = {
+      ...guest(2, "mover"),
+      user_data: Buffer.from("#!/bin/sh\nhttpd -p 8080 -h /\n").toString("base64"),
+    };
+    g.ports = g.ports!.map((p) => ({ ...p, filter: filterOf(ICMP_IN, TCP_8080_IN) }));
     const id = g.instance_uuid;
     const ip = g.ports![0]!.fixed_ips[0]!.ip_address;
+    const tap = tapName(g.ports![0]!.port_id);
+    const ping = (h: LibvirtHost) => h.exec(["ping", "-c1", "-W1", ip]);
+    const connect = (h: LibvirtHost, seconds = 3) =>
+      h.exec(["timeout", String(seconds), "bash", "-c", `exec 3<>/dev/tcp/${ip}/8080`]);
+    const refused = (what: Promise<unknown>) =>
+      what.then(
+        () => undefined,
+        () => true,
+      );
+    const chains = (h: LibvirtHost) => h.exec(["nft", "list", "table", "bridge", "novaless"]);
+    expect(a.facts()).toMatchObject({ security_groups_enforced: true });
     await a.spawn(g);
+    expect(await chains(ha)).toContain(`chain o-${tap}`);
     await bootOf(a, g, 0);
-    await until("ping on host-a", () => ha.exec(["ping", "-c1", "-W1", ip]));
+    await until("ping on host-a", () => ping(ha));
+    await until("TCP 8080 on host-a", () => connect(ha));
+
+    // Nova's refresh_instance_security_rules: ICMP's rule removed, ping is refused within
+    // seconds (TCP still admitted); back, ping answers again; TCP's removed, a connect times out
+    const withRules = (...rules: PortFilterRule[]) =>
+      g.ports!.map((p) => ({ ...p, filter: filterOf(...rules) }));
+    const refresh = Date.now();
+    await a.applyPortFilters(id, withRules(TCP_8080_IN));
+    await until("ping refused", () => refused(ping(ha)), 10_000);
+    console.info(
+      `${FILE}: ping refused ${((Date.now() - refresh) / 1000).toFixed(1)} s after ICMP's rule went`,
+    );
+    await connect(ha);
+    await a.applyPortFilters(id, withRules(ICMP_IN));
+    await until("ping admitted again", () => ping(ha), 10_000);
+    expect(await refused(connect(ha, 2))).toBe(true);
+    await a.applyPortFilters(id, withRules(ICMP_IN, TCP_8080_IN));
+    await until("TCP 8080 admitted again", () => connect(ha), 10_000);
+    // kept in the guest's spec: the agent's next start enforces the same
+    expect(a.specOf(id)!.ports![0]!.filter!.rules).toEqual([EGRESS, ICMP_IN, TCP_8080_IN]);
     await b.live!.preLiveMigration(g);
     const dest = { host: hb.name, ip: hb.ip, blockMigration: true };
     const job = (abort: AbortController, progress: LiveMigrationProgress[]) => ({
@@ -410,9 +470,12 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     expect(after).toBeGreaterThanOrEqual(before);
     expect(await b.consoleOutput(id)).not.toContain("SYSLINUX");
     console.info(`${FILE}: uptime ${before} on host-a before the move, ${after} on host-b after`);
-    await until("ping on host-b", () => hb.exec(["ping", "-c1", "-W1", ip]));
-    const tap = tapName(g.ports![0]!.port_id);
+    await until("ping on host-b", () => ping(hb));
+    await until("TCP 8080 on host-b", () => connect(hb));
     expect(await hb.exec(["ip", "-o", "link", "show", tap])).toContain("master br-flat");
+    // its filters came with it (pre_live_migration) and left host-a
+    expect(await chains(hb)).toContain(`chain i-${tap}`);
+    expect(await chains(ha)).not.toContain(tap);
     await expect(ha.exec(["ip", "link", "show", tap])).rejects.toThrow(/does not exist/);
 
     // and back, forced to complete: the guest is paused on host-b so the copy converges (Nova's
@@ -445,10 +508,31 @@ describe.skipIf(Boolean(why) && !process.env.CI)("LibvirtDriver on QEMU through 
     await until("uptime on host-a again", async () =>
       (lastUptime(await a.consoleOutput(id)) ?? 0) > later ? true : undefined,
     );
-    await until("ping on host-a again", () => ha.exec(["ping", "-c1", "-W1", ip]));
+    await until("ping on host-a again", () => ping(ha));
+    expect(await chains(hb)).not.toContain(tap);
+
+    // an agent's start: its guests' filters as their specs say, a gone guest's chains swept
+    await ha.exec(["nft", "add", "chain", "bridge", "novaless", "o-tapdeadbeef-00"]);
+    const restarted = new LibvirtDriver({
+      host: ha.name,
+      uri: ha.uri,
+      virtType: type,
+      instancesPath: ha.instancesPath,
+      imagesPath: ha.imagesPath,
+      linuxBridgeMappings: ha.bridgeMappings,
+      netns: ha.netns,
+      pollMs: 60_000,
+    });
+    await restarted.init();
+    await restarted.close();
+    expect(await chains(ha)).not.toContain("tapdeadbeef-00");
+    expect(await chains(ha)).toContain(`chain o-${tap}`);
+    await until("ping after the agent's start", () => ping(ha));
 
     await a.destroy(id);
     expect(a.has(id)).toBe(false);
+    // no rule left of it
+    expect(await chains(ha)).not.toContain(tap);
   }, 180_000);
 
   it("two hosts: a resize carries the disk to the other host through the bucket, grown; revert brings the original back; on its own host the disk is grown in place, the old one kept until revert or confirm", async () => {

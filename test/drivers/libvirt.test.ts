@@ -84,7 +84,13 @@ describe.skipIf(!virsh)("LibvirtDriver on test:///default", () => {
     expect(d.hypervisorType).toBe("TEST");
     expect(d.hypervisorVersion).toBeGreaterThan(0);
     expect(d.list()).toEqual([]); // test:///default's own domain "test" is not novaless's
-    expect(d.facts()).toMatchObject({ uri: "test:///default", limits_enforced: true });
+    expect(d.facts()).toMatchObject({
+      uri: "test:///default",
+      limits_enforced: true,
+      // libvirt's test driver makes no taps: nothing to filter (QEMU's: libvirt-qemu.test.ts)
+      security_groups_enforced: false,
+      security_groups_unenforced: "connection test:///default makes no taps",
+    });
   });
 
   it("defines and starts a domain from the flavor and image: memory, vCPUs, disks, config drive", async () => {

@@ -54,7 +54,8 @@ function qcow2(size: number, virtual: bigint): Buffer {
 
 describe("an upload through the edge", () => {
   it("stores 11 MiB (past API Gateway's 10 MB) in the images bucket: active, with its size, checksums and virtual size", async () => {
-    const image = await created({ disk_format: "qcow2", container_format: "bare" });
+    // public: every project boots it (an admin's image is shared otherwise, Glance's default)
+    const image = await created({ disk_format: "qcow2", container_format: "bare", visibility: "public" });
     expect([image.status, image.owner]).toEqual(["queued", "admin"]);
     const data = qcow2(11 * 2 ** 20, 2n ** 30n);
     const put = await glance("PUT", `/v2/images/${image.id}/file`, { body: data });
@@ -105,16 +106,18 @@ describe("an upload through the edge", () => {
     expect(good.status).toBe(204);
   });
 
-  it("answers Glance's refusals before anything is stored: 401 without a token, 403 for another project, 404 for no image, 400 without formats, 415 for another content type", async () => {
-    const image = await created();
+  it("answers Glance's refusals before anything is stored: 401 without a token, 403 for another project's image it sees (404 for one it does not), 404 for no image, 400 without formats, 415 for another content type", async () => {
+    const image = await created({ disk_format: "raw", container_format: "bare", visibility: "public" });
     const path = `/v2/images/${image.id}/file`;
     const body = Buffer.from("data");
     expect((await glance("PUT", path, { token: "", body })).status).toBe(401);
     const other = await glance("PUT", path, { token: DEMO, body });
     expect([other.status, other.text.split("\n")[2]]).toEqual([
       403,
-      "You are not permitted to upload data for this image.",
+      "You are not authorized to complete upload_image action.",
     ]);
+    const hidden = await created();
+    expect((await glance("PUT", `/v2/images/${hidden.id}/file`, { token: DEMO, body })).status).toBe(404);
     expect(
       (await glance("PUT", "/v2/images/00000000-0000-4000-8000-000000000000/file", { body })).status,
     ).toBe(404);
@@ -127,6 +130,50 @@ describe("an upload through the edge", () => {
     const typed = await glance("PUT", path, { body, headers: { "content-type": "text/plain" } });
     expect(typed.status).toBe(415);
     expect((await status(image.id)).status).toBe("queued");
+  });
+});
+
+describe("a member's own image", () => {
+  it("is made private and uploaded by a member (Glance's default policy), boots its project's server, and a flavor below its min_ram is Nova's 400", async () => {
+    const made = await glance("POST", "/v2/images", {
+      token: DEMO,
+      body: JSON.stringify({
+        name: "members",
+        disk_format: "raw",
+        container_format: "bare",
+        visibility: "private",
+        min_ram: 64,
+      }),
+    });
+    expect(made.status).toBe(201);
+    const image = made.json() as { id: string; owner: string; visibility: string };
+    expect([image.owner, image.visibility]).toEqual(["demo", "private"]);
+    const data = Buffer.alloc(1024, "*");
+    const put = await glance("PUT", `/v2/images/${image.id}/file`, { token: DEMO, body: data });
+    expect(put.status).toBe(204);
+    expect((await glance("GET", `/v2/images/${image.id}`, { token: DEMO })).json()).toMatchObject({
+      status: "active",
+      size: 1024,
+    });
+    const demo = client.as(DEMO);
+    const server = await demo.createServer({ name: "from-members", imageRef: image.id });
+    await client.waitForStatus(server, ["ACTIVE"]);
+    // m1.tiny has 512 MB: an image asking more (tempest's test_boot_with_low_ram)
+    const patched = await glance("PATCH", `/v2/images/${image.id}`, {
+      token: DEMO,
+      body: JSON.stringify([{ op: "replace", path: "/min_ram", value: 513 }]),
+      headers: { "content-type": "application/openstack-images-v2.1-json-patch" },
+    });
+    expect(patched.json().min_ram).toBe(513);
+    const low = await demo.post("/v2.1/servers", {
+      server: { name: "low-ram", flavorRef: "1", imageRef: image.id },
+    });
+    expect([low.status, low.body]).toEqual([
+      400,
+      { badRequest: { code: 400, message: "Flavor's memory is too small for requested image." } },
+    ]);
+    expect((await glance("DELETE", `/v2/images/${image.id}`, { token: DEMO })).status).toBe(204);
+    expect(await s3ImageStore().open(image.id)).toBeUndefined();
   });
 });
 

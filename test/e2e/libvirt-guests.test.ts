@@ -3,8 +3,10 @@
 // (build/guest.qcow2, uploaded by the runtime through Glance's API) in the catalog with its data in
 // the images bucket, and servers that are real QEMU virtual machines, driven through the public API
 // only. A server boots and prints its uuid, hostname and fixed IP on its console, answers ping from
-// its host's namespace, is snapshotted and its snapshot boots on the other host; it live-migrates with its uptime counter
-// still counting and still answers on its address; it cold-migrates to the other host with its
+// its host's namespace, is snapshotted and its snapshot boots on the other host; a port hot-plugged
+// into it (os-interface) is seen by the guest and answers; it live-migrates with its uptime counter
+// still counting and still answers on both addresses; the port unplugged, the guest loses it; it
+// cold-migrates to the other host with its
 // disk (a mark its first boot wrote on the disk is there) and resizes back with it, grown to the
 // new flavor; it is evacuated from a host that lost power, rebuilt from its image on the
 // other and answering on its address there; and deleting everything leaves no domain, disk, handed
@@ -55,10 +57,15 @@ function fixedIp(s: Record<string, unknown>): string {
 
 const hostOf = (s: Record<string, unknown>) => s["OS-EXT-SRV-ATTR:host"] as string;
 
+/** The address a hot-plugged port is given (os-interface's fixed_ips), and the guest sets on its NIC. */
+const HOTPLUG_IP = "10.20.250.250";
+
 /**
  * The guest's user_data, run at every boot: its root disk's size as the guest sees it, and the
  * mark a first boot wrote at 512 MiB, far past the image's 64 MiB (the guest runs from RAM and
- * never writes its disk otherwise). A disk made from the image has no mark.
+ * never writes its disk otherwise). A disk made from the image has no mark. Then, every second,
+ * the NICs it has: one that appears (a hot-plugged port) is said on the console with its MAC and
+ * given HOTPLUG_IP (there is no DHCP server to give it one), one that goes is said too.
  */
 const USER_DATA = `#!/bin/sh
 mark=$(dd if=/dev/vda bs=1M skip=512 count=1 2>/dev/null | tr -cd 'a-z0-9-' | head -c 40)
@@ -67,6 +74,21 @@ if [ -z "$mark" ]; then
   mark=m-$(cat /proc/sys/kernel/random/uuid)
   printf '%s' "$mark" | dd of=/dev/vda bs=1M seek=512 2>/dev/null && sync && echo "novaless-test wrote mark $mark"
 fi
+seen=" $(ls /sys/class/net | tr '\\n' ' ') "
+while :; do
+  now=" $(ls /sys/class/net | tr '\\n' ' ') "
+  for dev in $now; do
+    case "$seen" in *" $dev "*) continue ;; esac
+    ip link set "$dev" up && ip addr add ${HOTPLUG_IP}/16 dev "$dev"
+    echo "novaless-test nic $dev $(cat /sys/class/net/$dev/address) up"
+  done
+  for dev in $seen; do
+    case "$now" in *" $dev "*) continue ;; esac
+    echo "novaless-test nic $dev gone"
+  done
+  seen=$now
+  sleep 1
+done
 `;
 
 /** A root disk of `gb` GiB, in the 512-byte sectors /sys/block/vda/size counts. */
@@ -217,6 +239,27 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
       await admin.waitForStatus(fromSnap, ["GONE"], 120_000);
     });
 
+    /** the port hot-plugged into the running guest */
+    let plugged: { port_id: string; mac_addr: string };
+
+    it("hot-plugs a port: the guest sees the NIC and answers on its address from its host's namespace", async () => {
+      const t0 = Date.now();
+      const r = await admin.post(`/v2.1/servers/${id}/os-interface`, {
+        interfaceAttachment: { net_id: PUBLIC_NETWORK_ID, fixed_ips: [{ ip_address: HOTPLUG_IP }] },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      plugged = r.body.interfaceAttachment;
+      console.info(`${FILE}: interface attached in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      await consoleShows(id, `novaless-test nic eth1 ${plugged.mac_addr} up`);
+      expect(await eventually(() => pings(host, HOTPLUG_IP), Boolean, 30_000)).toBe(true);
+      // in the domain libvirt runs, and in the one it would start again
+      const lv = runtime.hosts.get(host)!.libvirt!;
+      for (const flags of [[], ["--inactive"]])
+        expect(await lv.exec(["virsh", "-c", lv.uri, "dumpxml", ...flags, `instance-${id}`])).toContain(
+          plugged.mac_addr,
+        );
+    });
+
     it("live-migrates with its disk: the uptime counter keeps counting and it answers on the same address at the destination", async () => {
       const before = await eventually(
         () => uptime(id),
@@ -245,7 +288,30 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
       );
       expect(after).toBeGreaterThan(before);
       expect(await eventually(() => pings(other, ip), Boolean, 30_000)).toBe(true);
+      // the hot-plugged port came along, bound to the destination
+      expect(await eventually(() => pings(other, HOTPLUG_IP), Boolean, 30_000)).toBe(true);
+      const port = await admin.get(`/networking/v2.0/ports/${plugged.port_id}`);
+      expect(port.body.port["binding:host_id"]).toBe(other);
       host = other;
+    });
+
+    it("unplugs the port: the guest loses the NIC, its address stops answering, the port is deleted", async () => {
+      const t0 = Date.now();
+      expect((await admin.delete(`/v2.1/servers/${id}/os-interface/${plugged.port_id}`)).status).toBe(202);
+      await consoleShows(id, "novaless-test nic eth1 gone");
+      await eventually(
+        async () => (await admin.get(`/networking/v2.0/ports/${plugged.port_id}`)).status,
+        (st) => st === 404,
+      );
+      console.info(`${FILE}: interface detached in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      expect(await pings(host, HOTPLUG_IP)).toBe(false);
+      const ifaces = (await admin.get(`/v2.1/servers/${id}/os-interface`)).body.interfaceAttachments;
+      expect(ifaces.map((i: { port_id: string }) => i.port_id)).not.toContain(plugged.port_id);
+      const lv = runtime.hosts.get(host)!.libvirt!;
+      for (const flags of [[], ["--inactive"]])
+        expect(await lv.exec(["virsh", "-c", lv.uri, "dumpxml", ...flags, `instance-${id}`])).not.toContain(
+          plugged.mac_addr,
+        );
     });
 
     it("cold-migrates to the other host with its disk and confirms; resizes back with it, grown, and confirms; answering on its address each time", async () => {

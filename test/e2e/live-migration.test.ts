@@ -576,6 +576,9 @@ describe("on exec hosts", () => {
     expect(facts).toMatchObject({
       live_migration: false,
       live_migration_unsupported: "a process cannot move live",
+      // and a process's traffic cannot be filtered: its security groups are not enforced
+      security_groups_enforced: false,
+      security_groups_unenforced: expect.stringContaining("the host's own network namespace"),
     });
     await admin.delete(`/v2.1/servers/${id}`);
   });

@@ -7,6 +7,8 @@ export interface CallOptions {
   token?: string;
   subject?: string;
   body?: unknown;
+  /** more headers (a PATCH's media type, a microversion), over the JSON content type */
+  headers?: Record<string, string>;
 }
 
 export function httpCaller(deps: ApiDeps, baseUrl: string) {
@@ -14,6 +16,7 @@ export function httpCaller(deps: ApiDeps, baseUrl: string) {
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (opts.token) headers["x-auth-token"] = opts.token;
     if (opts.subject) headers["x-subject-token"] = opts.subject;
+    Object.assign(headers, opts.headers);
     const r = await handleHttp(
       {
         method,

@@ -321,7 +321,7 @@ describe("/image", () => {
     expect((await call("GET", "/image/v2/images")).status).toBe(401);
   });
 
-  it("shows by id only (404 by name, as Glance), and lets the admin create a record (queued until its data comes), not a member", async () => {
+  it("shows by id only (404 by name, as Glance), and lets the admin and a member create a record (queued until its data comes, shared unless asked)", async () => {
     const token = await login("admin", "admin-secret", "admin");
     expect(
       (await call("GET", "/image/v2/images/a1b2c3d4-0000-4000-8000-000000000002", { token })).json.name,
@@ -338,14 +338,15 @@ describe("/image", () => {
       os_distro: "fedora",
     };
     const member = await call("POST", "/image/v2/images", { token: "demo-token", body });
-    expect(member.status).toBe(403);
-    expect(member.body).toContain("You are not authorized to complete add_image action.");
+    expect(member.status).toBe(201);
+    expect(member.json).toMatchObject({ owner: "demo", visibility: "shared", status: "queued" });
     const created = await call("POST", "/image/v2/images", { token, body });
     expect(created.status).toBe(201);
     expect(created.json).toMatchObject({
       name: "fedora",
       status: "queued",
       owner: "admin",
+      visibility: "shared",
       disk_format: "raw",
       min_ram: 512,
       os_distro: "fedora",
@@ -362,6 +363,182 @@ describe("/image", () => {
     expect((await call("POST", "/image/v2/images", { token, body: { ...body, hw_x: 3 } })).status).toBe(400);
     // its data is application/octet-stream (Glance's 415 otherwise; the upload itself: e2e/image-upload)
     expect((await call("PUT", `/image/v2/images/${id}/file`, { token, body: "x" })).status).toBe(415);
+    expect((await call("DELETE", `/image/v2/images/${member.json.id}`, { token: "demo-token" })).status).toBe(
+      204,
+    );
+  });
+
+  it("a member's own images, as Glance's default policy has them: private, shared or community (public is the admin's), changed by PATCH and Nova's metadata proxy (up to 2.38), seen by another project as their visibility says, deleted by their owner", async () => {
+    const demo = "demo-token";
+    // a member of another project
+    const admin = await login("admin", "admin-secret", "admin");
+    const project = await call("POST", "/identity/v3/projects", {
+      token: admin,
+      body: { project: { name: "glance-other", domain_id: "default" } },
+    });
+    const user = await call("POST", "/identity/v3/users", {
+      token: admin,
+      body: { user: { name: "glance-carol", password: "carol-secret", domain_id: "default" } },
+    });
+    const role = (await call("GET", "/identity/v3/roles?name=member", { token: admin })).json.roles[0];
+    await call(
+      "PUT",
+      `/identity/v3/projects/${project.json.project.id}/users/${user.json.user.id}/roles/${role.id}`,
+      { token: admin },
+    );
+    const other = await login("glance-carol", "carol-secret", "glance-other");
+
+    const make = async (body: Record<string, unknown>) => {
+      const r = await call("POST", "/image/v2/images", {
+        token: demo,
+        body: { disk_format: "raw", container_format: "bare", ...body },
+      });
+      expect(r.status).toBe(201);
+      return r.json;
+    };
+    const mine = await make({ name: "g-private", visibility: "private", os_distro: "cirros" });
+    const ours = await make({ name: "g-shared" });
+    const anyones = await make({ name: "g-community", visibility: "community" });
+    expect([mine.visibility, ours.visibility, anyones.visibility, mine.owner]).toEqual([
+      "private",
+      "shared",
+      "community",
+      "demo",
+    ]);
+    const publicized = await call("POST", "/image/v2/images", {
+      token: demo,
+      body: { visibility: "public" },
+    });
+    expect([publicized.status, publicized.body.split("\n")[2]]).toEqual([
+      403,
+      "You are not authorized to complete publicize_image action.",
+    ]);
+
+    const names = async (token: string, q = "") =>
+      (await call("GET", `/image/v2/images${q}`, { token })).json.images
+        .map((i: { name: string }) => i.name)
+        .filter((n: string) => n.startsWith("g-"));
+    expect(await names(demo)).toEqual(["g-community", "g-private", "g-shared"]);
+    // another project: a community image only when it asks for community ones; the others hidden
+    expect(await names(other)).toEqual([]);
+    expect(await names(other, "?visibility=community")).toEqual(["g-community"]);
+    expect((await call("GET", `/image/v2/images/${anyones.id}`, { token: other })).status).toBe(200);
+    expect((await call("GET", `/image/v2/images/${mine.id}`, { token: other })).status).toBe(404);
+    expect((await call("GET", `/v2.1/images/${anyones.id}`, { token: other })).status).toBe(200);
+    expect(
+      (await call("GET", "/v2.1/images", { token: other })).json.images.map((i: { id: string }) => i.id),
+    ).not.toContain(anyones.id);
+
+    // PATCH, Glance's JSON patch
+    const patch = (token: string, id: string, ops: unknown) =>
+      call("PATCH", `/image/v2/images/${id}`, {
+        token,
+        body: ops,
+        headers: { "content-type": "application/openstack-images-v2.1-json-patch" },
+      });
+    const patched = await patch(demo, mine.id, [
+      { op: "add", path: "/os_version", value: "1" },
+      { op: "replace", path: "/os_distro", value: "ubuntu" },
+      { op: "replace", path: "/name", value: "g-renamed" },
+      { op: "replace", path: "/min_ram", value: 128 },
+      { op: "replace", path: "/disk_format", value: "qcow2" },
+    ]);
+    expect(patched.status).toBe(200);
+    expect(patched.json).toMatchObject({
+      name: "g-renamed",
+      os_version: "1",
+      os_distro: "ubuntu",
+      min_ram: 128,
+      disk_format: "qcow2",
+      updated_at: "2026-03-01T12:00:00Z",
+    });
+    const refusals: [string, unknown, number, string][] = [
+      [demo, [{ op: "replace", path: "/nothing", value: "1" }], 409, "Property nothing does not exist."],
+      [demo, [{ op: "remove", path: "/nothing" }], 409, "Property nothing does not exist."],
+      [demo, [{ op: "remove", path: "/name" }], 403, "Property name may not be removed."],
+      [demo, [{ op: "replace", path: "/owner", value: "x" }], 403, "Owner can't be updated by non admin."],
+      [
+        demo,
+        [{ op: "replace", path: "/visibility", value: "public" }],
+        403,
+        "You are not authorized to complete publicize_image action.",
+      ],
+      [other, [{ op: "add", path: "/a", value: "1" }], 404, `No image found with ID ${mine.id}`],
+    ];
+    for (const [token, ops, status, message] of refusals) {
+      const r = await patch(token, mine.id, ops);
+      expect([r.status, r.body.split("\n")[2]]).toEqual([status, message]);
+    }
+    // another project sees the community image, but may not change it
+    const theirs = await patch(other, anyones.id, [{ op: "add", path: "/a", value: "1" }]);
+    expect([theirs.status, theirs.body.split("\n")[2]]).toEqual([
+      403,
+      "You are not authorized to complete modify_image action.",
+    ]);
+    expect((await patch(demo, mine.id, [{ op: "remove", path: "/os_version" }])).json).not.toHaveProperty(
+      "os_version",
+    );
+    expect(
+      (await patch(demo, ours.id, [{ op: "replace", path: "/visibility", value: "private" }])).json
+        .visibility,
+    ).toBe("private");
+
+    // Nova's image metadata proxy: the extra properties (not Glance's own attributes)
+    const nova = (method: string, path: string, body?: unknown, token = demo, version = "2.38") =>
+      call(method, `/v2.1/images/${mine.id}${path}`, {
+        token,
+        body,
+        headers: { "openstack-api-version": `compute ${version}` },
+      });
+    expect((await nova("GET", "/metadata")).json).toEqual({ metadata: { os_distro: "ubuntu" } });
+    expect((await nova("PUT", "/metadata", { metadata: { a: "1", b: "2" } })).json).toEqual({
+      metadata: { a: "1", b: "2" },
+    });
+    expect((await nova("POST", "/metadata", { metadata: { b: "3", c: "4" } })).json).toEqual({
+      metadata: { a: "1", b: "3", c: "4" },
+    });
+    expect((await nova("PUT", "/metadata/a", { meta: { a: "5" } })).json).toEqual({ meta: { a: "5" } });
+    expect((await nova("GET", "/metadata/a")).json).toEqual({ meta: { a: "5" } });
+    expect((await nova("DELETE", "/metadata/c")).status).toBe(204);
+    expect((await nova("GET", "/metadata")).json).toEqual({ metadata: { a: "5", b: "3" } });
+    expect((await nova("DELETE", "/metadata/c")).json).toEqual({
+      itemNotFound: { code: 404, message: "Invalid metadata key" },
+    });
+    expect((await nova("PUT", "/metadata/a", { meta: { b: "1" } })).json).toEqual({
+      badRequest: { code: 400, message: "Request body and URI mismatch" },
+    });
+    // Glance's refusals as Nova's: a read-only attribute, another project's image
+    expect((await nova("POST", "/metadata", { metadata: { status: "x" } })).json).toEqual({
+      forbidden: { code: 403, message: `Not authorized for image ${mine.id}.` },
+    });
+    expect((await nova("GET", "/metadata", undefined, other)).status).toBe(404);
+    const community = await call("PUT", `/v2.1/images/${anyones.id}/metadata`, {
+      token: other,
+      body: { metadata: { a: "1" } },
+      headers: { "openstack-api-version": "compute 2.38" },
+    });
+    expect(community.json).toEqual({
+      forbidden: { code: 403, message: `Not authorized for image ${anyones.id}.` },
+    });
+    // gone at 2.39, as in Nova
+    expect((await nova("GET", "/metadata", undefined, demo, "2.39")).status).toBe(404);
+    // the proxy's view: the same metadata, Glance's attributes apart
+    expect((await call("GET", `/v2.1/images/${mine.id}`, { token: demo })).json.image.metadata).toEqual({
+      a: "5",
+      b: "3",
+    });
+
+    // deleted by their owner only
+    const refused = await call("DELETE", `/image/v2/images/${anyones.id}`, { token: other });
+    expect([refused.status, refused.body.split("\n")[2]]).toEqual([
+      403,
+      "You are not authorized to complete delete_image action.",
+    ]);
+    expect((await call("DELETE", `/v2.1/images/${anyones.id}`, { token: other })).json).toEqual({
+      forbidden: { code: 403, message: "You are not allowed to delete the image." },
+    });
+    for (const i of [mine, ours, anyones])
+      expect((await call("DELETE", `/image/v2/images/${i.id}`, { token: demo })).status).toBe(204);
   });
 });
 

@@ -9,8 +9,8 @@ import { defaultDeps } from "../../lib/api/deps.js";
 import { handleHttp } from "../../lib/api/router.js";
 import { dynamo } from "../../lib/aws/clients.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
-import { createPort, portCreated } from "../../lib/network/store/ports.js";
-import { networkingTable } from "../../lib/network/store/table.js";
+import { createPort, indexPortDevices, portCreated } from "../../lib/network/store/ports.js";
+import { networkingTable, portsOfDevice } from "../../lib/network/store/table.js";
 import { API_FUNCTION_TIMEOUT_SECONDS } from "../../lib/resources.js";
 import { useLocalAws } from "./local-aws.js";
 
@@ -130,7 +130,7 @@ describe("the Networking v2 front", () => {
       "provider:network_type": "flat",
       "provider:physical_network": "physnet1",
       "provider:segmentation_id": null,
-      port_security_enabled: false,
+      port_security_enabled: true,
       revision_number: 0,
       created_at: "2026-03-01T12:00:00Z",
     });
@@ -302,6 +302,39 @@ describe("the Networking v2 front", () => {
     expect(byIp.json.ports.map((x: Json) => x.id)).toEqual([port.id]);
     const byDevice = await call("GET", "/v2.0/ports?device_id=server-1", DEMO);
     expect(byDevice.json.ports.map((x: Json) => x.id)).toEqual([port.id]);
+    // read through the by-device index, which follows the port's device_id
+    expect(await portsOfDevice("server-1")).toMatchObject([{ id: port.id, device_id: "server-1" }]);
+    // a port an older release wrote has no key until the seed gives it one
+    await dynamo().send(
+      new UpdateCommand({
+        TableName: networkingTable(),
+        Key: { pk: `port#${port.id}` },
+        UpdateExpression: "REMOVE device",
+      }),
+    );
+    expect(await portsOfDevice("server-1")).toEqual([]);
+    expect(await indexPortDevices()).toBe(1);
+    expect(await indexPortDevices()).toBe(0);
+    expect(await portsOfDevice("server-1")).toMatchObject([{ id: port.id }]);
+    const redevised = await call("PUT", `/v2.0/ports/${port.id}`, DEMO, { port: { device_id: "server-9" } });
+    expect(redevised.json.port.device_id).toBe("server-9");
+    expect(redevised.json.port).not.toHaveProperty("device");
+    expect(await portsOfDevice("server-1")).toEqual([]);
+    const devices = async (q: string) =>
+      (await call("GET", `/v2.0/ports?${q}`, DEMO)).json.ports.map((x: Json) => x.id);
+    expect(await devices("device_id=server-1")).toEqual([]);
+    expect(await devices("device_id=server-1&device_id=server-9")).toEqual([port.id]);
+    // another project's member sees none of the demo project's ports by device either
+    expect((await call("GET", "/v2.0/ports?device_id=server-9", other)).json.ports).toEqual([]);
+    // a free port (device_id "") is found by its empty device_id, which no index key holds
+    const freed = await call("PUT", `/v2.0/ports/${port.id}`, DEMO, { port: { device_id: "" } });
+    expect(freed.status).toBe(200);
+    expect(await portsOfDevice("server-9")).toEqual([]);
+    expect(await devices("device_id=")).toContain(port.id);
+    // (a compute port with no device tells no server of its change)
+    const rebound = await call("PUT", `/v2.0/ports/${port.id}`, DEMO, { port: { device_id: "server-1" } });
+    expect(rebound.status).toBe(200);
+    expect(await devices("device_id=server-1&fields=id")).toEqual([port.id]);
 
     // bound by an admin: ACTIVE on a bridge
     const bound = await call("PUT", `/v2.0/ports/${port.id}`, ADMIN, {
@@ -484,8 +517,63 @@ describe("the Networking v2 front", () => {
     for (const id of [a, b]) expect((await call("DELETE", `/v2.0/networks/${id}`, DEMO)).status).toBe(204);
   });
 
-  it("serves no routers, floating IPs or security groups", async () => {
-    for (const path of ["/v2.0/routers", "/v2.0/floatingips", "/v2.0/security-groups"]) {
+  it("routers: none, in Neutron's shapes (an empty list with its filters, fields and paging; RouterNotFound); a router's create is not served", async () => {
+    for (const q of [
+      "",
+      "?name=r1&admin_state_up=true",
+      "?fields=id&fields=name",
+      "?limit=2&router:external=x",
+    ]) {
+      const r = await call("GET", `/v2.0/routers${q}`, DEMO);
+      if (q.includes("router:external")) {
+        expect([r.status, r.json]).toEqual([
+          400,
+          neutronError("HTTPBadRequest", "['router:external'] is invalid attribute for filtering"),
+        ]);
+        continue;
+      }
+      expect([r.status, r.json]).toEqual([200, { routers: [] }]);
+    }
+    const paged = await call("GET", "/v2.0/routers?limit=2", DEMO);
+    expect(paged.json.routers).toEqual([]);
+    const id = randomUUID();
+    expect((await call("GET", `/v2.0/routers?limit=2&marker=${id}`, DEMO)).json).toEqual(
+      neutronError("RouterNotFound", `Router ${id} could not be found.`),
+    );
+    for (const [method, path] of [
+      ["GET", `/v2.0/routers/${id}`],
+      ["PUT", `/v2.0/routers/${id}`],
+      ["DELETE", `/v2.0/routers/${id}`],
+      ["PUT", `/v2.0/routers/${id}/add_router_interface`],
+    ] as const) {
+      const r = await call(method, path, DEMO, method === "PUT" ? { router: {} } : undefined);
+      expect([r.status, r.json]).toEqual([
+        404,
+        neutronError("RouterNotFound", `Router ${id} could not be found.`),
+      ]);
+    }
+    const create = await call("POST", "/v2.0/routers", DEMO, { router: { name: "r1" } });
+    expect([create.status, create.json]).toEqual([
+      404,
+      neutronError("HTTPNotFound", "The resource could not be found."),
+    ]);
+    expect((await call("GET", "/v2.0/routers")).status).toBe(401);
+  });
+
+  it("networks carry router:external, false for every one (none is external), and filter on it", async () => {
+    const all = (await call("GET", "/v2.0/networks", DEMO)).json.networks;
+    expect(all.length).toBeGreaterThan(0);
+    for (const n of all) expect(n["router:external"]).toBe(false);
+    expect((await call("GET", "/v2.0/networks?router:external=true", DEMO)).json.networks).toEqual([]);
+    expect(
+      (await call("GET", "/v2.0/networks?router%3Aexternal=False", DEMO)).json.networks.map(
+        (n: Json) => n.id,
+      ),
+    ).toEqual(all.map((n: Json) => n.id));
+  });
+
+  it("serves no floating IPs", async () => {
+    for (const path of ["/v2.0/floatingips"]) {
       const r = await call("GET", path, DEMO);
       expect(r.status).toBe(404);
       expect(r.json).toEqual(neutronError("HTTPNotFound", "The resource could not be found."));

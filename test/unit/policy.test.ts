@@ -67,8 +67,17 @@ describe("the table", () => {
   });
 
   it("asks a member (or leaves the admin rule to the handler) for every write, but Nova's user-owned key pairs", () => {
-    // keypairs.py's rule is the user's (`user_id:%(user_id)s`), no role; DELETE /images names no image
-    const open = ["POST /os-keypairs", "DELETE /os-keypairs/:name", "DELETE /images"];
+    // keypairs.py's rule is the user's (`user_id:%(user_id)s`), no role; DELETE /images names no
+    // image; image_metadata.py has none (Glance's modify_image is asked of the image, once found)
+    const open = [
+      "POST /os-keypairs",
+      "DELETE /os-keypairs/:name",
+      "DELETE /images",
+      "POST /images/:id/metadata",
+      "PUT /images/:id/metadata",
+      "PUT /images/:id/metadata/:key",
+      "DELETE /images/:id/metadata/:key",
+    ];
     const writes = Object.entries(COMPUTE_POLICIES).filter(
       ([k]) => !k.startsWith("GET ") && !open.includes(k),
     );
@@ -159,18 +168,36 @@ describe("enforceRoute", () => {
 });
 
 describe("Glance's image rules", () => {
+  const own = { owner: "p" };
+  const others = { owner: "q" };
   it("lets a reader list and show, not download, delete or upload; hides images from a custom role", () => {
     const reader = auth("reader");
-    expect(glanceDecision(reader, "get_images", false)).toBe("allow");
-    expect(glanceDecision(reader, "get_image", true)).toBe("allow");
-    expect(glanceDecision(reader, "download_image", true)).toBe(403);
-    expect(glanceDecision(reader, "delete_image", true)).toBe(403);
-    expect(glanceDecision(reader, "upload_image", true)).toBe(403);
-    expect(glanceDecision(auth("member"), "delete_image", true)).toBe("allow");
-    expect(glanceDecision(auth("admin"), "upload_image", true)).toBe("allow");
+    expect(glanceDecision(reader, "get_images")).toBe("allow");
+    expect(glanceDecision(reader, "get_image", own)).toBe("allow");
+    expect(glanceDecision(reader, "download_image", own)).toBe(403);
+    expect(glanceDecision(reader, "delete_image", own)).toBe(403);
+    expect(glanceDecision(reader, "upload_image", own)).toBe(403);
+    expect(glanceDecision(auth("member"), "delete_image", own)).toBe("allow");
+    expect(glanceDecision(auth("admin"), "upload_image", others)).toBe("allow");
     const custom = auth("foo");
-    expect(glanceDecision(custom, "get_images", false)).toBe(403);
-    expect(glanceDecision(custom, "get_image", true)).toBe(404);
-    expect(glanceDecision(custom, "delete_image", true)).toBe(404);
+    expect(glanceDecision(custom, "get_images")).toBe(403);
+    expect(glanceDecision(custom, "get_image", own)).toBe(404);
+    expect(glanceDecision(custom, "delete_image", own)).toBe(404);
+  });
+
+  it("scopes a member's writes to its project's images (another's, or the catalog's own, is a 403 it sees); only an admin publicizes", () => {
+    const member = auth("member");
+    for (const rule of ["modify_image", "delete_image", "upload_image", "communitize_image"] as const) {
+      expect(glanceDecision(member, rule, own)).toBe("allow");
+      expect(glanceDecision(member, rule, others)).toBe(403);
+      expect(glanceDecision(member, rule, { owner: null })).toBe(403);
+    }
+    expect(glanceDecision(member, "download_image", others)).toBe("allow");
+    // a create: the owner it proposes is the caller's project, or the admin's choice
+    expect(glanceDecision(member, "add_image", { owner: "p", proposed: true })).toBe("allow");
+    expect(glanceDecision(member, "add_image", { owner: "q", proposed: true })).toBe(403);
+    expect(glanceDecision(member, "publicize_image", { owner: "p", proposed: true })).toBe(403);
+    expect(glanceDecision(auth("admin"), "publicize_image", { owner: "p", proposed: true })).toBe("allow");
+    expect(glanceDecision(auth("reader"), "add_image", { owner: "p", proposed: true })).toBe(403);
   });
 });

@@ -1,21 +1,24 @@
 // Glance v2 on DevStack's path, /image: the catalog's images in Glance's shape (list with name,
-// visibility, status, owner and property filters and marker/limit paging, show, delete, a
-// snapshot's data) and, for the admin, a metadata-only create. What a project sees is Glance's:
-// public images, its own, those shared with it. Nova's own /v2.1/images proxy stays. On the one
-// front (lib/api/front.ts): errors in Glance's plain-text shape, a missing or unknown token
-// Keystone's 401 (keystonemiddleware in front of Glance), the query and the create's body checked
-// with zod (./validation.ts).
+// visibility, status, owner and property filters and marker/limit paging, show), and what a
+// project's members do with their own, as Glance's default policy lets them: create (private,
+// shared or community; public ones an admin's), upload (./upload.ts), change (PATCH, ./changes.ts),
+// download and delete. What a project sees and lists is Glance's: public and community images,
+// its own, those shared with it. Nova's own /v2.1/images proxy stays. On the one front
+// (lib/api/front.ts): errors in Glance's plain-text shape, a missing or unknown token Keystone's
+// 401 (keystonemiddleware in front of Glance), the query and the bodies checked with zod
+// (./validation.ts).
 import { randomUUID } from "node:crypto";
 import type { Context, Hono, MiddlewareHandler } from "hono";
-import { createImage, imageVisibleTo } from "../../catalog/image-create.js";
+import { changeImage, createImage, imageListedFor, imageVisibleTo } from "../../catalog/image-create.js";
 import type { Image } from "../../catalog/types.js";
 import { type ImageStore, s3ImageStore } from "../../compute/image-store.js";
 import { deleteServerImage } from "../../instances/snapshot.js";
 import type { AuthDeps } from "../auth.js";
 import type { ApiDeps } from "../deps.js";
 import { Refusal } from "../errors.js";
-import { createFront, type FrontEnv, type Service } from "../front.js";
+import { createFront, type FrontEnv, readJson, type Service } from "../front.js";
 import { type GlanceRule, glanceDecision, glanceRefusal } from "../policy.js";
+import { checkPropertyQuota, enforceOnImage, patchImage, visibilityRule } from "./changes.js";
 import {
   abortUpload,
   beginUpload,
@@ -30,6 +33,7 @@ import {
   type ImageListQuery,
   imageBody,
   imageListQuery,
+  imagePatch,
   LIST_PARAMS,
   UUID,
 } from "./validation.js";
@@ -52,6 +56,7 @@ const TITLES: Record<number, string> = {
   403: "Forbidden",
   404: "Not Found",
   409: "Conflict",
+  413: "Request Entity Too Large",
   415: "Unsupported Media Type",
 };
 
@@ -70,18 +75,16 @@ const GLANCE: Service<ImageEnv> = {
   notFound: NOT_FOUND,
 };
 
-/** Glance's policy check (lib/api/policy.ts): 403 with its text, or 404 where it hides the image. */
-function enforce(c: C, rule: GlanceRule, onImage: boolean): void {
-  const d = glanceDecision(c.get("auth"), rule, onImage);
-  if (d === 403) throw new Refusal(403, glanceRefusal(rule));
-  if (d === 404) throw NOT_FOUND();
+/** Glance's policy check on no image (a list): 403 with its text. */
+function enforce(c: C, rule: GlanceRule): void {
+  if (glanceDecision(c.get("auth"), rule) !== "allow") throw new Refusal(403, glanceRefusal(rule));
 }
 
 /** The same check as a step before the route's validators, where it comes first. */
 const enforced =
   (rule: GlanceRule): MiddlewareHandler<ImageEnv> =>
   async (c, next) => {
-    enforce(c, rule, false);
+    enforce(c, rule);
     await next();
   };
 
@@ -95,14 +98,7 @@ function routes(app: Hono<ImageEnv>, deps: ImageAppDeps): void {
   app.get("/v2/images", enforced("get_images"), imageListQuery, async (c) => {
     const { q, limit, sort } = c.req.valid("query");
     const auth = c.get("auth");
-    const own = (i: Image) => i.owner === auth.project_id;
-    // Glance's default listing: public, own and shared-with-me images; an admin's, every one
-    const shown = (i: Image) => {
-      const v = i.visibility ?? "public";
-      if (q.visibility === undefined || q.visibility === "all") return imageVisibleTo(i, auth);
-      if (q.visibility !== v) return false;
-      return v === "public" || auth.isAdmin || own(i) || (i.members ?? []).includes(auth.project_id);
-    };
+    const shown = (i: Image) => imageListedFor(i, auth, q.visibility);
     // any other parameter filters on a property (Glance's ?<property>=<value>)
     const props = Object.entries(q).filter(([k]) => !LIST_PARAMS.has(k));
     let images = (await deps.listImages()).filter(
@@ -147,17 +143,31 @@ function routes(app: Hono<ImageEnv>, deps: ImageAppDeps): void {
 
   app.get("/v2/images/:id", async (c: C) => {
     const image = await visible(c);
-    enforce(c, "get_image", true);
+    enforceOnImage(c.get("auth"), "get_image", image);
     return c.json(imageView(image));
+  });
+
+  // Glance's PATCH: its operations checked (./validation.ts) before the image is looked up, then
+  // applied as Glance applies them (./changes.ts), in one write
+  app.patch("/v2/images/:id", async (c: C) => {
+    const patches = imagePatch(c.req.header("content-type"), await readJson(c, GLANCE_BODY));
+    const image = await visible(c);
+    const patched = patchImage(image, patches, c.get("auth"), deps.now());
+    if (!patched) return c.json(imageView(image));
+    const changed = await changeImage(image.id, patched.change, patched.queuedOnly ? ["queued"] : undefined);
+    if (!changed) {
+      // deleted meanwhile, or its upload began: Glance's answers for each
+      const now = await deps.getImage(image.id);
+      if (!now) throw new Refusal(404, `No image found with ID ${image.id}`);
+      throw new Refusal(403, "Attribute disk_format can be only replaced for a queued image.");
+    }
+    return c.json(imageView(changed));
   });
 
   // Glance's delete: the owner's project or an admin; a server's image takes its data along
   app.delete("/v2/images/:id", async (c: C) => {
     const image = await visible(c);
-    enforce(c, "delete_image", true);
-    const auth = c.get("auth");
-    if (!auth.isAdmin && image.owner !== auth.project_id)
-      throw new Refusal(403, "You are not permitted to delete this image.");
+    enforceOnImage(c.get("auth"), "delete_image", image);
     await deleteServerImage(image.id);
     return c.body(null, 204);
   });
@@ -167,18 +177,31 @@ function routes(app: Hono<ImageEnv>, deps: ImageAppDeps): void {
   // An image without data is Glance's 204.
   app.get("/v2/images/:id/file", async (c: C) => {
     const image = await visible(c);
-    enforce(c, "download_image", true);
+    enforceOnImage(c.get("auth"), "download_image", image);
     if (image.status !== "active" || !image.size) return c.body(null, 204);
     return c.redirect(await imageData().downloadUrl(image.id, DOWNLOAD_URL_SECONDS), 302);
   });
 
-  const adminOnly: MiddlewareHandler<ImageEnv> = async (c, next) => {
-    if (!c.get("auth").isAdmin)
-      throw new Refusal(403, "You are not authorized to complete add_image action.");
-    await next();
-  };
-  app.post("/v2/images", adminOnly, imageBody, async (c) => {
-    const image = imageFrom(c.req.valid("json"), c.get("auth").project_id, deps.now());
+  // Glance's create: the body first (its deserializer), then add_image on the owner it proposes
+  // (the caller's project unless an admin names another), the visibility's own rule, the
+  // read-only attributes named (new_image), the property quota (the repository's add)
+  app.post("/v2/images", imageBody, async (c) => {
+    const body = c.req.valid("json");
+    const auth = c.get("auth");
+    const owner = body.owner ?? auth.project_id;
+    if (glanceDecision(auth, "add_image", { owner, proposed: true }) !== "allow")
+      throw new Refusal(
+        403,
+        owner !== auth.project_id
+          ? `You are not permitted to create images owned by '${owner}'`
+          : glanceRefusal("add_image"),
+      );
+    const rule = visibilityRule(body.visibility);
+    if (rule && glanceDecision(auth, rule, { owner, proposed: true }) !== "allow")
+      throw new Refusal(403, glanceRefusal(rule));
+    if (body.readonly.length) throw new Refusal(403, `Attribute '${body.readonly[0]}' is read-only.`);
+    checkPropertyQuota(body.properties);
+    const image = imageFrom(body, owner, deps.now());
     if (!(await createImage(image)))
       throw new Refusal(409, `Image with identifier ${image.id} already exists!`);
     c.header("Location", `${c.get("baseUrl")}/image/v2/images/${image.id}`);
@@ -190,10 +213,7 @@ function routes(app: Hono<ImageEnv>, deps: ImageAppDeps): void {
   // bucket; a body that reaches the API itself is stored here (./upload.ts).
   app.put("/v2/images/:id/file", async (c: C) => {
     const image = await visible(c);
-    enforce(c, "upload_image", true);
-    const auth = c.get("auth");
-    if (!auth.isAdmin && image.owner !== auth.project_id)
-      throw new Refusal(403, "You are not permitted to upload data for this image.");
+    enforceOnImage(c.get("auth"), "upload_image", image);
     const step = c.req.header(UPLOAD_STEP_HEADER) as UploadStep | undefined;
     const now = deps.now();
     if (step === "complete") {
@@ -241,7 +261,10 @@ function sorted(images: Image[], sort: ImageListQuery["sort"]): Image[] {
   });
 }
 
-/** The record a create makes: Glance's `queued`, owned by the creator's project, until its data is uploaded. */
+/**
+ * The record a create makes: Glance's `queued` until its data is uploaded, owned by the creator's
+ * project (or the one an admin names), `shared` unless asked (Glance's default visibility).
+ */
 function imageFrom(body: ImageBody, owner: string, now: Date): Image {
   const { properties, disk_format, container_format } = body;
   return {
@@ -249,6 +272,7 @@ function imageFrom(body: ImageBody, owner: string, now: Date): Image {
     name: body.name ?? "",
     status: "queued",
     owner,
+    visibility: body.visibility ?? "shared",
     min_disk: body.min_disk,
     min_ram: body.min_ram,
     properties: {

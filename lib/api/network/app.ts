@@ -1,9 +1,10 @@
 // Neutron's Networking v2 API on DevStack's path, /networking: networks (./networks.ts), subnets
 // (./subnets.ts) and ports (./ports.ts) over lib/network/store/, Neutron's quotas
-// (./quotas.ts), with Neutron's shapes, its errors ({"NeutronError": {type, message, detail}})
-// and its default policies (./policy.ts). No routers, floating IPs or security groups: their
-// paths are Neutron's 404 for an unknown resource. A missing or unknown token is Keystone's 401,
-// as keystonemiddleware answers in front of Neutron.
+// (./quotas.ts), security groups and their rules (./security-groups.ts), with Neutron's shapes,
+// its errors ({"NeutronError": {type, message, detail}}) and its default policies (./policy.ts).
+// Routers are an empty list (./routers.ts); floating IPs' paths are Neutron's 404 for an unknown
+// resource. A missing or unknown token is Keystone's 401, as keystonemiddleware answers in front
+// of Neutron.
 import type { Hono } from "hono";
 import { NetworkingError } from "../../network/cidr.js";
 import type { AuthDeps } from "../auth.js";
@@ -13,6 +14,8 @@ import { networkRoutes } from "./networks.js";
 import { portRoutes } from "./ports.js";
 import { quotaRoutes } from "./quotas.js";
 import { NEUTRON_BODY, type NetEnv } from "./request.js";
+import { routerRoutes } from "./routers.js";
+import { securityGroupRoutes } from "./security-groups.js";
 import { subnetRoutes } from "./subnets.js";
 import { extensionsDocument, resourcesDocument, versionsDocument } from "./views.js";
 
@@ -24,7 +27,7 @@ const NEUTRON: Service<NetEnv> = {
   refusalOf: (e) => (e instanceof NetworkingError ? new Refusal(e.status, e.message, e.type) : undefined),
   versions: [{ path: "/", document: versionsDocument }],
   tokenPaths: ["/v2.0", "/v2.0/*"],
-  // routers, floating IPs, security groups and anything else: Neutron's answer to a resource it
+  // floating IPs, a router's create and anything else: Neutron's answer to a resource it
   // does not serve (no such extension loaded)
   notFound: () => new Refusal(404, "The resource could not be found.", "HTTPNotFound"),
 };
@@ -43,6 +46,8 @@ export function networkApp(deps: AuthDeps): Hono<NetEnv> {
     networkRoutes(app, deps);
     subnetRoutes(app, deps);
     portRoutes(app, deps);
+    routerRoutes(app);
+    securityGroupRoutes(app, deps);
     quotaRoutes(app);
   });
 }

@@ -158,6 +158,8 @@ export async function listed<T extends { id: string }>(
     q.filters.every(([k, wanted]) => {
       if (k === "fixed_ips") return wanted.every((w) => fixedIpMatches(v.fixed_ips, w));
       const have = v[k];
+      // a list attribute (a port's security_groups) matches when it holds one of the values
+      if (Array.isArray(have)) return wanted.some((w) => have.includes(w));
       return wanted.some((w) =>
         typeof have === "boolean" ? String(have) === w.toLowerCase() : String(have ?? "") === w,
       );

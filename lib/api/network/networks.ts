@@ -25,6 +25,7 @@ import {
   stringAttr,
   updateBody,
 } from "./request.js";
+import { ensureDefaultGroup } from "./security-groups.js";
 import { NETWORK_ATTRIBUTES, networkView } from "./views.js";
 
 /** The physical network a project network (no provider attributes) is flat on: docs/networking.md. */
@@ -63,7 +64,7 @@ const NETWORK_CREATE = [
   "tenant_id",
   "port_security_enabled",
 ];
-const NETWORK_UPDATE = ["name", "admin_state_up", "shared", "description", "mtu"];
+const NETWORK_UPDATE = ["name", "admin_state_up", "shared", "description", "mtu", "port_security_enabled"];
 /** The network attributes with enforce_policy that only admins set (network.py's policies). */
 const NETWORK_ADMIN_ATTRS = [
   "shared",
@@ -136,10 +137,14 @@ async function createOneNetwork(auth: AuthContext, body: Body, deps: AuthDeps): 
     shared: boolAttr(body, "shared") ?? false,
     mtu: mtuOf(body),
     availability_zone_hints: hints(body),
+    // the port-security extension: the default its ports take
+    port_security_enabled: boolAttr(body, "port_security_enabled") ?? true,
     ...segmentOf(body),
     created_at: now,
     updated_at: now,
   };
+  // Neutron makes the project's default security group before its network (BEFORE_CREATE)
+  await ensureDefaultGroup(auth, project, deps.now());
   await createNetwork(network);
   const stored = await getNetwork(network.id);
   return { view: networkView(stored!, auth), undo: () => deleteNetwork(network.id) };
@@ -148,7 +153,7 @@ async function createOneNetwork(auth: AuthContext, body: Body, deps: AuthDeps): 
 export function networkRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   resourceRoutes(app, {
     name: "network",
-    kind: "Network",
+    notFound: (id) => notFound("Network", id),
     attributes: NETWORK_ATTRIBUTES,
     createAttributes: NETWORK_CREATE,
     view: networkView,
@@ -179,7 +184,7 @@ export function networkRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
       const v = stringAttr(body, k);
       if (v !== undefined) changes[k] = v;
     }
-    for (const k of ["admin_state_up", "shared"] as const) {
+    for (const k of ["admin_state_up", "shared", "port_security_enabled"] as const) {
       const v = boolAttr(body, k);
       if (v !== undefined) changes[k] = v;
     }

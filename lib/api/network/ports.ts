@@ -5,11 +5,23 @@ import { randomUUID } from "node:crypto";
 import type { Hono } from "hono";
 import { z } from "zod";
 import { refreshNetworkInfo } from "../../instances/networking.js";
+import type { Membership } from "../../instances/port-filters.js";
+import { type FilterChange, refreshPortFilters } from "../../instances/security-group-refresh.js";
 import { invalidInput, normalizeAddress, parseAddress } from "../../network/cidr.js";
 import { allocate, type FixedIpRequest, generatedMac } from "../../network/ports.js";
 import { allocateAddress, releaseAddress } from "../../network/store/addresses.js";
-import { createPort, deletePort, portCreated, portShown, updatePort } from "../../network/store/ports.js";
 import {
+  createPort,
+  deletePort,
+  portCreated,
+  portShown,
+  securityGroupsOf,
+  setPortSecurityGroups,
+  updatePort,
+} from "../../network/store/ports.js";
+import { getSecurityGroups } from "../../network/store/security-groups.js";
+import {
+  deviceKey,
   getNetwork,
   getPort,
   getSubnet,
@@ -17,9 +29,13 @@ import {
   listPorts,
   type Network,
   type Port,
+  portsOfDevice,
+  portsOn,
 } from "../../network/store/table.js";
 import { API_FUNCTION_TIMEOUT_SECONDS } from "../../resources.js";
 import type { AuthContext, AuthDeps } from "../auth.js";
+import { Refusal } from "../errors.js";
+import type { ListQuery } from "./listing.js";
 import { visibleNetwork } from "./networks.js";
 import { type AttributeRule, memberOf, policyRefused, pretendNotFound, readerOf } from "./policy.js";
 import {
@@ -36,10 +52,12 @@ import {
   refuse,
   required,
   resourceRoutes,
+  securityGroupNotFound,
   stamp,
   stringAttr,
   updateBody,
 } from "./request.js";
+import { ensureDefaultGroup } from "./security-groups.js";
 import { PORT_ATTRIBUTES, portView } from "./views.js";
 
 /** get_port: an admin, the port's project's readers, the network owner's readers. */
@@ -71,6 +89,47 @@ const MAC_ADDRESS: Attr<string> = {
   reason: (v) => `'${String(v)}' is not a valid MAC address`,
 };
 
+/** neutron-lib's uuid_list, after convert_none_to_empty_list (null is none). */
+const SECURITY_GROUPS: Attr<string[]> = {
+  schema: z
+    .array(z.string().regex(/^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i))
+    .refine((a) => new Set(a).size === a.length),
+  reason: (v, issue) => {
+    if (!Array.isArray(v)) return `'${json(v)}' is not a list`;
+    const dups = [...new Set(v.filter((x, i) => v.indexOf(x) !== i))];
+    if (issue.code === "custom" && dups.length) return `Duplicate items in the list: '${dups.join(", ")}'`;
+    return `'${String(v[issue.path[0] as number])}' is not a valid UUID`;
+  },
+};
+const securityGroupsAttr = (body: Body) =>
+  body.security_groups === null ? [] : attr(body, "security_groups", SECURITY_GROUPS);
+
+/** Neutron's port security checks refuse security groups on a port without it. */
+const portSecurityRequired = () =>
+  new Refusal(
+    400,
+    "Port security must be enabled and port must have an IP address in order to use security groups.",
+    "PortSecurityAndIPRequiredForSecurityGroups",
+  );
+
+/**
+ * _get_security_groups_on_port: every group asked for is there and the port's project's (an
+ * admin's port may take any); Neutron's SecurityGroupNotFound names those that are not.
+ */
+async function checkPortGroups(auth: AuthContext, project: string, ids: readonly string[]): Promise<void> {
+  if (!ids.length) return;
+  const found = await getSecurityGroups(ids);
+  const missing = ids.filter((id) => {
+    const g = found.get(id);
+    return !g || !(auth.isAdmin || g.project_id === project);
+  });
+  if (missing.length) throw securityGroupNotFound(missing.join(", "));
+}
+
+/** Neutron's trusted ports (a `network:` device owner): no port security, no security groups. */
+const trusted = (deviceOwner: unknown) =>
+  typeof deviceOwner === "string" && deviceOwner.startsWith("network:");
+
 const PORT_CREATE = [
   "network_id",
   "name",
@@ -84,6 +143,8 @@ const PORT_CREATE = [
   "tenant_id",
   "binding:host_id",
   "binding:vnic_type",
+  "security_groups",
+  "port_security_enabled",
 ];
 const PORT_UPDATE = [
   "name",
@@ -93,6 +154,8 @@ const PORT_UPDATE = [
   "device_id",
   "device_owner",
   "binding:host_id",
+  "security_groups",
+  "port_security_enabled",
 ];
 
 function fixedIpsOf(body: Body): FixedIpRequest[] | undefined {
@@ -142,6 +205,10 @@ function portAttrRules(
     attributes.push({ name: "binding:host_id" });
     allowed &&= auth.isAdmin;
   }
+  if (body.port_security_enabled !== undefined) {
+    attributes.push({ name: "port_security_enabled" });
+    allowed &&= netOwner;
+  }
   return { attributes, allowed };
 }
 
@@ -158,6 +225,7 @@ async function createOnePort(auth: AuthContext, body: Body, deps: AuthDeps): Pro
   const wanted = fixedIpsOf(body);
   const now = stamp(deps.now());
   const host = stringAttr(body, "binding:host_id") ?? "";
+  const security = await portSecurityOnCreate(auth, body, network, project, deps.now());
   const port = {
     id: randomUUID(),
     network_id: network.id,
@@ -169,6 +237,7 @@ async function createOnePort(auth: AuthContext, body: Body, deps: AuthDeps): Pro
     device_id: stringAttr(body, "device_id") ?? "",
     device_owner: stringAttr(body, "device_owner") ?? "",
     "binding:host_id": host,
+    ...security,
     revision_number: 0,
     created_at: now,
     updated_at: now,
@@ -183,24 +252,124 @@ async function createOnePort(auth: AuthContext, body: Body, deps: AuthDeps): Pro
     throw e;
   }
   await portCreated(port.id);
-  return { view: portView((await getPort(port.id))!, auth), undo: () => deletePort(port.id) };
+  // the servers of groups naming its groups as remote admit its addresses now
+  await refreshPortFilters({ joined: security.security_groups.map((g) => [g, port.id]) }, requestId());
+  return {
+    view: portView((await getPort(port.id))!, auth),
+    undo: () => deleteFrontPort({ ...port, fixed_ips: [] }),
+  };
+}
+
+const requestId = () => `req-${randomUUID()}`;
+
+/**
+ * A new port's port security and groups (ml2's port security extension driver, then
+ * _ensure_default_security_group_on_port): port security as asked, else its network's; its groups
+ * as asked, else its project's default group (made now if need be, unless another project's
+ * member creates it); none for a trusted port. Groups without port security are refused.
+ */
+async function portSecurityOnCreate(
+  auth: AuthContext,
+  body: Body,
+  network: Network,
+  project: string,
+  now: Date,
+): Promise<{ port_security_enabled: boolean; security_groups: string[] }> {
+  const asked = securityGroupsAttr(body);
+  const given = boolAttr(body, "port_security_enabled");
+  if (trusted(body.device_owner)) return { port_security_enabled: false, security_groups: [] };
+  const enabled = given ?? network.port_security_enabled !== false;
+  if (!enabled) {
+    if (asked?.length) throw portSecurityRequired();
+    return { port_security_enabled: false, security_groups: [] };
+  }
+  if (asked !== undefined) {
+    await checkPortGroups(auth, project, asked);
+    return { port_security_enabled: true, security_groups: asked };
+  }
+  const fallback = await ensureDefaultGroup(auth, project, now);
+  return { port_security_enabled: true, security_groups: fallback ? [fallback] : [] };
+}
+
+/** Delete a port and tell the servers of the groups naming its groups as remote. */
+async function deleteFrontPort(port: Port): Promise<boolean> {
+  const deleted = await deletePort(port.id);
+  if (deleted)
+    await refreshPortFilters(
+      { left: securityGroupsOf(port).map((g): Membership => [g, port.id]) },
+      requestId(),
+    );
+  return deleted;
+}
+
+/**
+ * An update's security groups and port security, as ml2 checks them: groups given without port
+ * security (given or kept) are refused; turning it off while the port keeps groups is
+ * PortSecurityPortHasSecurityGroup. Undefined when the update changes neither.
+ */
+async function portSecurityOnUpdate(
+  auth: AuthContext,
+  body: Body,
+  port: Port,
+): Promise<{ port_security_enabled: boolean; security_groups: string[] } | undefined> {
+  const asked = securityGroupsAttr(body);
+  const given = boolAttr(body, "port_security_enabled");
+  if (asked === undefined && given === undefined) return undefined;
+  const enabled = given ?? port.port_security_enabled !== false;
+  const groups = asked ?? securityGroupsOf(port);
+  if (!enabled) {
+    if (asked?.length) throw portSecurityRequired();
+    if (groups.length)
+      throw new Refusal(
+        409,
+        "Port has security group associated. Cannot disable port security or IP address until security group is removed.",
+        "PortSecurityPortHasSecurityGroup",
+      );
+  }
+  if (asked !== undefined && !trusted(port.device_owner)) await checkPortGroups(auth, port.project_id, asked);
+  return { port_security_enabled: enabled, security_groups: trusted(port.device_owner) ? [] : groups };
+}
+
+/**
+ * The ports a list's filters can match, read by an index where one narrows them: a device's (the
+ * SDK's and Ansible's `?device_id=<server>`, per server), a network's; undefined when none does
+ * (a filter on a free port's empty device_id, or none at all): every port is read.
+ */
+async function portsFiltered(filters: ListQuery["filters"]): Promise<Port[] | undefined> {
+  const values = (name: string) => filters.find(([k]) => k === name)?.[1];
+  const devices = values("device_id");
+  const networks = values("network_id");
+  let ports: Port[][];
+  if (devices && !devices.includes("")) ports = await Promise.all([...new Set(devices)].map(portsOfDevice));
+  else if (networks) ports = await Promise.all([...new Set(networks)].map(portsOn));
+  else return undefined;
+  return ports.flat();
 }
 
 export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   resourceRoutes(app, {
     name: "port",
-    kind: "Port",
+    notFound: (id) => notFound("Port", id),
     attributes: PORT_ATTRIBUTES,
     createAttributes: PORT_CREATE,
     view: portView,
-    visible: async (auth) => {
-      const ownedNetworks = auth.isAdmin
-        ? undefined
-        : new Set((await listNetworks()).filter((n) => readerOf(auth, n.project_id)).map((n) => n.id));
+    visible: async (auth, filters) => {
       const now = deps.now();
-      return (await listPorts())
-        .filter((p) => portShown(p, now))
-        .filter((p) => !ownedNetworks || readerOf(auth, p.project_id) || ownedNetworks.has(p.network_id));
+      const narrowed = await portsFiltered(filters);
+      const ports = (narrowed ?? (await listPorts())).filter((p) => portShown(p, now));
+      if (auth.isAdmin) return ports;
+      // a port is its project's readers', and its network's project's: the networks of the
+      // others' ports are read (a few, where an index narrowed them), or all of them
+      const others = [
+        ...new Set(ports.filter((p) => !readerOf(auth, p.project_id)).map((p) => p.network_id)),
+      ];
+      const networks = narrowed
+        ? await Promise.all(others.map((id) => getNetwork(id, true)))
+        : await listNetworks();
+      const owned = new Set(
+        networks.filter((n): n is Network => !!n && readerOf(auth, n.project_id)).map((n) => n.id),
+      );
+      return ports.filter((p) => readerOf(auth, p.project_id) || owned.has(p.network_id));
     },
     find: async (auth, id) => (await visiblePort(auth, id, deps.now())).port,
     create: (auth, body) => createOnePort(auth, body, deps),
@@ -223,11 +392,23 @@ export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     const up = boolAttr(body, "admin_state_up");
     if (up !== undefined) changes.admin_state_up = up;
     const wanted = fixedIpsOf(body);
+    const security = await portSecurityOnUpdate(auth, body, port);
     if (wanted) await changeAddresses(port, network, wanted);
+    const change: FilterChange = {};
+    if (security) {
+      const set = await setPortSecurityGroups(port.id, security, stamp(deps.now()));
+      if (!set) throw notFound("Port", port.id);
+      change.ports = [port.id];
+      change.joined = set.joined.map((g): Membership => [g, port.id]);
+      change.left = set.left.map((g): Membership => [g, port.id]);
+    }
     const updated = await updatePort(port.id, changes);
     if (!updated) throw notFound("Port", port.id);
-    // Neutron's network-changed event to Nova: the server's addresses follow its port
+    // its addresses changed: the servers admitting its groups' members admit its new ones
+    if (wanted) change.addressesOf = securityGroupsOf(updated);
+    // Neutron's network-changed event to Nova: the server's addresses and groups follow its port
     await serverPortChanged(port);
+    await refreshPortFilters(change, requestId());
     return c.json({ port: portView(updated, auth) });
   });
 
@@ -236,7 +417,7 @@ export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
     const { port, network } = await visiblePort(auth, c.req.param("id"), deps.now());
     if (!memberOf(auth, port.project_id) && !(network && memberOf(auth, network.project_id)))
       refuse(auth, port.project_id, "delete_port");
-    if (!(await deletePort(port.id))) throw notFound("Port", port.id);
+    if (!(await deleteFrontPort(port))) throw notFound("Port", port.id);
     // network-vif-deleted: the server no longer shows it
     await serverPortChanged(port);
     return c.body(null, 204);
@@ -245,8 +426,9 @@ export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
 
 /** A port of a server (a build's, or one bound to it) changed: the server's view follows. */
 async function serverPortChanged(port: Port): Promise<void> {
-  if (typeof port.device_id === "string" && String(port.device_owner ?? "").startsWith("compute:"))
-    await refreshNetworkInfo(port.device_id);
+  // (a free port's device_id is "": no server to tell)
+  const device = deviceKey(port.device_id);
+  if (device && String(port.device_owner ?? "").startsWith("compute:")) await refreshNetworkInfo(device);
 }
 
 /**

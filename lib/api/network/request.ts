@@ -9,7 +9,7 @@ import type { AuthContext } from "../auth.js";
 import type { BodyRules } from "../body.js";
 import { Refusal } from "../errors.js";
 import { type FrontEnv, jsonBody, readJson } from "../front.js";
-import { byId, listed, listParams } from "./listing.js";
+import { byId, type ListQuery, listed, listParams } from "./listing.js";
 import { type AttributeRule, policyRefused, pretendNotFound } from "./policy.js";
 import { selectFields } from "./views.js";
 
@@ -20,6 +20,11 @@ export type Body = Record<string, unknown>;
 export const badRequest = (message: string) => new Refusal(400, message, "HTTPBadRequest");
 export const notFound = (kind: "Network" | "Subnet" | "Port", id: string) =>
   new Refusal(404, `${kind} ${id} could not be found.`, `${kind}NotFound`);
+/** Neutron's texts for security groups' 404s (extensions/securitygroup.py). */
+export const securityGroupNotFound = (id: string) =>
+  new Refusal(404, `Security group ${id} does not exist`, "SecurityGroupNotFound");
+export const securityGroupRuleNotFound = (id: string) =>
+  new Refusal(404, `Security group rule ${id} does not exist`, "SecurityGroupRuleNotFound");
 
 /** Neutron's timestamps: seconds, UTC, a Z. */
 export const stamp = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
@@ -97,11 +102,14 @@ export type Made = { view: Body; undo: () => Promise<unknown> };
  */
 async function createResources(
   c: Context<NetEnv, string, { out: { json: { items: Body[]; bulk: boolean } } }>,
-  resource: "network" | "subnet" | "port",
+  resource: string,
   create: (body: Body) => Promise<Made>,
+  /** checks a bulk create's items together before any is made (Neutron's native bulk) */
+  checkBulk?: (items: Body[]) => void,
 ) {
   const { items, bulk } = c.req.valid("json");
   if (!bulk) return c.json({ [resource]: (await create(items[0]!)).view }, 201);
+  checkBulk?.(items);
   const made: Made[] = [];
   try {
     for (const item of items) made.push(await create(item));
@@ -187,34 +195,47 @@ export function refuse(auth: AuthContext, owner: string, action: string, attrs: 
 
 /** One resource as its routes need it declared (the rest of Neutron's attribute map is its file's). */
 export interface Resource<T extends { id: string }> {
-  name: "network" | "subnet" | "port";
-  /** its exceptions' prefix: NetworkNotFound… */
-  kind: "Network" | "Subnet" | "Port";
+  /** its body's key (`network`, `security_group`): its collection's is the plural */
+  name: string;
+  /** its collection's path when it is not the plural (`security-groups`) */
+  path?: string;
+  /** its 404: NetworkNotFound… */
+  notFound: (id: string) => Refusal;
   /** the attributes a list may filter on */
   attributes: readonly string[];
   /** the attributes a create may set */
   createAttributes: readonly string[];
   view: (item: T, auth: AuthContext) => Record<string, unknown>;
-  /** every item the caller sees */
-  visible: (auth: AuthContext) => Promise<T[]>;
+  /**
+   * every item the caller sees; or only those among them a list's filters may match, where the
+   * store can narrow them by an index (the listing filters them all the same)
+   */
+  visible: (auth: AuthContext, filters: ListQuery["filters"]) => Promise<T[]>;
   /** the one the caller asks for, or its 404 */
   find: (auth: AuthContext, id: string) => Promise<T>;
   create: (auth: AuthContext, body: Body) => Promise<Made>;
+  /** a bulk create's items checked together first */
+  checkBulk?: (items: Body[]) => void;
+  /** what a list does before it reads (Neutron makes the project's default security group) */
+  beforeList?: (auth: AuthContext, filters: [string, string[]][]) => Promise<void>;
 }
 
 /** A resource's list (filters, fields, paging), show (fields) and create (one, or bulk). */
 export function resourceRoutes<T extends { id: string }>(app: Hono<NetEnv>, r: Resource<T>): void {
   const collection = `${r.name}s`;
-  app.get(`/v2.0/${collection}`, listParams(r.attributes), async (c) => {
-    const items = (await r.visible(c.get("auth"))).sort(byId);
-    return listed(c, collection, items, r.view, c.req.valid("query"), (id) => notFound(r.kind, id));
+  const path = r.path ?? collection;
+  app.get(`/v2.0/${path}`, listParams(r.attributes), async (c) => {
+    const q = c.req.valid("query");
+    await r.beforeList?.(c.get("auth"), q.filters);
+    const items = (await r.visible(c.get("auth"), q.filters)).sort(byId);
+    return listed(c, collection, items, r.view, q, r.notFound);
   });
-  app.get(`/v2.0/${collection}/:id`, async (c) => {
+  app.get(`/v2.0/${path}/:id`, async (c) => {
     const auth = c.get("auth");
     const item = await r.find(auth, c.req.param("id"));
     return c.json({ [r.name]: selectFields(r.view(item, auth), c.req.queries("fields") ?? []) });
   });
-  app.post(`/v2.0/${collection}`, createBody(r.name, r.createAttributes), (c) =>
-    createResources(c, r.name, (body) => r.create(c.get("auth"), body)),
+  app.post(`/v2.0/${path}`, createBody(r.name, r.createAttributes), (c) =>
+    createResources(c, r.name, (body) => r.create(c.get("auth"), body), r.checkBulk),
   );
 }

@@ -192,7 +192,7 @@ async function createOneSubnet(auth: AuthContext, body: Body, deps: AuthDeps): P
 export function subnetRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
   resourceRoutes(app, {
     name: "subnet",
-    kind: "Subnet",
+    notFound: (id) => notFound("Subnet", id),
     attributes: SUBNET_ATTRIBUTES,
     createAttributes: SUBNET_CREATE,
     view: subnetView,

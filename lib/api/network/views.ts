@@ -1,6 +1,7 @@
 // Neutron's shapes for networks, subnets and ports, with its default policy's hidden attributes:
 // provider:* (get_network:provider:*) and binding:host_id, vif_type, vif_details, profile
 // (get_port:binding:*) are shown to admins only, as Neutron leaves them out for others.
+import { normalizedCidr, type SecurityGroup, type SecurityGroupRule } from "../../network/security-groups.js";
 import type { Network, Port, Subnet } from "../../network/store/table.js";
 import type { AuthContext } from "../auth.js";
 
@@ -39,7 +40,8 @@ export function networkView(n: Network, auth: AuthContext): View {
     availability_zones: [],
     ipv4_address_scope: null,
     ipv6_address_scope: null,
-    port_security_enabled: false,
+    // Neutron's port-security extension: on unless the network was made without it
+    port_security_enabled: n.port_security_enabled ?? true,
     is_default: false,
     ...standard(n),
   };
@@ -86,8 +88,9 @@ export function portView(p: Port, auth: AuthContext): View {
     fixed_ips: p.fixed_ips,
     allowed_address_pairs: [],
     extra_dhcp_opts: [],
-    security_groups: [],
-    port_security_enabled: false,
+    // a port from before security groups shows none, and no port security (nothing is filtered)
+    security_groups: Array.isArray(p.security_groups) ? p.security_groups : [],
+    port_security_enabled: p.port_security_enabled ?? false,
     "binding:vnic_type": "normal",
     "binding:host_id": host,
     "binding:vif_type": host ? "bridge" : "unbound",
@@ -97,6 +100,44 @@ export function portView(p: Port, auth: AuthContext): View {
   };
   if (!auth.isAdmin) for (const k of BINDING_ADMIN) delete view[k];
   return view;
+}
+
+/** A rule as Neutron shows it (securitygroups_db.py _make_security_group_rule_dict and its extensions). */
+export function securityGroupRuleView(r: SecurityGroupRule, defaultGroup?: boolean): View {
+  return {
+    id: r.id,
+    project_id: r.project_id,
+    tenant_id: r.project_id,
+    security_group_id: r.security_group_id,
+    ethertype: r.ethertype,
+    direction: r.direction,
+    protocol: r.protocol,
+    port_range_min: r.port_range_min,
+    port_range_max: r.port_range_max,
+    remote_ip_prefix: r.remote_ip_prefix,
+    remote_address_group_id: null,
+    normalized_cidr: normalizedCidr(r.remote_ip_prefix),
+    remote_group_id: r.remote_group_id,
+    // security-groups-rules-belongs-to-default-sg
+    ...(defaultGroup === undefined ? {} : { belongs_to_default_sg: defaultGroup }),
+    description: r.description ?? "",
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision_number: r.revision_number,
+  };
+}
+
+/** A group with its rules (_make_security_group_dict). */
+export function securityGroupView(g: SecurityGroup): View {
+  return {
+    id: g.id,
+    name: g.name,
+    tenant_id: g.project_id,
+    project_id: g.project_id,
+    description: g.description,
+    security_group_rules: g.rules.map((r) => securityGroupRuleView(r, g.is_default)),
+    ...standard({ ...g }),
+  };
 }
 
 /** Every attribute a view may show (an admin's view): what a list may filter on. */
@@ -119,6 +160,39 @@ export const SUBNET_ATTRIBUTES = keysOf(() =>
 export const PORT_ATTRIBUTES = keysOf((auth) =>
   portView({ id: "", network_id: "", project_id: "", fixed_ips: [] }, auth),
 );
+const EMPTY_GROUP: SecurityGroup = {
+  id: "",
+  name: "",
+  description: "",
+  project_id: "",
+  is_default: false,
+  rules: [],
+  created_at: "",
+  updated_at: "",
+  revision_number: 0,
+};
+export const SECURITY_GROUP_ATTRIBUTES = Object.keys(securityGroupView(EMPTY_GROUP));
+export const SECURITY_GROUP_RULE_ATTRIBUTES = Object.keys(
+  securityGroupRuleView(
+    {
+      id: "",
+      project_id: "",
+      security_group_id: "",
+      direction: "ingress",
+      ethertype: "IPv4",
+      protocol: null,
+      port_range_min: null,
+      port_range_max: null,
+      remote_ip_prefix: null,
+      remote_group_id: null,
+      description: "",
+      created_at: "",
+      updated_at: "",
+      revision_number: 0,
+    },
+    false,
+  ),
+);
 
 /** Neutron's `fields` query: only the named attributes (and always none other). */
 export function selectFields(view: View, fields: readonly string[]): View {
@@ -137,7 +211,7 @@ export const versionsDocument = (baseUrl: string) => ({
   ],
 });
 
-/** GET /networking/v2.0: the collections served. */
+/** GET /networking/v2.0: the core collections served (Neutron lists its core resources only). */
 export const resourcesDocument = (baseUrl: string) => ({
   resources: ["network", "subnet", "port"].map((name) => ({
     name,
@@ -152,6 +226,18 @@ const EXTENSIONS = [
   ["binding", "Port Binding", "Expose port bindings of a virtual port to external application"],
   ["external-net", "Neutron external network", "Adds external network attribute to network resource."],
   ["net-mtu", "Network MTU", "Provides MTU attribute for a network resource."],
+  ["security-group", "security-group", "The security groups extension."],
+  ["port-security", "Port Security", "Provides port security"],
+  [
+    "security-groups-normalized-cidr",
+    "Normalized CIDR field for security group rules",
+    "Add new field with normalized remote_ip_prefix cidr in SG rule",
+  ],
+  [
+    "security-groups-rules-belongs-to-default-sg",
+    "Security group rule belongs to the project's default security group",
+    "Flag to determine if the security group rule belongs to the project's default security group",
+  ],
   [
     "standard-attr-description",
     "standard-attr-description",

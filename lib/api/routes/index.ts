@@ -15,6 +15,7 @@ import { migrationRoutes } from "./migrations.js";
 import { placementAuditRoutes } from "./placement-audit.js";
 import { quotaRoutes } from "./quotas.js";
 import { schedulingRoutes } from "./scheduling.js";
+import { securityGroupRoutes } from "./security-groups.js";
 import { serverActionRoutes } from "./server-actions.js";
 import { serverDiagnosticsRoutes } from "./server-diagnostics.js";
 import { serverGroupRoutes } from "./server-groups.js";
@@ -33,6 +34,7 @@ export const ROUTES: Route[] = [
   ...serverActionRoutes,
   ...serverPasswordRoutes,
   ...serverInterfaceRoutes,
+  ...securityGroupRoutes,
   ...serverDiagnosticsRoutes,
   ...instanceActionRoutes,
   ...migrationRoutes,

@@ -74,6 +74,9 @@ export const INSTANCE_CHECKS = {
   shelve: { lock: true, vm_state: SHELVE_FROM, task_state: IDLE },
   shelve_offload: { lock: true, vm_state: ["shelved"], task_state: IDLE },
   unshelve: { lock: true, vm_state: ["shelved", "shelved_offloaded"], task_state: IDLE },
+  // attach_interface and detach_interface: a hot-plug, or a stopped guest's definition
+  attach_interface: { lock: true, vm_state: ["active", "paused", "stopped"], task_state: IDLE },
+  detach_interface: { lock: true, vm_state: ["active", "paused", "stopped"], task_state: IDLE },
   // vm_states.ALLOW_TRIGGER_CRASH_DUMP (rescued: not a state this system has)
   trigger_crash_dump: { lock: true, vm_state: ["active", "paused", "resized", "error"], task_state: IDLE },
   // server_metadata.py: a change needs an active server, whatever its task

@@ -24,6 +24,7 @@ import {
   type NovaAction,
   refusedBy,
 } from "./instance-checks.js";
+import { addSecurityGroup, removeSecurityGroup } from "./security-groups.js";
 import { triggerCrashDump } from "./server-crash-dump.js";
 import { forceDelete, restore } from "./server-deferred-delete.js";
 import { createBackup, createImage } from "./server-images.js";
@@ -69,8 +70,8 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 }
 
 /**
- * Nova's actions that need what this system does not have yet: graphical consoles, shelve and
- * rescue, passwords, networks and volumes.
+ * Nova's actions that need what this system does not have yet: graphical consoles, rescue,
+ * passwords, fixed and floating IPs.
  */
 const UNSUPPORTED = new Set([
   "os-getVNCConsole",
@@ -86,8 +87,6 @@ const UNSUPPORTED = new Set([
   "removeFixedIp",
   "addFloatingIp",
   "removeFloatingIp",
-  "addSecurityGroup",
-  "removeSecurityGroup",
 ]);
 
 function powerDeps(call: RouteCall): PowerDeps {
@@ -228,6 +227,8 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   // deferred_delete.py: any body value
   if (name === "restore") return restore(call, rec);
   if (name === "forceDelete") return forceDelete(call, rec);
+  if (name === "addSecurityGroup") return addSecurityGroup(call, rec, arg);
+  if (name === "removeSecurityGroup") return removeSecurityGroup(call, rec, arg);
   if (UNSUPPORTED.has(name)) {
     throw new ApiError(
       "notImplemented",

@@ -9,7 +9,7 @@ import { ActionNotSent, acceptAction } from "../../instances/accept.js";
 import type { RebuildFields } from "../../instances/rebuild.js";
 import { conductorRequest } from "../../instances/request-spec.js";
 import type { InstanceRecord, RebuildContext } from "../../instances/types.js";
-import { imageSpec, newAdminPass } from "../build.js";
+import { checkFlavorFitsImage, imageSpec, newAdminPass } from "../build.js";
 import type { RebuildDeps } from "../deps.js";
 import { ApiError, badRequest } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
@@ -43,10 +43,7 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
   if (!image || !imageVisibleTo(image, auth)) throw badRequest("Cannot find image for rebuild");
   if (image.status !== "active") throw badRequest(`Image ${image.id} is not active.`);
   // Nova's _validate_flavor_image against the server's flavor
-  if (rec.flavor.memory_mb < image.min_ram)
-    throw badRequest("Flavor's memory is too small for requested image.");
-  if (rec.flavor.root_gb > 0 && rec.flavor.root_gb < image.min_disk)
-    throw badRequest("Flavor's disk is too small for requested image.");
+  checkFlavorFitsImage(rec.flavor, image);
   if (body.metadata) {
     const limit = (await deps.quotas.getProjectLimits(rec.project_id)).metadata_items;
     checkMetadataLimit(body.metadata, limit === -1 ? Number.POSITIVE_INFINITY : limit);

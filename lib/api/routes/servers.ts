@@ -4,6 +4,7 @@ import { imageVisibleTo } from "../../catalog/image-create.js";
 import type { Flavor, Image, ServerGroup } from "../../catalog/types.js";
 import { NetworkRequestRefused } from "../../instances/networking.js";
 import { MarkerNotFound, type ServerPage } from "../../instances/queries.js";
+import { SecurityGroupRefused } from "../../instances/security-groups.js";
 import type { InstanceRecord, NetworkRequest } from "../../instances/types.js";
 import { log } from "../../log.js";
 import { metrics } from "../../metrics.js";
@@ -21,7 +22,13 @@ import { canSeeServerGroup, groupNotFoundMessage } from "../validation/server-gr
 import { compareServers, matchesServer, parseServerListQuery } from "../validation/server-list.js";
 import { type CreateServerRequest, parseCreateServer, parseUpdateServer } from "../validation/servers.js";
 import { resourceLinks } from "../views/format.js";
-import { serverSummaryView, serverUpdateView, serverView, vmStatesShowing } from "../views/servers.js";
+import {
+  securityGroupIdsOf,
+  serverSummaryView,
+  serverUpdateView,
+  serverView,
+  vmStatesShowing,
+} from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
 import { checkInstance } from "./instance-checks.js";
 import { reserveForCreate } from "./quotas.js";
@@ -85,6 +92,8 @@ export interface ResolvedCreate {
   networks: NetworkRequest[];
   /** the zones all of those networks are available in (their hints), if any says */
   networkZones?: string[];
+  /** the create's security groups, resolved (absent: the project's default) */
+  securityGroups?: string[];
 }
 
 /**
@@ -134,10 +143,42 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   if (req.az?.zone && !req.az.host) await checkZoneAvailable(deps, req.az.zone);
   if (req.requestedDestination) await checkDestination(deps, req.requestedDestination);
   const group = await findHintedGroup(deps, req.schedulerHints, auth);
+  const securityGroups = await requestedSecurityGroups(deps, req, auth);
   const networks = await requestedNetworks(deps, req, auth);
   const networkZones = networks.length ? await deps.network?.zones(networks) : undefined;
   if (networkZones) checkNetworkZones(networkZones, req.az?.zone ?? undefined);
-  return { req, flavor, image, group, quotas, networks, ...(networkZones ? { networkZones } : {}) };
+  return {
+    req,
+    flavor,
+    image,
+    group,
+    quotas,
+    networks,
+    ...(networkZones ? { networkZones } : {}),
+    ...(securityGroups ? { securityGroups } : {}),
+  };
+}
+
+/** Nova's _check_requested_secgroups: each a group of the project (400, or 409 when ambiguous). */
+async function requestedSecurityGroups(
+  deps: ApiDeps,
+  req: CreateServerRequest,
+  auth: AuthContext,
+): Promise<string[] | undefined> {
+  if (!req.securityGroups?.length) return undefined;
+  if (!deps.network) {
+    // no network service: the only security group there is, is Nova's default
+    const other = req.securityGroups.find((g) => g !== "default");
+    if (other) throw badRequest(`Security group ${other} not found for project ${auth.project_id}.`);
+    return undefined;
+  }
+  try {
+    return await deps.network.securityGroups(req.securityGroups, auth);
+  } catch (e) {
+    if (e instanceof SecurityGroupRefused)
+      throw e.status === 409 ? conflict(e.message) : badRequest(e.message);
+    throw e;
+  }
 }
 
 /** Nova's validate_networks, its refusals as the API's 400 and 409. */
@@ -186,7 +227,8 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
   const { ctx, deps } = call;
   const { auth } = ctx;
   const settings = apiSettings();
-  const { req, flavor, image, group, quotas, networks, networkZones } = await resolveCreate(call);
+  const { req, flavor, image, group, quotas, networks, networkZones, securityGroups } =
+    await resolveCreate(call);
   // Nova's instance quota: max_count reduced to what fits; given back if the create fails below
   const quota = await reserveForCreate(
     deps,
@@ -207,6 +249,7 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
     nameTemplate: settings.multiInstanceNameTemplate,
     networks,
     ...(networkZones ? { networkZones } : {}),
+    ...(securityGroups ? { securityGroups } : {}),
   });
   const ids = plan.records.map((r) => r.id);
   ctx.logFields.instance_uuid = ids[0];
@@ -249,7 +292,10 @@ export async function createServer(call: RouteCall): Promise<ApiResult> {
     id: first,
     links: resourceLinks(ctx.baseUrl, "servers", first),
     "OS-DCF:diskConfig": "MANUAL",
-    security_groups: [{ name: "default" }],
+    // Nova echoes the request's groups, or the default it will have
+    security_groups: req.securityGroups?.length
+      ? req.securityGroups.map((name) => ({ name }))
+      : [{ name: "default" }],
     adminPass: req.adminPass ?? newAdminPass(),
   };
   return {
@@ -315,7 +361,14 @@ export async function listServers({ ctx, deps, query }: RouteCall, detail: boole
   const servers = page.records;
   ctx.logFields.count = servers.length;
   const hostStatus = detail ? await hostStatuses(deps, servers, ctx) : undefined;
-  const opts = { baseUrl: ctx.baseUrl, isAdmin: auth.isAdmin, version: ctx.version, hostStatus };
+  const securityGroupNames = detail ? await groupNamesOf(deps, servers) : undefined;
+  const opts = {
+    baseUrl: ctx.baseUrl,
+    isAdmin: auth.isAdmin,
+    version: ctx.version,
+    hostStatus,
+    securityGroupNames,
+  };
   const body: Record<string, unknown> = {
     servers: servers.map((r) => (detail ? serverView(r, opts) : serverSummaryView(r, ctx.baseUrl))),
   };
@@ -338,6 +391,12 @@ export async function showServer(call: RouteCall): Promise<ApiResult> {
   return { status: 200, body: { server: await viewOf(rec, call) } };
 }
 
+/** The names of the security groups of these servers' ports (one read of each group). */
+export async function groupNamesOf(deps: ApiDeps, recs: InstanceRecord[]): Promise<Map<string, string>> {
+  const ids = [...new Set(recs.flatMap(securityGroupIdsOf))];
+  return ids.length && deps.network ? deps.network.groupNames(ids) : new Map();
+}
+
 /** One server as its caller sees it at its version. */
 export async function viewOf(
   rec: InstanceRecord,
@@ -349,6 +408,7 @@ export async function viewOf(
     isAdmin: ctx.auth.isAdmin,
     version: ctx.version,
     hostStatus,
+    securityGroupNames: await groupNamesOf(deps, [rec]),
   });
 }
 
@@ -369,6 +429,7 @@ export async function updateServerRoute(call: RouteCall): Promise<ApiResult> {
         baseUrl: ctx.baseUrl,
         isAdmin: ctx.auth.isAdmin,
         version: ctx.version,
+        securityGroupNames: await groupNamesOf(deps, [updated]),
       }),
     },
   };

@@ -106,6 +106,8 @@ async function showUsage({ ctx, deps, query, params }: RouteCall): Promise<ApiRe
 }
 
 export const usageRoutes: Route[] = [
-  { method: "GET", pattern: "/os-simple-tenant-usage", handler: listUsage },
+  // GET /os-simple-tenant-usage/ names an empty project: Nova's router finds no route there (404),
+  // where reading the slash as none would answer every project's usage
+  { method: "GET", pattern: "/os-simple-tenant-usage", handler: listUsage, exact: true },
   { method: "GET", pattern: "/os-simple-tenant-usage/:tenant_id", handler: showUsage },
 ];

@@ -66,7 +66,14 @@ function unionTypes(errors: z.core.$ZodIssue[][]): string[] {
   return out;
 }
 
-const ENVELOPES = new Set(["server", "flavor", "keypair", "rebuild"]);
+const ENVELOPES = new Set([
+  "server",
+  "flavor",
+  "keypair",
+  "rebuild",
+  "security_group",
+  "security_group_rule",
+]);
 
 function fieldName(path: readonly PropertyKey[]): string {
   const names = path.map(String);

@@ -53,7 +53,7 @@ export const userData = z
   });
 
 /** Nova's format "uuid" (oslo's is_uuid_like: 32 hex digits, dashes anywhere). */
-const uuidLike = z.string().refine((v) => /^[0-9a-f]{32}$/i.test(v.replaceAll("-", "")), {
+export const uuidLike = z.string().refine((v) => /^[0-9a-f]{32}$/i.test(v.replaceAll("-", "")), {
   message: "is not a 'uuid'",
 });
 const fixedIp = z.union([z.ipv4(), z.ipv6()]);
@@ -86,9 +86,10 @@ const baseServer = {
   return_reservation_id: novaBoolean.optional(),
   key_name: z.string().min(1).max(255).optional(),
   user_data: userData.nullable().optional(),
-  // config_drive and the access IPs are recorded and shown; networks (by version, below) are
-  // checked against the Networking store by lib/instances/networking.ts; security groups and block
-  // device mappings are checked below; disk config is type-checked and ignored. `adminPass` is not
+  // config_drive and the access IPs are recorded and shown; networks (by version, below) and
+  // security groups are checked against the Networking store by lib/instances/networking.ts and
+  // lib/instances/security-groups.ts; block device mappings are checked below; disk config is
+  // type-checked and ignored. `adminPass` is not
   // applied to anything either; it is only echoed in the create answer.
   networks: networksBefore237(false),
   security_groups: z.array(z.looseObject({ name: z.string() })).optional(),
@@ -197,6 +198,8 @@ export interface CreateServerRequest {
   configDrive: boolean;
   /** Nova's `networks` as given (null: absent, before 2.37); checked against the store later */
   networks: RequestedNetworks;
+  /** the security groups' names (or ids) asked for, each once; null: none asked (Nova's default) */
+  securityGroups: string[] | null;
   /** an admin's host and/or node to build on, through the filters (2.74) */
   requestedDestination: { host: string | null; node: string | null } | null;
 }
@@ -224,11 +227,6 @@ export function parseCreateServer(
 
   const imageRef = bootImage(s.imageRef ? idFromHref(s.imageRef) : "", s.block_device_mapping_v2 ?? []);
   if (!imageRef) throw badRequest("Missing imageRef attribute");
-  for (const g of s.security_groups ?? []) {
-    // no network service: the only security group there is, is Nova's default
-    if (g.name !== "default")
-      throw badRequest(`Security group ${g.name} not found for project ${auth.project_id}.`);
-  }
   // servers.py _validate_network_id, before 2.37 (from 2.37 the schema checks the format)
   for (const n of Array.isArray(s.networks) ? s.networks : []) {
     if (!n.port && typeof n.uuid === "string" && !/^[0-9a-f]{32}$/i.test(n.uuid.replaceAll("-", "")))
@@ -278,6 +276,10 @@ export function parseCreateServer(
     hostname: s.hostname ?? null,
     configDrive: s.config_drive === true,
     networks: (s.networks as RequestedNetworks | undefined) ?? null,
+    // servers.py: the names given, each once (a group without a name is none asked)
+    securityGroups: s.security_groups
+      ? [...new Set(s.security_groups.flatMap((g) => (g.name ? [g.name] : [])))]
+      : null,
     requestedDestination:
       s.host !== undefined || s.hypervisor_hostname !== undefined
         ? { host: s.host ?? null, node: s.hypervisor_hostname ?? null }

@@ -1,4 +1,5 @@
 // Nova's (deprecated) image proxy views: enough for a user to find an image id.
+import { extraProperties } from "../../catalog/image-create.js";
 import type { Image } from "../../catalog/types.js";
 import { isoSeconds, type Link, resourceLinks } from "./format.js";
 
@@ -27,7 +28,8 @@ export function imageView(img: Image, baseUrl: string): unknown {
     progress: PROGRESS[img.status] ?? 0,
     minDisk: img.min_disk,
     minRam: img.min_ram,
-    metadata: { ...img.properties },
+    // Glance's extra properties (Nova's _translate_from_glance leaves its attributes out)
+    metadata: extraProperties(img),
     created,
     updated: img.updated_at ? isoSeconds(img.updated_at) : created,
     "OS-EXT-IMG-SIZE:size": img.size ?? 0,

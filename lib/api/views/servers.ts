@@ -4,7 +4,7 @@
 import { withoutHosts } from "../../instances/faults.js";
 import { terminatedAt } from "../../instances/soft-delete.js";
 import type { InstanceRecord, VmState } from "../../instances/types.js";
-import { type ApiVersion, forVersion, viewFields } from "../microversion.js";
+import { type ApiVersion, forVersion, OMIT, viewFields } from "../microversion.js";
 import { addressesView } from "./addresses.js";
 import { embeddedFlavorView } from "./flavors.js";
 import { hostId, isoMicro, isoSeconds, resourceLinks } from "./format.js";
@@ -15,6 +15,25 @@ export interface ViewOptions {
   version: ApiVersion;
   /** Nova's host_status of a host (UP, DOWN, MAINTENANCE, UNKNOWN), for admins from 2.16 */
   hostStatus?: (host: string) => string;
+  /** the names of the security groups the servers' ports are in, by id (securityGroupIdsOf) */
+  securityGroupNames?: ReadonlyMap<string, string>;
+}
+
+/** The security groups of a server's ports, each once, in port order. */
+export const securityGroupIdsOf = (rec: InstanceRecord): string[] => [
+  ...new Set((rec.network_info ?? []).flatMap((v) => v.security_groups ?? [])),
+];
+
+/**
+ * Nova's security_groups of a server: the names of its ports' groups (each once); none (the key
+ * left out) for a server without ports or whose ports have none.
+ */
+function securityGroupsView(rec: InstanceRecord, names: ReadonlyMap<string, string> | undefined) {
+  const shown = securityGroupIdsOf(rec).flatMap((id) => {
+    const name = names?.get(id);
+    return name === undefined ? [] : [{ name }];
+  });
+  return shown.length ? shown : OMIT;
 }
 
 const STATUS: Record<VmState, string> = {
@@ -178,7 +197,7 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
       // Nova shows progress only while a server may be making some (views/servers.py
       // _progress_statuses); a SHUTOFF or ERROR server has none.
       ...(PROGRESS_STATUSES.has(serverStatus(rec)) ? { progress: 0 } : {}),
-      security_groups: [{ name: "default" }],
+      security_groups: securityGroupsView(rec, c.securityGroupNames),
       "OS-DCF:diskConfig": "MANUAL",
       "OS-EXT-AZ:availability_zone": availabilityZoneOf(rec),
       "OS-EXT-STS:vm_state": rec.vm_state,

@@ -142,9 +142,23 @@ export interface Driver {
   /**
    * Nova's refresh_instance_security_rules (Neutron's agent on the host): enforce each port's
    * filter now, replacing what was enforced for it. Absent: the driver cannot isolate a guest's
-   * traffic (exec: a process shares the host's network), and says so in its facts.
+   * traffic (exec: a process shares the host's network), and says so in its facts. GuestNotFound
+   * when the guest is not on this host (its rules went with it).
    */
   applyPortFilters?(instanceUuid: string, ports: readonly GuestPort[]): Promise<void>;
+  /**
+   * Nova's attach_interface: the port's NIC hot-plugged into a running or paused guest and kept in
+   * its definition (a stopped guest: its definition only), so the guest keeps it across a reboot.
+   * Safe to repeat: a NIC of the port's MAC already there is left as it is. Absent: the driver
+   * cannot hot-plug (exec: a process has no NIC), and says so in its facts
+   * (`attach_interface: false`); the host then answers as Nova's AttachInterfaceNotSupported.
+   */
+  attachInterface?(instanceUuid: string, port: GuestPort): Promise<void>;
+  /**
+   * Nova's detach_interface: the port's NIC unplugged (waiting for the guest to let it go) and gone
+   * from the definition. Safe to repeat: a NIC that is not there is detached already.
+   */
+  detachInterface?(instanceUuid: string, port: GuestPort): Promise<void>;
   /** release connections and supervisors; guests keep running (as nova-compute's stop). */
   close(): Promise<void>;
   /**

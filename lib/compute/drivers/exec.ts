@@ -116,6 +116,13 @@ export class ExecDriver implements Driver {
       // the conductor refuses a live migration from here with Nova's MigrationPreCheckError
       live_migration: false,
       live_migration_unsupported: "a process cannot move live",
+      // no applyPortFilters: the API keeps a server's security groups, this host cannot apply them
+      security_groups_enforced: false,
+      security_groups_unenforced:
+        "a guest is a process in the host's own network namespace: its traffic cannot be told from the host's, so its ports' security groups are not enforced",
+      // the API refuses an interface attach to its servers with Nova's AttachInterfaceNotSupported
+      attach_interface: false,
+      attach_interface_unsupported: "a process shares the host's network: it has no NIC to plug",
     };
   }
 

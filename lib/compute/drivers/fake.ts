@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { optionValue } from "../../config.js";
+import type { PortFilter } from "../../messages/port-filter.js";
 import type { InstanceDiagnostics } from "../../messages/reports.js";
 import type { SnapshotData, SnapshotStage } from "../image-store.js";
 import {
@@ -7,6 +8,7 @@ import {
   type Driver,
   type GuestInfo,
   GuestNotFound,
+  type GuestPort,
   type GuestSpec,
   type LifecycleListener,
   LiveMigrationAborted,
@@ -57,6 +59,12 @@ export class FakeDriver implements Driver {
   liveMigrationPrepareMs = 0;
   /** live migrations copied out of this host, per instance: tests prove none ran twice */
   readonly liveMigrations = new Map<string, number>();
+  /**
+   * The filters enforced per guest, by port (a spawn's, then each applyPortFilters'): tests read
+   * what a host was told to let through. `filterApplies` counts the refreshes.
+   */
+  readonly portFilters = new Map<string, Map<string, PortFilter | undefined>>();
+  readonly filterApplies = new Map<string, number>();
 
   constructor(private readonly opts: FakeDriverOptions) {
     this.liveMigrationMs = opts.liveMigrationMs ?? liveMigrationMsOption();
@@ -131,11 +139,24 @@ export class FakeDriver implements Driver {
     }
     const g = { spec: guest, power: POWER_STATE.RUNNING, boots: 0, console: [] as string[] };
     this.guests.set(guest.instance_uuid, g);
+    this.enforce(guest.instance_uuid, guest.ports ?? []);
     this.boot(guest.instance_uuid);
   }
 
   async destroy(instanceUuid: string): Promise<void> {
     this.guests.delete(instanceUuid);
+    this.portFilters.delete(instanceUuid);
+  }
+
+  /** Nova's refresh_instance_security_rules, simulated: the ports' filters recorded as enforced. */
+  async applyPortFilters(instanceUuid: string, ports: readonly GuestPort[]): Promise<void> {
+    this.guest(instanceUuid);
+    this.enforce(instanceUuid, ports);
+    this.filterApplies.set(instanceUuid, (this.filterApplies.get(instanceUuid) ?? 0) + 1);
+  }
+
+  private enforce(instanceUuid: string, ports: readonly GuestPort[]): void {
+    this.portFilters.set(instanceUuid, new Map(ports.map((p) => [p.port_id, p.filter])));
   }
 
   async powerOff(instanceUuid: string): Promise<void> {
@@ -185,6 +206,40 @@ export class FakeDriver implements Driver {
       "Uhhuh. NMI received for unknown reason 3d on CPU 0.",
       "Do you have a strange power saving mode enabled?",
     );
+  }
+
+  /** fails every interface attach here (tests: a host whose hypervisor refuses the NIC) */
+  failInterfaceAttach = false;
+  /** how long an attach or detach takes here (tests: an attachment still under way) */
+  interfaceMs = 0;
+
+  /**
+   * A hot-plug, simulated: the port joins the guest's ports (what a move or a restart of it
+   * carries), and a running guest's console says so as a kernel would. Safe to repeat.
+   */
+  async attachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
+    const g = this.guest(instanceUuid);
+    if (this.interfaceMs > 0) await sleep(this.interfaceMs);
+    if (this.failInterfaceAttach)
+      throw new Error(
+        `fake driver on ${this.opts.host} is set to fail every interface attach (port ${port.port_id}, instance ${instanceUuid})`,
+      );
+    const ports = g.spec.ports ?? [];
+    if (ports.some((p) => p.mac_address === port.mac_address)) return;
+    g.spec = { ...g.spec, ports: [...ports, port] };
+    if (g.power === POWER_STATE.RUNNING)
+      g.console.push(`virtio_net: NIC ${port.mac_address} (port ${port.port_id}) plugged in`);
+  }
+
+  /** An unplug, simulated: the port leaves the guest's ports. Safe to repeat. */
+  async detachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
+    const g = this.guest(instanceUuid);
+    if (this.interfaceMs > 0) await sleep(this.interfaceMs);
+    const ports = g.spec.ports ?? [];
+    if (!ports.some((p) => p.mac_address === port.mac_address)) return;
+    g.spec = { ...g.spec, ports: ports.filter((p) => p.mac_address !== port.mac_address) };
+    if (g.power === POWER_STATE.RUNNING)
+      g.console.push(`virtio_net: NIC ${port.mac_address} (port ${port.port_id}) unplugged`);
   }
 
   async pause(instanceUuid: string): Promise<void> {
@@ -310,6 +365,7 @@ export class FakeDriver implements Driver {
   adopt(guest: GuestSpec): void {
     const g = { spec: guest, power: POWER_STATE.RUNNING, boots: 0, console: [] as string[] };
     this.guests.set(guest.instance_uuid, g);
+    this.enforce(guest.instance_uuid, guest.ports ?? []);
     this.boot(guest.instance_uuid);
   }
 

@@ -17,6 +17,8 @@ export interface CommandContext {
   /** what it is for, said instead of the guest and host (the local libvirt hosts' own commands) */
   purpose?: string;
   timeoutMs?: number;
+  /** written to its standard input (nft -f -) */
+  input?: string;
 }
 
 /** Runs `argv` (no shell); resolves with its stdout, rejects with a HostCommandError. */
@@ -25,7 +27,7 @@ export function hostCommand(argv: readonly string[], ctx: CommandContext): Promi
   const about = ctx.purpose ?? `${ctx.instance ? `instance ${ctx.instance}, ` : ""}host ${ctx.host}`;
   const what = `${argv.join(" ")} (${about})`;
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       argv[0]!,
       argv.slice(1),
       { timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 16 * 2 ** 20 },
@@ -41,6 +43,11 @@ export function hostCommand(argv: readonly string[], ctx: CommandContext): Promi
         reject(new HostCommandError(`${what}: ${why}${said ? `: ${said}` : ""}`));
       },
     );
+    if (ctx.input !== undefined) {
+      // a command that exits before reading all of it: its exit says why, not the pipe
+      child.stdin?.on("error", () => undefined);
+      child.stdin?.end(ctx.input);
+    }
   });
 }
 

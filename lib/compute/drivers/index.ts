@@ -31,6 +31,10 @@ export function createDriver(c: AgentConfig): Driver {
         bridgeMappings: parseBridgeMappings(String(c.ovs.bridge_mappings ?? "")),
         linuxBridgeMappings: parseBridgeMappings(String(c.linux_bridge.bridge_mappings ?? "")),
         shutdownTimeoutSeconds,
+        deviceDetach: {
+          attempts: Number(c.libvirt.device_detach_attempts),
+          timeoutSeconds: Number(c.libvirt.device_detach_timeout),
+        },
         imageCache: {
           intervalSeconds: Number(c.image_cache.manager_interval),
           minimumAgeSeconds: Number(c.image_cache.remove_unused_original_minimum_age_seconds),

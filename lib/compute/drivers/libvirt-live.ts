@@ -1,6 +1,7 @@
 // Nova's libvirt live migration, for LibvirtDriver: the destination gets the instance's
 // directory, the image in its own cache and the root disk as a qcow2 overlay on it, the other disks
-// of the same sizes and the config drive made again (Nova's pre_live_migration), then `virsh
+// of the same sizes, the config drive made again and the ports' filters put in place (Nova's
+// pre_live_migration), then `virsh
 // migrate --live --p2p --persistent --undefinesource --copy-storage-inc` to
 // qemu+tcp://<destination>/system (Nova's default live_migration_uri and its peer-to-peer flag: the
 // source's daemon, not this client, reaches the destination's). The disks are copied as Nova's
@@ -10,7 +11,7 @@
 // `virsh domjobinfo`; abort is `virsh domjobabort`, force_complete pauses the domain so the copy
 // converges (Nova's default without post-copy), and the destination resumes it. A copy that has not
 // completed in Nova's live_migration_completion_timeout (800 s per GiB of memory and disk) is
-// aborted, as Nova's default timeout action.
+// aborted, as Nova's default timeout action. The guest gone, the source removes its filters.
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -51,6 +52,10 @@ export interface LiveDomains {
   configDrive(guest: GuestSpec, out: string): Promise<void>;
   /** the spec a guest was defined from, if known here */
   specOf(id: string): GuestSpec | undefined;
+  /** the guest's ports' filters enforced on this host (libvirt-filters.ts) */
+  applyFilters(guest: GuestSpec): Promise<void>;
+  /** the guest's ports' filters gone from this host, by its spec (never throws) */
+  removeFilters(id: string): Promise<void>;
 }
 
 export function liveMigrationOps(d: LiveDomains): LiveMigrationDriver {
@@ -74,6 +79,8 @@ export function liveMigrationOps(d: LiveDomains): LiveMigrationDriver {
       if (guest.config_drive && !existsSync(join(dir, "disk.config")))
         await d.configDrive(guest, join(dir, "disk.config"));
       writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
+      // in place before the guest's taps are made here, as Neutron's agent wires a port at binding
+      await d.applyFilters(guest);
     },
     liveMigrate: (id, dest, job) => liveMigrate(d, id, dest.ip, job),
     postLiveMigrationAtDestination: async (guest, opts) => {
@@ -81,6 +88,9 @@ export function liveMigrationOps(d: LiveDomains): LiveMigrationDriver {
       const name = domainName(id);
       if (!opts?.paused && (await d.domstate(id)) === POWER_STATE.PAUSED) await d.virsh(`resume ${name}`);
       d.guests.set(id, await d.domstate(id));
+      // the port's filters as they are now: a refresh during the copy went to the source
+      writeFileSync(join(d.dir(id), "spec.json"), JSON.stringify(guest));
+      await d.applyFilters(guest);
     },
   };
 }
@@ -150,6 +160,7 @@ async function liveMigrate(d: LiveDomains, id: string, destIp: string, job: Live
     job.abort.removeEventListener("abort", onAbort);
     job.forceComplete.removeEventListener("abort", onForce);
   }
+  await d.removeFilters(id);
   rmSync(d.dir(id), { recursive: true, force: true });
   d.guests.delete(id);
 }

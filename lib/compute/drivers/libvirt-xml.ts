@@ -38,9 +38,10 @@ function disk(file: string, dev: string, format: string): string {
 /**
  * A port's <interface>, as Nova's LibvirtConfigGuestInterface writes an Open vSwitch port: a tap
  * named after the port on the bridge of its physical network, its VLAN tagged by libvirt; on a
- * Linux bridge, the same tap without a virtualport (bindPorts refuses a vlan port there).
+ * Linux bridge, the same tap without a virtualport (bindPorts refuses a vlan port there). The
+ * domain's, and the device an interface attach or detach hands `virsh attach-device`.
  */
-function interfaceXml({ port, bridge, kind }: BoundPort): string {
+export function interfaceXml({ port, bridge, kind }: BoundPort): string {
   const x = escapeXml;
   const vlan =
     port.network_type === "vlan" && port.segmentation_id !== null
@@ -56,6 +57,16 @@ function interfaceXml({ port, bridge, kind }: BoundPort): string {
     `      <target dev='${x(tapName(port.port_id))}'/>\n      <model type='virtio'/>\n` +
     `      <mtu size='${port.mtu}'/>\n    </interface>`
   );
+}
+
+/** The MAC addresses of a domain XML's <interface>s (as `virsh dumpxml` prints it), lower case. */
+export function interfaceMacs(xml: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of xml.matchAll(/<interface\b[\s\S]*?<\/interface>/g)) {
+    const mac = /<mac address=['"]([0-9a-fA-F:]+)['"]/.exec(m[0])?.[1];
+    if (mac) out.add(mac.toLowerCase());
+  }
+  return out;
 }
 
 /** `ports`: the guest's ports with their bridges on this host (vif.ts bindPorts), in order. */

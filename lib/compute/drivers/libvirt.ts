@@ -1,7 +1,8 @@
 // Nova's libvirt driver, reduced: domains from the flavor and image (libvirt-xml.ts), disks from
 // the image cache, a config drive, define/start/shutdown/destroy/undefine, Nova's power-state
 // mapping, lifecycle events, live migration (libvirt-live.ts), and resize and cold migration with
-// the disk carried (libvirt-cold.ts). Over one persistent virsh connection (virsh.ts). `virsh event`
+// the disk carried (libvirt-cold.ts), and each port's security groups as nftables rules on its
+// tap (libvirt-filters.ts). Over one persistent virsh connection (virsh.ts). `virsh event`
 // would block that one connection, so lifecycle events come from polling the domains' states
 // over it (every pollMs): a change the driver did not ask for is an event.
 import { type ChildProcess, spawn as spawnProcess } from "node:child_process";
@@ -38,6 +39,7 @@ import {
   type Driver,
   type GuestInfo,
   GuestNotFound,
+  type GuestPort,
   type GuestSpec,
   type LifecycleListener,
   type LiveMigrationDriver,
@@ -49,9 +51,10 @@ import { imageStoreOf, SERVER_IMAGE_TYPES, snapshotsDir, sparse, tailFile } from
 import { hostCommand, qcow2Overlay } from "./host-command.js";
 import { coldMigrationOps, handedOver, keptDir } from "./libvirt-cold.js";
 import { domainDiagnostics } from "./libvirt-diagnostics.js";
+import { PortFilters } from "./libvirt-filters.js";
 import { jobProgress, liveMigrationOps } from "./libvirt-live.js";
 import { ourDomains, powerStateOf } from "./libvirt-states.js";
-import { domainName, domainXml } from "./libvirt-xml.js";
+import { domainName, domainXml, interfaceMacs, interfaceXml } from "./libvirt-xml.js";
 import { type BridgeMappings, bindPorts, checkBridgeKinds, type HostBridges } from "./vif.js";
 import { VirshConnectionLost, VirshShell } from "./virsh.js";
 
@@ -82,6 +85,11 @@ export interface LibvirtDriverOptions {
   bridgeMappings?: BridgeMappings;
   /** physical network → Linux bridge ([linux_bridge] bridge_mappings, vif.ts): flat networks only */
   linuxBridgeMappings?: BridgeMappings;
+  /**
+   * the network namespace where the libvirt daemon makes its taps, for nft (libvirt-filters.ts);
+   * undefined: the agent's own (a real host). The local hosts' harness runs each daemon in one.
+   */
+  netns?: string;
   /** the virsh program (default: virsh on PATH; tests: a stand-in) */
   virshBinary?: string;
   /** how long a virsh command may go unanswered before the connection is made again (virsh.ts) */
@@ -93,6 +101,11 @@ export interface LibvirtDriverOptions {
    * image no guest here uses and unused for `minimumAgeSeconds` is removed
    */
   imageCache?: { intervalSeconds: number; minimumAgeSeconds: number };
+  /**
+   * Nova's [libvirt] device_detach_attempts and device_detach_timeout: how many times a device is
+   * asked off a running guest, each waiting that long for the guest to let it go (default 8 × 20 s)
+   */
+  deviceDetach?: { attempts: number; timeoutSeconds: number };
 }
 
 /** coreutils' stdbuf, where installed */
@@ -106,6 +119,9 @@ const STATE_IN_CONNECTION = /^test:\/\//;
  * (or the test:/// restore's) can lose its end too, about one in a hundred on virsh 9.0.
  */
 const ACT_ATTEMPTS = 3;
+
+/** How often a detach looks whether the guest let its device go. */
+const DETACH_POLL_MS = 250;
 
 /** Nova's libvirt driver resends a clean shutdown this often until shutdown_timeout. */
 const SHUTDOWN_RETRY_INTERVAL_MS = 10_000;
@@ -131,10 +147,18 @@ export class LibvirtDriver implements Driver {
   private overlays: "qcow2" | "copy" = "copy";
 
   private readonly bridges: HostBridges;
+  /** the ports' security groups on this host (Neutron's firewall, nftables) */
+  private readonly filters: PortFilters;
 
   constructor(private readonly opts: LibvirtDriverOptions) {
     this.bridges = { ovs: opts.bridgeMappings ?? {}, linux: opts.linuxBridgeMappings ?? {} };
     checkBridgeKinds(this.bridges);
+    this.filters = new PortFilters({
+      host: opts.host,
+      netns: opts.netns,
+      unsupported: STATE_IN_CONNECTION.test(opts.uri) ? `connection ${opts.uri} makes no taps` : undefined,
+      ovsBridges: [...new Set(Object.values(this.bridges.ovs))],
+    });
     this.virsh = new VirshShell(opts.uri, {
       binary: opts.virshBinary,
       timeoutMs: opts.virshTimeoutMs,
@@ -154,6 +178,8 @@ export class LibvirtDriver implements Driver {
       fetchImage: (image) => this.cacheImage(image),
       configDrive: (guest, out) => this.configDrive(guest, out),
       specOf: (id) => this.specOf(id),
+      applyFilters: (guest) => this.filters.apply(guest.instance_uuid, this.bind(guest.ports ?? [])),
+      removeFilters: (id) => this.removeFilters(id),
     });
     this.cold = coldMigrationOps({
       host: opts.host,
@@ -211,6 +237,7 @@ export class LibvirtDriver implements Driver {
       ...(this.liveCapable()
         ? {}
         : { live_migration_unsupported: `connection ${this.opts.uri} cannot migrate a domain live` }),
+      ...this.filters.facts(),
     };
   }
 
@@ -238,6 +265,17 @@ export class LibvirtDriver implements Driver {
       () => "copy" as const,
     );
     for (const [id, power] of await this.domains()) this.guests.set(id, power);
+    // the guests' filters as their specs say, and none of a guest gone from here (the sweep)
+    await this.filters.start(
+      [...this.guests.keys()].map((id) => {
+        const ports = this.specOf(id)?.ports ?? [];
+        try {
+          return { instanceUuid: id, ports: this.bind(ports) };
+        } catch {
+          return { instanceUuid: id, ports: [] };
+        }
+      }),
+    );
     this.poller = setInterval(() => void this.poll(), this.opts.pollMs ?? 2000);
     this.poller.unref();
     const cache = this.opts.imageCache;
@@ -420,6 +458,8 @@ export class LibvirtDriver implements Driver {
     const xml = domainXml(guest, { dir, rootFormat }, this.opts.virtType ?? "kvm", ports);
     writeFileSync(join(dir, "libvirt.xml"), xml);
     writeFileSync(join(dir, "spec.json"), JSON.stringify(guest));
+    // before the guest runs: its first packet meets its ports' filters
+    await this.filters.apply(id, ports);
     await this.virsh.run(`define "${join(dir, "libvirt.xml")}"`);
     this.guests.set(id, POWER_STATE.SHUTDOWN);
     if (start) await this.virsh.run(`start ${domainName(id)}`);
@@ -457,6 +497,43 @@ export class LibvirtDriver implements Driver {
     const ports = bindPorts(guest.ports ?? [], this.bridges, this.opts.host);
     const linuxOnly = ports.some((p) => p.kind === "linux") && !ports.some((p) => p.kind === "openvswitch");
     return makeConfigDrive(guest, out, linuxOnly ? "bridge" : "ovs", this.opts.host);
+  }
+
+  /** The ports bound to this host's bridges (PortBindingFailed for one it cannot plug). */
+  private bind(ports: readonly GuestPort[]) {
+    return bindPorts(ports, this.bridges, this.opts.host);
+  }
+
+  /**
+   * Nova's refresh_instance_security_rules: the ports' filters enforced now, replacing what was
+   * (one nft transaction: no gap), and kept in the guest's spec for the agent's next start.
+   */
+  async applyPortFilters(instanceUuid: string, ports: readonly GuestPort[]): Promise<void> {
+    this.known(instanceUuid);
+    const spec = this.specOf(instanceUuid);
+    if (spec?.ports) {
+      const byId = new Map(ports.map((p) => [p.port_id, p]));
+      const updated = spec.ports.map((p) => {
+        const now = byId.get(p.port_id);
+        return now ? { ...p, filter: now.filter } : p;
+      });
+      writeFileSync(join(this.dir(instanceUuid), "spec.json"), JSON.stringify({ ...spec, ports: updated }));
+    }
+    await this.filters.apply(instanceUuid, this.bind(ports));
+  }
+
+  /**
+   * The guest's ports' chains gone (it is destroyed or has moved away); what cannot be removed now
+   * the agent's next start sweeps.
+   */
+  private async removeFilters(instanceUuid: string): Promise<void> {
+    await this.filters.remove(instanceUuid, this.specOf(instanceUuid)?.ports ?? []).catch((e: unknown) =>
+      log.warn("libvirt.port_filter_not_removed", {
+        host: this.opts.host,
+        instance_uuid: instanceUuid,
+        error: e,
+      }),
+    );
   }
 
   private get store(): ImageStore {
@@ -539,6 +616,7 @@ export class LibvirtDriver implements Driver {
       await this.virsh.run(`destroy ${name}`).catch(() => undefined); // not running: fine
       // with its managed save image, if suspended; not defined: fine
       await this.virsh.run(`undefine --managed-save ${name}`).catch(() => undefined);
+      await this.removeFilters(instanceUuid);
       const image = this.specOf(instanceUuid)?.image;
       rmSync(this.dir(instanceUuid), { recursive: true, force: true });
       rmSync(keptDir(this.dir(instanceUuid)), { recursive: true, force: true });
@@ -627,6 +705,115 @@ export class LibvirtDriver implements Driver {
     await this.act(instanceUuid, async () => {
       await this.virsh.run(`inject-nmi ${domainName(instanceUuid)}`);
     });
+  }
+
+  /**
+   * Nova's libvirt attach_interface: the port's <interface> (the one the domain's XML has for a
+   * port, libvirt-xml.ts) attached with `virsh attach-device`, to the running (or paused) domain
+   * and its persistent definition, or to the definition only when the domain is shut off; what is
+   * there already (a redelivered cast, a host that died half-way) is not attached again. The
+   * instance's libvirt.xml and spec follow, so a hard reboot, a move or a restarted agent keeps it.
+   */
+  async attachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
+    this.known(instanceUuid);
+    // a port whose physical network this host does not map is refused before anything is done
+    const [bound] = bindPorts([port], this.bridges, this.opts.host);
+    const mac = port.mac_address.toLowerCase();
+    await this.act(instanceUuid, async () => {
+      const { name, live, inConfig, inLive } = await this.interfaceState(instanceUuid, mac);
+      const flags = [...(inConfig ? [] : ["--config"]), ...(live && !inLive ? ["--live"] : [])];
+      if (flags.length) {
+        const file = join(this.dir(instanceUuid), `interface-${port.port_id}.xml`);
+        writeFileSync(file, `${interfaceXml(bound!)}\n`);
+        try {
+          await this.virsh.run(`attach-device ${name} "${file}" ${flags.join(" ")}`);
+        } catch (e) {
+          throw new Error(
+            `libvirt on ${this.opts.host} could not attach port ${port.port_id} (${port.mac_address}) to instance ${instanceUuid}: ${(e as Error).message}`,
+          );
+        } finally {
+          rmSync(file, { force: true });
+        }
+      }
+      await this.keepDefinition(instanceUuid, (ports) =>
+        ports.some((p) => p.mac_address.toLowerCase() === mac) ? ports : [...ports, port],
+      );
+    });
+  }
+
+  /**
+   * Nova's libvirt detach_interface (_detach_with_retry): the NIC gone from the persistent
+   * definition, then asked off the running domain with `virsh detach-device --live` and waited
+   * for (the guest must let a PCI device go), asked again up to device_detach_attempts times
+   * (Nova's DeviceDetachFailed after the last). A NIC that is not there is detached already.
+   */
+  async detachInterface(instanceUuid: string, port: GuestPort): Promise<void> {
+    this.known(instanceUuid);
+    const mac = port.mac_address.toLowerCase();
+    const attempts = this.opts.deviceDetach?.attempts ?? 8;
+    const timeoutMs = (this.opts.deviceDetach?.timeoutSeconds ?? 20) * 1000;
+    await this.act(instanceUuid, async () => {
+      const { name, live, inConfig, inLive } = await this.interfaceState(instanceUuid, mac);
+      // libvirt finds the device by its MAC: the port's own <interface>, or its MAC alone where
+      // this host no longer maps its network
+      let device: string;
+      try {
+        device = interfaceXml(bindPorts([port], this.bridges, this.opts.host)[0]!);
+      } catch {
+        device = `<interface type='bridge'>\n  <mac address='${mac}'/>\n</interface>`;
+      }
+      const file = join(this.dir(instanceUuid), `interface-${port.port_id}.xml`);
+      writeFileSync(file, `${device}\n`);
+      try {
+        if (inConfig) await this.virsh.run(`detach-device ${name} "${file}" --config`);
+        if (live && inLive) {
+          for (let attempt = 1; ; attempt++) {
+            await this.virsh.run(`detach-device ${name} "${file}" --live`).catch((e: Error) => {
+              // gone meanwhile (the guest let it go as the last attempt timed out): detached
+              if (!/not found|no device|no matching/i.test(e.message)) throw e;
+            });
+            const deadline = Date.now() + timeoutMs;
+            while (Date.now() < deadline) {
+              if (!interfaceMacs(await this.virsh.run(`dumpxml ${name}`)).has(mac)) return;
+              await sleep(DETACH_POLL_MS);
+            }
+            if (attempt >= attempts)
+              throw new Error(
+                `Device detach failed for ${port.mac_address}: Run out of retry while detaching device ${port.mac_address} with device alias of port ${port.port_id} from instance ${instanceUuid} from the live domain config on host ${this.opts.host}. Device is still attached to the guest.`,
+              );
+          }
+        }
+      } finally {
+        rmSync(file, { force: true });
+        await this.keepDefinition(instanceUuid, (ports) =>
+          ports.filter((p) => p.mac_address.toLowerCase() !== mac),
+        );
+      }
+    });
+  }
+
+  /** Whether the domain runs (or is paused), and whether its definition and live XML have the MAC. */
+  private async interfaceState(id: string, mac: string) {
+    const name = domainName(id);
+    const power = await this.domstate(id);
+    const live = power === POWER_STATE.RUNNING || power === POWER_STATE.PAUSED;
+    const inConfig = interfaceMacs(await this.virsh.run(`dumpxml --inactive ${name}`)).has(mac);
+    const inLive = live && interfaceMacs(await this.virsh.run(`dumpxml ${name}`)).has(mac);
+    return { name, live, inConfig, inLive };
+  }
+
+  /**
+   * The instance's libvirt.xml as libvirt now defines the domain (a hard reboot defines it again
+   * from it), and its spec's ports as `change` makes them (a move, the config drive, the image
+   * cache read the spec).
+   */
+  private async keepDefinition(id: string, change: (ports: GuestPort[]) => GuestPort[]): Promise<void> {
+    const dir = this.dir(id);
+    writeFileSync(join(dir, "libvirt.xml"), await this.virsh.run(`dumpxml --inactive ${domainName(id)}`));
+    const spec = this.specOf(id);
+    if (!spec) return;
+    const ports = change(spec.ports ?? []);
+    writeFileSync(join(dir, "spec.json"), JSON.stringify({ ...spec, ports }));
   }
 
   /** Nova's pause: `virsh suspend` (the domain's vCPUs stop, its memory stays). */

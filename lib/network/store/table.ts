@@ -33,14 +33,20 @@
 // Indexes: `by-kind` for whole-kind listings, `by-network` for a network's subnets and ports,
 // `by-holder` (sparse, keys only) for the addresses a port holds: a port's delete frees them all,
 // including one won but not yet recorded on the port item when a crash came between the two
-// writes. Indexes are eventually consistent: a network's delete is conditioned on its port count
+// writes; `by-device` (sparse) for a device's ports, keyed on `device`, which every write of a
+// port's device_id sets to it, or removes when it is "" (an index key cannot be empty). Indexes are eventually consistent: a network's delete is conditioned on its port count
 // (`ports#<network>`) instead; a subnet's in-use check reads the index.
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../../aws/clients.js";
+import { batchGetAll } from "../../aws/dynamo-batch.js";
 import { conditionHeld, unlessConditionFails } from "../../aws/dynamo-errors.js";
 import { queryAll } from "../../aws/dynamo-pages.js";
 import { resources } from "../../config.js";
-import { NETWORKING_BY_KIND_INDEX, NETWORKING_BY_NETWORK_INDEX } from "../../resources.js";
+import {
+  NETWORKING_BY_DEVICE_INDEX,
+  NETWORKING_BY_KIND_INDEX,
+  NETWORKING_BY_NETWORK_INDEX,
+} from "../../resources.js";
 import { type IpRange, NetworkingError, parseAddress } from "../cidr.js";
 
 /** A Neutron network; what the front adds (provider attributes, mtu, …) is kept as given. */
@@ -132,8 +138,15 @@ export async function adoptPortCount(network: Network): Promise<boolean> {
   );
 }
 
+/**
+ * The by-device index's key for a port's device_id: the id while it names one, nothing (the
+ * attribute removed) while the port is free.
+ */
+export const deviceKey = (deviceId: unknown): string | undefined =>
+  typeof deviceId === "string" && deviceId !== "" ? deviceId : undefined;
+
 export function strip<T>(item: Record<string, unknown>): T {
-  const { pk: _pk, kind, ips, ...rest } = item;
+  const { pk: _pk, kind, ips, device: _device, ...rest } = item;
   // string sets come back as Sets; the domain speaks arrays
   for (const [k, v] of Object.entries(rest)) if (v instanceof Set) rest[k] = [...v].sort();
   if (kind === "network") rest.subnets ??= [];
@@ -202,19 +215,32 @@ export async function updateAttributes<T>(
   const names: Record<string, string> = { ...only?.names };
   const values: Record<string, unknown> = { ":one": 1, ...only?.values };
   const sets: string[] = [];
+  const removes: string[] = [];
   for (const [i, [k, v]] of Object.entries(changes)
-    .filter(([k]) => !["id", "pk", "kind", "subnets", "ips", "fixed_ips", "revision_number"].includes(k))
+    .filter(
+      ([k]) => !["id", "pk", "kind", "subnets", "ips", "fixed_ips", "revision_number", "device"].includes(k),
+    )
     .entries()) {
     names[`#a${i}`] = k;
     values[`:a${i}`] = v;
     sets.push(`#a${i} = :a${i}`);
+  }
+  // a port's device_id keeps its by-device key in step
+  if (kind === "port" && "device_id" in changes) {
+    names["#device"] = "device";
+    const device = deviceKey(changes.device_id);
+    if (device === undefined) removes.push("#device");
+    else {
+      values[":device"] = device;
+      sets.push("#device = :device");
+    }
   }
   const r = await unlessConditionFails(
     dynamo().send(
       new UpdateCommand({
         TableName: networkingTable(),
         Key: keyOf(kind, id),
-        UpdateExpression: `${sets.length ? `SET ${sets.join(", ")} ` : ""}ADD revision_number :one`,
+        UpdateExpression: `${sets.length ? `SET ${sets.join(", ")} ` : ""}${removes.length ? `REMOVE ${removes.join(", ")} ` : ""}ADD revision_number :one`,
         ConditionExpression: `attribute_exists(pk)${only ? ` AND (${only.condition})` : ""}`,
         ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
         ExpressionAttributeValues: values,
@@ -231,5 +257,27 @@ export const getSubnet = (id: string, settled = false) => get<Subnet>("subnet", 
 export const listSubnets = () => all<Subnet>("subnet");
 export const subnetsOn = (networkId: string) => onNetwork<Subnet>(networkId, "subnet");
 export const getPort = (id: string) => get<Port>("port", id);
+/** Ports by id, those that exist (strongly consistent, one BatchGetItem per 100). */
+export async function getPorts(ids: readonly string[]): Promise<Port[]> {
+  const items = await batchGetAll(
+    networkingTable(),
+    [...new Set(ids)].map((id) => keyOf("port", id)),
+    { ConsistentRead: true },
+  );
+  return items.map((i) => strip<Port>(i));
+}
 export const listPorts = () => all<Port>("port");
 export const portsOn = (networkId: string) => onNetwork<Port>(networkId, "port");
+
+/** A device's ports (a server's), by the by-device index (eventually consistent). */
+export async function portsOfDevice(deviceId: string): Promise<Port[]> {
+  if (deviceKey(deviceId) === undefined) return [];
+  const items = await queryAll({
+    TableName: networkingTable(),
+    IndexName: NETWORKING_BY_DEVICE_INDEX,
+    KeyConditionExpression: "#d = :d",
+    ExpressionAttributeNames: { "#d": "device" },
+    ExpressionAttributeValues: { ":d": deviceId },
+  });
+  return items.map((i) => strip<Port>(i));
+}

@@ -55,14 +55,36 @@ const server = (over: Record<string, unknown> = {}) => ({
 });
 
 describe("plumbing", () => {
-  it("GET / and GET /v2.1 need no token", async () => {
+  it("GET /, GET /v2.1 and GET /v2 need no token; each version's self link is its document", async () => {
     const r = await call("GET", "/", { token: null });
     expect(r.status).toBe(200);
-    expect(r.json.versions[0]).toMatchObject({ id: "v2.1", status: "CURRENT" });
-    expect(r.json.versions[0].links[0].href).toBe("http://api.test/v2.1/");
-    const v = await call("GET", "/v2.1/", { token: null });
-    expect(v.status).toBe(200);
-    expect(v.json.version.id).toBe("v2.1");
+    expect(r.json.versions.map((v: { id: string; status: string }) => [v.id, v.status])).toEqual([
+      ["v2.0", "SUPPORTED"],
+      ["v2.1", "CURRENT"],
+    ]);
+    expect(r.json.versions[1].links[0].href).toBe("http://api.test/v2.1/");
+    for (const version of r.json.versions) {
+      const self = version.links[0].href.replace("http://api.test", "");
+      const v = await call("GET", self, { token: null });
+      expect(v.status).toBe(200);
+      expect(v.json.version.id).toBe(version.id);
+      expect(v.json.version.links[0]).toEqual(version.links[0]);
+    }
+    // the legacy endpoint's API itself is not served
+    expect((await call("GET", "/v2/servers")).status).toBe(404);
+  });
+
+  it("GET /os-simple-tenant-usage/ is no route (Nova's 404), /os-simple-tenant-usage the index; elsewhere a trailing slash is read as none", async () => {
+    const slash = await call("GET", "/v2.1/os-simple-tenant-usage/", { token: ADMIN });
+    expect([slash.status, slash.json]).toEqual([
+      404,
+      { itemNotFound: { code: 404, message: "The resource could not be found." } },
+    ]);
+    expect((await call("GET", "/v2.1/os-simple-tenant-usage", { token: ADMIN })).json).toHaveProperty(
+      "tenant_usages",
+    );
+    expect((await call("GET", "/v2.1/os-simple-tenant-usage/demo", { token: ADMIN })).status).toBe(200);
+    expect((await call("GET", "/v2.1/flavors/")).status).toBe(200);
   });
 
   it("every response carries the request id in both headers; a given one is used", async () => {
@@ -310,10 +332,25 @@ describe("POST /v2.1/servers", () => {
     ).toBe(202);
   });
 
-  it("an image larger than the flavor → 400", async () => {
-    w.images.get("a1b2c3d4-0000-4000-8000-000000000001")!.min_ram = 1024;
-    const r = await call("POST", "/v2.1/servers", { body: server() });
-    expect(r.json.badRequest.message).toBe("Flavor's memory is too small for requested image.");
+  it("an image larger than the flavor → 400, with Nova's texts (min_ram, then its data's size, then min_disk)", async () => {
+    const image = w.images.get("a1b2c3d4-0000-4000-8000-000000000001")!;
+    const message = async () =>
+      (await call("POST", "/v2.1/servers", { body: server() })).json.badRequest.message;
+    image.min_ram = 1024;
+    expect(await message()).toBe("Flavor's memory is too small for requested image.");
+    // m1.tiny: 512 MB, a 1 GB root disk
+    image.min_ram = 512;
+    image.size = 2 * 1024 ** 3;
+    image.min_disk = 2;
+    expect(await message()).toBe(
+      "Flavor's disk is too small for requested image. Flavor disk is 1073741824 bytes, image is 2147483648 bytes.",
+    );
+    image.size = 1024;
+    expect(await message()).toBe(
+      "Flavor's disk is smaller than the minimum size specified in image metadata. Flavor disk is 1073741824 bytes, minimum size is 2147483648 bytes.",
+    );
+    image.min_disk = 1;
+    expect((await call("POST", "/v2.1/servers", { body: server() })).status).toBe(202);
   });
 
   it("a forced host skips the zone check (admin only)", async () => {
@@ -592,7 +629,7 @@ describe("the Lambda handler (hono/aws-lambda)", () => {
       headers: Record<string, string>;
     };
     expect(r.statusCode).toBe(200);
-    expect(JSON.parse(r.body).versions[0].links[0].href).toBe("https://abc.execute-api.test/v2.1/");
+    expect(JSON.parse(r.body).versions[1].links[0].href).toBe("https://abc.execute-api.test/v2.1/");
     expect(r.headers["x-openstack-request-id"]).toMatch(/^req-/);
   });
 

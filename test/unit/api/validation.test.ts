@@ -82,6 +82,7 @@ describe("POST /servers body", () => {
       requestedDestination: null,
       configDrive: false,
       networks: "none",
+      securityGroups: null,
     });
   });
 

@@ -8,7 +8,7 @@ import { hostId, isoMicro, isoSeconds } from "../../../lib/api/views/format.js";
 import { hypervisorDetailView, hypervisorSummaryView } from "../../../lib/api/views/hypervisors.js";
 import { imageSummaryView, imageView } from "../../../lib/api/views/images.js";
 import { serverSummaryView, serverView } from "../../../lib/api/views/servers.js";
-import { versionsView, versionView } from "../../../lib/api/views/versions.js";
+import { legacyVersionView, versionsView, versionView } from "../../../lib/api/views/versions.js";
 import { SEED_FLAVORS, SEED_IMAGES } from "../../../lib/catalog/seed.js";
 import type { ActionEvent } from "../../../lib/instances/types.js";
 import { host } from "./fakes.js";
@@ -386,9 +386,17 @@ describe("hypervisor views", () => {
 });
 
 describe("version documents", () => {
-  it("GET / and GET /v2.1", () => {
+  it("GET / (v2.0 first, as Nova lists them), GET /v2.1 and GET /v2", () => {
     expect(versionsView(BASE)).toEqual({
       versions: [
+        {
+          id: "v2.0",
+          status: "SUPPORTED",
+          version: "",
+          min_version: "",
+          updated: "2011-01-21T11:33:21Z",
+          links: [{ rel: "self", href: `${BASE}/v2/` }],
+        },
         {
           id: "v2.1",
           status: "CURRENT",
@@ -400,5 +408,21 @@ describe("version documents", () => {
       ],
     });
     expect(versionView(BASE)).toMatchObject({ version: { id: "v2.1", status: "CURRENT", version: "2.96" } });
+    expect(legacyVersionView(BASE)).toEqual({
+      version: {
+        id: "v2.0",
+        status: "SUPPORTED",
+        version: "",
+        min_version: "",
+        updated: "2011-01-21T11:33:21Z",
+        links: [
+          { rel: "self", href: `${BASE}/v2/` },
+          { rel: "describedby", type: "text/html", href: "http://docs.openstack.org/" },
+        ],
+        "media-types": [
+          { base: "application/json", type: "application/vnd.openstack.compute+json;version=2" },
+        ],
+      },
+    });
   });
 });

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadAgentConfig } from "../../../lib/compute/agent-config.js";
 import { BuildFailure, type GuestPort, type GuestSpec } from "../../../lib/compute/drivers/driver.js";
-import { domainXml } from "../../../lib/compute/drivers/libvirt-xml.js";
+import { domainXml, interfaceMacs, interfaceXml } from "../../../lib/compute/drivers/libvirt-xml.js";
 import {
   bindPorts,
   checkBridgeKinds,
@@ -225,6 +225,29 @@ describe("domainXml's interfaces", () => {
 
   it("writes no interface for a guest without ports, as before", () => {
     expect(domainXml(guest, { dir: "/d", rootFormat: "raw" }, "kvm")).not.toContain("<interface");
+  });
+});
+
+describe("an attached port's <interface>", () => {
+  it("is the one the domain's XML has for the port (what virsh attach-device and detach-device get)", () => {
+    const [bound] = bindPorts([flat], MAPPINGS, "kvm-1");
+    const inDomain = domainXml(guest, { dir: "/d", rootFormat: "raw" }, "kvm", [bound!]);
+    expect(inDomain).toContain(interfaceXml(bound!));
+  });
+
+  it("is found by its MAC in a domain's XML, whatever libvirt adds to it", () => {
+    const dumped = `<domain><devices>
+    <interface type='bridge'>
+      <mac address='FA:16:3E:11:22:33'/>
+      <source bridge='br-ex'/>
+      <alias name='net1'/>
+      <address type='pci' domain='0x0000' bus='0x00' slot='0x07' function='0x0'/>
+    </interface>
+    <interface type="network"><mac address="52:54:00:aa:bb:cc"/></interface>
+    <controller type='pci'/><mac address='00:00:00:00:00:01'/>
+  </devices></domain>`;
+    expect([...interfaceMacs(dumped)]).toEqual(["fa:16:3e:11:22:33", "52:54:00:aa:bb:cc"]);
+    expect(interfaceMacs("<domain/>").size).toBe(0);
   });
 });
 

@@ -12,6 +12,7 @@ import { allocateForInstance, portIdFor } from "../../../lib/instances/networkin
 import { PUBLIC_NETWORK_ID, seedPublicNetwork } from "../../../lib/network/seed.js";
 import { deleteNetwork, portCount } from "../../../lib/network/store/networks.js";
 import { createPort, deletePort } from "../../../lib/network/store/ports.js";
+import { ensureDefaultSecurityGroup } from "../../../lib/network/store/security-groups.js";
 import { getPort, networkingTable } from "../../../lib/network/store/table.js";
 import { NETWORKING_BY_HOLDER_INDEX } from "../../../lib/resources.js";
 import { useLocalAws } from "../../integration/local-aws.js";
@@ -46,6 +47,8 @@ function requests(): Record<string, number> {
 describe("a build's port", () => {
   it("is written whole, bound and holding its address, in one transaction: no write of it after", async () => {
     const rec = await building();
+    // the project's default group, made by its first port (one transaction, once), is there
+    await ensureDefaultSecurityGroup(rec.project_id, "2026-01-01T00:00:00Z");
     startMeter();
     let vifs: Awaited<ReturnType<typeof allocateForInstance>>;
     try {
@@ -61,8 +64,9 @@ describe("a build's port", () => {
     expect(vifs?.[0]?.fixed_ips[0]?.ip_address).toBe(port.fixed_ips[0]!.ip_address);
     expect(await held(id)).toEqual([port.fixed_ips[0]!.ip_address]);
     // The networking writes: the subnet's cursor (UpdateItem), the address (PutItem), the port with
-    // its MAC and the network's count (TransactWriteItems); the network info on the record is the
-    // one more UpdateItem. Recording the address on the port after its create was a third.
+    // its MAC, the network's count and its membership of the default security group
+    // (TransactWriteItems); the network info on the record is the one more UpdateItem. Recording
+    // the address on the port after its create was a third.
     const ops = requests();
     expect(ops["dynamodb:TransactWriteItems"]).toBe(1);
     expect(ops["dynamodb:PutItem"]).toBe(1);
