@@ -230,7 +230,8 @@ describe("restore", () => {
     expect((await action(soft.id, { lock: null })).status).toBe(202);
     const locked = await action(soft.id, { restore: null });
     expect(locked.status).toBe(409);
-    expect(message(locked)).toBe(`Instance ${soft.id} is locked`);
+    // (Nova's _restore turns the lock's InstanceIsLocked into its generic invalid-state text)
+    expect(message(locked)).toBe(`Instance ${soft.id} is in an invalid state for 'restore'`);
     const lockedForce = await action(soft.id, { forceDelete: null });
     expect(lockedForce.status).toBe(409);
     expect(message(lockedForce)).toBe(`Instance ${soft.id} is locked`);

@@ -11,10 +11,16 @@ import { log } from "../../log.js";
 import { isServiceUp } from "../../placement/liveness.js";
 import type { HostRecord } from "../../placement/types.js";
 import type { DeferredDeleteDeps } from "../deps.js";
-import { ApiError, forbidden, instanceNotFound } from "../errors.js";
+import { ApiError, conflict, forbidden, instanceNotFound } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { actionRecord } from "./instance-action.js";
-import { checkInstance, checkInstanceHost, refusedBy } from "./instance-checks.js";
+import {
+  checkInstance,
+  checkInstanceHost,
+  checkTaskState,
+  checkVmState,
+  refusedBy,
+} from "./instance-checks.js";
 
 function deferredDeps(call: RouteCall): DeferredDeleteDeps {
   const d = call.deps.deferredDelete;
@@ -123,15 +129,21 @@ async function accept(
 }
 
 /**
- * restore (deferred_delete.py _restore, compute/api.py restore): the lock, vm_state SOFT_DELETED
- * with no task, the quota (403 when the server would not fit in it again: Nova counts no
- * SOFT_DELETED server), then the restore action and the host's restore_instance (the guest powered
- * on; ACTIVE when the host reports it). The usage taken is given back if the restore is refused.
+ * restore (deferred_delete.py _restore, compute/api.py restore): the lock (Nova's generic 409 for
+ * it), vm_state SOFT_DELETED with no task, the quota (403 when the server would not fit in it
+ * again: Nova counts no SOFT_DELETED server), then the restore action and the host's
+ * restore_instance (the guest powered on; ACTIVE when the host reports it). The usage taken is
+ * given back if the restore is refused.
  */
 export async function restore(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> {
   const d = deferredDeps(call);
   const { deps } = call;
-  checkInstance(rec, call.ctx.auth, "restore", "restore");
+  // Nova's _restore catches the lock's InstanceIsLocked as the InstanceInvalidState it derives
+  // from, which names no state: its 409 is the generic text, not "is locked"
+  if (rec.locked_by && !call.ctx.auth.isAdmin)
+    throw conflict(`Instance ${rec.id} is in an invalid state for 'restore'`);
+  checkVmState(rec, "restore", "restore");
+  checkTaskState(rec, "restore", "restore");
   const host = await checkInstanceHost(deps, rec);
   const usage = usageOf(rec);
   const reserved = await deps.quotas.reserveDelta(rec.project_id, usage, rec.user_id);
