@@ -20,6 +20,7 @@ export {
   parseSchedulerOption,
   placementAuditGraceSeconds,
   quotaDefaults,
+  reclaimInstanceInterval,
   reportPathSuspectFraction,
   resources,
   schedulerConfig,

@@ -396,7 +396,9 @@ export class Functions {
     // automatic evacuation: which hosts are opted in (aggregates' metadata); a move it sends again
     // carries the guest's ports
     catalog.grantReadData(buildWatchdog);
-    networking.grantReadData(buildWatchdog);
+    // the reclaim of a SOFT_DELETED server deletes it as the API does: the ports Nova made for it
+    // deleted, the user's unbound (lib/conductor/reclaim-watch.ts)
+    networking.grantReadWriteData(buildWatchdog);
     buildWatchdog.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
     );

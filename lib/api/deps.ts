@@ -33,7 +33,7 @@ import {
   removeServerGroupMembers,
 } from "../catalog/server-groups.js";
 import { planDestinations } from "../conductor/select-destinations.js";
-import { apiOptions, moveOptions } from "../config.js";
+import { apiOptions, moveOptions, reclaimInstanceInterval } from "../config.js";
 import { deleteServer } from "../instances/delete.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { guestPortsOf } from "../instances/guest-ports.js";
@@ -64,6 +64,13 @@ import { getSchedulingDecision } from "../instances/scheduling-decisions.js";
 import { resolveRequestedGroups, securityGroupNames } from "../instances/security-groups.js";
 import { createInstances, markDeleted, updateServer } from "../instances/server-writes.js";
 import { createShelvedImage } from "../instances/shelve.js";
+import { deleteServerImage } from "../instances/snapshot.js";
+import {
+  abandonRestore,
+  abandonSoftDelete,
+  beginRestore,
+  beginSoftDelete,
+} from "../instances/soft-delete.js";
 import { beginAction } from "../instances/transition.js";
 import { abandonAction } from "../instances/workflows.js";
 import { listAllocations } from "../placement/allocations.js";
@@ -147,6 +154,8 @@ export interface ApiDeps {
   liveMigration?: LiveMigrationDeps;
   rebuild?: RebuildDeps;
   shelve?: ShelveDeps;
+  /** a delete deferred (reclaim_instance_interval), restore and forceDelete; absent: deletes are at once */
+  deferredDelete?: DeferredDeleteDeps;
   /** os-interface's attach and detach (server-interfaces.ts) */
   interfaces?: InterfaceDeps;
   now: () => Date;
@@ -165,6 +174,20 @@ export interface InterfaceDeps {
   /** how long an attach waits for its host's report (Nova's is an RPC call), and how often it looks */
   attachTimeoutMs: number;
   attachPollMs: number;
+}
+
+/** What a soft delete, restore and forceDelete need besides the record (lib/instances/soft-delete.ts). */
+export interface DeferredDeleteDeps {
+  /** [DEFAULT] reclaim_instance_interval: above 0 a delete is deferred */
+  reclaimInterval: () => number;
+  beginSoftDelete: typeof beginSoftDelete;
+  abandonSoftDelete: typeof abandonSoftDelete;
+  beginRestore: typeof beginRestore;
+  abandonRestore: typeof abandonRestore;
+  castToCompute: typeof castToCompute;
+  guestSpecFor: typeof guestSpecFor;
+  /** a SHELVED server's snapshot, deleted with its soft delete (Nova's _delete) */
+  deleteServerImage: typeof deleteServerImage;
 }
 
 /** What shelve, shelveOffload and unshelve need besides the record (lib/instances/shelve.ts). */
@@ -235,6 +258,16 @@ export interface PowerDeps {
 }
 
 export const defaultDeps: ApiDeps = {
+  deferredDelete: {
+    reclaimInterval: reclaimInstanceInterval,
+    beginSoftDelete,
+    abandonSoftDelete,
+    beginRestore,
+    abandonRestore,
+    castToCompute,
+    guestSpecFor,
+    deleteServerImage,
+  },
   liveMigration: {
     getMigration,
     markAbort: markLiveAbort,

@@ -136,7 +136,8 @@ export class GuestSteps extends HostState {
 
   /**
    * Nova's stop_instance, start_instance, reboot_instance, pause_instance, unpause_instance,
-   * suspend_instance and resume_instance.
+   * suspend_instance, resume_instance, soft_delete_instance and restore_instance (the last two as
+   * Nova's fallback for a driver without soft_delete and restore: power off at once, power on).
    */
   protected async powerAction(msg: PowerAction, log: Logger): Promise<void> {
     const id = msg.instance_uuid;
@@ -148,6 +149,9 @@ export class GuestSteps extends HostState {
         await this.reporter.send("action_started", { ...what, ...type });
         if (msg.action === "stop") {
           if (this.driver.has(id)) await this.driver.powerOff(id);
+        } else if (msg.action === "soft_delete") {
+          // Nova's _power_off_instance(clean_shutdown=False): no shutdown_timeout to wait out
+          if (this.driver.has(id)) await this.driver.powerOff(id, 0);
         } else if (!this.driver.has(id)) {
           // The guest is gone from this host (a host reboot took it): create it again from the
           // instance, as Nova's hard reboot and start recreate the domain from the database.
@@ -157,7 +161,7 @@ export class GuestSteps extends HostState {
               `instance ${id} was terminated on host ${this.host}: a ${msg.action} does not bring it back`,
             );
           await this.driver.spawn(msg.guest);
-        } else if (msg.action === "start") await this.driver.powerOn(id);
+        } else if (msg.action === "start" || msg.action === "restore") await this.driver.powerOn(id);
         else if (msg.action === "reboot") await this.driver.reboot(id, msg.reboot_type ?? "SOFT");
         else await this.driver[msg.action](id);
       },

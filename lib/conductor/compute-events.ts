@@ -16,6 +16,7 @@ import { attachDone, detachDone } from "../instances/interfaces.js";
 import { actionStarted, finishPowerAction, storeConsoleOutput, syncPowerState } from "../instances/power.js";
 import { shelveProgress } from "../instances/shelve.js";
 import { finishSnapshot, imageSaving, snapshotProgress } from "../instances/snapshot.js";
+import { finishDeferredDelete } from "../instances/soft-delete.js";
 import { type Logger, log as rootLog } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
 import { type ComputeReport, computeReport, sessionOfSender } from "../messages/reports.js";
@@ -143,7 +144,11 @@ export async function applyReport(report: ComputeReport, log: Logger): Promise<v
       await actionStarted(report);
       return;
     case "action_done": {
-      const outcome = await finishPowerAction(report);
+      // a soft delete's and a restore's end move the server out of (or back out of) its quota
+      const outcome =
+        report.action === "soft_delete" || report.action === "restore"
+          ? await finishDeferredDelete({ ...report, action: report.action })
+          : await finishPowerAction(report);
       log.info("compute_events.action_done", {
         instance_uuid: report.instance_uuid,
         request_id: report.request_id,

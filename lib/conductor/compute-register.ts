@@ -5,7 +5,7 @@ import { computeQueueName, hostSessionName } from "../compute/queue-name.js";
 import { resources } from "../config.js";
 import { guestSpecFor } from "../instances/guest.js";
 import { listDoneEvacuationsFrom, updateMigration } from "../instances/migrations.js";
-import { actionOfTask, syncPowerState } from "../instances/power.js";
+import { actionOfTask, carriesGuest, POWER_ACTION_NAMES, syncPowerState } from "../instances/power.js";
 import { getInstance, listInstancesOnHost } from "../instances/queries.js";
 import { SNAPSHOT_TASK_STATES } from "../instances/snapshot.js";
 import type { Logger } from "../log.js";
@@ -188,7 +188,7 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
       // A power action the host took and lost: send it again (Nova retries it at init).
       const action = actionOfTask(inst.task_state);
       const pending = Object.values(inst.actions)
-        .filter((a) => a.action === action)
+        .filter((a) => a.action === POWER_ACTION_NAMES[action])
         .sort((a, b) => b.start_time.localeCompare(a.start_time))[0];
       await castToHost(
         r.host,
@@ -202,9 +202,7 @@ async function reconcile(r: RegisterReport, log: Logger, fresh: boolean) {
           request_id: pending?.request_id ?? `req-init-${inst.id}`,
           instance_uuid: inst.id,
           host: r.host,
-          ...(action === "start" || action === "reboot" || action === "resume"
-            ? { guest: await guestSpecFor(inst) }
-            : {}),
+          ...(carriesGuest(action) ? { guest: await guestSpecFor(inst) } : {}),
         },
         log,
       );

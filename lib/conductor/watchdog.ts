@@ -8,7 +8,8 @@
 // not name the host: the event records which host it was, for admins. Heartbeats travel the path
 // reports do, so the sweep judges that path first (lib/placement/report-path.ts): while it is
 // suspect, no host's silence is acted on (no mark-down, fencing, evacuation or reschedule), and a
-// host's silence counts again only from when the path recovered.
+// host's silence counts again only from when the path recovered. It also reclaims SOFT_DELETED
+// servers whose reclaim_instance_interval has passed (lib/conductor/reclaim-watch.ts).
 
 import { sendBuildRequest } from "../aws/send.js";
 import {
@@ -35,6 +36,7 @@ import {
 } from "../placement/report-path.js";
 import { autoEvacuate } from "./auto-evacuate.js";
 import { type MoveWatchAction, watchMoves } from "./move-watch.js";
+import { reclaimSoftDeleted } from "./reclaim-watch.js";
 import { offloadShelved, watchUnshelves } from "./shelve-watch.js";
 
 export interface WatchdogAction {
@@ -45,7 +47,7 @@ export interface WatchdogAction {
    * fenced and resent: builds; held: a silent host (`host`, no instance) spared because the
    * report path is suspect; the others: moves (lib/conductor/move-watch.ts)
    */
-  action: "fenced" | "resent" | "evacuated" | "offloaded" | "held" | MoveWatchAction["action"];
+  action: "fenced" | "resent" | "evacuated" | "offloaded" | "reclaimed" | "held" | MoveWatchAction["action"];
   reason: string;
 }
 
@@ -104,6 +106,15 @@ export async function runWatchdog(
       host: null,
       action: "offloaded",
       reason: "shelved_offload_time passed",
+    });
+  }
+  for (const id of await reclaimSoftDeleted(now)) {
+    actions.push({
+      instance_uuid: id,
+      attempt: 0,
+      host: null,
+      action: "reclaimed",
+      reason: "reclaim_instance_interval passed",
     });
   }
   for (const rec of building) {

@@ -61,6 +61,11 @@ export function moveOptions(): {
   };
 }
 
+/** [DEFAULT] reclaim_instance_interval (seconds; 0 or less: deletes are not deferred). */
+export function reclaimInstanceInterval(): number {
+  return read<number>("reclaim_instance_interval");
+}
+
 /** [DEFAULT] instance_build_timeout (seconds). */
 export function instanceBuildTimeout(): number {
   return read<number>("instance_build_timeout");

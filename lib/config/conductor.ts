@@ -52,6 +52,18 @@ export const CONDUCTOR_OPTIONS: readonly ConfigOption[] = [
     topic: "conductor",
   }),
   row({
+    key: "reclaim_instance_interval",
+    group: "DEFAULT",
+    name: "reclaim_instance_interval",
+    nova: true,
+    env: "NOVALESS_RECLAIM_INSTANCE_INTERVAL",
+    kind: "int",
+    default: 0,
+    // (no minimum: Nova takes any value <= 0 as off)
+    help: "Seconds a deleted server stays SOFT_DELETED, its claim and ports held and its guest powered off, so that `restore` can bring it back, before the watchdog reclaims it (deletes it for good; `forceDelete` does it at once). 0 or less: a delete deletes at once (Nova's default). Read by the API (soft or hard delete) and the watchdog (reclaim).",
+    topic: "conductor",
+  }),
+  row({
     key: "auto_evacuate_grace",
     group: "novaless",
     name: "auto_evacuate_grace",

@@ -13,7 +13,8 @@ import { deleteServerImage } from "./snapshot.js";
 import type { InstanceAction, InstanceRecord } from "./types.js";
 
 /**
- * Returns the record as the delete found it, or undefined if it was already deleted (idempotent). A conductor
+ * Returns the record as the delete found it, or undefined if it was already deleted (idempotent) or
+ * `onlyIf` refused it. A conductor
  * that claims after this point finds the instance deleted and releases its own claim.
  *
  * Who releases, as Nova: a guest that may be running on a live host keeps its claim until that
@@ -25,6 +26,8 @@ export async function deleteServer(
   id: string,
   requestId: string,
   by?: { user_id: string; project_id: string },
+  /** delete only a record this accepts as read (the watchdog's reclaim); undefined otherwise */
+  onlyIf?: (rec: InstanceRecord) => boolean,
 ): Promise<InstanceRecord | undefined> {
   // the quota is given back, and Nova's delete action recorded, in the same write
   // (lib/instances/quota-release.ts)
@@ -38,18 +41,20 @@ export async function deleteServer(
     message: null,
     events: {},
   };
-  const rec = await markDeletedReleasing(id, now, action);
+  const rec = await markDeletedReleasing(id, now, action, onlyIf);
   if (!rec) return undefined;
   let releasedBy: "api" | "host" | null = null;
   if (rec.host) {
     const host = await getHost(rec.host);
     // `rec` is the record as the delete found it.
-    // a paused or suspended guest still holds its host's memory (or its saved state) until destroyed
+    // a paused or suspended guest still holds its host's memory (or its saved state) until
+    // destroyed; a SOFT_DELETED one being restored may be running already
     const mayRun =
       rec.vm_state === "active" ||
       rec.vm_state === "paused" ||
       rec.vm_state === "suspended" ||
-      rec.task_state === "spawning";
+      rec.task_state === "spawning" ||
+      rec.task_state === "restoring";
     const hostUp = host !== undefined && isServiceUp(host);
     releasedBy = mayRun && hostUp ? "host" : "api";
     if (releasedBy === "api") await release(rec.host, id, rec.attempt);

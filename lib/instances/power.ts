@@ -9,9 +9,20 @@ import { eventKey, storedEvent } from "./codec.js";
 import { readHostAnswer, storeHostAnswer } from "./host-answers.js";
 import { getInstance } from "./queries.js";
 import { beginAction, endAction, eventFinished, eventStarted, transition } from "./transition.js";
-import type { InstanceAction, InstanceRecord, TaskState, VmState } from "./types.js";
+import type { ActionName, InstanceAction, InstanceRecord, TaskState, VmState } from "./types.js";
 
-export type PowerActionName = "stop" | "start" | "reboot" | "pause" | "unpause" | "suspend" | "resume";
+export type PowerActionName =
+  | "stop"
+  | "start"
+  | "reboot"
+  | "pause"
+  | "unpause"
+  | "suspend"
+  | "resume"
+  // Nova's soft_delete_instance and restore_instance: the guest powered off (hard, as Nova's
+  // fallback when the driver has no soft_delete) and on again (lib/instances/soft-delete.ts)
+  | "soft_delete"
+  | "restore";
 export type RebootType = "SOFT" | "HARD";
 
 /** Nova's event names (nova/compute/manager.py's wrap_instance_event). */
@@ -23,7 +34,30 @@ export const POWER_EVENTS: Record<PowerActionName, string> = {
   unpause: "compute_unpause_instance",
   suspend: "compute_suspend_instance",
   resume: "compute_resume_instance",
+  soft_delete: "compute_soft_delete_instance",
+  restore: "compute_restore_instance",
 };
+
+/** The instance action each is recorded under (a soft delete is Nova's delete action). */
+export const POWER_ACTION_NAMES: Record<PowerActionName, ActionName> = {
+  stop: "stop",
+  start: "start",
+  reboot: "reboot",
+  pause: "pause",
+  unpause: "unpause",
+  suspend: "suspend",
+  resume: "resume",
+  soft_delete: "delete",
+  restore: "restore",
+};
+
+/**
+ * The actions whose cast carries the guest: a host whose driver lost it (a guest gone with a host
+ * reboot) creates it again, as Nova's hard reboot and start recreate the domain from the database.
+ */
+export function carriesGuest(action: PowerActionName): boolean {
+  return action === "start" || action === "reboot" || action === "resume" || action === "restore";
+}
 
 /** The task state an action sets when the API accepts it (Nova's compute/api.py). */
 export function taskStateOf(action: PowerActionName, rebootType?: RebootType): Exclude<TaskState, null> {
@@ -40,7 +74,14 @@ const ACTION_TASKS: Record<PowerActionName, TaskState[]> = {
   unpause: ["unpausing"],
   suspend: ["suspending"],
   resume: ["resuming"],
+  soft_delete: ["soft-deleting"],
+  restore: ["restoring"],
 };
+
+/** The task states `action` may be in while the host works on it. */
+export function tasksOf(action: PowerActionName): readonly TaskState[] {
+  return ACTION_TASKS[action];
+}
 
 /** The vm_state each action ends in when the host did it (Nova's compute manager). */
 const DONE_VM_STATE: Record<PowerActionName, VmState> = {
@@ -51,7 +92,14 @@ const DONE_VM_STATE: Record<PowerActionName, VmState> = {
   unpause: "active",
   suspend: "suspended",
   resume: "active",
+  soft_delete: "soft-delete",
+  restore: "active",
 };
+
+/** The vm_state `action` ends in when the host did it. */
+export function doneVmState(action: PowerActionName): VmState {
+  return DONE_VM_STATE[action];
+}
 
 /** The task state a host's lost power action was in → the action to send again (compute-events' reconcile). */
 export function actionOfTask(task: TaskState): PowerActionName {

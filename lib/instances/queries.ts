@@ -24,7 +24,7 @@ export async function getInstance(id: string): Promise<InstanceRecord | undefine
 }
 
 /**
- * Live (not deleted) instances of one project, or of every project when none is given, newest
+ * Live (not deleted, SOFT_DELETED ones included) instances of one project, or of every project when none is given, newest
  * first. Read by index (the project's, or every live vm_state's): never a Scan, so the table's
  * other items (console outputs, lib/instances/power.ts) and deleted ones are not read.
  */
@@ -36,6 +36,8 @@ export async function listInstances(
   const q: ServerListing = {
     project: projectId,
     deleted: opts.withDeleted ? undefined : false,
+    // a SOFT_DELETED server is live here: its claim, ports and guest are still held
+    softDeleted: true,
     match: () => true,
     limit: Number.POSITIVE_INFINITY,
   };
@@ -136,6 +138,8 @@ const VM_STATE_LIVE: Record<VmState, boolean> = {
   suspended: true,
   shelved: true,
   shelved_offloaded: true,
+  // a SOFT_DELETED server's record is live (deleted is false) until it is reclaimed
+  "soft-delete": true,
   deleted: false,
 };
 
@@ -160,6 +164,12 @@ export interface ServerListing {
   vmStates?: readonly VmState[];
   /** true: deleted only; false: live only; undefined: both (Nova's changes-since without `deleted`) */
   deleted?: boolean;
+  /**
+   * Nova's `soft_deleted` beside `deleted`: SOFT_DELETED servers (their records live) count as
+   * deleted, so `deleted: false` leaves them out unless this is true, and `deleted: true` takes
+   * them in unless this is false. Undefined `deleted` selects them with the rest.
+   */
+  softDeleted?: boolean;
   /** ISO times, on updated_at */
   changesSince?: string;
   changesBefore?: string;
@@ -266,10 +276,25 @@ async function* merged(sources: AsyncGenerator<Position>[]): AsyncGenerator<Posi
   }
 }
 
+/** Whether SOFT_DELETED servers are among those a `deleted: true` listing selects (Nova's default). */
+const withSoftDeleted = (q: ServerListing) => q.softDeleted ?? q.deleted === true;
+
+/** Is the record deleted as the listing means it (soft-deleted ones as `softDeleted` says)? */
+function deletedMatches(q: ServerListing, r: InstanceRecord): boolean {
+  if (q.deleted === undefined) return true;
+  const soft = !r.deleted && r.vm_state === "soft-delete";
+  if (soft) return withSoftDeleted(q);
+  return r.deleted === q.deleted;
+}
+
 /** The partitions that hold a listing's selection (see above; changes-since is apart). */
 function partitionsOf(q: ServerListing): Partition[] {
+  // (the by-host and by-project indexes project `deleted`, not the vm_state: a listing of deleted
+  // servers with the soft-deleted ones reads the live entries too, and the items decide)
   const deletedFilter =
-    q.deleted === undefined ? undefined : { expression: "deleted = :d", values: { ":d": q.deleted } };
+    q.deleted === undefined || (q.deleted && withSoftDeleted(q))
+      ? undefined
+      : { expression: "deleted = :d", values: { ":d": q.deleted } };
   if (q.host) return [{ index: INSTANCES_BY_HOST_INDEX, key: "host", value: q.host, filter: deletedFilter }];
   if (q.project) {
     return [
@@ -277,7 +302,8 @@ function partitionsOf(q: ServerListing): Partition[] {
     ];
   }
   const states = (q.vmStates ?? (Object.keys(VM_STATE_LIVE) as VmState[])).filter(
-    (s) => q.deleted === undefined || (s === "deleted") === q.deleted,
+    (s) =>
+      q.deleted === undefined || (s === "soft-delete" ? withSoftDeleted(q) : (s === "deleted") === q.deleted),
   );
   return states.map((s) => ({ index: INSTANCES_BY_VM_STATE_INDEX, key: "vm_state", value: s }));
 }
@@ -306,8 +332,11 @@ async function changedKeys(q: ServerListing): Promise<Position[]> {
     values[":h"] = q.host;
   }
   if (q.deleted !== undefined) {
-    filters.push("deleted = :d");
+    // (soft-deleted ones are live records: the items decide which side they are on)
+    const orSoft = q.deleted && withSoftDeleted(q);
+    filters.push(orSoft ? "(deleted = :d OR vm_state = :sd)" : "deleted = :d");
     values[":d"] = q.deleted;
+    if (orSoft) values[":sd"] = "soft-delete";
   }
   if (q.vmStates) {
     filters.push(inState(values, "vm_state", q.vmStates, "v"));
@@ -343,7 +372,7 @@ async function changedKeys(q: ServerListing): Promise<Position[]> {
 /** The index's answer may be stale (indexes are eventually consistent): the item decides. */
 function selected(q: ServerListing, r: InstanceRecord): boolean {
   return (
-    (q.deleted === undefined || r.deleted === q.deleted) &&
+    deletedMatches(q, r) &&
     (!q.project || r.project_id === q.project) &&
     (!q.host || r.host === q.host) &&
     (!q.vmStates || q.vmStates.includes(r.vm_state)) &&

@@ -2,6 +2,7 @@
 // repeated delete finds it deleted and releases nothing, and no crash can leave one done without
 // the other. An instance in ERROR keeps counting until it is deleted (Nova's default, legacy
 // counting from instance records: see the report of issue 10), so a failed build releases nothing.
+// A SOFT_DELETED server counts no more (Nova's count leaves it out), so its reclaim releases nothing.
 import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { isTransactionLost } from "../aws/dynamo-errors.js";
@@ -32,24 +33,37 @@ export function usageOf(rec: InstanceRecord): Usage {
 }
 
 /**
- * Mark the instance deleted and release its usage, at once. Returns the record as the delete found
- * it, or undefined if it was already deleted (or never existed). A record that changed between
- * the read and the write is read again.
+ * Whether the instance counts in its project's usage at all. Nova counts every instance not
+ * deleted and not SOFT_DELETED (InstanceList.get_counts), and checks the quota again when one is
+ * restored: here a restore takes its usage back when it is accepted (lib/instances/soft-delete.ts),
+ * so a server being restored counts, and a soft delete gives it back when its host has powered
+ * the guest off.
+ */
+export function countsInQuota(rec: Pick<InstanceRecord, "deleted" | "vm_state" | "task_state">): boolean {
+  return !rec.deleted && (rec.vm_state !== "soft-delete" || rec.task_state === "restoring");
+}
+
+/**
+ * Mark the instance deleted and release its usage (if it counts), at once. Returns the record as
+ * the delete found it, or undefined if it was already deleted (or never existed), or when
+ * `onlyIf` refuses the record as read (the watchdog's reclaim: still SOFT_DELETED and due). A
+ * record that changed between the read and the write is read again.
  */
 export async function markDeletedReleasing(
   id: string,
   now = new Date(),
   action?: InstanceAction,
+  onlyIf?: (rec: InstanceRecord) => boolean,
 ): Promise<InstanceRecord | undefined> {
   for (;;) {
     const seen = await getInstance(id);
-    if (!seen || seen.deleted) return undefined;
+    if (!seen || seen.deleted || (onlyIf && !onlyIf(seen))) return undefined;
     try {
       await dynamo().send(
         new TransactWriteCommand({
           TransactItems: [
             markDeletedItem(seen, now, action),
-            releaseItem(seen.project_id, usageOf(seen), seen.user_id),
+            ...(countsInQuota(seen) ? [releaseItem(seen.project_id, usageOf(seen), seen.user_id)] : []),
           ],
         }),
       );

@@ -195,6 +195,16 @@ export function endAction(
   tasks: readonly TaskState[],
   vm?: VmState,
 ): Promise<InstanceRecord | undefined> {
+  return transition(r.instance_uuid, endActionUpdate(r, ev, tasks, vm));
+}
+
+/** endAction's write, for a transaction that writes something else with it (a quota's release). */
+export function endActionUpdate(
+  r: HostAction,
+  ev: ActionEvent,
+  tasks: readonly TaskState[],
+  vm?: VmState,
+): Update {
   const values: Record<string, unknown> = {
     ":false": false,
     ":h": r.host,
@@ -214,10 +224,10 @@ export function endAction(
     set.push("vm_state = :vm");
     values[":vm"] = vm;
   }
-  return transition(r.instance_uuid, {
+  return {
     set,
     condition: `deleted = :false AND host = :h AND attribute_exists(actions.#rid) AND ${inState(values, "task_state", tasks, "t")}`,
     names: { "#rid": r.request_id, "#ev": eventKey(ev.event, ev.attempt) },
     values,
-  });
+  };
 }

@@ -14,7 +14,10 @@ export type VmState =
   | "suspended"
   // shelved: stopped and snapshotted on its host; offloaded: gone from any host, its claim freed
   | "shelved"
-  | "shelved_offloaded";
+  | "shelved_offloaded"
+  // deleted, but restorable until reclaim_instance_interval passes: its guest powered off on its
+  // host, its claim and ports held (Nova's SOFT_DELETED)
+  | "soft-delete";
 /** Nova's task states this system sets (nova/compute/task_states.py). */
 export type TaskState =
   | "scheduling"
@@ -56,6 +59,9 @@ export type TaskState =
   | "shelving_image_uploading"
   | "shelving_offloading"
   | "unshelving"
+  // a soft delete (the host powering the guest off) and a restore (powering it on again)
+  | "soft-deleting"
+  | "restoring"
   | null;
 
 export interface Fault {
@@ -80,7 +86,10 @@ export interface ActionEvent {
 /** Nova's instance_actions names this system records. */
 export type ActionName =
   | "create"
+  // a delete, a soft delete and a forceDelete alike (Nova's instance_actions.DELETE)
   | "delete"
+  // Nova's instance_actions.RESTORE
+  | "restore"
   | "lock"
   | "unlock"
   | "stop"

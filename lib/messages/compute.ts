@@ -155,14 +155,28 @@ export const spawnInstanceV1 = z.object({
   guest: guestSpec,
 });
 
-/** The power actions a host takes (Nova's compute manager's *_instance for each). */
-export const POWER_ACTIONS = ["stop", "start", "reboot", "pause", "unpause", "suspend", "resume"] as const;
+/**
+ * The power actions a host takes (Nova's compute manager's *_instance for each); soft_delete and
+ * restore are Nova's soft_delete_instance (the guest powered off at once) and restore_instance.
+ */
+export const POWER_ACTIONS = [
+  "stop",
+  "start",
+  "reboot",
+  "pause",
+  "unpause",
+  "suspend",
+  "resume",
+  "soft_delete",
+  "restore",
+] as const;
 
 /**
- * API → compute: os-stop, os-start, reboot, pause, unpause, suspend, resume (Nova's
- * stop_instance, start_instance, reboot_instance, pause_instance…). start, reboot and resume
- * carry the guest, so a host whose driver lost it (a guest gone with a host reboot) recreates
- * it, as Nova's hard reboot does from the database.
+ * API → compute: os-stop, os-start, reboot, pause, unpause, suspend, resume, and a delete's or a
+ * restore's (Nova's stop_instance, start_instance, reboot_instance, pause_instance…,
+ * soft_delete_instance, restore_instance). start, reboot, resume and restore carry the guest, so
+ * a host whose driver lost it (a guest gone with a host reboot) recreates it, as Nova's hard
+ * reboot does from the database.
  */
 export const powerActionV1 = z.object({
   version: z.literal(1),

@@ -330,6 +330,14 @@ export function releaseItem(project: string, delta: Usage, user?: string) {
   return { Update: releaseUpdate(project, delta, user) };
 }
 
+/**
+ * The transaction item that counts one instance's usage again, with no limit to pass: an
+ * os-resetState of a SOFT_DELETED server, which Nova's count takes in at once.
+ */
+export function countItem(project: string, delta: Usage, user?: string) {
+  return releaseItem(project, { instances: -delta.instances, cores: -delta.cores, ram: -delta.ram }, user);
+}
+
 /** What the API reads and writes of quotas (a fake in unit tests). */
 export interface QuotaStore {
   getDefaultLimits: typeof getDefaultLimits;

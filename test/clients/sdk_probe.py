@@ -56,6 +56,19 @@ def create_server_wait(conn, name, flavor, image):
     return result
 
 
+def soft_delete(conn, name, flavor, image):
+    """With reclaim_instance_interval set: delete leaves SOFT_DELETED, delete_server(force=True) is
+    Nova's forceDelete (waiting until gone)."""
+    server = conn.compute.create_server(name=name, flavor_id=flavor, image_id=image)
+    server = conn.compute.wait_for_server(server, status="ACTIVE", interval=1, wait=120)
+    conn.compute.delete_server(server)
+    soft = conn.compute.wait_for_server(server, status="SOFT_DELETED", interval=1, wait=120)
+    listed = [s.id for s in conn.compute.servers()]
+    conn.compute.delete_server(server, force=True)
+    conn.compute.wait_for_delete(server, interval=1, wait=120)
+    return {"soft": plain(soft), "listed": listed}
+
+
 def auto_ip_paths(conn, name, flavor, image):
     """What the cloud layer's auto_ip and server-facts paths (Ansible's openstack.cloud) read
     about a server: its ports by device_id, the external networks, routers (for an external
@@ -155,6 +168,7 @@ OPERATIONS = {
     "availability-zones": availability_zones,
     "aggregates": aggregates,
     "create-server-wait": create_server_wait,
+    "soft-delete": soft_delete,
     "auto-ip-paths": auto_ip_paths,
 }
 

@@ -1,7 +1,7 @@
 // About a minute of random load and faults with a fixed seed (40 s of load, then settling): nothing
 // stuck, overcommitted or leaked, with resizes, cold migrations, confirms, reverts, deletes
-// mid-move, pauses, shelves and unshelves among the creates, deletes, dead hosts, outages of the
-// report path and restarted agents. Longer runs: `npm run soak -- --minutes M`.
+// mid-move, pauses, shelves and unshelves, soft deletes (restored, force-deleted or reclaimed) among
+// the creates, deletes, dead hosts, outages of the report path and restarted agents. Longer runs: `npm run soak -- --minutes M`.
 import { expect, it } from "vitest";
 import { mustBeZero, printReport, runSoak } from "./soak.js";
 
@@ -28,9 +28,13 @@ it("survives 40 s of creates, deletes, moves, dead hosts, report outages, agent 
     "pause",
     "shelve",
     "unshelve",
+    // soft delete (reclaim_instance_interval 3 s): some brought back, some deleted before their reclaim
+    "restore",
+    "forceDelete",
   ] as const)
     expect(report.moves[kind].accepted, kind).toBeGreaterThan(0);
   expect(report.deleted_moving + report.deleted_verify_resize).toBeGreaterThan(0);
+  expect(report.soft_deleted_seen).toBeGreaterThan(0);
   expect(mustBeZero(report), printReport(report)).toEqual([]);
   expect(report.problems, printReport(report)).toEqual([]);
 }, 360_000);

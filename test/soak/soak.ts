@@ -9,6 +9,7 @@ import { listDeadLetterQueues, peekDeadLetters } from "../../lib/aws/dead-letter
 import { resources } from "../../lib/config.js";
 import { listMigrations, OPEN_MIGRATION_STATUSES } from "../../lib/instances/migrations.js";
 import { listInstances } from "../../lib/instances/queries.js";
+import { countsInQuota } from "../../lib/instances/quota-release.js";
 import type { InstanceRecord } from "../../lib/instances/types.js";
 import { listBuilding } from "../../lib/instances/watch.js";
 import { setLogFormat } from "../../lib/log.js";
@@ -38,6 +39,12 @@ export interface SoakOptions {
    * image every host fails to boot; no black-hole host (a libvirt host cannot be told to fail).
    */
   driver?: "fake" | "libvirt";
+  /**
+   * [DEFAULT] reclaim_instance_interval, seconds (3 unless said): a delete of an idle server leaves
+   * it SOFT_DELETED, its claim and port held, until the watchdog reclaims it; the load restores or
+   * force-deletes some. 0: every delete is at once.
+   */
+  reclaimSeconds?: number;
 }
 
 export interface SoakReport {
@@ -102,6 +109,10 @@ export interface SoakReport {
   leaked_ports: number;
   /** the ports checked at the end (the seeded network public gives every server one) */
   ports_checked: number;
+  /** servers seen SOFT_DELETED during the load (deleted with reclaim_instance_interval set) */
+  soft_deleted_seen: number;
+  /** SOFT_DELETED servers left after the settling: each must have been reclaimed */
+  unreclaimed: number;
   dead_letters: { queue: string; reason: string }[];
   problems: string[];
 }
@@ -120,7 +131,10 @@ type MoveRequest =
   | "pause"
   | "unpause"
   | "shelve"
-  | "unshelve";
+  | "unshelve"
+  // a SOFT_DELETED server brought back, or deleted before its reclaim
+  | "restore"
+  | "forceDelete";
 
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const random = seededRandom(opts.seed);
@@ -129,6 +143,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   // a soak with its own log (npm run soak, SOAK_LOG=1) shows the product's lines as a person reads them
   if (opts.log) setLogFormat("human");
   const hostCount = opts.hosts ?? 12;
+  const reclaimSeconds = opts.reclaimSeconds ?? 3;
   const libvirt = opts.driver === "libvirt";
   // a real guest's memory is this machine's: the two smallest flavors
   const flavors = libvirt ? FLAVORS.slice(0, 2) : FLAVORS;
@@ -154,6 +169,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       NOVALESS_QUOTA_RAM: "-1",
       NOVALESS_SERVICE_DOWN_TIME: "4",
       NOVALESS_INSTANCE_BUILD_TIMEOUT: "15",
+      NOVALESS_RECLAIM_INSTANCE_INTERVAL: String(reclaimSeconds),
       NOVALESS_LOG_LEVEL: process.env.NOVALESS_LOG_LEVEL ?? "error",
     },
     faults: {
@@ -198,6 +214,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       unpause: { accepted: 0, refused: 0 },
       shelve: { accepted: 0, refused: 0 },
       unshelve: { accepted: 0, refused: 0 },
+      restore: { accepted: 0, refused: 0 },
+      forceDelete: { accepted: 0, refused: 0 },
     },
     deleted_moving: 0,
     deleted_verify_resize: 0,
@@ -225,6 +243,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     guests_off_record: 0,
     leaked_ports: 0,
     ports_checked: 0,
+    soft_deleted_seen: 0,
+    unreclaimed: 0,
     dead_letters: [],
     problems: [],
   };
@@ -264,10 +284,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     else report.problems.push(`${kind} ${id} answered ${r.status}: ${JSON.stringify(r.body)}`);
     return ok;
   };
+  // servers deleted during the load while reclaim_instance_interval is set: SOFT_DELETED for a
+  // while (unless deleted at once: mid-move, never launched, host down), until reclaimed
+  const deletedIds = new Set<string>();
+  const softSeen = new Set<string>();
   const deleteServer = async (id: string) => {
     const r = await api("DELETE", `/v2.1/servers/${id}`);
     report.requests++;
     if (r.status === 204) report.deleted++;
+    if (r.status === 204 && reclaimSeconds > 0) deletedIds.add(id);
     else if (r.status !== 404) report.problems.push(`delete ${id} answered ${r.status}`);
     return r.status === 204;
   };
@@ -292,6 +317,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const deleteAt = new Map<string, number>(); // server → when to delete it, mid-move
     const hostNames = [...runtime.hosts.keys()];
     const shelvedIds = new Set<string>(); // servers shelved during the load, until unshelved
+
     const forget = (id: string) => {
       shelvedIds.delete(id);
       const i = live.indexOf(id);
@@ -307,10 +333,25 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
      */
     const moveStep = async (id: string) => {
       const got = await api("GET", `/v2.1/servers/${id}`, undefined, ADMIN);
-      if (got.status !== 200) return;
+      if (got.status !== 200) {
+        deletedIds.delete(id);
+        return;
+      }
       const s = got.body.server;
       const host: string | null = s["OS-EXT-SRV-ATTR:host"];
-      if (s.status === "ACTIVE" && host && (!report.moves.pause.accepted || random() < 0.2)) {
+      if (s.status === "SOFT_DELETED") {
+        // restored (back among the live ones) or deleted now, before the watchdog reclaims it
+        softSeen.add(id);
+        if (!report.moves.restore.accepted || random() < 0.6) {
+          if (await moveAction(id, "restore", { restore: null })) {
+            deletedIds.delete(id);
+            live.push(id);
+          }
+        } else if (await moveAction(id, "forceDelete", { forceDelete: null })) deletedIds.delete(id);
+      } else if (deletedIds.has(id)) {
+        // deleted at once, or its soft delete still under way: nothing to do with it
+        return;
+      } else if (s.status === "ACTIVE" && host && (!report.moves.pause.accepted || random() < 0.2)) {
         // pause or shelve (shelved_offload_time 0: offloaded at once, its claim freed)
         if (!report.moves.pause.accepted || random() < 0.5) await moveAction(id, "pause", { pause: null });
         else if (await moveAction(id, "shelve", { shelve: null })) shelvedIds.add(id);
@@ -451,9 +492,16 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         report.host_restarts++;
         say(`restarting ${host}${Date.now() < outageEnds ? " during an outage" : ""}`);
       } else if (roll < 0.92 && live.length) {
-        // a shelved server is unshelved at least once, however few steps a busy machine lets through
+        // a shelved server is unshelved at least once, however few steps a busy machine lets through;
+        // a deleted one is looked at (restored or force-deleted) until each has been, then at times
         const shelf = !report.moves.unshelve.accepted ? [...shelvedIds][0] : undefined;
-        await moveStep(shelf ?? pick(live));
+        const deleted = [...deletedIds];
+        const soft =
+          deleted.length &&
+          (!report.moves.restore.accepted || !report.moves.forceDelete.accepted || random() < 0.25)
+            ? pick(deleted)
+            : undefined;
+        await moveStep(shelf ?? soft ?? pick(live));
       }
       for (const [id, at] of deleteAt) {
         if (Date.now() < at) continue;
@@ -532,10 +580,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
             : await moveAction(r.id, "revertResize", { revertResize: null });
           if (ok) report.settled_verify_resize++;
         }
-        // a task in progress, or a move not over (a confirm has no task state: Nova's)
+        // a task in progress, a move not over (a confirm has no task state: Nova's), or a
+        // SOFT_DELETED server its reclaim has not reached yet
+        for (const r of live) if (r.vm_state === "soft-delete") softSeen.add(r.id);
         busy = live.filter(
           (r) =>
-            (r.task_state !== null && r.vm_state !== "building") || r.migration || r.vm_state === "resized",
+            (r.task_state !== null && r.vm_state !== "building") ||
+            r.migration ||
+            r.vm_state === "resized" ||
+            r.vm_state === "soft-delete",
         );
         await maybeCheckOvercommit("while settling");
         const waitingFor = `${building.length} building, ${pending} queued, busy: ${busy.map((r) => `${r.id.slice(0, 8)} ${r.vm_state}/${r.task_state}/${r.migration?.status ?? "-"}`).join(" ")}`;
@@ -558,8 +611,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
 
     const instances = await listInstances();
     const byId = new Map(instances.map((r) => [r.id, r]));
+    report.soft_deleted_seen = softSeen.size;
     for (const r of instances) {
       if (r.vm_state === "active") report.active++;
+      if (r.vm_state === "soft-delete") {
+        report.unreclaimed++;
+        report.problems.push(`not reclaimed: ${r.id} SOFT_DELETED since ${r.deleted_at} on ${r.host}`);
+      }
       if (r.vm_state === "error") {
         const reason = (r.fault?.message ?? "unknown").split(".")[0]!;
         report.error_by_reason[reason] = (report.error_by_reason[reason] ?? 0) + 1;
@@ -630,9 +688,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // Missing: a running (or spawning) instance whose host holds no claim for it.
     const held = new Map(allocations.map((a) => [`${a.consumer}@${a.host}`, a]));
     for (const r of instances) {
-      // (a paused, suspended or SHELVED server keeps its host's claim; an offloaded one has none)
+      // (a paused, suspended, SHELVED or SOFT_DELETED server keeps its host's claim; an offloaded
+      // one has none)
       const running =
-        ["active", "paused", "suspended", "shelved"].includes(r.vm_state) ||
+        ["active", "paused", "suspended", "shelved", "soft-delete"].includes(r.vm_state) ||
         (r.vm_state === "building" && r.task_state === "spawning");
       if (!running || !r.host) continue;
       const a = held.get(`${r.id}@${r.host}`);
@@ -642,11 +701,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       }
     }
 
-    // Quota: each project's usage is what its live servers' flavors count (no move is unconfirmed now).
+    // Quota: each project's usage is what its live servers' flavors count (no move is unconfirmed
+    // now), but for the SOFT_DELETED ones, which Nova's count leaves out.
     const projects = new Set([...everyInstance.values()].map((r) => r.project_id));
     for (const project of projects) {
       const counted = { instances: 0, cores: 0, ram: 0 };
-      for (const r of instances.filter((i) => i.project_id === project)) {
+      for (const r of instances.filter((i) => i.project_id === project && countsInQuota(i))) {
         const d = deltaOf(1, r.flavor);
         counted.instances += d.instances;
         counted.cores += d.cores;
@@ -778,6 +838,7 @@ export function mustBeZero(r: SoakReport): string[] {
   if (r.double_builds) bad.push(`double builds: ${r.double_builds}`);
   if (r.guests_off_record) bad.push(`guests off record: ${r.guests_off_record}`);
   if (r.leaked_ports) bad.push(`leaked ports: ${r.leaked_ports}`);
+  if (r.unreclaimed) bad.push(`SOFT_DELETED servers not reclaimed: ${r.unreclaimed}`);
   return bad;
 }
 
@@ -816,6 +877,8 @@ export function printReport(r: SoakReport): string {
     `  double builds          ${r.double_builds}   (must be 0)`,
     `  guests off record      ${r.guests_off_record}   (must be 0)`,
     `  leaked ports           ${r.leaked_ports} of ${r.ports_checked} ports   (must be 0)`,
+    `  SOFT_DELETED seen      ${r.soft_deleted_seen}`,
+    `  not reclaimed          ${r.unreclaimed}   (must be 0)`,
     `  dead letters           ${r.dead_letters.length}`,
     ...r.dead_letters.map((d) => `    ${d.queue}: ${d.reason}`),
     ...(r.problems.length ? ["  problems:", ...r.problems.slice(0, 40).map((p) => `    ${p}`)] : []),
@@ -831,6 +894,8 @@ async function main(): Promise<void> {
       hosts: { type: "string", default: "12" },
       threads: { type: "boolean", default: false },
       driver: { type: "string", default: "fake" },
+      // [DEFAULT] reclaim_instance_interval, seconds; 0: deletes at once
+      reclaim: { type: "string", default: "3" },
     },
   });
   if (values.driver !== "fake" && values.driver !== "libvirt") {
@@ -843,6 +908,7 @@ async function main(): Promise<void> {
     hosts: Number(values.hosts),
     threads: values.threads,
     driver: values.driver,
+    reclaimSeconds: Number(values.reclaim),
     log: (l) => process.stderr.write(`${l}\n`),
   });
   process.stdout.write(`${printReport(report)}\n`);

@@ -65,6 +65,14 @@ const FEATURES_ON = [
 ];
 
 /*
+ * SOFT DELETE: tempest 33 has no switch for it. Its tests of restore and forceDelete (a 409 for a
+ * server that is not SOFT_DELETED, 404s for unknown servers) run against the runtime's default
+ * [DEFAULT] reclaim_instance_interval of 0, as DevStack's Nova runs: tempest's waiters wait for a
+ * deleted server's 404 (wait_for_server_termination), which a SOFT_DELETED one would not give
+ * before its reclaim.
+ */
+
+/*
  * IDENTITY: what tempest 33's dynamic credentials ask of Keystone (tempest/lib/common/
  * dynamic_creds.py, cred_client.py; tempest/common/credentials_factory.py; the identity v3
  * clients under tempest/lib/services/identity/v3), and so what our /identity must answer.

@@ -42,6 +42,9 @@ export const INSTANCE_CHECKS = {
   // servers.py update and delete: the lock only
   update: { lock: true },
   delete: { lock: true },
+  // deferred_delete.py: restore needs SOFT_DELETED and no task; force_delete any state, any task
+  restore: { lock: true, vm_state: ["soft-delete"], task_state: IDLE },
+  force_delete: { lock: true },
   stop: { lock: true, vm_state: ["active", "error"], task_state: IDLE },
   start: { lock: true, vm_state: ["stopped"], task_state: IDLE },
   // Nova's reboot narrows to _soft_reboot (ALLOW_SOFT_REBOOT) or _hard_reboot (ALLOW_HARD_REBOOT)

@@ -6,7 +6,7 @@
 // need what this system does not have answer 501, saying so; anything else is Nova's 400 for an
 // unknown action.
 import { withoutHosts } from "../../instances/faults.js";
-import type { PowerActionName, RebootType } from "../../instances/power.js";
+import { carriesGuest, type PowerActionName, type RebootType } from "../../instances/power.js";
 import type { ActionName, InstanceAction, InstanceRecord } from "../../instances/types.js";
 import { tailLog } from "../../messages/console-log.js";
 import type { PowerDeps } from "../deps.js";
@@ -26,6 +26,7 @@ import {
 } from "./instance-checks.js";
 import { addSecurityGroup, removeSecurityGroup } from "./security-groups.js";
 import { triggerCrashDump } from "./server-crash-dump.js";
+import { forceDelete, restore } from "./server-deferred-delete.js";
 import { createBackup, createImage } from "./server-images.js";
 import { migrateLive } from "./server-live-migrate.js";
 import { confirmResize, evacuate, migrate, resize, revertResize } from "./server-moves.js";
@@ -70,7 +71,7 @@ async function unlock(call: RouteCall, rec: InstanceRecord): Promise<ApiResult> 
 
 /**
  * Nova's actions that need what this system does not have yet: graphical consoles, rescue,
- * passwords, fixed and floating IPs, soft delete.
+ * passwords, fixed and floating IPs.
  */
 const UNSUPPORTED = new Set([
   "os-getVNCConsole",
@@ -86,8 +87,6 @@ const UNSUPPORTED = new Set([
   "removeFixedIp",
   "addFloatingIp",
   "removeFloatingIp",
-  "forceDelete",
-  "restore",
 ]);
 
 function powerDeps(call: RouteCall): PowerDeps {
@@ -96,8 +95,11 @@ function powerDeps(call: RouteCall): PowerDeps {
   return p;
 }
 
+/** The power actions a user asks for by name (a soft delete and a restore have routes of their own). */
+type UserPowerAction = Exclude<PowerActionName, "soft_delete" | "restore">;
+
 /** The compute API method whose guard (instance-checks.ts) each power action runs. */
-const GUARD: Record<Exclude<PowerActionName, "reboot">, NovaAction> & Record<RebootType, NovaAction> = {
+const GUARD: Record<Exclude<UserPowerAction, "reboot">, NovaAction> & Record<RebootType, NovaAction> = {
   stop: "stop",
   start: "start",
   SOFT: "soft_reboot",
@@ -115,7 +117,7 @@ const GUARD: Record<Exclude<PowerActionName, "reboot">, NovaAction> & Record<Reb
 async function power(
   call: RouteCall,
   rec: InstanceRecord,
-  action: PowerActionName,
+  action: UserPowerAction,
   apiAction: string,
   rebootType: RebootType | undefined,
 ): Promise<ApiResult> {
@@ -133,9 +135,7 @@ async function power(
     request_id: call.ctx.requestId,
     instance_uuid: rec.id,
     host: host.host,
-    ...(action === "start" || action === "reboot" || action === "resume"
-      ? { guest: await p.guestSpecFor(rec) }
-      : {}),
+    ...(carriesGuest(action) ? { guest: await p.guestSpecFor(rec) } : {}),
   });
   return { status: 202 };
 }
@@ -224,6 +224,9 @@ export async function serverAction(call: RouteCall): Promise<ApiResult> {
   if (name === "unshelve") return unshelve(call, rec, arg);
   if (name === "trigger_crash_dump") return triggerCrashDump(call, rec, arg);
   if (name === "os-resetState") return resetState(call, rec, arg);
+  // deferred_delete.py: any body value
+  if (name === "restore") return restore(call, rec);
+  if (name === "forceDelete") return forceDelete(call, rec);
   if (name === "addSecurityGroup") return addSecurityGroup(call, rec, arg);
   if (name === "removeSecurityGroup") return removeSecurityGroup(call, rec, arg);
   if (UNSUPPORTED.has(name)) {

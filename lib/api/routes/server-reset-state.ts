@@ -2,8 +2,8 @@
 // active or error and clears its task state, recorded as the instance action "resetState". Nova
 // checks nothing else: no lock, no state, no host; the server is whatever the admin says.
 import { z } from "zod";
-import { transition } from "../../instances/transition.js";
-import type { InstanceRecord, VmState } from "../../instances/types.js";
+import { resetInstanceState } from "../../instances/soft-delete.js";
+import type { InstanceRecord } from "../../instances/types.js";
 import { requireAdmin } from "../auth.js";
 import { instanceNotFound } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
@@ -18,17 +18,11 @@ const resetStateSchema = z.strictObject({ state: z.enum(["active", "error"]) });
 
 export async function resetState(call: RouteCall, rec: InstanceRecord, arg: unknown): Promise<ApiResult> {
   // Nova's order: the body's schema (400), the instance (404, found already), the policy (403)
-  const state: VmState = validate(resetStateSchema, arg).state;
+  const { state } = validate(resetStateSchema, arg);
   requireAdmin(call.ctx.auth, RESET_STATE_RULE);
   const action = actionRecord("resetState", call);
-  const updated = await transition(rec.id, {
-    set: ["vm_state = :vm", "task_state = :null", "updated_at = :now", "actions.#rid = :action"],
-    // a build's watch ends with its BUILD state: the watchdog has nothing left to fence
-    remove: ["build_deadline"],
-    condition: "deleted = :false",
-    names: { "#rid": action.request_id },
-    values: { ":vm": state, ":null": null, ":now": action.start_time, ":action": action, ":false": false },
-  });
+  // (a SOFT_DELETED server made active or error counts in its quota again, in the same write)
+  const updated = await resetInstanceState(rec.id, state, action);
   if (!updated) throw instanceNotFound(rec.id);
   return { status: 202 };
 }

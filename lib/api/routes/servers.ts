@@ -32,6 +32,7 @@ import {
 import { availableZoneNames } from "../zones.js";
 import { checkInstance } from "./instance-checks.js";
 import { reserveForCreate } from "./quotas.js";
+import { deleteOrDefer } from "./server-deferred-delete.js";
 import { joinServerGroup, leaveServerGroup } from "./server-groups.js";
 
 /** Can this caller see this (live) server? Another project's server is "not found", as Nova. */
@@ -344,6 +345,8 @@ export async function listServers({ ctx, deps, query }: RouteCall, detail: boole
       vmStates,
       // Nova: live servers only, unless `deleted` says otherwise or changes-since/-before is given
       deleted: f.deleted ?? (changes ? undefined : false),
+      // (SOFT_DELETED servers count as deleted: left out of a listing of live ones unless asked for)
+      softDeleted: f.softDeleted,
       changesSince: f.changesSince,
       changesBefore: f.changesBefore,
       match: (r) => matchesServer(r, f),
@@ -432,21 +435,14 @@ export async function updateServerRoute(call: RouteCall): Promise<ApiResult> {
   };
 }
 
-export async function deleteServerRoute({ ctx, deps, params }: RouteCall): Promise<ApiResult> {
+/** DELETE /servers/{id}: at once, or deferred (reclaim_instance_interval: server-deferred-delete.ts). */
+export async function deleteServerRoute(call: RouteCall): Promise<ApiResult> {
+  const { ctx, deps, params } = call;
   const id = params.id!;
   ctx.logFields.instance_uuid = id;
-  checkInstance(await findServer(deps, id, ctx.auth), ctx.auth, "delete", "delete");
-  const deleted = await deps.deleteServer(id, ctx.requestId, ctx.auth);
-  // deleted meanwhile by someone else: Nova answers 404 for the loser of that race
-  if (!deleted) throw instanceNotFound(id);
-  // Nova removes a deleted server from its group; best effort (lists show live members only).
-  await deps.forgetServerGroupMember(id).catch((error: unknown) =>
-    log.warn("api.delete.group_member_not_removed", {
-      request_id: ctx.requestId,
-      instance_uuid: id,
-      error,
-    }),
-  );
+  const rec = await findServer(deps, id, ctx.auth);
+  checkInstance(rec, ctx.auth, "delete", "delete");
+  await deleteOrDefer(call, rec);
   return { status: 204 };
 }
 

@@ -71,6 +71,11 @@ export interface ServerListFilters {
    * false live ones only; absent: live ones, or both with changes-since/changes-before.
    */
   deleted?: boolean;
+  /**
+   * Nova's `soft_deleted` (admins): whether SOFT_DELETED servers are selected with `deleted` (the
+   * deleted ones unless false; the live ones only if true). Absent: Nova's defaults.
+   */
+  softDeleted?: boolean;
 }
 
 /** The sort keys this listing supports (Nova's, for the fields a record has). */
@@ -203,6 +208,9 @@ export function parseServerListQuery(
     // Nova: bool_from_string(default=False)
     const deleted = queryOne(query, "deleted");
     if (deleted !== undefined) f.deleted = boolFromString(deleted) ?? false;
+    // Nova hands the string itself to its database filter: any value but an empty one is true
+    const soft = queryOne(query, "soft_deleted");
+    if (soft !== undefined) f.softDeleted = soft !== "";
   }
   // Nova: status DELETED alone lists deleted servers, for admins only
   if (f.statuses?.size === 1 && f.statuses.has("DELETED")) {

@@ -2,6 +2,7 @@
 // fault's details.
 
 import { withoutHosts } from "../../instances/faults.js";
+import { terminatedAt } from "../../instances/soft-delete.js";
 import type { InstanceRecord, VmState } from "../../instances/types.js";
 import { type ApiVersion, forVersion, OMIT, viewFields } from "../microversion.js";
 import { addressesView } from "./addresses.js";
@@ -45,6 +46,7 @@ const STATUS: Record<VmState, string> = {
   suspended: "SUSPENDED",
   shelved: "SHELVED",
   shelved_offloaded: "SHELVED_OFFLOADED",
+  "soft-delete": "SOFT_DELETED",
   deleted: "DELETED",
 };
 
@@ -202,7 +204,7 @@ const detailView = viewFields<InstanceRecord, ViewOptions>([
       "OS-EXT-STS:task_state": rec.task_state,
       "OS-EXT-STS:power_state": powerState(rec),
       "OS-SRV-USG:launched_at": isoMicro(rec.launched_at),
-      "OS-SRV-USG:terminated_at": isoMicro(rec.deleted_at),
+      "OS-SRV-USG:terminated_at": isoMicro(terminatedAt(rec)),
       "os-extended-volumes:volumes_attached": [],
       links: resourceLinks(c.baseUrl, "servers", rec.id),
       ...faultView(rec, c.isAdmin),

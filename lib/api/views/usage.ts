@@ -1,6 +1,7 @@
 // os-simple-tenant-usage as Nova computes it (nova/api/openstack/compute/simple_tenant_usage.py):
 // each instance that ran in [start, stop] is charged the hours it ran inside it, times its flavor's
 // vcpus, memory_mb and local_gb (root + ephemeral); a project's summary adds them up.
+import { terminatedAt } from "../../instances/soft-delete.js";
 import type { InstanceRecord } from "../../instances/types.js";
 
 /** Nova prints its naive UTC datetimes with microseconds: `2012-10-08T21:10:44.587336`. */
@@ -11,7 +12,8 @@ export function novaTime(d: Date): string {
 /** The hours of [start, stop] an instance ran (Nova's _hours_for). */
 export function hoursFor(rec: InstanceRecord, start: Date, stop: Date): number {
   const launched = rec.launched_at ? new Date(rec.launched_at) : undefined;
-  const terminated = rec.deleted_at ? new Date(rec.deleted_at) : undefined;
+  const at = terminatedAt(rec);
+  const terminated = at ? new Date(at) : undefined;
   if (terminated && terminated < start) return 0;
   if (!launched || launched > stop) return 0;
   const from = launched > start ? launched : start;
@@ -25,7 +27,8 @@ export function hoursFor(rec: InstanceRecord, start: Date, stop: Date): number {
  * requires every listed server's started_at to be a date).
  */
 export function activeIn(rec: InstanceRecord, start: Date, stop: Date): boolean {
-  if (rec.deleted_at && new Date(rec.deleted_at) < start) return false;
+  const at = terminatedAt(rec);
+  if (at && new Date(at) < start) return false;
   return !!rec.launched_at && new Date(rec.launched_at) < stop;
 }
 
@@ -36,7 +39,9 @@ export function serverUsage(
   now: Date,
 ): Record<string, unknown> {
   const started = rec.launched_at ? new Date(rec.launched_at) : undefined;
-  const ended = rec.deleted_at ? new Date(rec.deleted_at) : undefined;
+  // (a SOFT_DELETED server has not ended: Nova charges it until it is reclaimed)
+  const at = terminatedAt(rec);
+  const ended = at ? new Date(at) : undefined;
   const upTo = ended ?? now;
   return {
     hours: hoursFor(rec, start, stop),

@@ -29,6 +29,7 @@ const VM_STATES: VmState[] = [
   "suspended",
   "shelved",
   "shelved_offloaded",
+  "soft-delete",
 ];
 
 const server = (over: Partial<InstanceRecord>): InstanceRecord =>
@@ -77,6 +78,9 @@ describe("the check table: Nova's check_instance_state vm_states (nova/compute/a
     ["server_tags", ["active", "error"]],
     ["update", VM_STATES],
     ["delete", VM_STATES],
+    // deferred_delete.py: restore only a SOFT_DELETED server; force_delete any
+    ["restore", ["soft-delete"]],
+    ["force_delete", VM_STATES],
   ])("%s allows %j", (action, expected) => {
     expect(allowedVmStates(action)).toEqual(VM_STATES.filter((vm) => expected.includes(vm)));
   });
@@ -112,6 +116,8 @@ describe("the check table: Nova's check_instance_state vm_states (nova/compute/a
       "server_tags",
       "update",
       "delete",
+      "restore",
+      "force_delete",
     ]);
     expect(new Set(Object.keys(INSTANCE_CHECKS))).toEqual(pinned);
   });

@@ -12,8 +12,19 @@ describe("usage", () => {
   it("charges the hours run inside the period only", () => {
     const before = record({ launched_at: "2026-02-28T00:00:00Z" });
     expect(hoursFor(before, start, stop)).toBe(24);
-    const deleted = record({ launched_at: "2026-03-01T06:00:00Z", deleted_at: "2026-03-01T18:00:00Z" });
+    const deleted = record({
+      launched_at: "2026-03-01T06:00:00Z",
+      deleted: true,
+      deleted_at: "2026-03-01T18:00:00Z",
+    });
     expect(hoursFor(deleted, start, stop)).toBe(12);
+    // SOFT_DELETED: not ended (Nova's terminated_at is unset), charged up to the period's end
+    const soft = record({
+      launched_at: "2026-03-01T06:00:00Z",
+      vm_state: "soft-delete",
+      deleted_at: "2026-03-01T18:00:00Z",
+    });
+    expect(hoursFor(soft, start, stop)).toBe(18);
     expect(hoursFor(record({ launched_at: null }), start, stop)).toBe(0);
     expect(hoursFor(record({ launched_at: "2026-03-02T01:00:00Z" }), start, stop)).toBe(0);
   });
@@ -24,7 +35,7 @@ describe("usage", () => {
     expect(activeIn(record({ launched_at: "2026-03-03T00:00:00Z" }), start, stop)).toBe(false);
     expect(
       activeIn(
-        record({ launched_at: "2026-02-01T00:00:00Z", deleted_at: "2026-02-02T00:00:00Z" }),
+        record({ launched_at: "2026-02-01T00:00:00Z", deleted: true, deleted_at: "2026-02-02T00:00:00Z" }),
         start,
         stop,
       ),
@@ -37,6 +48,7 @@ describe("usage", () => {
       id: "b",
       project_id: "p",
       launched_at: "2026-03-01T00:00:00Z",
+      deleted: true,
       deleted_at: "2026-03-01T06:00:00Z",
     });
     const [s] = tenantUsages([a, b], { start, stop, now, detailed: true });
