@@ -28,7 +28,7 @@ it("survives 40 s of creates, deletes, moves, dead hosts, report outages, agent 
     "pause",
     "shelve",
     "unshelve",
-    // soft delete (reclaim_instance_interval 3 s): some brought back, some deleted before their reclaim
+    // soft delete (reclaim_instance_interval 5 s): some brought back, some deleted before their reclaim
     "restore",
     "forceDelete",
   ] as const)

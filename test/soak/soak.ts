@@ -40,7 +40,7 @@ export interface SoakOptions {
    */
   driver?: "fake" | "libvirt";
   /**
-   * [DEFAULT] reclaim_instance_interval, seconds (3 unless said): a delete of an idle server leaves
+   * [DEFAULT] reclaim_instance_interval, seconds (5 unless said): a delete of an idle server leaves
    * it SOFT_DELETED, its claim and port held, until the watchdog reclaims it; the load restores or
    * force-deletes some. 0: every delete is at once.
    */
@@ -143,7 +143,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   // a soak with its own log (npm run soak, SOAK_LOG=1) shows the product's lines as a person reads them
   if (opts.log) setLogFormat("human");
   const hostCount = opts.hosts ?? 12;
-  const reclaimSeconds = opts.reclaimSeconds ?? 3;
+  const reclaimSeconds = opts.reclaimSeconds ?? 5;
   const libvirt = opts.driver === "libvirt";
   // a real guest's memory is this machine's: the two smallest flavors
   const flavors = libvirt ? FLAVORS.slice(0, 2) : FLAVORS;
@@ -342,7 +342,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       if (s.status === "SOFT_DELETED") {
         // restored (back among the live ones) or deleted now, before the watchdog reclaims it
         softSeen.add(id);
-        if (!report.moves.restore.accepted || random() < 0.6) {
+        // the first restored, the next force-deleted, then either: both run however few steps a
+        // busy machine lets through before the reclaim
+        const { restore, forceDelete } = report.moves;
+        if (!restore.accepted || (forceDelete.accepted > 0 && random() < 0.6)) {
           if (await moveAction(id, "restore", { restore: null })) {
             deletedIds.delete(id);
             live.push(id);
