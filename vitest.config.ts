@@ -19,6 +19,15 @@ const files = inProcessOnly
 const UNIT = ["test/unit/**/*.test.ts"];
 
 /**
+ * The runtime files' forks (NOVALESS_FORKS to measure another count). Three on two cores: most
+ * runtime files wait (heartbeats, outages, timers) more than they compute, and with two forks the
+ * in-process run used about one core (413 s; three: 285-317 s, 2026-12-07). As many kept as at
+ * most: a pool allowed to shrink (minForks below maxForks) terminated a worker with a file's task
+ * still pending ("Terminating worker thread").
+ */
+const FORKS = Number(process.env.NOVALESS_FORKS ?? 3);
+
+/**
  * Runtime files that need a module graph of their own: a vi.mock of a handler (the shared graph
  * may hold the real one already), or spies and env that a module reads once at import.
  */
@@ -51,7 +60,7 @@ export default defineConfig({
       threads: { maxThreads: 1, minThreads: 1 },
       // The forks pool's workers are shared by its projects: only this root setting makes them
       // keep their module graph from file to file (a project's own `isolate` does not).
-      forks: { maxForks: 2, minForks: 1, isolate: false },
+      forks: { maxForks: FORKS, minForks: FORKS, isolate: false },
     },
     projects: [
       {

@@ -4,14 +4,15 @@
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 const LONGEST_FIRST = [
-  "test/clients/openstack-cli.test.ts",
-  "test/e2e/state-size.test.ts",
+  // The soak first, beside the two files that mostly wait (an outage of 20 s, hosts'
+  // heartbeats): its 40 s of load must get through every kind of move, and beside two files
+  // that compute (three forks) it got too few steps in
   "test/soak/soak.test.ts",
-  "test/e2e/storm.test.ts",
-  // mostly waiting (an outage of 20 s, hosts' heartbeats): started early, beside files that
-  // compute, not last, where the two ran together on an idle machine for a minute
   "test/e2e/report-outage.test.ts",
   "test/e2e/report-outage-exec.test.ts",
+  "test/clients/openstack-cli.test.ts",
+  "test/e2e/state-size.test.ts",
+  "test/e2e/storm.test.ts",
   // real QEMU guests (TCG): a core while they boot, waiting otherwise
   "test/drivers/libvirt-qemu.test.ts",
   "test/e2e/libvirt-guests.test.ts",
