@@ -3,7 +3,6 @@
 // host powering the guest off, its claim and ports held) and the watchdog reclaims it once the
 // interval has passed; `restore` brings it back, `forceDelete` deletes it at once. Every delete
 // for good, whoever asks, goes through the one delete path (lib/instances/delete.ts).
-import { ActionNotSent, acceptAction } from "../../instances/accept.js";
 import { usageOf } from "../../instances/quota-release.js";
 import { defersDelete } from "../../instances/soft-delete.js";
 import type { InstanceAction, InstanceRecord } from "../../instances/types.js";
@@ -11,9 +10,9 @@ import { log } from "../../log.js";
 import { isServiceUp } from "../../placement/liveness.js";
 import type { HostRecord } from "../../placement/types.js";
 import type { DeferredDeleteDeps } from "../deps.js";
-import { ApiError, conflict, forbidden, instanceNotFound } from "../errors.js";
+import { conflict, forbidden, instanceNotFound } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
-import { actionRecord } from "./instance-action.js";
+import { acceptOrFault, actionRecord } from "./instance-action.js";
 import {
   checkInstance,
   checkInstanceHost,
@@ -107,26 +106,16 @@ async function softDelete(call: RouteCall, rec: InstanceRecord, host: HostRecord
   return true;
 }
 
-/** acceptAction, with the API's answer when the cast could not be sent. */
-async function accept(
+/** acceptOrFault, with the begin's parts as this file's steps name them. */
+const accept = (
   rec: InstanceRecord,
   a: InstanceAction,
   write: () => Promise<InstanceRecord | undefined>,
   abandon: () => Promise<unknown>,
   send: () => Promise<void>,
   call: RouteCall,
-): Promise<InstanceRecord | undefined> {
-  try {
-    return await acceptAction({ instance_uuid: rec.id, request_id: a.request_id, write, abandon }, send);
-  } catch (e) {
-    if (!(e instanceof ActionNotSent)) throw e;
-    call.ctx.logFields.error = e.cause;
-    throw new ApiError(
-      "computeFault",
-      "The request could not be sent to the server's host. Please try again.",
-    );
-  }
-}
+): Promise<InstanceRecord | undefined> =>
+  acceptOrFault(call, { instance_uuid: rec.id, request_id: a.request_id, write, abandon }, send);
 
 /**
  * restore (deferred_delete.py _restore, compute/api.py restore): the lock (Nova's generic 409 for

@@ -5,18 +5,17 @@
 // against the host and casts to it (lib/conductor/rebuild.ts).
 import { randomUUID } from "node:crypto";
 import { imageVisibleTo } from "../../catalog/image-create.js";
-import { ActionNotSent, acceptAction } from "../../instances/accept.js";
 import type { RebuildFields } from "../../instances/rebuild.js";
 import { conductorRequest } from "../../instances/request-spec.js";
 import type { InstanceRecord, RebuildContext } from "../../instances/types.js";
 import { checkFlavorFitsImage, imageSpec, newAdminPass } from "../build.js";
 import type { RebuildDeps } from "../deps.js";
-import { ApiError, badRequest } from "../errors.js";
+import { badRequest } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { parseRebuildBody } from "../validation/server-rebuild.js";
 import { checkMetadataLimit } from "../validation/servers.js";
 import { serverUpdateView } from "../views/servers.js";
-import { actionRecord } from "./instance-action.js";
+import { acceptOrFault, actionRecord } from "./instance-action.js";
 import { checkInstance, instanceNotReady, refusedBy } from "./instance-checks.js";
 import { viewOf } from "./servers.js";
 
@@ -68,31 +67,23 @@ export async function rebuild(call: RouteCall, rec: InstanceRecord, arg: unknown
     old_vm_state: rec.vm_state === "stopped" ? "stopped" : rec.vm_state === "error" ? "error" : "active",
   };
   const r = rebuildDeps(call);
-  let begun: InstanceRecord | undefined;
-  try {
-    begun = await acceptAction(
-      {
-        instance_uuid: rec.id,
-        request_id: action.request_id,
-        write: () => r.begin(rec, rebuildCtx, imageSpec(image), fields, action),
-        abandon: () => r.abandon(rec.id, rebuildCtx),
-      },
-      () => {
-        ctx.logFields.rebuild_uuid = rebuildCtx.uuid;
-        return deps.sendBuildRequest({
-          ...conductorRequest(rec, action.request_id),
-          rebuild: { rebuild_uuid: rebuildCtx.uuid },
-        });
-      },
-    );
-  } catch (e) {
-    if (!(e instanceof ActionNotSent)) throw e;
-    ctx.logFields.error = e.cause;
-    throw new ApiError(
-      "computeFault",
-      "The server could not be rebuilt: its request could not be queued. Please try again.",
-    );
-  }
+  const begun = await acceptOrFault(
+    call,
+    {
+      instance_uuid: rec.id,
+      request_id: action.request_id,
+      write: () => r.begin(rec, rebuildCtx, imageSpec(image), fields, action),
+      abandon: () => r.abandon(rec.id, rebuildCtx),
+    },
+    () => {
+      ctx.logFields.rebuild_uuid = rebuildCtx.uuid;
+      return deps.sendBuildRequest({
+        ...conductorRequest(rec, action.request_id),
+        rebuild: { rebuild_uuid: rebuildCtx.uuid },
+      });
+    },
+    "The server could not be rebuilt: its request could not be queued. Please try again.",
+  );
   if (!begun) return refusedBy(call, rec, "rebuild");
 
   // Nova's rebuild answer: PUT's view of the server, with key_name from 2.54 and user_data from

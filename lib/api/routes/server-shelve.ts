@@ -8,7 +8,6 @@
 import { randomUUID } from "node:crypto";
 import { aggregateZoneByHost, hostAvailabilityZone } from "../../catalog/aggregates.js";
 import { schedulerConfig } from "../../config.js";
-import { ActionNotSent, acceptAction } from "../../instances/accept.js";
 import { conductorRequest } from "../../instances/request-spec.js";
 import { unshelveFields } from "../../instances/shelve.js";
 import type { Update } from "../../instances/transition.js";
@@ -16,12 +15,12 @@ import type { InstanceAction, InstanceRecord, TaskState, UnshelveContext } from 
 import { WORKFLOWS, type WorkflowRun } from "../../instances/workflows.js";
 import type { ShelveInstance } from "../../messages/compute.js";
 import type { ShelveDeps } from "../deps.js";
-import { ApiError, badRequest, conflict, policyForbidden } from "../errors.js";
+import { badRequest, conflict, policyForbidden } from "../errors.js";
 import type { ApiResult, RouteCall } from "../request.js";
 import { parseUnshelveBody } from "../validation/server-shelve.js";
 import { serverStatus } from "../views/servers.js";
 import { availableZoneNames } from "../zones.js";
-import { actionRecord } from "./instance-action.js";
+import { acceptOrFault, actionRecord } from "./instance-action.js";
 import { checkInstance, checkInstanceHost, refusedBy } from "./instance-checks.js";
 
 /** Nova's shelve policies whose default is admin. */
@@ -53,25 +52,17 @@ async function accept(
   more?: { update: Update; run: WorkflowRun },
 ): Promise<void> {
   const s = shelveDeps(call);
-  try {
-    const begun = await acceptAction(
-      {
-        instance_uuid: rec.id,
-        request_id: a.request_id,
-        write: () => s.begin(rec, task, a, more?.update),
-        abandon: () => s.abandon(rec.id, task, more?.run),
-      },
-      send,
-    );
-    if (!begun) await refusedBy(call, rec, apiAction);
-  } catch (e) {
-    if (!(e instanceof ActionNotSent)) throw e;
-    call.ctx.logFields.error = e.cause;
-    throw new ApiError(
-      "computeFault",
-      "The request could not be sent to the server's host. Please try again.",
-    );
-  }
+  const begun = await acceptOrFault(
+    call,
+    {
+      instance_uuid: rec.id,
+      request_id: a.request_id,
+      write: () => s.begin(rec, task, a, more?.update),
+      abandon: () => s.abandon(rec.id, task, more?.run),
+    },
+    send,
+  );
+  if (!begun) await refusedBy(call, rec, apiAction);
 }
 
 /** shelve: Nova's check_instance_lock and check_instance_state (instance-checks.ts). */
