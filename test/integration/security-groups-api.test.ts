@@ -5,10 +5,10 @@
 // ports carrying groups and port security with Neutron's checks.
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultDeps } from "../../lib/api/deps.js";
-import { handleHttp } from "../../lib/api/router.js";
 import { seedIdentity } from "../../lib/identity/seed.js";
 import { defaultGroupId } from "../../lib/network/security-groups.js";
 import { memberCount, securityGroupUsage } from "../../lib/network/store/security-groups.js";
+import { httpCaller } from "./http.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -19,22 +19,11 @@ const deps = { ...defaultDeps, now: () => new Date("2026-03-01T12:00:00.123Z") }
 // biome-ignore lint/suspicious/noExplicitAny: Neutron's bodies; the assertions check their shape
 type Json = any;
 
+const http = httpCaller(deps, BASE);
+/** The Networking front at /networking, as a token's holder calls it. */
 async function call(method: string, path: string, token?: string, body?: unknown) {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (token) headers["x-auth-token"] = token;
-  const r = await handleHttp(
-    {
-      method,
-      path: `/networking${path}`,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      baseUrl: BASE,
-    },
-    deps,
-  );
-  const json: Json =
-    r.body && r.headers["content-type"]?.startsWith("application/json") ? JSON.parse(r.body) : undefined;
-  return { status: r.status, json };
+  const r = await http(method, `/networking${path}`, { token, body });
+  return { status: r.status, json: r.json as Json };
 }
 
 const ADMIN = "admin-token";
@@ -45,22 +34,9 @@ let net: Json;
 
 const neutronError = (type: string, message: string) => ({ NeutronError: { type, message, detail: "" } });
 
-async function identity(method: string, path: string, body?: unknown) {
-  const r = await handleHttp(
-    {
-      method,
-      path: `/identity/v3${path}`,
-      headers: {
-        "content-type": "application/json",
-        ...(path === "/auth/tokens" ? {} : { "x-auth-token": ADMIN }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      baseUrl: BASE,
-    },
-    deps,
-  );
-  return { ...r, json: r.body ? JSON.parse(r.body) : undefined };
-}
+/** Keystone's admin API as the seeded admin (a token's own issue without one). */
+const identity = (method: string, path: string, body?: unknown) =>
+  http(method, `/identity/v3${path}`, { token: path === "/auth/tokens" ? undefined : ADMIN, body });
 
 beforeAll(async () => {
   await seedIdentity({ adminPassword: "admin-secret", demo: true });
