@@ -10,15 +10,16 @@
 // Servers are found through their ports' device_id and read in batches of FANOUT_BATCH, with at
 // most that many casts in flight: a group with thousands of members costs bounded memory and
 // concurrency, and its members' filters share one resolver (each group, member list and port is
-// read once). Best effort: a cast that cannot be sent (a host without a queue) is logged; every
+// read once; the servers as settled, 25 in one BatchGetItem, and their hosts' queue URLs from the
+// warm container's cache). Best effort: a cast that cannot be sent (a host without a queue) is logged; every
 // later change, and the server's next cast (a start, a move), carries the filters again.
 import { castToCompute } from "../aws/send.js";
 import { type Logger, log as rootLog } from "../log.js";
 import { referrersOfGroup } from "../network/store/security-groups.js";
-import { getHost } from "../placement/hosts.js";
+import { hostQueueUrl } from "../placement/host-queues.js";
 import { guestPortsOf } from "./guest-ports.js";
 import { FilterResolver, type Membership } from "./port-filters.js";
-import { getInstance } from "./queries.js";
+import { getSettledInstance } from "./queries.js";
 import type { InstanceRecord } from "./types.js";
 
 /** Servers read, and casts in flight, at once. */
@@ -88,21 +89,12 @@ async function fanOut(change: FilterChange, requestId: string, log: Logger): Pro
     )
       servers.add(p.device_id);
   }
-  const queues = new Map<string, Promise<string | undefined>>();
-  const queueOf = (host: string) => {
-    if (!queues.has(host))
-      queues.set(
-        host,
-        getHost(host).then((h) => h?.queue_url),
-      );
-    return queues.get(host)!;
-  };
   let cast = 0;
   const ids = [...servers];
   for (let i = 0; i < ids.length; i += FANOUT_BATCH) {
     await Promise.all(
       ids.slice(i, i + FANOUT_BATCH).map(async (id) => {
-        const rec = await getInstance(id);
+        const rec = await getSettledInstance(id);
         if (!rec || rec.deleted) return;
         const hosts = hostsOf(rec);
         if (!hosts.length) return;
@@ -110,7 +102,7 @@ async function fanOut(change: FilterChange, requestId: string, log: Logger): Pro
         // no port yet (a build whose allocation is this very change: its spawn carries them)
         if (!guestPorts.length) return;
         for (const host of hosts) {
-          const url = await queueOf(host);
+          const url = await hostQueueUrl(host);
           if (!url) {
             log.warn("security_groups.host_unknown", { request_id: requestId, instance_uuid: id, host });
             continue;
