@@ -87,10 +87,14 @@ export class GuestPorts {
   }
 }
 
-/** The server's ports as its host needs them (a port gone meanwhile is sent without a filter). */
+/**
+ * The server's ports as its host needs them (a port gone meanwhile is sent without a filter): its
+ * own ports read strongly consistently, its remote groups' members eventually (a member sync
+ * follows every membership change).
+ */
 export async function guestPortsOf(
   rec: Pick<InstanceRecord, "network_info">,
-  maker = new GuestPorts(),
+  maker = new GuestPorts(new FilterResolver([], [], true, false)),
 ): Promise<GuestPort[]> {
   const vifs = rec.network_info ?? [];
   if (vifs.length === 0) return [];

@@ -30,16 +30,25 @@ export class FilterResolver {
      * that runs a window after the changes it applies: half the read units.
      */
     private readonly consistent = true,
+    /**
+     * A remote group's member ports read strongly consistently; false for a port's own filter at
+     * a spawn or start (its members' ports were written before they show in the member index,
+     * itself eventually consistent, and a member sync follows every change): half the read units.
+     */
+    private readonly membersConsistent = consistent,
   ) {}
 
   /** Ports by id (read once each; a port gone is undefined). */
-  async portsById(ids: readonly string[]): Promise<Map<string, Port | undefined>> {
+  async portsById(
+    ids: readonly string[],
+    consistent = this.consistent,
+  ): Promise<Map<string, Port | undefined>> {
     const missing = [...new Set(ids)].filter((id) => !this.ports.has(id));
     if (missing.length) {
       const items = await batchGetAll(
         networkingTable(),
         missing.map((id) => keyOf("port", id)),
-        { ConsistentRead: this.consistent },
+        { ConsistentRead: consistent },
       );
       const found = new Map(items.map((i) => strip<Port>(i)).map((p) => [p.id, p]));
       for (const id of missing) this.ports.set(id, found.get(id));
@@ -76,7 +85,7 @@ export class FilterResolver {
   private async memberAddresses(groupIds: readonly string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
     for (const g of new Set(groupIds)) {
-      const ports = await this.portsById(await this.membersOf(g));
+      const ports = await this.portsById(await this.membersOf(g), this.membersConsistent);
       out.set(
         g,
         [...ports.values()].flatMap((p) =>
