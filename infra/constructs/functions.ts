@@ -381,6 +381,28 @@ export class Functions {
     conductor.addToRolePolicy(
       new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
     );
+    // a build's ports joining their groups (an aborted one's leaving) mark the groups and send the
+    // window's one member sync to build-requests (lib/instances/security-group-refresh.ts)
+    queues.buildRequests.grantSendMessages(conductor);
+
+    // build-intake applies the member syncs of build-requests: the group's mark deleted, its
+    // referrers (GetItem), their members (the by-kind index: Query), their ports, groups, networks
+    // and subnets (BatchGetItem, GetItem); the moves in flight (the open index, then the few open
+    // migrations) and a moving server's record; each host's queue (its record), cast to
+    const { buildIntake } = this;
+    networking.grant(
+      buildIntake,
+      "dynamodb:GetItem",
+      "dynamodb:BatchGetItem",
+      "dynamodb:Query",
+      "dynamodb:DeleteItem",
+    );
+    migrations.grant(buildIntake, "dynamodb:Query", "dynamodb:BatchGetItem");
+    instances.grant(buildIntake, "dynamodb:GetItem");
+    hosts.grant(buildIntake, "dynamodb:GetItem");
+    buildIntake.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ["sqs:SendMessage"], resources: [computeQueues] }),
+    );
 
     hosts.grantReadWriteData(buildWatchdog);
     // A fenced attempt's claim is released; the watchdog never claims.

@@ -3,8 +3,7 @@
 // the local runtime's identities and in-process gateway apply as to every other call). The URL's
 // function then knows the caller from the signature (requestContext.authorizer.iam), as SQS's
 // SenderId told compute-events who sent a report, without an event source polling a queue.
-import { SignatureV4 } from "@smithy/signature-v4";
-import { sqsClient } from "./clients.js";
+import { functionUrlSigning } from "./clients.js";
 
 /** A function URL's answer that is not 2xx: its status and what the function or Lambda said. */
 export class FunctionUrlError extends Error {
@@ -76,9 +75,7 @@ export async function postToFunctionUrl(
   options: FunctionUrlOptions = {},
 ): Promise<string> {
   const { maxAttempts, baseDelayMs, maxDelayMs, attemptTimeoutMs } = { ...DEFAULTS, ...options };
-  const client = sqsClient();
-  const { credentials, region, sha256, requestHandler } = client.config;
-  const signer = new SignatureV4({ credentials, region, service: "lambda", sha256, uriEscapePath: true });
+  const { signer, requestHandler } = functionUrlSigning();
   const backoff = (attempt: number) =>
     sleep(Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)), options.signal);
   const u = new URL(url);

@@ -3,7 +3,16 @@
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { resources } from "../config.js";
 import { type BuildRequest, buildRequestV2 } from "../messages/build-request.js";
-import { type ComputeMessage, computeMessage } from "../messages/compute.js";
+import {
+  type ComputeMessage,
+  type HostCast,
+  hostCast,
+  type RefreshPortFilters,
+} from "../messages/compute.js";
+import {
+  type SecurityGroupsMemberUpdated,
+  securityGroupsMemberUpdatedV1,
+} from "../messages/security-group-sync.js";
 import { sqsClient } from "./clients.js";
 import { REASON_ATTRIBUTE, SOURCE_ATTRIBUTE } from "./dead-letters.js";
 
@@ -23,11 +32,32 @@ export async function sendBuildRequest(msg: BuildRequest, delaySeconds = 0): Pro
   );
 }
 
-export function computeMessageBody(msg: ComputeMessage): string {
-  return JSON.stringify(computeMessage.parse(msg));
+/**
+ * A security group's member sync on build-requests, hidden `delaySeconds` (the sync window) so
+ * that the changes of the window are applied by one sync (lib/instances/security-group-refresh.ts).
+ */
+export async function sendMemberSync(msg: SecurityGroupsMemberUpdated, delaySeconds: number): Promise<void> {
+  await sqsClient().send(
+    new SendMessageCommand({
+      QueueUrl: resources().buildRequestsQueueUrl,
+      MessageBody: JSON.stringify(securityGroupsMemberUpdatedV1.parse(msg)),
+      ...(delaySeconds > 0 ? { DelaySeconds: Math.min(900, Math.round(delaySeconds)) } : {}),
+    }),
+  );
+}
+
+export function computeMessageBody(msg: HostCast): string {
+  return JSON.stringify(hostCast.parse(msg));
 }
 
 export async function castToCompute(queueUrl: string, msg: ComputeMessage): Promise<void> {
+  await sqsClient().send(
+    new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: computeMessageBody(msg) }),
+  );
+}
+
+/** A host's filters' refresh (lib/instances/security-group-refresh.ts): one cast for its servers. */
+export async function castPortFilters(queueUrl: string, msg: RefreshPortFilters): Promise<void> {
   await sqsClient().send(
     new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: computeMessageBody(msg) }),
   );

@@ -57,6 +57,7 @@ export class BuildPath extends MoveSteps {
       attach_interface: (p, m, log) => p.interfaceStep(m, log),
       detach_interface: (p, m, log) => p.interfaceStep(m, log),
       refresh_instance_security_rules: (p, m, log) => p.refreshSecurityRules(m, log),
+      refresh_port_filters: (p, m, log) => p.refreshPortFilters(m, log),
       rebuild_instance: move,
       resize_instance: move,
       finish_resize: move,
@@ -95,7 +96,11 @@ export class BuildPath extends MoveSteps {
       await this.ack(m, queue);
       return;
     }
-    const log = this.log.child({ request_id: msg.request_id, instance_uuid: msg.instance_uuid });
+    const log = this.log.child({
+      request_id: msg.request_id,
+      // a host's filters' refresh names its servers inside
+      ...("instance_uuid" in msg ? { instance_uuid: msg.instance_uuid } : {}),
+    });
     // Hidden while its work runs and until its report is spooled; deleted only then: a host that
     // dies before leaves the cast to SQS, one that dies after leaves the report in its spool.
     await this.keepHidden(m, queue, () => this.perform(msg, log));

@@ -10,12 +10,13 @@ import type {
   GetDiagnostics,
   PowerAction,
   RefreshInstanceSecurityRules,
+  RefreshPortFilters,
   SpawnInstance,
   TerminateInstance,
   TriggerCrashDump,
 } from "../messages/compute.js";
 import { tailLog } from "../messages/console-log.js";
-import { POWER_STATE } from "./drivers/driver.js";
+import { type GuestPort, POWER_STATE } from "./drivers/driver.js";
 import { GONE_KEPT, HostState } from "./host-state.js";
 
 /** The console output a report carries at most (the API answers it whole; Lambda takes 6 MB a request). */
@@ -29,8 +30,8 @@ interface InterfaceOutcome {
   details: string | null;
 }
 
-/** Guests whose last applied filters a host remembers (a late refresh is at most minutes behind). */
-const FILTERS_KEPT = 10_000;
+/** Ports whose last applied filters a host remembers (a late refresh is at most minutes behind). */
+const FILTERS_KEPT = 20_000;
 
 export class GuestSteps extends HostState {
   /**
@@ -39,7 +40,7 @@ export class GuestSteps extends HostState {
    * would take it off the guest).
    */
   private readonly interfaceOps = new Map<string, InterfaceOutcome>();
-  /** when the filters last applied to each guest were computed (a refresh older than that is stale) */
+  /** when the filter last applied to each port was computed (a refresh older than that is stale) */
   private readonly filtersAt = new Map<string, number>();
 
   /** Taken: compute-events fences it (host, attempt) and answers with what to spawn. */
@@ -260,14 +261,32 @@ export class GuestSteps extends HostState {
   }
 
   /**
-   * Nova's refresh_instance_security_rules: the guest's ports' filters enforced again, through the
-   * driver's applyPortFilters (a driver without it cannot isolate a guest: nothing to do). A guest
-   * not here (moved, deleted) is left alone; a refresh computed before the one applied last (SQS
-   * reordered them) is ignored. No report answers it: the next change, or the guest's next cast,
-   * carries the filters again.
+   * Nova's refresh_instance_security_rules (a cast still queued from before refresh_port_filters):
+   * the guest's ports' filters enforced again, as one server of a host's refresh.
    */
   protected async refreshSecurityRules(msg: RefreshInstanceSecurityRules, log: Logger): Promise<void> {
-    const id = msg.instance_uuid;
+    await this.applyFilters(msg.instance_uuid, msg.ports, msg.computed_at, log);
+  }
+
+  /**
+   * Neutron's agent applying a member or rule update to its ports: for each of this host's guests
+   * named, its ports' filters enforced again through the driver's applyPortFilters (a driver
+   * without it cannot isolate a guest: nothing to do). A guest not here (moved, deleted, not yet
+   * spawned: its spawn carries its filters) is left alone; a port's filter computed before the one
+   * applied to it last (SQS reordered them) is ignored. No report answers it: the next change, or
+   * the guest's next cast, carries the filters again.
+   */
+  protected async refreshPortFilters(msg: RefreshPortFilters, log: Logger): Promise<void> {
+    for (const { instance_uuid, ports } of msg.instances)
+      await this.applyFilters(instance_uuid, ports, msg.computed_at, log.child({ instance_uuid }));
+  }
+
+  private async applyFilters(
+    id: string,
+    ports: readonly GuestPort[],
+    computedAt: number,
+    log: Logger,
+  ): Promise<void> {
     if (!this.driver.applyPortFilters) {
       log.debug("compute.port_filters_not_enforced", { driver: this.driver.hypervisorType });
       return;
@@ -276,17 +295,22 @@ export class GuestSteps extends HostState {
       log.info("compute.port_filters_guest_not_here", {});
       return;
     }
-    const last = this.filtersAt.get(id);
-    if (last !== undefined && last > msg.computed_at) {
-      log.info("compute.port_filters_stale", { computed_at: msg.computed_at, applied: last });
-      return;
-    }
+    const key = (p: GuestPort) => `${id}/${p.port_id}`;
+    const fresh = ports.filter((p) => (this.filtersAt.get(key(p)) ?? -1) <= computedAt);
+    if (fresh.length < ports.length)
+      log.info("compute.port_filters_stale", {
+        computed_at: computedAt,
+        ports: ports.filter((p) => !fresh.includes(p)).map((p) => p.port_id),
+      });
+    if (!fresh.length) return;
     try {
-      await this.driver.applyPortFilters(id, msg.ports);
-      this.filtersAt.delete(id);
-      this.filtersAt.set(id, msg.computed_at);
-      if (this.filtersAt.size > FILTERS_KEPT) this.filtersAt.delete(this.filtersAt.keys().next().value!);
-      log.info("compute.port_filters_applied", { ports: msg.ports.length });
+      await this.driver.applyPortFilters(id, fresh);
+      for (const p of fresh) {
+        this.filtersAt.delete(key(p));
+        this.filtersAt.set(key(p), computedAt);
+      }
+      while (this.filtersAt.size > FILTERS_KEPT) this.filtersAt.delete(this.filtersAt.keys().next().value!);
+      log.info("compute.port_filters_applied", { ports: fresh.length });
     } catch (e) {
       log.warn("compute.port_filters_failed", { error: e, host: this.host });
     }

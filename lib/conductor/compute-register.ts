@@ -15,6 +15,7 @@ import { release } from "../placement/claims.js";
 import { rememberQueueUrl } from "../placement/host-queues.js";
 import { registerHost } from "../placement/hosts.js";
 import { heartbeat } from "../placement/liveness.js";
+import { registerNewHost } from "../placement/registration.js";
 import type { Inventory, ResourceClass } from "../placement/types.js";
 import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
 import { canonicalHypervisorType } from "../scheduler/image-props.js";
@@ -52,29 +53,32 @@ export async function register(r: RegisterReport, log: Logger): Promise<QueueWit
     { [HOST_TAG]: hostSessionName(r.host) },
   );
   rememberQueueUrl(r.host, q.queueUrl);
-  let fresh = false;
-  try {
-    const rec = await registerHost({
-      host: r.host,
-      availability_zone: r.availability_zone,
-      inventories: r.inventories as Partial<Record<ResourceClass, Inventory>>,
-      hypervisor_type: r.hypervisor_type,
-      hypervisor_version: r.hypervisor_version,
-      host_ip: r.host_ip,
-      supported_instances: supportedInstances(r.hypervisor_type, r.facts),
-      queue_url: q.queueUrl,
-      hypervisor_facts: r.facts,
-    });
-    // generation 1: created now, or never claimed on since (a claim bumps it): no instance can be
-    // placed here, so there is nothing in the database to reconcile with
-    fresh = rec.generation === 1;
-  } catch (e) {
-    // Less than is allocated (Placement's InventoryInUse): as Nova's resource tracker, say so
-    // and keep serving on the inventory Placement has, rather than refuse to start.
-    if (!(e instanceof PlacementConflict)) throw e;
-    log.error("compute_events.inventory_conflict", { error: e, inventories: r.inventories });
+  const reg = {
+    host: r.host,
+    availability_zone: r.availability_zone,
+    inventories: r.inventories as Partial<Record<ResourceClass, Inventory>>,
+    hypervisor_type: r.hypervisor_type,
+    hypervisor_version: r.hypervisor_version,
+    host_ip: r.host_ip,
+    supported_instances: supportedInstances(r.hypervisor_type, r.facts),
+    queue_url: q.queueUrl,
+    hypervisor_facts: r.facts,
+  };
+  // A host never seen: its provider, feed entry and first heartbeat in one request; no instance
+  // can be placed there yet, so there is nothing in the database to reconcile with.
+  let fresh = (await registerNewHost(reg)) !== undefined;
+  if (!fresh) {
+    try {
+      // generation 1: never claimed on since it was created (a claim bumps it): nothing to reconcile
+      fresh = (await registerHost(reg, { known: true })).generation === 1;
+    } catch (e) {
+      // Less than is allocated (Placement's InventoryInUse): as Nova's resource tracker, say so
+      // and keep serving on the inventory Placement has, rather than refuse to start.
+      if (!(e instanceof PlacementConflict)) throw e;
+      log.error("compute_events.inventory_conflict", { error: e, inventories: r.inventories });
+    }
+    await heartbeat(r.host);
   }
-  await heartbeat(r.host);
   const actions = await reconcile(r, log, fresh);
   log.info("compute_events.registered", { queue_url: q.queueUrl, guests: r.guests.length, ...actions });
   return q;

@@ -2,8 +2,12 @@
 // (every sender's: the API's chunks, a failed build's reschedule, the watchdog's resends, a move's
 // or unshelve's reschedule), and it starts one Express execution per request. It is the only
 // starter of conductor executions, so the queue is the one buffer in front of Step Functions.
+// The queue's other kind is a security group's member sync (Neutron's security_groups_member_updated,
+// gathered over a window: lib/instances/security-group-refresh.ts), which it applies itself: one
+// cast per affected host, no execution.
 // Partial batch responses (Powertools' BatchProcessor): a request whose start fails stays on the
-// queue and comes back; a malformed one goes to the DLQ with its reason.
+// queue and comes back; a malformed one goes to the DLQ with its reason, and so does a sync that
+// failed on its last receive.
 import { createHash } from "node:crypto";
 import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
 import { StartExecutionCommand } from "@aws-sdk/client-sfn";
@@ -12,9 +16,17 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda"
 import { sfnClient, sqsClient } from "../aws/clients.js";
 import { sendToDeadLetter } from "../aws/send.js";
 import { resources, schedulerConfig } from "../config.js";
+import { syncGroupMembers } from "../instances/security-group-refresh.js";
 import { log } from "../log.js";
-import { type BuildRequest, parseBuildRequest } from "../messages/build-request.js";
+import type { BuildRequest } from "../messages/build-request.js";
 import type { ConductorInput } from "../messages/scheduled.js";
+import {
+  isMemberSync,
+  parseBuildRequestsMessage,
+  type SecurityGroupsMemberUpdated,
+} from "../messages/security-group-sync.js";
+import { hostQueueUrl } from "../placement/host-queues.js";
+import { BUILD_REQUESTS_QUEUE } from "../resources.js";
 
 /**
  * How long a request whose start failed stays hidden before its next try: from the first,
@@ -57,13 +69,14 @@ export function intake(event: SQSEvent, context?: Context): Promise<SQSBatchResp
 }
 
 async function intakeOne(record: SQSRecord): Promise<void> {
-  const parsed = parseBuildRequest(record.body);
+  const parsed = parseBuildRequestsMessage(record.body);
   if (!parsed.ok) {
     // Poison: it will never parse, so retrying is pointless. Park it with its reason.
     await sendToDeadLetter(resources().buildRequestsDlqUrl, record.body, parsed.reason, "build-requests");
     log.warn("intake.dead_lettered", { message_id: record.messageId, reason: parsed.reason });
     return;
   }
+  if (isMemberSync(parsed.value)) return memberSync(record, parsed.value);
   const msg = parsed.value;
   try {
     await startExecution(msg);
@@ -88,6 +101,35 @@ async function intakeOne(record: SQSRecord): Promise<void> {
     // how long it waited in build-requests (a delayed chunk: its delay included)
     ...(Number.isFinite(sent) ? { queued_ms: Date.now() - sent } : {}),
   });
+}
+
+/**
+ * A group's member sync, applied here. One that fails comes back after the start's delays; on its
+ * last receive it goes to the DLQ with its reason (a redrive would not say why).
+ */
+async function memberSync(record: SQSRecord, msg: SecurityGroupsMemberUpdated): Promise<void> {
+  const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
+  try {
+    await syncGroupMembers(msg, log, hostQueueUrl);
+  } catch (error) {
+    const reason = `member sync of security group ${msg.security_group_id} failed on receive ${receives}: ${
+      error instanceof Error ? error.message : String(error)
+    }`;
+    if (receives >= BUILD_REQUESTS_QUEUE.maxReceiveCount) {
+      await sendToDeadLetter(resources().buildRequestsDlqUrl, record.body, reason, "build-requests");
+      log.error("intake.member_sync_dead_lettered", { message_id: record.messageId, reason });
+      return;
+    }
+    log.warn("intake.member_sync_failed", {
+      message_id: record.messageId,
+      request_id: msg.request_id,
+      receive_count: receives,
+      retry_in_seconds: startRetrySeconds(receives),
+      error,
+    });
+    await retryLater(record, startRetrySeconds(receives));
+    throw error;
+  }
 }
 
 async function startExecution(msg: BuildRequest): Promise<void> {

@@ -3,6 +3,19 @@ import { type ConfigOption, row } from "./option.js";
 
 export const CONDUCTOR_OPTIONS: readonly ConfigOption[] = [
   row({
+    key: "security_group_member_sync_window",
+    group: "securitygroup",
+    name: "member_sync_window",
+    nova: false,
+    env: "NOVALESS_SECURITY_GROUP_MEMBER_SYNC_WINDOW",
+    kind: "int",
+    // Neutron's agents apply member updates in their rpc_loop, every [AGENT] polling_interval (2 s)
+    default: 2,
+    min: 0,
+    help: "Seconds a security group's membership changes (builds, deletes, ports made or deleted) are gathered before one sync casts each affected host its guests' fresh filters (Neutron's agents apply them every polling_interval, 2 s); at most 900 (SQS's longest delay). Rule changes and a server's add/removeSecurityGroup are cast at once.",
+    topic: "conductor",
+  }),
+  row({
     key: "instance_build_timeout",
     group: "DEFAULT",
     name: "instance_build_timeout",

@@ -28,7 +28,7 @@ import {
 } from "./networking.js";
 import type { Membership } from "./port-filters.js";
 import { getInstance } from "./queries.js";
-import { refreshPortFilters } from "./security-group-refresh.js";
+import { membersChanged } from "./security-group-refresh.js";
 import { beginAction, event, eventClause, merge, transition, transitionWithEvent } from "./transition.js";
 import type {
   ActionEvent,
@@ -328,8 +328,8 @@ export async function attachDone(r: InterfaceReport): Promise<"attached" | "fail
     if (done) {
       // the port is a new member of its groups: the servers of groups naming them as remote
       // admit its addresses now (its own filter went to its host in the attach's cast)
-      await refreshPortFilters(
-        { joined: (vif.security_groups ?? []).map((g): Membership => [g, vif.port_id]) },
+      await membersChanged(
+        (vif.security_groups ?? []).map((g): Membership => [g, vif.port_id]),
         r.request_id,
       );
       return "attached";
@@ -451,7 +451,7 @@ export async function detachDone(r: InterfaceReport): Promise<"detached" | "fail
     );
     if (done) {
       // a deleted port left its groups: their referrers no longer admit its addresses
-      await refreshPortFilters({ left }, r.request_id);
+      await membersChanged(left, r.request_id);
       return "detached";
     }
   }

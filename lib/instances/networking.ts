@@ -29,7 +29,7 @@ import {
 } from "../network/store/table.js";
 import type { Membership } from "./port-filters.js";
 import { getInstance } from "./queries.js";
-import { refreshPortFilters } from "./security-group-refresh.js";
+import { membersChanged } from "./security-group-refresh.js";
 import { transition } from "./transition.js";
 import type { InstanceRecord, NetworkRequest, Vif } from "./types.js";
 
@@ -234,8 +234,9 @@ export async function allocateForInstance(
   const joined: Membership[] = [];
   for (const [i, req] of requests.entries())
     vifs.push(await allocatePort(rec, portIdFor(rec.id, i), req, binding, now, joined));
-  // the servers of the groups naming these ports' groups as remote admit their addresses now
-  await refreshPortFilters({ joined }, rec.request_id);
+  // the servers of the groups naming these ports' groups as remote admit their addresses within
+  // the member sync's window (their own filters go with the spawn)
+  await membersChanged(joined, rec.request_id);
   return vifs;
 }
 
@@ -460,8 +461,9 @@ export async function deallocateForInstance(rec: InstanceRecord, now = new Date(
   const left: Membership[] = [];
   for (const [id, preexisting] of ports) left.push(...(await releasePort(rec.id, id, preexisting, now)));
   if (!rec.deleted && rec.network_info?.length) await recordNetworkInfo(rec.id, []);
-  // the servers of the groups naming those ports' groups as remote no longer admit their addresses
-  await refreshPortFilters({ left }, rec.request_id);
+  // the servers of the groups naming those ports' groups as remote no longer admit their
+  // addresses, within the member sync's window
+  await membersChanged(left, rec.request_id);
 }
 
 /** Whether a server has ports to give back at its delete: requested, attached, or being attached. */

@@ -2,11 +2,12 @@
 // Networking store: each port's groups and their rules, each remote group's member ports and
 // their addresses. One resolver serves a whole fan-out or a guest's ports, reading each group,
 // member list and port once (a group with many members is read in pages, its ports in batches).
+import { batchGetAll } from "../aws/dynamo-batch.js";
 import type { PortFilter } from "../messages/port-filter.js";
 import { type FilteredPort, portFilterOf, type SecurityGroup } from "../network/security-groups.js";
 import { securityGroupsOf } from "../network/store/ports.js";
 import { getSecurityGroups, membersOf } from "../network/store/security-groups.js";
-import { getPorts, type Port } from "../network/store/table.js";
+import { keyOf, networkingTable, type Port, strip } from "../network/store/table.js";
 
 /** A membership the caller has just written or removed (the index that lists members may lag). */
 export type Membership = [group: string, port: string];
@@ -24,13 +25,32 @@ export class FilterResolver {
     private readonly joined: readonly Membership[] = [],
     /** memberships just removed: not counted whether or not the index still shows them */
     private readonly left: readonly Membership[] = [],
+    /**
+     * Ports read strongly consistently (a change that has just written them); false for a sync
+     * that runs a window after the changes it applies: half the read units.
+     */
+    private readonly consistent = true,
+    /**
+     * A remote group's member ports read strongly consistently; false for a port's own filter at
+     * a spawn or start (its members' ports were written before they show in the member index,
+     * itself eventually consistent, and a member sync follows every change): half the read units.
+     */
+    private readonly membersConsistent = consistent,
   ) {}
 
   /** Ports by id (read once each; a port gone is undefined). */
-  async portsById(ids: readonly string[]): Promise<Map<string, Port | undefined>> {
+  async portsById(
+    ids: readonly string[],
+    consistent = this.consistent,
+  ): Promise<Map<string, Port | undefined>> {
     const missing = [...new Set(ids)].filter((id) => !this.ports.has(id));
     if (missing.length) {
-      const found = new Map((await getPorts(missing)).map((p) => [p.id, p]));
+      const items = await batchGetAll(
+        networkingTable(),
+        missing.map((id) => keyOf("port", id)),
+        { ConsistentRead: consistent },
+      );
+      const found = new Map(items.map((i) => strip<Port>(i)).map((p) => [p.id, p]));
       for (const id of missing) this.ports.set(id, found.get(id));
     }
     return new Map(ids.map((id) => [id, this.ports.get(id)]));
@@ -65,7 +85,7 @@ export class FilterResolver {
   private async memberAddresses(groupIds: readonly string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
     for (const g of new Set(groupIds)) {
-      const ports = await this.portsById(await this.membersOf(g));
+      const ports = await this.portsById(await this.membersOf(g), this.membersConsistent);
       out.set(
         g,
         [...ports.values()].flatMap((p) =>

@@ -144,6 +144,24 @@ export const refreshInstanceSecurityRulesV1 = z.object({
 });
 
 /**
+ * Conductor or API → one host: the fresh filters of its guests' ports that a change touched
+ * (Neutron's security_groups_member_updated and security_groups_rule_updated, which its agents
+ * apply per host; the ports resolved here, so the host reads no database). One cast a host for a
+ * whole change, however many of its servers it touches (a large one is sent in several, each
+ * naming its servers). Each port is enforced again as given, the server's other ports left as
+ * they are. `computed_at` (epoch ms) orders them per port: a host ignores a port's filter older
+ * than the one it applied last. No report answers it.
+ */
+export const refreshPortFiltersV1 = z.object({
+  version: z.literal(1),
+  kind: z.literal("refresh_port_filters"),
+  request_id: z.string().min(1),
+  host: z.string().min(1),
+  computed_at: z.number().int().min(0),
+  instances: z.array(z.object({ instance_uuid: uuid, ports: z.array(guestPort).min(1) })).min(1),
+});
+
+/**
  * compute-events → compute: the build this host reported taking is fenced and recorded as
  * spawning; here is what to build. Hosts read no database, so the guest comes with it.
  */
@@ -410,6 +428,7 @@ export type GetDiagnostics = z.infer<typeof getDiagnosticsV1>;
 export type SnapshotInstance = z.infer<typeof snapshotInstanceV1>;
 export type ShelveInstance = z.infer<typeof shelveInstanceV1>;
 export type RefreshInstanceSecurityRules = z.infer<typeof refreshInstanceSecurityRulesV1>;
+export type RefreshPortFilters = z.infer<typeof refreshPortFiltersV1>;
 export type TriggerCrashDump = z.infer<typeof triggerCrashDumpV1>;
 export type AttachInterface = z.infer<typeof attachInterfaceV1>;
 export type DetachInterface = z.infer<typeof detachInterfaceV1>;
@@ -462,7 +481,13 @@ const MOVE_MESSAGES = [
  * alternates it carried (its record, placed before v3, does not have them).
  */
 export type ReceivedBuild = BuildAndRunInstance & { alternates?: Destination[] };
-export type ReceivedComputeMessage = ReceivedBuild | Exclude<ComputeMessage, BuildAndRunInstance>;
+export type ReceivedComputeMessage =
+  | ReceivedBuild
+  | Exclude<ComputeMessage, BuildAndRunInstance>
+  | RefreshPortFilters;
+
+/** Every cast to a host's queue: one about a server (ComputeMessage), or a host's filters' refresh. */
+export type HostCast = ComputeMessage | RefreshPortFilters;
 
 /** Every cast but the build's, whose older versions only a host still reads. */
 const OTHER_CASTS = [
@@ -481,8 +506,15 @@ const OTHER_CASTS = [
   ...MOVE_MESSAGES,
 ] as const;
 
-/** What the conductor, the API and compute-events send to a host's queue. */
+/** What the conductor, the API and compute-events send to a host's queue about a server. */
 export const computeMessage = z.discriminatedUnion("kind", [buildAndRunInstanceV3, ...OTHER_CASTS]);
+
+/** Every cast to a host's queue: one about a server, or a host's filters' refresh. */
+export const hostCast = z.discriminatedUnion("kind", [
+  buildAndRunInstanceV3,
+  ...OTHER_CASTS,
+  refreshPortFiltersV1,
+]);
 
 /**
  * What a compute agent accepts: the messages above, and a v1 or v2 build cast from before v3
@@ -492,6 +524,7 @@ export const receivedComputeMessage = z
   .discriminatedUnion("kind", [
     z.discriminatedUnion("version", [buildAndRunInstanceV3, buildAndRunInstanceV2, buildAndRunInstanceV1]),
     ...OTHER_CASTS,
+    refreshPortFiltersV1,
   ])
   .transform((m): ReceivedComputeMessage => {
     if (m.kind !== "build_and_run_instance" || m.version === 3) return m;

@@ -77,6 +77,30 @@ export async function readChangedHosts(since: string): Promise<HostRecord[]> {
   return changed.size ? readHosts([...changed]) : [];
 }
 
+/** A host's first provider item: its inventory, nothing used, the service enabled, generation 1. */
+export function newHostItem(reg: HostRegistration): HostRecord {
+  return stampNew({
+    host: reg.host,
+    node: reg.host,
+    availability_zone: reg.availability_zone,
+    aggregates: reg.aggregates ?? [],
+    traits: reg.traits ?? [],
+    ...planInventory({ host: reg.host, usage: {} }, reg.inventories),
+    generation: 1,
+    num_instances: 0,
+    num_io_ops: 0,
+    hypervisor_type: reg.hypervisor_type,
+    hypervisor_version: reg.hypervisor_version,
+    host_ip: reg.host_ip,
+    supported_instances: reg.supported_instances,
+    stats: { failed_builds: 0 },
+    service: { disabled: false, disabled_reason: null, forced_down: false },
+    queue_url: reg.queue_url,
+    ...(reg.hypervisor_facts ? { hypervisor_facts: reg.hypervisor_facts } : {}),
+    started_at: new Date().toISOString(),
+  });
+}
+
 /**
  * The compute agent's registration: create the host, or update its inventory and facts while
  * keeping its usage, the operator's service settings and the reserved and
@@ -86,33 +110,18 @@ export async function readChangedHosts(since: string): Promise<HostRecord[]> {
  * Throws PlacementConflict (Placement's InventoryInUse) when the reported inventory would no
  * longer hold what is allocated on the host, and InvalidInventory for an impossible one.
  */
-export async function registerHost(reg: HostRegistration): Promise<HostRecord> {
+export async function registerHost(
+  reg: HostRegistration,
+  /** the caller found the item there already (registerNewHost): no Put first */
+  opts: { known?: boolean } = {},
+): Promise<HostRecord> {
   const table = resources().hostsTable;
   // A host registers once and restarts rarely: try the conditional Put first (one request) and
   // read-modify-write only when the item is already there.
-  for (let first = true; ; first = false) {
+  for (let first = !opts.known; ; first = false) {
     const current = first ? undefined : await getHost(reg.host);
     if (!current) {
-      const item: HostRecord = stampNew({
-        host: reg.host,
-        node: reg.host,
-        availability_zone: reg.availability_zone,
-        aggregates: reg.aggregates ?? [],
-        traits: reg.traits ?? [],
-        ...planInventory({ host: reg.host, usage: {} }, reg.inventories),
-        generation: 1,
-        num_instances: 0,
-        num_io_ops: 0,
-        hypervisor_type: reg.hypervisor_type,
-        hypervisor_version: reg.hypervisor_version,
-        host_ip: reg.host_ip,
-        supported_instances: reg.supported_instances,
-        stats: { failed_builds: 0 },
-        service: { disabled: false, disabled_reason: null, forced_down: false },
-        queue_url: reg.queue_url,
-        ...(reg.hypervisor_facts ? { hypervisor_facts: reg.hypervisor_facts } : {}),
-        started_at: new Date().toISOString(),
-      });
+      const item = newHostItem(reg);
       const put = dynamo().send(
         new PutCommand({ TableName: table, Item: item, ConditionExpression: "attribute_not_exists(host)" }),
       );

@@ -57,6 +57,14 @@ function servicesTable(): string {
 }
 
 /**
+ * A host's Services item as its first heartbeat leaves it, for a host whose provider item is
+ * created in the same write (lib/placement/registration.ts): nothing marked down, no spool.
+ */
+export function firstHeartbeat(host: string, now = new Date()): ServiceHeartbeat {
+  return { host, last_heartbeat: now.toISOString() };
+}
+
+/**
  * The agent's heartbeat: one small write to its Services item. When the sweep had marked the host
  * down, the old item says so, and the mark is cleared on the provider at once, then on the
  * Services item (should this stop in between, the next heartbeat finishes it).

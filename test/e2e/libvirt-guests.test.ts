@@ -213,7 +213,7 @@ describe.skipIf(why !== undefined && !CI_MUST_RUN)(
       console.info(`${FILE}: create → banner on the console in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       // Its port is in the project's default group, which admits ingress from the group's members
       // only: the host's ping is dropped on the tap. A rule admitting ICMP reaches the host
-      // (refresh_instance_security_rules) and the guest answers within seconds.
+      // (refresh_port_filters) and the guest answers within seconds.
       const ports = (await admin.get(`/networking/v2.0/ports?device_id=${id}`)).body.ports as {
         security_groups: string[];
       }[];

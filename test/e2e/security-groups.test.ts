@@ -4,7 +4,8 @@
 // removeSecurityGroup with Nova's errors; os-security-groups up to 2.35 and a server's groups;
 // and the hosts kept current: each build's ports carry their filters, and a rule added or
 // deleted, a server joining or leaving a group (a build, the actions, a delete) casts
-// refresh_instance_security_rules to the servers whose filters it changes.
+// refresh_port_filters to the hosts of the servers whose filters it changes (a build's or a
+// delete's within the member sync's window: test/e2e/security-group-sync.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import type { PortFilter } from "../../lib/messages/port-filter.js";

@@ -27,6 +27,8 @@ import {
   registerHost,
 } from "../../lib/placement/hosts.js";
 import { deleteInventory, setInventory } from "../../lib/placement/inventory.js";
+import { getServiceHeartbeat } from "../../lib/placement/liveness.js";
+import { registerNewHost } from "../../lib/placement/registration.js";
 import { deleteComputeService, setServiceStatus } from "../../lib/placement/services.js";
 import {
   type AllocationRecord,
@@ -645,6 +647,37 @@ export function placementSuite(backend: DynamoBackend): void {
       expect(await changed()).toEqual(want);
       const latest = (await readChangedHosts(since)).find((h) => h.host === "feed-1")!;
       expect(latest.num_instances).toBe(0);
+    });
+
+    it("a new host's registration is one transaction: provider, feed entry and heartbeat; a known host's is refused whole", async () => {
+      const reg = {
+        host: "fresh",
+        availability_zone: "az1",
+        inventories: { VCPU: inv(8) },
+        hypervisor_type: "fake",
+        hypervisor_version: 1,
+        host_ip: "10.0.0.1",
+        supported_instances: [] as [string, string, string][],
+        queue_url: "http://unused",
+      };
+      const since = new Date(Date.now() - 1000).toISOString();
+      const now = new Date();
+      const created = (await registerNewHost(reg, now))!;
+      expect(created.generation).toBe(1);
+      expect(await getHost("fresh")).toEqual(created);
+      expect(await getServiceHeartbeat("fresh")).toEqual({
+        host: "fresh",
+        last_heartbeat: now.toISOString(),
+      });
+      const fed = async () => (await readChangedHosts(since)).filter((h) => h.host === "fresh");
+      for (let i = 0; i < 50 && (await fed()).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect((await fed()).map((h) => h.changed_at)).toEqual([created.changed_at]);
+      // there already: nothing of the three is written, not even the heartbeat
+      expect(
+        await registerNewHost({ ...reg, inventories: { VCPU: inv(16) } }, new Date(now.getTime() + 1000)),
+      ).toBeUndefined();
+      expect(await getHost("fresh")).toEqual(created);
+      expect((await getServiceHeartbeat("fresh"))?.last_heartbeat).toBe(now.toISOString());
     });
 
     it("recordBuildResult sets num_io_ops to what is in flight and counts failures in one write", async () => {

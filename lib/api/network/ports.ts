@@ -6,7 +6,11 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { refreshNetworkInfo } from "../../instances/networking.js";
 import type { Membership } from "../../instances/port-filters.js";
-import { type FilterChange, refreshPortFilters } from "../../instances/security-group-refresh.js";
+import {
+  type FilterChange,
+  membersChanged,
+  refreshPortFilters,
+} from "../../instances/security-group-refresh.js";
 import { invalidInput, normalizeAddress, parseAddress } from "../../network/cidr.js";
 import { allocate, type FixedIpRequest, generatedMac } from "../../network/ports.js";
 import { allocateAddress, releaseAddress } from "../../network/store/addresses.js";
@@ -252,8 +256,11 @@ async function createOnePort(auth: AuthContext, body: Body, deps: AuthDeps): Pro
     throw e;
   }
   await portCreated(port.id);
-  // the servers of groups naming its groups as remote admit its addresses now
-  await refreshPortFilters({ joined: security.security_groups.map((g) => [g, port.id]) }, requestId());
+  // the servers of groups naming its groups as remote admit its addresses within the sync window
+  await membersChanged(
+    security.security_groups.map((g): Membership => [g, port.id]),
+    requestId(),
+  );
   return {
     view: portView((await getPort(port.id))!, auth),
     undo: () => deleteFrontPort({ ...port, fixed_ips: [] }),
@@ -291,12 +298,12 @@ async function portSecurityOnCreate(
   return { port_security_enabled: true, security_groups: fallback ? [fallback] : [] };
 }
 
-/** Delete a port and tell the servers of the groups naming its groups as remote. */
+/** Delete a port; the servers of the groups naming its groups as remote are told within the sync window. */
 async function deleteFrontPort(port: Port): Promise<boolean> {
   const deleted = await deletePort(port.id);
   if (deleted)
-    await refreshPortFilters(
-      { left: securityGroupsOf(port).map((g): Membership => [g, port.id]) },
+    await membersChanged(
+      securityGroupsOf(port).map((g): Membership => [g, port.id]),
       requestId(),
     );
   return deleted;

@@ -148,10 +148,13 @@ export class FakeDriver implements Driver {
     this.portFilters.delete(instanceUuid);
   }
 
-  /** Nova's refresh_instance_security_rules, simulated: the ports' filters recorded as enforced. */
+  /** Nova's refresh_instance_security_rules, simulated: the ports' filters recorded as enforced, port by port. */
   async applyPortFilters(instanceUuid: string, ports: readonly GuestPort[]): Promise<void> {
     this.guest(instanceUuid);
-    this.enforce(instanceUuid, ports);
+    // each port given replaces its own filter; the guest's other ports keep theirs (libvirt's nft)
+    const enforced = new Map(this.portFilters.get(instanceUuid) ?? []);
+    for (const p of ports) enforced.set(p.port_id, p.filter);
+    this.portFilters.set(instanceUuid, enforced);
     this.filterApplies.set(instanceUuid, (this.filterApplies.get(instanceUuid) ?? 0) + 1);
   }
 

@@ -90,3 +90,23 @@ it("stops waiting when its signal aborts", async () => {
   setTimeout(() => abort.abort(new Error("stopping")), 20);
   await expect(p).rejects.toThrow("stopping");
 });
+
+it("signs as each caller, whose signers are kept apart (hosts of one process, interleaved)", async () => {
+  answering(200, 200, 200, 200);
+  const host = (n: number) => ({ accessKeyId: `AKIDHOST${n}`, secretAccessKey: `secret-${n}` });
+  const postAs = (n: number) => runAs(host(n), () => postToFunctionUrl(URL_, `{"host":${n}}`, FAST));
+  await Promise.all([postAs(1), postAs(2), postAs(1), postAs(2)]);
+  const credentials = seen.map((r) => /Credential=(\w+)\//.exec(String(r.headers.authorization))?.[1]);
+  const bodies = seen.map((r) => String(r.body));
+  expect(credentials.map((c, i) => `${c} ${bodies[i]}`).sort()).toEqual([
+    'AKIDHOST1 {"host":1}',
+    'AKIDHOST1 {"host":1}',
+    'AKIDHOST2 {"host":2}',
+    'AKIDHOST2 {"host":2}',
+  ]);
+  // a transport set later is the one used (the signers go with the clients)
+  seen = [];
+  answering(200);
+  await postAs(1);
+  expect(seen).toHaveLength(1);
+});

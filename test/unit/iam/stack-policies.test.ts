@@ -85,7 +85,8 @@ describe("the stack's policies, resolved to the local resources", () => {
   });
 
   it("every sender of a build request sends it to build-requests; only build-intake starts the conductor", () => {
-    for (const c of ["api", "build-watchdog", "compute-events"] as const) {
+    // (the conductor's: a build's ports joining their groups send the window's member sync)
+    for (const c of ["api", "build-watchdog", "compute-events", "conductor"] as const) {
       expect(can(c, "states:StartExecution", SM), c).toBe(false);
       expect(can(c, "sqs:SendMessage", `${SQS}build-x`), c).toBe(true);
       // the API's os-dead-letters reads the DLQ; none of them reads the queue itself
@@ -93,8 +94,6 @@ describe("the stack's policies, resolved to the local resources", () => {
     }
     for (const c of ["scheduler", "conductor", "state-machine", "compute-host"] as const)
       expect(can(c, "states:StartExecution", SM), c).toBe(false);
-    // the conductor casts to hosts, never to build-requests
-    expect(can("conductor", "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
     expect(can("build-intake", "states:StartExecution", `${SM}-other`)).toBe(false);
   });
 
@@ -112,7 +111,22 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("build-intake", "sqs:SendMessage", `${SQS}build-x`)).toBe(false);
     expect(can("build-intake", "sqs:ReceiveMessage", `${SQS}events-x`)).toBe(false);
     expect(can("build-intake", "sqs:PurgeQueue", `${SQS}build-x`)).toBe(false);
-    expect(can("build-intake", "dynamodb:GetItem", `${ARN}instances-x`)).toBe(false);
+    // a member sync: a moving server's record read, never written; the group's mark deleted; one
+    // cast per host (lib/instances/security-group-refresh.ts)
+    expect(can("build-intake", "dynamodb:GetItem", `${ARN}instances-x`)).toBe(true);
+    expect(can("build-intake", "dynamodb:Query", `${ARN}instances-x`)).toBe(false);
+    expect(can("build-intake", "dynamodb:UpdateItem", `${ARN}instances-x`)).toBe(false);
+    expect(can("build-intake", "dynamodb:Query", `${ARN}networking-x/index/by-kind`)).toBe(true);
+    expect(can("build-intake", "dynamodb:BatchGetItem", `${ARN}networking-x`)).toBe(true);
+    expect(can("build-intake", "dynamodb:DeleteItem", `${ARN}networking-x`)).toBe(true);
+    expect(can("build-intake", "dynamodb:UpdateItem", `${ARN}networking-x`)).toBe(false);
+    expect(can("build-intake", "dynamodb:PutItem", `${ARN}networking-x`)).toBe(false);
+    expect(can("build-intake", "dynamodb:Query", `${ARN}migrations-x/index/open`)).toBe(true);
+    expect(can("build-intake", "dynamodb:UpdateItem", `${ARN}migrations-x`)).toBe(false);
+    expect(can("build-intake", "dynamodb:GetItem", `${ARN}hosts-x`)).toBe(true);
+    expect(can("build-intake", "dynamodb:UpdateItem", `${ARN}hosts-x`)).toBe(false);
+    expect(can("build-intake", "sqs:SendMessage", `${SQS}novaless-x-compute-host-1`)).toBe(true);
+    expect(can("build-intake", "sqs:ReceiveMessage", `${SQS}novaless-x-compute-host-1`)).toBe(false);
     // the one mapping: build-requests to build-intake, batches with partial failures, bounded
     expect(policies.eventSources).toEqual([
       {
@@ -231,7 +245,7 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("compute-host", "dynamodb:GetItem", `${ARN}scheduling-x`)).toBe(false);
   });
 
-  it("Networking: the API (the /networking front) and the conductor (a server's ports) write it; compute-events and the watchdog read it", () => {
+  it("Networking: the API (the /networking front) and the conductor (a server's ports) write it; compute-events, the watchdog and build-intake read it", () => {
     for (const action of [
       "dynamodb:PutItem",
       "dynamodb:UpdateItem",
@@ -245,8 +259,10 @@ describe("the stack's policies, resolved to the local resources", () => {
     expect(can("conductor", "dynamodb:Query", `${ARN}networking-x/index/by-holder`)).toBe(true);
     expect(can("compute-events", "dynamodb:GetItem", `${ARN}networking-x`)).toBe(true);
     expect(can("compute-events", "dynamodb:PutItem", `${ARN}networking-x`)).toBe(false);
-    for (const c of ["scheduler", "build-intake"] as const)
-      expect(can(c, "dynamodb:GetItem", `${ARN}networking-x`)).toBe(false);
+    expect(can("scheduler", "dynamodb:GetItem", `${ARN}networking-x`)).toBe(false);
+    // build-intake's member syncs read it and delete a group's mark, nothing else
+    expect(can("build-intake", "dynamodb:GetItem", `${ARN}networking-x`)).toBe(true);
+    expect(can("build-intake", "dynamodb:PutItem", `${ARN}networking-x`)).toBe(false);
   });
 
   it("the queues' enforceSSL policies are kept as resource policies", () => {

@@ -73,7 +73,8 @@ describe("a build's port", () => {
     const ops = requests();
     expect(ops["dynamodb:TransactWriteItems"]).toBe(1);
     expect(ops["dynamodb:PutItem"]).toBe(1);
-    expect(ops["dynamodb:UpdateItem"]).toBe(1);
+    // (and the default group's member-sync mark, lib/instances/security-group-refresh.ts)
+    expect(ops["dynamodb:UpdateItem"]).toBe(2);
   });
 
   it("a re-run of the step finds the same port and address and holds nothing more", async () => {
