@@ -6,7 +6,7 @@ import { dynamo } from "../../aws/clients.js";
 import { conditionHeld } from "../../aws/dynamo-errors.js";
 import { queryAll } from "../../aws/dynamo-pages.js";
 import { transactUnlessConditionFails } from "../../aws/dynamo-transact.js";
-import { NETWORKING_BY_HOLDER_INDEX, NETWORKING_BY_KIND_INDEX } from "../../resources.js";
+import { NETWORKING_BY_HOLDER_INDEX } from "../../resources.js";
 import { NetworkingError } from "../cidr.js";
 import { defaultGroupId } from "../security-groups.js";
 import { freeAddress, freeIpItem } from "./addresses.js";
@@ -29,6 +29,7 @@ import {
   notFound,
   type Port,
   portCountKey,
+  portItems,
   updateAttributes,
 } from "./table.js";
 
@@ -61,7 +62,6 @@ export async function createPort(
             id: port.id,
             ips,
             ...keyOf("port", port.id),
-            kind: "port",
             ...(deviceKey(port.device_id) ? { device: deviceKey(port.device_id) } : {}),
           },
           ConditionExpression: "attribute_not_exists(pk)",
@@ -190,13 +190,7 @@ export const bindPort = (id: string, binding: PortBinding, from: string) =>
  * Returns how many it wrote.
  */
 export async function indexPortDevices(): Promise<number> {
-  const items = await queryAll({
-    TableName: networkingTable(),
-    IndexName: NETWORKING_BY_KIND_INDEX,
-    KeyConditionExpression: "#k = :k",
-    ExpressionAttributeNames: { "#k": "kind" },
-    ExpressionAttributeValues: { ":k": "port" },
-  });
+  const items = await portItems();
   let written = 0;
   for (const item of items) {
     const device = deviceKey(item.device_id);
