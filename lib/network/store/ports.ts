@@ -16,6 +16,7 @@ import {
   groupNotFound,
   membershipWrites,
   missingGroups,
+  setMemberAddresses,
 } from "./security-groups.js";
 import {
   adoptPortCount,
@@ -87,7 +88,12 @@ export async function createPort(
             },
           ]
         : []),
-      ...membershipWrites(port.id, groups, []),
+      ...membershipWrites(
+        port.id,
+        groups,
+        [],
+        (fixed_ips ?? []).map((f) => f.ip_address),
+      ),
     ],
   });
   if (ok || (await getPort(port.id))) return ok;
@@ -330,10 +336,22 @@ export async function setPortSecurityGroups(
             },
           },
         },
-        ...membershipWrites(id, joined, left),
+        ...membershipWrites(
+          id,
+          joined,
+          left,
+          port.fixed_ips.map((f) => f.ip_address),
+        ),
       ],
     });
-    if (ok) return { port: (await getPort(id))!, joined, left };
+    if (ok) {
+      const written = (await getPort(id))!;
+      // its addresses changed between the read and the write: the new memberships say so
+      const addresses = written.fixed_ips.map((f) => f.ip_address);
+      if (joined.length && addresses.join() !== port.fixed_ips.map((f) => f.ip_address).join())
+        await setMemberAddresses(id, joined, addresses, Date.now());
+      return { port: written, joined, left };
+    }
     const missing = joined.length ? await missingGroups(joined) : [];
     if (missing.length) throw groupNotFound(missing.join(", "));
     if (attempt >= 8) throw new Error(`port ${id}: its security groups kept changing`);
