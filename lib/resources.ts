@@ -191,7 +191,9 @@ export const TABLES: TableSpec[] = [
     partitionKey: "pk",
     env: "NOVALESS_NETWORKING_TABLE",
     gsis: [
-      // whole-kind listings (networks, subnets, ports); address and lookup items carry no kind
+      // whole-kind listings (networks, subnets, security groups, a group's members); ports, address
+      // and lookup items carry no kind (ports are listed network by network, from by-network: a
+      // port's writes cost no entry here)
       { indexName: "by-kind", partitionKey: "kind", sortKey: "pk", projection: "ALL" },
       // Sparse, keys only: the addresses a port holds (only address items carry `holder`), so a
       // port's delete frees what a crash left unrecorded on the port item.

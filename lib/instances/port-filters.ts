@@ -6,7 +6,7 @@ import { batchGetAll } from "../aws/dynamo-batch.js";
 import type { PortFilter } from "../messages/port-filter.js";
 import { type FilteredPort, portFilterOf, type SecurityGroup } from "../network/security-groups.js";
 import { securityGroupsOf } from "../network/store/ports.js";
-import { getSecurityGroups, membersOf } from "../network/store/security-groups.js";
+import { getSecurityGroups, membersWithAddresses } from "../network/store/security-groups.js";
 import { keyOf, networkingTable, type Port, strip } from "../network/store/table.js";
 
 /** A membership the caller has just written or removed (the index that lists members may lag). */
@@ -17,7 +17,7 @@ export const hasPortSecurityState = (port: Port) => typeof port.port_security_en
 
 export class FilterResolver {
   private readonly groups = new Map<string, SecurityGroup | undefined>();
-  private readonly members = new Map<string, string[]>();
+  private readonly members = new Map<string, Map<string, string[] | undefined>>();
   private readonly ports = new Map<string, Port | undefined>();
 
   constructor(
@@ -63,12 +63,20 @@ export class FilterResolver {
 
   /** A group's member ports (the index's, with the memberships the caller knows of). */
   async membersOf(groupId: string): Promise<string[]> {
+    return [...(await this.listed(groupId)).keys()];
+  }
+
+  /**
+   * A group's members by port, each with the addresses its membership holds (undefined: a
+   * membership the caller has just written, or one from before addresses were kept).
+   */
+  private async listed(groupId: string): Promise<Map<string, string[] | undefined>> {
     let members = this.members.get(groupId);
     if (!members) {
-      const listed = new Set(await membersOf(groupId));
-      for (const [g, p] of this.joined) if (g === groupId) listed.add(p);
+      const listed = new Map((await membersWithAddresses(groupId)).map((m) => [m.port_id, m.addresses]));
+      for (const [g, p] of this.joined) if (g === groupId && !listed.has(p)) listed.set(p, undefined);
       for (const [g, p] of this.left) if (g === groupId) listed.delete(p);
-      members = [...listed].sort();
+      members = new Map([...listed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
       this.members.set(groupId, members);
     }
     return members;
@@ -85,12 +93,18 @@ export class FilterResolver {
   private async memberAddresses(groupIds: readonly string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
     for (const g of new Set(groupIds)) {
-      const ports = await this.portsById(await this.membersOf(g), this.membersConsistent);
+      const members = await this.listed(g);
+      // the membership's own addresses where it holds them; the port itself otherwise (a member
+      // this caller has just written, an old membership), or where this resolver read it anyway
+      const unknown = [...members].filter(([p, a]) => !a || this.ports.has(p)).map(([p]) => p);
+      const ports = await this.portsById(unknown, this.membersConsistent);
       out.set(
         g,
-        [...ports.values()].flatMap((p) =>
-          p && securityGroupsOf(p).includes(g) ? p.fixed_ips.map((f) => f.ip_address) : [],
-        ),
+        [...members].flatMap(([id, addresses]) => {
+          if (!ports.has(id)) return addresses ?? [];
+          const p = ports.get(id);
+          return p && securityGroupsOf(p).includes(g) ? p.fixed_ips.map((f) => f.ip_address) : [];
+        }),
       );
     }
     return out;

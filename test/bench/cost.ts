@@ -1320,7 +1320,7 @@ print(
 );
 const be = await backend(values.dynamodb as "auto" | "local" | "dynalite");
 print(
-  `DynamoDB: ${be.name} (${be.note})${be.name === "dynalite" ? ": dynalite reports no index WRITE units (its index reads are counted); index writes are NOT counted" : ": table and index units as DynamoDB reports them"}`,
+  `DynamoDB: ${be.name} (${be.note})${be.name === "dynalite" ? ": dynalite reports no index WRITE units (its index reads are counted); index writes are NOT counted" : ": table and index units as DynamoDB reports them, a TransactWriteItems' as AWS bills it (lib/aws/meter.ts)"}`,
 );
 const memory = stackMemory();
 print(`Lambda memory (from the stack, MB): ${JSON.stringify(memory)}; Arm`);

@@ -4,7 +4,7 @@
 // local runtime with fake hosts and the seeded `public` network, with a window of 4 s, so that the
 // builds of one create fall in one window however loaded the machine is.
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo, sqsClient } from "../../lib/aws/clients.js";
 import { peekDeadLetters } from "../../lib/aws/dead-letters.js";
@@ -156,6 +156,60 @@ describe("membership changes gathered per group", () => {
     expect(admitted(f)).toEqual(expect.arrayContaining([`${ipC}/32`, `${ipD}/32`]));
     for (const id of [c, d, old]) await demo.delete(`/v2.1/servers/${id}`);
     for (const id of [c, d, old]) await admin.waitForStatus(id, ["GONE"]);
+  });
+
+  it("a new member's filter takes the old members' addresses from their memberships, which follow a port's new address", async () => {
+    await settled();
+    const a = await demo.createServer({ name: "addr-a" });
+    await active(a);
+    const ports = (await admin.get(`/networking/v2.0/ports?device_id=${a}`)).body.ports as {
+      id: string;
+      fixed_ips: { subnet_id: string; ip_address: string }[];
+    }[];
+    expect(ports).toHaveLength(1);
+    const port = ports[0]!;
+    const ip = port.fixed_ips[0]!;
+    const membership = async () =>
+      (
+        await dynamo().send(
+          new GetCommand({
+            TableName: networkingTable(),
+            Key: { pk: `sgmember#${defaultGroupId("demo")}#${port.id}` },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+    expect((await membership())?.addresses).toEqual([ip.ip_address]);
+    // the membership says another address: a new member's spawn admits that one, not the port's
+    // (read from the memberships, not from every member's port)
+    await dynamo().send(
+      new UpdateCommand({
+        TableName: networkingTable(),
+        Key: { pk: `sgmember#${defaultGroupId("demo")}#${port.id}` },
+        UpdateExpression: "SET addresses = :a",
+        ExpressionAttributeValues: { ":a": ["192.0.2.77"] },
+      }),
+    );
+    const b = await demo.createServer({ name: "addr-b" });
+    await active(b);
+    expect(admitted(await filterOf(b))).toContain("192.0.2.77/32");
+    expect(admitted(await filterOf(b))).not.toContain(`${ip.ip_address}/32`);
+    // the port's address changed through Networking: its membership holds the new one
+    const last = ip.ip_address.split(".");
+    const moved = [...last.slice(0, 3), String(((Number(last[3]) + 100) % 250) + 2)].join(".");
+    const put = await admin.call("PUT", `/networking/v2.0/ports/${port.id}`, {
+      port: { fixed_ips: [{ subnet_id: ip.subnet_id, ip_address: moved }] },
+    });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect((await membership())?.addresses).toEqual([moved]);
+    const f = await eventually(
+      () => filterOf(b),
+      (x) => admitted(x).includes(`${moved}/32`),
+      30_000,
+    );
+    expect(admitted(f)).not.toContain("192.0.2.77/32");
+    for (const id of [a, b]) await demo.delete(`/v2.1/servers/${id}`);
+    for (const id of [a, b]) await admin.waitForStatus(id, ["GONE"]);
   });
 
   it("a malformed member sync goes to build-requests' DLQ with its reason", async () => {

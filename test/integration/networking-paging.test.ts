@@ -2,9 +2,13 @@
 // `marker` (the last id seen), `page_reverse`, the `<collection>_links` to the next and previous
 // pages, a marker the caller cannot see a 404, over the real store on the local emulators.
 
+import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultDeps } from "../../lib/api/deps.js";
 import { handleHttp } from "../../lib/api/router.js";
+import { dynamo } from "../../lib/aws/clients.js";
+import { networkingTable } from "../../lib/network/store/table.js";
+import { NETWORKING_BY_KIND_INDEX } from "../../lib/resources.js";
 import { useLocalAws } from "./local-aws.js";
 
 useLocalAws();
@@ -166,5 +170,34 @@ describe("Networking lists, paged as Neutron's", () => {
         href: `${BASE}/networking/v2.0/${kind}?network_id=${network}&limit=2&fields=id&marker=${all[1]}`,
       });
     }
+  });
+
+  it("every port is listed, by id, from its network's entries: a port has no by-kind entry", async () => {
+    const made: string[] = [];
+    for (const network of [ids[1], ids[2]])
+      for (let i = 0; i < 2; i++)
+        made.push((await call("POST", "/v2.0/ports", DEMO, { port: { network_id: network } })).json.port.id);
+    const listed = (await call("GET", "/v2.0/ports?fields=id", DEMO)).json.ports.map((p: Json) => p.id);
+    expect(listed).toEqual([...listed].sort());
+    expect(listed).toEqual(expect.arrayContaining(made));
+    const seen: string[] = [];
+    for (let page = "/v2.0/ports?fields=id&limit=3"; ; ) {
+      const r = await call("GET", page, DEMO);
+      seen.push(...r.json.ports.map((p: Json) => p.id));
+      const next = r.json.ports_links?.find((l: Json) => l.rel === "next");
+      if (!next) break;
+      page = next.href;
+    }
+    expect(seen).toEqual(listed);
+    const byKind = await dynamo().send(
+      new QueryCommand({
+        TableName: networkingTable(),
+        IndexName: NETWORKING_BY_KIND_INDEX,
+        KeyConditionExpression: "#k = :k",
+        ExpressionAttributeNames: { "#k": "kind" },
+        ExpressionAttributeValues: { ":k": "port" },
+      }),
+    );
+    expect(byKind.Items).toEqual([]);
   });
 });

@@ -183,4 +183,32 @@ describe.skipIf(!java.ok)("request meter on DynamoDB Local", () => {
     expect(alice.conditionalFailures).toBe(1);
     expect(alice.failedWriteUnits[TABLE]).toBe(4);
   });
+
+  it("bills a transaction as AWS does: 2 units per item, its index entries once", async () => {
+    startMeter();
+    await runAs(ALICE, async () => {
+      // DynamoDB Local reports 2 table units for these three items and 2 for the one index entry
+      await dynamo().send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: TABLE, Item: { pk: "t1", shard: "1" } } },
+            { Put: { TableName: TABLE, Item: { pk: "t2" } } },
+            {
+              Update: {
+                TableName: TABLE,
+                Key: { pk: "t3" },
+                UpdateExpression: "SET v = :v",
+                ExpressionAttributeValues: { ":v": 1 },
+              },
+            },
+          ],
+        }),
+      );
+    });
+    expect(meterReading()[ALICE.accessKeyId]!.tables[TABLE]).toMatchObject({
+      write: 6,
+      indexWrite: 1,
+      indexes: { "by-shard": { write: 1 } },
+    });
+  });
 });

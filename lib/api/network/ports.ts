@@ -23,7 +23,7 @@ import {
   setPortSecurityGroups,
   updatePort,
 } from "../../network/store/ports.js";
-import { getSecurityGroups } from "../../network/store/security-groups.js";
+import { getSecurityGroups, setMemberAddresses } from "../../network/store/security-groups.js";
 import {
   deviceKey,
   getNetwork,
@@ -409,10 +409,20 @@ export function portRoutes(app: Hono<NetEnv>, deps: AuthDeps): void {
       change.joined = set.joined.map((g): Membership => [g, port.id]);
       change.left = set.left.map((g): Membership => [g, port.id]);
     }
+    const readAt = Date.now();
     const updated = await updatePort(port.id, changes);
     if (!updated) throw notFound("Port", port.id);
-    // its addresses changed: the servers admitting its groups' members admit its new ones
-    if (wanted) change.addressesOf = securityGroupsOf(updated);
+    // its addresses changed: its memberships hold the new ones, and the servers admitting its
+    // groups' members admit them
+    if (wanted) {
+      await setMemberAddresses(
+        updated.id,
+        securityGroupsOf(updated),
+        updated.fixed_ips.map((f) => f.ip_address),
+        readAt,
+      );
+      change.addressesOf = securityGroupsOf(updated);
+    }
     // Neutron's network-changed event to Nova: the server's addresses and groups follow its port
     await serverPortChanged(port);
     await refreshPortFilters(change, requestId());

@@ -6,7 +6,7 @@ import { dynamo } from "../../aws/clients.js";
 import { conditionHeld } from "../../aws/dynamo-errors.js";
 import { queryAll } from "../../aws/dynamo-pages.js";
 import { transactUnlessConditionFails } from "../../aws/dynamo-transact.js";
-import { NETWORKING_BY_HOLDER_INDEX, NETWORKING_BY_KIND_INDEX } from "../../resources.js";
+import { NETWORKING_BY_HOLDER_INDEX } from "../../resources.js";
 import { NetworkingError } from "../cidr.js";
 import { defaultGroupId } from "../security-groups.js";
 import { freeAddress, freeIpItem } from "./addresses.js";
@@ -16,6 +16,7 @@ import {
   groupNotFound,
   membershipWrites,
   missingGroups,
+  setMemberAddresses,
 } from "./security-groups.js";
 import {
   adoptPortCount,
@@ -29,6 +30,7 @@ import {
   notFound,
   type Port,
   portCountKey,
+  portItems,
   updateAttributes,
 } from "./table.js";
 
@@ -61,7 +63,6 @@ export async function createPort(
             id: port.id,
             ips,
             ...keyOf("port", port.id),
-            kind: "port",
             ...(deviceKey(port.device_id) ? { device: deviceKey(port.device_id) } : {}),
           },
           ConditionExpression: "attribute_not_exists(pk)",
@@ -87,7 +88,12 @@ export async function createPort(
             },
           ]
         : []),
-      ...membershipWrites(port.id, groups, []),
+      ...membershipWrites(
+        port.id,
+        groups,
+        [],
+        (fixed_ips ?? []).map((f) => f.ip_address),
+      ),
     ],
   });
   if (ok || (await getPort(port.id))) return ok;
@@ -190,13 +196,7 @@ export const bindPort = (id: string, binding: PortBinding, from: string) =>
  * Returns how many it wrote.
  */
 export async function indexPortDevices(): Promise<number> {
-  const items = await queryAll({
-    TableName: networkingTable(),
-    IndexName: NETWORKING_BY_KIND_INDEX,
-    KeyConditionExpression: "#k = :k",
-    ExpressionAttributeNames: { "#k": "kind" },
-    ExpressionAttributeValues: { ":k": "port" },
-  });
+  const items = await portItems();
   let written = 0;
   for (const item of items) {
     const device = deviceKey(item.device_id);
@@ -336,10 +336,22 @@ export async function setPortSecurityGroups(
             },
           },
         },
-        ...membershipWrites(id, joined, left),
+        ...membershipWrites(
+          id,
+          joined,
+          left,
+          port.fixed_ips.map((f) => f.ip_address),
+        ),
       ],
     });
-    if (ok) return { port: (await getPort(id))!, joined, left };
+    if (ok) {
+      const written = (await getPort(id))!;
+      // its addresses changed between the read and the write: the new memberships say so
+      const addresses = written.fixed_ips.map((f) => f.ip_address);
+      if (joined.length && addresses.join() !== port.fixed_ips.map((f) => f.ip_address).join())
+        await setMemberAddresses(id, joined, addresses, Date.now());
+      return { port: written, joined, left };
+    }
     const missing = joined.length ? await missingGroups(joined) : [];
     if (missing.length) throw groupNotFound(missing.join(", "));
     if (attempt >= 8) throw new Error(`port ${id}: its security groups kept changing`);

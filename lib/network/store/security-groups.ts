@@ -13,14 +13,17 @@
 //   one transaction and kept by every membership's write in its own: a group's delete is
 //   conditioned on 0 (Neutron's SecurityGroupInUse), and a membership on the count being there
 //   (the group exists).
-// - `sgmember#<group>#<port>` (kind `sgmember#<group>`): one port's membership. The by-kind index
-//   lists a group's members under that kind (eventually consistent: the fan-out of a change adds
-//   the member it knows of, lib/instances/port-filters.ts).
+// - `sgmember#<group>#<port>` (kind `sgmember#<group>`): one port's membership, with the port's
+//   addresses (`addresses`, `addresses_at`: what a remote group rule admits, so a filter reads a
+//   group's members' addresses from the index, about 27 members a read unit, instead of every
+//   member's port). The by-kind index lists a group's members under that kind (eventually
+//   consistent: the fan-out of a change adds the member it knows of, lib/instances/port-filters.ts).
 // - `sgusage#<project>`: the project's groups and rules (`groups`, `rules`), counted by every
 //   create and delete in its transaction: a create over the quota is refused by its condition.
-import { GetCommand, type TransactWriteCommandInput } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, type TransactWriteCommandInput, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../../aws/clients.js";
 import { batchGetAll } from "../../aws/dynamo-batch.js";
+import { conditionHeld } from "../../aws/dynamo-errors.js";
 import { queryAll } from "../../aws/dynamo-pages.js";
 import { transactUnlessConditionFails } from "../../aws/dynamo-transact.js";
 import { optionValue } from "../../config.js";
@@ -139,6 +142,21 @@ export async function referrersOfGroup(id: string): Promise<string[]> {
 
 /** The ports in a group (the by-kind index: eventually consistent). */
 export async function membersOf(groupId: string): Promise<string[]> {
+  return (await membersWithAddresses(groupId)).map((m) => m.port_id);
+}
+
+/** A group's member, as its membership item holds it. */
+export interface Member {
+  port_id: string;
+  /**
+   * the port's addresses when its membership was written or its addresses last changed; absent
+   * on a membership from before they were kept (read the port)
+   */
+  addresses?: string[];
+}
+
+/** A group's members with their addresses (the by-kind index: eventually consistent). */
+export async function membersWithAddresses(groupId: string): Promise<Member[]> {
   const items = await queryAll({
     TableName: networkingTable(),
     IndexName: NETWORKING_BY_KIND_INDEX,
@@ -146,7 +164,40 @@ export async function membersOf(groupId: string): Promise<string[]> {
     ExpressionAttributeNames: { "#k": "kind" },
     ExpressionAttributeValues: { ":k": membersKind(groupId) },
   });
-  return items.map((i) => i.port_id as string);
+  return items.map((i) => ({
+    port_id: i.port_id as string,
+    ...(Array.isArray(i.addresses) ? { addresses: i.addresses as string[] } : {}),
+  }));
+}
+
+/**
+ * A port's new addresses on its memberships (after its fixed_ips changed). Each write is
+ * conditioned on being newer than the one there (`at`, taken before the port was read), so of
+ * two changes at once the later read's addresses stay; a membership gone meanwhile is skipped.
+ */
+export async function setMemberAddresses(
+  portId: string,
+  groups: readonly string[],
+  addresses: readonly string[],
+  at: number,
+): Promise<void> {
+  await Promise.all(
+    groups.map((g) =>
+      // false: the membership is gone, or a later change wrote its addresses already
+      conditionHeld(
+        dynamo().send(
+          new UpdateCommand({
+            TableName: networkingTable(),
+            Key: memberKey(g, portId),
+            UpdateExpression: "SET addresses = :a, addresses_at = :at",
+            ConditionExpression:
+              "attribute_exists(pk) AND (attribute_not_exists(addresses_at) OR addresses_at < :at)",
+            ExpressionAttributeValues: { ":a": [...addresses], ":at": at },
+          }),
+        ),
+      ),
+    ),
+  );
 }
 
 /** How many ports are in a group (its count item; undefined: no such group). */
@@ -621,7 +672,10 @@ export function membershipWrites(
   portId: string,
   join: readonly string[],
   leave: readonly string[],
+  /** the port's addresses, kept on the memberships it joins (see the file's header) */
+  addresses: readonly string[] = [],
 ): TransactItem[] {
+  const at = Date.now();
   const count = (group: string, by: number): TransactItem => ({
     Update: {
       TableName: networkingTable(),
@@ -636,7 +690,13 @@ export function membershipWrites(
       {
         Put: {
           TableName: networkingTable(),
-          Item: { ...memberKey(g, portId), kind: membersKind(g), port_id: portId },
+          Item: {
+            ...memberKey(g, portId),
+            kind: membersKind(g),
+            port_id: portId,
+            addresses: [...addresses],
+            addresses_at: at,
+          },
           ConditionExpression: "attribute_not_exists(pk)",
         },
       },

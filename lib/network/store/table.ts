@@ -30,7 +30,8 @@
 //   The cursor also keeps a released address out of reuse until the cursor comes round to it (a
 //   neighbour's ARP cache may still point at the old port).
 //
-// Indexes: `by-kind` for whole-kind listings, `by-network` for a network's subnets and ports,
+// Indexes: `by-kind` for whole-kind listings (not ports: they carry no kind, and every port is
+// listed from its network's `by-network` entries), `by-network` for a network's subnets and ports,
 // `by-holder` (sparse, keys only) for the addresses a port holds: a port's delete frees them all,
 // including one won but not yet recorded on the port item when a crash came between the two
 // writes; `by-device` (sparse) for a device's ports, keyed on `device`, which every write of a
@@ -146,11 +147,12 @@ export const deviceKey = (deviceId: unknown): string | undefined =>
   typeof deviceId === "string" && deviceId !== "" ? deviceId : undefined;
 
 export function strip<T>(item: Record<string, unknown>): T {
-  const { pk: _pk, kind, ips, device: _device, ...rest } = item;
+  const { pk, kind, ips, device: _device, ...rest } = item;
   // string sets come back as Sets; the domain speaks arrays
   for (const [k, v] of Object.entries(rest)) if (v instanceof Set) rest[k] = [...v].sort();
   if (kind === "network") rest.subnets ??= [];
-  if (kind === "port") {
+  // a port carries no kind (it is in no whole-kind listing: see listPorts); an older one does
+  if (kind === "port" || String(pk).startsWith("port#")) {
     rest.fixed_ips = Object.entries((ips ?? {}) as Record<string, string>)
       .map(([subnet_id, ip_address]) => ({ subnet_id, ip_address, a: parseAddress(ip_address)! }))
       .sort(
@@ -190,14 +192,16 @@ export async function all<T>(kind: Kind): Promise<T[]> {
 
 /** A network's items of one kind, by the by-network index (eventually consistent). */
 export async function onNetwork<T>(networkId: string, kind: "subnet" | "port"): Promise<T[]> {
-  const items = await queryAll({
+  return (await onNetworkItems(networkId, kind)).map((i) => strip<T>(i));
+}
+
+const onNetworkItems = (networkId: string, kind: "subnet" | "port") =>
+  queryAll({
     TableName: networkingTable(),
     IndexName: NETWORKING_BY_NETWORK_INDEX,
     KeyConditionExpression: "network_id = :n AND begins_with(pk, :p)",
     ExpressionAttributeValues: { ":n": networkId, ":p": `${kind}#` },
   });
-  return items.map((i) => strip<T>(i));
-}
 
 /**
  * Change an item's own attributes (the front's PUT) and bump its revision_number, as Neutron's
@@ -266,7 +270,22 @@ export async function getPorts(ids: readonly string[]): Promise<Port[]> {
   );
   return items.map((i) => strip<Port>(i));
 }
-export const listPorts = () => all<Port>("port");
+/**
+ * Every port, by id: each network's ports from the by-network index (eventually consistent), the
+ * networks from by-kind. Ports carry no `kind`, so a port's writes cost no by-kind entry (every
+ * port is on a network: a network's delete is conditioned on its port count). A port an older
+ * release wrote still has a by-kind entry; it is not read.
+ */
+export async function listPorts(): Promise<Port[]> {
+  return (await portItems()).map((i) => strip<Port>(i));
+}
+
+/** Every port's item as stored (listPorts' reads), by id. */
+export async function portItems(): Promise<Record<string, unknown>[]> {
+  const networks = await all<Network>("network");
+  const items = (await Promise.all(networks.map((n) => onNetworkItems(n.id, "port")))).flat();
+  return items.sort((a, b) => (String(a.pk) < String(b.pk) ? -1 : String(a.pk) > String(b.pk) ? 1 : 0));
+}
 export const portsOn = (networkId: string) => onNetwork<Port>(networkId, "port");
 
 /** A device's ports (a server's), by the by-device index (eventually consistent). */
