@@ -12,6 +12,7 @@ import type { Logger } from "../log.js";
 import type { RegisterReport } from "../messages/reports.js";
 import { PlacementConflict } from "../placement/capacity.js";
 import { release } from "../placement/claims.js";
+import { rememberQueueUrl } from "../placement/host-queues.js";
 import { registerHost } from "../placement/hosts.js";
 import { heartbeat } from "../placement/liveness.js";
 import { registerNewHost } from "../placement/registration.js";
@@ -20,7 +21,6 @@ import { COMPUTE_QUEUE, DLQ_SUFFIX, HOST_TAG } from "../resources.js";
 import { canonicalHypervisorType } from "../scheduler/image-props.js";
 import { applyBuildReport } from "./build-events.js";
 import { castToHost, stopGuest } from "./host-casts.js";
-import { rememberQueueUrl } from "./host-queues.js";
 import { evacuatedGuestTerminate } from "./move-events.js";
 import { applyUnshelveReport } from "./shelve-events.js";
 

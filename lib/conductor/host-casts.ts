@@ -4,7 +4,7 @@
 import { castToCompute } from "../aws/send.js";
 import type { Logger } from "../log.js";
 import type { ComputeMessage } from "../messages/compute.js";
-import { hostQueueUrl } from "./host-queues.js";
+import { hostQueueUrl } from "../placement/host-queues.js";
 
 /** The host's queue for a cast about `instance` at `attempt`; a host with no queue is an error. */
 export async function hostQueueFor(host: string, instance: string, attempt: number): Promise<string> {

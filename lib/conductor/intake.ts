@@ -25,8 +25,8 @@ import {
   parseBuildRequestsMessage,
   type SecurityGroupsMemberUpdated,
 } from "../messages/security-group-sync.js";
+import { hostQueueUrl } from "../placement/host-queues.js";
 import { BUILD_REQUESTS_QUEUE } from "../resources.js";
-import { hostQueueUrl } from "./host-queues.js";
 
 /**
  * How long a request whose start failed stays hidden before its next try: from the first,

@@ -18,7 +18,7 @@ import { event } from "../instances/transition.js";
 import type { InstanceRecord, MigrationRecord } from "../instances/types.js";
 import { log } from "../log.js";
 import type { MoveStepMessage } from "../messages/compute.js";
-import { hostQueueUrl } from "./host-queues.js";
+import { hostQueueUrl } from "../placement/host-queues.js";
 import { watchLiveMigration } from "./live-migrate.js";
 import { failMove } from "./moves.js";
 

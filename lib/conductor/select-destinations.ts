@@ -10,7 +10,7 @@ import { perIdentity } from "../aws/identity.js";
 import { listAggregates } from "../catalog/aggregates.js";
 import { getServerGroup } from "../catalog/server-groups.js";
 import { type SchedulerConfig, schedulerConfig } from "../config.js";
-import { getInstance } from "../instances/queries.js";
+import { getInstance, getSettledInstance } from "../instances/queries.js";
 import { requestSpecOf } from "../instances/request-spec.js";
 import { recordSchedulingDecision } from "../instances/scheduling-decisions.js";
 import type { InstanceRecord } from "../instances/types.js";
@@ -145,8 +145,11 @@ export async function selectDestinations(
 /**
  * Everything the decision needs that does not touch the host states, read before the one-at-a-time
  * section: the request spec, from the instances' records (one copy per instance, written by the
- * API; a consistent read, so a retried step sees them too), the instances its hints name, and what
- * an earlier run of this step placed. Undefined when none of the instances exists.
+ * API before the request was sent: read as settled, a miss read again consistently), the
+ * instances its hints name, and what an earlier run of this step placed or claimed (a record read
+ * before that placement finds the claim, by a consistent Query). Undefined when none of the
+ * instances exists. The claim is the authority: a record read stale (deleted since) costs a claim
+ * that the conductor's fenced placement gives back.
  */
 export async function loadRequest(req: ConductorInput): Promise<Loaded | undefined> {
   if (isMove(req)) return loadMoveRequest(req);
@@ -154,7 +157,7 @@ export async function loadRequest(req: ConductorInput): Promise<Loaded | undefin
   const started = performance.now();
   const n = req.retry.num_attempts;
   const log = baseLog.child({ request_id: req.request_id, attempt: n });
-  const records = await Promise.all(req.instance_uuids.map((id) => getInstance(id)));
+  const records = await Promise.all(req.instance_uuids.map((id) => getSettledInstance(id)));
   const first = records.find((r) => r !== undefined);
   if (!first) {
     log.warn("scheduler.instances_not_found", { instance_uuids: req.instance_uuids });

@@ -8,16 +8,19 @@ import {
   allocateForInstance,
   deallocateForInstance,
   NetworkAllocationFailed,
+  rebindPorts,
+  recordNetworkInfo,
 } from "../instances/networking.js";
-import { getInstance } from "../instances/queries.js";
+import { getInstance, getSettledInstance } from "../instances/queries.js";
 import { event } from "../instances/transition.js";
-import type { Fault, InstanceRecord } from "../instances/types.js";
+import type { Fault, InstanceRecord, Vif } from "../instances/types.js";
 import { log } from "../log.js";
+import type { Destination } from "../messages/common.js";
 import type { ConductorInput, Scheduled } from "../messages/scheduled.js";
 import { metrics } from "../metrics.js";
 import { release, revertClaims } from "../placement/claims.js";
 import { resourcesFromFlavor } from "../scheduler/resources.js";
-import { type ConductorTask, claimAlternateStep, startStep } from "./task.js";
+import { type ConductorTask, claimAlternateStep, type Placed, startStep } from "./task.js";
 import {
   type AlternatesExhaustedAnswer,
   type Cast,
@@ -139,24 +142,37 @@ export const buildTask: ConductorTask = {
   }),
   async place(req, { instance_uuid: id, selected, alternates }, n) {
     const { host } = selected;
+    const ref = { id, request_id: req.request_id };
+    // Nova's compute allocates the network once the host is chosen (allocate_for_instance); here
+    // the conductor does, as hosts read no database, and before it places the instance, so that
+    // the placement and its network info are one write. The record as settled is enough to
+    // begin: the placement is conditioned on the attempt, and a refusal is read again.
+    const rec = await getSettledInstance(id);
+    let vifs: Vif[] | undefined;
+    if (rec?.requested_networks?.length && placeable(rec, n)) {
+      const allocated = await allocateBeforePlacing(req, rec, selected, n);
+      if (allocated.kind !== "allocated") return allocated.placed;
+      vifs = allocated.vifs;
+    }
     // The host's name is for admins only: the event's `host` and `details` are theirs. The
     // alternates stay with the placement, for compute's reschedule and the watchdog's resend.
     const placed = await placeInstance(
-      { id, request_id: req.request_id },
+      ref,
       n,
       selected,
       alternates,
       event(EVENT_SCHEDULE, n, "Success", host, `scheduled to ${host} (attempt ${n})`, new Date()),
+      vifs,
     );
-    return placed.kind === "gone"
-      ? { kind: "gone", deleted: Boolean(placed.record?.deleted) }
-      : { kind: "placed", record: placed.record };
+    if (placed.kind !== "gone") return { kind: "placed", record: placed.record };
+    if (rec && vifs) await portsOfUnplaced(rec, placed.record);
+    return { kind: "gone", deleted: Boolean(placed.record?.deleted) };
   },
   async cast(req, rec, { selected }, n) {
     const { host, nodename } = selected;
-    // Nova's compute allocates the network once the host is chosen (allocate_for_instance); here the
-    // conductor does, as hosts read no database. A reschedule finds the same ports and rebinds them.
-    if (!(await bindNetwork(req, n, rec, host))) return undefined;
+    // A placement recorded without its network info (by a run of an earlier release) binds the
+    // ports now, as that release did. A reschedule finds the same ports and rebinds them.
+    if (!rec.network_info?.length && !(await bindNetwork(req, n, rec, host))) return undefined;
     return {
       version: 3,
       kind: "build_and_run_instance",
@@ -175,11 +191,51 @@ export const buildTask: ConductorTask = {
   },
 };
 
+/** The record is still waiting for attempt `n`'s placement (a build, not deleted, one attempt before). */
+const placeable = (rec: InstanceRecord, n: number) =>
+  !rec.deleted && rec.vm_state === "building" && rec.attempt === n - 1;
+
 /**
- * Bind the instance's ports to its host. A Networking refusal (no free address, a port or address
- * taken since the API looked) is no fault of the host: the build is aborted (Nova's
- * BuildAbortException), its claim released and what it made freed. False when there is nothing
- * to cast (aborted, or deleted meanwhile).
+ * The ports of attempt `n`, bound to its host before the placement that records them. A Networking
+ * refusal (no free address, a port or address taken since the API looked) is no fault of the
+ * host: the build is aborted (Nova's BuildAbortException), its claim released and what it made
+ * freed, unless the record (read again, consistently) has moved on meanwhile: then the ports are
+ * a later attempt's or a delete's, and this attempt has nothing to place.
+ */
+async function allocateBeforePlacing(
+  req: ConductorInput,
+  rec: InstanceRecord,
+  dest: Destination,
+  n: number,
+): Promise<{ kind: "allocated"; vifs: Vif[] } | { kind: "refused"; placed: Placed }> {
+  const { host } = dest;
+  try {
+    return { kind: "allocated", vifs: await allocateForInstance(rec, { ...dest, attempt: n }) };
+  } catch (e) {
+    if (!(e instanceof NetworkAllocationFailed)) throw e;
+    const now = await getInstance(rec.id);
+    if (now && !now.deleted && now.attempt === n && now.host === host)
+      return { kind: "refused", placed: { kind: "placed", record: now } };
+    if (!now || !placeable(now, n))
+      return { kind: "refused", placed: { kind: "gone", deleted: Boolean(now?.deleted) } };
+    await abortBuild(req, now, n, host, e, now.attempt);
+    return { kind: "refused", placed: { kind: "gone" } };
+  }
+}
+
+/**
+ * Ports bound for a placement that did not happen: a delete meanwhile may have looked for them
+ * before they were made (they go); a concurrent run that placed this attempt on another host has
+ * them follow it (bound to the host the record names). A later attempt binds them itself.
+ */
+async function portsOfUnplaced(rec: InstanceRecord, current: InstanceRecord | undefined): Promise<void> {
+  if (!current || current.deleted) await deallocateForInstance({ ...rec, deleted: true });
+  else if (current.attempt === rec.attempt + 1 && current.network_info?.length) await rebindPorts(current);
+}
+
+/**
+ * Bind the instance's ports to its host, after its placement (a placement recorded without them).
+ * False when there is nothing to cast (aborted, or deleted meanwhile).
  */
 async function bindNetwork(
   req: ConductorInput,
@@ -188,27 +244,60 @@ async function bindNetwork(
   host: string,
 ): Promise<boolean> {
   if (!rec.requested_networks?.length) return true;
-  const fields = { request_id: req.request_id, instance_uuid: rec.id, attempt: n, host };
   try {
-    if (await allocateForInstance(rec, host)) return true;
-    log.info("conductor.placement_abandoned", { ...fields, reason: "deleted" });
+    const vifs = await allocateForInstance(rec, {
+      host,
+      attempt: rec.attempt,
+      availability_zone: rec.availability_zone,
+    });
+    if (await recordNetworkInfo(rec.id, vifs)) return true;
+    // deleted meanwhile: its delete may have looked for ports before these were made
+    await deallocateForInstance({ ...rec, deleted: true });
+    log.info("conductor.placement_abandoned", {
+      request_id: req.request_id,
+      instance_uuid: rec.id,
+      attempt: n,
+      host,
+      reason: "deleted",
+    });
     return false;
   } catch (e) {
     if (!(e instanceof NetworkAllocationFailed)) throw e;
-    const message = `Build of instance ${rec.id} aborted: ${e.message}`;
-    await release(host, rec.id, n);
-    // what it made goes before the ERROR shows: nothing of an aborted build outlives it
-    await deallocateForInstance(rec);
-    await setError(
-      { id: rec.id, request_id: req.request_id },
-      n,
-      fault(message, message),
-      event(EVENT_SCHEDULE, n, "Error", host, message, new Date()),
-    );
-    metrics.buildsError("BuildAborted");
-    log.warn("conductor.network_allocation_failed", { ...fields, error: e.message });
+    await abortBuild(req, rec, n, host, e, n);
     return false;
   }
+}
+
+/**
+ * A Networking refusal ends the build (Nova's BuildAbortException): its claim released, what it
+ * made freed before the ERROR shows (nothing of an aborted build outlives it), then ERROR from
+ * attempt `from` (the record's: placed or not yet).
+ */
+async function abortBuild(
+  req: ConductorInput,
+  rec: InstanceRecord,
+  n: number,
+  host: string,
+  e: NetworkAllocationFailed,
+  from: number,
+): Promise<void> {
+  const message = `Build of instance ${rec.id} aborted: ${e.message}`;
+  await release(host, rec.id, n);
+  await deallocateForInstance(rec);
+  await setError(
+    { id: rec.id, request_id: req.request_id },
+    from,
+    fault(message, message),
+    event(EVENT_SCHEDULE, n, "Error", host, message, new Date()),
+  );
+  metrics.buildsError("BuildAborted");
+  log.warn("conductor.network_allocation_failed", {
+    request_id: req.request_id,
+    instance_uuid: rec.id,
+    attempt: n,
+    host,
+    error: e.message,
+  });
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Destination } from "../messages/common.js";
 import { buildDeadline, storedDestination } from "./codec.js";
 import { changeShard, getInstance } from "./queries.js";
 import { type InstanceRef, transitionWithEvent, type Update } from "./transition.js";
-import type { ActionEvent, Fault, InstanceRecord } from "./types.js";
+import type { ActionEvent, Fault, InstanceRecord, Vif } from "./types.js";
 
 /** A write by the attempt `attempt` on `host`, of a build still live. */
 const FENCE = "deleted = :false AND vm_state = :building AND host = :h AND attempt = :n";
@@ -54,9 +54,10 @@ export function placedOn(
 /**
  * Conductor: point the instance at its host for attempt `attempt` (the fencing token every later
  * compute write is conditioned on), with the alternates a reschedule of this attempt goes to
- * (so no cast carries them). Succeeds only from the previous attempt; a re-run for the same
- * attempt and host is `already-placed`; anything else (deleted, a newer attempt, placed on
- * another host by a concurrent run) is `gone`.
+ * (so no cast carries them) and the network info of the ports bound to that host for it (Nova's
+ * instance_info_caches), all in one write. Succeeds only from the previous attempt; a re-run for
+ * the same attempt and host is `already-placed`; anything else (deleted, a newer attempt, placed
+ * on another host by a concurrent run) is `gone`.
  */
 export async function placeInstance(
   rec: InstanceRef,
@@ -64,12 +65,14 @@ export async function placeInstance(
   { host, nodename, availability_zone }: Destination,
   alternates: readonly Destination[],
   ev: ActionEvent,
+  networkInfo?: readonly Vif[],
 ): Promise<PlaceOutcome> {
   const now = new Date().toISOString();
   const at = placedOn(attempt, { host, nodename, availability_zone }, alternates.map(storedDestination));
   const placed = await transitionWithEvent(rec, ev, {
     set: [
       ...at.set,
+      ...(networkInfo ? ["network_info = :vifs"] : []),
       "updated_at = :now",
       // The first attempt keeps the deadline it was created with (instance_build_timeout
       // counts from creation, as Nova's does); a reschedule gets a whole timeout again.
@@ -78,6 +81,7 @@ export async function placeInstance(
     condition: "deleted = :false AND vm_state = :building AND attempt = :prev",
     values: {
       ...(attempt > 1 ? { ":deadline": buildDeadline() } : {}),
+      ...(networkInfo ? { ":vifs": networkInfo } : {}),
       ...at.values,
       ":prev": attempt - 1,
       ":now": now,

@@ -200,26 +200,35 @@ export class NetworkAllocationFailed extends Error {
   }
 }
 
+/** Where a build's ports are bound: the attempt's host and zone (the binding's fencing token). */
+export interface PortsTarget {
+  host: string;
+  attempt: number;
+  availability_zone: string | null;
+}
+
 /**
- * allocate_for_instance: make (or find) the instance's ports and bind every one of them to
- * `host`, then keep them in the record's network info. Idempotent; a reschedule rebinds the same
- * ports to the new host, so the server keeps its addresses. Undefined when the server was deleted
- * meanwhile (what was made is freed). A Neutron refusal is thrown as NetworkAllocationFailed.
+ * allocate_for_instance: make (or find) the instance's ports and bind every one of them to the
+ * attempt's host, and tell the hosts of the groups they join. Idempotent; a reschedule rebinds
+ * the same ports to the new host, so the server keeps its addresses. The network info it answers
+ * is the record's to keep, in the write that places the instance (lib/instances/build.ts), so a
+ * server deleted meanwhile is found by that write. A Neutron refusal is thrown as
+ * NetworkAllocationFailed; a binding a later attempt holds, as PortInUse.
  */
 export async function allocateForInstance(
   rec: InstanceRecord,
-  host: string,
+  { host, attempt, availability_zone }: PortsTarget,
   now = new Date(),
-): Promise<Vif[] | undefined> {
+): Promise<Vif[]> {
   const requests = rec.requested_networks ?? [];
   if (requests.length === 0) return [];
-  const owner = `compute:${rec.availability_zone ?? rec.requested_availability_zone ?? "nova"}`;
+  const owner = `compute:${availability_zone ?? rec.requested_availability_zone ?? "nova"}`;
   const binding: PortBinding = {
     device_id: rec.id,
     device_owner: owner,
     "binding:host_id": host,
     updated_at: stamp(now),
-    binding_attempt: rec.attempt,
+    binding_attempt: attempt,
   };
   const vifs: Vif[] = [];
   const joined: Membership[] = [];
@@ -228,10 +237,7 @@ export async function allocateForInstance(
   // the servers of the groups naming these ports' groups as remote admit their addresses within
   // the member sync's window (their own filters go with the spawn)
   await membersChanged(joined, rec.request_id);
-  if (await recordNetworkInfo(rec.id, vifs)) return vifs;
-  // deleted meanwhile: its delete may have looked for ports before these were made
-  await deallocateForInstance({ ...rec, deleted: true });
-  return undefined;
+  return vifs;
 }
 
 /**
@@ -387,9 +393,10 @@ function vifAddresses(port: Port): Vif["fixed_ips"] {
 /**
  * The network info cache on the record (Nova's instance_info_caches), while the server lives;
  * with `over`, only while it is still that list (each VIF's port and detach mark where they were
- * read: an interface attach appends to it and a detach writes by index).
+ * read: an interface attach appends to it and a detach writes by index). Undefined when it did
+ * not hold (deleted, or the list changed meanwhile).
  */
-function recordNetworkInfo(
+export function recordNetworkInfo(
   id: string,
   vifs: Vif[],
   over?: readonly Vif[],

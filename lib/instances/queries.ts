@@ -1,4 +1,4 @@
-// Reading instance records: one by id (consistent), a project's or every project's, a host's, and
+// Reading instance records: one by id (consistent, or as settled), a project's or every project's, a host's, and
 // the servers listings' pages. The indexes carry only keys (and what a filter needs): the records
 // are then read whole by BatchGetItem.
 import { createHash } from "node:crypto";
@@ -6,6 +6,7 @@ import { GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
 import { batchGetAll } from "../aws/dynamo-batch.js";
 import { inState } from "../aws/dynamo-conditions.js";
+import { loadItem } from "../aws/dynamo-loader.js";
 import { queryAll } from "../aws/dynamo-pages.js";
 import {
   INSTANCES_BY_HOST_INDEX,
@@ -21,6 +22,19 @@ export async function getInstance(id: string): Promise<InstanceRecord | undefine
     new GetCommand({ TableName: instancesTable(), Key: { id }, ConsistentRead: true }),
   );
   return r.Item ? recordOf(r.Item) : undefined;
+}
+
+/**
+ * The instance as written before the caller was asked: read eventually consistent (half the
+ * units; the reads asked in the same tick go as one BatchGetItem), a miss read again
+ * consistently so a record just made is never missed. For a reader that acts on what an earlier
+ * step wrote and whose own writes are conditioned (a decision's request spec, whose claim is the
+ * authority) or best effort (a security group fan-out), never for the state a fenced write is
+ * decided on.
+ */
+export async function getSettledInstance(id: string): Promise<InstanceRecord | undefined> {
+  const item = await loadItem(instancesTable(), id, "id", true);
+  return item ? recordOf(item) : undefined;
 }
 
 /**

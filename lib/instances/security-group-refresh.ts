@@ -33,7 +33,7 @@ import {
 } from "../messages/security-group-sync.js";
 import { referrersOfGroup } from "../network/store/security-groups.js";
 import { networkingTable, type Port } from "../network/store/table.js";
-import { getHost } from "../placement/hosts.js";
+import { hostQueueUrl } from "../placement/host-queues.js";
 import { GuestPorts } from "./guest-ports.js";
 import { listOpenMigrations } from "./migrations.js";
 import { FilterResolver, type Membership } from "./port-filters.js";
@@ -80,15 +80,8 @@ function hostsOf(rec: InstanceRecord): string[] {
   return [...new Set(hosts.filter((h): h is string => typeof h === "string" && h !== ""))];
 }
 
-/** A host's queue URL from its record (a host's queue does not move: one read per container). */
-const queueUrls = new Map<string, string>();
-const hostQueue: QueueOf = async (host) => {
-  const known = queueUrls.get(host);
-  if (known) return known;
-  const url = (await getHost(host))?.queue_url;
-  if (url) queueUrls.set(host, url);
-  return url;
-};
+/** A host's queue URL (a host's queue does not move: one read per container, shared with the casts). */
+const hostQueue: QueueOf = hostQueueUrl;
 
 /**
  * At once: cast the fresh filters of every guest port the change affects to its host. Never

@@ -1,10 +1,20 @@
 // A build's conductor steps (Nova's build_instances) on the in-process DynamoDB: placed on the
 // scheduler's first pick, an alternate claimed after a failure, rolled back to ERROR with nothing
 // claimed, and each step harmless when the state machine runs it twice.
+import { createRequire } from "node:module";
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { marshall } from "@aws-sdk/util-dynamodb";
 import { describe, expect, it } from "vitest";
+import { dynamo } from "../../../lib/aws/clients.js";
+import { meterReading, startMeter, stopMeter } from "../../../lib/aws/meter.js";
+import { resources } from "../../../lib/config.js";
+import { portIdFor } from "../../../lib/instances/networking.js";
 import { getInstance } from "../../../lib/instances/queries.js";
 import { conductorRequest } from "../../../lib/instances/request-spec.js";
 import { type Scheduled, scheduledOf } from "../../../lib/messages/scheduled.js";
+import { PUBLIC_NETWORK_ID, seedPublicNetwork } from "../../../lib/network/seed.js";
+import { createPort } from "../../../lib/network/store/ports.js";
+import { getPort } from "../../../lib/network/store/table.js";
 import { release } from "../../../lib/placement/claims.js";
 import { NO_VALID_HOST_MESSAGE } from "../../../lib/scheduler/errors.js";
 import { useLocalAws } from "../../integration/local-aws.js";
@@ -75,6 +85,103 @@ describe("build: placement", () => {
     await setFields(rec.id, { deleted: true });
     expect(await start(req, scheduled(rec.id, hosts))).toEqual([]);
     expect(await claims(rec.id)).toEqual({});
+  });
+});
+
+describe("build: placement with a port", () => {
+  /** A build of one instance on the seeded network, claimed on the first of its hosts. */
+  async function withPort() {
+    await seedPublicNetwork();
+    const b = await building();
+    await setFields(b.rec.id, { requested_networks: [{ network_id: PUBLIC_NETWORK_ID }] });
+    await claimFor(b.rec, b.hosts[0]!, 1);
+    return b;
+  }
+
+  /** What one write of the item as it is now costs (dynalite's item size, as DynamoDB counts it). */
+  const { itemSize } = createRequire(import.meta.url)("dynalite/db/index.js") as {
+    itemSize: (item: Record<string, unknown>) => number;
+  };
+  const oneWrite = (item: object) =>
+    Math.ceil(
+      itemSize(marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: true })) / 1024,
+    );
+
+  /** Write units spent on the Instances table (its items, not its indexes), summed over callers. */
+  function instanceWrites(): number {
+    let n = 0;
+    for (const u of Object.values(meterReading()))
+      for (const [table, t] of Object.entries(u.tables)) if (table.includes("instances")) n += t.write;
+    return n;
+  }
+
+  it("binds the port to the host, then places the instance and records its network info in one write", async () => {
+    const { rec, req, hosts } = await withPort();
+    startMeter();
+    let casts: Awaited<ReturnType<typeof start>>;
+    try {
+      casts = await start(req, scheduled(rec.id, hosts));
+    } finally {
+      stopMeter();
+    }
+    expect(casts.map((c) => c.msg.host)).toEqual([hosts[0]]);
+    const now = (await getInstance(rec.id))!;
+    const port = (await getPort(portIdFor(rec.id, 0)))!;
+    expect(now).toMatchObject({ host: hosts[0], attempt: 1 });
+    expect(now.network_info?.map((v) => v.port_id)).toEqual([port.id]);
+    expect(port).toMatchObject({ device_id: rec.id, "binding:host_id": hosts[0], binding_attempt: 1 });
+    // one write: the placement with its network info (the item's size in KB), not a second after it
+    const raw = (
+      await dynamo().send(new GetCommand({ TableName: resources().instancesTable, Key: { id: rec.id } }))
+    ).Item!;
+    expect(instanceWrites()).toBe(oneWrite(raw));
+    // a repeated step casts the same and keeps the same port
+    expect(await start(req, scheduled(rec.id, hosts))).toEqual(casts);
+    expect((await getInstance(rec.id))!.network_info).toEqual(now.network_info);
+  });
+
+  it("a port a later attempt holds: nothing placed, nothing freed (the ports are that attempt's)", async () => {
+    const { rec, req, hosts } = await withPort();
+    await createPort({
+      id: portIdFor(rec.id, 0),
+      network_id: PUBLIC_NETWORK_ID,
+      project_id: rec.project_id,
+      device_id: rec.id,
+      device_owner: "compute:az1",
+      "binding:host_id": hosts[1]!,
+      binding_attempt: 2,
+    });
+    await setFields(rec.id, { attempt: 2, host: hosts[1]! });
+    expect(await start(req, scheduled(rec.id, hosts))).toEqual([]);
+    expect(await getPort(portIdFor(rec.id, 0))).toMatchObject({
+      "binding:host_id": hosts[1],
+      binding_attempt: 2,
+    });
+    expect((await getInstance(rec.id))!).toMatchObject({ vm_state: "building", attempt: 2, host: hosts[1] });
+    expect(await claims(rec.id)).toEqual({});
+  });
+
+  it("a port in use by another server aborts the build: ERROR with Nova's reason, its claim released", async () => {
+    const { rec, req, hosts } = await withPort();
+    const other = "00000000-0000-4000-8000-000000000099";
+    await createPort({
+      id: "user-port-" + rec.id.slice(0, 8),
+      network_id: PUBLIC_NETWORK_ID,
+      project_id: rec.project_id,
+      device_id: other,
+      device_owner: "compute:az1",
+    });
+    await setFields(rec.id, {
+      requested_networks: [{ network_id: PUBLIC_NETWORK_ID, port_id: "user-port-" + rec.id.slice(0, 8) }],
+    });
+    expect(await start(req, scheduled(rec.id, hosts))).toEqual([]);
+    const now = (await getInstance(rec.id))!;
+    expect(now.vm_state).toBe("error");
+    expect(now.fault?.message).toBe(
+      `Build of instance ${rec.id} aborted: Port user-port-${rec.id.slice(0, 8)} is still in use.`,
+    );
+    expect(await claims(rec.id)).toEqual({});
+    expect(await getPort("user-port-" + rec.id.slice(0, 8))).toMatchObject({ device_id: other });
   });
 });
 

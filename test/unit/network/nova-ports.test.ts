@@ -31,6 +31,9 @@ const held = async (portId: string) =>
     })
   ).map((i) => (i.pk as string).split("#")[2]);
 
+/** The first attempt on host-1 (the instance is placed with what allocateForInstance answers). */
+const AT_HOST_1 = { host: "host-1", attempt: 1, availability_zone: "az1" };
+
 async function building() {
   await seedPublicNetwork();
   return instance({ requested_networks: [{ network_id: PUBLIC_NETWORK_ID }], attempt: 1 });
@@ -52,7 +55,7 @@ describe("a build's port", () => {
     startMeter();
     let vifs: Awaited<ReturnType<typeof allocateForInstance>>;
     try {
-      vifs = await allocateForInstance(rec, "host-1");
+      vifs = await allocateForInstance(rec, AT_HOST_1);
     } finally {
       stopMeter();
     }
@@ -65,19 +68,19 @@ describe("a build's port", () => {
     expect(await held(id)).toEqual([port.fixed_ips[0]!.ip_address]);
     // The networking writes: the subnet's cursor (UpdateItem), the address (PutItem), the port with
     // its MAC, the network's count and its membership of the default security group
-    // (TransactWriteItems); the network info on the record is the one more UpdateItem. Recording
-    // the address on the port after its create was a third.
+    // (TransactWriteItems). The network info goes on the record with its placement (no write of
+    // its own since 2026-12-08); recording the address on the port after its create was another.
     const ops = requests();
     expect(ops["dynamodb:TransactWriteItems"]).toBe(1);
     expect(ops["dynamodb:PutItem"]).toBe(1);
     // (and the default group's member-sync mark, lib/instances/security-group-refresh.ts)
-    expect(ops["dynamodb:UpdateItem"]).toBe(3);
+    expect(ops["dynamodb:UpdateItem"]).toBe(2);
   });
 
   it("a re-run of the step finds the same port and address and holds nothing more", async () => {
     const rec = await building();
-    const first = await allocateForInstance(rec, "host-1");
-    const again = await allocateForInstance(rec, "host-1");
+    const first = await allocateForInstance(rec, AT_HOST_1);
+    const again = await allocateForInstance(rec, AT_HOST_1);
     expect(again).toEqual(first);
     const id = portIdFor(rec.id, 0);
     expect(await held(id)).toEqual([first![0]!.fixed_ips[0]!.ip_address]);
@@ -97,7 +100,7 @@ describe("a build's port", () => {
       "binding:host_id": "host-0",
       binding_attempt: 1,
     });
-    const vifs = await allocateForInstance(rec, "host-1");
+    const vifs = await allocateForInstance(rec, AT_HOST_1);
     const port = (await getPort(id))!;
     expect(port).toMatchObject({ "binding:host_id": "host-1", mac_address: "fa:16:3e:00:00:01" });
     expect(port.fixed_ips).toHaveLength(1);

@@ -1,7 +1,7 @@
 // Where a host's casts go: its queue's URL, per warm container. A host's queue does not move (its
 // name is a function of the host's, and a registration that makes it again makes the same one), so
 // one read of the host's record serves every later cast; a registration seen here refreshes it.
-import { getHost } from "../placement/hosts.js";
+import { getHost } from "./hosts.js";
 
 const queueUrls = new Map<string, string>();
 
