@@ -296,7 +296,11 @@ export class Decision {
     for (const b of s.blocks) {
       const e = entry(b.rejection, b.positions[0]!);
       e.group.count += b.positions.length;
-      for (let k = 0; k < Math.min(sample, b.positions.length); k++) e.positions.push(b.positions[k]!);
+      // A zone turns hundreds of classes away, one block each: keep only the `sample` smallest
+      // positions (each block is in order), not five of every block to sort afterwards.
+      for (let k = 0; k < Math.min(sample, b.positions.length); k++) {
+        if (!keepSmallest(e.positions, b.positions[k]!, sample)) break;
+      }
       capacity(e.group, b.rejection);
     }
     return [...bySummary.values()]
@@ -314,6 +318,22 @@ export class Decision {
     const position = this.fleet.positionOf(host, nodename);
     return position === undefined ? -1 : this.slotOf(position);
   }
+}
+
+/**
+ * Adds `position` to `kept` (at most `max` positions, unordered) if it is among the `max`
+ * smallest seen; false when it is not, so neither is any larger one after it.
+ */
+function keepSmallest(kept: number[], position: number, max: number): boolean {
+  if (kept.length < max) {
+    kept.push(position);
+    return true;
+  }
+  let largest = 0;
+  for (let k = 1; k < kept.length; k++) if (kept[k]! > kept[largest]!) largest = k;
+  if (position >= kept[largest]!) return false;
+  kept[largest] = position;
+  return true;
 }
 
 // Code-point order, not locale order.

@@ -301,6 +301,30 @@ function mergeRuns(
   return [outPositions, outWhy];
 }
 
+/** Stages' one-by-one rejections (each in fleet order) merged into fleet order, without copying them first. */
+function mergeLists(lists: readonly StageTrace[]): [number[], Rejection[]] {
+  let total = 0;
+  for (const s of lists) total += s.rejected.length;
+  const outPositions = new Array<number>(total);
+  const outWhy = new Array<Rejection>(total);
+  const at = new Int32Array(lists.length);
+  for (let k = 0; k < total; k++) {
+    let best = -1;
+    let lowest = 0;
+    for (let r = 0; r < lists.length; r++) {
+      const list = lists[r]!.rejected;
+      if (at[r]! < list.length && (best < 0 || list[at[r]!]! < lowest)) {
+        best = r;
+        lowest = list[at[r]!]!;
+      }
+    }
+    outPositions[k] = lowest;
+    outWhy[k] = lists[best]!.rejections[at[best]!]!;
+    at[best]!++;
+  }
+  return [outPositions, outWhy];
+}
+
 /**
  * The rejections of one runStages, appended in the fleet's scratch (no array grown host by host);
  * clear() drops its references to them, so they die young once the trace has its copies.
@@ -423,17 +447,7 @@ function carriedRejections(fleet: Fleet, previous: EarlierDecision): Seed | unde
       blocks,
     };
   }
-  const bounds: number[] = [];
-  let at = 0;
-  for (const s of lists) {
-    bounds.push(at, at + s.rejected.length);
-    at += s.rejected.length;
-  }
-  const [rejected, rejections] = mergeRuns(
-    lists.flatMap((s) => s.rejected),
-    lists.flatMap((s) => s.rejections),
-    bounds,
-  );
+  const [rejected, rejections] = mergeLists(lists);
   return { candidates: previous.candidates, rejected, rejections, blocks };
 }
 
