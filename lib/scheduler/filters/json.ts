@@ -94,8 +94,11 @@ function compile(query: unknown): Evaluator {
     typeof query[0] === "string" && Object.hasOwn(COMMANDS, query[0]) ? COMMANDS[query[0]] : undefined;
   if (!command) return invalid(`unknown operator ${JSON.stringify(query[0])}`);
   const parts = Array.from(query.slice(1), argument);
+  // One argument list per operator, refilled for each host: the commands read it and keep
+  // nothing of it, and an operator is never its own argument.
+  const args: unknown[] = [];
   return (host) => {
-    const args: unknown[] = [];
+    args.length = 0;
     for (const part of parts) {
       const arg = part(host);
       if (arg !== undefined && arg !== null) args.push(arg);
