@@ -19,7 +19,9 @@ export class Fleet implements FleetIndex {
   private aggs: readonly HostAggregate[] = [];
   private classOfFacet!: Record<HostFacet, Int32Array>;
   private classCounts!: Record<HostFacet, number>;
-  private scratchArrays!: [Int32Array, Int32Array];
+  private scratchArrays!: [Int32Array, Int32Array, Int32Array, Int32Array];
+  private combinedIds = new Map<string, number>();
+  private combined!: Int32Array;
   private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
   private lists: (readonly HostAggregate[])[] = [];
   private members: Int32Array[] = [];
@@ -62,9 +64,22 @@ export class Fleet implements FleetIndex {
     return this.classCounts;
   }
 
-  /** two arrays of the fleet's size for the scheduler's passes (one decision at a time) */
-  get scratch(): readonly [Int32Array, Int32Array] {
+  /** four arrays of the fleet's size for the scheduler's passes (one decision at a time) */
+  get scratch(): readonly [Int32Array, Int32Array, Int32Array, Int32Array] {
     return this.scratchArrays;
+  }
+
+  /**
+   * Position → id of its combination of facet classes (aggregates, traits, hypervisor, metrics,
+   * service): hosts with one id get the same verdict from every check that reads one facet. An id
+   * stands for one combination for the fleet's life, as a facet class does.
+   */
+  get combinedOf(): Int32Array {
+    return this.combined;
+  }
+
+  get combinedCount(): number {
+    return this.combinedIds.size;
   }
 
   /** room for one decision's rejections, host by host (the scheduler's, one decision at a time) */
@@ -87,7 +102,9 @@ export class Fleet implements FleetIndex {
     const n = hosts.length;
     this.list = [...hosts];
     this.aggs = aggregates;
-    this.scratchArrays = [new Int32Array(n), new Int32Array(n)];
+    this.scratchArrays = [new Int32Array(n), new Int32Array(n), new Int32Array(n), new Int32Array(n)];
+    this.combinedIds = new Map();
+    this.combined = new Int32Array(n);
     this.rejectionArrays = { positions: new Int32Array(n), reasons: new Array(n).fill(undefined) };
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
@@ -120,6 +137,7 @@ export class Fleet implements FleetIndex {
     const members: number[][] = [];
     for (const [i, h] of this.list.entries()) {
       for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
+      this.combined[i] = this.combinedFor(i);
       const c = this.classOfFacet.aggregates[i]!;
       // One list object per aggregate class, so per-list memos hit.
       this.lists[c] ??= h.aggregates;
@@ -150,6 +168,18 @@ export class Fleet implements FleetIndex {
       id = ids.size;
       ids.set(k, id);
       this.classCounts[facet] = ids.size;
+    }
+    return id;
+  }
+
+  /** The id of the combination of the facet classes of the host at `i` (new if not seen before). */
+  private combinedFor(i: number): number {
+    const f = this.classOfFacet;
+    const key = `${f.aggregates[i]},${f.traits[i]},${f.hypervisor[i]},${f.metrics[i]},${f.service[i]}`;
+    let id = this.combinedIds.get(key);
+    if (id === undefined) {
+      id = this.combinedIds.size;
+      this.combinedIds.set(key, id);
     }
     return id;
   }
@@ -201,6 +231,7 @@ export class Fleet implements FleetIndex {
     for (const f of HOST_NUMBERS) this.numbers[f][i] = h[f];
     const oldAggregateClass = this.classOfFacet.aggregates[i]!;
     for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
+    this.combined[i] = this.combinedFor(i);
     const c = this.classOfFacet.aggregates[i]!;
     if (c !== oldAggregateClass) {
       this.members[oldAggregateClass] = this.members[oldAggregateClass]!.filter((p) => p !== i);
