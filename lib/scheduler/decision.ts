@@ -279,14 +279,20 @@ export class Decision {
     const capacity = (g: RejectionGroup, r: Rejection) => {
       if (r.fit?.violation !== "capacity") return;
       const { resource_class, requested, free } = r.fit;
-      g.capacity = { resource_class, requested, largest_free: Math.max(free, g.capacity?.largest_free ?? 0) };
+      const known = g.capacity;
+      // (updated in place while it stays the same class and request: no object per host)
+      if (known && known.resource_class === resource_class && known.requested === requested) {
+        known.largest_free = Math.max(free, known.largest_free);
+      } else
+        g.capacity = { resource_class, requested, largest_free: Math.max(free, known?.largest_free ?? 0) };
     };
     let last: Rejection | undefined;
     let lastEntry: Entry | undefined;
     for (let k = 0; k < s.rejected.length; k++) {
       const r = s.rejections[k]!;
-      // Neighbours often share a rejection: skip the lookup then.
-      const e = r === last ? lastEntry! : entry(r, s.rejected[k]!);
+      // Neighbours often share a rejection, or its summary (hosts short by different amounts):
+      // skip the lookup then (the list is in fleet order, so the group's first host is known).
+      const e = r === last || r.summary === last?.summary ? lastEntry! : entry(r, s.rejected[k]!);
       last = r;
       lastEntry = e;
       e.group.count++;

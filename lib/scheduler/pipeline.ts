@@ -233,23 +233,31 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     return kept;
   };
 
-  // The hosts a facet check rejects, grouped by that check (in order): the per-host checks before
-  // it, then it.
+  // The hosts a facet check rejects, grouped by that check (a counting sort: each group stays in
+  // fleet order): the per-host checks before it, then it. Each group has its range of `first`,
+  // and passes go from there to `second` and back.
   if (earlyCount > 0) {
-    const groups = new Uint8Array(ops.length);
-    for (let j = 0; j < earlyCount; j++) groups[rejectedAt[combinedOf[early[j]!]!]!] = 1;
+    const offsets = new Int32Array(ops.length + 1);
+    for (let j = 0; j < earlyCount; j++) offsets[rejectedAt[combinedOf[early[j]!]!]! + 1]!++;
+    for (let at = 0; at < ops.length; at++) offsets[at + 1]! += offsets[at]!;
+    const cursor = offsets.slice(0, ops.length);
+    for (let j = 0; j < earlyCount; j++) {
+      const i = early[j]!;
+      first[cursor[rejectedAt[combinedOf[i]!]!]!++] = i;
+    }
     for (let at = 0; at < ops.length; at++) {
-      if (groups[at] === 0) continue;
-      let size = 0;
-      for (let j = 0; j < earlyCount; j++)
-        if (rejectedAt[combinedOf[early[j]!]!] === at) live[size++] = early[j]!;
+      let size = offsets[at + 1]! - offsets[at]!;
+      if (size === 0) continue;
+      const own = first.subarray(offsets[at]!);
+      let over = own;
       for (let k = 0; k < at && size > 0; k++) {
         if (facet[k]) continue;
-        size = passOver(k, live, size, next);
-        [live, next] = [next, live];
+        const into = over === own ? second : own;
+        size = passOver(k, over, size, into);
+        over = into;
       }
       const start = log.count;
-      for (let j = 0; j < size; j++) log.reject(live[j]!, rejectedBy[combinedOf[live[j]!]!]!);
+      for (let j = 0; j < size; j++) log.reject(over[j]!, rejectedBy[combinedOf[over[j]!]!]!);
       if (log.count > start) runs[ops[at]!.stage]!.push(start, log.count);
     }
   }
