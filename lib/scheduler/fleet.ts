@@ -21,6 +21,7 @@ export class Fleet implements FleetIndex {
   private classCounts!: Record<HostFacet, number>;
   private scratchArrays!: [Int32Array, Int32Array, Int32Array, Int32Array];
   private combinedIds = new Map<string, number>();
+  private firstRejectionTables = new Map<string, FirstRejections>();
   private combined!: Int32Array;
   private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
   private lists: (readonly HostAggregate[])[] = [];
@@ -105,6 +106,7 @@ export class Fleet implements FleetIndex {
     this.scratchArrays = [new Int32Array(n), new Int32Array(n), new Int32Array(n), new Int32Array(n)];
     this.combinedIds = new Map();
     this.combined = new Int32Array(n);
+    this.firstRejectionTables = new Map();
     this.rejectionArrays = { positions: new Int32Array(n), reasons: new Array(n).fill(undefined) };
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
@@ -170,6 +172,28 @@ export class Fleet implements FleetIndex {
       this.classCounts[facet] = ids.size;
     }
     return id;
+  }
+
+  /**
+   * Per combination of facet classes, the first facet check rejecting it (-1: not worked out yet)
+   * and its rejection, for requests whose facet checks are `signature` (their places and inputs):
+   * kept for the fleet's life, as verdicts are (a few dozen signatures at most).
+   */
+  firstRejections(signature: string): FirstRejections {
+    let table = this.firstRejectionTables.get(signature);
+    if (!table) {
+      if (this.firstRejectionTables.size >= 64) this.firstRejectionTables.clear();
+      table = { at: new Int32Array(0), by: [] };
+      this.firstRejectionTables.set(signature, table);
+    }
+    const count = this.combinedIds.size;
+    if (table.at.length < count) {
+      // Combinations new since (Fleet.update): not worked out yet.
+      const at = new Int32Array(Math.max(count, table.at.length * 2)).fill(-1);
+      at.set(table.at);
+      table.at = at;
+    }
+    return table;
   }
 
   /** The id of the combination of the facet classes of the host at `i` (new if not seen before). */
@@ -501,6 +525,12 @@ const CONSUMED: readonly HostNumber[] = [
   "num_instances",
   "num_io_ops",
 ];
+
+/** See Fleet.firstRejections. */
+export interface FirstRejections {
+  at: Int32Array;
+  by: (Rejection | undefined)[];
+}
 
 export interface MultiplierTable {
   /** the option's value the table is for */

@@ -174,8 +174,20 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     );
   });
   const combinedOf = fleet.combinedOf;
-  const rejectedAt = new Int32Array(fleet.combinedCount).fill(-1);
-  const rejectedBy: (Rejection | undefined)[] = new Array(fleet.combinedCount);
+  // What the facet checks say of each combination is the same for every request whose facet
+  // checks (in the same places) have the same inputs: the fleet keeps it under them, so a
+  // combination is worked out once, not once per request.
+  let signature: string | undefined = "";
+  for (let at = 0; at < ops.length && signature !== undefined; at++) {
+    if (!facet[at]) signature += "\u0001";
+    else {
+      const key = verdictKey(stages[ops[at]!.stage]!, ops[at]!.check);
+      signature = key === undefined ? undefined : `${signature}\u0001${ops[at]!.check.reads}\u0000${key}`;
+    }
+  }
+  const kept = signature === undefined ? undefined : fleet.firstRejections(signature);
+  const rejectedAt = kept?.at ?? new Int32Array(fleet.combinedCount).fill(-1);
+  const rejectedBy: (Rejection | undefined)[] = kept?.by ?? new Array(fleet.combinedCount);
   const classOf = fleet.aggregateSetOf;
   const hosts = fleet.hosts;
   const resolve = (cc: number, i: number): number => {
@@ -304,8 +316,14 @@ function keptVerdicts(
   stage: Stage,
   check: StageCheck,
 ): (Rejection | null | undefined)[] | undefined {
+  const key = verdictKey(stage, check);
+  return key === undefined ? undefined : fleet.verdicts(check.reads!, key);
+}
+
+/** What a check's verdicts are kept under: its stage and its inputs' values (none without inputs). */
+function verdictKey(stage: Stage, check: StageCheck): string | undefined {
   if (!check.reads || check.inputs === undefined) return undefined;
-  return fleet.verdicts(check.reads, `${stage.name}\u0000${JSON.stringify(check.inputs)}`);
+  return `${stage.name}\u0000${JSON.stringify(check.inputs)}`;
 }
 
 /**
