@@ -21,6 +21,7 @@ export class Fleet implements FleetIndex {
   private classCounts!: Record<HostFacet, number>;
   private scratchArrays!: [Int32Array, Int32Array, Int32Array, Int32Array];
   private combinedIds = new Map<string, number>();
+  private zeroArray!: Float64Array;
   private firstRejectionTables = new Map<string, FirstRejections>();
   private combined!: Int32Array;
   private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
@@ -70,6 +71,11 @@ export class Fleet implements FleetIndex {
     return this.scratchArrays;
   }
 
+  /** a 0 per position, never written: the raw values of a weigher with nothing to weigh */
+  get zeros(): Float64Array {
+    return this.zeroArray;
+  }
+
   /**
    * Position → id of its combination of facet classes (aggregates, traits, hypervisor, metrics,
    * service): hosts with one id get the same verdict from every check that reads one facet. An id
@@ -106,6 +112,7 @@ export class Fleet implements FleetIndex {
     this.scratchArrays = [new Int32Array(n), new Int32Array(n), new Int32Array(n), new Int32Array(n)];
     this.combinedIds = new Map();
     this.combined = new Int32Array(n);
+    this.zeroArray = new Float64Array(n);
     this.firstRejectionTables = new Map();
     this.rejectionArrays = { positions: new Int32Array(n), reasons: new Array(n).fill(undefined) };
     this.numbers = Object.fromEntries(
@@ -177,12 +184,15 @@ export class Fleet implements FleetIndex {
   /**
    * Per combination of facet classes, the first facet check rejecting it (-1: not worked out yet)
    * and its rejection, for requests whose facet checks are `signature` (their places and inputs):
-   * kept for the fleet's life, as verdicts are (a few dozen signatures at most).
+   * kept for the fleet's life, as verdicts are (the last 256 signatures).
    */
   firstRejections(signature: string): FirstRejections {
     let table = this.firstRejectionTables.get(signature);
     if (!table) {
-      if (this.firstRejectionTables.size >= 64) this.firstRejectionTables.clear();
+      // The oldest signature goes first (a Map iterates in insertion order).
+      if (this.firstRejectionTables.size >= 256) {
+        this.firstRejectionTables.delete(this.firstRejectionTables.keys().next().value!);
+      }
       table = { at: new Int32Array(0), by: [] };
       this.firstRejectionTables.set(signature, table);
     }

@@ -108,10 +108,22 @@ export function weighCandidates(
   const runs: WeigherRun[] = [];
   if (n <= 1) return { candidates, weights, runs };
   const hosts = fleet.hosts;
-  const buffer = new Float64Array(n * weighers.length);
+  // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0: it reads the
+  // fleet's zeros, and only the others take room in the buffer.
+  const values = weighers.map((w) => (w.column ? undefined : w.prepare(spec, ctx)));
+  let weighing = 0;
+  for (const [w, weigher] of weighers.entries()) if (weigher.column || values[w] !== null) weighing++;
+  const buffer = new Float64Array(n * weighing);
+  let used = 0;
   const terms: Term[] = [];
   for (const [w, weigher] of weighers.entries()) {
-    const raw = buffer.subarray(w * n, (w + 1) * n);
+    const value = values[w];
+    let raw: Float64Array;
+    if (value === null) raw = fleet.zeros.subarray(0, n);
+    else {
+      raw = buffer.subarray(used, used + n);
+      used += n;
+    }
     const { minval, maxval } = weigher;
     // (bounds as plain numbers, so the loops compare numbers only: ±Infinity clamp nothing)
     const lo = minval ?? Number.NEGATIVE_INFINITY;
@@ -121,7 +133,6 @@ export function weighCandidates(
       // A plain field: gathered from the fleet's column (what prepare() would read, host by host).
       bound = gatherBounded(fleet.column(weigher.column), candidates, raw, lo, hi);
     } else {
-      const value = weigher.prepare(spec, ctx);
       if (value?.fill) value.fill(candidates, raw);
       else if (value) {
         for (let j = 0; j < n; j++) {
