@@ -19,11 +19,8 @@ export class Fleet implements FleetIndex {
   private aggs: readonly HostAggregate[] = [];
   private classOfFacet!: Record<HostFacet, Int32Array>;
   private classCounts!: Record<HostFacet, number>;
-  private scratchArrays!: [Int32Array, Int32Array, Int32Array, Int32Array];
-  private combinedIds = new Map<string, number>();
+  private scratchArrays!: [Int32Array, Int32Array];
   private zeroArray!: Float64Array;
-  private firstRejectionTables = new Map<string, FirstRejections>();
-  private combined!: Int32Array;
   private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
   private lists: (readonly HostAggregate[])[] = [];
   private members: Int32Array[] = [];
@@ -66,27 +63,14 @@ export class Fleet implements FleetIndex {
     return this.classCounts;
   }
 
-  /** four arrays of the fleet's size for the scheduler's passes (one decision at a time) */
-  get scratch(): readonly [Int32Array, Int32Array, Int32Array, Int32Array] {
+  /** two arrays of the fleet's size for the scheduler's passes (one decision at a time) */
+  get scratch(): readonly [Int32Array, Int32Array] {
     return this.scratchArrays;
   }
 
   /** a 0 per position, never written: the raw values of a weigher with nothing to weigh */
   get zeros(): Float64Array {
     return this.zeroArray;
-  }
-
-  /**
-   * Position → id of its combination of facet classes (aggregates, traits, hypervisor, metrics,
-   * service): hosts with one id get the same verdict from every check that reads one facet. An id
-   * stands for one combination for the fleet's life, as a facet class does.
-   */
-  get combinedOf(): Int32Array {
-    return this.combined;
-  }
-
-  get combinedCount(): number {
-    return this.combinedIds.size;
   }
 
   /** room for one decision's rejections, host by host (the scheduler's, one decision at a time) */
@@ -109,11 +93,8 @@ export class Fleet implements FleetIndex {
     const n = hosts.length;
     this.list = [...hosts];
     this.aggs = aggregates;
-    this.scratchArrays = [new Int32Array(n), new Int32Array(n), new Int32Array(n), new Int32Array(n)];
-    this.combinedIds = new Map();
-    this.combined = new Int32Array(n);
+    this.scratchArrays = [new Int32Array(n), new Int32Array(n)];
     this.zeroArray = new Float64Array(n);
-    this.firstRejectionTables = new Map();
     this.rejectionArrays = { positions: new Int32Array(n), reasons: new Array(n).fill(undefined) };
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
@@ -146,7 +127,6 @@ export class Fleet implements FleetIndex {
     const members: number[][] = [];
     for (const [i, h] of this.list.entries()) {
       for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
-      this.combined[i] = this.combinedFor(i);
       const c = this.classOfFacet.aggregates[i]!;
       // One list object per aggregate class, so per-list memos hit.
       this.lists[c] ??= h.aggregates;
@@ -177,43 +157,6 @@ export class Fleet implements FleetIndex {
       id = ids.size;
       ids.set(k, id);
       this.classCounts[facet] = ids.size;
-    }
-    return id;
-  }
-
-  /**
-   * Per combination of facet classes, the first facet check rejecting it (-1: not worked out yet)
-   * and its rejection, for requests whose facet checks are `signature` (their places and inputs):
-   * kept for the fleet's life, as verdicts are (the last 256 signatures).
-   */
-  firstRejections(signature: string): FirstRejections {
-    let table = this.firstRejectionTables.get(signature);
-    if (!table) {
-      // The oldest signature goes first (a Map iterates in insertion order).
-      if (this.firstRejectionTables.size >= 256) {
-        this.firstRejectionTables.delete(this.firstRejectionTables.keys().next().value!);
-      }
-      table = { at: new Int32Array(0), by: [] };
-      this.firstRejectionTables.set(signature, table);
-    }
-    const count = this.combinedIds.size;
-    if (table.at.length < count) {
-      // Combinations new since (Fleet.update): not worked out yet.
-      const at = new Int32Array(Math.max(count, table.at.length * 2)).fill(-1);
-      at.set(table.at);
-      table.at = at;
-    }
-    return table;
-  }
-
-  /** The id of the combination of the facet classes of the host at `i` (new if not seen before). */
-  private combinedFor(i: number): number {
-    const f = this.classOfFacet;
-    const key = `${f.aggregates[i]},${f.traits[i]},${f.hypervisor[i]},${f.metrics[i]},${f.service[i]}`;
-    let id = this.combinedIds.get(key);
-    if (id === undefined) {
-      id = this.combinedIds.size;
-      this.combinedIds.set(key, id);
     }
     return id;
   }
@@ -265,7 +208,6 @@ export class Fleet implements FleetIndex {
     for (const f of HOST_NUMBERS) this.numbers[f][i] = h[f];
     const oldAggregateClass = this.classOfFacet.aggregates[i]!;
     for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
-    this.combined[i] = this.combinedFor(i);
     const c = this.classOfFacet.aggregates[i]!;
     if (c !== oldAggregateClass) {
       this.members[oldAggregateClass] = this.members[oldAggregateClass]!.filter((p) => p !== i);
@@ -535,12 +477,6 @@ const CONSUMED: readonly HostNumber[] = [
   "num_instances",
   "num_io_ops",
 ];
-
-/** See Fleet.firstRejections. */
-export interface FirstRejections {
-  at: Int32Array;
-  by: (Rejection | undefined)[];
-}
 
 export interface MultiplierTable {
   /** the option's value the table is for */

@@ -94,18 +94,12 @@ interface Stage {
 
 /**
  * Every host through the stages in order; a host is rejected by the first check that rejects it,
- * exactly as if each stage filtered the list the previous one left. Checks reading one facet of
- * the host (its aggregates, traits, hypervisor, metrics, service) are answered once per class of
- * hosts sharing it, and before any pass: per combination of facet classes, the first of them that
- * rejects it. So:
- * - a class of aggregates rejected before any per-host check is rejected whole, as a block,
- *   without visiting its hosts (a requested zone turns most of the fleet away so);
- * - a host no facet check rejects is live: the per-host checks run over the live hosts in order,
- *   each pass a tight loop, and the facet checks need no pass at all;
- * - a host a facet check rejects after some per-host checks goes through those checks alone (the
- *   hosts of each such facet check together, in passes), and is rejected by the facet check if
- *   they all pass it.
- * Stages no host reaches are not traced (Nova stops at an empty list).
+ * exactly as if each stage filtered the list the previous one left — which is how it runs: check
+ * after check over the surviving positions, each pass a tight loop. Checks reading only
+ * aggregates are answered once per aggregate class before any pass: a class failing one before
+ * any per-host check could reject its hosts is rejected whole, as a block, without visiting them
+ * (a requested zone turns most of the fleet away so); otherwise its hosts leave at that check's
+ * place in the order. Stages no host reaches are not traced (Nova stops at an empty list).
  */
 function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32Array; trace: StageTrace[] } {
   const ops: { stage: number; check: StageCheck }[] = [];
@@ -121,8 +115,6 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     rejections[0] = seed.rejections;
     blocks[0] = seed.blocks;
   }
-  // A check with a pass of its own runs as a pass, whatever it reads.
-  const facet = ops.map((op) => op.check.reads !== undefined && !(op.check.pass ?? op.check.check.pass));
 
   // Per aggregate class: the first aggregate check (by its place in `ops`) rejecting it, if any.
   const classes = fleet.aggregateSetCount;
@@ -132,9 +124,10 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   // A seed rejects hosts before any check: no class can be rejected whole then.
   const firstHostOp = seed ? 0 : ops.findIndex((op) => op.check.reads !== "aggregates");
   const aggregateOps: number[] = [];
-  for (let at = 0; at < ops.length; at++)
-    if (ops[at]!.check.reads === "aggregates" && facet[at]) aggregateOps.push(at);
+  for (let at = 0; at < ops.length; at++) if (ops[at]!.check.reads === "aggregates") aggregateOps.push(at);
   const bulk = new Uint8Array(classes);
+  // Per aggregate check, how many classes not rejected whole it turns away: none, no pass needed.
+  const failing = new Int32Array(ops.length);
   const cached = aggregateOps.map((at) => keptVerdicts(fleet, stages[ops[at]!.stage]!, ops[at]!.check));
   for (let c = 0; c < classes; c++) {
     // A class whose hosts all moved to others (Fleet.update) has no host to ask.
@@ -158,129 +151,56 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
     if (failure[c] && (firstHostOp < 0 || failAt[c]! < firstHostOp)) {
       bulk[c] = 1;
       blocks[ops[failAt[c]!]!.stage]!.push({ positions: members[c]!, rejection: failure[c]! });
-    }
+    } else if (failure[c]) failing[failAt[c]!]!++;
   }
 
-  // Per combination of facet classes (worked out from its first host met): the first facet check
-  // rejecting it (ops.length: none) and its rejection.
-  const otherFacetOps: number[] = [];
-  for (let at = 0; at < ops.length; at++)
-    if (facet[at] && ops[at]!.check.reads !== "aggregates") otherFacetOps.push(at);
-  const memos = otherFacetOps.map((at) => {
-    const check = ops[at]!.check;
-    return (
-      keptVerdicts(fleet, stages[ops[at]!.stage]!, check) ??
-      new Array<Rejection | null | undefined>(fleet.classCount[check.reads!])
-    );
-  });
-  const combinedOf = fleet.combinedOf;
-  // What the facet checks say of each combination is the same for every request whose facet
-  // checks (in the same places) have the same inputs: the fleet keeps it under them, so a
-  // combination is worked out once, not once per request.
-  let signature: string | undefined = "";
-  for (let at = 0; at < ops.length && signature !== undefined; at++) {
-    if (!facet[at]) signature += "\u0001";
-    else {
-      const key = verdictKey(stages[ops[at]!.stage]!, ops[at]!.check);
-      signature = key === undefined ? undefined : `${signature}\u0001${ops[at]!.check.reads}\u0000${key}`;
-    }
-  }
-  const kept = signature === undefined ? undefined : fleet.firstRejections(signature);
-  const rejectedAt = kept?.at ?? new Int32Array(fleet.combinedCount).fill(-1);
-  const rejectedBy: (Rejection | undefined)[] = kept?.by ?? new Array(fleet.combinedCount);
-  const classOf = fleet.aggregateSetOf;
-  const hosts = fleet.hosts;
-  const resolve = (cc: number, i: number): number => {
-    const c = classOf[i]!;
-    let at = failAt[c]!;
-    let why = failure[c];
-    for (let k = 0; k < otherFacetOps.length && otherFacetOps[k]! < at; k++) {
-      const op = ops[otherFacetOps[k]!]!;
-      const fc = fleet.classOf[op.check.reads!][i]!;
-      let r = memos[k]![fc];
-      if (r === undefined) {
-        r = op.check.check(hosts[i]!, i);
-        memos[k]![fc] = r;
-      }
-      if (r) {
-        at = otherFacetOps[k]!;
-        why = r;
-        break;
-      }
-    }
-    rejectedAt[cc] = at;
-    rejectedBy[cc] = why;
-    return at;
-  };
-
-  // The fleet's scratch arrays: runStages is not re-entrant, and its result is a copy.
-  const [first, second, liveFound, early] = fleet.scratch;
   const n = fleet.size;
-  let live = first;
-  let next = second;
+  const classOf = fleet.aggregateSetOf;
+  // The fleet's two scratch arrays: runStages is not re-entrant, and its result is a copy.
+  let [live, next] = fleet.scratch;
   let count = 0;
-  let earlyCount = 0;
-  const from = seed ? seed.candidates : undefined;
-  const m = from ? from.length : n;
-  for (let j = 0; j < m; j++) {
-    const i = from ? from[j]! : j;
-    if (bulk[classOf[i]!] === 1) continue;
-    const cc = combinedOf[i]!;
-    let at = rejectedAt[cc]!;
-    if (at < 0) at = resolve(cc, i);
-    if (at === ops.length) liveFound[count++] = i;
-    else early[earlyCount++] = i;
-  }
+  if (seed) {
+    live.set(seed.candidates);
+    count = seed.candidates.length;
+  } else for (let i = 0; i < n; i++) if (bulk[classOf[i]!] === 0) live[count++] = i;
 
   // Every check's rejections, one after the other in the fleet's scratch; per stage, the runs
-  // [start, end) of its checks, each in fleet order, to merge into fleet order at the end.
+  // [start, end) of its checks, to merge into fleet order at the end.
   const log = new RejectionLog(fleet.rejectionScratch);
   const runs: number[][] = stages.map(() => []);
-  const passOver = (at: number, over: Int32Array, size: number, into: Int32Array): number => {
-    const op = ops[at]!;
-    const start = log.count;
-    const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
-    const kept = runCheck(fleet, op.check, over, size, into, log, memo);
-    if (log.count > start) runs[op.stage]!.push(start, log.count);
-    return kept;
-  };
-
-  // The hosts a facet check rejects, grouped by that check (a counting sort: each group stays in
-  // fleet order): the per-host checks before it, then it. Each group has its range of `first`,
-  // and passes go from there to `second` and back.
-  if (earlyCount > 0) {
-    const offsets = new Int32Array(ops.length + 1);
-    for (let j = 0; j < earlyCount; j++) offsets[rejectedAt[combinedOf[early[j]!]!]! + 1]!++;
-    for (let at = 0; at < ops.length; at++) offsets[at + 1]! += offsets[at]!;
-    const cursor = offsets.slice(0, ops.length);
-    for (let j = 0; j < earlyCount; j++) {
-      const i = early[j]!;
-      first[cursor[rejectedAt[combinedOf[i]!]!]!++] = i;
-    }
-    for (let at = 0; at < ops.length; at++) {
-      let size = offsets[at + 1]! - offsets[at]!;
-      if (size === 0) continue;
-      const own = first.subarray(offsets[at]!);
-      let over = own;
-      for (let k = 0; k < at && size > 0; k++) {
-        if (facet[k]) continue;
-        const into = over === own ? second : own;
-        size = passOver(k, over, size, into);
-        over = into;
-      }
-      const start = log.count;
-      for (let j = 0; j < size; j++) log.reject(over[j]!, rejectedBy[combinedOf[over[j]!]!]!);
-      if (log.count > start) runs[ops[at]!.stage]!.push(start, log.count);
-    }
-  }
-
-  // The live hosts through the per-host checks.
-  live.set(liveFound.subarray(0, count));
+  // Per aggregate class, its hosts an aggregate check turns away (reused from check to check).
+  const leaving = new Int32Array(classes);
   for (let at = 0; at < ops.length; at++) {
     if (count === 0) break;
-    if (facet[at]) continue;
-    count = passOver(at, live, count, next);
+    const op = ops[at]!;
+    let kept = 0;
+    if (op.check.reads === "aggregates") {
+      // No class left to turn away here: nothing to pass over.
+      if (failing[at] === 0) continue;
+      // This check's place in the order: the hosts of the classes it rejects leave here, as one
+      // block per class (they share its rejection), not host by host.
+      // The hosts leaving go to the rejection scratch past the log's end (in fleet order), so
+      // their blocks are made from them alone, not from another two passes over the live hosts.
+      const gone = log.positions.subarray(log.count);
+      let leavingCount = 0;
+      for (let j = 0; j < count; j++) {
+        const i = live[j]!;
+        const c = classOf[i]!;
+        if (failAt[c] === at) {
+          leaving[c]!++;
+          gone[leavingCount++] = i;
+        } else next[kept++] = i;
+      }
+      if (leavingCount > 0)
+        blocks[op.stage]!.push(...classBlocks(gone, leavingCount, classOf, leaving, failure));
+    } else {
+      const start = log.count;
+      const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
+      kept = runCheck(fleet, op.check, live, count, next, log, memo);
+      if (log.count > start) runs[op.stage]!.push(start, log.count);
+    }
     [live, next] = [next, live];
+    count = kept;
   }
 
   for (const [s, bounds] of runs.entries()) {
@@ -308,6 +228,39 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
 }
 
 /**
+ * The `count` hosts of `gone` (in fleet order) as one block per class (`leaving` counts them by
+ * class, and is zeroed again), in order of each class's first host, each block in fleet order,
+ * over one array.
+ */
+function classBlocks(
+  gone: Int32Array,
+  count: number,
+  classOf: Int32Array,
+  leaving: Int32Array,
+  failure: readonly (Rejection | undefined)[],
+): RejectedBlock[] {
+  const all = new Int32Array(count);
+  // Per class, where its next host goes in `all`.
+  const cursor = new Int32Array(leaving.length);
+  const out: RejectedBlock[] = [];
+  let offset = 0;
+  for (let j = 0; j < count && offset < count; j++) {
+    const c = classOf[gone[j]!]!;
+    const size = leaving[c]!;
+    if (size === 0) continue;
+    cursor[c] = offset;
+    out.push({ positions: all.subarray(offset, offset + size), rejection: failure[c]! });
+    offset += size;
+    leaving[c] = 0;
+  }
+  for (let j = 0; j < count; j++) {
+    const i = gone[j]!;
+    all[cursor[classOf[i]!]!++] = i;
+  }
+  return out;
+}
+
+/**
  * The verdicts the fleet keeps for a check reading one facet and declaring its inputs, keyed by
  * the stage and the inputs' values; none for a check that does not declare them.
  */
@@ -316,14 +269,8 @@ function keptVerdicts(
   stage: Stage,
   check: StageCheck,
 ): (Rejection | null | undefined)[] | undefined {
-  const key = verdictKey(stage, check);
-  return key === undefined ? undefined : fleet.verdicts(check.reads!, key);
-}
-
-/** What a check's verdicts are kept under: its stage and its inputs' values (none without inputs). */
-function verdictKey(stage: Stage, check: StageCheck): string | undefined {
   if (!check.reads || check.inputs === undefined) return undefined;
-  return `${stage.name}\u0000${JSON.stringify(check.inputs)}`;
+  return fleet.verdicts(check.reads, `${stage.name}\u0000${JSON.stringify(check.inputs)}`);
 }
 
 /**
