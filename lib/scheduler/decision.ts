@@ -279,14 +279,20 @@ export class Decision {
     const capacity = (g: RejectionGroup, r: Rejection) => {
       if (r.fit?.violation !== "capacity") return;
       const { resource_class, requested, free } = r.fit;
-      g.capacity = { resource_class, requested, largest_free: Math.max(free, g.capacity?.largest_free ?? 0) };
+      const known = g.capacity;
+      // (updated in place while it stays the same class and request: no object per host)
+      if (known && known.resource_class === resource_class && known.requested === requested) {
+        known.largest_free = Math.max(free, known.largest_free);
+      } else
+        g.capacity = { resource_class, requested, largest_free: Math.max(free, known?.largest_free ?? 0) };
     };
     let last: Rejection | undefined;
     let lastEntry: Entry | undefined;
     for (let k = 0; k < s.rejected.length; k++) {
       const r = s.rejections[k]!;
-      // Neighbours often share a rejection: skip the lookup then.
-      const e = r === last ? lastEntry! : entry(r, s.rejected[k]!);
+      // Neighbours often share a rejection, or its summary (hosts short by different amounts):
+      // skip the lookup then (the list is in fleet order, so the group's first host is known).
+      const e = r === last || r.summary === last?.summary ? lastEntry! : entry(r, s.rejected[k]!);
       last = r;
       lastEntry = e;
       e.group.count++;
@@ -296,7 +302,11 @@ export class Decision {
     for (const b of s.blocks) {
       const e = entry(b.rejection, b.positions[0]!);
       e.group.count += b.positions.length;
-      for (let k = 0; k < Math.min(sample, b.positions.length); k++) e.positions.push(b.positions[k]!);
+      // A zone turns hundreds of classes away, one block each: keep only the `sample` smallest
+      // positions (each block is in order), not five of every block to sort afterwards.
+      for (let k = 0; k < Math.min(sample, b.positions.length); k++) {
+        if (!keepSmallest(e.positions, b.positions[k]!, sample)) break;
+      }
       capacity(e.group, b.rejection);
     }
     return [...bySummary.values()]
@@ -314,6 +324,22 @@ export class Decision {
     const position = this.fleet.positionOf(host, nodename);
     return position === undefined ? -1 : this.slotOf(position);
   }
+}
+
+/**
+ * Adds `position` to `kept` (at most `max` positions, unordered) if it is among the `max`
+ * smallest seen; false when it is not, so neither is any larger one after it.
+ */
+function keepSmallest(kept: number[], position: number, max: number): boolean {
+  if (kept.length < max) {
+    kept.push(position);
+    return true;
+  }
+  let largest = 0;
+  for (let k = 1; k < kept.length; k++) if (kept[k]! > kept[largest]!) largest = k;
+  if (position >= kept[largest]!) return false;
+  kept[largest] = position;
+  return true;
 }
 
 // Code-point order, not locale order.

@@ -20,6 +20,7 @@ export class Fleet implements FleetIndex {
   private classOfFacet!: Record<HostFacet, Int32Array>;
   private classCounts!: Record<HostFacet, number>;
   private scratchArrays!: [Int32Array, Int32Array];
+  private zeroArray!: Float64Array;
   private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
   private lists: (readonly HostAggregate[])[] = [];
   private members: Int32Array[] = [];
@@ -67,6 +68,11 @@ export class Fleet implements FleetIndex {
     return this.scratchArrays;
   }
 
+  /** a 0 per position, never written: the raw values of a weigher with nothing to weigh */
+  get zeros(): Float64Array {
+    return this.zeroArray;
+  }
+
   /** room for one decision's rejections, host by host (the scheduler's, one decision at a time) */
   get rejectionScratch(): { positions: Int32Array; reasons: (Rejection | undefined)[] } {
     return this.rejectionArrays;
@@ -88,6 +94,7 @@ export class Fleet implements FleetIndex {
     this.list = [...hosts];
     this.aggs = aggregates;
     this.scratchArrays = [new Int32Array(n), new Int32Array(n)];
+    this.zeroArray = new Float64Array(n);
     this.rejectionArrays = { positions: new Int32Array(n), reasons: new Array(n).fill(undefined) };
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),

@@ -90,3 +90,17 @@ export function hostCapability(host: HostState, scope: readonly string[]): unkno
   }
   return cap;
 }
+
+/**
+ * hostCapability(host, scope) for one scope, resolved once: a one-key scope (the usual
+ * "capabilities:vcpus_total") reads its attribute directly, else its stat.
+ */
+export function hostCapabilityOf(scope: readonly string[]): (host: HostState) => unknown {
+  if (scope.length !== 1) return (host) => hostCapability(host, scope);
+  const key = scope[0]!;
+  const attribute = hostAttributeOf(key);
+  return (host) => {
+    const cap = attribute(host) ?? host.stats[key];
+    return cap === null ? undefined : cap;
+  };
+}

@@ -179,17 +179,20 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
       if (failing[at] === 0) continue;
       // This check's place in the order: the hosts of the classes it rejects leave here, as one
       // block per class (they share its rejection), not host by host.
-      let gone = 0;
+      // The hosts leaving go to the rejection scratch past the log's end (in fleet order), so
+      // their blocks are made from them alone, not from another two passes over the live hosts.
+      const gone = log.positions.subarray(log.count);
+      let leavingCount = 0;
       for (let j = 0; j < count; j++) {
         const i = live[j]!;
         const c = classOf[i]!;
         if (failAt[c] === at) {
           leaving[c]!++;
-          gone++;
+          gone[leavingCount++] = i;
         } else next[kept++] = i;
       }
-      if (gone > 0)
-        blocks[op.stage]!.push(...classBlocks(live, count, classOf, failAt, at, leaving, failure, gone));
+      if (leavingCount > 0)
+        blocks[op.stage]!.push(...classBlocks(gone, leavingCount, classOf, leaving, failure));
     } else {
       const start = log.count;
       const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
@@ -225,27 +228,24 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
 }
 
 /**
- * The live hosts whose class fails at check `at` (`leaving` counts them by class, and is zeroed
- * again), one block per class in order of its first host, each block in fleet order, over one
- * array.
+ * The `count` hosts of `gone` (in fleet order) as one block per class (`leaving` counts them by
+ * class, and is zeroed again), in order of each class's first host, each block in fleet order,
+ * over one array.
  */
 function classBlocks(
-  live: Int32Array,
+  gone: Int32Array,
   count: number,
   classOf: Int32Array,
-  failAt: Int32Array,
-  at: number,
   leaving: Int32Array,
   failure: readonly (Rejection | undefined)[],
-  gone: number,
 ): RejectedBlock[] {
-  const all = new Int32Array(gone);
+  const all = new Int32Array(count);
   // Per class, where its next host goes in `all`.
   const cursor = new Int32Array(leaving.length);
   const out: RejectedBlock[] = [];
   let offset = 0;
-  for (let j = 0; j < count && offset < gone; j++) {
-    const c = classOf[live[j]!]!;
+  for (let j = 0; j < count && offset < count; j++) {
+    const c = classOf[gone[j]!]!;
     const size = leaving[c]!;
     if (size === 0) continue;
     cursor[c] = offset;
@@ -254,9 +254,8 @@ function classBlocks(
     leaving[c] = 0;
   }
   for (let j = 0; j < count; j++) {
-    const i = live[j]!;
-    const c = classOf[i]!;
-    if (failAt[c] === at) all[cursor[c]!++] = i;
+    const i = gone[j]!;
+    all[cursor[classOf[i]!]!++] = i;
   }
   return out;
 }
@@ -296,6 +295,30 @@ function mergeRuns(
     }
     outPositions[k] = positions[at[best]!]!;
     outWhy[k] = why[at[best]!]!;
+    at[best]!++;
+  }
+  return [outPositions, outWhy];
+}
+
+/** Stages' one-by-one rejections (each in fleet order) merged into fleet order, without copying them first. */
+function mergeLists(lists: readonly StageTrace[]): [number[], Rejection[]] {
+  let total = 0;
+  for (const s of lists) total += s.rejected.length;
+  const outPositions = new Array<number>(total);
+  const outWhy = new Array<Rejection>(total);
+  const at = new Int32Array(lists.length);
+  for (let k = 0; k < total; k++) {
+    let best = -1;
+    let lowest = 0;
+    for (let r = 0; r < lists.length; r++) {
+      const list = lists[r]!.rejected;
+      if (at[r]! < list.length && (best < 0 || list[at[r]!]! < lowest)) {
+        best = r;
+        lowest = list[at[r]!]!;
+      }
+    }
+    outPositions[k] = lowest;
+    outWhy[k] = lists[best]!.rejections[at[best]!]!;
     at[best]!++;
   }
   return [outPositions, outWhy];
@@ -423,17 +446,7 @@ function carriedRejections(fleet: Fleet, previous: EarlierDecision): Seed | unde
       blocks,
     };
   }
-  const bounds: number[] = [];
-  let at = 0;
-  for (const s of lists) {
-    bounds.push(at, at + s.rejected.length);
-    at += s.rejected.length;
-  }
-  const [rejected, rejections] = mergeRuns(
-    lists.flatMap((s) => s.rejected),
-    lists.flatMap((s) => s.rejections),
-    bounds,
-  );
+  const [rejected, rejections] = mergeLists(lists);
   return { candidates: previous.candidates, rejected, rejections, blocks };
 }
 

@@ -75,7 +75,26 @@ export function multiplierAt(fleet: Fleet, run: WeigherRun, position: number): n
   return run.multipliers.at(fleet.hosts[position]!, fleet.aggregateSetOf[position]!);
 }
 
-/** Weigh the candidates: Σ multiplier × normalized, in weigher order, exactly as Nova sums them. */
+/**
+ * One weigher's share of every weight: multiplier × normalized, added in weigher order. `byClass`
+ * when aggregates override the multiplier; `zero` when every value normalized to 0 but a
+ * non-finite multiplier still counts (× 0 is NaN, as in Nova).
+ */
+interface Term {
+  bounded: Float64Array;
+  min: number;
+  range: number;
+  uniform: number;
+  byClass: Float64Array | undefined;
+  zero: boolean;
+}
+
+/**
+ * Weigh the candidates: Σ multiplier × normalized, in weigher order, exactly as Nova sums them.
+ * Each weigher's raw values go to one buffer shared by all of them (one allocation, not one per
+ * weigher), a column weigher's gathered and bounded in the same pass; the weights are summed in
+ * one pass over the candidates at the end, each term added in weigher order as before.
+ */
 export function weighCandidates(
   fleet: Fleet,
   candidates: Int32Array,
@@ -89,18 +108,31 @@ export function weighCandidates(
   const runs: WeigherRun[] = [];
   if (n <= 1) return { candidates, weights, runs };
   const hosts = fleet.hosts;
-  const classOf = fleet.aggregateSetOf;
-  for (const weigher of weighers) {
-    const raw = new Float64Array(n);
-    let prepared = true;
+  // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0: it reads the
+  // fleet's zeros, and only the others take room in the buffer.
+  const values = weighers.map((w) => (w.column ? undefined : w.prepare(spec, ctx)));
+  let weighing = 0;
+  for (const [w, weigher] of weighers.entries()) if (weigher.column || values[w] !== null) weighing++;
+  const buffer = new Float64Array(n * weighing);
+  let used = 0;
+  const terms: Term[] = [];
+  for (const [w, weigher] of weighers.entries()) {
+    const value = values[w];
+    let raw: Float64Array;
+    if (value === null) raw = fleet.zeros.subarray(0, n);
+    else {
+      raw = buffer.subarray(used, used + n);
+      used += n;
+    }
     const { minval, maxval } = weigher;
+    // (bounds as plain numbers, so the loops compare numbers only: ±Infinity clamp nothing)
+    const lo = minval ?? Number.NEGATIVE_INFINITY;
+    const hi = maxval ?? Number.POSITIVE_INFINITY;
+    let bound: Bounds;
     if (weigher.column) {
       // A plain field: gathered from the fleet's column (what prepare() would read, host by host).
-      const column = fleet.column(weigher.column);
-      for (let j = 0; j < n; j++) raw[j] = column[candidates[j]!]!;
+      bound = gatherBounded(fleet.column(weigher.column), candidates, raw, lo, hi);
     } else {
-      const value = weigher.prepare(spec, ctx);
-      prepared = value !== null;
       if (value?.fill) value.fill(candidates, raw);
       else if (value) {
         for (let j = 0; j < n; j++) {
@@ -108,61 +140,113 @@ export function weighCandidates(
           raw[j] = value(hosts[i]!, i);
         }
       }
+      // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0.
+      bound = value === null ? zeroBounds(minval, maxval) : bounded(raw, lo, hi);
     }
     // Normalization reads the clamped values (BaseWeigher.weigh_objects); `raw` keeps what the
     // weigher said, for the explanation. Clamping rarely changes anything: copy only if it does.
-    // One pass finds whether it does and the bounds of the clamped values (normalize()'s).
-    let bounded: Float64Array = raw;
-    let clamps = false;
-    // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0.
-    const allZero = !weigher.column && !prepared;
-    // (bounds as plain numbers, so the loop compares numbers only: ±Infinity clamp nothing)
-    const lo = minval ?? Number.NEGATIVE_INFINITY;
-    const hi = maxval ?? Number.POSITIVE_INFINITY;
-    // The clamped values' bounds, both always (no branch on which are wanted inside the loop),
-    // starting from the first as normalize() does.
-    let lowest = clamp(raw[0]!, minval, maxval);
-    let highest = lowest;
-    for (let j = 0; j < n && !allZero; j++) {
-      const v = raw[j]!;
-      const c = v < lo ? lo : v > hi ? hi : v;
-      if (c !== v) clamps = true;
-      if (c > highest) highest = c;
-      if (c < lowest) lowest = c;
-    }
-    const min = minval ?? lowest;
-    const max = maxval ?? highest;
-    if (clamps || (allZero && clamp(0, minval, maxval) !== 0)) bounded = clampAll(raw, minval, maxval);
+    const min = minval ?? bound.lowest;
+    const max = maxval ?? bound.highest;
+    const clamped = bound.clamps ? clampAll(raw, minval, maxval) : raw;
     const table = fleet.multipliers(
       weigher.multiplierOption,
       config[weigher.multiplierOption],
       weigher.negated,
     );
     runs.push({ weigher, raw, min, max, multipliers: table });
+    const byClass = table.uniform === undefined ? classMultipliers(table, fleet, candidates) : undefined;
     if (min === max) {
       // Every normalized value is 0: adding (finite × 0) changes no weight; only a non-finite
       // multiplier (aggregate metadata "inf") would, as it does in Nova.
       if (table.uniform !== undefined && Number.isFinite(table.uniform)) continue;
-      for (let j = 0; j < n; j++) {
-        const i = candidates[j]!;
-        weights[j] = weights[j]! + table.at(hosts[i]!, classOf[i]!) * 0;
-      }
+      terms.push({ bounded: clamped, min, range: 1, uniform: table.uniform ?? 0, byClass, zero: true });
       continue;
     }
     const range = max - min;
     // A multiplier of 0 everywhere (NumInstancesWeigher's default) adds ±0 to finite weights.
     if (table.uniform === 0 && Number.isFinite(range)) continue;
-    if (table.uniform !== undefined) {
-      const m = table.uniform;
-      for (let j = 0; j < n; j++) weights[j] = weights[j]! + m * ((bounded[j]! - min) / range);
-    } else {
-      const byClass = classMultipliers(table, fleet, candidates);
-      for (let j = 0; j < n; j++) {
-        weights[j] = weights[j]! + byClass[classOf[candidates[j]!]!]! * ((bounded[j]! - min) / range);
-      }
-    }
+    terms.push({ bounded: clamped, min, range, uniform: table.uniform ?? 0, byClass, zero: false });
   }
+  sumTerms(terms, candidates, fleet.aggregateSetOf, weights);
   return { candidates, weights, runs };
+}
+
+/** weights[j] = Σ over the terms in order of term(j), each added to the sum so far (as Nova's +=). */
+function sumTerms(
+  terms: readonly Term[],
+  candidates: Int32Array,
+  classOf: Int32Array,
+  weights: Float64Array,
+) {
+  const n = candidates.length;
+  // The common case, every multiplier uniform and every term a plain one: one tight loop per
+  // term is what V8 runs fastest, and the additions happen in the same order either way.
+  for (const t of terms) {
+    const { bounded: b, min, range, uniform: m, byClass } = t;
+    if (t.zero) {
+      for (let j = 0; j < n; j++) {
+        const multiplier = byClass ? byClass[classOf[candidates[j]!]!]! : m;
+        weights[j] = weights[j]! + multiplier * 0;
+      }
+    } else if (byClass) {
+      for (let j = 0; j < n; j++) {
+        weights[j] = weights[j]! + byClass[classOf[candidates[j]!]!]! * ((b[j]! - min) / range);
+      }
+    } else for (let j = 0; j < n; j++) weights[j] = weights[j]! + m * ((b[j]! - min) / range);
+  }
+}
+
+interface Bounds {
+  /** the clamped values' bounds, starting from the first (normalize()'s) */
+  lowest: number;
+  highest: number;
+  /** some value lies outside [lo, hi] */
+  clamps: boolean;
+}
+
+/** raw[j] = column[candidates[j]], and the bounds of the clamped values, in one pass. */
+function gatherBounded(
+  column: Float64Array,
+  candidates: Int32Array,
+  raw: Float64Array,
+  lo: number,
+  hi: number,
+): Bounds {
+  const first = column[candidates[0]!]!;
+  let lowest = first < lo ? lo : first > hi ? hi : first;
+  let highest = lowest;
+  let clamps = false;
+  for (let j = 0; j < candidates.length; j++) {
+    const v = column[candidates[j]!]!;
+    raw[j] = v;
+    const c = v < lo ? lo : v > hi ? hi : v;
+    if (c !== v) clamps = true;
+    if (c > highest) highest = c;
+    if (c < lowest) lowest = c;
+  }
+  return { lowest, highest, clamps };
+}
+
+/** The bounds of the clamped values of `raw`, and whether clamping changes any. */
+function bounded(raw: Float64Array, lo: number, hi: number): Bounds {
+  const first = raw[0]!;
+  let lowest = first < lo ? lo : first > hi ? hi : first;
+  let highest = lowest;
+  let clamps = false;
+  for (let j = 0; j < raw.length; j++) {
+    const v = raw[j]!;
+    const c = v < lo ? lo : v > hi ? hi : v;
+    if (c !== v) clamps = true;
+    if (c > highest) highest = c;
+    if (c < lowest) lowest = c;
+  }
+  return { lowest, highest, clamps };
+}
+
+/** Every raw value 0: its clamped value is the bound, and it is a copy only if clamping moves 0. */
+function zeroBounds(minval: number | undefined, maxval: number | undefined): Bounds {
+  const c = clamp(0, minval, maxval);
+  return { lowest: c, highest: c, clamps: c !== 0 };
 }
 
 /** The table's multiplier for every aggregate class among the candidates, by class. */

@@ -3,9 +3,9 @@
 // operators. An unscoped key is checked only when the host has such an attribute or stat;
 // keys in any other scope are not this filter's.
 import { extraSpecMatcher } from "../extra-specs-ops.js";
-import { hasHostAttribute, hostCapability, isFloatAttribute } from "../host-view.js";
+import { hasHostAttribute, hostCapabilityOf, isFloatAttribute } from "../host-view.js";
 import { pyStr } from "../python.js";
-import type { HostFilter, Rejection } from "../types.js";
+import type { HostFilter, HostState, Rejection } from "../types.js";
 
 interface Requirement {
   key: string;
@@ -19,6 +19,10 @@ interface Requirement {
   rejection: Rejection;
   /** the verdict by capability value: few values, thousands of hosts */
   verdicts: Map<string, Rejection | null>;
+  /** the same by the value itself when it is not a dict (no str() per host) */
+  byValue: Map<unknown, Rejection | null>;
+  /** the host's capability at `scope` */
+  capability: (host: HostState) => unknown;
   /** the rejection of a host without the capability */
   absent: Rejection;
 }
@@ -43,6 +47,8 @@ export const ComputeCapabilitiesFilter: HostFilter = {
         unscoped,
         rejection: { summary: `do not match extra spec ${key}=${req}` },
         verdicts: new Map(),
+        byValue: new Map(),
+        capability: hostCapabilityOf(scope),
         absent: {
           summary: `do not match extra spec ${key}=${req}`,
           reason: `host has no capability ${scope.join(":")}`,
@@ -53,15 +59,21 @@ export const ComputeCapabilitiesFilter: HostFilter = {
     return (host) => {
       for (const r of requirements) {
         if (r.unscoped && !hasHostAttribute(r.key) && !(r.key in host.stats)) continue;
-        const cap = hostCapability(host, r.scope);
+        const cap = r.capability(host);
         if (cap === undefined) return r.absent;
-        const value = pyStr(cap, r.float);
-        let verdict = r.verdicts.get(value);
+        // A number or text has one str(): its verdict is kept by the value itself.
+        const plain = cap === null || typeof cap !== "object";
+        let verdict = plain ? r.byValue.get(cap) : undefined;
         if (verdict === undefined) {
-          verdict = r.matches(value)
-            ? null
-            : { ...r.rejection, reason: `capability ${r.scope.join(":")} is ${value}, not ${r.req}` };
-          r.verdicts.set(value, verdict);
+          const value = pyStr(cap, r.float);
+          verdict = r.verdicts.get(value);
+          if (verdict === undefined) {
+            verdict = r.matches(value)
+              ? null
+              : { ...r.rejection, reason: `capability ${r.scope.join(":")} is ${value}, not ${r.req}` };
+            r.verdicts.set(value, verdict);
+          }
+          if (plain) r.byValue.set(cap, verdict);
         }
         if (verdict) return verdict;
       }

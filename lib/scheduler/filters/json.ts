@@ -11,14 +11,18 @@ import type { HostFilter, HostState, Rejection } from "../types.js";
 
 class InvalidQuery extends Error {}
 
-type Command = (args: unknown[]) => unknown;
+/**
+ * An operator over its first `n` arguments: `args` is the operator's own list, refilled for each
+ * host without being resized (the commands keep nothing of it).
+ */
+type Command = (args: unknown[], n: number) => unknown;
 
 /** _op_compare: the first argument against all the others; Python's TypeError makes the query invalid. */
 const compare =
   (ok: (d: number) => boolean): Command =>
-  (args) => {
-    if (args.length < 2) return false;
-    for (let k = 1; k < args.length; k++) {
+  (args, n) => {
+    if (n < 2) return false;
+    for (let k = 1; k < n; k++) {
       const d = pyCompare(args[0], args[k]);
       if (d === undefined)
         throw new InvalidQuery(`cannot order ${JSON.stringify(args[0])} and ${JSON.stringify(args[k])}`);
@@ -29,22 +33,32 @@ const compare =
 
 // (Loops, not args.slice(1).every(…): they run for every host, and allocate nothing.)
 const COMMANDS: Readonly<Record<string, Command>> = {
-  "=": (args) => {
-    if (args.length < 2) return false;
-    for (let k = 1; k < args.length; k++) if (!pyEquals(args[0], args[k])) return false;
+  "=": (args, n) => {
+    if (n < 2) return false;
+    for (let k = 1; k < n; k++) if (!pyEquals(args[0], args[k])) return false;
     return true;
   },
   "<": compare((d) => d < 0),
   ">": compare((d) => d > 0),
-  in: (args) => {
-    for (let k = 1; k < args.length; k++) if (pyEquals(args[0], args[k])) return true;
+  in: (args, n) => {
+    for (let k = 1; k < n; k++) if (pyEquals(args[0], args[k])) return true;
     return false;
   },
   "<=": compare((d) => d <= 0),
   ">=": compare((d) => d >= 0),
-  not: (args) => args.map((arg) => !truthy(arg)),
-  or: (args) => args.some(truthy),
-  and: (args) => args.every(truthy),
+  not: (args, n) => {
+    const negated = new Array<boolean>(n);
+    for (let k = 0; k < n; k++) negated[k] = !truthy(args[k]);
+    return negated;
+  },
+  or: (args, n) => {
+    for (let k = 0; k < n; k++) if (truthy(args[k])) return true;
+    return false;
+  },
+  and: (args, n) => {
+    for (let k = 0; k < n; k++) if (!truthy(args[k])) return false;
+    return true;
+  },
 };
 
 export const JsonFilter: HostFilter = {
@@ -94,13 +108,16 @@ function compile(query: unknown): Evaluator {
     typeof query[0] === "string" && Object.hasOwn(COMMANDS, query[0]) ? COMMANDS[query[0]] : undefined;
   if (!command) return invalid(`unknown operator ${JSON.stringify(query[0])}`);
   const parts = Array.from(query.slice(1), argument);
+  // One argument list per operator, refilled for each host (an operator is never its own
+  // argument): a list per host and operator was most of this filter's time.
+  const args = new Array<unknown>(parts.length).fill(undefined);
   return (host) => {
-    const args: unknown[] = [];
+    let n = 0;
     for (const part of parts) {
       const arg = part(host);
-      if (arg !== undefined && arg !== null) args.push(arg);
+      if (arg !== undefined && arg !== null) args[n++] = arg;
     }
-    return command(args);
+    return command(args, n);
   };
 }
 

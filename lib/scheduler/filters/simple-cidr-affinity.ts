@@ -2,7 +2,7 @@
 // whose host_ip is in that network. Nova concatenates the two, so cidr is written "/24".
 import { schedulerHint } from "../hints.js";
 import { inNetwork, parseIpCached, parseNetwork } from "../ip.js";
-import type { HostFilter } from "../types.js";
+import type { HostFilter, Rejection } from "../types.js";
 
 export const SimpleCIDRAffinityFilter: HostFilter = {
   name: "SimpleCIDRAffinityFilter",
@@ -23,7 +23,23 @@ export const SimpleCIDRAffinityFilter: HostFilter = {
     return (host) => {
       const ip = parseIpCached(host.host_ip);
       if (!ip) return { summary, reason: `host_ip "${host.host_ip}" is not an IP address` };
-      return inNetwork(ip, net) ? null : { summary, reason: `host_ip ${host.host_ip} is not in ${network}` };
+      return inNetwork(ip, net) ? null : new OutsideNetwork(summary, host.host_ip, network);
     };
   },
 };
+
+/**
+ * A host outside the network. A narrow network turns away nearly every host of the fleet, and
+ * only a detailed explanation reads each one's reason: it is written when read, not per host.
+ */
+class OutsideNetwork implements Rejection {
+  constructor(
+    readonly summary: string,
+    private readonly ip: string,
+    private readonly network: string,
+  ) {}
+
+  get reason(): string {
+    return `host_ip ${this.ip} is not in ${this.network}`;
+  }
+}
