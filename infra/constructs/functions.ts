@@ -546,7 +546,8 @@ export class Functions {
         [{ id: "AwsSolutions-IAM5", reason: IMAGES_REASON, appliesTo: [imagesFinding(data.imagesBucket)] }],
         true,
       );
-    for (const fn of [this.computeEvents, this.conductor, this.buildWatchdog]) {
+    // build-intake casts a member sync's refresh_port_filters to the hosts' queues
+    for (const fn of [this.computeEvents, this.conductor, this.buildWatchdog, this.buildIntake]) {
       NagSuppressions.addResourceSuppressions(
         fn,
         [

@@ -436,7 +436,19 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
         "sqs:ChangeMessageVisibility",
       ]),
     );
-    expect(intake.some((a) => a.startsWith("dynamodb:"))).toBe(false);
+    // its DynamoDB is a member sync's (lib/instances/security-group-refresh.ts): reads, and the
+    // group's mark deleted; it writes no other item
+    expect([...new Set(intake.filter((a) => a.startsWith("dynamodb:")))].sort()).toEqual([
+      "dynamodb:BatchGetItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
+      "dynamodb:Query",
+    ]);
+    const networkingArn = { "Fn::GetAtt": [logicalId(s.stack, s.stack.tables.Networking), "Arn"] };
+    const intakeDeletes = intakeStatements.filter((st) => [st.Action].flat().includes("dynamodb:DeleteItem"));
+    expect(intakeDeletes.map((st) => JSON.stringify(st.Resource))).toEqual([
+      expect.stringContaining(JSON.stringify(networkingArn)),
+    ]);
     // it reads build-requests and sends only to its DLQ (a malformed request, with its reason)
     const onIntakeQueue = (queue: { node: { defaultChild?: unknown } }, action: string) =>
       intakeStatements.some(
@@ -458,8 +470,16 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
     const conductor = actions(conductorStatements);
     expect(conductor).toEqual(expect.arrayContaining(["dynamodb:UpdateItem", "sqs:SendMessage"]));
     expect(conductor.some((a) => a.startsWith("states:"))).toBe(false);
-    // it casts to hosts; it never sends to build-requests (build-intake starts what is sent there)
-    expect(JSON.stringify(conductorStatements)).not.toContain(logicalId(s.stack, s.stack.buildRequestsQueue));
+    // it casts to hosts; on build-requests it may only send (a security group's member sync,
+    // which build-intake applies itself: lib/conductor/intake.ts), never receive or delete
+    const onRequests = conductorStatements.filter((st) =>
+      JSON.stringify(st.Resource).includes(logicalId(s.stack, s.stack.buildRequestsQueue)),
+    );
+    expect(onRequests.flatMap((st) => [st.Action].flat()).sort()).toEqual([
+      "sqs:GetQueueAttributes",
+      "sqs:GetQueueUrl",
+      "sqs:SendMessage",
+    ]);
   });
 
   it("serves the API through an HTTP API $default route with payload 2.0", () => {
