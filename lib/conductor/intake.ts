@@ -81,16 +81,7 @@ async function intakeOne(record: SQSRecord): Promise<void> {
   try {
     await startExecution(msg);
   } catch (error) {
-    const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
-    log.error("intake.start_failed", {
-      message_id: record.messageId,
-      request_id: msg.request_id,
-      receive_count: receives,
-      retry_in_seconds: startRetrySeconds(receives),
-      error,
-    });
-    await retryLater(record, startRetrySeconds(receives));
-    throw error;
+    return retryAfterFailure(record, msg.request_id, "intake.start_failed", error);
   }
   const sent = Number(record.attributes.SentTimestamp);
   log.info("intake.execution_started", {
@@ -120,16 +111,32 @@ async function memberSync(record: SQSRecord, msg: SecurityGroupsMemberUpdated): 
       log.error("intake.member_sync_dead_lettered", { message_id: record.messageId, reason });
       return;
     }
-    log.warn("intake.member_sync_failed", {
-      message_id: record.messageId,
-      request_id: msg.request_id,
-      receive_count: receives,
-      retry_in_seconds: startRetrySeconds(receives),
-      error,
-    });
-    await retryLater(record, startRetrySeconds(receives));
-    throw error;
+    return retryAfterFailure(record, msg.request_id, "intake.member_sync_failed", error);
   }
+}
+
+/**
+ * A message whose work failed: logged with its receive count, made visible again after the
+ * start's delay for that count, and reported failed to the batch (the error rethrown).
+ */
+async function retryAfterFailure(
+  record: SQSRecord,
+  requestId: string,
+  event: "intake.start_failed" | "intake.member_sync_failed",
+  error: unknown,
+): Promise<never> {
+  const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
+  const fields = {
+    message_id: record.messageId,
+    request_id: requestId,
+    receive_count: receives,
+    retry_in_seconds: startRetrySeconds(receives),
+    error,
+  };
+  if (event === "intake.start_failed") log.error(event, fields);
+  else log.warn(event, fields);
+  await retryLater(record, startRetrySeconds(receives));
+  throw error;
 }
 
 async function startExecution(msg: BuildRequest): Promise<void> {

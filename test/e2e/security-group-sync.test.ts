@@ -16,6 +16,7 @@ import { defaultGroupId } from "../../lib/network/security-groups.js";
 import { networkingTable } from "../../lib/network/store/table.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
+import { admitted, publicAddressOf } from "./port-filters.js";
 
 const WINDOW_S = 4;
 
@@ -48,13 +49,7 @@ const filterOf = async (id: string): Promise<PortFilter | undefined> =>
 /** How many refreshes the server's host applied to it (a spawn is not one). */
 const applies = async (id: string) => (await hostOf(id)).filterApplies.get(id) ?? 0;
 
-const admitted = (f: PortFilter | undefined) =>
-  (f?.rules ?? [])
-    .filter((r) => r.direction === "ingress" && r.ethertype === "IPv4")
-    .flatMap((r) => r.remote_ips);
-
-const addressOf = async (id: string) =>
-  (await demo.get(`/v2.1/servers/${id}`)).body.server.addresses.public[0].addr as string;
+const addressOf = (id: string) => publicAddressOf(demo, id);
 
 async function active(id: string): Promise<void> {
   const s = await admin.waitForStatus(id, ["ACTIVE", "ERROR"]);

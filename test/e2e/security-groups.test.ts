@@ -12,6 +12,7 @@ import type { PortFilter } from "../../lib/messages/port-filter.js";
 import { defaultGroupId } from "../../lib/network/security-groups.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, startTestRuntime } from "./harness.js";
+import { admitted, publicAddressOf } from "./port-filters.js";
 
 let runtime: Runtime;
 let demo: Client;
@@ -45,14 +46,7 @@ async function enforced(id: string): Promise<Map<string, PortFilter | undefined>
 /** The one port's filter of a server. */
 const filterOf = async (id: string) => [...(await enforced(id)).values()][0];
 
-/** The addresses a filter's IPv4 ingress rules admit from remote groups. */
-const admitted = (f: PortFilter | undefined) =>
-  (f?.rules ?? [])
-    .filter((r) => r.direction === "ingress" && r.ethertype === "IPv4")
-    .flatMap((r) => r.remote_ips);
-
-const addressOf = async (id: string) =>
-  (await demo.get(`/v2.1/servers/${id}`)).body.server.addresses.public[0].addr as string;
+const addressOf = (id: string) => publicAddressOf(demo, id);
 
 describe("security groups on servers", () => {
   it("a create's groups are checked, put on its ports, shown in its view; a build carries its filter", async () => {
