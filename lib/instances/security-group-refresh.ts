@@ -19,9 +19,10 @@
 // of its guests' affected ports, however many of its servers there are. A server's host is its
 // ports' binding; only a server with a move in flight (an open migration) has its record read, for
 // both ends of the move. Ports, groups and member lists are read once per fan-out (one resolver).
-import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
+
 import { DeleteCommand, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.js";
+import { conditionHeld } from "../aws/dynamo-errors.js";
 import { castPortFilters, sendMemberSync } from "../aws/send.js";
 import type { GuestPort } from "../compute/drivers/driver.js";
 import { optionValue } from "../config.js";
@@ -147,8 +148,8 @@ export async function membersChanged(
 
 /** Mark the group unless it is marked already (and not stale): whether this call marked it. */
 async function mark(group: string, at: number): Promise<boolean> {
-  try {
-    await dynamo().send(
+  return conditionHeld(
+    dynamo().send(
       new UpdateCommand({
         TableName: networkingTable(),
         Key: markKey(group),
@@ -156,28 +157,22 @@ async function mark(group: string, at: number): Promise<boolean> {
         ConditionExpression: "attribute_not_exists(marked_at) OR marked_at < :stale",
         ExpressionAttributeValues: { ":at": at, ":stale": at - MARK_STALE_MS },
       }),
-    );
-    return true;
-  } catch (e) {
-    if (e instanceof ConditionalCheckFailedException) return false;
-    throw e;
-  }
+    ),
+  );
 }
 
 /** The mark of `at` gone (a newer one, re-armed after it went stale, stays for its own sync). */
 async function clearMark(group: string, at: number): Promise<void> {
-  try {
-    await dynamo().send(
+  await conditionHeld(
+    dynamo().send(
       new DeleteCommand({
         TableName: networkingTable(),
         Key: markKey(group),
         ConditionExpression: "marked_at = :at",
         ExpressionAttributeValues: { ":at": at },
       }),
-    );
-  } catch (e) {
-    if (!(e instanceof ConditionalCheckFailedException)) throw e;
-  }
+    ),
+  );
 }
 
 /** Whether the group is marked now (tests, operators). */
