@@ -32,7 +32,7 @@ it("survives 40 s of creates, deletes, moves, dead hosts, report outages, agent 
     "restore",
     "forceDelete",
   ] as const)
-    expect(report.moves[kind].accepted, kind).toBeGreaterThan(0);
+    expect(report.moves[kind].accepted, `${kind}\n${printReport(report)}`).toBeGreaterThan(0);
   expect(report.deleted_moving + report.deleted_verify_resize).toBeGreaterThan(0);
   expect(report.soft_deleted_seen).toBeGreaterThan(0);
   expect(mustBeZero(report), printReport(report)).toEqual([]);

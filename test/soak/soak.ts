@@ -555,6 +555,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const onShelf = (await listInstances()).some((r) => r.vm_state.startsWith("shelved"));
     if ((!report.moves.shelve.accepted || (!report.moves.unshelve.accepted && !onShelf)) && others[1])
       await moveAction(others[1].id, "shelve", { shelve: null });
+    // and a cold migration (ci47's loaded soak accepted resizes but asked no migrate); the settling
+    // confirms or reverts it as any other VERIFY_RESIZE
+    if (!report.moves.migrate.accepted && others[2])
+      await moveAction(others[2].id, "migrate", { migrate: null }, ADMIN);
     let building = await listBuilding();
     let pending = 0;
     let busy: InstanceRecord[] = [];
