@@ -48,6 +48,8 @@ export interface SfnServerOptions {
   taskHandlers?: Record<string, TaskHandlers>;
   /** called once per execution, when it leaves RUNNING */
   onExecutionEnd?: (info: ExecutionInfo) => void;
+  /** each line an execution's logging configuration sends to CloudWatch Logs, with its log group */
+  onLog?: (logGroupArn: string, line: string) => void;
   /** finished executions kept for Describe/ListExecutions, oldest forgotten first (default 10,000) */
   maxFinishedExecutions?: number;
   /** wait this long before every Retry instead of IntervalSeconds × BackoffRate^n (for tests) */
@@ -74,7 +76,7 @@ export interface SfnServer {
 
 export async function startSfnServer(opts: SfnServerOptions = {}): Promise<SfnServer> {
   const handlers = new Map(Object.entries(opts.taskHandlers ?? {}));
-  const executions = new Executions(opts.maxFinishedExecutions ?? 10_000, opts.onExecutionEnd);
+  const executions = new Executions(opts.maxFinishedExecutions ?? 10_000, opts.onExecutionEnd, opts.onLog);
   const runner = new Runner(executions, {
     ...(opts.retryIntervalMs !== undefined ? { retryIntervalMs: opts.retryIntervalMs } : {}),
     expressMaxDurationMs: opts.expressMaxDurationMs ?? EXPRESS_MAX_DURATION_MS,

@@ -8,6 +8,7 @@ import * as sfn from "aws-cdk-lib/aws-stepfunctions";
 import { NagSuppressions } from "cdk-nag";
 import { conductorDefinition } from "../conductor/definition.js";
 import type { Functions } from "./functions.js";
+import { deploymentOption } from "./functions.js";
 import { COMPUTE_QUEUES_REASON, computeQueuesFinding } from "./nag.js";
 import type { Queues } from "./queues.js";
 
@@ -37,18 +38,23 @@ export class Conductor {
       ),
       stateMachineType:
         props.type === "EXPRESS" ? sfn.StateMachineType.EXPRESS : sfn.StateMachineType.STANDARD,
-      // Express keeps no execution history: its transitions are only visible through these logs.
-      // Execution data stays out of them (requests carry user data).
+      // Express keeps no execution history: its events are only visible through these logs, at
+      // the deployment's conductor_log_level (ERROR: failures only; ALL bills about 9 KB a build
+      // as vended logs). Execution data stays out of them (requests carry user data).
       logs: {
         destination: new logs.LogGroup(stack, "ConductorStateMachineLogGroup", {
           logGroupName: `/aws/vendedlogs/states/${stack.stackName}-conductor`,
           retention: props.logRetention,
           removalPolicy: RemovalPolicy.DESTROY,
         }),
-        level: sfn.LogLevel.ALL,
+        level:
+          sfn.LogLevel[
+            deploymentOption<string>(stack, "conductor_log_level").toUpperCase() as keyof typeof sfn.LogLevel
+          ],
         includeExecutionData: false,
       },
-      tracingEnabled: true,
+      // X-Ray bills every trace recorded: opt-in (conductor_tracing), as Nova's osprofiler
+      tracingEnabled: deploymentOption<boolean>(stack, "conductor_tracing"),
     });
     functions.scheduler.grantInvoke(this.stateMachine);
     functions.conductor.grantInvoke(this.stateMachine);
@@ -78,6 +84,16 @@ export class Conductor {
           appliesTo: [functions.scheduler, functions.conductor].map(
             (fn) => `Resource::<${stack.getLogicalId(fn.node.defaultChild as lambda.CfnFunction)}.Arn>:*`,
           ),
+        },
+        {
+          id: "AwsSolutions-SF1",
+          reason:
+            "conductor_log_level chooses the level (ERROR by default): ALL bills about 9 KB of vended logs a build, and a build's steps are in its instance actions and the functions' logs",
+        },
+        {
+          id: "AwsSolutions-SF2",
+          reason:
+            "conductor_tracing turns X-Ray on (off by default, as Nova's osprofiler): its default sampling records up to every execution, $5 a million",
         },
       ],
       true,

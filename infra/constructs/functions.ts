@@ -97,10 +97,10 @@ export function buildIntakeConcurrency(fleetSize: number): number {
 }
 
 /** A deployment option (lib/config.ts): `-c <name>=…`, else its variable, else its default. */
-function deploymentOption(stack: Stack, key: string): number {
+export function deploymentOption<T extends number | string | boolean = number>(stack: Stack, key: string): T {
   const o = option(key);
   const raw: unknown = stack.node.tryGetContext(o.name) ?? process.env[o.env];
-  return (raw === undefined || raw === "" ? o.default : parseOption(o, String(raw))) as number;
+  return (raw === undefined || raw === "" ? o.default : parseOption(o, String(raw))) as T;
 }
 
 export interface FunctionsProps {

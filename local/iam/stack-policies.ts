@@ -52,6 +52,18 @@ export interface StackPolicies {
    * long-polls each, idle or not (the cost bench charges them)
    */
   eventSources: StackEventSource[];
+  /**
+   * The conductor state machine's LoggingConfiguration and TracingConfiguration, as
+   * CreateStateMachine takes them (the destination: its log group's name in a local ARN)
+   */
+  stateMachine: {
+    loggingConfiguration?: {
+      level: "ALL" | "ERROR" | "FATAL" | "OFF";
+      includeExecutionData: boolean;
+      destinations?: { cloudWatchLogsLogGroup: { logGroupArn: string } }[];
+    };
+    tracingConfiguration?: { enabled: boolean };
+  };
 }
 
 /** A mapping of the template; `function` undefined: not one of the stack's functions. */
@@ -233,6 +245,7 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
   const timeouts = {} as Record<FunctionComponent, number>;
   const reservedConcurrency: StackPolicies["reservedConcurrency"] = {};
   const eventSources: StackPolicies["eventSources"] = [];
+  const stateMachine: StackPolicies["stateMachine"] = {};
   // Customer managed policies by logical id: a role names them in ManagedPolicyArns.
   const managed = new Map<string, Statement[]>();
   for (const [logical, r] of Object.entries(s.template.Resources))
@@ -266,6 +279,37 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
       if (c) timeouts[c] = Number(p.Timeout ?? 3);
       if (c && p.ReservedConcurrentExecutions !== undefined)
         reservedConcurrency[c] = Number(p.ReservedConcurrentExecutions);
+    } else if (r.Type === "AWS::StepFunctions::StateMachine") {
+      const logging = p.LoggingConfiguration as
+        | {
+            Level?: string;
+            IncludeExecutionData?: boolean;
+            Destinations?: { CloudWatchLogsLogGroup?: { LogGroupArn?: { "Fn::GetAtt"?: string[] } } }[];
+          }
+        | undefined;
+      if (logging) {
+        const groupId = logging.Destinations?.[0]?.CloudWatchLogsLogGroup?.LogGroupArn?.["Fn::GetAtt"]?.[0];
+        const groupName = groupId
+          ? String(s.template.Resources[groupId]?.Properties?.LogGroupName ?? groupId)
+          : undefined;
+        stateMachine.loggingConfiguration = {
+          level: (logging.Level ?? "OFF") as "ALL" | "ERROR" | "FATAL" | "OFF",
+          includeExecutionData: logging.IncludeExecutionData === true,
+          ...(groupName
+            ? {
+                destinations: [
+                  {
+                    cloudWatchLogsLogGroup: {
+                      logGroupArn: `arn:${PARTITION}:logs:${REGION}:${ACCOUNT}:log-group:${groupName}:*`,
+                    },
+                  },
+                ],
+              }
+            : {}),
+        };
+      }
+      const tracing = p.TracingConfiguration as { Enabled?: boolean } | undefined;
+      if (tracing) stateMachine.tracingConfiguration = { enabled: tracing.Enabled === true };
     } else if (r.Type === "AWS::Lambda::EventSourceMapping") {
       const name = p.FunctionName as { Ref?: string } | string | undefined;
       const c = s.functions.get(typeof name === "object" ? (name.Ref ?? "") : "");
@@ -288,7 +332,7 @@ export async function stackPolicies(local: LocalResources): Promise<StackPolicie
       });
     }
   }
-  return { identity, resource, timeouts, reservedConcurrency, eventSources };
+  return { identity, resource, timeouts, reservedConcurrency, eventSources, stateMachine };
 }
 
 function statementsOf(document: Json): Statement[] {

@@ -97,6 +97,8 @@ export async function deployResources(
       definition: JSON.stringify(definition),
       roleArn: roleArnOf("state-machine"),
       type: "EXPRESS",
+      // the template's: its executions log (the cost bench bills the lines) and trace as on AWS
+      ...stack.policies.stateMachine,
     }),
   );
   // compute-events' function URL: hosts post their reports there (its function is set later,

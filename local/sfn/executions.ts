@@ -4,6 +4,7 @@
 // (StartExecution idempotent for the same input while it runs); an EXPRESS one's ARN is new each time.
 import { randomUUID } from "node:crypto";
 import { log } from "../../lib/log.js";
+import { HistoryLog } from "./history-log.js";
 import { ACCOUNT, REGION, requestIdOf, requireString, SfnError } from "./protocol.js";
 import type {
   ExecutionInfo,
@@ -34,6 +35,7 @@ export class Executions {
     /** finished executions kept */
     private readonly maxFinished: number,
     private readonly onExecutionEnd?: (info: ExecutionInfo) => void,
+    private readonly onLog?: (logGroupArn: string, line: string) => void,
   ) {}
 
   get(executionArn: string): ExecutionRecord | undefined {
@@ -85,6 +87,8 @@ export class Executions {
       inflight: new Set(),
       transitions: 0,
       settled: Promise.resolve(),
+      history: new HistoryLog(m.logging, executionArn, m.roleArn, m.tasks, REGION, this.onLog),
+      traced: m.tracing,
     };
     this.records.set(executionArn, record);
     this.active.add(record);
@@ -143,6 +147,8 @@ export class Executions {
         status: info.status,
         durationMs: (info.stopDate ?? new Date()).getTime() - info.startDate.getTime(),
         transitions: record.transitions,
+        logBytes: record.history.bytes,
+        traced: record.traced,
       });
     }
     if (this.active.size === 0) {

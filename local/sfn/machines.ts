@@ -1,6 +1,7 @@
 // The state machines the endpoint holds: CreateStateMachine (as AWS, idempotent for the same
 // definition and type), DescribeStateMachine, ListStateMachines.
 import { StateMachine, type StateMachineDefinition } from "aws-local-stepfunctions";
+import { type LoggingConfiguration, parseLoggingConfiguration } from "./history-log.js";
 import { ACCOUNT, checkName, epoch, REGION, requireString, SfnError } from "./protocol.js";
 import type { MachineRecord, StateMachineType } from "./types.js";
 
@@ -26,11 +27,19 @@ export class Machines {
     if (type !== "STANDARD" && type !== "EXPRESS") {
       throw new SfnError("ValidationException", `type must be STANDARD or EXPRESS, not ${String(type)}`);
     }
+    const logging = parseLoggingConfiguration(body.loggingConfiguration);
+    const tracing = (body.tracingConfiguration as { enabled?: unknown } | undefined)?.enabled === true;
     const arn = `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${name}`;
     const existing = this.machines.get(arn);
     if (existing) {
-      // As AWS: the same name, definition and type is the same state machine; anything else is a conflict.
-      if (existing.definition === definition && existing.type === type) {
+      // As AWS: the same name, definition, type, logging and tracing is the same state machine;
+      // anything else is a conflict.
+      if (
+        existing.definition === definition &&
+        existing.type === type &&
+        sameLogging(existing.logging, logging) &&
+        existing.tracing === tracing
+      ) {
         return { stateMachineArn: arn, creationDate: epoch(existing.creationDate) };
       }
       throw new SfnError("StateMachineAlreadyExists", `State Machine Already Exists: '${arn}'`);
@@ -57,6 +66,8 @@ export class Machines {
       machine,
       tasks,
       retrying,
+      logging,
+      tracing,
     };
     this.machines.set(arn, record);
     return { stateMachineArn: arn, creationDate: epoch(record.creationDate) };
@@ -72,6 +83,14 @@ export class Machines {
       roleArn: m.roleArn,
       type: m.type,
       creationDate: epoch(m.creationDate),
+      loggingConfiguration: {
+        level: m.logging.level,
+        includeExecutionData: m.logging.includeExecutionData,
+        ...(m.logging.logGroupArn
+          ? { destinations: [{ cloudWatchLogsLogGroup: { logGroupArn: m.logging.logGroupArn } }] }
+          : {}),
+      },
+      tracingConfiguration: { enabled: m.tracing },
     };
   }
 
@@ -85,6 +104,14 @@ export class Machines {
       })),
     };
   }
+}
+
+function sameLogging(a: LoggingConfiguration, b: LoggingConfiguration): boolean {
+  return (
+    a.level === b.level &&
+    a.includeExecutionData === b.includeExecutionData &&
+    a.logGroupArn === b.logGroupArn
+  );
 }
 
 /** Task and retrying state names, through Map ItemProcessors/Iterators and Parallel branches. */

@@ -99,6 +99,7 @@ export class Runner {
   private async watchEvents(record: ExecutionRecord, events: AsyncGenerator<EventLog>) {
     for await (const event of events) {
       if (event.type === "StateEntered") record.transitions++;
+      record.history.record(event, record.info);
       if (record.closed) continue;
       if (event.type === "StateFailed") record.failedState = event.state.name;
       if (event.type === "StateEntered" && sizeOf(event.state.input) > MAX_PAYLOAD_BYTES) {
@@ -149,6 +150,7 @@ export class Runner {
         }
         // The input after Parameters, as the Task would send it.
         if (sizeOf(input) > MAX_PAYLOAD_BYTES) throw this.dataLimitExceeded(record, stateName, "input");
+        record.history.taskScheduled(stateName, input);
         const call = (async () => handler(input))();
         const done = call.then(
           () => {},

@@ -1,5 +1,6 @@
 // The shapes the local Step Functions endpoint keeps: state machines, executions, their handlers.
 import type { StateMachine } from "aws-local-stepfunctions";
+import type { HistoryLog, LoggingConfiguration } from "./history-log.js";
 
 /** Step Functions' limit on an execution's input and output, and every state's (256 KiB). */
 export const MAX_PAYLOAD_BYTES = 262_144;
@@ -40,6 +41,10 @@ export interface MachineRecord {
   tasks: Map<string, string>;
   /** names of the states that have a Retry field, nested states included */
   retrying: string[];
+  /** where and what its executions log (CreateStateMachine's loggingConfiguration) */
+  logging: LoggingConfiguration;
+  /** tracingConfiguration.enabled: X-Ray traces its executions (sampled by the account's rules) */
+  tracing: boolean;
 }
 
 export interface ExecutionRecord {
@@ -56,6 +61,10 @@ export interface ExecutionRecord {
   timer?: NodeJS.Timeout;
   /** states entered so far */
   transitions: number;
+  /** its log lines, at its state machine's level */
+  history: HistoryLog;
+  /** its state machine traces with X-Ray */
+  traced: boolean;
 }
 
 /** One finished execution, for the cost benchmark. */
@@ -66,4 +75,8 @@ export interface ExecutionRecordSummary {
   durationMs: number;
   /** states entered (Map iterations' included): what Step Functions counts as transitions */
   transitions: number;
+  /** bytes of the log lines its state machine's logging configuration sent to CloudWatch Logs */
+  logBytes: number;
+  /** its state machine traces with X-Ray */
+  traced: boolean;
 }

@@ -33,6 +33,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { ACCESS_LOG_FORMAT } from "../../infra/constructs/api.js";
 import { currentIdentity } from "../../lib/aws/identity.js";
 import {
   type CallerUsage,
@@ -399,6 +400,33 @@ function verdict(met: boolean): string {
   return met ? "MET" : "MISSED";
 }
 
+/**
+ * The bytes of one access log line of the API's $default stage (ACCESS_LOG_FORMAT) for a server
+ * create, with the values API Gateway fills in (an example of each: the local runtime writes no
+ * access log).
+ */
+function accessLogLineBytes(): number {
+  const example: Record<string, string> = {
+    "$context.requestId": "Qj9B2hXyIAMEbXw=",
+    "$context.identity.sourceIp": "203.0.113.10",
+    "$context.requestTime": "08/Dec/2026:02:13:00 +0000",
+    "$context.httpMethod": "POST",
+    "$context.path": "/v2.1/servers",
+    "$context.status": "202",
+    "$context.responseLength": "412",
+    "$context.responseLatency": "95",
+    "$context.integrationLatency": "93",
+    "$context.integrationErrorMessage": "-",
+  };
+  const line = Object.fromEntries(
+    Object.entries(ACCESS_LOG_FORMAT).map(([k, v]) => {
+      if (!(v in example)) throw new Error(`no example value for the access log's ${v}`);
+      return [k, example[v]];
+    }),
+  );
+  return Buffer.byteLength(JSON.stringify(line));
+}
+
 function dynamoUnits(f: Figures): { read: number; write: number } {
   return { read: f.tableRead + f.indexRead, write: f.tableWrite + f.indexWrite + f.failedWrite };
 }
@@ -671,7 +699,16 @@ function report(
     window.executions.reduce((s, e) => s + Math.ceil(e.durationMs / 100) * 0.1 * (64 / 1024), 0) / done;
   const sfnUsd = sfnExec * PRICES.expressRequest.usd + expressGbS * PRICES.expressGbSecond.usd;
   const apiUsd = PRICES.httpApiRequest.usd;
-  usd += sfnUsd + apiUsd;
+  // What the stack logs and traces beside the functions: the state machine's execution logs at
+  // its level (vended logs), the API's access log line, and X-Ray's traces where tracing is on
+  // (each traced execution one trace: the default sampling rule records every one up to 1 a second).
+  const sfnLogBytes = window.executions.reduce((s, e) => s + e.logBytes, 0) / done;
+  const traces = window.executions.filter((e) => e.traced).length / done;
+  const accessLogBytes = accessLogLineBytes();
+  const stackLogsUsd =
+    sfnLogBytes * PRICES.vendedLogsIngestedByte.usd + accessLogBytes * PRICES.logsIngestedByte.usd;
+  const xrayUsd = traces * PRICES.xrayTraceRecorded.usd;
+  usd += sfnUsd + apiUsd + stackLogsUsd + xrayUsd;
   const units = dynamoUnits(total);
   const scheduler = perBuild.get("scheduler") ?? zero();
   print(
@@ -691,12 +728,17 @@ function report(
   );
   print(
     `Lambda: ${fmt(total.invocations)} invocations, ${fmt(total.gbSeconds, 4)} GB-s ` +
-      `(durations on this shared machine; the API's is its POST's round trip); logs of the functions ${fmt(total.logBytes, 0)} B ` +
-      `(the state machine's execution logs, level ALL, are not counted)`,
+      `(durations on this shared machine; the API's is its POST's round trip); logs of the functions ${fmt(total.logBytes, 0)} B`,
+  );
+  print(
+    `logs and traces beside the functions: the state machine's execution logs ${fmt(sfnLogBytes, 0)} B ` +
+      `(its LoggingConfiguration level, conductor_log_level), the API's access log line ${fmt(accessLogBytes, 0)} B, ` +
+      `X-Ray ${fmt(traces)} traces (conductor_tracing)`,
   );
   const logsUsd =
     [...perBuild].reduce((sum, [c, f]) => sum + (LAMBDA_LOGS.has(c) ? f.logBytes : 0), 0) *
-    PRICES.logsIngestedByte.usd;
+      PRICES.logsIngestedByte.usd +
+    stackLogsUsd;
   const shares: [string, number][] = [
     ["DynamoDB", units.read * PRICES.dynamodbReadUnit.usd + units.write * PRICES.dynamodbWriteUnit.usd],
     ["SQS", total.sqsRequests * PRICES.sqsRequest.usd],
@@ -705,6 +747,7 @@ function report(
     ["Step Functions", sfnUsd],
     ["API Gateway", apiUsd],
     ["CloudWatch Logs", logsUsd],
+    ["X-Ray", xrayUsd],
   ];
   print(
     `$ per million builds: ${fmt(usd * 1e6)}: ` +
@@ -1268,7 +1311,15 @@ function moveFigures(
     window.executions.reduce((s, e) => s + Math.ceil(e.durationMs / 100) * 0.1 * (64 / 1024), 0) / n;
   const sfnUsd = sfnExecutions * PRICES.expressRequest.usd + expressGbS * PRICES.expressGbSecond.usd;
   const apiRequests = apiPosts / n;
-  usd += sfnUsd + apiRequests * PRICES.httpApiRequest.usd;
+  // the state machines' execution logs and traces, as for a build (the access log line is a
+  // create's: a move's POST answers shorter)
+  const sfnLogBytes = window.executions.reduce((s, e) => s + e.logBytes, 0) / n;
+  const traces = window.executions.filter((e) => e.traced).length / n;
+  usd +=
+    sfnUsd +
+    apiRequests * (PRICES.httpApiRequest.usd + accessLogLineBytes() * PRICES.logsIngestedByte.usd) +
+    sfnLogBytes * PRICES.vendedLogsIngestedByte.usd +
+    traces * PRICES.xrayTraceRecorded.usd;
   const machines = [...new Set(window.executions.map((e) => e.stateMachineName))].join(", ");
   print(
     `  Step Functions: ${fmt(sfnExecutions)} executions (${machines || "none"}), ${fmt(transitions, 1)} transitions; ` +

@@ -64,6 +64,18 @@ export const PRICES = {
     asOf: "2025-05",
     source: "https://aws.amazon.com/cloudwatch/pricing/",
   },
+  vendedLogsIngestedByte: {
+    usd: 0.5 / 2 ** 30,
+    per: "CloudWatch vended logs byte ingested (Step Functions' execution logs; first 10 TB a month)",
+    asOf: "2026-11-23 (the stored copy of the pricing page, Vended Logs; the Step Functions guide bills its logs at that rate)",
+    source: "https://aws.amazon.com/cloudwatch/pricing/",
+  },
+  xrayTraceRecorded: {
+    usd: 5.0 / 1e6,
+    per: "X-Ray trace recorded (first 100,000 a month free, not counted)",
+    asOf: "2026-11-23 (the stored copy of the pricing page; unchanged since 2017)",
+    source: "https://aws.amazon.com/xray/pricing/",
+  },
   cloudwatchAlarm: {
     usd: 0.1,
     per: "CloudWatch standard-resolution alarm a month (a metric alarm on one metric; first 10 free, not counted)",

@@ -31,8 +31,8 @@ interface Synth {
   assemblyDir: string;
 }
 
-function synth(props: NovalessStackProps, bundle: boolean): Synth {
-  const context = { ...cdkJson.context, ...(bundle ? {} : { "aws:cdk:bundling-stacks": [] }) };
+function synth(props: NovalessStackProps, bundle: boolean, extra: Record<string, unknown> = {}): Synth {
+  const context = { ...cdkJson.context, ...(bundle ? {} : { "aws:cdk:bundling-stacks": [] }), ...extra };
   const app = new App({ context });
   const stack = new NovalessStack(app, "NovalessStack", props);
   const template = Template.fromStack(stack);
@@ -370,11 +370,14 @@ describe("NovalessStack (defaults: Express conductor, bundled functions)", () =>
 
     const machine = only(s.template, "AWS::StepFunctions::StateMachine");
     expect(machine.Properties.StateMachineType).toBe("EXPRESS");
+    // conductor_log_level ERROR and conductor_tracing off, by default
     expect(machine.Properties.LoggingConfiguration).toMatchObject({
-      Level: "ALL",
+      Level: "ERROR",
       IncludeExecutionData: false,
     });
-    expect(machine.Properties.TracingConfiguration).toEqual({ Enabled: true });
+    expect(
+      (machine.Properties.TracingConfiguration as { Enabled?: boolean } | undefined)?.Enabled ?? false,
+    ).toBe(false);
   });
 
   it("lets the conductor invoke its two functions and cast to compute queues only", () => {
@@ -852,6 +855,7 @@ describe("NovalessStack (Standard conductor, options set)", () => {
         hostRolePath: "/fleet/hosts/",
       },
       false,
+      { conductor_log_level: "ALL", conductor_tracing: "true" },
     );
   });
 
@@ -871,10 +875,12 @@ describe("NovalessStack (Standard conductor, options set)", () => {
     );
     const machine = only(s.template, "AWS::StepFunctions::StateMachine");
     expect(machine.Properties.StateMachineType).toBe("STANDARD");
+    // -c conductor_log_level=ALL -c conductor_tracing=true
     expect(machine.Properties.LoggingConfiguration).toMatchObject({
       Level: "ALL",
       IncludeExecutionData: false,
     });
+    expect(machine.Properties.TracingConfiguration).toEqual({ Enabled: true });
   });
 
   it("with keystoneUrl, validates tokens there: no key or admin secret of its own", () => {
