@@ -536,29 +536,41 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // progress (a move between its steps, a revert, a failed move's source starting its guest).
     const settleBy = Date.now() + (opts.settleSeconds ?? 120) * 1000;
     const queues = [resources().buildRequestsQueueUrl, ...(await listHosts()).map((h) => h.queue_url)];
-    // Confirm and revert each at least once however little load a busy machine let through: a
-    // kind not accepted yet gets a resize of a quiet server, which the settling below confirms
-    // (the first) or reverts (the next).
-    const missing = (["confirmResize", "revertResize"] as const).filter((k) => !report.moves[k].accepted);
+    // Each kind of move at least once however little load a busy machine let through, each on a
+    // quiet server of its own, in this order: confirm and revert (a resize each, which the
+    // settling below confirms (the first) or reverts (the next)); pause; shelve (offloaded at once;
+    // the settling unshelves a shelved one if none was, and shelves again when the one shelved
+    // during the load was deleted first); a cold migration (ci47's loaded soak accepted resizes
+    // but asked no migrate; confirmed or reverted by the settling as any VERIFY_RESIZE); a delete
+    // mid-move (a resize, deleted as soon as it is accepted).
     const quiet = (await listInstances()).filter(
       (r) => r.vm_state === "active" && r.task_state === null && !r.migration && r.host,
     );
-    for (const r of quiet.slice(0, missing.length)) {
-      const flavorRef = pick(flavors.filter((f) => f !== r.flavor.id));
-      await moveAction(r.id, "resize", { resize: { flavorRef } });
-    }
-    // Likewise pause and shelve (offloaded at once), on quiet servers the resizes left alone; the
-    // settling below unshelves a shelved one if none was.
-    const others = quiet.slice(missing.length);
-    if (!report.moves.pause.accepted && others[0]) await moveAction(others[0].id, "pause", { pause: null });
-    // (again when the one shelved during the load was deleted before anything unshelved it)
+    const resizeOf = (r: InstanceRecord) =>
+      moveAction(r.id, "resize", { resize: { flavorRef: pick(flavors.filter((f) => f !== r.flavor.id)) } });
     const onShelf = (await listInstances()).some((r) => r.vm_state.startsWith("shelved"));
-    if ((!report.moves.shelve.accepted || (!report.moves.unshelve.accepted && !onShelf)) && others[1])
-      await moveAction(others[1].id, "shelve", { shelve: null });
-    // and a cold migration (ci47's loaded soak accepted resizes but asked no migrate); the settling
-    // confirms or reverts it as any other VERIFY_RESIZE
-    if (!report.moves.migrate.accepted && others[2])
-      await moveAction(others[2].id, "migrate", { migrate: null }, ADMIN);
+    const fallbacks: ((r: InstanceRecord) => Promise<unknown>)[] = [
+      ...(["confirmResize", "revertResize"] as const)
+        .filter((k) => !report.moves[k].accepted)
+        .map(() => resizeOf),
+      ...(report.moves.pause.accepted
+        ? []
+        : [(r: InstanceRecord) => moveAction(r.id, "pause", { pause: null })]),
+      ...(!report.moves.shelve.accepted || (!report.moves.unshelve.accepted && !onShelf)
+        ? [(r: InstanceRecord) => moveAction(r.id, "shelve", { shelve: null })]
+        : []),
+      ...(report.moves.migrate.accepted
+        ? []
+        : [(r: InstanceRecord) => moveAction(r.id, "migrate", { migrate: null }, ADMIN)]),
+      ...(report.deleted_moving + report.deleted_verify_resize > 0
+        ? []
+        : [
+            async (r: InstanceRecord) => {
+              if ((await resizeOf(r)) && (await deleteServer(r.id))) report.deleted_moving++;
+            },
+          ]),
+    ];
+    for (const [i, fallback] of fallbacks.entries()) if (quiet[i]) await fallback(quiet[i]);
     let building = await listBuilding();
     let pending = 0;
     let busy: InstanceRecord[] = [];
