@@ -251,6 +251,39 @@ function record(
     recordCapacity(caller, operation, c);
   if (operation === "BatchGetItem")
     recordBatchGetMisses(caller, input, Array.isArray(consumed) ? consumed : [consumed], output!);
+  else if (READ_MINIMUM_OPERATIONS.has(operation)) recordReadMinimum(caller, input, entries);
+}
+
+const READ_MINIMUM_OPERATIONS = new Set(["GetItem", "Query", "Scan"]);
+
+/**
+ * A read that finds nothing is billed all the same: "If you perform a read operation on an item
+ * that doesn't exist, DynamoDB will still consume read throughput … For Query/Scan operations,
+ * you'll still be charged … even if no data exists" (the developer guide's "DynamoDB read and
+ * write operations"): at least ½ unit eventually consistent, 1 strongly consistent (a global
+ * secondary index is read eventually consistent). DynamoDB Local reports 0 for a Query or a Scan
+ * that finds nothing, so the meter charges that minimum, to the index the request named.
+ */
+function recordReadMinimum(caller: string, input: Record<string, unknown>, entries: Capacity[]): void {
+  const table = typeof input.TableName === "string" ? input.TableName : "?";
+  const reported = entries
+    .filter((c) => (c.TableName ?? "?") === table)
+    .reduce((sum, c) => sum + (c.CapacityUnits ?? c.ReadCapacityUnits ?? 0), 0);
+  const minimum = input.ConsistentRead === true && typeof input.IndexName !== "string" ? 1 : 0.5;
+  if (reported >= minimum) return;
+  const missing = minimum - reported;
+  recordCapacity(
+    caller,
+    "Query",
+    typeof input.IndexName === "string"
+      ? {
+          TableName: table,
+          CapacityUnits: missing,
+          Table: { CapacityUnits: 0 },
+          GlobalSecondaryIndexes: { [input.IndexName]: { CapacityUnits: missing } },
+        }
+      : { TableName: table, CapacityUnits: missing },
+  );
 }
 
 /**

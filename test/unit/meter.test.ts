@@ -4,7 +4,7 @@
 // empty long polls.
 import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
-import { GetCommand, PutCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dynamo, resetClients, sqsClient } from "../../lib/aws/clients.js";
 import { runAs } from "../../lib/aws/identity.js";
@@ -182,6 +182,35 @@ describe.skipIf(!java.ok)("request meter on DynamoDB Local", () => {
     });
     expect(alice.conditionalFailures).toBe(1);
     expect(alice.failedWriteUnits[TABLE]).toBe(4);
+  });
+
+  it("charges a read that finds nothing its minimum, as AWS bills it (DynamoDB Local reports 0)", async () => {
+    startMeter();
+    await runAs(ALICE, async () => {
+      for (const consistent of [true, false])
+        await dynamo().send(
+          new QueryCommand({
+            TableName: TABLE,
+            KeyConditionExpression: "pk = :p",
+            ExpressionAttributeValues: { ":p": "nothing-here" },
+            ConsistentRead: consistent,
+          }),
+        );
+      await dynamo().send(
+        new QueryCommand({
+          TableName: TABLE,
+          IndexName: "by-shard",
+          KeyConditionExpression: "#s = :s",
+          ExpressionAttributeNames: { "#s": "shard" },
+          ExpressionAttributeValues: { ":s": "no-such-shard" },
+        }),
+      );
+    });
+    expect(meterReading()[ALICE.accessKeyId]!.tables[TABLE]).toMatchObject({
+      read: 1.5,
+      indexRead: 0.5,
+      indexes: { "by-shard": { read: 0.5 } },
+    });
   });
 
   it("bills a transaction as AWS does: 2 units per item, its index entries once", async () => {
