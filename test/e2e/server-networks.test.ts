@@ -4,9 +4,11 @@
 // build aborted when the subnet is full, and a delete that frees what the server made (and only
 // unbinds a port the user gave).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { meterReading, startMeter, stopMeter } from "../../lib/aws/meter.js";
 import type { FakeDriver } from "../../lib/compute/drivers/fake.js";
 import { PUBLIC_NETWORK_ID } from "../../lib/network/seed.js";
 import { getPort } from "../../lib/network/store/table.js";
+import { accessKeyIdOf } from "../../local/iam/identities.js";
 import type { Runtime } from "../../local/runtime.js";
 import { ADMIN, type Client, eventually, leakedClaims, startTestRuntime } from "./harness.js";
 
@@ -65,6 +67,22 @@ describe("a server's networks", () => {
     for (const id of ids) await demo.delete(`/v2.1/servers/${id}`);
     for (const id of ids) await admin.waitForStatus(id, ["GONE"]);
     for (const id of ids) expect((await net(admin, `ports?device_id=${id}`)).body.ports).toEqual([]);
+  });
+
+  it("a create reads its network once: the zones come from the network the request was checked with", async () => {
+    startMeter();
+    meterReading({ reset: true });
+    const r = await create(demo, { name: "one-network-read" });
+    const api = meterReading({ reset: true })[accessKeyIdOf("api")];
+    stopMeter();
+    expect(r.status).toBe(202);
+    // the project's networks listed (the `by-kind` Query) to pick the one there is; its
+    // availability_zone_hints are read from that listing, not from a GetItem of the network
+    expect(api?.requests["dynamodb:Query"]).toBe(1);
+    expect(api?.requests["dynamodb:GetItem"]).toBeUndefined();
+    await active(r.body.server.id);
+    await demo.delete(`/v2.1/servers/${r.body.server.id}`);
+    await admin.waitForStatus(r.body.server.id, ["GONE"]);
   });
 
   it("before 2.37, no networks: the one network there is, its address in the views and os-interface", async () => {

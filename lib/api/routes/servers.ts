@@ -8,6 +8,7 @@ import { SecurityGroupRefused } from "../../instances/security-groups.js";
 import type { InstanceRecord, NetworkRequest } from "../../instances/types.js";
 import { log } from "../../log.js";
 import { metrics } from "../../metrics.js";
+import type { Network } from "../../network/store/table.js";
 import { isServiceUp } from "../../placement/liveness.js";
 import type { ProjectQuotas } from "../../quotas/store.js";
 import type { AuthContext } from "../auth.js";
@@ -144,8 +145,9 @@ export async function resolveCreate({ ctx, deps, body }: RouteCall): Promise<Res
   if (req.requestedDestination) await checkDestination(deps, req.requestedDestination);
   const group = await findHintedGroup(deps, req.schedulerHints, auth);
   const securityGroups = await requestedSecurityGroups(deps, req, auth);
-  const networks = await requestedNetworks(deps, req, auth);
-  const networkZones = networks.length ? await deps.network?.zones(networks) : undefined;
+  const seen = new Map<string, Network>();
+  const networks = await requestedNetworks(deps, req, auth, seen);
+  const networkZones = networks.length ? await deps.network?.zones(networks, seen) : undefined;
   if (networkZones) checkNetworkZones(networkZones, req.az?.zone ?? undefined);
   return {
     req,
@@ -186,10 +188,11 @@ async function requestedNetworks(
   deps: ApiDeps,
   req: CreateServerRequest,
   auth: AuthContext,
+  seen: Map<string, Network>,
 ): Promise<NetworkRequest[]> {
   if (!deps.network) return [];
   try {
-    return await deps.network.validate(req.networks, auth, req.maxCount);
+    return await deps.network.validate(req.networks, auth, req.maxCount, seen);
   } catch (e) {
     if (e instanceof NetworkRequestRefused)
       throw e.status === 409 ? conflict(e.message) : badRequest(e.message);
