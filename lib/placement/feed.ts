@@ -6,10 +6,14 @@
 // number is part of the item format.
 
 /**
- * Two partitions: a claim and a heartbeat's num_io_ops are about two entries a build, so 100
- * builds/s write 100 a second to each (a partition takes 1,000), and a refresh is two Queries.
+ * One partition: a claim and a build's num_io_ops are about 1.6 entries a build (bench:cost), so
+ * 100 builds/s write about 160 a second to it, where a partition takes 1,000 (idle heartbeats
+ * write no entry). Every decision of every warm scheduler reads every shard, each a Query of at
+ * least ½ read unit, so a second shard cost ½ unit a decision for headroom the feed does not
+ * need (two until 2026-12-08: an entry a writer of the old release put in shard "1" meanwhile is
+ * not read, which leaves that host stale in a cache until its next write, as a lost entry does).
  */
-export const FEED_SHARDS = ["0", "1"] as const;
+export const FEED_SHARDS = ["0"] as const;
 
 /** How long an entry stays readable (the table's TTL); a cache older than this reads the fleet. */
 export const FEED_RETENTION_S = 3_600;
