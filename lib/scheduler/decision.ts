@@ -49,6 +49,10 @@ export class Decision {
   /** candidate slots (indexes into weighing.candidates) in weighed order, as far as computed */
   private ordered = new Int32Array(0);
   private complete = false;
+  /** the weighers' raw values by candidate slot, when the weighing kept only the compact explanation's */
+  private kept = new Map<number, Float64Array>();
+  /** the fleet's version when weighed: raw values read from it since are the weighing's while equal */
+  private readonly weighedAt: number;
 
   constructor(
     readonly fleet: Fleet,
@@ -57,7 +61,9 @@ export class Decision {
     readonly requested: ResourceAmounts,
     readonly trace: readonly StageTrace[],
     readonly weighing: Weighing,
-  ) {}
+  ) {
+    this.weighedAt = fleet.version;
+  }
 
   /** positions of the hosts that passed every stage, in fleet order */
   get candidates(): Int32Array {
@@ -174,13 +180,50 @@ export class Decision {
 
   private values(slot: number): WeigherValues[] {
     const h = this.fleet.hosts[this.position(slot)]!;
-    return this.weighing.runs.map((run) => ({
+    const raw = this.rawValues(slot);
+    return this.weighing.runs.map((run, k) => ({
       host: h.host,
       nodename: h.nodename,
-      raw: run.raw[slot]!,
-      normalized: normalizedValue(run, slot),
+      raw: raw[k]!,
+      normalized: normalizedValue(run, raw[k]!),
       multiplier: multiplierAt(this.fleet, run, this.position(slot)),
     }));
+  }
+
+  /** Each weigher's raw value for the candidate at `slot`, as weighed. */
+  private rawValues(slot: number): ArrayLike<number> {
+    const runs = this.weighing.runs;
+    if (runs.length === 0 || runs[0]!.raw) return runs.map((run) => run.raw![slot]!);
+    let raw = this.kept.get(slot);
+    if (raw) return raw;
+    const position = this.position(slot);
+    if (this.fleet.version !== this.weighedAt) {
+      const h = this.fleet.hosts[position]!;
+      throw new Error(
+        `The weighers' raw values of ${h.host} (${h.nodename}) were not kept and the hosts have changed since: ` +
+          "ask for the detailed explanation before the decision, or keep the hosts explained (keepExplained).",
+      );
+    }
+    // The fleet is as it was weighed: reading it again gives the same values.
+    raw = Float64Array.from(runs, (run) => run.rawAt(position));
+    this.kept.set(slot, raw);
+    return raw;
+  }
+
+  /**
+   * Keeps the weighers' raw values of the hosts the compact explanation names (the best `top` and
+   * the host at `chosen`, a position), before the fleet changes (the chosen host consumed): a
+   * weighing for the compact explanation only did not keep them for every candidate.
+   */
+  keepExplained(chosen?: number, top = COMPACT_TOP): void {
+    if (this.weighing.runs[0]?.raw !== undefined) return;
+    for (let k = 0; k < top; k++) {
+      const slot = this.slotAt(k);
+      if (slot === undefined) break;
+      this.rawValues(slot);
+    }
+    const slot = chosen === undefined ? -1 : this.slotOf(chosen);
+    if (slot >= 0) this.rawValues(slot);
   }
 
   private ranked(slot: number) {

@@ -21,6 +21,8 @@ export class Fleet implements FleetIndex {
   private classCounts!: Record<HostFacet, number>;
   private scratchArrays!: [Int32Array, Int32Array];
   private zeroArray!: Float64Array;
+  private weighArray!: Float64Array;
+  private changes = 0;
   private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
   private lists: (readonly HostAggregate[])[] = [];
   private members: Int32Array[] = [];
@@ -73,6 +75,19 @@ export class Fleet implements FleetIndex {
     return this.zeroArray;
   }
 
+  /** room for one weigher's raw values (the scheduler's, one decision at a time) */
+  get weighScratch(): Float64Array {
+    return this.weighArray;
+  }
+
+  /**
+   * Counts the changes to host states (update, consume, unconsume): what a decision read from the
+   * fleet is still there while it is the same.
+   */
+  get version(): number {
+    return this.changes;
+  }
+
   /** room for one decision's rejections, host by host (the scheduler's, one decision at a time) */
   get rejectionScratch(): { positions: Int32Array; reasons: (Rejection | undefined)[] } {
     return this.rejectionArrays;
@@ -95,6 +110,7 @@ export class Fleet implements FleetIndex {
     this.aggs = aggregates;
     this.scratchArrays = [new Int32Array(n), new Int32Array(n)];
     this.zeroArray = new Float64Array(n);
+    this.weighArray = new Float64Array(n);
     this.rejectionArrays = { positions: new Int32Array(n), reasons: new Array(n).fill(undefined) };
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
@@ -174,6 +190,7 @@ export class Fleet implements FleetIndex {
     changed: readonly HostState[],
     opts: { removed?: readonly string[]; aggregates?: readonly HostAggregate[] } = {},
   ): void {
+    this.changes++;
     const removed = new Set(opts.removed ?? []);
     const aggregates = opts.aggregates ?? this.aggs;
     let rebuild =
@@ -344,12 +361,14 @@ export class Fleet implements FleetIndex {
    * DISK_GB × 1024, so swap counts (Nova's consume omits swap; Placement counts it).
    */
   consume(i: number, resources: ResourceAmounts): void {
+    this.changes++;
     consumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
   }
 
   /** consume() undone (an all-or-nothing request that failed part-way). */
   unconsume(i: number, resources: ResourceAmounts): void {
+    this.changes++;
     unconsumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
   }

@@ -19,7 +19,7 @@ import type {
   RequestSpec,
   SpecField,
 } from "./types.js";
-import { weighCandidates } from "./weigh.js";
+import { type ExplanationKind, weighCandidates } from "./weigh.js";
 import { enabledWeighers } from "./weighers/index.js";
 
 export interface PipelineContext {
@@ -32,6 +32,11 @@ export interface PipelineContext {
   previous?: EarlierDecision;
   /** where the instances the request names run (hints, group members), placed ones included */
   instances?: InstanceLocator;
+  /**
+   * The explanation the decision will be asked for: "compact" (what the scheduler Lambda keeps)
+   * keeps the weighers' raw values of the hosts it names only; "detailed" (the default) every one.
+   */
+  explanation?: ExplanationKind;
 }
 
 /**
@@ -57,11 +62,18 @@ export function filterAndWeigh(fleet: Fleet, spec: RequestSpec, ctx: PipelineCon
   ];
   const { candidates, trace } = runStages(fleet, stages);
 
-  const weighing = weighCandidates(fleet, candidates, spec, weighers, {
-    config: ctx.config,
+  const weighing = weighCandidates(
     fleet,
-    instances,
-  });
+    candidates,
+    spec,
+    weighers,
+    {
+      config: ctx.config,
+      fleet,
+      instances,
+    },
+    ctx.explanation,
+  );
   return new Decision(fleet, ctx.index, placement.resources, trace, weighing);
 }
 

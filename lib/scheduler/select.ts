@@ -15,6 +15,7 @@ import type {
   ResourceAmounts,
   Selection,
 } from "./types.js";
+import type { ExplanationKind } from "./weigh.js";
 
 export interface ScheduleInput {
   fleet: Fleet;
@@ -31,6 +32,11 @@ export interface ScheduleInput {
    * are seen as placed (the caller's locator is not changed).
    */
   instanceHosts?: InstanceLocator;
+  /**
+   * The explanation the decisions will be asked for: "compact" keeps the weighers' raw values of
+   * the hosts it names only (the best and the chosen); "detailed" (the default) every candidate's.
+   */
+  explanation?: ExplanationKind;
 }
 
 export interface ClaimRequest {
@@ -91,7 +97,10 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
       excludeHosts,
       previous: decision,
       instances,
+      ...(input.explanation ? { explanation: input.explanation } : {}),
     });
+    // What the compact explanation names, as weighed: the best before the claims, the chosen after.
+    decision.keepExplained();
     order = claimOrder(decision, config, random);
     tried = [];
     const conflicts: string[] = [];
@@ -110,6 +119,7 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
       // Nova's claim loop: a lost race is not an error, try the next host.
       conflicts.push(answer.reason);
     }
+    decision.keepExplained(claimed);
     if (claimed === undefined) return { ok: false, instance_uuid: uuid, decision, placements, conflicts };
     const host = fleet.hosts[claimed]!;
     fleet.consume(claimed, decision.requested);
@@ -199,6 +209,7 @@ function alternatesFor(
       excludeHosts: new Set(input.excludeHosts ?? []),
       previous: last,
       instances,
+      ...(input.explanation ? { explanation: input.explanation } : {}),
     });
     order = claimOrder(again, input.config, random);
   }
