@@ -3,6 +3,7 @@
 // them), numbers and inventories as arrays. Hosts are addressed by their position. A warm
 // scheduler keeps one Fleet and applies each refresh's changed hosts to it (update()).
 import { weightMultiplier } from "./aggregates.js";
+import { ipv4Number } from "./ip.js";
 import type {
   FleetIndex,
   HostAggregate,
@@ -36,6 +37,7 @@ export class Fleet implements FleetIndex {
   private numbersByClass = new Map<string, Float64Array>();
   private numbers!: Record<HostNumber, Float64Array>;
   private metrics = new Map<string, { value: Float64Array; has: Uint8Array }>();
+  private ipv4Column: Float64Array | undefined;
 
   constructor(hosts: readonly HostState[], aggregates: readonly HostAggregate[]) {
     this.build(hosts, aggregates);
@@ -140,6 +142,7 @@ export class Fleet implements FleetIndex {
     this.masks = new Map();
     this.numbersByClass = new Map();
     this.metrics = new Map();
+    this.ipv4Column = undefined;
     const members: number[][] = [];
     for (const [i, h] of this.list.entries()) {
       for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
@@ -251,6 +254,7 @@ export class Fleet implements FleetIndex {
       summarize(col);
       this.columns.set(rc, col);
     }
+    if (this.ipv4Column) this.ipv4Column[i] = ipv4Number(h.host_ip);
     for (const [name, m] of this.metrics) {
       const v = h.metrics[name];
       m.value[i] = v ?? 0;
@@ -289,6 +293,10 @@ export class Fleet implements FleetIndex {
     return this.numbers[field];
   }
 
+  numberColumn(name: string): Float64Array | undefined {
+    return Object.hasOwn(this.numbers, name) ? this.numbers[name as HostNumber] : undefined;
+  }
+
   metric(name: string): { value: Float64Array; has: Uint8Array } {
     let m = this.metrics.get(name);
     if (!m) {
@@ -303,6 +311,11 @@ export class Fleet implements FleetIndex {
       this.metrics.set(name, m);
     }
     return m;
+  }
+
+  ipv4(): Float64Array {
+    if (!this.ipv4Column) this.ipv4Column = Float64Array.from(this.list, (h) => ipv4Number(h.host_ip));
+    return this.ipv4Column;
   }
 
   /**

@@ -5,7 +5,7 @@
 import { extraSpecMatcher } from "../extra-specs-ops.js";
 import { hasHostAttribute, hostCapabilityOf, isFloatAttribute } from "../host-view.js";
 import { pyStr } from "../python.js";
-import type { HostFilter, HostState, Rejection } from "../types.js";
+import type { FleetIndex, HostFilter, HostState, Rejection } from "../types.js";
 
 interface Requirement {
   key: string;
@@ -21,8 +21,8 @@ interface Requirement {
   verdicts: Map<string, Rejection | null>;
   /** the same by the value itself when it is not a dict (no str() per host) */
   byValue: Map<unknown, Rejection | null>;
-  /** the host's capability at `scope` */
-  capability: (host: HostState) => unknown;
+  /** the host's capability at `scope` (the host at position `i`) */
+  capability: (host: HostState, i: number) => unknown;
   /** the rejection of a host without the capability */
   absent: Rejection;
 }
@@ -32,7 +32,7 @@ export const ComputeCapabilitiesFilter: HostFilter = {
   // Instance type and host capabilities do not change within a request.
   runOncePerRequest: true,
   runOnRebuild: false,
-  prepare(spec) {
+  prepare(spec, ctx) {
     const requirements: Requirement[] = [];
     for (const [key, req] of Object.entries(spec.flavor.extra_specs)) {
       const scope = key.split(":");
@@ -48,7 +48,7 @@ export const ComputeCapabilitiesFilter: HostFilter = {
         rejection: { summary: `do not match extra spec ${key}=${req}` },
         verdicts: new Map(),
         byValue: new Map(),
-        capability: hostCapabilityOf(scope),
+        capability: capabilityOf(scope, ctx.fleet),
         absent: {
           summary: `do not match extra spec ${key}=${req}`,
           reason: `host has no capability ${scope.join(":")}`,
@@ -56,10 +56,10 @@ export const ComputeCapabilitiesFilter: HostFilter = {
       });
     }
     if (requirements.length === 0) return null;
-    return (host) => {
+    return (host, i) => {
       for (const r of requirements) {
         if (r.unscoped && !hasHostAttribute(r.key) && !(r.key in host.stats)) continue;
-        const cap = r.capability(host);
+        const cap = r.capability(host, i);
         if (cap === undefined) return r.absent;
         // A number or text has one str(): its verdict is kept by the value itself.
         const plain = cap === null || typeof cap !== "object";
@@ -81,3 +81,14 @@ export const ComputeCapabilitiesFilter: HostFilter = {
     };
   },
 };
+
+/**
+ * hostCapabilityOf(scope); a number attribute (`capabilities:vcpus_total`) from the fleet's
+ * column, always equal to the host state's (and never None, so its stats are not asked).
+ */
+function capabilityOf(scope: readonly string[], fleet: FleetIndex): Requirement["capability"] {
+  const column = scope.length === 1 ? fleet.numberColumn(scope[0]!) : undefined;
+  if (column) return (_host, i) => column[i];
+  const capability = hostCapabilityOf(scope);
+  return (host) => capability(host);
+}
