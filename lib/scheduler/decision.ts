@@ -323,11 +323,12 @@ export class Decision {
       if (r.fit?.violation !== "capacity") return;
       const { resource_class, requested, free } = r.fit;
       const known = g.capacity;
-      // (updated in place while it stays the same class and request: no object per host)
-      if (known && known.resource_class === resource_class && known.requested === requested) {
+      // (the group's own record, updated in place: no object per host)
+      if (known) {
+        known.resource_class = resource_class;
+        known.requested = requested;
         known.largest_free = Math.max(free, known.largest_free);
-      } else
-        g.capacity = { resource_class, requested, largest_free: Math.max(free, known?.largest_free ?? 0) };
+      } else g.capacity = { resource_class, requested, largest_free: Math.max(free, 0) };
     };
     let last: Rejection | undefined;
     let lastEntry: Entry | undefined;

@@ -38,6 +38,12 @@ export class Fleet implements FleetIndex {
   private numbers!: Record<HostNumber, Float64Array>;
   private metrics = new Map<string, { value: Float64Array; has: Uint8Array }>();
   private ipv4Column: Float64Array | undefined;
+  private byClassScratch = {
+    failAt: new Int32Array(0),
+    bulk: new Uint8Array(0),
+    leaving: new Int32Array(0),
+    cursor: new Int32Array(0),
+  };
 
   constructor(hosts: readonly HostState[], aggregates: readonly HostAggregate[]) {
     this.build(hosts, aggregates);
@@ -75,6 +81,23 @@ export class Fleet implements FleetIndex {
   /** a 0 per position, never written: the raw values of a weigher with nothing to weigh */
   get zeros(): Float64Array {
     return this.zeroArray;
+  }
+
+  /**
+   * Arrays by aggregate class for one decision's passes (the scheduler's, one decision at a time),
+   * at least as long as there are classes; their contents are the last decision's.
+   */
+  get classScratch(): { failAt: Int32Array; bulk: Uint8Array; leaving: Int32Array; cursor: Int32Array } {
+    const n = this.aggregateSetCount;
+    if (this.byClassScratch.failAt.length < n) {
+      this.byClassScratch = {
+        failAt: new Int32Array(n),
+        bulk: new Uint8Array(n),
+        leaving: new Int32Array(n),
+        cursor: new Int32Array(n),
+      };
+    }
+    return this.byClassScratch;
   }
 
   /** room for one weigher's raw values (the scheduler's, one decision at a time) */
@@ -355,6 +378,8 @@ export class Fleet implements FleetIndex {
       table = {
         configured,
         uniform: overridden ? undefined : sign * configured,
+        values,
+        known,
         at(host, c) {
           if (!known[c]) {
             values[c] = sign * weightMultiplier(host.aggregates, option, configured);
@@ -517,6 +542,9 @@ export interface MultiplierTable {
   uniform: number | undefined;
   /** the multiplier of `host`, of aggregate class `c` */
   at(host: HostState, c: number): number;
+  /** at()'s answers by class, where `known` (read inline by the weighing's loops) */
+  readonly values: Float64Array;
+  readonly known: Uint8Array;
 }
 
 /** consume() undone: a request that could not be placed whole gives back what it took. */

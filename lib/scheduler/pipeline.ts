@@ -131,13 +131,15 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   // Per aggregate class: the first aggregate check (by its place in `ops`) rejecting it, if any.
   const classes = fleet.aggregateSetCount;
   const members = fleet.aggregateMembers;
-  const failAt = new Int32Array(classes).fill(ops.length);
+  // (arrays by class kept with the fleet, as the scratch below: one decision at a time)
+  const scratch = fleet.classScratch;
+  const failAt = scratch.failAt.fill(ops.length, 0, classes);
   const failure: (Rejection | undefined)[] = new Array(classes);
   // A seed rejects hosts before any check: no class can be rejected whole then.
   const firstHostOp = seed ? 0 : ops.findIndex((op) => op.check.reads !== "aggregates");
   const aggregateOps: number[] = [];
   for (let at = 0; at < ops.length; at++) if (ops[at]!.check.reads === "aggregates") aggregateOps.push(at);
-  const bulk = new Uint8Array(classes);
+  const bulk = scratch.bulk.fill(0, 0, classes);
   // Per aggregate check, how many classes not rejected whole it turns away: none, no pass needed.
   const failing = new Int32Array(ops.length);
   const cached = aggregateOps.map((at) => keptVerdicts(fleet, stages[ops[at]!.stage]!, ops[at]!.check));
@@ -181,7 +183,7 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   const log = new RejectionLog(fleet.rejectionScratch);
   const runs: number[][] = stages.map(() => []);
   // Per aggregate class, its hosts an aggregate check turns away (reused from check to check).
-  const leaving = new Int32Array(classes);
+  const leaving = scratch.leaving.fill(0, 0, classes);
   for (let at = 0; at < ops.length; at++) {
     if (count === 0) break;
     const op = ops[at]!;
@@ -204,7 +206,7 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
         } else next[kept++] = i;
       }
       if (leavingCount > 0)
-        blocks[op.stage]!.push(...classBlocks(gone, leavingCount, classOf, leaving, failure));
+        blocks[op.stage]!.push(...classBlocks(gone, leavingCount, classOf, leaving, scratch.cursor, failure));
     } else {
       const start = log.count;
       const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
@@ -249,11 +251,11 @@ function classBlocks(
   count: number,
   classOf: Int32Array,
   leaving: Int32Array,
+  /** per class, where its next host goes in `all` (set here before it is read) */
+  cursor: Int32Array,
   failure: readonly (Rejection | undefined)[],
 ): RejectedBlock[] {
   const all = new Int32Array(count);
-  // Per class, where its next host goes in `all`.
-  const cursor = new Int32Array(leaving.length);
   const out: RejectedBlock[] = [];
   let offset = 0;
   for (let j = 0; j < count && offset < count; j++) {

@@ -276,6 +276,9 @@ export interface FleetIndex {
   named(names: Iterable<string>, caseInsensitive?: boolean): Uint8Array;
   /** numbers by aggregate class (NaN: not worked out yet), kept with the fleet under `key` */
   classNumbers(key: string): Float64Array;
+  /** per facet, position → class id (hosts in one class share that facet's value) */
+  readonly classOf: Readonly<Record<HostFacet, Int32Array>>;
+  readonly classCount: Readonly<Record<HostFacet, number>>;
   /** position → id of its aggregate list (hosts sharing their aggregates share an id) */
   readonly aggregateSetOf: Int32Array;
   readonly aggregateSetCount: number;

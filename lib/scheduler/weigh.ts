@@ -32,8 +32,8 @@ function bounds(values: ArrayLike<number>, minval?: number, maxval?: number): { 
   return { min, max };
 }
 
-function clampAll(raw: Float64Array, min?: number, max?: number): Float64Array {
-  const out = new Float64Array(raw.length);
+function clampAll(raw: Float64Array, min?: number, max?: number, into?: Float64Array): Float64Array {
+  const out = into ?? new Float64Array(raw.length);
   for (let j = 0; j < raw.length; j++) out[j] = clamp(raw[j]!, min, max);
   return out;
 }
@@ -152,21 +152,26 @@ export function weighCandidates(
     // weigher said, for the explanation. Clamping rarely changes anything: copy only if it does.
     const min = minval ?? bound.lowest;
     const max = maxval ?? bound.highest;
-    const clamped = bound.clamps ? clampAll(raw, minval, maxval) : raw;
+    // (the fleet's scratch, not kept, is clamped where it is)
+    const clamped = bound.clamps ? clampAll(raw, minval, maxval, raw === scratch ? raw : undefined) : raw;
     const table = fleet.multipliers(
       weigher.multiplierOption,
       config[weigher.multiplierOption],
       weigher.negated,
     );
     runs.push({ weigher, raw: buffer ? raw : undefined, rawAt, min, max, multipliers: table });
-    const byClass = table.uniform === undefined ? classMultipliers(table, fleet, candidates) : undefined;
+    // Multipliers overridden by aggregates: the table's, by class (worked out once per class).
+    const byClass = table.uniform === undefined ? table.values : undefined;
+    const known = table.known;
     const m = table.uniform ?? 0;
     if (min === max) {
       // Every normalized value is 0: adding (finite × 0) changes no weight; only a non-finite
       // multiplier (aggregate metadata "inf") would, as it does in Nova.
       if (table.uniform !== undefined && Number.isFinite(table.uniform)) continue;
       for (let j = 0; j < n; j++) {
-        const multiplier = byClass ? byClass[classOf[candidates[j]!]!]! : m;
+        const i = candidates[j]!;
+        const c = classOf[i]!;
+        const multiplier = byClass ? (known[c] ? byClass[c]! : table.at(hosts[i]!, c)) : m;
         weights[j] = weights[j]! + multiplier * 0;
       }
       continue;
@@ -177,7 +182,10 @@ export function weighCandidates(
     // weights[j] += term(j): one tight loop per term is what V8 runs fastest.
     if (byClass) {
       for (let j = 0; j < n; j++) {
-        weights[j] = weights[j]! + byClass[classOf[candidates[j]!]!]! * ((clamped[j]! - min) / range);
+        const i = candidates[j]!;
+        const c = classOf[i]!;
+        const multiplier = known[c] ? byClass[c]! : table.at(hosts[i]!, c);
+        weights[j] = weights[j]! + multiplier * ((clamped[j]! - min) / range);
       }
     } else for (let j = 0; j < n; j++) weights[j] = weights[j]! + m * ((clamped[j]! - min) / range);
   }
@@ -235,22 +243,6 @@ function bounded(raw: Float64Array, lo: number, hi: number): Bounds {
 function zeroBounds(minval: number | undefined, maxval: number | undefined): Bounds {
   const c = clamp(0, minval, maxval);
   return { lowest: c, highest: c, clamps: c !== 0 };
-}
-
-/** The table's multiplier for every aggregate class among the candidates, by class. */
-function classMultipliers(table: MultiplierTable, fleet: Fleet, candidates: Int32Array): Float64Array {
-  const byClass = new Float64Array(fleet.aggregateSetCount);
-  const seen = new Uint8Array(fleet.aggregateSetCount);
-  const classOf = fleet.aggregateSetOf;
-  for (let j = 0; j < candidates.length; j++) {
-    const i = candidates[j]!;
-    const c = classOf[i]!;
-    if (seen[c] === 0) {
-      byClass[c] = table.at(fleet.hosts[i]!, c);
-      seen[c] = 1;
-    }
-  }
-  return byClass;
 }
 
 /** Nova's weigher.weight_multiplier(host_state), unsigned. */

@@ -3,7 +3,7 @@
 // operators. An unscoped key is checked only when the host has such an attribute or stat;
 // keys in any other scope are not this filter's.
 import { extraSpecMatcher } from "../extra-specs-ops.js";
-import { hasHostAttribute, hostCapabilityOf, isFloatAttribute } from "../host-view.js";
+import { hasHostAttribute, hostAttributeOf, hostCapabilityOf, isFloatAttribute } from "../host-view.js";
 import { pyStr } from "../python.js";
 import type { FleetIndex, HostFilter, HostState, Rejection } from "../types.js";
 
@@ -84,11 +84,34 @@ export const ComputeCapabilitiesFilter: HostFilter = {
 
 /**
  * hostCapabilityOf(scope); a number attribute (`capabilities:vcpus_total`) from the fleet's
- * column, always equal to the host state's (and never None, so its stats are not asked).
+ * column, always equal to the host state's (and never None, so its stats are not asked); a
+ * hypervisor attribute (`capabilities:hypervisor_type`) once per class of hosts sharing the
+ * hypervisor facet, where it is not None (else the host's stats are asked, as host by host).
  */
 function capabilityOf(scope: readonly string[], fleet: FleetIndex): Requirement["capability"] {
   const column = scope.length === 1 ? fleet.numberColumn(scope[0]!) : undefined;
   if (column) return (_host, i) => column[i];
   const capability = hostCapabilityOf(scope);
-  return (host) => capability(host);
+  if (scope.length !== 1 || !HYPERVISOR_FACET.has(scope[0]!)) return (host) => capability(host);
+  const attribute = hostAttributeOf(scope[0]!);
+  const classOf = fleet.classOf.hypervisor;
+  const byClass = new Array<unknown>(fleet.classCount.hypervisor);
+  return (host, i) => {
+    const c = classOf[i]!;
+    let cap = byClass[c];
+    if (cap === undefined) {
+      // None: the host's stats are asked, and they are not the class's.
+      cap = attribute(host);
+      if (cap === undefined) return capability(host);
+      byClass[c] = cap;
+    }
+    return cap;
+  };
 }
+
+/** The attributes the fleet's hypervisor facet is made of: one value per class. */
+const HYPERVISOR_FACET: ReadonlySet<string> = new Set([
+  "supported_instances",
+  "hypervisor_type",
+  "hypervisor_version",
+]);

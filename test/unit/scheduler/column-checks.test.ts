@@ -167,3 +167,43 @@ describe("a decision for the compact explanation only", () => {
     expect(() => decision.detailed()).toThrow(/were not kept and the hosts have changed since/);
   });
 });
+
+describe("ComputeCapabilitiesFilter on the fleet's classes and columns", () => {
+  const hosts = [
+    host("qemu-1", { hypervisor_type: "QEMU", vcpus_total: 32 }),
+    host("qemu-2", { hypervisor_type: "QEMU", vcpus_total: 8 }),
+    host("kvm-1", { hypervisor_type: "KVM", vcpus_total: 64 }),
+    // No hypervisor_type: Nova's _get_capabilities reads the stats then, host by host.
+    host("none-1", { hypervisor_type: null as unknown as string, stats: { hypervisor_type: "QEMU" } }),
+    host("none-2", { hypervisor_type: null as unknown as string, stats: { hypervisor_type: "KVM" } }),
+    host("none-3", { hypervisor_type: null as unknown as string }),
+  ];
+  const f = fleet(hosts);
+  const ctx = { index: 0, config: config(), fleet: f, instances: new Map<string, string>() };
+  const verdicts = (extra_specs: Record<string, string>) => {
+    const s = spec();
+    s.flavor = { ...s.flavor, extra_specs };
+    const check = FILTERS.get("ComputeCapabilitiesFilter")!.prepare(s, ctx)!;
+    return f.hosts.map((h, i) => check(h, i)?.reason ?? null);
+  };
+  it("a hypervisor attribute: per class where the host has it, its stats where it has none", () => {
+    expect(verdicts({ "capabilities:hypervisor_type": "s== QEMU" })).toEqual([
+      null,
+      null,
+      "capability hypervisor_type is KVM, not s== QEMU",
+      null,
+      "capability hypervisor_type is KVM, not s== QEMU",
+      "host has no capability hypervisor_type",
+    ]);
+  });
+  it("a number attribute from its column", () => {
+    expect(verdicts({ "capabilities:vcpus_total": ">= 32" }).map((r) => r === null)).toEqual([
+      true,
+      false,
+      true,
+      false,
+      false,
+      false,
+    ]);
+  });
+});
