@@ -253,9 +253,9 @@ export class Fleet implements FleetIndex {
     for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
     const c = this.classOfFacet.aggregates[i]!;
     if (c !== oldAggregateClass) {
-      this.members[oldAggregateClass] = this.members[oldAggregateClass]!.filter((p) => p !== i);
-      const joined = this.members[c] ?? new Int32Array(0);
-      this.members[c] = Int32Array.from([...joined, i]).sort();
+      // New arrays (a decision's blocks may hold the old ones), copied, not rebuilt host by host.
+      this.members[oldAggregateClass] = withoutPosition(this.members[oldAggregateClass]!, i);
+      this.members[c] = withPosition(this.members[c] ?? new Int32Array(0), i);
       if (this.lists[c] === undefined) {
         this.lists[c] = h.aggregates;
         // Tables sized by the aggregate classes, and the multipliers' "overridden" flag.
@@ -525,6 +525,38 @@ export const HOST_NUMBERS: readonly HostNumber[] = [
   "num_io_ops",
   "failed_builds",
 ];
+
+/** Where `i` goes in the ascending `sorted`: the count of its elements below `i`. */
+function rank(sorted: Int32Array, i: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! < i) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The ascending positions `sorted` and `i` (not among them), as a new array. */
+function withPosition(sorted: Int32Array, i: number): Int32Array {
+  const at = rank(sorted, i);
+  const out = new Int32Array(sorted.length + 1);
+  out.set(sorted.subarray(0, at));
+  out[at] = i;
+  out.set(sorted.subarray(at), at + 1);
+  return out;
+}
+
+/** The ascending positions `sorted` without `i`, as a new array. */
+function withoutPosition(sorted: Int32Array, i: number): Int32Array {
+  const at = rank(sorted, i);
+  if (sorted[at] !== i) return sorted.slice();
+  const out = new Int32Array(sorted.length - 1);
+  out.set(sorted.subarray(0, at));
+  out.set(sorted.subarray(at + 1), at);
+  return out;
+}
 
 /** The fields consume() changes. */
 const CONSUMED: readonly HostNumber[] = [
