@@ -120,8 +120,13 @@ export class Decision {
     }
     // The best `want`: one pass, keeping a sorted prefix; most slots lose to its last element.
     const best: number[] = [];
+    const w = this.weighing.weights;
     for (let j = 0; j < n; j++) {
-      if (best.length === want && this.compare(j, best[want - 1]!) >= 0) continue;
+      if (best.length === want) {
+        // A lower weight loses to the last kept without compare() (a NaN weight goes through it).
+        const last = w[best[want - 1]!]!;
+        if (w[j]! < last || this.compare(j, best[want - 1]!) >= 0) continue;
+      }
       let lo = 0;
       let hi = best.length;
       while (lo < hi) {
@@ -146,8 +151,14 @@ export class Decision {
     const slot = this.slotOf(position);
     if (slot < 0) return -1;
     if (this.slotAt(0) === slot) return 0;
+    // compare(j, slot) < 0, told by the weights where they differ (NaN goes through compare()).
+    const w = this.weighing.weights;
+    const own = w[slot]!;
     let rank = 0;
-    for (let j = 0; j < this.size; j++) if (j !== slot && this.compare(j, slot) < 0) rank++;
+    for (let j = 0; j < this.size; j++) {
+      if (w[j]! < own) continue;
+      if (w[j]! > own || (j !== slot && this.compare(j, slot) < 0)) rank++;
+    }
     return rank;
   }
 
