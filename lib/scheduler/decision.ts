@@ -222,6 +222,18 @@ export class Decision {
   }
 
   /**
+   * Keeps every candidate's raw values, read from the fleet while it is as weighed: before it
+   * changes in the middle of the claims (a lost claim's host learnt), when the chosen host is not
+   * known yet. Nothing when they are kept already, or when it is too late.
+   */
+  keepAll(): void {
+    const runs = this.weighing.runs;
+    if (runs.length === 0 || runs[0]!.raw || this.fleet.version !== this.weighedAt) return;
+    const candidates = this.weighing.candidates;
+    for (const run of runs) run.raw = Float64Array.from(candidates, (i) => run.rawAt(i));
+  }
+
+  /**
    * Keeps the weighers' raw values of the hosts the compact explanation names (the best `top` and
    * the host at `chosen`, a position), before the fleet changes (the chosen host consumed): a
    * weighing for the compact explanation only did not keep them for every candidate.

@@ -24,6 +24,7 @@ export class Fleet implements FleetIndex {
   private zeroArray!: Float64Array;
   private weighArray!: Float64Array;
   private changes = 0;
+  private changing: (() => void) | undefined;
   private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
   private lists: (readonly HostAggregate[])[] = [];
   private members: Int32Array[] = [];
@@ -111,6 +112,21 @@ export class Fleet implements FleetIndex {
    */
   get version(): number {
     return this.changes;
+  }
+
+  /**
+   * `hook` runs once, before the host states next change (update, consume, unconsume), then is
+   * forgotten; one at a time (undefined forgets it): a decision keeping what it read of them.
+   */
+  beforeChange(hook: (() => void) | undefined): void {
+    this.changing = hook;
+  }
+
+  private change(): void {
+    const hook = this.changing;
+    this.changing = undefined;
+    hook?.();
+    this.changes++;
   }
 
   /** room for one decision's rejections, host by host (the scheduler's, one decision at a time) */
@@ -216,7 +232,7 @@ export class Fleet implements FleetIndex {
     changed: readonly HostState[],
     opts: { removed?: readonly string[]; aggregates?: readonly HostAggregate[] } = {},
   ): void {
-    this.changes++;
+    this.change();
     const removed = new Set(opts.removed ?? []);
     const aggregates = opts.aggregates ?? this.aggs;
     let rebuild =
@@ -399,14 +415,14 @@ export class Fleet implements FleetIndex {
    * DISK_GB × 1024, so swap counts (Nova's consume omits swap; Placement counts it).
    */
   consume(i: number, resources: ResourceAmounts): void {
-    this.changes++;
+    this.change();
     consumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
   }
 
   /** consume() undone (an all-or-nothing request that failed part-way). */
   unconsume(i: number, resources: ResourceAmounts): void {
-    this.changes++;
+    this.change();
     unconsumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
   }

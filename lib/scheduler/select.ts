@@ -99,8 +99,11 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
       instances,
       ...(input.explanation ? { explanation: input.explanation } : {}),
     });
-    // What the compact explanation names, as weighed: the best before the claims, the chosen after.
+    // What the compact explanation names, as weighed: the best before the claims, the chosen after;
+    // every candidate's if the hosts change before the chosen is known (a lost claim's host learnt).
     decision.keepExplained();
+    const weighed = decision;
+    if (input.explanation === "compact") fleet.beforeChange(() => weighed.keepAll());
     order = claimOrder(decision, config, random);
     tried = [];
     const conflicts: string[] = [];
@@ -120,6 +123,7 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
       conflicts.push(answer.reason);
     }
     decision.keepExplained(claimed);
+    fleet.beforeChange(undefined);
     if (claimed === undefined) return { ok: false, instance_uuid: uuid, decision, placements, conflicts };
     const host = fleet.hosts[claimed]!;
     fleet.consume(claimed, decision.requested);

@@ -155,6 +155,29 @@ describe("a decision for the compact explanation only", () => {
     expect(run("compact")).toEqual(run("detailed"));
   });
 
+  it("keeps every value when the hosts change during the claims (a lost claim's host learnt)", () => {
+    const run = (explanation: "compact" | "detailed") => {
+      const f = fleet(Array.from({ length: 40 }, (_, k) => host(`h${k}`, { free_ram_mb: 1000 + k * 100 })));
+      let lost = 0;
+      const result = runSchedule(
+        schedule({ fleet: f, spec: spec(), instanceUuids: ["i1"], config: config(), explanation }),
+        (c) => {
+          // The best seven refuse, and each refusal brings the host's newer state into the fleet.
+          if (lost >= 7) return { claimed: true };
+          lost++;
+          f.update([{ ...structuredClone(c.host), free_ram_mb: 50 }]);
+          return { claimed: false, reason: `${c.host.host} is full` };
+        },
+      );
+      expect(result.ok).toBe(true);
+      const p = result.placements[0]!;
+      return exact(p.decision.compact({ chosen: p.selected }));
+    };
+    const compact = run("compact");
+    expect(JSON.parse(compact).chosen.rank).toBe(7);
+    expect(compact).toEqual(run("detailed"));
+  });
+
   it("says so when asked for values it did not keep after the hosts changed", () => {
     const f = fleet(Array.from({ length: 20 }, (_, k) => host(`h${k}`, { free_ram_mb: 1000 + k * 100 })));
     const result = runSchedule(
