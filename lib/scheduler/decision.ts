@@ -49,6 +49,10 @@ export class Decision {
   /** candidate slots (indexes into weighing.candidates) in weighed order, as far as computed */
   private ordered = new Int32Array(0);
   private complete = false;
+  /** the weighers' raw values by candidate slot, when the weighing kept only the compact explanation's */
+  private kept = new Map<number, Float64Array>();
+  /** the fleet's version when weighed: raw values read from it since are the weighing's while equal */
+  private readonly weighedAt: number;
 
   constructor(
     readonly fleet: Fleet,
@@ -57,7 +61,9 @@ export class Decision {
     readonly requested: ResourceAmounts,
     readonly trace: readonly StageTrace[],
     readonly weighing: Weighing,
-  ) {}
+  ) {
+    this.weighedAt = fleet.version;
+  }
 
   /** positions of the hosts that passed every stage, in fleet order */
   get candidates(): Int32Array {
@@ -114,8 +120,13 @@ export class Decision {
     }
     // The best `want`: one pass, keeping a sorted prefix; most slots lose to its last element.
     const best: number[] = [];
+    const w = this.weighing.weights;
     for (let j = 0; j < n; j++) {
-      if (best.length === want && this.compare(j, best[want - 1]!) >= 0) continue;
+      if (best.length === want) {
+        // A lower weight loses to the last kept without compare() (a NaN weight goes through it).
+        const last = w[best[want - 1]!]!;
+        if (w[j]! < last || this.compare(j, best[want - 1]!) >= 0) continue;
+      }
       let lo = 0;
       let hi = best.length;
       while (lo < hi) {
@@ -140,8 +151,14 @@ export class Decision {
     const slot = this.slotOf(position);
     if (slot < 0) return -1;
     if (this.slotAt(0) === slot) return 0;
+    // compare(j, slot) < 0, told by the weights where they differ (NaN goes through compare()).
+    const w = this.weighing.weights;
+    const own = w[slot]!;
     let rank = 0;
-    for (let j = 0; j < this.size; j++) if (j !== slot && this.compare(j, slot) < 0) rank++;
+    for (let j = 0; j < this.size; j++) {
+      if (w[j]! < own) continue;
+      if (w[j]! > own || (j !== slot && this.compare(j, slot) < 0)) rank++;
+    }
     return rank;
   }
 
@@ -174,13 +191,62 @@ export class Decision {
 
   private values(slot: number): WeigherValues[] {
     const h = this.fleet.hosts[this.position(slot)]!;
-    return this.weighing.runs.map((run) => ({
+    const raw = this.rawValues(slot);
+    return this.weighing.runs.map((run, k) => ({
       host: h.host,
       nodename: h.nodename,
-      raw: run.raw[slot]!,
-      normalized: normalizedValue(run, slot),
+      raw: raw[k]!,
+      normalized: normalizedValue(run, raw[k]!),
       multiplier: multiplierAt(this.fleet, run, this.position(slot)),
     }));
+  }
+
+  /** Each weigher's raw value for the candidate at `slot`, as weighed. */
+  private rawValues(slot: number): ArrayLike<number> {
+    const runs = this.weighing.runs;
+    if (runs.length === 0 || runs[0]!.raw) return runs.map((run) => run.raw![slot]!);
+    let raw = this.kept.get(slot);
+    if (raw) return raw;
+    const position = this.position(slot);
+    if (this.fleet.version !== this.weighedAt) {
+      const h = this.fleet.hosts[position]!;
+      throw new Error(
+        `The weighers' raw values of ${h.host} (${h.nodename}) were not kept and the hosts have changed since: ` +
+          "ask for the detailed explanation before the decision, or keep the hosts explained (keepExplained).",
+      );
+    }
+    // The fleet is as it was weighed: reading it again gives the same values.
+    raw = Float64Array.from(runs, (run) => run.rawAt(position));
+    this.kept.set(slot, raw);
+    return raw;
+  }
+
+  /**
+   * Keeps every candidate's raw values, read from the fleet while it is as weighed: before it
+   * changes in the middle of the claims (a lost claim's host learnt), when the chosen host is not
+   * known yet. Nothing when they are kept already, or when it is too late.
+   */
+  keepAll(): void {
+    const runs = this.weighing.runs;
+    if (runs.length === 0 || runs[0]!.raw || this.fleet.version !== this.weighedAt) return;
+    const candidates = this.weighing.candidates;
+    for (const run of runs) run.raw = Float64Array.from(candidates, (i) => run.rawAt(i));
+  }
+
+  /**
+   * Keeps the weighers' raw values of the hosts the compact explanation names (the best `top` and
+   * the host at `chosen`, a position), before the fleet changes (the chosen host consumed): a
+   * weighing for the compact explanation only did not keep them for every candidate.
+   */
+  keepExplained(chosen?: number, top = COMPACT_TOP): void {
+    if (this.weighing.runs[0]?.raw !== undefined) return;
+    for (let k = 0; k < top; k++) {
+      const slot = this.slotAt(k);
+      if (slot === undefined) break;
+      this.rawValues(slot);
+    }
+    const slot = chosen === undefined ? -1 : this.slotOf(chosen);
+    if (slot >= 0) this.rawValues(slot);
   }
 
   private ranked(slot: number) {
@@ -280,11 +346,12 @@ export class Decision {
       if (r.fit?.violation !== "capacity") return;
       const { resource_class, requested, free } = r.fit;
       const known = g.capacity;
-      // (updated in place while it stays the same class and request: no object per host)
-      if (known && known.resource_class === resource_class && known.requested === requested) {
+      // (the group's own record, updated in place: no object per host)
+      if (known) {
+        known.resource_class = resource_class;
+        known.requested = requested;
         known.largest_free = Math.max(free, known.largest_free);
-      } else
-        g.capacity = { resource_class, requested, largest_free: Math.max(free, known?.largest_free ?? 0) };
+      } else g.capacity = { resource_class, requested, largest_free: Math.max(free, 0) };
     };
     let last: Rejection | undefined;
     let lastEntry: Entry | undefined;

@@ -3,6 +3,7 @@
 // them), numbers and inventories as arrays. Hosts are addressed by their position. A warm
 // scheduler keeps one Fleet and applies each refresh's changed hosts to it (update()).
 import { weightMultiplier } from "./aggregates.js";
+import { ipv4Number } from "./ip.js";
 import type {
   FleetIndex,
   HostAggregate,
@@ -21,6 +22,9 @@ export class Fleet implements FleetIndex {
   private classCounts!: Record<HostFacet, number>;
   private scratchArrays!: [Int32Array, Int32Array];
   private zeroArray!: Float64Array;
+  private weighArray!: Float64Array;
+  private changes = 0;
+  private changing: (() => void) | undefined;
   private rejectionArrays!: { positions: Int32Array; reasons: (Rejection | undefined)[] };
   private lists: (readonly HostAggregate[])[] = [];
   private members: Int32Array[] = [];
@@ -34,6 +38,13 @@ export class Fleet implements FleetIndex {
   private numbersByClass = new Map<string, Float64Array>();
   private numbers!: Record<HostNumber, Float64Array>;
   private metrics = new Map<string, { value: Float64Array; has: Uint8Array }>();
+  private ipv4Column: Float64Array | undefined;
+  private byClassScratch = {
+    failAt: new Int32Array(0),
+    bulk: new Uint8Array(0),
+    leaving: new Int32Array(0),
+    cursor: new Int32Array(0),
+  };
 
   constructor(hosts: readonly HostState[], aggregates: readonly HostAggregate[]) {
     this.build(hosts, aggregates);
@@ -73,6 +84,51 @@ export class Fleet implements FleetIndex {
     return this.zeroArray;
   }
 
+  /**
+   * Arrays by aggregate class for one decision's passes (the scheduler's, one decision at a time),
+   * at least as long as there are classes; their contents are the last decision's.
+   */
+  get classScratch(): { failAt: Int32Array; bulk: Uint8Array; leaving: Int32Array; cursor: Int32Array } {
+    const n = this.aggregateSetCount;
+    if (this.byClassScratch.failAt.length < n) {
+      this.byClassScratch = {
+        failAt: new Int32Array(n),
+        bulk: new Uint8Array(n),
+        leaving: new Int32Array(n),
+        cursor: new Int32Array(n),
+      };
+    }
+    return this.byClassScratch;
+  }
+
+  /** room for one weigher's raw values (the scheduler's, one decision at a time) */
+  get weighScratch(): Float64Array {
+    return this.weighArray;
+  }
+
+  /**
+   * Counts the changes to host states (update, consume, unconsume): what a decision read from the
+   * fleet is still there while it is the same.
+   */
+  get version(): number {
+    return this.changes;
+  }
+
+  /**
+   * `hook` runs once, before the host states next change (update, consume, unconsume), then is
+   * forgotten; one at a time (undefined forgets it): a decision keeping what it read of them.
+   */
+  beforeChange(hook: (() => void) | undefined): void {
+    this.changing = hook;
+  }
+
+  private change(): void {
+    const hook = this.changing;
+    this.changing = undefined;
+    hook?.();
+    this.changes++;
+  }
+
   /** room for one decision's rejections, host by host (the scheduler's, one decision at a time) */
   get rejectionScratch(): { positions: Int32Array; reasons: (Rejection | undefined)[] } {
     return this.rejectionArrays;
@@ -95,6 +151,7 @@ export class Fleet implements FleetIndex {
     this.aggs = aggregates;
     this.scratchArrays = [new Int32Array(n), new Int32Array(n)];
     this.zeroArray = new Float64Array(n);
+    this.weighArray = new Float64Array(n);
     this.rejectionArrays = { positions: new Int32Array(n), reasons: new Array(n).fill(undefined) };
     this.numbers = Object.fromEntries(
       HOST_NUMBERS.map((f) => [f, Float64Array.from(hosts, (h) => h[f])]),
@@ -124,6 +181,7 @@ export class Fleet implements FleetIndex {
     this.masks = new Map();
     this.numbersByClass = new Map();
     this.metrics = new Map();
+    this.ipv4Column = undefined;
     const members: number[][] = [];
     for (const [i, h] of this.list.entries()) {
       for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
@@ -174,6 +232,7 @@ export class Fleet implements FleetIndex {
     changed: readonly HostState[],
     opts: { removed?: readonly string[]; aggregates?: readonly HostAggregate[] } = {},
   ): void {
+    this.change();
     const removed = new Set(opts.removed ?? []);
     const aggregates = opts.aggregates ?? this.aggs;
     let rebuild =
@@ -210,9 +269,9 @@ export class Fleet implements FleetIndex {
     for (const facet of FACETS) this.classOfFacet[facet][i] = this.classFor(facet, h);
     const c = this.classOfFacet.aggregates[i]!;
     if (c !== oldAggregateClass) {
-      this.members[oldAggregateClass] = this.members[oldAggregateClass]!.filter((p) => p !== i);
-      const joined = this.members[c] ?? new Int32Array(0);
-      this.members[c] = Int32Array.from([...joined, i]).sort();
+      // New arrays (a decision's blocks may hold the old ones), copied, not rebuilt host by host.
+      this.members[oldAggregateClass] = withoutPosition(this.members[oldAggregateClass]!, i);
+      this.members[c] = withPosition(this.members[c] ?? new Int32Array(0), i);
       if (this.lists[c] === undefined) {
         this.lists[c] = h.aggregates;
         // Tables sized by the aggregate classes, and the multipliers' "overridden" flag.
@@ -234,6 +293,7 @@ export class Fleet implements FleetIndex {
       summarize(col);
       this.columns.set(rc, col);
     }
+    if (this.ipv4Column) this.ipv4Column[i] = ipv4Number(h.host_ip);
     for (const [name, m] of this.metrics) {
       const v = h.metrics[name];
       m.value[i] = v ?? 0;
@@ -272,6 +332,10 @@ export class Fleet implements FleetIndex {
     return this.numbers[field];
   }
 
+  numberColumn(name: string): Float64Array | undefined {
+    return Object.hasOwn(this.numbers, name) ? this.numbers[name as HostNumber] : undefined;
+  }
+
   metric(name: string): { value: Float64Array; has: Uint8Array } {
     let m = this.metrics.get(name);
     if (!m) {
@@ -286,6 +350,11 @@ export class Fleet implements FleetIndex {
       this.metrics.set(name, m);
     }
     return m;
+  }
+
+  ipv4(): Float64Array {
+    if (!this.ipv4Column) this.ipv4Column = Float64Array.from(this.list, (h) => ipv4Number(h.host_ip));
+    return this.ipv4Column;
   }
 
   /**
@@ -325,6 +394,8 @@ export class Fleet implements FleetIndex {
       table = {
         configured,
         uniform: overridden ? undefined : sign * configured,
+        values,
+        known,
         at(host, c) {
           if (!known[c]) {
             values[c] = sign * weightMultiplier(host.aggregates, option, configured);
@@ -344,12 +415,14 @@ export class Fleet implements FleetIndex {
    * DISK_GB × 1024, so swap counts (Nova's consume omits swap; Placement counts it).
    */
   consume(i: number, resources: ResourceAmounts): void {
+    this.change();
     consumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
   }
 
   /** consume() undone (an all-or-nothing request that failed part-way). */
   unconsume(i: number, resources: ResourceAmounts): void {
+    this.change();
     unconsumeHost(this.list[i]!, resources);
     this.syncColumns(i, resources);
   }
@@ -469,6 +542,38 @@ export const HOST_NUMBERS: readonly HostNumber[] = [
   "failed_builds",
 ];
 
+/** Where `i` goes in the ascending `sorted`: the count of its elements below `i`. */
+function rank(sorted: Int32Array, i: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! < i) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The ascending positions `sorted` and `i` (not among them), as a new array. */
+function withPosition(sorted: Int32Array, i: number): Int32Array {
+  const at = rank(sorted, i);
+  const out = new Int32Array(sorted.length + 1);
+  out.set(sorted.subarray(0, at));
+  out[at] = i;
+  out.set(sorted.subarray(at), at + 1);
+  return out;
+}
+
+/** The ascending positions `sorted` without `i`, as a new array. */
+function withoutPosition(sorted: Int32Array, i: number): Int32Array {
+  const at = rank(sorted, i);
+  if (sorted[at] !== i) return sorted.slice();
+  const out = new Int32Array(sorted.length - 1);
+  out.set(sorted.subarray(0, at));
+  out.set(sorted.subarray(at + 1), at);
+  return out;
+}
+
 /** The fields consume() changes. */
 const CONSUMED: readonly HostNumber[] = [
   "free_ram_mb",
@@ -485,6 +590,9 @@ export interface MultiplierTable {
   uniform: number | undefined;
   /** the multiplier of `host`, of aggregate class `c` */
   at(host: HostState, c: number): number;
+  /** at()'s answers by class, where `known` (read inline by the weighing's loops) */
+  readonly values: Float64Array;
+  readonly known: Uint8Array;
 }
 
 /** consume() undone: a request that could not be placed whole gives back what it took. */

@@ -87,6 +87,7 @@ export async function decide(
       random,
       excludeHosts: request.excludeHosts,
       instanceHosts: request.instanceHosts,
+      explanation: "compact",
     }),
     claim,
   );
@@ -142,7 +143,9 @@ export function plan(
   instanceHosts: Map<string, string>,
   config: SchedulerConfig,
 ): PlanResult {
-  const result = runSchedule(schedule({ fleet, spec, instanceUuids: uuids, config, instanceHosts }));
+  const result = runSchedule(
+    schedule({ fleet, spec, instanceUuids: uuids, config, instanceHosts, explanation: "compact" }),
+  );
   for (const p of result.placements) fleet.unconsume(p.position, p.decision.requested);
   const explanations = result.placements.map((p) => p.decision.compact({ chosen: p.selected }));
   if (!result.ok) {

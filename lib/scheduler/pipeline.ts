@@ -19,7 +19,7 @@ import type {
   RequestSpec,
   SpecField,
 } from "./types.js";
-import { weighCandidates } from "./weigh.js";
+import { type ExplanationKind, weighCandidates } from "./weigh.js";
 import { enabledWeighers } from "./weighers/index.js";
 
 export interface PipelineContext {
@@ -32,6 +32,11 @@ export interface PipelineContext {
   previous?: EarlierDecision;
   /** where the instances the request names run (hints, group members), placed ones included */
   instances?: InstanceLocator;
+  /**
+   * The explanation the decision will be asked for: "compact" (what the scheduler Lambda keeps)
+   * keeps the weighers' raw values of the hosts it names only; "detailed" (the default) every one.
+   */
+  explanation?: ExplanationKind;
 }
 
 /**
@@ -57,11 +62,18 @@ export function filterAndWeigh(fleet: Fleet, spec: RequestSpec, ctx: PipelineCon
   ];
   const { candidates, trace } = runStages(fleet, stages);
 
-  const weighing = weighCandidates(fleet, candidates, spec, weighers, {
-    config: ctx.config,
+  const weighing = weighCandidates(
     fleet,
-    instances,
-  });
+    candidates,
+    spec,
+    weighers,
+    {
+      config: ctx.config,
+      fleet,
+      instances,
+    },
+    ctx.explanation,
+  );
   return new Decision(fleet, ctx.index, placement.resources, trace, weighing);
 }
 
@@ -119,13 +131,15 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   // Per aggregate class: the first aggregate check (by its place in `ops`) rejecting it, if any.
   const classes = fleet.aggregateSetCount;
   const members = fleet.aggregateMembers;
-  const failAt = new Int32Array(classes).fill(ops.length);
+  // (arrays by class kept with the fleet, as the scratch below: one decision at a time)
+  const scratch = fleet.classScratch;
+  const failAt = scratch.failAt.fill(ops.length, 0, classes);
   const failure: (Rejection | undefined)[] = new Array(classes);
   // A seed rejects hosts before any check: no class can be rejected whole then.
   const firstHostOp = seed ? 0 : ops.findIndex((op) => op.check.reads !== "aggregates");
   const aggregateOps: number[] = [];
   for (let at = 0; at < ops.length; at++) if (ops[at]!.check.reads === "aggregates") aggregateOps.push(at);
-  const bulk = new Uint8Array(classes);
+  const bulk = scratch.bulk.fill(0, 0, classes);
   // Per aggregate check, how many classes not rejected whole it turns away: none, no pass needed.
   const failing = new Int32Array(ops.length);
   const cached = aggregateOps.map((at) => keptVerdicts(fleet, stages[ops[at]!.stage]!, ops[at]!.check));
@@ -169,7 +183,7 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
   const log = new RejectionLog(fleet.rejectionScratch);
   const runs: number[][] = stages.map(() => []);
   // Per aggregate class, its hosts an aggregate check turns away (reused from check to check).
-  const leaving = new Int32Array(classes);
+  const leaving = scratch.leaving.fill(0, 0, classes);
   for (let at = 0; at < ops.length; at++) {
     if (count === 0) break;
     const op = ops[at]!;
@@ -192,7 +206,7 @@ function runStages(fleet: Fleet, stages: readonly Stage[]): { candidates: Int32A
         } else next[kept++] = i;
       }
       if (leavingCount > 0)
-        blocks[op.stage]!.push(...classBlocks(gone, leavingCount, classOf, leaving, failure));
+        blocks[op.stage]!.push(...classBlocks(gone, leavingCount, classOf, leaving, scratch.cursor, failure));
     } else {
       const start = log.count;
       const memo = keptVerdicts(fleet, stages[op.stage]!, op.check);
@@ -237,11 +251,11 @@ function classBlocks(
   count: number,
   classOf: Int32Array,
   leaving: Int32Array,
+  /** per class, where its next host goes in `all` (set here before it is read) */
+  cursor: Int32Array,
   failure: readonly (Rejection | undefined)[],
 ): RejectedBlock[] {
   const all = new Int32Array(count);
-  // Per class, where its next host goes in `all`.
-  const cursor = new Int32Array(leaving.length);
   const out: RejectedBlock[] = [];
   let offset = 0;
   for (let j = 0; j < count && offset < count; j++) {

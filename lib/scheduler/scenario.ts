@@ -435,6 +435,7 @@ export function runScenario(prepared: PreparedScenario, opts: { compact?: boolea
         random,
         excludeHosts: q.exclude_hosts,
         instanceHosts,
+        ...(opts.compact ? { explanation: "compact" as const } : {}),
       }),
     );
     const decisions = result.placements.map((p) => {

@@ -15,6 +15,7 @@ import type {
   ResourceAmounts,
   Selection,
 } from "./types.js";
+import type { ExplanationKind } from "./weigh.js";
 
 export interface ScheduleInput {
   fleet: Fleet;
@@ -31,6 +32,11 @@ export interface ScheduleInput {
    * are seen as placed (the caller's locator is not changed).
    */
   instanceHosts?: InstanceLocator;
+  /**
+   * The explanation the decisions will be asked for: "compact" keeps the weighers' raw values of
+   * the hosts it names only (the best and the chosen); "detailed" (the default) every candidate's.
+   */
+  explanation?: ExplanationKind;
 }
 
 export interface ClaimRequest {
@@ -91,7 +97,13 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
       excludeHosts,
       previous: decision,
       instances,
+      ...(input.explanation ? { explanation: input.explanation } : {}),
     });
+    // What the compact explanation names, as weighed: the best before the claims, the chosen after;
+    // every candidate's if the hosts change before the chosen is known (a lost claim's host learnt).
+    decision.keepExplained();
+    const weighed = decision;
+    if (input.explanation === "compact") fleet.beforeChange(() => weighed.keepAll());
     order = claimOrder(decision, config, random);
     tried = [];
     const conflicts: string[] = [];
@@ -110,6 +122,8 @@ export function* schedule(input: ScheduleInput): Generator<ClaimRequest, Schedul
       // Nova's claim loop: a lost race is not an error, try the next host.
       conflicts.push(answer.reason);
     }
+    decision.keepExplained(claimed);
+    fleet.beforeChange(undefined);
     if (claimed === undefined) return { ok: false, instance_uuid: uuid, decision, placements, conflicts };
     const host = fleet.hosts[claimed]!;
     fleet.consume(claimed, decision.requested);
@@ -199,6 +213,7 @@ function alternatesFor(
       excludeHosts: new Set(input.excludeHosts ?? []),
       previous: last,
       instances,
+      ...(input.explanation ? { explanation: input.explanation } : {}),
     });
     order = claimOrder(again, input.config, random);
   }

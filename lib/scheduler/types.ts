@@ -266,12 +266,19 @@ export interface FleetIndex {
   hostAt(i: number): HostState;
   /** the field's value by position, always equal to the host state's */
   column(field: HostNumber): Float64Array;
+  /** column(name) when `name` is a host number the fleet keeps in a column, else undefined */
+  numberColumn(name: string): Float64Array | undefined;
   /** a metric's value by position, and whether the host reports it */
   metric(name: string): { value: Float64Array; has: Uint8Array };
+  /** each host's host_ip as the 32 bits of an IPv4 address (NaN when it is not one), by position */
+  ipv4(): Float64Array;
   /** a mask by position of the hosts with these names */
   named(names: Iterable<string>, caseInsensitive?: boolean): Uint8Array;
   /** numbers by aggregate class (NaN: not worked out yet), kept with the fleet under `key` */
   classNumbers(key: string): Float64Array;
+  /** per facet, position → class id (hosts in one class share that facet's value) */
+  readonly classOf: Readonly<Record<HostFacet, Int32Array>>;
+  readonly classCount: Readonly<Record<HostFacet, number>>;
   /** position → id of its aggregate list (hosts sharing their aggregates share an id) */
   readonly aggregateSetOf: Int32Array;
   readonly aggregateSetCount: number;

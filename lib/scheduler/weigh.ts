@@ -32,8 +32,8 @@ function bounds(values: ArrayLike<number>, minval?: number, maxval?: number): { 
   return { min, max };
 }
 
-function clampAll(raw: Float64Array, min?: number, max?: number): Float64Array {
-  const out = new Float64Array(raw.length);
+function clampAll(raw: Float64Array, min?: number, max?: number, into?: Float64Array): Float64Array {
+  const out = into ?? new Float64Array(raw.length);
   for (let j = 0; j < raw.length; j++) out[j] = clamp(raw[j]!, min, max);
   return out;
 }
@@ -48,8 +48,13 @@ export function clamp(v: number, min?: number, max?: number): number {
 /** One weigher's contribution over the candidates. */
 export interface WeigherRun {
   weigher: Weigher;
-  /** raw values (before clamping), aligned with the candidates */
-  raw: Float64Array;
+  /**
+   * raw values (before clamping), aligned with the candidates; undefined when only the compact
+   * explanation was asked for: then the decision keeps the few hosts' it names (rawAt)
+   */
+  raw: Float64Array | undefined;
+  /** the raw value of the host at a position, as the fleet is now (the same while it is unchanged) */
+  rawAt: (position: number) => number;
   /** normalization bounds actually used; equal means every value normalized to 0 */
   min: number;
   max: number;
@@ -66,9 +71,12 @@ export interface Weighing {
   runs: WeigherRun[];
 }
 
-export function normalizedValue(run: WeigherRun, j: number): number {
+/** Which explanation the decision will be asked for: "compact" keeps raw values of the hosts it names only. */
+export type ExplanationKind = "detailed" | "compact";
+
+export function normalizedValue(run: WeigherRun, raw: number): number {
   if (run.min === run.max) return 0;
-  return (clamp(run.raw[j]!, run.weigher.minval, run.weigher.maxval) - run.min) / (run.max - run.min);
+  return (clamp(raw, run.weigher.minval, run.weigher.maxval) - run.min) / (run.max - run.min);
 }
 
 export function multiplierAt(fleet: Fleet, run: WeigherRun, position: number): number {
@@ -76,24 +84,13 @@ export function multiplierAt(fleet: Fleet, run: WeigherRun, position: number): n
 }
 
 /**
- * One weigher's share of every weight: multiplier × normalized, added in weigher order. `byClass`
- * when aggregates override the multiplier; `zero` when every value normalized to 0 but a
- * non-finite multiplier still counts (× 0 is NaN, as in Nova).
- */
-interface Term {
-  bounded: Float64Array;
-  min: number;
-  range: number;
-  uniform: number;
-  byClass: Float64Array | undefined;
-  zero: boolean;
-}
-
-/**
  * Weigh the candidates: Σ multiplier × normalized, in weigher order, exactly as Nova sums them.
- * Each weigher's raw values go to one buffer shared by all of them (one allocation, not one per
- * weigher), a column weigher's gathered and bounded in the same pass; the weights are summed in
- * one pass over the candidates at the end, each term added in weigher order as before.
+ * Each weigher's raw values are gathered (a column weigher's bounded in the same pass) and its
+ * term added to every weight before the next weigher's: the additions happen in weigher order,
+ * as Nova's +=. For the detailed explanation every raw value is kept (one buffer per decision);
+ * for the compact one they pass through the fleet's scratch, and the decision keeps the values of
+ * the hosts it names: a buffer of weighers × candidates numbers per decision (3.6 MB at 50,000
+ * hosts) made the garbage collector scavenge for external memory.
  */
 export function weighCandidates(
   fleet: Fleet,
@@ -101,6 +98,7 @@ export function weighCandidates(
   spec: RequestSpec,
   weighers: readonly Weigher[],
   ctx: WeigherContext,
+  explanation: ExplanationKind = "detailed",
 ): Weighing {
   const { config } = ctx;
   const n = candidates.length;
@@ -108,30 +106,36 @@ export function weighCandidates(
   const runs: WeigherRun[] = [];
   if (n <= 1) return { candidates, weights, runs };
   const hosts = fleet.hosts;
+  const classOf = fleet.aggregateSetOf;
   // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0: it reads the
-  // fleet's zeros, and only the others take room in the buffer.
+  // fleet's zeros, and only the others take room.
   const values = weighers.map((w) => (w.column ? undefined : w.prepare(spec, ctx)));
+  const keepAll = explanation === "detailed";
   let weighing = 0;
-  for (const [w, weigher] of weighers.entries()) if (weigher.column || values[w] !== null) weighing++;
-  const buffer = new Float64Array(n * weighing);
+  if (keepAll)
+    for (const [w, weigher] of weighers.entries()) if (weigher.column || values[w] !== null) weighing++;
+  const buffer = keepAll ? new Float64Array(n * weighing) : undefined;
+  const scratch = fleet.weighScratch.subarray(0, n);
   let used = 0;
-  const terms: Term[] = [];
   for (const [w, weigher] of weighers.entries()) {
     const value = values[w];
     let raw: Float64Array;
     if (value === null) raw = fleet.zeros.subarray(0, n);
-    else {
+    else if (buffer) {
       raw = buffer.subarray(used, used + n);
       used += n;
-    }
+    } else raw = scratch;
     const { minval, maxval } = weigher;
     // (bounds as plain numbers, so the loops compare numbers only: ±Infinity clamp nothing)
     const lo = minval ?? Number.NEGATIVE_INFINITY;
     const hi = maxval ?? Number.POSITIVE_INFINITY;
     let bound: Bounds;
+    let rawAt: (position: number) => number;
     if (weigher.column) {
       // A plain field: gathered from the fleet's column (what prepare() would read, host by host).
-      bound = gatherBounded(fleet.column(weigher.column), candidates, raw, lo, hi);
+      const column = fleet.column(weigher.column);
+      bound = gatherBounded(column, candidates, raw, lo, hi);
+      rawAt = (i) => column[i]!;
     } else {
       if (value?.fill) value.fill(candidates, raw);
       else if (value) {
@@ -142,58 +146,50 @@ export function weighCandidates(
       }
       // A weigher with nothing to weigh (no group, no metrics) leaves every raw value 0.
       bound = value === null ? zeroBounds(minval, maxval) : bounded(raw, lo, hi);
+      rawAt = value ? (i) => value(hosts[i]!, i) : () => 0;
     }
     // Normalization reads the clamped values (BaseWeigher.weigh_objects); `raw` keeps what the
     // weigher said, for the explanation. Clamping rarely changes anything: copy only if it does.
     const min = minval ?? bound.lowest;
     const max = maxval ?? bound.highest;
-    const clamped = bound.clamps ? clampAll(raw, minval, maxval) : raw;
+    // (the fleet's scratch, not kept, is clamped where it is)
+    const clamped = bound.clamps ? clampAll(raw, minval, maxval, raw === scratch ? raw : undefined) : raw;
     const table = fleet.multipliers(
       weigher.multiplierOption,
       config[weigher.multiplierOption],
       weigher.negated,
     );
-    runs.push({ weigher, raw, min, max, multipliers: table });
-    const byClass = table.uniform === undefined ? classMultipliers(table, fleet, candidates) : undefined;
+    runs.push({ weigher, raw: buffer ? raw : undefined, rawAt, min, max, multipliers: table });
+    // Multipliers overridden by aggregates: the table's, by class (worked out once per class).
+    const byClass = table.uniform === undefined ? table.values : undefined;
+    const known = table.known;
+    const m = table.uniform ?? 0;
     if (min === max) {
       // Every normalized value is 0: adding (finite × 0) changes no weight; only a non-finite
       // multiplier (aggregate metadata "inf") would, as it does in Nova.
       if (table.uniform !== undefined && Number.isFinite(table.uniform)) continue;
-      terms.push({ bounded: clamped, min, range: 1, uniform: table.uniform ?? 0, byClass, zero: true });
+      for (let j = 0; j < n; j++) {
+        const i = candidates[j]!;
+        const c = classOf[i]!;
+        const multiplier = byClass ? (known[c] ? byClass[c]! : table.at(hosts[i]!, c)) : m;
+        weights[j] = weights[j]! + multiplier * 0;
+      }
       continue;
     }
     const range = max - min;
     // A multiplier of 0 everywhere (NumInstancesWeigher's default) adds ±0 to finite weights.
     if (table.uniform === 0 && Number.isFinite(range)) continue;
-    terms.push({ bounded: clamped, min, range, uniform: table.uniform ?? 0, byClass, zero: false });
+    // weights[j] += term(j): one tight loop per term is what V8 runs fastest.
+    if (byClass) {
+      for (let j = 0; j < n; j++) {
+        const i = candidates[j]!;
+        const c = classOf[i]!;
+        const multiplier = known[c] ? byClass[c]! : table.at(hosts[i]!, c);
+        weights[j] = weights[j]! + multiplier * ((clamped[j]! - min) / range);
+      }
+    } else for (let j = 0; j < n; j++) weights[j] = weights[j]! + m * ((clamped[j]! - min) / range);
   }
-  sumTerms(terms, candidates, fleet.aggregateSetOf, weights);
   return { candidates, weights, runs };
-}
-
-/** weights[j] = Σ over the terms in order of term(j), each added to the sum so far (as Nova's +=). */
-function sumTerms(
-  terms: readonly Term[],
-  candidates: Int32Array,
-  classOf: Int32Array,
-  weights: Float64Array,
-) {
-  const n = candidates.length;
-  // The common case, every multiplier uniform and every term a plain one: one tight loop per
-  // term is what V8 runs fastest, and the additions happen in the same order either way.
-  for (const t of terms) {
-    const { bounded: b, min, range, uniform: m, byClass } = t;
-    if (t.zero) {
-      for (let j = 0; j < n; j++) {
-        const multiplier = byClass ? byClass[classOf[candidates[j]!]!]! : m;
-        weights[j] = weights[j]! + multiplier * 0;
-      }
-    } else if (byClass) {
-      for (let j = 0; j < n; j++) {
-        weights[j] = weights[j]! + byClass[classOf[candidates[j]!]!]! * ((b[j]! - min) / range);
-      }
-    } else for (let j = 0; j < n; j++) weights[j] = weights[j]! + m * ((b[j]! - min) / range);
-  }
 }
 
 interface Bounds {
@@ -247,22 +243,6 @@ function bounded(raw: Float64Array, lo: number, hi: number): Bounds {
 function zeroBounds(minval: number | undefined, maxval: number | undefined): Bounds {
   const c = clamp(0, minval, maxval);
   return { lowest: c, highest: c, clamps: c !== 0 };
-}
-
-/** The table's multiplier for every aggregate class among the candidates, by class. */
-function classMultipliers(table: MultiplierTable, fleet: Fleet, candidates: Int32Array): Float64Array {
-  const byClass = new Float64Array(fleet.aggregateSetCount);
-  const seen = new Uint8Array(fleet.aggregateSetCount);
-  const classOf = fleet.aggregateSetOf;
-  for (let j = 0; j < candidates.length; j++) {
-    const i = candidates[j]!;
-    const c = classOf[i]!;
-    if (seen[c] === 0) {
-      byClass[c] = table.at(fleet.hosts[i]!, c);
-      seen[c] = 1;
-    }
-  }
-  return byClass;
 }
 
 /** Nova's weigher.weight_multiplier(host_state), unsigned. */

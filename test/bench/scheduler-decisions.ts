@@ -36,6 +36,7 @@ for (const size of values.sizes.split(",").map(Number)) {
       requests: Number(values.requests),
       warmup: Number(values.warmup),
       changed: Number(values.changed),
+      explanation: values.detailed ? "detailed" : "compact",
     },
     ({ n, result, kept }) => {
       const decided = [...result.placements.map((p) => p.decision), ...(result.ok ? [] : [result.decision])];

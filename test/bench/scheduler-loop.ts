@@ -33,6 +33,11 @@ export interface LoopOptions {
   warmup: number;
   /** host states changed by each request's refresh */
   changed: number;
+  /**
+   * The explanation asked for up front: the scheduler Lambda keeps the compact one ("compact", the
+   * default here as there); "detailed" keeps every candidate's weigher values, for detailed().
+   */
+  explanation?: "compact" | "detailed";
 }
 
 /** One request as the loop ran it. */
@@ -95,6 +100,7 @@ export function runLoop(size: number, opts: LoopOptions, onStep: (step: Step) =>
         random,
         excludeHosts: req.exclude,
         instanceHosts: located,
+        explanation: opts.explanation ?? "compact",
       }),
     );
     const kept: Step["kept"] = [];

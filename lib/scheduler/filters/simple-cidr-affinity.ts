@@ -1,15 +1,15 @@
 // Nova's SimpleCIDRAffinityFilter: hints build_near_host_ip and cidr (default "/24"): only hosts
 // whose host_ip is in that network. Nova concatenates the two, so cidr is written "/24".
 import { schedulerHint } from "../hints.js";
-import { inNetwork, parseIpCached, parseNetwork } from "../ip.js";
-import type { HostFilter, Rejection } from "../types.js";
+import { type IpNetwork, inNetwork, parseIpCached, parseNetwork } from "../ip.js";
+import type { FleetIndex, HostCheck, HostFilter, HostState, Rejection } from "../types.js";
 
 export const SimpleCIDRAffinityFilter: HostFilter = {
   name: "SimpleCIDRAffinityFilter",
   // The address of a host does not change within a request.
   runOncePerRequest: true,
   runOnRebuild: false,
-  prepare(spec) {
+  prepare(spec, ctx) {
     const near = schedulerHint(spec, "build_near_host_ip");
     if (!near) return null;
     const cidr = schedulerHint(spec, "cidr") ?? "/24";
@@ -20,13 +20,49 @@ export const SimpleCIDRAffinityFilter: HostFilter = {
       return () => invalid;
     }
     const summary = `are not in ${network}`;
-    return (host) => {
+    const check: HostCheck = (host) => {
       const ip = parseIpCached(host.host_ip);
       if (!ip) return { summary, reason: `host_ip "${host.host_ip}" is not an IP address` };
-      return inNetwork(ip, net) ? null : new OutsideNetwork(summary, host.host_ip, network);
+      return inNetwork(ip, net) ? null : new OutsideNetwork(summary, host, network);
     };
+    if (net.bytes.length === 4) check.pass = ipv4Pass(ctx.fleet, net, check, summary, network);
+    return check;
   },
 };
+
+/**
+ * The check over many positions for an IPv4 network: the hosts' addresses as numbers (the
+ * fleet's column), the network's prefix compared by division, no text read per host. A host
+ * whose host_ip is not an IPv4 address goes through the check itself.
+ */
+function ipv4Pass(
+  fleet: FleetIndex,
+  net: IpNetwork,
+  check: HostCheck,
+  summary: string,
+  network: string,
+): HostCheck["pass"] {
+  const [a, b, c, d] = net.bytes;
+  // The address's first `prefix` bits: its value ÷ 2^(32 − prefix), rounded down (exact: < 2^32).
+  const scale = 2 ** (32 - net.prefix);
+  const wanted = Math.floor((((a! * 256 + b!) * 256 + c!) * 256 + d!) / scale);
+  return (live, n, next, out) => {
+    const ips = fleet.ipv4();
+    let kept = 0;
+    for (let j = 0; j < n; j++) {
+      const i = live[j]!;
+      const ip = ips[i]!;
+      if (Math.floor(ip / scale) === wanted) next[kept++] = i;
+      else {
+        const host = fleet.hostAt(i);
+        const r = Number.isNaN(ip) ? check(host, i) : new OutsideNetwork(summary, host, network);
+        if (r) out.reject(i, r);
+        else next[kept++] = i;
+      }
+    }
+    return kept;
+  };
+}
 
 /**
  * A host outside the network. A narrow network turns away nearly every host of the fleet, and
@@ -35,11 +71,11 @@ export const SimpleCIDRAffinityFilter: HostFilter = {
 class OutsideNetwork implements Rejection {
   constructor(
     readonly summary: string,
-    private readonly ip: string,
+    private readonly host: HostState,
     private readonly network: string,
   ) {}
 
   get reason(): string {
-    return `host_ip ${this.ip} is not in ${this.network}`;
+    return `host_ip ${this.host.host_ip} is not in ${this.network}`;
   }
 }
