@@ -25,6 +25,11 @@ export interface CallerUsage {
   requests: Record<string, number>;
   /** SQS ReceiveMessage calls that returned no message (a long poll that found nothing) */
   emptyReceives: number;
+  /**
+   * SQS requests billed beyond one per call: AWS bills each 64 KiB chunk of a request's payload
+   * as a request (a send's messages, a receive's answer; sqsPayloadChunks), so a 200 KB cast is 4.
+   */
+  sqsExtraChunks: number;
   /** by table name */
   tables: Record<string, TableUnits>;
   /** DynamoDB answers without ConsumedCapacity (an emulator that does not report it) */
@@ -110,6 +115,7 @@ function callerUsage(caller: string): CallerUsage {
     u = {
       requests: {},
       emptyReceives: 0,
+      sqsExtraChunks: 0,
       tables: {},
       unreported: 0,
       conditionalFailures: 0,
@@ -236,6 +242,7 @@ function record(
   ) {
     u.emptyReceives++;
   }
+  if (service === "sqs") u.sqsExtraChunks += Math.max(0, sqsPayloadChunks(operation, input, output) - 1);
   if (service !== "dynamodb" || !DYNAMODB_DATA_OPERATIONS.has(operation)) return;
   if (error !== undefined) {
     recordFailure(caller, operation, input, error);
@@ -284,6 +291,42 @@ function recordReadMinimum(caller: string, input: Record<string, unknown>, entri
         }
       : { TableName: table, CapacityUnits: missing },
   );
+}
+
+/** SQS's billing chunk: "each 64 KB chunk of a payload is billed as 1 request" (SQS pricing). */
+export const SQS_BILLING_CHUNK_BYTES = 64 * 1024;
+
+type SqsMessage = { MessageBody?: string; Body?: string; MessageAttributes?: Record<string, unknown> };
+
+/** A message's payload: its body and its attributes' names and values. */
+function messageBytes(m: SqsMessage): number {
+  let n = Buffer.byteLength(m.MessageBody ?? m.Body ?? "");
+  for (const [name, value] of Object.entries(m.MessageAttributes ?? {})) {
+    const v = value as { DataType?: string; StringValue?: string; BinaryValue?: Uint8Array };
+    n +=
+      Buffer.byteLength(name) + Buffer.byteLength(v.DataType ?? "") + Buffer.byteLength(v.StringValue ?? "");
+    n += v.BinaryValue?.byteLength ?? 0;
+  }
+  return n;
+}
+
+/**
+ * The requests AWS bills for one SQS call: one per 64 KiB chunk of its payload, at least one. A
+ * send's payload is its messages (a batch's together), a receive's the messages it returned;
+ * every other call carries none of note.
+ */
+export function sqsPayloadChunks(
+  operation: string,
+  input: Record<string, unknown>,
+  output: Record<string, unknown> | undefined,
+): number {
+  let bytes = 0;
+  if (operation === "SendMessage") bytes = messageBytes(input as SqsMessage);
+  else if (operation === "SendMessageBatch")
+    for (const e of (input.Entries ?? []) as SqsMessage[]) bytes += messageBytes(e);
+  else if (operation === "ReceiveMessage")
+    for (const m of (output?.Messages ?? []) as SqsMessage[]) bytes += messageBytes(m);
+  return Math.max(1, Math.ceil(bytes / SQS_BILLING_CHUNK_BYTES));
 }
 
 /**

@@ -264,7 +264,8 @@ let servicesTable = "";
 /** A caller's figures, and apart the heartbeats in them (their writes to the Services table). */
 function splitHeartbeats(u: CallerUsage): { rest: CallerUsage; heartbeats: CallerUsage } {
   const hb = u.tables[servicesTable];
-  if (!hb) return { rest: u, heartbeats: { ...u, requests: {}, tables: {}, emptyReceives: 0 } };
+  if (!hb)
+    return { rest: u, heartbeats: { ...u, requests: {}, tables: {}, emptyReceives: 0, sqsExtraChunks: 0 } };
   const { [servicesTable]: _services, ...tables } = u.tables;
   // Each heartbeat is one UpdateItem of a tiny item: one write unit.
   const beats = hb.write;
@@ -277,6 +278,7 @@ function splitHeartbeats(u: CallerUsage): { rest: CallerUsage; heartbeats: Calle
       requests: { "dynamodb:UpdateItem": beats },
       tables: { [servicesTable]: hb },
       emptyReceives: 0,
+      sqsExtraChunks: 0,
       conditionalFailures: 0,
       failedWriteUnits: {},
       unreported: 0,
@@ -291,8 +293,9 @@ function usageFigures(u: CallerUsage): Figures {
     else if (op.startsWith("sqs:")) f.sqsRequests += n;
     else if (op.startsWith("sfn:")) f.sfnRequests += n;
   }
-  // A poll that found nothing is idle traffic, whatever the window.
-  f.sqsRequests -= u.emptyReceives;
+  // A poll that found nothing is idle traffic, whatever the window; a payload over 64 KiB is
+  // billed as a request a chunk.
+  f.sqsRequests += (u.sqsExtraChunks ?? 0) - u.emptyReceives;
   for (const t of Object.values(u.tables)) {
     f.tableRead += t.read;
     f.tableWrite += t.write;
@@ -390,6 +393,40 @@ function unitsByTable(window: Window, idle: Window, done: number): Record<string
     if (Math.max(v.read, v.write) / done < 0.005) continue;
     const [caller, where] = k.split("|") as [string, string];
     rows[`${caller} ${where}`] = { "RRU / build": fmt(v.read / done), "WRU / build": fmt(v.write / done) };
+  }
+  return rows;
+}
+
+/**
+ * Where a build's SQS requests go: caller → API → requests per build (the idle rate taken out,
+ * empty receives apart: a long poll that finds nothing is idle traffic, charged per host-month),
+ * and the payloads' 64 KiB chunks AWS bills past each call's first.
+ */
+function sqsByApi(window: Window, idle: Window, done: number): Record<string, Record<string, string>> {
+  const sums = new Map<string, { requests: number; empty: number }>();
+  const count = (w: Window, scale: number) => {
+    for (const [key, u] of Object.entries(w.meter)) {
+      for (const [op, n] of Object.entries(u.requests)) {
+        if (!op.startsWith("sqs:")) continue;
+        const k = `${nameOf(key)} ${op.slice(4)}`;
+        const s = sums.get(k) ?? { requests: 0, empty: 0 };
+        const empty = op === "sqs:ReceiveMessage" ? u.emptyReceives : 0;
+        s.requests += (n - empty) * scale;
+        s.empty += empty * scale;
+        sums.set(k, s);
+      }
+      const k = `${nameOf(key)} (64 KiB chunks past a call's first)`;
+      const s = sums.get(k) ?? { requests: 0, empty: 0 };
+      s.requests += (u.sqsExtraChunks ?? 0) * scale;
+      sums.set(k, s);
+    }
+  };
+  count(window, 1);
+  count(idle, -window.seconds / idle.seconds);
+  const rows: Record<string, Record<string, string>> = {};
+  for (const [k, v] of [...sums].sort()) {
+    if (Math.max(Math.abs(v.requests), Math.abs(v.empty)) / done < 0.005) continue;
+    rows[k] = { "requests / build": fmt(v.requests / done), "empty receives / build": fmt(v.empty / done) };
   }
   return rows;
 }
@@ -721,7 +758,8 @@ function report(
     `claim conflicts: ${fmt(scheduler.conditionalFailures, 3)} per build (scheduler's refused writes); ` +
       `all refused writes: ${fmt(total.conditionalFailures, 3)} per build`,
   );
-  print(`SQS: ${fmt(total.sqsRequests)} requests (empty polls excluded)`);
+  print(`SQS: ${fmt(total.sqsRequests)} requests (empty polls excluded); per build by caller and API:`);
+  console.table(sqsByApi(window, idle, done));
   print(
     `Step Functions (EXPRESS): ${fmt(sfnExec)} executions, ${fmt(transitions, 1)} state transitions, ` +
       `${fmt(expressGbS, 4)} GB-s (64 MB, 100 ms steps)`,

@@ -8,7 +8,14 @@ import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dynamo, resetClients, sqsClient } from "../../lib/aws/clients.js";
 import { runAs } from "../../lib/aws/identity.js";
-import { meterReading, recordCapacity, startMeter, stopMeter } from "../../lib/aws/meter.js";
+import {
+  meterReading,
+  recordCapacity,
+  SQS_BILLING_CHUNK_BYTES,
+  sqsPayloadChunks,
+  startMeter,
+  stopMeter,
+} from "../../lib/aws/meter.js";
 import { javaAvailable, startDynamoDbLocal } from "../../local/dynamodb-local.js";
 import { applyEnv, type Emulators, startEmulators } from "../../local/emulators.js";
 
@@ -92,6 +99,35 @@ describe("request meter", () => {
     expect(alice.failedWriteUnits[TABLE]).toBe(1);
     expect(reading[""]?.requests).toEqual({ "dynamodb:GetItem": 1 });
     expect(meterReading()).toEqual({});
+  });
+
+  it("bills an SQS payload a request per 64 KiB chunk, a send's and a receive's", async () => {
+    startMeter();
+    await runAs(ALICE, async () => {
+      // 100 KiB: two chunks to send, two to receive; a small message is one request each way
+      await sqsClient().send(
+        new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "x".repeat(100 * 1024) }),
+      );
+      const r = await sqsClient().send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 0, MaxNumberOfMessages: 10 }),
+      );
+      expect(r.Messages?.[0]?.Body).toHaveLength(100 * 1024);
+      await sqsClient().send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "small" }));
+    });
+    const alice = meterReading({ reset: true })[ALICE.accessKeyId]!;
+    expect(alice.requests).toEqual({ "sqs:SendMessage": 2, "sqs:ReceiveMessage": 1 });
+    expect(alice.sqsExtraChunks).toBe(2);
+    expect(
+      sqsPayloadChunks("SendMessage", { MessageBody: "x".repeat(SQS_BILLING_CHUNK_BYTES) }, undefined),
+    ).toBe(1);
+    expect(
+      sqsPayloadChunks(
+        "SendMessageBatch",
+        { Entries: [{ MessageBody: "x".repeat(SQS_BILLING_CHUNK_BYTES) }, { MessageBody: "y" }] },
+        undefined,
+      ),
+    ).toBe(2);
+    expect(sqsPayloadChunks("DeleteMessageBatch", { Entries: [] }, {})).toBe(1);
   });
 
   it("splits table and index units, with or without the Table breakdown", () => {
