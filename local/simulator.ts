@@ -14,6 +14,7 @@
 // - Heartbeats: one timer wheel; each host has a slot, so the writes spread over the interval.
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../lib/aws/clients.js";
+import { SQS_BATCH_MAX } from "../lib/aws/delete-batch.js";
 import { runAs } from "../lib/aws/identity.js";
 import { type HostAgent, STOP_FLUSH_MS } from "../lib/compute/agent.js";
 import {
@@ -196,6 +197,7 @@ export class SimulatedAgent implements HostAgent {
     this.credentials = hostIdentityOf(identity.host);
     this.reporter = new Reporter(identity.host, fleet.opts.eventsUrl, (fn) => this.as(fn), spool, this.log);
     this.path = new BuildPath(identity.host, identity.driver, this.reporter, this.log);
+    this.path.deleteBatchMax = Math.min(SQS_BATCH_MAX, fleet.opts.concurrency ?? 8);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
     this.clock = new HeartbeatClock(fleet.opts.heartbeatSeconds, fleet.serviceDownTimeSeconds);
   }
@@ -236,6 +238,7 @@ export class SimulatedAgent implements HostAgent {
     this.fleet.detach(this);
     if (opts.handBack) this.path.handBack();
     await this.receiving;
+    await this.path.flushDeletes();
     await Promise.allSettled(this.inFlight.values());
     await this.reporter.spool.stop(STOP_FLUSH_MS);
   }

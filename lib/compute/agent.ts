@@ -4,6 +4,7 @@
 // It touches no database: its credentials allow its own queue and compute-events, nothing else.
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
+import { SQS_BATCH_MAX } from "../aws/delete-batch.js";
 import { option, schedulerConfig } from "../config.js";
 import { type Logger, logger } from "../log.js";
 import {
@@ -35,7 +36,7 @@ export interface AgentOptions extends HostIdentity {
   eventsUrl: string;
   /** the compute queue prefix (stack output ComputeQueuePrefix) */
   computeQueuePrefix: string;
-  /** builds at once */
+  /** messages handled at once (builds and every other cast) */
   concurrency?: number;
   /** long-poll wait (seconds, default 20); a stop aborts it */
   waitTimeSeconds?: number;
@@ -92,6 +93,7 @@ export class ComputeAgent implements HostAgent {
     this.log = opts.log ?? logger({ host: opts.host });
     this.reporter = new Reporter(opts.host, opts.eventsUrl, opts.asHost, opts.spool, this.log);
     this.path = new BuildPath(opts.host, opts.driver, this.reporter, this.log);
+    this.path.deleteBatchMax = Math.min(SQS_BATCH_MAX, opts.concurrency ?? 8);
     this.deadLetters = new DeadLetterCount(this.path, () => this.queue.dlqUrl);
   }
 
@@ -178,6 +180,7 @@ export class ComputeAgent implements HostAgent {
     const grace = new Promise<"late">((r) => setTimeout(() => r("late"), STOP_POLL_GRACE_MS).unref());
     if ((await Promise.race([this.loop, grace])) === "late") this.abort.abort();
     await this.loop;
+    await this.path.flushDeletes();
     await Promise.allSettled(this.inFlight.values());
     this.loop = undefined;
     await this.reporter.spool.stop(STOP_FLUSH_MS);

@@ -5,8 +5,13 @@
 // compute-events, whose consumer fences it on (host, attempt) and answers on this queue.
 // The host's steps are in guest-steps.ts and move-steps.ts (on host-state.ts), its reports in
 // reporter.ts, its start in register.ts; this file is the message loop and its dispatch table.
-import { ChangeMessageVisibilityCommand, DeleteMessageCommand, type Message } from "@aws-sdk/client-sqs";
+import {
+  ChangeMessageVisibilityBatchCommand,
+  ChangeMessageVisibilityCommand,
+  type Message,
+} from "@aws-sdk/client-sqs";
 import { sqsClient } from "../aws/clients.js";
+import { DeleteBatch, SQS_BATCH_MAX } from "../aws/delete-batch.js";
 import { sendToDeadLetter } from "../aws/send.js";
 import type { Logger } from "../log.js";
 import { parseJsonMessage } from "../messages/build-request.js";
@@ -24,6 +29,15 @@ import type { HostQueue } from "./register.js";
 export { DeadLetterCount, heartbeatCheck } from "./heartbeat-check.js";
 export { type HostIdentity, type HostQueue, registerComputeHost } from "./register.js";
 export { Reporter } from "./reporter.js";
+
+/**
+ * How long a handled message's delete waits for others of the host's queue to share its
+ * DeleteMessageBatch. A build's two messages (its cast, then compute-events' spawn answer) and a
+ * member sync's cast that come within it cost one delete request, not one each. Far under the
+ * queue's visibility timeout (30 s, extended while work runs): a host that dies meanwhile leaves
+ * the message to be handed out again, handled idempotently, as one that died just before its delete.
+ */
+export const DELETE_BATCH_WAIT_MS = 1000;
 
 type Kind = ReceivedComputeMessage["kind"];
 type Step<K extends Kind> = (
@@ -73,6 +87,14 @@ export class BuildPath extends MoveSteps {
 
   /** messages this host parked in its dead-letter queue (the agent reports its DLQ while not empty) */
   deadLettered = 0;
+
+  /** handled messages' deletes waiting for their batch, by queue */
+  private readonly deletes = new Map<string, DeleteBatch>();
+  /**
+   * Deletes sent at once when this many wait: the host's concurrency (each handle waits on its
+   * delete, so a full host would otherwise wait out DELETE_BATCH_WAIT_MS for room).
+   */
+  deleteBatchMax = SQS_BATCH_MAX;
 
   /** Handle one received message of `queue`; it is deleted once handled. */
   async handle(m: Message, queue: HostQueue): Promise<void> {
@@ -139,22 +161,60 @@ export class BuildPath extends MoveSteps {
 
   /** Make messages a stopping host received visible again right away, for its successor. */
   async giveBack(messages: Message[], queue: HostQueue): Promise<void> {
-    for (const m of messages) {
-      await sqsClient()
-        .send(
-          new ChangeMessageVisibilityCommand({
+    // one receive's messages, so at most 10: one request
+    for (let i = 0; i < messages.length; i += SQS_BATCH_MAX) {
+      const part = messages.slice(i, i + SQS_BATCH_MAX);
+      try {
+        const out = await sqsClient().send(
+          new ChangeMessageVisibilityBatchCommand({
             QueueUrl: queue.queueUrl,
-            ReceiptHandle: m.ReceiptHandle,
-            VisibilityTimeout: 0,
+            Entries: part.map((m, k) => ({
+              Id: String(k),
+              ReceiptHandle: m.ReceiptHandle,
+              VisibilityTimeout: 0,
+            })),
           }),
-        )
-        .catch((e) => this.log.warn("compute.give_back_failed", { error: e, message_id: m.MessageId }));
+        );
+        for (const f of out.Failed ?? [])
+          this.log.warn("compute.give_back_failed", {
+            error: `${f.Code}${f.Message ? `: ${f.Message}` : ""}`,
+            message_id: part[Number(f.Id)]?.MessageId,
+          });
+      } catch (e) {
+        for (const m of part)
+          this.log.warn("compute.give_back_failed", { error: e, message_id: m.MessageId });
+      }
     }
   }
 
+  /** Deleted with whatever else of the queue is handled within DELETE_BATCH_WAIT_MS. */
   private async ack(m: Message, queue: HostQueue): Promise<void> {
-    await sqsClient().send(
-      new DeleteMessageCommand({ QueueUrl: queue.queueUrl, ReceiptHandle: m.ReceiptHandle }),
-    );
+    let batch = this.deletes.get(queue.queueUrl);
+    if (!batch) {
+      batch = new DeleteBatch(queue.queueUrl, {
+        maxWaitMs: DELETE_BATCH_WAIT_MS,
+        maxEntries: this.deleteBatchMax,
+        owner: this.host,
+      });
+      this.deletes.set(queue.queueUrl, batch);
+    }
+    const deleted = batch.delete(m.ReceiptHandle ?? "", m.MessageId);
+    if (this.stopping) void batch.flush();
+    await deleted;
+  }
+
+  /** a stop: deletes go at once, none waits for a batch */
+  private stopping = false;
+
+  /** A stop: the waiting deletes sent now, and every later one at once. (A dying host's are dropped.) */
+  async flushDeletes(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.deletes.values()].map((b) => b.flush()));
+  }
+
+  /** The host died: its handled messages' deletes are never sent (SQS hands them out again). */
+  override kill(): void {
+    super.kill();
+    for (const b of this.deletes.values()) b.drop(`host ${this.host} died`);
   }
 }
