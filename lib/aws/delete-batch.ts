@@ -44,19 +44,34 @@ export class DeleteBatch {
     this.maxEntries = Math.max(1, Math.min(SQS_BATCH_MAX, opts.maxEntries ?? SQS_BATCH_MAX));
   }
 
-  /** Resolves once the message is deleted; rejects (naming the queue and message) if SQS refused it. */
-  delete(receiptHandle: string, messageId = ""): Promise<void> {
+  /**
+   * Resolves once the message is deleted; rejects (naming the queue and message) if SQS refused
+   * it. `maxWaitMs` (the batch's by default) is how long this one may wait: every delete waiting
+   * goes when the first of them is due, so none is sent before one that was waiting already.
+   */
+  delete(receiptHandle: string, messageId = "", maxWaitMs = this.opts.maxWaitMs): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ receiptHandle, messageId, resolve, reject });
-      if (this.waiting.length >= this.maxEntries) void this.flush();
-      else this.timer ??= setTimeout(() => void this.flush(), this.opts.maxWaitMs);
+      if (this.waiting.length >= this.maxEntries) {
+        void this.flush();
+        return;
+      }
+      const due = Date.now() + maxWaitMs;
+      if (this.timer && due >= this.due) return;
+      clearTimeout(this.timer);
+      this.due = due;
+      this.timer = setTimeout(() => void this.flush(), maxWaitMs);
     });
   }
+
+  /** when the waiting deletes go (the earliest any of them may) */
+  private due = Number.POSITIVE_INFINITY;
 
   /** Sends every waiting delete now (a stop); resolves when they are all answered. */
   async flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.due = Number.POSITIVE_INFINITY;
     const sends: Promise<void>[] = [];
     while (this.waiting.length) sends.push(this.send(this.waiting.splice(0, SQS_BATCH_MAX)));
     await Promise.all(sends);
@@ -69,6 +84,7 @@ export class DeleteBatch {
   drop(reason: string): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.due = Number.POSITIVE_INFINITY;
     for (const w of this.waiting.splice(0))
       w.reject(new Error(`message ${w.messageId} of ${this.queueUrl} not deleted: ${reason}`));
   }

@@ -39,6 +39,14 @@ export { Reporter } from "./reporter.js";
  */
 export const DELETE_BATCH_WAIT_MS = 1000;
 
+/**
+ * A filters' refresh's delete waits longer, for the host's next other delete: a member sync casts
+ * one to every host with members each window, and seen again (a host that died before its delete)
+ * it changes nothing, as a refresh older than the filter a port has is ignored and the deletes go
+ * in the order they waited. Still far under the visibility timeout.
+ */
+export const REFRESH_DELETE_WAIT_MS = 10_000;
+
 type Kind = ReceivedComputeMessage["kind"];
 type Step<K extends Kind> = (
   path: BuildPath,
@@ -126,7 +134,7 @@ export class BuildPath extends MoveSteps {
     // Hidden while its work runs and until its report is spooled; deleted only then: a host that
     // dies before leaves the cast to SQS, one that dies after leaves the report in its spool.
     await this.keepHidden(m, queue, () => this.perform(msg, log));
-    await this.ack(m, queue);
+    await this.ack(m, queue, msg.kind === "refresh_port_filters" ? REFRESH_DELETE_WAIT_MS : undefined);
   }
 
   /** What a cast asks of this host, done and reported (each report spooled before this resolves). */
@@ -188,7 +196,7 @@ export class BuildPath extends MoveSteps {
   }
 
   /** Deleted with whatever else of the queue is handled within DELETE_BATCH_WAIT_MS. */
-  private async ack(m: Message, queue: HostQueue): Promise<void> {
+  private async ack(m: Message, queue: HostQueue, waitMs = DELETE_BATCH_WAIT_MS): Promise<void> {
     let batch = this.deletes.get(queue.queueUrl);
     if (!batch) {
       batch = new DeleteBatch(queue.queueUrl, {
@@ -198,7 +206,7 @@ export class BuildPath extends MoveSteps {
       });
       this.deletes.set(queue.queueUrl, batch);
     }
-    const deleted = batch.delete(m.ReceiptHandle ?? "", m.MessageId);
+    const deleted = batch.delete(m.ReceiptHandle ?? "", m.MessageId, waitMs);
     if (this.stopping) void batch.flush();
     await deleted;
   }

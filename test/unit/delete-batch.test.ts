@@ -87,6 +87,22 @@ describe("DeleteBatch", () => {
     expect(await visible(queueUrl)).toEqual([]);
   });
 
+  it("a delete allowed to wait longer goes with the next one due, in one request", async () => {
+    const { queueUrl, messages } = await received(2);
+    const batch = new DeleteBatch(queueUrl, { maxWaitMs: 100 });
+    startMeter();
+    const started = Date.now();
+    await runAs(HOST, async () => {
+      const patient = batch.delete(messages[0]!.ReceiptHandle!, messages[0]!.MessageId, 60_000);
+      await new Promise((r) => setTimeout(r, 50));
+      await Promise.all([patient, batch.delete(messages[1]!.ReceiptHandle!, messages[1]!.MessageId)]);
+    });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(meterReading({ reset: true })[HOST.accessKeyId]!.requests).toEqual({
+      "sqs:DeleteMessageBatch": 1,
+    });
+  });
+
   it("sends a full batch at once, and a flush sends what waits", async () => {
     const { queueUrl, messages } = await received(5);
     const batch = new DeleteBatch(queueUrl, { maxWaitMs: 60_000, maxEntries: 3 });
