@@ -21,7 +21,9 @@ const UNIT = ["test/unit/**/*.test.ts"];
 /**
  * The runtime files' forks (NOVALESS_FORKS to measure another count). Three on two cores: most
  * runtime files wait (heartbeats, outages, timers) more than they compute, and with two forks the
- * in-process run used about one core (413 s; three: 285-317 s, 2026-12-07). As many kept as at
+ * in-process run used about one core (413 s; three: 285-317 s, 2026-12-07). `npm run
+ * test:in-process` asks for four (273 s against 316 with three, 2026-12-08); the external run
+ * keeps three, beside tempest. As many kept as at
  * most: a pool allowed to shrink (minForks below maxForks) terminated a worker with a file's task
  * still pending ("Terminating worker thread").
  */
