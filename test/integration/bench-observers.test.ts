@@ -130,27 +130,7 @@ describe("local Step Functions execution observer", () => {
         name: "probe",
         type: "EXPRESS",
         roleArn: "arn:aws:iam::000000000000:role/probe",
-        definition: JSON.stringify({
-          StartAt: "Start",
-          States: {
-            Start: { Type: "Pass", Next: "Each" },
-            Each: {
-              Type: "Map",
-              ItemProcessor: {
-                ProcessorConfig: { Mode: "INLINE" },
-                StartAt: "Work",
-                States: {
-                  Work: {
-                    Type: "Task",
-                    Resource: "arn:aws:lambda:us-east-1:000000000000:function:work",
-                    End: true,
-                  },
-                },
-              },
-              End: true,
-            },
-          },
-        }),
+        definition: probeDefinition,
       }),
     );
     const out = await client.send(
