@@ -75,7 +75,7 @@ export function parseLoggingConfiguration(raw: unknown): LoggingConfiguration {
   if (typeof arn === "string" && !/^arn:aws[\w-]*:logs:[^:]+:\d{12}:log-group:[^:]+:\*$/.test(arn))
     throw new SfnError(
       "InvalidLoggingConfiguration",
-      `Invalid Logging Configuration: The CloudWatch Logs Resource Policy size was exceeded or the log group ARN '${arn}' is not valid (it must end with :*).`,
+      `Invalid Logging Configuration: the log group ARN '${arn}' is not valid (a CloudWatch Logs log group's ARN, ending with :*).`,
     );
   return {
     level,
