@@ -41,7 +41,6 @@ const ERROR_TYPES = new Set([
   "TaskTimedOut",
   "WaitStateAborted",
 ]);
-const DATA_KEYS = ["input", "inputDetails", "output", "outputDetails"];
 
 /**
  * CreateStateMachine's loggingConfiguration, checked as AWS checks it: a level of ALL, ERROR,
@@ -91,15 +90,14 @@ export function loggedAt(level: LogLevel, type: string): boolean {
   return false;
 }
 
+/**
+ * A history event; its details made only for a line the level keeps (most events at ERROR are
+ * numbered, never written: a state's input can be kilobytes).
+ */
 interface HistoryEvent {
   type: string;
-  details?: Record<string, unknown>;
+  details?: () => Record<string, unknown>;
 }
-
-const dataOf = (key: "input" | "output", value: unknown) => ({
-  [key]: JSON.stringify(value ?? null),
-  [`${key}Details`]: { truncated: false },
-});
 
 /** `arn:aws:states:::sqs:sendMessage` → sqs, sendMessage; a Lambda function's ARN → lambda. */
 function resourceOf(resource: string | undefined): { lambda: boolean; type: string; name: string } {
@@ -114,9 +112,8 @@ function resourceOf(resource: string | undefined): { lambda: boolean; type: stri
  */
 export class HistoryLog {
   private lastId = 0;
-  /** bytes and lines written, for the cost bench */
+  /** bytes written, for the cost bench */
   bytes = 0;
-  lines = 0;
 
   constructor(
     private readonly config: LoggingConfiguration,
@@ -137,23 +134,26 @@ export class HistoryLog {
   private write(h: HistoryEvent, timestamp: number): void {
     const id = ++this.lastId;
     if (!loggedAt(this.config.level, h.type)) return;
-    let details = h.details;
-    if (details && !this.config.includeExecutionData) {
-      details = { ...details };
-      for (const k of DATA_KEYS) delete details[k];
-    }
     const line = JSON.stringify({
       id: String(id),
       type: h.type,
-      ...(details ? { details } : {}),
+      ...(h.details ? { details: h.details() } : {}),
       previous_event_id: String(id - 1),
       event_timestamp: String(timestamp),
       execution_arn: this.executionArn,
       redrive_count: "0",
     });
     this.bytes += Buffer.byteLength(line);
-    this.lines++;
     this.sink?.(this.config.logGroupArn!, line);
+  }
+
+  /**
+   * A state's or the execution's input or output, as the line carries it: left out without
+   * includeExecutionData (input, inputDetails, output and outputDetails; nothing else).
+   */
+  private dataOf(key: "input" | "output", value: unknown): Record<string, unknown> {
+    if (!this.config.includeExecutionData) return {};
+    return { [key]: JSON.stringify(value ?? null), [`${key}Details`]: { truncated: false } };
   }
 
   /** `end`: how the runner ended an execution the interpreter reports as terminated */
@@ -161,25 +161,30 @@ export class HistoryLog {
     switch (e.type) {
       case "ExecutionStarted":
         return [
-          { type: "ExecutionStarted", details: { ...dataOf("input", e.input), roleArn: this.roleArn } },
+          {
+            type: "ExecutionStarted",
+            details: () => ({ ...this.dataOf("input", e.input), roleArn: this.roleArn }),
+          },
         ];
       case "ExecutionSucceeded":
-        return [{ type: "ExecutionSucceeded", details: dataOf("output", e.output) }];
+        return [{ type: "ExecutionSucceeded", details: () => this.dataOf("output", e.output) }];
       case "ExecutionFailed":
-        return [{ type: "ExecutionFailed", details: { error: e.Error, cause: String(e.Cause ?? "") } }];
+        return [
+          { type: "ExecutionFailed", details: () => ({ error: e.Error, cause: String(e.Cause ?? "") }) },
+        ];
       case "ExecutionAborted":
       case "ExecutionTimeout": {
         // the runner's own ends (its timeout, the payload limit) abort the interpreter
         const details = end?.error === undefined ? {} : { error: end.error, cause: end.cause ?? "" };
         if (end?.status === "TIMED_OUT" || e.type === "ExecutionTimeout")
-          return [{ type: "ExecutionTimedOut", details }];
-        if (end?.status === "FAILED") return [{ type: "ExecutionFailed", details }];
-        return [{ type: "ExecutionAborted", details }];
+          return [{ type: "ExecutionTimedOut", details: () => details }];
+        if (end?.status === "FAILED") return [{ type: "ExecutionFailed", details: () => details }];
+        return [{ type: "ExecutionAborted", details: () => details }];
       }
       case "MapIterationStarted":
       case "MapIterationSucceeded":
       case "MapIterationFailed":
-        return [{ type: e.type, details: { name: e.parentState.name, index: e.index } }];
+        return [{ type: e.type, details: () => ({ name: e.parentState.name, index: e.index }) }];
       case "ParallelBranchStarted":
       case "ParallelBranchSucceeded":
       case "ParallelBranchFailed":
@@ -188,10 +193,10 @@ export class HistoryLog {
         const { name, type, input } = e.state;
         const entered: HistoryEvent = {
           type: `${type}StateEntered`,
-          details: { name, ...dataOf("input", input) },
+          details: () => ({ name, ...this.dataOf("input", input) }),
         };
         // (AWS's MapStateStarted also says how many items: left out, ItemsPath is not resolved here)
-        if (type === "Map") return [entered, { type: "MapStateStarted", details: {} }];
+        if (type === "Map") return [entered, { type: "MapStateStarted", details: () => ({}) }];
         return [entered];
       }
       case "StateRetried":
@@ -200,13 +205,13 @@ export class HistoryLog {
       case "StateFailed": {
         const { name, type } = e.state;
         const error = { error: e.Error, cause: String(e.Cause ?? "") };
-        if (type === "Map") return [{ type: "MapStateFailed", details: {} }];
-        if (type === "Parallel") return [{ type: "ParallelStateFailed", details: {} }];
+        if (type === "Map") return [{ type: "MapStateFailed", details: () => ({}) }];
+        if (type === "Parallel") return [{ type: "ParallelStateFailed", details: () => ({}) }];
         if (type !== "Task") return [];
         const r = resourceOf(this.tasks.get(name));
         return r.lambda
-          ? [{ type: "LambdaFunctionFailed", details: error }]
-          : [{ type: "TaskFailed", details: { ...error, resource: r.name, resourceType: r.type } }];
+          ? [{ type: "LambdaFunctionFailed", details: () => error }]
+          : [{ type: "TaskFailed", details: () => ({ ...error, resource: r.name, resourceType: r.type }) }];
       }
       case "StateCaught":
         return [];
@@ -214,16 +219,16 @@ export class HistoryLog {
         const { name, type, output } = e.state;
         const exited: HistoryEvent = {
           type: `${type}StateExited`,
-          details: { name, ...dataOf("output", output) },
+          details: () => ({ name, ...this.dataOf("output", output) }),
         };
-        if (type === "Map") return [{ type: "MapStateSucceeded", details: {} }, exited];
+        if (type === "Map") return [{ type: "MapStateSucceeded", details: () => ({}) }, exited];
         if (type !== "Task") return [exited];
         const r = resourceOf(this.tasks.get(name));
         const succeeded: HistoryEvent = r.lambda
-          ? { type: "LambdaFunctionSucceeded", details: dataOf("output", output) }
+          ? { type: "LambdaFunctionSucceeded", details: () => this.dataOf("output", output) }
           : {
               type: "TaskSucceeded",
-              details: { resource: r.name, resourceType: r.type, ...dataOf("output", output) },
+              details: () => ({ resource: r.name, resourceType: r.type, ...this.dataOf("output", output) }),
             };
         return [succeeded, exited];
       }
@@ -246,20 +251,20 @@ export class HistoryLog {
     const r = resourceOf(resource);
     if (r.lambda)
       return [
-        { type: "LambdaFunctionScheduled", details: { resource, ...dataOf("input", input) } },
+        { type: "LambdaFunctionScheduled", details: () => ({ resource, ...this.dataOf("input", input) }) },
         { type: "LambdaFunctionStarted" },
       ];
     return [
       {
         type: "TaskScheduled",
-        details: {
+        details: () => ({
           resource: r.name,
           resourceType: r.type,
           region: this.region,
           parameters: JSON.stringify(input ?? null),
-        },
+        }),
       },
-      { type: "TaskStarted", details: { resource: r.name, resourceType: r.type } },
+      { type: "TaskStarted", details: () => ({ resource: r.name, resourceType: r.type }) },
     ];
   }
 }
